@@ -1,0 +1,47 @@
+# Sluice: a Kafka-compatible broker. `make run` starts a single-node broker on
+# localhost:9092; `make test` installs what the tests need and runs them all.
+
+GO        ?= go
+BIN       := bin/sluice
+PKGS      := ./...
+# Packages whose state is shared between goroutines run under the race detector.
+RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/...
+
+export GOFLAGS := -buildvcs=false
+
+.PHONY: all build run test test-deps unit race fuzz bench vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sluice
+
+run: build
+	./$(BIN) serve
+
+# test-deps installs the external programs the integration tests drive.
+test-deps:
+	@./scripts/test-deps.sh
+
+test: test-deps vet unit race
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+race:
+	$(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
+
+# Short fuzzing passes over every decoder and recovery scanner.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./record/
+
+BENCHTIME ?= 1s
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./bench/... ./engine/... ./segment/... ./mmapindex/...
+
+clean:
+	rm -rf bin

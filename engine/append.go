@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/sluice/sluice/record"
+)
+
+// PrepareAppend validates every batch in buf and rewrites the fields the
+// broker owns, numbering the batches from next. It is the one place backends
+// turn client bytes into log bytes; on error buf may be partly rewritten but
+// nothing should be appended. It does not allocate.
+//
+// Validation runs over all batches before any is rewritten, so the CRC is
+// always checked against the bytes the client sent.
+func PrepareAppend(buf []byte, next int64, opts AppendOptions, maxBatchBytes int) (AppendInfo, error) {
+	var info AppendInfo
+	if _, _, err := record.ValidateAll(buf); err != nil {
+		return info, err
+	}
+	info.FirstOffset = next
+	info.MaxTimestamp = -1
+	for pos := 0; pos < len(buf); {
+		b := record.Batch(buf[pos:])
+		size := b.Size()
+		b = b[:size]
+		if maxBatchBytes > 0 && size > maxBatchBytes {
+			return info, fmt.Errorf("%w: batch at byte %d is %d bytes, max.message.bytes is %d", ErrBatchTooLarge, pos, size, maxBatchBytes)
+		}
+		if opts.AssignOffsets {
+			b.SetBaseOffset(next)
+			b.SetLeaderEpoch(opts.LeaderEpoch)
+			if opts.LogAppendTime > 0 {
+				b.SetLogAppendTime(opts.LogAppendTime)
+			}
+		} else if b.BaseOffset() != next {
+			return info, fmt.Errorf("%w: batch at byte %d has base offset %d, expected %d", ErrOffsetMismatch, pos, b.BaseOffset(), next)
+		} else if pos == 0 {
+			info.FirstOffset = b.BaseOffset()
+		}
+		if ts := b.MaxTimestamp(); ts >= info.MaxTimestamp {
+			info.MaxTimestamp = ts
+			info.MaxTimestampOffset = b.LastOffset()
+		}
+		info.Batches++
+		info.Records += int64(b.RecordCount())
+		next = b.NextOffset()
+		pos += size
+	}
+	info.LastOffset = next - 1
+	return info, nil
+}

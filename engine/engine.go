@@ -1,0 +1,232 @@
+// Package engine defines what a storage backend is: a Store of partition
+// logs, each an append-only sequence of Kafka RecordBatch v2 batches with
+// dense offsets. Backends ("segment", "pebble", "memory") register themselves
+// by name; the broker picks one with the storage.backend config key.
+//
+// Every backend passes the conformance suite in engine/enginetest. The
+// contract below is what that suite checks.
+package engine
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// Errors. Backends wrap these with %w and add where it happened; callers
+// classify with errors.Is. Batch validation errors come from package record
+// (record.ErrCorrupt, record.ErrInvalid, record.ErrUnsupported).
+var (
+	ErrOffsetOutOfRange = errors.New("engine: offset out of range")
+	ErrLogExists        = errors.New("engine: log already exists")
+	ErrNoLog            = errors.New("engine: no such log")
+	ErrClosed           = errors.New("engine: closed")
+	// ErrCorruptStore means files or keys on disk are damaged beyond what
+	// recovery repairs; the message names the file.
+	ErrCorruptStore = errors.New("engine: corrupt store")
+	// ErrOffsetMismatch is returned by a follower append (AssignOffsets
+	// false) whose first batch does not start at the log end offset.
+	ErrOffsetMismatch = errors.New("engine: batch offset does not match log end")
+	// ErrBatchTooLarge is returned when a batch exceeds LogConfig.MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("engine: batch too large")
+)
+
+// PartitionID names one partition log.
+type PartitionID struct {
+	Topic     string
+	Partition int32
+}
+
+// Backend opens stores of one kind.
+type Backend interface {
+	// Open opens (creating if needed) the store rooted at opts.Dir.
+	Open(opts Options) (Store, error)
+}
+
+// Options configure a Store. Zero values mean the documented default.
+type Options struct {
+	Dir    string
+	Logger *slog.Logger // nil: slog.Default()
+	// FlushInterval is the periodic fsync of every log
+	// (log.flush.interval.ms); 0 means never by time, leaving durability to
+	// the page cache, replication and clean shutdown, as Kafka does.
+	FlushInterval time.Duration
+	// Now returns the current time; tests replace it. nil: time.Now.
+	Now func() time.Time
+}
+
+// Store is a set of partition logs in one directory. Safe for concurrent use.
+type Store interface {
+	// CreateLog creates an empty log; ErrLogExists if it exists.
+	CreateLog(id PartitionID, cfg LogConfig) (Log, error)
+	// OpenLog opens an existing log; ErrNoLog if there is none. A log
+	// may be opened once; opening an open log returns the same Log.
+	OpenLog(id PartitionID, cfg LogConfig) (Log, error)
+	// ListLogs lists the logs in the store, in no particular order.
+	ListLogs() ([]PartitionID, error)
+	// DeleteLog closes (if open) and removes a log and all its data.
+	// Slices already handed out stay readable until released.
+	DeleteLog(id PartitionID) error
+	// Close flushes and closes every open log and the store. After a
+	// clean Close, the next Open skips recovery.
+	Close() error
+}
+
+// Log is one partition: batches with dense, increasing offsets in
+// [StartOffset, EndOffset). Safe for concurrent use: appends are
+// serialized; reads run concurrently with appends and see whole batches
+// only.
+type Log interface {
+	// Append validates every batch in batches (one or more RecordBatch v2
+	// back to back) and appends them all, or none on error. batches is
+	// rewritten in place (baseOffset, partitionLeaderEpoch, and for
+	// LogAppendTime maxTimestamp and CRC) and not retained after return.
+	Append(batches []byte, opts AppendOptions) (AppendInfo, error)
+
+	// Read returns whole batches starting with the one that holds offset,
+	// at most maxBytes of them but always at least one when offset is
+	// below the bound (KIP-74), and only batches that end before upTo
+	// (upTo < 0: no bound; the bound is the high watermark). Offsets in
+	// [EndOffset, ...] or at/after upTo give an empty slice; offsets below
+	// StartOffset or above EndOffset give ErrOffsetOutOfRange. The slice
+	// must be Released.
+	Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error)
+
+	// OffsetForTimestamp returns the offset and timestamp of the first
+	// record whose timestamp is >= ts; ok is false when there is none.
+	// ts == MaxTimestampQuery asks for the record with the largest
+	// timestamp (the latest such record on ties), KIP-734.
+	OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error)
+
+	StartOffset() int64
+	EndOffset() int64
+	// Size is the number of bytes the log's batches occupy.
+	Size() int64
+
+	// Truncate removes every batch with an offset >= offset (a follower
+	// realigning with its leader). offset must fall on a batch boundary
+	// or at/after EndOffset; the end offset becomes offset.
+	Truncate(offset int64) error
+	// DeleteBefore advances the log start offset to offset (DeleteRecords);
+	// data below it may be reclaimed lazily. Offsets above EndOffset give
+	// ErrOffsetOutOfRange; offsets at or below StartOffset are a no-op.
+	DeleteBefore(offset int64) error
+	// ApplyRetention deletes data older than RetentionMs or beyond
+	// RetentionBytes as of now, whole segments (or their equivalent) at a
+	// time and never the active one, and returns the new start offset.
+	ApplyRetention(now time.Time) (int64, error)
+
+	// LeaderEpochs returns the leader epoch history: for each epoch the
+	// first offset written in it, ascending. It is maintained from the
+	// partitionLeaderEpoch of appended batches and cut by Truncate.
+	LeaderEpochs() []EpochEntry
+
+	// SetConfig applies a changed topic config (retention, segment size).
+	SetConfig(cfg LogConfig) error
+	// Flush makes every appended batch durable.
+	Flush() error
+	// Close flushes and closes the log.
+	Close() error
+}
+
+// MaxTimestampQuery as a ts to OffsetForTimestamp asks for the record with
+// the largest timestamp (ListOffsets timestamp -3).
+const MaxTimestampQuery = -3
+
+// EpochEntry says that leader epoch Epoch began at StartOffset.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// AppendOptions say how the broker owns the batches it appends.
+type AppendOptions struct {
+	// AssignOffsets: true for a leader, which numbers the batches from
+	// the log end offset; false for a follower, whose batches already
+	// carry the leader's offsets and must start at the log end offset.
+	AssignOffsets bool
+	// LeaderEpoch is written into partitionLeaderEpoch when AssignOffsets.
+	LeaderEpoch int32
+	// LogAppendTime, when > 0, marks the batches LogAppendTime with this
+	// timestamp (ms) and recomputes their CRC.
+	LogAppendTime int64
+}
+
+// AppendInfo describes a successful append.
+type AppendInfo struct {
+	FirstOffset  int64 // baseOffset of the first batch
+	LastOffset   int64 // last offset of the last batch
+	Batches      int
+	Records      int64
+	MaxTimestamp int64 // largest maxTimestamp among the batches
+	// MaxTimestampOffset is the last offset of a batch with that timestamp.
+	MaxTimestampOffset int64
+}
+
+// LogConfig is the part of a topic's config a log applies. Zero values mean
+// Kafka's defaults (DefaultLogConfig).
+type LogConfig struct {
+	SegmentBytes       int64         // segment.bytes
+	SegmentMs          time.Duration // segment.ms
+	RetentionMs        time.Duration // retention.ms; < 0: unlimited
+	RetentionBytes     int64         // retention.bytes; < 0: unlimited
+	IndexIntervalBytes int           // index.interval.bytes
+	IndexMaxBytes      int           // segment.index.bytes
+	MaxBatchBytes      int           // max.message.bytes
+	// FlushMessages: fsync after this many records (flush.messages);
+	// 1 means every append, with concurrent appends sharing one fsync.
+	// 0 or negative: never by count.
+	FlushMessages int64
+}
+
+// Kafka's defaults.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentMs          = 7 * 24 * time.Hour
+	DefaultRetentionMs        = 7 * 24 * time.Hour
+	DefaultIndexIntervalBytes = 4096
+	DefaultIndexMaxBytes      = 10 << 20
+	DefaultMaxBatchBytes      = 1048588
+)
+
+// DefaultLogConfig returns Kafka's defaults.
+func DefaultLogConfig() LogConfig {
+	return LogConfig{
+		SegmentBytes:       DefaultSegmentBytes,
+		SegmentMs:          DefaultSegmentMs,
+		RetentionMs:        DefaultRetentionMs,
+		RetentionBytes:     -1,
+		IndexIntervalBytes: DefaultIndexIntervalBytes,
+		IndexMaxBytes:      DefaultIndexMaxBytes,
+		MaxBatchBytes:      DefaultMaxBatchBytes,
+	}
+}
+
+// WithDefaults fills zero fields of c with Kafka's defaults.
+func (c LogConfig) WithDefaults() LogConfig {
+	d := DefaultLogConfig()
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = d.RetentionMs
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = d.RetentionBytes
+	}
+	if c.IndexIntervalBytes <= 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.IndexMaxBytes <= 0 {
+		c.IndexMaxBytes = d.IndexMaxBytes
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = d.MaxBatchBytes
+	}
+	return c
+}
