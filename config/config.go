@@ -1,0 +1,101 @@
+// Package config holds the broker's configuration: Kafka's own key names
+// (server.properties), their defaults, and the parsing and validation that
+// `sluice serve --config FILE --set key=value` applies. An unknown key or a
+// malformed value is an error naming the key, at start, never later.
+package config
+
+import (
+	"time"
+)
+
+// Config is a parsed, validated broker configuration. The zero value is not
+// valid; start from Default().
+type Config struct {
+	BrokerID            int32    // broker.id
+	Listeners           []string // listeners, e.g. PLAINTEXT://:9092
+	AdvertisedListeners []string // advertised.listeners; empty: derived from listeners
+	LogDirs             []string // log.dirs (log.dir accepted as an alias)
+	StorageBackend      string   // storage.backend: segment, pebble, memory
+
+	NumPartitions            int32 // num.partitions
+	DefaultReplicationFactor int16 // default.replication.factor
+	AutoCreateTopics         bool  // auto.create.topics.enable
+
+	LogSegmentBytes        int64         // log.segment.bytes
+	LogSegmentMs           time.Duration // log.roll.ms / log.roll.hours
+	LogRetention           time.Duration // log.retention.ms/.minutes/.hours; < 0 unlimited
+	LogRetentionBytes      int64         // log.retention.bytes; < 0 unlimited
+	LogRetentionCheck      time.Duration // log.retention.check.interval.ms
+	LogIndexIntervalBytes  int           // log.index.interval.bytes
+	LogIndexSizeMaxBytes   int           // log.index.size.max.bytes
+	LogFlushIntervalMsgs   int64         // log.flush.interval.messages; <= 0 or MaxInt64: never by count
+	LogFlushInterval       time.Duration // log.flush.interval.ms; 0: never by time
+	MessageMaxBytes        int           // message.max.bytes
+	MessageTimestampType   string        // log.message.timestamp.type: CreateTime | LogAppendTime
+	SocketRequestMaxBytes  int32         // socket.request.max.bytes
+	ConnectionsMaxIdle     time.Duration // connections.max.idle.ms
+
+	ZooKeeperConnect            string        // zookeeper.connect; "" = single-node mode
+	ZooKeeperSessionTimeout     time.Duration // zookeeper.session.timeout.ms
+	MinInsyncReplicas           int           // min.insync.replicas
+	ReplicaLagTimeMax           time.Duration // replica.lag.time.max.ms
+	UncleanLeaderElection       bool          // unclean.leader.election.enable
+	OffsetsTopicReplication     int16         // offsets.topic.replication.factor
+	OffsetsTopicPartitions      int32         // offsets.topic.num.partitions
+	OffsetsRetention            time.Duration // offsets.retention.minutes
+	GroupInitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeout      time.Duration // group.min.session.timeout.ms
+	GroupMaxSessionTimeout      time.Duration // group.max.session.timeout.ms
+	ControlledShutdownEnable    bool          // controlled.shutdown.enable
+	DeleteTopicEnable           bool          // delete.topic.enable
+	ProducerIDExpiration        time.Duration // producer.id.expiration.ms
+	TransactionalIDExpiration   time.Duration // transactional.id.expiration.ms (accepted, unused)
+	LogCleanerEnable            bool          // log.cleaner.enable (accepted; compaction not implemented)
+	ClusterIDOverride           string        // cluster.id (sluice: optional fixed cluster id)
+	RackID                      string        // broker.rack
+}
+
+// Default returns Kafka's defaults (and Sluice's for its own keys).
+func Default() Config {
+	return Config{
+		BrokerID:                   0,
+		Listeners:                  []string{"PLAINTEXT://:9092"},
+		LogDirs:                    []string{"./data"},
+		StorageBackend:             "segment",
+		NumPartitions:              1,
+		DefaultReplicationFactor:   1,
+		AutoCreateTopics:           true,
+		LogSegmentBytes:            1 << 30,
+		LogSegmentMs:               7 * 24 * time.Hour,
+		LogRetention:               7 * 24 * time.Hour,
+		LogRetentionBytes:          -1,
+		LogRetentionCheck:          5 * time.Minute,
+		LogIndexIntervalBytes:      4096,
+		LogIndexSizeMaxBytes:       10 << 20,
+		LogFlushIntervalMsgs:       0,
+		LogFlushInterval:           0,
+		MessageMaxBytes:            1048588,
+		MessageTimestampType:       "CreateTime",
+		SocketRequestMaxBytes:      104857600,
+		ConnectionsMaxIdle:         10 * time.Minute,
+		ZooKeeperSessionTimeout:    18 * time.Second,
+		MinInsyncReplicas:          1,
+		ReplicaLagTimeMax:          30 * time.Second,
+		UncleanLeaderElection:      false,
+		OffsetsTopicReplication:    3,
+		OffsetsTopicPartitions:     50,
+		OffsetsRetention:           10080 * time.Minute,
+		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupMinSessionTimeout:     6 * time.Second,
+		GroupMaxSessionTimeout:     30 * time.Minute,
+		ControlledShutdownEnable:   true,
+		DeleteTopicEnable:          true,
+		ProducerIDExpiration:       24 * time.Hour,
+		TransactionalIDExpiration:  7 * 24 * time.Hour,
+		LogCleanerEnable:           true,
+	}
+}
+
+// SingleNode reports whether the broker runs without ZooKeeper, as its own
+// controller with topic metadata in its metastore.
+func (c *Config) SingleNode() bool { return c.ZooKeeperConnect == "" }
