@@ -1,0 +1,125 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsAreKafkas(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Listeners[0]; got != "PLAINTEXT://:9092" {
+		t.Errorf("listeners = %q", got)
+	}
+	if c.LogDirs[0] != "./data" || c.StorageBackend != "segment" || !c.SingleNode() {
+		t.Errorf("log.dirs %v backend %q single %v", c.LogDirs, c.StorageBackend, c.SingleNode())
+	}
+	if c.SocketRequestMaxBytes != 104857600 || c.LogRetention != 168*time.Hour || c.NumPartitions != 1 {
+		t.Errorf("defaults off: %+v", c)
+	}
+}
+
+func TestPropertiesFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.properties")
+	body := `# a comment
+! another
+broker.id=3
+listeners = PLAINTEXT://127.0.0.1:19092
+log.dirs: /tmp/a
+num.partitions 6
+log.retention.hours=1
+log.retention.minutes=5
+storage.backend=pebble
+zookeeper.connect=127.0.0.1:2181,\
+    127.0.0.1:2182/chroot
+`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, []string{"num.partitions=8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BrokerID != 3 || c.Listeners[0] != "PLAINTEXT://127.0.0.1:19092" || c.LogDirs[0] != "/tmp/a" {
+		t.Errorf("got %+v", c)
+	}
+	if c.NumPartitions != 8 {
+		t.Errorf("--set did not override: %d", c.NumPartitions)
+	}
+	if c.LogRetention != 5*time.Minute {
+		t.Errorf("minutes must win over hours: %v", c.LogRetention)
+	}
+	if c.ZooKeeperConnect != "127.0.0.1:2181,127.0.0.1:2182/chroot" || c.SingleNode() {
+		t.Errorf("zookeeper.connect = %q", c.ZooKeeperConnect)
+	}
+	if c.StorageBackend != "pebble" {
+		t.Errorf("backend %q", c.StorageBackend)
+	}
+}
+
+func TestBadValuesNameTheKey(t *testing.T) {
+	cases := []struct {
+		name string
+		set  string
+		key  string
+	}{
+		{"unknown key", "log.dirz=/x", "log.dirz"},
+		{"not a number", "num.partitions=six", "num.partitions"},
+		{"out of range", "num.partitions=0", "num.partitions"},
+		{"bad bool", "auto.create.topics.enable=yes", "auto.create.topics.enable"},
+		{"bad backend", "storage.backend=rocks", "storage.backend"},
+		{"bad listener", "listeners=9092", "listeners"},
+		{"ssl listener", "listeners=SSL://:9093", "listeners"},
+		{"no equals", "num.partitions", "num.partitions"},
+		{"timestamp type", "log.message.timestamp.type=Now", "log.message.timestamp.type"},
+		{"advertised wildcard", "advertised.listeners=PLAINTEXT://:9092", "advertised.listeners"},
+		{"two log dirs", "log.dirs=/a,/b", "log.dirs"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load("", []string{tc.set})
+			if err == nil {
+				t.Fatalf("%s accepted", tc.set)
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("error %q does not name %q", err, tc.key)
+			}
+		})
+	}
+}
+
+func TestRetentionUnlimited(t *testing.T) {
+	c, err := Load("", []string{"log.retention.ms=-1", "log.retention.bytes=-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogRetention >= 0 || c.LogRetentionBytes >= 0 {
+		t.Fatalf("want unlimited, got %v %d", c.LogRetention, c.LogRetentionBytes)
+	}
+}
+
+func TestParsePropertiesEscapes(t *testing.T) {
+	props, err := ParseProperties(strings.NewReader("a\\=b=c\\td\nkey\\u0041=v\nempty=\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Property{{"a=b", "c\td", 1}, {"keyA", "v", 2}, {"empty", "", 3}}
+	if len(props) != len(want) {
+		t.Fatalf("got %v", props)
+	}
+	for i := range want {
+		if props[i] != want[i] {
+			t.Errorf("prop %d = %+v, want %+v", i, props[i], want[i])
+		}
+	}
+	if _, err := ParseProperties(strings.NewReader("k=\\u12")); err == nil {
+		t.Error("short \\u escape accepted")
+	}
+}

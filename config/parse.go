@@ -1,0 +1,463 @@
+package config
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrConfig marks every configuration error; the message names the key.
+var ErrConfig = errors.New("config")
+
+// keyError is a problem with one key's value.
+func keyError(key, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...))
+}
+
+// Load builds a Config from Kafka's defaults, then the properties file at
+// path (skipped when path is ""), then each "key=value" of sets, in order.
+// The result is validated as a whole.
+func Load(path string, sets []string) (Config, error) {
+	c := Default()
+	s := newSetter(&c)
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		props, err := ParseProperties(f)
+		f.Close()
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, path, err)
+		}
+		for _, p := range props {
+			if err := s.set(p.Key, p.Value); err != nil {
+				return Config{}, fmt.Errorf("%w (%s line %d)", err, path, p.Line)
+			}
+		}
+	}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return Config{}, fmt.Errorf("%w: --set %q: want key=value", ErrConfig, kv)
+		}
+		if err := s.set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := s.finish(); err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Set applies one key=value to c, as --set does, without whole-config
+// validation. Tests and embedders use it to override defaults.
+func (c *Config) Set(key, value string) error {
+	s := newSetter(c)
+	if err := s.set(key, value); err != nil {
+		return err
+	}
+	return s.finish()
+}
+
+// Property is one key/value of a properties file.
+type Property struct {
+	Key, Value string
+	Line       int
+}
+
+// ParseProperties reads a Java .properties file: `key=value`, `key: value`
+// or `key value`; `#` and `!` start comments; a trailing backslash continues
+// a line; \t \n \r \f \\ \uXXXX escapes are decoded.
+func ParseProperties(r io.Reader) ([]Property, error) {
+	var out []Property
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	lineNo := 0
+	var pending strings.Builder
+	startLine := 0
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimLeft(sc.Text(), " \t\f")
+		if pending.Len() == 0 {
+			if line == "" || line[0] == '#' || line[0] == '!' {
+				continue
+			}
+			startLine = lineNo
+		}
+		if cont := trailingBackslashes(line)%2 == 1; cont {
+			pending.WriteString(line[:len(line)-1])
+			continue
+		}
+		pending.WriteString(line)
+		logical := pending.String()
+		pending.Reset()
+		k, v, err := splitProperty(logical)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", startLine, err)
+		}
+		out = append(out, Property{Key: k, Value: v, Line: startLine})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if pending.Len() > 0 {
+		k, v, err := splitProperty(pending.String())
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", startLine, err)
+		}
+		out = append(out, Property{Key: k, Value: v, Line: startLine})
+	}
+	return out, nil
+}
+
+func trailingBackslashes(s string) int {
+	n := 0
+	for i := len(s) - 1; i >= 0 && s[i] == '\\'; i-- {
+		n++
+	}
+	return n
+}
+
+func splitProperty(s string) (key, value string, err error) {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c == '\\' {
+			i += 2
+			continue
+		}
+		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
+			break
+		}
+		i++
+	}
+	if i > len(s) {
+		i = len(s)
+	}
+	rawKey := s[:i]
+	rest := strings.TrimLeft(s[i:], " \t\f")
+	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
+		rest = strings.TrimLeft(rest[1:], " \t\f")
+	}
+	if key, err = unescape(rawKey); err != nil {
+		return "", "", err
+	}
+	if value, err = unescape(rest); err != nil {
+		return "", "", err
+	}
+	return key, strings.TrimRight(value, " \t"), nil
+}
+
+func unescape(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 'f':
+			b.WriteByte('\f')
+		case 'u':
+			if i+5 > len(s) {
+				return "", fmt.Errorf("short \\u escape in %q", s)
+			}
+			r, err := strconv.ParseUint(s[i+1:i+5], 16, 32)
+			if err != nil {
+				return "", fmt.Errorf("bad \\u escape in %q", s)
+			}
+			b.WriteRune(rune(r))
+			i += 4
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// setter applies keys to a Config, remembering the retention unit keys so
+// that Kafka's precedence (ms over minutes over hours) holds whatever the
+// order in the file.
+type setter struct {
+	c         *Config
+	retention map[string]time.Duration
+	roll      map[string]time.Duration
+}
+
+func newSetter(c *Config) *setter {
+	return &setter{c: c, retention: map[string]time.Duration{}, roll: map[string]time.Duration{}}
+}
+
+func (s *setter) finish() error {
+	for _, k := range []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"} {
+		if d, ok := s.retention[k]; ok {
+			s.c.LogRetention = d
+			break
+		}
+	}
+	for _, k := range []string{"log.roll.ms", "log.roll.hours"} {
+		if d, ok := s.roll[k]; ok {
+			s.c.LogSegmentMs = d
+			break
+		}
+	}
+	return nil
+}
+
+func (s *setter) set(key, v string) error {
+	c := s.c
+	var err error
+	switch key {
+	case "broker.id", "node.id":
+		c.BrokerID, err = parseInt32(key, v, 0, math.MaxInt32)
+	case "listeners":
+		c.Listeners, err = parseListeners(key, v, false)
+	case "advertised.listeners":
+		c.AdvertisedListeners, err = parseListeners(key, v, true)
+	case "log.dirs", "log.dir":
+		c.LogDirs = splitList(v)
+		if len(c.LogDirs) == 0 {
+			err = keyError(key, "empty")
+		}
+	case "storage.backend":
+		c.StorageBackend = v
+		if v == "" {
+			err = keyError(key, "empty")
+		}
+	case "num.partitions":
+		c.NumPartitions, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "default.replication.factor":
+		var n int32
+		n, err = parseInt32(key, v, 1, math.MaxInt16)
+		c.DefaultReplicationFactor = int16(n)
+	case "auto.create.topics.enable":
+		c.AutoCreateTopics, err = parseBool(key, v)
+	case "log.segment.bytes":
+		c.LogSegmentBytes, err = parseInt64(key, v, 14, math.MaxInt32)
+	case "log.roll.ms":
+		s.roll[key], err = parseDuration(key, v, time.Millisecond, 1)
+	case "log.roll.hours":
+		s.roll[key], err = parseDuration(key, v, time.Hour, 1)
+	case "log.retention.ms":
+		s.retention[key], err = parseDuration(key, v, time.Millisecond, -1)
+	case "log.retention.minutes":
+		s.retention[key], err = parseDuration(key, v, time.Minute, -1)
+	case "log.retention.hours":
+		s.retention[key], err = parseDuration(key, v, time.Hour, -1)
+	case "log.retention.bytes":
+		c.LogRetentionBytes, err = parseInt64(key, v, -1, math.MaxInt64)
+	case "log.retention.check.interval.ms":
+		c.LogRetentionCheck, err = parseDuration(key, v, time.Millisecond, 1)
+	case "log.index.interval.bytes":
+		var n int64
+		n, err = parseInt64(key, v, 0, math.MaxInt32)
+		c.LogIndexIntervalBytes = int(n)
+	case "log.index.size.max.bytes":
+		var n int64
+		n, err = parseInt64(key, v, 4, math.MaxInt32)
+		c.LogIndexSizeMaxBytes = int(n)
+	case "log.flush.interval.messages":
+		c.LogFlushIntervalMsgs, err = parseInt64(key, v, 1, math.MaxInt64)
+		if c.LogFlushIntervalMsgs == math.MaxInt64 {
+			c.LogFlushIntervalMsgs = 0
+		}
+	case "log.flush.interval.ms":
+		c.LogFlushInterval, err = parseDuration(key, v, time.Millisecond, 0)
+	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",
+		"num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
+		"socket.receive.buffer.bytes", "num.replica.fetchers", "transaction.state.log.replication.factor",
+		"transaction.state.log.min.isr", "zookeeper.connection.timeout.ms", "log.cleaner.threads":
+		// Accepted for compatibility with Kafka's server.properties; Sluice
+		// sizes these itself. The value must still be a number.
+		_, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
+	case "message.max.bytes":
+		var n int64
+		n, err = parseInt64(key, v, 0, math.MaxInt32)
+		c.MessageMaxBytes = int(n)
+	case "log.message.timestamp.type":
+		if v != "CreateTime" && v != "LogAppendTime" {
+			err = keyError(key, "%q is not CreateTime or LogAppendTime", v)
+		}
+		c.MessageTimestampType = v
+	case "socket.request.max.bytes":
+		c.SocketRequestMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "connections.max.idle.ms":
+		c.ConnectionsMaxIdle, err = parseDuration(key, v, time.Millisecond, 1)
+	case "zookeeper.connect":
+		c.ZooKeeperConnect = v
+	case "zookeeper.session.timeout.ms":
+		c.ZooKeeperSessionTimeout, err = parseDuration(key, v, time.Millisecond, 1)
+	case "min.insync.replicas":
+		var n int32
+		n, err = parseInt32(key, v, 1, math.MaxInt16)
+		c.MinInsyncReplicas = int(n)
+	case "replica.lag.time.max.ms":
+		c.ReplicaLagTimeMax, err = parseDuration(key, v, time.Millisecond, 1)
+	case "unclean.leader.election.enable":
+		c.UncleanLeaderElection, err = parseBool(key, v)
+	case "offsets.topic.replication.factor":
+		var n int32
+		n, err = parseInt32(key, v, 1, math.MaxInt16)
+		c.OffsetsTopicReplication = int16(n)
+	case "offsets.topic.num.partitions":
+		c.OffsetsTopicPartitions, err = parseInt32(key, v, 1, 100000)
+	case "offsets.retention.minutes":
+		c.OffsetsRetention, err = parseDuration(key, v, time.Minute, 1)
+	case "group.initial.rebalance.delay.ms":
+		c.GroupInitialRebalanceDelay, err = parseDuration(key, v, time.Millisecond, 0)
+	case "group.min.session.timeout.ms":
+		c.GroupMinSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
+	case "group.max.session.timeout.ms":
+		c.GroupMaxSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
+	case "controlled.shutdown.enable":
+		c.ControlledShutdownEnable, err = parseBool(key, v)
+	case "delete.topic.enable":
+		c.DeleteTopicEnable, err = parseBool(key, v)
+	case "producer.id.expiration.ms":
+		c.ProducerIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
+	case "transactional.id.expiration.ms":
+		c.TransactionalIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
+	case "log.cleaner.enable":
+		c.LogCleanerEnable, err = parseBool(key, v)
+	case "cluster.id":
+		c.ClusterIDOverride = v
+	case "broker.rack":
+		c.RackID = v
+	default:
+		return fmt.Errorf("%w: unknown key %q", ErrConfig, key)
+	}
+	return err
+}
+
+func parseInt64(key, v string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, keyError(key, "%q is not an integer", v)
+	}
+	if n < lo || n > hi {
+		return 0, keyError(key, "%d is out of range [%d, %d]", n, lo, hi)
+	}
+	return n, nil
+}
+
+func parseInt32(key, v string, lo, hi int32) (int32, error) {
+	n, err := parseInt64(key, v, int64(lo), int64(hi))
+	return int32(n), err
+}
+
+func parseBool(key, v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, keyError(key, "%q is not true or false", v)
+}
+
+// parseDuration reads an integer count of unit; -1 (when min is -1) means
+// unlimited and is returned as -1ns.
+func parseDuration(key, v string, unit time.Duration, min int64) (time.Duration, error) {
+	n, err := parseInt64(key, v, min, math.MaxInt64)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return -1, nil
+	}
+	if n > int64(math.MaxInt64/unit) {
+		return math.MaxInt64, nil
+	}
+	return time.Duration(n) * unit, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseListeners checks NAME://host:port entries. Only PLAINTEXT is served.
+func parseListeners(key, v string, advertised bool) ([]string, error) {
+	ls := splitList(v)
+	if len(ls) == 0 {
+		return nil, keyError(key, "empty")
+	}
+	for _, l := range ls {
+		if _, _, err := SplitListener(l); err != nil {
+			return nil, keyError(key, "%v", err)
+		}
+	}
+	return ls, nil
+}
+
+// SplitListener splits "PLAINTEXT://host:port" into the security protocol
+// and the host:port address.
+func SplitListener(l string) (protocol, addr string, err error) {
+	proto, hostport, ok := strings.Cut(l, "://")
+	if !ok {
+		return "", "", fmt.Errorf("listener %q: want PROTOCOL://host:port", l)
+	}
+	if proto != "PLAINTEXT" {
+		return "", "", fmt.Errorf("listener %q: only PLAINTEXT is supported", l)
+	}
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return "", "", fmt.Errorf("listener %q: no port", l)
+	}
+	port, perr := strconv.Atoi(hostport[i+1:])
+	if perr != nil || port < 0 || port > 65535 {
+		return "", "", fmt.Errorf("listener %q: bad port", l)
+	}
+	return proto, hostport, nil
+}
+
+// Validate checks relations between keys.
+func (c *Config) Validate() error {
+	switch c.StorageBackend {
+	case "segment", "pebble", "memory":
+	default:
+		return keyError("storage.backend", "%q is not one of segment, pebble, memory", c.StorageBackend)
+	}
+	if len(c.LogDirs) > 1 {
+		return keyError("log.dirs", "only one log directory is supported, got %d", len(c.LogDirs))
+	}
+	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
+		return keyError("group.min.session.timeout.ms", "above group.max.session.timeout.ms")
+	}
+	if int(c.MessageMaxBytes) > int(c.SocketRequestMaxBytes) {
+		return keyError("message.max.bytes", "%d exceeds socket.request.max.bytes %d", c.MessageMaxBytes, c.SocketRequestMaxBytes)
+	}
+	if len(c.AdvertisedListeners) > 0 {
+		for _, l := range c.AdvertisedListeners {
+			_, addr, _ := SplitListener(l)
+			if strings.HasPrefix(addr, ":") || strings.HasPrefix(addr, "0.0.0.0:") {
+				return keyError("advertised.listeners", "%q needs a host clients can reach", l)
+			}
+		}
+	}
+	return nil
+}
