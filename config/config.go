@@ -21,38 +21,38 @@ type Config struct {
 	DefaultReplicationFactor int16 // default.replication.factor
 	AutoCreateTopics         bool  // auto.create.topics.enable
 
-	LogSegmentBytes        int64         // log.segment.bytes
-	LogSegmentMs           time.Duration // log.roll.ms / log.roll.hours
-	LogRetention           time.Duration // log.retention.ms/.minutes/.hours; < 0 unlimited
-	LogRetentionBytes      int64         // log.retention.bytes; < 0 unlimited
-	LogRetentionCheck      time.Duration // log.retention.check.interval.ms
-	LogIndexIntervalBytes  int           // log.index.interval.bytes
-	LogIndexSizeMaxBytes   int           // log.index.size.max.bytes
-	LogFlushIntervalMsgs   int64         // log.flush.interval.messages; <= 0 or MaxInt64: never by count
-	LogFlushInterval       time.Duration // log.flush.interval.ms; 0: never by time
-	MessageMaxBytes        int           // message.max.bytes
-	MessageTimestampType   string        // log.message.timestamp.type: CreateTime | LogAppendTime
-	SocketRequestMaxBytes  int32         // socket.request.max.bytes
-	ConnectionsMaxIdle     time.Duration // connections.max.idle.ms
+	LogSegmentBytes       int64         // log.segment.bytes
+	LogSegmentMs          time.Duration // log.roll.ms / log.roll.hours
+	LogRetention          time.Duration // log.retention.ms/.minutes/.hours; < 0 unlimited
+	LogRetentionBytes     int64         // log.retention.bytes; < 0 unlimited
+	LogRetentionCheck     time.Duration // log.retention.check.interval.ms
+	LogIndexIntervalBytes int           // log.index.interval.bytes
+	LogIndexSizeMaxBytes  int           // log.index.size.max.bytes
+	LogFlushIntervalMsgs  int64         // log.flush.interval.messages; <= 0 or MaxInt64: never by count
+	LogFlushInterval      time.Duration // log.flush.interval.ms; 0: never by time
+	MessageMaxBytes       int           // message.max.bytes
+	MessageTimestampType  string        // log.message.timestamp.type: CreateTime | LogAppendTime
+	SocketRequestMaxBytes int32         // socket.request.max.bytes
+	ConnectionsMaxIdle    time.Duration // connections.max.idle.ms
 
-	ZooKeeperConnect            string        // zookeeper.connect; "" = single-node mode
-	ZooKeeperSessionTimeout     time.Duration // zookeeper.session.timeout.ms
-	MinInsyncReplicas           int           // min.insync.replicas
-	ReplicaLagTimeMax           time.Duration // replica.lag.time.max.ms
-	UncleanLeaderElection       bool          // unclean.leader.election.enable
-	OffsetsTopicReplication     int16         // offsets.topic.replication.factor
-	OffsetsTopicPartitions      int32         // offsets.topic.num.partitions
-	OffsetsRetention            time.Duration // offsets.retention.minutes
-	GroupInitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms
-	GroupMinSessionTimeout      time.Duration // group.min.session.timeout.ms
-	GroupMaxSessionTimeout      time.Duration // group.max.session.timeout.ms
-	ControlledShutdownEnable    bool          // controlled.shutdown.enable
-	DeleteTopicEnable           bool          // delete.topic.enable
-	ProducerIDExpiration        time.Duration // producer.id.expiration.ms
-	TransactionalIDExpiration   time.Duration // transactional.id.expiration.ms (accepted, unused)
-	LogCleanerEnable            bool          // log.cleaner.enable (accepted; compaction not implemented)
-	ClusterIDOverride           string        // cluster.id (sluice: optional fixed cluster id)
-	RackID                      string        // broker.rack
+	ZooKeeperConnect           string        // zookeeper.connect; "" = single-node mode
+	ZooKeeperSessionTimeout    time.Duration // zookeeper.session.timeout.ms
+	MinInsyncReplicas          int           // min.insync.replicas
+	ReplicaLagTimeMax          time.Duration // replica.lag.time.max.ms
+	UncleanLeaderElection      bool          // unclean.leader.election.enable
+	OffsetsTopicReplication    int16         // offsets.topic.replication.factor
+	OffsetsTopicPartitions     int32         // offsets.topic.num.partitions
+	OffsetsRetention           time.Duration // offsets.retention.minutes
+	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeout     time.Duration // group.min.session.timeout.ms
+	GroupMaxSessionTimeout     time.Duration // group.max.session.timeout.ms
+	ControlledShutdownEnable   bool          // controlled.shutdown.enable
+	DeleteTopicEnable          bool          // delete.topic.enable
+	ProducerIDExpiration       time.Duration // producer.id.expiration.ms
+	TransactionalIDExpiration  time.Duration // transactional.id.expiration.ms (accepted, unused)
+	LogCleanerEnable           bool          // log.cleaner.enable (accepted; compaction not implemented)
+	ClusterIDOverride          string        // cluster.id (sluice: optional fixed cluster id)
+	RackID                     string        // broker.rack
 }
 
 // Default returns Kafka's defaults (and Sluice's for its own keys).
