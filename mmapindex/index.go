@@ -1,0 +1,350 @@
+// Package mmapindex holds the two sparse indexes of a Kafka log segment, kept
+// in memory-mapped files exactly as Kafka lays them out:
+//
+//	.index (OffsetIndex), 8-byte entries, big-endian (part of the on-disk
+//	format: do not change):
+//	+-----------------------------+-----------------------------+
+//	| relativeOffset int32 (4)    | position int32 (4)          |
+//	+-----------------------------+-----------------------------+
+//	relativeOffset = offset - segment base offset; position = byte position
+//	of the batch in the segment's .log.
+//
+//	.timeindex (TimeIndex), 12-byte entries, big-endian:
+//	+----------------------------------------+------------------------------+
+//	| timestamp int64 (8)                    | relativeOffset int32 (4)     |
+//	+----------------------------------------+------------------------------+
+//
+// An index file is preallocated (sparse, with ftruncate) to its maximum size
+// while its segment is active, so appends are stores into the mapping, and
+// trimmed to its real size when the segment rolls or closes.
+//
+// Reopening never trusts the file size: after a crash the file still has its
+// preallocated length, its tail zero-filled. The entry count comes from a
+// scan for the last entry that is not all zeros, and Check decides whether
+// the entries are consistent enough to use; callers rebuild the index from
+// the log when they are not. A real entry is never all zeros in an offset
+// index (the writer never indexes position 0); in a time index only an entry
+// (timestamp 0, relative offset 0) is, and losing it only makes a lookup
+// start earlier.
+//
+// Concurrency: one writer (Append, TruncateTo, Resize, Trim, Close) and any
+// number of concurrent Lookups. Lookup may run concurrently with Append (it
+// sees the entries published before it loaded the count) but not with the
+// other writer methods, which remap or cut the file; the caller (a segment)
+// excludes them with its own lock.
+package mmapindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors. Classify with errors.Is.
+var (
+	// ErrFull: the preallocated file has no room for another entry; the
+	// segment should roll.
+	ErrFull = errors.New("mmapindex: index full")
+	// ErrNotMonotonic: an appended entry is not above the last one.
+	ErrNotMonotonic = errors.New("mmapindex: entry out of order")
+	// ErrCorrupt: Check found entries that cannot be right.
+	ErrCorrupt = errors.New("mmapindex: corrupt index")
+	// ErrClosed: the index was closed.
+	ErrClosed = errors.New("mmapindex: closed")
+)
+
+// warmBytes is the size of the warm section searched first (see floor).
+// Kafka's AbstractIndex uses 8192 bytes: small enough to stay in the page
+// cache and the CPU cache on every architecture, large enough that a
+// follower or a caught-up consumer (which look up offsets within the last
+// few MiB of log) always lands in it.
+const warmBytes = 8192
+
+// file is what both index kinds share: the file, its mapping and the count.
+//
+// Invariant: entries n <= len(mm)/entrySize; bytes [n*entrySize, len(mm))
+// are zero (TruncateTo zeroes what it cuts), so a crash leaves a tail that
+// the open scan recognizes as the end.
+type file struct {
+	path      string
+	f         *os.File
+	mm        []byte // the mapping; len is a multiple of entrySize
+	entrySize int
+	n         atomic.Int64 // published entry count
+}
+
+func openFile(path string, entrySize, maxBytes int) (*file, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("mmapindex: open: %w", err)
+	}
+	x := &file{path: path, f: f, entrySize: entrySize}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mmapindex: stat %s: %w", path, err)
+	}
+	size := st.Size() - st.Size()%int64(entrySize)
+	if want := int64(roundDown(maxBytes, entrySize)); want > size {
+		size = want
+	}
+	if err := x.mapSize(size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	x.n.Store(int64(x.scanEntries()))
+	return x, nil
+}
+
+func roundDown(v, m int) int {
+	if v <= 0 {
+		return 0
+	}
+	return v - v%m
+}
+
+// mapSize unmaps, sets the file length to size and maps it again.
+func (x *file) mapSize(size int64) error {
+	if err := x.unmap(); err != nil {
+		return err
+	}
+	if size > 1<<31-1 {
+		return fmt.Errorf("mmapindex: %s: size %d too large", x.path, size)
+	}
+	if err := unix.Ftruncate(int(x.f.Fd()), size); err != nil {
+		return fmt.Errorf("mmapindex: ftruncate %s to %d: %w", x.path, size, err)
+	}
+	if size == 0 {
+		return nil
+	}
+	mm, err := unix.Mmap(int(x.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mmapindex: mmap %s (%d bytes): %w", x.path, size, err)
+	}
+	x.mm = mm
+	return nil
+}
+
+func (x *file) unmap() error {
+	if x.mm == nil {
+		return nil
+	}
+	err := unix.Munmap(x.mm)
+	x.mm = nil
+	if err != nil {
+		return fmt.Errorf("mmapindex: munmap %s: %w", x.path, err)
+	}
+	return nil
+}
+
+// scanEntries counts entries up to the last one that is not all zeros,
+// scanning backwards from the end (a trimmed file ends with a real entry, so
+// the common case reads one entry).
+func (x *file) scanEntries() int {
+	for i := len(x.mm)/x.entrySize - 1; i >= 0; i-- {
+		e := x.mm[i*x.entrySize : (i+1)*x.entrySize]
+		for _, c := range e {
+			if c != 0 {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
+// Entries is the number of entries.
+func (x *file) Entries() int { return int(x.n.Load()) }
+
+// Full reports whether there is no room for another entry.
+func (x *file) Full() bool { return int(x.n.Load()) >= len(x.mm)/x.entrySize }
+
+// Path is the file's path.
+func (x *file) Path() string { return x.path }
+
+func (x *file) key(i, field int, wide bool) int64 {
+	p := i*x.entrySize + field
+	if wide {
+		return int64(binary.BigEndian.Uint64(x.mm[p : p+8]))
+	}
+	return int64(int32(binary.BigEndian.Uint32(x.mm[p : p+4])))
+}
+
+// floor returns the greatest i < n whose key (at byte field of the entry,
+// int64 when wide, else int32) is <= target, or -1 if there is none. Keys
+// must be non-decreasing.
+//
+// Like Kafka's AbstractIndex.indexSlotRangeFor, it first checks whether the
+// target falls in the warm section, the last warmBytes of entries, and
+// searches only there if so. Most lookups are for recent offsets (appends,
+// followers, tailing consumers); a plain binary search over a large index
+// touches pages spread across the whole file on each lookup (about log2(n)
+// pages: 17 for a full 10 MiB index), and pages not touched for a while may
+// have been evicted, turning a lookup into page faults. The warm section
+// keeps recent lookups in two or three pages that stay hot.
+func (x *file) floor(n, field int, wide bool, target int64) int {
+	if wide {
+		return floor64(x.mm, x.entrySize, field, n, target)
+	}
+	return floor32(x.mm, x.entrySize, field, n, target)
+}
+
+// floor32 is floor for int32 keys.
+func floor32(mm []byte, es, field, n int, target int64) int {
+	key := func(i int) int64 {
+		p := i*es + field
+		return int64(int32(binary.BigEndian.Uint32(mm[p : p+4 : p+4])))
+	}
+	if n == 0 || n*es > len(mm) || key(0) > target {
+		return -1
+	}
+	lo, hi := 0, n-1
+	if warm := warmBytes / es; n > warm {
+		first := n - warm
+		if key(first) <= target {
+			lo = first
+		} else {
+			hi = first - 1
+		}
+	}
+	// Invariant: key(lo) <= target, and the answer lies in [lo, hi].
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if key(mid) <= target {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// floor64 is floor for int64 keys.
+func floor64(mm []byte, es, field, n int, target int64) int {
+	key := func(i int) int64 {
+		p := i*es + field
+		return int64(binary.BigEndian.Uint64(mm[p : p+8 : p+8]))
+	}
+	if n == 0 || n*es > len(mm) || key(0) > target {
+		return -1
+	}
+	lo, hi := 0, n-1
+	if warm := warmBytes / es; n > warm {
+		first := n - warm
+		if key(first) <= target {
+			lo = first
+		} else {
+			hi = first - 1
+		}
+	}
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if key(mid) <= target {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// put writes entry i (already encoded in e) and publishes it.
+func (x *file) put(e []byte) error {
+	n := int(x.n.Load())
+	if x.f == nil {
+		return ErrClosed
+	}
+	if n >= len(x.mm)/x.entrySize {
+		return fmt.Errorf("%w: %s has %d entries", ErrFull, x.path, n)
+	}
+	copy(x.mm[n*x.entrySize:], e)
+	x.n.Store(int64(n + 1))
+	return nil
+}
+
+// truncateEntries keeps the first n entries and zeroes the rest.
+func (x *file) truncateEntries(n int) {
+	old := int(x.n.Load())
+	if n >= old {
+		return
+	}
+	x.n.Store(int64(n))
+	clear(x.mm[n*x.entrySize : old*x.entrySize])
+}
+
+// Resize sets the file's room to maxBytes (rounded down to whole entries,
+// never below the entries it holds) and remaps it: a segment that becomes
+// active again (after Truncate) or is rebuilt grows its index back.
+func (x *file) Resize(maxBytes int) error {
+	if x.f == nil {
+		return ErrClosed
+	}
+	size := int64(roundDown(maxBytes, x.entrySize))
+	if min := x.n.Load() * int64(x.entrySize); size < min {
+		size = min
+	}
+	return x.mapSize(size)
+}
+
+// Trim shrinks the file to the entries it holds (a rolled or closing
+// segment), so that a reopen finds exactly them.
+func (x *file) Trim() error {
+	if x.f == nil {
+		return ErrClosed
+	}
+	return x.mapSize(x.n.Load() * int64(x.entrySize))
+}
+
+// Flush writes the mapped entries to disk (fsync on Linux also writes dirty
+// pages of a shared mapping).
+func (x *file) Flush() error {
+	if x.f == nil {
+		return ErrClosed
+	}
+	if err := x.f.Sync(); err != nil {
+		return fmt.Errorf("mmapindex: fsync %s: %w", x.path, err)
+	}
+	return nil
+}
+
+// Close trims the file and closes it.
+func (x *file) Close() error {
+	if x.f == nil {
+		return nil
+	}
+	err := x.Trim()
+	if uerr := x.unmap(); err == nil {
+		err = uerr
+	}
+	if cerr := x.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("mmapindex: close %s: %w", x.path, cerr)
+	}
+	x.f = nil
+	return err
+}
+
+// Remove unmaps, closes and deletes the file.
+func (x *file) Remove() error {
+	var err error
+	if x.f != nil {
+		err = x.unmap()
+		x.f.Close()
+		x.f = nil
+	}
+	if rerr := os.Remove(x.path); rerr != nil && !os.IsNotExist(rerr) && err == nil {
+		err = fmt.Errorf("mmapindex: remove: %w", rerr)
+	}
+	return err
+}
+
+// Rename moves the file (the mapping stays valid).
+func (x *file) Rename(path string) error {
+	if err := os.Rename(x.path, path); err != nil {
+		return fmt.Errorf("mmapindex: rename: %w", err)
+	}
+	x.path = path
+	return nil
+}

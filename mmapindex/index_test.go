@@ -1,0 +1,190 @@
+package mmapindex
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fillOffset appends n entries: offset base+10*(i+1), position 100*(i+1).
+func fillOffset(t testing.TB, x *OffsetIndex, n int) {
+	for i := 1; i <= n; i++ {
+		if err := x.Append(x.base+int64(10*i), int64(100*i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestOffsetLookup(t *testing.T) {
+	// Sizes on both sides of the warm section (8192/8 = 1024 entries).
+	for _, n := range []int{0, 1, 2, 1023, 1024, 1025, 5000} {
+		t.Run(fmt.Sprintf("entries=%d", n), func(t *testing.T) {
+			x, err := OpenOffset(filepath.Join(t.TempDir(), "0.index"), 1000, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			fillOffset(t, x, n)
+			for target := int64(990); target <= 1000+int64(10*n)+20; target++ {
+				// Linear reference: greatest entry with offset <= target.
+				want := -1
+				for i := 0; i < n; i++ {
+					if o, _ := x.Entry(i); o <= target {
+						want = i
+					}
+				}
+				o, p, ok := x.Lookup(target)
+				if ok != (want >= 0) {
+					t.Fatalf("Lookup(%d) ok=%v, want entry %d", target, ok, want)
+				}
+				if ok {
+					if wo, wp := x.Entry(want); o != wo || p != wp {
+						t.Fatalf("Lookup(%d) = (%d,%d), want (%d,%d)", target, o, p, wo, wp)
+					}
+					if _, pp, _ := x.LookupPosition(p); pp != p {
+						t.Fatalf("LookupPosition(%d) = %d", p, pp)
+					}
+					if _, pp, _ := x.LookupPosition(p + 99); pp != p {
+						t.Fatalf("LookupPosition(%d) = %d", p+99, pp)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestReopenFindsEntriesNotPrealloc(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.index")
+	x, err := OpenOffset(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillOffset(t, x, 37)
+	if st, _ := os.Stat(path); st.Size() != 1<<16 {
+		t.Fatalf("preallocated size %d", st.Size())
+	}
+	// Simulate a crash: no trim, drop the mapping and file.
+	x.unmap()
+	x.f.Close()
+	x, err = OpenOffset(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Entries() != 37 {
+		t.Fatalf("entries after unclean reopen = %d, want 37", x.Entries())
+	}
+	if err := x.Check(1<<20, -1); err != nil {
+		t.Fatal(err)
+	}
+	x.TruncateTo(205) // keeps offsets 10..200
+	if x.Entries() != 20 {
+		t.Fatalf("entries after TruncateTo = %d", x.Entries())
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() != 20*OffsetEntrySize {
+		t.Fatalf("trimmed size %d", st.Size())
+	}
+	x, err = OpenOffset(path, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if x.Entries() != 20 || !x.Full() {
+		t.Fatalf("entries %d full %v", x.Entries(), x.Full())
+	}
+	if err := x.Append(1000, 10000); !errors.Is(err, ErrFull) {
+		t.Fatalf("append to trimmed index: %v", err)
+	}
+}
+
+func TestOffsetCheck(t *testing.T) {
+	cases := []struct {
+		name    string
+		damage  func(mm []byte)
+		logSize int64
+		ok      bool
+	}{
+		{"intact", func([]byte) {}, 1 << 20, true},
+		{"position past log", func([]byte) {}, 500, false},
+		{"swapped entries", func(mm []byte) {
+			var tmp [8]byte
+			copy(tmp[:], mm[8:16])
+			copy(mm[8:16], mm[16:24])
+			copy(mm[16:24], tmp[:])
+		}, 1 << 20, false},
+		{"zeroed middle", func(mm []byte) { clear(mm[16:24]) }, 1 << 20, false},
+		{"random bytes", func(mm []byte) { rand.New(rand.NewSource(1)).Read(mm[:80]) }, 1 << 20, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x, err := OpenOffset(filepath.Join(t.TempDir(), "0.index"), 0, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			fillOffset(t, x, 10)
+			tc.damage(x.mm)
+			err = x.Check(tc.logSize, -1)
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrCorrupt)) {
+				t.Fatalf("Check = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestTimeIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.timeindex")
+	x, err := OpenTime(path, 100, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2000; i++ {
+		if ok, err := x.MaybeAppend(int64(1000*i), int64(100+i)); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		// A timestamp that does not grow is not indexed.
+		if ok, _ := x.MaybeAppend(int64(1000*i), int64(100+i)); ok {
+			t.Fatal("appended an equal timestamp")
+		}
+	}
+	for _, tc := range []struct{ ts, wantTs, wantOff int64 }{
+		{999, -1, -1}, {1000, 1000, 101}, {1999, 1000, 101}, {2_000_000, 2_000_000, 2100}, {5_000_000, 2_000_000, 2100}, {1_500_500, 1_500_000, 1600},
+	} {
+		ts, off, ok := x.Lookup(tc.ts)
+		if tc.wantTs < 0 {
+			if ok {
+				t.Fatalf("Lookup(%d) = %d,%d", tc.ts, ts, off)
+			}
+			continue
+		}
+		if !ok || ts != tc.wantTs || off != tc.wantOff {
+			t.Fatalf("Lookup(%d) = %d,%d,%v want %d,%d", tc.ts, ts, off, ok, tc.wantTs, tc.wantOff)
+		}
+	}
+	if err := x.Check(3000); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Check(1000); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check with small span: %v", err)
+	}
+	x.TruncateTo(1101)
+	if ts, off, _ := x.Last(); ts != 1_000_000 || off != 1100 {
+		t.Fatalf("Last after TruncateTo = %d,%d", ts, off)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x, err = OpenTime(path, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if x.Entries() != 1000 {
+		t.Fatalf("entries after reopen %d", x.Entries())
+	}
+}
