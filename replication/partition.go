@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -70,11 +68,27 @@ type Partition struct {
 	changed chan struct{} // closed when hw advances; nil until someone asks
 	closed  bool
 
-	appendMu sync.Mutex
+	// qmu guards the append queue. Invariant: appending is true while a
+	// round runs or is handed over, and the queue is empty when it is false.
+	qmu       sync.Mutex
+	idle      sync.Cond // signalled (with qmu) when appending turns false
+	queue     []*appendReq
+	spare     []*appendReq // the previous round's slice, reused
+	appending bool
+	qclosed   bool
+
+	// Owned by the goroutine leading the current round (see append.go).
+	producers *producerState
+	roundBuf  []byte
+
+	appends atomic.Int64 // engine appends made, for tests and stats
 }
 
-// NewPartition takes ownership of log (Close closes it) and rebuilds the
-// idempotent-producer state from the log's tail.
+// NewPartition takes ownership of log (Close closes it; when NewPartition
+// fails, the caller still owns it) and rebuilds the idempotent-producer state
+// from the last Options.ProducerScanBytes of the log (see producers.go).
+// The partition starts as leader at Options.LeaderEpoch with the high
+// watermark at the log end.
 func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	p := &Partition{log: log, opts: opts, now: opts.Now, logger: opts.Logger}
 	if p.now == nil {
@@ -85,34 +99,18 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	}
 	p.leaderEpoch.Store(opts.LeaderEpoch)
 	p.logAppendTime.Store(opts.LogAppendTime)
+	p.idle.L = &p.qmu
+	p.producers = newProducerState()
+	scan := opts.ProducerScanBytes
+	if scan == 0 {
+		scan = DefaultProducerScanBytes
+	}
+	if err := rebuildProducers(p.producers, log, scan); err != nil {
+		return nil, err
+	}
+	// Single node: everything in the local log is committed.
 	p.hw.Store(log.EndOffset())
 	return p, nil
-}
-
-// Append appends the record batches of one produce request partition.
-func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
-	res := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	if _, _, err := record.ValidateAll(batches); err != nil {
-		return res, err
-	}
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	if p.isClosed() {
-		return res, ErrClosed
-	}
-	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load()}
-	if p.logAppendTime.Load() {
-		opts.LogAppendTime = p.now().UnixMilli()
-		res.LogAppendTime = opts.LogAppendTime
-	}
-	info, err := p.log.Append(batches, opts)
-	if err != nil {
-		return res, fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
-	}
-	res.BaseOffset, res.LastOffset = info.FirstOffset, info.LastOffset
-	res.LogStartOffset = p.log.StartOffset()
-	p.advanceHW(info.LastOffset + 1)
-	return res, nil
 }
 
 func (p *Partition) isClosed() bool {
@@ -211,10 +209,21 @@ func (p *Partition) SetLogAppendTime(on bool) { p.logAppendTime.Store(on) }
 // Log returns the underlying log (reads, retention, config changes).
 func (p *Partition) Log() engine.Log { return p.log }
 
-// Close closes the log; waiters are released with ErrClosed.
+// EngineAppends returns how many engine appends the partition has made
+// (each carries one or more coalesced requests).
+func (p *Partition) EngineAppends() int64 { return p.appends.Load() }
+
+// Close stops appends, waits for the round in progress, fails queued
+// requests and acks=-1 waiters with ErrClosed, and closes the log. Calling
+// it again returns nil.
 func (p *Partition) Close() error {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
+	p.qmu.Lock()
+	p.qclosed = true
+	for p.appending {
+		p.idle.Wait()
+	}
+	p.qmu.Unlock()
+
 	p.hwMu.Lock()
 	if p.closed {
 		p.hwMu.Unlock()

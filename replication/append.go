@@ -1,0 +1,285 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+)
+
+// Coalesced appends (group commit)
+//
+// Produce requests for one partition arrive on many connections at once. An
+// engine append costs a write syscall (and an fsync with flush.messages=1)
+// whatever its size, so the partition appends them in rounds: while one
+// round runs, later requests queue; the next round concatenates every
+// queued request's batches into ONE engine.Log.Append call.
+//
+// There is no appender goroutine: the request that finds the partition idle
+// leads the round that includes it. When its round is done and more
+// requests have queued, it hands leadership to the oldest of them (which
+// leads the next round with everything queued by then) and returns. So
+// every goroutine leads at most one round, the one that holds its own
+// request, and latency does not pile up on one caller.
+//
+// Validation and the producer checks stay per request: batches are validated
+// before queueing, and the sequence checks run in queue order as the round
+// is assembled, each request seeing the state left by the ones before it.
+// A request that fails them gets its own error; the others go on. If the
+// engine append of a round with several requests fails (say one batch is
+// over max.message.bytes), the round's producer changes are rolled back and
+// each request is retried alone, so only the culprit fails.
+
+// appendReq is one queued Append. Pooled: no allocation per request.
+type appendReq struct {
+	batches []byte
+	res     AppendResult
+	err     error
+	// wake receives exactly one message: true when the request's
+	// goroutine must lead the next round, false when res/err are set.
+	wake chan bool
+}
+
+var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool, 1)} }}
+
+// Append appends the record batches of one produce request partition: one or
+// more RecordBatch v2 back to back, owned by the caller, which may be
+// rewritten in place (baseOffset, partitionLeaderEpoch, and the timestamp
+// and CRC for LogAppendTime) and are not retained after Append returns.
+//
+// acks 0 and 1 return after the local append; -1 returns once the high
+// watermark passes the request's last offset, or with ctx.Err() when ctx is
+// done first (the records may then still be committed later). Errors:
+// record.ErrCorrupt/ErrInvalid/ErrUnsupported (validation),
+// ErrTransactional, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
+// ErrClosed, and engine errors wrapped. A duplicate of one of a producer's
+// last 5 batches is not an error: Duplicate is set and BaseOffset is the
+// original one. Safe for concurrent use.
+func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
+	if err := checkClientBatches(batches); err != nil {
+		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
+	}
+	r := reqPool.Get().(*appendReq)
+	r.batches = batches
+
+	p.qmu.Lock()
+	if p.qclosed {
+		p.qmu.Unlock()
+		r.batches = nil
+		reqPool.Put(r)
+		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrClosed
+	}
+	p.queue = append(p.queue, r)
+	lead := !p.appending
+	p.appending = true
+	p.qmu.Unlock()
+
+	if !lead {
+		lead = <-r.wake
+	}
+	if lead {
+		p.runRound()
+		<-r.wake // our own result, sent by the round
+	}
+	res, err := r.res, r.err
+	*r = appendReq{wake: r.wake}
+	reqPool.Put(r)
+	if err != nil || acks != -1 {
+		return res, err
+	}
+	return res, p.waitHW(ctx, res.LastOffset+1)
+}
+
+// checkClientBatches is the validation done before queueing: the CRC and
+// layout of every batch, and no transactional or control batches.
+func checkClientBatches(batches []byte) error {
+	if _, _, err := record.ValidateAll(batches); err != nil {
+		return err
+	}
+	for pos := 0; pos < len(batches); {
+		b := record.Batch(batches[pos:])
+		if b.Transactional() || b.Control() {
+			return fmt.Errorf("%w: batch at byte %d has attributes %#x", ErrTransactional, pos, b.Attributes())
+		}
+		pos += b.Size()
+	}
+	return nil
+}
+
+// waitHW waits until the high watermark reaches hw.
+func (p *Partition) waitHW(ctx context.Context, hw int64) error {
+	for p.hw.Load() < hw {
+		ch := p.Changed()
+		if p.hw.Load() >= hw {
+			break
+		}
+		if p.isClosed() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// runRound takes every queued request, appends them in one engine call,
+// delivers the results and hands leadership on.
+// REQUIRES: the caller leads (p.appending was set on its behalf).
+func (p *Partition) runRound() {
+	p.qmu.Lock()
+	round := p.queue
+	p.queue = p.spare[:0]
+	closed := p.qclosed
+	p.qmu.Unlock()
+
+	if closed {
+		for _, r := range round {
+			r.err = ErrClosed
+		}
+	} else if err := p.appendRound(round); err != nil && len(round) > 1 && !errors.Is(err, engine.ErrClosed) {
+		// One request may have poisoned the round: retry each alone.
+		// Requests that failed their own checks or were duplicates
+		// (batches == nil) keep their result.
+		for i, r := range round {
+			if r.batches != nil {
+				_ = p.appendRound(round[i : i+1])
+			}
+		}
+	}
+
+	// Deliver. After the wake a request belongs to its goroutine again.
+	for i, r := range round {
+		round[i] = nil
+		r.wake <- false
+	}
+	p.qmu.Lock()
+	p.spare = round[:0]
+	if len(p.queue) > 0 {
+		p.queue[0].wake <- true // p.appending stays set: the next leader owns it
+	} else {
+		p.appending = false
+		p.idle.Broadcast()
+	}
+	p.qmu.Unlock()
+}
+
+// appendRound checks and appends the requests of one round, setting each
+// request's res or err. It returns the engine error when the engine append
+// failed (every request that was to be written then holds it), nil
+// otherwise. REQUIRES: the caller leads the round.
+func (p *Partition) appendRound(round []*appendReq) error {
+	ps := p.producers
+	base := p.log.EndOffset()
+	next := base
+	var single []byte // the one request's batches when only one writes
+	writers := 0
+	buf := p.roundBuf[:0]
+	for _, r := range round {
+		r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+		r.err = nil
+		res, dup, err := ps.check(r.batches, next)
+		switch {
+		case err != nil:
+			r.err = err
+			r.batches = nil
+			continue
+		case res == checkDuplicate:
+			r.res.BaseOffset, r.res.LastOffset, r.res.Duplicate = dup.firstOffset, dup.lastOffset, true
+			r.batches = nil
+			continue
+		}
+		n := countOffsets(r.batches)
+		r.res.BaseOffset, r.res.LastOffset = next, next+n-1
+		next += n
+		writers++
+		if writers == 1 {
+			single = r.batches
+		} else {
+			if writers == 2 {
+				buf = append(buf, single...)
+			}
+			buf = append(buf, r.batches...)
+		}
+	}
+	if writers == 0 {
+		ps.commit()
+		p.fillStart(round)
+		return nil
+	}
+	data := single
+	if writers > 1 {
+		data = buf
+	}
+	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load()}
+	if p.logAppendTime.Load() {
+		opts.LogAppendTime = p.now().UnixMilli()
+	}
+	info, err := p.log.Append(data, opts)
+	if cap(buf) <= maxKeptRoundBuf {
+		p.roundBuf = buf[:0]
+	}
+	if err == nil && info.FirstOffset != base {
+		// Someone appended behind the partition's back; the producer
+		// state computed above is wrong. Do not hide it.
+		err = fmt.Errorf("replication: log end moved during append (expected first offset %d, got %d)", base, info.FirstOffset)
+	}
+	if err == nil && p.opts.FlushEveryAppend {
+		err = p.log.Flush()
+	}
+	if err != nil {
+		ps.rollback(0)
+		err = fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+		for _, r := range round {
+			if r.batches != nil {
+				r.err = err
+			}
+		}
+		return err
+	}
+	ps.commit()
+	p.appends.Add(1)
+	p.advanceHW(p.leaderHW(info.LastOffset + 1))
+	p.fillStart(round)
+	for _, r := range round {
+		if r.batches != nil && opts.LogAppendTime > 0 {
+			r.res.LogAppendTime = opts.LogAppendTime
+		}
+		r.batches = nil
+	}
+	return nil
+}
+
+// maxKeptRoundBuf bounds the concatenation buffer kept between rounds.
+const maxKeptRoundBuf = 8 << 20
+
+// fillStart sets LogStartOffset in every successful result.
+func (p *Partition) fillStart(round []*appendReq) {
+	start := p.log.StartOffset()
+	for _, r := range round {
+		if r.err == nil {
+			r.res.LogStartOffset = start
+		}
+	}
+}
+
+// countOffsets returns how many offsets the (validated) batches take.
+func countOffsets(batches []byte) int64 {
+	var n int64
+	for pos := 0; pos < len(batches); {
+		b := record.Batch(batches[pos:])
+		n += int64(b.LastOffsetDelta()) + 1
+		pos += b.Size()
+	}
+	return n
+}
+
+// leaderHW is the high watermark a leader may advance to once its log end
+// is leo: the smallest log end offset in the ISR. Single node: the ISR is
+// the leader alone, so it is leo (already durable when FlushEveryAppend).
+func (p *Partition) leaderHW(leo int64) int64 { return leo }

@@ -1,0 +1,233 @@
+package replication
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sluice/sluice/record"
+)
+
+// Idempotent producers
+//
+// Like Kafka's ProducerStateManager, a partition keeps per producer id the
+// producer's epoch and the metadata of its last maxProducerBatches batches:
+// (firstSeq, lastSeq, firstOffset, lastOffset). That is enough to answer a
+// retry of any batch still in flight (a producer has at most 5 in flight per
+// partition) with its original offsets, and to reject gaps.
+//
+// The rules, checked per batch in log order (Kafka's
+// ProducerAppendInfo.checkSequence):
+//   - producer unknown (never seen, or its state was lost): accepted at any
+//     sequence (KIP-360; franz-go and the Java client rely on this after the
+//     producer's state expired);
+//   - epoch older than the known one: ErrInvalidProducerEpoch;
+//   - epoch newer: the sequence restarts, so baseSequence must be 0, else
+//     ErrOutOfOrderSequence; the old epoch's batches are forgotten;
+//   - same epoch: a batch whose (firstSeq, lastSeq) equals one of the kept
+//     batches is a duplicate (answered with its original offsets, nothing
+//     written); otherwise baseSequence must be lastSeq+1, wrapping from
+//     MaxInt32 to 0, else ErrOutOfOrderSequence.
+//
+// State after a restart: NewPartition rebuilds it by scanning the batch
+// headers of the last Options.ProducerScanBytes of the log (32 MiB by
+// default), not the whole log, which would make opening a large partition
+// slow. A producer whose last batches lie further back is unknown after the
+// restart and is accepted at its next sequence, as above; what is lost is
+// only duplicate detection for batches written more than that many bytes
+// ago, which a producer with 5 requests in flight cannot retry anyway.
+
+// maxProducerBatches is how many batches per producer are kept for
+// duplicate detection (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN).
+const maxProducerBatches = 5
+
+// batchMeta is what is kept of one appended idempotent batch.
+type batchMeta struct {
+	firstSeq, lastSeq       int32
+	firstOffset, lastOffset int64
+}
+
+// producerEntry is the state of one producer id.
+//
+// Invariant: batches[(head+i)%maxProducerBatches] for i in [0, n) are the
+// producer's last n batches in log order, all of epoch epoch.
+type producerEntry struct {
+	epoch   int16
+	n, head int
+	batches [maxProducerBatches]batchMeta
+}
+
+// last returns the newest batch; ok is false when there is none.
+func (e *producerEntry) last() (batchMeta, bool) {
+	if e.n == 0 {
+		return batchMeta{}, false
+	}
+	return e.batches[(e.head+e.n-1)%maxProducerBatches], true
+}
+
+// push adds a batch, dropping the oldest when full.
+func (e *producerEntry) push(m batchMeta) {
+	if e.n < maxProducerBatches {
+		e.batches[(e.head+e.n)%maxProducerBatches] = m
+		e.n++
+		return
+	}
+	e.batches[e.head] = m
+	e.head = (e.head + 1) % maxProducerBatches
+}
+
+// findDuplicate returns the kept batch with the same sequence range.
+func (e *producerEntry) findDuplicate(firstSeq, lastSeq int32) (batchMeta, bool) {
+	for i := 0; i < e.n; i++ {
+		m := e.batches[(e.head+i)%maxProducerBatches]
+		if m.firstSeq == firstSeq && m.lastSeq == lastSeq {
+			return m, true
+		}
+	}
+	return batchMeta{}, false
+}
+
+// inSequence reports whether next directly follows last, with wrap-around.
+func inSequence(last, next int32) bool {
+	return next == last+1 || (last == math.MaxInt32 && next == 0)
+}
+
+// undoEntry restores one producer's state when a request or round fails.
+type undoEntry struct {
+	pid     int64
+	prev    producerEntry
+	existed bool
+}
+
+// producerState is the idempotent-producer table of a partition. Not safe
+// for concurrent use: only the goroutine leading the current append round
+// (or NewPartition) touches it; the round handoff orders the accesses.
+type producerState struct {
+	producers map[int64]*producerEntry
+	undo      []undoEntry // changes of the round in progress, oldest first
+}
+
+func newProducerState() *producerState {
+	return &producerState{producers: make(map[int64]*producerEntry)}
+}
+
+// checkResult says what to do with one request.
+type checkResult int
+
+const (
+	checkAppend    checkResult = iota // append the batches
+	checkDuplicate                    // a retry: answer with dup, write nothing
+)
+
+// check runs the sequence checks over the batches of one request, to be
+// written at offsets from next on, and records them in the state (with undo
+// entries, so commit or rollback decides later). On a duplicate or an error
+// the request's own changes are rolled back already; dup holds the original
+// offsets of the first duplicate batch.
+func (s *producerState) check(batches []byte, next int64) (res checkResult, dup batchMeta, err error) {
+	mark := len(s.undo)
+	for pos := 0; pos < len(batches); {
+		b := record.Batch(batches[pos:])
+		pos += b.Size()
+		count := int64(b.LastOffsetDelta()) + 1
+		first := next
+		next += count
+		pid := b.ProducerID()
+		if pid < 0 {
+			continue
+		}
+		epoch, firstSeq, lastSeq := b.ProducerEpoch(), b.BaseSequence(), b.LastSequence()
+		e := s.producers[pid]
+		if e != nil && e.epoch == epoch {
+			if m, ok := e.findDuplicate(firstSeq, lastSeq); ok {
+				s.rollback(mark)
+				return checkDuplicate, m, nil
+			}
+		}
+		if err := checkSequence(e, pid, epoch, firstSeq); err != nil {
+			s.rollback(mark)
+			return checkAppend, batchMeta{}, err
+		}
+		s.undo = append(s.undo, undoEntry{pid: pid, existed: e != nil})
+		if e == nil {
+			e = &producerEntry{epoch: epoch}
+			s.producers[pid] = e
+		} else {
+			s.undo[len(s.undo)-1].prev = *e
+		}
+		s.apply(e, epoch, batchMeta{firstSeq: firstSeq, lastSeq: lastSeq, firstOffset: first, lastOffset: next - 1})
+	}
+	return checkAppend, batchMeta{}, nil
+}
+
+// checkSequence applies the rules in the comment at the top of this file.
+// e is nil for an unknown producer.
+func checkSequence(e *producerEntry, pid int64, epoch int16, firstSeq int32) error {
+	switch {
+	case e == nil:
+		return nil
+	case epoch < e.epoch:
+		return fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, pid, epoch, e.epoch)
+	case epoch > e.epoch:
+		if firstSeq != 0 {
+			return fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d", ErrOutOfOrderSequence, pid, epoch, firstSeq)
+		}
+		return nil
+	}
+	last, ok := e.last()
+	if ok && !inSequence(last.lastSeq, firstSeq) {
+		return fmt.Errorf("%w: producer %d epoch %d expected sequence %d, got %d", ErrOutOfOrderSequence, pid, epoch, seqNext(last.lastSeq), firstSeq)
+	}
+	return nil
+}
+
+func seqNext(s int32) int32 {
+	if s == math.MaxInt32 {
+		return 0
+	}
+	return s + 1
+}
+
+// apply records an appended batch of epoch in e, without checks.
+func (s *producerState) apply(e *producerEntry, epoch int16, m batchMeta) {
+	if epoch != e.epoch {
+		*e = producerEntry{epoch: epoch}
+	}
+	e.push(m)
+}
+
+// rollback undoes every change recorded after mark, newest first.
+func (s *producerState) rollback(mark int) {
+	for i := len(s.undo) - 1; i >= mark; i-- {
+		u := s.undo[i]
+		if !u.existed {
+			delete(s.producers, u.pid)
+			continue
+		}
+		*s.producers[u.pid] = u.prev
+	}
+	s.undo = s.undo[:mark]
+}
+
+// commit makes the round's changes permanent.
+func (s *producerState) commit() { s.undo = s.undo[:0] }
+
+// load records the batches of buf (log bytes, whole batches) without
+// checks: the rebuild after a restart. Control batches carry no sequence.
+func (s *producerState) load(b record.Batch) {
+	pid := b.ProducerID()
+	if pid < 0 || b.Control() {
+		return
+	}
+	e := s.producers[pid]
+	if e == nil {
+		e = &producerEntry{epoch: b.ProducerEpoch()}
+		s.producers[pid] = e
+	}
+	if b.ProducerEpoch() < e.epoch {
+		return
+	}
+	s.apply(e, b.ProducerEpoch(), batchMeta{
+		firstSeq: b.BaseSequence(), lastSeq: b.LastSequence(),
+		firstOffset: b.BaseOffset(), lastOffset: b.LastOffset(),
+	})
+}
