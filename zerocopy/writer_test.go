@@ -1,0 +1,286 @@
+package zerocopy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// testFile writes n pseudo-random bytes to a temp file and returns it open,
+// with the test owning one reference (released at cleanup).
+func testFile(t testing.TB, n int) (*File, []byte) {
+	t.Helper()
+	data := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	path := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zf := NewFile(f)
+	t.Cleanup(func() { zf.Release() })
+	return zf, data
+}
+
+// tcpPair returns both ends of a loopback TCP connection.
+func tcpPair(t testing.TB) (client, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { c, err := ln.Accept(); ch <- res{c, err} }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() { c.Close(); r.c.Close() })
+	return c.(*net.TCPConn), r.c.(*net.TCPConn)
+}
+
+// readAll reads exactly n bytes from c in a goroutine.
+func readAll(c net.Conn, n int) <-chan []byte {
+	ch := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, n)
+		m, _ := io.ReadFull(c, b)
+		ch <- b[:m]
+	}()
+	return ch
+}
+
+// queue adds framing, a file slice, more framing, an in-memory slice and a
+// tail to w, returning the bytes that must reach the wire.
+func queue(w *Writer, f *File, data []byte) []byte {
+	var want []byte
+	w.Write([]byte("head"))
+	want = append(want, "head"...)
+	w.AddSlice(FileSlice(f, 3, int64(len(data)-3)))
+	want = append(want, data[3:]...)
+	b := w.Frame()
+	b = append(b, "mid"...)
+	w.SetFrame(b)
+	want = append(want, "mid"...)
+	w.AddSlice(BytesSlice([]byte("memory")))
+	want = append(want, "memory"...)
+	w.AddSlice(BytesSlice(nil))
+	w.AddSlice(FileSlice(f, 0, 0))
+	w.Write([]byte("tail"))
+	want = append(want, "tail"...)
+	return want
+}
+
+func TestWriterPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		size     int
+		tcp      bool
+		sendfile bool
+	}{
+		{"dst=buffer/size=small", 100, false, false},
+		{"dst=buffer/size=4MiB", 4 << 20, false, false},
+		{"dst=tcp/path=sendfile/size=small", 100, true, true},
+		{"dst=tcp/path=sendfile/size=4MiB", 4 << 20, true, true},
+		{"dst=tcp/path=copy/size=4MiB", 4 << 20, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, data := testFile(t, tc.size)
+			var got []byte
+			var w *Writer
+			var want []byte
+			if tc.tcp {
+				c, s := tcpPair(t)
+				w = NewWriter(s)
+				if !tc.sendfile {
+					w.DisableSendfile()
+				}
+				want = queue(w, f, data)
+				ch := readAll(c, len(want))
+				if err := w.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				got = <-ch
+			} else {
+				var buf bytes.Buffer
+				w = NewWriter(&buf)
+				want = queue(w, f, data)
+				if err := w.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				got = buf.Bytes()
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d (equal prefix %d)", len(got), len(want), commonPrefix(got, want))
+			}
+			st := w.Stats()
+			fileBytes := int64(len(data) - 3)
+			if tc.sendfile {
+				if st.SendfileBytes != fileBytes || st.CopyBytes != 0 {
+					t.Fatalf("stats %+v, want all %d file bytes by sendfile", st, fileBytes)
+				}
+			} else if st.CopyBytes != fileBytes || st.SendfileBytes != 0 {
+				t.Fatalf("stats %+v, want all %d file bytes copied", st, fileBytes)
+			}
+			if st.WriteBytes != int64(len(want))-fileBytes {
+				t.Fatalf("WriteBytes %d, want %d", st.WriteBytes, int64(len(want))-fileBytes)
+			}
+			if r := f.refs.Load(); r != 1 {
+				t.Fatalf("file refs %d after Flush, want 1 (slices released)", r)
+			}
+			if w.Buffered() != 0 {
+				t.Fatalf("Buffered %d after Flush", w.Buffered())
+			}
+		})
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func TestWriterDeadline(t *testing.T) {
+	for _, sendfile := range []bool{true, false} {
+		name := map[bool]string{true: "path=sendfile", false: "path=copy"}[sendfile]
+		t.Run(name, func(t *testing.T) {
+			f, data := testFile(t, 1<<20)
+			_, s := tcpPair(t)
+			w := NewWriter(s)
+			if !sendfile {
+				w.DisableSendfile()
+			}
+			// An expired deadline fails the very first write, whatever the
+			// socket buffer: no timing involved.
+			if err := s.SetWriteDeadline(time.Unix(1, 0)); err != nil {
+				t.Fatal(err)
+			}
+			w.AddSlice(FileSlice(f, 0, int64(len(data))))
+			err := w.Flush()
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("Flush = %v, want deadline exceeded", err)
+			}
+			if r := f.refs.Load(); r != 1 {
+				t.Fatalf("file refs %d after failed Flush, want 1", r)
+			}
+			// Sticky: later slices are released at once, Flush repeats the error.
+			w.AddSlice(FileSlice(f, 0, 10))
+			if r := f.refs.Load(); r != 1 {
+				t.Fatalf("file refs %d after AddSlice on failed writer, want 1", r)
+			}
+			if err2 := w.Flush(); err2 != err {
+				t.Fatalf("second Flush = %v, want sticky %v", err2, err)
+			}
+		})
+	}
+}
+
+func TestWriterShortFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tcp  bool
+	}{{"path=copy", false}, {"path=sendfile", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, data := testFile(t, 1000)
+			var w *Writer
+			if tc.tcp {
+				c, s := tcpPair(t)
+				go io.Copy(io.Discard, c)
+				w = NewWriter(s)
+			} else {
+				w = NewWriter(io.Discard)
+			}
+			w.AddSlice(FileSlice(f, 500, int64(len(data)))) // 500 bytes past EOF
+			if err := w.Flush(); !errors.Is(err, ErrShortFile) {
+				t.Fatalf("Flush = %v, want ErrShortFile", err)
+			}
+			if r := f.refs.Load(); r != 1 {
+				t.Fatalf("file refs %d, want 1", r)
+			}
+		})
+	}
+}
+
+func TestWriterRollback(t *testing.T) {
+	f, data := testFile(t, 100)
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	w.Write([]byte("keep"))
+	w.AddSlice(BytesSlice([]byte("-kept")))
+	m := w.Mark()
+	w.Write([]byte("drop"))
+	w.AddSlice(FileSlice(f, 0, int64(len(data))))
+	if r := f.refs.Load(); r != 2 {
+		t.Fatalf("refs %d, want 2", r)
+	}
+	w.Rollback(m)
+	if r := f.refs.Load(); r != 1 {
+		t.Fatalf("refs %d after Rollback, want 1", r)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != "keep-kept" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// BenchmarkFetchWrite sends a fetch-shaped frame (100 framing bytes, then a
+// file slice of size) over loopback TCP, by sendfile or by copying.
+func BenchmarkFetchWrite(b *testing.B) {
+	const size = 1 << 20
+	for _, path := range []string{"sendfile", "copy"} {
+		b.Run("path="+path+"/size=1MiB", func(b *testing.B) {
+			f, _ := testFile(b, size)
+			c, s := tcpPair(b)
+			done := make(chan struct{})
+			go func() { io.Copy(io.Discard, c); close(done) }()
+			w := NewWriter(s)
+			if path == "copy" {
+				w.DisableSendfile()
+			}
+			frame := make([]byte, 100)
+			b.SetBytes(size + int64(len(frame)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				w.Write(frame)
+				w.AddSlice(FileSlice(f, 0, size))
+				if err := w.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			s.Close()
+			<-done
+			st := w.Stats()
+			if path == "sendfile" && st.CopyBytes != 0 || path == "copy" && st.SendfileBytes != 0 {
+				b.Fatalf("wrong path taken: %+v", st)
+			}
+		})
+	}
+}
