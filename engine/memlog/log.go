@@ -1,0 +1,285 @@
+package memlog
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// chunk is the in-memory stand-in for one segment: batches back to back.
+//
+// Invariants: index[i] describes buf[index[i].pos:index[i].end];
+// index[i].end == index[i+1].pos; index[len-1].end == len(buf);
+// index[i].last+1 == index[i+1].base; base == index[0].base and
+// next == index[len-1].last+1. A published chunk is never empty. Bytes in
+// buf[:len(buf)] are never written again (see the package doc).
+type chunk struct {
+	base, next int64
+	buf        []byte
+	index      []entry
+	maxTs      int64     // largest batch maxTimestamp, -1 when none
+	created    time.Time // first append, for segment.ms
+	lastWrite  time.Time // last append, the retention time when maxTs < 0
+}
+
+// entry locates one batch in its chunk.
+type entry struct {
+	base, last int64 // first and last offset of the batch
+	maxTs      int64 // the batch's maxTimestamp
+	pos, end   int   // byte range in chunk.buf
+}
+
+// retentionTime is the time (ms) retention.ms measures a chunk by: its
+// largest timestamp, or its last write when no batch carried one, as Kafka
+// measures a segment.
+func (c *chunk) retentionTime() int64 {
+	if c.maxTs >= 0 {
+		return c.maxTs
+	}
+	return c.lastWrite.UnixMilli()
+}
+
+// Log is one in-memory partition log. Safe for concurrent use.
+//
+// Locking: writeMu serializes every mutation (Append, Truncate, DeleteBefore,
+// ApplyRetention, SetConfig, Close). A mutation prepares its new state
+// holding only writeMu, then publishes it under mu.Lock; readers hold
+// mu.RLock. So fields below mu may be read holding either lock, and are
+// written holding both.
+type Log struct {
+	id  engine.PartitionID
+	now func() time.Time
+
+	writeMu sync.Mutex
+	mu      sync.RWMutex
+	cfg     engine.LogConfig // with defaults filled
+	chunks  []*chunk         // ascending, dense: chunks[i].next == chunks[i+1].base
+	start   int64            // log start offset; chunks[0] holds it when non-empty
+	end     int64            // log end offset; chunks[len-1].next when non-empty
+	size    int64            // sum of len(chunk.buf)
+	epochs  *engine.EpochCache
+	closed  bool
+}
+
+func newLog(id engine.PartitionID, cfg engine.LogConfig, now func() time.Time) *Log {
+	return &Log{id: id, now: now, cfg: cfg.WithDefaults(), epochs: engine.NewEpochCache(nil)}
+}
+
+// reopen makes a closed log usable again with cfg; an open log keeps going
+// with cfg applied.
+func (l *Log) reopen(cfg engine.LogConfig) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = false
+	l.cfg = cfg.WithDefaults()
+}
+
+// drop closes the log and frees its batches (DeleteLog).
+func (l *Log) drop() {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.chunks = nil
+	l.size = 0
+}
+
+func (l *Log) errClosed() error {
+	return fmt.Errorf("%w: log %s/%d", engine.ErrClosed, l.id.Topic, l.id.Partition)
+}
+
+// Append validates batches with engine.PrepareAppend and copies them into
+// the log; all or none. batches is not retained.
+func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendInfo, error) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return engine.AppendInfo{}, l.errClosed()
+	}
+	cfg := l.cfg
+	info, err := engine.PrepareAppend(batches, l.end, opts, cfg.MaxBatchBytes)
+	if err != nil {
+		return engine.AppendInfo{}, fmt.Errorf("memlog: append to %s/%d: %w", l.id.Topic, l.id.Partition, err)
+	}
+	now := l.now()
+
+	// Build the new tail holding only writeMu: tail is a private copy of
+	// the last chunk, so readers keep seeing the published one. Writing into
+	// the spare capacity of its buf and index is safe: readers never look
+	// past the published lengths.
+	var tail *chunk
+	if n := len(l.chunks); n > 0 {
+		c := *l.chunks[n-1]
+		tail = &c
+	}
+	cur := tail
+	var added []*chunk
+	for pos := 0; pos < len(batches); {
+		b := record.Batch(batches[pos:])
+		size := b.Size()
+		b = b[:size]
+		pos += size
+		if cur == nil || (len(cur.buf) > 0 && (int64(len(cur.buf)+size) > cfg.SegmentBytes || now.Sub(cur.created) >= cfg.SegmentMs)) {
+			cur = &chunk{base: b.BaseOffset(), maxTs: -1, created: now}
+			added = append(added, cur)
+		}
+		e := entry{base: b.BaseOffset(), last: b.LastOffset(), maxTs: b.MaxTimestamp(), pos: len(cur.buf)}
+		cur.buf = append(cur.buf, b...)
+		e.end = len(cur.buf)
+		cur.index = append(cur.index, e)
+		cur.next = e.last + 1
+		cur.lastWrite = now
+		if e.maxTs > cur.maxTs {
+			cur.maxTs = e.maxTs
+		}
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if tail != nil {
+		l.chunks[len(l.chunks)-1] = tail
+	}
+	l.chunks = append(l.chunks, added...)
+	l.size += int64(len(batches))
+	l.end = info.LastOffset + 1
+	for pos := 0; pos < len(batches); {
+		b := record.Batch(batches[pos:])
+		l.epochs.Assign(b.LeaderEpoch(), b.BaseOffset())
+		pos += b.Size()
+	}
+	return info, nil
+}
+
+// Read returns whole batches from the one holding offset, as documented on
+// engine.Log. The slice aliases the log's memory without a copy; those
+// bytes are immutable, so it stays valid after Truncate, retention or
+// DeleteLog. A read never spans two chunks, as a segment read never spans
+// two segments. Release is a no-op but must still be called by contract.
+func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return zerocopy.Slice{}, l.errClosed()
+	}
+	if offset < l.start || offset > l.end {
+		return zerocopy.Slice{}, fmt.Errorf("%w: offset %d, log %s/%d holds [%d, %d)",
+			engine.ErrOffsetOutOfRange, offset, l.id.Topic, l.id.Partition, l.start, l.end)
+	}
+	if offset == l.end || (upTo >= 0 && offset >= upTo) {
+		return zerocopy.Slice{}, nil
+	}
+	c := l.chunks[l.chunkForLocked(offset)]
+	i := entryFor(c.index, offset)
+	first := c.index[i]
+	if upTo >= 0 && first.last >= upTo {
+		return zerocopy.Slice{}, nil
+	}
+	end := first.end
+	for _, e := range c.index[i+1:] {
+		if (upTo >= 0 && e.last >= upTo) || e.end-first.pos > maxBytes {
+			break
+		}
+		end = e.end
+	}
+	return zerocopy.BytesSlice(c.buf[first.pos:end:end]), nil
+}
+
+// chunkForLocked returns the index of the chunk holding offset.
+// REQUIRES: l.mu held; start <= offset < end.
+func (l *Log) chunkForLocked(offset int64) int {
+	lo, hi := 0, len(l.chunks)-1
+	for lo < hi { // first chunk whose next > offset
+		m := int(uint(lo+hi) >> 1)
+		if l.chunks[m].next > offset {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// entryFor returns the index of the batch holding offset: the first entry
+// whose last offset is >= offset (len(index)-1 when none is).
+func entryFor(index []entry, offset int64) int {
+	lo, hi := 0, len(index)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if index[m].last >= offset {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// StartOffset returns the log start offset.
+func (l *Log) StartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.start
+}
+
+// EndOffset returns the offset the next appended record gets.
+func (l *Log) EndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.end
+}
+
+// Size returns the bytes of the batches held, including batches below the
+// start offset that share a chunk with it (as in a segment).
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.size
+}
+
+// LeaderEpochs returns a copy of the leader epoch history.
+func (l *Log) LeaderEpochs() []engine.EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.Entries()
+}
+
+// SetConfig applies cfg (defaults filled) to later appends and retention.
+func (l *Log) SetConfig(cfg engine.LogConfig) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg.WithDefaults()
+	return nil
+}
+
+// Flush does nothing: memory is as durable as a memory log gets.
+func (l *Log) Flush() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	return nil
+}
+
+// Close closes the log; later calls fail with engine.ErrClosed until the
+// store's OpenLog reopens it. Closing twice is a no-op.
+func (l *Log) Close() error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return nil
+}

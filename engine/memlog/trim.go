@@ -1,0 +1,140 @@
+package memlog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluice/sluice/engine"
+)
+
+// Truncate removes every batch with an offset >= offset. offset must be a
+// batch's base offset, or at/after EndOffset (a no-op), or at/below
+// StartOffset, which empties the log and restarts it at offset as Kafka's
+// truncateFullyAndStartAt does. Any other offset, inside a batch, fails
+// with engine.ErrOffsetOutOfRange and changes nothing.
+//
+// The chunk cut in two is capped at its new length so that the next append
+// reallocates: bytes a reader holds are never overwritten.
+func (l *Log) Truncate(offset int64) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if offset >= l.end {
+		return nil
+	}
+	if offset <= l.start {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.chunks, l.size = nil, 0
+		l.start, l.end = offset, offset
+		l.epochs.TruncateFromEnd(offset)
+		return nil
+	}
+	ci := l.chunkForLocked(offset)
+	c := l.chunks[ci]
+	ei := entryFor(c.index, offset)
+	if e := c.index[ei]; e.base != offset {
+		return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
+			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, e.base, e.last)
+	}
+	chunks := l.chunks[:ci:ci]
+	if ei > 0 {
+		cut := *c
+		pos := c.index[ei].pos
+		cut.buf = c.buf[:pos:pos]
+		cut.index = c.index[:ei:ei]
+		cut.next = offset
+		cut.maxTs = -1
+		for _, e := range cut.index {
+			cut.maxTs = max(cut.maxTs, e.maxTs)
+		}
+		chunks = append(chunks, &cut)
+	}
+	var size int64
+	for _, c := range chunks {
+		size += int64(len(c.buf))
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.chunks, l.size, l.end = chunks, size, offset
+	l.epochs.TruncateFromEnd(offset)
+	return nil
+}
+
+// DeleteBefore advances the start offset to offset and drops the chunks
+// wholly below it at once. Offsets above EndOffset give
+// engine.ErrOffsetOutOfRange; offsets at or below StartOffset are a no-op.
+func (l *Log) DeleteBefore(offset int64) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if offset > l.end {
+		return fmt.Errorf("%w: delete %s/%d before %d: log end is %d",
+			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, l.end)
+	}
+	if offset <= l.start {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setStartLocked(offset)
+	return nil
+}
+
+// setStartLocked moves the start offset up to start and drops the chunks
+// that end at or before it. REQUIRES: l.writeMu and l.mu held;
+// l.start < start <= l.end.
+func (l *Log) setStartLocked(start int64) {
+	n := 0
+	for n < len(l.chunks) && l.chunks[n].next <= start {
+		l.size -= int64(len(l.chunks[n].buf))
+		n++
+	}
+	// Copy rather than reslice so the dropped chunks can be collected.
+	l.chunks = append([]*chunk(nil), l.chunks[n:]...)
+	l.start = start
+	l.epochs.TruncateFromStart(start)
+}
+
+// ApplyRetention drops the oldest chunks whose newest timestamp is older
+// than RetentionMs, then the oldest while the log stays at or above
+// RetentionBytes without them, never the newest chunk, as Kafka's
+// deleteRetentionMsBreachedSegments and deleteRetentionSizeBreachedSegments
+// do. It returns the new start offset.
+func (l *Log) ApplyRetention(now time.Time) (int64, error) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return 0, l.errClosed()
+	}
+	cfg := l.cfg
+	n := 0
+	if cfg.RetentionMs >= 0 {
+		limit := cfg.RetentionMs.Milliseconds()
+		for n < len(l.chunks)-1 && now.UnixMilli()-l.chunks[n].retentionTime() > limit {
+			n++
+		}
+	}
+	if cfg.RetentionBytes >= 0 {
+		diff := l.size - cfg.RetentionBytes
+		for _, c := range l.chunks[:n] {
+			diff -= int64(len(c.buf))
+		}
+		for n < len(l.chunks)-1 && diff-int64(len(l.chunks[n].buf)) >= 0 {
+			diff -= int64(len(l.chunks[n].buf))
+			n++
+		}
+	}
+	if n == 0 {
+		return l.start, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setStartLocked(max(l.start, l.chunks[n].base))
+	return l.start, nil
+}
