@@ -19,6 +19,9 @@ const maxSendfileChunk = 1 << 30
 // socket (EINVAL, ENOSYS, EOPNOTSUPP): the caller copies the rest instead.
 var errNoSendfile = errors.New("zerocopy: sendfile unsupported")
 
+// sendfileSyscall is unix.Sendfile; tests replace it to inject errors.
+var sendfileSyscall = unix.Sendfile
+
 // sendfileState is the sendfile in progress, kept in the Writer so that the
 // RawConn callback is a method value made once, not a closure per slice.
 type sendfileState struct {
@@ -58,7 +61,7 @@ func (w *Writer) sendfile(s Slice) (int64, error) {
 func (w *Writer) sendfileStep(fd uintptr) bool {
 	for w.sf.remain > 0 {
 		chunk := min(w.sf.remain, maxSendfileChunk)
-		n, err := unix.Sendfile(int(fd), w.sf.src, &w.sf.off, int(chunk))
+		n, err := sendfileSyscall(int(fd), w.sf.src, &w.sf.off, int(chunk))
 		if n > 0 {
 			w.sf.remain -= int64(n)
 			w.stats.SendfileBytes += int64(n)
