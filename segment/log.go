@@ -1,0 +1,476 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+)
+
+// ErrNotBatchBoundary is returned by Truncate for an offset inside a batch.
+var ErrNotBatchBoundary = errors.New("segment: offset is not at a batch boundary")
+
+var errClosedLog = fmt.Errorf("segment: log closed: %w", engine.ErrClosed)
+
+// Log is one partition: a directory of segments. See engine.Log for the
+// contract.
+//
+// Locking: appendMu serializes every writer (Append, Truncate,
+// DeleteBefore, ApplyRetention, SetConfig, Close). mu guards segs: readers
+// hold it for reading while they look at a segment; a writer takes it for
+// writing only to change segs or to remap or cut a segment (roll, delete,
+// truncate), never while it writes batches. Lock order: appendMu, then mu,
+// then epochMu; a Log never takes the Store's mutex while holding any of
+// them.
+type Log struct {
+	store *Store
+	id    engine.PartitionID
+	dir   string
+	log   *slog.Logger
+	now   func() time.Time
+
+	appendMu sync.Mutex
+	cfg      engine.LogConfig // REQUIRES: appendMu
+	failed   error            // sticky write error. REQUIRES: appendMu
+	// unflushed counts records appended since the last flush.messages
+	// fsync. REQUIRES: appendMu
+	unflushed int64
+
+	mu     sync.RWMutex
+	segs   []*segment // ascending base, never empty; the last is active
+	closed atomic.Bool
+
+	epochMu sync.Mutex
+	epochs  *engine.EpochCache // REQUIRES: epochMu
+
+	start atomic.Int64 // log start offset
+	end   atomic.Int64 // log end offset, published after each write
+
+	syncer syncer
+	bg     sync.WaitGroup // background flushes started by roll
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// StartOffset implements engine.Log.
+func (l *Log) StartOffset() int64 { return l.start.Load() }
+
+// EndOffset implements engine.Log.
+func (l *Log) EndOffset() int64 { return l.end.Load() }
+
+// RecoveryPoint is the offset below which every batch is known durable.
+func (l *Log) RecoveryPoint() int64 { return l.syncer.point.Load() }
+
+// Size implements engine.Log.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// LeaderEpochs implements engine.Log.
+func (l *Log) LeaderEpochs() []engine.EpochEntry {
+	l.epochMu.Lock()
+	defer l.epochMu.Unlock()
+	return l.epochs.Entries()
+}
+
+// Append implements engine.Log.Append: the batches go to the active
+// segment with one write (rolling first when they would not fit), then the
+// indexes and the epoch cache are updated, then the new end is published.
+// It does not allocate in steady state.
+func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendInfo, error) {
+	l.appendMu.Lock()
+	info, syncTarget, err := l.appendLocked(batches, opts)
+	l.appendMu.Unlock()
+	if err == nil && syncTarget > 0 {
+		err = l.syncTo(syncTarget)
+	}
+	return info, err
+}
+
+// appendLocked does Append's work and returns the offset to fsync up to
+// when flush.messages asks for it (0: none). REQUIRES: appendMu.
+func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.AppendInfo, int64, error) {
+	if l.closed.Load() {
+		return engine.AppendInfo{}, 0, errClosedLog
+	}
+	if l.failed != nil {
+		return engine.AppendInfo{}, 0, l.failed
+	}
+	next := l.end.Load()
+	info, err := engine.PrepareAppend(batches, next, opts, l.cfg.MaxBatchBytes)
+	if err != nil {
+		return info, 0, err
+	}
+	if err := l.maybeRoll(int64(len(batches)), info.LastOffset); err != nil {
+		return info, 0, err
+	}
+	s := l.active()
+	pos := s.size.Load()
+	if n, err := s.f.WriteAt(batches, pos); err != nil {
+		// Take back what may have reached the file; the log stays
+		// failed either way (a writer that failed stays failed).
+		_ = s.f.Truncate(pos)
+		l.failed = fmt.Errorf("segment: write %s at %d (%d of %d bytes): %w", s.path, pos, n, len(batches), err)
+		return info, 0, l.failed
+	}
+	interval := int64(l.cfg.IndexIntervalBytes)
+	epochChanged := false
+	l.epochMu.Lock()
+	for p := 0; p < len(batches); {
+		b := record.Batch(batches[p:])
+		s.indexBatch(b, pos+int64(p), interval)
+		if l.epochs.Assign(b.LeaderEpoch(), b.BaseOffset()) {
+			epochChanged = true
+		}
+		p += b.Size()
+	}
+	l.epochMu.Unlock()
+	s.size.Store(pos + int64(len(batches)))
+	l.end.Store(info.LastOffset + 1)
+	if epochChanged {
+		if err := l.writeEpochs(); err != nil {
+			l.failed = err
+			return info, 0, err
+		}
+	}
+	if l.cfg.FlushMessages > 0 {
+		l.unflushed += info.Records
+		if l.unflushed >= l.cfg.FlushMessages {
+			l.unflushed = 0
+			return info, info.LastOffset + 1, nil
+		}
+	}
+	return info, 0, nil
+}
+
+// writeEpochs persists the epoch cache to leader-epoch-checkpoint.
+func (l *Log) writeEpochs() error {
+	l.epochMu.Lock()
+	entries := l.epochs.Entries()
+	l.epochMu.Unlock()
+	return writeEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile), entries)
+}
+
+// maybeRoll starts a new active segment when the next append of n bytes
+// ending at lastOffset would not fit the active one (segment.bytes), when
+// the active one is older than segment.ms, or when its indexes are full or
+// lastOffset is beyond a relative offset's reach. An empty segment never
+// rolls. REQUIRES: appendMu.
+func (l *Log) maybeRoll(n, lastOffset int64) error {
+	s := l.active()
+	size := s.size.Load()
+	if size == 0 {
+		return nil
+	}
+	nowMs := l.now().UnixMilli()
+	if size+n <= l.cfg.SegmentBytes && nowMs-s.rollTs < l.cfg.SegmentMs.Milliseconds() &&
+		!s.idx.Full() && !s.tidx.Full() && lastOffset-s.base <= math.MaxInt32 {
+		return nil
+	}
+	return l.roll(nowMs)
+}
+
+// roll makes a new active segment at the log end offset and flushes the
+// old ones in the background, as Kafka does, so the recovery point moves
+// up without an fsync on the append path. REQUIRES: appendMu.
+func (l *Log) roll(nowMs int64) error {
+	base := l.end.Load()
+	ns, err := createSegment(l.dir, base, l.cfg, nowMs)
+	if err != nil {
+		l.failed = err
+		return err
+	}
+	l.mu.Lock()
+	err = l.active().roll()
+	l.segs = append(l.segs, ns)
+	l.mu.Unlock()
+	if err != nil {
+		l.failed = err
+		return err
+	}
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		if err := l.syncTo(base); err != nil && !errors.Is(err, engine.ErrClosed) {
+			l.log.Error("segment: flush after roll failed", "dir", l.dir, "err", err)
+		}
+	}()
+	return nil
+}
+
+// Flush implements engine.Log.
+func (l *Log) Flush() error {
+	if l.closed.Load() {
+		return errClosedLog
+	}
+	return l.syncTo(l.end.Load())
+}
+
+// SetConfig implements engine.Log. New sizes apply from the next append
+// or retention pass.
+func (l *Log) SetConfig(cfg engine.LogConfig) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return errClosedLog
+	}
+	l.cfg = normalize(cfg)
+	return nil
+}
+
+// normalize fills defaults and clamps segment.bytes to what 32-bit index
+// positions can address.
+func normalize(cfg engine.LogConfig) engine.LogConfig {
+	cfg = cfg.WithDefaults()
+	if cfg.SegmentBytes > math.MaxInt32 {
+		cfg.SegmentBytes = math.MaxInt32
+	}
+	return cfg
+}
+
+// Truncate implements engine.Log.Truncate. An offset below the log start
+// empties the log and restarts it at offset (Kafka's
+// truncateFullyAndStartAt).
+func (l *Log) Truncate(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return errClosedLog
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to %d", engine.ErrOffsetOutOfRange, offset)
+	}
+	if offset <= l.start.Load() && offset <= l.segs[0].base {
+		return l.restartAtLocked(offset)
+	}
+	l.mu.RLock()
+	i := l.segmentFor(offset)
+	s := l.segs[i]
+	pos, _, ok, err := s.findBatch(offset, s.size.Load())
+	if err == nil && ok {
+		var hdr [headerPeekSize]byte
+		if _, err = s.header(hdr[:], pos, s.size.Load()); err == nil && record.Batch(hdr[:]).BaseOffset() != offset {
+			ok = false
+		}
+	}
+	l.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %d in %s", ErrNotBatchBoundary, offset, s.path)
+	}
+	l.mu.Lock()
+	dropped := l.segs[i+1:]
+	l.segs = l.segs[:i+1]
+	wasActive := len(dropped) == 0
+	err = s.truncateTo(pos, offset)
+	if err == nil && !wasActive {
+		if err = s.idx.Resize(l.cfg.IndexMaxBytes); err == nil {
+			err = s.tidx.Resize(l.cfg.IndexMaxBytes)
+		}
+	}
+	l.end.Store(offset)
+	l.mu.Unlock()
+	for _, d := range dropped {
+		if rerr := d.remove(); err == nil {
+			err = rerr
+		}
+	}
+	l.lowerRecoveryPoint(offset)
+	if err == nil {
+		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) })
+	}
+	if err != nil {
+		l.failed = err
+	}
+	return err
+}
+
+// restartAtLocked deletes every segment and starts the log empty at
+// offset. REQUIRES: appendMu.
+func (l *Log) restartAtLocked(offset int64) error {
+	ns, err := createSegment(l.dir, offset, l.cfg, l.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	old := l.segs
+	l.segs = []*segment{ns}
+	l.start.Store(offset)
+	l.end.Store(offset)
+	l.mu.Unlock()
+	for _, s := range old {
+		if s.base == offset {
+			continue // its files were replaced by createSegment
+		}
+		if rerr := s.remove(); err == nil {
+			err = rerr
+		}
+	}
+	l.lowerRecoveryPoint(offset)
+	if err == nil {
+		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) })
+	}
+	return err
+}
+
+// cutEpochs applies cut to the epoch cache and persists it if it changed.
+func (l *Log) cutEpochs(cut func(*engine.EpochCache) bool) error {
+	l.epochMu.Lock()
+	changed := cut(l.epochs)
+	l.epochMu.Unlock()
+	if changed {
+		return l.writeEpochs()
+	}
+	return nil
+}
+
+// DeleteBefore implements engine.Log.DeleteBefore: the start offset moves
+// now (and is checkpointed); segments entirely below it are deleted.
+func (l *Log) DeleteBefore(offset int64) error {
+	l.appendMu.Lock()
+	if l.closed.Load() {
+		l.appendMu.Unlock()
+		return errClosedLog
+	}
+	if end := l.end.Load(); offset > end {
+		l.appendMu.Unlock()
+		return fmt.Errorf("%w: delete before %d, log end is %d", engine.ErrOffsetOutOfRange, offset, end)
+	}
+	if offset <= l.start.Load() {
+		l.appendMu.Unlock()
+		return nil
+	}
+	l.start.Store(offset)
+	k := 0
+	for k+1 < len(l.segs) && l.segs[k+1].base <= offset {
+		k++
+	}
+	err := l.deleteSegmentsLocked(k, offset)
+	l.appendMu.Unlock()
+	if cerr := l.store.checkpointStartOffsets(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ApplyRetention implements engine.Log.ApplyRetention (Kafka's
+// deleteRetentionMsBreachedSegments and deleteRetentionSizeBreachedSegments):
+// a prefix of non-active segments goes when the largest timestamp of each
+// is older than retention.ms, then while the log is over retention.bytes by
+// at least the whole segment.
+func (l *Log) ApplyRetention(now time.Time) (int64, error) {
+	l.appendMu.Lock()
+	if l.closed.Load() {
+		l.appendMu.Unlock()
+		return 0, errClosedLog
+	}
+	k := 0
+	if ms := l.cfg.RetentionMs; ms >= 0 {
+		limit := now.UnixMilli() - ms.Milliseconds()
+		for k < len(l.segs)-1 && l.segs[k].maxTs.Load() < limit {
+			k++
+		}
+	}
+	if rb := l.cfg.RetentionBytes; rb >= 0 {
+		var total int64
+		for _, s := range l.segs {
+			total += s.size.Load()
+		}
+		for i := 0; i < k; i++ {
+			total -= l.segs[i].size.Load()
+		}
+		for k < len(l.segs)-1 && total-l.segs[k].size.Load() >= rb {
+			total -= l.segs[k].size.Load()
+			k++
+		}
+	}
+	var err error
+	start := l.start.Load()
+	if k > 0 {
+		if b := l.segs[k].base; b > start {
+			start = b
+			l.start.Store(b)
+		}
+		err = l.deleteSegmentsLocked(k, start)
+	}
+	l.appendMu.Unlock()
+	if k > 0 {
+		if cerr := l.store.checkpointStartOffsets(); err == nil {
+			err = cerr
+		}
+	}
+	return start, err
+}
+
+// deleteSegmentsLocked deletes the first k segments (never the active
+// one) and cuts the epoch cache to start. REQUIRES: appendMu.
+func (l *Log) deleteSegmentsLocked(k int, start int64) error {
+	var err error
+	if k > 0 {
+		l.mu.Lock()
+		gone := l.segs[:k:k]
+		l.segs = append([]*segment(nil), l.segs[k:]...)
+		l.mu.Unlock()
+		for _, s := range gone {
+			if rerr := s.remove(); err == nil {
+				err = rerr
+			}
+		}
+	}
+	if cerr := l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromStart(start) }); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close implements engine.Log: it flushes, closes the segments (trimming
+// their indexes) and forgets the log in its store.
+func (l *Log) Close() error {
+	err := l.closeLog(true)
+	l.store.forget(l)
+	return err
+}
+
+// closeLog closes the log, flushing first when flush is set. Slices
+// already handed out stay readable.
+func (l *Log) closeLog(flush bool) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Swap(true) {
+		return nil
+	}
+	l.bg.Wait()
+	var err error
+	if flush {
+		err = l.syncTo(l.end.Load())
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segs {
+		if cerr := s.close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,271 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// segmentFor returns the index in segs of the segment that holds offset:
+// the last one whose base is <= offset (0 when offset is below them all).
+// REQUIRES: l.mu held.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
+}
+
+// findBatch returns the position of the batch holding offset in s, looking
+// below the committed size limit: an index lookup, then a scan of 12-byte
+// headers (baseOffset, batchLength) until a batch starts after offset; the
+// batch before it holds offset. ok is false when offset lies past the last
+// batch below limit. The scan is at most index.interval.bytes of log
+// (plus one batch). REQUIRES: l.mu held (read).
+func (s *segment) findBatch(offset, limit int64) (pos, size int64, ok bool, err error) {
+	if _, p, found := s.idx.Lookup(offset); found {
+		pos = p
+	}
+	var hdr [headerPeekSize]byte
+	prev, prevSize := int64(-1), int64(0)
+	for pos < limit {
+		n, err := s.header(hdr[:], pos, limit)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, s.path, err)
+		}
+		base := int64(binary.BigEndian.Uint64(hdr[:8]))
+		if base == offset {
+			return pos, n, true, nil
+		}
+		if base > offset {
+			if prev < 0 {
+				return 0, 0, false, nil
+			}
+			return prev, prevSize, true, nil
+		}
+		prev, prevSize = pos, n
+		pos += n
+	}
+	if prev < 0 {
+		return 0, 0, false, nil
+	}
+	// offset is in the last batch below limit, or past it: its
+	// lastOffsetDelta says which.
+	var lod [4]byte
+	if _, err := s.f.ReadAt(lod[:], prev+lastOffsetDeltaPos); err != nil {
+		return 0, 0, false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, prev, err)
+	}
+	var base [8]byte
+	if _, err := s.f.ReadAt(base[:], prev); err != nil {
+		return 0, 0, false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, prev, err)
+	}
+	last := int64(binary.BigEndian.Uint64(base[:])) + int64(int32(binary.BigEndian.Uint32(lod[:])))
+	if offset > last {
+		return 0, 0, false, nil
+	}
+	return prev, prevSize, true, nil
+}
+
+// endFor returns the greatest batch boundary in (from, limit], given that
+// a batch of firstSize bytes starts at from; it returns from+firstSize when
+// no boundary above from is <= limit. Index entries sit at batch
+// boundaries, so an index lookup by position gets within
+// index.interval.bytes of the answer and a short header scan finishes.
+// REQUIRES: l.mu held (read); limit <= committed <= the committed size.
+func (s *segment) endFor(from, firstSize, limit, committed int64) (int64, error) {
+	pos := from + firstSize
+	if pos >= limit {
+		return pos, nil
+	}
+	if _, p, ok := s.idx.LookupPosition(limit); ok && p > pos {
+		pos = p
+	}
+	var hdr [headerPeekSize]byte
+	for pos < limit {
+		n, err := s.header(hdr[:], pos, committed)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, s.path, err)
+		}
+		if pos+n > limit {
+			break
+		}
+		pos += n
+	}
+	return pos, nil
+}
+
+// Read implements engine.Log.Read. It returns batches of one segment only:
+// the one holding offset. The returned slice is a range of the segment's
+// file (sendfile can send it) and holds a reference that keeps the file
+// open even if the segment is deleted before the slice is released.
+func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed.Load() {
+		return zerocopy.Slice{}, engine.ErrClosed
+	}
+	end := l.end.Load() // load before any segment size: see segment.size
+	start := l.start.Load()
+	if offset < start || offset > end {
+		return zerocopy.Slice{}, fmt.Errorf("%w: offset %d, log has [%d, %d)", engine.ErrOffsetOutOfRange, offset, start, end)
+	}
+	if offset == end || (upTo >= 0 && offset >= upTo) {
+		return zerocopy.Slice{}, nil
+	}
+	i := l.segmentFor(offset)
+	s := l.segs[i]
+	limit := s.size.Load()
+	pos, size, ok, err := s.findBatch(offset, limit)
+	if err != nil {
+		return zerocopy.Slice{}, err
+	}
+	if !ok {
+		// offset lies in a later segment: only when this one ends
+		// below it (a gap left by a truncated-then-rolled log).
+		if i+1 < len(l.segs) {
+			s = l.segs[i+1]
+			limit = s.size.Load()
+			if pos, size, ok, err = s.findBatch(offset, limit); err != nil {
+				return zerocopy.Slice{}, err
+			}
+		}
+		if !ok {
+			return zerocopy.Slice{}, nil
+		}
+	}
+	committed := limit
+	if upTo >= 0 && upTo < end {
+		// Only batches whose last offset is below upTo: they end where
+		// the batch holding upTo begins.
+		upPos, _, found, err := s.findBatch(upTo, limit)
+		if err != nil {
+			return zerocopy.Slice{}, err
+		}
+		if found {
+			limit = upPos
+		}
+		if limit <= pos {
+			return zerocopy.Slice{}, nil
+		}
+	}
+	if maxBytes > 0 && pos+int64(maxBytes) < limit {
+		limit = pos + int64(maxBytes)
+	}
+	e, err := s.endFor(pos, size, limit, committed)
+	if err != nil {
+		return zerocopy.Slice{}, err
+	}
+	return zerocopy.FileSlice(s.zf, pos, e-pos), nil
+}
+
+// OffsetForTimestamp implements engine.Log.OffsetForTimestamp: segments
+// whose largest timestamp is below ts are skipped; in the first other one,
+// the time index gives an offset before which every timestamp is < ts, the
+// offset index its position, and a scan of batch headers finds the first
+// batch with maxTimestamp >= ts, whose records give the answer.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed.Load() {
+		return 0, 0, false, engine.ErrClosed
+	}
+	end := l.end.Load()
+	start := l.start.Load()
+	if ts == engine.MaxTimestampQuery {
+		return l.maxTimestampLocked(start, end)
+	}
+	for i := l.segmentFor(start); i < len(l.segs); i++ {
+		s := l.segs[i]
+		if s.maxTs.Load() < ts {
+			continue
+		}
+		from := int64(0)
+		if _, o, found := s.tidx.Lookup(ts - 1); found {
+			if _, p, found := s.idx.Lookup(o); found {
+				from = p
+			}
+		}
+		offset, timestamp, ok, err = l.scanForTimestamp(s, from, s.size.Load(), start, ts, false)
+		if err != nil || ok {
+			return offset, timestamp, ok, err
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// maxTimestampLocked answers MaxTimestampQuery: the last record with the
+// largest timestamp. REQUIRES: l.mu held (read).
+func (l *Log) maxTimestampLocked(start, end int64) (int64, int64, bool, error) {
+	best := -1
+	for i := l.segmentFor(start); i < len(l.segs); i++ {
+		if l.segs[i].size.Load() > 0 && (best < 0 || l.segs[i].maxTs.Load() >= l.segs[best].maxTs.Load()) {
+			best = i
+		}
+	}
+	if best < 0 || start >= end {
+		return 0, 0, false, nil
+	}
+	s := l.segs[best]
+	maxTs := s.maxTs.Load()
+	from := int64(0)
+	if _, o, found := s.tidx.Lookup(maxTs - 1); found {
+		if _, p, found := s.idx.Lookup(o); found {
+			from = p
+		}
+	}
+	return l.scanForTimestamp(s, from, s.size.Load(), start, maxTs, true)
+}
+
+// scanForTimestamp walks the batches of s in [from, limit) and returns the
+// first record at or above offset start whose timestamp is >= ts or, with
+// exactLast, the last record whose timestamp is exactly ts. A batch is read
+// whole only when its maxTimestamp says it can hold a match.
+// REQUIRES: l.mu held (read).
+func (l *Log) scanForTimestamp(s *segment, from, limit, start, ts int64, exactLast bool) (int64, int64, bool, error) {
+	var hdr [record.HeaderSize]byte
+	var buf []byte
+	var it record.Iter
+	found := false
+	var fo, ft int64
+	for pos := from; pos < limit; {
+		n, err := s.header(hdr[:], pos, limit)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, s.path, err)
+		}
+		h := record.Batch(hdr[:])
+		may := h.MaxTimestamp() >= ts
+		if exactLast {
+			may = h.MaxTimestamp() == ts
+		}
+		if may && h.LastOffset() >= start {
+			if cap(buf) < int(n) {
+				buf = make([]byte, n)
+			}
+			buf = buf[:n]
+			if _, err := s.f.ReadAt(buf, pos); err != nil {
+				return 0, 0, false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, pos, err)
+			}
+			it.Reset(record.Batch(buf))
+			for it.Next() {
+				rts := it.Timestamp()
+				if it.Offset() < start || rts < ts || (exactLast && rts != ts) {
+					continue
+				}
+				fo, ft, found = it.Offset(), rts, true
+				if !exactLast {
+					return fo, ft, true, nil
+				}
+			}
+			if err := it.Err(); err != nil {
+				return 0, 0, false, fmt.Errorf("%w: %s at %d: %v", engine.ErrCorruptStore, s.path, pos, err)
+			}
+		}
+		pos += n
+	}
+	return fo, ft, found, nil
+}

@@ -1,0 +1,387 @@
+package segment
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+)
+
+// progressEvery is how many recovered bytes pass between progress logs.
+const progressEvery = 256 << 20
+
+// recoverBufSize is the read buffer of a recovery scan: batches up to this
+// size are validated in place in the buffer.
+const recoverBufSize = 4 << 20
+
+// loadLog opens the log of id from its directory, recovering it when the
+// store was not shut down cleanly:
+//
+//   - leftovers (.deleted, .cleaned, .swap, .tmp) and index files without
+//     a .log are removed; a .log whose name is not a 20-digit offset is an
+//     error wrapping engine.ErrCorruptStore.
+//   - After an unclean shutdown, every segment that may hold offsets at or
+//     past the recovery point is recovered: each batch is validated
+//     (record.Validate: length, magic, CRC, records) and must continue the
+//     offsets; the segment is cut at the first one that does not, later
+//     segments are deleted, and the indexes are rebuilt.
+//   - Every other segment (all of them after a clean shutdown) keeps its
+//     indexes if they pass a sanity check (ascending, inside the log, the
+//     last offset entry pointing at a batch with that offset, batch headers
+//     chaining from there to the end of the file); otherwise it is
+//     recovered too.
+//
+// REQUIRES: s.mu held.
+func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, error) {
+	l := s.newLog(id, cfg)
+	clean := s.clean || !s.unrecovered[id]
+	rp, haveRP := s.recoveryPoints[id]
+	if !haveRP {
+		rp = 0
+		if clean && s.clean {
+			// A clean shutdown checkpoints every log; without an entry,
+			// trust nothing.
+			clean = false
+		}
+	}
+	bases, err := l.scanDir()
+	if err != nil {
+		return nil, err
+	}
+	for i, base := range bases {
+		maxBytes := 0
+		if i == len(bases)-1 {
+			maxBytes = l.cfg.IndexMaxBytes
+		}
+		seg, err := openSegment(l.dir, base, maxBytes)
+		if err != nil {
+			l.closeSegs()
+			return nil, err
+		}
+		l.segs = append(l.segs, seg)
+	}
+	cached, epochErr := readEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile))
+	if epochErr != nil {
+		l.log.Warn("segment: rebuilding leader epochs from the log", "err", epochErr)
+	}
+	l.epochs = engine.NewEpochCache(cached)
+	recovered, err := l.recoverSegments(clean, rp)
+	if err != nil {
+		l.closeSegs()
+		return nil, err
+	}
+	start := s.startOffsets[id]
+	if len(l.segs) == 0 {
+		seg, err := createSegment(l.dir, start, l.cfg, s.now().UnixMilli())
+		if err != nil {
+			return nil, err
+		}
+		l.segs = []*segment{seg}
+	}
+	if start < l.segs[0].base {
+		start = l.segs[0].base
+	}
+	end := l.active().next
+	l.end.Store(end)
+	l.start.Store(start)
+	if start > end {
+		// Recovery cut below the checkpointed start: restart the log
+		// at its start offset, as Kafka does.
+		if err := l.restartAtLocked(start); err != nil {
+			l.closeSegs()
+			return nil, err
+		}
+		end = start
+	}
+	if epochErr != nil || (cached == nil && end > l.segs[0].base && !recovered) {
+		if err := l.rebuildEpochs(); err != nil {
+			l.closeSegs()
+			return nil, err
+		}
+	}
+	l.epochs.TruncateFromEnd(end)
+	l.epochs.TruncateFromStart(start)
+	if got := l.epochs.Entries(); !equalEpochs(got, cached) || epochErr != nil {
+		if err := l.writeEpochs(); err != nil {
+			l.closeSegs()
+			return nil, err
+		}
+	}
+	if recovered {
+		// What recovery validated becomes the recovery point once it
+		// is on disk.
+		for _, seg := range l.segs {
+			if err := seg.flush(); err != nil {
+				l.closeSegs()
+				return nil, err
+			}
+		}
+	}
+	l.syncer.point.Store(end)
+	return l, nil
+}
+
+func equalEpochs(a, b []engine.EpochEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// scanDir removes leftovers from the log's directory and returns the
+// segment base offsets, ascending.
+func (l *Log) scanDir() ([]int64, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", engine.ErrCorruptStore, l.dir, err)
+	}
+	logs := map[int64]bool{}
+	var indexes []string
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(l.dir, name)
+		switch {
+		case e.IsDir():
+		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, cleanedSuffix),
+			strings.HasSuffix(name, swapSuffix), strings.HasSuffix(name, tmpSuffix):
+			l.log.Info("segment: removing leftover", "path", path)
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("segment: remove leftover: %w", err)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			base, err := parseSegmentName(strings.TrimSuffix(name, logSuffix))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, path, err)
+			}
+			logs[base] = true
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+			indexes = append(indexes, name)
+		}
+	}
+	for _, name := range indexes {
+		stem := strings.TrimSuffix(strings.TrimSuffix(name, indexSuffix), timeIndexSuffix)
+		if base, err := parseSegmentName(stem); err == nil && logs[base] {
+			continue
+		}
+		path := filepath.Join(l.dir, name)
+		l.log.Warn("segment: removing index without a log", "path", path)
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("segment: remove %s: %w", path, err)
+		}
+	}
+	bases := make([]int64, 0, len(logs))
+	for b := range logs {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+// recoverSegments checks or recovers every segment (see loadLog), drops
+// the segments after a cut, and leaves l.segs with a ready active segment.
+// It reports whether any segment was recovered.
+func (l *Log) recoverSegments(clean bool, rp int64) (bool, error) {
+	var br *bufio.Reader
+	var big []byte
+	recovered, cut := false, false
+	kept := l.segs[:0]
+	all := l.segs
+	for i, seg := range all {
+		last := i == len(all)-1
+		if !cut && len(kept) > 0 && seg.base != kept[len(kept)-1].next {
+			l.log.Warn("segment: offsets do not continue into segment", "file", seg.path, "expected", kept[len(kept)-1].next, "base", seg.base)
+			cut = true
+		}
+		if cut {
+			l.log.Warn("segment: deleting segment after a damaged one", "file", seg.path, "bytes", seg.size.Load())
+			if err := seg.remove(); err != nil {
+				return recovered, err
+			}
+			continue
+		}
+		need := !clean && (last || all[i+1].base > rp)
+		if !need {
+			if err := l.checkSegment(seg, all, i); err != nil {
+				l.log.Warn("segment: index failed its sanity check, recovering segment", "file", seg.path, "reason", err)
+				need = true
+			}
+		}
+		if need {
+			if br == nil {
+				br = bufio.NewReaderSize(nil, recoverBufSize)
+			}
+			truncated, err := l.recoverSegment(seg, br, &big)
+			if err != nil {
+				return recovered, err
+			}
+			recovered = true
+			if !last && (truncated || seg.next != all[i+1].base) {
+				cut = true
+			}
+		}
+		kept = append(kept, seg)
+	}
+	for i := len(kept); i < len(all); i++ {
+		all[i] = nil
+	}
+	l.segs = kept
+	if len(l.segs) == 0 {
+		return recovered, nil
+	}
+	for _, seg := range l.segs[:len(l.segs)-1] {
+		if err := seg.idx.Trim(); err != nil {
+			return recovered, err
+		}
+		if err := seg.tidx.Trim(); err != nil {
+			return recovered, err
+		}
+	}
+	a := l.active()
+	if err := a.idx.Resize(l.cfg.IndexMaxBytes); err != nil {
+		return recovered, err
+	}
+	return recovered, a.tidx.Resize(l.cfg.IndexMaxBytes)
+}
+
+// checkSegment sanity-checks the indexes of segment i of segs and restores
+// its writer state from them.
+func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
+	span := int64(-1)
+	if i+1 < len(segs) {
+		span = segs[i+1].base - seg.base
+	}
+	if err := seg.idx.Check(seg.size.Load(), span); err != nil {
+		return err
+	}
+	if err := seg.tidx.Check(span); err != nil {
+		return err
+	}
+	if err := seg.restoreState(); err != nil {
+		return err
+	}
+	if span >= 0 && seg.next != segs[i+1].base {
+		return fmt.Errorf("segment ends at offset %d, the next starts at %d", seg.next, segs[i+1].base)
+	}
+	return nil
+}
+
+// recoverSegment validates every batch of seg from the start, cuts the
+// file at the first batch that is torn, corrupt or out of sequence (and
+// logs what it cut and why), and rebuilds the indexes and writer state.
+// It reports whether it cut anything. Only I/O failures are errors.
+func (l *Log) recoverSegment(seg *segment, br *bufio.Reader, big *[]byte) (bool, error) {
+	if err := seg.idx.Resize(l.cfg.IndexMaxBytes); err != nil {
+		return false, err
+	}
+	if err := seg.tidx.Resize(l.cfg.IndexMaxBytes); err != nil {
+		return false, err
+	}
+	seg.resetState()
+	size := seg.size.Load()
+	br.Reset(io.NewSectionReader(seg.f, 0, size))
+	interval := int64(l.cfg.IndexIntervalBytes)
+	readErr := func(err error) (bool, error) {
+		return false, fmt.Errorf("%w: read %s: %v", engine.ErrCorruptStore, seg.path, err)
+	}
+	var pos int64
+	reason := ""
+	for pos < size {
+		hdr, err := br.Peek(record.HeaderSize)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return readErr(err)
+			}
+			reason = fmt.Sprintf("%d bytes at the end, less than a batch header", size-pos)
+			break
+		}
+		n, _ := record.PeekSize(hdr)
+		if n < record.HeaderSize || n > record.MaxBatchSize+record.LogOverhead || int64(n) > size-pos {
+			reason = fmt.Sprintf("batch length %d does not fit the %d bytes left (torn write?)", n-record.LogOverhead, size-pos)
+			break
+		}
+		var batch []byte
+		if n <= br.Size() {
+			if batch, err = br.Peek(n); err != nil {
+				return readErr(err)
+			}
+		} else {
+			if cap(*big) < n {
+				*big = make([]byte, n)
+			}
+			batch = (*big)[:n]
+			if _, err := io.ReadFull(br, batch); err != nil {
+				return readErr(err)
+			}
+		}
+		if _, err := record.Validate(batch); err != nil {
+			reason = err.Error()
+			break
+		}
+		b := record.Batch(batch)
+		if b.BaseOffset() != seg.next {
+			reason = fmt.Sprintf("batch offset %d, expected %d", b.BaseOffset(), seg.next)
+			break
+		}
+		seg.indexBatch(b, pos, interval)
+		l.epochs.Assign(b.LeaderEpoch(), b.BaseOffset())
+		if n <= br.Size() {
+			br.Discard(n)
+		}
+		pos += int64(n)
+		total := l.store.recoveredBytes.Add(int64(n))
+		if total/progressEvery != (total-int64(n))/progressEvery {
+			l.log.Info("segment: recovery progress", "dir", l.dir, "file", seg.path, "recoveredMiB", total>>20)
+		}
+	}
+	if pos == size {
+		return false, nil
+	}
+	l.log.Warn("segment: truncating damaged log", "file", seg.path, "position", pos, "bytes", size-pos, "reason", reason)
+	if err := seg.f.Truncate(pos); err != nil {
+		return false, fmt.Errorf("%w: truncate %s to %d: %v", engine.ErrCorruptStore, seg.path, pos, err)
+	}
+	seg.size.Store(pos)
+	return true, nil
+}
+
+// rebuildEpochs rebuilds the epoch cache from the batch headers of every
+// segment (the checkpoint was missing or damaged).
+func (l *Log) rebuildEpochs() error {
+	l.epochs = engine.NewEpochCache(nil)
+	var hdr [record.HeaderSize]byte
+	for _, seg := range l.segs {
+		size := seg.size.Load()
+		for pos := int64(0); pos < size; {
+			n, err := seg.header(hdr[:leaderEpochPos+4], pos, size)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, seg.path, err)
+			}
+			b := record.Batch(hdr[:])
+			l.epochs.Assign(b.LeaderEpoch(), b.BaseOffset())
+			pos += n
+		}
+	}
+	return nil
+}
+
+// closeSegs closes the segments of a log that failed to load.
+func (l *Log) closeSegs() {
+	for _, s := range l.segs {
+		if s != nil {
+			s.close()
+		}
+	}
+	l.segs = nil
+}

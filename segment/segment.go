@@ -1,0 +1,285 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync/atomic"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/mmapindex"
+	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// segment is one .log file and its two indexes.
+//
+// The log's appendMu serializes every writer of a segment; readers hold the
+// log's mu (read) and use only size, the indexes' published entries and
+// preads below size. Remapping or cutting the indexes and closing the files
+// happen under the log's mu (write).
+type segment struct {
+	base int64
+	path string // the .log
+	f    *os.File
+	zf   *zerocopy.File // the segment's own reference on f; slices take more
+	idx  *mmapindex.OffsetIndex
+	tidx *mmapindex.TimeIndex
+
+	// size is the committed end position: [0, size) holds whole, written
+	// batches. The appender stores it after the write returns, before it
+	// publishes the log end offset, so a reader that loads the end offset
+	// first and size second never sees a partly written batch.
+	size atomic.Int64
+	// maxTs is the largest batch maxTimestamp in the segment (-1: none);
+	// stored by the appender, loaded by readers to skip segments.
+	maxTs atomic.Int64
+
+	// Writer state. REQUIRES: the log's appendMu (or exclusive access
+	// while loading).
+	next            int64 // offset the next batch gets; base when empty
+	maxTsOffset     int64 // last offset of the first batch with maxTs
+	bytesSinceIndex int64 // log bytes since the last offset index entry
+	rollTs          int64 // ms; segment.ms counts from here
+}
+
+// createSegment creates an empty segment at base, replacing leftover files
+// with that name (from a truncated or deleted segment).
+func createSegment(dir string, base int64, cfg engine.LogConfig, nowMs int64) (*segment, error) {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(segmentPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("segment: create %d: %w", base, err)
+		}
+	}
+	s, err := openSegment(dir, base, cfg.IndexMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	s.rollTs = nowMs
+	return s, nil
+}
+
+// openSegment opens (creating when missing) the files of the segment at
+// base. indexMaxBytes > 0 preallocates the indexes (the active segment); 0
+// maps them as they are. The writer state is left for the caller to
+// restore (restoreState or recovery).
+func openSegment(dir string, base int64, indexMaxBytes int) (*segment, error) {
+	path := segmentPath(dir, base, logSuffix)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", engine.ErrCorruptStore, path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: stat %s: %v", engine.ErrCorruptStore, path, err)
+	}
+	if st.Size() > math.MaxInt32 {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %d bytes, a segment holds at most 2 GiB", engine.ErrCorruptStore, path, st.Size())
+	}
+	s := &segment{base: base, path: path, f: f, next: base, maxTsOffset: -1}
+	s.maxTs.Store(-1)
+	s.size.Store(st.Size())
+	s.idx, err = mmapindex.OpenOffset(segmentPath(dir, base, indexSuffix), base, indexMaxBytes)
+	if err == nil {
+		s.tidx, err = mmapindex.OpenTime(segmentPath(dir, base, timeIndexSuffix), base, indexMaxBytes)
+		if err != nil {
+			s.idx.Close()
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: segment %s: %v", engine.ErrCorruptStore, path, err)
+	}
+	s.zf = zerocopy.NewFile(f)
+	s.rollTs = st.ModTime().UnixMilli()
+	return s, nil
+}
+
+// indexBatch updates the writer state and the indexes for batch b, which
+// was written at position pos. Entries go in at batch boundaries once
+// interval bytes of log have passed since the last one (so position 0 is
+// never indexed); the time index gets (largest timestamp so far, its
+// offset) at the same points when that timestamp grew (Kafka's
+// LogSegment.append). REQUIRES: appendMu.
+func (s *segment) indexBatch(b record.Batch, pos int64, interval int64) {
+	if ts := b.MaxTimestamp(); ts > s.maxTs.Load() {
+		s.maxTs.Store(ts)
+		s.maxTsOffset = b.LastOffset()
+	}
+	if s.bytesSinceIndex >= interval {
+		// The indexes are hints: a full index (the segment rolls at
+		// the next append) only makes later lookups scan further.
+		_ = s.idx.Append(b.BaseOffset(), pos)
+		_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += int64(b.Size())
+	s.next = b.NextOffset()
+}
+
+// resetState empties the writer state and the indexes, before a rebuild.
+func (s *segment) resetState() {
+	s.idx.Reset()
+	s.tidx.Reset()
+	s.next, s.maxTsOffset, s.bytesSinceIndex = s.base, -1, 0
+	s.maxTs.Store(-1)
+}
+
+// finishIndexes appends the time index entry for the segment's largest
+// timestamp (Kafka does so when a segment becomes inactive or closes, so
+// that the last entry always holds the segment's largest timestamp).
+func (s *segment) finishIndexes() {
+	if ts := s.maxTs.Load(); ts >= 0 && s.maxTsOffset >= s.base {
+		_, _ = s.tidx.MaybeAppend(ts, s.maxTsOffset)
+	}
+}
+
+// roll makes the segment inactive: final time entry, indexes trimmed.
+// REQUIRES: the log's mu held for writing.
+func (s *segment) roll() error {
+	s.finishIndexes()
+	if err := s.idx.Trim(); err != nil {
+		return err
+	}
+	return s.tidx.Trim()
+}
+
+// flush fsyncs the log and both indexes.
+func (s *segment) flush() error {
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", s.path, err)
+	}
+	if err := s.idx.Flush(); err != nil {
+		return err
+	}
+	return s.tidx.Flush()
+}
+
+// close trims the indexes and drops the segment's file reference (the
+// file closes once no slice holds it).
+func (s *segment) close() error {
+	s.finishIndexes()
+	err := s.idx.Close()
+	if terr := s.tidx.Close(); err == nil {
+		err = terr
+	}
+	if rerr := s.zf.Release(); err == nil && rerr != nil {
+		err = fmt.Errorf("segment: close %s: %w", s.path, rerr)
+	}
+	return err
+}
+
+// remove deletes the segment's files. Slices of it stay readable: the .log
+// is unlinked now and closed when the last slice is released.
+func (s *segment) remove() error {
+	err := os.Remove(s.path)
+	if ierr := s.idx.Remove(); err == nil {
+		err = ierr
+	}
+	if terr := s.tidx.Remove(); err == nil {
+		err = terr
+	}
+	if rerr := s.zf.Release(); err == nil && rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("segment: remove %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// truncateTo cuts the segment at position pos, where the batch holding
+// offset next begins. REQUIRES: the log's mu held for writing.
+func (s *segment) truncateTo(pos, next int64) error {
+	if err := s.f.Truncate(pos); err != nil {
+		return fmt.Errorf("segment: truncate %s to %d: %w", s.path, pos, err)
+	}
+	s.size.Store(pos)
+	s.idx.TruncateTo(next)
+	s.tidx.TruncateTo(next)
+	return s.restoreState()
+}
+
+// header reads the first len(buf) bytes of the batch header at pos, which
+// must lie below limit along with the whole batch, and returns the batch
+// size. The error says what is wrong with the bytes at pos.
+func (s *segment) header(buf []byte, pos, limit int64) (int64, error) {
+	if limit-pos < int64(len(buf)) {
+		return 0, fmt.Errorf("%d bytes left at position %d, a header needs %d", limit-pos, pos, len(buf))
+	}
+	if _, err := s.f.ReadAt(buf, pos); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, fmt.Errorf("read %s at %d: %w", s.path, pos, err)
+	}
+	size, _ := record.PeekSize(buf)
+	if size < record.HeaderSize || int64(size) > limit-pos {
+		return 0, fmt.Errorf("batch of %d bytes at position %d does not fit the %d bytes left", size, pos, limit-pos)
+	}
+	return int64(size), nil
+}
+
+// restoreState recomputes the writer state of a segment whose indexes are
+// trusted: it scans the batch headers from the index entry covering the
+// time index's last offset to the end of the file, checking that they
+// chain exactly to the file's end and agree with the index. An error means
+// the segment must be recovered.
+func (s *segment) restoreState() error {
+	s.next, s.maxTsOffset, s.bytesSinceIndex = s.base, -1, 0
+	s.maxTs.Store(-1)
+	size := s.size.Load()
+	from, lastEntryPos := int64(0), int64(0)
+	if n := s.idx.Entries(); n > 0 {
+		_, lastEntryPos = s.idx.Entry(n - 1)
+		from = lastEntryPos
+	}
+	if ts, off, ok := s.tidx.Last(); ok {
+		s.maxTs.Store(ts)
+		s.maxTsOffset = off
+		if _, p, ok := s.idx.Lookup(off); ok && p < from {
+			from = p
+		} else if !ok {
+			from = 0
+		}
+	}
+	var hdr [record.HeaderSize]byte
+	pos := from
+	for pos < size {
+		n, err := s.header(hdr[:], pos, size)
+		if err != nil {
+			return err
+		}
+		b := record.Batch(hdr[:])
+		if pos == 0 && b.BaseOffset() != s.base {
+			return fmt.Errorf("first batch has offset %d, segment base is %d", b.BaseOffset(), s.base)
+		}
+		if pos > from && b.BaseOffset() != s.next {
+			return fmt.Errorf("batch at %d has offset %d, expected %d", pos, b.BaseOffset(), s.next)
+		}
+		if n := s.idx.Entries(); n > 0 {
+			if o, p := s.idx.Entry(n - 1); p == pos && o != b.BaseOffset() {
+				return fmt.Errorf("index entry (%d, %d) but the batch there has offset %d", o, p, b.BaseOffset())
+			}
+		}
+		if ts := b.MaxTimestamp(); ts > s.maxTs.Load() {
+			s.maxTs.Store(ts)
+			s.maxTsOffset = b.LastOffset()
+		}
+		if pos >= lastEntryPos {
+			s.bytesSinceIndex += n
+		}
+		s.next = b.NextOffset()
+		pos += n
+	}
+	if s.next == s.base && size > 0 {
+		// The scan started past the last batch: only possible with a
+		// damaged index.
+		return fmt.Errorf("no batch found scanning from %d of %d", from, size)
+	}
+	return nil
+}

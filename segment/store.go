@@ -1,0 +1,377 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice/sluice/engine"
+)
+
+func init() { engine.Register("segment", backend{}) }
+
+type backend struct{}
+
+func (backend) Open(opts engine.Options) (engine.Store, error) { return Open(opts) }
+
+// Store is a log dir of partition logs. See engine.Store for the contract.
+//
+// Locking: mu guards the maps below. The Store may call into a Log while
+// holding mu (a Log never takes mu while holding its own locks); ckptMu
+// serializes checkpoint file writes.
+type Store struct {
+	dir    string
+	log    *slog.Logger
+	now    func() time.Time
+	clean  bool // the clean-shutdown marker was present at Open
+	ckptMu sync.Mutex
+
+	mu     sync.Mutex
+	closed bool
+	logs   map[engine.PartitionID]*Log
+	// Checkpointed offsets of logs that are not open (loaded at Open,
+	// updated when a log closes).
+	recoveryPoints map[engine.PartitionID]int64
+	startOffsets   map[engine.PartitionID]int64
+	// unrecovered holds the logs found at an unclean Open that have not
+	// been opened (so not recovered) since; while any remain, Close does
+	// not write the clean-shutdown marker.
+	unrecovered map[engine.PartitionID]bool
+
+	recoveredBytes atomic.Int64 // for progress logs
+	stopFlush      chan struct{}
+	flushDone      chan struct{}
+}
+
+// Open opens (creating if needed) the store in opts.Dir. It removes the
+// clean-shutdown marker: from now on, until a clean Close, the logs count
+// as possibly damaged, and each is recovered when it is first opened.
+func Open(opts engine.Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("segment: no directory")
+	}
+	s := &Store{
+		dir:            opts.Dir,
+		log:            opts.Logger,
+		now:            opts.Now,
+		logs:           map[engine.PartitionID]*Log{},
+		recoveryPoints: map[engine.PartitionID]int64{},
+		startOffsets:   map[engine.PartitionID]int64{},
+		unrecovered:    map[engine.PartitionID]bool{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", engine.ErrCorruptStore, s.dir, err)
+	}
+	marker := filepath.Join(s.dir, cleanShutdownFile)
+	if _, err := os.Stat(marker); err == nil {
+		s.clean = true
+		if err := os.Remove(marker); err != nil {
+			return nil, fmt.Errorf("segment: remove %s: %w", marker, err)
+		}
+		if err := syncDir(s.dir); err != nil {
+			return nil, fmt.Errorf("segment: fsync %s: %w", s.dir, err)
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, tmpSuffix) || (e.IsDir() && strings.HasSuffix(name, deleteDirSuffix)):
+			s.log.Info("segment: removing leftover", "path", filepath.Join(s.dir, name))
+			if err := os.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+				return nil, fmt.Errorf("segment: remove leftover: %w", err)
+			}
+		case e.IsDir() && !s.clean:
+			if topic, p, ok := parseLogDirName(name); ok {
+				s.unrecovered[engine.PartitionID{Topic: topic, Partition: p}] = true
+			}
+		}
+	}
+	s.recoveryPoints = s.readOffsets(recoveryPointFile)
+	s.startOffsets = s.readOffsets(logStartOffsetFile)
+	if opts.FlushInterval > 0 {
+		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
+		go s.flushLoop(opts.FlushInterval)
+	}
+	return s, nil
+}
+
+// readOffsets reads an offset checkpoint of the log dir; a damaged one is
+// logged and ignored (the logs are then recovered from their start).
+func (s *Store) readOffsets(name string) map[engine.PartitionID]int64 {
+	m, err := readOffsetCheckpoint(filepath.Join(s.dir, name))
+	if err != nil {
+		s.log.Warn("segment: ignoring damaged checkpoint", "err", err)
+		return map[engine.PartitionID]int64{}
+	}
+	return m
+}
+
+// flushLoop fsyncs every open log each interval (log.flush.interval.ms)
+// and checkpoints the recovery points.
+func (s *Store) flushLoop(every time.Duration) {
+	defer close(s.flushDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopFlush:
+			return
+		case <-t.C:
+		}
+		for _, l := range s.openLogs() {
+			if err := l.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {
+				s.log.Error("segment: periodic flush failed", "dir", l.dir, "err", err)
+			}
+		}
+		if err := s.checkpointRecoveryPoints(); err != nil {
+			s.log.Error("segment: recovery point checkpoint failed", "err", err)
+		}
+	}
+}
+
+func (s *Store) openLogs() []*Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Log, 0, len(s.logs))
+	for _, l := range s.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (s *Store) logDir(id engine.PartitionID) string {
+	return filepath.Join(s.dir, logDirName(id.Topic, id.Partition))
+}
+
+func checkID(id engine.PartitionID) error {
+	if id.Topic == "" || id.Topic == "." || id.Topic == ".." || strings.ContainsAny(id.Topic, "/\x00") || id.Partition < 0 {
+		return fmt.Errorf("segment: invalid partition %q/%d", id.Topic, id.Partition)
+	}
+	return nil
+}
+
+func (s *Store) newLog(id engine.PartitionID, cfg engine.LogConfig) *Log {
+	l := &Log{store: s, id: id, dir: s.logDir(id), log: s.log, now: s.now, cfg: normalize(cfg)}
+	l.syncer.cond.L = &l.syncer.mu
+	l.epochs = engine.NewEpochCache(nil)
+	return l
+}
+
+// CreateLog implements engine.Store.
+func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, engine.ErrClosed
+	}
+	dir := s.logDir(id)
+	if _, ok := s.logs[id]; ok {
+		return nil, fmt.Errorf("%w: %s", engine.ErrLogExists, dir)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%w: %s", engine.ErrLogExists, dir)
+		}
+		return nil, fmt.Errorf("segment: create log: %w", err)
+	}
+	l := s.newLog(id, cfg)
+	seg, err := createSegment(dir, 0, l.cfg, s.now().UnixMilli())
+	if err == nil {
+		err = syncDir(s.dir)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	l.segs = []*segment{seg}
+	s.logs[id] = l
+	return l, nil
+}
+
+// OpenLog implements engine.Store. The first open after an unclean
+// shutdown recovers the log (see recover.go).
+func (s *Store) OpenLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log, error) {
+	if err := checkID(id); err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrNoLog, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, engine.ErrClosed
+	}
+	if l, ok := s.logs[id]; ok {
+		return l, nil
+	}
+	dir := s.logDir(id)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s", engine.ErrNoLog, dir)
+	}
+	l, err := s.loadLog(id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.logs[id] = l
+	delete(s.unrecovered, id)
+	return l, nil
+}
+
+// ListLogs implements engine.Store.
+func (s *Store) ListLogs() ([]engine.PartitionID, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("segment: list %s: %w", s.dir, err)
+	}
+	var out []engine.PartitionID
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if topic, p, ok := parseLogDirName(e.Name()); ok {
+			out = append(out, engine.PartitionID{Topic: topic, Partition: p})
+		}
+	}
+	return out, nil
+}
+
+// DeleteLog implements engine.Store: the directory is renamed aside (so a
+// crash midway leaves a "-delete" dir that the next Open removes), then
+// removed. Slices already handed out keep their files open.
+func (s *Store) DeleteLog(id engine.PartitionID) error {
+	if err := checkID(id); err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrNoLog, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return engine.ErrClosed
+	}
+	dir := s.logDir(id)
+	l, open := s.logs[id]
+	if open {
+		l.closeLog(false)
+		delete(s.logs, id)
+	}
+	delete(s.recoveryPoints, id)
+	delete(s.startOffsets, id)
+	delete(s.unrecovered, id)
+	aside := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deleteDirSuffix
+	err := os.Rename(dir, aside)
+	s.mu.Unlock()
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s", engine.ErrNoLog, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("segment: delete %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(aside); err != nil {
+		return fmt.Errorf("segment: delete %s: %w", aside, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", s.dir, err)
+	}
+	if err := s.checkpointStartOffsets(); err != nil {
+		return err
+	}
+	return s.checkpointRecoveryPoints()
+}
+
+// forget drops a closed log from the open set, keeping its offsets for the
+// checkpoints.
+func (s *Store) forget(l *Log) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.logs[l.id] == l {
+		delete(s.logs, l.id)
+		s.recoveryPoints[l.id] = l.RecoveryPoint()
+		s.startOffsets[l.id] = l.StartOffset()
+	}
+}
+
+// offsets returns the checkpointed offsets merged with those of open logs.
+func (s *Store) offsets(saved map[engine.PartitionID]int64, get func(*Log) int64) map[engine.PartitionID]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[engine.PartitionID]int64, len(saved)+len(s.logs))
+	for id, o := range saved {
+		m[id] = o
+	}
+	for id, l := range s.logs {
+		m[id] = get(l)
+	}
+	return m
+}
+
+// checkpointStartOffsets writes log-start-offset-checkpoint.
+func (s *Store) checkpointStartOffsets() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	m := s.offsets(s.startOffsets, (*Log).StartOffset)
+	return writeOffsetCheckpoint(filepath.Join(s.dir, logStartOffsetFile), m)
+}
+
+// checkpointRecoveryPoints writes recovery-point-offset-checkpoint.
+func (s *Store) checkpointRecoveryPoints() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	m := s.offsets(s.recoveryPoints, (*Log).RecoveryPoint)
+	return writeOffsetCheckpoint(filepath.Join(s.dir, recoveryPointFile), m)
+}
+
+// Close implements engine.Store: every log is flushed and closed, the
+// checkpoints written, and then, if nothing failed and every log found at
+// an unclean Open has been recovered, the clean-shutdown marker.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.stopFlush != nil {
+		close(s.stopFlush)
+		<-s.flushDone
+	}
+	var err error
+	for _, l := range s.openLogs() {
+		if cerr := l.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if cerr := s.checkpointRecoveryPoints(); err == nil {
+		err = cerr
+	}
+	if cerr := s.checkpointStartOffsets(); err == nil {
+		err = cerr
+	}
+	s.mu.Lock()
+	pending := len(s.unrecovered)
+	s.mu.Unlock()
+	if err != nil || pending > 0 {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, cleanShutdownFile), nil); err != nil {
+		return err
+	}
+	return nil
+}
