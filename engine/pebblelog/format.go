@@ -1,0 +1,239 @@
+package pebblelog
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/sluice/sluice/engine"
+)
+
+// Key layout. Every partition of the store lives in one Pebble DB; a
+// partition is named in keys by a numeric id assigned at CreateLog, so the
+// keys that repeat per batch are 17 bytes. All integers are big-endian, so
+// byte order is numeric order. Part of the on-disk format: do not change
+// without bumping formatVersion.
+//
+//	version   +------+
+//	          | 0x00 |                                  -> u32 formatVersion
+//	          +------+
+//	catalog   +------+-----------+-------+-----------+
+//	          | 0x01 | topicLen  | topic | partition |  -> u64 id
+//	          |      | u16       | bytes | i32       |
+//	          +------+-----------+-------+-----------+
+//	next id   +------+
+//	          | 0x02 |                                  -> u64 next unused id
+//	          +------+
+//	log meta  +------+--------+-------+
+//	          | 0x03 | id u64 | field |                 -> see metaStart, metaEpochs
+//	          +------+--------+-------+
+//	segment   +------+--------+-----------------+
+//	          | 0x04 | id u64 | baseOffset u64  |       -> segment summary (40 bytes)
+//	          +------+--------+-----------------+
+//	batch idx +------+--------+-----------------+
+//	          | 0x05 | id u64 | baseOffset u64  |       -> batch summary (16 bytes)
+//	          +------+--------+-----------------+
+//	batch     +------+--------+-----------------+
+//	          | 0x06 | id u64 | baseOffset u64  |       -> RecordBatch v2 bytes, as stored
+//	          +------+--------+-----------------+
+//
+// Values:
+//
+//	metaStart   i64 log start offset
+//	metaEpochs  n x (i32 epoch, i64 startOffset), ascending (engine.EpochCache)
+//	segment     +----------+-----------+--------+-------------+-----------+
+//	summary     | next i64 | bytes i64 | maxTs  | createdMs   | writeMs   |
+//	            |          |           | i64    | i64         | i64       |
+//	            +----------+-----------+--------+-------------+-----------+
+//	batch       +--------------------+----------+-----------+
+//	summary     | lastOffsetDelta u32| size u32 | maxTs i64 |
+//	            +--------------------+----------+-----------+
+//
+// A segment is the emulation of a segment file: a run of consecutive batches
+// of at most segment.bytes (or segment.ms old), so that retention deletes
+// whole segments as the segment backend does. next is the offset after its
+// last batch; bytes the sum of its batch sizes; maxTs the largest batch
+// maxTimestamp (-1: none); createdMs and writeMs the wall clock of its first
+// and latest append. The batch summaries are a dense time and size index:
+// OffsetForTimestamp scans them instead of the batches.
+//
+// Every Append writes its batches, their summaries and the updated segment
+// summary in one Pebble batch, so after any crash they agree; the log end
+// offset is the last segment's next (or the start offset when there is no
+// segment).
+const (
+	formatVersion = 1
+
+	tagVersion  = 0x00
+	tagCatalog  = 0x01
+	tagNextID   = 0x02
+	tagMeta     = 0x03
+	tagSegment  = 0x04
+	tagBatchIdx = 0x05
+	tagBatch    = 0x06
+
+	metaStart  = 0x01
+	metaEpochs = 0x02
+
+	logKeyLen       = 1 + 8 + 8 // tag, id, offset
+	segSummaryLen   = 40
+	batchSummaryLen = 16
+)
+
+// catalogKey returns the catalog key of a partition.
+func catalogKey(id engine.PartitionID) []byte {
+	k := make([]byte, 0, 1+2+len(id.Topic)+4)
+	k = append(k, tagCatalog)
+	k = binary.BigEndian.AppendUint16(k, uint16(len(id.Topic)))
+	k = append(k, id.Topic...)
+	return binary.BigEndian.AppendUint32(k, uint32(id.Partition))
+}
+
+// parseCatalogKey is the inverse of catalogKey.
+func parseCatalogKey(k []byte) (engine.PartitionID, error) {
+	if len(k) < 3 || k[0] != tagCatalog {
+		return engine.PartitionID{}, fmt.Errorf("%w: catalog key %x", engine.ErrCorruptStore, k)
+	}
+	n := int(binary.BigEndian.Uint16(k[1:]))
+	if len(k) != 3+n+4 {
+		return engine.PartitionID{}, fmt.Errorf("%w: catalog key %x: length", engine.ErrCorruptStore, k)
+	}
+	return engine.PartitionID{Topic: string(k[3 : 3+n]), Partition: int32(binary.BigEndian.Uint32(k[3+n:]))}, nil
+}
+
+// metaKey returns the key of one metadata field of log id.
+func metaKey(id uint64, field byte) []byte {
+	k := make([]byte, 0, 10)
+	k = append(k, tagMeta)
+	k = binary.BigEndian.AppendUint64(k, id)
+	return append(k, field)
+}
+
+// logKey writes the key tag|id|offset into dst (len logKeyLen) and returns it.
+func logKey(dst []byte, tag byte, id uint64, offset int64) []byte {
+	dst = dst[:logKeyLen]
+	dst[0] = tag
+	binary.BigEndian.PutUint64(dst[1:], id)
+	binary.BigEndian.PutUint64(dst[9:], uint64(offset))
+	return dst
+}
+
+// newLogKey is logKey into a fresh slice.
+func newLogKey(tag byte, id uint64, offset int64) []byte {
+	return logKey(make([]byte, logKeyLen), tag, id, offset)
+}
+
+// logKeyEnd returns the first key past every key tag|id|..., an exclusive
+// upper bound for range deletes and iterators.
+func logKeyEnd(tag byte, id uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = tag
+	binary.BigEndian.PutUint64(k[1:], id+1)
+	return k
+}
+
+// keyOffset returns the offset of a log key (tag|id|offset).
+func keyOffset(k []byte) (int64, bool) {
+	if len(k) != logKeyLen {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[9:])), true
+}
+
+// segment is the in-memory copy of a segment summary.
+type segment struct {
+	base, next int64
+	bytes      int64
+	maxTs      int64
+	createdMs  int64
+	writeMs    int64
+}
+
+// retentionTime is the time (ms) retention.ms measures a segment by: its
+// largest timestamp, or its last write when no batch carried one, as Kafka.
+func (s *segment) retentionTime() int64 {
+	if s.maxTs >= 0 {
+		return s.maxTs
+	}
+	return s.writeMs
+}
+
+func (s *segment) encode(dst []byte) []byte {
+	dst = dst[:segSummaryLen]
+	be := binary.BigEndian
+	be.PutUint64(dst[0:], uint64(s.next))
+	be.PutUint64(dst[8:], uint64(s.bytes))
+	be.PutUint64(dst[16:], uint64(s.maxTs))
+	be.PutUint64(dst[24:], uint64(s.createdMs))
+	be.PutUint64(dst[32:], uint64(s.writeMs))
+	return dst
+}
+
+func decodeSegment(base int64, v []byte) (segment, error) {
+	if len(v) != segSummaryLen {
+		return segment{}, fmt.Errorf("%w: segment %d summary is %d bytes, want %d", engine.ErrCorruptStore, base, len(v), segSummaryLen)
+	}
+	be := binary.BigEndian
+	s := segment{
+		base:      base,
+		next:      int64(be.Uint64(v[0:])),
+		bytes:     int64(be.Uint64(v[8:])),
+		maxTs:     int64(be.Uint64(v[16:])),
+		createdMs: int64(be.Uint64(v[24:])),
+		writeMs:   int64(be.Uint64(v[32:])),
+	}
+	if s.next <= s.base || s.bytes <= 0 {
+		return segment{}, fmt.Errorf("%w: segment %d summary: next %d, bytes %d", engine.ErrCorruptStore, base, s.next, s.bytes)
+	}
+	return s, nil
+}
+
+// batchSummary is the decoded value of a batch index key.
+type batchSummary struct {
+	base, last int64
+	size       int
+	maxTs      int64
+}
+
+func encodeBatchSummary(dst []byte, lastOffsetDelta int32, size int, maxTs int64) []byte {
+	dst = dst[:batchSummaryLen]
+	binary.BigEndian.PutUint32(dst[0:], uint32(lastOffsetDelta))
+	binary.BigEndian.PutUint32(dst[4:], uint32(size))
+	binary.BigEndian.PutUint64(dst[8:], uint64(maxTs))
+	return dst
+}
+
+func decodeBatchSummary(k, v []byte) (batchSummary, error) {
+	base, ok := keyOffset(k)
+	if !ok || len(v) != batchSummaryLen {
+		return batchSummary{}, fmt.Errorf("%w: batch index key %x value %d bytes", engine.ErrCorruptStore, k, len(v))
+	}
+	return batchSummary{
+		base:  base,
+		last:  base + int64(binary.BigEndian.Uint32(v[0:])),
+		size:  int(binary.BigEndian.Uint32(v[4:])),
+		maxTs: int64(binary.BigEndian.Uint64(v[8:])),
+	}, nil
+}
+
+func encodeEpochs(entries []engine.EpochEntry) []byte {
+	v := make([]byte, 0, 12*len(entries))
+	for _, e := range entries {
+		v = binary.BigEndian.AppendUint32(v, uint32(e.Epoch))
+		v = binary.BigEndian.AppendUint64(v, uint64(e.StartOffset))
+	}
+	return v
+}
+
+func decodeEpochs(v []byte) ([]engine.EpochEntry, error) {
+	if len(v)%12 != 0 {
+		return nil, fmt.Errorf("%w: epoch history is %d bytes, not a multiple of 12", engine.ErrCorruptStore, len(v))
+	}
+	out := make([]engine.EpochEntry, 0, len(v)/12)
+	for ; len(v) > 0; v = v[12:] {
+		out = append(out, engine.EpochEntry{
+			Epoch:       int32(binary.BigEndian.Uint32(v)),
+			StartOffset: int64(binary.BigEndian.Uint64(v[4:])),
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,399 @@
+package pebblelog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// Log is one partition in the store's Pebble DB. Safe for concurrent use.
+//
+// Locking: every method that touches the DB holds s.life shared. writeMu
+// serializes mutations (Append, Truncate, DeleteBefore, ApplyRetention,
+// SetConfig, Close); a mutation commits its Pebble batch holding writeMu,
+// then publishes the new in-memory state under mu. Fields under mu are
+// written holding both locks and read holding either. Lock order:
+// s.life, writeMu, mu, s.mu.
+type Log struct {
+	s  *Store
+	id engine.PartitionID
+	n  uint64 // the partition's id in keys
+
+	writeMu  sync.Mutex
+	unsynced int64               // records appended since the last sync; REQUIRES: writeMu
+	keyBuf   [logKeyLen]byte     // REQUIRES: writeMu
+	sumBuf   [segSummaryLen]byte // REQUIRES: writeMu
+	failed   error               // sticky commit error; REQUIRES: writeMu
+
+	mu     sync.RWMutex
+	cfg    engine.LogConfig // defaults filled
+	start  int64
+	end    int64     // segs[len-1].next, or start when there is no segment
+	segs   []segment // ascending, dense: segs[i].next == segs[i+1].base
+	size   int64     // sum of segs[i].bytes
+	epochs *engine.EpochCache
+	closed bool
+}
+
+func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Log {
+	return &Log{s: s, id: id, n: n, cfg: cfg.WithDefaults()}
+}
+
+func (l *Log) errClosed() error {
+	return fmt.Errorf("%w: log %s/%d", engine.ErrClosed, l.id.Topic, l.id.Partition)
+}
+
+func (l *Log) corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: log %s/%d: %s", engine.ErrCorruptStore, l.s.dir, l.id.Topic, l.id.Partition, fmt.Sprintf(format, args...))
+}
+
+// load reads the log's start offset, epoch history and segment summaries,
+// and checks that the last batch index entry ends where the last segment
+// says the log ends. REQUIRES: s.life held.
+func (l *Log) load() error {
+	start, err := l.s.getU64(metaKey(l.n, metaStart))
+	if err != nil {
+		return err
+	}
+	l.start = int64(start)
+	var entries []engine.EpochEntry
+	v, closer, err := l.s.db.Get(metaKey(l.n, metaEpochs))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("pebblelog: %s: epochs of %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+	default:
+		entries, err = decodeEpochs(v)
+		closer.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+		}
+	}
+	l.epochs = engine.NewEpochCache(entries)
+
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: newLogKey(tagSegment, l.n, 0),
+		UpperBound: logKeyEnd(tagSegment, l.n),
+	})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		base, _ := keyOffset(it.Key())
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		seg, err := decodeSegment(base, val)
+		if err != nil {
+			return fmt.Errorf("%s: %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+		}
+		if n := len(l.segs); n > 0 && l.segs[n-1].next != seg.base {
+			return l.corrupt("segment at %d follows one ending at %d", seg.base, l.segs[n-1].next)
+		}
+		l.segs = append(l.segs, seg)
+		l.size += seg.bytes
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	l.end = l.start
+	if n := len(l.segs); n > 0 {
+		l.end = max(l.start, l.segs[n-1].next)
+		last, ok, err := l.lastBatch()
+		if err != nil {
+			return err
+		}
+		if !ok || last.last+1 != l.segs[n-1].next {
+			return l.corrupt("last segment ends at %d, last batch index entry %+v", l.segs[n-1].next, last)
+		}
+	}
+	return nil
+}
+
+// lastBatch returns the summary of the log's last batch. REQUIRES: s.life held.
+func (l *Log) lastBatch() (batchSummary, bool, error) {
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: newLogKey(tagBatchIdx, l.n, 0),
+		UpperBound: logKeyEnd(tagBatchIdx, l.n),
+	})
+	if err != nil {
+		return batchSummary{}, false, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return batchSummary{}, false, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return batchSummary{}, false, err
+	}
+	bs, err := decodeBatchSummary(it.Key(), v)
+	return bs, err == nil, err
+}
+
+// Append validates batches with engine.PrepareAppend and writes them, their
+// index entries and the segment summaries they change in one Pebble batch:
+// all or none. It syncs per LogConfig.FlushMessages (see the package doc).
+// A commit error is sticky: the log refuses later appends with it.
+func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendInfo, error) {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return engine.AppendInfo{}, l.errClosed()
+	}
+	if l.failed != nil {
+		return engine.AppendInfo{}, l.failed
+	}
+	cfg := l.cfg
+	info, err := engine.PrepareAppend(batches, l.end, opts, cfg.MaxBatchBytes)
+	if err != nil {
+		return engine.AppendInfo{}, fmt.Errorf("pebblelog: append to %s/%d: %w", l.id.Topic, l.id.Partition, err)
+	}
+	nowMs := l.s.now().UnixMilli()
+
+	pb := l.s.db.NewBatch()
+	defer pb.Close()
+	// tail is a copy of the last segment; added are segments this append
+	// opens. Both are published only after the commit.
+	var tail segment
+	hasTail := len(l.segs) > 0
+	if hasTail {
+		tail = l.segs[len(l.segs)-1]
+	}
+	var added []segment
+	cur := &tail
+	if !hasTail {
+		cur = nil
+	}
+	var epochs *engine.EpochCache // a changed copy of l.epochs, if any batch starts an epoch
+	latest := l.epochs.Latest()
+	for pos := 0; pos < len(batches); {
+		b := record.Batch(batches[pos:])
+		size := b.Size()
+		b = b[:size]
+		pos += size
+		base := b.BaseOffset()
+		if cur == nil || (cur.bytes > 0 && (cur.bytes+int64(size) > cfg.SegmentBytes || nowMs-cur.createdMs >= cfg.SegmentMs.Milliseconds())) {
+			added = append(added, segment{base: base, maxTs: -1, createdMs: nowMs})
+			cur = &added[len(added)-1]
+		}
+		_ = pb.Set(logKey(l.keyBuf[:], tagBatch, l.n, base), b, nil)
+		_ = pb.Set(logKey(l.keyBuf[:], tagBatchIdx, l.n, base), encodeBatchSummary(l.sumBuf[:], b.LastOffsetDelta(), size, b.MaxTimestamp()), nil)
+		cur.next = b.NextOffset()
+		cur.bytes += int64(size)
+		cur.maxTs = max(cur.maxTs, b.MaxTimestamp())
+		cur.writeMs = nowMs
+		if e := b.LeaderEpoch(); e > latest || epochs != nil {
+			if epochs == nil {
+				epochs = engine.NewEpochCache(l.epochs.Entries())
+			}
+			epochs.Assign(e, base)
+		}
+	}
+	if hasTail && tail.bytes != l.segs[len(l.segs)-1].bytes {
+		_ = pb.Set(logKey(l.keyBuf[:], tagSegment, l.n, tail.base), tail.encode(l.sumBuf[:]), nil)
+	}
+	for i := range added {
+		_ = pb.Set(logKey(l.keyBuf[:], tagSegment, l.n, added[i].base), added[i].encode(l.sumBuf[:]), nil)
+	}
+	if epochs != nil {
+		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
+	}
+	sync := cfg.FlushMessages == 1 || (cfg.FlushMessages > 1 && l.unsynced+info.Records >= cfg.FlushMessages)
+	wo := pebble.NoSync
+	if sync {
+		wo = pebble.Sync
+	}
+	if err := pb.Commit(wo); err != nil {
+		l.failed = fmt.Errorf("pebblelog: %s: append to %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+		return engine.AppendInfo{}, l.failed
+	}
+	if sync {
+		l.unsynced = 0
+	} else {
+		l.unsynced += info.Records
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if hasTail {
+		l.segs[len(l.segs)-1] = tail
+	}
+	l.segs = append(l.segs, added...)
+	l.size += int64(len(batches))
+	l.end = info.LastOffset + 1
+	if epochs != nil {
+		l.epochs = epochs
+	}
+	return info, nil
+}
+
+// Read returns whole batches from the one holding offset, as documented on
+// engine.Log. It seeks to the last batch key <= offset and copies batches
+// out of the iterator (its memory is not stable) into one new buffer, which
+// the returned BytesSlice owns.
+func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.mu.RLock()
+	closed, start, end := l.closed, l.start, l.end
+	l.mu.RUnlock()
+	if closed {
+		return zerocopy.Slice{}, l.errClosed()
+	}
+	if offset < start || offset > end {
+		return zerocopy.Slice{}, fmt.Errorf("%w: offset %d, log %s/%d holds [%d, %d)",
+			engine.ErrOffsetOutOfRange, offset, l.id.Topic, l.id.Partition, start, end)
+	}
+	if offset == end || (upTo >= 0 && offset >= upTo) {
+		return zerocopy.Slice{}, nil
+	}
+	var keys [3 * logKeyLen]byte
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: logKey(keys[0:], tagBatch, l.n, 0),
+		UpperBound: logKey(keys[logKeyLen:], tagBatch, l.n, end),
+	})
+	if err != nil {
+		return zerocopy.Slice{}, err
+	}
+	defer it.Close()
+	// The batch holding offset is the last one whose base is <= offset.
+	if !it.SeekLT(logKey(keys[2*logKeyLen:], tagBatch, l.n, offset+1)) {
+		// Truncated or deleted since we looked at the bounds.
+		return zerocopy.Slice{}, it.Error()
+	}
+	var out []byte
+	for ok := true; ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return zerocopy.Slice{}, err
+		}
+		if size, ok := record.PeekSize(v); !ok || size != len(v) || len(v) < record.HeaderSize {
+			base, _ := keyOffset(it.Key())
+			return zerocopy.Slice{}, l.corrupt("batch at %d: %d bytes, header says %d", base, len(v), size)
+		}
+		last := record.Batch(v).LastOffset()
+		if upTo >= 0 && last >= upTo {
+			break
+		}
+		if out == nil {
+			if last < offset { // offsets below start, then truncated
+				return zerocopy.Slice{}, nil
+			}
+			out = make([]byte, 0, max(len(v), min(maxBytes, 4*len(v))))
+		} else if len(out)+len(v) > maxBytes {
+			break
+		}
+		out = append(out, v...)
+	}
+	if err := it.Error(); err != nil {
+		return zerocopy.Slice{}, err
+	}
+	return zerocopy.BytesSlice(out), nil
+}
+
+// StartOffset returns the log start offset.
+func (l *Log) StartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.start
+}
+
+// EndOffset returns the offset the next appended record gets.
+func (l *Log) EndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.end
+}
+
+// Size returns the bytes of the batches kept, including batches below the
+// start offset that share a segment with it.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.size
+}
+
+// LeaderEpochs returns a copy of the leader epoch history.
+func (l *Log) LeaderEpochs() []engine.EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.Entries()
+}
+
+// SetConfig applies cfg (defaults filled) to later appends and retention.
+// The config is not stored: the broker passes it at every OpenLog.
+func (l *Log) SetConfig(cfg engine.LogConfig) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	l.cfg = cfg.WithDefaults()
+	return nil
+}
+
+// Flush syncs the store's WAL, which makes every append so far durable
+// (this log's and every other's).
+func (l *Log) Flush() error {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if err := l.s.syncHeld(); err != nil {
+		return err
+	}
+	l.unsynced = 0
+	return nil
+}
+
+// Close flushes and closes the log; the store's OpenLog opens it again.
+// Closing twice is a no-op.
+func (l *Log) Close() error {
+	l.s.life.RLock()
+	l.writeMu.Lock()
+	closed := l.closed
+	var err error
+	if !closed {
+		err = l.s.syncHeld()
+		if errors.Is(err, engine.ErrClosed) {
+			err = nil // the store closed first and synced
+		}
+	}
+	l.writeMu.Unlock()
+	l.s.life.RUnlock()
+	l.markClosed()
+	if !closed {
+		l.s.forget(l)
+	}
+	return err
+}
+
+// markClosed makes every later call fail with engine.ErrClosed.
+func (l *Log) markClosed() {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+}
+
+func beU64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+func appendU64(dst []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(dst, v) }

@@ -1,0 +1,262 @@
+package pebblelog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluice/sluice/engine"
+)
+
+// Truncate removes every batch with an offset >= offset, with range deletes
+// and a recomputed summary for the segment cut in two, in one synced Pebble
+// batch. offset must be a batch's base offset, or at/after EndOffset (a
+// no-op), or at/below StartOffset, which empties the log and restarts it at
+// offset (Kafka's truncateFullyAndStartAt). An offset inside a batch fails
+// with engine.ErrOffsetOutOfRange and changes nothing.
+func (l *Log) Truncate(offset int64) error {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if offset >= l.end {
+		return nil
+	}
+	pb := l.s.db.NewBatch()
+	defer pb.Close()
+	start, segs := l.start, l.segs
+	if offset <= l.start {
+		start, segs = offset, nil
+		l.deleteFrom(pb, 0)
+		_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(offset)), nil)
+	} else {
+		i := segmentFor(l.segs, offset)
+		seg := l.segs[i]
+		bs, err := l.batchAt(offset)
+		if err != nil {
+			return err
+		}
+		if bs.base != offset {
+			return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
+				engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, bs.base, bs.last)
+		}
+		l.deleteFrom(pb, offset)
+		segs = l.segs[:i:i]
+		if seg.base < offset {
+			cut, err := l.summarize(seg, offset)
+			if err != nil {
+				return err
+			}
+			segs = append(segs, cut)
+			_ = pb.Set(newLogKey(tagSegment, l.n, cut.base), cut.encode(make([]byte, segSummaryLen)), nil)
+		}
+	}
+	epochs := engine.NewEpochCache(l.epochs.Entries())
+	if epochs.TruncateFromEnd(offset) {
+		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
+	}
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("pebblelog: %s: truncate %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+	}
+	l.publish(start, offset, segs, epochs)
+	return nil
+}
+
+// deleteFrom adds range deletes of every batch, batch index entry and
+// segment summary at or above offset to pb.
+func (l *Log) deleteFrom(pb *pebble.Batch, offset int64) {
+	for _, tag := range []byte{tagSegment, tagBatchIdx, tagBatch} {
+		_ = pb.DeleteRange(newLogKey(tag, l.n, offset), logKeyEnd(tag, l.n), nil)
+	}
+}
+
+// deleteBelow adds range deletes of every batch, batch index entry and
+// segment summary below offset to pb.
+func (l *Log) deleteBelow(pb *pebble.Batch, offset int64) {
+	for _, tag := range []byte{tagSegment, tagBatchIdx, tagBatch} {
+		_ = pb.DeleteRange(newLogKey(tag, l.n, 0), newLogKey(tag, l.n, offset), nil)
+	}
+}
+
+// publish installs a new state after a committed trim.
+// REQUIRES: l.writeMu held.
+func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCache) {
+	var size int64
+	for _, s := range segs {
+		size += s.bytes
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.start, l.end, l.segs, l.size, l.epochs = start, end, segs, size, epochs
+}
+
+// segmentFor returns the index of the segment holding offset: the first
+// whose next is above it. REQUIRES: segs non-empty.
+func segmentFor(segs []segment, offset int64) int {
+	lo, hi := 0, len(segs)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if segs[m].next > offset {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// batchAt returns the index entry of the batch holding offset.
+// REQUIRES: s.life held; start <= offset < end.
+func (l *Log) batchAt(offset int64) (batchSummary, error) {
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: newLogKey(tagBatchIdx, l.n, 0),
+		UpperBound: logKeyEnd(tagBatchIdx, l.n),
+	})
+	if err != nil {
+		return batchSummary{}, err
+	}
+	defer it.Close()
+	if !it.SeekLT(newLogKey(tagBatchIdx, l.n, offset+1)) {
+		if err := it.Error(); err != nil {
+			return batchSummary{}, err
+		}
+		return batchSummary{}, l.corrupt("no batch index entry at or below %d", offset)
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return batchSummary{}, err
+	}
+	return decodeBatchSummary(it.Key(), v)
+}
+
+// summarize recomputes the summary of seg cut short at end, from its batch
+// index entries. REQUIRES: s.life held.
+func (l *Log) summarize(seg segment, end int64) (segment, error) {
+	seg.next, seg.bytes, seg.maxTs = end, 0, -1
+	err := l.scanIndex(seg.base, end, func(bs batchSummary) bool {
+		seg.bytes += int64(bs.size)
+		seg.maxTs = max(seg.maxTs, bs.maxTs)
+		return true
+	})
+	return seg, err
+}
+
+// scanIndex calls fn for each batch index entry with base in [from, to),
+// ascending, until fn returns false. REQUIRES: s.life held.
+func (l *Log) scanIndex(from, to int64, fn func(batchSummary) bool) error {
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: newLogKey(tagBatchIdx, l.n, from),
+		UpperBound: newLogKey(tagBatchIdx, l.n, to),
+	})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		bs, err := decodeBatchSummary(it.Key(), v)
+		if err != nil {
+			return err
+		}
+		if !fn(bs) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+// DeleteBefore advances the start offset to offset and deletes the
+// segments wholly below it (batches below offset in the segment holding it
+// stay until retention takes that segment, as with segment files).
+// Offsets above EndOffset give engine.ErrOffsetOutOfRange; offsets at or
+// below StartOffset are a no-op.
+func (l *Log) DeleteBefore(offset int64) error {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if offset > l.end {
+		return fmt.Errorf("%w: delete %s/%d before %d: log end is %d",
+			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, l.end)
+	}
+	if offset <= l.start {
+		return nil
+	}
+	return l.advanceStart(offset)
+}
+
+// advanceStart moves the start offset to start and deletes the segments
+// that end at or before it, in one synced Pebble batch.
+// REQUIRES: s.life and l.writeMu held; l.start < start <= l.end.
+func (l *Log) advanceStart(start int64) error {
+	k := 0
+	for k < len(l.segs) && l.segs[k].next <= start {
+		k++
+	}
+	pb := l.s.db.NewBatch()
+	defer pb.Close()
+	if k == len(l.segs) {
+		l.deleteFrom(pb, 0)
+	} else if k > 0 {
+		l.deleteBelow(pb, l.segs[k].base)
+	}
+	_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(start)), nil)
+	epochs := engine.NewEpochCache(l.epochs.Entries())
+	if epochs.TruncateFromStart(start) {
+		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
+	}
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("pebblelog: %s: advance start of %s/%d to %d: %w", l.s.dir, l.id.Topic, l.id.Partition, start, err)
+	}
+	l.publish(start, l.end, append([]segment(nil), l.segs[k:]...), epochs)
+	return nil
+}
+
+// ApplyRetention deletes the oldest segments whose newest timestamp is
+// older than RetentionMs, then the oldest while the log stays at or above
+// RetentionBytes without them, never the newest segment, as Kafka does. It
+// returns the new start offset.
+func (l *Log) ApplyRetention(now time.Time) (int64, error) {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return 0, l.errClosed()
+	}
+	cfg := l.cfg
+	n := 0
+	if cfg.RetentionMs >= 0 {
+		limit := cfg.RetentionMs.Milliseconds()
+		for n < len(l.segs)-1 && now.UnixMilli()-l.segs[n].retentionTime() > limit {
+			n++
+		}
+	}
+	if cfg.RetentionBytes >= 0 {
+		diff := l.size - cfg.RetentionBytes
+		for _, s := range l.segs[:n] {
+			diff -= s.bytes
+		}
+		for n < len(l.segs)-1 && diff-l.segs[n].bytes >= 0 {
+			diff -= l.segs[n].bytes
+			n++
+		}
+	}
+	if n == 0 {
+		return l.start, nil
+	}
+	if err := l.advanceStart(max(l.start, l.segs[n].base)); err != nil {
+		return 0, err
+	}
+	return l.start, nil
+}
