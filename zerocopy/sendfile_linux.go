@@ -80,3 +80,21 @@ func (w *Writer) sendfileStep(fd uintptr) bool {
 	}
 	return true
 }
+
+// setCork sets TCP_CORK on the socket: while corked, the kernel sends only
+// full segments, so the framing write and the sendfile of each partition
+// of a wide fetch leave as a few full packets instead of two small ones per
+// partition. Uncorking pushes out what is left. Errors are ignored: corking
+// only changes packet boundaries, never the byte stream.
+func (w *Writer) setCork(on bool) {
+	w.corkOn = on
+	w.raw.Control(w.corkFn)
+}
+
+func (w *Writer) corkStep(fd uintptr) {
+	v := 0
+	if w.corkOn {
+		v = 1
+	}
+	unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, v)
+}

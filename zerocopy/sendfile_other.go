@@ -14,3 +14,7 @@ type sendfileState struct{}
 func (w *Writer) sendfile(Slice) (int64, error) { return 0, errNoSendfile }
 
 func (w *Writer) sendfileStep(uintptr) bool { return true }
+
+func (w *Writer) setCork(bool) {}
+
+func (w *Writer) corkStep(uintptr) {}

