@@ -20,10 +20,10 @@ package metastore
 //	kind  key                                             value
 //	----  ----------------------------------------------  ----------------------------
 //	0x00  0x00 "format"                                    u8 store format (formatV1)
-//	0x01  0x01 esc(topic)                                  u8 ver=1, JSON topicV1
+//	0x01  0x01 esc(topic)                                  u8 ver=1, topic box below
 //	0x02  0x02 "next"                                      u8 ver=1, i64 BE next free producer id
 //	0x03  0x03 esc(group) esc(topic) u32 BE partition      u8 ver=1, offset box below
-//	0x04  0x04 esc(group)                                  u8 ver=1, JSON groupV1
+//	0x04  0x04 esc(group)                                  u8 ver=1, group box below
 //	0x05  0x05 esc(name)                                   u8 ver=1, the caller's bytes
 //
 // All offsets of one group share the prefix 0x03 esc(group), whose exclusive
@@ -43,9 +43,28 @@ package metastore
 // is dropped. A value longer than 33+mdlen is corrupt (trailing bytes mean a
 // newer writer or damage; either way we must not guess).
 //
-// Topics and groups are rare writes and stored as a version byte followed by
-// JSON of topicV1/groupV1 (topics.go, groups.go). A reader that meets a
-// version byte it does not know returns ErrCorrupt rather than guessing.
+// # Topic and group values (version 1)
+//
+// Rare writes, but names and member ids are arbitrary client bytes (JSON
+// would mangle invalid UTF-8), so these are hand-written binary too, built
+// from the primitives in codec.go: str/bytes = u32 length + bytes, time = i64
+// Unix ms (-1: zero time), count = u32.
+//
+//	topic:  u8 ver=1 | str name | [16]byte id | i32 partitions | i16 replication factor
+//	        | count n, n x (count r, r x i32 broker id)      assignment
+//	        | count c, c x (str key, str value)               configs, keys sorted
+//	        | time created
+//
+//	group:  u8 ver=1 | str name | str state | str protocol type | str protocol
+//	        | i32 generation | str leader | time state time
+//	        | count m, m x member
+//	member: str member id | str group instance id | str client id | str client host
+//	        | i64 rebalance timeout ns | i64 session timeout ns | str protocol type
+//	        | count p, p x (str name, bytes metadata) | bytes assignment
+//
+// A value that is truncated, has trailing bytes, or carries a version byte
+// this reader does not know returns ErrCorrupt rather than a guess. To
+// evolve a value, write a new version byte and keep decoding the old ones.
 
 import (
 	"bytes"

@@ -1,7 +1,6 @@
 package metastore
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -40,106 +39,83 @@ type Group struct {
 	StateTime time.Time
 }
 
-// groupJSON and memberJSON are the version-1 JSON form of a Group. Part of
-// the on-disk format: add fields freely, never rename or re-type one.
-// []byte fields are base64 in JSON; durations are nanoseconds.
-type groupJSON struct {
-	Name         string       `json:"name"`
-	State        string       `json:"state"`
-	ProtocolType string       `json:"protocol_type"`
-	Protocol     string       `json:"protocol"`
-	Generation   int32        `json:"generation"`
-	Leader       string       `json:"leader"`
-	Members      []memberJSON `json:"members,omitempty"`
-	StateTime    time.Time    `json:"state_time"`
-}
-
-type memberJSON struct {
-	MemberID         string         `json:"member_id"`
-	GroupInstanceID  string         `json:"group_instance_id,omitempty"`
-	ClientID         string         `json:"client_id"`
-	ClientHost       string         `json:"client_host"`
-	RebalanceTimeout int64          `json:"rebalance_timeout_ns"`
-	SessionTimeout   int64          `json:"session_timeout_ns"`
-	ProtocolType     string         `json:"protocol_type"`
-	Protocols        []protocolJSON `json:"protocols,omitempty"`
-	Assignment       []byte         `json:"assignment,omitempty"`
-}
-
-type protocolJSON struct {
-	Name     string `json:"name"`
-	Metadata []byte `json:"metadata,omitempty"`
-}
-
-func encodeGroup(g Group) ([]byte, error) {
-	j := groupJSON{
-		Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
-		Generation: g.Generation, Leader: g.Leader, StateTime: g.StateTime,
-	}
+// encodeGroup appends the version-1 encoding of g (format.go) to dst.
+func encodeGroup(dst []byte, g Group) []byte {
+	dst = append(dst, groupV1)
+	dst = appendStr(dst, g.Name)
+	dst = appendStr(dst, g.State)
+	dst = appendStr(dst, g.ProtocolType)
+	dst = appendStr(dst, g.Protocol)
+	dst = appendU32(dst, uint32(g.Generation))
+	dst = appendStr(dst, g.Leader)
+	dst = appendTime(dst, g.StateTime)
+	dst = appendU32(dst, uint32(len(g.Members)))
 	for _, m := range g.Members {
-		mj := memberJSON{
-			MemberID: m.MemberID, GroupInstanceID: m.GroupInstanceID,
-			ClientID: m.ClientID, ClientHost: m.ClientHost,
-			RebalanceTimeout: int64(m.RebalanceTimeout), SessionTimeout: int64(m.SessionTimeout),
-			ProtocolType: m.ProtocolType, Assignment: m.Assignment,
-		}
+		dst = appendStr(dst, m.MemberID)
+		dst = appendStr(dst, m.GroupInstanceID)
+		dst = appendStr(dst, m.ClientID)
+		dst = appendStr(dst, m.ClientHost)
+		dst = appendI64(dst, int64(m.RebalanceTimeout))
+		dst = appendI64(dst, int64(m.SessionTimeout))
+		dst = appendStr(dst, m.ProtocolType)
+		dst = appendU32(dst, uint32(len(m.Protocols)))
 		for _, p := range m.Protocols {
-			mj.Protocols = append(mj.Protocols, protocolJSON(p))
+			dst = appendBytes(appendStr(dst, p.Name), p.Metadata)
 		}
-		j.Members = append(j.Members, mj)
+		dst = appendBytes(dst, m.Assignment)
 	}
-	js, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("metastore: encode group %q: %w", g.Name, err)
-	}
-	return append([]byte{groupV1}, js...), nil
+	return dst
 }
+
+// memberMinSize is the encoded size of a GroupMember with empty fields.
+const memberMinSize = 4*4 + 8 + 8 + 4 + 4 + 4
 
 // decodeGroup decodes a value written by encodeGroup; damaged input returns
 // an error wrapping ErrCorrupt that names key. Empty byte slices come back
-// nil.
+// nil, as do empty Members and Protocols.
 func decodeGroup(key, v []byte) (Group, error) {
-	if len(v) < 1 || v[0] != groupV1 {
+	d := decoder{b: v}
+	if ver := d.u8(); ver != groupV1 {
 		return Group{}, corruptf(key, "group value version %d", firstByte(v))
 	}
-	var j groupJSON
-	if err := json.Unmarshal(v[1:], &j); err != nil {
-		return Group{}, corruptf(key, "group value: %v", err)
-	}
-	g := Group{
-		Name: j.Name, State: j.State, ProtocolType: j.ProtocolType, Protocol: j.Protocol,
-		Generation: j.Generation, Leader: j.Leader, StateTime: j.StateTime,
-	}
-	for _, mj := range j.Members {
-		m := GroupMember{
-			MemberID: mj.MemberID, GroupInstanceID: mj.GroupInstanceID,
-			ClientID: mj.ClientID, ClientHost: mj.ClientHost,
-			RebalanceTimeout: time.Duration(mj.RebalanceTimeout), SessionTimeout: time.Duration(mj.SessionTimeout),
-			ProtocolType: mj.ProtocolType, Assignment: nilIfEmpty(mj.Assignment),
+	var g Group
+	g.Name = d.str()
+	g.State = d.str()
+	g.ProtocolType = d.str()
+	g.Protocol = d.str()
+	g.Generation = d.i32()
+	g.Leader = d.str()
+	g.StateTime = d.time()
+	if n := d.count(memberMinSize); n > 0 {
+		g.Members = make([]GroupMember, n)
+		for i := range g.Members {
+			m := &g.Members[i]
+			m.MemberID = d.str()
+			m.GroupInstanceID = d.str()
+			m.ClientID = d.str()
+			m.ClientHost = d.str()
+			m.RebalanceTimeout = time.Duration(d.i64())
+			m.SessionTimeout = time.Duration(d.i64())
+			m.ProtocolType = d.str()
+			if np := d.count(8); np > 0 {
+				m.Protocols = make([]GroupProtocol, np)
+				for j := range m.Protocols {
+					m.Protocols[j] = GroupProtocol{Name: d.str(), Metadata: d.bytes()}
+				}
+			}
+			m.Assignment = d.bytes()
 		}
-		for _, p := range mj.Protocols {
-			m.Protocols = append(m.Protocols, GroupProtocol{Name: p.Name, Metadata: nilIfEmpty(p.Metadata)})
-		}
-		g.Members = append(g.Members, m)
+	}
+	if !d.done() {
+		return Group{}, corruptf(key, "group value of %d bytes is truncated or has trailing bytes", len(v))
 	}
 	return g, nil
-}
-
-func nilIfEmpty(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
 }
 
 // PutGroup creates or replaces the state of group g.Name, synced before it
 // returns. Committed offsets are untouched.
 func (s *Store) PutGroup(g Group) error {
-	v, err := encodeGroup(g)
-	if err != nil {
-		return err
-	}
-	return s.set(groupKey(nil, g.Name), v)
+	return s.set(groupKey(nil, g.Name), encodeGroup(nil, g))
 }
 
 // GetGroup returns the saved state of the group name, or ErrNotFound.

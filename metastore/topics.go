@@ -1,9 +1,9 @@
 package metastore
 
 import (
-	"encoding/hex"
-	"encoding/json"
+	"encoding/binary"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -24,58 +24,65 @@ type Topic struct {
 	CreatedAt time.Time
 }
 
-// topicJSON is the version-1 JSON form of a Topic. Part of the on-disk
-// format: add fields freely (old readers ignore them), never rename or
-// re-type one.
-type topicJSON struct {
-	Name              string            `json:"name"`
-	ID                string            `json:"id"` // 32 hex digits
-	Partitions        int32             `json:"partitions"`
-	ReplicationFactor int16             `json:"replication_factor"`
-	Assignment        [][]int32         `json:"assignment"`
-	Configs           map[string]string `json:"configs,omitempty"`
-	CreatedAt         time.Time         `json:"created_at"`
-}
-
-func encodeTopic(t Topic) ([]byte, error) {
-	js, err := json.Marshal(topicJSON{
-		Name:              t.Name,
-		ID:                hex.EncodeToString(t.ID[:]),
-		Partitions:        t.Partitions,
-		ReplicationFactor: t.ReplicationFactor,
-		Assignment:        t.Assignment,
-		Configs:           t.Configs,
-		CreatedAt:         t.CreatedAt,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("metastore: encode topic %q: %w", t.Name, err)
+// encodeTopic appends the version-1 encoding of t (format.go) to dst.
+// Configs are written in sorted key order so equal topics encode equally.
+func encodeTopic(dst []byte, t Topic) []byte {
+	dst = append(dst, topicV1)
+	dst = appendStr(dst, t.Name)
+	dst = append(dst, t.ID[:]...)
+	dst = appendU32(dst, uint32(t.Partitions))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(t.ReplicationFactor))
+	dst = appendU32(dst, uint32(len(t.Assignment)))
+	for _, replicas := range t.Assignment {
+		dst = appendU32(dst, uint32(len(replicas)))
+		for _, r := range replicas {
+			dst = appendU32(dst, uint32(r))
+		}
 	}
-	return append([]byte{topicV1}, js...), nil
+	keys := make([]string, 0, len(t.Configs))
+	for k := range t.Configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dst = appendU32(dst, uint32(len(keys)))
+	for _, k := range keys {
+		dst = appendStr(appendStr(dst, k), t.Configs[k])
+	}
+	return appendTime(dst, t.CreatedAt)
 }
 
 // decodeTopic decodes a value written by encodeTopic; damaged input returns
-// an error wrapping ErrCorrupt that names key.
+// an error wrapping ErrCorrupt that names key. Configs is never nil; an
+// empty replica list comes back as an empty, non-nil slice.
 func decodeTopic(key, v []byte) (Topic, error) {
-	if len(v) < 1 || v[0] != topicV1 {
+	d := decoder{b: v}
+	if ver := d.u8(); ver != topicV1 {
 		return Topic{}, corruptf(key, "topic value version %d", firstByte(v))
 	}
-	var j topicJSON
-	if err := json.Unmarshal(v[1:], &j); err != nil {
-		return Topic{}, corruptf(key, "topic value: %v", err)
+	var t Topic
+	t.Name = d.str()
+	copy(t.ID[:], d.take(len(t.ID)))
+	t.Partitions = d.i32()
+	t.ReplicationFactor = d.i16()
+	if n := d.count(4); n > 0 {
+		t.Assignment = make([][]int32, n)
+		for p := range t.Assignment {
+			replicas := make([]int32, d.count(4))
+			for i := range replicas {
+				replicas[i] = d.i32()
+			}
+			t.Assignment[p] = replicas
+		}
 	}
-	t := Topic{
-		Name:              j.Name,
-		Partitions:        j.Partitions,
-		ReplicationFactor: j.ReplicationFactor,
-		Assignment:        j.Assignment,
-		Configs:           j.Configs,
-		CreatedAt:         j.CreatedAt,
+	n := d.count(8)
+	t.Configs = make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		k := d.str()
+		t.Configs[k] = d.str()
 	}
-	if n, err := hex.Decode(t.ID[:], []byte(j.ID)); err != nil || n != len(t.ID) || len(j.ID) != 2*len(t.ID) {
-		return Topic{}, corruptf(key, "topic id %q", j.ID)
-	}
-	if t.Configs == nil {
-		t.Configs = map[string]string{}
+	t.CreatedAt = d.time()
+	if !d.done() {
+		return Topic{}, corruptf(key, "topic value of %d bytes is truncated or has trailing bytes", len(v))
 	}
 	return t, nil
 }
@@ -86,11 +93,7 @@ func (s *Store) PutTopic(t Topic) error {
 	if t.Name == "" || t.Partitions < 0 {
 		return fmt.Errorf("%w: topic %q with %d partitions", ErrInvalid, t.Name, t.Partitions)
 	}
-	v, err := encodeTopic(t)
-	if err != nil {
-		return err
-	}
-	return s.set(topicKey(nil, t.Name), v)
+	return s.set(topicKey(nil, t.Name), encodeTopic(nil, t))
 }
 
 // GetTopic returns the topic named name, or ErrNotFound.
