@@ -108,7 +108,7 @@ func NewWriter(dst io.Writer) *Writer {
 
 // Reset drops (and Releases) anything pending, clears the sticky error and
 // the stats, and points the Writer at dst, so a Writer can be reused for
-// another connection.
+// another connection. Sendfile is re-enabled when dst is a *net.TCPConn.
 func (w *Writer) Reset(dst io.Writer) {
 	w.Rollback(Mark{})
 	w.dst, w.raw, w.err, w.stats = dst, nil, nil, Stats{}
