@@ -16,6 +16,7 @@ type syncer struct {
 	mu      sync.Mutex
 	cond    sync.Cond // signalled when an fsync ends; uses mu
 	running bool      // an fsync is in progress. REQUIRES: mu
+	waiters int       // callers waiting for an fsync. REQUIRES: mu
 	err     error     // sticky: a failed fsync fails every later one
 	point   atomic.Int64
 	rounds  atomic.Int64 // fsyncs run, for tests and metrics
@@ -38,7 +39,9 @@ func (l *Log) syncTo(target int64) error {
 			return s.err
 		}
 		if s.running {
+			s.waiters++
 			s.cond.Wait()
+			s.waiters--
 			continue
 		}
 		s.running = true
@@ -56,6 +59,10 @@ func (l *Log) syncTo(target int64) error {
 	}
 }
 
+// testHookFsync, when set (by tests), runs at the start of every fsync
+// round.
+var testHookFsync func()
+
 // lowerRecoveryPoint moves the recovery point down to end (after Truncate).
 func (l *Log) lowerRecoveryPoint(end int64) {
 	s := &l.syncer
@@ -70,6 +77,9 @@ func (l *Log) lowerRecoveryPoint(end int64) {
 // recovery point and returns the end offset it covers (loaded before the
 // fsyncs start).
 func (l *Log) fsyncUnflushed() (int64, error) {
+	if testHookFsync != nil {
+		testHookFsync()
+	}
 	goal := l.end.Load()
 	point := l.syncer.point.Load()
 	l.mu.RLock()

@@ -153,7 +153,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		name := e.Name()
 		path := filepath.Join(l.dir, name)
 		switch {
-		case e.IsDir():
+		case e.IsDir() && !strings.HasSuffix(name, logSuffix):
 		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, cleanedSuffix),
 			strings.HasSuffix(name, swapSuffix), strings.HasSuffix(name, tmpSuffix):
 			l.log.Info("segment: removing leftover", "path", path)
@@ -268,7 +268,7 @@ func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
 	if err := seg.tidx.Check(span); err != nil {
 		return err
 	}
-	if err := seg.restoreState(); err != nil {
+	if err := seg.restoreState(int64(l.cfg.IndexIntervalBytes)); err != nil {
 		return err
 	}
 	if span >= 0 && seg.next != segs[i+1].base {

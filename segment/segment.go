@@ -201,7 +201,7 @@ func (s *segment) truncateTo(pos, next int64) error {
 	s.size.Store(pos)
 	s.idx.TruncateTo(next)
 	s.tidx.TruncateTo(next)
-	return s.restoreState()
+	return s.restoreState(0)
 }
 
 // header reads the first len(buf) bytes of the batch header at pos, which
@@ -227,9 +227,11 @@ func (s *segment) header(buf []byte, pos, limit int64) (int64, error) {
 // restoreState recomputes the writer state of a segment whose indexes are
 // trusted: it scans the batch headers from the index entry covering the
 // time index's last offset to the end of the file, checking that they
-// chain exactly to the file's end and agree with the index. An error means
-// the segment must be recovered.
-func (s *segment) restoreState() error {
+// chain exactly to the file's end and agree with the index. With strict
+// (a segment being loaded), indexes that lack entries the writer would
+// have made (a deleted or zeroed index file) fail too; pass interval 0
+// otherwise. An error means the segment must be recovered.
+func (s *segment) restoreState(interval int64) error {
 	s.next, s.maxTsOffset, s.bytesSinceIndex = s.base, -1, 0
 	s.maxTs.Store(-1)
 	size := s.size.Load()
@@ -273,8 +275,14 @@ func (s *segment) restoreState() error {
 		if pos >= lastEntryPos {
 			s.bytesSinceIndex += n
 		}
+		if interval > 0 && s.idx.Entries() == 0 && pos >= interval {
+			return fmt.Errorf("offset index has no entries, the batch at %d should have one", pos)
+		}
 		s.next = b.NextOffset()
 		pos += n
+	}
+	if interval > 0 && s.tidx.Entries() == 0 && s.maxTs.Load() >= 0 {
+		return fmt.Errorf("time index has no entries, timestamps go up to %d", s.maxTs.Load())
 	}
 	if s.next == s.base && size > 0 {
 		// The scan started past the last batch: only possible with a
