@@ -6,6 +6,7 @@ import (
 	"github.com/sluice/sluice/engine/enginetest"
 
 	_ "github.com/sluice/sluice/engine/memlog"
+	_ "github.com/sluice/sluice/engine/pebblelog"
 	_ "github.com/sluice/sluice/segment"
 )
 
@@ -15,6 +16,7 @@ import (
 func TestConformance(t *testing.T) {
 	for _, backend := range []string{
 		"memory",
+		"pebble",
 		"segment",
 	} {
 		t.Run(backend, func(t *testing.T) { enginetest.Run(t, backend) })
