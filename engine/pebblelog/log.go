@@ -247,7 +247,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
 	l.mu.RLock()
-	closed, start, end := l.closed, l.start, l.end
+	closed, start, end, size := l.closed, l.start, l.end, l.size
 	l.mu.RUnlock()
 	if closed {
 		return zerocopy.Slice{}, l.errClosed()
@@ -291,7 +291,9 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 			if last < offset { // offsets below start, then truncated
 				return zerocopy.Slice{}, nil
 			}
-			out = make([]byte, 0, max(len(v), min(maxBytes, 4*len(v))))
+			// One allocation: maxBytes bounds what follows the first
+			// batch, and the log's size bounds it all.
+			out = make([]byte, 0, max(len(v), int(min(int64(maxBytes), size))))
 		} else if len(out)+len(v) > maxBytes {
 			break
 		}

@@ -11,7 +11,11 @@
 // FlushMessages > 1 syncs the append that reaches the count; Flush and
 // Options.FlushInterval sync the WAL. Each Append is one Pebble batch, so a
 // crash loses whole appends from the tail, never part of one: the next Open
-// finds dense offsets ending at the last append Pebble recovered.
+// finds dense offsets ending at the last append Pebble recovered. Unlike a
+// segment file, an unsynced append is not in the page cache at once: Pebble
+// buffers the WAL tail in memory up to a 32 KiB block, so even a process
+// crash (not only a machine crash) may lose that much; FlushMessages or
+// FlushInterval bound the loss.
 //
 // Disk assumptions are Pebble's: an fsync'd WAL record survives power loss.
 package pebblelog
