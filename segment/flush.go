@@ -77,10 +77,10 @@ func (l *Log) lowerRecoveryPoint(end int64) {
 // recovery point and returns the end offset it covers (loaded before the
 // fsyncs start).
 func (l *Log) fsyncUnflushed() (int64, error) {
+	goal := l.end.Load()
 	if testHookFsync != nil {
 		testHookFsync()
 	}
-	goal := l.end.Load()
 	point := l.syncer.point.Load()
 	l.mu.RLock()
 	defer l.mu.RUnlock()

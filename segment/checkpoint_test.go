@@ -1,0 +1,61 @@
+package segment
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluice/sluice/engine"
+)
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	offs := map[engine.PartitionID]int64{{Topic: "a", Partition: 0}: 5, {Topic: "b-c", Partition: 7}: 1 << 40}
+	path := filepath.Join(dir, recoveryPointFile)
+	if err := writeOffsetCheckpoint(path, offs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readOffsetCheckpoint(path)
+	if err != nil || len(got) != 2 || got[engine.PartitionID{Topic: "b-c", Partition: 7}] != 1<<40 {
+		t.Fatalf("%v %v", got, err)
+	}
+	if _, err := os.Stat(path + tmpSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("temp file left behind")
+	}
+	epochs := []engine.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 3, StartOffset: 100}}
+	epath := filepath.Join(dir, leaderEpochFile)
+	if err := writeEpochCheckpoint(epath, epochs); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(epath); string(data) != "0\n2\n0 0\n3 100\n" {
+		t.Fatalf("leader-epoch-checkpoint is %q", data)
+	}
+	ge, err := readEpochCheckpoint(epath)
+	if err != nil || len(ge) != 2 || ge[1] != epochs[1] {
+		t.Fatalf("%v %v", ge, err)
+	}
+	if m, err := readOffsetCheckpoint(filepath.Join(dir, "missing")); err != nil || len(m) != 0 {
+		t.Fatalf("missing checkpoint: %v %v", m, err)
+	}
+}
+
+func TestCheckpointDamaged(t *testing.T) {
+	cases := map[string]string{
+		"empty":         "",
+		"bad version":   "1\n0\n",
+		"count too big": "0\n2\na 0 1\n",
+		"bad offset":    "0\n1\na 0 x\n",
+		"negative":      "0\n1\na 0 -4\n",
+		"missing field": "0\n1\na 0\n",
+	}
+	for name, text := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "cp")
+			os.WriteFile(p, []byte(text), 0o644)
+			if _, err := readOffsetCheckpoint(p); !errors.Is(err, errBadCheckpoint) {
+				t.Fatalf("read %q: %v", text, err)
+			}
+		})
+	}
+}
