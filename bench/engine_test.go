@@ -8,6 +8,8 @@ import (
 	"github.com/sluice/sluice/record"
 
 	_ "github.com/sluice/sluice/engine/memlog"
+	_ "github.com/sluice/sluice/engine/pebblelog"
+	_ "github.com/sluice/sluice/segment"
 )
 
 // batchSizes are the append sizes measured: a small produce, a typical
