@@ -1,0 +1,306 @@
+// Package broker is Sluice's public entry point: Start opens the metastore
+// and the storage backend in the first log dir, loads the topics, listens
+// on the configured listeners and serves the Kafka protocol until Close.
+//
+//	b, err := broker.Start(cfg, broker.Options{Logger: logger})
+//	...
+//	defer b.Close()
+//	fmt.Println("listening on", b.Addr())
+//
+// Layout of the first log dir: the storage backend's files (for "segment",
+// Kafka's <topic>-<partition> directories) and the metastore in
+// __sluice_meta. The cluster id is created once, kept in the metastore
+// (checkpoint "cluster.id") and never changes; cluster.id in the config, if
+// set, must match it.
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/server"
+
+	// The storage backends register themselves.
+	_ "github.com/sluice/sluice/engine/memlog"
+	_ "github.com/sluice/sluice/engine/pebblelog"
+	_ "github.com/sluice/sluice/segment"
+)
+
+// MetaDirName is the metastore's directory inside the first log dir.
+const MetaDirName = "__sluice_meta"
+
+// clusterIDCheckpoint names the metastore checkpoint holding the cluster id.
+const clusterIDCheckpoint = "cluster.id"
+
+// Options are the broker's non-config dependencies.
+type Options struct {
+	Logger *slog.Logger // nil: slog.Default()
+}
+
+// Broker is a running single-node broker.
+type Broker struct {
+	cfg   config.Config
+	log   *slog.Logger
+	meta  *metastore.Store
+	store engine.Store
+	srv   *server.Server
+	lns   []net.Listener
+	addr  string
+	cid   string
+
+	stopRetention chan struct{}
+	bg            sync.WaitGroup // Serve loops and the retention loop
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+// Start opens storage and starts serving. On error everything opened so far
+// is closed again.
+func Start(cfg config.Config, opts Options) (b *Broker, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if len(cfg.LogDirs) == 0 || cfg.LogDirs[0] == "" {
+		return nil, errors.New("broker: log.dirs is empty")
+	}
+	if len(cfg.Listeners) == 0 {
+		return nil, errors.New("broker: listeners is empty")
+	}
+	if !cfg.SingleNode() {
+		return nil, errors.New("broker: zookeeper.connect is set, but this build serves single-node mode only")
+	}
+	dir := cfg.LogDirs[0]
+	if len(cfg.LogDirs) > 1 {
+		log.Warn("broker: only the first log dir is used", "log.dirs", cfg.LogDirs)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create log dir: %w", err)
+	}
+	b = &Broker{cfg: cfg, log: log, stopRetention: make(chan struct{}), closed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			b.closeStores()
+		}
+	}()
+
+	if b.meta, err = metastore.Open(filepath.Join(dir, MetaDirName), metastore.Options{Logger: log}); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if b.cid, err = clusterID(b.meta, cfg.ClusterIDOverride); err != nil {
+		return nil, err
+	}
+	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval}); err != nil {
+		return nil, fmt.Errorf("broker: open storage: %w", err)
+	}
+
+	for _, l := range cfg.Listeners {
+		hostport, err := parseListener(l)
+		if err != nil {
+			b.closeListeners()
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", hostport)
+		if err != nil {
+			b.closeListeners()
+			return nil, fmt.Errorf("broker: listen on %s: %w", l, err)
+		}
+		b.lns = append(b.lns, ln)
+	}
+	host, port, err := b.advertised()
+	if err != nil {
+		b.closeListeners()
+		return nil, err
+	}
+	b.addr = b.lns[0].Addr().String()
+
+	b.srv, err = server.New(server.Options{
+		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
+		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
+	})
+	if err != nil {
+		b.closeListeners()
+		return nil, err
+	}
+	for _, ln := range b.lns {
+		b.bg.Add(1)
+		go func() {
+			defer b.bg.Done()
+			if err := b.srv.Serve(ln); err != nil {
+				log.Error("broker: serve", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+	}
+	if cfg.LogRetentionCheck > 0 {
+		b.bg.Add(1)
+		go b.retentionLoop()
+	}
+	log.Info("broker: started", "broker.id", cfg.BrokerID, "cluster.id", b.cid, "addr", b.addr,
+		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "storage.backend", cfg.StorageBackend, "log.dir", dir)
+	return b, nil
+}
+
+// Addr returns the host:port the first listener is bound to (with the real
+// port when the config asked for port 0).
+func (b *Broker) Addr() string { return b.addr }
+
+// ClusterID returns the broker's cluster id.
+func (b *Broker) ClusterID() string { return b.cid }
+
+// Close shuts down gracefully: stop accepting, answer the requests already
+// read, close every partition and then the store (which records a clean
+// shutdown) and the metastore. Safe to call more than once; later calls
+// return the first result.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.stopRetention)
+		var errs []error
+		if err := b.srv.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.bg.Wait()
+		if err := b.closeStores(); err != nil {
+			errs = append(errs, err)
+		}
+		b.closeErr = errors.Join(errs...)
+		if b.closeErr != nil {
+			b.log.Error("broker: close", "err", b.closeErr)
+		} else {
+			b.log.Info("broker: stopped")
+		}
+		close(b.closed)
+	})
+	<-b.closed
+	return b.closeErr
+}
+
+// Wait blocks until Close has finished.
+func (b *Broker) Wait() { <-b.closed }
+
+func (b *Broker) closeStores() error {
+	var errs []error
+	if b.store != nil {
+		if err := b.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close storage: %w", err))
+		}
+	}
+	if b.meta != nil {
+		if err := b.meta.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close metastore: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Broker) closeListeners() {
+	for _, ln := range b.lns {
+		ln.Close()
+	}
+}
+
+// retentionLoop applies retention every log.retention.check.interval.ms.
+func (b *Broker) retentionLoop() {
+	defer b.bg.Done()
+	t := time.NewTicker(b.cfg.LogRetentionCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopRetention:
+			return
+		case <-t.C:
+			b.srv.ApplyRetention() // logs its own errors
+		}
+	}
+}
+
+// clusterID loads the persisted cluster id, creating it on first start.
+func clusterID(meta *metastore.Store, override string) (string, error) {
+	v, err := meta.GetCheckpoint(clusterIDCheckpoint)
+	switch {
+	case err == nil:
+		if override != "" && override != string(v) {
+			return "", fmt.Errorf("broker: cluster.id %q does not match the stored cluster id %q", override, v)
+		}
+		return string(v), nil
+	case !errors.Is(err, metastore.ErrNotFound):
+		return "", fmt.Errorf("broker: load cluster id: %w", err)
+	}
+	id := override
+	if id == "" {
+		var raw [16]byte
+		rand.Read(raw[:])
+		id = base64.RawURLEncoding.EncodeToString(raw[:]) // 22 chars, like Kafka's
+	}
+	if err := meta.PutCheckpoint(clusterIDCheckpoint, []byte(id)); err != nil {
+		return "", fmt.Errorf("broker: store cluster id: %w", err)
+	}
+	return id, nil
+}
+
+// parseListener turns "PLAINTEXT://host:port" into "host:port". Only
+// PLAINTEXT is served.
+func parseListener(l string) (string, error) {
+	name, hostport, ok := strings.Cut(l, "://")
+	if !ok {
+		return "", fmt.Errorf("broker: listener %q: want NAME://host:port", l)
+	}
+	if !strings.EqualFold(name, "PLAINTEXT") {
+		return "", fmt.Errorf("broker: listener %q: only PLAINTEXT is supported", l)
+	}
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		return "", fmt.Errorf("broker: listener %q: %w", l, err)
+	}
+	return hostport, nil
+}
+
+// advertised returns the address clients are told to use: the first
+// advertised listener if configured, else the first listener with its port
+// replaced by the bound port and an empty or wildcard host replaced by the
+// machine's host name (as Kafka does).
+func (b *Broker) advertised() (string, int32, error) {
+	if len(b.cfg.AdvertisedListeners) > 0 {
+		hp, err := parseListener(b.cfg.AdvertisedListeners[0])
+		if err != nil {
+			return "", 0, err
+		}
+		host, ps, _ := net.SplitHostPort(hp)
+		port, err := strconv.ParseInt(ps, 10, 32)
+		if err != nil || port <= 0 {
+			return "", 0, fmt.Errorf("broker: advertised listener %q: bad port", b.cfg.AdvertisedListeners[0])
+		}
+		if host == "" {
+			host = defaultHost()
+		}
+		return host, int32(port), nil
+	}
+	hp, _ := parseListener(b.cfg.Listeners[0])
+	host, _, _ := net.SplitHostPort(hp)
+	bound := b.lns[0].Addr().(*net.TCPAddr)
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = defaultHost()
+	}
+	return host, int32(bound.Port), nil
+}
+
+func defaultHost() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
+}

@@ -1,0 +1,133 @@
+package server
+
+// Produce (key 0), served v3-v11 (record format v2 only).
+//
+//	v3: transactional id; RecordBatch v2
+//	v4: KAFKA_STORAGE_ERROR may be returned
+//	v5: log start offset in the response
+//	v7: zstd batches allowed
+//	v8: per-record errors and an error message (KIP-467)
+//	v9: flexible
+//	v10, v11: current-leader tags (KIP-951; a single broker never moves a
+//	    leader, so they stay unset)
+//
+// acks 1 and -1 are answered after the append (one broker is the whole ISR,
+// so the high watermark passes the batch at once); acks=0 gets no response
+// at all, and a failed acks=0 request closes the connection, as Kafka does,
+// so that the client notices and refreshes its metadata. Partitions of one
+// request append concurrently; replication.Partition coalesces concurrent
+// appends to one partition into one write and checks idempotent sequences.
+// Transactional produce is refused with INVALID_REQUEST (no transactions).
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	r := req.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+
+	var reqErr error
+	switch {
+	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
+		reqErr = errInvalidRequiredAcks
+	case r.TransactionID != nil:
+		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionID)
+	}
+
+	ctx := context.Background()
+	if r.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+
+	var wg sync.WaitGroup
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := &resp.Topics[i]
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if reqErr != nil {
+				s.fillProduceError(sp, rt.Topic, reqErr)
+				continue
+			}
+			if n == 1 {
+				s.producePartition(ctx, r.Acks, rt.Topic, rp, sp)
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.producePartition(ctx, r.Acks, rt.Topic, rp, sp)
+			}()
+		}
+	}
+	wg.Wait()
+
+	if r.Acks == 0 {
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != 0 {
+					return nil, fmt.Errorf("server: acks=0 produce to %s-%d failed: %s", st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+		}
+		return nil, nil
+	}
+	return kresp(resp), nil
+}
+
+// producePartition appends one partition's batches and fills its response.
+func (s *Server) producePartition(ctx context.Context, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+	t := s.topics.get(topicName)
+	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
+		return
+	}
+	p := t.parts[rp.Partition]
+	switch {
+	case len(rp.Records) == 0:
+		s.fillProduceError(sp, topicName, fmt.Errorf("%w: no record batch", errInvalidRequest))
+		return
+	case int64(len(rp.Records)) > t.cfg.log.SegmentBytes:
+		s.fillProduceError(sp, topicName, fmt.Errorf("%w: %d bytes, segment.bytes %d", errRecordListTooLarge, len(rp.Records), t.cfg.log.SegmentBytes))
+		return
+	}
+	res, err := p.Append(ctx, rp.Records, acks)
+	if err != nil {
+		s.fillProduceError(sp, topicName, err)
+		return
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+}
+
+// fillProduceError sets a partition's error and the -1 offsets Kafka sends
+// with it.
+func (s *Server) fillProduceError(sp *kmsg.ProduceResponseTopicPartition, topicName string, err error) {
+	sp.ErrorCode = errorCode(err)
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+	sp.ErrorMessage = errorMessage(err)
+	switch sp.ErrorCode {
+	case kerr.UnknownServerError.Code, kerr.KafkaStorageError.Code:
+		s.log.Error("server: produce failed", "topic", topicName, "partition", sp.Partition, "err", err)
+	}
+}

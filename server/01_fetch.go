@@ -1,0 +1,264 @@
+package server
+
+// Fetch (key 1), served v4-v16 (record format v2 only).
+//
+//	v4: isolation level; last stable offset and aborted transactions
+//	v5: log start offset
+//	v7: fetch sessions (KIP-227)
+//	v9: current leader epoch per partition (KIP-320)
+//	v11: rack id; preferred read replica
+//	v12: flexible; diverging epoch and current leader tags
+//	v13: topic ids instead of names (KIP-516)
+//	v15: replica state replaces replica id
+//	v16: node endpoints (KIP-951)
+//
+// Sessions: Sluice keeps none. Every answer carries session id 0, which
+// tells the client to keep sending full requests; a request naming a session
+// (incremental fetch) gets FETCH_SESSION_ID_NOT_FOUND and the client falls
+// back to a full one.
+//
+// Limits (KIP-74): at most max_bytes in all and partition_max_bytes per
+// partition, except that the first batch of the first non-empty partition
+// is returned whole even when larger, so a consumer always progresses.
+//
+// Long poll: when fewer than min_bytes are available and no partition has
+// an error, the request waits for max_wait_ms on the partitions' Changed()
+// channels (closed when their high watermark advances), then reads again.
+// No polling loop; server shutdown or the client going away end the wait
+// early with whatever is available.
+//
+// read_committed reads below the last stable offset; Sluice has no
+// transactions, so it equals the high watermark and aborted transactions are
+// always an empty list.
+//
+// The response is encoded by package fetchresp straight into the
+// connection's zerocopy.Writer: record bytes from the segment backend go to
+// the socket with sendfile and are never copied through user space.
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/server/fetchresp"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// fetchTarget is one partition of a fetch request, resolved.
+type fetchTarget struct {
+	p           *partition // nil when err is set
+	offset      int64
+	maxBytes    int32
+	leaderEpoch int32
+	err         error
+}
+
+func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	r := req.(*kmsg.FetchRequest)
+	out := &fetchresp.Response{}
+	version := r.Version
+
+	if r.Version >= 7 && r.SessionID != 0 {
+		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return fetchResponse(version, out), nil
+	}
+
+	// Resolve every partition once; the topics' layout does not change
+	// while we wait (a deleted topic's partitions close, which ends the
+	// wait and makes its reads fail).
+	targets := make([][]fetchTarget, len(r.Topics))
+	out.Topics = make([]fetchresp.Topic, len(r.Topics))
+	for i, rt := range r.Topics {
+		var tid [16]byte
+		if version >= 13 {
+			tid = rt.TopicID
+		}
+		t, terr := s.resolveTopic(rt.Topic, tid)
+		ot := &out.Topics[i]
+		ot.Name, ot.ID = rt.Topic, rt.TopicID
+		if t != nil {
+			ot.Name, ot.ID = t.name, t.id
+		}
+		ot.Partitions = make([]fetchresp.Partition, len(rt.Partitions))
+		targets[i] = make([]fetchTarget, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			ft := &targets[i][j]
+			ft.offset, ft.maxBytes, ft.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+			switch {
+			case terr != nil:
+				ft.err = terr
+			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				ft.err = errUnknownTopicOrPartition
+			default:
+				ft.p = t.parts[rp.Partition]
+				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
+			}
+			ot.Partitions[j].Partition = rp.Partition
+		}
+	}
+
+	maxBytes := int64(r.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt32
+	}
+	var deadline time.Time
+	if r.MaxWaitMillis > 0 {
+		deadline = time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	srvClosing, connDone := rc.closing(s)
+	var cases []reflect.SelectCase
+	for {
+		// Take the Changed channels before reading, so an append that
+		// lands between the read and the wait still wakes us.
+		cases = cases[:0]
+		for i := range targets {
+			for j := range targets[i] {
+				if ft := &targets[i][j]; ft.p != nil && ft.err == nil {
+					cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ft.p.Changed())})
+				}
+			}
+		}
+		total, hasErr := s.fillFetch(out, targets, maxBytes, r.IsolationLevel)
+		if total >= int64(r.MinBytes) || hasErr || deadline.IsZero() || len(cases) == 0 {
+			break
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			break
+		}
+		releaseFetch(out)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		nParts := len(cases)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(srvClosing)})
+		if connDone != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(connDone)})
+		}
+		chosen, _, _ := reflect.Select(cases)
+		if chosen >= nParts {
+			// Timer fired, server closing or client gone: one last read.
+			s.fillFetch(out, targets, maxBytes, r.IsolationLevel)
+			break
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+	return fetchResponse(version, out), nil
+}
+
+// fillFetch reads every target into out (releasing what out held before)
+// and returns the record bytes gathered and whether a partition failed.
+func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, maxBytes int64, isolation int8) (total int64, hasErr bool) {
+	releaseFetch(out)
+	remaining := maxBytes
+	for i := range targets {
+		for j := range targets[i] {
+			ft := &targets[i][j]
+			op := &out.Topics[i].Partitions[j]
+			part := op.Partition
+			*op = fetchresp.Partition{Partition: part, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
+			if isolation == 1 {
+				op.AbortedTransactions = []fetchresp.AbortedTransaction{}
+			}
+			err := ft.err
+			if err == nil {
+				err = s.readPartition(ft, op, &remaining, total == 0)
+			}
+			if err != nil {
+				hasErr = true
+				op.ErrorCode = errorCode(err)
+				if op.ErrorCode == kerr.UnknownServerError.Code || op.ErrorCode == kerr.KafkaStorageError.Code {
+					s.log.Error("server: fetch failed", "topic", out.Topics[i].Name, "partition", part, "err", err)
+				}
+				continue
+			}
+			total += op.Records.Len()
+		}
+	}
+	return total, hasErr
+}
+
+// readPartition reads one partition. first: nothing gathered yet, so the
+// first batch may exceed the limits (KIP-74).
+func (s *Server) readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool) error {
+	p := ft.p
+	op.HighWatermark = p.HighWatermark()
+	op.LastStableOffset = p.LastStableOffset()
+	op.LogStartOffset = p.LogStartOffset()
+	if ft.offset < op.LogStartOffset || ft.offset > p.LogEndOffset() {
+		return fmt.Errorf("%w: offset %d not in [%d, %d]", engine.ErrOffsetOutOfRange, ft.offset, op.LogStartOffset, p.LogEndOffset())
+	}
+	limit := min(int64(ft.maxBytes), *remaining)
+	if limit <= 0 && !first {
+		return nil
+	}
+	if limit < 1 {
+		limit = 1
+	}
+	sl, err := p.Read(ft.offset, int(limit))
+	if err != nil {
+		return err
+	}
+	if sl.Len() > limit && !first {
+		sl.Release() // only the first partition's first batch may exceed (KIP-74)
+		return nil
+	}
+	op.Records = sl
+	*remaining -= sl.Len()
+	return nil
+}
+
+// checkLeaderEpoch compares a client's current leader epoch (-1: unknown)
+// with the partition's.
+func checkLeaderEpoch(p *partition, epoch int32) error {
+	switch cur := p.LeaderEpoch(); {
+	case epoch < 0 || epoch == cur:
+		return nil
+	case epoch < cur:
+		return fmt.Errorf("%w: %d < %d", errFencedLeaderEpoch, epoch, cur)
+	default:
+		return fmt.Errorf("%w: %d > %d", errUnknownLeaderEpoch, epoch, cur)
+	}
+}
+
+// releaseFetch releases and clears every Records slice of out.
+func releaseFetch(out *fetchresp.Response) {
+	for i := range out.Topics {
+		for j := range out.Topics[i].Partitions {
+			op := &out.Topics[i].Partitions[j]
+			op.Records.Release()
+			op.Records = zerocopy.Slice{}
+		}
+	}
+}
+
+// fetchResponse wraps out for the writer, which encodes it with fetchresp
+// (taking its slices) or releases it if the connection dies first.
+func fetchResponse(version int16, out *fetchresp.Response) *response {
+	return &response{
+		encode: func(w *zerocopy.Writer, corr int32) error {
+			return fetchresp.Write(w, version, corr, out)
+		},
+		release: func() { releaseFetch(out) },
+	}
+}

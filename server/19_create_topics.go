@@ -1,0 +1,106 @@
+package server
+
+// CreateTopics (key 19), served v0-v7.
+//
+//	v0: topics with partitions, replication factor, replica assignment, configs
+//	v1: validate_only; per-topic error message
+//	v2: throttle time
+//	v4: -1 partitions / replication factor mean the broker defaults (KIP-464)
+//	v5: flexible; the response echoes partitions, replication factor and the
+//	    resulting configs (KIP-525)
+//	v7: topic id in the response
+//
+// Names are checked as Kafka checks them (1-249 of [a-zA-Z0-9._-], not "."
+// or "..", no collision with an existing topic once '.' becomes '_'). The
+// only replication factor a single broker can satisfy is 1; a manual
+// assignment must put every partition on this broker. Sluice applies -1
+// defaults at every version. timeout_ms is ignored: creation is synchronous.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	r := req.(*kmsg.CreateTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+
+	seen := map[string]int{}
+	for _, rt := range r.Topics {
+		seen[rt.Topic]++
+	}
+	s.topics.admin.Lock()
+	defer s.topics.admin.Unlock()
+	for _, rt := range r.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		t, err := s.createOne(rt, r.ValidateOnly, seen[rt.Topic] > 1)
+		if err != nil {
+			st.ErrorCode = errorCode(err)
+			st.ErrorMessage = errorMessage(err)
+			if st.ErrorCode == kerr.UnknownServerError.Code {
+				s.log.Error("server: create topic", "topic", rt.Topic, "err", err)
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = t.id
+		st.NumPartitions = t.meta.Partitions
+		st.ReplicationFactor = t.meta.ReplicationFactor
+		for _, d := range topicConfigDefs {
+			v, src := s.configValue(t.meta.Configs, d.name)
+			c := kmsg.NewCreateTopicsResponseTopicConfig()
+			c.Name, c.Value, c.Source = d.name, &v, src
+			st.Configs = append(st.Configs, c)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return kresp(resp), nil
+}
+
+// createOne validates and (unless validateOnly) creates one topic. With
+// validateOnly the returned topic is a description only.
+// REQUIRES: s.topics.admin held.
+func (s *Server) createOne(rt kmsg.CreateTopicsRequestTopic, validateOnly, duplicate bool) (*topic, error) {
+	if duplicate {
+		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
+	}
+	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, rf: rt.ReplicationFactor, configs: map[string]string{}}
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			return nil, fmt.Errorf("%w: null value for config %q", errInvalidConfig, c.Name)
+		}
+		spec.configs[c.Name] = *c.Value
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+			return nil, fmt.Errorf("%w: both a replica assignment and partitions/replication factor were given", errInvalidRequest)
+		}
+		rf := len(rt.ReplicaAssignment[0].Replicas)
+		for i, a := range rt.ReplicaAssignment {
+			if a.Partition != int32(i) {
+				return nil, fmt.Errorf("%w: partitions must be numbered 0..n-1 in order", errInvalidReplicaAssignment)
+			}
+			if len(a.Replicas) != rf || rf == 0 {
+				return nil, fmt.Errorf("%w: every partition needs the same, non-zero number of replicas", errInvalidReplicaAssignment)
+			}
+			for _, b := range a.Replicas {
+				if b != s.nodeID {
+					return nil, fmt.Errorf("%w: unknown broker %d", errInvalidReplicaAssignment, b)
+				}
+			}
+		}
+		spec.partitions = int32(len(rt.ReplicaAssignment))
+		spec.rf = int16(rf)
+	}
+	if err := s.checkNewTopic(&spec); err != nil {
+		return nil, err
+	}
+	if validateOnly {
+		return &topic{name: spec.name, meta: metaPreview(spec)}, nil
+	}
+	return s.createTopicLocked(spec)
+}

@@ -1,0 +1,44 @@
+package server
+
+// DeleteRecords (key 21), served v0-v2.
+//
+//	v0: per partition, delete every record below an offset
+//	v1: no changes
+//	v2: flexible
+//
+// Offset -1 means the high watermark. An offset above the high watermark is
+// OFFSET_OUT_OF_RANGE. The answer's low watermark is the new log start
+// offset; the space below it is reclaimed by the backend when it can.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	r := req.(*kmsg.DeleteRecordsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, rt := range r.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LowWatermark = -1
+			p := s.partition(rt.Topic, rp.Partition)
+			if p == nil {
+				sp.ErrorCode = errorCode(errUnknownTopicOrPartition)
+			} else if low, err := p.DeleteRecordsBefore(rp.Offset); err != nil {
+				sp.ErrorCode = errorCode(err)
+				if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
+					s.log.Error("server: delete records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				}
+			} else {
+				sp.LowWatermark = low
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return kresp(resp), nil
+}

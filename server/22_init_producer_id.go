@@ -1,0 +1,74 @@
+package server
+
+// InitProducerId (key 22), served v0-v4.
+//
+//	v0: transactional id and timeout; producer id and epoch in the response
+//	v1: throttle time
+//	v2: flexible
+//	v3: producer id and epoch in the request, to bump an epoch (KIP-360)
+//	v4: no changes (the client may see PRODUCER_FENCED)
+//
+// Idempotent producers (null transactional id) get a fresh producer id with
+// epoch 0 on every call, including a v3+ re-initialization: as in Kafka, a
+// producer without a transactional id simply starts over under a new id.
+// Ids come from metastore.AllocateProducerIDs in blocks, so an id is never
+// handed out twice, even across restarts (the unused rest of a block is
+// skipped). Transactional ids are refused with INVALID_REQUEST: Sluice has
+// no transaction coordinator, and failing loudly beats a producer that
+// retries COORDINATOR_NOT_AVAILABLE forever.
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/metastore"
+)
+
+// producerIDBlock is how many ids one metastore allocation reserves.
+const producerIDBlock = 1000
+
+// producerIDs hands out producer ids from blocks reserved in the metastore.
+type producerIDs struct {
+	meta *metastore.Store
+	mu   sync.Mutex
+	next int64 // next id to hand out; valid below end
+	end  int64
+}
+
+// allocate returns a producer id never returned before.
+func (a *producerIDs) allocate() (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next >= a.end {
+		start, err := a.meta.AllocateProducerIDs(producerIDBlock)
+		if err != nil {
+			return -1, fmt.Errorf("server: allocate producer ids: %w", err)
+		}
+		a.next, a.end = start, start+producerIDBlock
+	}
+	id := a.next
+	a.next++
+	return id, nil
+}
+
+func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	r := req.(*kmsg.InitProducerIDRequest)
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if r.TransactionalID != nil {
+		err := fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionalID)
+		s.log.Warn("server: refusing transactional producer", "client", rc.clientID, "err", err)
+		resp.ErrorCode = errorCode(err)
+		return kresp(resp), nil
+	}
+	id, err := s.pids.allocate()
+	if err != nil {
+		s.log.Error("server: init producer id", "err", err)
+		resp.ErrorCode = errorCode(err)
+		return kresp(resp), nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return kresp(resp), nil
+}

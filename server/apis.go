@@ -1,0 +1,71 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// API keys served. Each has its own file, NN_name.go.
+const (
+	apiKeyProduce                 int16 = 0
+	apiKeyFetch                   int16 = 1
+	apiKeyListOffsets             int16 = 2
+	apiKeyMetadata                int16 = 3
+	apiKeyApiVersions             int16 = 18
+	apiKeyCreateTopics            int16 = 19
+	apiKeyDeleteTopics            int16 = 20
+	apiKeyDeleteRecords           int16 = 21
+	apiKeyInitProducerID          int16 = 22
+	apiKeyOffsetForLeaderEpoch    int16 = 23
+	apiKeyDescribeConfigs         int16 = 32
+	apiKeyAlterConfigs            int16 = 33
+	apiKeyCreatePartitions        int16 = 37
+	apiKeyIncrementalAlterConfigs int16 = 44
+	apiKeyDescribeCluster         int16 = 60
+)
+
+// handlerFunc runs one decoded request. It returns the response to write
+// (nil: none, as for acks=0 produce) or an error that closes the connection.
+// Per-topic and per-partition failures are error codes inside the response,
+// never a returned error.
+type handlerFunc func(s *Server, rc *reqCtx, req kmsg.Request) (*response, error)
+
+// api is one served API: the version range advertised in ApiVersions (which
+// is exactly what decodeRequest accepts) and its handler.
+type api struct {
+	min, max int16
+	handle   handlerFunc
+}
+
+// apis is the dispatch table. The version ranges are what Kafka 3.x serves,
+// capped at what kmsg decodes, Produce from v3 and Fetch from v4 (record
+// format v2 only). Filled in init to break the initialization cycle through
+// ApiVersions, whose handler reads this table.
+var apis map[int16]api
+
+func init() {
+	apis = map[int16]api{
+		apiKeyProduce:                 {3, 11, handleProduce},
+		apiKeyFetch:                   {4, 16, handleFetch},
+		apiKeyListOffsets:             {1, 8, handleListOffsets},
+		apiKeyMetadata:                {0, 12, handleMetadata},
+		apiKeyApiVersions:             {0, 4, handleApiVersions},
+		apiKeyCreateTopics:            {0, 7, handleCreateTopics},
+		apiKeyDeleteTopics:            {0, 6, handleDeleteTopics},
+		apiKeyDeleteRecords:           {0, 2, handleDeleteRecords},
+		apiKeyInitProducerID:          {0, 4, handleInitProducerID},
+		apiKeyOffsetForLeaderEpoch:    {0, 4, handleOffsetForLeaderEpoch},
+		apiKeyDescribeConfigs:         {0, 4, handleDescribeConfigs},
+		apiKeyAlterConfigs:            {0, 2, handleAlterConfigs},
+		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},
+		apiKeyIncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
+		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},
+	}
+	for key, a := range apis {
+		if max := kmsg.RequestForKey(key).MaxVersion(); a.max > max {
+			panic("server: api table above kmsg's max version for " + kmsg.NameForKey(key))
+		}
+	}
+}
+
+// kresp wraps a kmsg response for the writer.
+func kresp(r kmsg.Response) *response { return &response{kresp: r} }

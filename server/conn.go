@@ -1,0 +1,375 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// maxQueuedRequests is how far the reader may run ahead of the handler, and
+// the handler ahead of the writer, on one connection. franz-go pipelines up
+// to 5 produce requests per connection by default; 32 leaves room for any
+// client without letting one connection hold much memory.
+const maxQueuedRequests = 32
+
+// requestHeaderMin is the smallest request header: api key, api version,
+// correlation id and a null client id (2+2+4+2).
+const requestHeaderMin = 10
+
+// writeTimeout bounds one flush of responses to a client that stopped
+// reading, so a stuck peer cannot pin a connection's goroutines forever.
+const writeTimeout = 2 * time.Minute
+
+// request is one decoded request frame.
+type request struct {
+	key, version int16
+	corr         int32
+	clientID     string
+	kreq         kmsg.Request // nil for an ApiVersions at an unsupported version
+	// closeErr, when set, is why the connection must close once the
+	// responses to earlier requests are written.
+	closeErr error
+}
+
+// response is what the handler hands the writer, in request order.
+type response struct {
+	corr int32
+	// kresp is encoded with kmsg; nil means no response (acks=0 produce)
+	// unless encode is set.
+	kresp kmsg.Response
+	// encode, when set, writes the whole frame (size, header, body) to w
+	// itself: the zero-copy fetch path. It owns any slices it holds and must
+	// release them even if it is never called: see release.
+	encode func(w *zerocopy.Writer, corr int32) error
+	// release is called instead of encode when the response is dropped.
+	release func()
+	// close: close the connection after writing what came before.
+	close bool
+}
+
+// conn is one client connection.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	log  *slog.Logger
+	reqs chan *request  // reader -> handler; closed by the reader
+	resp chan *response // handler -> writer; closed by the handler
+	done chan struct{}  // closed when the writer has closed nc
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed by stopReading
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{
+		s:       s,
+		nc:      nc,
+		log:     s.log.With("remote", nc.RemoteAddr().String()),
+		reqs:    make(chan *request, maxQueuedRequests),
+		resp:    make(chan *response, maxQueuedRequests),
+		done:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+}
+
+func (c *conn) start() {
+	go c.readLoop()
+	go c.handleLoop()
+	go c.writeLoop()
+}
+
+// stopReading makes the reader stop at the next frame boundary (graceful
+// shutdown): requests already read are still answered.
+func (c *conn) stopReading() {
+	c.stopOnce.Do(func() {
+		close(c.stopped)
+		// Wake a reader blocked in Read. A frame half read is abandoned,
+		// which is fine: its sender gets no answer either way.
+		c.nc.SetReadDeadline(time.Now())
+	})
+}
+
+// readLoop reads frames until EOF, an error, a bad frame or shutdown.
+func (c *conn) readLoop() {
+	defer close(c.reqs)
+	var size [4]byte
+	for {
+		if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		select {
+		case <-c.stopped:
+			return
+		default:
+		}
+		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+			c.logReadErr(err)
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < requestHeaderMin || n > c.s.cfg.SocketRequestMaxBytes {
+			c.log.Warn("server: closing connection: bad request size", "size", n, "socket.request.max.bytes", c.s.cfg.SocketRequestMaxBytes)
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(c.nc, body); err != nil {
+			c.logReadErr(err)
+			return
+		}
+		r := c.s.decodeRequest(body)
+		if r.closeErr != nil {
+			c.log.Warn("server: closing connection", "err", r.closeErr)
+		}
+		select {
+		case c.reqs <- r:
+		case <-c.done:
+			return
+		}
+		if r.closeErr != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) logReadErr(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		select {
+		case <-c.stopped:
+		default:
+			c.log.Info("server: closing idle connection", "connections.max.idle.ms", c.s.cfg.ConnectionsMaxIdle.Milliseconds())
+		}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Info("server: connection closed mid-frame")
+	default:
+		c.log.Debug("server: read failed", "err", err)
+	}
+}
+
+// decodeRequest parses the header and body of one frame. It never panics on
+// malformed input and never returns nil; a request the connection cannot go
+// on after carries closeErr.
+func (s *Server) decodeRequest(body []byte) (r *request) {
+	r = &request{}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("server: panic decoding request", "panic", p, "stack", string(debug.Stack()))
+			r.kreq = nil
+			r.closeErr = fmt.Errorf("server: panic decoding request key %d v%d: %v", r.key, r.version, p)
+		}
+	}()
+	rd := kbin.Reader{Src: body}
+	r.key = rd.Int16()
+	r.version = rd.Int16()
+	r.corr = rd.Int32()
+	if cid := rd.NullableString(); cid != nil {
+		r.clientID = *cid
+	}
+	if !rd.Ok() {
+		r.closeErr = errors.New("server: truncated request header")
+		return r
+	}
+	api, ok := apis[r.key]
+	if !ok {
+		r.closeErr = fmt.Errorf("server: unsupported api key %d", r.key)
+		return r
+	}
+	if r.version < api.min || r.version > api.max {
+		if r.key == apiKeyApiVersions {
+			return r // answered in the v0 format with UNSUPPORTED_VERSION
+		}
+		r.closeErr = fmt.Errorf("server: unsupported %s version %d (serving v%d-v%d)", kmsg.NameForKey(r.key), r.version, api.min, api.max)
+		return r
+	}
+	kreq := kmsg.RequestForKey(r.key)
+	kreq.SetVersion(r.version)
+	if kreq.IsFlexible() {
+		kmsg.SkipTags(&rd)
+		if !rd.Ok() {
+			r.closeErr = errors.New("server: truncated request header tags")
+			return r
+		}
+	}
+	if err := kreq.ReadFrom(rd.Src); err != nil {
+		r.closeErr = fmt.Errorf("server: decode %s v%d: %w", kmsg.NameForKey(r.key), r.version, err)
+		return r
+	}
+	r.kreq = kreq
+	return r
+}
+
+// handleLoop runs requests in order and queues their responses.
+func (c *conn) handleLoop() {
+	defer close(c.resp)
+	stop := false
+	for r := range c.reqs {
+		if stop {
+			continue // drain so the reader is never stuck
+		}
+		resp := c.s.handleRequest(c, r)
+		if resp == nil {
+			continue
+		}
+		select {
+		case c.resp <- resp:
+		case <-c.done:
+			stop = true
+			dropResponse(resp)
+			continue
+		}
+		if resp.close {
+			stop = true
+		}
+	}
+}
+
+// handleRequest runs one request; nil means nothing to write. A panic in a
+// handler is recovered and closes the connection.
+func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
+	if r.closeErr != nil {
+		return &response{close: true}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("server: panic handling request", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p, "stack", string(debug.Stack()))
+			resp = &response{close: true}
+		}
+	}()
+	if r.kreq == nil { // ApiVersions at a version we do not serve
+		return &response{corr: r.corr, kresp: apiVersionsUnsupported()}
+	}
+	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version}
+	out, err := apis[r.key].handle(s, rc, r.kreq)
+	if err != nil {
+		if c != nil {
+			c.log.Warn("server: closing connection", "api", kmsg.NameForKey(r.key), "version", r.version, "err", err)
+		}
+		return &response{close: true}
+	}
+	if out == nil {
+		return nil
+	}
+	out.corr = r.corr
+	return out
+}
+
+// dropResponse releases what an unwritten response holds.
+func dropResponse(r *response) {
+	if r != nil && r.release != nil {
+		r.release()
+	}
+}
+
+// writeLoop writes responses in order, flushing whenever the queue is empty,
+// and closes the connection when the handler is done or a write fails.
+func (c *conn) writeLoop() {
+	w := zerocopy.NewWriter(c.nc)
+	defer func() {
+		w.Rollback(zerocopy.Mark{})
+		c.nc.Close()
+		close(c.done)
+		for r := range c.resp { // release what the handler still sends
+			dropResponse(r)
+		}
+		c.s.connDone(c)
+	}()
+	for {
+		r, ok := <-c.resp
+		if !ok {
+			return
+		}
+		// Batch: encode everything already queued, then flush once.
+		for {
+			if r.close {
+				c.flush(w)
+				return
+			}
+			if err := encodeResponse(w, r); err != nil {
+				c.log.Error("server: encode response failed", "err", err)
+				return
+			}
+			select {
+			case r, ok = <-c.resp:
+				if !ok {
+					c.flush(w)
+					return
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if err := c.flush(w); err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) flush(w *zerocopy.Writer) error {
+	if w.Buffered() == 0 {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	err := w.Flush()
+	if err != nil {
+		c.log.Debug("server: write failed", "err", err)
+	}
+	return err
+}
+
+// encodeResponse appends one response frame to w.
+func encodeResponse(w *zerocopy.Writer, r *response) error {
+	if r.encode != nil {
+		return r.encode(w, r.corr)
+	}
+	if r.kresp == nil {
+		return nil
+	}
+	w.SetFrame(appendKmsgFrame(w.Frame(), r.corr, r.kresp))
+	return nil
+}
+
+// appendKmsgFrame appends size, response header and body. The header has
+// tagged fields for flexible versions, except ApiVersions whose response
+// header is always v0 (KIP-511: a client must parse it before it knows
+// which versions the broker speaks).
+func appendKmsgFrame(dst []byte, corr int32, kresp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(corr))
+	if kresp.IsFlexible() && kresp.Key() != apiKeyApiVersions {
+		dst = append(dst, 0)
+	}
+	dst = kresp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// reqCtx is what a handler knows about the request besides its body.
+type reqCtx struct {
+	conn     *conn // nil in FuzzDispatch and direct handler tests
+	clientID string
+	version  int16
+}
+
+// closing returns a channel closed when the connection or server is going
+// away: long polls return early on it.
+func (rc *reqCtx) closing(s *Server) (<-chan struct{}, <-chan struct{}) {
+	if rc.conn == nil {
+		return s.closing, nil
+	}
+	return s.closing, rc.conn.done
+}

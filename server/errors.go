@@ -1,0 +1,115 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replication"
+)
+
+// Errors raised by the handlers. Each maps to one Kafka error code in
+// errorCode; wrap them with %w to add the detail that goes into a response's
+// error message (CreateTopics and friends carry one from v1).
+var (
+	errUnknownTopicOrPartition  = errors.New("server: unknown topic or partition")
+	errUnknownTopicID           = errors.New("server: unknown topic id")
+	errInvalidTopic             = errors.New("server: invalid topic")
+	errTopicExists              = errors.New("server: topic already exists")
+	errInvalidPartitions        = errors.New("server: invalid partitions")
+	errInvalidReplicationFactor = errors.New("server: invalid replication factor")
+	errInvalidReplicaAssignment = errors.New("server: invalid replica assignment")
+	errInvalidConfig            = errors.New("server: invalid config")
+	errInvalidRequest           = errors.New("server: invalid request")
+	errTopicDeletionDisabled    = errors.New("server: topic deletion is disabled (delete.topic.enable=false)")
+	errMessageTooLarge          = errors.New("server: message too large")
+	errRecordListTooLarge       = errors.New("server: record list larger than the segment size")
+	errInvalidRequiredAcks      = errors.New("server: acks must be -1, 0 or 1")
+	errFencedLeaderEpoch        = errors.New("server: fenced leader epoch")
+	errUnknownLeaderEpoch       = errors.New("server: unknown leader epoch")
+	errFetchSessionNotFound     = errors.New("server: fetch sessions are not kept; send full fetch requests")
+	errTransactionsUnsupported  = errors.New("server: transactions are not supported")
+	errResourceNotFound         = errors.New("server: resource not found")
+)
+
+// errorCode is the one place where Go errors become Kafka error codes. An
+// error it does not know is UNKNOWN_SERVER_ERROR, which the caller should
+// also log.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUnknownTopicOrPartition), errors.Is(err, engine.ErrNoLog):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errUnknownTopicID):
+		return kerr.UnknownTopicID.Code
+	case errors.Is(err, errInvalidTopic):
+		return kerr.InvalidTopicException.Code
+	case errors.Is(err, errTopicExists):
+		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, errInvalidPartitions):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, errInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, errInvalidReplicaAssignment):
+		return kerr.InvalidReplicaAssignment.Code
+	case errors.Is(err, errInvalidConfig):
+		return kerr.InvalidConfig.Code
+	case errors.Is(err, errInvalidRequest), errors.Is(err, errTransactionsUnsupported):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, errTopicDeletionDisabled):
+		return kerr.TopicDeletionDisabled.Code
+	case errors.Is(err, errMessageTooLarge), errors.Is(err, engine.ErrBatchTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, errRecordListTooLarge):
+		return kerr.RecordListTooLarge.Code
+	case errors.Is(err, errInvalidRequiredAcks):
+		return kerr.InvalidRequiredAcks.Code
+	case errors.Is(err, errFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, errUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, errFetchSessionNotFound):
+		return kerr.FetchSessionIDNotFound.Code
+	case errors.Is(err, errResourceNotFound):
+		return kerr.ResourceNotFound.Code
+	case errors.Is(err, engine.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, record.ErrCorrupt):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, record.ErrInvalid):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, record.ErrUnsupported):
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, replication.ErrTransactional):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, replication.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, replication.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, replication.ErrUnknownProducerID):
+		return kerr.UnknownProducerID.Code
+	case errors.Is(err, replication.ErrNotLeader), errors.Is(err, replication.ErrClosed), errors.Is(err, engine.ErrClosed):
+		// The partition went away (deleted, broker stopping): the client
+		// refreshes its metadata and retries.
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, metastore.ErrClosed):
+		return kerr.KafkaStorageError.Code
+	case errors.Is(err, engine.ErrCorruptStore):
+		return kerr.KafkaStorageError.Code
+	default:
+		return kerr.UnknownServerError.Code
+	}
+}
+
+// errorMessage is the response error message for err: nil when err is nil.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	m := err.Error()
+	return &m
+}

@@ -1,0 +1,285 @@
+// Package server speaks the Kafka wire protocol: it accepts connections,
+// reads size-prefixed request frames, decodes them with kmsg, runs one
+// handler per API key (the NN_name.go files, named by key number) and writes
+// the responses back in request order.
+//
+// # Connections
+//
+// Each connection has three goroutines: a reader that reads and decodes
+// frames, a handler that runs requests one at a time in arrival order (as a
+// Kafka broker does per connection, so pipelined produce requests to one
+// partition append in the order they were sent), and a writer that encodes
+// responses and flushes them with a zerocopy.Writer (writev for framing,
+// sendfile for file-backed fetch data). Reading runs ahead of handling by up
+// to maxQueuedRequests requests.
+//
+// # What closes a connection
+//
+// A size prefix that is negative, below the request header size, or above
+// socket.request.max.bytes (checked before anything is allocated); a request
+// that does not decode; an API key Sluice does not serve; a supported API at
+// a version outside our range (except ApiVersions, answered in the v0 format
+// with UNSUPPORTED_VERSION and our ranges, as KIP-511 requires); a panic in a
+// handler (recovered and logged); and connections.max.idle.ms without a
+// request. Kafka answers some unsupported versions with an error response;
+// Sluice closes the connection instead, which every client treats as a
+// retriable network error and which cannot be misparsed.
+//
+// # Error codes
+//
+// Handlers and the layers below return Go errors; the Kafka error code is
+// chosen in one place, errorCode in errors.go, when the response is built.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metastore"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config config.Config
+	Logger *slog.Logger // nil: slog.Default()
+	// Meta and Store are owned by the caller, which closes them after the
+	// Server's Close.
+	Meta  *metastore.Store
+	Store engine.Store
+	// ClusterID is answered in Metadata and DescribeCluster.
+	ClusterID string
+	// AdvertisedHost and AdvertisedPort are the address clients are told to
+	// connect to (Metadata, DescribeCluster).
+	AdvertisedHost string
+	AdvertisedPort int32
+	// Now returns the current time; tests replace it. nil: time.Now.
+	Now func() time.Time
+}
+
+// Server is a single-node Kafka protocol server. Create it with New, feed it
+// listeners with Serve, stop it with Shutdown and Close. Safe for concurrent
+// use.
+type Server struct {
+	cfg    config.Config
+	log    *slog.Logger
+	meta   *metastore.Store
+	store  engine.Store
+	now    func() time.Time
+	nodeID int32
+
+	clusterID string
+	advHost   string
+	advPort   int32
+
+	topics topicRegistry
+	pids   producerIDs
+
+	// closing is closed by Shutdown: listeners stop, readers stop reading,
+	// long polls return what they have.
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	connWG    sync.WaitGroup
+}
+
+// New loads every topic from the metastore and opens its partition logs.
+// On error everything opened so far is closed again.
+func New(opts Options) (*Server, error) {
+	if opts.Meta == nil || opts.Store == nil {
+		return nil, errors.New("server: Options.Meta and Options.Store are required")
+	}
+	s := &Server{
+		cfg:       opts.Config,
+		log:       opts.Logger,
+		meta:      opts.Meta,
+		store:     opts.Store,
+		now:       opts.Now,
+		nodeID:    opts.Config.BrokerID,
+		clusterID: opts.ClusterID,
+		advHost:   opts.AdvertisedHost,
+		advPort:   opts.AdvertisedPort,
+		closing:   make(chan struct{}),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.topics.init()
+	s.pids.meta = s.meta
+	if err := s.loadTopics(); err != nil {
+		s.closePartitions()
+		return nil, err
+	}
+	return s, nil
+}
+
+// SetAdvertised changes the address answered in Metadata. The broker calls
+// it when the real port is known only after listening.
+func (s *Server) SetAdvertised(host string, port int32) {
+	s.mu.Lock()
+	s.advHost, s.advPort = host, port
+	s.mu.Unlock()
+}
+
+func (s *Server) advertised() (string, int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.advHost, s.advPort
+}
+
+// Serve accepts connections on ln until ln is closed or Shutdown is called,
+// and returns nil in those cases. It closes ln before returning.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	default:
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Temporary errors (EMFILE and the like): back off and retry, as
+			// net/http does, instead of spinning or giving up.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff *= 2; backoff > time.Second {
+				backoff = time.Second
+			}
+			s.log.Warn("server: accept failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.closing:
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		if !s.startConn(nc) {
+			nc.Close()
+			return nil
+		}
+	}
+}
+
+// Shutdown stops accepting connections, stops reading new requests, answers
+// the requests already read (long polls return at once with what they
+// have), and waits until every connection is closed. It is idempotent.
+func (s *Server) Shutdown() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		close(s.closing)
+		for ln := range s.listeners {
+			ln.Close()
+		}
+		for c := range s.conns {
+			c.stopReading()
+		}
+		s.mu.Unlock()
+	})
+	s.connWG.Wait()
+}
+
+// Close shuts the server down (see Shutdown) and closes every partition. The
+// metastore and the engine store stay open: they belong to the caller.
+func (s *Server) Close() error {
+	s.Shutdown()
+	return s.closePartitions()
+}
+
+// closePartitions closes every open partition and returns the first error.
+func (s *Server) closePartitions() error {
+	var first error
+	for _, t := range s.topics.all() {
+		for _, p := range t.parts {
+			if err := p.Close(); err != nil && first == nil {
+				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.index, err)
+			}
+		}
+	}
+	return first
+}
+
+// ApplyRetention runs retention on every partition log (the broker calls it
+// every log.retention.check.interval.ms) and returns the first error; the
+// other partitions are still processed.
+func (s *Server) ApplyRetention() error {
+	now := s.now()
+	var first error
+	for _, t := range s.topics.all() {
+		for _, p := range t.parts {
+			before := p.LogStartOffset()
+			after, err := p.Log().ApplyRetention(now)
+			if err != nil {
+				if errors.Is(err, engine.ErrClosed) {
+					continue // deleted under us
+				}
+				s.log.Error("server: retention failed", "topic", t.name, "partition", p.index, "err", err)
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			if after > before {
+				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.index, "log_start_offset", after)
+			}
+		}
+	}
+	return first
+}
+
+// startConn registers and starts a connection; false when shutting down.
+func (s *Server) startConn(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closing:
+		return false
+	default:
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	c.start()
+	return true
+}
+
+// connDone unregisters c; the writer calls it when the connection is closed.
+func (s *Server) connDone(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.connWG.Done()
+}

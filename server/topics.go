@@ -1,0 +1,381 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replication"
+)
+
+// partition is one open partition of a topic.
+type partition struct {
+	*replication.Partition
+	topic string
+	index int32
+}
+
+// topic is a published, immutable snapshot of one topic: a change (configs,
+// partitions) publishes a new snapshot sharing the partitions.
+type topic struct {
+	name  string
+	id    [16]byte
+	meta  metastore.Topic // as stored; Configs holds the overrides
+	cfg   topicConfig
+	parts []*partition
+}
+
+// topicRegistry is the set of live topics. Lookups take mu for reading;
+// changes are serialized by admin (held across the metastore write and the
+// log changes) and publish with mu held for writing.
+type topicRegistry struct {
+	admin  sync.Mutex
+	mu     sync.RWMutex
+	byName map[string]*topic
+	byID   map[[16]byte]*topic
+}
+
+func (r *topicRegistry) init() {
+	r.byName = map[string]*topic{}
+	r.byID = map[[16]byte]*topic{}
+}
+
+func (r *topicRegistry) get(name string) *topic {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byName[name]
+}
+
+func (r *topicRegistry) getID(id [16]byte) *topic {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byID[id]
+}
+
+// all returns the topics sorted by name.
+func (r *topicRegistry) all() []*topic {
+	r.mu.RLock()
+	ts := slices.Collect(maps.Values(r.byName))
+	r.mu.RUnlock()
+	slices.SortFunc(ts, func(a, b *topic) int { return strings.Compare(a.name, b.name) })
+	return ts
+}
+
+// publish installs t (replacing a topic of the same name).
+func (r *topicRegistry) publish(t *topic) {
+	r.mu.Lock()
+	r.byName[t.name] = t
+	r.byID[t.id] = t
+	r.mu.Unlock()
+}
+
+func (r *topicRegistry) remove(t *topic) {
+	r.mu.Lock()
+	delete(r.byName, t.name)
+	delete(r.byID, t.id)
+	r.mu.Unlock()
+}
+
+// partition returns the named partition, or nil.
+func (s *Server) partition(topicName string, p int32) *partition {
+	t := s.topics.get(topicName)
+	if t == nil || p < 0 || int(p) >= len(t.parts) {
+		return nil
+	}
+	return t.parts[p]
+}
+
+// loadTopics opens every topic in the metastore. A log the metastore lists
+// but the store lacks (a memory store after a restart, or a crash between
+// the metastore write and the log creation) is created empty; a log the
+// store holds for no topic (a crash during a delete) is deleted.
+func (s *Server) loadTopics() error {
+	metas, err := s.meta.ListTopics()
+	if err != nil {
+		return fmt.Errorf("server: load topics: %w", err)
+	}
+	known := map[engine.PartitionID]bool{}
+	for _, m := range metas {
+		if err := checkTopicConfigs(m.Configs); err != nil {
+			s.log.Warn("server: stored topic config no longer valid; using broker defaults for bad keys", "topic", m.Name, "err", err)
+		}
+		t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(m.Configs)}
+		for i := int32(0); i < m.Partitions; i++ {
+			known[engine.PartitionID{Topic: m.Name, Partition: i}] = true
+			p, err := s.openPartition(t, i, false)
+			if err != nil {
+				s.topics.publish(t) // so closePartitions sees what opened
+				return err
+			}
+			t.parts = append(t.parts, p)
+		}
+		s.topics.publish(t)
+	}
+	ids, err := s.store.ListLogs()
+	if err != nil {
+		return fmt.Errorf("server: list logs: %w", err)
+	}
+	for _, id := range ids {
+		if !known[id] {
+			s.log.Warn("server: deleting stray log with no topic in the metastore", "topic", id.Topic, "partition", id.Partition)
+			if err := s.store.DeleteLog(id); err != nil {
+				return fmt.Errorf("server: delete stray log %s-%d: %w", id.Topic, id.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
+// openPartition opens (or, when create is set or the log is missing,
+// creates) partition i of t and wraps it in a replication.Partition.
+// A create that finds a leftover log deletes it first.
+func (s *Server) openPartition(t *topic, i int32, create bool) (*partition, error) {
+	id := engine.PartitionID{Topic: t.name, Partition: i}
+	var log engine.Log
+	var err error
+	if create {
+		log, err = s.store.CreateLog(id, t.cfg.log)
+		if errors.Is(err, engine.ErrLogExists) {
+			s.log.Warn("server: replacing leftover log", "topic", t.name, "partition", i)
+			if err = s.store.DeleteLog(id); err == nil {
+				log, err = s.store.CreateLog(id, t.cfg.log)
+			}
+		}
+	} else {
+		log, err = s.store.OpenLog(id, t.cfg.log)
+		if errors.Is(err, engine.ErrNoLog) {
+			s.log.Warn("server: log missing; creating it empty", "topic", t.name, "partition", i)
+			log, err = s.store.CreateLog(id, t.cfg.log)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: open log %s-%d: %w", t.name, i, err)
+	}
+	rp, err := replication.NewPartition(log, replication.Options{
+		Topic:         t.name,
+		Partition:     i,
+		LogAppendTime: t.cfg.logAppendTime,
+		Now:           s.now,
+		Logger:        s.log,
+	})
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("server: open partition %s-%d: %w", t.name, i, err)
+	}
+	return &partition{Partition: rp, topic: t.name, index: i}, nil
+}
+
+// maxTopicNameLen is Kafka's limit (249, so that "<topic>-<partition>"
+// directory names and their suffixes fit in 255 bytes).
+const maxTopicNameLen = 249
+
+// validateTopicName applies Kafka's rules (org.apache.kafka.common.internals.Topic).
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: topic name is empty", errInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: topic name cannot be %q", errInvalidTopic, name)
+	case len(name) > maxTopicNameLen:
+		return fmt.Errorf("%w: topic name is longer than %d characters", errInvalidTopic, maxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: topic name %q contains characters other than ASCII alphanumerics, '.', '_' and '-'", errInvalidTopic, name)
+		}
+	}
+	return nil
+}
+
+// collisionName is name with '.' replaced by '_': two topics whose collision
+// names are equal would share metric names, so Kafka refuses the second.
+func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// newTopicID returns a random topic id that is not zero and whose base64
+// form does not start with '-' (Kafka's Uuid.randomUuid rules, so it never
+// looks like a command-line flag).
+func newTopicID() [16]byte {
+	for {
+		var id [16]byte
+		rand.Read(id[:])
+		if id == ([16]byte{}) {
+			continue
+		}
+		if base64.RawURLEncoding.EncodeToString(id[:])[0] == '-' {
+			continue
+		}
+		return id
+	}
+}
+
+// topicSpec is a validated CreateTopics entry.
+type topicSpec struct {
+	name       string
+	partitions int32
+	rf         int16
+	configs    map[string]string
+}
+
+// checkNewTopic validates a topic to be created. REQUIRES: s.topics.admin held.
+func (s *Server) checkNewTopic(spec *topicSpec) error {
+	if err := validateTopicName(spec.name); err != nil {
+		return err
+	}
+	if s.topics.get(spec.name) != nil {
+		return fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
+	}
+	cn := collisionName(spec.name)
+	for _, t := range s.topics.all() {
+		if collisionName(t.name) == cn {
+			return fmt.Errorf("%w: topic %q collides with existing topic %q", errInvalidTopic, spec.name, t.name)
+		}
+	}
+	if spec.partitions == -1 {
+		spec.partitions = s.cfg.NumPartitions
+	}
+	if spec.rf == -1 {
+		spec.rf = s.cfg.DefaultReplicationFactor
+	}
+	if spec.partitions <= 0 {
+		return fmt.Errorf("%w: number of partitions must be larger than 0", errInvalidPartitions)
+	}
+	if spec.rf <= 0 {
+		return fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
+	}
+	if spec.rf > 1 {
+		return fmt.Errorf("%w: replication factor %d larger than the 1 available broker", errInvalidReplicationFactor, spec.rf)
+	}
+	return checkTopicConfigs(spec.configs)
+}
+
+// createTopic creates a validated topic: metastore first (so a crash leaves
+// a topic whose logs are created at the next start), then its logs.
+// REQUIRES: s.topics.admin held.
+func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
+	m := metastore.Topic{
+		Name:              spec.name,
+		ID:                newTopicID(),
+		Partitions:        spec.partitions,
+		ReplicationFactor: spec.rf,
+		Configs:           spec.configs,
+		CreatedAt:         s.now(),
+	}
+	if m.Configs == nil {
+		m.Configs = map[string]string{}
+	}
+	for i := int32(0); i < spec.partitions; i++ {
+		m.Assignment = append(m.Assignment, []int32{s.nodeID})
+	}
+	if err := s.meta.PutTopic(m); err != nil {
+		return nil, fmt.Errorf("server: store topic %q: %w", spec.name, err)
+	}
+	t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(m.Configs)}
+	for i := int32(0); i < m.Partitions; i++ {
+		p, err := s.openPartition(t, i, true)
+		if err != nil {
+			for _, p := range t.parts {
+				p.Close()
+				s.store.DeleteLog(engine.PartitionID{Topic: t.name, Partition: p.index})
+			}
+			if derr := s.meta.DeleteTopic(t.name); derr != nil {
+				s.log.Error("server: undo topic creation", "topic", t.name, "err", derr)
+			}
+			return nil, err
+		}
+		t.parts = append(t.parts, p)
+	}
+	s.topics.publish(t)
+	s.log.Info("server: created topic", "topic", t.name, "partitions", m.Partitions, "configs", m.Configs)
+	return t, nil
+}
+
+// autoCreateTopic creates name with the broker defaults when
+// auto.create.topics.enable is set; it returns the topic that exists
+// afterwards (possibly created concurrently) or an error.
+func (s *Server) autoCreateTopic(name string) (*topic, error) {
+	s.topics.admin.Lock()
+	defer s.topics.admin.Unlock()
+	if t := s.topics.get(name); t != nil {
+		return t, nil
+	}
+	spec := topicSpec{name: name, partitions: -1, rf: -1}
+	if err := s.checkNewTopic(&spec); err != nil {
+		return nil, err
+	}
+	return s.createTopicLocked(spec)
+}
+
+// deleteTopicLocked removes t: it disappears from lookups at once, its
+// partitions close (waking long polls), its logs and its metastore entry
+// are deleted. REQUIRES: s.topics.admin held.
+func (s *Server) deleteTopicLocked(t *topic) error {
+	s.topics.remove(t)
+	var first error
+	for _, p := range t.parts {
+		if err := p.Close(); err != nil && first == nil {
+			first = err
+		}
+		if err := s.store.DeleteLog(engine.PartitionID{Topic: t.name, Partition: p.index}); err != nil && !errors.Is(err, engine.ErrNoLog) && first == nil {
+			first = err
+		}
+	}
+	if err := s.meta.DeleteTopic(t.name); err != nil && !errors.Is(err, metastore.ErrNotFound) && first == nil {
+		first = err
+	}
+	if first != nil {
+		s.log.Error("server: delete topic", "topic", t.name, "err", first)
+		return fmt.Errorf("server: delete topic %q: %w", t.name, first)
+	}
+	s.log.Info("server: deleted topic", "topic", t.name)
+	return nil
+}
+
+// setTopicConfigsLocked stores new overrides for t and applies them to its
+// live logs. REQUIRES: s.topics.admin held; overrides validated.
+func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) error {
+	m := t.meta
+	m.Configs = overrides
+	if err := s.meta.PutTopic(m); err != nil {
+		return fmt.Errorf("server: store configs of %q: %w", t.name, err)
+	}
+	nt := *t
+	nt.meta = m
+	nt.cfg = s.effectiveConfig(overrides)
+	for _, p := range nt.parts {
+		if err := p.Log().SetConfig(nt.cfg.log); err != nil {
+			return fmt.Errorf("server: apply configs to %s-%d: %w", t.name, p.index, err)
+		}
+		p.SetLogAppendTime(nt.cfg.logAppendTime)
+	}
+	s.topics.publish(&nt)
+	s.log.Info("server: changed topic configs", "topic", t.name, "configs", overrides)
+	return nil
+}
+
+// resolveTopic finds a topic by id when id is non-zero, else by name.
+func (s *Server) resolveTopic(name string, id [16]byte) (*topic, error) {
+	if id != ([16]byte{}) {
+		if t := s.topics.getID(id); t != nil {
+			return t, nil
+		}
+		return nil, errUnknownTopicID
+	}
+	if t := s.topics.get(name); t != nil {
+		return t, nil
+	}
+	return nil, errUnknownTopicOrPartition
+}
+
+// metaPreview is the metastore.Topic spec would be stored as (for
+// validate_only answers).
+func metaPreview(spec topicSpec) metastore.Topic {
+	return metastore.Topic{Name: spec.name, Partitions: spec.partitions, ReplicationFactor: spec.rf, Configs: spec.configs}
+}
