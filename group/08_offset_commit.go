@@ -1,0 +1,160 @@
+package group
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/metastore"
+)
+
+// OffsetCommit (key 8), versions 2-9.
+//
+//	v2-v4  retention time: an explicit expiry (-1: the broker's retention)
+//	v3     throttle time
+//	v6     leader epoch per partition
+//	v7     group.instance.id (KIP-345)
+//	v8     flexible
+//	v9     (KIP-848 epochs; classic groups treat it as v8)
+//
+// A member commits with its member id and generation, checked as Kafka does
+// (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+// REBALANCE_IN_PROGRESS while CompletingRebalance). A consumer outside group
+// management commits with generation -1 and an empty member id ("simple"
+// commits), allowed while the group has no members. Offsets are synced to
+// the metastore before the answer.
+
+func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	codes := c.commit(req)
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// commit validates and stores one OffsetCommit (Kafka's handleCommitOffsets)
+// and returns the error code of each partition, indexed like req.Topics.
+func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest) [][]int16 {
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	failAll := func(code int16) [][]int16 {
+		for _, cs := range codes {
+			for j := range cs {
+				cs[j] = code
+			}
+		}
+		return codes
+	}
+	if code := c.validateGroup(req.Group); code != 0 {
+		return failAll(code)
+	}
+	g := c.getGroup(req.Group, false)
+	if g == nil {
+		if req.Generation >= 0 {
+			// A member of a group we do not know, or of a past generation.
+			return failAll(errIllegalGeneration)
+		}
+		// Not using group management: the group exists to hold offsets.
+		if g = c.getGroup(req.Group, true); g == nil {
+			return failAll(errCoordinatorNotAvailable)
+		}
+	}
+	var instanceID *string
+	if req.Version >= 7 {
+		instanceID = req.InstanceID
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if code := g.validateCommitLocked(req.Generation, req.MemberID, instanceID); code != 0 {
+		return failAll(code)
+	}
+	switch g.state {
+	case stateCompletingRebalance:
+		// The member has this generation's JoinGroup answer but not its
+		// assignment yet.
+		return failAll(errRebalanceInProgress)
+	case stateStable, statePreparingRebalance:
+		// Commits stay allowed while preparing: the member learns of the
+		// rebalance from its heartbeat.
+		if m := g.members[req.MemberID]; m != nil {
+			c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
+		}
+	}
+
+	now := c.clock.Now()
+	var expire time.Time
+	if req.Version <= 4 && req.RetentionTimeMillis >= 0 {
+		expire = now.Add(time.Duration(req.RetentionTimeMillis) * time.Millisecond)
+	}
+	offsets := make(map[metastore.TopicPartition]metastore.CommittedOffset)
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			var md string
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			if len(md) > c.opts.MaxMetadataSize {
+				codes[i][j] = errOffsetMetadataTooLarge
+				continue
+			}
+			epoch := int32(-1)
+			if req.Version >= 6 {
+				epoch = p.LeaderEpoch
+			}
+			offsets[metastore.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = metastore.CommittedOffset{
+				Offset: p.Offset, LeaderEpoch: epoch, Metadata: md, CommitTime: now, ExpireTime: expire,
+			}
+		}
+	}
+	if err := c.store.CommitOffsets(g.name, offsets); err != nil {
+		c.log.Warn("group: commit offsets", "group", g.name, "err", err)
+		code := storeErrorCode(err)
+		for i, t := range req.Topics {
+			for j := range t.Partitions {
+				if codes[i][j] == 0 {
+					codes[i][j] = code
+				}
+			}
+		}
+		return codes
+	}
+	for tp, o := range offsets {
+		g.offsets[tp] = o
+	}
+	return codes
+}
+
+// validateCommitLocked is Kafka's validateOffsetCommit: a commit naming a
+// member (generation >= 0, a member id or an instance id) must come from a
+// current member of the current generation; an anonymous one is accepted
+// only while the group has no members.
+// REQUIRES: g.mu held.
+func (g *group) validateCommitLocked(generation int32, memberID string, instanceID *string) int16 {
+	if g.state == stateDead {
+		return errCoordinatorNotAvailable
+	}
+	if generation >= 0 || memberID != "" || instanceID != nil {
+		if code := g.validateMember(memberID, instanceID); code != 0 {
+			return code
+		}
+		if generation != g.generation {
+			return errIllegalGeneration
+		}
+		return 0
+	}
+	if g.state != stateEmpty {
+		return errUnknownMemberID
+	}
+	return 0
+}

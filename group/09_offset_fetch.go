@@ -1,0 +1,142 @@
+package group
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/metastore"
+)
+
+// OffsetFetch (key 9), versions 1-9.
+//
+//	v2  a null topic list fetches every committed offset; top-level error
+//	v3  throttle time
+//	v5  leader epoch
+//	v6  flexible
+//	v7  require_stable (KIP-447): ignored, Sluice has no pending
+//	    transactional offsets
+//	v8  several groups per request, each with its own error
+//	v9  member id and epoch (KIP-848), ignored for classic groups
+//
+// A partition without a committed offset answers offset -1, no error.
+
+func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			var topics []kmsg.OffsetFetchRequestTopic
+			if rg.Topics != nil {
+				topics = []kmsg.OffsetFetchRequestTopic{}
+				for _, t := range rg.Topics {
+					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+			code, fetched := c.fetchOffsets(rg.Group, topics)
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group, g.ErrorCode = rg.Group, code
+			for _, ft := range fetched {
+				gt := kmsg.NewOffsetFetchResponseGroupTopic()
+				gt.Topic = ft.Topic
+				for _, p := range ft.Partitions {
+					gt.Partitions = append(gt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
+						Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch,
+						Metadata: p.Metadata, ErrorCode: p.ErrorCode,
+					})
+				}
+				g.Topics = append(g.Topics, gt)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp
+	}
+	topics := req.Topics
+	if req.Version < 2 && topics == nil {
+		topics = []kmsg.OffsetFetchRequestTopic{}
+	}
+	code, fetched := c.fetchOffsets(req.Group, topics)
+	resp.Topics = fetched
+	if req.Version >= 2 {
+		resp.ErrorCode = code
+	} else if code != 0 {
+		// v1 has no top-level error: put it on every partition.
+		resp.Topics = nil
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, unknownOffset(p, code))
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return resp
+}
+
+// unknownOffset is the answer for a partition without a committed offset.
+func unknownOffset(partition int32, code int16) kmsg.OffsetFetchResponseTopicPartition {
+	p := kmsg.NewOffsetFetchResponseTopicPartition()
+	p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = partition, -1, -1, code
+	empty := ""
+	p.Metadata = &empty
+	return p
+}
+
+// fetchOffsets returns the group-level error code and the committed offsets
+// of the requested partitions, or of every partition when topics is nil,
+// sorted by topic and partition in that case.
+func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic) (int16, []kmsg.OffsetFetchResponseTopic) {
+	if code := c.validateGroup(name); code != 0 {
+		return code, nil
+	}
+	var offsets map[metastore.TopicPartition]metastore.CommittedOffset
+	if g := c.getGroup(name, false); g != nil {
+		g.mu.Lock()
+		if g.state != stateDead {
+			offsets = make(map[metastore.TopicPartition]metastore.CommittedOffset, len(g.offsets))
+			for tp, o := range g.offsets {
+				offsets[tp] = o
+			}
+		}
+		g.mu.Unlock()
+	}
+	answer := func(tp metastore.TopicPartition) kmsg.OffsetFetchResponseTopicPartition {
+		o, ok := offsets[tp]
+		if !ok {
+			return unknownOffset(tp.Partition, 0)
+		}
+		p := kmsg.NewOffsetFetchResponseTopicPartition()
+		md := o.Metadata
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = tp.Partition, o.Offset, o.LeaderEpoch, &md
+		return p
+	}
+	var out []kmsg.OffsetFetchResponseTopic
+	if topics == nil {
+		tps := make([]metastore.TopicPartition, 0, len(offsets))
+		for tp := range offsets {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, func(a, b metastore.TopicPartition) int {
+			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		for _, tp := range tps {
+			if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = tp.Topic
+				out = append(out, rt)
+			}
+			out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, answer(tp))
+		}
+		return 0, out
+	}
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, answer(metastore.TopicPartition{Topic: t.Topic, Partition: p}))
+		}
+		out = append(out, rt)
+	}
+	return 0, out
+}

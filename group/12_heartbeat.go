@@ -1,0 +1,55 @@
+package group
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// Heartbeat (key 12), versions 0-4.
+//
+//	v1  throttle time
+//	v3  group.instance.id (KIP-345)
+//	v4  flexible
+//
+// A heartbeat resets the member's session timer and tells it whether a
+// rebalance is under way (REBALANCE_IN_PROGRESS); it never blocks.
+
+func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = c.heartbeatCode(req)
+	return resp
+}
+
+// heartbeatCode is Kafka's handleHeartbeat.
+func (c *Coordinator) heartbeatCode(req *kmsg.HeartbeatRequest) int16 {
+	if code := c.validateGroup(req.Group); code != 0 {
+		return code
+	}
+	g := c.getGroup(req.Group, false)
+	if g == nil {
+		return errUnknownMemberID
+	}
+	var instanceID *string
+	if req.Version >= 3 {
+		instanceID = req.InstanceID
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return errCoordinatorNotAvailable
+	case g.isStaticMemberFenced(instanceID, req.MemberID):
+		return errFencedInstanceID
+	case g.members[req.MemberID] == nil:
+		return errUnknownMemberID
+	case req.Generation != g.generation:
+		return errIllegalGeneration
+	}
+	m := g.members[req.MemberID]
+	switch g.state {
+	case stateCompletingRebalance, stateStable:
+		c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
+		return 0
+	case statePreparingRebalance:
+		c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
+		return errRebalanceInProgress
+	}
+	return errUnknownMemberID // Empty
+}
