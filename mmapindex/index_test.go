@@ -29,12 +29,11 @@ func TestOffsetLookup(t *testing.T) {
 			defer x.Close()
 			fillOffset(t, x, n)
 			for target := int64(990); target <= 1000+int64(10*n)+20; target++ {
-				// Linear reference: greatest entry with offset <= target.
+				// Reference: entry i has offset 1000+10*(i+1), so the
+				// greatest one <= target is i = (target-1000)/10 - 1.
 				want := -1
-				for i := 0; i < n; i++ {
-					if o, _ := x.Entry(i); o <= target {
-						want = i
-					}
+				if target >= 1010 {
+					want = min(int((target-1000)/10)-1, n-1)
 				}
 				o, p, ok := x.Lookup(target)
 				if ok != (want >= 0) {

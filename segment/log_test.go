@@ -517,3 +517,73 @@ func TestPeriodicFlush(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestConcurrentReadAppend runs readers against an appender that rolls
+// segments and applies retention: every read returns whole, valid batches
+// that start at or before the offset asked for.
+func TestConcurrentReadAppend(t *testing.T) {
+	cfg := testCfg()
+	cfg.RetentionBytes = 16 << 10
+	_, l := newLog(t, cfg, nil)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			for i := 0; i < 100000; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				start, end := l.StartOffset(), l.EndOffset()
+				if end == start {
+					continue
+				}
+				off := start + rng.Int63n(end-start)
+				s, err := l.Read(off, 1+rng.Intn(2000), -1)
+				if errors.Is(err, engine.ErrOffsetOutOfRange) {
+					continue // retention moved the start meanwhile
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := s.AppendTo(nil)
+				s.Release()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, _, err := record.ValidateAll(b); err != nil {
+					errs <- err
+					return
+				}
+				if first := record.Batch(b); first.BaseOffset() > off || first.LastOffset() < off {
+					errs <- errors.New("read returned a batch that does not hold the offset")
+					return
+				}
+			}
+		}(int64(r))
+	}
+	rng := rand.New(rand.NewSource(99))
+	for i := 0; i < 400; i++ {
+		if _, err := l.Append(mkBatch(rng, 1+rng.Intn(3), int64(i), 10+rng.Intn(300)), engine.AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			if _, err := l.ApplyRetention(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
