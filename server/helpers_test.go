@@ -1,0 +1,5 @@
+package server_test
+
+import "github.com/sluice/sluice/config"
+
+type configT = config.Config
