@@ -9,10 +9,11 @@ import (
 	"github.com/sluice/sluice/engine"
 	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/record"
+	_ "github.com/sluice/sluice/segment"
 )
 
 // backends are the storage backends every test runs over.
-var backends = []string{"memory"}
+var backends = []string{"memory", "segment"}
 
 // forEachBackend runs body once per backend as a subtest.
 func forEachBackend(t *testing.T, body func(t *testing.T, backend string)) {
@@ -57,9 +58,9 @@ type countingLog struct {
 	engine.Log
 	appends, flushes atomic.Int64
 
-	mu     sync.Mutex
-	gate   chan struct{} // when set, the next Append blocks until it is closed
-	during func()        // when set, runs after the inner Append succeeded
+	mu      sync.Mutex
+	gate    chan struct{} // when set, the next Append blocks until it is closed
+	during  func()        // when set, runs after the inner Append succeeded
 	onFlush func()
 }
 
