@@ -187,14 +187,20 @@ func decodeOffsetKey(key []byte) (group string, tp TopicPartition, err error) {
 	if !ok {
 		return "", tp, corruptf(key, "bad group name in offset key")
 	}
-	tp, err = decodeOffsetTP(key, len(key)-len(rest))
+	tp, err = decodeOffsetTP(key, len(key)-len(rest), "")
 	return group, tp, err
 }
 
 // decodeOffsetTP decodes the topic-partition of an offset key whose group
-// prefix (0x03 esc(group)) is plen bytes long.
-func decodeOffsetTP(key []byte, plen int) (TopicPartition, error) {
-	topic, rest, ok := decodeName(key[plen:])
+// prefix (0x03 esc(group)) is plen bytes long. When the topic equals prev,
+// prev itself is returned, so a scan over one topic's partitions allocates
+// its name once.
+func decodeOffsetTP(key []byte, plen int, prev string) (TopicPartition, error) {
+	b := key[plen:]
+	if len(b) == len(prev)+2+4 && string(b[:len(prev)]) == prev && b[len(prev)] == escByte && b[len(prev)+1] == escEnd {
+		return TopicPartition{Topic: prev, Partition: int32(binary.BigEndian.Uint32(b[len(prev)+2:]))}, nil
+	}
+	topic, rest, ok := decodeName(b)
 	if !ok || len(rest) != 4 {
 		return TopicPartition{}, corruptf(key, "bad topic-partition in offset key")
 	}

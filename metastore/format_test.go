@@ -78,6 +78,11 @@ func TestOffsetKeyRoundTrip(t *testing.T) {
 				t.Fatalf("decodeOffsetKey = %q %v %v", g, tp, err)
 			}
 			prefix := offsetGroupPrefix(nil, tc.group)
+			for _, prev := range []string{"", tc.tp.Topic, tc.tp.Topic + "x", "t"} {
+				if got, err := decodeOffsetTP(k, len(prefix), prev); err != nil || got != tc.tp {
+					t.Fatalf("decodeOffsetTP(prev=%q) = %v, %v", prev, got, err)
+				}
+			}
 			if !bytes.HasPrefix(k, prefix) || bytes.Compare(k, prefixEnd(prefix)) >= 0 {
 				t.Fatalf("key %x outside its group range [%x, %x)", k, prefix, prefixEnd(prefix))
 			}

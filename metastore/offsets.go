@@ -68,8 +68,9 @@ func (s *Store) CommitOffsets(group string, offsets map[TopicPartition]Committed
 func (s *Store) FetchOffsets(group string) (map[TopicPartition]CommittedOffset, error) {
 	prefix := offsetGroupPrefix(nil, group)
 	out := make(map[TopicPartition]CommittedOffset)
+	var prevTopic string
 	err := s.scan(prefix, prefixEnd(prefix), func(k, v []byte) error {
-		tp, err := decodeOffsetTP(k, len(prefix))
+		tp, err := decodeOffsetTP(k, len(prefix), prevTopic)
 		if err != nil {
 			return err
 		}
@@ -78,6 +79,7 @@ func (s *Store) FetchOffsets(group string) (map[TopicPartition]CommittedOffset, 
 			return err
 		}
 		out[tp] = o
+		prevTopic = tp.Topic
 		return nil
 	})
 	if err != nil {
