@@ -217,16 +217,18 @@ func (c *Coordinator) addMemberAndRebalanceLocked(g *group, a joinArgs) <-chan j
 	}
 	g.addMemberLocked(m)
 	c.scheduleHeartbeatLocked(g, m, newMemberJoinTimeout)
+	wait := m.joinCh // the rebalance may complete, and answer, right here
 	c.maybePrepareRebalanceLocked(g)
-	return m.joinCh
+	return wait
 }
 
 // updateMemberAndRebalanceLocked records a known member's new join and
 // starts a rebalance if none is in progress.
 func (c *Coordinator) updateMemberAndRebalanceLocked(g *group, m *member, a joinArgs) <-chan joinResult {
 	c.updateMemberLocked(m, a)
+	wait := m.joinCh // the rebalance may complete, and answer, right here
 	c.maybePrepareRebalanceLocked(g)
-	return m.joinCh
+	return wait
 }
 
 // updateMemberLocked stores a join's protocols and timeouts in m and makes m
@@ -273,12 +275,13 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinAr
 	m.clientID, m.clientHost = a.clientID, a.clientHost
 	c.scheduleHeartbeatLocked(g, m, a.session)
 	c.updateMemberLocked(m, a)
+	wait := m.joinCh
 
 	switch g.state {
 	case stateStable:
 		if g.selectProtocol() != g.protocol || !bytesEqualNil(m.metadata(g.protocol), oldMetadata) {
 			c.maybePrepareRebalanceLocked(g)
-			return joinResult{}, m.joinCh
+			return joinResult{}, wait
 		}
 		if err := c.store.PutGroup(g.toStore()); err != nil {
 			c.log.Warn("group: save replaced static member", "group", g.name, "err", err)
@@ -311,7 +314,7 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinAr
 		// The leader may be assigning to the old id: rebalance again.
 		c.prepareRebalanceLocked(g)
 	}
-	return joinResult{}, m.joinCh
+	return joinResult{}, wait
 }
 
 func bytesEqualNil(a, b []byte) bool { return string(a) == string(b) }
