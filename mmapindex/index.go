@@ -89,6 +89,15 @@ func openFile(path string, entrySize, maxBytes int) (*file, error) {
 		return nil, fmt.Errorf("mmapindex: stat %s: %w", path, err)
 	}
 	size := st.Size() - st.Size()%int64(entrySize)
+	// Entries can only lie in the data the file had, before any hole:
+	// the writer fills it from the start, and preallocation (here or
+	// before a crash) extends it with a hole. SEEK_HOLE finds the end of
+	// that data without touching the zero pages (on file systems without
+	// holes it returns the file size).
+	scan := size
+	if hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE); err == nil && hole < scan {
+		scan = hole
+	}
 	if want := int64(roundDown(maxBytes, entrySize)); want > size {
 		size = want
 	}
@@ -96,8 +105,33 @@ func openFile(path string, entrySize, maxBytes int) (*file, error) {
 		f.Close()
 		return nil, err
 	}
-	x.n.Store(int64(x.scanEntries()))
+	n := x.scanEntries(int(scan))
+	x.n.Store(int64(n))
+	if err := x.zeroRange(int64(n*entrySize), st.Size()); err != nil {
+		x.Close()
+		return nil, err
+	}
 	return x, nil
+}
+
+// zeroRange zeroes bytes [from, to) of the file, restoring the invariant
+// that everything after the entries is zero: a crash can leave pages of
+// old entries after a page that never reached the disk (a hole, which the
+// scan stops at). Whole pages are punched out, so the file stays sparse.
+func (x *file) zeroRange(from, to int64) error {
+	to = min(to, int64(len(x.mm)))
+	if from >= to {
+		return nil
+	}
+	page := int64(os.Getpagesize())
+	mid := min((from+page-1)/page*page, to)
+	clear(x.mm[from:mid])
+	if mid < to {
+		if err := unix.Fallocate(int(x.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, mid, to-mid); err != nil {
+			clear(x.mm[mid:to]) // no hole punching here: write zeros
+		}
+	}
+	return nil
 }
 
 func roundDown(v, m int) int {
@@ -141,11 +175,13 @@ func (x *file) unmap() error {
 	return nil
 }
 
-// scanEntries counts entries up to the last one that is not all zeros,
-// scanning backwards from the end (a trimmed file ends with a real entry, so
-// the common case reads one entry).
-func (x *file) scanEntries() int {
-	for i := len(x.mm)/x.entrySize - 1; i >= 0; i-- {
+// scanEntries counts entries up to the last one that is not all zeros in
+// the first limit bytes, scanning backwards (a trimmed file ends with a real
+// entry, so the common case reads one entry).
+func (x *file) scanEntries(limit int) int {
+	last := (min(limit, len(x.mm)) + x.entrySize - 1) / x.entrySize
+	last = min(last, len(x.mm)/x.entrySize)
+	for i := last - 1; i >= 0; i-- {
 		e := x.mm[i*x.entrySize : (i+1)*x.entrySize]
 		for _, c := range e {
 			if c != 0 {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // fillOffset appends n entries: offset base+10*(i+1), position 100*(i+1).
@@ -186,4 +188,40 @@ func TestTimeIndex(t *testing.T) {
 	if x.Entries() != 1000 {
 		t.Fatalf("entries after reopen %d", x.Entries())
 	}
+}
+
+// TestStaleEntriesAfterHole: a crash can leave old entries after a page
+// that never reached the disk. The scan stops at the hole, and the stale
+// entries past it are wiped so they cannot come back later.
+func TestStaleEntriesAfterHole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.index")
+	x, err := OpenOffset(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillOffset(t, x, 2000) // 16000 bytes: pages 0-3
+	x.unmap()
+	x.f.Close()
+	// Punch page 1 out, as if it had never been written back.
+	f, _ := os.OpenFile(path, os.O_RDWR, 0)
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096); err != nil {
+		t.Skip("no hole punching:", err)
+	}
+	f.Close()
+	x, err = OpenOffset(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Entries() != 512 {
+		t.Fatalf("entries %d, want the 512 before the hole", x.Entries())
+	}
+	if err := x.Check(1<<30, -1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 512 * 8; i < len(x.mm); i++ {
+		if x.mm[i] != 0 {
+			t.Fatalf("byte %d after the entries is %d", i, x.mm[i])
+		}
+	}
+	x.Close()
 }
