@@ -35,7 +35,8 @@ type Group struct {
 	Leader       string
 	Members      []GroupMember
 	// StateTime is when the group last changed state (for
-	// offsets.retention.minutes of empty groups).
+	// offsets.retention.minutes of empty groups). Stored with millisecond
+	// precision.
 	StateTime time.Time
 }
 

@@ -20,7 +20,8 @@ type Topic struct {
 	Assignment [][]int32
 	// Configs holds topic-level overrides only (retention.ms, ...). Topics
 	// returned by the store always have a non-nil Configs.
-	Configs   map[string]string
+	Configs map[string]string
+	// CreatedAt is stored with millisecond precision.
 	CreatedAt time.Time
 }
 
