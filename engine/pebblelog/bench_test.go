@@ -3,6 +3,7 @@ package pebblelog
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/record"
@@ -76,8 +77,13 @@ func BenchmarkReadSequential(b *testing.B) {
 		}
 		// Flush the memtable now so no background flush runs while timing:
 		// reads come from sstables through the block cache.
-		if err := s.(*Store).db.Flush(); err != nil {
+		db := s.(*Store).db
+		if err := db.Flush(); err != nil {
 			b.Fatal(err)
+		}
+		// Let the compaction the flush triggers finish too (bounded wait).
+		for i := 0; i < 500 && db.Metrics().Compact.NumInProgress > 0; i++ {
+			time.Sleep(10 * time.Millisecond)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
