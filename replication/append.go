@@ -38,6 +38,7 @@ type appendReq struct {
 	batches []byte
 	res     AppendResult
 	err     error
+	write   bool // set by appendRound: the batches are in the engine append
 	// wake receives exactly one message: true when the request's
 	// goroutine must lead the next round, false when res/err are set.
 	wake chan bool
@@ -143,19 +144,18 @@ func (p *Partition) runRound() {
 			r.err = ErrClosed
 		}
 	} else if err := p.appendRound(round); err != nil && len(round) > 1 && !errors.Is(err, engine.ErrClosed) {
-		// One request may have poisoned the round: retry each alone.
-		// Requests that failed their own checks or were duplicates
-		// (batches == nil) keep their result.
-		for i, r := range round {
-			if r.batches != nil {
-				_ = p.appendRound(round[i : i+1])
-			}
+		// One request may have poisoned the round: the round's producer
+		// changes were rolled back, so retry every request alone, checks
+		// included (a duplicate may have pointed into the failed round).
+		for i := range round {
+			_ = p.appendRound(round[i : i+1])
 		}
 	}
 
 	// Deliver. After the wake a request belongs to its goroutine again.
 	for i, r := range round {
 		round[i] = nil
+		r.batches = nil
 		r.wake <- false
 	}
 	p.qmu.Lock()
@@ -183,17 +183,17 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	for _, r := range round {
 		r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 		r.err = nil
+		r.write = false
 		res, dup, err := ps.check(r.batches, next)
 		switch {
 		case err != nil:
 			r.err = err
-			r.batches = nil
 			continue
 		case res == checkDuplicate:
 			r.res.BaseOffset, r.res.LastOffset, r.res.Duplicate = dup.firstOffset, dup.lastOffset, true
-			r.batches = nil
 			continue
 		}
+		r.write = true
 		n := countOffsets(r.batches)
 		r.res.BaseOffset, r.res.LastOffset = next, next+n-1
 		next += n
@@ -236,7 +236,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		ps.rollback(0)
 		err = fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
 		for _, r := range round {
-			if r.batches != nil {
+			if r.write {
 				r.err = err
 			}
 		}
@@ -246,11 +246,12 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	p.appends.Add(1)
 	p.advanceHW(p.leaderHW(info.LastOffset + 1))
 	p.fillStart(round)
-	for _, r := range round {
-		if r.batches != nil && opts.LogAppendTime > 0 {
-			r.res.LogAppendTime = opts.LogAppendTime
+	if opts.LogAppendTime > 0 {
+		for _, r := range round {
+			if r.write {
+				r.res.LogAppendTime = opts.LogAppendTime
+			}
 		}
-		r.batches = nil
 	}
 	return nil
 }
