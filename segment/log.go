@@ -259,7 +259,7 @@ func (l *Log) Truncate(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", engine.ErrOffsetOutOfRange, offset)
 	}
-	if offset <= l.start.Load() && offset <= l.segs[0].base {
+	if offset < l.start.Load() || offset == l.segs[0].base {
 		return l.restartAtLocked(offset)
 	}
 	l.mu.RLock()
@@ -320,10 +320,13 @@ func (l *Log) restartAtLocked(offset int64) error {
 	l.end.Store(offset)
 	l.mu.Unlock()
 	for _, s := range old {
+		rm := s.remove
 		if s.base == offset {
-			continue // its files were replaced by createSegment
+			// createSegment already unlinked its files: only let go
+			// of the handles.
+			rm = s.close
 		}
-		if rerr := s.remove(); err == nil {
+		if rerr := rm(); err == nil {
 			err = rerr
 		}
 	}

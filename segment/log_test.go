@@ -587,3 +587,39 @@ func TestConcurrentReadAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestTruncateBelowStart(t *testing.T) {
+	for _, target := range []string{"below start", "first base"} {
+		t.Run(target, func(t *testing.T) {
+			st, l := newLog(t, testCfg(), nil)
+			batches := fill(t, l, rand.New(rand.NewSource(16)), 30, 2)
+			to := int64(0)
+			if target == "below start" {
+				start := record.Batch(batches[20]).BaseOffset()
+				if err := l.DeleteBefore(start); err != nil {
+					t.Fatal(err)
+				}
+				to = start - 1
+			}
+			if err := l.Truncate(to); err != nil {
+				t.Fatal(err)
+			}
+			if l.StartOffset() != to || l.EndOffset() != to || l.Size() != 0 {
+				t.Fatalf("start %d end %d size %d, want empty at %d", l.StartOffset(), l.EndOffset(), l.Size(), to)
+			}
+			if got := segBases(t, l.dir); len(got) != 1 || got[0] != to {
+				t.Fatalf("segments %v", got)
+			}
+			if len(l.LeaderEpochs()) != 0 {
+				t.Fatalf("epochs %v", l.LeaderEpochs())
+			}
+			checkLog(t, l, nil)
+			st.Close()
+			s2, l2 := reopen(t, st.dir)
+			defer s2.Close()
+			if l2.StartOffset() != to || l2.EndOffset() != to+2 {
+				t.Fatalf("after reopen start %d end %d", l2.StartOffset(), l2.EndOffset())
+			}
+		})
+	}
+}

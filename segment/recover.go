@@ -77,6 +77,14 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		l.closeSegs()
 		return nil, err
 	}
+	for _, seg := range recovered {
+		// What recovery validated becomes part of the recovery point
+		// (the log end, below) once it is on disk.
+		if err := seg.flush(); err != nil {
+			l.closeSegs()
+			return nil, err
+		}
+	}
 	start := s.startOffsets[id]
 	if len(l.segs) == 0 {
 		seg, err := createSegment(l.dir, start, l.cfg, s.now().UnixMilli())
@@ -100,7 +108,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		}
 		end = start
 	}
-	if epochErr != nil || (cached == nil && end > l.segs[0].base && !recovered) {
+	if epochErr != nil || (cached == nil && end > l.segs[0].base) {
 		if err := l.rebuildEpochs(); err != nil {
 			l.closeSegs()
 			return nil, err
@@ -112,16 +120,6 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		if err := l.writeEpochs(); err != nil {
 			l.closeSegs()
 			return nil, err
-		}
-	}
-	if recovered {
-		// What recovery validated becomes the recovery point once it
-		// is on disk.
-		for _, seg := range l.segs {
-			if err := seg.flush(); err != nil {
-				l.closeSegs()
-				return nil, err
-			}
 		}
 	}
 	l.syncer.point.Store(end)
@@ -191,11 +189,12 @@ func (l *Log) scanDir() ([]int64, error) {
 
 // recoverSegments checks or recovers every segment (see loadLog), drops
 // the segments after a cut, and leaves l.segs with a ready active segment.
-// It reports whether any segment was recovered.
-func (l *Log) recoverSegments(clean bool, rp int64) (bool, error) {
+// It returns the segments it recovered.
+func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 	var br *bufio.Reader
 	var big []byte
-	recovered, cut := false, false
+	var recovered []*segment
+	cut := false
 	kept := l.segs[:0]
 	all := l.segs
 	for i, seg := range all {
@@ -226,7 +225,7 @@ func (l *Log) recoverSegments(clean bool, rp int64) (bool, error) {
 			if err != nil {
 				return recovered, err
 			}
-			recovered = true
+			recovered = append(recovered, seg)
 			if !last && (truncated || seg.next != all[i+1].base) {
 				cut = true
 			}
