@@ -149,3 +149,6 @@ func readAll(t testing.TB, p *Partition) []record.Batch {
 	}
 	return out
 }
+
+// recordBatch views a built batch.
+func recordBatch(b []byte) record.Batch { return record.Batch(b) }
