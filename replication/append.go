@@ -144,6 +144,8 @@ func (p *Partition) runRound() {
 			r.err = ErrClosed
 		}
 	} else if err := p.appendRound(round); err != nil && len(round) > 1 && !errors.Is(err, engine.ErrClosed) {
+		p.logger.Warn("replication: coalesced append failed, retrying each request alone",
+			"topic", p.opts.Topic, "partition", p.opts.Partition, "requests", len(round), "err", err)
 		// One request may have poisoned the round: the round's producer
 		// changes were rolled back, so retry every request alone, checks
 		// included (a duplicate may have pointed into the failed round).

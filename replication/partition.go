@@ -108,6 +108,8 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	if err := rebuildProducers(p.producers, log, scan); err != nil {
 		return nil, err
 	}
+	p.logger.Debug("replication: partition open", "topic", opts.Topic, "partition", opts.Partition,
+		"start", log.StartOffset(), "end", log.EndOffset(), "producers", len(p.producers.producers))
 	// Single node: everything in the local log is committed.
 	p.hw.Store(log.EndOffset())
 	return p, nil
