@@ -56,6 +56,7 @@ func TestReadBounds(t *testing.T) {
 	}{
 		{"one batch when maxBytes is tiny (KIP-74)", b(10).BaseOffset(), 1, -1, cat(10, 11)},
 		{"offset inside a batch gives the whole batch", mid, 1, -1, cat(10, 11)},
+		{"maxBytes 0 gives one batch", b(10).BaseOffset(), 0, -1, cat(10, 11)},
 		{"maxBytes covers exactly two batches", b(10).BaseOffset(), len(cat(10, 12)), -1, cat(10, 12)},
 		{"maxBytes one short of two batches", b(10).BaseOffset(), len(cat(10, 12)) - 1, -1, cat(10, 11)},
 		{"a read stays in its segment", b(10).BaseOffset(), 1 << 20, -1, cat(10, segEnd)},

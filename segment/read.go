@@ -153,8 +153,9 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 			return zerocopy.Slice{}, nil
 		}
 	}
-	if maxBytes > 0 && pos+int64(maxBytes) < limit {
-		limit = pos + int64(maxBytes)
+	// maxBytes <= 0 still returns the first batch (KIP-74).
+	if m := pos + int64(max(maxBytes, 0)); m < limit {
+		limit = m
 	}
 	e, err := s.endFor(pos, size, limit, committed)
 	if err != nil {
