@@ -67,18 +67,20 @@ const (
 	swapSuffix    = ".swap"
 	tmpSuffix     = ".tmp"
 
-	cleanShutdownFile   = ".kafka_cleanshutdown"
-	recoveryPointFile   = "recovery-point-offset-checkpoint"
-	logStartOffsetFile  = "log-start-offset-checkpoint"
-	leaderEpochFile     = "leader-epoch-checkpoint"
-	checkpointVersion   = 0
-	deleteDirSuffix     = "-delete" // a partition dir being removed
-	segmentNameDigits   = 20
-	headerPeekSize      = 12 // baseOffset + batchLength
-	lastOffsetDeltaPos  = 23
-	maxTimestampPos     = 35
-	leaderEpochPos      = 12
-	recordHeaderReadLen = 61
+	cleanShutdownFile  = ".kafka_cleanshutdown"
+	recoveryPointFile  = "recovery-point-offset-checkpoint"
+	logStartOffsetFile = "log-start-offset-checkpoint"
+	leaderEpochFile    = "leader-epoch-checkpoint"
+	checkpointVersion  = 0
+	deleteDirSuffix    = "-delete" // a partition dir being removed
+	segmentNameDigits  = 20
+
+	// Prefixes of a batch header that readers pread (see record's
+	// format): baseOffset+batchLength, through partitionLeaderEpoch, and
+	// through lastOffsetDelta.
+	headerPeekSize     = 12
+	headerEpochSize    = 16
+	headerLastDeltaEnd = 27
 )
 
 // segmentPath returns the path of the file with suffix for the segment

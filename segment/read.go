@@ -56,16 +56,11 @@ func (s *segment) findBatch(offset, limit int64) (pos, size int64, ok bool, err 
 	}
 	// offset is in the last batch below limit, or past it: its
 	// lastOffsetDelta says which.
-	var lod [4]byte
-	if _, err := s.f.ReadAt(lod[:], prev+lastOffsetDeltaPos); err != nil {
+	var h [headerLastDeltaEnd]byte
+	if _, err := s.f.ReadAt(h[:], prev); err != nil {
 		return 0, 0, false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, prev, err)
 	}
-	var base [8]byte
-	if _, err := s.f.ReadAt(base[:], prev); err != nil {
-		return 0, 0, false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, prev, err)
-	}
-	last := int64(binary.BigEndian.Uint64(base[:])) + int64(int32(binary.BigEndian.Uint32(lod[:])))
-	if offset > last {
+	if offset > record.Batch(h[:]).LastOffset() {
 		return 0, 0, false, nil
 	}
 	return prev, prevSize, true, nil
@@ -125,8 +120,8 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 		return zerocopy.Slice{}, err
 	}
 	if !ok {
-		// offset lies in a later segment: only when this one ends
-		// below it (a gap left by a truncated-then-rolled log).
+		// Offsets are dense, so the segment holding offset holds a
+		// batch with it; this only guards against one that ends early.
 		if i+1 < len(l.segs) {
 			s = l.segs[i+1]
 			limit = s.size.Load()

@@ -363,7 +363,7 @@ func (l *Log) rebuildEpochs() error {
 	for _, seg := range l.segs {
 		size := seg.size.Load()
 		for pos := int64(0); pos < size; {
-			n, err := seg.header(hdr[:leaderEpochPos+4], pos, size)
+			n, err := seg.header(hdr[:headerEpochSize], pos, size)
 			if err != nil {
 				return fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, seg.path, err)
 			}
