@@ -323,6 +323,10 @@ func (c *Coordinator) VersionRange(key int16) (minVersion, maxVersion int16, ok 
 // group until its timeouts remove it, as in Kafka). Other requests do not
 // block except on the metastore's fsync.
 //
+// After Close, requests are answered with COORDINATOR_NOT_AVAILABLE. The
+// response may share byte slices (member metadata, assignments) with the
+// coordinator: encode it, do not modify it.
+//
 // Errors: ErrUnhandled for a key Handles rejects, ErrUnsupportedVersion for
 // a version outside VersionRange, ctx.Err() as above. Protocol-level
 // failures are error codes inside the response, never Go errors.

@@ -39,8 +39,6 @@ var (
 	// ErrUnhandled is returned by Handle for a request key it does not serve
 	// (Handles reports false).
 	ErrUnhandled = errors.New("group: request not handled by the group coordinator")
-	// ErrClosed is returned by Handle after Close.
-	ErrClosed = errors.New("group: coordinator closed")
 )
 
 // storeErrorCode maps a metastore failure to the code a client sees, as
