@@ -15,7 +15,11 @@ import (
 // always checked against the bytes the client sent.
 func PrepareAppend(buf []byte, next int64, opts AppendOptions, maxBatchBytes int) (AppendInfo, error) {
 	var info AppendInfo
-	if _, _, err := record.ValidateAll(buf); err != nil {
+	if opts.Prevalidated {
+		if err := checkFraming(buf); err != nil {
+			return info, err
+		}
+	} else if _, _, err := record.ValidateAll(buf); err != nil {
 		return info, err
 	}
 	info.FirstOffset = next
@@ -49,4 +53,20 @@ func PrepareAppend(buf []byte, next int64, opts AppendOptions, maxBatchBytes int
 	}
 	info.LastOffset = next - 1
 	return info, nil
+}
+
+// checkFraming walks the batch lengths of buf: every batch must have a
+// whole header, magic 2, and end inside buf, with buf ending on a batch.
+func checkFraming(buf []byte) error {
+	if len(buf) == 0 {
+		return &record.BatchError{Kind: record.ErrCorrupt, Reason: "no record batch"}
+	}
+	for pos := 0; pos < len(buf); {
+		size, ok := record.PeekSize(buf[pos:])
+		if !ok || size < record.HeaderSize || size > len(buf)-pos || record.Batch(buf[pos:]).Magic() != record.Magic {
+			return &record.BatchError{Pos: pos, Kind: record.ErrCorrupt, Reason: "batch framing does not match the bytes"}
+		}
+		pos += size
+	}
+	return nil
 }

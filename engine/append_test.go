@@ -153,3 +153,27 @@ func TestPrepareAppendNoAlloc(t *testing.T) {
 		t.Fatalf("PrepareAppend allocates %.1f times", n)
 	}
 }
+
+func TestPrepareAppendPrevalidatedChecksFraming(t *testing.T) {
+	good := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, BaseSequence: -1},
+		[]record.BuildRecord{{Value: []byte("v"), Timestamp: 1}})
+	cases := []struct {
+		name string
+		buf  []byte
+		ok   bool
+	}{
+		{"whole batch", good, true},
+		{"empty", nil, false},
+		{"cut short", good[:len(good)-1], false},
+		{"trailing bytes", append(append([]byte(nil), good...), 1, 2, 3), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := append([]byte(nil), tc.buf...)
+			_, err := PrepareAppend(buf, 0, AppendOptions{AssignOffsets: true, Prevalidated: true}, 0)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -152,6 +152,12 @@ type AppendOptions struct {
 	// LogAppendTime, when > 0, marks the batches LogAppendTime with this
 	// timestamp (ms) and recomputes their CRC.
 	LogAppendTime int64
+	// Prevalidated says the caller already ran record.ValidateAll on these
+	// exact bytes (the partition layer does, to fail one request of a
+	// coalesced round alone), so the CRC is not computed a second time.
+	// Batch framing is still checked, so a wrong claim cannot make the
+	// backend read out of bounds.
+	Prevalidated bool
 }
 
 // AppendInfo describes a successful append.

@@ -218,7 +218,8 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	if writers > 1 {
 		data = buf
 	}
-	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load()}
+	// Every request was validated (CRC included) before it was queued.
+	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load(), Prevalidated: true}
 	if p.logAppendTime.Load() {
 		opts.LogAppendTime = p.now().UnixMilli()
 	}
