@@ -88,30 +88,35 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // what Validate or Peek established.
 type Batch []byte
 
-func (b Batch) BaseOffset() int64       { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
-func (b Batch) BatchLength() int32      { return int32(binary.BigEndian.Uint32(b[offBatchLength:])) }
-func (b Batch) Size() int               { return LogOverhead + int(b.BatchLength()) }
-func (b Batch) LeaderEpoch() int32      { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
-func (b Batch) Magic() int8             { return int8(b[offMagic]) }
-func (b Batch) CRC() uint32             { return binary.BigEndian.Uint32(b[offCRC:]) }
-func (b Batch) Attributes() int16       { return int16(binary.BigEndian.Uint16(b[offAttributes:])) }
-func (b Batch) Codec() int              { return int(b.Attributes() & CodecMask) }
-func (b Batch) LogAppendTime() bool     { return b.Attributes()&TimestampTypeBit != 0 }
-func (b Batch) Transactional() bool     { return b.Attributes()&TransactionalBit != 0 }
-func (b Batch) Control() bool           { return b.Attributes()&ControlBit != 0 }
-func (b Batch) LastOffsetDelta() int32  { return int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])) }
-func (b Batch) LastOffset() int64       { return b.BaseOffset() + int64(b.LastOffsetDelta()) }
-func (b Batch) NextOffset() int64       { return b.LastOffset() + 1 }
-func (b Batch) BaseTimestamp() int64    { return int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])) }
-func (b Batch) MaxTimestamp() int64     { return int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])) }
-func (b Batch) ProducerID() int64       { return int64(binary.BigEndian.Uint64(b[offProducerID:])) }
-func (b Batch) ProducerEpoch() int16    { return int16(binary.BigEndian.Uint16(b[offProducerEpoch:])) }
-func (b Batch) BaseSequence() int32     { return int32(binary.BigEndian.Uint32(b[offBaseSequence:])) }
-func (b Batch) RecordCount() int32      { return int32(binary.BigEndian.Uint32(b[offRecordCount:])) }
-func (b Batch) Records() []byte         { return b[HeaderSize:b.Size()] }
-func (b Batch) SetBaseOffset(o int64)   { binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(o)) }
-func (b Batch) SetLeaderEpoch(e int32)  { binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(e)) }
-func (b Batch) LastSequence() int32     { return seqAdd(b.BaseSequence(), b.LastOffsetDelta()) }
+func (b Batch) BaseOffset() int64      { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
+func (b Batch) BatchLength() int32     { return int32(binary.BigEndian.Uint32(b[offBatchLength:])) }
+func (b Batch) Size() int              { return LogOverhead + int(b.BatchLength()) }
+func (b Batch) LeaderEpoch() int32     { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
+func (b Batch) Magic() int8            { return int8(b[offMagic]) }
+func (b Batch) CRC() uint32            { return binary.BigEndian.Uint32(b[offCRC:]) }
+func (b Batch) Attributes() int16      { return int16(binary.BigEndian.Uint16(b[offAttributes:])) }
+func (b Batch) Codec() int             { return int(b.Attributes() & CodecMask) }
+func (b Batch) LogAppendTime() bool    { return b.Attributes()&TimestampTypeBit != 0 }
+func (b Batch) Transactional() bool    { return b.Attributes()&TransactionalBit != 0 }
+func (b Batch) Control() bool          { return b.Attributes()&ControlBit != 0 }
+func (b Batch) LastOffsetDelta() int32 { return int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])) }
+func (b Batch) LastOffset() int64      { return b.BaseOffset() + int64(b.LastOffsetDelta()) }
+func (b Batch) NextOffset() int64      { return b.LastOffset() + 1 }
+func (b Batch) BaseTimestamp() int64   { return int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])) }
+func (b Batch) MaxTimestamp() int64    { return int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])) }
+func (b Batch) ProducerID() int64      { return int64(binary.BigEndian.Uint64(b[offProducerID:])) }
+func (b Batch) ProducerEpoch() int16   { return int16(binary.BigEndian.Uint16(b[offProducerEpoch:])) }
+func (b Batch) BaseSequence() int32    { return int32(binary.BigEndian.Uint32(b[offBaseSequence:])) }
+func (b Batch) RecordCount() int32     { return int32(binary.BigEndian.Uint32(b[offRecordCount:])) }
+func (b Batch) Records() []byte        { return b[HeaderSize:b.Size()] }
+func (b Batch) SetBaseOffset(o int64)  { binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(o)) }
+func (b Batch) SetLeaderEpoch(e int32) { binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(e)) }
+func (b Batch) LastSequence() int32 {
+	if b.BaseSequence() < 0 {
+		return NoSequence
+	}
+	return seqAdd(b.BaseSequence(), b.LastOffsetDelta())
+}
 func (b Batch) ComputeCRC() uint32      { return crc32.Checksum(b[crcStart:b.Size()], castagnoli) }
 func (b Batch) setCRC(c uint32)         { binary.BigEndian.PutUint32(b[offCRC:], c) }
 func (b Batch) setMaxTimestamp(t int64) { binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(t)) }

@@ -1,0 +1,52 @@
+// Command sluice is the Sluice broker and its tools:
+//
+//	sluice serve [--config server.properties] [--set key=value ...]
+//	sluice dump-log [--deep] [--print-data-log] FILE...
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run a broker", serve},
+		{"dump-log", "print the batches of a segment file and its index entries", dumpLog},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "sluice: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sluice COMMAND [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+}
