@@ -58,6 +58,9 @@ func (s *Server) createPartitionsLocked(rt kmsg.CreatePartitionsRequestTopic, va
 	if rt.Count <= cur {
 		return fmt.Errorf("%w: topic %q has %d partitions; the new count %d must be larger", errInvalidPartitions, t.name, cur, rt.Count)
 	}
+	if rt.Count > s.maxPartitions {
+		return fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, rt.Count, s.maxPartitions)
+	}
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != rt.Count-cur {
 			return fmt.Errorf("%w: %d assignments for %d new partitions", errInvalidReplicaAssignment, len(rt.Assignment), rt.Count-cur)

@@ -166,6 +166,7 @@ func (s *Server) decodeRequest(body []byte) (r *request) {
 	r = &request{}
 	defer func() {
 		if p := recover(); p != nil {
+			s.panics.Add(1)
 			s.log.Error("server: panic decoding request", "panic", p, "stack", string(debug.Stack()))
 			r.kreq = nil
 			r.closeErr = fmt.Errorf("server: panic decoding request key %d v%d: %v", r.key, r.version, p)
@@ -244,6 +245,7 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
+			s.panics.Add(1)
 			s.log.Error("server: panic handling request", "api", kmsg.NameForKey(r.key), "version", r.version, "panic", p, "stack", string(debug.Stack()))
 			resp = &response{close: true}
 		}

@@ -37,6 +37,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/config"
@@ -62,6 +63,11 @@ type Options struct {
 	Now func() time.Time
 }
 
+// MaxPartitionsPerTopic bounds the partitions of one topic. Kafka has no
+// such limit, but a request for two billion partitions should fail fast
+// rather than exhaust memory and file descriptors.
+const MaxPartitionsPerTopic = 100_000
+
 // Server is a single-node Kafka protocol server. Create it with New, feed it
 // listeners with Serve, stop it with Shutdown and Close. Safe for concurrent
 // use.
@@ -79,6 +85,14 @@ type Server struct {
 
 	topics topicRegistry
 	pids   producerIDs
+
+	// panics counts panics recovered while decoding or handling requests:
+	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
+	panics atomic.Int64
+
+	// maxPartitions bounds one topic's partition count (CreateTopics,
+	// CreatePartitions): INVALID_PARTITIONS above it.
+	maxPartitions int32
 
 	// closing is closed by Shutdown: listeners stop, readers stop reading,
 	// long polls return what they have.
@@ -98,18 +112,19 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("server: Options.Meta and Options.Store are required")
 	}
 	s := &Server{
-		cfg:       opts.Config,
-		log:       opts.Logger,
-		meta:      opts.Meta,
-		store:     opts.Store,
-		now:       opts.Now,
-		nodeID:    opts.Config.BrokerID,
-		clusterID: opts.ClusterID,
-		advHost:   opts.AdvertisedHost,
-		advPort:   opts.AdvertisedPort,
-		closing:   make(chan struct{}),
-		listeners: map[net.Listener]struct{}{},
-		conns:     map[*conn]struct{}{},
+		cfg:           opts.Config,
+		log:           opts.Logger,
+		meta:          opts.Meta,
+		store:         opts.Store,
+		now:           opts.Now,
+		nodeID:        opts.Config.BrokerID,
+		clusterID:     opts.ClusterID,
+		advHost:       opts.AdvertisedHost,
+		advPort:       opts.AdvertisedPort,
+		maxPartitions: MaxPartitionsPerTopic,
+		closing:       make(chan struct{}),
+		listeners:     map[net.Listener]struct{}{},
+		conns:         map[*conn]struct{}{},
 	}
 	if s.log == nil {
 		s.log = slog.Default()

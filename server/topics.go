@@ -247,6 +247,9 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 	if spec.partitions <= 0 {
 		return fmt.Errorf("%w: number of partitions must be larger than 0", errInvalidPartitions)
 	}
+	if spec.partitions > s.maxPartitions {
+		return fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, spec.partitions, s.maxPartitions)
+	}
 	if spec.rf <= 0 {
 		return fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
 	}
