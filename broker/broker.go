@@ -93,9 +93,10 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
 	b = &Broker{cfg: cfg, log: log, stopRetention: make(chan struct{}), closed: make(chan struct{})}
+	opened := b // b is nil on the error returns below
 	defer func() {
 		if err != nil {
-			b.closeStores()
+			opened.closeStores()
 		}
 	}()
 

@@ -1,0 +1,220 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/broker"
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
+)
+
+func client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestRestartKeepsData: records, topics, topic ids, configs and the cluster
+// id survive a clean restart on the same dir; producer ids are not reused.
+func TestRestartKeepsData(t *testing.T) {
+	for _, be := range brokertest.Backends() {
+		t.Run("backend="+be, func(t *testing.T) {
+			dir := t.TempDir()
+			b := brokertest.StartIn(t, dir, be)
+			cl := client(t, b.Addr())
+			adm := kadm.NewClient(cl)
+			ctx := ctxFor(t, time.Minute)
+			if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"retention.ms": kmsg.StringPtr("86400000")}, "keep"); err != nil {
+				t.Fatal(err)
+			}
+			const n = 3000
+			for i := 0; i < n; i++ {
+				cl.Produce(ctx, &kgo.Record{Topic: "keep", Key: []byte(strconv.Itoa(i)), Value: []byte(fmt.Sprint("v", i))}, nil)
+			}
+			if err := cl.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			details, err := adm.ListTopics(ctx, "keep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := details["keep"].ID
+			ends, _ := adm.ListEndOffsets(ctx, "keep")
+			pid1 := initPID(t, b.Addr())
+			cid := b.ClusterID()
+			cl.Close()
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			b2 := brokertest.StartIn(t, dir, be)
+			if b2.ClusterID() != cid {
+				t.Fatalf("cluster id changed: %s -> %s", cid, b2.ClusterID())
+			}
+			cl2 := client(t, b2.Addr())
+			adm2 := kadm.NewClient(cl2)
+			details2, err := adm2.ListTopics(ctx, "keep")
+			if err != nil || details2["keep"].ID != id || len(details2["keep"].Partitions) != 3 {
+				t.Fatalf("topic after restart: %v %+v", err, details2["keep"])
+			}
+			ends2, _ := adm2.ListEndOffsets(ctx, "keep")
+			var total int64
+			ends.Each(func(o kadm.ListedOffset) {
+				o2, _ := ends2.Lookup(o.Topic, o.Partition)
+				if o2.Offset != o.Offset {
+					t.Errorf("partition %d end offset %d, was %d", o.Partition, o2.Offset, o.Offset)
+				}
+				total += o2.Offset
+			})
+			if total != n {
+				t.Fatalf("%d records after restart, want %d", total, n)
+			}
+			rcs, err := adm2.DescribeTopicConfigs(ctx, "keep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, _ := rcs.On("keep", nil)
+			for _, c := range rc.Configs {
+				if c.Key == "retention.ms" && c.MaybeValue() != "86400000" {
+					t.Fatalf("retention.ms after restart: %q", c.MaybeValue())
+				}
+			}
+			cons := client(t, b2.Addr(), kgo.ConsumeTopics("keep"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			seen := map[string]bool{}
+			for len(seen) < n {
+				fs := cons.PollFetches(ctx)
+				if ctx.Err() != nil {
+					t.Fatalf("read %d of %d after restart", len(seen), n)
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					if string(r.Value) != "v"+string(r.Key) {
+						t.Fatalf("record %q=%q", r.Key, r.Value)
+					}
+					seen[string(r.Key)] = true
+				})
+			}
+			if pid2 := initPID(t, b2.Addr()); pid2 <= pid1 {
+				t.Fatalf("producer id %d after restart, not above %d", pid2, pid1)
+			}
+			// A new producer after restart continues the log.
+			if err := cl2.ProduceSync(ctx, &kgo.Record{Topic: "keep", Partition: 0, Value: []byte("after")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func initPID(t *testing.T, addr string) int64 {
+	t.Helper()
+	cl := client(t, addr)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	resp, err := req.RequestWith(ctxFor(t, 10*time.Second), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("init producer id: %v %v", err, resp)
+	}
+	return resp.ProducerID
+}
+
+// TestCloseEndsLongPoll: Close answers a parked fetch at once instead of
+// waiting for its MaxWait.
+func TestCloseEndsLongPoll(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	cl := client(t, b.Addr())
+	if _, err := kadm.NewClient(cl).CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "lp"); err != nil {
+		t.Fatal(err)
+	}
+	cons := client(t, b.Addr(), kgo.ConsumeTopics("lp"), kgo.FetchMaxWait(30*time.Second))
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		cons.PollFetches(ctxFor(t, 5*time.Second))
+	}()
+	time.Sleep(300 * time.Millisecond) // let the fetch park
+	done := make(chan error, 1)
+	go func() { done <- b.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return within 10s with a 30s long poll parked")
+	}
+	b.Wait()
+	<-polled
+}
+
+func TestAdvertisedAddress(t *testing.T) {
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.AdvertisedListeners = []string{"PLAINTEXT://broker.example:19092"}
+	})
+	cl := client(t, b.Addr())
+	md := kmsg.NewPtrMetadataRequest()
+	resp, err := md.RequestWith(ctxFor(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Brokers) != 1 || resp.Brokers[0].Host != "broker.example" || resp.Brokers[0].Port != 19092 {
+		t.Fatalf("brokers: %+v", resp.Brokers)
+	}
+
+	b2 := brokertest.Start(t, "memory")
+	host, port, _ := net.SplitHostPort(b2.Addr())
+	cl2 := client(t, b2.Addr())
+	resp, err = kmsg.NewPtrMetadataRequest().RequestWith(ctxFor(t, 10*time.Second), cl2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Brokers[0].Host != host || strconv.Itoa(int(resp.Brokers[0].Port)) != port {
+		t.Fatalf("advertised %s:%d, bound %s", resp.Brokers[0].Host, resp.Brokers[0].Port, b2.Addr())
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Config)
+	}{
+		{"unknown backend", func(c *config.Config) { c.StorageBackend = "nope" }},
+		{"bad listener", func(c *config.Config) { c.Listeners = []string{"127.0.0.1:0"} }},
+		{"ssl listener", func(c *config.Config) { c.Listeners = []string{"SSL://127.0.0.1:0"} }},
+		{"no log dirs", func(c *config.Config) { c.LogDirs = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := brokertest.Config(t.TempDir(), "memory", tc.mod)
+			b, err := broker.Start(cfg, broker.Options{Logger: brokertest.Logger(t)})
+			if err == nil {
+				b.Close()
+				t.Fatal("started")
+			}
+		})
+	}
+	// A cluster.id that disagrees with the stored one is refused.
+	dir := t.TempDir()
+	b := brokertest.StartIn(t, dir, "memory")
+	b.Close()
+	cfg := brokertest.Config(dir, "memory", func(c *config.Config) { c.ClusterIDOverride = "other" })
+	if b, err := broker.Start(cfg, broker.Options{Logger: brokertest.Logger(t)}); err == nil {
+		b.Close()
+		t.Fatal("started with a mismatched cluster.id")
+	}
+}
