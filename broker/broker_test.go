@@ -218,3 +218,39 @@ func TestStartErrors(t *testing.T) {
 		t.Fatal("started with a mismatched cluster.id")
 	}
 }
+
+// TestRetentionLoop: with log.retention.check.interval.ms set, the broker
+// deletes old segments of a topic with a small retention.bytes.
+func TestRetentionLoop(t *testing.T) {
+	for _, be := range brokertest.Backends() {
+		t.Run("backend="+be, func(t *testing.T) {
+			b := brokertest.Start(t, be, func(c *config.Config) { c.LogRetentionCheck = 50 * time.Millisecond })
+			cl := client(t, b.Addr(), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(1))
+			adm := kadm.NewClient(cl)
+			ctx := ctxFor(t, time.Minute)
+			cfgs := map[string]*string{"segment.bytes": kmsg.StringPtr("1024"), "retention.bytes": kmsg.StringPtr("2048")}
+			if r, err := adm.CreateTopic(ctx, 1, 1, cfgs, "ret"); err != nil || r.Err != nil {
+				t.Fatal(err, r.Err)
+			}
+			for i := 0; i < 100; i++ {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ret", Value: make([]byte, 200)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				starts, err := adm.ListStartOffsets(ctx, "ret")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o, _ := starts.Lookup("ret", 0); o.Offset > 0 {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("retention deleted nothing within 20s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -18,11 +18,17 @@ import (
 	"github.com/sluice/sluice/zerocopy"
 )
 
-// maxQueuedRequests is how far the reader may run ahead of the handler, and
-// the handler ahead of the writer, on one connection. franz-go pipelines up
-// to 5 produce requests per connection by default; 32 leaves room for any
-// client without letting one connection hold much memory.
-const maxQueuedRequests = 32
+// maxQueuedRequests is how many decoded requests may wait for the handler
+// on one connection. Kept small because a frame may be as large as
+// socket.request.max.bytes: a connection holds at most maxQueuedRequests+2
+// request frames (queued, being handled, being read). Pipelined requests
+// beyond that wait in the socket buffers, which is all pipelining needs.
+const maxQueuedRequests = 2
+
+// maxQueuedResponses is how many responses may wait for the writer. They
+// are small (fetch data is referenced, not copied), so the writer can batch
+// many into one writev.
+const maxQueuedResponses = 32
 
 // requestHeaderMin is the smallest request header: api key, api version,
 // correlation id and a null client id (2+2+4+2).
@@ -78,7 +84,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		nc:      nc,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		reqs:    make(chan *request, maxQueuedRequests),
-		resp:    make(chan *response, maxQueuedRequests),
+		resp:    make(chan *response, maxQueuedResponses),
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}

@@ -10,8 +10,9 @@
 // Kafka broker does per connection, so pipelined produce requests to one
 // partition append in the order they were sent), and a writer that encodes
 // responses and flushes them with a zerocopy.Writer (writev for framing,
-// sendfile for file-backed fetch data). Reading runs ahead of handling by up
-// to maxQueuedRequests requests.
+// sendfile for file-backed fetch data). Reading runs ahead of handling by a
+// couple of requests (maxQueuedRequests), writing behind it by up to
+// maxQueuedResponses.
 //
 // # What closes a connection
 //
