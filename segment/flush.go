@@ -59,6 +59,12 @@ func (l *Log) syncTo(target int64) error {
 	}
 }
 
+// fsyncOff, when set, turns every fsync of the package into a no-op. Only
+// tests set it: those that simulate a crash by abandoning a store in the
+// same process, for which the page cache is the disk, and that would
+// otherwise spend their time in fsync (tens of ms each on some VMs).
+var fsyncOff atomic.Bool
+
 // testHookFsync, when set (by tests), runs at the start of every fsync
 // round.
 var testHookFsync func()

@@ -24,8 +24,15 @@ import (
 //   - the result is stable: reopening after a clean close, and again after
 //     a crash, gives the same end offset and the same bytes;
 //   - the next append gets offset EndOffset.
+//
+// Each run reopens a store three times (about 20 ms with fsync off), so
+// pass a short -fuzzminimizetime: with the default 60 s, a short
+// -fuzztime is spent minimizing the first interesting input:
+//
+//	go test -run '^$' -fuzz FuzzRecoverTail -fuzztime 10s -fuzzminimizetime 2s ./segment/
 func FuzzRecoverTail(f *testing.F) {
-	tmpl, batches := crashedLog(f, 21, false)
+	tmpl, batches := crashedLog(f, 21, false) // turns fsync off
+
 	prefix := bytes.Join(batches, nil)
 	prefixEnd := record.Batch(batches[len(batches)-1]).NextOffset()
 	next := mkBatch(rand.New(rand.NewSource(1)), 2, 77, 30)

@@ -198,3 +198,9 @@ func segBases(t testing.TB, logDir string) []int64 {
 	}
 	return out
 }
+
+// noFsync turns fsync off for the test (see fsyncOff).
+func noFsync(t testing.TB) {
+	fsyncOff.Store(true)
+	t.Cleanup(func() { fsyncOff.Store(false) })
+}

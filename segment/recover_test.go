@@ -19,6 +19,7 @@ import (
 // preallocated, no marker, no checkpoints).
 func crashedLog(t testing.TB, seed int64, clean bool) (string, [][]byte) {
 	t.Helper()
+	noFsync(t)
 	dir := t.TempDir()
 	st := openStore(t, dir, nil)
 	l, err := st.CreateLog(tp, testCfg())
