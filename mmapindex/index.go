@@ -380,12 +380,3 @@ func (x *file) Remove() error {
 	}
 	return err
 }
-
-// Rename moves the file (the mapping stays valid).
-func (x *file) Rename(path string) error {
-	if err := os.Rename(x.path, path); err != nil {
-		return fmt.Errorf("mmapindex: rename: %w", err)
-	}
-	x.path = path
-	return nil
-}
