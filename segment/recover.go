@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/record"
@@ -72,10 +73,19 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		l.log.Warn("segment: rebuilding leader epochs from the log", "err", epochErr)
 	}
 	l.epochs = engine.NewEpochCache(cached)
+	began := time.Now()
 	recovered, err := l.recoverSegments(clean, rp)
 	if err != nil {
 		l.closeSegs()
 		return nil, err
+	}
+	if len(recovered) > 0 {
+		var bytes int64
+		for _, seg := range recovered {
+			bytes += seg.size.Load()
+		}
+		l.log.Info("segment: recovered log", "dir", l.dir, "recoveryPoint", rp, "segments", len(recovered),
+			"bytes", bytes, "endOffset", l.active().next, "took", time.Since(began).Round(time.Millisecond))
 	}
 	for _, seg := range recovered {
 		// What recovery validated becomes part of the recovery point

@@ -103,6 +103,10 @@ func Open(opts engine.Options) (*Store, error) {
 			}
 		}
 	}
+	if n := len(s.unrecovered); n > 0 {
+		s.log.Info("segment: no clean-shutdown marker: logs are validated past their recovery points as they open",
+			"dir", s.dir, "logs", n)
+	}
 	s.recoveryPoints = s.readOffsets(recoveryPointFile)
 	s.startOffsets = s.readOffsets(logStartOffsetFile)
 	if opts.FlushInterval > 0 {
