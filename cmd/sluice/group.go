@@ -1,0 +1,573 @@
+package main
+
+// `sluice group`, after kafka-consumer-groups.sh: it lists, describes (with
+// lag), deletes consumer groups and resets their committed offsets through
+// the Kafka protocol.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func groupCmd(args []string, stdout, stderr io.Writer) int {
+	return runSubcommand("group", []subcommand{
+		{"list", "list groups with their state and protocol type", groupList},
+		{"describe", "show state, members and per-partition offsets and lag", groupDescribe},
+		{"delete", "delete groups that have no active members, with their offsets", groupDelete},
+		{"reset-offsets", "plan (or with --execute, commit) new offsets for an inactive group", groupResetOffsets},
+	}, args, stdout, stderr)
+}
+
+func groupList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("group list", "[--state STATE ...]", stderr)
+	var af adminFlags
+	af.register(fs)
+	var states stringList
+	fs.Var(&states, "state", "only groups in this `state` (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead; repeatable)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	adm, ctx, cancel, err := af.connect()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	defer cancel()
+	listed, err := adm.ListGroups(ctx, states...)
+	if err != nil {
+		return af.brokerErr("list groups", err)
+	}
+	t := newTable(stdout, "GROUP", "STATE", "PROTOCOL-TYPE")
+	for _, g := range listed.Sorted() {
+		t.row(g.Group, orDash(g.State), orDash(g.ProtocolType))
+	}
+	t.flush()
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func groupDescribe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("group describe", "GROUP...", stderr)
+	var af adminFlags
+	af.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageErr("name at least one group")
+	}
+	adm, ctx, cancel, err := af.connect()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	defer cancel()
+	lags, err := adm.Lag(ctx, pos...)
+	if err != nil {
+		return af.brokerErr("describe groups", err)
+	}
+	var failed []string
+	first := true
+	for _, name := range pos {
+		l, ok := lags[name]
+		switch {
+		case !ok:
+			failed = append(failed, name+": the broker's answer does not mention it")
+			continue
+		case l.Error() != nil:
+			failed = append(failed, name+": "+l.Error().Error())
+			continue
+		case l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0:
+			failed = append(failed, fmt.Sprintf("consumer group %q does not exist", name))
+			continue
+		}
+		if !first {
+			fmt.Fprintln(stdout)
+		}
+		first = false
+		printGroup(stdout, l)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// printGroup writes the three views kafka-consumer-groups.sh --describe has
+// (--state, --members, --offsets) one after another.
+func printGroup(w io.Writer, l kadm.DescribedGroupLag) {
+	t := newTable(w, "GROUP", "COORDINATOR (ID)", "STATE", "PROTOCOL-TYPE", "ASSIGNMENT-STRATEGY", "#MEMBERS")
+	coord := fmt.Sprintf("%s:%d (%d)", l.Coordinator.Host, l.Coordinator.Port, l.Coordinator.NodeID)
+	t.row(l.Group, coord, l.State, orDash(l.ProtocolType), orDash(l.Protocol), strconv.Itoa(len(l.Members)))
+	t.flush()
+	fmt.Fprintln(w)
+
+	if len(l.Members) == 0 {
+		fmt.Fprintf(w, "Consumer group '%s' has no active members.\n", l.Group)
+	} else {
+		t = newTable(w, "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")
+		for _, m := range l.Members {
+			n, assigned := 0, "-"
+			if c, ok := m.Assigned.AsConsumer(); ok {
+				var parts []string
+				for _, at := range c.Topics {
+					ps := slices.Clone(at.Partitions)
+					slices.Sort(ps)
+					n += len(ps)
+					parts = append(parts, at.Topic+":"+int32s(ps))
+				}
+				slices.Sort(parts)
+				if len(parts) > 0 {
+					assigned = strings.Join(parts, " ")
+				}
+			}
+			t.row(m.MemberID, orDash(m.ClientHost), orDash(m.ClientID), strconv.Itoa(n), assigned)
+		}
+		t.flush()
+	}
+	fmt.Fprintln(w)
+
+	t = newTable(w, "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
+	for _, p := range l.Lag.Sorted() {
+		current, end, lag := "-", "-", "-"
+		if p.Commit.At >= 0 {
+			current = strconv.FormatInt(p.Commit.At, 10)
+		}
+		if p.End.Err == nil {
+			end = strconv.FormatInt(p.End.Offset, 10)
+		}
+		// Kafka's tool shows no lag for a partition without a commit;
+		// kadm counts it from the log start.
+		if p.Err == nil && p.Commit.At >= 0 && p.Lag >= 0 {
+			lag = strconv.FormatInt(p.Lag, 10)
+		}
+		member, host, client := "-", "-", "-"
+		if p.Member != nil {
+			member, host, client = p.Member.MemberID, orDash(p.Member.ClientHost), orDash(p.Member.ClientID)
+		}
+		if p.Err != nil && !errors.Is(p.Err, kerr.UnknownTopicOrPartition) {
+			end += " (" + p.Err.Error() + ")"
+		}
+		t.row(l.Group, p.Topic, strconv.Itoa(int(p.Partition)), current, end, lag, member, host, client)
+	}
+	t.flush()
+}
+
+func groupDelete(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("group delete", "GROUP...", stderr)
+	var af adminFlags
+	af.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageErr("name at least one group")
+	}
+	adm, ctx, cancel, err := af.connect()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	defer cancel()
+	resps, err := adm.DeleteGroups(ctx, pos...)
+	if err != nil {
+		return af.brokerErr("delete groups", err)
+	}
+	var failed []string
+	for _, name := range pos {
+		r, ok := resps[name]
+		switch {
+		case !ok:
+			failed = append(failed, name+": the broker's answer does not mention it")
+		case r.Err == nil:
+			fmt.Fprintf(stdout, "Deleted group %s.\n", name)
+		case errors.Is(r.Err, kerr.NonEmptyGroup):
+			failed = append(failed, fmt.Sprintf("group %q has active members; stop its consumers first", name))
+		case errors.Is(r.Err, kerr.GroupIDNotFound):
+			failed = append(failed, fmt.Sprintf("group %q does not exist", name))
+		default:
+			failed = append(failed, name+": "+errText(r.Err, r.ErrMessage))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// resetSpec is what reset-offsets was asked to do: exactly one scenario.
+type resetSpec struct {
+	kind   string // "earliest", "latest", "offset", "time", "shift"
+	offset int64  // kind "offset": the offset; "shift": the delta
+	millis int64  // kind "time": the first record at or after this time
+}
+
+// topicPartitions is a --topic argument: a topic and, when given, some of
+// its partitions (nil: all of them).
+type topicPartitions struct {
+	topic      string
+	partitions []int32
+}
+
+// parseTopicSpec parses "T" or "T:p,p,...".
+func parseTopicSpec(s string) (topicPartitions, error) {
+	topic, ps, hasPs := strings.Cut(s, ":")
+	if topic == "" {
+		return topicPartitions{}, usageErr("--topic %q: empty topic name", s)
+	}
+	tp := topicPartitions{topic: topic}
+	if !hasPs {
+		return tp, nil
+	}
+	for _, p := range strings.Split(ps, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		if err != nil || n < 0 {
+			return topicPartitions{}, usageErr("--topic %q: want TOPIC or TOPIC:PARTITION,PARTITION,...", s)
+		}
+		if !slices.Contains(tp.partitions, int32(n)) {
+			tp.partitions = append(tp.partitions, int32(n))
+		}
+	}
+	return tp, nil
+}
+
+// parseDatetime parses --to-datetime: RFC 3339 ("2024-05-01T12:00:00Z",
+// "2024-05-01T14:00:00.500+02:00"), or Kafka's zone-less
+// "YYYY-MM-DDTHH:mm:SS.sss", read in the local time zone as Kafka does.
+func parseDatetime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageErr("--to-datetime %q: want RFC 3339, e.g. 2024-05-01T12:00:00Z", s)
+}
+
+var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+
+// parseDuration parses --by-duration: ISO 8601 as Kafka takes it
+// ("PT1H30M", "P1DT2H") or a Go duration ("90m").
+func parseDuration(s string) (time.Duration, error) {
+	if m := isoDuration.FindStringSubmatch(s); m != nil && s != "P" && !strings.HasSuffix(s, "T") {
+		var d time.Duration
+		for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute} {
+			if m[i+1] != "" {
+				n, err := strconv.ParseInt(m[i+1], 10, 64)
+				if err != nil {
+					return 0, usageErr("--by-duration %q: %v", s, err)
+				}
+				d += time.Duration(n) * unit
+			}
+		}
+		if m[4] != "" {
+			secs, err := strconv.ParseFloat(m[4], 64)
+			if err != nil {
+				return 0, usageErr("--by-duration %q: %v", s, err)
+			}
+			d += time.Duration(secs * float64(time.Second))
+		}
+		return d, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usageErr("--by-duration %q: want ISO 8601 (PT1H30M, P1D) or a Go duration (90m)", s)
+	}
+	return d, nil
+}
+
+func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("group reset-offsets",
+		"GROUP (--topic T[:p,p] ... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime RFC3339 | --by-duration D | --shift-by N) [--execute]", stderr)
+	var af adminFlags
+	af.register(fs)
+	var topicArgs stringList
+	fs.Var(&topicArgs, "topic", "reset `TOPIC` (all partitions) or TOPIC:p,p,... (repeatable)")
+	allTopics := fs.Bool("all-topics", false, "reset every partition the group has committed offsets for")
+	earliest := fs.Bool("to-earliest", false, "reset to the log start offset")
+	latest := fs.Bool("to-latest", false, "reset to the log end offset")
+	toOffset := fs.String("to-offset", "", "reset to this `offset` (clamped to the log's range)")
+	toDatetime := fs.String("to-datetime", "", "reset to the first record at or after this `time` (RFC 3339)")
+	byDuration := fs.String("by-duration", "", "reset to the first record at or after now minus this `duration` (PT1H, P1DT2H or 90m)")
+	shiftBy := fs.String("shift-by", "", "move the committed offset by `n` (negative: back), clamped to the log's range")
+	execute := fs.Bool("execute", false, "commit the new offsets (without it, only print them)")
+	fs.Bool("dry-run", false, "print the new offsets without committing them (the default)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("want exactly one group, got %d", len(pos))
+	}
+	group := pos[0]
+
+	var spec resetSpec
+	var given []string
+	if *earliest {
+		given, spec.kind = append(given, "--to-earliest"), "earliest"
+	}
+	if *latest {
+		given, spec.kind = append(given, "--to-latest"), "latest"
+	}
+	if *toOffset != "" {
+		given, spec.kind = append(given, "--to-offset"), "offset"
+		if spec.offset, err = strconv.ParseInt(*toOffset, 10, 64); err != nil || spec.offset < 0 {
+			return usageErr("--to-offset %q: want a non-negative offset", *toOffset)
+		}
+	}
+	if *toDatetime != "" {
+		given, spec.kind = append(given, "--to-datetime"), "time"
+		t, err := parseDatetime(*toDatetime)
+		if err != nil {
+			return err
+		}
+		spec.millis = t.UnixMilli()
+	}
+	if *byDuration != "" {
+		given, spec.kind = append(given, "--by-duration"), "time"
+		d, err := parseDuration(*byDuration)
+		if err != nil {
+			return err
+		}
+		spec.millis = time.Now().Add(-d).UnixMilli()
+	}
+	if *shiftBy != "" {
+		given, spec.kind = append(given, "--shift-by"), "shift"
+		if spec.offset, err = strconv.ParseInt(*shiftBy, 10, 64); err != nil {
+			return usageErr("--shift-by %q: want an integer", *shiftBy)
+		}
+	}
+	if len(given) != 1 {
+		return usageErr("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration, --shift-by (got %d)", len(given))
+	}
+	if (len(topicArgs) > 0) == *allTopics {
+		return usageErr("give --topic (one or more) or --all-topics")
+	}
+	var specs []topicPartitions
+	for _, s := range topicArgs {
+		tp, err := parseTopicSpec(s)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, tp)
+	}
+
+	adm, ctx, cancel, err := af.connect()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	defer cancel()
+
+	// Kafka's tool resets only inactive groups: a live member would
+	// overwrite the new offsets with its next commit. The coordinator
+	// enforces it too (an anonymous commit to a group with members fails),
+	// but checking first refuses a dry run as well, as Kafka does.
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return af.brokerErr("describe group "+group, err)
+	}
+	dg, ok := described[group]
+	if !ok {
+		return fmt.Errorf("describe group %s: the broker's answer does not mention it", group)
+	}
+	if dg.Err != nil {
+		return fmt.Errorf("describe group %s: %s", group, errText(dg.Err, dg.ErrMessage))
+	}
+	if dg.State != "Empty" && dg.State != "Dead" {
+		return fmt.Errorf("offsets can only be reset while group %q is inactive (Empty), but it is %s with %d active member(s); stop its consumers first",
+			group, dg.State, len(dg.Members))
+	}
+
+	targets, err := resolveResetPartitions(adm, ctx, &af, group, specs)
+	if err != nil {
+		return err
+	}
+	plan, warnings, err := planReset(adm, ctx, &af, group, spec, targets)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+
+	t := newTable(stdout, "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+	for _, o := range plan.Sorted() {
+		t.row(group, o.Topic, strconv.Itoa(int(o.Partition)), strconv.FormatInt(o.At, 10))
+	}
+	t.flush()
+	if !*execute {
+		fmt.Fprintln(stderr, "dry run: nothing was committed; add --execute to commit these offsets")
+		return nil
+	}
+	resps, err := adm.CommitOffsets(ctx, group, plan)
+	if err != nil {
+		return af.brokerErr("commit offsets of "+group, err)
+	}
+	if err := resps.Error(); err != nil {
+		if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) {
+			return fmt.Errorf("commit offsets of %s: a consumer joined the group meanwhile (%v); stop its consumers and retry", group, err)
+		}
+		return fmt.Errorf("commit offsets of %s: %w", group, err)
+	}
+	return nil
+}
+
+// resolveResetPartitions turns the --topic specs (or, with none,
+// --all-topics: the group's committed partitions) into the partitions to
+// reset, checking that every named topic and partition exists.
+func resolveResetPartitions(adm *kadm.Client, ctx context.Context, af *adminFlags, group string, specs []topicPartitions) (map[string][]int32, error) {
+	out := map[string][]int32{}
+	if len(specs) == 0 {
+		fetched, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return nil, af.brokerErr("fetch offsets of "+group, err)
+		}
+		for _, o := range fetched.Sorted() {
+			if o.Err == nil && o.At >= 0 {
+				out[o.Topic] = append(out[o.Topic], o.Partition)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("group %q has no committed offsets; name the partitions with --topic", group)
+		}
+		return out, nil
+	}
+	var topics []string
+	for _, s := range specs {
+		topics = append(topics, s.topic)
+	}
+	tds, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, af.brokerErr("describe topics", err)
+	}
+	for _, s := range specs {
+		td, ok := tds[s.topic]
+		if !ok || td.Err != nil {
+			return nil, fmt.Errorf("topic %q does not exist", s.topic)
+		}
+		if s.partitions == nil {
+			out[s.topic] = append(out[s.topic], td.Partitions.Numbers()...)
+			continue
+		}
+		for _, p := range s.partitions {
+			if _, ok := td.Partitions[p]; !ok {
+				return nil, fmt.Errorf("topic %q has no partition %d (it has %d)", s.topic, p, len(td.Partitions))
+			}
+			out[s.topic] = append(out[s.topic], p)
+		}
+	}
+	for t, ps := range out {
+		slices.Sort(ps)
+		out[t] = slices.Compact(ps)
+	}
+	return out, nil
+}
+
+// planReset computes the new offset of every target partition. Offsets
+// asked for outside [log start, log end] are clamped into it, with a
+// warning, as Kafka's tool does.
+func planReset(adm *kadm.Client, ctx context.Context, af *adminFlags, group string, spec resetSpec, targets map[string][]int32) (kadm.Offsets, []string, error) {
+	var topics []string
+	for t := range targets {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, nil, af.brokerErr("list start offsets", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, nil, af.brokerErr("list end offsets", err)
+	}
+	var byTime kadm.ListedOffsets
+	if spec.kind == "time" {
+		if byTime, err = adm.ListOffsetsAfterMilli(ctx, spec.millis, topics...); err == nil {
+			err = byTime.Error()
+		}
+		if err != nil {
+			return nil, nil, af.brokerErr("list offsets by time", err)
+		}
+	}
+	var committed kadm.OffsetResponses
+	if spec.kind == "shift" {
+		if committed, err = adm.FetchOffsetsForTopics(ctx, group, topics...); err != nil {
+			return nil, nil, af.brokerErr("fetch offsets of "+group, err)
+		}
+	}
+
+	plan := kadm.Offsets{}
+	var warnings []string
+	for _, t := range topics {
+		for _, p := range targets[t] {
+			start, ok1 := starts.Lookup(t, p)
+			end, ok2 := ends.Lookup(t, p)
+			if !ok1 || !ok2 {
+				return nil, nil, fmt.Errorf("no offsets listed for %s-%d", t, p)
+			}
+			var at int64
+			switch spec.kind {
+			case "earliest":
+				at = start.Offset
+			case "latest":
+				at = end.Offset
+			case "offset":
+				at = spec.offset
+			case "time":
+				o, ok := byTime.Lookup(t, p)
+				if !ok {
+					return nil, nil, fmt.Errorf("no offset listed by time for %s-%d", t, p)
+				}
+				at = o.Offset
+				if at < 0 { // no record at or after the time
+					at = end.Offset
+				}
+			case "shift":
+				c, ok := committed.Lookup(t, p)
+				if !ok || c.Err != nil || c.At < 0 {
+					return nil, nil, fmt.Errorf("%s-%d has no committed offset to shift", t, p)
+				}
+				at = c.At + spec.offset
+			}
+			switch {
+			case at < start.Offset:
+				warnings = append(warnings, fmt.Sprintf("%s-%d: new offset %d is below the log start offset; using %d", t, p, at, start.Offset))
+				at = start.Offset
+			case at > end.Offset:
+				warnings = append(warnings, fmt.Sprintf("%s-%d: new offset %d is past the log end offset; using %d", t, p, at, end.Offset))
+				at = end.Offset
+			}
+			plan.Add(kadm.Offset{Topic: t, Partition: p, At: at, LeaderEpoch: -1})
+		}
+	}
+	return plan, warnings, nil
+}
