@@ -8,8 +8,9 @@
 //	fmt.Println("listening on", b.Addr())
 //
 // Layout of the first log dir: the storage backend's files (for "segment",
-// Kafka's <topic>-<partition> directories) and the metastore in
-// __sluice_meta. The cluster id is created once, kept in the metastore
+// Kafka's <topic>-<partition> directories), the metastore in __sluice_meta,
+// and Kafka's meta.properties (broker.id, cluster.id; a dir naming another
+// broker is refused). The cluster id is created once, kept in the metastore
 // (checkpoint "cluster.id") and never changes; cluster.id in the config, if
 // set, must match it.
 package broker
@@ -104,6 +105,9 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	if b.cid, err = clusterID(b.meta, cfg.ClusterIDOverride); err != nil {
+		return nil, err
+	}
+	if err = checkMetaProperties(dir, cfg.BrokerID, b.cid); err != nil {
 		return nil, err
 	}
 	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval}); err != nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,14 +211,22 @@ func TestStartErrors(t *testing.T) {
 			}
 		})
 	}
-	// A cluster.id that disagrees with the stored one is refused.
+	// A cluster.id or broker.id that disagrees with the stored one is refused.
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir, "memory")
 	b.Close()
-	cfg := brokertest.Config(dir, "memory", func(c *config.Config) { c.ClusterIDOverride = "other" })
-	if b, err := broker.Start(cfg, broker.Options{Logger: brokertest.Logger(t)}); err == nil {
-		b.Close()
-		t.Fatal("started with a mismatched cluster.id")
+	for _, mod := range []func(*config.Config){
+		func(c *config.Config) { c.ClusterIDOverride = "other" },
+		func(c *config.Config) { c.BrokerID = 7 },
+	} {
+		cfg := brokertest.Config(dir, "memory", mod)
+		if b, err := broker.Start(cfg, broker.Options{Logger: brokertest.Logger(t)}); err == nil {
+			b.Close()
+			t.Fatal("started with a mismatched id")
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "meta.properties")); err != nil || !strings.Contains(string(data), "cluster.id="+b.ClusterID()) {
+		t.Fatalf("meta.properties: %q %v", data, err)
 	}
 }
 
