@@ -5,7 +5,8 @@ GO        ?= go
 BIN       := bin/sluice
 PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
-RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/...
+RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
+	./replication/... ./metastore/... ./group/...
 
 export GOFLAGS := -buildvcs=false
 
@@ -34,10 +35,18 @@ unit:
 race:
 	$(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
 
-# Short fuzzing passes over every decoder and recovery scanner.
+# Short fuzzing passes over every decoder and recovery scanner (the seed
+# corpora of these targets also run as ordinary tests in `make test`).
 FUZZTIME ?= 20s
+FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./segment/:FuzzRecoverTail \
+	./metastore/:FuzzDecodeValues ./engine/pebblelog/:FuzzDecode ./server/fetchresp/:FuzzWrite \
+	./replication/:FuzzProducerState ./server/:FuzzDispatch
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./record/
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg || exit 1; \
+	done
 
 BENCHTIME ?= 1s
 bench:
