@@ -19,6 +19,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run a broker", serve},
 		{"dump-log", "print the batches of a segment file and its index entries", dumpLog},
+		{"perf", "load-test a broker: perf produce|consume|e2e", perf},
 		{"topic", "create, list, describe, delete topics and alter their configs", topicCmd},
 		{"group", "list, describe (with lag), delete consumer groups and reset their offsets", groupCmd},
 	}

@@ -1,0 +1,195 @@
+// Package load is the load generator behind `sluice perf`, after Kafka's
+// kafka-producer-perf-test and kafka-consumer-perf-test, built on franz-go's
+// kgo client so that it measures a broker the way a real client sees it.
+//
+// Three modes:
+//
+//   - produce: Producers independent clients send fixed-size records as
+//     fast as they can (or at TargetRate) until Records have been sent or
+//     Duration has passed, and wait for the acks; produce latency is from
+//     the Produce call to the ack.
+//   - consume: one client reads the topic from its log start offsets up to
+//     the high watermarks found at start (or until Records have been read,
+//     waiting for more if needed) and stops.
+//   - e2e: produce at TargetRate while a consumer in the same process tails
+//     the topic from its end offsets; end-to-end latency is from the
+//     timestamp written into each record's value at produce to its arrival
+//     at the consumer.
+//
+// Every run is bounded: besides Records or Duration, a hard cap (Timeout)
+// cancels whatever is still waiting.
+//
+// Record value layout (big-endian), so that one process can measure latency
+// and recognize its own records in a shared topic:
+//
+//	offset size field
+//	0      8    run id (random per run)
+//	8      8    produce time, nanoseconds since the run's start (monotonic)
+//	16     ...  filler: uppercase letters, as Kafka's perf tool sends
+package load
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Mode is what a run does.
+type Mode string
+
+// The modes.
+const (
+	ModeProduce Mode = "produce"
+	ModeConsume Mode = "consume"
+	ModeE2E     Mode = "e2e"
+)
+
+// headerSize is the stamped prefix of every record value (run id + time).
+const headerSize = 16
+
+// DefaultE2ERate is the e2e target rate when none is given: low enough that
+// latency measures the broker's path, not a queue in front of it.
+const DefaultE2ERate = 1000
+
+// Config describes one run. Zero values take the defaults documented on
+// each field.
+type Config struct {
+	Mode    Mode
+	Brokers []string // seed brokers; empty: localhost:9092
+	Topic   string   // empty: "sluice-perf"
+
+	// Partitions is the partition count used when the topic must be
+	// created (produce and e2e create a missing topic). 0: 1.
+	Partitions int32
+
+	RecordSize int // value bytes per record, >= 16 (the stamped header). 0: 1024
+
+	// Records bounds the run by count (produce: records sent over all
+	// producers; consume: records read). Duration bounds it by time. With
+	// neither, produce and e2e run for 10s and consume reads up to the high
+	// watermarks found at start.
+	Records  int64
+	Duration time.Duration
+
+	// Timeout is the hard cap on the whole measured run. 0: three times
+	// Duration (at least Duration+10s), or 5 minutes when bounded by count.
+	Timeout time.Duration
+
+	Acks          string        // "0", "1" or "all" (also "-1"). "": all
+	Linger        time.Duration // producer linger; 0: none
+	BatchMaxBytes int32         // producer batch size cap; 0: the client's default (1,000,012)
+	Compression   string        // none, gzip, snappy, lz4, zstd. "": none
+	Producers     int           // independent producer clients. 0: 1
+
+	// TargetRate is records/s over all producers; 0: as fast as possible
+	// (e2e: DefaultE2ERate).
+	TargetRate float64
+
+	// Progress receives one line per ProgressInterval (default 1s) while
+	// the run lasts; nil: none.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+
+	// ClientOpts are appended to every client's options (tests: a logger).
+	ClientOpts []kgo.Opt
+}
+
+// withDefaults validates c and fills in its defaults.
+func (c Config) withDefaults() (Config, error) {
+	switch c.Mode {
+	case ModeProduce, ModeConsume, ModeE2E:
+	default:
+		return c, fmt.Errorf("load: unknown mode %q: want produce, consume or e2e", c.Mode)
+	}
+	if len(c.Brokers) == 0 {
+		c.Brokers = []string{"localhost:9092"}
+	}
+	if c.Topic == "" {
+		c.Topic = "sluice-perf"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 1
+	}
+	if c.Partitions < 0 {
+		return c, fmt.Errorf("load: partitions %d < 1", c.Partitions)
+	}
+	if c.RecordSize == 0 {
+		c.RecordSize = 1024
+	}
+	if c.RecordSize < headerSize {
+		return c, fmt.Errorf("load: record size %d: at least %d bytes (run id and produce time)", c.RecordSize, headerSize)
+	}
+	if c.Records < 0 || c.Duration < 0 || c.Timeout < 0 || c.Linger < 0 || c.TargetRate < 0 || c.Producers < 0 || c.BatchMaxBytes < 0 {
+		return c, errors.New("load: negative records, duration, timeout, linger, rate, producers or batch size")
+	}
+	if c.Mode != ModeConsume && c.Records == 0 && c.Duration == 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Timeout == 0 {
+		if c.Duration > 0 {
+			c.Timeout = max(3*c.Duration, c.Duration+10*time.Second)
+		} else {
+			c.Timeout = 5 * time.Minute
+		}
+	}
+	if c.Producers == 0 {
+		c.Producers = 1
+	}
+	if c.Mode == ModeE2E && c.TargetRate == 0 {
+		c.TargetRate = DefaultE2ERate
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = time.Second
+	}
+	if _, err := c.producerOpts(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// producerOpts turns the producer settings into kgo options.
+func (c Config) producerOpts() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	switch strings.ToLower(c.Acks) {
+	case "", "all", "-1":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		// Idempotent writes need acks=all; kgo refuses anything else
+		// unless idempotence is off.
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		return nil, fmt.Errorf("load: acks %q: want 0, 1 or all", c.Acks)
+	}
+	var codec kgo.CompressionCodec
+	switch strings.ToLower(c.Compression) {
+	case "", "none":
+		codec = kgo.NoCompression()
+	case "gzip":
+		codec = kgo.GzipCompression()
+	case "snappy":
+		codec = kgo.SnappyCompression()
+	case "lz4":
+		codec = kgo.Lz4Compression()
+	case "zstd":
+		codec = kgo.ZstdCompression()
+	default:
+		return nil, fmt.Errorf("load: compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
+	}
+	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(c.Linger))
+	if c.BatchMaxBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(c.BatchMaxBytes))
+	}
+	return opts, nil
+}
+
+// clientOpts are the options every client of the run shares.
+func (c Config) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("sluice-perf")}
+	return append(opts, c.ClientOpts...)
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sluice/sluice/bench/load"
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// runPerf runs `sluice perf args...` in-process and decodes its --json
+// summary.
+func runPerf(t *testing.T, wantStatus int, args ...string) load.Result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	status := run(append([]string{"perf"}, append(args, "--json")...), &stdout, &stderr)
+	if status != wantStatus {
+		t.Fatalf("sluice perf %s: status %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), status, wantStatus, stdout.String(), stderr.String())
+	}
+	var res load.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("sluice perf %s: output is not JSON: %v\n%s", strings.Join(args, " "), err, stdout.String())
+	}
+	t.Logf("sluice perf %s: %+v", strings.Join(args, " "), res)
+	return res
+}
+
+// checkLatency checks that a latency summary has count samples and ordered
+// percentiles.
+func checkLatency(t *testing.T, name string, l *load.Latency, count int64) {
+	t.Helper()
+	if l == nil {
+		t.Fatalf("%s latency missing", name)
+	}
+	if l.Count != count {
+		t.Errorf("%s latency: %d samples, want %d", name, l.Count, count)
+	}
+	if !(0 <= l.Min && l.Min <= l.P50 && l.P50 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max && l.Mean <= l.Max && l.Max > 0) {
+		t.Errorf("%s latency not ordered: %+v", name, *l)
+	}
+}
+
+// TestPerfProduceConsume produces N records with the settings that take
+// different client paths, then consumes exactly what the topic holds.
+func TestPerfProduceConsume(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	const n = 2000
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"acks=all", []string{"--acks", "all", "--producers", "2"}},
+		{"acks=1/lz4", []string{"--acks", "1", "--compression", "lz4", "--partitions", "3"}},
+		{"acks=0/zstd", []string{"--acks", "0", "--compression", "zstd", "--linger", "0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := "perf-" + strings.NewReplacer("=", "-", "/", "-").Replace(tc.name)
+			common := []string{"--brokers", b.Addr(), "--topic", topic, "--record-size", "100", "--quiet"}
+			res := runPerf(t, 0, append(append([]string{"produce", "--records", "2000"}, common...), tc.args...)...)
+			if res.Records != n || res.Bytes != n*100 || res.Errors != 0 || res.StoppedBy != "records" {
+				t.Fatalf("produce: records %d bytes %d errors %d stopped by %s, want %d, %d, 0, records", res.Records, res.Bytes, res.Errors, res.StoppedBy, n, n*100)
+			}
+			if res.MBPerSec <= 0 || res.RecordsPerSec <= 0 {
+				t.Errorf("produce: rates %v records/s, %v MB/s", res.RecordsPerSec, res.MBPerSec)
+			}
+			checkLatency(t, "produce", res.ProduceLatency, n)
+
+			res = runPerf(t, 0, append([]string{"consume"}, common...)...)
+			if res.Records != n || res.Bytes != n*100 || res.Errors != 0 || res.StoppedBy != "end" || res.MBPerSec <= 0 {
+				t.Fatalf("consume: records %d bytes %d errors %d stopped by %s, %v MB/s", res.Records, res.Bytes, res.Errors, res.StoppedBy, res.MBPerSec)
+			}
+			res = runPerf(t, 0, append([]string{"consume", "--records", "500"}, common...)...)
+			if res.Records != 500 || res.StoppedBy != "records" {
+				t.Fatalf("consume --records 500: records %d, stopped by %s", res.Records, res.StoppedBy)
+			}
+		})
+	}
+}
+
+// TestPerfE2E runs e2e at a target rate for a short duration: every acked
+// record is consumed and measured.
+func TestPerfE2E(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	res := runPerf(t, 0, "e2e", "--brokers", b.Addr(), "--topic", "perf-e2e", "--record-size", "64",
+		"--target-rate", "500", "--duration", "400ms", "--linger", "0", "--quiet")
+	if res.Records == 0 || res.Errors != 0 || res.StoppedBy != "duration" {
+		t.Fatalf("e2e: records %d errors %d stopped by %s", res.Records, res.Errors, res.StoppedBy)
+	}
+	// The rate caps what can be sent: 500/s for 400ms, plus the first.
+	if res.Records > 201 {
+		t.Errorf("e2e: %d records at 500/s in 400ms", res.Records)
+	}
+	if res.Consumed != res.Records {
+		t.Errorf("e2e: consumed %d of %d", res.Consumed, res.Records)
+	}
+	checkLatency(t, "produce", res.ProduceLatency, res.Records)
+	checkLatency(t, "e2e", res.E2ELatency, res.Records)
+}
+
+// TestPerfConsumeEmptyAndMissing: an empty topic ends at once; a missing
+// one is an error, not a hang.
+func TestPerfConsumeEmptyAndMissing(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 2, -1, nil, "perf-empty"); err != nil {
+		t.Fatal(err)
+	}
+	res := runPerf(t, 0, "consume", "--brokers", b.Addr(), "--topic", "perf-empty", "--quiet")
+	if res.StoppedBy != "end" || res.Records != 0 || res.Partitions != 2 {
+		t.Errorf("consume of an empty topic: %d records of %d partitions, stopped by %s", res.Records, res.Partitions, res.StoppedBy)
+	}
+
+	var stdout, stderr bytes.Buffer
+	if status := run([]string{"perf", "consume", "--brokers", b.Addr(), "--topic", "perf-missing", "--timeout", "5s", "--quiet"}, &stdout, &stderr); status != 2 {
+		t.Fatalf("consume of a missing topic: status %d, want 2\n%s", status, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "perf-missing") {
+		t.Errorf("error does not name the topic: %s", stderr.String())
+	}
+}
+
+func TestPerfUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"perf"},
+		{"perf", "bogus"},
+		{"perf", "produce", "--acks", "2"},
+		{"perf", "produce", "--compression", "brotli"},
+		{"perf", "produce", "--record-size", "8"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if status := run(args, &stdout, &stderr); status != 2 {
+			t.Errorf("%q: status %d, want 2", args, status)
+		}
+	}
+}
