@@ -288,6 +288,16 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
+// APIs returns the API keys the coordinator answers and the version range
+// of each, for the server's dispatch table and ApiVersions.
+func APIs() map[int16][2]int16 {
+	out := make(map[int16][2]int16, len(versionRanges))
+	for k, r := range versionRanges {
+		out[k] = r
+	}
+	return out
+}
+
 // versionRanges are the versions served per API key.
 var versionRanges = map[int16][2]int16{
 	8:  {2, 9}, // OffsetCommit

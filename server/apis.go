@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluice/sluice/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,6 +60,12 @@ func init() {
 		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},
 		apiKeyIncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},
+	}
+	// The group coordinator's APIs (FindCoordinator, JoinGroup, SyncGroup,
+	// Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+	// DescribeGroups, DeleteGroups, OffsetDelete) all go to package group.
+	for key, r := range group.APIs() {
+		apis[key] = api{r[0], r[1], handleGroup}
 	}
 	for key, a := range apis {
 		if max := kmsg.RequestForKey(key).MaxVersion(); a.max > max {

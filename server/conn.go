@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -74,12 +75,21 @@ type conn struct {
 	resp chan *response // handler -> writer; closed by the handler
 	done chan struct{}  // closed when the writer has closed nc
 
+	// ctx is cancelled when the reader stops (the client went away, a bad
+	// frame, or shutdown): requests that block for long, like JoinGroup
+	// waiting for a rebalance, give up on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stopReading
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
+		ctx:     ctx,
+		cancel:  cancel,
 		s:       s,
 		nc:      nc,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
@@ -110,6 +120,7 @@ func (c *conn) stopReading() {
 // readLoop reads frames until EOF, an error, a bad frame or shutdown.
 func (c *conn) readLoop() {
 	defer close(c.reqs)
+	defer c.cancel()
 	var size [4]byte
 	for {
 		if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {

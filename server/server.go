@@ -43,6 +43,7 @@ import (
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -85,6 +86,7 @@ type Server struct {
 	advPort   int32
 
 	topics topicRegistry
+	groups *group.Coordinator
 	pids   producerIDs
 
 	// panics counts panics recovered while decoding or handling requests:
@@ -139,6 +141,24 @@ func New(opts Options) (*Server, error) {
 		s.closePartitions()
 		return nil, err
 	}
+	c := opts.Config
+	groups, err := group.New(group.Options{
+		Store:                 s.meta,
+		InitialRebalanceDelay: c.GroupInitialRebalanceDelay,
+		MinSessionTimeout:     c.GroupMinSessionTimeout,
+		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
+		OffsetsRetention:      c.OffsetsRetention,
+		Now:                   opts.Now,
+		Logger:                s.log,
+		NodeID:                s.nodeID,
+		Host:                  s.advHost,
+		Port:                  s.advPort,
+	})
+	if err != nil {
+		s.closePartitions()
+		return nil, fmt.Errorf("server: group coordinator: %w", err)
+	}
+	s.groups = groups
 	return s, nil
 }
 
@@ -232,7 +252,11 @@ func (s *Server) Shutdown() {
 // metastore and the engine store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
-	return s.closePartitions()
+	gerr := s.groups.Close()
+	if err := s.closePartitions(); err != nil {
+		return err
+	}
+	return gerr
 }
 
 // closePartitions closes every open partition and returns the first error.

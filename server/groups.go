@@ -1,0 +1,33 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/group"
+)
+
+// handleGroup answers the consumer-group APIs through the group coordinator
+// (package group), which owns their versions, semantics and persistence.
+// JoinGroup and SyncGroup block this connection's handler until the
+// rebalance reaches them, as a Kafka broker mutes a connection while a
+// request is outstanding; the wait ends if the client goes away.
+func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	ctx, host := context.Background(), ""
+	if rc.conn != nil {
+		ctx = rc.conn.ctx
+		if h, _, err := net.SplitHostPort(rc.conn.nc.RemoteAddr().String()); err == nil {
+			host = h
+		}
+	}
+	resp, err := s.groups.Handle(group.WithClient(ctx, rc.clientID, "/"+host), req)
+	if err != nil {
+		// A version outside the table cannot reach here (decodeRequest
+		// checks it); a cancelled wait means the client is gone.
+		return nil, fmt.Errorf("server: %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return kresp(resp), nil
+}
