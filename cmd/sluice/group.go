@@ -95,11 +95,14 @@ func groupDescribe(args []string, stdout, stderr io.Writer) error {
 		case !ok:
 			failed = append(failed, name+": the broker's answer does not mention it")
 			continue
+		case errors.Is(l.Error(), kerr.GroupIDNotFound),
+			l.Error() == nil && l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0:
+			// Kafka answers an unknown group as Dead (DescribeGroups
+			// before v6) or GROUP_ID_NOT_FOUND (v6+, KIP-1043).
+			failed = append(failed, fmt.Sprintf("consumer group %q does not exist", name))
+			continue
 		case l.Error() != nil:
 			failed = append(failed, name+": "+l.Error().Error())
-			continue
-		case l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0:
-			failed = append(failed, fmt.Sprintf("consumer group %q does not exist", name))
 			continue
 		}
 		if !first {
@@ -393,7 +396,12 @@ func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("describe group %s: the broker's answer does not mention it", group)
 	}
-	if dg.Err != nil {
+	switch {
+	case errors.Is(dg.Err, kerr.GroupIDNotFound):
+		// A group with no state yet: committing creates it, as Kafka's
+		// tool allows.
+		dg.State = "Dead"
+	case dg.Err != nil:
 		return fmt.Errorf("describe group %s: %s", group, errText(dg.Err, dg.ErrMessage))
 	}
 	if dg.State != "Empty" && dg.State != "Dead" {
