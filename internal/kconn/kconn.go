@@ -1,0 +1,182 @@
+// Package kconn is a minimal Kafka protocol client connection: it sends one
+// kmsg request at a time over a TCP connection and reads its response. The
+// broker uses it for its own inter-broker traffic (follower fetches, the
+// controller's LeaderAndIsr and UpdateMetadata), where a full client with
+// metadata, routing and retries (kgo) would be in the way.
+package kconn
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MaxResponseBytes bounds a response size read from the network.
+const MaxResponseBytes = 256 << 20
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("kconn: closed")
+
+// Conn is one connection to one broker. Safe for concurrent use: requests
+// are serialized. After a network or protocol error the connection is closed
+// and the next Request redials.
+type Conn struct {
+	addr     string
+	clientID string
+	timeout  time.Duration
+
+	mu     sync.Mutex
+	nc     net.Conn
+	corr   int32
+	buf    []byte
+	closed bool
+}
+
+// New returns a Conn that dials addr (host:port) on first use. timeout
+// bounds dialing and each request's round trip when ctx has no deadline.
+func New(addr, clientID string, timeout time.Duration) *Conn {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &Conn{addr: addr, clientID: clientID, timeout: timeout}
+}
+
+// Addr is the address this Conn talks to.
+func (c *Conn) Addr() string { return c.addr }
+
+// Request sends req (its version must be set) and returns the decoded
+// response of the same version.
+func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.nc == nil {
+		d := net.Dialer{Timeout: c.timeout}
+		nc, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return nil, fmt.Errorf("kconn: dial %s: %w", c.addr, err)
+		}
+		c.nc = nc
+	}
+	resp, err := c.roundTrip(ctx, req)
+	if err != nil {
+		c.nc.Close()
+		c.nc = nil
+		return nil, fmt.Errorf("kconn: %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err)
+	}
+	return resp, nil
+}
+
+// REQUIRES: c.mu held, c.nc open.
+func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(c.timeout)
+	}
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	defer stop()
+
+	c.corr++
+	corr := c.corr
+	b := c.buf[:0]
+	b = append(b, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(c.clientID)))
+	b = append(b, c.clientID...)
+	if req.IsFlexible() {
+		b = append(b, 0) // empty header tagged fields
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.buf = b
+	if _, err := c.nc.Write(b); err != nil {
+		return nil, err
+	}
+	if k, ok := req.(*kmsg.ProduceRequest); ok && k.Acks == 0 {
+		return nil, nil
+	}
+
+	var size [4]byte
+	if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 4 || n > MaxResponseBytes {
+		return nil, fmt.Errorf("response size %d out of range", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.nc, body); err != nil {
+		return nil, err
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		return nil, fmt.Errorf("correlation id %d, expected %d", got, corr)
+	}
+	body = body[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	// Response header v1 (flexible) carries tagged fields, except
+	// ApiVersions whose response header is always v0.
+	if resp.IsFlexible() && req.Key() != 18 {
+		if len(body) == 0 {
+			return nil, errors.New("truncated response header")
+		}
+		skip, err := skipTags(body)
+		if err != nil {
+			return nil, err
+		}
+		body = body[skip:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
+	return resp, nil
+}
+
+// skipTags returns the size of a tagged-field section at the start of b.
+func skipTags(b []byte) (int, error) {
+	n, used := binary.Uvarint(b)
+	if used <= 0 {
+		return 0, errors.New("bad tag count")
+	}
+	pos := used
+	for i := uint64(0); i < n; i++ {
+		_, u1 := binary.Uvarint(b[pos:])
+		if u1 <= 0 {
+			return 0, errors.New("bad tag")
+		}
+		pos += u1
+		l, u2 := binary.Uvarint(b[pos:])
+		if u2 <= 0 || uint64(len(b)-pos-u2) < l {
+			return 0, errors.New("bad tag length")
+		}
+		pos += u2 + int(l)
+	}
+	return pos, nil
+}
+
+// Close closes the connection; later Requests return ErrClosed.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.nc != nil {
+		err := c.nc.Close()
+		c.nc = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package kconn_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/broker/brokertest"
+	_ "github.com/sluice/sluice/engine/memlog"
+	"github.com/sluice/sluice/internal/kconn"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	c := kconn.New(b.Addr(), "kconn-test", 10*time.Second)
+	defer c.Close()
+	ctx := context.Background()
+	for _, v := range []int16{0, 3, 4} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kconn", "1"
+		resp, err := c.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("ApiVersions v%d: %v", v, err)
+		}
+		if r := resp.(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 || len(r.ApiKeys) == 0 {
+			t.Fatalf("ApiVersions v%d: %+v", v, r)
+		}
+	}
+	for _, v := range []int16{1, 9, 12} { // non-flexible and flexible
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = v
+		resp, err := c.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("Metadata v%d: %v", v, err)
+		}
+		if r := resp.(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
+			t.Fatalf("Metadata v%d: %d brokers", v, len(r.Brokers))
+		}
+	}
+	c.Close()
+	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); err == nil {
+		t.Fatal("request after Close succeeded")
+	}
+}
