@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,8 +36,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.runID = binary.BigEndian.Uint64(id[:])
 	r.payload = make([]byte, cfg.RecordSize)
 	binary.BigEndian.PutUint64(r.payload, r.runID)
+	// Random uppercase letters, as Kafka's perf tool sends: they compress
+	// about as well as text, not to nothing.
+	rng := mrand.New(mrand.NewPCG(r.runID, 0))
 	for i := headerSize; i < len(r.payload); i++ {
-		r.payload[i] = 'A' + byte((i*7+int(id[i%8]))%26)
+		r.payload[i] = 'A' + byte(rng.IntN(26))
 	}
 	// The hard cap covers setup too, so an unreachable broker cannot hang
 	// the run.
