@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -141,5 +142,22 @@ func TestPerfUsage(t *testing.T) {
 		if status := run(args, &stdout, &stderr); status != 2 {
 			t.Errorf("%q: status %d, want 2", args, status)
 		}
+	}
+}
+
+// TestPerfBounded: a run waiting for records that never come ends at the
+// hard cap with status 1, and a produce run bounded by duration says so.
+func TestPerfBounded(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	res := runPerf(t, 0, "produce", "--brokers", b.Addr(), "--topic", "perf-bounded", "--record-size", "32",
+		"--duration", "200ms", "--target-rate", "200", "--quiet")
+	if res.StoppedBy != "duration" || res.Records == 0 || res.Errors != 0 {
+		t.Fatalf("produce --duration: %d records, %d errors, stopped by %s", res.Records, res.Errors, res.StoppedBy)
+	}
+	want := res.Records + 10
+	res = runPerf(t, 1, "consume", "--brokers", b.Addr(), "--topic", "perf-bounded", "--quiet",
+		"--records", fmt.Sprint(want), "--timeout", "1s")
+	if res.StoppedBy != "timeout" || res.Records != want-10 {
+		t.Fatalf("consume of %d records from %d: read %d, stopped by %s", want, want-10, res.Records, res.StoppedBy)
 	}
 }
