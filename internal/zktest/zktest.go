@@ -1,0 +1,345 @@
+// Package zktest runs a real Apache ZooKeeper server (the Debian package
+// `zookeeper`) for tests and development scripts: one standalone
+// ZooKeeperServerMain process on a free 127.0.0.1 port with its own data
+// directory, started in about a second.
+//
+// The process is started and stopped only by its pid. Its stdout and stderr
+// go to zookeeper.log in the server's directory.
+package zktest
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Classpath is where the Debian package installs ZooKeeper (its jar's
+// manifest names the other jars it needs).
+const Classpath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+
+// MainClass is the standalone server's entry point.
+const MainClass = "org.apache.zookeeper.server.ZooKeeperServerMain"
+
+// startTimeout bounds how long Start waits for the server to answer ruok.
+const startTimeout = 30 * time.Second
+
+// ErrUnavailable means java or the ZooKeeper jar is not installed.
+var ErrUnavailable = errors.New("zktest: java or ZooKeeper (/usr/share/java/zookeeper.jar) not installed")
+
+// Server is one running ZooKeeper process. Its methods are safe for
+// concurrent use.
+type Server struct {
+	dir  string
+	port int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	paused bool
+}
+
+// Available reports whether java and the ZooKeeper jar are installed.
+func Available() error {
+	if _, err := exec.LookPath("java"); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Start runs a ZooKeeper server in a t.TempDir() and stops it at
+// t.Cleanup. When ZooKeeper is not installed the test is skipped, or fails
+// when the environment variable CI is "true" (make test installs it).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v (CI=true: run scripts/test-deps.sh)", err)
+		}
+		t.Skip(err)
+	}
+	s, err := StartProcess(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Logf("zktest: stop: %v", err)
+		}
+	})
+	return s
+}
+
+// StartProcess runs a ZooKeeper server whose config, data and log live in
+// dir (created if missing), on a free 127.0.0.1 port, and returns once it
+// answers ruok. The caller must call Stop.
+func StartProcess(dir string) (*Server, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return nil, fmt.Errorf("zktest: %w", err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken before Java binds it
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{dir: dir, port: port}
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// Addr is the server's client address, "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Dir is the directory holding zoo.cfg, data/ and zookeeper.log.
+func (s *Server) Dir() string { return s.dir }
+
+// Pid is the server process id, or 0 when stopped.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+func (s *Server) writeConfig() error {
+	// tickTime 100 ms lets clients ask for short session timeouts (min 2
+	// ticks); the admin server (Jetty on :8080) is off so servers never
+	// collide on it.
+	cfg := fmt.Sprintf(`tickTime=100
+minSessionTimeout=200
+maxSessionTimeout=60000
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,stat,cons
+`, filepath.Join(s.dir, "data"), s.port)
+	return os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644)
+}
+
+// start launches the process and waits until it answers ruok.
+func (s *Server) start() error {
+	if err := s.writeConfig(); err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command("java",
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.root.logger=INFO,CONSOLE",
+		"-cp", Classpath, MainClass, filepath.Join(s.dir, "zoo.cfg"))
+	cmd.Dir = s.dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Kill the server if this process dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("zktest: start java: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+
+	s.mu.Lock()
+	s.cmd, s.exited, s.paused = cmd, exited, false
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			s.mu.Lock()
+			s.cmd = nil
+			s.mu.Unlock()
+			return fmt.Errorf("zktest: zookeeper exited at start (%v); see %s", cmd.ProcessState, filepath.Join(s.dir, "zookeeper.log"))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ok, _ := s.ruok(); ok {
+			return nil
+		}
+	}
+	s.Stop()
+	return fmt.Errorf("zktest: zookeeper on %s not ready after %v; see %s", s.Addr(), startTimeout, filepath.Join(s.dir, "zookeeper.log"))
+}
+
+// ruok sends the four-letter command "ruok" and reports whether the answer
+// was "imok".
+func (s *Server) ruok() (bool, error) {
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("ruok")); err != nil {
+		return false, err
+	}
+	b, err := io.ReadAll(bufio.NewReader(c))
+	return strings.TrimSpace(string(b)) == "imok", err
+}
+
+// Stop ends the server (SIGTERM, then SIGKILL after 10 s; a paused server is
+// resumed first) and waits for it. Stopping a stopped server is a no-op.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	cmd, exited, paused := s.cmd, s.exited, s.paused
+	s.cmd, s.paused = nil, false
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	p := cmd.Process
+	if paused {
+		p.Signal(syscall.SIGCONT)
+	}
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	p.Kill()
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("zktest: pid %d did not exit after SIGKILL", p.Pid)
+	}
+}
+
+// Pause stops the server process with SIGSTOP: clients see a silent server.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, true) }
+
+// Resume continues a paused server with SIGCONT.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
+
+func (s *Server) signal(sig syscall.Signal, paused bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("zktest: server not running")
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("zktest: %v to pid %d: %w", sig, s.cmd.Process.Pid, err)
+	}
+	s.paused = paused
+	return nil
+}
+
+// Restart stops the server and starts it again on the same port with the
+// same data: sessions whose timeout has not passed survive.
+func (s *Server) Restart() error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.start()
+}
+
+// ExpireSession ends the session sessionID (whose password is passwd) the
+// way Curator's KillSession does: it connects a second client with the same
+// id and password and closes the session. The session's own client then
+// sees the session expired and its ephemeral nodes are gone.
+func (s *Server) ExpireSession(sessionID int64, passwd []byte) error {
+	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("zktest: expire session: %w", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+
+	// ConnectRequest: protocolVersion int32, lastZxidSeen int64,
+	// timeOut int32, sessionId int64, passwd buffer, readOnly bool.
+	var b []byte
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint64(b, 0)
+	b = binary.BigEndian.AppendUint32(b, 30000)
+	b = binary.BigEndian.AppendUint64(b, uint64(sessionID))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(passwd)))
+	b = append(b, passwd...)
+	b = append(b, 0)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	if _, err := c.Write(b); err != nil {
+		return fmt.Errorf("zktest: expire session: %w", err)
+	}
+	resp, err := readFrame(c)
+	if err != nil {
+		return fmt.Errorf("zktest: expire session: connect response: %w", err)
+	}
+	// ConnectResponse: protocolVersion int32, timeOut int32, sessionId int64, ...
+	if len(resp) < 16 {
+		return fmt.Errorf("zktest: expire session: short connect response")
+	}
+	if timeout := int32(binary.BigEndian.Uint32(resp[4:])); timeout <= 0 {
+		return fmt.Errorf("zktest: expire session %#x: already expired", sessionID)
+	}
+	// closeSession: RequestHeader{xid int32, type int32 = -11}.
+	b = b[:0]
+	b = binary.BigEndian.AppendUint32(b, 8)
+	b = binary.BigEndian.AppendUint32(b, 1)
+	b = binary.BigEndian.AppendUint32(b, uint32(0xFFFFFFF5)) // -11
+	if _, err := c.Write(b); err != nil {
+		return fmt.Errorf("zktest: expire session: %w", err)
+	}
+	// ReplyHeader: xid int32, zxid int64, err int32.
+	resp, err = readFrame(c)
+	if err != nil {
+		return fmt.Errorf("zktest: expire session: close response: %w", err)
+	}
+	if len(resp) >= 16 {
+		if code := int32(binary.BigEndian.Uint32(resp[12:])); code != 0 {
+			return fmt.Errorf("zktest: expire session: error code %d", code)
+		}
+	}
+	return nil
+}
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > 1<<20 {
+		return nil, fmt.Errorf("frame of %d bytes", n)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("zktest: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
