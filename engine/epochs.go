@@ -86,18 +86,35 @@ func (c *EpochCache) Latest() int32 {
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279) from a
-// history and the log end offset: the largest epoch <= epoch that the log
-// knows, and the offset where the epoch after it begins (the log end offset
-// for the latest epoch). An epoch older than the whole history gives
-// (-1, -1), which tells a follower to truncate to its own start.
+// history and the log end offset, as Kafka's LeaderEpochFileCache.endOffsetFor
+// does:
+//   - the latest epoch: (epoch, logEnd);
+//   - an epoch the history holds, or one between two it holds: the largest
+//     epoch <= epoch, and the start offset of the first epoch above it;
+//   - an epoch older than the whole history (its entries went with the log
+//     start): (epoch, start offset of the first entry), so a follower
+//     truncates to where the leader's known history begins;
+//   - an epoch newer than the latest, an empty history, or epoch < 0:
+//     (-1, -1), UNDEFINED (a leader's own epoch is always its latest, so a
+//     follower never sees this from a live leader).
 func EndOffsetForEpoch(entries []EpochEntry, epoch int32, logEnd int64) (int32, int64) {
-	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].Epoch <= epoch {
-			if i == len(entries)-1 {
-				return entries[i].Epoch, logEnd
-			}
-			return entries[i].Epoch, entries[i+1].StartOffset
-		}
+	n := len(entries)
+	if epoch < 0 || n == 0 {
+		return -1, -1
 	}
-	return -1, -1
+	if entries[n-1].Epoch == epoch {
+		return epoch, logEnd
+	}
+	// higher: the first entry with an epoch above the asked one.
+	higher := n
+	for higher > 0 && entries[higher-1].Epoch > epoch {
+		higher--
+	}
+	switch {
+	case higher == n:
+		return -1, -1
+	case higher == 0:
+		return epoch, entries[0].StartOffset
+	}
+	return entries[higher-1].Epoch, entries[higher].StartOffset
 }

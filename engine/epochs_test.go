@@ -134,8 +134,11 @@ func TestEpochCacheTruncateFromStart(t *testing.T) {
 	}
 }
 
-// TestEndOffsetForEpoch follows KIP-101/KIP-279: the largest known epoch
-// <= the asked one, and where the next epoch starts (log end for the latest).
+// TestEndOffsetForEpoch follows KIP-101/KIP-279 and Kafka's
+// LeaderEpochFileCache.endOffsetFor: the largest known epoch <= the asked
+// one, and where the next epoch starts (log end for the latest); an epoch
+// older than the history answers itself and the history's first start
+// offset; a newer one, or none, is UNDEFINED.
 func TestEndOffsetForEpoch(t *testing.T) {
 	hist := []EpochEntry{ee(1, 0), ee(3, 10), ee(6, 25)}
 	tests := []struct {
@@ -146,13 +149,18 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		wantEnd   int64
 	}{
 		{"empty", nil, 5, -1, -1},
-		{"older-than-history", hist[1:], 1, -1, -1},
+		{"undefined", hist, -1, -1, -1},
+		{"older-than-history", hist[1:], 1, 1, 10},
+		{"older-than-history-2", hist[1:], 2, 2, 10},
 		{"exact-first", hist, 1, 1, 10},
 		{"between", hist, 2, 1, 10},
 		{"exact-middle", hist, 3, 3, 25},
 		{"between-later", hist, 5, 3, 25},
 		{"latest", hist, 6, 6, 40},
-		{"newer-than-latest", hist, 9, 6, 40},
+		{"newer-than-latest", hist, 9, -1, -1},
+		{"single-latest", hist[:1], 1, 1, 40},
+		{"single-newer", hist[:1], 2, -1, -1},
+		{"single-older", hist[:1], 0, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
