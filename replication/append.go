@@ -53,7 +53,12 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool
 //
 // acks 0 and 1 return after the local append; -1 returns once the high
 // watermark passes the request's last offset, or with ctx.Err() when ctx is
-// done first (the records may then still be committed later). Errors:
+// done first (the records may then still be committed later). With acks -1
+// an ISR smaller than min.insync.replicas fails the request before anything
+// is appended (ErrNotEnoughReplicas); an ISR that shrinks below it while
+// the request waits fails it with ErrNotEnoughReplicasAfterAppend (the
+// records stay in the log), and losing leadership while it waits with
+// ErrNotLeader. Errors: ErrNotLeader (not the leader),
 // record.ErrCorrupt/ErrInvalid/ErrUnsupported (validation),
 // ErrTransactional, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
 // ErrClosed, and engine errors wrapped. A duplicate of one of a producer's
@@ -62,6 +67,19 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool
 func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
 	if err := checkClientBatches(batches); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
+	}
+	gen := p.gen.Load()
+	if !p.isLeader.Load() {
+		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrNotLeader
+	}
+	if acks == -1 {
+		p.rmu.Lock()
+		isr, minISR := len(p.rs.isr), p.rs.minISR
+		p.rmu.Unlock()
+		if isr < minISR {
+			return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1},
+				fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.opts.Topic, p.opts.Partition, isr, minISR)
+		}
 	}
 	r := reqPool.Get().(*appendReq)
 	r.batches = batches
@@ -91,7 +109,7 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 	if err != nil || acks != -1 {
 		return res, err
 	}
-	return res, p.waitHW(ctx, res.LastOffset+1)
+	return res, p.waitCommitted(ctx, res.LastOffset+1, gen)
 }
 
 // checkClientBatches is the validation done before queueing: the CRC and
@@ -110,15 +128,30 @@ func checkClientBatches(batches []byte) error {
 	return nil
 }
 
-// waitHW waits until the high watermark reaches hw.
+// waitHW waits until the high watermark reaches hw (see waitCommitted).
 func (p *Partition) waitHW(ctx context.Context, hw int64) error {
-	for p.hw.Load() < hw {
+	return p.waitCommitted(ctx, hw, p.gen.Load())
+}
+
+// waitCommitted waits until the high watermark reaches hw, for a request
+// appended while leading in generation gen: ErrNotLeader once leadership
+// was lost since, ErrNotEnoughReplicasAfterAppend when the ISR is (or
+// shrinks) below min.insync.replicas, ErrClosed, or ctx.Err().
+func (p *Partition) waitCommitted(ctx context.Context, hw int64, gen uint64) error {
+	for {
 		ch := p.Changed()
-		if p.hw.Load() >= hw {
-			break
-		}
-		if p.isClosed() {
+		p.rmu.Lock()
+		isr, minISR := len(p.rs.isr), p.rs.minISR
+		p.rmu.Unlock()
+		switch {
+		case isr < minISR:
+			return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicasAfterAppend, p.opts.Topic, p.opts.Partition, isr, minISR)
+		case p.hw.Load() >= hw:
+			return nil
+		case p.isClosed():
 			return ErrClosed
+		case p.gen.Load() != gen || !p.isLeader.Load():
+			return ErrNotLeader
 		}
 		select {
 		case <-ch:
@@ -126,7 +159,6 @@ func (p *Partition) waitHW(ctx context.Context, hw int64) error {
 			return ctx.Err()
 		}
 	}
-	return nil
 }
 
 // runRound takes every queued request, appends them in one engine call,
@@ -176,6 +208,13 @@ func (p *Partition) runRound() {
 // failed (every request that was to be written then holds it), nil
 // otherwise. REQUIRES: the caller leads the round.
 func (p *Partition) appendRound(round []*appendReq) error {
+	if !p.isLeader.Load() {
+		for _, r := range round {
+			r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			r.err = ErrNotLeader
+		}
+		return nil
+	}
 	ps := p.producers
 	base := p.log.EndOffset()
 	next := base
@@ -247,7 +286,10 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	}
 	ps.commit()
 	p.appends.Add(1)
-	p.advanceHW(p.leaderHW(info.LastOffset + 1))
+	p.rmu.Lock()
+	p.maybeAdvanceHWLocked()
+	p.rmu.Unlock()
+	p.notify() // follower fetches wait for the log end
 	p.fillStart(round)
 	if opts.LogAppendTime > 0 {
 		for _, r := range round {
@@ -283,7 +325,3 @@ func countOffsets(batches []byte) int64 {
 	return n
 }
 
-// leaderHW is the high watermark a leader may advance to once its log end
-// is leo: the smallest log end offset in the ISR. Single node: the ISR is
-// the leader alone, so it is leo (already durable when FlushEveryAppend).
-func (p *Partition) leaderHW(leo int64) int64 { return leo }

@@ -26,4 +26,24 @@ var (
 	// transactions are not supported (the server answers
 	// UNSUPPORTED_FOR_MESSAGE_FORMAT or INVALID_RECORD).
 	ErrTransactional = errors.New("replication: transactional batches are not supported")
+	// ErrNotEnoughReplicas: NOT_ENOUGH_REPLICAS (acks=-1 and the ISR is
+	// smaller than min.insync.replicas; nothing was appended).
+	ErrNotEnoughReplicas = errors.New("replication: not enough in-sync replicas")
+	// ErrNotEnoughReplicasAfterAppend: NOT_ENOUGH_REPLICAS_AFTER_APPEND
+	// (the records were appended, then the ISR shrank below
+	// min.insync.replicas before they were committed).
+	ErrNotEnoughReplicasAfterAppend = errors.New("replication: not enough in-sync replicas after append")
+	// ErrStaleLeaderEpoch: MakeLeader/MakeFollower with an epoch older
+	// than the partition's (the server answers STALE_CONTROLLER_EPOCH or
+	// ignores the partition, as Kafka does).
+	ErrStaleLeaderEpoch = errors.New("replication: stale leader epoch")
+	// ErrFencedLeaderEpoch: FENCED_LEADER_EPOCH (the request's current
+	// leader epoch is older than the partition's).
+	ErrFencedLeaderEpoch = errors.New("replication: fenced leader epoch")
+	// ErrUnknownLeaderEpoch: UNKNOWN_LEADER_EPOCH (the request's current
+	// leader epoch is newer than the partition's).
+	ErrUnknownLeaderEpoch = errors.New("replication: unknown leader epoch")
+	// ErrNotFollower: a follower operation (AppendAsFollower, TruncateTo)
+	// on a replica that leads or is still becoming a follower.
+	ErrNotFollower = errors.New("replication: not a follower")
 )

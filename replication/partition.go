@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -29,7 +30,31 @@ type Options struct {
 	ProducerScanBytes int64
 	Now               func() time.Time // nil: time.Now
 	Logger            *slog.Logger     // nil: slog.Default()
+
+	// BrokerID is this broker's id: the partition's own replica id. A
+	// partition without cluster state (NewPartition until MakeLeader or
+	// MakeFollower) is leader with replicas and ISR {BrokerID}.
+	BrokerID int32
+	// MinInsyncReplicas is the topic's min.insync.replicas (0: 1); see
+	// SetMinInsyncReplicas.
+	MinInsyncReplicas int
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (0: 30s): a follower
+	// that has not caught up with the leader's log end for this long
+	// leaves the ISR at the next MaybeShrinkISR.
+	ReplicaLagTimeMax time.Duration
+	// AlterISR is called by the leader to change the ISR (shrink or
+	// expand), with st.ISR the proposed ISR and st.ZkVersion the version
+	// of the partition state the leader knows; it returns the state's new
+	// version. The broker writes the state to ZooKeeper guarded by that
+	// version. On error the change is not applied and is tried again
+	// later (on the next follower fetch or MaybeShrinkISR). At most one
+	// call per partition runs at a time, without the partition's locks
+	// held. nil: the change is applied locally only (tests).
+	AlterISR func(ctx context.Context, topic string, partition int32, st LeaderAndIsr) (newZkVersion int32, err error)
 }
+
+// DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
+const DefaultReplicaLagTimeMax = 30 * time.Second
 
 // DefaultProducerScanBytes is how much of a log's tail is scanned for
 // producer state when Options.ProducerScanBytes is 0.
@@ -51,8 +76,11 @@ type AppendResult struct {
 	Duplicate bool
 }
 
-// Partition is one partition replica. In this version it is always the
-// leader. Safe for concurrent use.
+// Partition is one partition replica: the leader, which appends produce
+// requests and tracks its followers (replica.go), or a follower, which a
+// fetcher feeds (follower.go). Safe for concurrent use.
+//
+// Lock order: fmu, then rmu, then hwMu; qmu is never held with another.
 type Partition struct {
 	log    engine.Log
 	opts   Options
@@ -82,6 +110,20 @@ type Partition struct {
 	roundBuf  []byte
 
 	appends atomic.Int64 // engine appends made, for tests and stats
+
+	// isLeader mirrors rs.leader for lock-free checks; gen counts the
+	// times leadership was lost (an acks=-1 waiter whose append was made
+	// in an older generation fails with ErrNotLeader).
+	isLeader atomic.Bool
+	gen      atomic.Uint64
+
+	// rmu guards rs, the replica state (see replica.go).
+	rmu sync.Mutex
+	rs  replicaState
+
+	// fmu serializes follower operations (AppendAsFollower, TruncateTo,
+	// RestartAt) with each other and with MakeLeader.
+	fmu sync.Mutex
 }
 
 // NewPartition takes ownership of log (Close closes it; when NewPartition
@@ -98,6 +140,7 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 		p.logger = slog.Default()
 	}
 	p.leaderEpoch.Store(opts.LeaderEpoch)
+	p.initReplicaState()
 	p.logAppendTime.Store(opts.LogAppendTime)
 	p.idle.L = &p.qmu
 	p.producers = newProducerState()
@@ -126,12 +169,36 @@ func (p *Partition) advanceHW(hw int64) {
 	p.hwMu.Lock()
 	if hw > p.hw.Load() {
 		p.hw.Store(hw)
-		if p.changed != nil {
-			close(p.changed)
-			p.changed = nil
-		}
+		p.notifyLocked()
 	}
 	p.hwMu.Unlock()
+}
+
+// lowerHW moves the high watermark down to at most hw (a follower
+// truncated below it) and wakes Changed waiters.
+func (p *Partition) lowerHW(hw int64) {
+	p.hwMu.Lock()
+	if hw < p.hw.Load() {
+		p.hw.Store(hw)
+		p.notifyLocked()
+	}
+	p.hwMu.Unlock()
+}
+
+// notify wakes Changed waiters: the log end moved, the ISR or leadership
+// changed.
+func (p *Partition) notify() {
+	p.hwMu.Lock()
+	p.notifyLocked()
+	p.hwMu.Unlock()
+}
+
+// REQUIRES: p.hwMu held.
+func (p *Partition) notifyLocked() {
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
 }
 
 // Read returns batches from offset, at most maxBytes (at least one whole
@@ -162,8 +229,10 @@ func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Changed returns a channel closed the next time the high watermark
-// advances or the partition closes.
+// Changed returns a channel closed the next time the high watermark or the
+// log end offset moves, the ISR or leadership changes, or the partition
+// closes. Consumer fetches wait on it for the HW, follower fetches for the
+// log end; either may wake for the other's reason and must check again.
 func (p *Partition) Changed() <-chan struct{} {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
@@ -200,10 +269,31 @@ func (p *Partition) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
 	return off, t, true, nil
 }
 
-// EndOffsetForEpoch answers OffsetForLeaderEpoch.
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (see
+// engine.EndOffsetForEpoch): the largest epoch <= epoch this replica knows
+// and the offset where the epoch after it begins. A leader counts its
+// current epoch as begun at the log end it had when it became leader even
+// before a batch of that epoch is written, as Kafka's leader assigns the
+// epoch in its cache when it is elected.
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
-	return engine.EndOffsetForEpoch(p.log.LeaderEpochs(), epoch, p.log.EndOffset())
+	p.rmu.Lock()
+	entries := p.log.LeaderEpochs()
+	if p.rs.leader {
+		le := p.leaderEpoch.Load()
+		if n := len(entries); n == 0 || entries[n-1].Epoch < le {
+			entries = append(entries, engine.EpochEntry{Epoch: le, StartOffset: p.rs.epochStart})
+		}
+	}
+	end := p.log.EndOffset()
+	p.rmu.Unlock()
+	return engine.EndOffsetForEpoch(entries, epoch, end)
 }
+
+// Topic returns the partition's topic name.
+func (p *Partition) Topic() string { return p.opts.Topic }
+
+// Index returns the partition's number within its topic.
+func (p *Partition) Index() int32 { return p.opts.Partition }
 
 // SetLogAppendTime switches message.timestamp.type for later appends.
 func (p *Partition) SetLogAppendTime(on bool) { p.logAppendTime.Store(on) }
@@ -232,10 +322,7 @@ func (p *Partition) Close() error {
 		return nil
 	}
 	p.closed = true
-	if p.changed != nil {
-		close(p.changed)
-		p.changed = nil
-	}
+	p.notifyLocked()
 	p.hwMu.Unlock()
 	return p.log.Close()
 }

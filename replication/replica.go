@@ -1,0 +1,393 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Leader and followers
+//
+// The controller tells each replica of a partition its role with a
+// LeaderAndIsr state; the broker passes it to MakeLeader or MakeFollower.
+//
+// The leader appends produce requests (append.go) and learns how far each
+// follower got from the follower's fetches: a follower fetching from offset
+// o has everything below o (UpdateFollowerState). The high watermark is the
+// smallest log end offset in the ISR, the leader's own included, and never
+// moves back while the replica leads.
+//
+// The ISR changes like Kafka's (Partition.maybeShrinkIsr/maybeExpandIsr):
+//   - a follower leaves it when it has not been caught up with the
+//     leader's log end for ReplicaLagTimeMax (MaybeShrinkISR, which the
+//     broker calls periodically). "Caught up at t" means a fetch at t asked
+//     for the leader's log end, or for at least the log end the leader had
+//     at the follower's previous fetch (then it was caught up at the time
+//     of that previous fetch);
+//   - a follower joins it when its log end reaches the high watermark and
+//     the start of the current leader epoch.
+//
+// Either change is proposed to Options.AlterISR (the broker writes it to
+// ZooKeeper guarded by the state's version) and applied only when that
+// succeeds. While a change is in flight the high watermark is computed over
+// the larger of the two ISRs (Kafka's "maximal ISR"), so a replica that is
+// about to join never lacks committed records.
+
+// LeaderAndIsr is a partition's replication state as the controller keeps
+// it in /brokers/topics/<t>/partitions/<p>/state.
+type LeaderAndIsr struct {
+	Leader      int32
+	LeaderEpoch int32
+	ISR         []int32
+	Replicas    []int32
+	// ZkVersion is the version of the partition state znode, the guard
+	// of the leader's ISR writes.
+	ZkVersion int32
+}
+
+// replicaState is the part of a Partition that the replication role
+// decides. Guarded by Partition.rmu.
+type replicaState struct {
+	leader bool
+	// follower is set once MakeFollower has drained the leader's append
+	// rounds; follower operations run only then.
+	follower  bool
+	leaderID  int32
+	isr       []int32 // as committed by the controller or AlterISR
+	replicas  []int32
+	zkVersion int32
+	// epochStart is the log end offset when this replica became leader
+	// of the current epoch (Kafka's leaderEpochStartOffset).
+	epochStart int64
+	// followers holds, while leading, every replica but this one.
+	followers map[int32]*followerState
+	// inflight is the ISR change being written by AlterISR, or nil.
+	inflight *isrChange
+	minISR   int
+	lagMax   time.Duration
+}
+
+// followerState is what the leader knows of one follower (Kafka's Replica).
+type followerState struct {
+	leo                int64 // log end offset; -1 unknown
+	lastCaughtUp       time.Time
+	lastFetchLeaderLEO int64 // the leader's log end at the previous fetch; -1 none
+	lastFetchTime      time.Time
+}
+
+// isrChange is one AlterISR call in flight.
+type isrChange struct {
+	isr []int32
+}
+
+func (p *Partition) initReplicaState() {
+	self := p.opts.BrokerID
+	p.rs = replicaState{
+		leader:    true,
+		leaderID:  self,
+		isr:       []int32{self},
+		replicas:  []int32{self},
+		zkVersion: -1,
+		minISR:    max(p.opts.MinInsyncReplicas, 1),
+		lagMax:    p.opts.ReplicaLagTimeMax,
+		followers: map[int32]*followerState{},
+	}
+	if p.rs.lagMax <= 0 {
+		p.rs.lagMax = DefaultReplicaLagTimeMax
+	}
+	p.rs.epochStart = p.log.EndOffset()
+	p.isLeader.Store(true)
+}
+
+// IsLeader reports whether the replica currently leads the partition.
+func (p *Partition) IsLeader() bool { return p.isLeader.Load() }
+
+// ISR returns a copy of the committed in-sync replica set.
+func (p *Partition) ISR() []int32 {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return slices.Clone(p.rs.isr)
+}
+
+// State returns the replication state as this replica knows it.
+func (p *Partition) State() LeaderAndIsr {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return LeaderAndIsr{
+		Leader: p.rs.leaderID, LeaderEpoch: p.leaderEpoch.Load(),
+		ISR: slices.Clone(p.rs.isr), Replicas: slices.Clone(p.rs.replicas), ZkVersion: p.rs.zkVersion,
+	}
+}
+
+// SetMinInsyncReplicas applies a changed min.insync.replicas (values below
+// 1 mean 1). Waiting acks=-1 requests are re-checked.
+func (p *Partition) SetMinInsyncReplicas(n int) {
+	p.rmu.Lock()
+	p.rs.minISR = max(n, 1)
+	p.rmu.Unlock()
+	p.notify()
+}
+
+// MakeLeader makes this replica the leader of st.LeaderEpoch, which must be
+// at least the current epoch (ErrStaleLeaderEpoch otherwise) and st.Leader
+// must be this broker. A new epoch begins at the current log end offset
+// (the engine records it with the first batch written in it); the high
+// watermark is kept; what the leader knew of its followers is reset: log
+// end unknown, caught up now, so none leaves the ISR before it had
+// ReplicaLagTimeMax to fetch. The same epoch again (the leader already
+// leading it) only updates the ISR, replicas and version. It waits for a
+// follower operation in progress.
+func (p *Partition) MakeLeader(st LeaderAndIsr) error {
+	if st.Leader != p.opts.BrokerID {
+		return fmt.Errorf("replication: %s-%d: MakeLeader names leader %d, this broker is %d", p.opts.Topic, p.opts.Partition, st.Leader, p.opts.BrokerID)
+	}
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	if p.isClosed() {
+		return ErrClosed
+	}
+	p.rmu.Lock()
+	cur := p.leaderEpoch.Load()
+	if st.LeaderEpoch < cur {
+		p.rmu.Unlock()
+		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than %d", ErrStaleLeaderEpoch, p.opts.Topic, p.opts.Partition, st.LeaderEpoch, cur)
+	}
+	same := p.rs.leader && st.LeaderEpoch == cur
+	p.rs.isr = slices.Clone(st.ISR)
+	p.rs.replicas = slices.Clone(st.Replicas)
+	p.rs.zkVersion = st.ZkVersion
+	p.rs.leaderID = st.Leader
+	if !same {
+		p.rs.leader, p.rs.follower = true, false
+		p.rs.epochStart = p.log.EndOffset()
+		p.rs.inflight = nil
+		p.rs.followers = make(map[int32]*followerState, len(st.Replicas))
+		p.leaderEpoch.Store(st.LeaderEpoch)
+		p.isLeader.Store(true)
+		p.logger.Info("replication: became leader", "topic", p.opts.Topic, "partition", p.opts.Partition,
+			"epoch", st.LeaderEpoch, "start", p.rs.epochStart, "hw", p.hw.Load(), "isr", st.ISR)
+	}
+	// Followers: every replica but self (new ones keep no state).
+	for _, id := range st.Replicas {
+		if id == p.opts.BrokerID {
+			continue
+		}
+		if _, ok := p.rs.followers[id]; !ok {
+			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.now(), lastFetchLeaderLEO: -1}
+		}
+	}
+	for id := range p.rs.followers {
+		if !slices.Contains(st.Replicas, id) {
+			delete(p.rs.followers, id)
+		}
+	}
+	p.maybeAdvanceHWLocked()
+	p.rmu.Unlock()
+	p.notify()
+	return nil
+}
+
+// MakeFollower makes this replica a follower of st.Leader at
+// st.LeaderEpoch, which must be at least the current epoch. It stops
+// leading: later Appends and those queued fail with ErrNotLeader, and so do
+// acks=-1 requests still waiting for the ISR (their records may be
+// truncated). It returns once no leader append is in progress; the broker
+// then hands the partition to a fetcher (FetcherManager.Add). The high
+// watermark is kept.
+func (p *Partition) MakeFollower(st LeaderAndIsr) error {
+	if p.isClosed() {
+		return ErrClosed
+	}
+	p.rmu.Lock()
+	cur := p.leaderEpoch.Load()
+	if st.LeaderEpoch < cur {
+		p.rmu.Unlock()
+		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than %d", ErrStaleLeaderEpoch, p.opts.Topic, p.opts.Partition, st.LeaderEpoch, cur)
+	}
+	wasLeader := p.rs.leader
+	p.rs.leader = false
+	p.rs.leaderID = st.Leader
+	p.rs.isr = slices.Clone(st.ISR)
+	p.rs.replicas = slices.Clone(st.Replicas)
+	p.rs.zkVersion = st.ZkVersion
+	p.rs.followers = map[int32]*followerState{}
+	p.rs.inflight = nil
+	p.leaderEpoch.Store(st.LeaderEpoch)
+	p.isLeader.Store(false)
+	p.gen.Add(1)
+	p.rmu.Unlock()
+	p.notify() // acks=-1 waiters see they lost leadership
+
+	// Let the append round in progress (if any) finish; rounds check
+	// leadership first, so the queue drains with ErrNotLeader.
+	p.qmu.Lock()
+	for p.appending {
+		p.idle.Wait()
+	}
+	p.qmu.Unlock()
+
+	p.rmu.Lock()
+	if !p.rs.leader && p.leaderEpoch.Load() == st.LeaderEpoch {
+		p.rs.follower = true
+	}
+	p.rmu.Unlock()
+	if wasLeader {
+		p.logger.Info("replication: became follower", "topic", p.opts.Topic, "partition", p.opts.Partition,
+			"leader", st.Leader, "epoch", st.LeaderEpoch, "end", p.log.EndOffset(), "hw", p.hw.Load())
+	}
+	return nil
+}
+
+// UpdateFollowerState records a fetch by follower replicaID from
+// fetchOffset at now, on the leader; the Fetch handler calls it for each
+// partition of a replica fetch before reading. The follower's log end is
+// fetchOffset. It may expand the ISR (calling Options.AlterISR, so it can
+// block for that write) and advance the high watermark, which it returns.
+// A replica that is not a follower of this partition, or a replica that
+// is not the leader, changes nothing.
+func (p *Partition) UpdateFollowerState(replicaID int32, fetchOffset int64, now time.Time) (hw int64) {
+	p.rmu.Lock()
+	f := p.rs.followers[replicaID]
+	if !p.rs.leader || f == nil {
+		p.rmu.Unlock()
+		return p.hw.Load()
+	}
+	leo := p.log.EndOffset()
+	switch {
+	case fetchOffset >= leo:
+		f.lastCaughtUp = maxTime(f.lastCaughtUp, now)
+	case f.lastFetchLeaderLEO >= 0 && fetchOffset >= f.lastFetchLeaderLEO:
+		f.lastCaughtUp = maxTime(f.lastCaughtUp, f.lastFetchTime)
+	}
+	f.lastFetchLeaderLEO, f.lastFetchTime = leo, now
+	f.leo = fetchOffset
+	p.maybeAdvanceHWLocked()
+
+	var change *isrChange
+	if p.rs.inflight == nil && !slices.Contains(p.rs.isr, replicaID) &&
+		f.leo >= p.hw.Load() && f.leo >= p.rs.epochStart {
+		isr := append(slices.Clone(p.rs.isr), replicaID)
+		change = &isrChange{isr: isr}
+		p.rs.inflight = change
+		// The HW now counts the joining replica (maximal ISR).
+	}
+	p.rmu.Unlock()
+	if change != nil {
+		p.alterISR(change, "expand")
+	}
+	return p.hw.Load()
+}
+
+// MaybeShrinkISR removes from the ISR, on the leader, every follower that
+// has not been caught up with the leader's log end since before
+// now - ReplicaLagTimeMax. The broker calls it periodically (Kafka: every
+// ReplicaLagTimeMax/2). The change goes through Options.AlterISR.
+func (p *Partition) MaybeShrinkISR(now time.Time) {
+	p.rmu.Lock()
+	if !p.rs.leader || p.rs.inflight != nil {
+		p.rmu.Unlock()
+		return
+	}
+	var keep, out []int32
+	for _, id := range p.rs.isr {
+		f := p.rs.followers[id]
+		if id != p.opts.BrokerID && (f == nil || now.Sub(f.lastCaughtUp) > p.rs.lagMax) {
+			out = append(out, id)
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if len(out) == 0 {
+		p.rmu.Unlock()
+		return
+	}
+	change := &isrChange{isr: keep}
+	p.rs.inflight = change
+	p.rmu.Unlock()
+	p.logger.Info("replication: shrinking ISR", "topic", p.opts.Topic, "partition", p.opts.Partition,
+		"out", out, "isr", keep, "lag_max", p.rs.lagMax)
+	p.alterISR(change, "shrink")
+}
+
+// alterISRTimeout bounds one Options.AlterISR call.
+const alterISRTimeout = 30 * time.Second
+
+// alterISR writes change through Options.AlterISR and applies it if it
+// succeeded and this replica still leads the same epoch.
+// REQUIRES: p.rs.inflight == change, set by the caller; p.rmu not held.
+func (p *Partition) alterISR(change *isrChange, kind string) {
+	p.rmu.Lock()
+	st := LeaderAndIsr{
+		Leader: p.opts.BrokerID, LeaderEpoch: p.leaderEpoch.Load(),
+		ISR: slices.Clone(change.isr), Replicas: slices.Clone(p.rs.replicas), ZkVersion: p.rs.zkVersion,
+	}
+	p.rmu.Unlock()
+	version, err := st.ZkVersion, error(nil)
+	if p.opts.AlterISR != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), alterISRTimeout)
+		version, err = p.opts.AlterISR(ctx, p.opts.Topic, p.opts.Partition, st)
+		cancel()
+	}
+	p.rmu.Lock()
+	if p.rs.inflight != change {
+		// Leadership changed meanwhile; the new state came from the
+		// controller and wins.
+		p.rmu.Unlock()
+		return
+	}
+	p.rs.inflight = nil
+	if err != nil {
+		p.rmu.Unlock()
+		p.logger.Warn("replication: ISR change failed; will retry", "topic", p.opts.Topic, "partition", p.opts.Partition,
+			"change", kind, "isr", st.ISR, "zk_version", st.ZkVersion, "err", err)
+		return
+	}
+	p.rs.isr = change.isr
+	p.rs.zkVersion = version
+	p.maybeAdvanceHWLocked()
+	p.rmu.Unlock()
+	p.logger.Info("replication: ISR changed", "topic", p.opts.Topic, "partition", p.opts.Partition,
+		"change", kind, "isr", st.ISR, "zk_version", version)
+	p.notify() // acks=-1 waiters re-check min.insync.replicas
+}
+
+// maybeAdvanceHWLocked raises the high watermark to the smallest log end
+// offset in the maximal ISR (the committed one, plus a replica joining it).
+// A follower whose log end is unknown holds it where it is.
+// REQUIRES: p.rmu held, p.rs.leader.
+func (p *Partition) maybeAdvanceHWLocked() {
+	if !p.rs.leader {
+		return
+	}
+	hw := p.log.EndOffset()
+	consider := func(id int32) {
+		if id == p.opts.BrokerID {
+			return
+		}
+		f := p.rs.followers[id]
+		if f == nil {
+			hw = -1
+			return
+		}
+		hw = min(hw, f.leo)
+	}
+	for _, id := range p.rs.isr {
+		consider(id)
+	}
+	if c := p.rs.inflight; c != nil {
+		for _, id := range c.isr {
+			if !slices.Contains(p.rs.isr, id) {
+				consider(id)
+			}
+		}
+	}
+	p.advanceHW(hw)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
