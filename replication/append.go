@@ -324,4 +324,3 @@ func countOffsets(batches []byte) int64 {
 	}
 	return n
 }
-
