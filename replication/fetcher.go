@@ -1,0 +1,593 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/record"
+)
+
+// Follower fetchers
+//
+// A FetcherManager keeps one fetcher goroutine per leader broker (Kafka's
+// ReplicaFetcherThread, one per source broker and fetcher id), each with
+// one connection, replicating every follower partition led by that broker.
+// A partition goes through two states:
+//
+//   - truncating: find where this log and the leader's agree and cut the
+//     rest (KIP-101, KIP-279). Ask the leader (OffsetForLeaderEpoch, with
+//     this replica's id and the current leader epoch as fence) for the end
+//     offset of this log's latest epoch. The leader answers the end of
+//     that epoch, or of the largest epoch it has below it. If this log has
+//     the answered epoch too, truncate to the smaller of both ends of it
+//     and stop; if not, truncate to the end of this log's largest epoch
+//     below the answer and ask again with what is now the latest epoch.
+//     Every such round removes at least one epoch, so it ends. A log
+//     without epochs, or an answer UNDEFINED, truncates to the high
+//     watermark (Kafka's fallback). Records below the high watermark that
+//     the leader also has share their epochs with it, so they are never
+//     cut.
+//   - fetching: Fetch from this log's end offset, append what comes
+//     (AppendAsFollower), follow the leader's high watermark and log
+//     start. The leader parks the request until it has something or
+//     MaxWait passes.
+//
+// Errors: FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
+// and the like back the partition off for Backoff and retry (the
+// controller's next LeaderAndIsr re-adds it with the new leader and epoch).
+// OFFSET_OUT_OF_RANGE below the leader's log start restarts this log at the
+// leader's log start; otherwise the partition truncates again. A failed
+// request backs off every partition of that leader and reconnects.
+
+// FetcherOptions configure a FetcherManager. Zero values mean the
+// documented default.
+type FetcherOptions struct {
+	// BrokerID is this broker's id, sent as the replica id.
+	BrokerID int32
+	// Resolve returns a live broker's address (host:port).
+	Resolve func(brokerID int32) (addr string, ok bool)
+	// Send, when set, replaces the network: it must send req to broker
+	// brokerID and return its response (tests use an in-process leader).
+	Send func(ctx context.Context, brokerID int32, req kmsg.Request) (kmsg.Response, error)
+	// MaxWait is replica.fetch.wait.max.ms (0: 500ms).
+	MaxWait time.Duration
+	// MaxBytes is replica.fetch.response.max.bytes (0: 10 MiB).
+	MaxBytes int32
+	// PartitionMaxBytes is replica.fetch.max.bytes (0: 1 MiB).
+	PartitionMaxBytes int32
+	// Backoff is replica.fetch.backoff.ms (0: 1s).
+	Backoff time.Duration
+	// RequestTimeout bounds a request beyond MaxWait (0: 30s).
+	RequestTimeout time.Duration
+	// ClientID names the connections (0: "sluice-replica-fetcher-<id>").
+	ClientID string
+	Logger   *slog.Logger // nil: slog.Default()
+}
+
+// Request versions the fetchers send: Fetch v12 is the last that names
+// topics (v13+ uses topic ids) and the first flexible one;
+// OffsetForLeaderEpoch v4 carries the replica id (v3+) and is flexible.
+const (
+	fetchVersion               = 12
+	offsetForLeaderEpochVersion = 4
+)
+
+// FetcherManager runs the follower fetchers of a broker. Safe for
+// concurrent use.
+type FetcherManager struct {
+	opts   FetcherOptions
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	fetchers map[int32]*fetcher     // by leader id
+	parts    map[*Partition]*fetcher // which fetcher has a partition
+	closed   bool
+}
+
+// NewFetcherManager returns a manager with no partitions.
+func NewFetcherManager(opts FetcherOptions) *FetcherManager {
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 500 * time.Millisecond
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 10 << 20
+	}
+	if opts.PartitionMaxBytes <= 0 {
+		opts.PartitionMaxBytes = 1 << 20
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.ClientID == "" {
+		opts.ClientID = fmt.Sprintf("sluice-replica-fetcher-%d", opts.BrokerID)
+	}
+	m := &FetcherManager{opts: opts, logger: opts.Logger,
+		fetchers: map[int32]*fetcher{}, parts: map[*Partition]*fetcher{}}
+	if m.logger == nil {
+		m.logger = slog.Default()
+	}
+	return m
+}
+
+// Add makes p (already a follower: MakeFollower) replicate from leaderID at
+// leaderEpoch, starting with truncation. Adding a partition again (a new
+// leader or epoch) restarts it there.
+func (m *FetcherManager) Add(p *Partition, leaderID, leaderEpoch int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	if old := m.parts[p]; old != nil && old.leader != leaderID {
+		m.removeLocked(p)
+	}
+	f := m.fetchers[leaderID]
+	if f == nil {
+		f = newFetcher(m, leaderID)
+		m.fetchers[leaderID] = f
+	}
+	m.parts[p] = f
+	f.mu.Lock()
+	f.parts[p] = &fetchPart{epoch: leaderEpoch, truncating: true}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// Remove stops replicating p. When it returns, no fetcher touches p again
+// (a response being applied to p finishes first), so the broker may then
+// make it leader or close it.
+func (m *FetcherManager) Remove(p *Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.removeLocked(p)
+}
+
+// REQUIRES: m.mu held.
+func (m *FetcherManager) removeLocked(p *Partition) {
+	f := m.parts[p]
+	if f == nil {
+		return
+	}
+	delete(m.parts, p)
+	f.mu.Lock()
+	delete(f.parts, p)
+	empty := len(f.parts) == 0
+	f.mu.Unlock()
+	if empty {
+		delete(m.fetchers, f.leader)
+		f.stop()
+	}
+}
+
+// Close stops every fetcher and waits for them.
+func (m *FetcherManager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	fs := m.fetchers
+	m.fetchers, m.parts = map[int32]*fetcher{}, map[*Partition]*fetcher{}
+	m.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
+}
+
+// fetchPart is a partition's replication state in its fetcher. A new one
+// replaces it on every Add, so a response for an older one is dropped.
+type fetchPart struct {
+	epoch        int32 // the leader epoch sent as CurrentLeaderEpoch
+	truncating   bool
+	backoffUntil time.Time
+}
+
+// fetcher replicates the partitions led by one broker.
+type fetcher struct {
+	m      *FetcherManager
+	leader int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{} // buffered 1: partitions were added
+
+	// mu guards parts and is held while a response is applied, so Remove
+	// waits for that and no longer.
+	mu    sync.Mutex
+	parts map[*Partition]*fetchPart
+
+	conn *kconn.Conn // owned by the goroutine
+}
+
+func newFetcher(m *FetcherManager, leader int32) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{m: m, leader: leader, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), wake: make(chan struct{}, 1), parts: map[*Partition]*fetchPart{}}
+	go f.run()
+	return f
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *fetcher) run() {
+	defer close(f.done)
+	defer func() {
+		if f.conn != nil {
+			f.conn.Close()
+		}
+	}()
+	for f.ctx.Err() == nil {
+		truncated := f.truncateRound()
+		fetched := f.fetchRound()
+		if !truncated && !fetched {
+			f.idle()
+		}
+	}
+}
+
+// idle waits for an Add, the end of the earliest backoff, or stop.
+func (f *fetcher) idle() {
+	wait := f.m.opts.Backoff
+	now := time.Now()
+	f.mu.Lock()
+	for _, st := range f.parts {
+		if d := st.backoffUntil.Sub(now); d > 0 && d < wait {
+			wait = d
+		}
+	}
+	f.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+	case <-f.wake:
+	case <-t.C:
+	}
+}
+
+// sleep backs off every partition after a failed request.
+func (f *fetcher) sleep() {
+	t := time.NewTimer(f.m.opts.Backoff)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+	case <-t.C:
+	}
+}
+
+// send sends req to the leader, over the injected Send or the connection.
+func (f *fetcher) send(req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.opts.MaxWait+f.m.opts.RequestTimeout)
+	defer cancel()
+	if f.m.opts.Send != nil {
+		return f.m.opts.Send(ctx, f.leader, req)
+	}
+	if f.conn == nil {
+		if f.m.opts.Resolve == nil {
+			return nil, fmt.Errorf("replication: no address for broker %d (no Resolve)", f.leader)
+		}
+		addr, ok := f.m.opts.Resolve(f.leader)
+		if !ok {
+			return nil, fmt.Errorf("replication: no address for broker %d", f.leader)
+		}
+		f.conn = kconn.New(addr, f.m.opts.ClientID, f.m.opts.RequestTimeout)
+	}
+	resp, err := f.conn.Request(ctx, req)
+	if err != nil {
+		// Resolve again next time: the leader may have moved.
+		f.conn.Close()
+		f.conn = nil
+	}
+	return resp, err
+}
+
+// pending is one partition of a request in flight.
+type pending struct {
+	p  *Partition
+	st *fetchPart
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// snapshot returns the partitions eligible for a request of the given kind.
+func (f *fetcher) snapshot(truncating bool) map[tp]pending {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out map[tp]pending
+	for p, st := range f.parts {
+		if st.truncating != truncating || now.Before(st.backoffUntil) {
+			continue
+		}
+		if out == nil {
+			out = map[tp]pending{}
+		}
+		out[tp{p.Topic(), p.Index()}] = pending{p, st}
+	}
+	return out
+}
+
+// current reports whether pd is still the partition's state (not removed
+// or re-added). REQUIRES: f.mu held.
+func (f *fetcher) current(pd pending) bool { return f.parts[pd.p] == pd.st }
+
+func (f *fetcher) backoff(st *fetchPart) { st.backoffUntil = time.Now().Add(f.m.opts.Backoff) }
+
+// truncateRound runs one OffsetForLeaderEpoch round for the truncating
+// partitions. It reports whether it had any.
+func (f *fetcher) truncateRound() bool {
+	parts := f.snapshot(true)
+	if len(parts) == 0 {
+		return false
+	}
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.Version = offsetForLeaderEpochVersion
+	req.ReplicaID = f.m.opts.BrokerID
+	topics := map[string]int{}
+	f.mu.Lock()
+	for k, pd := range parts {
+		if !f.current(pd) {
+			delete(parts, k)
+			continue
+		}
+		latest := pd.p.LatestEpoch()
+		if latest < 0 {
+			// No epochs here: Kafka's fallback, the high watermark.
+			f.finishTruncation(pd, pd.p.HighWatermark(), "no local leader epochs")
+			delete(parts, k)
+			continue
+		}
+		i, ok := topics[k.topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[k.topic] = i
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = k.partition
+		rp.CurrentLeaderEpoch = pd.st.epoch
+		rp.LeaderEpoch = latest
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	f.mu.Unlock()
+	if len(req.Topics) == 0 {
+		return true
+	}
+	kresp, err := f.send(req)
+	if err != nil {
+		if f.ctx.Err() == nil {
+			f.m.logger.Warn("replication: OffsetForLeaderEpoch failed", "leader", f.leader, "err", err)
+			f.sleep()
+		}
+		return true
+	}
+	resp, ok := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	if !ok {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			pd, ok := parts[tp{rt.Topic, rp.Partition}]
+			if !ok || !f.current(pd) {
+				continue
+			}
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				f.m.logger.Info("replication: OffsetForLeaderEpoch refused; backing off", "topic", rt.Topic, "partition", rp.Partition,
+					"leader", f.leader, "epoch", pd.st.epoch, "err", err)
+				f.backoff(pd.st)
+				continue
+			}
+			f.truncateStep(pd, rp.LeaderEpoch, rp.EndOffset)
+		}
+	}
+	return true
+}
+
+// truncateStep applies one OffsetForLeaderEpoch answer (leaderEpoch,
+// endOffset) for pd (see the top of this file). REQUIRES: f.mu held.
+func (f *fetcher) truncateStep(pd pending, leaderEpoch int32, endOffset int64) {
+	p := pd.p
+	leo := p.LogEndOffset()
+	if endOffset < 0 {
+		f.finishTruncation(pd, p.HighWatermark(), "leader answered UNDEFINED")
+		return
+	}
+	asked := p.LatestEpoch()
+	fe, fend := p.localEndOffsetForEpoch(leaderEpoch)
+	switch {
+	case fend < 0:
+		// This log has no epoch at or below the leader's: its history
+		// lies above it; the leader's end is the bound.
+		f.finishTruncation(pd, min(endOffset, leo), "no local epoch at or below the leader's")
+	case fe != leaderEpoch:
+		// KIP-279: this log lacks the answered epoch. Cut to the end of
+		// its largest epoch below it, then ask again.
+		if err := p.TruncateTo(min(fend, leo)); err != nil {
+			f.m.logger.Warn("replication: truncation failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
+			f.backoff(pd.st)
+			return
+		}
+		if p.LatestEpoch() == asked {
+			// No progress (cannot happen with a sane history): stop
+			// rather than loop.
+			f.finishTruncation(pd, min(fend, leo), "no progress")
+		}
+	default:
+		f.finishTruncation(pd, min(fend, endOffset, leo), "")
+	}
+}
+
+// finishTruncation truncates to offset and switches pd to fetching.
+// REQUIRES: f.mu held.
+func (f *fetcher) finishTruncation(pd pending, offset int64, why string) {
+	p := pd.p
+	if err := p.TruncateTo(offset); err != nil {
+		f.m.logger.Warn("replication: truncation failed", "topic", p.Topic(), "partition", p.Index(), "offset", offset, "err", err)
+		f.backoff(pd.st)
+		return
+	}
+	if why != "" {
+		f.m.logger.Info("replication: truncated by fallback", "topic", p.Topic(), "partition", p.Index(), "offset", p.LogEndOffset(), "why", why)
+	}
+	pd.st.truncating = false
+}
+
+// fetchRound sends one Fetch for the fetching partitions and applies the
+// answer. It reports whether it had any partition to fetch.
+func (f *fetcher) fetchRound() bool {
+	parts := f.snapshot(false)
+	if len(parts) == 0 {
+		return false
+	}
+	o := f.m.opts
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = fetchVersion
+	req.ReplicaID = o.BrokerID
+	req.MaxWaitMillis = int32(o.MaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = o.MaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session
+	topics := map[string]int{}
+	for k, pd := range parts {
+		i, ok := topics[k.topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[k.topic] = i
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = k.partition
+		rp.CurrentLeaderEpoch = pd.st.epoch
+		rp.FetchOffset = pd.p.LogEndOffset()
+		rp.LogStartOffset = pd.p.LogStartOffset()
+		rp.PartitionMaxBytes = o.PartitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := f.send(req)
+	if err != nil {
+		if f.ctx.Err() == nil {
+			f.m.logger.Warn("replication: fetch failed", "leader", f.leader, "err", err)
+			f.sleep()
+		}
+		return true
+	}
+	resp, ok := kresp.(*kmsg.FetchResponse)
+	if !ok {
+		return true
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		f.m.logger.Warn("replication: fetch refused", "leader", f.leader, "err", err)
+		f.sleep()
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rt := range resp.Topics {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			pd, ok := parts[tp{rt.Topic, rp.Partition}]
+			if !ok || !f.current(pd) {
+				continue
+			}
+			f.applyFetch(pd, rp)
+		}
+	}
+	return true
+}
+
+// applyFetch applies one partition of a Fetch answer. REQUIRES: f.mu held.
+func (f *fetcher) applyFetch(pd pending, rp *kmsg.FetchResponseTopicPartition) {
+	p := pd.p
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		if rp.LogStartOffset > p.LogEndOffset() {
+			if err := p.RestartAt(rp.LogStartOffset); err != nil {
+				f.m.logger.Warn("replication: cannot restart at the leader's log start", "topic", p.Topic(), "partition", p.Index(), "offset", rp.LogStartOffset, "err", err)
+				f.backoff(pd.st)
+			}
+			return
+		}
+		// Above the leader's log end: realign by epochs.
+		pd.st.truncating = true
+		f.backoff(pd.st)
+		return
+	default:
+		f.m.logger.Info("replication: fetch refused; backing off", "topic", p.Topic(), "partition", p.Index(),
+			"leader", f.leader, "epoch", pd.st.epoch, "err", err)
+		f.backoff(pd.st)
+		return
+	}
+	data := wholeBatchesFrom(rp.RecordBatches, p.LogEndOffset())
+	if len(data) > 0 {
+		if err := p.AppendAsFollower(data); err != nil {
+			f.m.logger.Warn("replication: follower append failed", "topic", p.Topic(), "partition", p.Index(), "err", err)
+			if errors.Is(err, engine.ErrOffsetMismatch) {
+				pd.st.truncating = true
+			}
+			f.backoff(pd.st)
+			return
+		}
+	}
+	p.UpdateFollowerHW(rp.HighWatermark)
+	p.followLogStart(rp.LogStartOffset)
+}
+
+// wholeBatchesFrom returns the whole batches of b (a fetch answer may end
+// with a partial one), skipping any that end before offset.
+func wholeBatchesFrom(b []byte, offset int64) []byte {
+	start, end := 0, 0
+	for end < len(b) {
+		size, ok := record.PeekSize(b[end:])
+		if !ok || size < record.HeaderSize || size > len(b)-end {
+			break
+		}
+		if record.Batch(b[end:]).NextOffset() <= offset && start == end {
+			start = end + size
+		}
+		end += size
+	}
+	return b[start:end]
+}
+
+// followLogStart moves a follower's log start up to the leader's (records
+// deleted on the leader by DeleteRecords or retention), never past its own
+// high watermark.
+func (p *Partition) followLogStart(leaderStart int64) {
+	if leaderStart <= p.log.StartOffset() || p.isLeader.Load() {
+		return
+	}
+	if off := min(leaderStart, p.hw.Load()); off > p.log.StartOffset() {
+		if err := p.log.DeleteBefore(off); err != nil {
+			p.logger.Warn("replication: following the leader's log start failed", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", off, "err", err)
+		}
+	}
+}
