@@ -77,7 +77,7 @@ type FetcherOptions struct {
 // topics (v13+ uses topic ids) and the first flexible one;
 // OffsetForLeaderEpoch v4 carries the replica id (v3+) and is flexible.
 const (
-	fetchVersion               = 12
+	fetchVersion                = 12
 	offsetForLeaderEpochVersion = 4
 )
 
@@ -88,7 +88,7 @@ type FetcherManager struct {
 	logger *slog.Logger
 
 	mu       sync.Mutex
-	fetchers map[int32]*fetcher     // by leader id
+	fetchers map[int32]*fetcher      // by leader id
 	parts    map[*Partition]*fetcher // which fetcher has a partition
 	closed   bool
 }

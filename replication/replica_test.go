@@ -176,7 +176,7 @@ func TestISRShrinkAndExpand(t *testing.T) {
 			t.Fatalf("AlterISR called within the lag time: %+v", c.alters)
 		}
 		p.UpdateFollowerState(2, 4, t0.Add(lag/2)) // caught up again
-		appendN(t, p, 1)                            // end 5
+		appendN(t, p, 1)                           // end 5
 		t1 := t0.Add(lag + time.Second)
 		// 2 fetches again, behind the leader's new end but at the end the
 		// leader had at its previous fetch: caught up as of that fetch.
