@@ -1,0 +1,244 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// maxTopicNameLen is Kafka's limit (249: room for a partition suffix in a
+// 255-byte file name).
+const maxTopicNameLen = 249
+
+// ValidateTopicName applies Kafka's topic name rules: 1-249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func ValidateTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLen {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%w: %q has %q", ErrInvalidTopic, name, r)
+		}
+	}
+	return nil
+}
+
+// liveBrokerIDs lists the registered brokers.
+func (n *Node) liveBrokerIDs() ([]int32, error) {
+	kids, err := n.zk.children(brokerIDsPath)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list brokers: %w", err)
+	}
+	var ids []int32
+	for _, k := range kids {
+		if id, err := strconv.Atoi(k); err == nil {
+			ids = append(ids, int32(id))
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// CreateTopic creates a topic; it may be called on any broker. Replicas are
+// assigned across the live brokers with Kafka's rack-unaware round robin
+// (random start, so leaders spread across topics), the configs go to
+// /config/topics/<name> and the assignment, with topicID (a random UUID
+// when zero), to /brokers/topics/<name>. The controller sees the new topic
+// through its watch and brings the partitions online asynchronously.
+// Errors: ErrInvalidTopic, ErrInvalidPartitions, ErrTopicExists (also
+// while a deletion of the name is pending), ErrInvalidReplicationFactor
+// (rf < 1 or more than the live brokers).
+func (n *Node) CreateTopic(ctx context.Context, name string, partitions, rf int, configs map[string]string, topicID [16]byte) error {
+	if err := ValidateTopicName(name); err != nil {
+		return err
+	}
+	if partitions < 1 {
+		return fmt.Errorf("%w: %d", ErrInvalidPartitions, partitions)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ok, _, err := n.zk.conn.Exists(n.zk.p(topicPath(name))); err != nil {
+		return fmt.Errorf("cluster: create topic %s: %w", name, err)
+	} else if ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	if ok, _, err := n.zk.conn.Exists(n.zk.p(deleteTopicPath(name))); err != nil {
+		return fmt.Errorf("cluster: create topic %s: %w", name, err)
+	} else if ok {
+		return fmt.Errorf("%w: %s is marked for deletion", ErrTopicExists, name)
+	}
+	live, err := n.liveBrokerIDs()
+	if err != nil {
+		return err
+	}
+	if rf < 1 || rf > len(live) {
+		return fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live))
+	}
+	if topicID == ([16]byte{}) {
+		topicID = newUUID()
+	}
+	assignment := assignReplicas(live, partitions, rf, 0, -1, -1)
+	// Config first, then the assignment, as Kafka does: a broker that sees
+	// the topic finds its config.
+	if err := n.writeTopicConfig(name, configs, false); err != nil {
+		return err
+	}
+	if _, err := n.zk.create(topicPath(name), encodeAssignment(topicID, assignment), 0); err != nil {
+		if errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("%w: %s", ErrTopicExists, name)
+		}
+		return fmt.Errorf("cluster: create %s: %w", topicPath(name), err)
+	}
+	n.log.Info("cluster: topic created", "topic", name, "partitions", partitions, "replication_factor", rf, "assignment", assignment)
+	return nil
+}
+
+// newUUID is a random (version 4) UUID, as Kafka's Uuid.randomUuid.
+func newUUID() [16]byte {
+	var u [16]byte
+	rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+// TopicAssignment returns a topic's id and the replicas of each partition
+// as /brokers/topics/<name> records them.
+func (n *Node) TopicAssignment(name string) ([16]byte, [][]int32, error) {
+	data, _, err := n.zk.get(topicPath(name))
+	if errors.Is(err, zk.ErrNoNode) {
+		return [16]byte{}, nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return [16]byte{}, nil, fmt.Errorf("cluster: read %s: %w", topicPath(name), err)
+	}
+	return decodeAssignment(name, data)
+}
+
+// DeleteTopic requests the deletion of a topic (/admin/delete_topics/<name>);
+// the controller carries it out once all the topic's replicas are live.
+// Errors: ErrTopicNotFound.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ok, _, err := n.zk.conn.Exists(n.zk.p(topicPath(name)))
+	if err != nil {
+		return fmt.Errorf("cluster: delete topic %s: %w", name, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	if _, err := n.zk.createParents(deleteTopicPath(name), nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("cluster: delete topic %s: %w", name, err)
+	}
+	return nil
+}
+
+// TopicConfigs returns a topic's config overrides (/config/topics/<name>).
+// Errors: ErrTopicNotFound.
+func (n *Node) TopicConfigs(name string) (map[string]string, error) {
+	data, _, err := n.zk.get(topicConfigPath(name))
+	if errors.Is(err, zk.ErrNoNode) {
+		if ok, _, err := n.zk.conn.Exists(n.zk.p(topicPath(name))); err == nil && ok {
+			return map[string]string{}, nil
+		}
+		return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read %s: %w", topicConfigPath(name), err)
+	}
+	var tc topicConfig
+	if err := jsonUnmarshal(data, &tc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, topicConfigPath(name), err)
+	}
+	if tc.Config == nil {
+		tc.Config = map[string]string{}
+	}
+	return tc.Config, nil
+}
+
+// SetTopicConfig replaces a topic's config overrides and writes Kafka's
+// change notification (/config/changes/config_change_<seq>). Errors:
+// ErrTopicNotFound.
+func (n *Node) SetTopicConfig(ctx context.Context, name string, configs map[string]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ok, _, err := n.zk.conn.Exists(n.zk.p(topicPath(name)))
+	if err != nil {
+		return fmt.Errorf("cluster: set config of %s: %w", name, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	return n.writeTopicConfig(name, configs, true)
+}
+
+func (n *Node) writeTopicConfig(name string, configs map[string]string, notify bool) error {
+	data := encodeTopicConfig(maps.Clone(configs))
+	if _, err := n.zk.set(topicConfigPath(name), data, -1); errors.Is(err, zk.ErrNoNode) {
+		if _, err := n.zk.createParents(topicConfigPath(name), data, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("cluster: write %s: %w", topicConfigPath(name), err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("cluster: write %s: %w", topicConfigPath(name), err)
+	}
+	if notify {
+		note := []byte(`{"version":2,"entity_path":"topics/` + name + `"}`)
+		if _, err := n.zk.createParents(configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence); err != nil {
+			return fmt.Errorf("cluster: config change notification: %w", err)
+		}
+	}
+	return nil
+}
+
+// AddPartitions raises a topic's partition count to total, assigning the
+// new partitions as Kafka does (round robin continuing from the broker of
+// partition 0's first replica). The controller brings them online. Errors:
+// ErrTopicNotFound, ErrInvalidPartitions (total not above the current
+// count), ErrInvalidReplicationFactor (fewer live brokers than replicas).
+func (n *Node) AddPartitions(ctx context.Context, name string, total int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, stat, err := n.zk.get(topicPath(name))
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: read %s: %w", topicPath(name), err)
+	}
+	id, parts, err := decodeAssignment(name, data)
+	if err != nil {
+		return err
+	}
+	if total <= len(parts) {
+		return fmt.Errorf("%w: topic %s has %d partitions, asked for %d", ErrInvalidPartitions, name, len(parts), total)
+	}
+	live, err := n.liveBrokerIDs()
+	if err != nil {
+		return err
+	}
+	rf := len(parts[0])
+	if rf > len(live) {
+		return fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live))
+	}
+	start := slices.Index(live, parts[0][0])
+	added := assignReplicas(live, total-len(parts), rf, len(parts), start, start)
+	if _, err := n.zk.set(topicPath(name), encodeAssignment(id, append(parts, added...)), stat.Version); err != nil {
+		if errors.Is(err, zk.ErrBadVersion) {
+			return fmt.Errorf("cluster: add partitions to %s: changed concurrently: %w", name, ErrVersionConflict)
+		}
+		return fmt.Errorf("cluster: write %s: %w", topicPath(name), err)
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package cluster
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ZooKeeper layout, Kafka's ZooKeeper mode (KAFKA-FACTS.md is the contract;
+// Kafka's own tools read these znodes). All paths are below the optional
+// chroot of zookeeper.connect. Part of the cluster's persistent format: do
+// not change.
+//
+//	/brokers/ids/<id>                          ephemeral  brokerRegistration
+//	/controller                                ephemeral  controllerZNode
+//	/controller_epoch                          persistent decimal epoch
+//	/brokers/topics/<t>                        persistent topicAssignment (version 3)
+//	/brokers/topics/<t>/partitions/<p>/state   persistent PartitionState; every write
+//	                                                      is guarded by the znode version
+//	/config/topics/<t>                         persistent topicConfig
+//	/config/changes/config_change_<seq>        persistent sequential {"version":2,"entity_path":"topics/<t>"}
+//	/admin/delete_topics/<t>                   persistent deletion request, removed when done
+//	/isr_change_notification/isr_change_<seq>  persistent sequential isrChangeNotification
+const (
+	brokersPath         = "/brokers"
+	brokerIDsPath       = "/brokers/ids"
+	topicsPath          = "/brokers/topics"
+	controllerPath      = "/controller"
+	controllerEpochPath = "/controller_epoch"
+	configTopicsPath    = "/config/topics"
+	configChangesPath   = "/config/changes"
+	deleteTopicsPath    = "/admin/delete_topics"
+	isrChangePath       = "/isr_change_notification"
+	isrChangePrefix     = "isr_change_"
+	configChangePrefix  = "config_change_"
+)
+
+// persistentPaths are created at start when missing, as Kafka's brokers do.
+var persistentPaths = []string{brokerIDsPath, topicsPath, configTopicsPath, configChangesPath,
+	deleteTopicsPath, isrChangePath}
+
+func brokerPath(id int32) string     { return brokerIDsPath + "/" + strconv.Itoa(int(id)) }
+func topicPath(t string) string      { return topicsPath + "/" + t }
+func partitionsPath(t string) string { return topicPath(t) + "/partitions" }
+func partitionPath(t string, p int32) string {
+	return partitionsPath(t) + "/" + strconv.Itoa(int(p))
+}
+func partitionStatePath(t string, p int32) string { return partitionPath(t, p) + "/state" }
+func topicConfigPath(t string) string             { return configTopicsPath + "/" + t }
+func deleteTopicPath(t string) string             { return deleteTopicsPath + "/" + t }
+
+// nowMillis is the "timestamp" string Kafka writes: Unix milliseconds.
+func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
+
+// brokerRegistration is /brokers/ids/<id> (version 5).
+type brokerRegistration struct {
+	Version                     int               `json:"version"`
+	Host                        string            `json:"host"`
+	Port                        int32             `json:"port"`
+	Endpoints                   []string          `json:"endpoints"`
+	ListenerSecurityProtocolMap map[string]string `json:"listener_security_protocol_map"`
+	Rack                        *string           `json:"rack"`
+	JmxPort                     int               `json:"jmx_port"`
+	Timestamp                   string            `json:"timestamp"`
+}
+
+func newBrokerRegistration(host string, port int32, rack string) brokerRegistration {
+	r := brokerRegistration{
+		Version:                     5,
+		Host:                        host,
+		Port:                        port,
+		Endpoints:                   []string{"PLAINTEXT://" + net.JoinHostPort(host, strconv.Itoa(int(port)))},
+		ListenerSecurityProtocolMap: map[string]string{"PLAINTEXT": "PLAINTEXT"},
+		JmxPort:                     -1,
+		Timestamp:                   nowMillis(),
+	}
+	if rack != "" {
+		r.Rack = &rack
+	}
+	return r
+}
+
+// Broker is a live broker as the cluster knows it.
+type Broker struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack string // "" when none
+	// Epoch is the broker epoch: the creation zxid of its registration
+	// znode, which changes on every registration (Kafka's KIP-380).
+	Epoch int64
+}
+
+// Addr is "host:port".
+func (b Broker) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) }
+
+func decodeBroker(id int32, data []byte, czxid int64) (Broker, error) {
+	var r brokerRegistration
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Broker{}, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, brokerPath(id), err)
+	}
+	b := Broker{ID: id, Host: r.Host, Port: r.Port, Epoch: czxid}
+	if r.Rack != nil {
+		b.Rack = *r.Rack
+	}
+	// A registration without host (Kafka with only non-default listeners)
+	// names its address in endpoints.
+	if b.Host == "" && len(r.Endpoints) > 0 {
+		ep := r.Endpoints[0]
+		if i := strings.Index(ep, "://"); i >= 0 {
+			ep = ep[i+3:]
+		}
+		if h, p, err := net.SplitHostPort(ep); err == nil {
+			n, _ := strconv.Atoi(p)
+			b.Host, b.Port = h, int32(n)
+		}
+	}
+	return b, nil
+}
+
+// controllerZNode is /controller.
+type controllerZNode struct {
+	Version   int    `json:"version"`
+	BrokerID  int32  `json:"brokerid"`
+	Timestamp string `json:"timestamp"`
+}
+
+// topicAssignment is /brokers/topics/<t> (version 3).
+type topicAssignment struct {
+	Version          int                `json:"version"`
+	TopicID          string             `json:"topic_id,omitempty"`
+	Partitions       map[string][]int32 `json:"partitions"`
+	AddingReplicas   map[string][]int32 `json:"adding_replicas"`
+	RemovingReplicas map[string][]int32 `json:"removing_replicas"`
+}
+
+func encodeAssignment(id [16]byte, parts [][]int32) []byte {
+	a := topicAssignment{
+		Version:          3,
+		TopicID:          base64.RawURLEncoding.EncodeToString(id[:]),
+		Partitions:       make(map[string][]int32, len(parts)),
+		AddingReplicas:   map[string][]int32{},
+		RemovingReplicas: map[string][]int32{},
+	}
+	for p, rs := range parts {
+		a.Partitions[strconv.Itoa(p)] = rs
+	}
+	b, _ := json.Marshal(a)
+	return b
+}
+
+// decodeAssignment returns the topic id (zero when the znode predates
+// topic ids) and the replicas of partitions 0..n-1.
+func decodeAssignment(topic string, data []byte) ([16]byte, [][]int32, error) {
+	var id [16]byte
+	var a topicAssignment
+	if err := json.Unmarshal(data, &a); err != nil {
+		return id, nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, topicPath(topic), err)
+	}
+	if a.TopicID != "" {
+		// Kafka's Uuid.toString is URL-safe base64 without padding.
+		b, err := base64.RawURLEncoding.DecodeString(a.TopicID)
+		if err != nil || len(b) != 16 {
+			if b2, err2 := base64.StdEncoding.DecodeString(a.TopicID); err2 == nil && len(b2) == 16 {
+				b, err = b2, nil
+			} else {
+				return id, nil, fmt.Errorf("%w: %s: topic_id %q", ErrCorruptZnode, topicPath(topic), a.TopicID)
+			}
+		}
+		copy(id[:], b)
+	}
+	parts := make([][]int32, len(a.Partitions))
+	for k, rs := range a.Partitions {
+		p, err := strconv.Atoi(k)
+		if err != nil || p < 0 || p >= len(parts) {
+			return id, nil, fmt.Errorf("%w: %s: partition %q of %d", ErrCorruptZnode, topicPath(topic), k, len(parts))
+		}
+		parts[p] = rs
+	}
+	return id, parts, nil
+}
+
+// PartitionState is /brokers/topics/<t>/partitions/<p>/state: who leads a
+// partition and which replicas are in sync. ControllerEpoch is the epoch of
+// the controller (or, for an ISR change, of the LeaderAndIsr request the
+// leader acts on) that wrote it.
+type PartitionState struct {
+	ControllerEpoch int32   `json:"controller_epoch"`
+	Leader          int32   `json:"leader"` // -1: no leader (offline)
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	ISR             []int32 `json:"isr"`
+}
+
+type partitionStateZNode struct {
+	Version int `json:"version"`
+	PartitionState
+}
+
+func encodePartitionState(s PartitionState) []byte {
+	if s.ISR == nil {
+		s.ISR = []int32{}
+	}
+	b, _ := json.Marshal(partitionStateZNode{Version: 1, PartitionState: s})
+	return b
+}
+
+func decodePartitionState(path string, data []byte) (PartitionState, error) {
+	var z partitionStateZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return PartitionState{}, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, path, err)
+	}
+	return z.PartitionState, nil
+}
+
+// topicConfig is /config/topics/<t>.
+type topicConfig struct {
+	Version int               `json:"version"`
+	Config  map[string]string `json:"config"`
+}
+
+func encodeTopicConfig(c map[string]string) []byte {
+	if c == nil {
+		c = map[string]string{}
+	}
+	b, _ := json.Marshal(topicConfig{Version: 1, Config: c})
+	return b
+}
+
+// isrChangeNotification is /isr_change_notification/isr_change_<seq>.
+type isrChangeNotification struct {
+	Version    int              `json:"version"`
+	Partitions []TopicPartition `json:"partitions"`
+}
+
+// TopicPartition names one partition. Its JSON form is Kafka's
+// {"topic":"t","partition":0}.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+
+func sortTPs(tps []TopicPartition) {
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+}
+
+// parseConnect splits zookeeper.connect, "host:port,host:port/chroot", into
+// servers and chroot ("" or "/a/b").
+func parseConnect(s string) ([]string, string, error) {
+	s = strings.TrimSpace(s)
+	chroot := ""
+	if i := strings.Index(s, "/"); i >= 0 {
+		s, chroot = s[:i], strings.TrimRight(s[i:], "/")
+	}
+	var servers []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, "2181")
+		}
+		servers = append(servers, h)
+	}
+	if len(servers) == 0 {
+		return nil, "", fmt.Errorf("cluster: zookeeper.connect %q names no server", s)
+	}
+	return servers, chroot, nil
+}

@@ -1,0 +1,417 @@
+// Package cluster is Sluice's cluster mode: Kafka's ZooKeeper mode, with
+// Kafka's znode layout and JSON (see format.go), so Kafka's own tools can
+// read a Sluice cluster's state.
+//
+// Every broker runs a Node: it registers the broker under /brokers/ids,
+// takes part in the controller election, and offers the admin operations
+// (CreateTopic, DeleteTopic, ...), which only write znodes. The broker that
+// wins the election runs the controller (controller.go): one event loop
+// that reacts to ZooKeeper watches, elects partition leaders, writes
+// partition states fenced by its controller epoch, and tells brokers with
+// LeaderAndIsr, UpdateMetadata and StopReplica requests. Brokers learn the
+// cluster only from those requests (MetadataCache).
+//
+// A ZooKeeper session expiry never stops a Node: it gets a new session,
+// registers again, re-runs the election and, if it wins, re-reads
+// everything.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/kconn"
+)
+
+// SendFunc sends one request to a broker and returns its response.
+type SendFunc func(ctx context.Context, brokerID int32, addr string, req kmsg.Request) (kmsg.Response, error)
+
+// Options configures a Node.
+type Options struct {
+	BrokerID int32
+	Host     string // advertised host
+	Port     int32  // advertised port
+	Rack     string // "" for none
+	// ZkConnect is zookeeper.connect: "host:port,host:port/chroot". The
+	// chroot is created when missing.
+	ZkConnect string
+	// SessionTimeout is the ZooKeeper session timeout (default 18 s, Kafka's
+	// zookeeper.session.timeout.ms).
+	SessionTimeout time.Duration
+	// UncleanLeaderElection is unclean.leader.election.enable: elect an
+	// out-of-sync replica when no in-sync one is live.
+	UncleanLeaderElection bool
+	// RequestTimeout bounds each controller-to-broker request (default 30 s).
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+	// Send carries the controller's requests and ControlledShutdown. The
+	// default opens one kconn.Conn per broker address.
+	Send SendFunc
+	// OnSessionExpired is called (from the node's goroutine; do not block)
+	// when the ZooKeeper session expired: the broker's registration is gone
+	// until OnSessionReestablished.
+	OnSessionExpired func()
+	// OnSessionReestablished is called after a new session registered the
+	// broker again, with its new broker epoch.
+	OnSessionReestablished func(brokerEpoch int64)
+}
+
+// Node is one broker's membership in the cluster. Its methods are safe for
+// concurrent use.
+type Node struct {
+	opts  Options
+	log   *slog.Logger
+	zk    *zkClient
+	cache *MetadataCache
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	qmu   sync.Mutex
+	queue []event
+	qsig  chan struct{}
+
+	expired      atomic.Bool
+	brokerEpoch  atomic.Int64
+	controllerID atomic.Int32
+	isController atomic.Bool
+
+	// ctl is the controller state while this node is the controller.
+	// Owned by the event loop goroutine.
+	ctl  *controller
+	term uint64 // controller terms started by this node; owned by the loop
+
+	connsMu sync.Mutex
+	conns   map[string]*kconn.Conn
+}
+
+// Start connects to ZooKeeper, creates the chroot and Kafka's persistent
+// paths when missing, registers the broker (ErrBrokerIDInUse if a live
+// broker holds the id) and starts the controller election.
+func Start(opts Options) (*Node, error) {
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 18 * time.Second
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	servers, chroot, err := parseConnect(opts.ZkConnect)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		opts:  opts,
+		log:   opts.Logger.With("broker", opts.BrokerID),
+		cache: NewMetadataCache(),
+		qsig:  make(chan struct{}, 1),
+		conns: map[string]*kconn.Conn{},
+	}
+	n.controllerID.Store(-1)
+	if n.opts.Send == nil {
+		n.opts.Send = n.kconnSend
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+
+	conn, events, err := zk.Connect(servers, opts.SessionTimeout,
+		zk.WithLogger(zkLogger{n.log}), zk.WithLogInfo(false), zk.WithEventCallback(n.onZkEvent))
+	if err != nil {
+		n.cancel()
+		return nil, fmt.Errorf("cluster: connect to zookeeper %v: %w", servers, err)
+	}
+	go func() { // go-zookeeper drops events nobody reads; the callback sees them all
+		for range events {
+		}
+	}()
+	n.zk = &zkClient{conn: conn}
+	fail := func(err error) (*Node, error) {
+		n.cancel()
+		conn.Close()
+		return nil, err
+	}
+	if chroot != "" {
+		if err := ensureAbs(conn, chroot); err != nil {
+			return fail(fmt.Errorf("cluster: chroot %s: %w", chroot, err))
+		}
+		n.zk.chroot = chroot
+	}
+	for _, p := range persistentPaths {
+		if err := n.zk.ensurePath(p); err != nil {
+			return fail(fmt.Errorf("cluster: create %s: %w", p, err))
+		}
+	}
+	if err := n.register(); err != nil {
+		return fail(err)
+	}
+	n.wg.Add(1)
+	go n.loop()
+	n.post(event{kind: evControllerChange})
+	return n, nil
+}
+
+// Close resigns as controller, stops the node and closes the ZooKeeper
+// session, which removes the broker's registration (other brokers see it
+// fail). It does not move leadership first: call ControlledShutdown for that.
+func (n *Node) Close() error {
+	n.cancel()
+	n.wg.Wait()
+	n.zk.conn.Close()
+	n.connsMu.Lock()
+	for _, c := range n.conns {
+		c.Close()
+	}
+	n.conns = nil
+	n.connsMu.Unlock()
+	return nil
+}
+
+// BrokerID is this broker's id.
+func (n *Node) BrokerID() int32 { return n.opts.BrokerID }
+
+// BrokerEpoch is the creation zxid of this broker's current registration.
+func (n *Node) BrokerEpoch() int64 { return n.brokerEpoch.Load() }
+
+// IsController reports whether this node is the active controller.
+func (n *Node) IsController() bool { return n.isController.Load() }
+
+// ControllerID is the id of the controller as this node last saw
+// /controller, or -1.
+func (n *Node) ControllerID() int32 { return n.controllerID.Load() }
+
+// Metadata is the broker's metadata cache. The broker applies every
+// UpdateMetadata request it receives to it (Metadata().Apply).
+func (n *Node) Metadata() *MetadataCache { return n.cache }
+
+// onZkEvent runs on go-zookeeper's goroutine for every session event.
+func (n *Node) onZkEvent(e zk.Event) {
+	if e.Type != zk.EventSession {
+		return
+	}
+	switch e.State {
+	case zk.StateExpired:
+		if !n.expired.Swap(true) {
+			n.log.Warn("cluster: zookeeper session expired")
+			if f := n.opts.OnSessionExpired; f != nil {
+				f()
+			}
+		}
+	case zk.StateHasSession:
+		if n.expired.Swap(false) {
+			n.post(event{kind: evSessionRenewed})
+		}
+	}
+}
+
+// register creates /brokers/ids/<id> for the current session.
+func (n *Node) register() error {
+	id := n.opts.BrokerID
+	reg := newBrokerRegistration(n.opts.Host, n.opts.Port, n.opts.Rack)
+	data, _ := jsonMarshal(reg)
+	_, err := n.zk.create(brokerPath(id), data, zk.FlagEphemeral)
+	if errors.Is(err, zk.ErrNodeExists) {
+		b, stat, gerr := n.zk.get(brokerPath(id))
+		if gerr == nil && stat.EphemeralOwner == n.zk.conn.SessionID() {
+			// Ours already (a retried create after a lost response).
+			n.brokerEpoch.Store(stat.Czxid)
+			return nil
+		}
+		return fmt.Errorf("%w: broker.id %d at %s is live (%s); stop it or pick another broker.id", ErrBrokerIDInUse, id, brokerPath(id), b)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: register %s: %w", brokerPath(id), err)
+	}
+	_, stat, err := n.zk.get(brokerPath(id))
+	if err != nil {
+		return fmt.Errorf("cluster: register %s: %w", brokerPath(id), err)
+	}
+	n.brokerEpoch.Store(stat.Czxid)
+	n.log.Info("cluster: registered broker", "path", brokerPath(id), "broker_epoch", stat.Czxid)
+	return nil
+}
+
+// onSessionRenewed re-registers and re-elects after a session expiry.
+// Runs on the event loop.
+func (n *Node) onSessionRenewed() {
+	n.resign("session expired")
+	for {
+		err := n.register()
+		if err == nil {
+			break
+		}
+		n.log.Error("cluster: re-register after session expiry", "err", err)
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	n.log.Info("cluster: new zookeeper session; re-registered", "broker_epoch", n.BrokerEpoch())
+	if f := n.opts.OnSessionReestablished; f != nil {
+		f(n.BrokerEpoch())
+	}
+	n.elect()
+}
+
+// elect reads /controller (arming a watch) and, when nobody holds it,
+// tries to become controller: one multi-op creates the ephemeral
+// /controller and bumps /controller_epoch under its version guard, so two
+// brokers can never both win one epoch. Runs on the event loop.
+func (n *Node) elect() {
+	for attempt := 0; ; attempt++ {
+		if n.ctx.Err() != nil {
+			return
+		}
+		ok, stat, ch, err := n.zk.existsW(controllerPath)
+		if err != nil {
+			n.retryLater(event{kind: evControllerChange}, "read /controller", err)
+			return
+		}
+		n.watch(ch, event{kind: evControllerChange})
+		if ok {
+			data, _, err := n.zk.get(controllerPath)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				n.retryLater(event{kind: evControllerChange}, "read /controller", err)
+				return
+			}
+			id, err := decodeControllerID(data)
+			if err != nil {
+				n.log.Error("cluster: bad /controller", "err", err)
+				return
+			}
+			n.controllerID.Store(id)
+			if id == n.opts.BrokerID && stat.EphemeralOwner == n.zk.conn.SessionID() {
+				if n.ctl == nil {
+					// Ours, but we are not acting: we were fenced. Give
+					// the seat up and run a fresh election.
+					n.log.Warn("cluster: /controller is ours but this controller was fenced; re-electing")
+					if err := n.zk.delete(controllerPath, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+						n.retryLater(event{kind: evControllerChange}, "delete /controller", err)
+						return
+					}
+					continue
+				}
+				return
+			}
+			n.resign("another broker is controller")
+			return
+		}
+		n.resign("no controller")
+		epoch, epochVersion, err := n.readControllerEpoch()
+		if err != nil {
+			n.retryLater(event{kind: evControllerChange}, "read /controller_epoch", err)
+			return
+		}
+		cz, _ := jsonMarshal(controllerZNode{Version: 1, BrokerID: n.opts.BrokerID, Timestamp: nowMillis()})
+		res, err := n.zk.multi(
+			&zk.CreateRequest{Path: controllerPath, Data: cz, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: controllerEpochPath, Data: []byte(strconv.Itoa(int(epoch + 1))), Version: epochVersion},
+		)
+		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) {
+			continue // someone else won or is winning; read again
+		}
+		if err != nil {
+			n.retryLater(event{kind: evControllerChange}, "elect", err)
+			return
+		}
+		n.controllerID.Store(n.opts.BrokerID)
+		n.becomeController(epoch+1, res[1].Stat.Version)
+		return
+	}
+}
+
+func (n *Node) readControllerEpoch() (int32, int32, error) {
+	for {
+		data, stat, err := n.zk.get(controllerEpochPath)
+		if errors.Is(err, zk.ErrNoNode) {
+			// Kafka creates it with 0 before the first election.
+			if _, err := n.zk.create(controllerEpochPath, []byte("0"), 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return 0, 0, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		e, err := strconv.Atoi(string(data))
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: %s: %q", ErrCorruptZnode, controllerEpochPath, data)
+		}
+		return int32(e), stat.Version, nil
+	}
+}
+
+func decodeControllerID(data []byte) (int32, error) {
+	var c controllerZNode
+	if err := jsonUnmarshal(data, &c); err != nil {
+		// Kafka before 0.9 wrote a bare id.
+		if id, err2 := strconv.Atoi(string(data)); err2 == nil {
+			return int32(id), nil
+		}
+		return -1, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, controllerPath, err)
+	}
+	return c.BrokerID, nil
+}
+
+// watch posts e when the one-shot watch ch fires.
+func (n *Node) watch(ch <-chan zk.Event, e event) {
+	go func() {
+		select {
+		case <-ch:
+			n.post(e)
+		case <-n.ctx.Done():
+		}
+	}()
+}
+
+// retryLater logs err and posts e again after a short pause: a ZooKeeper
+// read failed (disconnected), so a watch may not be armed.
+func (n *Node) retryLater(e event, what string, err error) {
+	if n.ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
+		return
+	}
+	n.log.Warn("cluster: zookeeper operation failed; retrying", "op", what, "err", err)
+	go func() {
+		select {
+		case <-time.After(500 * time.Millisecond):
+			n.post(e)
+		case <-n.ctx.Done():
+		}
+	}()
+}
+
+// kconnSend is the default SendFunc: one kconn.Conn per address.
+func (n *Node) kconnSend(ctx context.Context, _ int32, addr string, req kmsg.Request) (kmsg.Response, error) {
+	n.connsMu.Lock()
+	if n.conns == nil {
+		n.connsMu.Unlock()
+		return nil, ErrClosed
+	}
+	c := n.conns[addr]
+	if c == nil {
+		c = kconn.New(addr, "sluice-broker-"+strconv.Itoa(int(n.opts.BrokerID)), n.opts.RequestTimeout)
+		n.conns[addr] = c
+	}
+	n.connsMu.Unlock()
+	return c.Request(ctx, req)
+}
+
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug("zookeeper client: " + fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// zkClient is a go-zookeeper connection seen through the chroot of
+// zookeeper.connect: every path it takes and returns is chroot-relative.
+// Safe for concurrent use.
+type zkClient struct {
+	conn   *zk.Conn
+	chroot string // "" or "/a/b"
+}
+
+var openACL = zk.WorldACL(zk.PermAll)
+
+func (z *zkClient) p(p string) string { return z.chroot + p }
+
+func (z *zkClient) get(p string) ([]byte, *zk.Stat, error) { return z.conn.Get(z.p(p)) }
+
+func (z *zkClient) getW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	return z.conn.GetW(z.p(p))
+}
+
+func (z *zkClient) children(p string) ([]string, error) {
+	c, _, err := z.conn.Children(z.p(p))
+	return c, err
+}
+
+func (z *zkClient) childrenW(p string) ([]string, <-chan zk.Event, error) {
+	c, _, ch, err := z.conn.ChildrenW(z.p(p))
+	return c, ch, err
+}
+
+func (z *zkClient) existsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return z.conn.ExistsW(z.p(p))
+}
+
+func (z *zkClient) create(p string, data []byte, flags int32) (string, error) {
+	s, err := z.conn.Create(z.p(p), data, flags, openACL)
+	return strings.TrimPrefix(s, z.chroot), err
+}
+
+func (z *zkClient) set(p string, data []byte, version int32) (*zk.Stat, error) {
+	return z.conn.Set(z.p(p), data, version)
+}
+
+func (z *zkClient) delete(p string, version int32) error { return z.conn.Delete(z.p(p), version) }
+
+// ensurePath creates p and its missing parents as empty persistent znodes.
+func (z *zkClient) ensurePath(p string) error {
+	return ensureAbs(z.conn, z.p(p))
+}
+
+func ensureAbs(conn *zk.Conn, abs string) error {
+	if abs == "" || abs == "/" {
+		return nil
+	}
+	ok, _, err := conn.Exists(abs)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	if err := ensureAbs(conn, path.Dir(abs)); err != nil {
+		return err
+	}
+	if _, err := conn.Create(abs, nil, 0, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("cluster: create %s: %w", abs, err)
+	}
+	return nil
+}
+
+// createParents creates p with data, creating missing parents first.
+func (z *zkClient) createParents(p string, data []byte, flags int32) (string, error) {
+	s, err := z.create(p, data, flags)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := z.ensurePath(path.Dir(p)); err != nil {
+			return "", err
+		}
+		s, err = z.create(p, data, flags)
+	}
+	return s, err
+}
+
+// deleteRecursive deletes p and everything under it; a missing p is fine.
+func (z *zkClient) deleteRecursive(p string) error {
+	kids, err := z.children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := z.deleteRecursive(p + "/" + k); err != nil {
+			return err
+		}
+	}
+	if err := z.delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// multi runs ops atomically. On failure it returns the error of the op
+// that failed (ZooKeeper marks the other ops "runtime inconsistency").
+func (z *zkClient) multi(ops ...any) ([]zk.MultiResponse, error) {
+	for _, op := range ops {
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			o.Path = z.p(o.Path)
+			if o.Acl == nil {
+				o.Acl = openACL
+			}
+		case *zk.SetDataRequest:
+			o.Path = z.p(o.Path)
+		case *zk.DeleteRequest:
+			o.Path = z.p(o.Path)
+		case *zk.CheckVersionRequest:
+			o.Path = z.p(o.Path)
+		}
+	}
+	res, err := z.conn.Multi(ops...)
+	if err == nil {
+		return res, nil
+	}
+	for _, r := range res {
+		for _, e := range []error{zk.ErrBadVersion, zk.ErrNodeExists, zk.ErrNoNode, zk.ErrNotEmpty} {
+			if errors.Is(r.Error, e) {
+				return res, e
+			}
+		}
+	}
+	return res, err
+}
