@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,10 @@ import (
 // with its own store, wired by a fake transport that answers the fetchers'
 // requests from the leader's Partition through HandleReplicaFetch and
 // HandleOffsetForLeaderEpoch, as the server will.
+
+// quietLogger drops the cluster tests' logs (run with -v and change it to
+// see them).
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // clock is a settable time source.
 type clock struct {
@@ -119,6 +125,9 @@ func (c *testCluster) addBroker(id int32, runs []epochRun, opts Options) *Partit
 	if opts.Now == nil {
 		opts.Now = c.clock.Now
 	}
+	if opts.Logger == nil {
+		opts.Logger = quietLogger
+	}
 	if opts.AlterISR == nil {
 		opts.AlterISR = func(ctx context.Context, topic string, partition int32, s LeaderAndIsr) (int32, error) {
 			c.mu.Lock()
@@ -169,10 +178,10 @@ func (c *testCluster) state(leader, epoch int32, isr ...int32) LeaderAndIsr {
 func (c *testCluster) elect(leader, epoch int32, isr ...int32) {
 	c.t.Helper()
 	st := c.state(leader, epoch, isr...)
+	c.fetcher(leader).Remove(c.part(leader))
 	if err := c.part(leader).MakeLeader(st); err != nil {
 		c.t.Fatal(err)
 	}
-	c.fetcher(leader).Remove(c.part(leader))
 	for id, p := range c.snapshot() {
 		if id == leader {
 			continue
@@ -212,6 +221,7 @@ func (c *testCluster) fetcher(id int32) *FetcherManager {
 	if m == nil {
 		m = NewFetcherManager(FetcherOptions{
 			BrokerID: id,
+			Logger:   quietLogger,
 			MaxWait:  20 * time.Millisecond,
 			Backoff:  2 * time.Millisecond,
 			Send: func(ctx context.Context, to int32, req kmsg.Request) (kmsg.Response, error) {
@@ -246,7 +256,15 @@ func (c *testCluster) send(ctx context.Context, from, to int32, req kmsg.Request
 		c.oflePerBroker[from].Add(1)
 		return serveOffsetForLeaderEpoch(p, r), nil
 	case *kmsg.FetchRequest:
-		return serveReplicaFetch(ctx, p, r, c.clock.Now), nil
+		resp := serveReplicaFetch(ctx, p, r, c.clock.Now)
+		c.mu.Lock()
+		down = c.down[from] || c.down[to]
+		c.mu.Unlock()
+		if down {
+			// Cut off while the request was parked: the answer is lost.
+			return nil, fmt.Errorf("fake: broker %d unreachable from %d", to, from)
+		}
+		return resp, nil
 	}
 	return nil, fmt.Errorf("fake: unexpected %T", req)
 }
