@@ -391,12 +391,15 @@ func (f *fetcher) truncateRound() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.backoffUnanswered(parts)
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
-			pd, ok := parts[tp{rt.Topic, rp.Partition}]
+			k := tp{rt.Topic, rp.Partition}
+			pd, ok := parts[k]
 			if !ok || !f.current(pd) {
 				continue
 			}
+			delete(parts, k)
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				f.m.logger.Info("replication: OffsetForLeaderEpoch refused; backing off", "topic", rt.Topic, "partition", rp.Partition,
 					"leader", f.leader, "epoch", pd.st.epoch, "err", err)
@@ -510,17 +513,31 @@ func (f *fetcher) fetchRound() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.backoffUnanswered(parts)
 	for _, rt := range resp.Topics {
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			pd, ok := parts[tp{rt.Topic, rp.Partition}]
+			k := tp{rt.Topic, rp.Partition}
+			pd, ok := parts[k]
 			if !ok || !f.current(pd) {
 				continue
 			}
+			delete(parts, k)
 			f.applyFetch(pd, rp)
 		}
 	}
 	return true
+}
+
+// backoffUnanswered backs off the partitions a response left out, so a
+// leader that ignores one is not asked again in a tight loop.
+// REQUIRES: f.mu held.
+func (f *fetcher) backoffUnanswered(parts map[tp]pending) {
+	for _, pd := range parts {
+		if f.current(pd) {
+			f.backoff(pd.st)
+		}
+	}
 }
 
 // applyFetch applies one partition of a Fetch answer. REQUIRES: f.mu held.

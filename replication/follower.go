@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/sluice/sluice/engine"
@@ -74,14 +73,14 @@ func (p *Partition) TruncateTo(offset int64) error {
 	if offset >= end {
 		return nil
 	}
-	err := p.log.Truncate(offset)
-	if errors.Is(err, engine.ErrOffsetOutOfRange) && offset > p.log.StartOffset() {
-		// Inside a batch: cut from the start of that batch.
-		var base int64
-		if base, err = p.batchBase(offset); err == nil {
-			offset = base
-			err = p.log.Truncate(offset)
-		}
+	var err error
+	if offset > p.log.StartOffset() {
+		// Inside a batch: cut from the start of that batch (backends
+		// refuse offsets off a batch boundary).
+		offset, err = p.batchBase(offset)
+	}
+	if err == nil {
+		err = p.log.Truncate(offset)
 	}
 	if err != nil {
 		return fmt.Errorf("replication: truncate %s-%d to %d: %w", p.opts.Topic, p.opts.Partition, offset, err)

@@ -304,9 +304,10 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 	}
 	change := &isrChange{isr: keep}
 	p.rs.inflight = change
+	lagMax := p.rs.lagMax
 	p.rmu.Unlock()
 	p.logger.Info("replication: shrinking ISR", "topic", p.opts.Topic, "partition", p.opts.Partition,
-		"out", out, "isr", keep, "lag_max", p.rs.lagMax)
+		"out", out, "isr", keep, "lag_max", lagMax)
 	p.alterISR(change, "shrink")
 }
 

@@ -317,3 +317,37 @@ func TestMakeLeaderKeepsHWAndResetsFollowers(t *testing.T) {
 		t.Fatalf("epochs %v", got)
 	}
 }
+
+// TestFollowerTruncateAndRestart: TruncateTo inside a batch cuts the whole
+// batch and lowers the HW; RestartAt at or below the log start empties the
+// log there; above it, backends without TruncateFullyAndStartAt refuse.
+func TestFollowerTruncateAndRestart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		c := newTestCluster(t, backend)
+		p := c.addBroker(1, []epochRun{{1, 5}, {1, 5}, {2, 5}}, Options{})
+		if err := p.MakeFollower(c.state(2, 2, 1, 2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.TruncateTo(7); err != nil {
+			t.Fatal(err)
+		}
+		if p.LogEndOffset() != 5 || p.HighWatermark() != 5 {
+			t.Fatalf("end %d HW %d, want 5, 5", p.LogEndOffset(), p.HighWatermark())
+		}
+		if got := epochsOf(p); len(got) != 1 || got[0].Epoch != 1 {
+			t.Fatalf("epochs %v", got)
+		}
+		if err := p.TruncateTo(9); err != nil || p.LogEndOffset() != 5 {
+			t.Fatalf("TruncateTo above the end: %v, end %d", err, p.LogEndOffset())
+		}
+		if err := p.AppendAsFollower(batch(-1, 0, -1, 1)); !errors.Is(err, engine.ErrOffsetMismatch) {
+			t.Fatalf("append at offset 0 onto end 5: %v", err)
+		}
+		if err := p.RestartAt(100); !errors.Is(err, engine.ErrOffsetOutOfRange) {
+			t.Fatalf("RestartAt above the start: %v", err)
+		}
+		if err := p.RestartAt(0); err != nil || p.LogEndOffset() != 0 || p.LogStartOffset() != 0 || p.HighWatermark() != 0 {
+			t.Fatalf("RestartAt(0): %v, start %d end %d HW %d", err, p.LogStartOffset(), p.LogEndOffset(), p.HighWatermark())
+		}
+	})
+}
