@@ -82,6 +82,8 @@ type Node struct {
 	qsig  chan struct{}
 
 	expired      atomic.Bool
+	hasSession   chan struct{} // closed at the first session
+	sessionOnce  sync.Once
 	brokerEpoch  atomic.Int64
 	controllerID atomic.Int32
 	isController atomic.Bool
@@ -118,6 +120,8 @@ func Start(opts Options) (*Node, error) {
 		cache: NewMetadataCache(),
 		qsig:  make(chan struct{}, 1),
 		conns: map[string]*kconn.Conn{},
+
+		hasSession: make(chan struct{}),
 	}
 	n.controllerID.Store(-1)
 	if n.opts.Send == nil {
@@ -140,6 +144,12 @@ func Start(opts Options) (*Node, error) {
 		n.cancel()
 		conn.Close()
 		return nil, err
+	}
+	wait := max(opts.SessionTimeout, 10*time.Second)
+	select {
+	case <-n.hasSession:
+	case <-time.After(wait):
+		return fail(fmt.Errorf("cluster: no zookeeper session with %v within %v", servers, wait))
 	}
 	if chroot != "" {
 		if err := ensureAbs(conn, chroot); err != nil {
@@ -208,6 +218,7 @@ func (n *Node) onZkEvent(e zk.Event) {
 			}
 		}
 	case zk.StateHasSession:
+		n.sessionOnce.Do(func() { close(n.hasSession) })
 		if n.expired.Swap(false) {
 			n.post(event{kind: evSessionRenewed})
 		}

@@ -182,7 +182,10 @@ func (s *Server) start() error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if ok, _ := s.ruok(); ok {
-			return nil
+			// ruok can answer before the server serves sessions.
+			if err := s.openSession(); err == nil {
+				return nil
+			}
 		}
 	}
 	s.Stop()
@@ -262,11 +265,20 @@ func (s *Server) Restart() error {
 	return s.start()
 }
 
+// openSession opens a session and closes it: the server serves clients.
+func (s *Server) openSession() error { return s.session(0, make([]byte, 16)) }
+
 // ExpireSession ends the session sessionID (whose password is passwd) the
 // way Curator's KillSession does: it connects a second client with the same
 // id and password and closes the session. The session's own client then
 // sees the session expired and its ephemeral nodes are gone.
 func (s *Server) ExpireSession(sessionID int64, passwd []byte) error {
+	return s.session(sessionID, passwd)
+}
+
+// session connects with sessionID (0: a new session) and passwd, then
+// closes the session.
+func (s *Server) session(sessionID int64, passwd []byte) error {
 	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("zktest: expire session: %w", err)
@@ -297,7 +309,7 @@ func (s *Server) ExpireSession(sessionID int64, passwd []byte) error {
 	if len(resp) < 16 {
 		return fmt.Errorf("zktest: expire session: short connect response")
 	}
-	if timeout := int32(binary.BigEndian.Uint32(resp[4:])); timeout <= 0 {
+	if sid := int64(binary.BigEndian.Uint64(resp[8:])); sid == 0 {
 		return fmt.Errorf("zktest: expire session %#x: already expired", sessionID)
 	}
 	// closeSession: RequestHeader{xid int32, type int32 = -11}.
