@@ -6,8 +6,15 @@
 // (the offset below which consumers may read) is advanced.
 //
 // In single-node mode a partition is always the leader and its ISR is just
-// itself, so the high watermark is the log end offset after each append
-// (after the fsync when Options.FlushEveryAppend is set). The cluster mode
-// adds followers, the ISR and follower fetchers to this package; the high
-// watermark then becomes the smallest log end offset in the ISR.
+// itself (Options.BrokerID), so the high watermark is the log end offset
+// after each append (after the fsync when Options.FlushEveryAppend is set).
+//
+// In a cluster the broker applies the controller's LeaderAndIsr with
+// MakeLeader or MakeFollower (replica.go). The leader learns its followers'
+// progress from their fetches (HandleReplicaFetch, which calls
+// UpdateFollowerState), keeps the high watermark at the smallest log end
+// offset in the ISR, and shrinks (MaybeShrinkISR) or expands the ISR
+// through Options.AlterISR. Followers are fed by a FetcherManager
+// (fetcher.go), which truncates each log to where it agrees with the
+// leader's (OffsetForLeaderEpoch, KIP-101/KIP-279) and then fetches.
 package replication
