@@ -10,7 +10,7 @@ RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/
 
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build run test test-deps unit race fuzz bench vet clean
+.PHONY: all build run test test-deps unit race fuzz bench bench-report vet clean
 
 all: build
 
@@ -51,6 +51,12 @@ fuzz:
 BENCHTIME ?= 1s
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./bench/... ./engine/... ./segment/... ./mmapindex/...
+
+# Measure the machine's limits, sluice perf against every backend and
+# kfake, and profiles; rewrite BENCHMARKS.md's report and docs/bench.svg
+# (about 10 minutes on 2 cores; see scripts/bench-report.sh for knobs).
+bench-report:
+	@./scripts/bench-report.sh
 
 clean:
 	rm -rf bin

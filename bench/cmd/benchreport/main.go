@@ -1,0 +1,48 @@
+// Command benchreport is the Go half of scripts/bench-report.sh: the parts
+// that are awkward in shell.
+//
+//	benchreport freeport
+//	    print a free TCP port on 127.0.0.1
+//	benchreport limits -dir DIR [-size-mib 256] [-seconds 2] [-runs 3]
+//	    measure loopback TCP from a page-cache file with sendfile(2) and
+//	    from memory with write(2), each into a reader that discards; one
+//	    JSON line per run on stdout
+//	benchreport measure -pid PID -out FILE [-tag k=v ...] -- CMD ARGS...
+//	    run CMD (a `sluice perf ... --json`), and append one JSON line to
+//	    FILE with its result, the CPU seconds CMD used (its rusage, children
+//	    included) and the CPU seconds process PID (the broker) used meanwhile
+//	    (utime+stime from /proc/PID/stat)
+//	benchreport render -results FILE -svg PATH [flags]
+//	    write the markdown report on stdout and the chart to PATH
+//
+// Every line of the results file is one JSON object (see record).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|render [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "freeport":
+		err = freeport()
+	case "limits":
+		err = limits(os.Args[2:])
+	case "measure":
+		err = measure(os.Args[2:])
+	case "render":
+		err = render(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchreport %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

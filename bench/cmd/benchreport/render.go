@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// renderOpts are render's flags.
+type renderOpts struct {
+	results, svg, svgRef       string
+	date, commit, machine      string
+	loadStart, loadEnd, params string
+	profiles                   string
+	dd4g                       float64
+}
+
+// stat is the median and range of one figure over a group's runs.
+type stat struct {
+	med, min, max float64
+	n             int
+}
+
+func statOf(v []float64) stat {
+	if len(v) == 0 {
+		return stat{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stat{med: m, min: s[0], max: s[len(s)-1], n: len(s)}
+}
+
+// group is the runs of one workload on one broker.
+type group struct {
+	runs   []record // successful runs
+	failed int
+}
+
+func (g *group) stat(f func(r record) float64) stat {
+	v := make([]float64, 0, len(g.runs))
+	for _, r := range g.runs {
+		v = append(v, f(r))
+	}
+	return statOf(v)
+}
+
+func (g *group) mbps() stat { return g.stat(func(r record) float64 { return r.Result.MBPerSec }) }
+
+// cpuPerGB is CPU seconds per 10^9 bytes moved.
+func cpuPerGB(cpu float64, r record) float64 {
+	if r.Result.Bytes == 0 {
+		return 0
+	}
+	return cpu / (float64(r.Result.Bytes) / 1e9)
+}
+
+// median of the per-run figures.
+func (g *group) brokerPerGB() float64 {
+	return g.stat(func(r record) float64 { return cpuPerGB(r.BrokerCPU, r) }).med
+}
+func (g *group) brokerPct() float64 {
+	return g.stat(func(r record) float64 { return 100 * r.BrokerCPU / r.Wall }).med
+}
+func (g *group) clientPct() float64 {
+	return g.stat(func(r record) float64 { return 100 * r.ClientCPU / r.Wall }).med
+}
+
+// boundBy names the side that used (nearly) its whole core.
+func (g *group) boundBy() string {
+	c, b := g.clientPct(), g.brokerPct()
+	switch {
+	case c >= 85 && c >= b:
+		return "client"
+	case b >= 85:
+		return "broker"
+	default:
+		return "neither"
+	}
+}
+
+// key names a workload on a broker.
+func key(tags map[string]string, fields ...string) string {
+	var b strings.Builder
+	for _, f := range fields {
+		fmt.Fprintf(&b, "%s=%s ", f, tags[f])
+	}
+	return b.String()
+}
+
+type data struct {
+	limits map[string]stat
+	groups map[string]*group // by key(tags, all tag names in a fixed order)
+	brs    []string          // brokers in the order they were run
+}
+
+var tagOrder = []string{"broker", "workload", "size", "producers", "acks"}
+
+func (d *data) get(tags ...string) *group {
+	m := map[string]string{}
+	for i := 0; i+1 < len(tags); i += 2 {
+		m[tags[i]] = tags[i+1]
+	}
+	return d.groups[key(m, tagOrder...)]
+}
+
+func load(path string) (*data, error) {
+	recs, err := readRecords(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &data{limits: map[string]stat{}, groups: map[string]*group{}}
+	lim := map[string][]float64{}
+	for _, r := range recs {
+		switch r.Kind {
+		case "limit":
+			lim[r.Name] = append(lim[r.Name], r.MBps)
+		case "run":
+			k := key(r.Tags, tagOrder...)
+			g := d.groups[k]
+			if g == nil {
+				g = &group{}
+				d.groups[k] = g
+			}
+			if !slices.Contains(d.brs, r.Tags["broker"]) {
+				d.brs = append(d.brs, r.Tags["broker"])
+			}
+			if r.Exit == 0 && r.Result != nil && r.Result.Errors == 0 && r.Result.Records > 0 {
+				g.runs = append(g.runs, r)
+			} else {
+				g.failed++
+			}
+		}
+	}
+	for k, v := range lim {
+		d.limits[k] = statOf(v)
+	}
+	return d, nil
+}
+
+func render(args []string) error {
+	var o renderOpts
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.StringVar(&o.results, "results", "", "results file (required)")
+	fs.StringVar(&o.svg, "svg", "", "write the chart here (required)")
+	fs.StringVar(&o.svgRef, "svg-ref", "docs/bench.svg", "the chart's path as the report links it")
+	fs.StringVar(&o.date, "date", "", "when the run started")
+	fs.StringVar(&o.commit, "commit", "", "commit measured")
+	fs.StringVar(&o.machine, "machine", "", "machine description")
+	fs.StringVar(&o.loadStart, "load-start", "", "load average at start")
+	fs.StringVar(&o.loadEnd, "load-end", "", "load average at end")
+	fs.StringVar(&o.params, "params", "", "the run's parameters")
+	fs.StringVar(&o.profiles, "profiles", "", "directory of pprof -top outputs")
+	fs.Float64Var(&o.dd4g, "dd4g", 0, "the storage section's 4 GiB dd MB/s (0: unknown)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.results == "" || o.svg == "" {
+		return fmt.Errorf("need -results and -svg")
+	}
+	d, err := load(o.results)
+	if err != nil {
+		return err
+	}
+	if err := writeChart(o.svg, d); err != nil {
+		return err
+	}
+	w := bufio.NewWriter(os.Stdout)
+	writeReport(w, d, &o)
+	return w.Flush()
+}
+
+func pct(a, b float64) string {
+	if b <= 0 || a <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100*a/b)
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 || a <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func mbCell(s stat, want int) string {
+	if s.n == 0 {
+		return "failed"
+	}
+	c := fmt.Sprintf("%.0f (%.0f–%.0f)", s.med, s.min, s.max)
+	if s.n < want {
+		c += fmt.Sprintf(" [%d runs]", s.n)
+	}
+	return c
+}
+
+func sizeName(s string) string {
+	switch s {
+	case "1024":
+		return "1 KiB"
+	case "100":
+		return "100 B†"
+	}
+	return s
+}
+
+func writeReport(w io.Writer, d *data, o *renderOpts) {
+	runs := 0
+	for _, g := range d.groups {
+		runs = max(runs, len(g.runs)+g.failed)
+	}
+	dd, sf, tcp := d.limits["dd"], d.limits["sendfile"], d.limits["tcp"]
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+
+	p("## Loopback produce/consume report (`make bench-report`)\n\n")
+	p("Generated by `scripts/bench-report.sh` (`make bench-report`); do not edit between the\n")
+	p("markers, re-run it. Run of %s, commit `%s`; machine: %s. Load average (1/5/15 min)\n", o.date, o.commit, o.machine)
+	p("**%s** at the start and **%s** at the end (a shared machine: other engineers'\n", o.loadStart, o.loadEnd)
+	p("builds and tests were running; every figure is a median of %d runs, min–max beside it).\n", runs)
+	p("Parameters: `%s`.\n\n", o.params)
+
+	p("How: the broker (`sluice serve --set storage.backend=B`, or `kfakeserve --data-dir`,\n")
+	p("franz-go's kfake with its persistence on) runs pinned to CPU 0 (`taskset -c 0`), the load\n")
+	p("generator `sluice perf ... --json` pinned to CPU 1; all brokers are up at once and every\n")
+	p("round runs each workload on each broker back to back, so outside load hits them alike.\n")
+	p("One partition, compression off, linger 5 ms (e2e: 0), franz-go's defaults otherwise;\n")
+	p("MB = 10^6 B of keys+values. Broker CPU is utime+stime from /proc/PID/stat around the run,\n")
+	p("client CPU the load generator's rusage; \"CPU %%\" is of one core over the run's wall time.\n")
+	p("\"bound\" names the side at >= 85%% of its core (\"neither\": both below, the run is\n")
+	p("latency-bound: request round trips, not CPU). †100 B rows are client-bound by design\n")
+	p("(per-record work in the client dominates); read them for the broker's CPU per GB.\n\n")
+
+	p("### Limits of this machine\n\n")
+	p("| limit | MB/s median (min–max) |\n|---|---|\n")
+	p("| dd if=/dev/zero bs=1M count=1024 (1 GiB: page cache, under the dirty limit) | %s |\n", mbCell(dd, runs))
+	if o.dd4g > 0 {
+		p("| dd bs=1M count=4096 (4 GiB: writeback-bound; from the storage section above, not this run) | %.0f |\n", o.dd4g)
+	}
+	p("| page-cache file → sendfile(2) → loopback TCP → discarding reader | %s |\n", mbCell(sf, runs))
+	p("| memory → write(2) → loopback TCP → discarding reader | %s |\n\n", mbCell(tcp, runs))
+
+	p("### Produce\n\n")
+	p("`sluice perf produce --records N --record-size S --producers P --acks A`; \"vs dd\" is against\n")
+	p("the 1 GiB dd median.\n\n")
+	p("| size | producers | acks | broker | MB/s median (min–max) | records/s | vs kfake | vs dd | broker CPU s/GB | broker CPU | client CPU | bound |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, size := range []string{"1024", "100"} {
+		for _, prod := range []string{"1", "4"} {
+			for _, acks := range []string{"1", "all"} {
+				kf := d.get("broker", "kfake", "workload", "produce", "size", size, "producers", prod, "acks", acks)
+				for _, b := range d.brs {
+					g := d.get("broker", b, "workload", "produce", "size", size, "producers", prod, "acks", acks)
+					if g == nil {
+						continue
+					}
+					writeRow(w, g, kf, runs, dd.med, sizeName(size), prod, acks, b)
+				}
+			}
+		}
+	}
+
+	p("\n### Consume from the start\n\n")
+	p("`sluice perf consume` reads the topic the `producers=1 acks=1` produce run just wrote,\n")
+	p("from offset 0 to the high watermark (one consumer, no group); \"vs limit\" is against\n")
+	p("sendfile → TCP.\n\n")
+	p("| size | broker | MB/s median (min–max) | records/s | vs kfake | vs limit | broker CPU s/GB | broker CPU | client CPU | bound |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, size := range []string{"1024", "100"} {
+		kf := d.get("broker", "kfake", "workload", "consume", "size", size)
+		for _, b := range d.brs {
+			g := d.get("broker", b, "workload", "consume", "size", size)
+			if g == nil {
+				continue
+			}
+			writeRow(w, g, kf, runs, sf.med, sizeName(size), "", "", b)
+		}
+	}
+
+	p("\n### End-to-end latency\n\n")
+	p("`sluice perf e2e --record-size 1024 --target-rate R --linger 0` (acks=all): produce time\n")
+	p("stamped in the record, latency measured at the consumer. Figures from the run with the\n")
+	p("median p99; p99 min–max over runs.\n\n")
+	p("| broker | records/s | e2e p50 / p99 / p99.9 / max ms | e2e p99 min–max | produce p50 / p99 ms | broker CPU | client CPU |\n")
+	p("|---|---|---|---|---|---|---|\n")
+	for _, b := range d.brs {
+		g := d.get("broker", b, "workload", "e2e", "size", "1024")
+		if g == nil || len(g.runs) == 0 {
+			p("| %s | failed | | | | | |\n", b)
+			continue
+		}
+		r := medianRun(g, func(r record) float64 { return e2eP99(r) })
+		p99 := g.stat(e2eP99)
+		e, pl := r.Result.E2E, r.Result.Produce
+		if e == nil || pl == nil {
+			p("| %s | no latency | | | | | |\n", b)
+			continue
+		}
+		p("| %s | %.0f | %.2f / %.2f / %.2f / %.2f | %.2f–%.2f | %.2f / %.2f | %.0f%% | %.0f%% |\n",
+			b, r.Result.RecordsPerSec, e.P50, e.P99, e.P999, e.Max, p99.min, p99.max, pl.P50, pl.P99,
+			g.brokerPct(), g.clientPct())
+	}
+
+	writeTargets(w, d, dd, sf)
+
+	p("\n### Chart\n\n")
+	p("![Throughput vs record size per broker, with the machine's limits](%s)\n\n", o.svgRef)
+	p("Log scale. Left: produce, 4 producers, acks=1 (the load generator's most parallel\n")
+	p("configuration; the Produce table has the others); ")
+	p("right: consume from the start. Points are medians, whiskers min–max; dashed lines are the\n")
+	p("limits measured in the same run.\n")
+
+	if o.profiles != "" {
+		writeProfiles(w, o.profiles)
+	}
+}
+
+func e2eP99(r record) float64 {
+	if r.Result.E2E == nil {
+		return 0
+	}
+	return r.Result.E2E.P99
+}
+
+// medianRun is the run whose f is the (lower) median.
+func medianRun(g *group, f func(record) float64) record {
+	rs := slices.Clone(g.runs)
+	slices.SortFunc(rs, func(a, b record) int {
+		switch fa, fb := f(a), f(b); {
+		case fa < fb:
+			return -1
+		case fa > fb:
+			return 1
+		}
+		return 0
+	})
+	return rs[(len(rs)-1)/2]
+}
+
+func writeRow(w io.Writer, g, kf *group, runs int, limit float64, cols ...string) {
+	s := g.mbps()
+	kfMed := 0.0
+	if kf != nil {
+		kfMed = kf.mbps().med
+	}
+	rps := g.stat(func(r record) float64 { return r.Result.RecordsPerSec }).med
+	vsKfake := ratio(s.med, kfMed)
+	if cols[len(cols)-1] == "kfake" {
+		vsKfake = "1"
+	}
+	for _, c := range cols {
+		if c != "" {
+			fmt.Fprintf(w, "| %s ", c)
+		}
+	}
+	if s.n == 0 {
+		fmt.Fprintf(w, "| failed (%d runs) | | | | | | | |\n", g.failed)
+		return
+	}
+	fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.2f | %.0f%% | %.0f%% | %s |\n",
+		mbCell(s, runs), rps, vsKfake, pct(s.med, limit), g.brokerPerGB(), g.brokerPct(), g.clientPct(), g.boundBy())
+}
+
+// writeTargets checks the segment backend against the targets of issue 5.
+func writeTargets(w io.Writer, d *data, dd, sf stat) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("\n### Targets (segment backend, 1 KiB records; recorded, not asserted)\n\n")
+	p("| target | measured | met |\n|---|---|---|\n")
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	for _, prod := range []string{"1", "4"} {
+		for _, acks := range []string{"1", "all"} {
+			g := d.get("broker", "segment", "workload", "produce", "size", "1024", "producers", prod, "acks", acks)
+			kf := d.get("broker", "kfake", "workload", "produce", "size", "1024", "producers", prod, "acks", acks)
+			if g == nil || kf == nil || len(g.runs) == 0 || len(kf.runs) == 0 {
+				continue
+			}
+			s, k := g.mbps().med, kf.mbps().med
+			wl := fmt.Sprintf("producers=%s acks=%s", prod, acks)
+			p("| produce >= 90%% of dd (%s) | %.0f of %.0f MB/s = %s | %s |\n", wl, s, dd.med, pct(s, dd.med), yes(s >= 0.9*dd.med))
+			p("| produce >= 1.15x kfake (%s) | %.0f vs %.0f MB/s = %s | %s |\n", wl, s, k, ratio(s, k), yes(s >= 1.15*k))
+			sc, kc := g.brokerPerGB(), kf.brokerPerGB()
+			p("| broker CPU/GB <= 0.5x kfake's (%s) | %.2f vs %.2f s/GB = %s | %s |\n", wl, sc, kc, ratio(sc, kc), yes(sc <= 0.5*kc))
+		}
+	}
+	g := d.get("broker", "segment", "workload", "consume", "size", "1024")
+	kf := d.get("broker", "kfake", "workload", "consume", "size", "1024")
+	if g != nil && kf != nil && len(g.runs) > 0 && len(kf.runs) > 0 {
+		s, k := g.mbps().med, kf.mbps().med
+		p("| consume >= 1.5x kfake | %.0f vs %.0f MB/s = %s | %s |\n", s, k, ratio(s, k), yes(s >= 1.5*k))
+		p("| consume >= 50%% of sendfile → TCP | %.0f of %.0f MB/s = %s | %s |\n", s, sf.med, pct(s, sf.med), yes(s >= 0.5*sf.med))
+	}
+	if e := d.get("broker", "segment", "workload", "e2e", "size", "1024"); e != nil && len(e.runs) > 0 {
+		v := e.stat(e2eP99).med
+		p("| e2e p99 < 2 ms at the fixed rate | %.2f ms (median of runs) | %s |\n", v, yes(v > 0 && v < 2))
+	}
+}
+
+// writeProfiles includes the pprof -top outputs of the profile pass.
+func writeProfiles(w io.Writer, dir string) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	any := false
+	for _, kind := range []string{"Produce", "Consume"} {
+		bench := readLines(filepath.Join(dir, kind+".bench"))
+		if len(bench) == 0 {
+			continue
+		}
+		if !any {
+			p("\n### Profiles\n\n")
+			p("`go test -run '^$' -bench '^BenchmarkKIND$/^backend=segment$' -cpuprofile -memprofile ./bench/`\n")
+			p("(client and broker in one process, so the client's costs are in the profile too), then\n")
+			p("`go tool pprof -top` (flat), `-top -cum`, and `-sample_index=alloc_space`. What they mean\n")
+			p("is in \"Profile notes\" below the generated section.\n")
+			any = true
+		}
+		p("\n#### %s/backend=segment\n\n```\n", kind)
+		for _, l := range bench {
+			if strings.HasPrefix(l, "Benchmark") {
+				p("%s\n", l)
+			}
+		}
+		p("```\n")
+		for _, f := range []struct{ suffix, title string }{
+			{".cpu.top", "CPU, flat"}, {".cpucum.top", "CPU, cumulative"}, {".mem.top", "allocated bytes"},
+		} {
+			lines := readLines(filepath.Join(dir, kind+f.suffix))
+			if len(lines) == 0 {
+				continue
+			}
+			p("\n%s:\n\n```\n", f.title)
+			for _, l := range lines {
+				// Skip the header lines that name the binary and the time.
+				if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Type:") ||
+					strings.HasPrefix(l, "Time:") || strings.HasPrefix(l, "Build ID:") {
+					continue
+				}
+				p("%s\n", l)
+			}
+			p("```\n")
+		}
+	}
+}
+
+func readLines(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	s := strings.TrimRight(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// atof parses a tag value, 0 when it is not a number.
+func atof(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
+}
