@@ -25,6 +25,9 @@ type controller struct {
 	// a stale controller's writes fail (Kafka's controller epoch fencing).
 	epoch          int32
 	epochZkVersion int32
+	// session is the ZooKeeper session that won the election; the term
+	// ends when that session expires.
+	session int64
 
 	live         map[int32]Broker
 	shuttingDown map[int32]bool
@@ -54,7 +57,7 @@ func (n *Node) becomeController(epoch, epochZkVersion int32) {
 	n.term++
 	c := &controller{
 		n: n, log: n.log.With("controller_epoch", epoch), term: n.term,
-		epoch: epoch, epochZkVersion: epochZkVersion,
+		epoch: epoch, epochZkVersion: epochZkVersion, session: n.zk.conn.SessionID(),
 		live: map[int32]Broker{}, shuttingDown: map[int32]bool{}, topics: map[string]*topicInfo{},
 		states: map[TopicPartition]*partState{}, senders: map[int32]*brokerSender{},
 	}

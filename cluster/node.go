@@ -255,7 +255,9 @@ func (n *Node) register() error {
 // onSessionRenewed re-registers and re-elects after a session expiry.
 // Runs on the event loop.
 func (n *Node) onSessionRenewed() {
-	n.resign("session expired")
+	if n.ctl != nil && n.ctl.session != n.zk.conn.SessionID() {
+		n.resign("session expired")
+	}
 	for {
 		err := n.register()
 		if err == nil {
