@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -106,10 +107,19 @@ func errorCode(err error) int16 {
 }
 
 // errorMessage is the response error message for err: nil when err is nil.
+// Clients print it after the error code's name, so a leading sentinel that
+// only repeats the code ("server: topic already exists: topic "t" already
+// exists") is dropped, leaving the detail.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
 	m := err.Error()
+	for inner := errors.Unwrap(err); inner != nil; inner = errors.Unwrap(inner) {
+		if p := inner.Error() + ": "; strings.HasPrefix(m, p) && errors.Unwrap(inner) == nil {
+			m = m[len(p):]
+			break
+		}
+	}
 	return &m
 }
