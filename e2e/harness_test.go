@@ -25,6 +25,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary built for this run: tests leave no files
+// outside their temp dirs.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // sluiceBinary builds cmd/sluice once per test run into a temp dir.
 func sluiceBinary(t *testing.T) string {
 	t.Helper()
