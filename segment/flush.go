@@ -18,8 +18,13 @@ type syncer struct {
 	running bool      // an fsync is in progress. REQUIRES: mu
 	waiters int       // callers waiting for an fsync. REQUIRES: mu
 	err     error     // sticky: a failed fsync fails every later one
-	point   atomic.Int64
-	rounds  atomic.Int64 // fsyncs run, for tests and metrics
+	// gen counts moves of point by Truncate and restarts. A round that
+	// began under another gen does not raise point: its goal was read
+	// before the log was cut and may lie above what it now holds.
+	// REQUIRES: mu
+	gen    uint64
+	point  atomic.Int64
+	rounds atomic.Int64 // fsyncs run, for tests and metrics
 }
 
 // syncTo returns once every offset below target is durable (or below the
@@ -45,6 +50,7 @@ func (l *Log) syncTo(target int64) error {
 			continue
 		}
 		s.running = true
+		gen := s.gen
 		s.mu.Unlock()
 		goal, err := l.fsyncUnflushed()
 		s.mu.Lock()
@@ -52,7 +58,7 @@ func (l *Log) syncTo(target int64) error {
 		s.rounds.Add(1)
 		if err != nil {
 			s.err = err
-		} else if goal > s.point.Load() {
+		} else if gen == s.gen && goal > s.point.Load() {
 			s.point.Store(goal)
 		}
 		s.cond.Broadcast()
@@ -73,9 +79,20 @@ var testHookFsync func()
 func (l *Log) lowerRecoveryPoint(end int64) {
 	s := &l.syncer
 	s.mu.Lock()
+	s.gen++
 	if s.point.Load() > end {
 		s.point.Store(end)
 	}
+	s.mu.Unlock()
+}
+
+// resetRecoveryPoint sets the recovery point to the offset an emptied log
+// restarted at: it holds nothing below it to lose.
+func (l *Log) resetRecoveryPoint(offset int64) {
+	s := &l.syncer
+	s.mu.Lock()
+	s.gen++
+	s.point.Store(offset)
 	s.mu.Unlock()
 }
 

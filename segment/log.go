@@ -242,30 +242,44 @@ func normalize(cfg engine.LogConfig) engine.LogConfig {
 }
 
 // Truncate implements engine.Log.Truncate. An offset below the log start
-// empties the log and restarts it at offset (Kafka's
-// truncateFullyAndStartAt).
+// (or at the first segment's base) empties the log and restarts it at
+// offset, as TruncateFullyAndStartAt does.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	restarted, err := l.truncateLocked(offset)
+	l.appendMu.Unlock()
+	if err == nil && restarted {
+		// The start may have moved down: without the checkpoint, a
+		// crash would bring back the old start, above the new end.
+		err = l.store.checkpointStartOffsets()
+	}
+	return err
+}
+
+// truncateLocked does Truncate's work and reports whether it restarted the
+// log. REQUIRES: appendMu.
+func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	if l.closed.Load() {
-		return errClosedLog
+		return false, errClosedLog
 	}
 	if l.failed != nil {
-		return l.failed
+		return false, l.failed
 	}
 	if offset >= l.end.Load() {
-		return nil
+		return false, nil
 	}
 	if offset < 0 {
-		return fmt.Errorf("%w: truncate to %d", engine.ErrOffsetOutOfRange, offset)
+		return false, fmt.Errorf("%w: truncate to %d", engine.ErrOffsetOutOfRange, offset)
 	}
 	if offset < l.start.Load() || offset == l.segs[0].base {
-		return l.restartAtLocked(offset)
+		return true, l.truncateFullyLocked(offset)
 	}
 	l.mu.RLock()
 	i := l.segmentFor(offset)
 	s := l.segs[i]
-	pos, _, ok, err := s.findBatch(offset, s.size.Load())
+	var pos int64
+	var ok bool
+	pos, _, ok, err = s.findBatch(offset, s.size.Load())
 	if err == nil && ok {
 		var hdr [headerPeekSize]byte
 		if _, err = s.header(hdr[:], pos, s.size.Load()); err == nil && record.Batch(hdr[:]).BaseOffset() != offset {
@@ -274,10 +288,10 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.mu.RUnlock()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %d in %s", ErrNotBatchBoundary, offset, s.path)
+		return false, fmt.Errorf("%w: %d in %s", ErrNotBatchBoundary, offset, s.path)
 	}
 	l.mu.Lock()
 	dropped := l.segs[i+1:]
@@ -303,11 +317,52 @@ func (l *Log) Truncate(offset int64) error {
 	if err != nil {
 		l.failed = err
 	}
-	return err
+	return false, err
+}
+
+// TruncateFullyAndStartAt implements engine.FullTruncater (Kafka's
+// UnifiedLog.truncateFullyAndStartAt): every segment is deleted and the log
+// restarts with one empty segment named by offset, which may lie anywhere
+// at or above 0; the leader epoch history is cleared and the log start
+// offset checkpointed. See restartAtLocked for what a crash midway leaves.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.appendMu.Lock()
+	err := l.truncateFullyLocked(offset)
+	l.appendMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.store.checkpointStartOffsets()
+}
+
+// truncateFullyLocked checks the log and offset and restarts the log at
+// offset. REQUIRES: appendMu.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	if l.closed.Load() {
+		return errClosedLog
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: restart %s at %d", engine.ErrOffsetOutOfRange, l.dir, offset)
+	}
+	if err := l.restartAtLocked(offset); err != nil {
+		l.failed = err
+		return err
+	}
+	return nil
 }
 
 // restartAtLocked deletes every segment and starts the log empty at
-// offset. REQUIRES: appendMu.
+// offset, with no epoch history. The order makes every crash point
+// recover to a valid log: the new segment is created first (recovery
+// drops it while older segments remain that do not end at its base), the
+// old ones are removed newest first (so what remains is the old log with
+// its tail cut), the directory is fsynced, and the epoch checkpoint is
+// rewritten last (if a crash loses that, loadLog cuts the stale history to
+// the new start and end). The caller checkpoints the start offset.
+// REQUIRES: appendMu.
 func (l *Log) restartAtLocked(offset int64) error {
 	ns, err := createSegment(l.dir, offset, l.cfg, l.now().UnixMilli())
 	if err != nil {
@@ -319,7 +374,8 @@ func (l *Log) restartAtLocked(offset int64) error {
 	l.start.Store(offset)
 	l.end.Store(offset)
 	l.mu.Unlock()
-	for _, s := range old {
+	for i := len(old) - 1; i >= 0; i-- {
+		s := old[i]
 		rm := s.remove
 		if s.base == offset {
 			// createSegment already unlinked its files: only let go
@@ -330,9 +386,14 @@ func (l *Log) restartAtLocked(offset int64) error {
 			err = rerr
 		}
 	}
-	l.lowerRecoveryPoint(offset)
+	l.resetRecoveryPoint(offset)
 	if err == nil {
-		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) })
+		if err = syncDir(l.dir); err != nil {
+			err = fmt.Errorf("segment: fsync %s: %w", l.dir, err)
+		}
+	}
+	if err == nil {
+		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(math.MinInt64) })
 	}
 	return err
 }
