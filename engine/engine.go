@@ -236,3 +236,47 @@ func (c LogConfig) WithDefaults() LogConfig {
 	}
 	return c
 }
+
+// FullTruncater is an optional capability of a Log, found by type
+// assertion (as hashicorp/raft finds MonotonicLogStore): replication uses
+// it when a follower's log must restart at an offset the ordinary Truncate
+// cannot reach. Every backend in this repository implements it.
+type FullTruncater interface {
+	// TruncateFullyAndStartAt deletes every batch and restarts the log
+	// empty with StartOffset == EndOffset == offset, as Kafka's
+	// UnifiedLog.truncateFullyAndStartAt does for a follower that fell
+	// behind the leader's log start. offset may be below, inside or above
+	// the current [StartOffset, EndOffset]; offset < 0 gives
+	// ErrOffsetOutOfRange and changes nothing. The leader epoch history
+	// is cleared. The next append (leader or follower) starts at offset;
+	// reads below offset give ErrOffsetOutOfRange. The new start is
+	// durable when it returns: a reopen, clean or not, finds the log empty
+	// at offset. A crash before it returns leaves either that or the old
+	// log, possibly with its tail cut as by Truncate (which a follower
+	// realigns anyway). Slices already handed out stay readable until
+	// released.
+	TruncateFullyAndStartAt(offset int64) error
+}
+
+// HighWatermarkStore is an optional capability of a Store, found by type
+// assertion: it keeps the partitions' high watermarks across restarts, as
+// Kafka's replication-offset-checkpoint does per log dir. The store does
+// not interpret the offsets and does not tie them to its logs (DeleteLog
+// leaves an entry until the next save drops it); the caller clamps a loaded
+// high watermark to its log's [StartOffset, EndOffset]. Every backend in
+// this repository implements it. Safe for concurrent use; after Close both
+// methods return ErrClosed.
+type HighWatermarkStore interface {
+	// SaveHighWatermarks replaces the saved set with hw and makes it
+	// durable before returning; a crash leaves the old set or the new
+	// one. Offsets must be >= 0. hw is not retained.
+	SaveHighWatermarks(hw map[PartitionID]int64) error
+	// HighWatermarks returns the last saved set (empty, not an error,
+	// when none was ever saved), in a new map the caller owns. Damaged
+	// saved data gives an error wrapping ErrCorruptStore that names the
+	// file or key; the store does not fall back on its own, because the
+	// fallback is the caller's: Kafka, finding no checkpointed high
+	// watermark, starts from the log start offset and lets the leader's
+	// followers move it up again.
+	HighWatermarks() (map[PartitionID]int64, error)
+}

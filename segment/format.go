@@ -14,6 +14,7 @@ import (
 //	  .kafka_cleanshutdown              empty; present only after a clean Close
 //	  recovery-point-offset-checkpoint  text, see below
 //	  log-start-offset-checkpoint       text, see below
+//	  replication-offset-checkpoint     text, see below (high watermarks)
 //	  <topic>-<partition>/              one per partition log
 //	    00000000000000000000.log        batches back to back
 //	    00000000000000000000.index      offset index (package mmapindex)
@@ -39,7 +40,8 @@ import (
 // Checkpoint files are text, lines ending in '\n':
 //
 //	offset checkpoints (recovery-point-offset-checkpoint,
-//	log-start-offset-checkpoint), one per log dir:
+//	log-start-offset-checkpoint, replication-offset-checkpoint), one
+//	per log dir:
 //	+-------------------------------+
 //	| 0                             |  version
 //	| <count>                       |  number of entries
@@ -70,10 +72,14 @@ const (
 	cleanShutdownFile  = ".kafka_cleanshutdown"
 	recoveryPointFile  = "recovery-point-offset-checkpoint"
 	logStartOffsetFile = "log-start-offset-checkpoint"
-	leaderEpochFile    = "leader-epoch-checkpoint"
-	checkpointVersion  = 0
-	deleteDirSuffix    = "-delete" // a partition dir being removed
-	segmentNameDigits  = 20
+	// replicationOffsetFile holds the high watermarks the broker saves
+	// through engine.HighWatermarkStore; the store only reads and
+	// writes it.
+	replicationOffsetFile = "replication-offset-checkpoint"
+	leaderEpochFile       = "leader-epoch-checkpoint"
+	checkpointVersion     = 0
+	deleteDirSuffix       = "-delete" // a partition dir being removed
+	segmentNameDigits     = 20
 
 	// Prefixes of a batch header that readers pread (see record's
 	// format): baseOffset+batchLength, through partitionLeaderEpoch, and

@@ -51,6 +51,7 @@ func cases() []testCase {
 	all = append(all, retentionCases()...)
 	all = append(all, lifecycleCases()...)
 	all = append(all, concurrencyCases()...)
+	all = append(all, optionalCases()...)
 	return all
 }
 

@@ -27,6 +27,7 @@ package memlog
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -53,6 +54,7 @@ var (
 type storeData struct {
 	open bool // a Store handle is using it; REQUIRES: retainedMu
 	logs map[engine.PartitionID]*Log
+	hw   map[engine.PartitionID]int64 // saved high watermarks; nil: none
 }
 
 // Open opens the store for opts.Dir; see the package doc for what a Dir
@@ -99,7 +101,7 @@ type Store struct {
 
 	mu     sync.Mutex
 	closed bool       // REQUIRES: mu
-	data   *storeData // logs; the map is guarded by mu
+	data   *storeData // logs and hw; the maps are guarded by mu
 }
 
 // CreateLog creates an empty log; engine.ErrLogExists if it exists.
@@ -183,3 +185,42 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// SaveHighWatermarks implements engine.HighWatermarkStore: it keeps a copy
+// of hw, which lives as long as the store's logs do (see the package doc).
+// Offsets or partitions below 0 are refused.
+func (s *Store) SaveHighWatermarks(hw map[engine.PartitionID]int64) error {
+	for id, off := range hw {
+		if off < 0 || id.Partition < 0 {
+			return fmt.Errorf("memlog: high watermark %d for %s/%d: out of range", off, id.Topic, id.Partition)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return engine.ErrClosed
+	}
+	s.data.hw = maps.Clone(hw)
+	return nil
+}
+
+// HighWatermarks implements engine.HighWatermarkStore: a copy of the last
+// saved set. Memory is never damaged, so it never fails but after Close.
+func (s *Store) HighWatermarks() (map[engine.PartitionID]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, engine.ErrClosed
+	}
+	hw := maps.Clone(s.data.hw)
+	if hw == nil {
+		hw = map[engine.PartitionID]int64{}
+	}
+	return hw, nil
+}
+
+// The optional engine capabilities this backend has.
+var (
+	_ engine.FullTruncater      = (*Log)(nil)
+	_ engine.HighWatermarkStore = (*Store)(nil)
+)

@@ -25,11 +25,7 @@ func (l *Log) Truncate(offset int64) error {
 		return nil
 	}
 	if offset <= l.start {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.chunks, l.size = nil, 0
-		l.start, l.end = offset, offset
-		l.epochs.TruncateFromEnd(offset)
+		l.restartAt(offset)
 		return nil
 	}
 	ci := l.chunkForLocked(offset)
@@ -62,6 +58,32 @@ func (l *Log) Truncate(offset int64) error {
 	l.chunks, l.size, l.end = chunks, size, offset
 	l.epochs.TruncateFromEnd(offset)
 	return nil
+}
+
+// TruncateFullyAndStartAt implements engine.FullTruncater: it drops every
+// chunk and restarts the log empty at offset, which may lie anywhere at or
+// above 0, with no epoch history.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: restart %s/%d at %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
+	}
+	l.restartAt(offset)
+	return nil
+}
+
+// restartAt empties the log and starts it at offset. Readers keep the
+// chunks they hold. REQUIRES: l.writeMu held.
+func (l *Log) restartAt(offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.chunks, l.size = nil, 0
+	l.start, l.end = offset, offset
+	l.epochs = engine.NewEpochCache(nil)
 }
 
 // DeleteBefore advances the start offset to offset and drops the chunks

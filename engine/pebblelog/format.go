@@ -1,8 +1,11 @@
 package pebblelog
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/sluice/sluice/engine"
 )
@@ -35,6 +38,9 @@ import (
 //	batch     +------+--------+-----------------+
 //	          | 0x06 | id u64 | baseOffset u64  |       -> RecordBatch v2 bytes, as stored
 //	          +------+--------+-----------------+
+//	high      +------+
+//	watermarks| 0x07 |                                  -> high watermarks, see below
+//	          +------+
 //
 // Values:
 //
@@ -47,6 +53,17 @@ import (
 //	batch       +--------------------+----------+-----------+
 //	summary     | lastOffsetDelta u32| size u32 | maxTs i64 |
 //	            +--------------------+----------+-----------+
+//
+//	high        +-----------+  then count entries, ascending by (topic, partition):
+//	watermarks  | count u32 |  +----------+-------+-----------+-----------+
+//	            +-----------+  | topicLen | topic | partition | offset    |
+//	                           | u16      | bytes | i32 (>= 0)| i64 (>= 0)|
+//	                           +----------+-------+-----------+-----------+
+//
+// The high watermarks key (engine.HighWatermarkStore, Kafka's
+// replication-offset-checkpoint) is one value for the whole store, replaced
+// whole at each save; older builds never read tag 0x07, so adding it did not
+// change formatVersion.
 //
 // A segment is the emulation of a segment file: a run of consecutive batches
 // of at most segment.bytes (or segment.ms old), so that retention deletes
@@ -70,6 +87,7 @@ const (
 	tagSegment  = 0x04
 	tagBatchIdx = 0x05
 	tagBatch    = 0x06
+	tagHighWM   = 0x07
 
 	metaStart  = 0x01
 	metaEpochs = 0x02
@@ -236,4 +254,74 @@ func decodeEpochs(v []byte) ([]engine.EpochEntry, error) {
 		})
 	}
 	return out, nil
+}
+
+// encodeHighWatermarks encodes hw sorted by (topic, partition), so a set
+// has one encoding.
+func encodeHighWatermarks(hw map[engine.PartitionID]int64) []byte {
+	ids := make([]engine.PartitionID, 0, len(hw))
+	n := 4
+	for id := range hw {
+		ids = append(ids, id)
+		n += 2 + len(id.Topic) + 4 + 8
+	}
+	slices.SortFunc(ids, comparePartitions)
+	v := make([]byte, 0, n)
+	v = binary.BigEndian.AppendUint32(v, uint32(len(ids)))
+	for _, id := range ids {
+		v = binary.BigEndian.AppendUint16(v, uint16(len(id.Topic)))
+		v = append(v, id.Topic...)
+		v = binary.BigEndian.AppendUint32(v, uint32(id.Partition))
+		v = binary.BigEndian.AppendUint64(v, uint64(hw[id]))
+	}
+	return v
+}
+
+// decodeHighWatermarks is the inverse of encodeHighWatermarks; anything it
+// would not have written is an error wrapping engine.ErrCorruptStore.
+func decodeHighWatermarks(v []byte) (map[engine.PartitionID]int64, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: high watermarks key %#x: %s", engine.ErrCorruptStore, tagHighWM, fmt.Sprintf(format, args...))
+	}
+	if len(v) < 4 {
+		return nil, bad("%d bytes, need a count", len(v))
+	}
+	count := binary.BigEndian.Uint32(v)
+	v = v[4:]
+	if uint64(count) > uint64(len(v))/14 { // 14: an entry with an empty topic
+		return nil, bad("count %d does not fit %d bytes", count, len(v))
+	}
+	hw := make(map[engine.PartitionID]int64, count)
+	var prev engine.PartitionID
+	for i := uint32(0); i < count; i++ {
+		if len(v) < 2 {
+			return nil, bad("entry %d: truncated", i)
+		}
+		n := int(binary.BigEndian.Uint16(v))
+		if len(v) < 2+n+12 {
+			return nil, bad("entry %d: truncated", i)
+		}
+		id := engine.PartitionID{Topic: string(v[2 : 2+n]), Partition: int32(binary.BigEndian.Uint32(v[2+n:]))}
+		off := int64(binary.BigEndian.Uint64(v[6+n:]))
+		v = v[2+n+12:]
+		if id.Partition < 0 || off < 0 {
+			return nil, bad("entry %d: %q/%d offset %d", i, id.Topic, id.Partition, off)
+		}
+		if i > 0 && comparePartitions(prev, id) >= 0 {
+			return nil, bad("entry %d: %q/%d out of order", i, id.Topic, id.Partition)
+		}
+		hw[id], prev = off, id
+	}
+	if len(v) != 0 {
+		return nil, bad("%d bytes after the last entry", len(v))
+	}
+	return hw, nil
+}
+
+// comparePartitions orders partitions by topic, then partition.
+func comparePartitions(a, b engine.PartitionID) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
 }

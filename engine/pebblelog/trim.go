@@ -66,6 +66,35 @@ func (l *Log) Truncate(offset int64) error {
 	return nil
 }
 
+// TruncateFullyAndStartAt implements engine.FullTruncater: one synced
+// Pebble batch range-deletes every batch, index entry and segment summary
+// of the log, sets its start offset to offset (which may lie anywhere at
+// or above 0) and deletes its epoch history. The log end offset is the
+// start offset when no segment is left, so a reopen finds the log at
+// offset.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: restart %s/%d at %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
+	}
+	pb := l.s.db.NewBatch()
+	defer pb.Close()
+	l.deleteFrom(pb, 0)
+	_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(offset)), nil)
+	_ = pb.Delete(metaKey(l.n, metaEpochs), nil)
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("pebblelog: %s: restart %s/%d at %d: %w", l.s.dir, l.id.Topic, l.id.Partition, offset, err)
+	}
+	l.publish(offset, offset, nil, engine.NewEpochCache(nil))
+	return nil
+}
+
 // deleteFrom adds range deletes of every batch, batch index entry and
 // segment summary at or above offset to pb.
 func (l *Log) deleteFrom(pb *pebble.Batch, offset int64) {
