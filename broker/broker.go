@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
@@ -58,6 +59,7 @@ type Broker struct {
 	meta  *metastore.Store
 	store engine.Store
 	srv   *server.Server
+	node  *cluster.Node // cluster mode only (cluster.go)
 	lns   []net.Listener
 	addr  string
 	cid   string
@@ -82,9 +84,6 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	}
 	if len(cfg.Listeners) == 0 {
 		return nil, errors.New("broker: listeners is empty")
-	}
-	if !cfg.SingleNode() {
-		return nil, errors.New("broker: zookeeper.connect is set, but this build serves single-node mode only")
 	}
 	dir := cfg.LogDirs[0]
 	if len(cfg.LogDirs) > 1 {
@@ -134,11 +133,19 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	}
 	b.addr = b.lns[0].Addr().String()
 
+	if !cfg.SingleNode() {
+		if b.node, err = startNode(cfg, host, port, log); err != nil {
+			b.closeListeners()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+	}
 	b.srv, err = server.New(server.Options{
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
+		Cluster: b.node,
 	})
 	if err != nil {
+		b.closeNode()
 		b.closeListeners()
 		return nil, err
 	}
@@ -174,10 +181,12 @@ func (b *Broker) ClusterID() string { return b.cid }
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.stopRetention)
+		b.controlledShutdown()
 		var errs []error
 		if err := b.srv.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		b.closeNode()
 		b.bg.Wait()
 		if err := b.closeStores(); err != nil {
 			errs = append(errs, err)

@@ -27,6 +27,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/replication"
 )
 
 func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -102,6 +104,10 @@ func (s *Server) producePartition(ctx context.Context, acks int16, topicName str
 		return
 	}
 	p := t.parts[rp.Partition]
+	if p == nil { // cluster mode: no replica here
+		s.fillProduceError(sp, topicName, replication.ErrNotLeader)
+		return
+	}
 	switch {
 	case len(rp.Records) == 0:
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: no record batch", errInvalidRequest))

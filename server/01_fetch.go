@@ -60,6 +60,9 @@ type fetchTarget struct {
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.FetchRequest)
+	if id := fetchReplicaID(r); id >= 0 && s.cm != nil {
+		return s.cm.handleReplicaFetch(rc, r, id), nil
+	}
 	out := &fetchresp.Response{}
 	version := r.Version
 
@@ -95,8 +98,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				ft.err = errUnknownTopicOrPartition
 			default:
-				ft.p = t.parts[rp.Partition]
-				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
+				ft.p, ft.err = s.fetchPartition(t, rp.Partition, rp.CurrentLeaderEpoch)
 			}
 			ot.Partitions[j].Partition = rp.Partition
 		}

@@ -31,6 +31,9 @@ import (
 
 func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.MetadataRequest)
+	if s.cm != nil {
+		return s.cm.handleMetadata(r), nil
+	}
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	host, port := s.advertised()
 	b := kmsg.NewMetadataResponseBroker()

@@ -24,7 +24,7 @@ import (
 func handleApiVersions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ApiVersionsRequest)
 	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = apiVersionKeys()
+	resp.ApiKeys = apiVersionKeysFor(s.cm != nil)
 	return kresp(resp), nil
 }
 
@@ -38,10 +38,17 @@ func apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 	return resp
 }
 
-// apiVersionKeys lists the served APIs, sorted by key.
-func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
+// apiVersionKeys lists the APIs served in single-node mode, sorted by key.
+func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey { return apiVersionKeysFor(false) }
+
+// apiVersionKeysFor lists the served APIs, sorted by key; the inter-broker
+// ones only in cluster mode.
+func apiVersionKeysFor(clusterMode bool) []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for k, a := range apis {
+		if clusterAPIs[k] && !clusterMode {
+			continue
+		}
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
 	}
 	slices.SortFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })

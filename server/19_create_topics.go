@@ -25,6 +25,9 @@ import (
 
 func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.CreateTopicsRequest)
+	if s.cm != nil {
+		return s.cm.handleCreateTopics(r), nil
+	}
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 
 	seen := map[string]int{}

@@ -22,6 +22,9 @@ import (
 
 func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DeleteTopicsRequest)
+	if s.cm != nil {
+		return s.cm.handleDeleteTopics(r), nil
+	}
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	reqs := r.Topics
 	if r.Version < 6 {

@@ -35,6 +35,9 @@ type producerIDs struct {
 	mu   sync.Mutex
 	next int64 // next id to hand out; valid below end
 	end  int64
+	// base is added to every id: in cluster mode the broker id << 40, as
+	// each broker allocates from its own metastore.
+	base int64
 }
 
 // allocate returns a producer id never returned before.
@@ -50,7 +53,7 @@ func (a *producerIDs) allocate() (int64, error) {
 	}
 	id := a.next
 	a.next++
-	return id, nil
+	return a.base + id, nil
 }
 
 func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {

@@ -22,6 +22,9 @@ import (
 
 func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.CreatePartitionsRequest)
+	if s.cm != nil {
+		return s.cm.handleCreatePartitions(r), nil
+	}
 	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := map[string]int{}
 	for _, rt := range r.Topics {

@@ -11,6 +11,10 @@ const (
 	apiKeyFetch                   int16 = 1
 	apiKeyListOffsets             int16 = 2
 	apiKeyMetadata                int16 = 3
+	apiKeyLeaderAndIsr            int16 = 4 // cluster mode only
+	apiKeyStopReplica             int16 = 5 // cluster mode only
+	apiKeyUpdateMetadata          int16 = 6 // cluster mode only
+	apiKeyControlledShutdown      int16 = 7 // cluster mode only
 	apiKeyApiVersions             int16 = 18
 	apiKeyCreateTopics            int16 = 19
 	apiKeyDeleteTopics            int16 = 20
@@ -49,6 +53,10 @@ func init() {
 		apiKeyFetch:                   {4, 16, handleFetch},
 		apiKeyListOffsets:             {1, 8, handleListOffsets},
 		apiKeyMetadata:                {0, 12, handleMetadata},
+		apiKeyLeaderAndIsr:            {2, 5, handleLeaderAndIsr},
+		apiKeyStopReplica:             {3, 3, handleStopReplica},
+		apiKeyUpdateMetadata:          {5, 7, handleUpdateMetadata},
+		apiKeyControlledShutdown:      {1, 3, handleControlledShutdown},
 		apiKeyApiVersions:             {0, 4, handleApiVersions},
 		apiKeyCreateTopics:            {0, 7, handleCreateTopics},
 		apiKeyDeleteTopics:            {0, 6, handleDeleteTopics},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
@@ -97,6 +98,32 @@ func errorCode(err error) int16 {
 		// The partition went away (deleted, broker stopping): the client
 		// refreshes its metadata and retries.
 		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, replication.ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
+	case errors.Is(err, replication.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, replication.ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, errLeaderNotAvailable):
+		return kerr.LeaderNotAvailable.Code
+	case errors.Is(err, cluster.ErrTopicExists):
+		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, cluster.ErrTopicNotFound):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, cluster.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		return kerr.InvalidTopicException.Code
+	case errors.Is(err, cluster.ErrNotController), errors.Is(err, cluster.ErrControllerMoved):
+		return kerr.NotController.Code
+	case errors.Is(err, cluster.ErrStaleBrokerEpoch):
+		return kerr.StaleBrokerEpoch.Code
+	case errors.Is(err, cluster.ErrBrokerNotAvailable), errors.Is(err, cluster.ErrClosed):
+		return kerr.BrokerNotAvailable.Code
 	case errors.Is(err, metastore.ErrClosed):
 		return kerr.KafkaStorageError.Code
 	case errors.Is(err, engine.ErrCorruptStore):

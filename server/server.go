@@ -41,6 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
@@ -63,6 +64,10 @@ type Options struct {
 	AdvertisedPort int32
 	// Now returns the current time; tests replace it. nil: time.Now.
 	Now func() time.Time
+	// Cluster, when set, runs the server in cluster mode (see
+	// clustermode.go): partitions come from the controller's LeaderAndIsr
+	// requests instead of the metastore. The caller closes it after Close.
+	Cluster *cluster.Node
 }
 
 // MaxPartitionsPerTopic bounds the partitions of one topic. Kafka has no
@@ -88,6 +93,7 @@ type Server struct {
 	topics topicRegistry
 	groups *group.Coordinator
 	pids   producerIDs
+	cm     *clusterMode // nil in single-node mode
 
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
@@ -137,7 +143,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.topics.init()
 	s.pids.meta = s.meta
-	if err := s.loadTopics(); err != nil {
+	if opts.Cluster != nil {
+		s.cm = newClusterMode(s, opts.Cluster)
+	} else if err := s.loadTopics(); err != nil {
 		s.closePartitions()
 		return nil, err
 	}
@@ -155,6 +163,9 @@ func New(opts Options) (*Server, error) {
 		Port:                  s.advPort,
 	})
 	if err != nil {
+		if s.cm != nil {
+			s.cm.close()
+		}
 		s.closePartitions()
 		return nil, fmt.Errorf("server: group coordinator: %w", err)
 	}
@@ -252,6 +263,9 @@ func (s *Server) Shutdown() {
 // metastore and the engine store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
+	if s.cm != nil {
+		s.cm.close()
+	}
 	gerr := s.groups.Close()
 	if err := s.closePartitions(); err != nil {
 		return err
@@ -264,6 +278,9 @@ func (s *Server) closePartitions() error {
 	var first error
 	for _, t := range s.topics.all() {
 		for _, p := range t.parts {
+			if p == nil { // cluster mode: no replica here
+				continue
+			}
 			if err := p.Close(); err != nil && first == nil {
 				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.index, err)
 			}
@@ -280,6 +297,9 @@ func (s *Server) ApplyRetention() error {
 	var first error
 	for _, t := range s.topics.all() {
 		for _, p := range t.parts {
+			if p == nil { // cluster mode: no replica here
+				continue
+			}
 			before := p.LogStartOffset()
 			after, err := p.Log().ApplyRetention(now)
 			if err != nil {

@@ -1,0 +1,40 @@
+package server
+
+// ControlledShutdown (key 7), served v1-v3, cluster mode only.
+//
+//	v1: partitions remaining as (topic, partition)
+//	v2: broker epoch
+//	v3: flexible
+//
+// Served by the controller (cluster.Node.HandleControlledShutdown): it moves
+// the leadership of the broker's partitions to other in-sync replicas and
+// answers those it could not move. A broker that is not the controller
+// answers NOT_CONTROLLER.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	if s.cm == nil {
+		return nil, errClusterOnly
+	}
+	r := req.(*kmsg.ControlledShutdownRequest)
+	resp := r.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	epoch := r.BrokerEpoch
+	if r.Version < 2 {
+		epoch = -1
+	}
+	remaining, err := s.cm.node.HandleControlledShutdown(r.BrokerID, epoch)
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		s.log.Warn("server: controlled shutdown request", "broker", r.BrokerID, "err", err)
+		return kresp(resp), nil
+	}
+	for _, tp := range remaining {
+		pr := kmsg.NewControlledShutdownResponsePartitionsRemaining()
+		pr.Topic, pr.Partition = tp.Topic, tp.Partition
+		resp.PartitionsRemaining = append(resp.PartitionsRemaining, pr)
+	}
+	return kresp(resp), nil
+}
