@@ -110,41 +110,41 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	}
 	now := l.now()
 
-	// Build the new tail holding only writeMu: tail is a private copy of
-	// the last chunk, so readers keep seeing the published one. Writing into
-	// the spare capacity of its buf and index is safe: readers never look
-	// past the published lengths.
-	var tail *chunk
-	if n := len(l.chunks); n > 0 {
-		c := *l.chunks[n-1]
-		tail = &c
+	// Build the new tail holding only writeMu. tail is a copy of the last
+	// chunk's fields, on the stack; its buf and index grow into their spare
+	// capacity, which readers never look at (they stop at the published
+	// lengths), or into new arrays. It is copied back into the published
+	// chunk under mu, so an append that does not roll allocates nothing
+	// (copying the chunk to the heap instead cost one allocation per
+	// Append).
+	var tail chunk
+	n := len(l.chunks)
+	if n > 0 {
+		tail = *l.chunks[n-1]
 	}
-	cur := tail
+	var cur *chunk // the newest chunk this append opened; nil: none yet
 	var added []*chunk
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
 		size := b.Size()
 		b = b[:size]
 		pos += size
-		if cur == nil || (len(cur.buf) > 0 && (int64(len(cur.buf)+size) > cfg.SegmentBytes || now.Sub(cur.created) >= cfg.SegmentMs)) {
+		c := cur
+		if c == nil && n > 0 {
+			c = &tail
+		}
+		if c == nil || c.rolls(size, now, cfg) {
 			cur = &chunk{base: b.BaseOffset(), maxTs: -1, created: now}
 			added = append(added, cur)
+			c = cur
 		}
-		e := entry{base: b.BaseOffset(), last: b.LastOffset(), maxTs: b.MaxTimestamp(), pos: len(cur.buf)}
-		cur.buf = appendBytes(cur.buf, b, cfg.SegmentBytes)
-		e.end = len(cur.buf)
-		cur.index = append(cur.index, e)
-		cur.next = e.last + 1
-		cur.lastWrite = now
-		if e.maxTs > cur.maxTs {
-			cur.maxTs = e.maxTs
-		}
+		c.push(b, now, cfg.SegmentBytes)
 	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if tail != nil {
-		l.chunks[len(l.chunks)-1] = tail
+	if n > 0 {
+		*l.chunks[n-1] = tail
 	}
 	l.chunks = append(l.chunks, added...)
 	l.size += int64(len(batches))
@@ -155,6 +155,26 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		pos += b.Size()
 	}
 	return info, nil
+}
+
+// rolls reports whether a batch of size bytes must go to a new chunk:
+// this one is not empty and would pass segment.bytes, or is segment.ms old.
+func (c *chunk) rolls(size int, now time.Time, cfg engine.LogConfig) bool {
+	return len(c.buf) > 0 && (int64(len(c.buf)+size) > cfg.SegmentBytes || now.Sub(c.created) >= cfg.SegmentMs)
+}
+
+// push appends batch b to the chunk's bytes and index. REQUIRES: the
+// log's writeMu held, and c either unpublished or a private copy.
+func (c *chunk) push(b record.Batch, now time.Time, segmentBytes int64) {
+	e := entry{base: b.BaseOffset(), last: b.LastOffset(), maxTs: b.MaxTimestamp(), pos: len(c.buf)}
+	c.buf = appendBytes(c.buf, b, segmentBytes)
+	e.end = len(c.buf)
+	c.index = append(c.index, e)
+	c.next = e.last + 1
+	c.lastWrite = now
+	if e.maxTs > c.maxTs {
+		c.maxTs = e.maxTs
+	}
 }
 
 // appendBytes appends b to buf, growing it by doubling (from 64 KiB, and

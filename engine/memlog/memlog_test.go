@@ -376,3 +376,33 @@ func TestConcurrentAppendRead(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAppendAllocs: an append that does not roll a chunk allocates nothing
+// (buffer doubling allocates rarely enough to average out to 0 over the
+// runs), so BenchmarkAppend reports 0 allocs/op.
+func TestAppendAllocs(t *testing.T) {
+	_, l := openLog(t, engine.LogConfig{SegmentBytes: 1 << 30})
+	b := batch(4, 1, "v")
+	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
+	for i := 0; i < 1000; i++ { // past the first few doublings
+		if _, err := l.Append(b, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := l.Append(b, opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Append allocates %.2f times per call, want 0", allocs)
+	}
+	s, err := l.Read(0, 1<<30, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if got := offsetsOf(s.Bytes()); len(got) != 1201 || got[1200] != 1200*4 {
+		t.Fatalf("read back %d batches, last at %d", len(got), got[len(got)-1])
+	}
+}
