@@ -48,6 +48,55 @@ type request struct {
 	// closeErr, when set, is why the connection must close once the
 	// responses to earlier requests are written.
 	closeErr error
+	// frame, when set, is the pooled buffer kreq was decoded from, returned
+	// to framePool once the request has been handled (see recyclable).
+	frame *[]byte
+}
+
+// framePool holds request frame buffers of up to maxPooledFrame bytes.
+// Produce frames are the bulk of a broker's input (about 1 MB each with
+// franz-go's defaults); allocating each one afresh cost a zeroed 1 MB
+// allocation per request and the GC cycles that follow, about a quarter of
+// the broker's CPU per GB produced (BENCHMARKS.md, profile notes).
+var framePool sync.Pool // of *[]byte
+
+// maxPooledFrame bounds the buffers kept in framePool, so one huge request
+// (up to socket.request.max.bytes) is not kept alive by the pool.
+const maxPooledFrame = 8 << 20
+
+// getFrame returns a buffer of length n, pooled when n is small enough.
+func getFrame(n int) *[]byte {
+	if n <= maxPooledFrame {
+		if b, ok := framePool.Get().(*[]byte); ok {
+			if cap(*b) >= n {
+				*b = (*b)[:n]
+				return b
+			}
+			framePool.Put(b)
+		}
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+// recyclable reports whether a request of this key is done with its frame
+// when its handler returns, so the frame may go back to framePool. Only
+// Produce qualifies: replication.Partition.Append does not retain the
+// batches after it returns and handleProduce waits for every partition,
+// and kmsg copies strings out of the frame. Other handlers may keep
+// []byte fields of their request (group metadata, assignments), so their
+// frames are left to the GC.
+func recyclable(key int16) bool { return key == apiKeyProduce }
+
+// putFrame returns a handled request's frame to the pool.
+func (r *request) putFrame() {
+	if r.frame == nil {
+		return
+	}
+	if recyclable(r.key) && cap(*r.frame) <= maxPooledFrame {
+		framePool.Put(r.frame)
+	}
+	r.frame = nil
 }
 
 // response is what the handler hands the writer, in request order.
@@ -140,12 +189,14 @@ func (c *conn) readLoop() {
 			c.log.Warn("server: closing connection: bad request size", "size", n, "socket.request.max.bytes", c.s.cfg.SocketRequestMaxBytes)
 			return
 		}
-		body := make([]byte, n)
+		frame := getFrame(int(n))
+		body := *frame
 		if _, err := io.ReadFull(c.nc, body); err != nil {
 			c.logReadErr(err)
 			return
 		}
 		r := c.s.decodeRequest(body)
+		r.frame = frame
 		if r.closeErr != nil {
 			c.log.Warn("server: closing connection", "err", r.closeErr)
 		}
@@ -235,9 +286,11 @@ func (c *conn) handleLoop() {
 	stop := false
 	for r := range c.reqs {
 		if stop {
+			r.putFrame()
 			continue // drain so the reader is never stuck
 		}
 		resp := c.s.handleRequest(c, r)
+		r.putFrame()
 		if resp == nil {
 			continue
 		}
