@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -251,9 +252,12 @@ func (c *Coordinator) updateMemberLocked(m *member, a joinArgs) {
 // chosen protocol and member metadata stay the same, the member gets the
 // current generation back without a rebalance; otherwise a rebalance starts.
 //
-// Sluice adds one condition to Kafka's: changed metadata for the chosen
-// protocol (e.g. a new subscription) also rebalances, since no other member
-// would otherwise learn of it.
+// Sluice adds one condition to Kafka's: a changed subscription also
+// rebalances, since no other member would otherwise learn of it. For the
+// consumer protocol type only the subscribed topics count: the rest of a
+// consumer's metadata (owned partitions, generation, user data) is its
+// client state, which a restarted client always resets, so comparing it
+// would rebalance on every restart and defeat static membership.
 func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinArgs) (joinResult, <-chan joinResult) {
 	oldLeader := g.leader
 	m := g.members[oldID]
@@ -279,7 +283,7 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinAr
 
 	switch g.state {
 	case stateStable:
-		if g.selectProtocol() != g.protocol || !bytesEqualNil(m.metadata(g.protocol), oldMetadata) {
+		if g.selectProtocol() != g.protocol || !g.sameSubscription(m.metadata(g.protocol), oldMetadata) {
 			c.maybePrepareRebalanceLocked(g)
 			return joinResult{}, wait
 		}
@@ -317,4 +321,20 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinAr
 	return joinResult{}, wait
 }
 
-func bytesEqualNil(a, b []byte) bool { return string(a) == string(b) }
+// sameSubscription reports whether two metadata of a member for g's chosen
+// protocol subscribe to the same thing: for the consumer protocol type, the
+// same topics (as a set); for others, or undecodable consumer metadata, the
+// same bytes.
+// REQUIRES: g.mu held.
+func (g *group) sameSubscription(a, b []byte) bool {
+	if g.protocolType == consumerProtocolType {
+		var ma, mb kmsg.ConsumerMemberMetadata
+		if ma.ReadFrom(a) == nil && mb.ReadFrom(b) == nil {
+			ta, tb := slices.Clone(ma.Topics), slices.Clone(mb.Topics)
+			slices.Sort(ta)
+			slices.Sort(tb)
+			return slices.Equal(slices.Compact(ta), slices.Compact(tb))
+		}
+	}
+	return string(a) == string(b)
+}

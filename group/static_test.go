@@ -96,6 +96,30 @@ func TestStaticMemberRestart(t *testing.T) {
 	}
 }
 
+// TestStaticMemberRestartClientState: a restarted consumer's metadata
+// differs from what it last sent in its client state (generation, owned
+// partitions, user data), not in its topics; that must not rebalance, or
+// every restart of a cooperative-sticky or franz-go static member would.
+func TestStaticMemberRestartClientState(t *testing.T) {
+	e := newEnv(t, nil)
+	ids, gen := e.staticGroup(9)
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version = 3
+	meta.Topics = []string{"t"}
+	meta.Generation = -1
+	meta.UserData = []byte("fresh")
+	b := "b"
+	// Without the fix the join waits for a rebalance (a never rejoins
+	// here, and the fake clock does not move): await fails it.
+	r := await(t, async[*kmsg.JoinGroupResponse](e, joinReq(9, "g", "", &b, meta.AppendTo(nil))))
+	if r.ErrorCode != 0 || r.Generation != gen || r.MemberID == ids["b"] {
+		t.Fatalf("rejoin: error %d generation %d (want %d) member %q", r.ErrorCode, r.Generation, gen, r.MemberID)
+	}
+	if st := e.describe("g").State; st != "Stable" {
+		t.Fatalf("state %s, want Stable", st)
+	}
+}
+
 func TestStaticMemberChangedMetadataRebalances(t *testing.T) {
 	e := newEnv(t, nil)
 	ids, gen := e.staticGroup(9)
