@@ -10,7 +10,7 @@ RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/
 
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build run test test-deps unit race fuzz bench bench-report vet clean
+.PHONY: all build run cluster test test-deps unit race fuzz bench bench-report vet clean
 
 all: build
 
@@ -19,6 +19,11 @@ build:
 
 run: build
 	./$(BIN) serve
+
+# A local cluster: ZooKeeper and brokers 1-3 on 127.0.0.1:9092-9094, data
+# in ./cluster-data; Ctrl-C stops everything (scripts/cluster.sh).
+cluster: build
+	@./scripts/cluster.sh
 
 # test-deps installs the external programs the integration tests drive.
 test-deps:

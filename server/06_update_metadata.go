@@ -12,8 +12,12 @@ package server
 // cache's is STALE_CONTROLLER_EPOCH.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
 )
 
 func handleUpdateMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -22,8 +26,22 @@ func handleUpdateMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 	}
 	r := req.(*kmsg.UpdateMetadataRequest)
 	resp := r.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	if !s.cm.node.Metadata().Apply(r) {
+	mc := s.cm.node.Metadata()
+	before := brokerIDs(mc.Brokers())
+	if !mc.Apply(r) {
 		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+		return kresp(resp), nil
+	}
+	if after := brokerIDs(mc.Brokers()); !slices.Equal(before, after) {
+		s.log.Info("server: live brokers changed", "brokers", after, "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch)
 	}
 	return kresp(resp), nil
+}
+
+func brokerIDs(bs []cluster.Broker) []int32 {
+	ids := make([]int32, len(bs))
+	for i, b := range bs {
+		ids[i] = b.ID
+	}
+	return ids
 }
