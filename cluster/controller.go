@@ -103,6 +103,28 @@ func (c *controller) failover() error {
 		return err
 	}
 	_ = elected
+	// Replicas on brokers that died before this term (the old controller
+	// may have died with them) leave the ISRs, as Kafka's replica state
+	// machine marks them offline at failover; otherwise a dead follower
+	// stays "in sync" until the leader's replica.lag.time.max.ms.
+	var stale []TopicPartition
+	for tp, st := range c.states {
+		if slices.ContainsFunc(st.ISR, func(r int32) bool { _, ok := c.live[r]; return !ok }) {
+			stale = append(stale, tp)
+		}
+	}
+	sortTPs(stale)
+	if _, err := c.changeStates(stale, func(tp TopicPartition, st PartitionState) (PartitionState, bool) {
+		was := clonePS(st)
+		for _, r := range was.ISR {
+			if _, ok := c.live[r]; !ok && r != st.Leader {
+				st = removeFromISR(st, r)
+			}
+		}
+		return st, !samePS(was, st)
+	}); err != nil {
+		return err
+	}
 	all := c.allPartitions()
 	c.sendUpdateMetadata(c.liveIDs(), all)
 	for _, id := range c.liveIDs() {
