@@ -29,5 +29,8 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 		b.Rack = &rack
 	}
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	if s.cm != nil {
+		s.cm.describeCluster(resp)
+	}
 	return kresp(resp), nil
 }

@@ -351,3 +351,26 @@ func (cm *clusterMode) handleCreatePartitions(r *kmsg.CreatePartitionsRequest) *
 	}
 	return kresp(resp)
 }
+
+// describeCluster fills DescribeCluster from the metadata cache: every
+// live broker and the controller.
+func (cm *clusterMode) describeCluster(resp *kmsg.DescribeClusterResponse) {
+	mc := cm.node.Metadata()
+	if c := mc.ControllerID(); c >= 0 {
+		resp.ControllerID = c
+	}
+	live := mc.Brokers()
+	if len(live) == 0 {
+		return
+	}
+	resp.Brokers = resp.Brokers[:0]
+	for _, lb := range live {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = lb.ID, lb.Host, lb.Port
+		if lb.Rack != "" {
+			rack := lb.Rack
+			b.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
+}
