@@ -201,10 +201,12 @@ if [ "$PROFILE" != 0 ]; then
 			-cpuprofile "$profdir/$kind.cpu" -memprofile "$profdir/$kind.mem" ./bench/ \
 			>"$profdir/$kind.bench" 2>&1 || log "profile $kind failed: $(tail -3 "$profdir/$kind.bench")"
 		if [ -s "$profdir/$kind.cpu" ]; then
-			timeout 60 "$GO" tool pprof -top -nodecount 25 "$profdir/bench.test" "$profdir/$kind.cpu" \
+			timeout 60 "$GO" tool pprof -top -nodecount 15 "$profdir/bench.test" "$profdir/$kind.cpu" \
 				>"$profdir/$kind.cpu.top" 2>/dev/null || true
-			timeout 60 "$GO" tool pprof -top -cum -nodecount 25 "$profdir/bench.test" "$profdir/$kind.cpu" \
-				>"$profdir/$kind.cpucum.top" 2>/dev/null || true
+			# The broker's side only: the client shares the process.
+			timeout 60 "$GO" tool pprof -top -cum -nodecount 25 \
+				-focus 'sluice/sluice/(server|replication|segment|record|mmapindex|zerocopy)' \
+				"$profdir/bench.test" "$profdir/$kind.cpu" >"$profdir/$kind.cpucum.top" 2>/dev/null || true
 			timeout 60 "$GO" tool pprof -top -sample_index=alloc_space -nodecount 12 \
 				"$profdir/bench.test" "$profdir/$kind.mem" >"$profdir/$kind.mem.top" 2>/dev/null || true
 		fi

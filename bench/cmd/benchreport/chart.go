@@ -8,7 +8,7 @@ import (
 )
 
 // writeChart draws throughput against record size for every broker in two
-// panels (produce with 4 producers and acks=1; consume from the start) on a
+// panels (produce with 1 producer and acks=all; consume from the start) on a
 // log MB/s axis, with the machine's limits as dashed horizontal lines, and
 // writes it to path as a standalone SVG.
 func writeChart(path string, d *data) error {
@@ -41,11 +41,11 @@ func writeChart(path string, d *data) error {
 	}
 	panels := []panel{
 		{
-			title: "Produce (4 producers, acks=1)",
+			title: "Produce (1 producer, acks=all)",
 			series: func(b, size string) *group {
-				return d.get("broker", b, "workload", "produce", "size", size, "producers", "4", "acks", "1")
+				return d.get("broker", b, "workload", "produce", "size", size, "producers", "1", "acks", "all")
 			},
-			limits: []limitLine{{"dd 1 GiB", d.limits["dd"].med}},
+			limits: []limitLine{{"dd 1 GiB", d.limits["dd"].med}, {"dd 4 GiB (storage section)", d.dd4g}},
 		},
 		{
 			title: "Consume from the start",

@@ -84,7 +84,7 @@ func (g *group) boundBy() string {
 	case b >= 85:
 		return "broker"
 	default:
-		return "neither"
+		return "round trips"
 	}
 }
 
@@ -101,6 +101,7 @@ type data struct {
 	limits map[string]stat
 	groups map[string]*group // by key(tags, all tag names in a fixed order)
 	brs    []string          // brokers in the order they were run
+	dd4g   float64           // the storage section's 4 GiB dd MB/s, 0 if unknown
 }
 
 var tagOrder = []string{"broker", "workload", "size", "producers", "acks"}
@@ -171,6 +172,7 @@ func render(args []string) error {
 	if err != nil {
 		return err
 	}
+	d.dd4g = o.dd4g
 	if err := writeChart(o.svg, d); err != nil {
 		return err
 	}
@@ -236,9 +238,12 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 	p("One partition, compression off, linger 5 ms (e2e: 0), franz-go's defaults otherwise;\n")
 	p("MB = 10^6 B of keys+values. Broker CPU is utime+stime from /proc/PID/stat around the run,\n")
 	p("client CPU the load generator's rusage; \"CPU %%\" is of one core over the run's wall time.\n")
-	p("\"bound\" names the side at >= 85%% of its core (\"neither\": both below, the run is\n")
-	p("latency-bound: request round trips, not CPU). †100 B rows are client-bound by design\n")
-	p("(per-record work in the client dominates); read them for the broker's CPU per GB.\n\n")
+	p("\"bound\" names the side at >= 85%% of its core; \"round trips\" when neither is: the client\n")
+	p("waits for answers. With acks=1 franz-go turns idempotence off and then sends one produce\n")
+	p("request at a time per broker (MaxProduceRequestsInflightPerBroker defaults to 1), so client\n")
+	p("and broker take turns and their CPU adds up to about one core; acks=all (idempotent)\n")
+	p("keeps up to 5 in flight. †100 B rows are client-bound by design (franz-go's per-record\n")
+	p("work dominates); read them for the broker's CPU per GB, not for its throughput.\n\n")
 
 	p("### Limits of this machine\n\n")
 	p("| limit | MB/s median (min–max) |\n|---|---|\n")
@@ -314,10 +319,10 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 
 	p("\n### Chart\n\n")
 	p("![Throughput vs record size per broker, with the machine's limits](%s)\n\n", o.svgRef)
-	p("Log scale. Left: produce, 4 producers, acks=1 (the load generator's most parallel\n")
-	p("configuration; the Produce table has the others); ")
-	p("right: consume from the start. Points are medians, whiskers min–max; dashed lines are the\n")
-	p("limits measured in the same run.\n")
+	p("Log scale. Left: produce with 1 producer and acks=all (franz-go's defaults: idempotent,\n")
+	p("up to 5 requests in flight; the Produce table has the other configurations); right:\n")
+	p("consume from the start. Points are medians, whiskers min–max; dashed lines are the limits\n")
+	p("(all from this run except dd 4 GiB).\n")
 
 	if o.profiles != "" {
 		writeProfiles(w, o.profiles)
@@ -434,7 +439,7 @@ func writeProfiles(w io.Writer, dir string) {
 		}
 		p("```\n")
 		for _, f := range []struct{ suffix, title string }{
-			{".cpu.top", "CPU, flat"}, {".cpucum.top", "CPU, cumulative"}, {".mem.top", "allocated bytes"},
+			{".cpu.top", "CPU, flat"}, {".cpucum.top", "CPU, cumulative, broker packages only (-focus)"}, {".mem.top", "allocated bytes"},
 		} {
 			lines := readLines(filepath.Join(dir, kind+f.suffix))
 			if len(lines) == 0 {
