@@ -26,11 +26,10 @@ type Log struct {
 	id engine.PartitionID
 	n  uint64 // the partition's id in keys
 
-	writeMu  sync.Mutex
-	unsynced int64               // records appended since the last sync; REQUIRES: writeMu
-	keyBuf   [logKeyLen]byte     // REQUIRES: writeMu
-	sumBuf   [segSummaryLen]byte // REQUIRES: writeMu
-	failed   error               // sticky commit error; REQUIRES: writeMu
+	writeMu sync.Mutex
+	keyBuf  [logKeyLen]byte     // REQUIRES: writeMu
+	sumBuf  [segSummaryLen]byte // REQUIRES: writeMu
+	failed  error               // sticky commit error; REQUIRES: writeMu
 
 	mu     sync.RWMutex
 	cfg    engine.LogConfig // defaults filled
@@ -210,19 +209,11 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	if epochs != nil {
 		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
 	}
-	sync := cfg.FlushMessages == 1 || (cfg.FlushMessages > 1 && l.unsynced+info.Records >= cfg.FlushMessages)
-	wo := pebble.NoSync
-	if sync {
-		wo = pebble.Sync
-	}
-	if err := pb.Commit(wo); err != nil {
+	// Every append is synced: see "Durability" in the package doc for why
+	// NoSync would lose acknowledged records on a mere process crash.
+	if err := pb.Commit(pebble.Sync); err != nil {
 		l.failed = fmt.Errorf("pebblelog: %s: append to %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 		return engine.AppendInfo{}, l.failed
-	}
-	if sync {
-		l.unsynced = 0
-	} else {
-		l.unsynced += info.Records
 	}
 
 	l.mu.Lock()
@@ -361,7 +352,6 @@ func (l *Log) Flush() error {
 	if err := l.s.syncHeld(); err != nil {
 		return err
 	}
-	l.unsynced = 0
 	return nil
 }
 
