@@ -96,16 +96,7 @@ func createTopicE2E(t *testing.T, adm *kadm.Client, topic string, partitions int
 func TestGroupResumeAfterSIGKILL(t *testing.T) {
 	for _, be := range groupBackends {
 		t.Run("backend="+be, func(t *testing.T) {
-			sets := groupSets(be)
-			if be == "pebble" {
-				// The pebble backend documents that a process crash
-				// may lose the WAL tail it buffers in memory (up to
-				// 32 KiB of acknowledged appends) unless appends are
-				// synced: sync them, so what is tested here is the
-				// group's committed offsets.
-				sets = append(sets, "log.flush.interval.messages=1")
-			}
-			b := startBroker(t, t.TempDir(), sets...)
+			b := startBroker(t, t.TempDir(), groupSets(be)...)
 			const topic, group, parts = "resume", "g-resume", 3
 			prod := groupClient(t, b.addr)
 			createTopicE2E(t, kadm.NewClient(prod), topic, parts)
