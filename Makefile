@@ -6,11 +6,11 @@ BIN       := bin/sluice
 PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
 RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
-	./replication/... ./metastore/... ./group/...
+	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/...
 
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build run cluster test test-deps unit race fuzz bench bench-report vet clean
+.PHONY: all build run cluster test test-deps unit race rest fuzz bench bench-report vet clean
 
 all: build
 
@@ -29,7 +29,13 @@ cluster: build
 test-deps:
 	@./scripts/test-deps.sh
 
-test: test-deps vet unit race
+# make test runs every package once: those that share state between
+# goroutines under the race detector, the rest (end-to-end tests of the
+# binary, the CLI, config) without it.
+test: test-deps vet race rest
+
+rest:
+	$(GO) test -count=1 -timeout 15m $(filter-out $(shell $(GO) list $(RACE_PKGS)),$(shell $(GO) list ./...))
 
 vet:
 	$(GO) vet $(PKGS)
