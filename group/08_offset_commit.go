@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,9 +25,9 @@ import (
 // commits), allowed while the group has no members. Offsets are synced to
 // the metastore before the answer.
 
-func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response {
+func (c *Coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := c.commit(req)
+	codes := c.commit(ctx, req)
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -43,7 +44,7 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response 
 
 // commit validates and stores one OffsetCommit (Kafka's handleCommitOffsets)
 // and returns the error code of each partition, indexed like req.Topics.
-func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest) [][]int16 {
+func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest) [][]int16 {
 	codes := make([][]int16, len(req.Topics))
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
@@ -116,6 +117,18 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest) [][]int16 {
 				Offset: p.Offset, LeaderEpoch: epoch, Metadata: md, CommitTime: now, ExpireTime: expire,
 			}
 		}
+	}
+	// Cluster mode: the commit is durable once __consumer_offsets has it;
+	// the metastore then materializes it.
+	if code := c.persist(ctx, g.name, offsets, nil); code != 0 {
+		for i, t := range req.Topics {
+			for j := range t.Partitions {
+				if codes[i][j] == 0 {
+					codes[i][j] = code
+				}
+			}
+		}
+		return codes
 	}
 	if err := c.store.CommitOffsets(g.name, offsets); err != nil {
 		c.log.Warn("group: commit offsets", "group", g.name, "err", err)

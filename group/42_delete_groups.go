@@ -58,6 +58,13 @@ func (c *Coordinator) deleteGroup(name string) int16 {
 // The caller removes the group from the map with forget after unlocking.
 // REQUIRES: g.mu held, g Empty.
 func (c *Coordinator) killLocked(g *group) int16 {
+	tps := make([]metastore.TopicPartition, 0, len(g.offsets))
+	for tp := range g.offsets {
+		tps = append(tps, tp)
+	}
+	if code := c.persistDeletes(g.name, tps); code != 0 {
+		return code
+	}
 	if err := c.store.DeleteGroup(g.name); err != nil && !errors.Is(err, metastore.ErrNotFound) {
 		c.log.Warn("group: delete group", "group", g.name, "err", err)
 		return storeErrorCode(err)

@@ -77,6 +77,9 @@ func (c *Coordinator) deleteOffsetsLocked(g *group, topics []kmsg.OffsetDeleteRe
 			tps = append(tps, metastore.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
+	if code := c.persistDeletes(g.name, tps); code != 0 {
+		return code, nil, false
+	}
 	if err := c.store.DeleteOffsets(g.name, tps); err != nil {
 		c.log.Warn("group: delete offsets", "group", g.name, "err", err)
 		return storeErrorCode(err), nil, false

@@ -79,6 +79,12 @@ type Options struct {
 	NodeID int32
 	Host   string
 	Port   int32
+
+	// Owns and Persist are the cluster-mode hooks (ownership.go); nil in
+	// single-node mode. With Owns set nothing is loaded at New: the
+	// server calls Reload as it takes over offsets partitions.
+	Owns    OwnsFunc
+	Persist PersistFunc
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.
@@ -156,6 +162,9 @@ func (c *Coordinator) Loaded(ctx context.Context) error {
 // restarts the session timers of loaded members and schedules the sweep.
 func (c *Coordinator) load() {
 	defer close(c.loaded)
+	if c.opts.Owns != nil {
+		return
+	}
 	saved, err := c.store.ListGroups()
 	if err != nil {
 		c.loadErr = fmt.Errorf("group: load groups: %w", err)
@@ -234,7 +243,7 @@ func (c *Coordinator) validateGroup(name string) int16 {
 	if name == "" {
 		return errInvalidGroupID
 	}
-	return 0
+	return c.ownerCode(name)
 }
 
 // getGroup returns the group called name, creating an Empty one when create
@@ -350,7 +359,7 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respon
 	}
 	switch req := req.(type) {
 	case *kmsg.OffsetCommitRequest:
-		return c.offsetCommit(req), nil
+		return c.offsetCommit(ctx, req), nil
 	case *kmsg.OffsetFetchRequest:
 		return c.offsetFetch(req), nil
 	case *kmsg.FindCoordinatorRequest:

@@ -14,6 +14,7 @@ import (
 var (
 	errCoordinatorNotAvailable = kerr.CoordinatorNotAvailable.Code
 	errLoadInProgress          = kerr.CoordinatorLoadInProgress.Code
+	errNotCoordinator          = kerr.NotCoordinator.Code
 	errInvalidGroupID          = kerr.InvalidGroupID.Code
 	errUnknownMemberID         = kerr.UnknownMemberID.Code
 	errMemberIDRequired        = kerr.MemberIDRequired.Code

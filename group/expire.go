@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sluice/sluice/metastore"
@@ -109,6 +110,9 @@ func (c *Coordinator) expireLocked(g *group, now time.Time) (int, bool, error) {
 		}
 	}
 	if len(expired) > 0 {
+		if code := c.persistDeletes(g.name, expired); code != 0 {
+			return 0, false, fmt.Errorf("group: expire offsets of %q: tombstones not written (error code %d)", g.name, code)
+		}
 		if err := c.store.DeleteOffsets(g.name, expired); err != nil {
 			return 0, false, err
 		}

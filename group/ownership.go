@@ -1,0 +1,157 @@
+package group
+
+// Cluster mode hooks. In a cluster each group belongs to one coordinator,
+// the leader of its __consumer_offsets partition. The server decides that
+// (Options.Owns) and makes commits durable in the replicated topic
+// (Options.Persist); the coordinator only asks, so it stays testable alone.
+// Without the hooks (single-node mode) every group is owned and the
+// metastore alone is the source of truth.
+//
+// With Owns set the coordinator loads nothing at New: the server replays
+// each __consumer_offsets partition into the metastore when it becomes its
+// leader and then calls Reload for that partition's groups; when it stops
+// leading, Unload drops them from memory.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice/sluice/metastore"
+)
+
+// ErrNotCoordinator is what a Persist hook wraps when this broker no longer
+// leads the group's offsets partition: the client gets NOT_COORDINATOR and
+// looks the coordinator up again. Any other Persist error is answered with
+// COORDINATOR_NOT_AVAILABLE (retriable), as Kafka maps failed appends to
+// __consumer_offsets.
+var ErrNotCoordinator = errors.New("group: not the coordinator of this group")
+
+// OwnsFunc reports whether this broker coordinates group: owned false means
+// NOT_COORDINATOR; owned and loading means COORDINATOR_LOAD_IN_PROGRESS.
+// It is called on every group request; it must be cheap and safe for
+// concurrent use.
+type OwnsFunc func(group string) (owned, loading bool)
+
+// PersistFunc makes one commit durable before it is applied: offsets are
+// new committed offsets, deleted the partitions whose offsets are removed
+// (tombstones). It returns only when the records are committed (replicated
+// to the in-sync replicas), or with an error; ctx bounds the wait.
+type PersistFunc func(ctx context.Context, group string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error
+
+// ownerCode is the ownership part of validateGroup: 0 when this
+// coordinator serves name.
+func (c *Coordinator) ownerCode(name string) int16 {
+	if c.opts.Owns == nil {
+		return 0
+	}
+	owned, loading := c.opts.Owns(name)
+	switch {
+	case !owned:
+		return errNotCoordinator
+	case loading:
+		return errLoadInProgress
+	}
+	return 0
+}
+
+// persist runs the Persist hook, if any, and returns the error code for
+// the commit (0 on success).
+func (c *Coordinator) persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) int16 {
+	if c.opts.Persist == nil || (len(offsets) == 0 && len(deleted) == 0) {
+		return 0
+	}
+	if err := c.opts.Persist(ctx, name, offsets, deleted); err != nil {
+		c.log.Warn("group: persist offsets", "group", name, "err", err)
+		if errors.Is(err, ErrNotCoordinator) {
+			return errNotCoordinator
+		}
+		return errCoordinatorNotAvailable
+	}
+	return 0
+}
+
+// Reload replaces the in-memory state of every group for which match
+// returns true by what the metastore holds (offsets only: members rejoin),
+// after the server replayed that part of __consumer_offsets into it.
+// Members of a replaced group waiting in JoinGroup or SyncGroup are
+// answered NOT_COORDINATOR. Safe for concurrent use.
+func (c *Coordinator) Reload(match func(group string) bool) error {
+	names, err := c.store.ListOffsetGroups()
+	if err != nil {
+		return fmt.Errorf("group: reload: %w", err)
+	}
+	fresh := map[string]*group{}
+	for _, name := range names {
+		if !match(name) {
+			continue
+		}
+		offs, err := c.store.FetchOffsets(name)
+		if err != nil {
+			return fmt.Errorf("group: reload offsets of %q: %w", name, err)
+		}
+		g := newGroup(name, c.clock.Now())
+		g.offsets = offs
+		fresh[name] = g
+	}
+	c.drop(match, fresh)
+	return nil
+}
+
+// Unload drops every group for which match returns true from memory (this
+// broker stopped leading their offsets partition). Waiting members are
+// answered NOT_COORDINATOR. The metastore is left as it is: a later Reload
+// follows a fresh replay. Safe for concurrent use.
+func (c *Coordinator) Unload(match func(group string) bool) {
+	c.drop(match, nil)
+}
+
+// drop removes the groups matching match and installs repl in their place.
+func (c *Coordinator) drop(match func(string) bool, repl map[string]*group) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	var gone []*group
+	for name, g := range c.groups {
+		if match(name) {
+			gone = append(gone, g)
+			delete(c.groups, name)
+		}
+	}
+	for name, g := range repl {
+		c.groups[name] = g
+	}
+	c.mu.Unlock()
+	for _, g := range gone {
+		g.mu.Lock()
+		g.stopTimersLocked()
+		for _, m := range g.members {
+			stopTimer(m.hbTimer)
+			m.hbSeq++
+			answerJoin(m, joinResult{err: errNotCoordinator, memberID: m.id, generation: -1})
+			answerSync(m, syncResult{err: errNotCoordinator})
+		}
+		for _, p := range g.pending {
+			stopTimer(p.timer)
+		}
+		g.state = stateDead
+		g.mu.Unlock()
+	}
+}
+
+// persistTimeout bounds the wait for tombstones written outside a client's
+// request (OffsetDelete, DeleteGroups, expiry).
+const persistTimeout = 30 * time.Second
+
+// persistDeletes writes tombstones for tps through the Persist hook.
+func (c *Coordinator) persistDeletes(name string, tps []metastore.TopicPartition) int16 {
+	if len(tps) == 0 {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+	defer cancel()
+	return c.persist(ctx, name, nil, tps)
+}
