@@ -171,6 +171,10 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 // port when the config asked for port 0).
 func (b *Broker) Addr() string { return b.addr }
 
+// Stats reports how response bytes left the broker (sendfile, copied,
+// written); see server.Stats.
+func (b *Broker) Stats() server.Stats { return b.srv.Stats() }
+
 // ClusterID returns the broker's cluster id.
 func (b *Broker) ClusterID() string { return b.cid }
 

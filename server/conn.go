@@ -395,10 +395,12 @@ func (c *conn) flush(w *zerocopy.Writer) error {
 		return nil
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	before := w.Stats()
 	err := w.Flush()
 	if err != nil {
 		c.log.Debug("server: write failed", "err", err)
 	}
+	c.s.sent.add(before, w.Stats())
 	return err
 }
 

@@ -95,6 +95,9 @@ type Server struct {
 	pids   producerIDs
 	cm     *clusterMode // nil in single-node mode
 
+	// sent counts how response bytes left, for Stats.
+	sent sendCounters
+
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
 	panics atomic.Int64
