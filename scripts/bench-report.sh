@@ -229,6 +229,10 @@ timeout 60 "$br" render -results "$results" -svg "$SVG" -svg-ref "$(realpath --r
 	-params "RUNS=$RUNS REC_1K=$REC_1K REC_100=$REC_100 E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE" \
 	>"$report"
 
+# Keep the raw results beside the chart, so the report can be re-rendered
+# (benchreport render -results ...) or checked without a re-run.
+cp "$results" "$(dirname "$SVG")/bench-results.jsonl"
+
 # Replace the generated section of OUT (between the markers) or append it.
 begin='<!-- bench-report:begin -->'
 end='<!-- bench-report:end -->'

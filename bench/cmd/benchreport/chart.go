@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -134,15 +136,16 @@ func writeChart(path string, d *data) error {
 		p(`<text x="%.0f" y="%d" text-anchor="middle">record size</text>`+"\n", x0+panelW/2, top+plotH+42)
 		p(`<text transform="translate(%.0f %d) rotate(-90)" text-anchor="middle">MB/s (10^6 B/s, log scale)</text>`+"\n",
 			x0-52, top+plotH/2)
+		// Highest limit first: its label goes above its line, the others'
+		// below theirs, so two close limits do not overprint each other.
+		slices.SortFunc(pn.limits, func(a, b limitLine) int { return cmp.Compare(b.v, a.v) })
 		for li, l := range pn.limits {
 			if l.v <= 0 {
 				continue
 			}
 			yy := y(l.v)
 			p(`<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#666" stroke-width="1.5" stroke-dasharray="6 4"/>`+"\n", x0, yy, x0+panelW, yy)
-			// Labels alternate above-right and below-left, so two close
-			// limits do not overprint each other.
-			if li%2 == 0 {
+			if li == 0 {
 				p(`<text x="%.0f" y="%.1f" text-anchor="end" font-size="11" fill="#444">%s %s MB/s</text>`+"\n", x0+panelW-4, yy-4, l.name, fmtMB(l.v))
 			} else {
 				p(`<text x="%.0f" y="%.1f" font-size="11" fill="#444">%s %s MB/s</text>`+"\n", x0+4, yy+13, l.name, fmtMB(l.v))

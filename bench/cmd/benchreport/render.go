@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -229,7 +230,8 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 	p("markers, re-run it. Run of %s, commit `%s`; machine: %s. Load average (1/5/15 min)\n", o.date, o.commit, o.machine)
 	p("**%s** at the start and **%s** at the end (a shared machine: other engineers'\n", o.loadStart, o.loadEnd)
 	p("builds and tests were running; every figure is a median of %d runs, min–max beside it).\n", runs)
-	p("Parameters: `%s`.\n\n", o.params)
+	p("Parameters: `%s`. Raw results, one JSON line per run: `%s`.\n\n", o.params,
+		path.Join(path.Dir(o.svgRef), "bench-results.jsonl"))
 
 	p("How: the broker (`sluice serve --set storage.backend=B`, or `kfakeserve --data-dir`,\n")
 	p("franz-go's kfake with its persistence on) runs pinned to CPU 0 (`taskset -c 0`), the load\n")
