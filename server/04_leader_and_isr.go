@@ -126,5 +126,8 @@ func (cm *clusterMode) applyLeaderAndIsrLocked(topicName string, topicID [16]byt
 	if fresh {
 		cm.setPartitionLocked(t, ps.Partition, p)
 	}
+	if topicName == offsetsTopic {
+		cm.offsets.onRole(ps.Partition, ps.Leader == s.nodeID)
+	}
 	return 0
 }

@@ -70,6 +70,9 @@ func (cm *clusterMode) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRe
 		return kerr.FencedLeaderEpoch.Code
 	}
 	cm.fetchers.Remove(p.Partition)
+	if topicName == offsetsTopic {
+		cm.offsets.onStop(ps.Partition)
+	}
 	if !ps.Delete {
 		return 0
 	}

@@ -61,6 +61,9 @@ type clusterMode struct {
 	node     *cluster.Node
 	fetchers *replication.FetcherManager
 	log      *slog.Logger
+	// offsets tracks the __consumer_offsets partitions led here
+	// (offsets_topic.go).
+	offsets *offsetsCoord
 
 	mu sync.Mutex
 	// ctrlEpoch is the highest controller epoch of a LeaderAndIsr or
@@ -83,6 +86,7 @@ func newClusterMode(s *Server, node *cluster.Node) *clusterMode {
 		partCtrlEpoch: map[engine.PartitionID]int32{},
 		leaderAddrs:   map[int32]string{},
 		stop:          make(chan struct{}),
+		offsets:       newOffsetsCoord(s),
 	}
 	cm.fetchers = replication.NewFetcherManager(replication.FetcherOptions{
 		BrokerID: s.nodeID,

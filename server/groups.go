@@ -14,7 +14,8 @@ import (
 // (package group), which owns their versions, semantics and persistence.
 // JoinGroup and SyncGroup block this connection's handler until the
 // rebalance reaches them, as a Kafka broker mutes a connection while a
-// request is outstanding; the wait ends if the client goes away.
+// request is outstanding; the wait ends if the client goes away. In
+// cluster mode FindCoordinator is answered here (offsets_topic_find.go).
 func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	ctx, host := context.Background(), ""
 	if rc.conn != nil {
@@ -22,6 +23,9 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		if h, _, err := net.SplitHostPort(rc.conn.nc.RemoteAddr().String()); err == nil {
 			host = h
 		}
+	}
+	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok && s.cm != nil {
+		return kresp(s.cm.findCoordinator(ctx, fc)), nil
 	}
 	resp, err := s.groups.Handle(group.WithClient(ctx, rc.clientID, "/"+host), req)
 	if err != nil {

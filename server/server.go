@@ -164,6 +164,8 @@ func New(opts Options) (*Server, error) {
 		NodeID:                s.nodeID,
 		Host:                  s.advHost,
 		Port:                  s.advPort,
+		Owns:                  s.cm.groupOwns(),
+		Persist:               s.cm.groupPersist(),
 	})
 	if err != nil {
 		if s.cm != nil {

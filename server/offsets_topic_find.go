@@ -1,0 +1,117 @@
+package server
+
+// FindCoordinator in cluster mode, and the group.Options hooks. (In
+// single-node mode the group coordinator answers FindCoordinator with this
+// broker.)
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/group"
+)
+
+// groupOwns returns the Owns hook: nil in single-node mode (cm nil).
+func (cm *clusterMode) groupOwns() group.OwnsFunc {
+	if cm == nil {
+		return nil
+	}
+	return cm.offsets.owns
+}
+
+// groupPersist returns the Persist hook: nil in single-node mode.
+func (cm *clusterMode) groupPersist() group.PersistFunc {
+	if cm == nil {
+		return nil
+	}
+	return cm.offsets.persist
+}
+
+// findCoordinator answers FindCoordinator (versions 0-4, the range the
+// group coordinator advertises) for group keys with the leader of the
+// group's __consumer_offsets partition, creating the topic when the cluster
+// has none yet. Transaction keys get COORDINATOR_NOT_AVAILABLE, unknown key
+// types INVALID_REQUEST.
+func (cm *clusterMode) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keyType := req.CoordinatorType
+	if req.Version == 0 {
+		keyType = 0
+	}
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		node, host, port := int32(-1), "", int32(-1)
+		code, msg := cm.coordinatorOf(ctx, keyType, key)
+		if code == 0 {
+			if b, ok := cm.node.Metadata().Broker(cm.leaderOf(key)); ok {
+				node, host, port = b.ID, b.Host, b.Port
+			} else {
+				code, msg = kerr.CoordinatorNotAvailable.Code, "the coordinator is not live"
+			}
+		}
+		var m *string
+		if code != 0 {
+			m = &msg
+		}
+		if req.Version >= 4 {
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key, rc.ErrorCode, rc.ErrorMessage = key, code, m
+			rc.NodeID, rc.Host, rc.Port = node, host, port
+			resp.Coordinators = append(resp.Coordinators, rc)
+			continue
+		}
+		resp.ErrorCode, resp.ErrorMessage = code, m
+		resp.NodeID, resp.Host, resp.Port = node, host, port
+	}
+	return resp
+}
+
+// coordinatorOf checks that key's coordinator can be named now.
+func (cm *clusterMode) coordinatorOf(ctx context.Context, keyType int8, key string) (int16, string) {
+	switch keyType {
+	case 0:
+	case 1:
+		return kerr.CoordinatorNotAvailable.Code, "transactions are not supported"
+	default:
+		return kerr.InvalidRequest.Code, "unknown coordinator key type"
+	}
+	if key == "" {
+		return kerr.InvalidRequest.Code, "empty group id"
+	}
+	if len(cm.node.Metadata().Partitions(offsetsTopic)) > 0 {
+		if cm.leaderOf(key) < 0 {
+			return kerr.CoordinatorNotAvailable.Code, "the offsets partition of the group has no leader"
+		}
+		return 0, ""
+	}
+	if err := cm.offsets.createOffsetsTopic(ctx, cm.node); err != nil {
+		if errors.Is(err, cluster.ErrInvalidReplicationFactor) {
+			cm.log.Info("server: cannot create "+offsetsTopic+" yet", "err", err)
+		} else {
+			cm.log.Warn("server: create "+offsetsTopic, "err", err)
+		}
+	}
+	return kerr.CoordinatorNotAvailable.Code, offsetsTopic + " is being created"
+}
+
+// leaderOf is the leader of key's __consumer_offsets partition in the
+// metadata cache, -1 when unknown.
+func (cm *clusterMode) leaderOf(key string) int32 {
+	md := cm.node.Metadata()
+	n := int32(len(md.Partitions(offsetsTopic)))
+	if n == 0 {
+		return -1
+	}
+	pi, ok := md.Partition(offsetsTopic, offsetsPartitionFor(key, n))
+	if !ok {
+		return -1
+	}
+	return pi.Leader
+}

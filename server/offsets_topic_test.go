@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/engine"
+	_ "github.com/sluice/sluice/engine/memlog"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replication"
+)
+
+func TestOffsetsPartitionFor(t *testing.T) {
+	for _, tt := range []struct {
+		group string
+		hash  int32
+		part  int32 // of 50
+	}{
+		// By hand: ((116*31+101)*31+115)*31+116 = 3556498; % 50 = 48.
+		{"test", 3556498, 48},
+		{"", 0, 0},
+		{"a", 97, 47},
+		// Java's famous String whose hashCode is Integer.MIN_VALUE:
+		// Kafka's Utils.abs maps it to 0.
+		{"polygenelubricants", -2147483648, 0},
+		// Overflowing and negative: Math.abs(-1906497762) % 50 = 12.
+		{"my-group", -1906497762, 12},
+		// U+1F600 is two UTF-16 code units: 0xD83D*31 + 0xDE00 = 1772899.
+		{"\U0001F600", 1772899, 49},
+	} {
+		t.Run(tt.group, func(t *testing.T) {
+			if got := javaStringHashCode(tt.group); got != tt.hash {
+				t.Errorf("hashCode(%q) = %d, want %d", tt.group, got, tt.hash)
+			}
+			if got := offsetsPartitionFor(tt.group, 50); got != tt.part {
+				t.Errorf("partitionFor(%q, 50) = %d, want %d", tt.group, got, tt.part)
+			}
+		})
+	}
+}
+
+func TestOffsetRecordRoundTrip(t *testing.T) {
+	k := offsetKey{Group: "g1", Topic: "orders", Partition: 7}
+	kb := appendOffsetKey(nil, k)
+	// Version 1, "g1", "orders", 7.
+	want := []byte{0, 1, 0, 2, 'g', '1', 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 7}
+	if string(kb) != string(want) {
+		t.Fatalf("key bytes %v, want %v", kb, want)
+	}
+	got, isOffset, err := decodeOffsetKey(kb)
+	if err != nil || !isOffset || got != k {
+		t.Fatalf("decode key: %+v %v %v", got, isOffset, err)
+	}
+	if _, isOffset, err := decodeOffsetKey([]byte{0, 2, 0, 1, 'g'}); err != nil || isOffset {
+		t.Fatalf("group metadata key: isOffset %v err %v, want skipped", isOffset, err)
+	}
+	if _, _, err := decodeOffsetKey([]byte{0, 1, 0, 9, 'g'}); err == nil {
+		t.Fatal("truncated key decoded")
+	}
+
+	o := metastore.CommittedOffset{Offset: 1234, LeaderEpoch: 5, Metadata: "meta", CommitTime: time.UnixMilli(1700000000123)}
+	vb := appendOffsetValue(nil, o)
+	if len(vb) != 2+8+4+2+4+8 {
+		t.Fatalf("value is %d bytes", len(vb))
+	}
+	gotO, err := decodeOffsetValue(vb)
+	if err != nil || gotO.Offset != o.Offset || gotO.LeaderEpoch != o.LeaderEpoch || gotO.Metadata != o.Metadata || !gotO.CommitTime.Equal(o.CommitTime) || !gotO.ExpireTime.IsZero() {
+		t.Fatalf("decode value: %+v %v", gotO, err)
+	}
+	// Version 1 (Kafka before 2.1): offset, metadata, commit and expire times.
+	v1 := []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 20}
+	gotO, err = decodeOffsetValue(v1)
+	if err != nil || gotO.Offset != 42 || gotO.LeaderEpoch != -1 || gotO.CommitTime.UnixMilli() != 10 || gotO.ExpireTime.UnixMilli() != 20 {
+		t.Fatalf("decode v1 value: %+v %v", gotO, err)
+	}
+	if _, err := decodeOffsetValue(vb[:len(vb)-1]); err == nil {
+		t.Fatal("truncated value decoded")
+	}
+}
+
+// TestReplayOffsets writes commits and tombstones through persist's record
+// layout into a leader partition and replays them: the latest record per
+// key wins, a tombstone deletes, records at or past end are not read.
+func TestReplayOffsets(t *testing.T) {
+	st, err := engine.Open("memory", engine.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.CreateLog(engine.PartitionID{Topic: offsetsTopic}, engine.LogConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := replication.NewPartition(l, replication.Options{Topic: offsetsTopic, Partition: 0, BrokerID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.MakeLeader(replication.LeaderAndIsr{Leader: 1, LeaderEpoch: 0, ISR: []int32{1}, Replicas: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	oc := &offsetsCoord{s: &Server{now: time.Now}, parts: map[int32]*offsetsPart{}}
+	tp := func(p int32) metastore.TopicPartition { return metastore.TopicPartition{Topic: "t", Partition: p} }
+	off := func(o int64) metastore.CommittedOffset {
+		return metastore.CommittedOffset{Offset: o, LeaderEpoch: -1, CommitTime: time.UnixMilli(1)}
+	}
+	ctx := context.Background()
+	appendRecs := func(g string, offs map[metastore.TopicPartition]metastore.CommittedOffset, del []metastore.TopicPartition) {
+		t.Helper()
+		if err := oc.appendTo(ctx, p, g, offs, del); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(1), tp(1): off(2)}, nil)
+	appendRecs("b", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(5)}, nil)
+	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(10)}, []metastore.TopicPartition{tp(1)})
+	end := p.LogEndOffset()
+	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(99)}, nil)
+
+	got, err := replayOffsets(p, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := got["a"][tp(0)]; o == nil || o.Offset != 10 {
+		t.Errorf("a t-0 = %+v, want 10 (99 lies past end)", o)
+	}
+	if o, ok := got["a"][tp(1)]; !ok || o != nil {
+		t.Errorf("a t-1 = %+v, want a tombstone", o)
+	}
+	if o := got["b"][tp(0)]; o == nil || o.Offset != 5 {
+		t.Errorf("b t-0 = %+v, want 5", o)
+	}
+}
