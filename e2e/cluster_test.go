@@ -258,7 +258,8 @@ func TestClusterKcat(t *testing.T) {
 }
 
 // TestClusterLeaderKill: RF 3, min.insync.replicas 2; an idempotent
-// acks=all producer writes while the partition leader is SIGKILLed.
+// acks=all producer writes 200k records while the partition leader is
+// SIGKILLed.
 // Every acknowledged record is consumed afterwards, in order, exactly
 // once.
 func TestClusterLeaderKill(t *testing.T) {
@@ -269,7 +270,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	leader := pd.Leader
 	t.Logf("leader of ha-0 is broker %d, ISR %v", leader, pd.ISR)
 
-	const total = 60000
+	const total = 200000 // the scale; small values keep it near 20 s
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(c.seeds()...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),

@@ -1,0 +1,249 @@
+package e2e
+
+// More cluster failures: a follower paused with SIGSTOP (ISR shrink by
+// replica.lag.time.max.ms and expand after SIGCONT) and a broker whose
+// ZooKeeper session expires while it is paused (it rejoins without a
+// restart). Times are logged, never asserted beyond generous deadlines.
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// pausedCmds holds the processes of paused brokers. While paused, a
+// broker's cmd is nil, so seeds() and views() leave it out: a request to a
+// stopped process would hang until its timeout.
+var (
+	pausedMu   sync.Mutex
+	pausedCmds = map[*brokerProc]*exec.Cmd{}
+)
+
+// pause sends SIGSTOP to the broker (only the process this test started).
+// If the test ends while it is paused, its cleanup SIGKILLs it.
+func (b *brokerProc) pause() {
+	b.t.Helper()
+	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		b.t.Fatalf("SIGSTOP pid %d: %v", b.cmd.Process.Pid, err)
+	}
+	pausedMu.Lock()
+	pausedCmds[b] = b.cmd
+	pausedMu.Unlock()
+	b.cmd = nil
+	b.t.Cleanup(func() {
+		pausedMu.Lock()
+		cmd, ok := pausedCmds[b]
+		delete(pausedCmds, b)
+		pausedMu.Unlock()
+		if ok {
+			b.cmd = cmd
+			b.kill()
+		}
+	})
+}
+
+// resume sends SIGCONT to a paused broker.
+func (b *brokerProc) resume() {
+	b.t.Helper()
+	pausedMu.Lock()
+	cmd := pausedCmds[b]
+	delete(pausedCmds, b)
+	pausedMu.Unlock()
+	b.cmd = cmd
+	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		b.t.Fatalf("SIGCONT pid %d: %v", b.cmd.Process.Pid, err)
+	}
+}
+
+// running fails the test if the broker process has exited.
+func (b *brokerProc) running(what string) {
+	b.t.Helper()
+	select {
+	case err := <-b.done:
+		b.done <- err
+		b.t.Fatalf("broker pid %d exited %s: %v\n%s", b.cmd.Process.Pid, what, err, b.logText())
+	default:
+	}
+}
+
+// produceNoPause is produceN for a cluster with a paused broker: the
+// producer is not idempotent, because franz-go sends InitProducerID to any
+// broker in the metadata, the paused one included, and waits out its
+// request timeout there.
+func (c *testCluster) produceNoPause(topic, prefix string, n int) {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(1))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprintf("%s-%06d", prefix, i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		c.t.Fatalf("produce %s: %v\n%s", prefix, err, c.logs())
+	}
+}
+
+// followersOf returns topic-0's leader and its other replicas.
+func (c *testCluster) followersOf(topic string) (int32, []int32) {
+	c.t.Helper()
+	pd, ok := c.partition(topic, 0)
+	if !ok {
+		c.t.Fatalf("no metadata for %s-0", topic)
+	}
+	var fs []int32
+	for _, r := range pd.Replicas {
+		if r != pd.Leader {
+			fs = append(fs, r)
+		}
+	}
+	return pd.Leader, fs
+}
+
+// TestClusterFollowerPaused: a follower paused with SIGSTOP stops fetching
+// and the leader drops it from the ISR after replica.lag.time.max.ms; after
+// SIGCONT it catches up and returns to the ISR. The ZooKeeper session
+// timeout is well above the pause, so this is the lag rule, not a broker
+// failure.
+func TestClusterFollowerPaused(t *testing.T) {
+	c := startCluster(t, 3, "replica.lag.time.max.ms=3000", "zookeeper.session.timeout.ms=40000")
+	two := "2"
+	c.createTopic("fp", 1, 3, map[string]*string{"min.insync.replicas": &two})
+	leader, followers := c.followersOf("fp")
+	c.produceN("fp", "a", 1000)
+
+	// Pause a follower that is not the controller: brokers learn ISR
+	// changes from the controller's UpdateMetadata (as in Kafka), so with
+	// the controller paused Metadata would keep the old ISR.
+	ctrl := c.views()[0].controller
+	f := followers[0]
+	if f == ctrl {
+		f = followers[1]
+	}
+	other := followers[0] + followers[1] - f
+	pid := c.brokers[f].cmd.Process.Pid
+	c.brokers[f].pause()
+	pausedAt := time.Now()
+	took := c.waitISR("fp", []int32{leader, other}, 25*time.Second)
+	t.Logf("follower %d (pid %d) SIGSTOPped; out of the ISR after %v (replica.lag.time.max.ms 3000; leader %d, controller %d)", f, pid, took, leader, ctrl)
+	// Still writable with two in sync; the paused follower misses these.
+	start := time.Now()
+	c.produceNoPause("fp", "b", 1000)
+	t.Logf("1000 records produced with acks=all in %v while %d is paused", time.Since(start), f)
+	for _, v := range c.views() {
+		if v.id != f && v.brokers != 3 {
+			t.Fatalf("broker %d lists %d brokers while %d is only paused: its session should not have expired", v.id, v.brokers, f)
+		}
+	}
+
+	c.brokers[f].resume()
+	t.Logf("follower %d SIGCONTed after a %v pause", f, time.Since(pausedAt))
+	took = c.waitISR("fp", []int32{1, 2, 3}, 30*time.Second)
+	t.Logf("follower %d back in the ISR %v after SIGCONT", f, took)
+	c.brokers[f].running("after SIGCONT")
+	if got := c.brokers[f].cmd.Process.Pid; got != pid {
+		t.Fatalf("pid changed: %d -> %d", pid, got)
+	}
+	c.produceN("fp", "c", 1000)
+	checkPrefixes(t, c.consumeAll("fp"), map[string]int{"a": 1000, "b": 1000, "c": 1000})
+}
+
+// TestClusterSessionExpiry: a broker paused (SIGSTOP) longer than
+// zookeeper.session.timeout.ms loses its ZooKeeper session: ZooKeeper
+// deletes its registration and the controller takes it out of the cluster
+// and the ISRs. After SIGCONT the same process gets a new session,
+// registers again and rejoins: every broker lists it again and it
+// re-enters the ISR, without a restart.
+func TestClusterSessionExpiry(t *testing.T) {
+	c := startCluster(t, 3, "replica.lag.time.max.ms=3000")
+	two := "2"
+	c.createTopic("se", 1, 3, map[string]*string{"min.insync.replicas": &two})
+	leader, followers := c.followersOf("se")
+	ctrl := c.views()[0].controller
+	// Pause a broker that is neither the controller nor the leader, when
+	// there is one, so the test watches the session path alone; the
+	// failover paths have their own tests.
+	victim := followers[0]
+	for _, f := range followers {
+		if f != ctrl {
+			victim = f
+		}
+	}
+	t.Logf("leader %d, controller %d; pausing broker %d", leader, ctrl, victim)
+	c.produceN("se", "a", 1000)
+
+	b := c.brokers[victim]
+	pid := b.cmd.Process.Pid
+	b.pause()
+	pausedAt := time.Now()
+	// Wait until the other brokers' metadata drops it: ZooKeeper expired
+	// the session and the controller saw the broker leave.
+	c.waitBrokers(2, 30*time.Second)
+	t.Logf("broker %d (pid %d) SIGSTOPped; gone from the others' metadata after %v (session timeout 3000 ms)", victim, pid, time.Since(pausedAt))
+	var rest []int32
+	for _, id := range []int32{1, 2, 3} {
+		if id != victim {
+			rest = append(rest, id)
+		}
+	}
+	c.waitISR("se", rest, 30*time.Second)
+	c.produceN("se", "b", 1000)
+
+	b.resume()
+	resumedAt := time.Now()
+	c.waitBrokers(3, 60*time.Second)
+	t.Logf("broker %d SIGCONTed after a %v pause; listed by every broker again after %v", victim, resumedAt.Sub(pausedAt), time.Since(resumedAt))
+	took := c.waitISR("se", []int32{1, 2, 3}, 60*time.Second)
+	t.Logf("broker %d back in the ISR %v later", victim, took)
+	b.running("after SIGCONT")
+	if got := b.cmd.Process.Pid; got != pid {
+		t.Fatalf("pid changed: %d -> %d", pid, got)
+	}
+	logs := b.logText()
+	for _, want := range []string{"zookeeper session expired", "new zookeeper session; re-registered"} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("broker %d log lacks %q:\n%s", victim, want, logs)
+		}
+	}
+
+	// It serves again: a produce and a consume through it alone.
+	c.produceN("se", "c", 1000)
+	got := c.consumeVia(victim, "se")
+	checkPrefixes(t, got, map[string]int{"a": 1000, "b": 1000, "c": 1000})
+	t.Logf("consumed %d records through broker %d alone", len(got), victim)
+}
+
+// consumeVia reads topic-0 from the start to its high watermark with only
+// broker id as the seed.
+func (c *testCluster) consumeVia(id int32, topic string) []string {
+	c.t.Helper()
+	hw := c.highWatermark(topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers[id].addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out []string
+	for int64(len(out)) < hw && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+	}
+	if int64(len(out)) != hw {
+		c.t.Fatalf("consumed %d of %d records of %s via broker %d\n%s", len(out), hw, topic, id, c.logs())
+	}
+	return out
+}
