@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluice/sluice/engine"
 	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/metastore"
@@ -130,5 +132,26 @@ func TestReplayOffsets(t *testing.T) {
 	}
 	if o := got["b"][tp(0)]; o == nil || o.Offset != 5 {
 		t.Errorf("b t-0 = %+v, want 5", o)
+	}
+}
+
+// TestOffsetRecordsMatchKafka decodes our records with franz-go's codecs of
+// Kafka's OffsetCommitKey/OffsetCommitValue schemas, and ours with theirs.
+func TestOffsetRecordsMatchKafka(t *testing.T) {
+	kb := appendOffsetKey(nil, offsetKey{Group: "g", Topic: "t", Partition: 3})
+	var kk kmsg.OffsetCommitKey
+	if err := kk.ReadFrom(kb); err != nil || kk.Version != 1 || kk.Group != "g" || kk.Topic != "t" || kk.Partition != 3 {
+		t.Fatalf("kmsg key: %+v %v", kk, err)
+	}
+	vb := appendOffsetValue(nil, metastore.CommittedOffset{Offset: 77, LeaderEpoch: 4, Metadata: "m", CommitTime: time.UnixMilli(99)})
+	var kv kmsg.OffsetCommitValue
+	if err := kv.ReadFrom(vb); err != nil || kv.Version != 3 || kv.Offset != 77 || kv.LeaderEpoch != 4 || kv.Metadata != "m" || kv.CommitTimestamp != 99 {
+		t.Fatalf("kmsg value: %+v %v", kv, err)
+	}
+	theirs := kmsg.NewOffsetCommitValue()
+	theirs.Version, theirs.Offset, theirs.LeaderEpoch, theirs.Metadata, theirs.CommitTimestamp = 3, 5, 6, "x", 7
+	o, err := decodeOffsetValue(theirs.AppendTo(nil))
+	if err != nil || o.Offset != 5 || o.LeaderEpoch != 6 || o.Metadata != "x" || o.CommitTime.UnixMilli() != 7 {
+		t.Fatalf("decode kmsg value: %+v %v", o, err)
 	}
 }
