@@ -287,7 +287,7 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinAr
 			c.maybePrepareRebalanceLocked(g)
 			return joinResult{}, wait
 		}
-		if err := c.store.PutGroup(g.toStore()); err != nil {
+		if err := c.putGroup(g.toStore()); err != nil {
 			c.log.Warn("group: save replaced static member", "group", g.name, "err", err)
 			// Undo, as Kafka does when the store fails.
 			m.joinCh = nil

@@ -107,7 +107,7 @@ func (c *Coordinator) completeSyncLocked(g *group, assignments []kmsg.SyncGroupR
 	for i := range sg.Members {
 		sg.Members[i].Assignment = byID[sg.Members[i].MemberID]
 	}
-	if err := c.store.PutGroup(sg); err != nil {
+	if err := c.putGroup(sg); err != nil {
 		c.log.Warn("group: save assignment", "group", g.name, "err", err)
 		code := storeErrorCode(err)
 		for _, m := range g.members {

@@ -83,8 +83,9 @@ type Options struct {
 	// Owns and Persist are the cluster-mode hooks (ownership.go); nil in
 	// single-node mode. With Owns set nothing is loaded at New: the
 	// server calls Reload as it takes over offsets partitions.
-	Owns    OwnsFunc
-	Persist PersistFunc
+	Owns         OwnsFunc
+	Persist      PersistFunc
+	PersistGroup PersistGroupFunc
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.

@@ -46,6 +46,10 @@ var (
 // Kafka maps failed appends to __consumer_offsets: a closed store means the
 // coordinator is going away (retriable), anything else is unknown.
 func storeErrorCode(err error) int16 {
+	var pe persistError
+	if errors.As(err, &pe) {
+		return pe.code
+	}
 	if errors.Is(err, metastore.ErrClosed) {
 		return errCoordinatorNotAvailable
 	}

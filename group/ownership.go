@@ -40,6 +40,47 @@ type OwnsFunc func(group string) (owned, loading bool)
 // to the in-sync replicas), or with an error; ctx bounds the wait.
 type PersistFunc func(ctx context.Context, group string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error
 
+// PersistGroupFunc makes a group's saved state durable before the metastore
+// saves it: sg after a completed rebalance (or a transition to Empty), or,
+// with deleted set, a tombstone for the group (its offsets get their own
+// tombstones through PersistFunc). Same contract as PersistFunc.
+type PersistGroupFunc func(ctx context.Context, sg metastore.Group, deleted bool) error
+
+// persistGroup runs the PersistGroup hook, if any, bounded by
+// persistTimeout, and returns the error code (0 on success).
+func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) int16 {
+	if c.opts.PersistGroup == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+	defer cancel()
+	if err := c.opts.PersistGroup(ctx, sg, deleted); err != nil {
+		c.log.Warn("group: persist group state", "group", sg.Name, "err", err)
+		if errors.Is(err, ErrNotCoordinator) {
+			return errNotCoordinator
+		}
+		return errCoordinatorNotAvailable
+	}
+	return 0
+}
+
+// putGroup saves sg: through PersistGroup first, then in the metastore.
+// REQUIRES: the group's mu held.
+func (c *Coordinator) putGroup(sg metastore.Group) error {
+	if code := c.persistGroup(sg, false); code != 0 {
+		return persistError{code: code}
+	}
+	return c.store.PutGroup(sg)
+}
+
+// persistError is a failed PersistGroup in putGroup, with the code the
+// client gets (storeErrorCode).
+type persistError struct{ code int16 }
+
+func (e persistError) Error() string {
+	return fmt.Sprintf("group: group state not persisted (error code %d)", e.code)
+}
+
 // ownerCode is the ownership part of validateGroup: 0 when this
 // coordinator serves name.
 func (c *Coordinator) ownerCode(name string) int16 {
@@ -73,16 +114,28 @@ func (c *Coordinator) persist(ctx context.Context, name string, offsets map[meta
 }
 
 // Reload replaces the in-memory state of every group for which match
-// returns true by what the metastore holds (offsets only: members rejoin),
-// after the server replayed that part of __consumer_offsets into it.
+// returns true by what the metastore holds (saved state and offsets, as New
+// loads them; members get fresh session timers), after the server replayed
+// that part of __consumer_offsets into it.
 // Members of a replaced group waiting in JoinGroup or SyncGroup are
 // answered NOT_COORDINATOR. Safe for concurrent use.
 func (c *Coordinator) Reload(match func(group string) bool) error {
+	saved, err := c.store.ListGroups()
+	if err != nil {
+		return fmt.Errorf("group: reload: %w", err)
+	}
 	names, err := c.store.ListOffsetGroups()
 	if err != nil {
 		return fmt.Errorf("group: reload: %w", err)
 	}
 	fresh := map[string]*group{}
+	for _, sg := range saved {
+		if match(sg.Name) {
+			if g := fromStore(sg); g.state != stateDead {
+				fresh[sg.Name] = g
+			}
+		}
+	}
 	for _, name := range names {
 		if !match(name) {
 			continue
@@ -91,9 +144,12 @@ func (c *Coordinator) Reload(match func(group string) bool) error {
 		if err != nil {
 			return fmt.Errorf("group: reload offsets of %q: %w", name, err)
 		}
-		g := newGroup(name, c.clock.Now())
+		g := fresh[name]
+		if g == nil {
+			g = newGroup(name, c.clock.Now())
+			fresh[name] = g
+		}
 		g.offsets = offs
-		fresh[name] = g
 	}
 	c.drop(match, fresh)
 	return nil
@@ -123,6 +179,11 @@ func (c *Coordinator) drop(match func(string) bool, repl map[string]*group) {
 	}
 	for name, g := range repl {
 		c.groups[name] = g
+		g.mu.Lock()
+		for _, m := range g.members {
+			c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
+		}
+		g.mu.Unlock()
 	}
 	c.mu.Unlock()
 	for _, g := range gone {

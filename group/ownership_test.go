@@ -140,3 +140,50 @@ func TestOwnsSkipsStartupLoad(t *testing.T) {
 		t.Fatalf("fetch after reload: %d, want 3", got)
 	}
 }
+
+func TestPersistGroupHook(t *testing.T) {
+	var mu sync.Mutex
+	var saved []metastore.Group
+	var fail error
+	own := &fakeOwner{state: map[string]string{"g": "owned"}}
+	e := newEnv(t, func(o *Options) {
+		o.Owns, o.Persist = own.owns, own.persist
+		o.PersistGroup = func(_ context.Context, sg metastore.Group, deleted bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if fail != nil {
+				return fail
+			}
+			if !deleted {
+				saved = append(saved, sg)
+			}
+			return nil
+		}
+	})
+	ids, gen := e.stableGroup("g", 2)
+	mu.Lock()
+	if len(saved) == 0 || saved[len(saved)-1].State != "Stable" || saved[len(saved)-1].Generation != gen || len(saved[len(saved)-1].Members) != 2 {
+		t.Fatalf("persisted %+v, want the Stable generation %d with 2 members", saved, gen)
+	}
+	mu.Unlock()
+
+	// A new coordinator (after a replay) gets the members back: they keep
+	// heartbeating in the same generation without a rebalance.
+	e.c.Unload(func(string) bool { return true })
+	if err := e.c.Reload(func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if code := e.heartbeat("g", id, gen, nil); code != 0 {
+			t.Fatalf("heartbeat of %s after reload: %d", id, code)
+		}
+	}
+
+	// A failed PersistGroup surfaces with its code.
+	mu.Lock()
+	fail = ErrNotCoordinator
+	mu.Unlock()
+	if got := storeErrorCode(persistError{code: errNotCoordinator}); got != errNotCoordinator {
+		t.Fatalf("storeErrorCode: %d", got)
+	}
+}

@@ -253,7 +253,7 @@ func (c *Coordinator) completeJoinLocked(g *group) {
 		g.protocol = ""
 		g.subscribed = nil
 		g.transitionLocked(stateEmpty, now)
-		if err := c.store.PutGroup(g.toStore()); err != nil {
+		if err := c.putGroup(g.toStore()); err != nil {
 			c.log.Warn("group: save empty group", "group", g.name, "err", err)
 		}
 		return

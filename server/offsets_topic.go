@@ -20,9 +20,9 @@ package server
 //     their requests get COORDINATOR_LOAD_IN_PROGRESS. When it stops
 //     leading, the groups are unloaded (NOT_COORDINATOR).
 //
-// Not written yet: group metadata records (a rebalance result); a new
-// coordinator serves the committed offsets and the members rejoin.
-// The topic has retention.ms=-1 (no compaction in Sluice, so it only grows).
+// Group metadata records (a completed rebalance, a group turning Empty or
+// deleted) go the same way (group.Options.PersistGroup), so a new
+// coordinator knows the members and their generation. The topic has retention.ms=-1 (no compaction in Sluice, so it only grows).
 
 import (
 	"context"
@@ -115,6 +115,25 @@ func (oc *offsetsCoord) persist(ctx context.Context, name string, offsets map[me
 	return oc.appendTo(ctx, p.Partition, name, offsets, deleted)
 }
 
+// persistGroup is group.Options.PersistGroup: one group metadata record
+// (a tombstone when deleted) appended with acks=all.
+func (oc *offsetsCoord) persistGroup(ctx context.Context, sg metastore.Group, deleted bool) error {
+	n := oc.numPartitions()
+	if n == 0 {
+		return fmt.Errorf("%w: no local %s", group.ErrNotCoordinator, offsetsTopic)
+	}
+	i := offsetsPartitionFor(sg.Name, n)
+	p := oc.s.partition(offsetsTopic, i)
+	if p == nil || !p.IsLeader() {
+		return fmt.Errorf("%w: not the leader of %s-%d", group.ErrNotCoordinator, offsetsTopic, i)
+	}
+	rec := record.BuildRecord{Key: appendGroupKey(nil, sg.Name), Timestamp: oc.s.now().UnixMilli()}
+	if !deleted {
+		rec.Value = appendGroupValue(nil, sg)
+	}
+	return oc.appendRecords(ctx, p.Partition, []record.BuildRecord{rec})
+}
+
 // appendTo appends one batch of offset records and tombstones of group
 // name to p with acks=all and waits until it is committed.
 func (oc *offsetsCoord) appendTo(ctx context.Context, p *replication.Partition, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
@@ -128,6 +147,12 @@ func (oc *offsetsCoord) appendTo(ctx context.Context, p *replication.Partition, 
 		k := appendOffsetKey(nil, offsetKey{Group: name, Topic: tp.Topic, Partition: tp.Partition})
 		recs = append(recs, record.BuildRecord{Key: k, Timestamp: now})
 	}
+	return oc.appendRecords(ctx, p, recs)
+}
+
+// appendRecords appends recs as one batch to p with acks=all and waits
+// until it is committed (at most offsetsCommitTimeout).
+func (oc *offsetsCoord) appendRecords(ctx context.Context, p *replication.Partition, recs []record.BuildRecord) error {
 	batch := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
 	ctx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
 	defer cancel()
@@ -204,10 +229,11 @@ func (oc *offsetsCoord) loadOnce(i int32) error {
 	if p == nil || n == 0 {
 		return fmt.Errorf("server: no local replica of %s-%d", offsetsTopic, i)
 	}
-	latest, err := replayOffsets(p.Partition, p.LogEndOffset())
+	rp, err := replayOffsets(p.Partition, p.LogEndOffset())
 	if err != nil {
 		return err
 	}
+	latest := rp.offsets
 	match := oc.matcher(i, n)
 	meta := oc.s.meta
 	// The replay is the whole truth for these groups: forget what the
@@ -216,9 +242,23 @@ func (oc *offsetsCoord) loadOnce(i int32) error {
 	if err != nil {
 		return err
 	}
+	saved, err := meta.ListGroups()
+	if err != nil {
+		return err
+	}
+	for _, sg := range saved {
+		names = append(names, sg.Name)
+	}
 	for _, g := range names {
 		if match(g) {
 			if err := meta.DeleteGroup(g); err != nil && !errors.Is(err, metastore.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	for name, sg := range rp.groups {
+		if sg != nil && match(name) {
+			if err := meta.PutGroup(*sg); err != nil {
 				return err
 			}
 		}
@@ -240,10 +280,21 @@ func (oc *offsetsCoord) loadOnce(i int32) error {
 	return oc.s.groups.Reload(match)
 }
 
+// offsetsReplay is what a partition of __consumer_offsets holds: the latest
+// record per key, nil for a tombstone.
+type offsetsReplay struct {
+	offsets map[string]map[metastore.TopicPartition]*metastore.CommittedOffset
+	groups  map[string]*metastore.Group
+}
+
 // replayOffsets reads p from its start up to end and returns the latest
-// offset per group and partition; nil marks a tombstone.
-func replayOffsets(p *replication.Partition, end int64) (map[string]map[metastore.TopicPartition]*metastore.CommittedOffset, error) {
-	out := map[string]map[metastore.TopicPartition]*metastore.CommittedOffset{}
+// offset per group and partition and the latest state of each group.
+func replayOffsets(p *replication.Partition, end int64) (*offsetsReplay, error) {
+	rp := &offsetsReplay{
+		offsets: map[string]map[metastore.TopicPartition]*metastore.CommittedOffset{},
+		groups:  map[string]*metastore.Group{},
+	}
+	out := rp.offsets
 	var buf []byte
 	var it record.Iter
 	for off := p.LogStartOffset(); off < end; {
@@ -286,6 +337,15 @@ func replayOffsets(p *replication.Partition, end int64) (map[string]map[metastor
 					return nil, fmt.Errorf("server: %s-%d offset %d: %w", offsetsTopic, p.Index(), it.Offset(), err)
 				}
 				if !isOffset {
+					if r.Value == nil {
+						rp.groups[k.Group] = nil
+						continue
+					}
+					sg, err := decodeGroupValue(k.Group, r.Value)
+					if err != nil {
+						return nil, fmt.Errorf("server: %s-%d offset %d: %w", offsetsTopic, p.Index(), it.Offset(), err)
+					}
+					rp.groups[k.Group] = &sg
 					continue
 				}
 				m := out[k.Group]
@@ -312,7 +372,7 @@ func replayOffsets(p *replication.Partition, end int64) (map[string]map[metastor
 			return nil, fmt.Errorf("server: %s-%d: no whole batch at %d", offsetsTopic, p.Index(), off)
 		}
 	}
-	return out, nil
+	return rp, nil
 }
 
 // createOffsetsTopic creates __consumer_offsets through the cluster. It

@@ -31,6 +31,14 @@ func (cm *clusterMode) groupPersist() group.PersistFunc {
 	return cm.offsets.persist
 }
 
+// groupPersistGroup returns the PersistGroup hook: nil in single-node mode.
+func (cm *clusterMode) groupPersistGroup() group.PersistGroupFunc {
+	if cm == nil {
+		return nil
+	}
+	return cm.offsets.persistGroup
+}
+
 // findCoordinator answers FindCoordinator (versions 0-4, the range the
 // group coordinator advertises) for group keys with the leader of the
 // group's __consumer_offsets partition, creating the topic when the cluster

@@ -5,9 +5,7 @@ package server
 // group-coordinator json files), so Kafka's tools could read our logs.
 // Integers big-endian; a string is an int16 length then UTF-8 bytes.
 //
-// Key, version 1 (an offset commit; versions 0 and 1 share the layout,
-// version 2 is a group metadata key, which Sluice does not write yet and
-// skips when loading):
+// Key, version 1 (an offset commit; versions 0 and 1 share the layout):
 //
 //	+---------+-------------+-------------+-----------+
 //	| int16 1 | group str   | topic str   | int32 par |
@@ -22,6 +20,12 @@ package server
 // Versions 0-2 of the value (no leader epoch; version 1 adds an int64
 // expire timestamp after the commit timestamp) are read too.
 //
+// Group metadata (a group's state after a rebalance): key version 2,
+// {int16 2, group str}; value Kafka's GroupMetadataValue version 3 (protocol
+// type, generation, protocol, leader, state timestamp, members with their
+// subscription and assignment), encoded with kmsg's codec of that schema;
+// a null value deletes the group.
+//
 // Part of the on-disk format: do not change the written versions.
 
 import (
@@ -29,6 +33,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metastore"
 )
@@ -69,6 +75,91 @@ func appendOffsetValue(b []byte, o metastore.CommittedOffset) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(o.LeaderEpoch))
 	b = appendKafkaString(b, o.Metadata)
 	return binary.BigEndian.AppendUint64(b, uint64(o.CommitTime.UnixMilli()))
+}
+
+const groupMetadataValueVersion = 3 // part of the on-disk format
+
+// appendGroupKey appends the version 2 group metadata key.
+func appendGroupKey(b []byte, group string) []byte {
+	b = binary.BigEndian.AppendUint16(b, groupMetadataKeyVersion)
+	return appendKafkaString(b, group)
+}
+
+// appendGroupValue appends sg as a version 3 GroupMetadataValue. Each
+// member's subscription is its metadata for the group's protocol.
+func appendGroupValue(b []byte, sg metastore.Group) []byte {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = groupMetadataValueVersion
+	v.ProtocolType, v.Generation = sg.ProtocolType, sg.Generation
+	if sg.Protocol != "" {
+		v.Protocol = &sg.Protocol
+	}
+	if sg.Leader != "" {
+		v.Leader = &sg.Leader
+	}
+	v.CurrentStateTimestamp = sg.StateTime.UnixMilli()
+	for _, m := range sg.Members {
+		km := kmsg.NewGroupMetadataValueMember()
+		km.MemberID, km.ClientID, km.ClientHost = m.MemberID, m.ClientID, m.ClientHost
+		if m.GroupInstanceID != "" {
+			id := m.GroupInstanceID
+			km.InstanceID = &id
+		}
+		km.RebalanceTimeoutMillis = int32(m.RebalanceTimeout.Milliseconds())
+		km.SessionTimeoutMillis = int32(m.SessionTimeout.Milliseconds())
+		for _, p := range m.Protocols {
+			if p.Name == sg.Protocol {
+				km.Subscription = p.Metadata
+			}
+		}
+		km.Assignment = m.Assignment
+		v.Members = append(v.Members, km)
+	}
+	return v.AppendTo(b)
+}
+
+// decodeGroupValue decodes a GroupMetadataValue (versions 0-3) of group
+// name. A group with members comes back Stable with each member supporting
+// the group's protocol only, as Kafka stores it.
+func decodeGroupValue(name string, b []byte) (metastore.Group, error) {
+	v := kmsg.NewGroupMetadataValue()
+	if len(b) >= 2 {
+		v.Version = int16(binary.BigEndian.Uint16(b))
+	}
+	if v.Version < 0 || v.Version > groupMetadataValueVersion {
+		return metastore.Group{}, fmt.Errorf("%w: group value version %d", errOffsetsRecord, v.Version)
+	}
+	if err := v.ReadFrom(b); err != nil {
+		return metastore.Group{}, fmt.Errorf("%w: group value: %v", errOffsetsRecord, err)
+	}
+	sg := metastore.Group{
+		Name: name, State: "Empty", ProtocolType: v.ProtocolType, Generation: v.Generation,
+		StateTime: time.UnixMilli(v.CurrentStateTimestamp),
+	}
+	if v.Protocol != nil {
+		sg.Protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		sg.Leader = *v.Leader
+	}
+	for _, km := range v.Members {
+		m := metastore.GroupMember{
+			MemberID: km.MemberID, ClientID: km.ClientID, ClientHost: km.ClientHost,
+			RebalanceTimeout: time.Duration(km.RebalanceTimeoutMillis) * time.Millisecond,
+			SessionTimeout:   time.Duration(km.SessionTimeoutMillis) * time.Millisecond,
+			ProtocolType:     v.ProtocolType,
+			Protocols:        []metastore.GroupProtocol{{Name: sg.Protocol, Metadata: km.Subscription}},
+			Assignment:       km.Assignment,
+		}
+		if km.InstanceID != nil {
+			m.GroupInstanceID = *km.InstanceID
+		}
+		sg.Members = append(sg.Members, m)
+	}
+	if len(sg.Members) > 0 {
+		sg.State = "Stable"
+	}
+	return sg, nil
 }
 
 // kreader reads big-endian fields with a sticky error.
@@ -115,8 +206,8 @@ func (r *kreader) str() string {
 	return string(r.take(int(n)))
 }
 
-// decodeOffsetKey decodes a key; isOffset is false for other key versions
-// (group metadata), which the caller skips.
+// decodeOffsetKey decodes a key; isOffset is false for a group metadata
+// key, of which only k.Group is set.
 func decodeOffsetKey(b []byte) (k offsetKey, isOffset bool, err error) {
 	r := kreader{b: b}
 	v := r.int16()
@@ -126,7 +217,8 @@ func decodeOffsetKey(b []byte) (k offsetKey, isOffset bool, err error) {
 	switch v {
 	case 0, 1:
 	case groupMetadataKeyVersion:
-		return k, false, nil
+		k.Group = r.str()
+		return k, false, r.err
 	default:
 		return k, false, fmt.Errorf("%w: key version %d", errOffsetsRecord, v)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice/sluice/engine"
 	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -54,8 +55,8 @@ func TestOffsetRecordRoundTrip(t *testing.T) {
 	if err != nil || !isOffset || got != k {
 		t.Fatalf("decode key: %+v %v %v", got, isOffset, err)
 	}
-	if _, isOffset, err := decodeOffsetKey([]byte{0, 2, 0, 1, 'g'}); err != nil || isOffset {
-		t.Fatalf("group metadata key: isOffset %v err %v, want skipped", isOffset, err)
+	if gk, isOffset, err := decodeOffsetKey(appendGroupKey(nil, "grp")); err != nil || isOffset || gk.Group != "grp" {
+		t.Fatalf("group metadata key: %+v isOffset %v err %v", gk, isOffset, err)
 	}
 	if _, _, err := decodeOffsetKey([]byte{0, 1, 0, 9, 'g'}); err == nil {
 		t.Fatal("truncated key decoded")
@@ -117,13 +118,27 @@ func TestReplayOffsets(t *testing.T) {
 	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(1), tp(1): off(2)}, nil)
 	appendRecs("b", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(5)}, nil)
 	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(10)}, []metastore.TopicPartition{tp(1)})
+	groupRec := func(name string, del bool) {
+		t.Helper()
+		rec := record.BuildRecord{Key: appendGroupKey(nil, name), Timestamp: 1}
+		if !del {
+			rec.Value = appendGroupValue(nil, metastore.Group{Name: name, ProtocolType: "consumer", Generation: 3})
+		}
+		if err := oc.appendRecords(ctx, p, []record.BuildRecord{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groupRec("a", false)
+	groupRec("b", false)
+	groupRec("b", true)
 	end := p.LogEndOffset()
 	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(99)}, nil)
 
-	got, err := replayOffsets(p, end)
+	rp, err := replayOffsets(p, end)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := rp.offsets
 	if o := got["a"][tp(0)]; o == nil || o.Offset != 10 {
 		t.Errorf("a t-0 = %+v, want 10 (99 lies past end)", o)
 	}
@@ -132,6 +147,12 @@ func TestReplayOffsets(t *testing.T) {
 	}
 	if o := got["b"][tp(0)]; o == nil || o.Offset != 5 {
 		t.Errorf("b t-0 = %+v, want 5", o)
+	}
+	if g := rp.groups["a"]; g == nil || g.Generation != 3 {
+		t.Errorf("group a = %+v, want generation 3", g)
+	}
+	if g, ok := rp.groups["b"]; !ok || g != nil {
+		t.Errorf("group b = %+v, want a tombstone", g)
 	}
 }
 
@@ -153,5 +174,43 @@ func TestOffsetRecordsMatchKafka(t *testing.T) {
 	o, err := decodeOffsetValue(theirs.AppendTo(nil))
 	if err != nil || o.Offset != 5 || o.LeaderEpoch != 6 || o.Metadata != "x" || o.CommitTime.UnixMilli() != 7 {
 		t.Fatalf("decode kmsg value: %+v %v", o, err)
+	}
+}
+
+func TestGroupRecordRoundTrip(t *testing.T) {
+	sg := metastore.Group{
+		Name: "g", State: "Stable", ProtocolType: "consumer", Protocol: "range", Generation: 4, Leader: "m1",
+		StateTime: time.UnixMilli(1234),
+		Members: []metastore.GroupMember{
+			{MemberID: "m1", ClientID: "c1", ClientHost: "/127.0.0.1", RebalanceTimeout: time.Minute, SessionTimeout: 10 * time.Second,
+				ProtocolType: "consumer", Protocols: []metastore.GroupProtocol{{Name: "sticky", Metadata: []byte("s")}, {Name: "range", Metadata: []byte("sub1")}},
+				Assignment: []byte("a1")},
+			{MemberID: "m2", GroupInstanceID: "static-2", ClientID: "c2", ClientHost: "/127.0.0.2", RebalanceTimeout: time.Minute, SessionTimeout: 10 * time.Second,
+				ProtocolType: "consumer", Protocols: []metastore.GroupProtocol{{Name: "range", Metadata: []byte("sub2")}}, Assignment: []byte("a2")},
+		},
+	}
+	b := appendGroupValue(nil, sg)
+	var kv kmsg.GroupMetadataValue
+	if err := kv.ReadFrom(b); err != nil || kv.Version != 3 || len(kv.Members) != 2 || string(kv.Members[0].Subscription) != "sub1" {
+		t.Fatalf("kmsg group value: %+v %v", kv, err)
+	}
+	got, err := decodeGroupValue("g", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "Stable" || got.Protocol != "range" || got.Generation != 4 || got.Leader != "m1" || !got.StateTime.Equal(sg.StateTime) || len(got.Members) != 2 {
+		t.Fatalf("decoded %+v", got)
+	}
+	m := got.Members[1]
+	if m.MemberID != "m2" || m.GroupInstanceID != "static-2" || m.ClientHost != "/127.0.0.2" || m.SessionTimeout != 10*time.Second ||
+		m.RebalanceTimeout != time.Minute || len(m.Protocols) != 1 || m.Protocols[0].Name != "range" || string(m.Protocols[0].Metadata) != "sub2" || string(m.Assignment) != "a2" {
+		t.Fatalf("decoded member %+v", m)
+	}
+	empty, err := decodeGroupValue("e", appendGroupValue(nil, metastore.Group{Name: "e", ProtocolType: "consumer", Generation: 9}))
+	if err != nil || empty.State != "Empty" || empty.Generation != 9 || len(empty.Members) != 0 {
+		t.Fatalf("empty group: %+v %v", empty, err)
+	}
+	if _, err := decodeGroupValue("g", b[:len(b)-3]); err == nil {
+		t.Fatal("truncated group value decoded")
 	}
 }

@@ -166,6 +166,7 @@ func New(opts Options) (*Server, error) {
 		Port:                  s.advPort,
 		Owns:                  s.cm.groupOwns(),
 		Persist:               s.cm.groupPersist(),
+		PersistGroup:          s.cm.groupPersistGroup(),
 	})
 	if err != nil {
 		if s.cm != nil {
