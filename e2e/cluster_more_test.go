@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // pausedCmds holds the processes of paused brokers. While paused, a
@@ -244,6 +247,110 @@ func (c *testCluster) consumeVia(id int32, topic string) []string {
 	}
 	if int64(len(out)) != hw {
 		c.t.Fatalf("consumed %d of %d records of %s via broker %d\n%s", len(out), hw, topic, id, c.logs())
+	}
+	return out
+}
+
+// TestClusterTopicConfigs: topic configs live in ZooKeeper. retention.ms
+// altered (IncrementalAlterConfigs) through broker 1 is described by broker
+// 2 and applied by every broker holding a replica; a legacy AlterConfigs
+// through broker 3 replaces the overrides, as every broker then describes.
+func TestClusterTopicConfigs(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTopic("cfg", 1, 3, nil)
+
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "cfg"
+	for name, v := range map[string]string{"retention.ms": "123456", "min.insync.replicas": "2"} {
+		rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		rc.Name, rc.Value, rc.Op = name, kmsg.StringPtr(v), kmsg.IncrementalAlterConfigOpSet
+		ir.Configs = append(ir.Configs, rc)
+	}
+	inc.Resources = append(inc.Resources, ir)
+	resp := c.requestTo(1, inc).(*kmsg.IncrementalAlterConfigsResponse)
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("incremental alter configs via broker 1: %v %v", err, resp.Resources[0].ErrorMessage)
+	}
+	for _, via := range []int32{2, 3, 1} {
+		got := c.describeTopicConfigs(via, "cfg")
+		if got["retention.ms"] != "123456" || got["min.insync.replicas"] != "2" {
+			t.Fatalf("broker %d describes retention.ms=%q min.insync.replicas=%q, want 123456 and 2", via, got["retention.ms"], got["min.insync.replicas"])
+		}
+	}
+	// Every broker applies the change to its replica (logged on apply).
+	deadline := time.Now().Add(20 * time.Second)
+	for id := int32(1); id <= 3; id++ {
+		for !strings.Contains(c.brokers[id].logText(), `msg="server: applied topic configs" topic=cfg`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %d did not apply the config change\n%s", id, c.logs())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	alt := kmsg.NewPtrAlterConfigsRequest()
+	ar := kmsg.NewAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, "cfg"
+	ac := kmsg.NewAlterConfigsRequestResourceConfig()
+	ac.Name, ac.Value = "segment.bytes", kmsg.StringPtr("1048576")
+	ar.Configs = append(ar.Configs, ac)
+	alt.Resources = append(alt.Resources, ar)
+	aresp := c.requestTo(3, alt).(*kmsg.AlterConfigsResponse)
+	if err := kerr.ErrorForCode(aresp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("alter configs via broker 3: %v %v", err, aresp.Resources[0].ErrorMessage)
+	}
+	for _, via := range []int32{1, 2, 3} {
+		got := c.describeTopicConfigs(via, "cfg")
+		if got["segment.bytes"] != "1048576" || got["retention.ms"] == "123456" {
+			t.Fatalf("broker %d after AlterConfigs: segment.bytes=%q retention.ms=%q, want 1048576 and the default", via, got["segment.bytes"], got["retention.ms"])
+		}
+	}
+
+	// An unknown topic is UNKNOWN_TOPIC_OR_PARTITION on any broker.
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, "nope"
+	req.Resources = append(req.Resources, dr)
+	dresp := c.requestTo(2, req).(*kmsg.DescribeConfigsResponse)
+	if err := kerr.ErrorForCode(dresp.Resources[0].ErrorCode); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("describe an unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+}
+
+// requestTo sends req to broker id and returns its response.
+func (c *testCluster) requestTo(id int32, req kmsg.Request) kmsg.Response {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers[id].addr))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := cl.Broker(int(id)).RetriableRequest(ctx, req)
+	if err != nil {
+		c.t.Fatalf("%T to broker %d: %v", req, id, err)
+	}
+	return resp
+}
+
+// describeTopicConfigs asks broker id for topic's configs.
+func (c *testCluster) describeTopicConfigs(id int32, topic string) map[string]string {
+	c.t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	req.Resources = append(req.Resources, dr)
+	resp := c.requestTo(id, req).(*kmsg.DescribeConfigsResponse)
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		c.t.Fatalf("describe configs of %s via broker %d: %v", topic, id, err)
+	}
+	out := map[string]string{}
+	for _, cf := range resp.Resources[0].Configs {
+		if cf.Value != nil {
+			out[cf.Name] = *cf.Value
+		}
 	}
 	return out
 }

@@ -11,7 +11,8 @@ package server
 // are validated as a whole (unknown name or bad value: INVALID_CONFIG),
 // persisted in the metastore, then applied to the live logs
 // (engine.Log.SetConfig) and partitions (message.timestamp.type). Broker
-// configs are static in Sluice: altering them is INVALID_REQUEST.
+// configs are static in Sluice: altering them is INVALID_REQUEST. In cluster
+// mode the overrides are written to ZooKeeper (clustermode_configs.go).
 
 import (
 	"fmt"
@@ -29,17 +30,16 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		err := func() error {
+			if s.cm != nil {
+				return s.cm.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
+					return alterConfigsOverrides(rr), nil
+				})
+			}
 			t, err := s.alterTarget(rr.ResourceType, rr.ResourceName)
 			if err != nil {
 				return err
 			}
-			overrides := map[string]string{}
-			for _, c := range rr.Configs {
-				if c.Value == nil {
-					continue // null: back to the default
-				}
-				overrides[c.Name] = *c.Value
-			}
+			overrides := alterConfigsOverrides(rr)
 			if err := checkTopicConfigs(overrides); err != nil {
 				return err
 			}
@@ -58,6 +58,18 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return kresp(resp), nil
+}
+
+// alterConfigsOverrides returns the complete set of overrides rr asks for.
+func alterConfigsOverrides(rr kmsg.AlterConfigsRequestResource) map[string]string {
+	overrides := map[string]string{}
+	for _, c := range rr.Configs {
+		if c.Value == nil {
+			continue // null: back to the default
+		}
+		overrides[c.Name] = *c.Value
+	}
+	return overrides
 }
 
 // alterTarget resolves the resource of an (incremental) alter configs

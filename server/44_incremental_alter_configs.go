@@ -9,7 +9,8 @@ package server
 // topic config; APPEND (2) and SUBTRACT (3) on the list config
 // cleanup.policy only (others: INVALID_CONFIG, as Kafka answers). The result
 // is validated as a whole, persisted, then applied to the live logs. Broker
-// configs are static: INVALID_REQUEST.
+// configs are static: INVALID_REQUEST. In cluster mode the overrides are
+// read from and written to ZooKeeper (clustermode_configs.go).
 
 import (
 	"fmt"
@@ -37,6 +38,16 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		err := func() error {
+			if s.cm != nil {
+				return s.cm.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
+					for _, c := range rr.Configs {
+						if err := s.applyConfigOp(overrides, c); err != nil {
+							return nil, err
+						}
+					}
+					return overrides, nil
+				})
+			}
 			t, err := s.alterTarget(rr.ResourceType, rr.ResourceName)
 			if err != nil {
 				return err

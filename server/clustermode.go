@@ -96,8 +96,9 @@ func newClusterMode(s *Server, node *cluster.Node) *clusterMode {
 	// pids: ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.
 	s.pids.base = int64(s.nodeID) << 40
-	cm.wg.Add(1)
+	cm.wg.Add(2)
 	go cm.shrinkLoop()
+	go cm.configLoop()
 	return cm
 }
 

@@ -1,0 +1,112 @@
+package cluster
+
+// Topic config changes. SetTopicConfig writes /config/topics/<t> and then a
+// sequential notification /config/changes/config_change_<seq> holding
+// {"version":2,"entity_path":"topics/<t>"}, as Kafka's AdminZkClient does.
+// Every broker watches /config/changes (Kafka's ZkConfigManager) and
+// re-reads the config of each topic named by a notification newer than the
+// last one it handled; the notifications themselves are not deleted here.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// WatchTopicConfigChanges calls fn with the topic name of every config
+// change notification created after its first listing of
+// /config/changes, in sequence order, until ctx ends or the node closes.
+// resync (may be nil) is called once, right after that first listing: a
+// change made before it (while the broker was down, or before the watch
+// began) is not notified, so the caller re-reads the configs it holds
+// there. It blocks: run it on its own
+// goroutine. fn runs on that goroutine, one call at a time; it should
+// re-read the topic's config (TopicConfigs), since a notification only
+// names what changed. The watch survives disconnects and session expiry
+// (it lists again); a notification written while the watch was broken is
+// still seen, since each listing handles every sequence number above the
+// last one handled.
+func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string), resync func()) {
+	last := int64(-1) // highest sequence handled; -1 before the first listing
+	first := true
+	for ctx.Err() == nil && n.ctx.Err() == nil {
+		names, ch, err := n.zk.childrenW(configChangesPath)
+		if err != nil {
+			if n.ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
+				return
+			}
+			n.log.Warn("cluster: watch config changes; retrying", "err", err)
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-ctx.Done():
+			case <-n.ctx.Done():
+			}
+			continue
+		}
+		type note struct {
+			seq  int64
+			name string
+		}
+		var notes []note
+		for _, c := range names {
+			s, ok := strings.CutPrefix(c, configChangePrefix)
+			if !ok {
+				continue
+			}
+			seq, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				continue
+			}
+			notes = append(notes, note{seq, c})
+		}
+		slices.SortFunc(notes, func(a, b note) int { return cmp.Compare(a.seq, b.seq) })
+		if first {
+			first = false
+			if len(notes) > 0 {
+				last = notes[len(notes)-1].seq
+			}
+			notes = nil
+			if resync != nil {
+				resync()
+			}
+		}
+		for _, nt := range notes {
+			if nt.seq <= last {
+				continue
+			}
+			last = nt.seq
+			data, _, err := n.zk.get(configChangesPath + "/" + nt.name)
+			if err != nil {
+				if !errors.Is(err, zk.ErrNoNode) {
+					n.log.Warn("cluster: read config change", "znode", nt.name, "err", err)
+				}
+				continue
+			}
+			var cn configChangeNote
+			if err := jsonUnmarshal(data, &cn); err != nil {
+				n.log.Warn("cluster: bad config change notification", "znode", nt.name, "err", err)
+				continue
+			}
+			if topic, ok := strings.CutPrefix(cn.EntityPath, "topics/"); ok {
+				fn(topic)
+			}
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-n.ctx.Done():
+		}
+	}
+}
+
+// configChangeNote is a /config/changes notification (version 2).
+type configChangeNote struct {
+	Version    int    `json:"version"`
+	EntityPath string `json:"entity_path"`
+}
