@@ -51,6 +51,15 @@ type Options struct {
 	// call per partition runs at a time, without the partition's locks
 	// held. nil: the change is applied locally only (tests).
 	AlterISR func(ctx context.Context, topic string, partition int32, st LeaderAndIsr) (newZkVersion int32, err error)
+
+	// RestoreHighWatermark makes NewPartition start the high watermark at
+	// HighWatermark (clamped to the log's range) instead of the log end:
+	// in cluster mode a replica's log may hold records past what the ISR
+	// had, and consumers must not see them until they are committed again.
+	// The broker passes the value it checkpointed (Kafka's
+	// replication-offset-checkpoint), or the log start when it has none.
+	RestoreHighWatermark bool
+	HighWatermark        int64
 }
 
 // DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
@@ -154,7 +163,11 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	p.logger.Debug("replication: partition open", "topic", opts.Topic, "partition", opts.Partition,
 		"start", log.StartOffset(), "end", log.EndOffset(), "producers", len(p.producers.producers))
 	// Single node: everything in the local log is committed.
-	p.hw.Store(log.EndOffset())
+	hw := log.EndOffset()
+	if opts.RestoreHighWatermark {
+		hw = min(max(opts.HighWatermark, log.StartOffset()), hw)
+	}
+	p.hw.Store(hw)
 	return p, nil
 }
 

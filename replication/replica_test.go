@@ -351,3 +351,42 @@ func TestFollowerTruncateAndRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestRestoreHighWatermark: a replica reopened in cluster mode starts its
+// high watermark at the checkpointed value (clamped to the log), so a
+// consumer does not see records past what the ISR had committed.
+func TestRestoreHighWatermark(t *testing.T) {
+	cases := []struct {
+		name    string
+		restore bool
+		hw      int64
+		want    int64
+	}{
+		{"single node: log end", false, 0, 10},
+		{"checkpointed", true, 4, 4},
+		{"above the log end", true, 99, 10},
+		{"below the log start", true, -5, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := openStore(t, "memory")
+			l, err := store.CreateLog(engine.PartitionID{Topic: "t", Partition: 0}, engine.LogConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10; i++ {
+				if _, err := l.Append(batch(-1, 0, -1, 1), engine.AppendOptions{AssignOffsets: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := NewPartition(l, Options{RestoreHighWatermark: tc.restore, HighWatermark: tc.hw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if got := p.HighWatermark(); got != tc.want {
+				t.Fatalf("high watermark %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -75,6 +75,9 @@ type clusterMode struct {
 	// leaderAddrs are the LiveLeaders of LeaderAndIsr requests, for
 	// fetchers that start before UpdateMetadata names the leader.
 	leaderAddrs map[int32]string
+	// savedHW are the high watermarks checkpointed before the last stop
+	// (clustermode_hw.go); read-only after newClusterMode.
+	savedHW map[engine.PartitionID]int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -96,9 +99,11 @@ func newClusterMode(s *Server, node *cluster.Node) *clusterMode {
 	// pids: ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.
 	s.pids.base = int64(s.nodeID) << 40
-	cm.wg.Add(2)
+	cm.savedHW = cm.loadHighWatermarks()
+	cm.wg.Add(3)
 	go cm.shrinkLoop()
 	go cm.configLoop()
+	go cm.hwCheckpointLoop()
 	return cm
 }
 
@@ -107,6 +112,7 @@ func (cm *clusterMode) close() {
 	close(cm.stop)
 	cm.wg.Wait()
 	cm.fetchers.Close()
+	cm.checkpointHighWatermarks()
 }
 
 // resolve returns a broker's address for the fetchers.
@@ -228,6 +234,10 @@ func (cm *clusterMode) openReplica(t *topic, i int32) (*partition, error) {
 		MinInsyncReplicas: t.cfg.minISR,
 		ReplicaLagTimeMax: s.cfg.ReplicaLagTimeMax,
 		AlterISR:          cm.alterISR,
+		// Never past what was committed before the restart; missing
+		// (0) clamps to the log start.
+		RestoreHighWatermark: true,
+		HighWatermark:        cm.savedHW[id],
 	})
 	if err != nil {
 		log.Close()
