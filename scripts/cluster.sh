@@ -51,7 +51,7 @@ pids+=($!)
 ready=""
 for _ in $(seq 1 300); do
 	kill -0 "${pids[0]}" 2>/dev/null || { echo "cluster: zookeeper exited; see $DATA/zookeeper.log" >&2; exit 1; }
-	if exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" 2>/dev/null; then
+	if { exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT"; } 2>/dev/null; then
 		printf ruok >&3
 		ans=$(timeout 2 cat <&3 || true)
 		exec 3>&-
