@@ -108,9 +108,24 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
+	s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
+		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel)
+	})
+	return fetchResponse(version, out), nil
+}
+
+// longPoll answers a fetch (consumer or follower): it calls fill, and while
+// fewer than minBytes came back and no partition failed, it waits until one
+// of the targets' partitions changes (an append or a high-watermark move),
+// maxWaitMs passes, the server shuts down or the client goes away, then
+// fills again; after a timeout or shutdown it fills one last time. No
+// polling: appends wake it through the partitions' Changed channels, taken
+// before each read so that an append between the read and the wait still
+// wakes it.
+func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minBytes int32, out *fetchresp.Response, fill func() (total int64, hasErr bool)) {
 	var deadline time.Time
-	if r.MaxWaitMillis > 0 {
-		deadline = time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	if maxWaitMs > 0 {
+		deadline = time.Now().Add(time.Duration(maxWaitMs) * time.Millisecond)
 	}
 	var timer *time.Timer
 	defer func() {
@@ -121,8 +136,6 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	srvClosing, connDone := rc.closing(s)
 	var cases []reflect.SelectCase
 	for {
-		// Take the Changed channels before reading, so an append that
-		// lands between the read and the wait still wakes us.
 		cases = cases[:0]
 		for i := range targets {
 			for j := range targets[i] {
@@ -131,13 +144,13 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				}
 			}
 		}
-		total, hasErr := s.fillFetch(out, targets, maxBytes, r.IsolationLevel)
-		if total >= int64(r.MinBytes) || hasErr || deadline.IsZero() || len(cases) == 0 {
-			break
+		total, hasErr := fill()
+		if total >= int64(minBytes) || hasErr || deadline.IsZero() || len(cases) == 0 {
+			return
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			break
+			return
 		}
 		releaseFetch(out)
 		if timer == nil {
@@ -155,8 +168,8 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		chosen, _, _ := reflect.Select(cases)
 		if chosen >= nParts {
 			// Timer fired, server closing or client gone: one last read.
-			s.fillFetch(out, targets, maxBytes, r.IsolationLevel)
-			break
+			fill()
+			return
 		}
 		if !timer.Stop() {
 			select {
@@ -165,7 +178,6 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 			}
 		}
 	}
-	return fetchResponse(version, out), nil
 }
 
 // fillFetch reads every target into out (releasing what out held before)

@@ -10,8 +10,6 @@ package server
 
 import (
 	"math"
-	"reflect"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -37,18 +35,10 @@ func (s *Server) fetchPartition(t *topic, i int32, currentLeaderEpoch int32) (*p
 	return p, checkLeaderEpoch(p, currentLeaderEpoch)
 }
 
-type replicaTarget struct {
-	p           *partition
-	offset      int64
-	maxBytes    int32
-	leaderEpoch int32
-	err         error
-}
-
 func (cm *clusterMode) handleReplicaFetch(rc *reqCtx, r *kmsg.FetchRequest, replicaID int32) *response {
 	s := cm.s
 	out := &fetchresp.Response{}
-	targets := make([][]replicaTarget, len(r.Topics))
+	targets := make([][]fetchTarget, len(r.Topics))
 	out.Topics = make([]fetchresp.Topic, len(r.Topics))
 	for i, rt := range r.Topics {
 		var tid [16]byte
@@ -62,7 +52,7 @@ func (cm *clusterMode) handleReplicaFetch(rc *reqCtx, r *kmsg.FetchRequest, repl
 			ot.Name, ot.ID = t.name, t.id
 		}
 		ot.Partitions = make([]fetchresp.Partition, len(rt.Partitions))
-		targets[i] = make([]replicaTarget, len(rt.Partitions))
+		targets[i] = make([]fetchTarget, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			ft := &targets[i][j]
 			ft.offset, ft.maxBytes, ft.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
@@ -81,67 +71,16 @@ func (cm *clusterMode) handleReplicaFetch(rc *reqCtx, r *kmsg.FetchRequest, repl
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
-	var deadline time.Time
-	if r.MaxWaitMillis > 0 {
-		deadline = time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	srvClosing, connDone := rc.closing(s)
-	var cases []reflect.SelectCase
-	for {
-		cases = cases[:0]
-		for i := range targets {
-			for j := range targets[i] {
-				if ft := &targets[i][j]; ft.p != nil && ft.err == nil {
-					cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ft.p.Changed())})
-				}
-			}
-		}
-		total, hasErr := cm.fillReplicaFetch(out, targets, maxBytes, replicaID)
-		if total >= int64(r.MinBytes) || hasErr || deadline.IsZero() || len(cases) == 0 {
-			break
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			break
-		}
-		releaseFetch(out)
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
-		nParts := len(cases)
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(srvClosing)})
-		if connDone != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(connDone)})
-		}
-		chosen, _, _ := reflect.Select(cases)
-		if chosen >= nParts {
-			cm.fillReplicaFetch(out, targets, maxBytes, replicaID)
-			break
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-	}
+	cm.s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
+		return cm.fillReplicaFetch(out, targets, maxBytes, replicaID)
+	})
 	return fetchResponse(r.Version, out)
 }
 
 // fillReplicaFetch reads every target for follower replicaID into out
 // (releasing what out held) and returns the bytes gathered and whether a
 // partition failed.
-func (cm *clusterMode) fillReplicaFetch(out *fetchresp.Response, targets [][]replicaTarget, maxBytes int64, replicaID int32) (total int64, hasErr bool) {
+func (cm *clusterMode) fillReplicaFetch(out *fetchresp.Response, targets [][]fetchTarget, maxBytes int64, replicaID int32) (total int64, hasErr bool) {
 	releaseFetch(out)
 	remaining := maxBytes
 	now := cm.s.now()
