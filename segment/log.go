@@ -449,26 +449,9 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 		l.appendMu.Unlock()
 		return 0, errClosedLog
 	}
-	k := 0
-	if ms := l.cfg.RetentionMs; ms >= 0 {
-		limit := now.UnixMilli() - ms.Milliseconds()
-		for k < len(l.segs)-1 && l.segs[k].maxTs.Load() < limit {
-			k++
-		}
-	}
-	if rb := l.cfg.RetentionBytes; rb >= 0 {
-		var total int64
-		for _, s := range l.segs {
-			total += s.size.Load()
-		}
-		for i := 0; i < k; i++ {
-			total -= l.segs[i].size.Load()
-		}
-		for k < len(l.segs)-1 && total-l.segs[k].size.Load() >= rb {
-			total -= l.segs[k].size.Load()
-			k++
-		}
-	}
+	k := engine.RetentionCut(l.cfg, now, len(l.segs), func(i int) (int64, int64) {
+		return l.segs[i].retentionTime(), l.segs[i].size.Load()
+	})
 	var err error
 	start := l.start.Load()
 	if k > 0 {

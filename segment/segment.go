@@ -294,3 +294,18 @@ func (s *segment) restoreState(interval int64) error {
 	}
 	return nil
 }
+
+// retentionTime is what time-based retention compares with retention.ms:
+// the segment's largest record timestamp, or, when no batch carries one
+// (all timestamps -1), the .log file's modification time, as Kafka's
+// LogSegment.largestTimestamp falls back to lastModified.
+func (s *segment) retentionTime() int64 {
+	if ts := s.maxTs.Load(); ts >= 0 {
+		return ts
+	}
+	st, err := s.f.Stat()
+	if err != nil {
+		return -1 // cannot tell: treat as old, as before
+	}
+	return st.ModTime().UnixMilli()
+}

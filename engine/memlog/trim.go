@@ -134,24 +134,9 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 	if l.closed {
 		return 0, l.errClosed()
 	}
-	cfg := l.cfg
-	n := 0
-	if cfg.RetentionMs >= 0 {
-		limit := cfg.RetentionMs.Milliseconds()
-		for n < len(l.chunks)-1 && now.UnixMilli()-l.chunks[n].retentionTime() > limit {
-			n++
-		}
-	}
-	if cfg.RetentionBytes >= 0 {
-		diff := l.size - cfg.RetentionBytes
-		for _, c := range l.chunks[:n] {
-			diff -= int64(len(c.buf))
-		}
-		for n < len(l.chunks)-1 && diff-int64(len(l.chunks[n].buf)) >= 0 {
-			diff -= int64(len(l.chunks[n].buf))
-			n++
-		}
-	}
+	n := engine.RetentionCut(l.cfg, now, len(l.chunks), func(i int) (int64, int64) {
+		return l.chunks[i].retentionTime(), int64(len(l.chunks[i].buf))
+	})
 	if n == 0 {
 		return l.start, nil
 	}

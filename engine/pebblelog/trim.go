@@ -263,24 +263,9 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 	if l.closed {
 		return 0, l.errClosed()
 	}
-	cfg := l.cfg
-	n := 0
-	if cfg.RetentionMs >= 0 {
-		limit := cfg.RetentionMs.Milliseconds()
-		for n < len(l.segs)-1 && now.UnixMilli()-l.segs[n].retentionTime() > limit {
-			n++
-		}
-	}
-	if cfg.RetentionBytes >= 0 {
-		diff := l.size - cfg.RetentionBytes
-		for _, s := range l.segs[:n] {
-			diff -= s.bytes
-		}
-		for n < len(l.segs)-1 && diff-l.segs[n].bytes >= 0 {
-			diff -= l.segs[n].bytes
-			n++
-		}
-	}
+	n := engine.RetentionCut(l.cfg, now, len(l.segs), func(i int) (int64, int64) {
+		return l.segs[i].retentionTime(), l.segs[i].bytes
+	})
 	if n == 0 {
 		return l.start, nil
 	}
