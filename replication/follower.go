@@ -89,18 +89,10 @@ func (p *Partition) TruncateTo(offset int64) error {
 	return nil
 }
 
-// startAter is the engine power Kafka calls truncateFullyAndStartAt, for an
-// offset above the log end (a follower that fell behind the leader's log
-// start). Backends that have it implement it; Truncate covers offsets at or
-// below the log start.
-type startAter interface {
-	TruncateFullyAndStartAt(offset int64) error
-}
-
 // RestartAt empties a follower's log and restarts it at offset (Kafka's
 // truncateFullyAndStartAt): the follower fell behind the leader's log start
 // and fetches from there. Offsets above the log start need a backend that
-// implements TruncateFullyAndStartAt(int64) error; others return an error
+// implements engine.FullTruncater; others return an error
 // wrapping engine.ErrOffsetOutOfRange.
 func (p *Partition) RestartAt(offset int64) error {
 	p.fmu.Lock()
@@ -110,7 +102,7 @@ func (p *Partition) RestartAt(offset int64) error {
 	}
 	end := p.log.EndOffset()
 	var err error
-	switch sa, ok := p.log.(startAter); {
+	switch sa, ok := p.log.(engine.FullTruncater); {
 	case offset <= p.log.StartOffset():
 		err = p.log.Truncate(offset)
 	case ok:

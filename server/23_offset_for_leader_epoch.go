@@ -8,10 +8,11 @@ package server
 //	v3: replica id (consumers send -2, followers their broker id)
 //	v4: flexible
 //
-// The answer comes from the log's leader-epoch history: the start offset of
-// the first epoch above the requested one, or the log end offset for the
-// current epoch; an epoch older than any in the history gives epoch -1 and
-// offset -1 (UNDEFINED), as Kafka answers.
+// The answer comes from the partition leader's epoch history through
+// replication.Partition.HandleOffsetForLeaderEpoch (engine.EndOffsetForEpoch
+// states the cases: the start offset of the first epoch above the requested
+// one, the log end for the current epoch, UNDEFINED for an epoch newer than
+// any known), after the request's current leader epoch is checked.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,11 +39,9 @@ func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 			case p == nil:
 				sp.ErrorCode = errorCode(errUnknownTopicOrPartition)
 			default:
-				if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
-					sp.ErrorCode = errorCode(err)
-					break
-				}
-				sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
+				var err error
+				sp.LeaderEpoch, sp.EndOffset, err = p.HandleOffsetForLeaderEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch)
+				sp.ErrorCode = errorCode(err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
