@@ -74,6 +74,12 @@ loop:
 		}
 		if rate > 0 {
 			due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+			// A record due at or after the deadline is never sent, even
+			// when its timer and the deadline's fire together and select
+			// picks the timer.
+			if dl, ok := stop.Deadline(); ok && !due.Before(dl) {
+				break
+			}
 			if d := time.Until(due); d > 0 {
 				timer.Reset(d)
 				select {
