@@ -178,8 +178,10 @@ func TestIdempotentRetry(t *testing.T) {
 	})
 }
 
-// TestFetchLongPollWakes: a fetch waiting on an empty partition (MaxWait
-// 2 s) answers as soon as a record is appended, well before MaxWait.
+// TestFetchLongPollWakes: a fetch waiting on an empty partition answers
+// when a record is appended, not at MaxWait. MaxWait is 60 s and the read
+// gives up after 10 s, so only a woken fetch can answer in time; no timing
+// is asserted beyond that.
 func TestFetchLongPollWakes(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be string) {
 		b := brokertest.Start(t, be)
@@ -200,7 +202,7 @@ func TestFetchLongPollWakes(t *testing.T) {
 				req := kmsg.NewPtrFetchRequest()
 				req.SetVersion(version)
 				req.ReplicaID = -1
-				req.MaxWaitMillis = 2000
+				req.MaxWaitMillis = 60000
 				req.MinBytes = 1
 				req.MaxBytes = 1 << 20
 				req.SessionEpoch = -1
@@ -223,9 +225,6 @@ func TestFetchLongPollWakes(t *testing.T) {
 				rc.recv(corr, resp)
 				elapsed := time.Since(start)
 				t.Logf("produce took %v, fetch %v", time.Since(ps), elapsed)
-				if elapsed >= 1500*time.Millisecond {
-					t.Errorf("fetch returned after %v; MaxWait is 2s, the append should have woken it", elapsed)
-				}
 				p := resp.Topics[0].Partitions[0]
 				if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != o.Offset+1 {
 					t.Fatalf("fetch: err %v, %d record bytes, hw %d", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches), p.HighWatermark)
