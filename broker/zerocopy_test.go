@@ -19,7 +19,9 @@ import (
 // the record bytes left the broker: with the segment backend by sendfile(2)
 // only, never copied through user space; with the memory backend (no file to
 // send) as ordinary writes. The bytes themselves are checked by the client:
-// every record comes back intact.
+// every record comes back intact. The fetches are large (~400 KB of records
+// in one partition), well over fetchInlineMax; a small fetch is inlined (see
+// TestSmallFetchIsInlined).
 func TestFetchIsZeroCopyOnSegment(t *testing.T) {
 	for _, tc := range []struct {
 		backend  string
@@ -40,7 +42,7 @@ func TestFetchIsZeroCopyOnSegment(t *testing.T) {
 			}
 			const n = 2000
 			for i := 0; i < n; i++ {
-				cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("value-%06d", i))}, nil)
+				cl.Produce(ctx, &kgo.Record{Value: value(i)}, nil)
 			}
 			if err := cl.Flush(ctx); err != nil {
 				t.Fatal(err)
@@ -57,7 +59,7 @@ func TestFetchIsZeroCopyOnSegment(t *testing.T) {
 					t.Fatalf("consumed %d of %d: %v", got, n, err)
 				}
 				fs.EachRecord(func(r *kgo.Record) {
-					if want := fmt.Sprintf("value-%06d", r.Offset); string(r.Value) != want {
+					if want := value(int(r.Offset)); string(r.Value) != string(want) {
 						t.Fatalf("offset %d holds %q", r.Offset, r.Value)
 					}
 					got++
@@ -70,20 +72,81 @@ func TestFetchIsZeroCopyOnSegment(t *testing.T) {
 			var st server.Stats
 			for i := 0; i < 100; i++ {
 				st = b.Stats()
-				if st.SendfileBytes-before.SendfileBytes >= n*12 || st.WriteBytes-before.WriteBytes >= n*12 {
+				if st.SendfileBytes-before.SendfileBytes >= n*valueLen || st.WriteBytes-before.WriteBytes >= n*valueLen {
 					break
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
 			sent, copied := st.SendfileBytes-before.SendfileBytes, st.CopyBytes-before.CopyBytes
 			t.Logf("%s: sendfile %d bytes, copied %d, written %d", tc.backend, sent, copied, st.WriteBytes-before.WriteBytes)
-			// Uncompressed, every value's 12 bytes are in the log once.
-			if tc.sendfile && (sent < n*12 || copied != 0) {
+			// Uncompressed, every value's bytes are in the log once.
+			if tc.sendfile && (sent < n*valueLen || copied != 0) {
 				t.Fatalf("segment fetch: %d bytes by sendfile, %d copied; want all by sendfile", sent, copied)
 			}
 			if !tc.sendfile && (sent != 0 || copied != 0) {
 				t.Fatalf("memory fetch: %d bytes by sendfile, %d copied from a file; want neither", sent, copied)
 			}
 		})
+	}
+}
+
+const valueLen = 200
+
+// value is record i's value: valueLen bytes that name i.
+func value(i int) []byte {
+	v := []byte(fmt.Sprintf("value-%06d-", i))
+	for len(v) < valueLen {
+		v = append(v, byte('a'+len(v)%26))
+	}
+	return v
+}
+
+// TestSmallFetchIsInlined: a consumer at the log end gets each small batch
+// in a response written with one writev (the record bytes read from the
+// page cache), not a write, a sendfile and a write.
+func TestSmallFetchIsInlined(t *testing.T) {
+	b := brokertest.Start(t, "segment")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("tail"),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ConsumeTopics("tail"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "tail"); err != nil {
+		t.Fatal(err)
+	}
+	before := b.Stats()
+	const n = 20
+	for i := 0; i < n; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value(i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		for got := false; !got; {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("record %d not consumed: %v", i, err)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if string(r.Value) != string(value(int(r.Offset))) {
+					t.Fatalf("offset %d holds %q", r.Offset, r.Value)
+				}
+				got = got || r.Offset == int64(i)
+			})
+		}
+	}
+	var st server.Stats
+	for i := 0; i < 100; i++ { // counted when the flush returns: let it settle
+		if st = b.Stats(); st.InlineBytes-before.InlineBytes >= n*valueLen {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	inlined, sent := st.InlineBytes-before.InlineBytes, st.SendfileBytes-before.SendfileBytes
+	t.Logf("inlined %d bytes, sendfile %d", inlined, sent)
+	if inlined < n*valueLen || sent != 0 {
+		t.Fatalf("tailing fetches: %d bytes inlined, %d by sendfile; want every record inlined", inlined, sent)
 	}
 }

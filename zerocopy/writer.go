@@ -42,6 +42,10 @@ type Stats struct {
 	// Fallbacks counts file slices that went (wholly or partly) by the
 	// copy path although sendfile was enabled.
 	Fallbacks int64
+	// InlineBytes are file-slice bytes of small responses read into user
+	// space and written together with their framing in one writev(2) (see
+	// Writer.SetInlineMax). They are also counted in WriteBytes.
+	InlineBytes int64
 }
 
 // Writer collects responses for one connection as a sequence of framing bytes
@@ -83,6 +87,8 @@ type Writer struct {
 	corkOn bool // argument of corkFn
 	corkFn func(fd uintptr)
 
+	inlineMax int64 // a Flush with at most this many file-slice bytes reads them
+
 	stats Stats
 	err   error // sticky
 }
@@ -123,6 +129,17 @@ func (w *Writer) Reset(dst io.Writer) {
 // exists for benchmarks that compare the two paths and for an operator escape
 // hatch; it has no effect on pending output.
 func (w *Writer) DisableSendfile() { w.raw = nil }
+
+// SetInlineMax makes a Flush whose file slices add up to at most n bytes
+// read them into memory and send the whole response with one writev(2),
+// instead of a write, a sendfile and a write for each slice. On a small
+// response the read from the page cache costs less than the extra system
+// calls, and the response leaves as one TCP segment instead of three, which
+// matters to a consumer tailing the log one small batch at a time. Larger
+// flushes still go by sendfile. 0 (the default) never inlines; n is capped
+// at 256 KiB, the size of the pooled buffer the bytes are read into (held
+// only for the Flush, so idle connections keep nothing).
+func (w *Writer) SetInlineMax(n int64) { w.inlineMax = min(max(n, 0), copyChunk) }
 
 // Sendfile reports whether file slices will go by sendfile(2).
 func (w *Writer) Sendfile() bool { return w.raw != nil }
@@ -196,6 +213,16 @@ func (w *Writer) Flush() error {
 		w.Rollback(Mark{})
 		return w.err
 	}
+	if w.inlineMax > 0 {
+		bp, err := w.inlineSmall()
+		if bp != nil {
+			// The iovecs point into *bp until the last writev below.
+			defer copyPool.Put(bp)
+		}
+		if err != nil {
+			return w.fail(err)
+		}
+	}
 	if w.raw != nil && w.fileSlices() > 1 {
 		w.setCork(true)
 		defer w.setCork(false)
@@ -233,6 +260,45 @@ func (w *Writer) Flush() error {
 		w.buf = nil
 	}
 	return nil
+}
+
+// inlineSmall replaces the pending file slices by in-memory copies when
+// they add up to at most inlineMax bytes (see SetInlineMax). It returns the
+// pooled buffer the copies live in, if it took one; the caller puts it back
+// once they are written.
+func (w *Writer) inlineSmall() (*[]byte, error) {
+	var total int64
+	for i := range w.segs {
+		if w.segs[i].s.file != nil {
+			total += w.segs[i].s.n
+			if total > w.inlineMax {
+				return nil, nil
+			}
+		}
+	}
+	if total == 0 {
+		return nil, nil
+	}
+	bp := copyPool.Get().(*[]byte)
+	buf := (*bp)[:total]
+	for i := range w.segs {
+		s := w.segs[i].s
+		if s.file == nil {
+			continue
+		}
+		dst := buf[:s.n]
+		buf = buf[s.n:]
+		if m, err := s.ReadAt(dst, 0); int64(m) < s.n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = ErrShortFile
+			}
+			return bp, fmt.Errorf("zerocopy: read %s at %d+%d: %w", s.file.f.Name(), s.pos, s.n, err)
+		}
+		s.Release()
+		w.segs[i].s = BytesSlice(dst)
+		w.stats.InlineBytes += s.n
+	}
+	return bp, nil
 }
 
 // fileSlices counts the pending file slices.

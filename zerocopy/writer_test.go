@@ -99,12 +99,19 @@ func TestWriterPaths(t *testing.T) {
 		size     int
 		tcp      bool
 		sendfile bool
+		inline   int64 // SetInlineMax
 	}{
-		{"dst=buffer/size=small", 100, false, false},
-		{"dst=buffer/size=4MiB", 4 << 20, false, false},
-		{"dst=tcp/path=sendfile/size=small", 100, true, true},
-		{"dst=tcp/path=sendfile/size=4MiB", 4 << 20, true, true},
-		{"dst=tcp/path=copy/size=4MiB", 4 << 20, true, false},
+		{"dst=buffer/size=small", 100, false, false, 0},
+		{"dst=buffer/size=4MiB", 4 << 20, false, false, 0},
+		{"dst=tcp/path=sendfile/size=small", 100, true, true, 0},
+		{"dst=tcp/path=sendfile/size=4MiB", 4 << 20, true, true, 0},
+		{"dst=tcp/path=copy/size=4MiB", 4 << 20, true, false, 0},
+		// inlined: the file bytes (97) are at most the limit
+		{"dst=tcp/path=inline/size=small", 100, true, true, 97},
+		{"dst=buffer/path=inline/size=small", 100, false, false, 97},
+		// one byte over the limit: sendfile as usual
+		{"dst=tcp/path=inline-over/size=small", 100, true, true, 96},
+		{"dst=tcp/path=inline-over/size=4MiB", 4 << 20, true, true, 64 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, data := testFile(t, tc.size)
@@ -117,6 +124,7 @@ func TestWriterPaths(t *testing.T) {
 				if !tc.sendfile {
 					w.DisableSendfile()
 				}
+				w.SetInlineMax(tc.inline)
 				want = queue(w, f, data)
 				ch := readAll(c, len(want))
 				if err := w.Flush(); err != nil {
@@ -126,6 +134,7 @@ func TestWriterPaths(t *testing.T) {
 			} else {
 				var buf bytes.Buffer
 				w = NewWriter(&buf)
+				w.SetInlineMax(tc.inline)
 				want = queue(w, f, data)
 				if err := w.Flush(); err != nil {
 					t.Fatal(err)
@@ -137,14 +146,24 @@ func TestWriterPaths(t *testing.T) {
 			}
 			st := w.Stats()
 			fileBytes := int64(len(data) - 3)
-			if tc.sendfile {
+			inlined := fileBytes <= tc.inline
+			if inlined {
+				if st.InlineBytes != fileBytes || st.SendfileBytes != 0 || st.CopyBytes != 0 {
+					t.Fatalf("stats %+v, want all %d file bytes inlined", st, fileBytes)
+				}
+				if st.WriteBytes != int64(len(want)) {
+					t.Fatalf("WriteBytes %d, want %d (framing and inlined bytes)", st.WriteBytes, len(want))
+				}
+			} else if st.InlineBytes != 0 {
+				t.Fatalf("stats %+v: %d file bytes are over the inline limit %d", st, fileBytes, tc.inline)
+			} else if tc.sendfile {
 				if st.SendfileBytes != fileBytes || st.CopyBytes != 0 {
 					t.Fatalf("stats %+v, want all %d file bytes by sendfile", st, fileBytes)
 				}
 			} else if st.CopyBytes != fileBytes || st.SendfileBytes != 0 {
 				t.Fatalf("stats %+v, want all %d file bytes copied", st, fileBytes)
 			}
-			if st.WriteBytes != int64(len(want))-fileBytes {
+			if !inlined && st.WriteBytes != int64(len(want))-fileBytes {
 				t.Fatalf("WriteBytes %d, want %d", st.WriteBytes, int64(len(want))-fileBytes)
 			}
 			if r := f.refs.Load(); r != 1 {
@@ -223,9 +242,10 @@ func TestWriterDeadline(t *testing.T) {
 
 func TestWriterShortFile(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		tcp  bool
-	}{{"path=copy", false}, {"path=sendfile", true}} {
+		name   string
+		tcp    bool
+		inline int64
+	}{{"path=copy", false, 0}, {"path=sendfile", true, 0}, {"path=inline", true, 4096}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, data := testFile(t, 1000)
 			var w *Writer
@@ -236,6 +256,7 @@ func TestWriterShortFile(t *testing.T) {
 			} else {
 				w = NewWriter(io.Discard)
 			}
+			w.SetInlineMax(tc.inline)
 			w.AddSlice(FileSlice(f, 500, int64(len(data)))) // 500 bytes past EOF
 			if err := w.Flush(); !errors.Is(err, ErrShortFile) {
 				t.Fatalf("Flush = %v, want ErrShortFile", err)

@@ -161,7 +161,10 @@ func cpuNanos() int64 {
 // TCP, by sendfile or by copying; a reader goroutine discards what arrives.
 // size=1MiB is one partition with a 1 MiB file slice of records;
 // size=4KiB/parts=100 is a wide fetch of 100 partitions with 4 KiB each, where
-// per-slice syscalls rather than copies dominate.
+// per-slice syscalls rather than copies dominate. path=inline reads the
+// file slices into memory and sends each response with one writev
+// (zerocopy.Writer.SetInlineMax), what the broker does for small responses;
+// the size=1KiB..64KiB shapes find where that stops paying.
 func BenchmarkFetchWrite(b *testing.B) {
 	const logSize = 1 << 20
 	log := batches(logSize/(16<<10), 200)[:logSize] // a trailing partial batch is allowed
@@ -170,18 +173,25 @@ func BenchmarkFetchWrite(b *testing.B) {
 		parts int
 		size  int64
 	}{
+		{"size=1KiB", 1, 1 << 10},
+		{"size=16KiB", 1, 16 << 10},
+		{"size=64KiB", 1, 64 << 10},
+		{"size=256KiB", 1, 256 << 10},
 		{"size=1MiB", 1, 1 << 20},
 		{"size=4KiB/parts=100", 100, 4 << 10},
 	} {
-		for _, path := range []string{"sendfile", "copy"} {
+		for _, path := range []string{"sendfile", "copy", "inline"} {
 			b.Run("path="+path+"/"+shape.name, func(b *testing.B) {
 				f := logFile(b, log)
 				c, s := tcpPair(b)
 				done := make(chan struct{})
 				go func() { discard(c); close(done) }()
 				w := zerocopy.NewWriter(s)
-				if path == "copy" {
+				switch path {
+				case "copy":
 					w.DisableSendfile()
+				case "inline":
+					w.SetInlineMax(shape.size * int64(shape.parts))
 				}
 				parts := make([]fetchresp.Partition, shape.parts)
 				topics := []fetchresp.Topic{{ID: [16]byte{1}, Partitions: parts}}
@@ -208,7 +218,8 @@ func BenchmarkFetchWrite(b *testing.B) {
 				s.Close()
 				<-done
 				st := w.Stats()
-				if path == "sendfile" && st.CopyBytes != 0 || path == "copy" && st.SendfileBytes != 0 {
+				if path == "sendfile" && st.CopyBytes+st.InlineBytes != 0 || path == "copy" && st.SendfileBytes != 0 ||
+					path == "inline" && st.SendfileBytes+st.CopyBytes != 0 {
 					b.Fatalf("wrong path taken: %+v", st)
 				}
 			})
