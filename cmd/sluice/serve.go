@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -32,6 +33,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "key=value overriding the config file (repeatable)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +58,23 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice serve: --cpuprofile: %v\n", err)
+			return 2
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "sluice serve: --cpuprofile: %v\n", err)
+			f.Close()
+			return 2
+		}
+		// Written on a clean shutdown; a SIGKILL leaves a truncated file.
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	b, err := broker.Start(cfg, broker.Options{Logger: logger})
 	if err != nil {
