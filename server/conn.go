@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -166,10 +167,18 @@ func (c *conn) stopReading() {
 	})
 }
 
+// readBufferSize is the read buffer of a connection.
+const readBufferSize = 16 << 10
+
 // readLoop reads frames until EOF, an error, a bad frame or shutdown.
 func (c *conn) readLoop() {
 	defer close(c.reqs)
 	defer c.cancel()
+	// A small request (a produce of one batch, a fetch, a heartbeat) and
+	// the size before it arrive with one read instead of two; a body larger
+	// than the buffer is read straight into its frame (bufio does not copy
+	// reads bigger than its buffer when it is empty).
+	rd := bufio.NewReaderSize(c.nc, readBufferSize)
 	var size [4]byte
 	for {
 		if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
@@ -180,7 +189,7 @@ func (c *conn) readLoop() {
 			return
 		default:
 		}
-		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+		if _, err := io.ReadFull(rd, size[:]); err != nil {
 			c.logReadErr(err)
 			return
 		}
@@ -191,7 +200,7 @@ func (c *conn) readLoop() {
 		}
 		frame := getFrame(int(n))
 		body := *frame
-		if _, err := io.ReadFull(c.nc, body); err != nil {
+		if _, err := io.ReadFull(rd, body); err != nil {
 			c.logReadErr(err)
 			return
 		}
