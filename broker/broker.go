@@ -16,8 +16,6 @@
 package broker
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,10 +101,12 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	if b.meta, err = metastore.Open(filepath.Join(dir, MetaDirName), metastore.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if b.cid, err = clusterID(b.meta, cfg.ClusterIDOverride); err != nil {
+	props, err := readMetaProperties(dir, cfg.BrokerID)
+	if err != nil {
 		return nil, err
 	}
-	if err = checkMetaProperties(dir, cfg.BrokerID, b.cid); err != nil {
+	localCID, err := localClusterID(b.meta, props, cfg.ClusterIDOverride)
+	if err != nil {
 		return nil, err
 	}
 	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval}); err != nil {
@@ -133,11 +133,24 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	}
 	b.addr = b.lns[0].Addr().String()
 
-	if !cfg.SingleNode() {
-		if b.node, err = startNode(cfg, host, port, log); err != nil {
+	if cfg.SingleNode() {
+		b.cid = localCID
+		if b.cid == "" {
+			b.cid = cluster.NewClusterID()
+		}
+	} else {
+		// The cluster's id is /cluster/id; startNode refuses a data dir
+		// that belongs to another cluster.
+		if b.node, err = startNode(cfg, host, port, localCID, log); err != nil {
 			b.closeListeners()
 			return nil, fmt.Errorf("broker: %w", err)
 		}
+		b.cid = b.node.ClusterID()
+	}
+	if err = adoptClusterID(b.meta, dir, props, cfg.BrokerID, b.cid); err != nil {
+		b.closeNode()
+		b.closeListeners()
+		return nil, err
 	}
 	b.srv, err = server.New(server.Options{
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
@@ -246,28 +259,48 @@ func (b *Broker) retentionLoop() {
 	}
 }
 
-// clusterID loads the persisted cluster id, creating it on first start.
-func clusterID(meta *metastore.Store, override string) (string, error) {
-	v, err := meta.GetCheckpoint(clusterIDCheckpoint)
-	switch {
+// localClusterID is the cluster id this broker's data already belongs to:
+// the metastore's, else meta.properties', else cluster.id from the config;
+// "" for a new broker. They must agree where present.
+func localClusterID(meta *metastore.Store, props map[string]string, override string) (string, error) {
+	stored := ""
+	switch v, err := meta.GetCheckpoint(clusterIDCheckpoint); {
 	case err == nil:
-		if override != "" && override != string(v) {
-			return "", fmt.Errorf("broker: cluster.id %q does not match the stored cluster id %q", override, v)
-		}
-		return string(v), nil
+		stored = string(v)
 	case !errors.Is(err, metastore.ErrNotFound):
 		return "", fmt.Errorf("broker: load cluster id: %w", err)
 	}
-	id := override
-	if id == "" {
-		var raw [16]byte
-		rand.Read(raw[:])
-		id = base64.RawURLEncoding.EncodeToString(raw[:]) // 22 chars, like Kafka's
+	id := stored
+	if p := props["cluster.id"]; p != "" {
+		if id != "" && p != id {
+			return "", fmt.Errorf("broker: %s says cluster.id=%s but the metastore says %s", metaPropertiesFile, p, id)
+		}
+		id = p
 	}
-	if err := meta.PutCheckpoint(clusterIDCheckpoint, []byte(id)); err != nil {
-		return "", fmt.Errorf("broker: store cluster id: %w", err)
+	if override != "" {
+		if id != "" && override != id {
+			return "", fmt.Errorf("broker: cluster.id %q does not match the stored cluster id %q", override, id)
+		}
+		id = override
 	}
 	return id, nil
+}
+
+// adoptClusterID records id, the cluster this broker now belongs to, in the
+// metastore and in meta.properties where they lack it.
+func adoptClusterID(meta *metastore.Store, dir string, props map[string]string, brokerID int32, id string) error {
+	switch _, err := meta.GetCheckpoint(clusterIDCheckpoint); {
+	case errors.Is(err, metastore.ErrNotFound):
+		if err := meta.PutCheckpoint(clusterIDCheckpoint, []byte(id)); err != nil {
+			return fmt.Errorf("broker: store cluster id: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("broker: load cluster id: %w", err)
+	}
+	if props == nil {
+		return writeMetaProperties(dir, brokerID, id)
+	}
+	return nil
 }
 
 // parseListener turns "PLAINTEXT://host:port" into "host:port". Only

@@ -20,9 +20,10 @@ import (
 const controlledShutdownTimeout = 30 * time.Second
 
 // startNode joins the cluster as cfg.BrokerID, advertised at host:port.
-func startNode(cfg config.Config, host string, port int32, log *slog.Logger) (*cluster.Node, error) {
+func startNode(cfg config.Config, host string, port int32, clusterID string, log *slog.Logger) (*cluster.Node, error) {
 	return cluster.Start(cluster.Options{
 		BrokerID:              cfg.BrokerID,
+		ClusterID:             clusterID,
 		Host:                  host,
 		Port:                  port,
 		Rack:                  cfg.RackID,

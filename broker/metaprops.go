@@ -21,16 +21,17 @@ import (
 // broker or cluster: that dir belongs to someone else.
 const metaPropertiesFile = "meta.properties"
 
-// checkMetaProperties reads dir/meta.properties and checks it against
-// brokerID and clusterID, or writes it (durably) when absent.
-func checkMetaProperties(dir string, brokerID int32, clusterID string) error {
+// readMetaProperties reads dir/meta.properties (nil when absent) and checks
+// its broker.id against brokerID; its cluster.id is checked by
+// localClusterID and, in cluster mode, against /cluster/id.
+func readMetaProperties(dir string, brokerID int32) (map[string]string, error) {
 	path := filepath.Join(dir, metaPropertiesFile)
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
-		return writeMetaProperties(dir, brokerID, clusterID)
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("broker: read %s: %w", path, err)
+		return nil, fmt.Errorf("broker: read %s: %w", path, err)
 	}
 	props := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -43,12 +44,9 @@ func checkMetaProperties(dir string, brokerID int32, clusterID string) error {
 		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	if v, ok := props["broker.id"]; ok && v != strconv.Itoa(int(brokerID)) {
-		return fmt.Errorf("broker: %s says broker.id=%s but the config says %d", path, v, brokerID)
+		return nil, fmt.Errorf("broker: %s says broker.id=%s but the config says %d", path, v, brokerID)
 	}
-	if v, ok := props["cluster.id"]; ok && v != clusterID {
-		return fmt.Errorf("broker: %s says cluster.id=%s but the metastore says %s", path, v, clusterID)
-	}
-	return nil
+	return props, nil
 }
 
 // writeMetaProperties writes the file via a temp file, fsync, rename and a

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -288,6 +289,45 @@ func TestRegistrationAndDuplicateID(t *testing.T) {
 		t.Fatalf("duplicate id: %v", err)
 	}
 	t.Log(err)
+}
+
+// TestClusterID: the first broker creates /cluster/id in Kafka's format,
+// the others adopt it, and a broker whose data belongs to another cluster
+// is refused.
+func TestClusterID(t *testing.T) {
+	tc := newTestCluster(t, 2, nil)
+	data, _, err := tc.client.Get("/sluice" + clusterIDPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zn clusterIDZNode
+	if err := json.Unmarshal(data, &zn); err != nil || zn.Version != "1" || len(zn.ID) != 22 {
+		t.Fatalf("/cluster/id holds %s (%v)", data, err)
+	}
+	for id, n := range tc.nodes {
+		if n.ClusterID() != zn.ID {
+			t.Fatalf("broker %d says cluster %q, /cluster/id says %q", id, n.ClusterID(), zn.ID)
+		}
+	}
+	o := tc.options(3)
+	o.ClusterID = "another-cluster-id0000"
+	if n, err := Start(o); !errors.Is(err, ErrInconsistentClusterID) {
+		if err == nil {
+			n.Close()
+		}
+		t.Fatalf("broker of another cluster: %v, want ErrInconsistentClusterID", err)
+	} else {
+		t.Log(err)
+	}
+	if ok, _, _ := tc.client.Exists("/sluice/brokers/ids/3"); ok {
+		t.Fatal("the refused broker registered")
+	}
+	o.ClusterID = zn.ID // a broker restarting with the cluster's id
+	n, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
 }
 
 func TestControllerElectionAndEpoch(t *testing.T) {

@@ -4,6 +4,10 @@ import "errors"
 
 // Errors. The server maps them to Kafka error codes when it answers.
 var (
+	// ErrInconsistentClusterID: the broker's data belongs to another
+	// cluster than the one whose /cluster/id ZooKeeper holds (Kafka's
+	// InconsistentClusterIdException).
+	ErrInconsistentClusterID = errors.New("cluster: inconsistent cluster id")
 	// ErrBrokerIDInUse: another live broker is registered with this id.
 	ErrBrokerIDInUse = errors.New("cluster: broker id already registered by a live broker")
 	// ErrTopicExists: the topic exists or is being deleted.

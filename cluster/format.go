@@ -16,6 +16,7 @@ import (
 // chroot of zookeeper.connect. Part of the cluster's persistent format: do
 // not change.
 //
+//	/cluster/id                                persistent clusterIDZNode, created by the first broker
 //	/brokers/ids/<id>                          ephemeral  brokerRegistration
 //	/controller                                ephemeral  controllerZNode
 //	/controller_epoch                          persistent decimal epoch
@@ -27,6 +28,7 @@ import (
 //	/admin/delete_topics/<t>                   persistent deletion request, removed when done
 //	/isr_change_notification/isr_change_<seq>  persistent sequential isrChangeNotification
 const (
+	clusterIDPath       = "/cluster/id"
 	brokersPath         = "/brokers"
 	brokerIDsPath       = "/brokers/ids"
 	topicsPath          = "/brokers/topics"
@@ -39,6 +41,12 @@ const (
 	isrChangePrefix     = "isr_change_"
 	configChangePrefix  = "config_change_"
 )
+
+// clusterIDZNode is /cluster/id.
+type clusterIDZNode struct {
+	Version string `json:"version"`
+	ID      string `json:"id"`
+}
 
 // persistentPaths are created at start when missing, as Kafka's brokers do.
 var persistentPaths = []string{brokerIDsPath, topicsPath, configTopicsPath, configChangesPath,

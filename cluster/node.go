@@ -41,6 +41,11 @@ type Options struct {
 	Host     string // advertised host
 	Port     int32  // advertised port
 	Rack     string // "" for none
+	// ClusterID is the cluster id the broker's data dir already belongs to,
+	// or "" for a new broker. The cluster's id lives in /cluster/id: the
+	// first broker creates it (with this id, or a new one); a broker whose
+	// ClusterID differs from it is refused with ErrInconsistentClusterID.
+	ClusterID string
 	// ZkConnect is zookeeper.connect: "host:port,host:port/chroot". The
 	// chroot is created when missing.
 	ZkConnect string
@@ -68,10 +73,11 @@ type Options struct {
 // Node is one broker's membership in the cluster. Its methods are safe for
 // concurrent use.
 type Node struct {
-	opts  Options
-	log   *slog.Logger
-	zk    *zkClient
-	cache *MetadataCache
+	opts      Options
+	log       *slog.Logger
+	zk        *zkClient
+	cache     *MetadataCache
+	clusterID string // immutable after Start
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -162,6 +168,9 @@ func Start(opts Options) (*Node, error) {
 			return fail(fmt.Errorf("cluster: create %s: %w", p, err))
 		}
 	}
+	if n.clusterID, err = n.zk.ensureClusterID(opts.ClusterID); err != nil {
+		return fail(err)
+	}
 	if err := n.register(); err != nil {
 		return fail(err)
 	}
@@ -186,6 +195,9 @@ func (n *Node) Close() error {
 	n.connsMu.Unlock()
 	return nil
 }
+
+// ClusterID is the cluster's id, from /cluster/id.
+func (n *Node) ClusterID() string { return n.clusterID }
 
 // BrokerID is this broker's id.
 func (n *Node) BrokerID() int32 { return n.opts.BrokerID }

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -139,4 +142,51 @@ func (z *zkClient) multi(ops ...any) ([]zk.MultiResponse, error) {
 		}
 	}
 	return res, err
+}
+
+// ensureClusterID returns the id in /cluster/id, creating the znode with
+// local (or a new random id when local is "") when it does not exist yet.
+// When two brokers race to create it, the loser reads the winner's. A
+// broker whose local id differs from the cluster's gets
+// ErrInconsistentClusterID: its data dir belongs to another cluster.
+func (z *zkClient) ensureClusterID(local string) (string, error) {
+	for range 3 {
+		data, _, err := z.get(clusterIDPath)
+		if err == nil {
+			var zn clusterIDZNode
+			if err := json.Unmarshal(data, &zn); err != nil || zn.ID == "" {
+				return "", fmt.Errorf("cluster: %s holds %q, not a cluster id: %v", clusterIDPath, data, err)
+			}
+			if local != "" && local != zn.ID {
+				return "", fmt.Errorf("%w: this broker's data belongs to cluster %s, but %s in ZooKeeper is %s",
+					ErrInconsistentClusterID, local, clusterIDPath, zn.ID)
+			}
+			return zn.ID, nil
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return "", fmt.Errorf("cluster: read %s: %w", clusterIDPath, err)
+		}
+		id := local
+		if id == "" {
+			id = NewClusterID()
+		}
+		data, _ = json.Marshal(clusterIDZNode{Version: "1", ID: id})
+		_, err = z.createParents(clusterIDPath, data, 0)
+		if err == nil {
+			return id, nil
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return "", fmt.Errorf("cluster: create %s: %w", clusterIDPath, err)
+		}
+		// another broker created it first: read theirs
+	}
+	return "", fmt.Errorf("cluster: %s keeps appearing and disappearing", clusterIDPath)
+}
+
+// NewClusterID returns a new random cluster id: 16 random bytes in URL-safe
+// base64 without padding (22 characters), as Kafka makes them.
+func NewClusterID() string {
+	var raw [16]byte
+	rand.Read(raw[:])
+	return base64.RawURLEncoding.EncodeToString(raw[:])
 }

@@ -73,7 +73,7 @@ func (c *testCluster) admin() (*kadm.Client, *kgo.Client) {
 }
 
 // waitBrokers waits until every running broker's metadata lists n
-// brokers and a controller.
+// brokers and a controller, and names the same cluster id (/cluster/id).
 func (c *testCluster) waitBrokers(n int, within time.Duration) {
 	c.t.Helper()
 	deadline := time.Now().Add(within)
@@ -81,7 +81,7 @@ func (c *testCluster) waitBrokers(n int, within time.Duration) {
 		views := c.views()
 		ok := len(views) > 0
 		for _, v := range views {
-			ok = ok && v.err == nil && v.brokers == n && v.controller >= 0
+			ok = ok && v.err == nil && v.brokers == n && v.controller >= 0 && v.clusterID != "" && v.clusterID == views[0].clusterID
 		}
 		if ok {
 			return
@@ -153,6 +153,7 @@ type view struct {
 	id              int32
 	controller      int32
 	brokers, topics int
+	clusterID       string
 	err             error
 }
 
@@ -177,6 +178,9 @@ func (c *testCluster) views() []view {
 		cl.Close()
 		if v.err = err; err == nil {
 			v.controller, v.brokers, v.topics = resp.ControllerID, len(resp.Brokers), len(resp.Topics)
+			if resp.ClusterID != nil {
+				v.clusterID = *resp.ClusterID
+			}
 		}
 		out = append(out, v)
 	}
@@ -187,7 +191,7 @@ func (c *testCluster) views() []view {
 func (c *testCluster) metadataViews() string {
 	var b strings.Builder
 	for _, v := range c.views() {
-		fmt.Fprintf(&b, "broker %d metadata: controller %d, %d brokers, %d topics, err %v\n", v.id, v.controller, v.brokers, v.topics, v.err)
+		fmt.Fprintf(&b, "broker %d metadata: cluster %s, controller %d, %d brokers, %d topics, err %v\n", v.id, v.clusterID, v.controller, v.brokers, v.topics, v.err)
 	}
 	return b.String()
 }
