@@ -246,6 +246,10 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 	p("and broker take turns and their CPU adds up to about one core; acks=all (idempotent)\n")
 	p("keeps up to 5 in flight. †100 B rows are client-bound by design (franz-go's per-record\n")
 	p("work dominates); read them for the broker's CPU per GB, not for its throughput.\n\n")
+	p("Warm-up: before anything is measured, WARM_MB of memory is written to /dev/shm and freed.\n")
+	p("This machine is a VM whose memory the host backs on first touch: on a fresh VM three\n")
+	p("successive 1 GiB dd runs gave 272, 924 and 3800 MB/s, so without it whichever broker\n")
+	p("ran first would pay for the VM's page faults.\n\n")
 
 	p("### Limits of this machine\n\n")
 	p("| limit | MB/s median (min–max) |\n|---|---|\n")
