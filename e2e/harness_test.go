@@ -7,6 +7,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -94,52 +95,98 @@ type brokerProc struct {
 }
 
 // startBroker starts `sluice serve` on a free loopback port with its data in
-// dir, and waits until it accepts connections.
+// dir, and waits until it accepts connections. The port was free a moment
+// before the broker binds it, so another process may take it in between:
+// on "address already in use" it tries again with a new port (3 attempts
+// in all), as internal/zktest does.
 func startBroker(t *testing.T, dir string, sets ...string) *brokerProc {
 	t.Helper()
-	port := freePort(t)
-	args := []string{"serve",
-		"--set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),
-		"--set", "log.dirs=" + dir,
-	}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	b := &brokerProc{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, args: args}
-	b.start()
+	b := &brokerProc{t: t, dir: dir}
 	t.Cleanup(func() { b.kill() })
-	return b
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		args := []string{"serve",
+			"--set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),
+			"--set", "log.dirs=" + dir,
+		}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		b.addr, b.args = fmt.Sprintf("127.0.0.1:%d", port), args
+		err := b.tryStart()
+		if err == nil {
+			return b
+		}
+		if attempt >= 3 || !errors.Is(err, errAddrInUse) {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; retrying on another port", attempt, err)
+	}
 }
 
+// errAddrInUse marks a broker that exited during start because its port
+// was taken.
+var errAddrInUse = errors.New("address already in use")
+
+// start starts the broker process on b.addr and waits until it listens.
+// The address is fixed (a restarted broker keeps it), so "address already
+// in use" is retried on the same port after a pause, 3 attempts in all.
 func (b *brokerProc) start() {
+	b.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := b.tryStart()
+		if err == nil {
+			return
+		}
+		if attempt >= 3 || !errors.Is(err, errAddrInUse) {
+			b.t.Fatal(err)
+		}
+		b.t.Logf("attempt %d: %v; retrying", attempt, err)
+		time.Sleep(time.Second)
+	}
+}
+
+// tryStart starts the broker process once and waits until it listens on
+// b.addr and has logged that it started (a connection alone could reach
+// another process that took the port). An error wraps errAddrInUse when
+// the process exited because the port was taken.
+func (b *brokerProc) tryStart() error {
 	t := b.t
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(t.TempDir(), "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	b.logs = logf
 	b.cmd = exec.Command(sluiceBinary(t), b.args...)
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {
-		t.Fatal(err)
+		b.cmd = nil
+		return err
 	}
 	b.done = make(chan error, 1)
 	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(b.cmd, b.done)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", b.addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
+		if strings.Contains(b.logText(), "broker started") {
+			c, err := net.DialTimeout("tcp", b.addr, time.Second)
+			if err == nil {
+				c.Close()
+				return nil
+			}
 		}
 		select {
 		case err := <-b.done:
-			t.Fatalf("broker exited during start: %v\n%s", err, b.logText())
+			b.cmd = nil
+			logs := b.logText()
+			if strings.Contains(logs, "address already in use") {
+				return fmt.Errorf("broker exited during start on %s: %w: %v\n%s", b.addr, errAddrInUse, err, logs)
+			}
+			return fmt.Errorf("broker exited during start: %v\n%s", err, logs)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("broker did not listen on %s within 30s\n%s", b.addr, b.logText())
+			return fmt.Errorf("broker did not listen on %s within 30s\n%s", b.addr, b.logText())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
