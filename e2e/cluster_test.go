@@ -118,7 +118,7 @@ func (c *testCluster) waitFor(within time.Duration, what string, cond func(*kadm
 func (c *testCluster) partition(topic string, p int32) (kadm.PartitionDetail, bool) {
 	adm, cl := c.admin()
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	m, err := adm.Metadata(ctx, topic)
 	if err != nil {
@@ -172,7 +172,7 @@ func (c *testCluster) views() []view {
 			c.t.Fatal(err)
 		}
 		req := kmsg.NewPtrMetadataRequest()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, err := req.RequestWith(ctx, cl)
 		cancel()
 		cl.Close()
@@ -270,7 +270,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	c := startCluster(t, 3)
 	two := "2"
 	c.createTopic("ha", 1, 3, map[string]*string{"min.insync.replicas": &two})
-	pd, _ := c.partition("ha", 0)
+	pd := c.mustPartition("ha", 0)
 	leader := pd.Leader
 	t.Logf("leader of ha-0 is broker %d, ISR %v", leader, pd.ISR)
 
@@ -295,7 +295,9 @@ func TestClusterLeaderKill(t *testing.T) {
 	}
 	acks := make(chan ack, total)
 	fails := make(chan error, total)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// Generous: 200k acks=all records, a failover and a full consume on a
+	// shared, loaded CI machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 	defer cancel()
 	var killedAt time.Time
 	killed := false

@@ -128,8 +128,11 @@ func TestGroupResumeAfterSIGKILL(t *testing.T) {
 			b.restart()
 			t.Logf("killed and restarted in %v", time.Since(start))
 
+			// A new deadline: the kill and restart may have used up ctx.
+			fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer fcancel()
 			adm := kadm.NewClient(groupClient(t, b.addr))
-			offs, err := adm.FetchOffsets(ctx, group)
+			offs, err := adm.FetchOffsets(fctx, group)
 			if err != nil {
 				t.Fatalf("fetch offsets after restart: %v\n%s", err, b.logText())
 			}
