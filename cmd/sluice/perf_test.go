@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice/sluice/bench/load"
 	"github.com/sluice/sluice/broker/brokertest"
@@ -155,9 +156,17 @@ func TestPerfBounded(t *testing.T) {
 		t.Fatalf("produce --duration: %d records, %d errors, stopped by %s", res.Records, res.Errors, res.StoppedBy)
 	}
 	want := res.Records + 10
+	// --timeout caps the whole run, client setup included: 5s leaves a
+	// loaded machine time to set up and read what is there, and is far
+	// below the 5m default cap of a run bounded by --records.
+	start := time.Now()
 	res = runPerf(t, 1, "consume", "--brokers", b.Addr(), "--topic", "perf-bounded", "--quiet",
-		"--records", fmt.Sprint(want), "--timeout", "1s")
+		"--records", fmt.Sprint(want), "--timeout", "5s")
+	took := time.Since(start)
 	if res.StoppedBy != "timeout" || res.Records != want-10 {
 		t.Fatalf("consume of %d records from %d: read %d, stopped by %s", want, want-10, res.Records, res.StoppedBy)
+	}
+	if took > 2*time.Minute {
+		t.Fatalf("consume with --timeout 5s took %v", took)
 	}
 }
