@@ -358,10 +358,10 @@ func dropResponse(r *response) {
 // this goes out as one writev after reading them from the page cache; larger
 // ones go by sendfile. A consumer tailing the log gets a small batch per
 // fetch, and for it a write, a sendfile and a write (three TCP segments)
-// cost 5-8x the CPU of one writev. BenchmarkFetchWrite in server/fetchresp
-// (loopback, one partition): 1 KiB 2.9 vs 22.6 us of CPU per response,
-// 16 KiB 21 vs 39, 64 KiB 32-45 vs 41-59; from about 256 KiB sendfile wins
-// (1 MiB: 524 vs 712 us).
+// cost more than one writev. BenchmarkFetchWrite in server/fetchresp
+// (loopback, one partition; CPU per response, medians of 5): 1 KiB 13 vs
+// 35 us, 4 KiB 13 vs 31, 16 KiB 16 vs 30, 64 KiB 49 vs 50 (even), 256 KiB
+// 149 vs 118 (sendfile wins from there on).
 const fetchInlineMax = 64 << 10
 
 // writeLoop writes responses in order, flushing whenever the queue is empty,

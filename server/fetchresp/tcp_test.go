@@ -174,6 +174,8 @@ func BenchmarkFetchWrite(b *testing.B) {
 		size  int64
 	}{
 		{"size=1KiB", 1, 1 << 10},
+		{"size=4KiB", 1, 4 << 10},
+		{"size=8KiB", 1, 8 << 10},
 		{"size=16KiB", 1, 16 << 10},
 		{"size=64KiB", 1, 64 << 10},
 		{"size=256KiB", 1, 256 << 10},
@@ -191,6 +193,9 @@ func BenchmarkFetchWrite(b *testing.B) {
 				case "copy":
 					w.DisableSendfile()
 				case "inline":
+					if shape.size*int64(shape.parts) > 256<<10 {
+						b.Skip("over the 256 KiB cap of zerocopy.Writer.SetInlineMax")
+					}
 					w.SetInlineMax(shape.size * int64(shape.parts))
 				}
 				parts := make([]fetchresp.Partition, shape.parts)
