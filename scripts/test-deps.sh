@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need when it is missing: kcat (a
-# librdkafka client, to prove compatibility with a non-Go client) and a real
-# ZooKeeper (for cluster tests). Under CI=true a dependency that cannot be
-# installed is a failure; elsewhere it is a warning and those tests skip.
+# librdkafka client), kafka-python (Debian's python3-kafka, for
+# /usr/bin/python3) and kafkajs (npm, pinned by e2e/compat/kafkajs's lock
+# file), to prove compatibility with non-Go clients; and a real ZooKeeper
+# (for cluster tests). Under CI=true a dependency that cannot be installed is
+# a failure; elsewhere it is a warning and those tests skip.
 set -u
+cd "$(dirname "$0")/.."
+fail() {
+	if [ "${CI:-}" = "true" ]; then
+		echo "test-deps: $* (CI=true: failing)" >&2
+		exit 1
+	fi
+	echo "test-deps: $*; tests that need it will skip" >&2
+}
+
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
-[ ${#need[@]} -eq 0 ] && exit 0
-
-echo "test-deps: installing ${need[*]}" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"; } >&2; then
-	if [ "${CI:-}" = "true" ]; then
-		echo "test-deps: could not install ${need[*]} (CI=true: failing)" >&2
-		exit 1
+/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "test-deps: installing ${need[*]}" >&2
+	SUDO=""
+	[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+	if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"; } >&2; then
+		fail "could not install ${need[*]}"
 	fi
-	echo "test-deps: could not install ${need[*]}; tests that need them will skip" >&2
+fi
+
+js=e2e/compat/kafkajs
+if [ ! -f "$js/node_modules/kafkajs/package.json" ]; then
+	echo "test-deps: npm ci in $js" >&2
+	if ! (cd "$js" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >&2; then
+		fail "could not install kafkajs (npm ci in $js)"
+	fi
 fi
 exit 0
