@@ -5,7 +5,10 @@ package cluster
 // {"version":2,"entity_path":"topics/<t>"}, as Kafka's AdminZkClient does.
 // Every broker watches /config/changes (Kafka's ZkConfigManager) and
 // re-reads the config of each topic named by a notification newer than the
-// last one it handled; the notifications themselves are not deleted here.
+// last one it handled. Like Kafka's ZkNodeChangeNotificationListener, each
+// broker deletes the notifications it has handled once they are older than
+// Options.ConfigChangeExpiration (15 minutes): by then every live broker has
+// seen them, and one that was down re-reads every config it hosts anyway.
 
 import (
 	"cmp"
@@ -97,10 +100,35 @@ func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string
 				fn(topic)
 			}
 		}
+		n.purgeConfigChanges(names, last)
 		select {
 		case <-ch:
 		case <-ctx.Done():
 		case <-n.ctx.Done():
+		}
+	}
+}
+
+// purgeConfigChanges deletes the notifications among names with a
+// sequence number up to last (handled) that were created more than
+// ConfigChangeExpiration ago. Another broker deleting one first is fine.
+func (n *Node) purgeConfigChanges(names []string, last int64) {
+	cutoff := time.Now().Add(-n.opts.ConfigChangeExpiration).UnixMilli()
+	for _, c := range names {
+		s, ok := strings.CutPrefix(c, configChangePrefix)
+		if !ok {
+			continue
+		}
+		if seq, err := strconv.ParseInt(s, 10, 64); err != nil || seq > last {
+			continue
+		}
+		p := configChangesPath + "/" + c
+		ok, st, err := n.zk.conn.Exists(n.zk.p(p))
+		if err != nil || !ok || st.Ctime > cutoff {
+			continue
+		}
+		if err := n.zk.delete(p, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			n.log.Debug("cluster: purge config change", "znode", c, "err", err)
 		}
 	}
 }

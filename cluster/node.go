@@ -57,6 +57,11 @@ type Options struct {
 	UncleanLeaderElection bool
 	// RequestTimeout bounds each controller-to-broker request (default 30 s).
 	RequestTimeout time.Duration
+	// ConfigChangeExpiration is how long a /config/changes notification is
+	// kept once handled (default 15 minutes, Kafka's changeExpirationMs):
+	// every broker that has handled a notification older than this deletes
+	// it, so the directory does not grow forever.
+	ConfigChangeExpiration time.Duration
 	Logger         *slog.Logger
 	// Send carries the controller's requests and ControlledShutdown. The
 	// default opens one kconn.Conn per broker address.
@@ -112,6 +117,9 @@ func Start(opts Options) (*Node, error) {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.ConfigChangeExpiration <= 0 {
+		opts.ConfigChangeExpiration = 15 * time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
