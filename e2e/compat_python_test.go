@@ -69,7 +69,7 @@ func TestKafkaPython(t *testing.T) {
 	if _, err := os.Stat(script); err != nil {
 		t.Fatal(err)
 	}
-	b := startBroker(t, t.TempDir(), "num.partitions=3")
+	b := startBroker(t, t.TempDir(), "num.partitions=3", "group.initial.rebalance.delay.ms=100")
 	const n, m = 3000, 500
 	for _, v := range []struct {
 		name, compression, apiVersion string
