@@ -60,6 +60,7 @@ func perf(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("target-rate", 0, fmt.Sprintf("records/s over all producers, 0: unlimited (e2e: %d)", load.DefaultE2ERate))
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file (for go tool pprof)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -98,6 +99,12 @@ func perf(args []string, stdout, stderr io.Writer) int {
 		cfg.Progress = stderr
 	}
 
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice perf: %v\n", err)
+		return 2
+	}
+	defer stopProfile()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := load.Run(ctx, cfg)

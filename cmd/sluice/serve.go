@@ -59,23 +59,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 2
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "sluice serve: --cpuprofile: %v\n", err)
-			return 2
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "sluice serve: --cpuprofile: %v\n", err)
-			f.Close()
-			return 2
-		}
-		// Written on a clean shutdown; a SIGKILL leaves a truncated file.
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
+	// Written on a clean shutdown; a SIGKILL leaves a truncated file.
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
 	}
+	defer stopProfile()
 	b, err := broker.Start(cfg, broker.Options{Logger: logger})
 	if err != nil {
 		logger.Error("broker failed to start", "err", err)
@@ -106,4 +96,24 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		logger.Error("broker stopped without a signal")
 		return 1
 	}
+}
+
+// startCPUProfile starts a CPU profile written to path (nothing when path
+// is ""); the returned func stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
