@@ -22,15 +22,18 @@ const controlledShutdownTimeout = 30 * time.Second
 // startNode joins the cluster as cfg.BrokerID, advertised at host:port.
 func startNode(cfg config.Config, host string, port int32, clusterID string, log *slog.Logger) (*cluster.Node, error) {
 	return cluster.Start(cluster.Options{
-		BrokerID:              cfg.BrokerID,
-		ClusterID:             clusterID,
-		Host:                  host,
-		Port:                  port,
-		Rack:                  cfg.RackID,
-		ZkConnect:             cfg.ZooKeeperConnect,
-		SessionTimeout:        cfg.ZooKeeperSessionTimeout,
-		UncleanLeaderElection: cfg.UncleanLeaderElection,
-		Logger:                log,
+		BrokerID:                  cfg.BrokerID,
+		ClusterID:                 clusterID,
+		Host:                      host,
+		Port:                      port,
+		Rack:                      cfg.RackID,
+		ZkConnect:                 cfg.ZooKeeperConnect,
+		SessionTimeout:            cfg.ZooKeeperSessionTimeout,
+		UncleanLeaderElection:     cfg.UncleanLeaderElection,
+		AutoLeaderRebalance:       cfg.AutoLeaderRebalance,
+		LeaderImbalanceCheck:      cfg.LeaderImbalanceCheck,
+		LeaderImbalancePercentage: cfg.LeaderImbalancePercentage,
+		Logger:                    log,
 	})
 }
 

@@ -66,6 +66,9 @@ func (n *Node) becomeController(epoch, epochZkVersion int32) {
 	c.log.Info("cluster: became controller")
 	err := c.failover()
 	n.afterControllerError(event{kind: evControllerChange}, err)
+	if n.ctl == c {
+		c.scheduleLeaderRebalance()
+	}
 }
 
 func (c *controller) failover() error {

@@ -20,10 +20,11 @@ const (
 	evTopicDeletion                          // children of /admin/delete_topics
 	evIsrChange                              // children of /isr_change_notification
 	evControlledShutdown                     // HandleControlledShutdown
+	evAutoLeaderRebalance                    // the periodic preferred-leader check
 )
 
 var eventNames = [...]string{"ControllerChange", "SessionRenewed", "BrokerChange", "TopicChange",
-	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown"}
+	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection"}
 
 func (k eventKind) String() string { return eventNames[k] }
 
@@ -145,6 +146,12 @@ func (n *Node) handle(e event) {
 		err = c.onTopicDeletion()
 	case evIsrChange:
 		err = c.onIsrChange()
+	case evAutoLeaderRebalance:
+		// On failure afterControllerError retries this event, whose
+		// success schedules the next check: one chain of checks per term.
+		if err = c.onAutoLeaderRebalance(); err == nil {
+			c.scheduleLeaderRebalance()
+		}
 	}
 	n.afterControllerError(e, err)
 }

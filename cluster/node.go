@@ -57,6 +57,17 @@ type Options struct {
 	UncleanLeaderElection bool
 	// RequestTimeout bounds each controller-to-broker request (default 30 s).
 	RequestTimeout time.Duration
+	// AutoLeaderRebalance (auto.leader.rebalance.enable) makes the
+	// controller move leadership back to each partition's preferred replica
+	// (the first of its assignment) when it is alive and in sync, checking
+	// every LeaderImbalanceCheck (default 300 s) and acting for a broker
+	// when more than LeaderImbalancePercentage (default 10) percent of the
+	// partitions it prefers are led by another broker: after a broker
+	// restarts, leadership spreads again instead of staying on the
+	// brokers that took over.
+	AutoLeaderRebalance       bool
+	LeaderImbalanceCheck      time.Duration
+	LeaderImbalancePercentage int
 	// ConfigChangeExpiration is how long a /config/changes notification is
 	// kept once handled (default 15 minutes, Kafka's changeExpirationMs):
 	// every broker that has handled a notification older than this deletes
@@ -117,6 +128,9 @@ func Start(opts Options) (*Node, error) {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.LeaderImbalanceCheck <= 0 {
+		opts.LeaderImbalanceCheck = 300 * time.Second
 	}
 	if opts.ConfigChangeExpiration <= 0 {
 		opts.ConfigChangeExpiration = 15 * time.Minute

@@ -47,6 +47,9 @@ type Config struct {
 	GroupMinSessionTimeout     time.Duration // group.min.session.timeout.ms
 	GroupMaxSessionTimeout     time.Duration // group.max.session.timeout.ms
 	ControlledShutdownEnable   bool          // controlled.shutdown.enable
+	AutoLeaderRebalance        bool          // auto.leader.rebalance.enable
+	LeaderImbalanceCheck       time.Duration // leader.imbalance.check.interval.seconds
+	LeaderImbalancePercentage  int           // leader.imbalance.per.broker.percentage
 	DeleteTopicEnable          bool          // delete.topic.enable
 	ProducerIDExpiration       time.Duration // producer.id.expiration.ms
 	TransactionalIDExpiration  time.Duration // transactional.id.expiration.ms (accepted, unused)
@@ -89,6 +92,9 @@ func Default() Config {
 		GroupMinSessionTimeout:     6 * time.Second,
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		ControlledShutdownEnable:   true,
+		AutoLeaderRebalance:        true,
+		LeaderImbalanceCheck:       300 * time.Second,
+		LeaderImbalancePercentage:  10,
 		DeleteTopicEnable:          true,
 		ProducerIDExpiration:       24 * time.Hour,
 		TransactionalIDExpiration:  7 * 24 * time.Hour,

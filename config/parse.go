@@ -330,6 +330,14 @@ func (s *setter) set(key, v string) error {
 		c.GroupMaxSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
 	case "controlled.shutdown.enable":
 		c.ControlledShutdownEnable, err = parseBool(key, v)
+	case "auto.leader.rebalance.enable":
+		c.AutoLeaderRebalance, err = parseBool(key, v)
+	case "leader.imbalance.check.interval.seconds":
+		c.LeaderImbalanceCheck, err = parseDuration(key, v, time.Second, 1)
+	case "leader.imbalance.per.broker.percentage":
+		var n int32
+		n, err = parseInt32(key, v, 0, 100)
+		c.LeaderImbalancePercentage = int(n)
 	case "delete.topic.enable":
 		c.DeleteTopicEnable, err = parseBool(key, v)
 	case "producer.id.expiration.ms":
