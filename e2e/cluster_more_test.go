@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -355,4 +356,34 @@ func (c *testCluster) describeTopicConfigs(id int32, topic string) map[string]st
 		}
 	}
 	return out
+}
+
+// TestClusterPreferredLeaderReturns: a SIGKILLed leader restarts, catches
+// up, re-enters the ISR, and the controller's periodic check (1 s here)
+// gives it back the leadership of the partition it prefers; every record
+// written while it was away is still there.
+func TestClusterPreferredLeaderReturns(t *testing.T) {
+	c := startCluster(t, 3, "leader.imbalance.check.interval.seconds=1")
+	c.createTopic("pl", 1, 3, nil)
+	pd := c.mustPartition("pl", 0)
+	preferred := pd.Replicas[0]
+	if pd.Leader != preferred {
+		t.Fatalf("new partition led by %d, replicas %v: the first replica should lead", pd.Leader, pd.Replicas)
+	}
+	c.produceN("pl", "a", 1000)
+	c.brokers[preferred].kill()
+	c.waitFor(30*time.Second, "a new leader", func(adm *kadm.Client) bool {
+		pd, ok := c.partition("pl", 0)
+		return ok && pd.Leader != preferred && c.brokers[pd.Leader] != nil
+	})
+	c.produceN("pl", "b", 1000) // written while the preferred leader is down
+	c.brokers[preferred].restart()
+	start := time.Now()
+	c.waitFor(60*time.Second, "the preferred leader back, with all three in sync", func(adm *kadm.Client) bool {
+		pd, ok := c.partition("pl", 0)
+		return ok && pd.Leader == preferred && len(pd.ISR) == 3
+	})
+	t.Logf("broker %d restarted; leader of pl-0 again after %v", preferred, time.Since(start))
+	c.produceN("pl", "c", 1000)
+	checkPrefixes(t, c.consumeAll("pl"), map[string]int{"a": 1000, "b": 1000, "c": 1000})
 }
