@@ -8,6 +8,15 @@ var (
 	// cluster than the one whose /cluster/id ZooKeeper holds (Kafka's
 	// InconsistentClusterIdException).
 	ErrInconsistentClusterID = errors.New("cluster: inconsistent cluster id")
+	// ErrElectionNotNeeded: ElectLeaders found the partition already led by
+	// the replica the election would choose.
+	ErrElectionNotNeeded = errors.New("cluster: leader election not needed")
+	// ErrPreferredLeaderNotAvailable: the preferred replica is not live or
+	// not in sync, so a preferred election cannot pick it.
+	ErrPreferredLeaderNotAvailable = errors.New("cluster: preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: an unclean election found no live
+	// replica.
+	ErrEligibleLeadersNotAvailable = errors.New("cluster: no eligible leader available")
 	// ErrBrokerIDInUse: another live broker is registered with this id.
 	ErrBrokerIDInUse = errors.New("cluster: broker id already registered by a live broker")
 	// ErrTopicExists: the topic exists or is being deleted.

@@ -21,10 +21,11 @@ const (
 	evIsrChange                              // children of /isr_change_notification
 	evControlledShutdown                     // HandleControlledShutdown
 	evAutoLeaderRebalance                    // the periodic preferred-leader check
+	evElectLeaders                           // ElectLeaders
 )
 
 var eventNames = [...]string{"ControllerChange", "SessionRenewed", "BrokerChange", "TopicChange",
-	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection"}
+	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders"}
 
 func (k eventKind) String() string { return eventNames[k] }
 
@@ -36,6 +37,7 @@ type event struct {
 	term     uint64
 	topic    string
 	shutdown *shutdownReq
+	elect    *electReq
 }
 
 type shutdownReq struct {
@@ -98,7 +100,8 @@ func (n *Node) loop() {
 	}
 }
 
-// failPending answers queued controlled-shutdown requests at close.
+// failPending answers queued controlled-shutdown and election requests at
+// close.
 func (n *Node) failPending() {
 	for {
 		e, ok := n.pop()
@@ -107,6 +110,9 @@ func (n *Node) failPending() {
 		}
 		if e.shutdown != nil {
 			e.shutdown.reply <- shutdownReply{err: ErrClosed}
+		}
+		if e.elect != nil {
+			e.elect.reply <- electReply{err: ErrClosed}
 		}
 	}
 }
@@ -129,6 +135,18 @@ func (n *Node) handle(e event) {
 		rem, err := c.controlledShutdown(e.shutdown.brokerID, e.shutdown.brokerEpoch)
 		e.shutdown.reply <- shutdownReply{remaining: rem, err: err}
 		n.afterControllerError(e, err)
+		return
+	}
+	if e.kind == evElectLeaders {
+		if c == nil {
+			e.elect.reply <- electReply{err: ErrNotController}
+			return
+		}
+		res, err := c.electLeaders(e.elect.tps, e.elect.unclean)
+		e.elect.reply <- electReply{results: res, err: err}
+		if errors.Is(err, ErrControllerMoved) {
+			n.afterControllerError(e, err)
+		}
 		return
 	}
 	if c == nil || e.term != c.term {

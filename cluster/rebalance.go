@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -80,4 +83,104 @@ func (c *controller) electPreferred(tps []TopicPartition) ([]TopicPartition, err
 		c.log.Info("cluster: preferred leaders elected", "partitions", len(changed))
 	}
 	return changed, err
+}
+
+type electReq struct {
+	tps     []TopicPartition // nil: every partition
+	unclean bool
+	reply   chan electReply
+}
+
+type electReply struct {
+	results map[TopicPartition]error
+	err     error
+}
+
+// ElectLeaders runs a leader election on the controller (Kafka's
+// ElectLeaders API, kafka-leader-election.sh) for tps, or every partition
+// when tps is nil. A preferred election makes the preferred replica leader
+// where it is live and in sync; an unclean one elects a leader for
+// partitions that have none, from the ISR if possible, else from any live
+// replica (records may be lost). Each partition's result is nil (elected),
+// ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
+// ErrEligibleLeadersNotAvailable or ErrTopicNotFound. The call fails with
+// ErrNotController on any other broker, or ErrClosed.
+func (n *Node) ElectLeaders(ctx context.Context, tps []TopicPartition, unclean bool) (map[TopicPartition]error, error) {
+	req := &electReq{tps: tps, unclean: unclean, reply: make(chan electReply, 1)}
+	n.post(event{kind: evElectLeaders, elect: req})
+	select {
+	case r := <-req.reply:
+		return r.results, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.ctx.Done():
+		return nil, ErrClosed
+	}
+}
+
+// electLeaders is ElectLeaders on the event loop.
+func (c *controller) electLeaders(tps []TopicPartition, unclean bool) (map[TopicPartition]error, error) {
+	if tps == nil {
+		tps = c.allPartitions()
+	}
+	results := make(map[TopicPartition]error, len(tps))
+	var todo []TopicPartition
+	for _, tp := range tps {
+		st := c.states[tp]
+		reps := c.replicas(tp)
+		switch {
+		case st == nil || len(reps) == 0:
+			results[tp] = fmt.Errorf("%w: %s", ErrTopicNotFound, tp)
+		case unclean && st.Leader >= 0 && c.isLive(st.Leader):
+			results[tp] = fmt.Errorf("%w: %s is led by live broker %d", ErrElectionNotNeeded, tp, st.Leader)
+		case !unclean && st.Leader == reps[0]:
+			results[tp] = fmt.Errorf("%w: %s is led by its preferred replica %d", ErrElectionNotNeeded, tp, reps[0])
+		case !unclean && (!c.isLive(reps[0]) || c.shuttingDown[reps[0]] || !slices.Contains(st.ISR, reps[0])):
+			results[tp] = fmt.Errorf("%w: %s prefers broker %d, which is not live and in sync (ISR %v)", ErrPreferredLeaderNotAvailable, tp, reps[0], st.ISR)
+		default:
+			todo = append(todo, tp)
+		}
+	}
+	sortTPs(todo)
+	var changed []TopicPartition
+	var err error
+	if unclean {
+		changed, err = c.changeStates(todo, func(tp TopicPartition, st PartitionState) (PartitionState, bool) {
+			if st.Leader >= 0 && c.isLive(st.Leader) {
+				return st, false
+			}
+			r := electOffline(c.replicas(tp), st.ISR, c.isLive, true)
+			if !r.ok {
+				return st, false
+			}
+			if !slices.Contains(st.ISR, r.Leader) {
+				c.log.Warn("cluster: unclean leader election requested: records may be lost", "partition", tp.String(), "leader", r.Leader, "isr_was", st.ISR)
+			}
+			st.Leader, st.ISR = r.Leader, r.ISR
+			return st, true
+		})
+		c.announce(changed)
+	} else {
+		changed, err = c.electPreferred(todo)
+	}
+	done := map[TopicPartition]bool{}
+	for _, tp := range changed {
+		done[tp] = true
+	}
+	for _, tp := range todo {
+		switch {
+		case done[tp]:
+			results[tp] = nil
+		case err != nil:
+			results[tp] = err
+		case unclean:
+			results[tp] = fmt.Errorf("%w: %s has no live replica", ErrEligibleLeadersNotAvailable, tp)
+		default: // its state changed meanwhile (a version conflict re-read it)
+			results[tp] = fmt.Errorf("%w: %s", ErrPreferredLeaderNotAvailable, tp)
+		}
+	}
+	if errors.Is(err, ErrControllerMoved) {
+		return results, err
+	}
+	return results, nil
 }

@@ -387,3 +387,52 @@ func TestClusterPreferredLeaderReturns(t *testing.T) {
 	c.produceN("pl", "c", 1000)
 	checkPrefixes(t, c.consumeAll("pl"), map[string]int{"a": 1000, "b": 1000, "c": 1000})
 }
+
+// TestClusterElectLeaders: with automatic rebalancing off, a restarted
+// preferred leader stays a follower until kadm's ElectLeaders (what
+// kafka-leader-election.sh sends) moves leadership back; a second election
+// is not needed.
+func TestClusterElectLeaders(t *testing.T) {
+	c := startCluster(t, 3, "auto.leader.rebalance.enable=false")
+	c.createTopic("el", 1, 3, nil)
+	preferred := c.mustPartition("el", 0).Replicas[0]
+	c.produceN("el", "a", 500)
+	c.brokers[preferred].kill()
+	c.waitFor(30*time.Second, "a new leader", func(adm *kadm.Client) bool {
+		pd, ok := c.partition("el", 0)
+		return ok && pd.Leader != preferred && c.brokers[pd.Leader] != nil
+	})
+	c.brokers[preferred].restart()
+	c.waitFor(60*time.Second, "all three in sync", func(adm *kadm.Client) bool {
+		pd, ok := c.partition("el", 0)
+		return ok && len(pd.ISR) == 3
+	})
+	if pd := c.mustPartition("el", 0); pd.Leader == preferred {
+		t.Fatalf("broker %d leads again without an election (auto rebalance is off)", preferred)
+	}
+	elect := func() error {
+		adm, cl := c.admin()
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		rs, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"el": {0: {}}})
+		if err != nil {
+			t.Fatalf("ElectLeaders: %v", err)
+		}
+		r := rs["el"][0]
+		t.Logf("ElectLeaders el-0: %v %s", r.Err, r.ErrMessage)
+		return r.Err
+	}
+	if err := elect(); err != nil {
+		t.Fatalf("preferred election: %v", err)
+	}
+	c.waitFor(30*time.Second, "the preferred replica leading", func(adm *kadm.Client) bool {
+		pd, ok := c.partition("el", 0)
+		return ok && pd.Leader == preferred
+	})
+	if err := elect(); !errors.Is(err, kerr.ElectionNotNeeded) {
+		t.Fatalf("second election: %v, want ELECTION_NOT_NEEDED", err)
+	}
+	c.produceN("el", "b", 500)
+	checkPrefixes(t, c.consumeAll("el"), map[string]int{"a": 500, "b": 500})
+}

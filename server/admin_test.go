@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -390,4 +391,46 @@ func TestDeleteTopic(t *testing.T) {
 			t.Fatalf("re-created topic end offset %d", o.Offset)
 		}
 	})
+}
+
+// TestElectLeadersSingleNode: a single-node broker leads every partition
+// and is its only replica: every election is not needed; an unknown
+// partition is UNKNOWN_TOPIC_OR_PARTITION. Through kadm (v2) and raw v0/v1.
+func TestElectLeadersSingleNode(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "el", 2, nil)
+	ctx := testCtx(t, 10*time.Second)
+	rs, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"el": {0: {}, 1: {}, 5: {}}, "nope": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]error{0: kerr.ElectionNotNeeded, 1: kerr.ElectionNotNeeded, 5: kerr.UnknownTopicOrPartition} {
+		if r := rs["el"][p]; !errors.Is(r.Err, want) {
+			t.Errorf("el-%d: %v (%s), want %v", p, r.Err, r.ErrMessage, want)
+		}
+	}
+	if r := rs["nope"][0]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("nope-0: %v", r.Err)
+	}
+	// All partitions (null topics), and the old versions.
+	rc := dialRaw(t, b.Addr())
+	for v := int16(0); v <= 2; v++ {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.SetVersion(v)
+		resp := rc.do(req).(*kmsg.ElectLeadersResponse)
+		n := 0
+		for _, tr := range resp.Topics {
+			for _, pr := range tr.Partitions {
+				if pr.ErrorCode != kerr.ElectionNotNeeded.Code {
+					t.Errorf("v%d %s-%d: %v", v, tr.Topic, pr.Partition, kerr.ErrorForCode(pr.ErrorCode))
+				}
+				n++
+			}
+		}
+		if resp.ErrorCode != 0 || n < 2 {
+			t.Errorf("v%d: error %v, %d partitions", v, kerr.ErrorForCode(resp.ErrorCode), n)
+		}
+	}
 }

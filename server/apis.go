@@ -24,6 +24,7 @@ const (
 	apiKeyDescribeConfigs         int16 = 32
 	apiKeyAlterConfigs            int16 = 33
 	apiKeyCreatePartitions        int16 = 37
+	apiKeyElectLeaders            int16 = 43
 	apiKeyIncrementalAlterConfigs int16 = 44
 	apiKeyDescribeCluster         int16 = 60
 )
@@ -66,6 +67,7 @@ func init() {
 		apiKeyDescribeConfigs:         {0, 4, handleDescribeConfigs},
 		apiKeyAlterConfigs:            {0, 2, handleAlterConfigs},
 		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},
+		apiKeyElectLeaders:            {0, 2, handleElectLeaders},
 		apiKeyIncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},
 	}

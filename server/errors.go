@@ -120,6 +120,12 @@ func errorCode(err error) int16 {
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, cluster.ErrNotController), errors.Is(err, cluster.ErrControllerMoved):
 		return kerr.NotController.Code
+	case errors.Is(err, cluster.ErrElectionNotNeeded):
+		return kerr.ElectionNotNeeded.Code
+	case errors.Is(err, cluster.ErrPreferredLeaderNotAvailable):
+		return kerr.PreferredLeaderNotAvailable.Code
+	case errors.Is(err, cluster.ErrEligibleLeadersNotAvailable):
+		return kerr.EligibleLeadersNotAvailable.Code
 	case errors.Is(err, cluster.ErrStaleBrokerEpoch):
 		return kerr.StaleBrokerEpoch.Code
 	case errors.Is(err, cluster.ErrBrokerNotAvailable), errors.Is(err, cluster.ErrClosed):

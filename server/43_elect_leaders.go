@@ -1,0 +1,110 @@
+package server
+
+// ElectLeaders (key 43), served v0-v2 (kafka-leader-election.sh).
+//
+//	v0: topics and partitions (null: all), timeout
+//	v1: election type (0 preferred, 1 unclean); top-level error code
+//	v2: flexible
+//
+// In cluster mode the controller runs the election (cluster.Node.ElectLeaders)
+// and any other broker answers NOT_CONTROLLER, as Kafka's ZooKeeper-mode
+// brokers do (clients send it to the controller). Per partition: no error
+// (elected), ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+// ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION. A single-node
+// broker leads every partition and is each one's only replica: every
+// election there is not needed.
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
+)
+
+func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	r := req.(*kmsg.ElectLeadersRequest)
+	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+	unclean := r.Version >= 1 && r.ElectionType == 1
+	if r.Version >= 1 && r.ElectionType != 0 && r.ElectionType != 1 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return kresp(resp), nil
+	}
+	var tps []cluster.TopicPartition // nil: all
+	if r.Topics != nil {
+		tps = []cluster.TopicPartition{}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				tps = append(tps, cluster.TopicPartition{Topic: t.Topic, Partition: p})
+			}
+		}
+	}
+	var results map[cluster.TopicPartition]error
+	if s.cm == nil {
+		results = s.electLeadersSingleNode(tps)
+	} else {
+		timeout := time.Duration(max(r.TimeoutMillis, 1000)) * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		var err error
+		results, err = s.cm.node.ElectLeaders(ctx, tps, unclean)
+		cancel()
+		if err != nil {
+			code := errorCode(err)
+			if ctx.Err() != nil {
+				code = kerr.RequestTimedOut.Code
+			}
+			if r.Version >= 1 {
+				resp.ErrorCode = code
+				return kresp(resp), nil
+			}
+			// v0 has no top-level error: every partition asked for gets it.
+			results = map[cluster.TopicPartition]error{}
+			for _, tp := range tps {
+				results[tp] = err
+			}
+		}
+	}
+	byTopic := map[string][]kmsg.ElectLeadersResponseTopicPartition{}
+	for tp, err := range results {
+		pr := kmsg.NewElectLeadersResponseTopicPartition()
+		pr.Partition = tp.Partition
+		if err != nil {
+			pr.ErrorCode = errorCode(err)
+			msg := err.Error()
+			pr.ErrorMessage = &msg
+		}
+		byTopic[tp.Topic] = append(byTopic[tp.Topic], pr)
+	}
+	for topic, prs := range byTopic {
+		slices.SortFunc(prs, func(a, b kmsg.ElectLeadersResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+		t := kmsg.NewElectLeadersResponseTopic()
+		t.Topic, t.Partitions = topic, prs
+		resp.Topics = append(resp.Topics, t)
+	}
+	slices.SortFunc(resp.Topics, func(a, b kmsg.ElectLeadersResponseTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	return kresp(resp), nil
+}
+
+// electLeadersSingleNode answers an election on a single-node broker.
+func (s *Server) electLeadersSingleNode(tps []cluster.TopicPartition) map[cluster.TopicPartition]error {
+	if tps == nil {
+		for _, t := range s.topics.all() {
+			for p := range t.parts {
+				tps = append(tps, cluster.TopicPartition{Topic: t.name, Partition: int32(p)})
+			}
+		}
+	}
+	results := make(map[cluster.TopicPartition]error, len(tps))
+	for _, tp := range tps {
+		if s.partition(tp.Topic, tp.Partition) == nil {
+			results[tp] = cluster.ErrTopicNotFound
+		} else {
+			results[tp] = cluster.ErrElectionNotNeeded
+		}
+	}
+	return results
+}
