@@ -143,6 +143,12 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		// that belongs to another cluster.
 		if b.node, err = startNode(cfg, host, port, localCID, log); err != nil {
 			b.closeListeners()
+			if errors.Is(err, cluster.ErrInconsistentClusterID) {
+				// Kafka refuses too (InconsistentClusterIdException). Data
+				// dirs written in cluster mode before /cluster/id was kept
+				// hold a per-broker id and land here once.
+				return nil, fmt.Errorf("broker: %w (log dir %s belongs to that other cluster: empty it to join this one, or point zookeeper.connect at its own ZooKeeper)", err, dir)
+			}
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 		b.cid = b.node.ClusterID()

@@ -34,16 +34,19 @@ import (
 // names what changed. The watch survives disconnects and session expiry
 // (it lists again); a notification written while the watch was broken is
 // still seen, since each listing handles every sequence number above the
-// last one handled.
+// last one handled, and resync runs again after a broken watch in case
+// other brokers purged notifications meanwhile.
 func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string), resync func()) {
 	last := int64(-1) // highest sequence handled; -1 before the first listing
 	first := true
+	broken := false // a listing failed since the last one that worked
 	for ctx.Err() == nil && n.ctx.Err() == nil {
 		names, ch, err := n.zk.childrenW(configChangesPath)
 		if err != nil {
 			if n.ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
 				return
 			}
+			broken = true
 			n.log.Warn("cluster: watch config changes; retrying", "err", err)
 			select {
 			case <-time.After(500 * time.Millisecond):
@@ -78,7 +81,14 @@ func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string
 			if resync != nil {
 				resync()
 			}
+		} else if broken && resync != nil {
+			// While the watch was broken, other brokers may have purged
+			// notifications this one never handled (after
+			// ConfigChangeExpiration): re-read everything, then handle
+			// the notifications still there as usual.
+			resync()
 		}
+		broken = false
 		for _, nt := range notes {
 			if nt.seq <= last {
 				continue
@@ -111,24 +121,42 @@ func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string
 
 // purgeConfigChanges deletes the notifications among names with a
 // sequence number up to last (handled) that were created more than
-// ConfigChangeExpiration ago. Another broker deleting one first is fine.
+// ConfigChangeExpiration before the newest one. Ages are ZooKeeper's ctimes
+// on both sides, so a broker's clock skew does not matter; the purge runs
+// when a new notification arrives, so "the newest" is about now. Another
+// broker deleting one first is fine.
 func (n *Node) purgeConfigChanges(names []string, last int64) {
-	cutoff := time.Now().Add(-n.opts.ConfigChangeExpiration).UnixMilli()
+	type old struct {
+		name string
+		st   *zk.Stat
+	}
+	var handled []old
+	var newest int64
 	for _, c := range names {
 		s, ok := strings.CutPrefix(c, configChangePrefix)
 		if !ok {
 			continue
 		}
-		if seq, err := strconv.ParseInt(s, 10, 64); err != nil || seq > last {
+		seq, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
 			continue
 		}
-		p := configChangesPath + "/" + c
-		ok, st, err := n.zk.conn.Exists(n.zk.p(p))
-		if err != nil || !ok || st.Ctime > cutoff {
+		ok, st, err := n.zk.conn.Exists(n.zk.p(configChangesPath + "/" + c))
+		if err != nil || !ok {
 			continue
 		}
-		if err := n.zk.delete(p, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-			n.log.Debug("cluster: purge config change", "znode", c, "err", err)
+		newest = max(newest, st.Ctime)
+		if seq <= last {
+			handled = append(handled, old{c, st})
+		}
+	}
+	cutoff := newest - n.opts.ConfigChangeExpiration.Milliseconds()
+	for _, h := range handled {
+		if h.st.Ctime > cutoff {
+			continue
+		}
+		if err := n.zk.delete(configChangesPath+"/"+h.name, h.st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			n.log.Debug("cluster: purge config change", "znode", h.name, "err", err)
 		}
 	}
 }

@@ -65,6 +65,16 @@ func (n *Node) becomeController(epoch, epochZkVersion int32) {
 	n.isController.Store(true)
 	c.log.Info("cluster: became controller")
 	err := c.failover()
+	if retryable(err) {
+		// A half-loaded controller must not act; and retrying the
+		// election alone would find /controller ours and stop there. Give
+		// the term up: elect() then deletes our /controller (ours, but not
+		// acting) and runs a fresh election with a full failover.
+		c.log.Warn("cluster: controller failover failed; resigning to re-elect", "err", err)
+		n.resign("failover failed")
+		n.retryLater(event{kind: evControllerChange}, "controller failover", err)
+		return
+	}
 	n.afterControllerError(event{kind: evControllerChange}, err)
 	if n.ctl == c {
 		c.scheduleLeaderRebalance()

@@ -165,13 +165,24 @@ func (n *Node) handle(e event) {
 	case evIsrChange:
 		err = c.onIsrChange()
 	case evAutoLeaderRebalance:
-		// On failure afterControllerError retries this event, whose
-		// success schedules the next check: one chain of checks per term.
-		if err = c.onAutoLeaderRebalance(); err == nil {
-			c.scheduleLeaderRebalance()
+		// The next period is the retry: one chain of checks per term
+		// whatever happens (a fenced controller's chain dies with its
+		// term).
+		if err = c.onAutoLeaderRebalance(); err != nil && !errors.Is(err, ErrControllerMoved) {
+			c.log.Warn("cluster: preferred leader check failed; next check in one period", "err", err)
+			err = nil
 		}
+		c.scheduleLeaderRebalance()
 	}
 	n.afterControllerError(e, err)
+}
+
+// retryable reports whether a controller event that failed with err should
+// run again: a ZooKeeper operation failed (disconnected, timed out), not a
+// fencing, a stale request or a corrupt znode, which retrying cannot fix.
+func retryable(err error) bool {
+	return err != nil && !errors.Is(err, ErrControllerMoved) && !errors.Is(err, ErrStaleBrokerEpoch) &&
+		!errors.Is(err, ErrBrokerNotAvailable) && !errors.Is(err, ErrCorruptZnode)
 }
 
 // afterControllerError resigns when fenced and retries an event whose

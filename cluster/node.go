@@ -61,8 +61,9 @@ type Options struct {
 	// controller move leadership back to each partition's preferred replica
 	// (the first of its assignment) when it is alive and in sync, checking
 	// every LeaderImbalanceCheck (default 300 s) and acting for a broker
-	// when more than LeaderImbalancePercentage (default 10) percent of the
-	// partitions it prefers are led by another broker: after a broker
+	// when more than LeaderImbalancePercentage percent of the partitions
+	// it prefers are led by another broker (0: any; the broker passes
+	// leader.imbalance.per.broker.percentage, default 10): after a broker
 	// restarts, leadership spreads again instead of staying on the
 	// brokers that took over.
 	AutoLeaderRebalance       bool
@@ -73,7 +74,7 @@ type Options struct {
 	// every broker that has handled a notification older than this deletes
 	// it, so the directory does not grow forever.
 	ConfigChangeExpiration time.Duration
-	Logger         *slog.Logger
+	Logger                 *slog.Logger
 	// Send carries the controller's requests and ControlledShutdown. The
 	// default opens one kconn.Conn per broker address.
 	Send SendFunc

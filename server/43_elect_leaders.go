@@ -15,7 +15,9 @@ package server
 // election there is not needed.
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +27,10 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 )
+
+// errElectionTimedOut: the controller did not answer within the request's
+// timeout (REQUEST_TIMED_OUT).
+var errElectionTimedOut = errors.New("server: leader election timed out")
 
 func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ElectLeadersRequest)
@@ -53,15 +59,24 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		results, err = s.cm.node.ElectLeaders(ctx, tps, unclean)
 		cancel()
 		if err != nil {
-			code := errorCode(err)
 			if ctx.Err() != nil {
-				code = kerr.RequestTimedOut.Code
+				err = errElectionTimedOut
 			}
 			if r.Version >= 1 {
-				resp.ErrorCode = code
+				resp.ErrorCode = errorCode(err)
 				return kresp(resp), nil
 			}
-			// v0 has no top-level error: every partition asked for gets it.
+			// v0 has no top-level error: every partition asked for gets
+			// it; with all partitions asked for, the controller's view
+			// is not at hand, so those this broker knows of get it.
+			if tps == nil {
+				md := s.cm.node.Metadata()
+				for _, t := range md.Topics() {
+					for _, pi := range md.Partitions(t) {
+						tps = append(tps, cluster.TopicPartition{Topic: t, Partition: pi.Partition})
+					}
+				}
+			}
 			results = map[cluster.TopicPartition]error{}
 			for _, tp := range tps {
 				results[tp] = err
@@ -74,13 +89,12 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		pr.Partition = tp.Partition
 		if err != nil {
 			pr.ErrorCode = errorCode(err)
-			msg := err.Error()
-			pr.ErrorMessage = &msg
+			pr.ErrorMessage = errorMessage(err)
 		}
 		byTopic[tp.Topic] = append(byTopic[tp.Topic], pr)
 	}
 	for topic, prs := range byTopic {
-		slices.SortFunc(prs, func(a, b kmsg.ElectLeadersResponseTopicPartition) int { return int(a.Partition - b.Partition) })
+		slices.SortFunc(prs, func(a, b kmsg.ElectLeadersResponseTopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
 		t := kmsg.NewElectLeadersResponseTopic()
 		t.Topic, t.Partitions = topic, prs
 		resp.Topics = append(resp.Topics, t)

@@ -120,6 +120,8 @@ func errorCode(err error) int16 {
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, cluster.ErrNotController), errors.Is(err, cluster.ErrControllerMoved):
 		return kerr.NotController.Code
+	case errors.Is(err, errElectionTimedOut):
+		return kerr.RequestTimedOut.Code
 	case errors.Is(err, cluster.ErrElectionNotNeeded):
 		return kerr.ElectionNotNeeded.Code
 	case errors.Is(err, cluster.ErrPreferredLeaderNotAvailable):
