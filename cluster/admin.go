@@ -56,6 +56,22 @@ func (n *Node) liveBrokerIDs() ([]int32, error) {
 // while a deletion of the name is pending), ErrInvalidReplicationFactor
 // (rf < 1 or more than the live brokers).
 func (n *Node) CreateTopic(ctx context.Context, name string, partitions, rf int, configs map[string]string, topicID [16]byte) error {
+	return n.createTopic(ctx, name, partitions, rf, nil, configs, topicID)
+}
+
+// CreateTopicAssigned is CreateTopic with a manual replica assignment
+// (kafka-topics.sh --replica-assignment): assignment[p] lists partition p's
+// replicas, preferred leader first. Every partition needs the same number
+// of distinct replicas, all of them live brokers (Kafka's
+// validateReplicaAssignment); otherwise ErrInvalidReplicaAssignment.
+func (n *Node) CreateTopicAssigned(ctx context.Context, name string, assignment [][]int32, configs map[string]string, topicID [16]byte) error {
+	if len(assignment) == 0 {
+		return fmt.Errorf("%w: no partitions", ErrInvalidPartitions)
+	}
+	return n.createTopic(ctx, name, len(assignment), len(assignment[0]), assignment, configs, topicID)
+}
+
+func (n *Node) createTopic(ctx context.Context, name string, partitions, rf int, assignment [][]int32, configs map[string]string, topicID [16]byte) error {
 	if err := ValidateTopicName(name); err != nil {
 		return err
 	}
@@ -79,13 +95,19 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions, rf int,
 	if err != nil {
 		return err
 	}
-	if rf < 1 || rf > len(live) {
+	if assignment != nil {
+		if err := ValidateAssignment(assignment, rf, live); err != nil {
+			return err
+		}
+	} else if rf < 1 || rf > len(live) {
 		return fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live))
 	}
 	if topicID == ([16]byte{}) {
 		topicID = newUUID()
 	}
-	assignment := assignReplicas(live, partitions, rf, 0, -1, -1)
+	if assignment == nil {
+		assignment = assignReplicas(live, partitions, rf, 0, -1, -1)
+	}
 	// Config first, then the assignment, as Kafka does: a broker that sees
 	// the topic finds its config.
 	if err := n.writeTopicConfig(name, configs, false); err != nil {
@@ -207,6 +229,21 @@ func (n *Node) writeTopicConfig(name string, configs map[string]string, notify b
 // ErrTopicNotFound, ErrInvalidPartitions (total not above the current
 // count), ErrInvalidReplicationFactor (fewer live brokers than replicas).
 func (n *Node) AddPartitions(ctx context.Context, name string, total int) error {
+	return n.addPartitions(ctx, name, total, nil)
+}
+
+// AddPartitionsAssigned is AddPartitions with the new partitions' replicas
+// given (kafka-topics.sh --alter --replica-assignment): added[i] is
+// partition current+i's, as many replicas as the topic's others, distinct
+// and live; otherwise ErrInvalidReplicaAssignment.
+func (n *Node) AddPartitionsAssigned(ctx context.Context, name string, total int, added [][]int32) error {
+	if added == nil {
+		added = [][]int32{}
+	}
+	return n.addPartitions(ctx, name, total, added)
+}
+
+func (n *Node) addPartitions(ctx context.Context, name string, total int, manual [][]int32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -232,13 +269,44 @@ func (n *Node) AddPartitions(ctx context.Context, name string, total int) error 
 	if rf > len(live) {
 		return fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live))
 	}
-	start := slices.Index(live, parts[0][0])
-	added := assignReplicas(live, total-len(parts), rf, len(parts), start, start)
+	var added [][]int32
+	if manual != nil {
+		if len(manual) != total-len(parts) {
+			return fmt.Errorf("%w: %d assignments for %d new partitions", ErrInvalidReplicaAssignment, len(manual), total-len(parts))
+		}
+		if err := ValidateAssignment(manual, rf, live); err != nil {
+			return err
+		}
+		added = manual
+	} else {
+		start := slices.Index(live, parts[0][0])
+		added = assignReplicas(live, total-len(parts), rf, len(parts), start, start)
+	}
 	if _, err := n.zk.set(topicPath(name), encodeAssignment(id, append(parts, added...)), stat.Version); err != nil {
 		if errors.Is(err, zk.ErrBadVersion) {
 			return fmt.Errorf("cluster: add partitions to %s: changed concurrently: %w", name, ErrVersionConflict)
 		}
 		return fmt.Errorf("cluster: write %s: %w", topicPath(name), err)
+	}
+	return nil
+}
+
+// ValidateAssignment checks a manual replica assignment as Kafka's
+// AdminZkClient does: every partition has rf replicas, no broker twice,
+// every broker live.
+func ValidateAssignment(assignment [][]int32, rf int, live []int32) error {
+	for p, reps := range assignment {
+		if len(reps) == 0 || len(reps) != rf {
+			return fmt.Errorf("%w: partition %d has %d replicas; every partition needs the same, non-zero number (%d)", ErrInvalidReplicaAssignment, p, len(reps), rf)
+		}
+		for i, r := range reps {
+			if slices.Contains(reps[:i], r) {
+				return fmt.Errorf("%w: partition %d lists broker %d twice", ErrInvalidReplicaAssignment, p, r)
+			}
+			if !slices.Contains(live, r) {
+				return fmt.Errorf("%w: partition %d names broker %d, which is not live (live brokers %v)", ErrInvalidReplicaAssignment, p, r, live)
+			}
+		}
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ var (
 	// ErrInvalidReplicationFactor: the replication factor is < 1 or larger
 	// than the number of live brokers.
 	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
+	// ErrInvalidReplicaAssignment: a manual replica assignment with an
+	// uneven replication factor, a broker twice, or a broker not live.
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment")
 	// ErrInvalidPartitions: a partition count < 1, or not above the current
 	// count for AddPartitions.
 	ErrInvalidPartitions = errors.New("cluster: invalid number of partitions")

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -435,4 +436,80 @@ func TestClusterElectLeaders(t *testing.T) {
 	}
 	c.produceN("el", "b", 500)
 	checkPrefixes(t, c.consumeAll("el"), map[string]int{"a": 500, "b": 500})
+}
+
+// TestClusterManualAssignment: CreateTopics and CreatePartitions with a
+// replica assignment (kafka-topics.sh --replica-assignment) place the
+// replicas as asked, the first of each leads, and the partitions take
+// acks=all writes; an assignment naming an unknown broker is refused with
+// INVALID_REPLICA_ASSIGNMENT.
+func TestClusterManualAssignment(t *testing.T) {
+	c := startCluster(t, 3)
+	_, cl := c.admin()
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	create := func(topic string, asg [][]int32) error {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+		for p, reps := range asg {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = int32(p), reps
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+		return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err := create("bad", [][]int32{{1, 7}}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("unknown broker 7: %v, want INVALID_REPLICA_ASSIGNMENT", err)
+	}
+	want := [][]int32{{3, 2}, {3, 1}, {2, 1}}
+	if err := create("ma", want); err != nil {
+		t.Fatal(err)
+	}
+	check := func(want [][]int32) {
+		c.waitFor(30*time.Second, fmt.Sprintf("assignment %v with the first replicas leading", want), func(adm *kadm.Client) bool {
+			m, err := adm.Metadata(ctx, "ma")
+			if err != nil || len(m.Topics["ma"].Partitions) != len(want) {
+				return false
+			}
+			for p, reps := range want {
+				pd := m.Topics["ma"].Partitions[int32(p)]
+				if !slices.Equal(pd.Replicas, reps) || pd.Leader != reps[0] {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	check(want)
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = "ma", 4
+	a := kmsg.NewCreatePartitionsRequestTopicAssignment()
+	a.Replicas = []int32{1, 3}
+	rt.Assignment = append(rt.Assignment, a)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreatePartitions: %v %v", err, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	check(append(want, []int32{1, 3}))
+	for p := int32(0); p < 4; p++ {
+		r := &kgo.Record{Topic: "ma", Partition: p, Value: []byte("v")}
+		pcl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pcl.ProduceSync(ctx, r).FirstErr()
+		pcl.Close()
+		if err != nil {
+			t.Fatalf("acks=all produce to ma-%d: %v", p, err)
+		}
+	}
 }

@@ -78,26 +78,19 @@ func (s *Server) createOne(rt kmsg.CreateTopicsRequestTopic, validateOnly, dupli
 		}
 		spec.configs[c.Name] = *c.Value
 	}
-	if len(rt.ReplicaAssignment) > 0 {
-		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
-			return nil, fmt.Errorf("%w: both a replica assignment and partitions/replication factor were given", errInvalidRequest)
-		}
-		rf := len(rt.ReplicaAssignment[0].Replicas)
-		for i, a := range rt.ReplicaAssignment {
-			if a.Partition != int32(i) {
-				return nil, fmt.Errorf("%w: partitions must be numbered 0..n-1 in order", errInvalidReplicaAssignment)
-			}
-			if len(a.Replicas) != rf || rf == 0 {
-				return nil, fmt.Errorf("%w: every partition needs the same, non-zero number of replicas", errInvalidReplicaAssignment)
-			}
-			for _, b := range a.Replicas {
+	asg, err := replicaAssignment(rt)
+	if err != nil {
+		return nil, err
+	}
+	if asg != nil {
+		for _, reps := range asg {
+			for _, b := range reps {
 				if b != s.nodeID {
 					return nil, fmt.Errorf("%w: unknown broker %d", errInvalidReplicaAssignment, b)
 				}
 			}
 		}
-		spec.partitions = int32(len(rt.ReplicaAssignment))
-		spec.rf = int16(rf)
+		spec.partitions, spec.rf = int32(len(asg)), int16(len(asg[0]))
 	}
 	if err := s.checkNewTopic(&spec); err != nil {
 		return nil, err
@@ -106,4 +99,30 @@ func (s *Server) createOne(rt kmsg.CreateTopicsRequestTopic, validateOnly, dupli
 		return &topic{name: spec.name, meta: metaPreview(spec)}, nil
 	}
 	return s.createTopicLocked(spec)
+}
+
+// replicaAssignment returns rt's manual replica assignment indexed by
+// partition (nil when it has none), checked for shape as Kafka checks it:
+// partitions 0..n-1 each once (in any order), the same non-zero number of
+// replicas for each, and no partition count or replication factor besides.
+// Which brokers it names is for the caller to check.
+func replicaAssignment(rt kmsg.CreateTopicsRequestTopic) ([][]int32, error) {
+	if len(rt.ReplicaAssignment) == 0 {
+		return nil, nil
+	}
+	if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+		return nil, fmt.Errorf("%w: both a replica assignment and partitions/replication factor were given", errInvalidRequest)
+	}
+	out := make([][]int32, len(rt.ReplicaAssignment))
+	rf := len(rt.ReplicaAssignment[0].Replicas)
+	for _, a := range rt.ReplicaAssignment {
+		if a.Partition < 0 || int(a.Partition) >= len(out) || out[a.Partition] != nil {
+			return nil, fmt.Errorf("%w: partitions must be 0..%d, each once (got %d)", errInvalidReplicaAssignment, len(out)-1, a.Partition)
+		}
+		if len(a.Replicas) != rf || rf == 0 {
+			return nil, fmt.Errorf("%w: every partition needs the same, non-zero number of replicas", errInvalidReplicaAssignment)
+		}
+		out[a.Partition] = a.Replicas
+	}
+	return out, nil
 }

@@ -165,7 +165,12 @@ func (cm *clusterMode) handleCreateTopics(r *kmsg.CreateTopicsRequest) *response
 		spec, err := cm.checkNewTopic(rt, seen[rt.Topic] > 1)
 		if err == nil && !r.ValidateOnly {
 			id := newTopicID()
-			if err = cm.node.CreateTopic(ctx, spec.name, int(spec.partitions), int(spec.rf), spec.configs, id); err == nil {
+			if spec.assignment != nil {
+				err = cm.node.CreateTopicAssigned(ctx, spec.name, spec.assignment, spec.configs, id)
+			} else {
+				err = cm.node.CreateTopic(ctx, spec.name, int(spec.partitions), int(spec.rf), spec.configs, id)
+			}
+			if err == nil {
 				st.TopicID = id
 				created = append(created, spec.name)
 			}
@@ -220,15 +225,22 @@ func (cm *clusterMode) online(name string) bool {
 
 // checkNewTopic validates a CreateTopics entry in cluster mode: names,
 // partitions, configs; the replication factor is checked against the live
-// brokers by Node.CreateTopic. Manual assignments are not supported yet.
+// brokers by Node.CreateTopic (or CreateTopicAssigned for a manual
+// assignment).
 func (cm *clusterMode) checkNewTopic(rt kmsg.CreateTopicsRequestTopic, duplicate bool) (topicSpec, error) {
 	s := cm.s
 	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, rf: rt.ReplicationFactor, configs: map[string]string{}}
 	if duplicate {
 		return spec, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
 	}
-	if len(rt.ReplicaAssignment) > 0 {
-		return spec, fmt.Errorf("%w: manual replica assignment is not supported in cluster mode", errInvalidReplicaAssignment)
+	asg, err := replicaAssignment(rt)
+	if err != nil {
+		return spec, err
+	}
+	if asg != nil {
+		// Brokers named are checked against the live ones by
+		// Node.CreateTopicAssigned.
+		spec.assignment, spec.partitions, spec.rf = asg, int32(len(asg)), int16(len(asg[0]))
 	}
 	for _, c := range rt.Configs {
 		if c.Value == nil {
@@ -261,7 +273,15 @@ func (cm *clusterMode) checkNewTopic(rt kmsg.CreateTopicsRequestTopic, duplicate
 	if spec.rf <= 0 {
 		return spec, fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
 	}
-	if live := len(mc.Brokers()); live > 0 && int(spec.rf) > live {
+	if spec.assignment != nil {
+		var live []int32
+		for _, b := range mc.Brokers() {
+			live = append(live, b.ID)
+		}
+		if err := cluster.ValidateAssignment(spec.assignment, int(spec.rf), live); err != nil {
+			return spec, err
+		}
+	} else if live := len(mc.Brokers()); live > 0 && int(spec.rf) > live {
 		return spec, fmt.Errorf("%w: replication factor %d larger than the %d live brokers", errInvalidReplicationFactor, spec.rf, live)
 	}
 	return spec, checkTopicConfigs(spec.configs)
@@ -327,8 +347,6 @@ func (cm *clusterMode) handleCreatePartitions(r *kmsg.CreatePartitionsRequest) *
 		st.Topic = rt.Topic
 		var err error
 		switch {
-		case len(rt.Assignment) > 0:
-			err = fmt.Errorf("%w: manual replica assignment is not supported in cluster mode", errInvalidReplicaAssignment)
 		case rt.Count > s.maxPartitions:
 			err = fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, rt.Count, s.maxPartitions)
 		case r.ValidateOnly:
@@ -337,6 +355,12 @@ func (cm *clusterMode) handleCreatePartitions(r *kmsg.CreatePartitionsRequest) *
 			} else if n := len(cm.node.Metadata().Partitions(rt.Topic)); int(rt.Count) <= n {
 				err = fmt.Errorf("%w: topic %q has %d partitions; the new count %d must be larger", errInvalidPartitions, rt.Topic, n, rt.Count)
 			}
+		case len(rt.Assignment) > 0:
+			added := make([][]int32, len(rt.Assignment))
+			for i, a := range rt.Assignment {
+				added[i] = a.Replicas
+			}
+			err = cm.node.AddPartitionsAssigned(context.Background(), rt.Topic, int(rt.Count), added)
 		default:
 			err = cm.node.AddPartitions(context.Background(), rt.Topic, int(rt.Count))
 		}

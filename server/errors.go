@@ -114,6 +114,8 @@ func errorCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
 		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
+		return kerr.InvalidReplicaAssignment.Code
 	case errors.Is(err, cluster.ErrInvalidPartitions):
 		return kerr.InvalidPartitions.Code
 	case errors.Is(err, cluster.ErrInvalidTopic):

@@ -222,6 +222,7 @@ type topicSpec struct {
 	partitions int32
 	rf         int16
 	configs    map[string]string
+	assignment [][]int32 // manual replica assignment (cluster mode); nil: automatic
 }
 
 // checkNewTopic validates a topic to be created. REQUIRES: s.topics.admin held.
