@@ -61,15 +61,9 @@ func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string
 		}
 		var notes []note
 		for _, c := range names {
-			s, ok := strings.CutPrefix(c, configChangePrefix)
-			if !ok {
-				continue
+			if seq, ok := configChangeSeq(c); ok {
+				notes = append(notes, note{seq, c})
 			}
-			seq, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				continue
-			}
-			notes = append(notes, note{seq, c})
 		}
 		slices.SortFunc(notes, func(a, b note) int { return cmp.Compare(a.seq, b.seq) })
 		if first {
@@ -133,12 +127,8 @@ func (n *Node) purgeConfigChanges(names []string, last int64) {
 	var handled []old
 	var newest int64
 	for _, c := range names {
-		s, ok := strings.CutPrefix(c, configChangePrefix)
+		seq, ok := configChangeSeq(c)
 		if !ok {
-			continue
-		}
-		seq, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
 			continue
 		}
 		ok, st, err := n.zk.conn.Exists(n.zk.p(configChangesPath + "/" + c))
@@ -159,6 +149,17 @@ func (n *Node) purgeConfigChanges(names []string, last int64) {
 			n.log.Debug("cluster: purge config change", "znode", h.name, "err", err)
 		}
 	}
+}
+
+// configChangeSeq is the sequence number of a /config/changes child named
+// config_change_<seq>; ok is false for any other name.
+func configChangeSeq(name string) (seq int64, ok bool) {
+	s, ok := strings.CutPrefix(name, configChangePrefix)
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(s, 10, 64)
+	return seq, err == nil
 }
 
 // configChangeNote is a /config/changes notification (version 2).

@@ -387,11 +387,17 @@ func samePS(a, b PartitionState) bool { return a.Leader == b.Leader && slices.Eq
 // has none (or a dead one), sends LeaderAndIsr to their replicas and
 // UpdateMetadata to every broker.
 func (c *controller) electOfflinePartitions(tps []TopicPartition) ([]TopicPartition, error) {
+	return c.electLeaderless(tps, c.n.opts.UncleanLeaderElection)
+}
+
+// electLeaderless is electOfflinePartitions with unclean election on or off
+// (ElectLeaders asks for it explicitly).
+func (c *controller) electLeaderless(tps []TopicPartition, unclean bool) ([]TopicPartition, error) {
 	changed, err := c.changeStates(tps, func(tp TopicPartition, st PartitionState) (PartitionState, bool) {
 		if st.Leader >= 0 && c.isLive(st.Leader) {
 			return st, false
 		}
-		r := electOffline(c.replicas(tp), st.ISR, c.isLive, c.n.opts.UncleanLeaderElection)
+		r := electOffline(c.replicas(tp), st.ISR, c.isLive, unclean)
 		if !r.ok {
 			if st.Leader != -1 {
 				st.Leader = -1

@@ -145,27 +145,13 @@ func (c *controller) electLeaders(tps []TopicPartition, unclean bool) (map[Topic
 	var changed []TopicPartition
 	var err error
 	if unclean {
-		changed, err = c.changeStates(todo, func(tp TopicPartition, st PartitionState) (PartitionState, bool) {
-			if st.Leader >= 0 && c.isLive(st.Leader) {
-				return st, false
-			}
-			r := electOffline(c.replicas(tp), st.ISR, c.isLive, true)
-			if !r.ok {
-				return st, false
-			}
-			if !slices.Contains(st.ISR, r.Leader) {
-				c.log.Warn("cluster: unclean leader election requested: records may be lost", "partition", tp.String(), "leader", r.Leader, "isr_was", st.ISR)
-			}
-			st.Leader, st.ISR = r.Leader, r.ISR
-			return st, true
-		})
-		c.announce(changed)
+		changed, err = c.electLeaderless(todo, true)
 	} else {
 		changed, err = c.electPreferred(todo)
 	}
-	done := map[TopicPartition]bool{}
+	done := map[TopicPartition]bool{} // a leader was elected
 	for _, tp := range changed {
-		done[tp] = true
+		done[tp] = c.states[tp] != nil && c.states[tp].Leader >= 0
 	}
 	for _, tp := range todo {
 		switch {
