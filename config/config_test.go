@@ -123,3 +123,28 @@ func TestParsePropertiesEscapes(t *testing.T) {
 		t.Error("short \\u escape accepted")
 	}
 }
+
+// TestLeaderRebalanceKeys: Kafka's defaults (enabled, 300 s, 10%), their
+// overrides, and out-of-range values naming the key.
+func TestLeaderRebalanceKeys(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.AutoLeaderRebalance || c.LeaderImbalanceCheck != 300*time.Second || c.LeaderImbalancePercentage != 10 {
+		t.Errorf("defaults: %v %v %d", c.AutoLeaderRebalance, c.LeaderImbalanceCheck, c.LeaderImbalancePercentage)
+	}
+	c, err = Load("", []string{"auto.leader.rebalance.enable=false", "leader.imbalance.check.interval.seconds=5", "leader.imbalance.per.broker.percentage=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AutoLeaderRebalance || c.LeaderImbalanceCheck != 5*time.Second || c.LeaderImbalancePercentage != 0 {
+		t.Errorf("overrides: %v %v %d", c.AutoLeaderRebalance, c.LeaderImbalanceCheck, c.LeaderImbalancePercentage)
+	}
+	for _, bad := range []string{"leader.imbalance.check.interval.seconds=0", "leader.imbalance.per.broker.percentage=101", "auto.leader.rebalance.enable=maybe"} {
+		key, _, _ := strings.Cut(bad, "=")
+		if _, err := Load("", []string{bad}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
