@@ -195,6 +195,17 @@ func TestCLITopic(t *testing.T) {
 	cliFails(t, a, 1, "UNKNOWN_TOPIC_OR_PARTITION", "topic", "delete", "cli-a")
 	cliOK(t, a, "topic", "delete", "cli-a", "--if-exists")
 
+	// A manual replica assignment (kafka-topics.sh's format): this single
+	// broker (id 0) may be named, another may not.
+	cliOK(t, a, "topic", "create", "cli-m", "--replica-assignment", "0,0,0")
+	if rows := table(t, cliOK(t, a, "topic", "list").stdout, "TOPIC", "PARTITIONS", "REPLICATION-FACTOR"); len(rows) != 1 || rows[0]["PARTITIONS"] != "3" || rows[0]["REPLICATION-FACTOR"] != "1" {
+		t.Fatalf("list after --replica-assignment 0,0,0: %v", rows)
+	}
+	cliFails(t, a, 1, "INVALID_REPLICA_ASSIGNMENT", "topic", "create", "cli-n", "--replica-assignment", "0,5")
+	cliFails(t, a, 2, "replaces --partitions", "topic", "create", "cli-n", "--replica-assignment", "0", "--partitions", "1")
+	cliFails(t, a, 2, "is not a broker id", "topic", "create", "cli-n", "--replica-assignment", "0,x")
+	cliOK(t, a, "topic", "delete", "cli-m")
+
 	// Usage mistakes exit 2 before talking to the broker.
 	cliFails(t, a, 2, "exactly one topic name", "topic", "create")
 	cliFails(t, a, 2, "--partitions must be positive", "topic", "create", "x", "--partitions", "0")

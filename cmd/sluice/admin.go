@@ -35,6 +35,7 @@ func usageErr(format string, args ...any) error {
 type adminFlags struct {
 	bootstrap string
 	timeout   time.Duration
+	cl        *kgo.Client // set by connect
 }
 
 func (a *adminFlags) register(fs *flag.FlagSet) {
@@ -67,8 +68,13 @@ func (a *adminFlags) connect() (*kadm.Client, context.Context, context.CancelFun
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(min(a.timeout, time.Minute).Milliseconds()))
+	a.cl = cl
 	return adm, ctx, cancel, nil
 }
+
+// client is the kgo client under the admin client connect returned, for
+// requests kadm has no call for. Closing the admin client closes it.
+func (a *adminFlags) client() *kgo.Client { return a.cl }
 
 // brokerErr explains a request that failed as a whole (not per topic or
 // group): usually an unreachable broker or an API the broker does not serve.

@@ -165,3 +165,15 @@ func TestCLIExitCodes(t *testing.T) {
 		})
 	}
 }
+
+func TestParseReplicaAssignment(t *testing.T) {
+	got, err := parseReplicaAssignment("3:2,3:1, 2:1")
+	if err != nil || len(got) != 3 || !slices.Equal(got[0], []int32{3, 2}) || !slices.Equal(got[2], []int32{2, 1}) {
+		t.Fatalf("got %v %v", got, err)
+	}
+	for _, bad := range []string{"1,", ":1", "1:-2", "a", "1:2:x"} {
+		if _, err := parseReplicaAssignment(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

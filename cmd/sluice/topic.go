@@ -5,6 +5,7 @@ package main
 // protocol, so it works against any Kafka-compatible broker.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -37,6 +39,7 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 	var configs stringList
 	fs.Var(&configs, "config", "topic config `key=value` (repeatable)")
 	ifNotExists := fs.Bool("if-not-exists", false, "succeed if the topic already exists")
+	assignment := fs.String("replica-assignment", "", "manual replicas, as kafka-topics.sh: `b:b,b:b,...` (partition 0's brokers first, preferred leader first in each)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -54,6 +57,15 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var asg [][]int32
+	if *assignment != "" {
+		if *partitions != -1 || *rf != -1 {
+			return usageErr("--replica-assignment replaces --partitions and --replication-factor")
+		}
+		if asg, err = parseReplicaAssignment(*assignment); err != nil {
+			return err
+		}
+	}
 	name := pos[0]
 	adm, ctx, cancel, err := af.connect()
 	if err != nil {
@@ -61,13 +73,20 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 	}
 	defer adm.Close()
 	defer cancel()
-	resps, err := adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, name)
+	var r kadm.CreateTopicResponse
+	if asg != nil {
+		r, err = createAssigned(ctx, af.client(), name, asg, cfg)
+	} else {
+		var resps kadm.CreateTopicResponses
+		if resps, err = adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, name); err == nil {
+			var ok bool
+			if r, ok = resps[name]; !ok {
+				return fmt.Errorf("create topic %s: the broker's answer does not mention it", name)
+			}
+		}
+	}
 	if err != nil {
 		return af.brokerErr("create topic "+name, err)
-	}
-	r, ok := resps[name]
-	if !ok {
-		return fmt.Errorf("create topic %s: the broker's answer does not mention it", name)
 	}
 	if r.Err != nil {
 		if *ifNotExists && errors.Is(r.Err, kerr.TopicAlreadyExists) {
@@ -317,4 +336,54 @@ func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "Completed updating config for topic %s.\n", name)
 	return nil
+}
+
+// parseReplicaAssignment parses kafka-topics.sh's --replica-assignment:
+// partitions separated by commas, each a colon-separated list of broker ids.
+func parseReplicaAssignment(v string) ([][]int32, error) {
+	var out [][]int32
+	for i, part := range strings.Split(v, ",") {
+		var reps []int32
+		for _, b := range strings.Split(part, ":") {
+			id, err := strconv.ParseInt(strings.TrimSpace(b), 10, 32)
+			if err != nil || id < 0 {
+				return nil, usageErr("--replica-assignment: partition %d: %q is not a broker id", i, b)
+			}
+			reps = append(reps, int32(id))
+		}
+		out = append(out, reps)
+	}
+	return out, nil
+}
+
+// createAssigned sends CreateTopics with a manual replica assignment, which
+// kadm has no call for.
+func createAssigned(ctx context.Context, cl *kgo.Client, name string, asg [][]int32, cfg map[string]*string) (kadm.CreateTopicResponse, error) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	for p, reps := range asg {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), reps
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	for k, v := range cfg {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, v
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return kadm.CreateTopicResponse{}, err
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic != name {
+		return kadm.CreateTopicResponse{}, fmt.Errorf("the broker's answer does not mention %s", name)
+	}
+	t := resp.Topics[0]
+	r := kadm.CreateTopicResponse{Topic: name, ID: t.TopicID, Err: kerr.ErrorForCode(t.ErrorCode)}
+	if t.ErrorMessage != nil {
+		r.ErrMessage = *t.ErrorMessage
+	}
+	return r, nil
 }
