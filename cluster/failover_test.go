@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -115,6 +116,25 @@ func (tc *testCluster) shrinkISR(topic string, p int32) int32 {
 		return len(kids) == 0
 	})
 	return leader
+}
+
+// expandISR has the partition's leader take id back into the ISR, as
+// replication does when a follower catches up (the fake network runs no
+// replication), with the leader's version-guarded write.
+func (tc *testCluster) expandISR(topic string, p, id int32) {
+	tc.t.Helper()
+	waitFor(tc.t, fmt.Sprintf("broker %d back in the ISR of %s-%d", id, topic, p), func() bool {
+		st, v, err := tc.nodes[1].ReadPartitionState(topic, p)
+		if err != nil {
+			tc.t.Fatal(err)
+		}
+		if slices.Contains(st.ISR, id) {
+			return true
+		}
+		st.ISR = append(st.ISR, id)
+		_, err = tc.nodes[st.Leader].WritePartitionState(context.Background(), topic, p, st, v)
+		return err == nil
+	})
 }
 
 func TestUncleanElection(t *testing.T) {

@@ -43,18 +43,7 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 
 	// Its leaders take it back into the ISR, as replication would.
 	for _, p := range preferred {
-		waitFor(t, "ISR expansion written", func() bool {
-			st, v, err := ctl.ReadPartitionState("r", p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if slices.Contains(st.ISR, victim) {
-				return true
-			}
-			st.ISR = append(st.ISR, victim)
-			_, err = tc.nodes[st.Leader].WritePartitionState(context.Background(), "r", p, st, v)
-			return err == nil
-		})
+		tc.expandISR("r", p, victim)
 	}
 	before := len(requestsTo[*kmsg.LeaderAndISRRequest](tc.net, victim))
 	waitFor(t, "preferred leaders back", func() bool { return slices.Equal(tc.ledBy("r", 3, victim), preferred) })
@@ -111,18 +100,7 @@ func TestElectLeaders(t *testing.T) {
 	if err != nil || !errors.Is(res[tp], ErrPreferredLeaderNotAvailable) {
 		t.Fatalf("victim out of the ISR: %v %v", res, err)
 	}
-	waitFor(t, "victim back in the ISR", func() bool {
-		st, v, err := ctl.ReadPartitionState("e", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Contains(st.ISR, victim) {
-			return true
-		}
-		st.ISR = append(st.ISR, victim)
-		_, err = tc.nodes[st.Leader].WritePartitionState(ctx, "e", p, st, v)
-		return err == nil
-	})
+	tc.expandISR("e", p, victim)
 	waitFor(t, "the controller sees the ISR change", func() bool {
 		res, err = ctl.ElectLeaders(ctx, []TopicPartition{tp}, false)
 		return err == nil && res[tp] == nil
