@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,8 +34,6 @@ type brokerSender struct {
 	ch     chan kmsg.Request
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     sync.Mutex
-	closed bool
 }
 
 func (n *Node) newBrokerSender(b Broker) *brokerSender {

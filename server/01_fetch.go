@@ -17,6 +17,12 @@ package server
 // (incremental fetch) gets FETCH_SESSION_ID_NOT_FOUND and the client falls
 // back to a full one.
 //
+// Consumers and followers: a Fetch whose replica id is a broker id comes
+// from a follower (cluster mode). Only the leader serves either. A
+// consumer reads below the high watermark; a follower reads up to the log
+// end, and its fetch offset is its progress, from which the leader moves
+// the ISR and the high watermark (replication.Partition.HandleReplicaFetch).
+//
 // Limits (KIP-74): at most max_bytes in all and partition_max_bytes per
 // partition, except that the first batch of the first non-empty partition
 // is returned whole even when larger, so a consumer always progresses.
@@ -45,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -60,9 +67,6 @@ type fetchTarget struct {
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.FetchRequest)
-	if id := fetchReplicaID(r); id >= 0 && s.cm != nil {
-		return s.cm.handleReplicaFetch(rc, r, id), nil
-	}
 	out := &fetchresp.Response{}
 	version := r.Version
 
@@ -70,6 +74,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return fetchResponse(version, out), nil
 	}
+	replicaID := fetchReplicaID(r)
 
 	// Resolve every partition once; the topics' layout does not change
 	// while we wait (a deleted topic's partitions close, which ends the
@@ -97,8 +102,15 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				ft.err = terr
 			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				ft.err = errUnknownTopicOrPartition
+			case t.parts[rp.Partition] == nil || !t.parts[rp.Partition].IsLeader():
+				// Cluster mode: no replica here, or a follower.
+				ft.err = replication.ErrNotLeader
+			case replicaID >= 0:
+				// A follower: HandleReplicaFetch checks its epoch.
+				ft.p = t.parts[rp.Partition]
 			default:
-				ft.p, ft.err = s.fetchPartition(t, rp.Partition, rp.CurrentLeaderEpoch)
+				ft.p = t.parts[rp.Partition]
+				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
 			}
 			ot.Partitions[j].Partition = rp.Partition
 		}
@@ -109,9 +121,19 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		maxBytes = math.MaxInt32
 	}
 	s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
-		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel)
+		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel, replicaID)
 	})
 	return fetchResponse(version, out), nil
+}
+
+// fetchReplicaID returns the replica id of a Fetch: a broker id for a
+// follower, negative for a consumer (v0-v14 ReplicaID, v15+
+// ReplicaState.ID).
+func fetchReplicaID(r *kmsg.FetchRequest) int32 {
+	if r.Version >= 15 {
+		return r.ReplicaState.ID
+	}
+	return r.ReplicaID
 }
 
 // longPoll answers a fetch (consumer or follower): it calls fill, and while
@@ -181,10 +203,12 @@ func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minByt
 }
 
 // fillFetch reads every target into out (releasing what out held before)
-// and returns the record bytes gathered and whether a partition failed.
-func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, maxBytes int64, isolation int8) (total int64, hasErr bool) {
+// for a consumer (replicaID < 0) or the follower replicaID, and returns the
+// record bytes gathered and whether a partition failed.
+func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, maxBytes int64, isolation int8, replicaID int32) (total int64, hasErr bool) {
 	releaseFetch(out)
 	remaining := maxBytes
+	now := s.now()
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
@@ -195,14 +219,16 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 				op.AbortedTransactions = []fetchresp.AbortedTransaction{}
 			}
 			err := ft.err
-			if err == nil {
-				err = s.readPartition(ft, op, &remaining, total == 0)
+			if err == nil && replicaID >= 0 {
+				err = readReplica(ft, op, &remaining, total == 0, replicaID, now)
+			} else if err == nil {
+				err = readPartition(ft, op, &remaining, total == 0)
 			}
 			if err != nil {
 				hasErr = true
 				op.ErrorCode = errorCode(err)
 				if op.ErrorCode == kerr.UnknownServerError.Code || op.ErrorCode == kerr.KafkaStorageError.Code {
-					s.log.Error("server: fetch failed", "topic", out.Topics[i].Name, "partition", part, "err", err)
+					s.log.Error("server: fetch failed", "topic", out.Topics[i].Name, "partition", part, "replica", replicaID, "err", err)
 				}
 				continue
 			}
@@ -212,9 +238,10 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 	return total, hasErr
 }
 
-// readPartition reads one partition. first: nothing gathered yet, so the
-// first batch may exceed the limits (KIP-74).
-func (s *Server) readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool) error {
+// readPartition reads one partition for a consumer, below the high
+// watermark. first: nothing gathered yet, so the first batch may exceed the
+// limits (KIP-74).
+func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool) error {
 	p := ft.p
 	op.HighWatermark = p.HighWatermark()
 	op.LastStableOffset = p.LastStableOffset()
@@ -226,20 +253,41 @@ func (s *Server) readPartition(ft *fetchTarget, op *fetchresp.Partition, remaini
 	if limit <= 0 && !first {
 		return nil
 	}
-	if limit < 1 {
-		limit = 1
-	}
-	sl, err := p.Read(ft.offset, int(limit))
+	sl, err := p.Read(ft.offset, int(max(limit, 1)))
 	if err != nil {
 		return err
 	}
+	keepRecords(op, sl, limit, remaining, first)
+	return nil
+}
+
+// readReplica reads one partition for follower replicaID, up to the log
+// end: replication.Partition.HandleReplicaFetch records the follower's
+// progress (the ISR and the high watermark move with it). Past the
+// response limit the follower's position is still recorded; what was read
+// is dropped.
+func readReplica(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, replicaID int32, now time.Time) error {
+	limit := max(min(int64(ft.maxBytes), *remaining), 1)
+	res, err := ft.p.HandleReplicaFetch(replicaID, ft.leaderEpoch, ft.offset, int(limit), now)
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	if err != nil {
+		return err
+	}
+	keepRecords(op, res.Records, *remaining, remaining, first)
+	return nil
+}
+
+// keepRecords puts sl in op and counts it against remaining, unless it is
+// longer than limit and something was gathered already (only the first
+// partition's first batch may exceed the limits, KIP-74): then sl is
+// released.
+func keepRecords(op *fetchresp.Partition, sl zerocopy.Slice, limit int64, remaining *int64, first bool) {
 	if sl.Len() > limit && !first {
-		sl.Release() // only the first partition's first batch may exceed (KIP-74)
-		return nil
+		sl.Release()
+		return
 	}
 	op.Records = sl
 	*remaining -= sl.Len()
-	return nil
 }
 
 // checkLeaderEpoch compares a client's current leader epoch (-1: unknown)

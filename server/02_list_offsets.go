@@ -17,7 +17,6 @@ package server
 // INVALID_REQUEST.
 
 import (
-	"cmp"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,12 +57,9 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 }
 
 func (s *Server) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition) (offset, ts int64, epoch int32, err error) {
-	p := s.partition(topicName, rp.Partition)
-	if s.cm != nil {
-		p, err = s.cm.leaderPartition(topicName, rp.Partition)
-	}
-	if p == nil {
-		return 0, 0, 0, cmp.Or(err, errUnknownTopicOrPartition)
+	p, err := s.leaderPartition(topicName, rp.Partition)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return 0, 0, 0, err

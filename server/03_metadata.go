@@ -17,40 +17,51 @@ package server
 //	v11: cluster authorized operations removed
 //	v12: a topic may be requested by id alone (null name)
 //
-// Sluice is one broker, leader of every partition, the only replica and the
-// whole ISR. Unknown topics are created when auto.create.topics.enable is
-// set and the request allows it, then answered at once: creation is
-// synchronous, so there is no LEADER_NOT_AVAILABLE window.
+// The answer comes from the control plane's view: on a single node, this
+// broker leads every partition, is its only replica and the whole ISR; in
+// cluster mode, the metadata cache the controller feeds (every live broker,
+// each partition's leader, replicas, ISR and offline replicas). An unknown
+// topic is created when auto.create.topics.enable is set and the request
+// allows it (num.partitions, default.replication.factor). A single node
+// creates it synchronously and answers it at once; in a cluster it is
+// LEADER_NOT_AVAILABLE until the controller brings it online, as Kafka
+// answers. A partition whose leader is not live is LEADER_NOT_AVAILABLE.
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
 )
+
+// errLeaderNotAvailable: a topic being created, or a partition without a
+// live leader.
+var errLeaderNotAvailable = errors.New("server: leader not available")
 
 func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.MetadataRequest)
-	if s.cm != nil {
-		return s.cm.handleMetadata(r), nil
-	}
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	host, port := s.advertised()
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.nodeID, host, port
-	if s.cfg.RackID != "" {
-		rack := s.cfg.RackID
-		b.Rack = &rack
+	live := s.cp.brokers()
+	for _, lb := range live {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = lb.ID, lb.Host, lb.Port
+		if lb.Rack != "" {
+			rack := lb.Rack
+			b.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
 	}
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	cid := s.clusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = s.nodeID
+	resp.ControllerID = s.cp.controllerID()
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
-		for _, t := range s.topics.all() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(t))
+		for _, name := range s.cp.topicNames() {
+			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
 		}
 		return kresp(resp), nil
 	}
@@ -61,63 +72,125 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			name = *rt.Topic
 		}
 		if rt.Topic == nil || rt.TopicID != ([16]byte{}) && name == "" {
-			t := s.topics.getID(rt.TopicID)
-			if t == nil {
+			if name = s.topicNameByID(rt.TopicID); name == "" {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, s.metadataTopic(t))
+			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
 			continue
 		}
-		t := s.topics.get(name)
-		var err error
-		if t == nil {
-			err = validateTopicName(name)
-			if err == nil && autoCreate {
-				t, err = s.autoCreateTopic(name)
-			} else if err == nil {
-				err = errUnknownTopicOrPartition
-			}
-		}
-		if err != nil {
-			if errorCode(err) == kerr.UnknownServerError.Code {
-				s.log.Error("server: metadata auto-create", "topic", name, "err", err)
-			}
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic = &name
-			mt.ErrorCode = errorCode(err)
-			if errors.Is(err, errTopicExists) { // created concurrently
-				if t = s.topics.get(name); t != nil {
-					resp.Topics = append(resp.Topics, s.metadataTopic(t))
-					continue
-				}
-			}
-			resp.Topics = append(resp.Topics, mt)
+		if _, ok := s.cp.topicID(name); ok {
+			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
 			continue
 		}
-		resp.Topics = append(resp.Topics, s.metadataTopic(t))
+		err := validateTopicName(name)
+		switch {
+		case err != nil:
+		case !autoCreate:
+			err = errUnknownTopicOrPartition
+		default:
+			err = s.autoCreateTopic(name)
+		}
+		if err == nil && online(s.cp.partitions(name), live) {
+			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
+			continue
+		}
+		if err == nil {
+			err = errLeaderNotAvailable
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = &name
+		mt.ErrorCode = errorCode(err)
+		if mt.ErrorCode == kerr.UnknownServerError.Code {
+			s.log.Error("server: metadata auto-create", "topic", name, "err", err)
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
 	return kresp(resp), nil
 }
 
-// metadataTopic describes t with this broker leading every partition.
-func (s *Server) metadataTopic(t *topic) kmsg.MetadataResponseTopic {
+// autoCreateTopic creates name with the broker defaults; a topic created
+// concurrently is not an error.
+func (s *Server) autoCreateTopic(name string) error {
+	spec := topicSpec{name: name, partitions: -1, rf: -1}
+	if err := s.checkNewTopic(&spec); err != nil {
+		if errors.Is(err, errTopicExists) {
+			return nil
+		}
+		return err
+	}
+	_, err := s.cp.createTopic(context.Background(), spec)
+	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
+		return nil
+	}
+	return err
+}
+
+// topicNameByID returns the name of the topic with id, "" when none.
+func (s *Server) topicNameByID(id [16]byte) string {
+	if t := s.topics.getID(id); t != nil {
+		return t.name
+	}
+	for _, n := range s.cp.topicNames() {
+		if tid, _ := s.cp.topicID(n); tid == id {
+			return n
+		}
+	}
+	return ""
+}
+
+// metadataTopic describes a topic as the control plane knows it.
+func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.name
-	mt.Topic = &name
-	mt.TopicID = t.id
-	for _, p := range t.parts {
+	n := name
+	mt.Topic = &n
+	mt.TopicID, _ = s.cp.topicID(name)
+	mt.IsInternal = isInternalTopic(name)
+	for _, pi := range s.cp.partitions(name) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
-		mp.Leader = s.nodeID
-		mp.LeaderEpoch = p.LeaderEpoch()
-		mp.Replicas = []int32{s.nodeID}
-		mp.ISR = []int32{s.nodeID}
-		mp.OfflineReplicas = []int32{}
+		mp.Partition = pi.Partition
+		mp.Leader = pi.Leader
+		mp.LeaderEpoch = pi.LeaderEpoch
+		mp.Replicas = pi.Replicas
+		mp.ISR = pi.ISR
+		mp.OfflineReplicas = pi.OfflineReplicas
+		if mp.OfflineReplicas == nil {
+			mp.OfflineReplicas = []int32{}
+		}
+		if !isLive(live, pi.Leader) {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// isInternalTopic reports whether name is one of Kafka's internal topics.
+func isInternalTopic(name string) bool { return name == offsetsTopic }
+
+// isLive reports whether broker id is among live.
+func isLive(live []cluster.Broker, id int32) bool {
+	for _, b := range live {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// online reports whether every partition in parts (at least one) has a
+// live leader.
+func online(parts []cluster.PartitionInfo, live []cluster.Broker) bool {
+	if len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		if !isLive(live, p.Leader) {
+			return false
+		}
+	}
+	return true
 }

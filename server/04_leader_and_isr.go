@@ -1,7 +1,7 @@
 package server
 
 // LeaderAndIsr (key 4), served v2-v5, cluster mode only (the controller
-// sends v5).
+// sends v5; a single-node broker closes the connection).
 //
 //	v2: topic states grouped by topic; broker epoch
 //	v3: adding/removing replicas
@@ -25,32 +25,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/replication"
 )
 
 func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
-	cm := s.cm
-	if cm == nil {
-		return nil, errClusterOnly
-	}
 	r := req.(*kmsg.LeaderAndISRRequest)
 	resp := r.ResponseKind().(*kmsg.LeaderAndISRResponse)
-
-	cm.mu.Lock()
-	stale := r.ControllerEpoch < cm.ctrlEpoch
-	if !stale {
-		cm.ctrlEpoch = r.ControllerEpoch
-		for _, ll := range r.LiveLeaders {
-			cm.leaderAddrs[ll.BrokerID] = hostPort(ll.Host, ll.Port)
+	if err := s.cp.acceptControllerEpoch(r.ControllerEpoch); err != nil {
+		if errors.Is(err, errClusterOnly) {
+			return nil, err
 		}
-	}
-	cm.mu.Unlock()
-	if stale {
-		cm.log.Warn("server: ignoring LeaderAndIsr from an old controller", "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch)
-		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+		s.log.Warn("server: ignoring LeaderAndIsr", "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch, "err", err)
+		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
+	s.cp.liveLeaders(r.LiveLeaders)
 
 	s.topics.admin.Lock()
 	defer s.topics.admin.Unlock()
@@ -58,7 +47,7 @@ func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		rt := kmsg.NewLeaderAndISRResponseTopic()
 		rt.TopicID = ts.TopicID
 		for _, ps := range ts.PartitionStates {
-			code := cm.applyLeaderAndIsrLocked(ts.Topic, ts.TopicID, ps)
+			code := s.applyLeaderAndIsrLocked(ts.Topic, ts.TopicID, ps)
 			if r.Version >= 5 {
 				rp := kmsg.NewLeaderAndISRResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = ps.Partition, code
@@ -78,56 +67,43 @@ func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 
 // applyLeaderAndIsrLocked applies one partition state and returns its
 // error code. REQUIRES: s.topics.admin held.
-func (cm *clusterMode) applyLeaderAndIsrLocked(topicName string, topicID [16]byte, ps kmsg.LeaderAndISRRequestTopicPartition) int16 {
-	s := cm.s
-	t, err := cm.localTopic(topicName, topicID, ps.Partition)
+func (s *Server) applyLeaderAndIsrLocked(topicName string, topicID [16]byte, ps kmsg.LeaderAndISRRequestTopicPartition) int16 {
+	t, err := s.localTopicLocked(topicName, topicID, ps.Partition)
 	if err != nil {
-		cm.log.Error("server: LeaderAndIsr: topic", "topic", topicName, "partition", ps.Partition, "err", err)
+		s.log.Error("server: LeaderAndIsr: topic", "topic", topicName, "partition", ps.Partition, "err", err)
 		return errorCode(err)
 	}
 	p := t.parts[ps.Partition]
 	fresh := p == nil
 	if fresh {
-		if p, err = cm.openReplica(t, ps.Partition); err != nil {
-			cm.log.Error("server: LeaderAndIsr: open replica", "topic", topicName, "partition", ps.Partition, "err", err)
+		if p, err = s.openPartition(t, ps.Partition, openReplica); err != nil {
+			s.log.Error("server: LeaderAndIsr: open replica", "topic", topicName, "partition", ps.Partition, "err", err)
 			return kerr.KafkaStorageError.Code
 		}
 	}
-	cm.mu.Lock()
-	cm.partCtrlEpoch[engine.PartitionID{Topic: topicName, Partition: ps.Partition}] = ps.ControllerEpoch
-	cm.mu.Unlock()
+	s.cp.roleChanging(p, ps)
 	st := replication.LeaderAndIsr{
 		Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch, ISR: ps.ISR, Replicas: ps.Replicas, ZkVersion: ps.ZKVersion,
 	}
 	if ps.Leader == s.nodeID {
-		cm.fetchers.Remove(p.Partition)
 		err = p.MakeLeader(st)
 	} else {
 		err = p.MakeFollower(st)
-		if err == nil {
-			if ps.Leader >= 0 {
-				cm.fetchers.Add(p.Partition, ps.Leader, ps.LeaderEpoch)
-			} else {
-				cm.fetchers.Remove(p.Partition)
-			}
-		}
 	}
 	if err != nil {
 		if fresh {
 			p.Close()
 		}
 		if errors.Is(err, replication.ErrStaleLeaderEpoch) {
-			cm.log.Info("server: ignoring LeaderAndIsr with an old leader epoch", "topic", topicName, "partition", ps.Partition, "err", err)
+			s.log.Info("server: ignoring LeaderAndIsr with an old leader epoch", "topic", topicName, "partition", ps.Partition, "err", err)
 			return kerr.StaleControllerEpoch.Code
 		}
-		cm.log.Error("server: LeaderAndIsr", "topic", topicName, "partition", ps.Partition, "err", err)
+		s.log.Error("server: LeaderAndIsr", "topic", topicName, "partition", ps.Partition, "err", err)
 		return errorCode(err)
 	}
+	s.cp.roleChanged(p, ps)
 	if fresh {
-		cm.setPartitionLocked(t, ps.Partition, p)
-	}
-	if topicName == offsetsTopic {
-		cm.offsets.onRole(ps.Partition, ps.Leader == s.nodeID)
+		s.setPartitionLocked(t, ps.Partition, p)
 	}
 	return 0
 }

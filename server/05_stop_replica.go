@@ -1,6 +1,7 @@
 package server
 
-// StopReplica (key 5), served v3, cluster mode only.
+// StopReplica (key 5), served v3, cluster mode only (a single-node broker
+// closes the connection).
 //
 //	v3: per-partition leader epoch and delete flag (KIP-570)
 //
@@ -22,20 +23,14 @@ import (
 )
 
 func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
-	cm := s.cm
-	if cm == nil {
-		return nil, errClusterOnly
-	}
 	r := req.(*kmsg.StopReplicaRequest)
 	resp := r.ResponseKind().(*kmsg.StopReplicaResponse)
-	cm.mu.Lock()
-	stale := r.ControllerEpoch < cm.ctrlEpoch
-	if !stale {
-		cm.ctrlEpoch = r.ControllerEpoch
-	}
-	cm.mu.Unlock()
-	if stale {
-		resp.ErrorCode = kerr.StaleControllerEpoch.Code
+	if err := s.cp.acceptControllerEpoch(r.ControllerEpoch); err != nil {
+		if errors.Is(err, errClusterOnly) {
+			return nil, err
+		}
+		s.log.Warn("server: ignoring StopReplica", "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch, "err", err)
+		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
 	s.topics.admin.Lock()
@@ -44,7 +39,7 @@ func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 		for _, ps := range rt.PartitionStates {
 			rp := kmsg.NewStopReplicaResponsePartition()
 			rp.Topic, rp.Partition = rt.Topic, ps.Partition
-			rp.ErrorCode = cm.stopReplicaLocked(rt.Topic, ps)
+			rp.ErrorCode = s.stopReplicaLocked(rt.Topic, ps)
 			resp.Partitions = append(resp.Partitions, rp)
 		}
 	}
@@ -52,14 +47,13 @@ func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 }
 
 // stopReplicaLocked stops one replica. REQUIRES: s.topics.admin held.
-func (cm *clusterMode) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRequestTopicPartitionState) int16 {
-	s := cm.s
+func (s *Server) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRequestTopicPartitionState) int16 {
 	t := s.topics.get(topicName)
 	if t == nil || ps.Partition < 0 || int(ps.Partition) >= len(t.parts) || t.parts[ps.Partition] == nil {
 		if ps.Delete { // a log left behind by a crash: delete it anyway
 			err := s.store.DeleteLog(engine.PartitionID{Topic: topicName, Partition: ps.Partition})
 			if err != nil && !errors.Is(err, engine.ErrNoLog) {
-				cm.log.Error("server: StopReplica: delete log", "topic", topicName, "partition", ps.Partition, "err", err)
+				s.log.Error("server: StopReplica: delete log", "topic", topicName, "partition", ps.Partition, "err", err)
 				return kerr.KafkaStorageError.Code
 			}
 		}
@@ -69,20 +63,17 @@ func (cm *clusterMode) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRe
 	if ps.LeaderEpoch >= 0 && ps.LeaderEpoch < p.LeaderEpoch() {
 		return kerr.FencedLeaderEpoch.Code
 	}
-	cm.fetchers.Remove(p.Partition)
-	if topicName == offsetsTopic {
-		cm.offsets.onStop(ps.Partition)
-	}
+	s.cp.replicaStopped(p)
 	if !ps.Delete {
 		return 0
 	}
-	t = cm.setPartitionLocked(t, ps.Partition, nil)
+	t = s.setPartitionLocked(t, ps.Partition, nil)
 	code := int16(0)
 	if err := p.Close(); err != nil {
-		cm.log.Warn("server: StopReplica: close", "topic", topicName, "partition", ps.Partition, "err", err)
+		s.log.Warn("server: StopReplica: close", "topic", topicName, "partition", ps.Partition, "err", err)
 	}
 	if err := s.store.DeleteLog(engine.PartitionID{Topic: topicName, Partition: ps.Partition}); err != nil && !errors.Is(err, engine.ErrNoLog) {
-		cm.log.Error("server: StopReplica: delete log", "topic", topicName, "partition", ps.Partition, "err", err)
+		s.log.Error("server: StopReplica: delete log", "topic", topicName, "partition", ps.Partition, "err", err)
 		code = kerr.KafkaStorageError.Code
 	}
 	for _, q := range t.parts {
@@ -92,8 +83,8 @@ func (cm *clusterMode) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRe
 	}
 	s.topics.remove(t)
 	if err := s.meta.DeleteTopic(topicName); err != nil && !errors.Is(err, metastore.ErrNotFound) {
-		cm.log.Error("server: StopReplica: delete topic from metastore", "topic", topicName, "err", err)
+		s.log.Error("server: StopReplica: delete topic from metastore", "topic", topicName, "err", err)
 	}
-	cm.log.Info("server: deleted local replicas of topic", "topic", topicName)
+	s.log.Info("server: deleted local replicas of topic", "topic", topicName)
 	return code
 }

@@ -12,20 +12,22 @@ package server
 // answers NOT_CONTROLLER.
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
-	if s.cm == nil {
-		return nil, errClusterOnly
-	}
 	r := req.(*kmsg.ControlledShutdownRequest)
 	resp := r.ResponseKind().(*kmsg.ControlledShutdownResponse)
 	epoch := r.BrokerEpoch
 	if r.Version < 2 {
 		epoch = -1
 	}
-	remaining, err := s.cm.node.HandleControlledShutdown(r.BrokerID, epoch)
+	remaining, err := s.cp.controlledShutdown(r.BrokerID, epoch)
+	if errors.Is(err, errClusterOnly) {
+		return nil, err
+	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		s.log.Warn("server: controlled shutdown request", "broker", r.BrokerID, "err", err)

@@ -24,7 +24,7 @@ import (
 func handleApiVersions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ApiVersionsRequest)
 	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = apiVersionKeysFor(s.cm != nil)
+	resp.ApiKeys = apiVersionKeysFor(s.cp.interBrokerAPIs())
 	return kresp(resp), nil
 }
 

@@ -12,35 +12,57 @@ package server
 //
 // Names are checked as Kafka checks them (1-249 of [a-zA-Z0-9._-], not "."
 // or "..", no collision with an existing topic once '.' becomes '_'). The
-// only replication factor a single broker can satisfy is 1; a manual
-// assignment must put every partition on this broker. Sluice applies -1
-// defaults at every version. timeout_ms is ignored: creation is synchronous.
+// replication factor may not exceed the live brokers (on a single node: 1);
+// a manual assignment must give every partition the same number of distinct
+// live brokers. Sluice applies -1 defaults at every version.
+//
+// The control plane creates the topic: a single node synchronously; a
+// cluster by writing it to ZooKeeper, after which this request waits, up to
+// its timeout, until this broker's metadata shows a leader for every new
+// partition, so a client can produce right after (Kafka's
+// DelayedCreatePartitions). A timeout still answers success: the topic
+// exists.
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
 )
+
+// createWaitMax bounds how long CreateTopics waits for leaders when the
+// request has no timeout.
+const createWaitMax = 30 * time.Second
 
 func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.CreateTopicsRequest)
-	if s.cm != nil {
-		return s.cm.handleCreateTopics(r), nil
-	}
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
-
 	seen := map[string]int{}
 	for _, rt := range r.Topics {
 		seen[rt.Topic]++
 	}
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	wait := createWaitMax
+	if r.TimeoutMillis > 0 {
+		wait = min(wait, time.Duration(r.TimeoutMillis)*time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var created []string
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		t, err := s.createOne(rt, r.ValidateOnly, seen[rt.Topic] > 1)
+		spec, err := s.newTopicSpec(rt, seen[rt.Topic] > 1)
+		if err == nil && !r.ValidateOnly {
+			st.TopicID, err = s.cp.createTopic(ctx, spec)
+			if err == nil {
+				created = append(created, spec.name)
+			}
+		}
 		if err != nil {
 			st.ErrorCode = errorCode(err)
 			st.ErrorMessage = errorMessage(err)
@@ -50,55 +72,94 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		st.TopicID = t.id
-		st.NumPartitions = t.meta.Partitions
-		st.ReplicationFactor = t.meta.ReplicationFactor
+		st.NumPartitions, st.ReplicationFactor = spec.partitions, spec.rf
 		for _, d := range topicConfigDefs {
-			v, src := s.configValue(t.meta.Configs, d.name)
+			v, src := s.configValue(spec.configs, d.name)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name, c.Value, c.Source = d.name, &v, src
 			st.Configs = append(st.Configs, c)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	for _, name := range created {
+		for ctx.Err() == nil && !online(s.cp.partitions(name), s.cp.brokers()) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
 	return kresp(resp), nil
 }
 
-// createOne validates and (unless validateOnly) creates one topic. With
-// validateOnly the returned topic is a description only.
-// REQUIRES: s.topics.admin held.
-func (s *Server) createOne(rt kmsg.CreateTopicsRequestTopic, validateOnly, duplicate bool) (*topic, error) {
-	if duplicate {
-		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
-	}
+// newTopicSpec turns a CreateTopics entry into a validated topicSpec.
+func (s *Server) newTopicSpec(rt kmsg.CreateTopicsRequestTopic, duplicate bool) (topicSpec, error) {
 	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, rf: rt.ReplicationFactor, configs: map[string]string{}}
+	if duplicate {
+		return spec, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
+	}
 	for _, c := range rt.Configs {
 		if c.Value == nil {
-			return nil, fmt.Errorf("%w: null value for config %q", errInvalidConfig, c.Name)
+			return spec, fmt.Errorf("%w: null value for config %q", errInvalidConfig, c.Name)
 		}
 		spec.configs[c.Name] = *c.Value
 	}
 	asg, err := replicaAssignment(rt)
 	if err != nil {
-		return nil, err
+		return spec, err
 	}
 	if asg != nil {
-		for _, reps := range asg {
-			for _, b := range reps {
-				if b != s.nodeID {
-					return nil, fmt.Errorf("%w: unknown broker %d", errInvalidReplicaAssignment, b)
-				}
-			}
+		spec.assignment, spec.partitions, spec.rf = asg, int32(len(asg)), int16(len(asg[0]))
+	}
+	return spec, s.checkNewTopic(&spec)
+}
+
+// checkNewTopic validates a topic to be created against the control
+// plane's view, applying the broker defaults for -1 partitions and
+// replication factor.
+func (s *Server) checkNewTopic(spec *topicSpec) error {
+	if err := validateTopicName(spec.name); err != nil {
+		return err
+	}
+	cn := collisionName(spec.name)
+	for _, n := range s.cp.topicNames() {
+		if n == spec.name {
+			return fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
 		}
-		spec.partitions, spec.rf = int32(len(asg)), int16(len(asg[0]))
+		if collisionName(n) == cn {
+			return fmt.Errorf("%w: topic %q collides with existing topic %q", errInvalidTopic, spec.name, n)
+		}
 	}
-	if err := s.checkNewTopic(&spec); err != nil {
-		return nil, err
+	if spec.partitions == -1 {
+		spec.partitions = s.cfg.NumPartitions
 	}
-	if validateOnly {
-		return &topic{name: spec.name, meta: metaPreview(spec)}, nil
+	if spec.rf == -1 {
+		spec.rf = s.cfg.DefaultReplicationFactor
 	}
-	return s.createTopicLocked(spec)
+	if spec.partitions <= 0 || spec.partitions > s.maxPartitions {
+		return fmt.Errorf("%w: %d partitions (allowed 1..%d)", errInvalidPartitions, spec.partitions, s.maxPartitions)
+	}
+	if spec.rf <= 0 {
+		return fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
+	}
+	live := liveIDs(s.cp.brokers())
+	if spec.assignment != nil {
+		if err := cluster.ValidateAssignment(spec.assignment, int(spec.rf), live); err != nil {
+			return err
+		}
+	} else if int(spec.rf) > len(live) {
+		return fmt.Errorf("%w: replication factor %d larger than the %d live brokers", errInvalidReplicationFactor, spec.rf, len(live))
+	}
+	return checkTopicConfigs(spec.configs)
+}
+
+// liveIDs returns the ids of bs.
+func liveIDs(bs []cluster.Broker) []int32 {
+	ids := make([]int32, len(bs))
+	for i, b := range bs {
+		ids[i] = b.ID
+	}
+	return ids
 }
 
 // replicaAssignment returns rt's manual replica assignment indexed by

@@ -8,12 +8,14 @@ package server
 //	v5: per-topic error message
 //	v6: topics by name or by id (KIP-516)
 //
-// Deletion is synchronous: the topic leaves lookups at once, its partitions
-// close (ending long polls on them), its logs and its metastore entry are
-// deleted before the answer. delete.topic.enable=false answers
-// TOPIC_DELETION_DISABLED.
+// A single node deletes synchronously: the topic leaves lookups at once,
+// its partitions close (ending long polls on them), its logs and its
+// metastore entry are deleted before the answer. A cluster marks the topic
+// for deletion in ZooKeeper and the controller carries it out with
+// StopReplica. delete.topic.enable=false answers TOPIC_DELETION_DISABLED.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,9 +24,6 @@ import (
 
 func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DeleteTopicsRequest)
-	if s.cm != nil {
-		return s.cm.handleDeleteTopics(r), nil
-	}
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	reqs := r.Topics
 	if r.Version < 6 {
@@ -33,35 +32,35 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			reqs = append(reqs, kmsg.DeleteTopicsRequestTopic{Topic: &n})
 		}
 	}
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
 	for _, rt := range reqs {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var name string
-		if rt.Topic != nil {
-			name = *rt.Topic
-		}
 		err := func() error {
 			if !s.cfg.DeleteTopicEnable {
 				return errTopicDeletionDisabled
 			}
-			if rt.Topic != nil && rt.TopicID != ([16]byte{}) {
+			name := ""
+			switch {
+			case rt.Topic != nil && rt.TopicID != ([16]byte{}):
 				return fmt.Errorf("%w: give a topic name or a topic id, not both", errInvalidRequest)
+			case rt.Topic != nil:
+				name = *rt.Topic
+			default:
+				if name = s.topicNameByID(rt.TopicID); name == "" {
+					return errUnknownTopicID
+				}
+				st.Topic = &name
 			}
-			t, err := s.resolveTopic(name, rt.TopicID)
-			if err != nil {
-				return err
+			if id, ok := s.cp.topicID(name); ok {
+				st.TopicID = id
 			}
-			n := t.name
-			st.Topic, st.TopicID = &n, t.id
-			return s.deleteTopicLocked(t)
+			return s.cp.deleteTopic(context.Background(), name)
 		}()
 		if err != nil {
 			st.ErrorCode = errorCode(err)
 			st.ErrorMessage = errorMessage(err)
 			if st.ErrorCode == kerr.UnknownServerError.Code {
-				s.log.Error("server: delete topic", "topic", name, "err", err)
+				s.log.Error("server: delete topic", "err", err)
 			}
 		}
 		resp.Topics = append(resp.Topics, st)

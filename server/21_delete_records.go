@@ -8,7 +8,9 @@ package server
 //
 // Offset -1 means the high watermark. An offset above the high watermark is
 // OFFSET_OUT_OF_RANGE. The answer's low watermark is the new log start
-// offset; the space below it is reclaimed by the backend when it can.
+// offset; the space below it is reclaimed by the backend when it can. Only
+// the partition's leader serves it (NOT_LEADER_OR_FOLLOWER elsewhere); in
+// cluster mode the followers' logs follow the leader's start offset.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,9 +27,9 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			p := s.partition(rt.Topic, rp.Partition)
-			if p == nil {
-				sp.ErrorCode = errorCode(errUnknownTopicOrPartition)
+			p, err := s.leaderPartition(rt.Topic, rp.Partition)
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
 			} else if low, err := p.DeleteRecordsBefore(rp.Offset); err != nil {
 				sp.ErrorCode = errorCode(err)
 				if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {

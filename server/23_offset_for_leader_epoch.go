@@ -28,21 +28,11 @@ func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p := s.partition(rt.Topic, rp.Partition)
-			switch {
-			case s.cm != nil: // only the leader answers, followers and consumers alike
-				var err error
-				if p, err = s.cm.leaderPartition(rt.Topic, rp.Partition); err == nil {
-					sp.LeaderEpoch, sp.EndOffset, err = p.HandleOffsetForLeaderEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch)
-				}
-				sp.ErrorCode = errorCode(err)
-			case p == nil:
-				sp.ErrorCode = errorCode(errUnknownTopicOrPartition)
-			default:
-				var err error
+			p, err := s.leaderPartition(rt.Topic, rp.Partition)
+			if err == nil {
 				sp.LeaderEpoch, sp.EndOffset, err = p.HandleOffsetForLeaderEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch)
-				sp.ErrorCode = errorCode(err)
 			}
+			sp.ErrorCode = errorCode(err)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

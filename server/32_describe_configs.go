@@ -14,8 +14,8 @@ package server
 // (STATIC_BROKER_CONFIG when it differs from Kafka's default, DEFAULT_CONFIG
 // when not). The broker (type 4, name = broker.id or empty) describes a
 // small read-only set of its static configs. Other resource types are
-// INVALID_REQUEST. In cluster mode a topic's overrides are read from
-// ZooKeeper (clustermode_configs.go), so any broker describes any topic.
+// INVALID_REQUEST. A topic's overrides come from the control plane: in
+// cluster mode from ZooKeeper, so any broker describes any topic.
 
 import (
 	"slices"
@@ -62,23 +62,9 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 }
 
 func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) error {
-	var overrides map[string]string
-	if s.cm != nil {
-		// Cluster mode: ZooKeeper's config, for any topic of the cluster.
-		o, err := s.cm.topicConfigs(rr.ResourceName)
-		if err != nil {
-			return err
-		}
-		overrides = o
-	} else {
-		t := s.topics.get(rr.ResourceName)
-		if t == nil {
-			if err := validateTopicName(rr.ResourceName); err != nil {
-				return err
-			}
-			return errUnknownTopicOrPartition
-		}
-		overrides = t.meta.Configs
+	overrides, err := s.cp.topicConfigs(rr.ResourceName)
+	if err != nil {
+		return err
 	}
 	for _, d := range topicConfigDefs {
 		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, d.name) {

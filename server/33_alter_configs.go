@@ -12,10 +12,14 @@ package server
 // persisted in the metastore, then applied to the live logs
 // (engine.Log.SetConfig) and partitions (message.timestamp.type). Broker
 // configs are static in Sluice: altering them is INVALID_REQUEST. In cluster
-// mode the overrides are written to ZooKeeper (clustermode_configs.go).
+// mode the overrides are written to ZooKeeper, and every broker applies them
+// to its replicas when it sees the change notification.
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,25 +33,9 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	for _, rr := range r.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := func() error {
-			if s.cm != nil {
-				return s.cm.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
-					return alterConfigsOverrides(rr), nil
-				})
-			}
-			t, err := s.alterTarget(rr.ResourceType, rr.ResourceName)
-			if err != nil {
-				return err
-			}
-			overrides := alterConfigsOverrides(rr)
-			if err := checkTopicConfigs(overrides); err != nil {
-				return err
-			}
-			if r.ValidateOnly {
-				return nil
-			}
-			return s.setTopicConfigsLocked(t, overrides)
-		}()
+		err := s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
+			return alterConfigsOverrides(rr), nil
+		})
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
 			sr.ErrorMessage = errorMessage(err)
@@ -72,22 +60,39 @@ func alterConfigsOverrides(rr kmsg.AlterConfigsRequestResource) map[string]strin
 	return overrides
 }
 
-// alterTarget resolves the resource of an (incremental) alter configs
-// request: topics only. REQUIRES: s.topics.admin held.
-func (s *Server) alterTarget(typ kmsg.ConfigResourceType, name string) (*topic, error) {
+// alterTopicConfigs serves one resource of AlterConfigs or
+// IncrementalAlterConfigs: next turns the current overrides (a copy, never
+// nil) into the new ones, which are validated as a whole and, unless
+// validateOnly, stored through the control plane (in cluster mode, written
+// to ZooKeeper) and applied to the local replicas.
+// REQUIRES: s.topics.admin held.
+func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, validateOnly bool, next func(cur map[string]string) (map[string]string, error)) error {
 	switch typ {
 	case resourceTopic:
 	case resourceBroker:
-		return nil, fmt.Errorf("%w: broker configs are static in Sluice; change server.properties and restart", errInvalidRequest)
+		return fmt.Errorf("%w: broker configs are static in Sluice; change server.properties and restart", errInvalidRequest)
 	default:
-		return nil, fmt.Errorf("%w: unsupported resource type %d", errInvalidRequest, typ)
+		return fmt.Errorf("%w: unsupported resource type %d", errInvalidRequest, typ)
 	}
-	t := s.topics.get(name)
-	if t == nil {
-		if err := validateTopicName(name); err != nil {
-			return nil, err
-		}
-		return nil, errUnknownTopicOrPartition
+	cur, err := s.cp.topicConfigs(name)
+	if err != nil {
+		return err
 	}
-	return t, nil
+	overrides, err := next(maps.Clone(cur))
+	if err != nil {
+		return err
+	}
+	if err := checkTopicConfigs(overrides); err != nil {
+		return err
+	}
+	if validateOnly {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), configWriteTimeout)
+	defer cancel()
+	return s.cp.setTopicConfigs(ctx, name, overrides)
 }
+
+// configWriteTimeout bounds the write of an alter (in cluster mode, to
+// ZooKeeper).
+const configWriteTimeout = 10 * time.Second

@@ -9,33 +9,37 @@ package server
 //	v3: no changes
 //
 // A count not above the current one is INVALID_PARTITIONS. An assignment
-// must list one replica set per new partition, each exactly this broker.
-// Existing partitions are untouched, so keys hashed to them before may now
-// map elsewhere, as in Kafka.
+// must list one replica set per new partition, each of the topic's
+// replication factor in distinct live brokers (on a single node: exactly
+// this broker). Existing partitions are untouched, so keys hashed to them
+// before may now map elsewhere, as in Kafka. A single node adds the
+// partitions synchronously; a cluster writes the new assignment to
+// ZooKeeper and the controller brings the partitions online.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
 )
 
 func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.CreatePartitionsRequest)
-	if s.cm != nil {
-		return s.cm.handleCreatePartitions(r), nil
-	}
 	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := map[string]int{}
 	for _, rt := range r.Topics {
 		seen[rt.Topic]++
 	}
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		err := s.createPartitionsLocked(rt, r.ValidateOnly, seen[rt.Topic] > 1)
+		asg, err := s.checkNewPartitions(rt, seen[rt.Topic] > 1)
+		if err == nil && !r.ValidateOnly {
+			err = s.cp.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
+		}
 		if err != nil {
 			st.ErrorCode = errorCode(err)
 			st.ErrorMessage = errorMessage(err)
@@ -48,58 +52,36 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 	return kresp(resp), nil
 }
 
-// REQUIRES: s.topics.admin held.
-func (s *Server) createPartitionsLocked(rt kmsg.CreatePartitionsRequestTopic, validateOnly, duplicate bool) error {
+// checkNewPartitions validates one topic of a CreatePartitions request
+// against the control plane's view and returns its manual assignment (nil:
+// automatic).
+func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) ([][]int32, error) {
 	if duplicate {
-		return fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
+		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
 	}
-	t := s.topics.get(rt.Topic)
-	if t == nil {
-		return errUnknownTopicOrPartition
+	parts := s.cp.partitions(rt.Topic)
+	if parts == nil {
+		return nil, errUnknownTopicOrPartition
 	}
-	cur := int32(len(t.parts))
+	cur := int32(len(parts))
 	if rt.Count <= cur {
-		return fmt.Errorf("%w: topic %q has %d partitions; the new count %d must be larger", errInvalidPartitions, t.name, cur, rt.Count)
+		return nil, fmt.Errorf("%w: topic %q has %d partitions; the new count %d must be larger", errInvalidPartitions, rt.Topic, cur, rt.Count)
 	}
 	if rt.Count > s.maxPartitions {
-		return fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, rt.Count, s.maxPartitions)
+		return nil, fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, rt.Count, s.maxPartitions)
 	}
-	if rt.Assignment != nil {
-		if int32(len(rt.Assignment)) != rt.Count-cur {
-			return fmt.Errorf("%w: %d assignments for %d new partitions", errInvalidReplicaAssignment, len(rt.Assignment), rt.Count-cur)
-		}
-		for _, a := range rt.Assignment {
-			if len(a.Replicas) != 1 || a.Replicas[0] != s.nodeID {
-				return fmt.Errorf("%w: replicas %v; the only broker is %d", errInvalidReplicaAssignment, a.Replicas, s.nodeID)
-			}
-		}
+	if len(rt.Assignment) == 0 {
+		return nil, nil
 	}
-	if validateOnly {
-		return nil
+	if int32(len(rt.Assignment)) != rt.Count-cur {
+		return nil, fmt.Errorf("%w: %d assignments for %d new partitions", errInvalidReplicaAssignment, len(rt.Assignment), rt.Count-cur)
 	}
-	m := t.meta
-	m.Partitions = rt.Count
-	m.Assignment = append([][]int32(nil), m.Assignment...)
-	for i := cur; i < rt.Count; i++ {
-		m.Assignment = append(m.Assignment, []int32{s.nodeID})
+	asg := make([][]int32, len(rt.Assignment))
+	for i, a := range rt.Assignment {
+		asg[i] = a.Replicas
 	}
-	if err := s.meta.PutTopic(m); err != nil {
-		return fmt.Errorf("server: store topic %q: %w", t.name, err)
+	if err := cluster.ValidateAssignment(asg, len(parts[0].Replicas), liveIDs(s.cp.brokers())); err != nil {
+		return nil, err
 	}
-	nt := *t
-	nt.meta = m
-	nt.parts = append([]*partition(nil), t.parts...)
-	for i := cur; i < rt.Count; i++ {
-		p, err := s.openPartition(&nt, i, true)
-		if err != nil {
-			// Publish what opened; the metastore already says Count, and
-			// the next start creates the missing logs.
-			s.topics.publish(&nt)
-			return err
-		}
-		nt.parts = append(nt.parts, p)
-	}
-	s.topics.publish(&nt)
-	s.log.Info("server: added partitions", "topic", t.name, "partitions", rt.Count)
-	return nil
+	return asg, nil
 }

@@ -49,38 +49,32 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			}
 		}
 	}
-	var results map[cluster.TopicPartition]error
-	if s.cm == nil {
-		results = s.electLeadersSingleNode(tps)
-	} else {
-		timeout := time.Duration(max(r.TimeoutMillis, 1000)) * time.Millisecond
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		var err error
-		results, err = s.cm.node.ElectLeaders(ctx, tps, unclean)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				err = errElectionTimedOut
-			}
-			if r.Version >= 1 {
-				resp.ErrorCode = errorCode(err)
-				return kresp(resp), nil
-			}
-			// v0 has no top-level error: every partition asked for gets
-			// it; with all partitions asked for, the controller's view
-			// is not at hand, so those this broker knows of get it.
-			if tps == nil {
-				md := s.cm.node.Metadata()
-				for _, t := range md.Topics() {
-					for _, pi := range md.Partitions(t) {
-						tps = append(tps, cluster.TopicPartition{Topic: t, Partition: pi.Partition})
-					}
+	timeout := time.Duration(max(r.TimeoutMillis, 1000)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	results, err := s.cp.electLeaders(ctx, tps, unclean)
+	timedOut := ctx.Err() != nil
+	cancel()
+	if err != nil {
+		if timedOut {
+			err = errElectionTimedOut
+		}
+		if r.Version >= 1 {
+			resp.ErrorCode = errorCode(err)
+			return kresp(resp), nil
+		}
+		// v0 has no top-level error: every partition asked for gets it;
+		// with all partitions asked for, the controller's view is not at
+		// hand, so those this broker knows of get it.
+		if tps == nil {
+			for _, t := range s.cp.topicNames() {
+				for _, pi := range s.cp.partitions(t) {
+					tps = append(tps, cluster.TopicPartition{Topic: t, Partition: pi.Partition})
 				}
 			}
-			results = map[cluster.TopicPartition]error{}
-			for _, tp := range tps {
-				results[tp] = err
-			}
+		}
+		results = map[cluster.TopicPartition]error{}
+		for _, tp := range tps {
+			results[tp] = err
 		}
 	}
 	byTopic := map[string][]kmsg.ElectLeadersResponseTopicPartition{}
@@ -101,24 +95,4 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	}
 	slices.SortFunc(resp.Topics, func(a, b kmsg.ElectLeadersResponseTopic) int { return strings.Compare(a.Topic, b.Topic) })
 	return kresp(resp), nil
-}
-
-// electLeadersSingleNode answers an election on a single-node broker.
-func (s *Server) electLeadersSingleNode(tps []cluster.TopicPartition) map[cluster.TopicPartition]error {
-	if tps == nil {
-		for _, t := range s.topics.all() {
-			for p := range t.parts {
-				tps = append(tps, cluster.TopicPartition{Topic: t.name, Partition: int32(p)})
-			}
-		}
-	}
-	results := make(map[cluster.TopicPartition]error, len(tps))
-	for _, tp := range tps {
-		if s.partition(tp.Topic, tp.Partition) == nil {
-			results[tp] = cluster.ErrTopicNotFound
-		} else {
-			results[tp] = cluster.ErrElectionNotNeeded
-		}
-	}
-	return results
 }

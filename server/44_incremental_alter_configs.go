@@ -9,12 +9,11 @@ package server
 // topic config; APPEND (2) and SUBTRACT (3) on the list config
 // cleanup.policy only (others: INVALID_CONFIG, as Kafka answers). The result
 // is validated as a whole, persisted, then applied to the live logs. Broker
-// configs are static: INVALID_REQUEST. In cluster mode the overrides are
-// read from and written to ZooKeeper (clustermode_configs.go).
+// configs are static: INVALID_REQUEST. The overrides are read and written
+// through the control plane (see 33_alter_configs.go).
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -37,38 +36,14 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 	for _, rr := range r.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := func() error {
-			if s.cm != nil {
-				return s.cm.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
-					for _, c := range rr.Configs {
-						if err := s.applyConfigOp(overrides, c); err != nil {
-							return nil, err
-						}
-					}
-					return overrides, nil
-				})
-			}
-			t, err := s.alterTarget(rr.ResourceType, rr.ResourceName)
-			if err != nil {
-				return err
-			}
-			overrides := maps.Clone(t.meta.Configs)
-			if overrides == nil {
-				overrides = map[string]string{}
-			}
+		err := s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
 			for _, c := range rr.Configs {
 				if err := s.applyConfigOp(overrides, c); err != nil {
-					return err
+					return nil, err
 				}
 			}
-			if err := checkTopicConfigs(overrides); err != nil {
-				return err
-			}
-			if r.ValidateOnly {
-				return nil
-			}
-			return s.setTopicConfigsLocked(t, overrides)
-		}()
+			return overrides, nil
+		})
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
 			sr.ErrorMessage = errorMessage(err)

@@ -3,8 +3,11 @@ package server
 // DescribeCluster (key 60), served v0-v1.
 //
 //	v0: cluster id, controller id, brokers, authorized operations
-//	v1: endpoint type: 1 brokers, 2 controllers. A Sluice broker is its own
-//	    controller in single-node mode, so both name this broker.
+//	v1: endpoint type: 1 brokers, 2 controllers. Both are answered with the
+//	    live brokers (a ZooKeeper-mode controller is one of them; a
+//	    single-node broker is its own controller).
+//
+// The brokers and the controller come from the control plane's view.
 //
 // Sluice has no ACLs: authorized operations stay unset (INT32_MIN).
 
@@ -20,17 +23,18 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 		resp.EndpointType = 1
 	}
 	resp.ClusterID = s.clusterID
-	resp.ControllerID = s.nodeID
-	host, port := s.advertised()
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = s.nodeID, host, port
-	if s.cfg.RackID != "" {
-		rack := s.cfg.RackID
-		b.Rack = &rack
+	resp.ControllerID = s.cp.controllerID()
+	if resp.ControllerID < 0 {
+		resp.ControllerID = s.nodeID // not known yet: ask us again
 	}
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
-	if s.cm != nil {
-		s.cm.describeCluster(resp)
+	for _, lb := range s.cp.brokers() {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = lb.ID, lb.Host, lb.Port
+		if lb.Rack != "" {
+			rack := lb.Rack
+			b.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, b)
 	}
 	return kresp(resp), nil
 }

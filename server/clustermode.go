@@ -1,68 +1,76 @@
 package server
 
-// Cluster mode (zookeeper.connect set).
+// zkPlane is the control plane of a broker in a ZooKeeper cluster
+// (zookeeper.connect set): an adapter over cluster.Node, which runs the
+// registration, the controller election and the controller itself.
 //
-// The broker runs a cluster.Node (registration, controller election, the
-// controller itself) and hands it to the server (Options.Cluster). The
-// server then learns which partitions it holds only from the controller:
-//
-//   - LeaderAndIsr (04_leader_and_isr.go) opens or creates a partition's
-//     log, persists its topic in the local metastore, and makes the replica
-//     leader (MakeLeader, after its fetcher stops) or follower
-//     (MakeFollower, then a fetcher replicates it from the leader). A
-//     partition is published in the topic registry only after its role is
-//     applied, so no produce ever reaches a freshly opened replica that
-//     still believes it leads.
-//   - StopReplica (05_stop_replica.go) stops fetching and, when asked,
-//     closes and deletes the log.
-//   - UpdateMetadata (06_update_metadata.go) feeds the node's
-//     MetadataCache, which answers Metadata requests for the whole cluster.
-//   - ControlledShutdown (07_controlled_shutdown.go) is served by the
-//     controller.
-//
-// In the topic registry a cluster-mode topic has one entry per partition of
-// its assignment; partitions without a replica here are nil. Produce,
-// consumer Fetch, ListOffsets and OffsetForLeaderEpoch answer
-// NOT_LEADER_OR_FOLLOWER for a partition this broker does not lead.
-// Follower fetches (Fetch with a replica id) are served by
-// clustermode_fetch.go. A leader changes the ISR by writing the partition
-// state to ZooKeeper itself (AlterISR -> Node.WritePartitionState, guarded
-// by the znode version of the LeaderAndIsr it acts on), and a periodic loop
-// calls MaybeShrinkISR.
+//   - The view (Metadata, DescribeCluster, leaders) is the node's
+//     MetadataCache, fed only by the controller's UpdateMetadata requests,
+//     as Kafka's ZkMetadataCache is. Before the first one it knows this
+//     broker alone.
+//   - Topic administration writes to ZooKeeper: CreateTopic (the
+//     controller assigns replicas and sends LeaderAndIsr), DeleteTopic (the
+//     controller sends StopReplica with delete), AddPartitions, and topic
+//     configs in /config/topics/<t> with a /config/changes notification.
+//     Any broker describes any topic's configs from ZooKeeper.
+//   - Controller requests are obeyed in controller-epoch order
+//     (acceptControllerEpoch); followers replicate through the
+//     replication.FetcherManager started and stopped by roleChanging and
+//     roleChanged. A leader changes the ISR by writing the partition state
+//     itself (replication.Options.AlterISR -> Node.WritePartitionState,
+//     guarded by the znode version of the LeaderAndIsr it acts on), and
+//     shrinkLoop calls MaybeShrinkISR.
+//   - Topic config changes notified through ZooKeeper are applied to the
+//     local replicas by configLoop (Kafka's ZkConfigManager): the named
+//     topic's config is re-read and applied if it differs from the local
+//     one; when the watch (re)starts, every local topic is re-read. Two
+//     concurrent alters of one topic through different brokers are not
+//     serialized (as in Kafka's ZooKeeper mode): the last write wins.
+//   - High-watermark checkpoints (Kafka's replication-offset-checkpoint): a
+//     replica's log can hold records past what its ISR had committed (a
+//     follower's unreplicated tail, a former leader's last appends), so a
+//     replica reopened after a restart starts its high watermark at the
+//     value it last checkpointed, not at its log end, and consumers never
+//     read a record that may yet be truncated away. Checkpoints are written
+//     every hwCheckpointInterval (Kafka's
+//     replica.high.watermark.checkpoint.interval.ms) and at close, through
+//     the backend's optional engine.HighWatermarkStore; a backend without
+//     it restarts every replica at its log start, which is safe and only
+//     delays consumers.
+//   - Consumer offsets live in the replicated __consumer_offsets topic
+//     (offsets_topic.go); FindCoordinator names the leader of a group's
+//     partition (offsets_topic_find.go).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/replication"
 )
 
-// errClusterOnly answers (by closing the connection) an inter-broker API
-// sent to a single-node broker, which does not advertise it.
-var errClusterOnly = errors.New("server: inter-broker API served only in cluster mode (zookeeper.connect)")
+// hwCheckpointInterval is how often the high watermarks are checkpointed.
+const hwCheckpointInterval = 5 * time.Second
 
 // clusterAPIs are the inter-broker API keys, advertised in ApiVersions only
 // in cluster mode.
 var clusterAPIs = map[int16]bool{4: true, 5: true, 6: true, 7: true}
 
-// clusterMode is the server's cluster-mode state; nil in single-node mode.
-type clusterMode struct {
+type zkPlane struct {
 	s        *Server
 	node     *cluster.Node
 	fetchers *replication.FetcherManager
-	log      *slog.Logger
-	// offsets tracks the __consumer_offsets partitions led here
-	// (offsets_topic.go).
+	// offsets tracks the __consumer_offsets partitions led here.
 	offsets *offsetsCoord
 
 	mu sync.Mutex
@@ -75,62 +83,255 @@ type clusterMode struct {
 	// leaderAddrs are the LiveLeaders of LeaderAndIsr requests, for
 	// fetchers that start before UpdateMetadata names the leader.
 	leaderAddrs map[int32]string
-	// savedHW are the high watermarks checkpointed before the last stop
-	// (clustermode_hw.go); read-only after newClusterMode.
+	// savedHW are the high watermarks checkpointed before the last stop;
+	// read-only after newZKPlane.
 	savedHW map[engine.PartitionID]int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-func newClusterMode(s *Server, node *cluster.Node) *clusterMode {
-	cm := &clusterMode{
-		s: s, node: node, log: s.log,
+// newZKPlane starts the cluster-mode machinery of s over node: the
+// fetchers, and the ISR, config-change and checkpoint loops.
+func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
+	zp := &zkPlane{
+		s: s, node: node,
 		partCtrlEpoch: map[engine.PartitionID]int32{},
 		leaderAddrs:   map[int32]string{},
 		stop:          make(chan struct{}),
 		offsets:       newOffsetsCoord(s),
 	}
-	cm.fetchers = replication.NewFetcherManager(replication.FetcherOptions{
+	zp.fetchers = replication.NewFetcherManager(replication.FetcherOptions{
 		BrokerID: s.nodeID,
-		Resolve:  cm.resolve,
+		Resolve:  zp.resolve,
 		Logger:   s.log,
 	})
-	// pids: ids are unique per broker (each allocates from its own
+	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.
 	s.pids.base = int64(s.nodeID) << 40
-	cm.savedHW = cm.loadHighWatermarks()
-	cm.wg.Add(3)
-	go cm.shrinkLoop()
-	go cm.configLoop()
-	go cm.hwCheckpointLoop()
-	return cm
+	zp.savedHW = zp.loadHighWatermarks()
+	zp.wg.Add(3)
+	go zp.shrinkLoop()
+	go zp.configLoop()
+	go zp.hwCheckpointLoop()
+	return zp
 }
 
-// close stops the ISR loop and every fetcher (before the partitions close).
-func (cm *clusterMode) close() {
-	close(cm.stop)
-	cm.wg.Wait()
-	cm.fetchers.Close()
-	cm.checkpointHighWatermarks()
+// close stops the loops and every fetcher (before the partitions close)
+// and checkpoints the high watermarks.
+func (zp *zkPlane) close() {
+	close(zp.stop)
+	zp.wg.Wait()
+	zp.fetchers.Close()
+	zp.checkpointHighWatermarks()
+}
+
+// --- the view ---
+
+func (zp *zkPlane) brokers() []cluster.Broker {
+	if live := zp.node.Metadata().Brokers(); len(live) > 0 {
+		return live
+	}
+	// Before the first UpdateMetadata: at least ourselves.
+	return []cluster.Broker{zp.s.self()}
+}
+
+func (zp *zkPlane) controllerID() int32 {
+	if id := zp.node.Metadata().ControllerID(); id >= 0 {
+		return id
+	}
+	return zp.node.ControllerID()
+}
+
+func (zp *zkPlane) topicNames() []string { return zp.node.Metadata().Topics() }
+
+func (zp *zkPlane) topicID(name string) ([16]byte, bool) { return zp.node.Metadata().TopicID(name) }
+
+func (zp *zkPlane) partitions(name string) []cluster.PartitionInfo {
+	return zp.node.Metadata().Partitions(name)
+}
+
+// --- administration ---
+
+func (zp *zkPlane) createTopic(ctx context.Context, spec topicSpec) ([16]byte, error) {
+	id := newTopicID()
+	var err error
+	if spec.assignment != nil {
+		err = zp.node.CreateTopicAssigned(ctx, spec.name, spec.assignment, spec.configs, id)
+	} else {
+		err = zp.node.CreateTopic(ctx, spec.name, int(spec.partitions), int(spec.rf), spec.configs, id)
+	}
+	return id, err
+}
+
+func (zp *zkPlane) deleteTopic(ctx context.Context, name string) error {
+	return zp.node.DeleteTopic(ctx, name)
+}
+
+func (zp *zkPlane) addPartitions(ctx context.Context, name string, count int32, assignment [][]int32) error {
+	if assignment != nil {
+		return zp.node.AddPartitionsAssigned(ctx, name, int(count), assignment)
+	}
+	return zp.node.AddPartitions(ctx, name, int(count))
+}
+
+func (zp *zkPlane) topicConfigs(name string) (map[string]string, error) {
+	if err := validateTopicName(name); err != nil {
+		return nil, err
+	}
+	c, err := zp.node.TopicConfigs(name)
+	if err == nil && c == nil {
+		c = map[string]string{}
+	}
+	return c, err
+}
+
+// setTopicConfigs writes the overrides to ZooKeeper (with a change
+// notification for the other brokers) and applies them here at once, so
+// this broker's next request sees them. REQUIRES: s.topics.admin held.
+func (zp *zkPlane) setTopicConfigs(ctx context.Context, name string, overrides map[string]string) error {
+	if err := zp.node.SetTopicConfig(ctx, name, overrides); err != nil {
+		return fmt.Errorf("server: write configs of %q: %w", name, err)
+	}
+	zp.s.log.Info("server: changed topic configs", "topic", name, "configs", overrides)
+	zp.applyTopicConfigLocked(name)
+	return nil
+}
+
+// electLeaders runs on the controller; other brokers answer NOT_CONTROLLER,
+// as Kafka's ZooKeeper-mode brokers do.
+func (zp *zkPlane) electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error) {
+	return zp.node.ElectLeaders(ctx, tps, unclean)
+}
+
+func (zp *zkPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc) {
+	return zp.offsets.owns, zp.offsets.persist, zp.offsets.persistGroup
+}
+
+// --- controller requests and local replicas ---
+
+func (zp *zkPlane) interBrokerAPIs() bool { return true }
+
+func (zp *zkPlane) acceptControllerEpoch(epoch int32) error {
+	zp.mu.Lock()
+	defer zp.mu.Unlock()
+	if epoch < zp.ctrlEpoch {
+		return fmt.Errorf("%w: %d < %d", errStaleControllerEpoch, epoch, zp.ctrlEpoch)
+	}
+	zp.ctrlEpoch = epoch
+	return nil
+}
+
+func (zp *zkPlane) liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader) {
+	zp.mu.Lock()
+	defer zp.mu.Unlock()
+	for _, ll := range ls {
+		zp.leaderAddrs[ll.BrokerID] = net.JoinHostPort(ll.Host, strconv.Itoa(int(ll.Port)))
+	}
+}
+
+func (zp *zkPlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
+	if !zp.node.Metadata().Apply(r) {
+		return errStaleControllerEpoch
+	}
+	return nil
+}
+
+func (zp *zkPlane) controlledShutdown(brokerID int32, brokerEpoch int64) ([]cluster.TopicPartition, error) {
+	return zp.node.HandleControlledShutdown(brokerID, brokerEpoch)
+}
+
+func (zp *zkPlane) topicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
+	id, assignment, err := zp.node.TopicAssignment(name)
+	if err != nil {
+		return id, nil, nil, err
+	}
+	configs, err := zp.node.TopicConfigs(name)
+	return id, assignment, configs, err
+}
+
+// replicaOptions: a replica knows its broker id, enforces
+// min.insync.replicas, writes ISR changes to ZooKeeper, and restarts its
+// high watermark at the checkpointed one (never past what was committed
+// before the restart; missing clamps to the log start).
+func (zp *zkPlane) replicaOptions(t *topic, o *replication.Options) {
+	o.MinInsyncReplicas = t.cfg.minISR
+	o.ReplicaLagTimeMax = zp.s.cfg.ReplicaLagTimeMax
+	o.AlterISR = zp.alterISR
+	o.RestoreHighWatermark = true
+	o.HighWatermark = zp.savedHW[engine.PartitionID{Topic: o.Topic, Partition: o.Partition}]
+}
+
+func (zp *zkPlane) roleChanging(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+	zp.mu.Lock()
+	zp.partCtrlEpoch[engine.PartitionID{Topic: p.topic, Partition: p.index}] = ps.ControllerEpoch
+	zp.mu.Unlock()
+	if ps.Leader == zp.s.nodeID {
+		zp.fetchers.Remove(p.Partition)
+	}
+}
+
+func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+	leader := ps.Leader == zp.s.nodeID
+	switch {
+	case leader:
+	case ps.Leader >= 0:
+		zp.fetchers.Add(p.Partition, ps.Leader, ps.LeaderEpoch)
+	default: // no live leader: wait for the next LeaderAndIsr
+		zp.fetchers.Remove(p.Partition)
+	}
+	if p.topic == offsetsTopic {
+		zp.offsets.onRole(p.index, leader)
+	}
+}
+
+func (zp *zkPlane) replicaStopped(p *partition) {
+	zp.fetchers.Remove(p.Partition)
+	if p.topic == offsetsTopic {
+		zp.offsets.onStop(p.index)
+	}
 }
 
 // resolve returns a broker's address for the fetchers.
-func (cm *clusterMode) resolve(id int32) (string, bool) {
-	if b, ok := cm.node.Metadata().Broker(id); ok {
+func (zp *zkPlane) resolve(id int32) (string, bool) {
+	if b, ok := zp.node.Metadata().Broker(id); ok {
 		return b.Addr(), true
 	}
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	a, ok := cm.leaderAddrs[id]
+	zp.mu.Lock()
+	defer zp.mu.Unlock()
+	a, ok := zp.leaderAddrs[id]
 	return a, ok
+}
+
+// alterISR is replication.Options.AlterISR: the leader writes its new ISR
+// to the partition state znode, guarded by the version it knows.
+func (zp *zkPlane) alterISR(ctx context.Context, topic string, partition int32, st replication.LeaderAndIsr) (int32, error) {
+	zp.mu.Lock()
+	ce := zp.partCtrlEpoch[engine.PartitionID{Topic: topic, Partition: partition}]
+	zp.mu.Unlock()
+	return zp.node.WritePartitionState(ctx, topic, partition, cluster.PartitionState{
+		ControllerEpoch: ce, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR,
+	}, st.ZkVersion)
+}
+
+// --- background loops ---
+
+// eachReplica calls fn for every local replica.
+func (zp *zkPlane) eachReplica(fn func(t *topic, p *partition)) {
+	for _, t := range zp.s.topics.all() {
+		for _, p := range t.parts {
+			if p != nil {
+				fn(t, p)
+			}
+		}
+	}
 }
 
 // shrinkLoop calls MaybeShrinkISR on every partition this broker leads,
 // every replica.lag.time.max.ms/2 as Kafka does.
-func (cm *clusterMode) shrinkLoop() {
-	defer cm.wg.Done()
-	lag := cm.s.cfg.ReplicaLagTimeMax
+func (zp *zkPlane) shrinkLoop() {
+	defer zp.wg.Done()
+	lag := zp.s.cfg.ReplicaLagTimeMax
 	if lag <= 0 {
 		lag = replication.DefaultReplicaLagTimeMax
 	}
@@ -138,162 +339,119 @@ func (cm *clusterMode) shrinkLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-cm.stop:
+		case <-zp.stop:
 			return
 		case <-t.C:
 		}
-		now := cm.s.now()
-		for _, tp := range cm.s.topics.all() {
-			for _, p := range tp.parts {
-				if p != nil && p.IsLeader() {
-					p.MaybeShrinkISR(now)
-				}
+		now := zp.s.now()
+		zp.eachReplica(func(_ *topic, p *partition) {
+			if p.IsLeader() {
+				p.MaybeShrinkISR(now)
 			}
+		})
+	}
+}
+
+// configLoop applies topic config changes notified through ZooKeeper until
+// close.
+func (zp *zkPlane) configLoop() {
+	defer zp.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-zp.stop:
+			cancel()
+		case <-ctx.Done():
 		}
+	}()
+	zp.node.WatchTopicConfigChanges(ctx, zp.applyTopicConfig, zp.resyncTopicConfigs)
+}
+
+// applyTopicConfig re-reads topic name's config from ZooKeeper and applies
+// it to the local replicas.
+func (zp *zkPlane) applyTopicConfig(name string) {
+	zp.s.topics.admin.Lock()
+	defer zp.s.topics.admin.Unlock()
+	zp.applyTopicConfigLocked(name)
+}
+
+// resyncTopicConfigs re-reads the config of every local topic.
+func (zp *zkPlane) resyncTopicConfigs() {
+	for _, t := range zp.s.topics.all() {
+		zp.applyTopicConfig(t.name)
 	}
 }
 
-// alterISR is replication.Options.AlterISR: the leader writes its new ISR
-// to the partition state znode, guarded by the version it knows.
-func (cm *clusterMode) alterISR(ctx context.Context, topic string, partition int32, st replication.LeaderAndIsr) (int32, error) {
-	cm.mu.Lock()
-	ce := cm.partCtrlEpoch[engine.PartitionID{Topic: topic, Partition: partition}]
-	cm.mu.Unlock()
-	return cm.node.WritePartitionState(ctx, topic, partition, cluster.PartitionState{
-		ControllerEpoch: ce, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR,
-	}, st.ZkVersion)
-}
-
-// localTopic returns the registry's topic name with room for partition,
-// creating (or extending, after partitions were added) its local entry
-// from ZooKeeper: assignment, topic id and config overrides, persisted in
-// the metastore. A local topic with another id (the topic was deleted and
-// created again while this broker missed the StopReplica) is dropped
-// first. REQUIRES: s.topics.admin held.
-func (cm *clusterMode) localTopic(name string, id [16]byte, part int32) (*topic, error) {
-	s := cm.s
+// applyTopicConfigLocked applies topic name's overrides in ZooKeeper to its
+// local entry and replicas when they differ from the local ones. A topic
+// with no replica here has nothing to apply. Failures are logged: the next
+// change or restart applies the config again.
+// REQUIRES: s.topics.admin held.
+func (zp *zkPlane) applyTopicConfigLocked(name string) {
+	s := zp.s
 	t := s.topics.get(name)
-	if t != nil && id != ([16]byte{}) && t.id != id {
-		cm.log.Warn("server: local topic has an old topic id; dropping its logs", "topic", name)
-		cm.dropTopicLocked(t)
-		t = nil
+	if t == nil {
+		return
 	}
-	if t != nil && int(part) < len(t.parts) {
-		return t, nil
-	}
-	zid, assignment, err := cm.node.TopicAssignment(name)
+	configs, err := zp.node.TopicConfigs(name)
 	if err != nil {
-		return nil, err
+		if !errors.Is(err, cluster.ErrTopicNotFound) {
+			s.log.Warn("server: read topic config from zookeeper", "topic", name, "err", err)
+		}
+		return
 	}
-	if int(part) >= len(assignment) {
-		return nil, fmt.Errorf("%w: %s-%d not in the assignment", errUnknownTopicOrPartition, name, part)
-	}
-	configs, err := cm.node.TopicConfigs(name)
-	if err != nil {
-		return nil, err
+	if maps.Equal(configs, t.meta.Configs) {
+		return
 	}
 	if cerr := checkTopicConfigs(configs); cerr != nil {
-		cm.log.Warn("server: topic config in zookeeper not valid here; using broker defaults for bad keys", "topic", name, "err", cerr)
+		s.log.Warn("server: topic config in zookeeper not valid here; using broker defaults for bad keys", "topic", name, "err", cerr)
 	}
-	m := metastore.Topic{
-		Name: name, ID: zid, Partitions: int32(len(assignment)), ReplicationFactor: int16(len(assignment[0])),
-		Configs: configs, CreatedAt: s.now(), Assignment: assignment,
-	}
-	nt := &topic{name: name, id: zid, meta: m, cfg: s.effectiveConfig(configs), parts: make([]*partition, len(assignment))}
-	if t != nil {
-		m.CreatedAt = t.meta.CreatedAt
-		nt.meta = m
-		copy(nt.parts, t.parts)
-	}
-	if err := s.meta.PutTopic(m); err != nil {
-		return nil, fmt.Errorf("server: store topic %q: %w", name, err)
-	}
-	s.topics.publish(nt)
-	return nt, nil
+	s.setTopicConfigsLocked(t, configs) // logs what fails
 }
 
-// openReplica opens partition i of t (creating its log when missing) as a
-// replication.Partition with the cluster options. It is not published.
-func (cm *clusterMode) openReplica(t *topic, i int32) (*partition, error) {
-	s := cm.s
-	id := engine.PartitionID{Topic: t.name, Partition: i}
-	log, err := s.store.OpenLog(id, t.cfg.log)
-	if errors.Is(err, engine.ErrNoLog) {
-		log, err = s.store.CreateLog(id, t.cfg.log)
+// loadHighWatermarks reads the checkpointed high watermarks; a damaged
+// checkpoint is logged and ignored (every replica then starts at its log
+// start, which is safe).
+func (zp *zkPlane) loadHighWatermarks() map[engine.PartitionID]int64 {
+	hs, ok := zp.s.store.(engine.HighWatermarkStore)
+	if !ok {
+		return nil
 	}
+	m, err := hs.HighWatermarks()
 	if err != nil {
-		return nil, fmt.Errorf("server: open log %s-%d: %w", t.name, i, err)
+		zp.s.log.Warn("server: ignoring damaged high-watermark checkpoint; replicas start at their log start", "err", err)
+		return nil
 	}
-	rp, err := replication.NewPartition(log, replication.Options{
-		Topic:             t.name,
-		Partition:         i,
-		LogAppendTime:     t.cfg.logAppendTime,
-		Now:               s.now,
-		Logger:            s.log,
-		BrokerID:          s.nodeID,
-		MinInsyncReplicas: t.cfg.minISR,
-		ReplicaLagTimeMax: s.cfg.ReplicaLagTimeMax,
-		AlterISR:          cm.alterISR,
-		// Never past what was committed before the restart; missing
-		// (0) clamps to the log start.
-		RestoreHighWatermark: true,
-		HighWatermark:        cm.savedHW[id],
+	return m
+}
+
+// checkpointHighWatermarks saves the high watermark of every local replica.
+func (zp *zkPlane) checkpointHighWatermarks() {
+	hs, ok := zp.s.store.(engine.HighWatermarkStore)
+	if !ok {
+		return
+	}
+	m := map[engine.PartitionID]int64{}
+	zp.eachReplica(func(t *topic, p *partition) {
+		m[engine.PartitionID{Topic: t.name, Partition: p.index}] = p.HighWatermark()
 	})
-	if err != nil {
-		log.Close()
-		return nil, fmt.Errorf("server: open partition %s-%d: %w", t.name, i, err)
-	}
-	return &partition{Partition: rp, topic: t.name, index: i}, nil
-}
-
-// setPartitionLocked publishes t with partition i replaced by p (nil:
-// removed). REQUIRES: s.topics.admin held.
-func (cm *clusterMode) setPartitionLocked(t *topic, i int32, p *partition) *topic {
-	nt := *t
-	nt.parts = slices.Clone(t.parts)
-	nt.parts[i] = p
-	cm.s.topics.publish(&nt)
-	return &nt
-}
-
-// dropTopicLocked closes and deletes every local partition of t and its
-// metastore entry. REQUIRES: s.topics.admin held.
-func (cm *clusterMode) dropTopicLocked(t *topic) {
-	s := cm.s
-	s.topics.remove(t)
-	for _, p := range t.parts {
-		if p == nil {
-			continue
-		}
-		cm.fetchers.Remove(p.Partition)
-		if err := p.Close(); err != nil {
-			cm.log.Warn("server: close partition", "topic", t.name, "partition", p.index, "err", err)
-		}
-		if err := s.store.DeleteLog(engine.PartitionID{Topic: t.name, Partition: p.index}); err != nil && !errors.Is(err, engine.ErrNoLog) {
-			cm.log.Error("server: delete log", "topic", t.name, "partition", p.index, "err", err)
-		}
-	}
-	if err := s.meta.DeleteTopic(t.name); err != nil && !errors.Is(err, metastore.ErrNotFound) {
-		cm.log.Error("server: delete topic from metastore", "topic", t.name, "err", err)
+	if err := hs.SaveHighWatermarks(m); err != nil {
+		zp.s.log.Error("server: checkpoint high watermarks", "err", err)
 	}
 }
 
-// leaderPartition returns partition i of topic name if this broker leads
-// it: errUnknownTopicOrPartition when the cluster does not know it,
-// replication.ErrNotLeader when another broker leads it.
-func (cm *clusterMode) leaderPartition(name string, i int32) (*partition, error) {
-	if p := cm.s.partition(name, i); p != nil {
-		if !p.IsLeader() {
-			return nil, replication.ErrNotLeader
+// hwCheckpointLoop checkpoints the high watermarks periodically until close.
+func (zp *zkPlane) hwCheckpointLoop() {
+	defer zp.wg.Done()
+	t := time.NewTicker(hwCheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-zp.stop:
+			return
+		case <-t.C:
+			zp.checkpointHighWatermarks()
 		}
-		return p, nil
 	}
-	if _, ok := cm.node.Metadata().Partition(name, i); ok {
-		return nil, replication.ErrNotLeader
-	}
-	return nil, errUnknownTopicOrPartition
-}
-
-func hostPort(host string, port int32) string {
-	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }

@@ -130,6 +130,8 @@ func errorCode(err error) int16 {
 		return kerr.PreferredLeaderNotAvailable.Code
 	case errors.Is(err, cluster.ErrEligibleLeadersNotAvailable):
 		return kerr.EligibleLeadersNotAvailable.Code
+	case errors.Is(err, errStaleControllerEpoch):
+		return kerr.StaleControllerEpoch.Code
 	case errors.Is(err, cluster.ErrStaleBrokerEpoch):
 		return kerr.StaleBrokerEpoch.Code
 	case errors.Is(err, cluster.ErrBrokerNotAvailable), errors.Is(err, cluster.ErrClosed):

@@ -14,8 +14,10 @@ import (
 // (package group), which owns their versions, semantics and persistence.
 // JoinGroup and SyncGroup block this connection's handler until the
 // rebalance reaches them, as a Kafka broker mutes a connection while a
-// request is outstanding; the wait ends if the client goes away. In
-// cluster mode FindCoordinator is answered here (offsets_topic_find.go).
+// request is outstanding; the wait ends if the client goes away.
+// FindCoordinator goes to the control plane: on a single node the group
+// coordinator names this broker; in cluster mode the leader of the group's
+// __consumer_offsets partition is named (offsets_topic_find.go).
 func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	ctx, host := context.Background(), ""
 	if rc.conn != nil {
@@ -24,10 +26,14 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 			host = h
 		}
 	}
-	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok && s.cm != nil {
-		return kresp(s.cm.findCoordinator(ctx, fc)), nil
+	ctx = group.WithClient(ctx, rc.clientID, "/"+host)
+	var resp kmsg.Response
+	var err error
+	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok {
+		resp, err = s.cp.findCoordinator(ctx, fc)
+	} else {
+		resp, err = s.groups.Handle(ctx, req)
 	}
-	resp, err := s.groups.Handle(group.WithClient(ctx, rc.clientID, "/"+host), req)
 	if err != nil {
 		// A version outside the table cannot reach here (decodeRequest
 		// checks it); a cancelled wait means the client is gone.

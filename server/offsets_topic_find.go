@@ -1,8 +1,7 @@
 package server
 
-// FindCoordinator in cluster mode, and the group.Options hooks. (In
-// single-node mode the group coordinator answers FindCoordinator with this
-// broker.)
+// FindCoordinator in cluster mode. (In single-node mode the group
+// coordinator answers FindCoordinator with this broker.)
 
 import (
 	"context"
@@ -12,39 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
-	"github.com/sluice/sluice/group"
 )
-
-// groupOwns returns the Owns hook: nil in single-node mode (cm nil).
-func (cm *clusterMode) groupOwns() group.OwnsFunc {
-	if cm == nil {
-		return nil
-	}
-	return cm.offsets.owns
-}
-
-// groupPersist returns the Persist hook: nil in single-node mode.
-func (cm *clusterMode) groupPersist() group.PersistFunc {
-	if cm == nil {
-		return nil
-	}
-	return cm.offsets.persist
-}
-
-// groupPersistGroup returns the PersistGroup hook: nil in single-node mode.
-func (cm *clusterMode) groupPersistGroup() group.PersistGroupFunc {
-	if cm == nil {
-		return nil
-	}
-	return cm.offsets.persistGroup
-}
 
 // findCoordinator answers FindCoordinator (versions 0-4, the range the
 // group coordinator advertises) for group keys with the leader of the
 // group's __consumer_offsets partition, creating the topic when the cluster
 // has none yet. Transaction keys get COORDINATOR_NOT_AVAILABLE, unknown key
 // types INVALID_REQUEST.
-func (cm *clusterMode) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+func (zp *zkPlane) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keyType := req.CoordinatorType
 	if req.Version == 0 {
@@ -56,9 +30,9 @@ func (cm *clusterMode) findCoordinator(ctx context.Context, req *kmsg.FindCoordi
 	}
 	for _, key := range keys {
 		node, host, port := int32(-1), "", int32(-1)
-		code, msg := cm.coordinatorOf(ctx, keyType, key)
+		code, msg := zp.coordinatorOf(ctx, keyType, key)
 		if code == 0 {
-			if b, ok := cm.node.Metadata().Broker(cm.leaderOf(key)); ok {
+			if b, ok := zp.node.Metadata().Broker(zp.leaderOf(key)); ok {
 				node, host, port = b.ID, b.Host, b.Port
 			} else {
 				code, msg = kerr.CoordinatorNotAvailable.Code, "the coordinator is not live"
@@ -78,11 +52,11 @@ func (cm *clusterMode) findCoordinator(ctx context.Context, req *kmsg.FindCoordi
 		resp.ErrorCode, resp.ErrorMessage = code, m
 		resp.NodeID, resp.Host, resp.Port = node, host, port
 	}
-	return resp
+	return resp, nil
 }
 
 // coordinatorOf checks that key's coordinator can be named now.
-func (cm *clusterMode) coordinatorOf(ctx context.Context, keyType int8, key string) (int16, string) {
+func (zp *zkPlane) coordinatorOf(ctx context.Context, keyType int8, key string) (int16, string) {
 	switch keyType {
 	case 0:
 	case 1:
@@ -93,17 +67,17 @@ func (cm *clusterMode) coordinatorOf(ctx context.Context, keyType int8, key stri
 	if key == "" {
 		return kerr.InvalidRequest.Code, "empty group id"
 	}
-	if len(cm.node.Metadata().Partitions(offsetsTopic)) > 0 {
-		if cm.leaderOf(key) < 0 {
+	if len(zp.node.Metadata().Partitions(offsetsTopic)) > 0 {
+		if zp.leaderOf(key) < 0 {
 			return kerr.CoordinatorNotAvailable.Code, "the offsets partition of the group has no leader"
 		}
 		return 0, ""
 	}
-	if err := cm.offsets.createOffsetsTopic(ctx, cm.node); err != nil {
+	if err := zp.offsets.createOffsetsTopic(ctx, zp.node); err != nil {
 		if errors.Is(err, cluster.ErrInvalidReplicationFactor) {
-			cm.log.Info("server: cannot create "+offsetsTopic+" yet", "err", err)
+			zp.s.log.Info("server: cannot create "+offsetsTopic+" yet", "err", err)
 		} else {
-			cm.log.Warn("server: create "+offsetsTopic, "err", err)
+			zp.s.log.Warn("server: create "+offsetsTopic, "err", err)
 		}
 	}
 	return kerr.CoordinatorNotAvailable.Code, offsetsTopic + " is being created"
@@ -111,8 +85,8 @@ func (cm *clusterMode) coordinatorOf(ctx context.Context, keyType int8, key stri
 
 // leaderOf is the leader of key's __consumer_offsets partition in the
 // metadata cache, -1 when unknown.
-func (cm *clusterMode) leaderOf(key string) int32 {
-	md := cm.node.Metadata()
+func (zp *zkPlane) leaderOf(key string) int32 {
+	md := zp.node.Metadata()
 	n := int32(len(md.Partitions(offsetsTopic)))
 	if n == 0 {
 		return -1

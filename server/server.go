@@ -59,15 +59,20 @@ type Options struct {
 	// ClusterID is answered in Metadata and DescribeCluster.
 	ClusterID string
 	// AdvertisedHost and AdvertisedPort are the address clients are told to
-	// connect to (Metadata, DescribeCluster).
+	// connect to (Metadata, DescribeCluster): fixed for the server's life.
 	AdvertisedHost string
 	AdvertisedPort int32
 	// Now returns the current time; tests replace it. nil: time.Now.
 	Now func() time.Time
 	// Cluster, when set, runs the server in cluster mode (see
 	// clustermode.go): partitions come from the controller's LeaderAndIsr
-	// requests instead of the metastore. The caller closes it after Close.
+	// requests instead of the metastore, topic administration goes through
+	// ZooKeeper. The caller closes it after Close.
 	Cluster *cluster.Node
+
+	// controlPlane, when set, replaces the mode's control plane (tests of
+	// the cluster-mode handlers without ZooKeeper).
+	controlPlane func(*Server) controlPlane
 }
 
 // MaxPartitionsPerTopic bounds the partitions of one topic. Kafka has no
@@ -75,7 +80,8 @@ type Options struct {
 // rather than exhaust memory and file descriptors.
 const MaxPartitionsPerTopic = 100_000
 
-// Server is a single-node Kafka protocol server. Create it with New, feed it
+// Server is a Kafka protocol server, single-node or a cluster member (see
+// controlplane.go). Create it with New, feed it
 // listeners with Serve, stop it with Shutdown and Close. Safe for concurrent
 // use.
 type Server struct {
@@ -93,7 +99,9 @@ type Server struct {
 	topics topicRegistry
 	groups *group.Coordinator
 	pids   producerIDs
-	cm     *clusterMode // nil in single-node mode
+	// cp is the control plane: localPlane on a single node, zkPlane in a
+	// cluster (controlplane.go).
+	cp controlPlane
 
 	// sent counts how response bytes left, for Stats.
 	sent sendCounters
@@ -146,13 +154,20 @@ func New(opts Options) (*Server, error) {
 	}
 	s.topics.init()
 	s.pids.meta = s.meta
-	if opts.Cluster != nil {
-		s.cm = newClusterMode(s, opts.Cluster)
-	} else if err := s.loadTopics(); err != nil {
-		s.closePartitions()
-		return nil, err
+	switch {
+	case opts.controlPlane != nil:
+		s.cp = opts.controlPlane(s)
+	case opts.Cluster != nil:
+		s.cp = newZKPlane(s, opts.Cluster)
+	default:
+		s.cp = localPlane{s}
+		if err := s.loadTopics(); err != nil {
+			s.closePartitions()
+			return nil, err
+		}
 	}
 	c := opts.Config
+	owns, persist, persistGroup := s.cp.groupHooks()
 	groups, err := group.New(group.Options{
 		Store:                 s.meta,
 		InitialRebalanceDelay: c.GroupInitialRebalanceDelay,
@@ -164,14 +179,12 @@ func New(opts Options) (*Server, error) {
 		NodeID:                s.nodeID,
 		Host:                  s.advHost,
 		Port:                  s.advPort,
-		Owns:                  s.cm.groupOwns(),
-		Persist:               s.cm.groupPersist(),
-		PersistGroup:          s.cm.groupPersistGroup(),
+		Owns:                  owns,
+		Persist:               persist,
+		PersistGroup:          persistGroup,
 	})
 	if err != nil {
-		if s.cm != nil {
-			s.cm.close()
-		}
+		s.cp.close()
 		s.closePartitions()
 		return nil, fmt.Errorf("server: group coordinator: %w", err)
 	}
@@ -179,18 +192,9 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// SetAdvertised changes the address answered in Metadata. The broker calls
-// it when the real port is known only after listening.
-func (s *Server) SetAdvertised(host string, port int32) {
-	s.mu.Lock()
-	s.advHost, s.advPort = host, port
-	s.mu.Unlock()
-}
-
-func (s *Server) advertised() (string, int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.advHost, s.advPort
+// self describes this broker as clients are told to reach it.
+func (s *Server) self() cluster.Broker {
+	return cluster.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 }
 
 // Serve accepts connections on ln until ln is closed or Shutdown is called,
@@ -269,9 +273,7 @@ func (s *Server) Shutdown() {
 // metastore and the engine store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
-	if s.cm != nil {
-		s.cm.close()
-	}
+	s.cp.close()
 	gerr := s.groups.Close()
 	if err := s.closePartitions(); err != nil {
 		return err

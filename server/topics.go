@@ -109,7 +109,7 @@ func (s *Server) loadTopics() error {
 		t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(m.Configs)}
 		for i := int32(0); i < m.Partitions; i++ {
 			known[engine.PartitionID{Topic: m.Name, Partition: i}] = true
-			p, err := s.openPartition(t, i, false)
+			p, err := s.openPartition(t, i, openStored)
 			if err != nil {
 				s.topics.publish(t) // so closePartitions sees what opened
 				return err
@@ -133,14 +133,27 @@ func (s *Server) loadTopics() error {
 	return nil
 }
 
-// openPartition opens (or, when create is set or the log is missing,
-// creates) partition i of t and wraps it in a replication.Partition.
-// A create that finds a leftover log deletes it first.
-func (s *Server) openPartition(t *topic, i int32, create bool) (*partition, error) {
+// openMode says how openPartition finds a partition's log.
+type openMode int
+
+const (
+	// openStored: the metastore lists the log; a missing one is created
+	// empty, with a warning.
+	openStored openMode = iota
+	// openNew: a new partition; a leftover log is deleted first.
+	openNew
+	// openReplica: a replica the controller names; created when missing.
+	openReplica
+)
+
+// openPartition opens (or creates, as mode says) partition i of t and wraps
+// it in a replication.Partition with the control plane's options. It is not
+// published.
+func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, error) {
 	id := engine.PartitionID{Topic: t.name, Partition: i}
 	var log engine.Log
 	var err error
-	if create {
+	if mode == openNew {
 		log, err = s.store.CreateLog(id, t.cfg.log)
 		if errors.Is(err, engine.ErrLogExists) {
 			s.log.Warn("server: replacing leftover log", "topic", t.name, "partition", i)
@@ -151,20 +164,25 @@ func (s *Server) openPartition(t *topic, i int32, create bool) (*partition, erro
 	} else {
 		log, err = s.store.OpenLog(id, t.cfg.log)
 		if errors.Is(err, engine.ErrNoLog) {
-			s.log.Warn("server: log missing; creating it empty", "topic", t.name, "partition", i)
+			if mode == openStored {
+				s.log.Warn("server: log missing; creating it empty", "topic", t.name, "partition", i)
+			}
 			log, err = s.store.CreateLog(id, t.cfg.log)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("server: open log %s-%d: %w", t.name, i, err)
 	}
-	rp, err := replication.NewPartition(log, replication.Options{
+	opts := replication.Options{
 		Topic:         t.name,
 		Partition:     i,
 		LogAppendTime: t.cfg.logAppendTime,
 		Now:           s.now,
 		Logger:        s.log,
-	})
+		BrokerID:      s.nodeID,
+	}
+	s.cp.replicaOptions(t, &opts)
+	rp, err := replication.NewPartition(log, opts)
 	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("server: open partition %s-%d: %w", t.name, i, err)
@@ -222,45 +240,11 @@ type topicSpec struct {
 	partitions int32
 	rf         int16
 	configs    map[string]string
-	assignment [][]int32 // manual replica assignment (cluster mode); nil: automatic
+	assignment [][]int32 // manual replica assignment; nil: automatic
 }
 
-// checkNewTopic validates a topic to be created. REQUIRES: s.topics.admin held.
-func (s *Server) checkNewTopic(spec *topicSpec) error {
-	if err := validateTopicName(spec.name); err != nil {
-		return err
-	}
-	if s.topics.get(spec.name) != nil {
-		return fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
-	}
-	cn := collisionName(spec.name)
-	for _, t := range s.topics.all() {
-		if collisionName(t.name) == cn {
-			return fmt.Errorf("%w: topic %q collides with existing topic %q", errInvalidTopic, spec.name, t.name)
-		}
-	}
-	if spec.partitions == -1 {
-		spec.partitions = s.cfg.NumPartitions
-	}
-	if spec.rf == -1 {
-		spec.rf = s.cfg.DefaultReplicationFactor
-	}
-	if spec.partitions <= 0 {
-		return fmt.Errorf("%w: number of partitions must be larger than 0", errInvalidPartitions)
-	}
-	if spec.partitions > s.maxPartitions {
-		return fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, spec.partitions, s.maxPartitions)
-	}
-	if spec.rf <= 0 {
-		return fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
-	}
-	if spec.rf > 1 {
-		return fmt.Errorf("%w: replication factor %d larger than the 1 available broker", errInvalidReplicationFactor, spec.rf)
-	}
-	return checkTopicConfigs(spec.configs)
-}
-
-// createTopic creates a validated topic: metastore first (so a crash leaves
+// createTopicLocked creates a validated topic on this broker (single-node
+// mode): metastore first (so a crash leaves
 // a topic whose logs are created at the next start), then its logs.
 // REQUIRES: s.topics.admin held.
 func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
@@ -283,7 +267,7 @@ func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
 	}
 	t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(m.Configs)}
 	for i := int32(0); i < m.Partitions; i++ {
-		p, err := s.openPartition(t, i, true)
+		p, err := s.openPartition(t, i, openNew)
 		if err != nil {
 			for _, p := range t.parts {
 				p.Close()
@@ -301,29 +285,18 @@ func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
 	return t, nil
 }
 
-// autoCreateTopic creates name with the broker defaults when
-// auto.create.topics.enable is set; it returns the topic that exists
-// afterwards (possibly created concurrently) or an error.
-func (s *Server) autoCreateTopic(name string) (*topic, error) {
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
-	if t := s.topics.get(name); t != nil {
-		return t, nil
-	}
-	spec := topicSpec{name: name, partitions: -1, rf: -1}
-	if err := s.checkNewTopic(&spec); err != nil {
-		return nil, err
-	}
-	return s.createTopicLocked(spec)
-}
-
 // deleteTopicLocked removes t: it disappears from lookups at once, its
-// partitions close (waking long polls), its logs and its metastore entry
-// are deleted. REQUIRES: s.topics.admin held.
+// local replicas stop and close (waking long polls), their logs and the
+// topic's metastore entry are deleted. Every step is tried; the first
+// failure is logged and returned. REQUIRES: s.topics.admin held.
 func (s *Server) deleteTopicLocked(t *topic) error {
 	s.topics.remove(t)
 	var first error
 	for _, p := range t.parts {
+		if p == nil {
+			continue // cluster mode: no replica of this partition here
+		}
+		s.cp.replicaStopped(p)
 		if err := p.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -342,8 +315,11 @@ func (s *Server) deleteTopicLocked(t *topic) error {
 	return nil
 }
 
-// setTopicConfigsLocked stores new overrides for t and applies them to its
-// live logs. REQUIRES: s.topics.admin held; overrides validated.
+// setTopicConfigsLocked stores new overrides for t in the metastore and
+// applies them to its local replicas: log configs, timestamp type and (in
+// cluster mode) min.insync.replicas. A replica that fails to apply them is
+// logged and the others still get them; the first error is returned.
+// REQUIRES: s.topics.admin held; overrides validated.
 func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) error {
 	m := t.meta
 	m.Configs = overrides
@@ -353,14 +329,56 @@ func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) er
 	nt := *t
 	nt.meta = m
 	nt.cfg = s.effectiveConfig(overrides)
+	var opts replication.Options
+	s.cp.replicaOptions(&nt, &opts)
+	var first error
 	for _, p := range nt.parts {
+		if p == nil {
+			continue // cluster mode: no replica of this partition here
+		}
 		if err := p.Log().SetConfig(nt.cfg.log); err != nil {
-			return fmt.Errorf("server: apply configs to %s-%d: %w", t.name, p.index, err)
+			s.log.Error("server: apply topic configs", "topic", t.name, "partition", p.index, "err", err)
+			if first == nil {
+				first = fmt.Errorf("server: apply configs to %s-%d: %w", t.name, p.index, err)
+			}
 		}
 		p.SetLogAppendTime(nt.cfg.logAppendTime)
+		p.SetMinInsyncReplicas(opts.MinInsyncReplicas)
 	}
 	s.topics.publish(&nt)
-	s.log.Info("server: changed topic configs", "topic", t.name, "configs", overrides)
+	s.log.Info("server: applied topic configs", "topic", t.name, "configs", overrides)
+	return first
+}
+
+// addPartitionsLocked raises t's partition count to count on this broker
+// (single-node mode): metastore first, so a crash leaves logs that the next
+// start creates. REQUIRES: s.topics.admin held; count validated.
+func (s *Server) addPartitionsLocked(t *topic, count int32) error {
+	cur := int32(len(t.parts))
+	m := t.meta
+	m.Partitions = count
+	m.Assignment = append([][]int32(nil), m.Assignment...)
+	for i := cur; i < count; i++ {
+		m.Assignment = append(m.Assignment, []int32{s.nodeID})
+	}
+	if err := s.meta.PutTopic(m); err != nil {
+		return fmt.Errorf("server: store topic %q: %w", t.name, err)
+	}
+	nt := *t
+	nt.meta = m
+	nt.parts = append([]*partition(nil), t.parts...)
+	for i := cur; i < count; i++ {
+		p, err := s.openPartition(&nt, i, openNew)
+		if err != nil {
+			// Publish what opened; the metastore already says count, and
+			// the next start creates the missing logs.
+			s.topics.publish(&nt)
+			return err
+		}
+		nt.parts = append(nt.parts, p)
+	}
+	s.topics.publish(&nt)
+	s.log.Info("server: added partitions", "topic", t.name, "partitions", count)
 	return nil
 }
 
@@ -376,10 +394,4 @@ func (s *Server) resolveTopic(name string, id [16]byte) (*topic, error) {
 		return t, nil
 	}
 	return nil, errUnknownTopicOrPartition
-}
-
-// metaPreview is the metastore.Topic spec would be stored as (for
-// validate_only answers).
-func metaPreview(spec topicSpec) metastore.Topic {
-	return metastore.Topic{Name: spec.name, Partitions: spec.partitions, ReplicationFactor: spec.rf, Configs: spec.configs}
 }

@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -477,8 +476,3 @@ func readLines(path string) []string {
 	return strings.Split(s, "\n")
 }
 
-// atof parses a tag value, 0 when it is not a number.
-func atof(s string) float64 {
-	v, _ := strconv.ParseFloat(s, 64)
-	return v
-}

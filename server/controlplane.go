@@ -1,0 +1,279 @@
+package server
+
+// The control plane: what differs between a single-node broker and a member
+// of a ZooKeeper cluster, behind one interface, so that each API's handler
+// (the NN_name.go files) is written once and never asks which mode it runs
+// in.
+//
+//   - localPlane (this file): the broker is the whole cluster. Its view is
+//     the local topic registry (this broker leads every partition, the only
+//     replica and the whole ISR), topic administration changes the registry,
+//     the metastore and the logs at once, and inter-broker requests are
+//     refused.
+//   - zkPlane (clustermode.go): the view is the metadata cache fed by the
+//     controller's UpdateMetadata requests, administration writes to
+//     ZooKeeper (the controller carries it out through LeaderAndIsr and
+//     StopReplica), and the inter-broker requests are obeyed.
+//
+// The local replicas themselves (the topic registry, opening and closing
+// partition logs, applying LeaderAndIsr and StopReplica to them) are the
+// server's in both modes (replicas.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/replication"
+)
+
+// controlPlane is the seam between the protocol handlers and the mode the
+// broker runs in. Implementations are safe for concurrent use. Slices and
+// maps returned are the caller's.
+type controlPlane interface {
+	// brokers returns the live brokers, never empty: at least this one.
+	brokers() []cluster.Broker
+	// controllerID returns the controller's broker id, -1 when unknown.
+	controllerID() int32
+	// topicNames returns every topic of the cluster, sorted.
+	topicNames() []string
+	// topicID returns a topic's id; false when the cluster has no such topic.
+	topicID(name string) ([16]byte, bool)
+	// partitions returns every partition of a topic in partition order
+	// (nil: no such topic). Leader is -1 (or a broker not in brokers())
+	// when the partition has no live leader.
+	partitions(name string) []cluster.PartitionInfo
+
+	// createTopic creates a validated topic (see checkNewTopic) with a
+	// new id and returns it. It does not wait for leaders: callers watch
+	// partitions() for that. cluster.ErrTopicExists or errTopicExists when
+	// the name is taken.
+	createTopic(ctx context.Context, spec topicSpec) ([16]byte, error)
+	// deleteTopic deletes a topic (in cluster mode: requests the deletion
+	// the controller carries out).
+	deleteTopic(ctx context.Context, name string) error
+	// addPartitions raises a topic's partition count to count; assignment
+	// (nil: automatic) places the new partitions, validated by the caller.
+	addPartitions(ctx context.Context, name string, count int32, assignment [][]int32) error
+	// topicConfigs returns a topic's config overrides (never nil on
+	// success); errUnknownTopicOrPartition or cluster.ErrTopicNotFound for a
+	// topic the cluster does not have.
+	topicConfigs(name string) (map[string]string, error)
+	// setTopicConfigs replaces a topic's overrides (validated by the
+	// caller) and applies them to the local replicas.
+	// REQUIRES: s.topics.admin held.
+	setTopicConfigs(ctx context.Context, name string, overrides map[string]string) error
+	// electLeaders runs a preferred (or unclean) election of tps (nil: all
+	// partitions) and returns each partition's outcome; a non-nil error is
+	// for the whole request (not the controller, timed out).
+	electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error)
+	// findCoordinator answers FindCoordinator.
+	findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error)
+	// groupHooks returns the group coordinator's persistence hooks (all
+	// nil: the metastore alone keeps group state).
+	groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc)
+
+	// interBrokerAPIs reports whether LeaderAndIsr, StopReplica,
+	// UpdateMetadata and ControlledShutdown are served (and advertised).
+	interBrokerAPIs() bool
+	// acceptControllerEpoch checks the controller epoch of a LeaderAndIsr
+	// or StopReplica request and records it: errStaleControllerEpoch for
+	// one older than already seen, errClusterOnly on a single node.
+	acceptControllerEpoch(epoch int32) error
+	// applyUpdateMetadata applies an UpdateMetadata request to the view.
+	applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error
+	// controlledShutdown serves a ControlledShutdown request (on the
+	// controller): the partitions whose leadership could not be moved.
+	controlledShutdown(brokerID int32, brokerEpoch int64) ([]cluster.TopicPartition, error)
+	// topicAssignment returns a topic's id, replica assignment and config
+	// overrides, for opening a local replica the controller names.
+	topicAssignment(name string) (id [16]byte, assignment [][]int32, configs map[string]string, err error)
+	// replicaOptions adds the mode's settings to the options of a local
+	// partition being opened.
+	replicaOptions(t *topic, o *replication.Options)
+	// liveLeaders records the leaders' addresses a LeaderAndIsr request
+	// names, for followers that start before UpdateMetadata names them.
+	liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader)
+	// roleChanging is told of the role LeaderAndIsr is about to give a
+	// local replica (a new leader's fetcher stops first, so no fetch lands
+	// after MakeLeader); roleChanged once it is applied (a follower's
+	// fetcher starts; the internal topics' coordinators load or unload).
+	roleChanging(p *partition, st kmsg.LeaderAndISRRequestTopicPartition)
+	roleChanged(p *partition, st kmsg.LeaderAndISRRequestTopicPartition)
+	// replicaStopped is told that a local replica stopped (StopReplica),
+	// before it is closed.
+	replicaStopped(p *partition)
+	// close stops the plane's background work; the partitions are still
+	// open.
+	close()
+}
+
+var (
+	// errClusterOnly answers (by closing the connection) an inter-broker
+	// API sent to a single-node broker, which does not advertise it.
+	errClusterOnly = errors.New("server: inter-broker API served only in cluster mode (zookeeper.connect)")
+	// errStaleControllerEpoch: a controller request from an older epoch.
+	errStaleControllerEpoch = errors.New("server: stale controller epoch")
+)
+
+// localPlane is the control plane of a single-node broker.
+type localPlane struct{ s *Server }
+
+func (lp localPlane) brokers() []cluster.Broker { return []cluster.Broker{lp.s.self()} }
+
+func (lp localPlane) controllerID() int32 { return lp.s.nodeID }
+
+func (lp localPlane) topicNames() []string {
+	ts := lp.s.topics.all()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.name
+	}
+	return names
+}
+
+func (lp localPlane) topicID(name string) ([16]byte, bool) {
+	if t := lp.s.topics.get(name); t != nil {
+		return t.id, true
+	}
+	return [16]byte{}, false
+}
+
+func (lp localPlane) partitions(name string) []cluster.PartitionInfo {
+	t := lp.s.topics.get(name)
+	if t == nil {
+		return nil
+	}
+	id := lp.s.nodeID
+	out := make([]cluster.PartitionInfo, len(t.parts))
+	for i, p := range t.parts {
+		out[i] = cluster.PartitionInfo{
+			Topic: name, Partition: int32(i), TopicID: t.id, Leader: id, LeaderEpoch: p.LeaderEpoch(),
+			Replicas: []int32{id}, ISR: []int32{id}, OfflineReplicas: []int32{},
+		}
+	}
+	return out
+}
+
+func (lp localPlane) createTopic(_ context.Context, spec topicSpec) ([16]byte, error) {
+	s := lp.s
+	s.topics.admin.Lock()
+	defer s.topics.admin.Unlock()
+	if s.topics.get(spec.name) != nil { // created since the caller checked
+		return [16]byte{}, fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
+	}
+	t, err := s.createTopicLocked(spec)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	return t.id, nil
+}
+
+func (lp localPlane) deleteTopic(_ context.Context, name string) error {
+	s := lp.s
+	s.topics.admin.Lock()
+	defer s.topics.admin.Unlock()
+	t := s.topics.get(name)
+	if t == nil {
+		return errUnknownTopicOrPartition
+	}
+	return s.deleteTopicLocked(t)
+}
+
+func (lp localPlane) addPartitions(_ context.Context, name string, count int32, _ [][]int32) error {
+	s := lp.s
+	s.topics.admin.Lock()
+	defer s.topics.admin.Unlock()
+	t := s.topics.get(name)
+	if t == nil {
+		return errUnknownTopicOrPartition
+	}
+	return s.addPartitionsLocked(t, count)
+}
+
+func (lp localPlane) topicConfigs(name string) (map[string]string, error) {
+	t := lp.s.topics.get(name)
+	if t == nil {
+		if err := validateTopicName(name); err != nil {
+			return nil, err
+		}
+		return nil, errUnknownTopicOrPartition
+	}
+	if t.meta.Configs == nil {
+		return map[string]string{}, nil
+	}
+	return t.meta.Configs, nil
+}
+
+func (lp localPlane) setTopicConfigs(_ context.Context, name string, overrides map[string]string) error {
+	t := lp.s.topics.get(name)
+	if t == nil {
+		return errUnknownTopicOrPartition
+	}
+	return lp.s.setTopicConfigsLocked(t, overrides)
+}
+
+// electLeaders: a single broker leads every partition and is each one's
+// only replica, so no election is ever needed.
+func (lp localPlane) electLeaders(_ context.Context, tps []cluster.TopicPartition, _ bool) (map[cluster.TopicPartition]error, error) {
+	s := lp.s
+	if tps == nil {
+		for _, t := range s.topics.all() {
+			for p := range t.parts {
+				tps = append(tps, cluster.TopicPartition{Topic: t.name, Partition: int32(p)})
+			}
+		}
+	}
+	results := make(map[cluster.TopicPartition]error, len(tps))
+	for _, tp := range tps {
+		if s.partition(tp.Topic, tp.Partition) == nil {
+			results[tp] = cluster.ErrTopicNotFound
+		} else {
+			results[tp] = cluster.ErrElectionNotNeeded
+		}
+	}
+	return results, nil
+}
+
+// findCoordinator: the group coordinator answers with this broker.
+func (lp localPlane) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	resp, err := lp.s.groups.Handle(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.FindCoordinatorResponse), nil
+}
+
+func (lp localPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc) {
+	return nil, nil, nil
+}
+
+func (lp localPlane) interBrokerAPIs() bool { return false }
+
+func (lp localPlane) acceptControllerEpoch(int32) error { return errClusterOnly }
+
+func (lp localPlane) applyUpdateMetadata(*kmsg.UpdateMetadataRequest) error { return errClusterOnly }
+
+func (lp localPlane) controlledShutdown(int32, int64) ([]cluster.TopicPartition, error) {
+	return nil, errClusterOnly
+}
+
+func (lp localPlane) topicAssignment(string) ([16]byte, [][]int32, map[string]string, error) {
+	return [16]byte{}, nil, nil, errClusterOnly
+}
+
+func (lp localPlane) replicaOptions(*topic, *replication.Options) {}
+
+func (lp localPlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
+
+func (lp localPlane) roleChanging(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+
+func (lp localPlane) roleChanged(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+
+func (lp localPlane) replicaStopped(*partition) {}
+
+func (lp localPlane) close() {}
