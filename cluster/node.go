@@ -108,8 +108,14 @@ type Node struct {
 	hasSession   chan struct{} // closed at the first session
 	sessionOnce  sync.Once
 	brokerEpoch  atomic.Int64
-	controllerID atomic.Int32
 	isController atomic.Bool
+	// controllerID and controllerEpoch are the controller as last seen in
+	// ZooKeeper; changed together under ctlMu (noteController).
+	ctlMu           sync.Mutex
+	controllerID    atomic.Int32
+	controllerEpoch atomic.Int32
+	// verify backs the checks of inter-broker requests (verify.go).
+	verify verifier
 
 	// ctl is the controller state while this node is the controller.
 	// Owned by the event loop goroutine.
@@ -341,7 +347,14 @@ func (n *Node) elect() {
 				n.log.Error("cluster: bad /controller", "err", err)
 				return
 			}
-			n.controllerID.Store(id)
+			// /controller is created in one multi-op with the epoch bump,
+			// so the epoch read now is at least this controller's.
+			epoch, _, err := n.readControllerEpoch()
+			if err != nil {
+				n.retryLater(event{kind: evControllerChange}, "read /controller_epoch", err)
+				return
+			}
+			n.noteController(id, epoch)
 			if id == n.opts.BrokerID && stat.EphemeralOwner == n.zk.conn.SessionID() {
 				if n.ctl == nil {
 					// Ours, but we are not acting: we were fenced. Give
@@ -376,7 +389,7 @@ func (n *Node) elect() {
 			n.retryLater(event{kind: evControllerChange}, "elect", err)
 			return
 		}
-		n.controllerID.Store(n.opts.BrokerID)
+		n.noteController(n.opts.BrokerID, epoch+1)
 		n.becomeController(epoch+1, res[1].Stat.Version)
 		return
 	}

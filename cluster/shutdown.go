@@ -17,8 +17,9 @@ import (
 // (with more than one replica) to another live ISR member, removes it from
 // the ISRs it follows in, and sends LeaderAndIsr and UpdateMetadata. It
 // returns the partitions the broker still leads (no other in-sync replica
-// could take over); the broker retries while that is not empty. A
-// brokerEpoch of -1 skips the epoch check. Errors: ErrNotController,
+// could take over); the broker retries while that is not empty.
+// brokerEpoch must be the broker's current registration epoch (-1, none
+// given, is refused: anyone can name a broker id). Errors: ErrNotController,
 // ErrBrokerNotAvailable, ErrStaleBrokerEpoch, ErrClosed.
 func (n *Node) HandleControlledShutdown(brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
 	req := &shutdownReq{brokerID: brokerID, brokerEpoch: brokerEpoch, reply: make(chan shutdownReply, 1)}
@@ -36,7 +37,8 @@ func (c *controller) controlledShutdown(id int32, epoch int64) ([]TopicPartition
 	if !ok {
 		return nil, fmt.Errorf("%w: broker %d", ErrBrokerNotAvailable, id)
 	}
-	if epoch >= 0 && epoch != b.Epoch {
+	if epoch != b.Epoch { // -1 (none given) too: only the broker itself knows it
+
 		return nil, fmt.Errorf("%w: broker %d sent epoch %d, registered epoch is %d", ErrStaleBrokerEpoch, id, epoch, b.Epoch)
 	}
 	c.shuttingDown[id] = true

@@ -40,6 +40,8 @@ func (z *zkClient) childrenW(p string) ([]string, <-chan zk.Event, error) {
 	return c, ch, err
 }
 
+func (z *zkClient) exists(p string) (bool, *zk.Stat, error) { return z.conn.Exists(z.p(p)) }
+
 func (z *zkClient) existsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	return z.conn.ExistsW(z.p(p))
 }

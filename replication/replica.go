@@ -239,6 +239,14 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	return nil
 }
 
+// isFollower reports whether id is one of the replicas this leader
+// tracks (every replica but itself).
+func (p *Partition) isFollower(id int32) bool {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return p.rs.leader && p.rs.followers[id] != nil
+}
+
 // UpdateFollowerState records a fetch by follower replicaID from
 // fetchOffset at now, on the leader; the Fetch handler calls it for each
 // partition of a replica fetch before reading. The follower's log end is

@@ -45,7 +45,9 @@ type ReplicaFetchResult struct {
 
 // HandleReplicaFetch serves one partition of a Fetch from follower
 // replicaID: it checks leadership and currentLeaderEpoch
-// (CheckLeaderEpoch), records the follower's state (UpdateFollowerState,
+// (CheckLeaderEpoch), that replicaID is one of the partition's other
+// replicas (else ErrUnknownLeaderEpoch when a current leader epoch was
+// given, ErrNotLeader when not, as Kafka answers), records the follower's state (UpdateFollowerState,
 // which may change the ISR and the HW) and reads from fetchOffset, bounded
 // by the log end, not the HW. An offset outside [log start, log end] is an
 // error wrapping engine.ErrOffsetOutOfRange; the result still carries the
@@ -57,6 +59,14 @@ func (p *Partition) HandleReplicaFetch(replicaID, currentLeaderEpoch int32, fetc
 	res := ReplicaFetchResult{HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
 	if err := p.CheckLeaderEpoch(currentLeaderEpoch, true); err != nil {
 		return res, err
+	}
+	if !p.isFollower(replicaID) {
+		// Kafka's followerReplicaOrThrow: the follower retries, and a
+		// stranger learns nothing past the high watermark.
+		if currentLeaderEpoch >= 0 {
+			return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrUnknownLeaderEpoch, p.opts.Topic, p.opts.Partition, replicaID)
+		}
+		return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrNotLeader, p.opts.Topic, p.opts.Partition, replicaID)
 	}
 	start, end := p.log.StartOffset(), p.log.EndOffset()
 	res.LogStartOffset, res.LogEndOffset, res.HighWatermark = start, end, p.hw.Load()

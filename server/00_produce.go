@@ -18,6 +18,8 @@ package server
 // request append concurrently; replication.Partition coalesces concurrent
 // appends to one partition into one write and checks idempotent sequences.
 // Transactional produce is refused with INVALID_REQUEST (no transactions).
+// Internal topics (__consumer_offsets) are written only by the broker:
+// INVALID_TOPIC_EXCEPTION.
 
 import (
 	"context"
@@ -43,12 +45,12 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionID)
 	}
 
-	ctx := context.Background()
-	if r.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	// acks=-1 waits at most timeout_ms for the ISR; a timeout of 0 or
+	// less answers at once with what is already replicated (the rest
+	// REQUEST_TIMED_OUT), as Kafka's DelayedProduce does, never waits
+	// forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
+	defer cancel()
 
 	var wg sync.WaitGroup
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
@@ -101,6 +103,12 @@ func (s *Server) producePartition(ctx context.Context, acks int16, topicName str
 	t := s.topics.get(topicName)
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
+		return
+	}
+	if isInternalTopic(topicName) {
+		// Only the broker's coordinators write there (Kafka: "Cannot
+		// append to internal topic").
+		s.fillProduceError(sp, topicName, fmt.Errorf("%w: clients cannot produce to the internal topic %s", errInvalidTopic, topicName))
 		return
 	}
 	p := t.parts[rp.Partition]

@@ -22,6 +22,12 @@ package server
 // consumer reads below the high watermark; a follower reads up to the log
 // end, and its fetch offset is its progress, from which the leader moves
 // the ISR and the high watermark (replication.Partition.HandleReplicaFetch).
+// So a follower fetch is checked before it is served: on a single node
+// every partition is CLUSTER_AUTHORIZATION_FAILED; in a cluster the broker
+// epoch it carries (v15+) must be the replica's current registration
+// (STALE_BROKER_EPOCH), and the replica id must be one of the partition's
+// replicas (UNKNOWN_LEADER_EPOCH, or NOT_LEADER_OR_FOLLOWER without a
+// current leader epoch, as Kafka answers).
 //
 // Limits (KIP-74): at most max_bytes in all and partition_max_bytes per
 // partition, except that the first batch of the first non-empty partition
@@ -74,7 +80,13 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return fetchResponse(version, out), nil
 	}
-	replicaID := fetchReplicaID(r)
+	replicaID, replicaEpoch := fetchReplica(r)
+	var followerErr error
+	if replicaID >= 0 {
+		if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
+			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
+		}
+	}
 
 	// Resolve every partition once; the topics' layout does not change
 	// while we wait (a deleted topic's partitions close, which ends the
@@ -98,6 +110,8 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 			ft := &targets[i][j]
 			ft.offset, ft.maxBytes, ft.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
 			switch {
+			case followerErr != nil:
+				ft.err = followerErr
 			case terr != nil:
 				ft.err = terr
 			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
@@ -106,7 +120,8 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				// Cluster mode: no replica here, or a follower.
 				ft.err = replication.ErrNotLeader
 			case replicaID >= 0:
-				// A follower: HandleReplicaFetch checks its epoch.
+				// A follower: HandleReplicaFetch checks that it is one of
+				// the partition's replicas, and its leader epoch.
 				ft.p = t.parts[rp.Partition]
 			default:
 				ft.p = t.parts[rp.Partition]
@@ -126,14 +141,14 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	return fetchResponse(version, out), nil
 }
 
-// fetchReplicaID returns the replica id of a Fetch: a broker id for a
-// follower, negative for a consumer (v0-v14 ReplicaID, v15+
-// ReplicaState.ID).
-func fetchReplicaID(r *kmsg.FetchRequest) int32 {
+// fetchReplica returns the replica id of a Fetch (a broker id for a
+// follower, negative for a consumer) and the broker epoch it carries (-1:
+// none): v0-v14 ReplicaID, v15+ ReplicaState (KIP-903).
+func fetchReplica(r *kmsg.FetchRequest) (int32, int64) {
 	if r.Version >= 15 {
-		return r.ReplicaState.ID
+		return r.ReplicaState.ID, r.ReplicaState.Epoch
 	}
-	return r.ReplicaID
+	return r.ReplicaID, -1
 }
 
 // longPoll answers a fetch (consumer or follower): it calls fill, and while

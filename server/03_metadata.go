@@ -168,8 +168,13 @@ func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.Metadata
 	return mt
 }
 
-// isInternalTopic reports whether name is one of Kafka's internal topics.
+// isInternalTopic reports whether name is one of Kafka's internal topics,
+// which only the broker writes, deletes or reshapes.
 func isInternalTopic(name string) bool { return name == offsetsTopic }
+
+// offsetsTopicConfigs are the config overrides of __consumer_offsets: kept
+// forever (Sluice does not compact it yet).
+func offsetsTopicConfigs() map[string]string { return map[string]string{"retention.ms": "-1"} }
 
 // isLive reports whether broker id is among live.
 func isLive(live []cluster.Broker, id int32) bool {

@@ -1,7 +1,7 @@
 package server
 
 // LeaderAndIsr (key 4), served v2-v5, cluster mode only (the controller
-// sends v5; a single-node broker closes the connection).
+// sends v5).
 //
 //	v2: topic states grouped by topic; broker epoch
 //	v3: adding/removing replicas
@@ -9,8 +9,13 @@ package server
 //	v5: topic ids; Type (full or incremental); the response groups
 //	    partition errors by topic id
 //
-// For each partition state: a controller epoch older than one applied
-// already is STALE_CONTROLLER_EPOCH for the whole request; a leader epoch
+// The request is obeyed only from the controller (see
+// controlPlane.acceptControllerRequest): a controller epoch older than the
+// current one is STALE_CONTROLLER_EPOCH, a broker epoch that is not this
+// broker's registration STALE_BROKER_EPOCH, a controller id and epoch
+// ZooKeeper does not confirm (or any request to a single-node broker)
+// CLUSTER_AUTHORIZATION_FAILED, each for the whole request, logged. For
+// each partition state: a leader epoch
 // older than the replica's is STALE_CONTROLLER_EPOCH for the partition
 // (Kafka ignores such a state and answers the same). Otherwise the
 // partition's log is opened or created, and the replica becomes leader
@@ -31,11 +36,8 @@ import (
 func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.LeaderAndISRRequest)
 	resp := r.ResponseKind().(*kmsg.LeaderAndISRResponse)
-	if err := s.cp.acceptControllerEpoch(r.ControllerEpoch); err != nil {
-		if errors.Is(err, errClusterOnly) {
-			return nil, err
-		}
-		s.log.Warn("server: ignoring LeaderAndIsr", "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch, "err", err)
+	if err := s.cp.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
+		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}

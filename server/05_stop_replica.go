@@ -1,7 +1,7 @@
 package server
 
-// StopReplica (key 5), served v3, cluster mode only (a single-node broker
-// closes the connection).
+// StopReplica (key 5), served v3, cluster mode only, and only from the
+// controller (as LeaderAndIsr, 04_leader_and_isr.go).
 //
 //	v3: per-partition leader epoch and delete flag (KIP-570)
 //
@@ -10,7 +10,9 @@ package server
 // leaves the local registry and metastore with its last partition. Without
 // delete the replica only stops fetching. A leader epoch older than the
 // replica's (other than -2, "deleting") is FENCED_LEADER_EPOCH for the
-// partition.
+// partition. A delete of a replica that ZooKeeper still assigns here, of a
+// topic not being deleted, is CLUSTER_AUTHORIZATION_FAILED for the
+// partition: no working controller asks for it.
 
 import (
 	"errors"
@@ -25,11 +27,8 @@ import (
 func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.StopReplicaRequest)
 	resp := r.ResponseKind().(*kmsg.StopReplicaResponse)
-	if err := s.cp.acceptControllerEpoch(r.ControllerEpoch); err != nil {
-		if errors.Is(err, errClusterOnly) {
-			return nil, err
-		}
-		s.log.Warn("server: ignoring StopReplica", "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch, "err", err)
+	if err := s.cp.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
+		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
@@ -62,6 +61,12 @@ func (s *Server) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRequestT
 	p := t.parts[ps.Partition]
 	if ps.LeaderEpoch >= 0 && ps.LeaderEpoch < p.LeaderEpoch() {
 		return kerr.FencedLeaderEpoch.Code
+	}
+	if ps.Delete {
+		if err := s.cp.checkReplicaDelete(topicName, ps.Partition); err != nil {
+			s.log.Warn("server: StopReplica: refusing to delete a replica", "topic", topicName, "partition", ps.Partition, "err", err)
+			return errorCode(err)
+		}
 	}
 	s.cp.replicaStopped(p)
 	if !ps.Delete {

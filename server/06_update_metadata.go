@@ -8,12 +8,12 @@ package server
 //	v7: topic ids
 //
 // The request goes to the control plane's view (in cluster mode the node's
-// cluster.MetadataCache), which answers Metadata; a single-node broker
-// closes the connection. One from an older controller epoch than the
+// cluster.MetadataCache), which answers Metadata. Only the controller is
+// obeyed (as LeaderAndIsr, 04_leader_and_isr.go), so no client can point
+// other clients or followers at another address. One from an older controller epoch than the
 // cache's is STALE_CONTROLLER_EPOCH.
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,12 +22,13 @@ import (
 func handleUpdateMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.UpdateMetadataRequest)
 	resp := r.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	err := s.cp.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
 	before := liveIDs(s.cp.brokers())
-	if err := s.cp.applyUpdateMetadata(r); err != nil {
-		if errors.Is(err, errClusterOnly) {
-			return nil, err
-		}
-		s.log.Warn("server: ignoring UpdateMetadata", "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch, "err", err)
+	if err == nil {
+		err = s.cp.applyUpdateMetadata(r)
+	}
+	if err != nil {
+		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}

@@ -9,11 +9,13 @@ package server
 // Served by the controller (cluster.Node.HandleControlledShutdown): it moves
 // the leadership of the broker's partitions to other in-sync replicas and
 // answers those it could not move. A broker that is not the controller
-// answers NOT_CONTROLLER.
+// answers NOT_CONTROLLER. The request must name the broker's current
+// registration epoch (v2+; KIP-380): anything else, v1 included, is
+// STALE_BROKER_EPOCH, so that nobody but the broker itself can move its
+// leaderships away. A single-node broker answers
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
-	"errors"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,12 +24,9 @@ func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*respons
 	resp := r.ResponseKind().(*kmsg.ControlledShutdownResponse)
 	epoch := r.BrokerEpoch
 	if r.Version < 2 {
-		epoch = -1
+		epoch = -1 // none: refused, see above
 	}
 	remaining, err := s.cp.controlledShutdown(r.BrokerID, epoch)
-	if errors.Is(err, errClusterOnly) {
-		return nil, err
-	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		s.log.Warn("server: controlled shutdown request", "broker", r.BrokerID, "err", err)

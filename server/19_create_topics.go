@@ -14,7 +14,9 @@ package server
 // or "..", no collision with an existing topic once '.' becomes '_'). The
 // replication factor may not exceed the live brokers (on a single node: 1);
 // a manual assignment must give every partition the same number of distinct
-// live brokers. Sluice applies -1 defaults at every version.
+// live brokers. Sluice applies -1 defaults at every version. An internal
+// topic (__consumer_offsets) can only be created with the shape the broker
+// gives it (see checkInternalTopic).
 //
 // The control plane creates the topic: a single node synchronously; a
 // cluster by writing it to ZooKeeper, after which this request waits, up to
@@ -130,6 +132,11 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 			return fmt.Errorf("%w: topic %q collides with existing topic %q", errInvalidTopic, spec.name, n)
 		}
 	}
+	if isInternalTopic(spec.name) {
+		if err := s.checkInternalTopic(spec); err != nil {
+			return err
+		}
+	}
 	if spec.partitions == -1 {
 		spec.partitions = s.cfg.NumPartitions
 	}
@@ -151,6 +158,30 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 		return fmt.Errorf("%w: replication factor %d larger than the %d live brokers", errInvalidReplicationFactor, spec.rf, len(live))
 	}
 	return checkTopicConfigs(spec.configs)
+}
+
+// checkInternalTopic applies the shape an internal topic must have to spec
+// (defaults: the offsets.topic.* settings, the internal configs) and
+// refuses any other: a client creating __consumer_offsets (CreateTopics,
+// or Metadata's auto-creation) gets exactly the topic the coordinator
+// would have created, or INVALID_TOPIC_EXCEPTION.
+func (s *Server) checkInternalTopic(spec *topicSpec) error {
+	want := offsetsTopicConfigs()
+	switch {
+	case spec.assignment != nil:
+		return fmt.Errorf("%w: %s is an internal topic: no manual assignment", errInvalidTopic, spec.name)
+	case spec.partitions != -1 && spec.partitions != s.cfg.OffsetsTopicPartitions:
+		return fmt.Errorf("%w: internal topic %s has offsets.topic.num.partitions (%d) partitions", errInvalidTopic, spec.name, s.cfg.OffsetsTopicPartitions)
+	case spec.rf != -1 && spec.rf != s.cfg.OffsetsTopicReplication:
+		return fmt.Errorf("%w: internal topic %s has offsets.topic.replication.factor (%d) replicas", errInvalidTopic, spec.name, s.cfg.OffsetsTopicReplication)
+	}
+	for k, v := range spec.configs {
+		if want[k] != v {
+			return fmt.Errorf("%w: internal topic %s takes no config %s=%s", errInvalidTopic, spec.name, k, v)
+		}
+	}
+	spec.partitions, spec.rf, spec.configs = s.cfg.OffsetsTopicPartitions, s.cfg.OffsetsTopicReplication, want
+	return nil
 }
 
 // liveIDs returns the ids of bs.

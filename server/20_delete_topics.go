@@ -12,7 +12,8 @@ package server
 // its partitions close (ending long polls on them), its logs and its
 // metastore entry are deleted before the answer. A cluster marks the topic
 // for deletion in ZooKeeper and the controller carries it out with
-// StopReplica. delete.topic.enable=false answers TOPIC_DELETION_DISABLED.
+// StopReplica. delete.topic.enable=false answers TOPIC_DELETION_DISABLED;
+// an internal topic (__consumer_offsets) TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -50,6 +51,9 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 					return errUnknownTopicID
 				}
 				st.Topic = &name
+			}
+			if isInternalTopic(name) {
+				return fmt.Errorf("%w: %s is an internal topic", errTopicAuthorization, name)
 			}
 			if id, ok := s.cp.topicID(name); ok {
 				st.TopicID = id

@@ -11,7 +11,8 @@ package server
 // are validated as a whole (unknown name or bad value: INVALID_CONFIG),
 // persisted in the metastore, then applied to the live logs
 // (engine.Log.SetConfig) and partitions (message.timestamp.type). Broker
-// configs are static in Sluice: altering them is INVALID_REQUEST. In cluster
+// configs are static in Sluice: altering them is INVALID_REQUEST, and so
+// are an internal topic's (TOPIC_AUTHORIZATION_FAILED). In cluster
 // mode the overrides are written to ZooKeeper, and every broker applies them
 // to its replicas when it sees the change notification.
 
@@ -73,6 +74,9 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 		return fmt.Errorf("%w: broker configs are static in Sluice; change server.properties and restart", errInvalidRequest)
 	default:
 		return fmt.Errorf("%w: unsupported resource type %d", errInvalidRequest, typ)
+	}
+	if isInternalTopic(name) {
+		return fmt.Errorf("%w: %s is an internal topic; its configs are the broker's", errTopicAuthorization, name)
 	}
 	cur, err := s.cp.topicConfigs(name)
 	if err != nil {

@@ -59,6 +59,9 @@ func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplic
 	if duplicate {
 		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
 	}
+	if isInternalTopic(rt.Topic) {
+		return nil, fmt.Errorf("%w: %s is an internal topic; its partition count is offsets.topic.num.partitions", errInvalidTopic, rt.Topic)
+	}
 	parts := s.cp.partitions(rt.Topic)
 	if parts == nil {
 		return nil, errUnknownTopicOrPartition

@@ -13,8 +13,10 @@ package server
 //     controller sends StopReplica with delete), AddPartitions, and topic
 //     configs in /config/topics/<t> with a /config/changes notification.
 //     Any broker describes any topic's configs from ZooKeeper.
-//   - Controller requests are obeyed in controller-epoch order
-//     (acceptControllerEpoch); followers replicate through the
+//   - Controller requests are obeyed only from the controller ZooKeeper
+//     names, at its current epoch, addressed to this broker's current
+//     registration (acceptControllerRequest, cluster.Node.VerifyController);
+//     a StopReplica deletes only replicas no longer assigned here. Followers replicate through the
 //     replication.FetcherManager started and stopped by roleChanging and
 //     roleChanged. A leader changes the ISR by writing the partition state
 //     itself (replication.Options.AlterISR -> Node.WritePartitionState,
@@ -74,9 +76,6 @@ type zkPlane struct {
 	offsets *offsetsCoord
 
 	mu sync.Mutex
-	// ctrlEpoch is the highest controller epoch of a LeaderAndIsr or
-	// StopReplica applied; older ones are STALE_CONTROLLER_EPOCH.
-	ctrlEpoch int32
 	// partCtrlEpoch is the controller epoch of the partition state each
 	// leader acts on (written back with its ISR changes).
 	partCtrlEpoch map[engine.PartitionID]int32
@@ -212,14 +211,29 @@ func (zp *zkPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.Persis
 
 func (zp *zkPlane) interBrokerAPIs() bool { return true }
 
-func (zp *zkPlane) acceptControllerEpoch(epoch int32) error {
-	zp.mu.Lock()
-	defer zp.mu.Unlock()
-	if epoch < zp.ctrlEpoch {
-		return fmt.Errorf("%w: %d < %d", errStaleControllerEpoch, epoch, zp.ctrlEpoch)
+func (zp *zkPlane) acceptControllerRequest(controllerID, controllerEpoch int32, brokerEpoch int64) error {
+	if err := zp.node.VerifyController(controllerID, controllerEpoch); err != nil {
+		return err
 	}
-	zp.ctrlEpoch = epoch
+	return zp.node.VerifyBrokerEpoch(brokerEpoch)
+}
+
+func (zp *zkPlane) checkReplicaDelete(topic string, partition int32) error {
+	ok, err := zp.node.ReplicaDeletable(topic, partition)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%w: %s-%d is still assigned to this broker and its topic is not being deleted", cluster.ErrNotFromController, topic, partition)
+	}
 	return nil
+}
+
+func (zp *zkPlane) checkFollower(replicaID int32, replicaEpoch int64) error {
+	if replicaEpoch < 0 {
+		return nil // v0-v14 carry none; the partition checks the replica set
+	}
+	return zp.node.VerifyReplicaEpoch(replicaID, replicaEpoch)
 }
 
 func (zp *zkPlane) liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader) {

@@ -80,10 +80,21 @@ type controlPlane interface {
 	// interBrokerAPIs reports whether LeaderAndIsr, StopReplica,
 	// UpdateMetadata and ControlledShutdown are served (and advertised).
 	interBrokerAPIs() bool
-	// acceptControllerEpoch checks the controller epoch of a LeaderAndIsr
-	// or StopReplica request and records it: errStaleControllerEpoch for
-	// one older than already seen, errClusterOnly on a single node.
-	acceptControllerEpoch(epoch int32) error
+	// acceptControllerRequest checks who sent a LeaderAndIsr, StopReplica
+	// or UpdateMetadata request: the controller ZooKeeper names, at its
+	// current epoch, addressing this broker's current registration
+	// (brokerEpoch). Refusals: errClusterOnly on a single node,
+	// cluster.ErrStaleControllerEpoch, cluster.ErrNotFromController,
+	// cluster.ErrStaleBrokerEpoch.
+	acceptControllerRequest(controllerID, controllerEpoch int32, brokerEpoch int64) error
+	// checkReplicaDelete refuses a StopReplica that would delete a local
+	// replica the topic's assignment still places here (the controller
+	// deletes only replicas of deleted topics or moved partitions).
+	checkReplicaDelete(topic string, partition int32) error
+	// checkFollower checks a follower fetch's sender: a registered broker
+	// whose registration epoch, when the fetch carries one (>= 0), is
+	// current. errClusterOnly on a single node.
+	checkFollower(replicaID int32, replicaEpoch int64) error
 	// applyUpdateMetadata applies an UpdateMetadata request to the view.
 	applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error
 	// controlledShutdown serves a ControlledShutdown request (on the
@@ -113,12 +124,24 @@ type controlPlane interface {
 }
 
 var (
-	// errClusterOnly answers (by closing the connection) an inter-broker
-	// API sent to a single-node broker, which does not advertise it.
-	errClusterOnly = errors.New("server: inter-broker API served only in cluster mode (zookeeper.connect)")
+	// errClusterOnly refuses an inter-broker request (or a follower fetch)
+	// sent to a single-node broker, which does not advertise those APIs
+	// (CLUSTER_AUTHORIZATION_FAILED).
+	errClusterOnly = errors.New("server: inter-broker request refused: this broker is not in a cluster (no zookeeper.connect)")
 	// errStaleControllerEpoch: a controller request from an older epoch.
 	errStaleControllerEpoch = errors.New("server: stale controller epoch")
 )
+
+// refuseControllerRequest logs a refused inter-broker request with who
+// sent it.
+func (s *Server) refuseControllerRequest(rc *reqCtx, req kmsg.Request, controllerID, controllerEpoch int32, err error) {
+	from := ""
+	if rc.conn != nil {
+		from = rc.conn.nc.RemoteAddr().String()
+	}
+	s.log.Warn("server: refused "+kmsg.NameForKey(req.Key()), "from", from, "client_id", rc.clientID,
+		"controller", controllerID, "controller_epoch", controllerEpoch, "err", err)
+}
 
 // localPlane is the control plane of a single-node broker.
 type localPlane struct{ s *Server }
@@ -254,7 +277,11 @@ func (lp localPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.Pers
 
 func (lp localPlane) interBrokerAPIs() bool { return false }
 
-func (lp localPlane) acceptControllerEpoch(int32) error { return errClusterOnly }
+func (lp localPlane) acceptControllerRequest(int32, int32, int64) error { return errClusterOnly }
+
+func (lp localPlane) checkReplicaDelete(string, int32) error { return errClusterOnly }
+
+func (lp localPlane) checkFollower(int32, int64) error { return errClusterOnly }
 
 func (lp localPlane) applyUpdateMetadata(*kmsg.UpdateMetadataRequest) error { return errClusterOnly }
 

@@ -204,20 +204,45 @@ func (fp *fakePlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.Pers
 
 func (fp *fakePlane) interBrokerAPIs() bool { return true }
 
-func (fp *fakePlane) acceptControllerEpoch(epoch int32) error {
+// fakeBrokerEpoch is this broker's registration epoch in the fake cluster.
+const fakeBrokerEpoch = 100
+
+// acceptControllerRequest: the controller is broker 2 at epoch ctrlEpoch
+// or later (a later one is "confirmed by ZooKeeper" and remembered).
+func (fp *fakePlane) acceptControllerRequest(controllerID, epoch int32, brokerEpoch int64) error {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	if epoch < fp.ctrlEpoch {
-		return errStaleControllerEpoch
+	switch {
+	case epoch < fp.ctrlEpoch:
+		return cluster.ErrStaleControllerEpoch
+	case controllerID != fp.controller:
+		return cluster.ErrNotFromController
+	case brokerEpoch != fakeBrokerEpoch:
+		return cluster.ErrStaleBrokerEpoch
 	}
 	fp.ctrlEpoch = epoch
 	return nil
 }
 
-func (fp *fakePlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
-	if err := fp.acceptControllerEpoch(r.ControllerEpoch); err != nil {
-		return err
+// checkReplicaDelete: only replicas of topics the fake cluster no longer
+// has may be deleted.
+func (fp *fakePlane) checkReplicaDelete(topic string, _ int32) error {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if fp.topics[topic] != nil {
+		return cluster.ErrNotFromController
 	}
+	return nil
+}
+
+func (fp *fakePlane) checkFollower(id int32, epoch int64) error {
+	if epoch >= 0 && epoch != fakeBrokerEpoch+int64(id) {
+		return cluster.ErrStaleBrokerEpoch
+	}
+	return nil
+}
+
+func (fp *fakePlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	fp.updateCalls++
@@ -583,7 +608,7 @@ func TestClusterElectLeadersErrors(t *testing.T) {
 // {1,2,3}.
 func leaderAndIsr(topic string, id [16]byte, p, leader, epoch, ctrlEpoch int32) *kmsg.LeaderAndISRRequest {
 	req := kmsg.NewPtrLeaderAndISRRequest()
-	req.ControllerID, req.ControllerEpoch = 2, ctrlEpoch
+	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = 2, ctrlEpoch, fakeBrokerEpoch
 	ts := kmsg.NewLeaderAndISRRequestTopicState()
 	ts.Topic, ts.TopicID = topic, id
 	ps := kmsg.NewLeaderAndISRRequestTopicPartition()
@@ -686,7 +711,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 
 	// StopReplica with delete removes the local replica and its log.
 	sreq := kmsg.NewPtrStopReplicaRequest()
-	sreq.ControllerID, sreq.ControllerEpoch = 2, 5
+	sreq.ControllerID, sreq.ControllerEpoch, sreq.BrokerEpoch = 2, 5, fakeBrokerEpoch
 	st := kmsg.NewStopReplicaRequestTopic()
 	st.Topic = "t"
 	for _, p := range []int32{0, 1} {
@@ -695,7 +720,19 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 		st.PartitionStates = append(st.PartitionStates, ps)
 	}
 	sreq.Topics = append(sreq.Topics, st)
+	// While the cluster still assigns the topic here, no delete.
 	sresp := mustCall(t, s, 3, sreq).(*kmsg.StopReplicaResponse)
+	for _, p := range sresp.Partitions {
+		if p.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+			t.Fatalf("StopReplica delete of an assigned replica %d: %s", p.Partition, code(p.ErrorCode))
+		}
+	}
+	if s.partition("t", 0) == nil {
+		t.Fatal("an assigned replica was deleted")
+	}
+	fp.deleteTopic(context.Background(), "t")
+	fp.stopped = nil
+	sresp = mustCall(t, s, 3, sreq).(*kmsg.StopReplicaResponse)
 	for _, p := range sresp.Partitions {
 		if p.ErrorCode != 0 {
 			t.Fatalf("StopReplica %d: %s", p.Partition, code(p.ErrorCode))
@@ -712,7 +749,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 func TestClusterUpdateMetadataAndControlledShutdown(t *testing.T) {
 	s, fp := newFakeClusterServer(t)
 	req := kmsg.NewPtrUpdateMetadataRequest()
-	req.ControllerEpoch = 3
+	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = 2, 3, fakeBrokerEpoch
 	for _, id := range []int32{1, 3} {
 		b := kmsg.NewUpdateMetadataRequestLiveBroker()
 		b.ID = id
@@ -736,18 +773,32 @@ func TestClusterUpdateMetadataAndControlledShutdown(t *testing.T) {
 }
 
 // TestSingleNodeRefusesControllerRequests: the local plane refuses every
-// inter-broker request by closing the connection (the handler's error).
+// inter-broker request with CLUSTER_AUTHORIZATION_FAILED, whatever epochs
+// it names.
 func TestSingleNodeRefusesControllerRequests(t *testing.T) {
 	s := newFuzzServer(t)
-	for _, req := range []kmsg.Request{
-		leaderAndIsr("t", [16]byte{1}, 0, 0, 1, 1<<30),
-		kmsg.NewPtrStopReplicaRequest(),
-		kmsg.NewPtrUpdateMetadataRequest(),
-		kmsg.NewPtrControlledShutdownRequest(),
-	} {
-		a := apis[req.Key()]
-		if _, err := call(t, s, a.max, req); err == nil {
-			t.Errorf("%s accepted on a single node", kmsg.NameForKey(req.Key()))
+	lr := leaderAndIsr("t", [16]byte{1}, 0, 0, 1, 1<<30)
+	sr := kmsg.NewPtrStopReplicaRequest()
+	sr.ControllerEpoch, sr.BrokerEpoch = 1<<30, -1
+	ur := kmsg.NewPtrUpdateMetadataRequest()
+	ur.ControllerEpoch = 1 << 30
+	cr := kmsg.NewPtrControlledShutdownRequest()
+	cr.BrokerEpoch = -1
+	for _, req := range []kmsg.Request{lr, sr, ur, cr} {
+		resp := mustCall(t, s, apis[req.Key()].max, req)
+		var c int16
+		switch r := resp.(type) {
+		case *kmsg.LeaderAndISRResponse:
+			c = r.ErrorCode
+		case *kmsg.StopReplicaResponse:
+			c = r.ErrorCode
+		case *kmsg.UpdateMetadataResponse:
+			c = r.ErrorCode
+		case *kmsg.ControlledShutdownResponse:
+			c = r.ErrorCode
+		}
+		if c != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("%s on a single node: %s", kmsg.NameForKey(req.Key()), code(c))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -17,6 +18,9 @@ import (
 // errorCode; wrap them with %w to add the detail that goes into a response's
 // error message (CreateTopics and friends carry one from v1).
 var (
+	// errTopicAuthorization: clients may not do this to the topic (an
+	// internal topic: delete, alter configs).
+	errTopicAuthorization = errors.New("server: not allowed on this topic")
 	errUnknownTopicOrPartition  = errors.New("server: unknown topic or partition")
 	errUnknownTopicID           = errors.New("server: unknown topic id")
 	errInvalidTopic             = errors.New("server: invalid topic")
@@ -130,8 +134,14 @@ func errorCode(err error) int16 {
 		return kerr.PreferredLeaderNotAvailable.Code
 	case errors.Is(err, cluster.ErrEligibleLeadersNotAvailable):
 		return kerr.EligibleLeadersNotAvailable.Code
-	case errors.Is(err, errStaleControllerEpoch):
+	case errors.Is(err, errStaleControllerEpoch), errors.Is(err, cluster.ErrStaleControllerEpoch):
 		return kerr.StaleControllerEpoch.Code
+	case errors.Is(err, errClusterOnly), errors.Is(err, cluster.ErrNotFromController):
+		return kerr.ClusterAuthorizationFailed.Code
+	case errors.Is(err, errTopicAuthorization):
+		return kerr.TopicAuthorizationFailed.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut.Code
 	case errors.Is(err, cluster.ErrStaleBrokerEpoch):
 		return kerr.StaleBrokerEpoch.Code
 	case errors.Is(err, cluster.ErrBrokerNotAvailable), errors.Is(err, cluster.ErrClosed):

@@ -380,7 +380,7 @@ func replayOffsets(p *replication.Partition, end int64) (*offsetsReplay, error) 
 func (oc *offsetsCoord) createOffsetsTopic(ctx context.Context, node *cluster.Node) error {
 	cfg := oc.s.cfg
 	err := node.CreateTopic(ctx, offsetsTopic, int(cfg.OffsetsTopicPartitions), int(cfg.OffsetsTopicReplication),
-		map[string]string{"retention.ms": "-1"}, [16]byte{})
+		offsetsTopicConfigs(), [16]byte{})
 	if errors.Is(err, cluster.ErrTopicExists) {
 		return nil
 	}
