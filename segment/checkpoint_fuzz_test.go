@@ -18,7 +18,7 @@ var checkpointSeeds = []string{
 	"0\n0\n",
 	"0\n2\na 0 5\nb-c 7 1099511627776\n",
 	"0\n2\n0 0\n3 100\n",
-	"0\n1\n0 0",        // no final newline
+	"0\n1\n0 0",         // no final newline
 	"0\r\n1\r\n0 0\r\n", // CRLF
 	"1\n0\n",
 	"0\n2\na 0 1\n",
