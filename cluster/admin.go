@@ -178,14 +178,7 @@ func (n *Node) TopicConfigs(name string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read %s: %w", topicConfigPath(name), err)
 	}
-	var tc topicConfig
-	if err := jsonUnmarshal(data, &tc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, topicConfigPath(name), err)
-	}
-	if tc.Config == nil {
-		tc.Config = map[string]string{}
-	}
-	return tc.Config, nil
+	return parseTopicConfig(name, data)
 }
 
 // SetTopicConfig replaces a topic's config overrides and writes Kafka's

@@ -95,12 +95,12 @@ func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string
 				}
 				continue
 			}
-			var cn configChangeNote
-			if err := jsonUnmarshal(data, &cn); err != nil {
+			topic, ok, err := parseConfigChange(data)
+			if err != nil {
 				n.log.Warn("cluster: bad config change notification", "znode", nt.name, "err", err)
 				continue
 			}
-			if topic, ok := strings.CutPrefix(cn.EntityPath, "topics/"); ok {
+			if ok {
 				fn(topic)
 			}
 		}
@@ -166,4 +166,16 @@ func configChangeSeq(name string) (seq int64, ok bool) {
 type configChangeNote struct {
 	Version    int    `json:"version"`
 	EntityPath string `json:"entity_path"`
+}
+
+// parseConfigChange returns the topic whose config a /config/changes
+// notification says changed; ok is false when it names another kind of
+// entity (or no topic). An error means it is not JSON.
+func parseConfigChange(data []byte) (topic string, ok bool, err error) {
+	var cn configChangeNote
+	if err := jsonUnmarshal(data, &cn); err != nil {
+		return "", false, err
+	}
+	topic, ok = strings.CutPrefix(cn.EntityPath, "topics/")
+	return topic, ok && topic != "", nil
 }

@@ -655,13 +655,13 @@ func (c *controller) onIsrChange() error {
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
-		var note isrChangeNotification
+		var noted []TopicPartition
 		if err == nil {
-			if err := jsonUnmarshal(data, &note); err != nil {
+			if noted, err = parseIsrChange(p, data); err != nil {
 				c.log.Error("cluster: bad isr change notification", "path", p, "err", err)
 			}
 		}
-		for _, tp := range note.Partitions {
+		for _, tp := range noted {
 			set[tp] = true
 		}
 		if err := c.n.zk.delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {

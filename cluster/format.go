@@ -48,6 +48,26 @@ type clusterIDZNode struct {
 	ID      string `json:"id"`
 }
 
+// parseClusterID returns the id in a /cluster/id znode; an error wraps
+// ErrCorruptZnode.
+func parseClusterID(data []byte) (string, error) {
+	var zn clusterIDZNode
+	if err := json.Unmarshal(data, &zn); err != nil || zn.ID == "" {
+		return "", fmt.Errorf("%w: %s holds %q, not a cluster id: %v", ErrCorruptZnode, clusterIDPath, data, err)
+	}
+	return zn.ID, nil
+}
+
+// parseControllerEpoch parses /controller_epoch: a decimal epoch, which
+// Kafka writes as an int32 >= 0. An error wraps ErrCorruptZnode.
+func parseControllerEpoch(data []byte) (int32, error) {
+	e, err := strconv.ParseInt(string(data), 10, 32)
+	if err != nil || e < 0 {
+		return 0, fmt.Errorf("%w: %s: %q", ErrCorruptZnode, controllerEpochPath, data)
+	}
+	return int32(e), nil
+}
+
 // persistentPaths are created at start when missing, as Kafka's brokers do.
 var persistentPaths = []string{brokerIDsPath, topicsPath, configTopicsPath, configChangesPath,
 	deleteTopicsPath, isrChangePath}
@@ -107,6 +127,9 @@ type Broker struct {
 // Addr is "host:port".
 func (b Broker) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) }
 
+// decodeBroker decodes the registration of broker id, created at czxid.
+// A registration without a usable address (a host, or an endpoint, with a
+// port in 0-65535) is an error wrapping ErrCorruptZnode.
 func decodeBroker(id int32, data []byte, czxid int64) (Broker, error) {
 	var r brokerRegistration
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -123,10 +146,18 @@ func decodeBroker(id int32, data []byte, czxid int64) (Broker, error) {
 		if i := strings.Index(ep, "://"); i >= 0 {
 			ep = ep[i+3:]
 		}
-		if h, p, err := net.SplitHostPort(ep); err == nil {
-			n, _ := strconv.Atoi(p)
-			b.Host, b.Port = h, int32(n)
+		h, p, err := net.SplitHostPort(ep)
+		if err != nil {
+			return Broker{}, fmt.Errorf("%w: %s: endpoint %q: %v", ErrCorruptZnode, brokerPath(id), r.Endpoints[0], err)
 		}
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return Broker{}, fmt.Errorf("%w: %s: endpoint %q: port %q", ErrCorruptZnode, brokerPath(id), r.Endpoints[0], p)
+		}
+		b.Host, b.Port = h, int32(n)
+	}
+	if b.Host == "" || b.Port < 0 || b.Port > 65535 {
+		return Broker{}, fmt.Errorf("%w: %s: no address (host %q, port %d)", ErrCorruptZnode, brokerPath(id), b.Host, b.Port)
 	}
 	return b, nil
 }
@@ -163,7 +194,9 @@ func encodeAssignment(id [16]byte, parts [][]int32) []byte {
 }
 
 // decodeAssignment returns the topic id (zero when the znode predates
-// topic ids) and the replicas of partitions 0..n-1.
+// topic ids) and the replicas of partitions 0..n-1: the keys of
+// "partitions" must be exactly "0" to "<n-1>", each with at least one
+// replica. An error wraps ErrCorruptZnode.
 func decodeAssignment(topic string, data []byte) ([16]byte, [][]int32, error) {
 	var id [16]byte
 	var a topicAssignment
@@ -184,9 +217,14 @@ func decodeAssignment(topic string, data []byte) ([16]byte, [][]int32, error) {
 	}
 	parts := make([][]int32, len(a.Partitions))
 	for k, rs := range a.Partitions {
+		// Only the canonical decimal: "01" or "+1" would also parse
+		// as 1, and leave another partition without replicas.
 		p, err := strconv.Atoi(k)
-		if err != nil || p < 0 || p >= len(parts) {
+		if err != nil || p < 0 || p >= len(parts) || strconv.Itoa(p) != k {
 			return id, nil, fmt.Errorf("%w: %s: partition %q of %d", ErrCorruptZnode, topicPath(topic), k, len(parts))
+		}
+		if len(rs) == 0 {
+			return id, nil, fmt.Errorf("%w: %s: partition %d has no replicas", ErrCorruptZnode, topicPath(topic), p)
 		}
 		parts[p] = rs
 	}
@@ -231,6 +269,19 @@ type topicConfig struct {
 	Config  map[string]string `json:"config"`
 }
 
+// parseTopicConfig returns the overrides in /config/topics/<topic> (empty,
+// never nil, when it has none). An error wraps ErrCorruptZnode.
+func parseTopicConfig(topic string, data []byte) (map[string]string, error) {
+	var tc topicConfig
+	if err := json.Unmarshal(data, &tc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, topicConfigPath(topic), err)
+	}
+	if tc.Config == nil {
+		tc.Config = map[string]string{}
+	}
+	return tc.Config, nil
+}
+
 func encodeTopicConfig(c map[string]string) []byte {
 	if c == nil {
 		c = map[string]string{}
@@ -243,6 +294,16 @@ func encodeTopicConfig(c map[string]string) []byte {
 type isrChangeNotification struct {
 	Version    int              `json:"version"`
 	Partitions []TopicPartition `json:"partitions"`
+}
+
+// parseIsrChange returns the partitions an ISR change notification at
+// path names. An error wraps ErrCorruptZnode.
+func parseIsrChange(path string, data []byte) ([]TopicPartition, error) {
+	var note isrChangeNotification
+	if err := json.Unmarshal(data, &note); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, path, err)
+	}
+	return note.Partitions, nil
 }
 
 // TopicPartition names one partition. Its JSON form is Kafka's

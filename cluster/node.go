@@ -408,24 +408,29 @@ func (n *Node) readControllerEpoch() (int32, int32, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		e, err := strconv.Atoi(string(data))
-		if err != nil {
-			return 0, 0, fmt.Errorf("%w: %s: %q", ErrCorruptZnode, controllerEpochPath, data)
-		}
-		return int32(e), stat.Version, nil
+		e, err := parseControllerEpoch(data)
+		return e, stat.Version, err
 	}
 }
 
+// decodeControllerID returns the broker id in /controller. An error wraps
+// ErrCorruptZnode; "null" or an object without a brokerid is one, not
+// broker 0.
 func decodeControllerID(data []byte) (int32, error) {
-	var c controllerZNode
+	var c struct {
+		BrokerID *int32 `json:"brokerid"`
+	}
 	if err := jsonUnmarshal(data, &c); err != nil {
 		// Kafka before 0.9 wrote a bare id.
-		if id, err2 := strconv.Atoi(string(data)); err2 == nil {
+		if id, err2 := strconv.ParseInt(string(data), 10, 32); err2 == nil && id >= 0 {
 			return int32(id), nil
 		}
 		return -1, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, controllerPath, err)
 	}
-	return c.BrokerID, nil
+	if c.BrokerID == nil || *c.BrokerID < 0 {
+		return -1, fmt.Errorf("%w: %s: %q has no broker id", ErrCorruptZnode, controllerPath, data)
+	}
+	return *c.BrokerID, nil
 }
 
 // watch posts e when the one-shot watch ch fires.

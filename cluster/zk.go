@@ -155,15 +155,15 @@ func (z *zkClient) ensureClusterID(local string) (string, error) {
 	for range 3 {
 		data, _, err := z.get(clusterIDPath)
 		if err == nil {
-			var zn clusterIDZNode
-			if err := json.Unmarshal(data, &zn); err != nil || zn.ID == "" {
-				return "", fmt.Errorf("cluster: %s holds %q, not a cluster id: %v", clusterIDPath, data, err)
+			id, err := parseClusterID(data)
+			if err != nil {
+				return "", err
 			}
-			if local != "" && local != zn.ID {
+			if local != "" && local != id {
 				return "", fmt.Errorf("%w: this broker's data belongs to cluster %s, but %s in ZooKeeper is %s",
-					ErrInconsistentClusterID, local, clusterIDPath, zn.ID)
+					ErrInconsistentClusterID, local, clusterIDPath, id)
 			}
-			return zn.ID, nil
+			return id, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			return "", fmt.Errorf("cluster: read %s: %w", clusterIDPath, err)

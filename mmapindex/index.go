@@ -112,21 +112,19 @@ func openFile(path string, entrySize, maxBytes int) (*file, error) {
 	}
 	n := x.scanEntries(int(scan))
 	x.n.Store(int64(n))
-	if err := x.zeroRange(int64(n*entrySize), st.Size()); err != nil {
-		x.Close()
-		return nil, err
-	}
+	x.zeroRange(int64(n*entrySize), st.Size())
 	return x, nil
 }
 
 // zeroRange zeroes bytes [from, to) of the file, restoring the invariant
 // that everything after the entries is zero: a crash can leave pages of
 // old entries after a page that never reached the disk (a hole, which the
-// scan stops at). Whole pages are punched out, so the file stays sparse.
-func (x *file) zeroRange(from, to int64) error {
+// scan stops at). Whole pages are punched out, so the file stays sparse;
+// where hole punching is not supported, zeros are written instead.
+func (x *file) zeroRange(from, to int64) {
 	to = min(to, int64(len(x.mm)))
 	if from >= to {
-		return nil
+		return
 	}
 	page := int64(os.Getpagesize())
 	mid := min((from+page-1)/page*page, to)
@@ -136,7 +134,6 @@ func (x *file) zeroRange(from, to int64) error {
 			clear(x.mm[mid:to]) // no hole punching here: write zeros
 		}
 	}
-	return nil
 }
 
 func roundDown(v, m int) int {
@@ -202,9 +199,6 @@ func (x *file) Entries() int { return int(x.n.Load()) }
 
 // Full reports whether there is no room for another entry.
 func (x *file) Full() bool { return int(x.n.Load()) >= len(x.mm)/x.entrySize }
-
-// Path is the file's path.
-func (x *file) Path() string { return x.path }
 
 func (x *file) key(i, field int, wide bool) int64 {
 	p := i*x.entrySize + field

@@ -30,9 +30,6 @@ func OpenOffset(path string, base int64, maxBytes int) (*OffsetIndex, error) {
 	return &OffsetIndex{file: f, base: base}, nil
 }
 
-// Base is the segment base offset.
-func (x *OffsetIndex) Base() int64 { return x.base }
-
 // Entry returns entry i (0 <= i < Entries()).
 func (x *OffsetIndex) Entry(i int) (offset, pos int64) {
 	return x.base + x.key(i, 0, false), x.key(i, 4, false)

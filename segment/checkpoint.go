@@ -1,8 +1,6 @@
 package segment
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -61,22 +59,25 @@ func syncDir(dir string) error {
 	return err
 }
 
-// readCheckpointLines reads a checkpoint's entry lines after checking the
-// version and count header, each split into fields (want per line). A
-// missing file gives no lines and no error.
-func readCheckpointLines(path string, want int) ([][]string, error) {
-	data, err := os.ReadFile(path)
+// readCheckpoint reads the checkpoint file at path; ok is false when there
+// is none.
+func readCheckpoint(path string) (data []byte, ok bool, err error) {
+	data, err = os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("segment: read %s: %w", path, err)
+		return nil, false, fmt.Errorf("segment: read %s: %w", path, err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
+	return data, true, nil
+}
+
+// parseCheckpointLines returns a checkpoint's entry lines after checking
+// the version and count header, each split into fields (want per line).
+// Lines end in '\n' (the last one may lack it). An error wraps
+// errBadCheckpoint; path only names the file in it.
+func parseCheckpointLines(path string, data []byte, want int) ([][]string, error) {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", errBadCheckpoint, path, fmt.Sprintf(format, args...))
 	}
@@ -101,9 +102,21 @@ func readCheckpointLines(path string, want int) ([][]string, error) {
 	return out, nil
 }
 
-// readOffsetCheckpoint reads "topic partition offset" entries.
+// readOffsetCheckpoint reads "topic partition offset" entries; a missing
+// file gives an empty map.
 func readOffsetCheckpoint(path string) (map[engine.PartitionID]int64, error) {
-	lines, err := readCheckpointLines(path, 3)
+	data, ok, err := readCheckpoint(path)
+	if err != nil || !ok {
+		return map[engine.PartitionID]int64{}, err
+	}
+	return parseOffsetCheckpoint(path, data)
+}
+
+// parseOffsetCheckpoint parses an offset checkpoint (see format.go); an
+// error wraps errBadCheckpoint. An entry repeated for one partition keeps
+// the last offset.
+func parseOffsetCheckpoint(path string, data []byte) (map[engine.PartitionID]int64, error) {
+	lines, err := parseCheckpointLines(path, data, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +134,12 @@ func readOffsetCheckpoint(path string) (map[engine.PartitionID]int64, error) {
 
 // writeOffsetCheckpoint writes m as an offset checkpoint at path.
 func writeOffsetCheckpoint(path string, m map[engine.PartitionID]int64) error {
-	var b []byte
+	return writeFileAtomic(path, appendOffsetCheckpoint(nil, m))
+}
+
+// appendOffsetCheckpoint appends m in the offset checkpoint format to b,
+// entries in no particular order.
+func appendOffsetCheckpoint(b []byte, m map[engine.PartitionID]int64) []byte {
 	b = strconv.AppendInt(b, checkpointVersion, 10)
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, int64(len(m)), 10)
@@ -134,12 +152,25 @@ func writeOffsetCheckpoint(path string, m map[engine.PartitionID]int64) error {
 		b = strconv.AppendInt(b, off, 10)
 		b = append(b, '\n')
 	}
-	return writeFileAtomic(path, b)
+	return b
 }
 
-// readEpochCheckpoint reads a leader-epoch-checkpoint.
+// readEpochCheckpoint reads a leader-epoch-checkpoint. A missing file
+// gives nil (and no error), which loadLog tells from an empty checkpoint:
+// it rebuilds the epochs of a non-empty log from its batches.
 func readEpochCheckpoint(path string) ([]engine.EpochEntry, error) {
-	lines, err := readCheckpointLines(path, 2)
+	data, ok, err := readCheckpoint(path)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return parseEpochCheckpoint(path, data)
+}
+
+// parseEpochCheckpoint parses a leader-epoch-checkpoint (see format.go);
+// an error wraps errBadCheckpoint. Entries come back in file order,
+// unchecked for order: engine.NewEpochCache drops what is not ascending.
+func parseEpochCheckpoint(path string, data []byte) ([]engine.EpochEntry, error) {
+	lines, err := parseCheckpointLines(path, data, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +188,12 @@ func readEpochCheckpoint(path string) ([]engine.EpochEntry, error) {
 
 // writeEpochCheckpoint writes entries as a leader-epoch-checkpoint.
 func writeEpochCheckpoint(path string, entries []engine.EpochEntry) error {
-	var b []byte
+	return writeFileAtomic(path, appendEpochCheckpoint(nil, entries))
+}
+
+// appendEpochCheckpoint appends entries in the leader-epoch-checkpoint
+// format to b.
+func appendEpochCheckpoint(b []byte, entries []engine.EpochEntry) []byte {
 	b = strconv.AppendInt(b, checkpointVersion, 10)
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, int64(len(entries)), 10)
@@ -168,5 +204,5 @@ func writeEpochCheckpoint(path string, entries []engine.EpochEntry) error {
 		b = strconv.AppendInt(b, e.StartOffset, 10)
 		b = append(b, '\n')
 	}
-	return writeFileAtomic(path, b)
+	return b
 }

@@ -2,8 +2,11 @@ package segment
 
 import (
 	"errors"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluice/sluice/engine"
@@ -48,6 +51,10 @@ func TestCheckpointDamaged(t *testing.T) {
 		"bad offset":    "0\n1\na 0 x\n",
 		"negative":      "0\n1\na 0 -4\n",
 		"missing field": "0\n1\na 0\n",
+		// bufio.Scanner stopped at a line over 64 KiB without an error,
+		// so this read as an empty checkpoint.
+		"line past 64 KiB": "0\n0\n" + strings.Repeat("x", 70000) + "\n",
+		"version only":     "0\n",
 	}
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -57,5 +64,33 @@ func TestCheckpointDamaged(t *testing.T) {
 				t.Fatalf("read %q: %v", text, err)
 			}
 		})
+	}
+}
+
+// TestMissingEpochCheckpointRebuilt deletes the leader-epoch-checkpoint of
+// a cleanly closed log: the next open must rebuild the epochs from the
+// batches, not start with none.
+func TestMissingEpochCheckpointRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	l, err := st.CreateLog(tp, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	fill(t, l, rng, 3, 1)
+	start2 := l.EndOffset()
+	fill(t, l, rng, 3, 4)
+	want := []engine.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 4, StartOffset: start2}}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "topic-3", leaderEpochFile)); err != nil {
+		t.Fatal(err)
+	}
+	st, l2 := reopen(t, dir)
+	defer st.Close()
+	if got := l2.LeaderEpochs(); !slices.Equal(got, want) {
+		t.Fatalf("LeaderEpochs after the checkpoint was deleted = %v, want %v", got, want)
 	}
 }

@@ -15,7 +15,9 @@
 //   - fsync(2) on a file returns once its data (including pages dirtied
 //     through a shared mmap of it) is on stable storage; fsync on a
 //     directory makes renames and creations in it durable. A failed fsync
-//     is treated as permanent: the log stays failed.
+//     or write is treated as permanent: the log stays failed, every later
+//     write and flush returning the first error, until it is reopened and
+//     recovered (see Log).
 //   - By default nothing is fsynced on the append path (Kafka's default:
 //     durability comes from replication and the page cache). A rolled
 //     segment is fsynced in the background; flush.messages and

@@ -1,8 +1,11 @@
 package segment
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sluice/sluice/engine"
 )
 
 // syncer runs the fsyncs of one log and keeps its recovery point: every
@@ -17,7 +20,6 @@ type syncer struct {
 	cond    sync.Cond // signalled when an fsync ends; uses mu
 	running bool      // an fsync is in progress. REQUIRES: mu
 	waiters int       // callers waiting for an fsync. REQUIRES: mu
-	err     error     // sticky: a failed fsync fails every later one
 	// gen counts moves of point by Truncate and restarts. A round that
 	// began under another gen does not raise point: its goal was read
 	// before the log was cut and may lie above what it now holds.
@@ -28,20 +30,22 @@ type syncer struct {
 }
 
 // syncTo returns once every offset below target is durable (or below the
-// log end offset, if the log was truncated since).
+// log end offset, if the log was truncated since). A failed fsync fails
+// the log (see Log); on a failed log, syncTo returns the failure, even
+// for a target already durable.
 func (l *Log) syncTo(target int64) error {
 	s := &l.syncer
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
+		if err := l.failure(); err != nil {
+			return err
+		}
 		if end := l.end.Load(); target > end {
 			target = end
 		}
 		if s.point.Load() >= target {
 			return nil
-		}
-		if s.err != nil {
-			return s.err
 		}
 		if s.running {
 			s.waiters++
@@ -56,9 +60,13 @@ func (l *Log) syncTo(target int64) error {
 		s.mu.Lock()
 		s.running = false
 		s.rounds.Add(1)
-		if err != nil {
-			s.err = err
-		} else if gen == s.gen && goal > s.point.Load() {
+		switch {
+		case errors.Is(err, engine.ErrClosed):
+			s.cond.Broadcast()
+			return err
+		case err != nil:
+			l.fail(err)
+		case gen == s.gen && goal > s.point.Load():
 			s.point.Store(goal)
 		}
 		s.cond.Broadcast()
@@ -107,7 +115,7 @@ func (l *Log) fsyncUnflushed() (int64, error) {
 	point := l.syncer.point.Load()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed.Load() && len(l.segs) == 0 {
+	if len(l.segs) == 0 { // closeLog closed them
 		return 0, errClosedLog
 	}
 	for i, s := range l.segs {

@@ -22,6 +22,17 @@ var errClosedLog = fmt.Errorf("segment: log closed: %w", engine.ErrClosed)
 // Log is one partition: a directory of segments. See engine.Log for the
 // contract.
 //
+// Failure: the first write, fsync, roll, truncation or epoch checkpoint
+// that fails makes the log failed, for good: every later Append, Flush,
+// Truncate, TruncateFullyAndStartAt, DeleteBefore and ApplyRetention, and
+// Close, returns that same error (errors.Is it), even if the disk has
+// recovered meanwhile: after a failed fsync the kernel may have dropped the
+// dirty pages and marked them clean, so a retry that succeeds proves
+// nothing. Reads go on serving what was appended before. The store then
+// treats the log as unclean: its next open, in this process or the next,
+// recovers it past the recovery point, and Store.Close writes no
+// clean-shutdown marker.
+//
 // Locking: appendMu serializes every writer (Append, Truncate,
 // DeleteBefore, ApplyRetention, SetConfig, Close). mu guards segs: readers
 // hold it for reading while they look at a segment; a writer takes it for
@@ -38,7 +49,6 @@ type Log struct {
 
 	appendMu sync.Mutex
 	cfg      engine.LogConfig // REQUIRES: appendMu
-	failed   error            // sticky write error. REQUIRES: appendMu
 	// unflushed counts records appended since the last flush.messages
 	// fsync. REQUIRES: appendMu
 	unflushed int64
@@ -46,6 +56,9 @@ type Log struct {
 	mu     sync.RWMutex
 	segs   []*segment // ascending base, never empty; the last is active
 	closed atomic.Bool
+	// failed holds the log's sticky failure (see Log), nil until then.
+	// Set once, by fail, from the appender or the syncer.
+	failed atomic.Pointer[error]
 
 	epochMu sync.Mutex
 	epochs  *engine.EpochCache // REQUIRES: epochMu
@@ -58,6 +71,24 @@ type Log struct {
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// fail makes err the log's sticky failure, unless one is already set, and
+// returns the failure that is set: the first one wins.
+func (l *Log) fail(err error) error {
+	if l.failed.CompareAndSwap(nil, &err) {
+		l.log.Error("segment: log failed: it refuses writes until reopened", "dir", l.dir, "err", err)
+		return err
+	}
+	return *l.failed.Load()
+}
+
+// failure returns the log's sticky failure, or nil.
+func (l *Log) failure() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // StartOffset implements engine.Log.
 func (l *Log) StartOffset() int64 { return l.start.Load() }
@@ -106,8 +137,8 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	if l.closed.Load() {
 		return engine.AppendInfo{}, 0, errClosedLog
 	}
-	if l.failed != nil {
-		return engine.AppendInfo{}, 0, l.failed
+	if err := l.failure(); err != nil {
+		return engine.AppendInfo{}, 0, err
 	}
 	next := l.end.Load()
 	info, err := engine.PrepareAppend(batches, next, opts, l.cfg.MaxBatchBytes)
@@ -121,10 +152,13 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	pos := s.size.Load()
 	if n, err := s.f.WriteAt(batches, pos); err != nil {
 		// Take back what may have reached the file; the log stays
-		// failed either way (a writer that failed stays failed).
-		_ = s.f.Truncate(pos)
-		l.failed = fmt.Errorf("segment: write %s at %d (%d of %d bytes): %w", s.path, pos, n, len(batches), err)
-		return info, 0, l.failed
+		// failed either way, and recovery cuts what the truncation
+		// could not.
+		err = fmt.Errorf("segment: write %s at %d (%d of %d bytes): %w", s.path, pos, n, len(batches), err)
+		if terr := s.f.Truncate(pos); terr != nil {
+			err = fmt.Errorf("%w (and truncating back: %v)", err, terr)
+		}
+		return info, 0, l.fail(err)
 	}
 	interval := int64(l.cfg.IndexIntervalBytes)
 	epochChanged := false
@@ -142,8 +176,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	l.end.Store(info.LastOffset + 1)
 	if epochChanged {
 		if err := l.writeEpochs(); err != nil {
-			l.failed = err
-			return info, 0, err
+			return info, 0, l.fail(err)
 		}
 	}
 	if l.cfg.FlushMessages > 0 {
@@ -188,18 +221,16 @@ func (l *Log) maybeRoll(n, lastOffset int64) error {
 // up without an fsync on the append path. REQUIRES: appendMu.
 func (l *Log) roll(nowMs int64) error {
 	base := l.end.Load()
-	ns, err := createSegment(l.dir, base, l.cfg, nowMs)
+	ns, err := createSegment(l.store.fs, l.dir, base, l.cfg, nowMs)
 	if err != nil {
-		l.failed = err
-		return err
+		return l.fail(err)
 	}
 	l.mu.Lock()
 	err = l.active().roll()
 	l.segs = append(l.segs, ns)
 	l.mu.Unlock()
 	if err != nil {
-		l.failed = err
-		return err
+		return l.fail(err)
 	}
 	l.bg.Add(1)
 	go func() {
@@ -211,7 +242,7 @@ func (l *Log) roll(nowMs int64) error {
 	return nil
 }
 
-// Flush implements engine.Log.
+// Flush implements engine.Log. On a failed log it returns the failure.
 func (l *Log) Flush() error {
 	if l.closed.Load() {
 		return errClosedLog
@@ -262,8 +293,8 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	if l.closed.Load() {
 		return false, errClosedLog
 	}
-	if l.failed != nil {
-		return false, l.failed
+	if err := l.failure(); err != nil {
+		return false, err
 	}
 	if offset >= l.end.Load() {
 		return false, nil
@@ -315,9 +346,9 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) })
 	}
 	if err != nil {
-		l.failed = err
+		return false, l.fail(err)
 	}
-	return false, err
+	return false, nil
 }
 
 // TruncateFullyAndStartAt implements engine.FullTruncater (Kafka's
@@ -341,15 +372,14 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if l.closed.Load() {
 		return errClosedLog
 	}
-	if l.failed != nil {
-		return l.failed
+	if err := l.failure(); err != nil {
+		return err
 	}
 	if offset < 0 {
 		return fmt.Errorf("%w: restart %s at %d", engine.ErrOffsetOutOfRange, l.dir, offset)
 	}
 	if err := l.restartAtLocked(offset); err != nil {
-		l.failed = err
-		return err
+		return l.fail(err)
 	}
 	return nil
 }
@@ -364,7 +394,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // the new start and end). The caller checkpoints the start offset.
 // REQUIRES: appendMu.
 func (l *Log) restartAtLocked(offset int64) error {
-	ns, err := createSegment(l.dir, offset, l.cfg, l.now().UnixMilli())
+	ns, err := createSegment(l.store.fs, l.dir, offset, l.cfg, l.now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -417,6 +447,10 @@ func (l *Log) DeleteBefore(offset int64) error {
 		l.appendMu.Unlock()
 		return errClosedLog
 	}
+	if err := l.failure(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
 	if end := l.end.Load(); offset > end {
 		l.appendMu.Unlock()
 		return fmt.Errorf("%w: delete before %d, log end is %d", engine.ErrOffsetOutOfRange, offset, end)
@@ -449,6 +483,10 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 		l.appendMu.Unlock()
 		return 0, errClosedLog
 	}
+	if err := l.failure(); err != nil {
+		l.appendMu.Unlock()
+		return l.start.Load(), err
+	}
 	k := engine.RetentionCut(l.cfg, now, len(l.segs), func(i int) (int64, int64) {
 		return l.segs[i].retentionTime(), l.segs[i].size.Load()
 	})
@@ -471,7 +509,8 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 }
 
 // deleteSegmentsLocked deletes the first k segments (never the active
-// one) and cuts the epoch cache to start. REQUIRES: appendMu.
+// one) and cuts the epoch cache to start; an error fails the log.
+// REQUIRES: appendMu.
 func (l *Log) deleteSegmentsLocked(k int, start int64) error {
 	var err error
 	if k > 0 {
@@ -488,19 +527,24 @@ func (l *Log) deleteSegmentsLocked(k int, start int64) error {
 	if cerr := l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromStart(start) }); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return l.fail(err)
+	}
+	return nil
 }
 
 // Close implements engine.Log: it flushes, closes the segments (trimming
-// their indexes) and forgets the log in its store.
+// their indexes) and forgets the log in its store. A failed log is closed
+// all the same, and Close returns its failure.
 func (l *Log) Close() error {
 	err := l.closeLog(true)
 	l.store.forget(l)
 	return err
 }
 
-// closeLog closes the log, flushing first when flush is set. Slices
-// already handed out stay readable.
+// closeLog closes the log, flushing first when flush is set, and returns
+// the first error, the log's failure first of all. Slices already handed
+// out stay readable.
 func (l *Log) closeLog(flush bool) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -508,8 +552,8 @@ func (l *Log) closeLog(flush bool) error {
 		return nil
 	}
 	l.bg.Wait()
-	var err error
-	if flush {
+	err := l.failure()
+	if flush && err == nil {
 		err = l.syncTo(l.end.Load())
 	}
 	l.mu.Lock()
@@ -519,5 +563,8 @@ func (l *Log) closeLog(flush bool) error {
 			err = cerr
 		}
 	}
+	// A flush that started before the close finds no segment (see
+	// fsyncUnflushed) rather than closed files.
+	l.segs = nil
 	return err
 }

@@ -42,7 +42,9 @@ const recoverBufSize = 4 << 20
 // REQUIRES: s.mu held.
 func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, error) {
 	l := s.newLog(id, cfg)
-	clean := s.clean || !s.unrecovered[id]
+	// unrecovered holds every log found at an unclean Open and every
+	// log that failed since (see forget).
+	clean := !s.unrecovered[id]
 	rp, haveRP := s.recoveryPoints[id]
 	if !haveRP {
 		rp = 0
@@ -61,7 +63,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		if i == len(bases)-1 {
 			maxBytes = l.cfg.IndexMaxBytes
 		}
-		seg, err := openSegment(l.dir, base, maxBytes)
+		seg, err := openSegment(s.fs, l.dir, base, maxBytes)
 		if err != nil {
 			l.closeSegs()
 			return nil, err
@@ -97,7 +99,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 	}
 	start := s.startOffsets[id]
 	if len(l.segs) == 0 {
-		seg, err := createSegment(l.dir, start, l.cfg, s.now().UnixMilli())
+		seg, err := createSegment(s.fs, l.dir, start, l.cfg, s.now().UnixMilli())
 		if err != nil {
 			return nil, err
 		}

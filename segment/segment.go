@@ -22,9 +22,9 @@ import (
 // happen under the log's mu (write).
 type segment struct {
 	base int64
-	path string // the .log
-	f    *os.File
-	zf   *zerocopy.File // the segment's own reference on f; slices take more
+	path string         // the .log
+	f    File           // the .log, for the segment's own reads and writes
+	zf   *zerocopy.File // the segment's own reference on f.OS(); slices take more
 	idx  *mmapindex.OffsetIndex
 	tidx *mmapindex.TimeIndex
 
@@ -47,13 +47,13 @@ type segment struct {
 
 // createSegment creates an empty segment at base, replacing leftover files
 // with that name (from a truncated or deleted segment).
-func createSegment(dir string, base int64, cfg engine.LogConfig, nowMs int64) (*segment, error) {
+func createSegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs int64) (*segment, error) {
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if err := os.Remove(segmentPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("segment: create %d: %w", base, err)
 		}
 	}
-	s, err := openSegment(dir, base, cfg.IndexMaxBytes)
+	s, err := openSegment(fs, dir, base, cfg.IndexMaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -62,22 +62,23 @@ func createSegment(dir string, base int64, cfg engine.LogConfig, nowMs int64) (*
 }
 
 // openSegment opens (creating when missing) the files of the segment at
-// base. indexMaxBytes > 0 preallocates the indexes (the active segment); 0
-// maps them as they are. The writer state is left for the caller to
-// restore (restoreState or recovery).
-func openSegment(dir string, base int64, indexMaxBytes int) (*segment, error) {
+// base, the .log through fs. indexMaxBytes > 0 preallocates the indexes
+// (the active segment); 0 maps them as they are. The writer state is left
+// for the caller to restore (restoreState or recovery).
+func openSegment(fs FS, dir string, base int64, indexMaxBytes int) (*segment, error) {
 	path := segmentPath(dir, base, logSuffix)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := fs.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", engine.ErrCorruptStore, path, err)
 	}
+	osf := f.OS()
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		osf.Close()
 		return nil, fmt.Errorf("%w: stat %s: %v", engine.ErrCorruptStore, path, err)
 	}
 	if st.Size() > math.MaxInt32 {
-		f.Close()
+		osf.Close()
 		return nil, fmt.Errorf("%w: %s: %d bytes, a segment holds at most 2 GiB", engine.ErrCorruptStore, path, st.Size())
 	}
 	s := &segment{base: base, path: path, f: f, next: base, maxTsOffset: -1}
@@ -91,10 +92,10 @@ func openSegment(dir string, base int64, indexMaxBytes int) (*segment, error) {
 		}
 	}
 	if err != nil {
-		f.Close()
+		osf.Close()
 		return nil, fmt.Errorf("%w: segment %s: %v", engine.ErrCorruptStore, path, err)
 	}
-	s.zf = zerocopy.NewFile(f)
+	s.zf = zerocopy.NewFile(osf)
 	s.rollTs = st.ModTime().UnixMilli()
 	return s, nil
 }

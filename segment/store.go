@@ -28,6 +28,7 @@ func (backend) Open(opts engine.Options) (engine.Store, error) { return Open(opt
 // serializes checkpoint file writes.
 type Store struct {
 	dir    string
+	fs     FS // opens the .log files
 	log    *slog.Logger
 	now    func() time.Time
 	clean  bool // the clean-shutdown marker was present at Open
@@ -41,8 +42,9 @@ type Store struct {
 	recoveryPoints map[engine.PartitionID]int64
 	startOffsets   map[engine.PartitionID]int64
 	// unrecovered holds the logs found at an unclean Open that have not
-	// been opened (so not recovered) since; while any remain, Close does
-	// not write the clean-shutdown marker.
+	// been opened (so not recovered) since, and the logs that failed (see
+	// Log) and were closed; while any remain, Close does not write the
+	// clean-shutdown marker.
 	unrecovered map[engine.PartitionID]bool
 
 	recoveredBytes atomic.Int64 // for progress logs
@@ -53,12 +55,17 @@ type Store struct {
 // Open opens (creating if needed) the store in opts.Dir. It removes the
 // clean-shutdown marker: from now on, until a clean Close, the logs count
 // as possibly damaged, and each is recovered when it is first opened.
-func Open(opts engine.Options) (*Store, error) {
+func Open(opts engine.Options) (*Store, error) { return OpenFS(opts, OSFS) }
+
+// OpenFS is Open with the segment files opened through fs (tests pass an
+// error-injecting wrapper of OSFS).
+func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("segment: no directory")
 	}
 	s := &Store{
 		dir:            opts.Dir,
+		fs:             fs,
 		log:            opts.Logger,
 		now:            opts.Now,
 		logs:           map[engine.PartitionID]*Log{},
@@ -199,7 +206,7 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 		return nil, fmt.Errorf("segment: create log: %w", err)
 	}
 	l := s.newLog(id, cfg)
-	seg, err := createSegment(dir, 0, l.cfg, s.now().UnixMilli())
+	seg, err := createSegment(s.fs, dir, 0, l.cfg, s.now().UnixMilli())
 	if err == nil {
 		err = syncDir(s.dir)
 	}
@@ -300,7 +307,8 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 }
 
 // forget drops a closed log from the open set, keeping its offsets for the
-// checkpoints.
+// checkpoints. A failed log counts as unrecovered from now on: its next
+// open recovers it, and Close writes no clean-shutdown marker.
 func (s *Store) forget(l *Log) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,6 +316,9 @@ func (s *Store) forget(l *Log) {
 		delete(s.logs, l.id)
 		s.recoveryPoints[l.id] = l.RecoveryPoint()
 		s.startOffsets[l.id] = l.StartOffset()
+		if l.failure() != nil {
+			s.unrecovered[l.id] = true
+		}
 	}
 }
 

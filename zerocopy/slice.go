@@ -28,9 +28,6 @@ func NewFile(f *os.File) *File {
 	return zf
 }
 
-// OS returns the underlying file. Only valid while a reference is held.
-func (f *File) OS() *os.File { return f.f }
-
 // Acquire takes another reference; it panics if the file is already closed,
 // which would be a reference-counting bug in the caller.
 func (f *File) Acquire() {
