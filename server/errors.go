@@ -20,7 +20,7 @@ import (
 var (
 	// errTopicAuthorization: clients may not do this to the topic (an
 	// internal topic: delete, alter configs).
-	errTopicAuthorization = errors.New("server: not allowed on this topic")
+	errTopicAuthorization       = errors.New("server: not allowed on this topic")
 	errUnknownTopicOrPartition  = errors.New("server: unknown topic or partition")
 	errUnknownTopicID           = errors.New("server: unknown topic id")
 	errInvalidTopic             = errors.New("server: invalid topic")
