@@ -31,6 +31,9 @@ var (
 	ErrOffsetMismatch = errors.New("engine: batch offset does not match log end")
 	// ErrBatchTooLarge is returned when a batch exceeds LogConfig.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("engine: batch too large")
+	// ErrStorage marks a failed write or sync of a log's files: the log
+	// refuses writes until it is reopened (KAFKA_STORAGE_ERROR).
+	ErrStorage = errors.New("engine: storage failure")
 )
 
 // PartitionID names one partition log.

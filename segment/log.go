@@ -73,8 +73,12 @@ type Log struct {
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 
 // fail makes err the log's sticky failure, unless one is already set, and
-// returns the failure that is set: the first one wins.
+// returns the failure that is set: the first one wins. The failure is
+// marked engine.ErrStorage.
 func (l *Log) fail(err error) error {
+	if !errors.Is(err, engine.ErrStorage) {
+		err = fmt.Errorf("%w: %w", engine.ErrStorage, err)
+	}
 	if l.failed.CompareAndSwap(nil, &err) {
 		l.log.Error("segment: log failed: it refuses writes until reopened", "dir", l.dir, "err", err)
 		return err

@@ -148,7 +148,7 @@ func errorCode(err error) int16 {
 		return kerr.BrokerNotAvailable.Code
 	case errors.Is(err, metastore.ErrClosed):
 		return kerr.KafkaStorageError.Code
-	case errors.Is(err, engine.ErrCorruptStore):
+	case errors.Is(err, engine.ErrCorruptStore), errors.Is(err, engine.ErrStorage):
 		return kerr.KafkaStorageError.Code
 	default:
 		return kerr.UnknownServerError.Code
