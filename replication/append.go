@@ -291,6 +291,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	p.rmu.Lock()
 	p.maybeAdvanceHWLocked()
 	p.rmu.Unlock()
+	p.wakeChanged() // the log end moved (the HW may not have)
 	p.fillStart(round)
 	if opts.LogAppendTime > 0 {
 		for _, r := range round {

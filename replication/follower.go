@@ -46,6 +46,7 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 	}
 	p.appends.Add(1)
 	p.appended(p.log.EndOffset(), int64(len(batches)))
+	p.wakeChanged()
 	return nil
 }
 

@@ -203,14 +203,21 @@ func (p *Partition) advanceHW(hw int64) {
 	p.hwMu.Unlock()
 }
 
-// appended records an append of n bytes that ended the log at end: it
-// wakes Changed waiters (followers wait for the log end) and credits
-// followers' Watches.
+// appended records an append of n bytes that ended the log at end and
+// credits followers' Watches. Call it before the high watermark can pass
+// end, which is priced from its mark, and wakeChanged after the HW moved.
 func (p *Partition) appended(end, n int64) {
 	p.hwMu.Lock()
 	p.marks.push(end, n)
-	p.closeChangedLocked()
 	p.endWatchers.credit(n)
+	p.hwMu.Unlock()
+}
+
+// wakeChanged closes the Changed channel: the log end moved. After an
+// append it comes once the HW moved, so acks=-1 waiters wake once.
+func (p *Partition) wakeChanged() {
+	p.hwMu.Lock()
+	p.closeChangedLocked()
 	p.hwMu.Unlock()
 }
 

@@ -135,6 +135,7 @@ func (n *Watch) Link() {
 		l.head.prev = n
 	}
 	l.head = n
+	l.n++
 	n.linked = true
 }
 
@@ -156,11 +157,24 @@ func (n *Watch) Unlink() {
 		n.next.prev = n.prev
 	}
 	n.prev, n.next, n.linked = nil, nil, false
+	l.n--
 	p.hwMu.Unlock()
 }
 
+// Watchers returns how many Watches are linked to p (Kafka's purgatory
+// size, per partition): for tests that check none is left behind, and for
+// metrics.
+func (p *Partition) Watchers() int {
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	return p.hwWatchers.n + p.endWatchers.n
+}
+
 // watchList is a partition's list of linked Watches of one kind.
-type watchList struct{ head *Watch }
+type watchList struct {
+	head *Watch
+	n    int // Watches linked
+}
 
 func (l *watchList) credit(n int64) {
 	for w := l.head; w != nil; w = w.next {

@@ -36,13 +36,7 @@ func parkOn(t *testing.T, p *Partition, w *Waiter, logEnd bool, need int64) *Wat
 func watchers(p *Partition) (hw, end int) {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
-	for n := p.hwWatchers.head; n != nil; n = n.next {
-		hw++
-	}
-	for n := p.endWatchers.head; n != nil; n = n.next {
-		end++
-	}
-	return hw, end
+	return p.hwWatchers.n, p.endWatchers.n
 }
 
 // TestWatchWakesOnMinBytes: a consumer's Waiter wakes once the bytes
