@@ -5,8 +5,9 @@ package server
 // replication.Partition.HandleReplicaFetch, which records the follower's
 // progress (the leader's ISR and high watermark move with it) and reads up
 // to the log end rather than the high watermark. With fewer than min_bytes
-// to send and no error, the request waits, as a consumer's does, on the
-// partitions' Changed channels until max_wait_ms, then asks again.
+// to send and no error, the request parks, as a consumer's does, until
+// enough bytes were appended (to the log end, not the high watermark) or
+// max_wait_ms passes.
 
 import (
 	"math"
@@ -62,7 +63,7 @@ func (cm *clusterMode) handleReplicaFetch(rc *reqCtx, r *kmsg.FetchRequest, repl
 			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts) || t.parts[rp.Partition] == nil:
 				ft.err = replication.ErrNotLeader
 			default:
-				ft.p = t.parts[rp.Partition]
+				ft.p, ft.replica = t.parts[rp.Partition], true
 			}
 			ot.Partitions[j].Partition = rp.Partition
 		}
