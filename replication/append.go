@@ -276,6 +276,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	}
 	if err != nil {
 		ps.rollback(0)
+		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
 		err = fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
 		for _, r := range round {
 			if r.write {
@@ -286,10 +287,11 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	}
 	ps.commit()
 	p.appends.Add(1)
+	p.appended(next, int64(len(data))) // before the HW passes it: HW moves are priced from its mark
 	p.rmu.Lock()
 	p.maybeAdvanceHWLocked()
 	p.rmu.Unlock()
-	p.notify() // follower fetches wait for the log end
+	p.wakeChanged() // the log end moved (the HW may not have)
 	p.fillStart(round)
 	if opts.LogAppendTime > 0 {
 		for _, r := range round {

@@ -17,4 +17,11 @@
 // through Options.AlterISR. Followers are fed by a FetcherManager
 // (fetcher.go), which truncates each log to where it agrees with the
 // leader's (OffsetForLeaderEpoch, KIP-101/KIP-279) and then fetches.
+//
+// Waiting for a partition to change: a parked fetch (the server's
+// purgatory) registers a Watch on each partition it reads, all sharing one
+// Waiter, and is credited with the bytes each append (followers) or
+// high-watermark move (consumers) makes readable, or woken outright by a
+// truncation, leadership change or Close (watch.go). acks=-1 produce
+// requests wait on Changed, a channel closed at every change.
 package replication

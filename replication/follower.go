@@ -30,6 +30,7 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 		return nil
 	}
 	if _, err := p.log.Append(batches, engine.AppendOptions{AssignOffsets: false}); err != nil {
+		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
 		return fmt.Errorf("replication: follower append to %s-%d at %d: %w", p.opts.Topic, p.opts.Partition, p.log.EndOffset(), err)
 	}
 	for pos := 0; pos < len(batches); {
@@ -39,11 +40,13 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 	}
 	if p.opts.FlushEveryAppend {
 		if err := p.log.Flush(); err != nil {
+			p.lowerHW(p.log.EndOffset()) // the batches are in the log, unpriced
 			return fmt.Errorf("replication: follower flush of %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
 		}
 	}
 	p.appends.Add(1)
-	p.notify()
+	p.appended(p.log.EndOffset(), int64(len(batches)))
+	p.wakeChanged()
 	return nil
 }
 
@@ -135,7 +138,6 @@ func (p *Partition) afterTruncate(oldEnd int64) {
 	if end != oldEnd {
 		p.logger.Info("replication: follower truncated", "topic", p.opts.Topic, "partition", p.opts.Partition, "from", oldEnd, "to", end)
 	}
-	p.notify()
 }
 
 // batchBase returns the base offset of the batch holding offset.

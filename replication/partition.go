@@ -100,10 +100,19 @@ type Partition struct {
 	logAppendTime atomic.Bool
 	hw            atomic.Int64
 
-	// hwMu guards changed and closed.
+	// hwMu guards changed, closed, the watcher lists and marks; hw moves
+	// only with it held.
 	hwMu    sync.Mutex
 	changed chan struct{} // closed when hw advances; nil until someone asks
 	closed  bool
+
+	// Parked fetches (watch.go): consumers wait for the high watermark,
+	// followers for the log end. marks prices HW moves in bytes. wakeGen
+	// counts the changes that wake every watcher; it is written with hwMu
+	// held and read without it by Watch.Prepare.
+	hwWatchers, endWatchers watchList
+	marks                   byteMarks
+	wakeGen                 atomic.Uint64
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
@@ -168,6 +177,7 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 		hw = min(max(opts.HighWatermark, log.StartOffset()), hw)
 	}
 	p.hw.Store(hw)
+	p.marks.reset(log.EndOffset(), hw)
 	return p, nil
 }
 
@@ -177,29 +187,55 @@ func (p *Partition) isClosed() bool {
 	return p.closed
 }
 
-// advanceHW raises the high watermark to hw and wakes Changed waiters.
+// advanceHW raises the high watermark to hw, wakes Changed waiters and
+// credits consumers' Watches with the bytes it made readable.
 func (p *Partition) advanceHW(hw int64) {
 	p.hwMu.Lock()
 	if hw > p.hw.Load() {
 		p.hw.Store(hw)
-		p.notifyLocked()
+		p.closeChangedLocked()
+		if n, ok := p.marks.hwMoved(hw); ok {
+			p.hwWatchers.credit(n)
+		} else {
+			p.hwWatchers.wake()
+		}
 	}
+	p.hwMu.Unlock()
+}
+
+// appended records an append of n bytes that ended the log at end and
+// credits followers' Watches. Call it before the high watermark can pass
+// end, which is priced from its mark, and wakeChanged after the HW moved.
+func (p *Partition) appended(end, n int64) {
+	p.hwMu.Lock()
+	p.marks.push(end, n)
+	p.endWatchers.credit(n)
+	p.hwMu.Unlock()
+}
+
+// wakeChanged closes the Changed channel: the log end moved. After an
+// append it comes once the HW moved, so acks=-1 waiters wake once.
+func (p *Partition) wakeChanged() {
+	p.hwMu.Lock()
+	p.closeChangedLocked()
 	p.hwMu.Unlock()
 }
 
 // lowerHW moves the high watermark down to at most hw (a follower
-// truncated below it) and wakes Changed waiters.
+// truncated below it), restarts the byte marks (the log's tail changed)
+// and wakes every waiter. A failed append calls it with the log end.
 func (p *Partition) lowerHW(hw int64) {
 	p.hwMu.Lock()
 	if hw < p.hw.Load() {
 		p.hw.Store(hw)
-		p.notifyLocked()
 	}
+	p.marks.reset(p.log.EndOffset(), p.hw.Load())
+	p.notifyLocked()
 	p.hwMu.Unlock()
 }
 
-// notify wakes Changed waiters: the log end moved, the ISR or leadership
-// changed.
+// notify wakes Changed waiters and every Watch: the ISR, leadership or
+// min.insync.replicas changed.
 func (p *Partition) notify() {
 	p.hwMu.Lock()
 	p.notifyLocked()
@@ -208,6 +244,14 @@ func (p *Partition) notify() {
 
 // REQUIRES: p.hwMu held.
 func (p *Partition) notifyLocked() {
+	p.closeChangedLocked()
+	p.wakeGen.Add(1)
+	p.hwWatchers.wake()
+	p.endWatchers.wake()
+}
+
+// REQUIRES: p.hwMu held.
+func (p *Partition) closeChangedLocked() {
 	if p.changed != nil {
 		close(p.changed)
 		p.changed = nil
@@ -244,8 +288,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Changed returns a channel closed the next time the high watermark or the
 // log end offset moves, the ISR or leadership changes, or the partition
-// closes. Consumer fetches wait on it for the HW, follower fetches for the
-// log end; either may wake for the other's reason and must check again.
+// closes. acks=-1 produce requests wait on it for the HW. Fetches park on
+// Watches instead (watch.go): one wake-up however many partitions they
+// read, and only once their min bytes are met.
 func (p *Partition) Changed() <-chan struct{} {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()

@@ -34,10 +34,13 @@ package server
 // is returned whole even when larger, so a consumer always progresses.
 //
 // Long poll: when fewer than min_bytes are available and no partition has
-// an error, the request waits for max_wait_ms on the partitions' Changed()
-// channels (closed when their high watermark advances), then reads again.
-// No polling loop; server shutdown or the client going away end the wait
-// early with whatever is available.
+// an error, the request parks in the purgatory (purgatory.go) for up to
+// max_wait_ms: one wake-up registered with each partition it reads, which
+// appends and high-watermark moves credit with the bytes they made
+// readable, so it reads again once min_bytes can be met (or a partition was
+// truncated, changed leader or closed). No polling loop and no per-wake
+// allocation, however many partitions; server shutdown or the client going
+// away end the wait early with whatever is available.
 //
 // read_committed reads below the last stable offset; Sluice has no
 // transactions, so it equals the high watermark and aborted transactions are
@@ -50,7 +53,6 @@ package server
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,6 +71,10 @@ type fetchTarget struct {
 	maxBytes    int32
 	leaderEpoch int32
 	err         error
+	// replica: a follower's fetch, which waits for the log end to move
+	// rather than the high watermark.
+	replica bool
+	watch   replication.Watch // the fetch's registration with p (purgatory.go)
 }
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -121,8 +127,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				ft.err = replication.ErrNotLeader
 			case replicaID >= 0:
 				// A follower: HandleReplicaFetch checks that it is one of
-				// the partition's replicas, and its leader epoch.
-				ft.p = t.parts[rp.Partition]
+				// the partition's replicas, and its leader epoch. It
+				// waits for the log end, not the high watermark, to move.
+				ft.p, ft.replica = t.parts[rp.Partition], true
 			default:
 				ft.p = t.parts[rp.Partition]
 				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
@@ -152,68 +159,57 @@ func fetchReplica(r *kmsg.FetchRequest) (int32, int64) {
 }
 
 // longPoll answers a fetch (consumer or follower): it calls fill, and while
-// fewer than minBytes came back and no partition failed, it waits until one
-// of the targets' partitions changes (an append or a high-watermark move),
-// maxWaitMs passes, the server shuts down or the client goes away, then
-// fills again; after a timeout or shutdown it fills one last time. No
-// polling: appends wake it through the partitions' Changed channels, taken
-// before each read so that an append between the read and the wait still
-// wakes it.
+// fewer than minBytes came back and no partition failed, it parks in the
+// purgatory (purgatory.go) until enough bytes became readable on the
+// targets' partitions (below the high watermark, or the log end for a
+// replica fetch), one of them was truncated, changed leader or closed,
+// maxWaitMs passed, the server shut down or the client went away; then it
+// fills again. After a timeout or shutdown it fills one last time. The
+// partitions' state is noted before the first read, so a change between the
+// read and the wait still wakes it. Every registration is gone when it
+// returns.
 func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minBytes int32, out *fetchresp.Response, fill func() (total int64, hasErr bool)) {
-	var deadline time.Time
-	if maxWaitMs > 0 {
-		deadline = time.Now().Add(time.Duration(maxWaitMs) * time.Millisecond)
+	if maxWaitMs <= 0 {
+		fill()
+		return
 	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	deadline := time.Now().Add(time.Duration(maxWaitMs) * time.Millisecond)
+	pf := parkedFetches.Get().(*parkedFetch)
+	defer pf.release(targets)
+	if pf.prepare(targets) == 0 {
+		fill() // nothing to wait for
+		return
+	}
 	srvClosing, connDone := rc.closing(s)
-	var cases []reflect.SelectCase
 	for {
-		cases = cases[:0]
-		for i := range targets {
-			for j := range targets[i] {
-				if ft := &targets[i][j]; ft.p != nil && ft.err == nil {
-					cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ft.p.Changed())})
-				}
-			}
-		}
+		pf.w.Reset()
 		total, hasErr := fill()
-		if total >= int64(minBytes) || hasErr || deadline.IsZero() || len(cases) == 0 {
+		if total >= int64(minBytes) || hasErr {
 			return
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return
 		}
+		if !pf.park(targets, int64(minBytes)-total) {
+			continue
+		}
 		releaseFetch(out)
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
+		pf.timer.Reset(wait)
+		s.parked.Add(1)
+		select {
+		case <-pf.w.C():
+			s.parked.Add(-1)
+			pf.timer.Stop()
+			continue
+		case <-pf.timer.C:
+		case <-srvClosing:
+		case <-connDone:
 		}
-		nParts := len(cases)
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(srvClosing)})
-		if connDone != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(connDone)})
-		}
-		chosen, _, _ := reflect.Select(cases)
-		if chosen >= nParts {
-			// Timer fired, server closing or client gone: one last read.
-			fill()
-			return
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		s.parked.Add(-1)
+		// Timer fired, server closing or client gone: one last read.
+		fill()
+		return
 	}
 }
 

@@ -110,6 +110,9 @@ type Server struct {
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
 	panics atomic.Int64
 
+	// parked counts the fetches waiting in the purgatory now.
+	parked atomic.Int64
+
 	// maxPartitions bounds one topic's partition count (CreateTopics,
 	// CreatePartitions): INVALID_PARTITIONS above it.
 	maxPartitions int32
