@@ -24,8 +24,12 @@ const DefaultMaxMessageBytes = 1048588
 const NoTimestampLimit = math.MaxInt64
 
 // DecompressBound is the decompressed size allowed to one batch of a topic
-// whose max.message.bytes is maxMessageBytes.
+// whose max.message.bytes is maxMessageBytes (<= 0, unlimited to the
+// engine: Kafka's default).
 func DecompressBound(maxMessageBytes int) int64 {
+	if maxMessageBytes <= 0 {
+		maxMessageBytes = DefaultMaxMessageBytes
+	}
 	return int64(max(maxMessageBytes, HeaderSize)) * DecompressFactor
 }
 

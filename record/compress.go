@@ -125,12 +125,15 @@ func (d *decoder) reset(limit int64) error {
 		}
 		d.r = d.lz
 	case CodecZstd:
-		if w, ok := zstdWindow(d.raw); ok && w > MaxZstdWindow {
+		w, ok := zstdWindow(d.raw)
+		if ok && w > uint64(limit) {
+			// A window larger than the bound is never needed, and would
+			// be allocated before a byte is decoded.
+			return fmt.Errorf("zstd: window of %d bytes: %w", w, errTooBig)
+		}
+		if ok && w > MaxZstdWindow {
 			// A frame that needs a larger window than pooled decoders
-			// keep: a one-off decoder, if the bound allows the window.
-			if w > uint64(limit) {
-				return fmt.Errorf("zstd: window of %d bytes: %w", w, errTooBig)
-			}
+			// keep: a one-off decoder.
 			zr, err := zstd.NewReader(&d.src, zstd.WithDecoderConcurrency(1),
 				zstd.WithDecoderMaxWindow(w), zstd.WithDecoderLowmem(true))
 			if err != nil {
