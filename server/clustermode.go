@@ -228,6 +228,7 @@ func (cm *clusterMode) openReplica(t *topic, i int32) (*partition, error) {
 		Topic:             t.name,
 		Partition:         i,
 		LogAppendTime:     t.cfg.logAppendTime,
+		Rules:             &t.cfg.rules,
 		Now:               s.now,
 		Logger:            s.log,
 		BrokerID:          s.nodeID,

@@ -106,6 +106,7 @@ func (cm *clusterMode) applyTopicConfigLocked(name string) {
 			cm.log.Error("server: apply topic configs", "topic", name, "partition", p.index, "err", err)
 		}
 		p.SetLogAppendTime(nt.cfg.logAppendTime)
+		p.SetRules(nt.cfg.rules)
 		p.SetMinInsyncReplicas(nt.cfg.minISR)
 	}
 	s.topics.publish(&nt)

@@ -162,6 +162,7 @@ func (s *Server) openPartition(t *topic, i int32, create bool) (*partition, erro
 		Topic:         t.name,
 		Partition:     i,
 		LogAppendTime: t.cfg.logAppendTime,
+		Rules:         &t.cfg.rules,
 		Now:           s.now,
 		Logger:        s.log,
 	})
@@ -358,6 +359,7 @@ func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) er
 			return fmt.Errorf("server: apply configs to %s-%d: %w", t.name, p.index, err)
 		}
 		p.SetLogAppendTime(nt.cfg.logAppendTime)
+		p.SetRules(nt.cfg.rules)
 	}
 	s.topics.publish(&nt)
 	s.log.Info("server: changed topic configs", "topic", t.name, "configs", overrides)
