@@ -239,8 +239,9 @@ type snappyReader struct {
 	left   int64  // decoded bytes still allowed
 }
 
-// maxKeptSnappyBuf bounds the decode buffer a pooled snappy reader keeps.
-const maxKeptSnappyBuf = 1 << 20
+// maxKeptSnappyBuf bounds the decode buffer a pooled snappy reader keeps:
+// a raw block of a 1 MiB batch decodes to a few MiB.
+const maxKeptSnappyBuf = 4 << 20
 
 func (s *snappyReader) reset(src []byte, limit int64) error {
 	s.src, s.out, s.left = src, nil, limit

@@ -63,6 +63,16 @@ func (s *recordStream) readByte() (byte, bool) {
 // varint reads a zig-zag varint as binary.Varint does: false when the
 // input ends inside it or it overflows 64 bits.
 func (s *recordStream) varint() (int64, bool) {
+	if s.end-s.pos >= binary.MaxVarintLen64 {
+		// Fast path: the whole varint is in the buffer.
+		v, n := binary.Varint(s.buf[s.pos:s.end])
+		if n <= 0 {
+			return 0, false
+		}
+		s.pos += n
+		s.off += int64(n)
+		return v, true
+	}
 	var x uint64
 	var shift uint
 	for i := 0; i < binary.MaxVarintLen64; i++ {
