@@ -49,7 +49,8 @@ race:
 # Short fuzzing passes over every decoder and recovery scanner (the seed
 # corpora of these targets also run as ordinary tests in `make test`).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./segment/:FuzzRecoverTail \
+FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidateAppend \
+	./record/:FuzzValidateCompressed ./segment/:FuzzRecoverTail \
 	./metastore/:FuzzDecodeValues ./engine/pebblelog/:FuzzDecode ./server/fetchresp/:FuzzWrite \
 	./replication/:FuzzProducerState ./server/:FuzzDispatch \
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"math"
 	"time"
 )
 
@@ -34,6 +35,15 @@ type Config struct {
 	MessageTimestampType  string        // log.message.timestamp.type: CreateTime | LogAppendTime
 	SocketRequestMaxBytes int32         // socket.request.max.bytes
 	ConnectionsMaxIdle    time.Duration // connections.max.idle.ms
+
+	// log.message.timestamp.difference.max.ms (deprecated in Kafka),
+	// .before.max.ms and .after.max.ms: how far (ms) a CreateTime timestamp
+	// may lie before or after the broker's clock; math.MaxInt64 (Kafka's
+	// default) is unbounded. before/after fall back to difference while
+	// left at the default, as in Kafka's LogConfig.
+	MessageTimestampDifferenceMax int64
+	MessageTimestampBeforeMax     int64
+	MessageTimestampAfterMax      int64
 
 	ZooKeeperConnect           string        // zookeeper.connect; "" = single-node mode
 	ZooKeeperSessionTimeout    time.Duration // zookeeper.session.timeout.ms
@@ -99,6 +109,10 @@ func Default() Config {
 		ProducerIDExpiration:       24 * time.Hour,
 		TransactionalIDExpiration:  7 * 24 * time.Hour,
 		LogCleanerEnable:           true,
+
+		MessageTimestampDifferenceMax: math.MaxInt64,
+		MessageTimestampBeforeMax:     math.MaxInt64,
+		MessageTimestampAfterMax:      math.MaxInt64,
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,22 @@ func TestDefaultsAreKafkas(t *testing.T) {
 	}
 	if c.SocketRequestMaxBytes != 104857600 || c.LogRetention != 168*time.Hour || c.NumPartitions != 1 {
 		t.Errorf("defaults off: %+v", c)
+	}
+	// Kafka's ServerLogConfigs: Long.MAX_VALUE, unbounded.
+	if c.MessageTimestampDifferenceMax != math.MaxInt64 || c.MessageTimestampBeforeMax != math.MaxInt64 || c.MessageTimestampAfterMax != math.MaxInt64 {
+		t.Errorf("timestamp bounds %d %d %d, want MaxInt64", c.MessageTimestampDifferenceMax, c.MessageTimestampBeforeMax, c.MessageTimestampAfterMax)
+	}
+}
+
+// TestTimestampBoundKeys: Kafka's three timestamp bound keys parse.
+func TestTimestampBoundKeys(t *testing.T) {
+	c, err := Load("", []string{"log.message.timestamp.difference.max.ms=100",
+		"log.message.timestamp.before.max.ms=3600000", "log.message.timestamp.after.max.ms=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MessageTimestampDifferenceMax != 100 || c.MessageTimestampBeforeMax != 3600000 || c.MessageTimestampAfterMax != 0 {
+		t.Fatalf("got %d %d %d", c.MessageTimestampDifferenceMax, c.MessageTimestampBeforeMax, c.MessageTimestampAfterMax)
 	}
 }
 
@@ -79,6 +96,9 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"ssl listener", "listeners=SSL://:9093", "listeners"},
 		{"no equals", "num.partitions", "num.partitions"},
 		{"timestamp type", "log.message.timestamp.type=Now", "log.message.timestamp.type"},
+		{"timestamp before negative", "log.message.timestamp.before.max.ms=-1", "log.message.timestamp.before.max.ms"},
+		{"timestamp after not a number", "log.message.timestamp.after.max.ms=1h", "log.message.timestamp.after.max.ms"},
+		{"timestamp difference negative", "log.message.timestamp.difference.max.ms=-5", "log.message.timestamp.difference.max.ms"},
 		{"advertised wildcard", "advertised.listeners=PLAINTEXT://:9092", "advertised.listeners"},
 		{"two log dirs", "log.dirs=/a,/b", "log.dirs"},
 	}

@@ -293,6 +293,12 @@ func (s *setter) set(key, v string) error {
 		var n int64
 		n, err = parseInt64(key, v, 0, math.MaxInt32)
 		c.MessageMaxBytes = int(n)
+	case "log.message.timestamp.difference.max.ms":
+		c.MessageTimestampDifferenceMax, err = parseInt64(key, v, 0, math.MaxInt64)
+	case "log.message.timestamp.before.max.ms":
+		c.MessageTimestampBeforeMax, err = parseInt64(key, v, 0, math.MaxInt64)
+	case "log.message.timestamp.after.max.ms":
+		c.MessageTimestampAfterMax, err = parseInt64(key, v, 0, math.MaxInt64)
 	case "log.message.timestamp.type":
 		if v != "CreateTime" && v != "LogAppendTime" {
 			err = keyError(key, "%q is not CreateTime or LogAppendTime", v)

@@ -1,8 +1,15 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // BuildRecord is one record for AppendBatch.
@@ -19,12 +26,20 @@ type BatchOptions struct {
 	ProducerID    int64 // -1 when not idempotent
 	ProducerEpoch int16
 	BaseSequence  int32
-	Attributes    int16 // codec bits must be 0: AppendBatch does not compress
+	Attributes    int16 // codec bits are ignored: Codec sets them
+	// Codec compresses the records block: CodecNone, CodecGzip,
+	// CodecSnappy, CodecLZ4 or CodecZstd.
+	Codec int
+	// XerialSnappy frames snappy as the Java client does (two chunks, so
+	// that readers meet the chunk loop); otherwise one raw block, as
+	// franz-go and librdkafka write it.
+	XerialSnappy bool
 }
 
-// AppendBatch encodes records as one uncompressed RecordBatch v2 and appends
-// it to dst. It is for tests, tools and the broker's own internal records;
-// clients bring their own encoders. recs must not be empty.
+// AppendBatch encodes records as one RecordBatch v2, compressed with
+// opts.Codec, and appends it to dst. It is for tests, tools and the broker's
+// own internal records; clients bring their own encoders. recs must not be
+// empty.
 func AppendBatch(dst []byte, opts BatchOptions, recs []BuildRecord) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
@@ -54,13 +69,17 @@ func AppendBatch(dst []byte, opts BatchOptions, recs []BuildRecord) []byte {
 		dst = binary.AppendVarint(dst, int64(len(body)))
 		dst = append(dst, body...)
 	}
+	if opts.Codec != CodecNone {
+		raw := append([]byte(nil), dst[start+HeaderSize:]...)
+		dst = CompressRecords(dst[:start+HeaderSize], opts.Codec, raw, opts.XerialSnappy)
+	}
 	b := Batch(dst[start:])
 	be := binary.BigEndian
 	be.PutUint64(b[offBaseOffset:], uint64(opts.BaseOffset))
 	be.PutUint32(b[offBatchLength:], uint32(len(b)-LogOverhead))
 	be.PutUint32(b[offLeaderEpoch:], uint32(opts.LeaderEpoch))
 	b[offMagic] = Magic
-	be.PutUint16(b[offAttributes:], uint16(opts.Attributes&^CodecMask))
+	be.PutUint16(b[offAttributes:], uint16(opts.Attributes&^CodecMask)|uint16(opts.Codec&CodecMask))
 	be.PutUint32(b[offLastOffsetDelta:], uint32(len(recs)-1))
 	be.PutUint64(b[offBaseTimestamp:], uint64(base))
 	be.PutUint64(b[offMaxTimestamp:], uint64(maxTs))
@@ -78,4 +97,49 @@ func appendVarBytes(dst, b []byte) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(len(b)))
 	return append(dst, b...)
+}
+
+// CompressRecords appends raw, a records block, compressed with codec as
+// Kafka clients compress it, to dst. It panics on an unknown codec.
+func CompressRecords(dst []byte, codec int, raw []byte, xerial bool) []byte {
+	buf := bytes.NewBuffer(dst)
+	switch codec {
+	case CodecGzip:
+		w := gzip.NewWriter(buf)
+		mustWrite(w.Write(raw))
+		mustWrite(0, w.Close())
+	case CodecSnappy:
+		if !xerial {
+			return append(dst, s2.EncodeSnappy(nil, raw)...)
+		}
+		buf.Write(xerialHeader)
+		buf.Write([]byte{0, 0, 0, 1, 0, 0, 0, 1}) // version, compatible version
+		half := len(raw) / 2
+		for _, part := range [][]byte{raw[:half], raw[half:]} {
+			blk := s2.EncodeSnappy(nil, part)
+			buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(blk))))
+			buf.Write(blk)
+		}
+	case CodecLZ4:
+		w := lz4.NewWriter(buf)
+		mustWrite(w.Write(raw))
+		mustWrite(0, w.Close())
+	case CodecZstd:
+		// One single-segment frame, as franz-go writes it.
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		mustWrite(0, err)
+		dst = enc.EncodeAll(raw, dst)
+		mustWrite(0, enc.Close())
+		return dst
+	default:
+		panic(fmt.Sprintf("record: CompressRecords: codec %d", codec))
+	}
+	return buf.Bytes()
+}
+
+// mustWrite panics on an error writing to memory, which cannot happen.
+func mustWrite(_ int, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("record: compress: %v", err))
+	}
 }

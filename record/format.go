@@ -79,6 +79,7 @@ const (
 	NoProducerID      = -1
 	NoSequence        = -1
 	NoPartitionLeader = -1
+	NoTimestamp       = -1 // Kafka's RecordBatch.NO_TIMESTAMP
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

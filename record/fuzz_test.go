@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -20,9 +21,146 @@ func seedBatches(f *testing.F) [][]byte {
 	return seeds
 }
 
-// isKind reports whether err is one of the three validation kinds.
+// isKind reports whether err is one of the validation kinds.
 func isKind(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnsupported)
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnsupported) ||
+		errors.Is(err, ErrInvalidTimestamp) || errors.Is(err, ErrTooLarge)
+}
+
+// kindOf names the kind of a validation error ("" for nil).
+func kindOf(err error) string {
+	for _, k := range []error{ErrCorrupt, ErrInvalid, ErrUnsupported, ErrInvalidTimestamp, ErrTooLarge} {
+		if errors.Is(err, k) {
+			return k.Error()
+		}
+	}
+	if err != nil {
+		return "unclassified: " + err.Error()
+	}
+	return ""
+}
+
+// builderSeeds are batches AppendBatch builds with every codec (snappy
+// both raw and xerial-framed), as a fuzz corpus starts from them.
+func builderSeeds() [][]byte {
+	opts := BatchOptions{LeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	var seeds [][]byte
+	for _, c := range allCodecs {
+		o := opts
+		o.Codec, o.XerialSnappy = c.codec, c.xerial
+		seeds = append(seeds, AppendBatch(nil, o, testRecords()), AppendBatch(nil, o, testRecords()[:1]))
+	}
+	return seeds
+}
+
+// fuzzRules bound the decompressed size tightly, so that inputs reach the
+// bound, and timestamps to a window around the test records' timestamps.
+var fuzzRules = Rules{MaxDecompressed: 1 << 20, TimestampBeforeMax: 1 << 30, TimestampAfterMax: 1 << 30, Now: testBaseTs}
+
+// FuzzValidateAppend feeds arbitrary bytes, starting from batches the
+// builder makes with each codec (gzip, snappy raw and xerial, lz4, zstd),
+// to ValidateAppend. Invariants:
+//   - it never panics, and its errors are *BatchError of a known kind;
+//   - it never accepts a batch whose records do not iterate cleanly: an
+//     accepted batch passes Validate too, and Iter yields exactly
+//     recordCount records with offsets base+0..base+n-1 and no error;
+//   - memory is bounded: one call allocates at most 24 MiB, whatever the
+//     batch claims to expand to (the decoders' windows and block buffers,
+//     never the expansion: fuzzRules.MaxDecompressed is 1 MiB).
+func FuzzValidateAppend(f *testing.F) {
+	for _, s := range builderSeeds() {
+		f.Add(s)
+	}
+	for _, s := range seedBatches(f) {
+		f.Add(s)
+	}
+	var it Iter
+	var before, after runtime.MemStats
+	f.Fuzz(func(t *testing.T, data []byte) {
+		runtime.ReadMemStats(&before)
+		n, records, err := ValidateAppend(data, &fuzzRules)
+		runtime.ReadMemStats(&after)
+		if a := after.TotalAlloc - before.TotalAlloc; a > 24<<20 {
+			t.Fatalf("ValidateAppend of %d bytes allocated %d bytes", len(data), a)
+		}
+		if err != nil {
+			var be *BatchError
+			if !isKind(err) || !errors.As(err, &be) || n != 0 {
+				t.Fatalf("ValidateAppend = %d, %v: not a classified *BatchError", n, err)
+			}
+			return
+		}
+		if _, _, err := ValidateAll(data); err != nil {
+			t.Fatalf("ValidateAppend accepted what ValidateAll refuses: %v", err)
+		}
+		var got int64
+		for pos := 0; pos < len(data); {
+			b := Batch(data[pos:])
+			b = b[:b.Size()]
+			it.Reset(b)
+			i := int64(0)
+			for it.Next() {
+				if it.Offset() != b.BaseOffset()+i {
+					t.Fatalf("batch at %d: record %d has offset %d", pos, i, it.Offset())
+				}
+				i++
+			}
+			if it.Err() != nil || i != int64(b.RecordCount()) {
+				t.Fatalf("accepted batch at %d (codec %d) iterates %d of %d records, err %v", pos, b.Codec(), i, b.RecordCount(), it.Err())
+			}
+			got += i
+			pos += b.Size()
+		}
+		if got != records {
+			t.Fatalf("ValidateAppend counted %d records, Iter %d", records, got)
+		}
+	})
+}
+
+// FuzzValidateCompressed builds a batch around a fuzzed records block
+// twice, uncompressed and compressed with a fuzzed codec (gzip, snappy raw
+// or xerial, lz4, zstd), header fields and CRC correct. Invariants:
+//   - neither validation panics;
+//   - the two verdicts are the same kind: the streaming walk of compressed
+//     records (stream.go) accepts and refuses exactly what the in-place
+//     walk of uncompressed records (parseRecord) does;
+//   - an accepted compressed batch iterates cleanly (as FuzzValidateAppend).
+func FuzzValidateCompressed(f *testing.F) {
+	for _, s := range builderSeeds() {
+		b := Batch(s)
+		if b.Codec() == CodecNone {
+			for _, c := range codecCases {
+				f.Add(uint8(c.codec), c.xerial, uint16(b.RecordCount()), []byte(b.Records()))
+			}
+		}
+	}
+	f.Add(uint8(CodecGzip), false, uint16(2), append(recs(0, 1), 1, 2, 3))
+	f.Add(uint8(CodecZstd), false, uint16(3), recs(0, 1, 3))
+	f.Add(uint8(CodecLZ4), false, uint16(2), append(encRec(0, 0, []byte("abc"), 1), recs(1)...))
+	f.Add(uint8(CodecSnappy), true, uint16(1), encRec(-1<<40, 0, nil, 0))
+	var it Iter
+	f.Fuzz(func(t *testing.T, codec uint8, xerial bool, count uint16, raw []byte) {
+		c := int32(count%1000) + 1
+		plain := batchOf(raw, c, c-1)
+		cc := int(codec%4) + 1
+		comp := compressBatch(t, plain, cc, xerial)
+		_, _, perr := ValidateAppend(plain, &fuzzRules)
+		_, _, cerr := ValidateAppend(comp, &fuzzRules)
+		if kindOf(perr) != kindOf(cerr) {
+			t.Fatalf("codec %d: uncompressed verdict %v, compressed %v", cc, perr, cerr)
+		}
+		if cerr != nil {
+			return
+		}
+		it.Reset(Batch(comp))
+		i := int32(0)
+		for it.Next() {
+			i++
+		}
+		if it.Err() != nil || i != c {
+			t.Fatalf("accepted compressed batch iterates %d of %d records, err %v", i, c, it.Err())
+		}
+	})
 }
 
 // FuzzValidate feeds arbitrary bytes to Validate and ValidateAll. Invariants:
@@ -81,7 +219,8 @@ func FuzzValidate(f *testing.F) {
 // decompressor and record-parser input no producer would send. Invariants:
 //   - Iter never panics;
 //   - it yields at most recordCount records;
-//   - its error, if any, is ErrCorrupt or ErrInvalid;
+//   - its error, if any, is ErrCorrupt, ErrInvalid or ErrTooLarge (a
+//     block that decompresses past MaxDecompressed);
 //   - offsets it reports are base + offsetDelta with offsetDelta >= 0.
 func FuzzIter(f *testing.F) {
 	for _, s := range seedBatches(f) {
@@ -124,7 +263,7 @@ func FuzzIter(f *testing.F) {
 				t.Fatalf("record offset %d below the base 1000", it.Offset())
 			}
 		}
-		if err := it.Err(); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrInvalid) {
+		if err := it.Err(); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
 			t.Fatalf("Iter error %v is not classified", err)
 		}
 	})

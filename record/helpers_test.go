@@ -4,11 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
-
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 )
 
 // testRecords is a record set with the awkward cases: null key, empty
@@ -35,56 +30,12 @@ func fixCRC(b []byte) {
 
 // compressBatch returns a copy of the uncompressed batch b whose records
 // block is compressed with codec (xerial selects the Java client's snappy
-// framing), with batchLength, codec bits and CRC set to match.
+// framing), with batchLength, codec bits and CRC set to match. b's records
+// block need not be valid: tests damage it before compressing.
 func compressBatch(t testing.TB, b []byte, codec int, xerial bool) []byte {
 	t.Helper()
-	raw := Batch(b).Records()
-	var comp []byte
-	switch codec {
-	case CodecGzip:
-		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
-		mustDo(t, w.Write, raw)
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		comp = buf.Bytes()
-	case CodecSnappy:
-		block := s2.EncodeSnappy(nil, raw)
-		if !xerial {
-			comp = block
-			break
-		}
-		comp = append(comp, xerialHeader...)
-		comp = binary.BigEndian.AppendUint32(comp, 1) // version
-		comp = binary.BigEndian.AppendUint32(comp, 1) // compatible version
-		// Two chunks, to exercise the chunk loop.
-		half := len(raw) / 2
-		for _, part := range [][]byte{raw[:half], raw[half:]} {
-			blk := s2.EncodeSnappy(nil, part)
-			comp = binary.BigEndian.AppendUint32(comp, uint32(len(blk)))
-			comp = append(comp, blk...)
-		}
-	case CodecLZ4:
-		var buf bytes.Buffer
-		w := lz4.NewWriter(&buf)
-		mustDo(t, w.Write, raw)
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		comp = buf.Bytes()
-	case CodecZstd:
-		enc, err := zstd.NewWriter(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comp = enc.EncodeAll(raw, nil)
-		enc.Close()
-	default:
-		t.Fatalf("compressBatch: codec %d", codec)
-	}
 	out := append([]byte(nil), b[:HeaderSize]...)
-	out = append(out, comp...)
+	out = CompressRecords(out, codec, Batch(b).Records(), xerial)
 	binary.BigEndian.PutUint32(out[offBatchLength:], uint32(len(out)-LogOverhead))
 	attrs := uint16(Batch(out).Attributes())&^CodecMask | uint16(codec)
 	binary.BigEndian.PutUint16(out[offAttributes:], attrs)
@@ -92,11 +43,13 @@ func compressBatch(t testing.TB, b []byte, codec int, xerial bool) []byte {
 	return out
 }
 
-func mustDo(t testing.TB, write func([]byte) (int, error), p []byte) {
-	t.Helper()
-	if _, err := write(p); err != nil {
-		t.Fatal(err)
-	}
+// withRecords returns a copy of batch b with its records block replaced by
+// raw, batchLength and CRC fixed.
+func withRecords(b []byte, raw []byte) []byte {
+	out := append(append([]byte(nil), b[:HeaderSize]...), raw...)
+	binary.BigEndian.PutUint32(out[offBatchLength:], uint32(len(out)-LogOverhead))
+	fixCRC(out)
+	return out
 }
 
 // codecCases names every codec variant compressBatch builds.

@@ -5,14 +5,28 @@ import (
 	"fmt"
 )
 
-// Errors returned by Validate. ErrCorrupt means the bytes are not what the
-// producer sent (a Kafka broker answers CORRUPT_MESSAGE); ErrInvalid means the
-// batch is well formed but breaks a rule (INVALID_RECORD); ErrUnsupported
-// means a magic other than 2 (UNSUPPORTED_FOR_MESSAGE_FORMAT).
+// Errors returned by Validate and ValidateAppend, each the kind of a
+// BatchError, mapped to a Kafka error code where the response is built:
+//
+//	ErrCorrupt           the bytes do not parse as what they claim to be: bad
+//	                     CRC, framing, counts, varints, record lengths, trailing
+//	                     bytes, a compressed block that does not decompress
+//	                     (CORRUPT_MESSAGE)
+//	ErrInvalid           well formed but against a rule Kafka enforces:
+//	                     recordCount != lastOffsetDelta+1, offset deltas other
+//	                     than 0..n-1, an unknown codec (INVALID_RECORD)
+//	ErrInvalidTimestamp  a timestamp outside message.timestamp.before/after.max.ms,
+//	                     or LogAppendTime set by a producer (INVALID_TIMESTAMP)
+//	ErrTooLarge          a compressed block that decompresses past
+//	                     Rules.MaxDecompressed (MESSAGE_TOO_LARGE, on which the
+//	                     Java producer splits the batch and retries)
+//	ErrUnsupported       a magic other than 2 (UNSUPPORTED_FOR_MESSAGE_FORMAT)
 var (
-	ErrCorrupt     = errors.New("record: corrupt batch")
-	ErrInvalid     = errors.New("record: invalid batch")
-	ErrUnsupported = errors.New("record: unsupported magic")
+	ErrCorrupt          = errors.New("record: corrupt batch")
+	ErrInvalid          = errors.New("record: invalid batch")
+	ErrInvalidTimestamp = errors.New("record: invalid timestamp")
+	ErrTooLarge         = errors.New("record: batch decompresses past the limit")
+	ErrUnsupported      = errors.New("record: unsupported magic")
 )
 
 // MaxBatchSize bounds batchLength so that a damaged length field can never
@@ -21,10 +35,10 @@ var (
 const MaxBatchSize = 1 << 30
 
 // BatchError says which batch of a request or log failed validation and why.
-// It wraps one of ErrCorrupt, ErrInvalid or ErrUnsupported.
+// It wraps one of the Err kinds above.
 type BatchError struct {
 	Pos    int   // byte position of the batch in the buffer that was validated
-	Kind   error // ErrCorrupt, ErrInvalid or ErrUnsupported
+	Kind   error // ErrCorrupt, ErrInvalid, ErrInvalidTimestamp, ErrTooLarge or ErrUnsupported
 	Reason string
 }
 
@@ -36,14 +50,32 @@ func (e *BatchError) Unwrap() error { return e.Kind }
 
 // Validate checks the batch at the start of b and returns its size. It checks,
 // in order: the header fits, batchLength is consistent with the bytes, the
-// magic is 2, the CRC-32C over [21, end) matches, recordCount equals
-// lastOffsetDelta+1 and neither is negative, and for uncompressed batches
-// that the records walk exactly the declared span with non-negative offset
-// deltas. It does not allocate on success.
+// magic is 2, the CRC-32C over [21, end) matches, lastOffsetDelta >= 0 and
+// recordCount >= 1 (ErrCorrupt otherwise) and recordCount ==
+// lastOffsetDelta+1 (ErrInvalid), the codec is known, and for uncompressed
+// batches that the records walk exactly the declared span with offset
+// deltas 0..n-1. It does not decompress and does not allocate on success.
 //
-// Validate is what a broker runs on every batch a client sends; recovery runs
-// it on every batch past the recovery point.
+// Validate is what recovery runs on every batch past the recovery point and
+// what a follower's append runs; a batch a client sends gets ValidateAppend,
+// which adds the compressed records and the topic's timestamp rules.
 func Validate(b []byte) (int, error) {
+	size, err := validateShallow(b)
+	if err != nil {
+		return 0, err
+	}
+	bt := Batch(b[:size])
+	if bt.Codec() == CodecNone {
+		if err := walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), tsWindow{}); err != nil {
+			return 0, err
+		}
+	}
+	return size, nil
+}
+
+// validateShallow checks everything but the records and returns the batch
+// size.
+func validateShallow(b []byte) (int, error) {
 	size, err := validateHeader(b)
 	if err != nil {
 		return 0, err
@@ -52,8 +84,11 @@ func Validate(b []byte) (int, error) {
 	if got, want := bt.ComputeCRC(), bt.CRC(); got != want {
 		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("crc mismatch: stored %08x, computed %08x", want, got)}
 	}
-	if err := validateBody(bt); err != nil {
+	if err := validateCounts(bt); err != nil {
 		return 0, err
+	}
+	if bt.Codec() > CodecZstd {
+		return 0, &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
 	}
 	return size, nil
 }
@@ -79,59 +114,82 @@ func validateHeader(b []byte) (int, error) {
 	return size, nil
 }
 
-func validateBody(bt Batch) error {
-	lod := bt.LastOffsetDelta()
-	count := bt.RecordCount()
-	if lod < 0 {
-		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("negative lastOffsetDelta %d", lod)}
-	}
-	if count != lod+1 {
+// validateCounts checks recordCount against lastOffsetDelta, in int64 so
+// that no pair of int32s can wrap into agreement (recordCount MinInt32 with
+// lastOffsetDelta MaxInt32 would, in int32). A count or delta no batch can
+// have is corrupt; two plausible values that disagree break Kafka's
+// LogValidator rule "count of records == lastOffset - baseOffset + 1".
+func validateCounts(bt Batch) error {
+	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
+	switch {
+	case lod < 0:
+		return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("negative lastOffsetDelta %d", lod)}
+	case count < 1:
+		return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d below 1", count)}
+	case count != lod+1:
 		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("recordCount %d != lastOffsetDelta+1 (%d)", count, lod+1)}
 	}
-	if bt.Codec() > CodecZstd {
-		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
+	return nil
+}
+
+// tsWindow is the range CreateTime record timestamps must fall in, when on.
+// Records with timestamp -1 (Kafka's NO_TIMESTAMP) are not checked, as in
+// Kafka's LogValidator.validateTimestamp.
+type tsWindow struct {
+	on     bool
+	lo, hi int64
+}
+
+func (w tsWindow) check(i int32, ts int64) error {
+	if w.on && ts != NoTimestamp && (ts < w.lo || ts > w.hi) {
+		return &BatchError{Kind: ErrInvalidTimestamp, Reason: fmt.Sprintf("record %d: timestamp %d outside [%d, %d]", i, ts, w.lo, w.hi)}
 	}
-	if bt.Codec() != CodecNone {
-		// The records of a compressed batch are checked when something
-		// needs them (the CRC already proves they are what was sent).
-		return nil
-	}
-	return walkRecords(bt.Records(), count)
+	return nil
 }
 
 // walkRecords checks that raw (uncompressed) record bytes hold exactly count
-// well-formed records with non-negative, increasing offset deltas, without
-// allocating.
-func walkRecords(raw []byte, count int32) error {
-	prevDelta := int64(-1)
+// well-formed records with offset deltas 0..count-1 and timestamps inside
+// w, without allocating.
+func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow) error {
 	for i := int32(0); i < count; i++ {
 		var r Record
 		n, err := parseRecord(raw, &r)
 		if err != nil {
-			return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("record %d: %v", i, err)}
+			return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
 		}
-		if r.OffsetDelta <= prevDelta {
-			return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("record %d: offset delta %d not above %d", i, r.OffsetDelta, prevDelta)}
+		if err := checkRecord(i, r.OffsetDelta, baseTs+r.TimestampDelta, w); err != nil {
+			return err
 		}
-		if r.OffsetDelta > int64(count-1) {
-			return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("record %d: offset delta %d past lastOffsetDelta %d", i, r.OffsetDelta, count-1)}
-		}
-		prevDelta = r.OffsetDelta
 		raw = raw[n:]
 	}
 	if len(raw) != 0 {
-		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("%d bytes after the last record", len(raw))}
+		return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("%d bytes after the last record", len(raw))}
 	}
 	return nil
+}
+
+// checkRecord applies the rules on one record's offset delta and
+// timestamp. Kafka's LogValidator rewrites a batch whose deltas are not
+// 0..n-1 (recompressing it); Sluice keeps batches as sent, so it refuses
+// them instead.
+func checkRecord(i int32, delta, ts int64, w tsWindow) error {
+	if delta != int64(i) {
+		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("record %d: offset delta %d, want %d", i, delta, i)}
+	}
+	return w.check(i, ts)
 }
 
 // ValidateAll validates every batch in buf, which must hold whole batches back
 // to back, and returns the number of batches and records. A BatchError's Pos
 // is relative to buf.
 func ValidateAll(buf []byte) (batches int, records int64, err error) {
+	return validateAll(buf, Validate)
+}
+
+func validateAll(buf []byte, validate func([]byte) (int, error)) (batches int, records int64, err error) {
 	pos := 0
 	for pos < len(buf) {
-		n, err := Validate(buf[pos:])
+		n, err := validate(buf[pos:])
 		if err != nil {
 			var be *BatchError
 			if errors.As(err, &be) {

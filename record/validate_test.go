@@ -51,14 +51,14 @@ func TestValidate(t *testing.T) {
 			binary.BigEndian.PutUint32(b[offRecordCount:], 0)
 			fixCRC(b)
 			return b
-		}, ErrInvalid},
+		}, ErrCorrupt},
 		{"negative-record-offset-delta", func() []byte {
 			b := newBatch([]BuildRecord{{Value: []byte("a")}, {Value: []byte("b")}})
 			// Record 0: length(1 byte) attributes(1) tsDelta(1: 0) offsetDelta(1: 0).
 			b[HeaderSize+3] = 0x01 // zig-zag -1
 			fixCRC(b)
 			return b
-		}, ErrInvalid},
+		}, ErrCorrupt},
 		{"offset-delta-not-increasing", func() []byte {
 			b := newBatch([]BuildRecord{{Value: []byte("a")}, {Value: []byte("b")}})
 			// Record 1 starts after record 0; both have tsDelta 0.
@@ -79,14 +79,14 @@ func TestValidate(t *testing.T) {
 			binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-LogOverhead))
 			fixCRC(b)
 			return b
-		}, ErrInvalid},
+		}, ErrCorrupt},
 		{"truncated-record", func() []byte {
 			b := good()
 			b = b[:len(b)-2]
 			binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-LogOverhead))
 			fixCRC(b)
 			return b
-		}, ErrInvalid},
+		}, ErrCorrupt},
 		{"unknown-codec", func() []byte {
 			b := good()
 			binary.BigEndian.PutUint16(b[offAttributes:], 5)

@@ -59,13 +59,14 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool
 // the request waits fails it with ErrNotEnoughReplicasAfterAppend (the
 // records stay in the log), and losing leadership while it waits with
 // ErrNotLeader. Errors: ErrNotLeader (not the leader),
-// record.ErrCorrupt/ErrInvalid/ErrUnsupported (validation),
+// record.ErrCorrupt/ErrInvalid/ErrInvalidTimestamp/ErrTooLarge/ErrUnsupported
+// (validation, record.ValidateAppend),
 // ErrTransactional, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
 // ErrClosed, and engine errors wrapped. A duplicate of one of a producer's
 // last 5 batches is not an error: Duplicate is set and BaseOffset is the
 // original one. Safe for concurrent use.
 func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
-	if err := checkClientBatches(batches); err != nil {
+	if err := p.checkClientBatches(batches); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
 	gen := p.gen.Load()
@@ -112,10 +113,14 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 	return res, p.waitCommitted(ctx, res.LastOffset+1, gen)
 }
 
-// checkClientBatches is the validation done before queueing: the CRC and
-// layout of every batch, and no transactional or control batches.
-func checkClientBatches(batches []byte) error {
-	if _, _, err := record.ValidateAll(batches); err != nil {
+// checkClientBatches is the validation done before queueing: every batch
+// whole, compressed records included, against the topic's rules
+// (record.ValidateAppend), and no transactional or control batches.
+func (p *Partition) checkClientBatches(batches []byte) error {
+	r := *p.rules.Load()
+	r.LogAppendTime = p.logAppendTime.Load()
+	r.Now = p.now().UnixMilli()
+	if _, _, err := record.ValidateAppend(batches, &r); err != nil {
 		return err
 	}
 	for pos := 0; pos < len(batches); {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -19,6 +20,11 @@ type Options struct {
 	LeaderEpoch int32
 	// LogAppendTime: the topic has message.timestamp.type=LogAppendTime.
 	LogAppendTime bool
+	// Rules are the topic's limits that Append checks client batches
+	// against (record.ValidateAppend): the decompression bound and the
+	// timestamp bounds. Now and LogAppendTime are filled in per append.
+	// nil: record.DefaultRules(). See SetRules.
+	Rules *record.Rules
 	// FlushEveryAppend makes the partition call Log.Flush after every
 	// coalesced append and before advancing the high watermark, so acks=-1
 	// answers only durable data. Leave it false when the log itself was
@@ -98,6 +104,7 @@ type Partition struct {
 
 	leaderEpoch   atomic.Int32
 	logAppendTime atomic.Bool
+	rules         atomic.Pointer[record.Rules] // never nil; never modified once stored
 	hw            atomic.Int64
 
 	// hwMu guards changed, closed, the watcher lists and marks; hw moves
@@ -160,6 +167,11 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	p.leaderEpoch.Store(opts.LeaderEpoch)
 	p.initReplicaState()
 	p.logAppendTime.Store(opts.LogAppendTime)
+	if opts.Rules != nil {
+		p.SetRules(*opts.Rules)
+	} else {
+		p.SetRules(record.DefaultRules())
+	}
 	p.idle.L = &p.qmu
 	p.producers = newProducerState()
 	scan := opts.ProducerScanBytes
@@ -355,6 +367,10 @@ func (p *Partition) Index() int32 { return p.opts.Partition }
 
 // SetLogAppendTime switches message.timestamp.type for later appends.
 func (p *Partition) SetLogAppendTime(on bool) { p.logAppendTime.Store(on) }
+
+// SetRules replaces the validation limits of later appends (see
+// Options.Rules).
+func (p *Partition) SetRules(r record.Rules) { p.rules.Store(&r) }
 
 // Log returns the underlying log (reads, retention, config changes).
 func (p *Partition) Log() engine.Log { return p.log }

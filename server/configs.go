@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
 )
 
 // Topic configs. A topic stores only its overrides (metastore.Topic.Configs);
@@ -23,6 +24,13 @@ import (
 //	cleanup.policy          LIST  "delete" only (compaction is not implemented,
 //	                              so "compact" is INVALID_CONFIG) log.cleanup.policy
 //	message.timestamp.type  CreateTime | LogAppendTime           log.message.timestamp.type
+//	message.timestamp.difference.max.ms  LONG >= 0  (deprecated) log.message.timestamp.difference.max.ms
+//	message.timestamp.before.max.ms      LONG >= 0               log.message.timestamp.before.max.ms
+//	message.timestamp.after.max.ms       LONG >= 0               log.message.timestamp.after.max.ms
+//	                              how far a CreateTime timestamp may lie before/after
+//	                              the broker clock (INVALID_TIMESTAMP past it); before
+//	                              and after fall back to difference while at their
+//	                              default, Long.MAX_VALUE, as in Kafka's LogConfig
 //	max.message.bytes       INT   >= 0                           message.max.bytes
 //	min.insync.replicas     INT   >= 1                           min.insync.replicas
 //	compression.type        producer|uncompressed|gzip|snappy|lz4|zstd
@@ -118,6 +126,15 @@ var topicConfigDefs = []topicConfigDef{
 	{"max.message.bytes", configTypeInt, "message.max.bytes",
 		func(c *config.Config) string { return strconv.Itoa(c.MessageMaxBytes) },
 		intRange(0, math.MaxInt32), "Largest record batch size allowed."},
+	{"message.timestamp.after.max.ms", configTypeLong, "log.message.timestamp.after.max.ms",
+		func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampAfterMax, 10) },
+		intRange(0, math.MaxInt64), "How far (ms) a CreateTime timestamp may lie after the broker's clock."},
+	{"message.timestamp.before.max.ms", configTypeLong, "log.message.timestamp.before.max.ms",
+		func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampBeforeMax, 10) },
+		intRange(0, math.MaxInt64), "How far (ms) a CreateTime timestamp may lie before the broker's clock."},
+	{"message.timestamp.difference.max.ms", configTypeLong, "log.message.timestamp.difference.max.ms",
+		func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampDifferenceMax, 10) },
+		intRange(0, math.MaxInt64), "[Deprecated] Both bounds at once, where before/after.max.ms are not set."},
 	{"message.timestamp.type", configTypeString, "log.message.timestamp.type",
 		func(c *config.Config) string { return c.MessageTimestampType },
 		oneOf("CreateTime", "LogAppendTime"), "CreateTime or LogAppendTime."},
@@ -153,6 +170,7 @@ type topicConfig struct {
 	logAppendTime bool
 	maxMessage    int
 	minISR        int
+	rules         record.Rules // what client batches are validated against
 }
 
 // checkTopicConfigs validates overrides: every name known, every value in
@@ -226,5 +244,18 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 	tc.minISR = int(num("min.insync.replicas"))
 	ts, _ := s.configValue(overrides, "message.timestamp.type")
 	tc.logAppendTime = ts == "LogAppendTime"
+	diff := num("message.timestamp.difference.max.ms")
+	orDiff := func(v int64) int64 {
+		if v == math.MaxInt64 {
+			return diff
+		}
+		return v
+	}
+	tc.rules = record.Rules{
+		MaxDecompressed:    record.DecompressBound(tc.maxMessage),
+		LogAppendTime:      tc.logAppendTime,
+		TimestampBeforeMax: orDiff(num("message.timestamp.before.max.ms")),
+		TimestampAfterMax:  orDiff(num("message.timestamp.after.max.ms")),
+	}
 	return tc
 }

@@ -88,6 +88,10 @@ func errorCode(err error) int16 {
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, record.ErrInvalid):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, record.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
+	case errors.Is(err, record.ErrTooLarge):
+		return kerr.MessageTooLarge.Code
 	case errors.Is(err, record.ErrUnsupported):
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, replication.ErrTransactional):

@@ -177,6 +177,7 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 		Topic:         t.name,
 		Partition:     i,
 		LogAppendTime: t.cfg.logAppendTime,
+		Rules:         &t.cfg.rules,
 		Now:           s.now,
 		Logger:        s.log,
 		BrokerID:      s.nodeID,
@@ -343,6 +344,7 @@ func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) er
 			}
 		}
 		p.SetLogAppendTime(nt.cfg.logAppendTime)
+		p.SetRules(nt.cfg.rules)
 		p.SetMinInsyncReplicas(opts.MinInsyncReplicas)
 	}
 	s.topics.publish(&nt)
