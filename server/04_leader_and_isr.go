@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -126,8 +127,8 @@ func (cm *clusterMode) applyLeaderAndIsrLocked(topicName string, topicID [16]byt
 	if fresh {
 		cm.setPartitionLocked(t, ps.Partition, p)
 	}
-	if topicName == offsetsTopic {
-		cm.offsets.onRole(ps.Partition, ps.Leader == s.nodeID)
+	if topicName == offsets.Topic {
+		cm.offsets.OnRole(ps.Partition, ps.Leader == s.nodeID)
 	}
 	return 0
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/offsets"
 )
 
 func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -70,8 +71,8 @@ func (cm *clusterMode) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRe
 		return kerr.FencedLeaderEpoch.Code
 	}
 	cm.fetchers.Remove(p.Partition)
-	if topicName == offsetsTopic {
-		cm.offsets.onStop(ps.Partition)
+	if topicName == offsets.Topic {
+		cm.offsets.OnStop(ps.Partition)
 	}
 	if !ps.Delete {
 		return 0

@@ -44,6 +44,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -62,8 +63,8 @@ type clusterMode struct {
 	fetchers *replication.FetcherManager
 	log      *slog.Logger
 	// offsets tracks the __consumer_offsets partitions led here
-	// (offsets_topic.go).
-	offsets *offsetsCoord
+	// (package offsets, wired in offsets_topic_find.go).
+	offsets *offsets.Coordinator
 
 	mu sync.Mutex
 	// ctrlEpoch is the highest controller epoch of a LeaderAndIsr or
@@ -107,8 +108,10 @@ func newClusterMode(s *Server, node *cluster.Node) *clusterMode {
 	return cm
 }
 
-// close stops the ISR loop and every fetcher (before the partitions close).
+// close stops the offsets loads, the ISR loop and every fetcher (before the
+// partitions close).
 func (cm *clusterMode) close() {
+	cm.offsets.Close()
 	close(cm.stop)
 	cm.wg.Wait()
 	cm.fetchers.Close()

@@ -1,6 +1,7 @@
 package server
 
-// FindCoordinator in cluster mode, and the group.Options hooks. (In
+// FindCoordinator in cluster mode, and the wiring of the __consumer_offsets
+// coordinator (package offsets) and its group.Options hooks. (In
 // single-node mode the group coordinator answers FindCoordinator with this
 // broker.)
 
@@ -13,14 +14,41 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replication"
 )
+
+// newOffsetsCoord returns the __consumer_offsets coordinator of s, fed from
+// the topic registry. It runs before the group coordinator exists: Unload
+// and Reload resolve s.groups when first called, from LeaderAndIsr.
+func newOffsetsCoord(s *Server) *offsets.Coordinator {
+	return offsets.New(offsets.Options{
+		NumPartitions: func() int32 {
+			if t := s.topics.get(offsets.Topic); t != nil {
+				return int32(len(t.parts))
+			}
+			return 0
+		},
+		Partition: func(i int32) *replication.Partition {
+			if p := s.partition(offsets.Topic, i); p != nil {
+				return p.Partition
+			}
+			return nil
+		},
+		Unload: func(match func(string) bool) { s.groups.Unload(match) },
+		Reload: func(match func(string) bool) error { return s.groups.Reload(match) },
+		Meta:   s.meta,
+		Now:    s.now,
+		Logger: s.log,
+	})
+}
 
 // groupOwns returns the Owns hook: nil in single-node mode (cm nil).
 func (cm *clusterMode) groupOwns() group.OwnsFunc {
 	if cm == nil {
 		return nil
 	}
-	return cm.offsets.owns
+	return cm.offsets.Owns
 }
 
 // groupPersist returns the Persist hook: nil in single-node mode.
@@ -28,7 +56,7 @@ func (cm *clusterMode) groupPersist() group.PersistFunc {
 	if cm == nil {
 		return nil
 	}
-	return cm.offsets.persist
+	return cm.offsets.Persist
 }
 
 // groupPersistGroup returns the PersistGroup hook: nil in single-node mode.
@@ -36,7 +64,7 @@ func (cm *clusterMode) groupPersistGroup() group.PersistGroupFunc {
 	if cm == nil {
 		return nil
 	}
-	return cm.offsets.persistGroup
+	return cm.offsets.PersistGroup
 }
 
 // findCoordinator answers FindCoordinator (versions 0-4, the range the
@@ -93,33 +121,46 @@ func (cm *clusterMode) coordinatorOf(ctx context.Context, keyType int8, key stri
 	if key == "" {
 		return kerr.InvalidRequest.Code, "empty group id"
 	}
-	if len(cm.node.Metadata().Partitions(offsetsTopic)) > 0 {
+	if len(cm.node.Metadata().Partitions(offsets.Topic)) > 0 {
 		if cm.leaderOf(key) < 0 {
 			return kerr.CoordinatorNotAvailable.Code, "the offsets partition of the group has no leader"
 		}
 		return 0, ""
 	}
-	if err := cm.offsets.createOffsetsTopic(ctx, cm.node); err != nil {
+	if err := cm.createOffsetsTopic(ctx); err != nil {
 		if errors.Is(err, cluster.ErrInvalidReplicationFactor) {
-			cm.log.Info("server: cannot create "+offsetsTopic+" yet", "err", err)
+			cm.log.Info("server: cannot create "+offsets.Topic+" yet", "err", err)
 		} else {
-			cm.log.Warn("server: create "+offsetsTopic, "err", err)
+			cm.log.Warn("server: create "+offsets.Topic, "err", err)
 		}
 	}
-	return kerr.CoordinatorNotAvailable.Code, offsetsTopic + " is being created"
+	return kerr.CoordinatorNotAvailable.Code, offsets.Topic + " is being created"
 }
 
 // leaderOf is the leader of key's __consumer_offsets partition in the
 // metadata cache, -1 when unknown.
 func (cm *clusterMode) leaderOf(key string) int32 {
 	md := cm.node.Metadata()
-	n := int32(len(md.Partitions(offsetsTopic)))
+	n := int32(len(md.Partitions(offsets.Topic)))
 	if n == 0 {
 		return -1
 	}
-	pi, ok := md.Partition(offsetsTopic, offsetsPartitionFor(key, n))
+	pi, ok := md.Partition(offsets.Topic, offsets.PartitionFor(key, n))
 	if !ok {
 		return -1
 	}
 	return pi.Leader
+}
+
+// createOffsetsTopic creates __consumer_offsets through the cluster
+// (offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+// replicas). It returns nil when the topic exists already.
+func (cm *clusterMode) createOffsetsTopic(ctx context.Context) error {
+	cfg := cm.s.cfg
+	err := cm.node.CreateTopic(ctx, offsets.Topic, int(cfg.OffsetsTopicPartitions), int(cfg.OffsetsTopicReplication),
+		offsets.TopicConfigs(), [16]byte{})
+	if errors.Is(err, cluster.ErrTopicExists) {
+		return nil
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package server
+package offsets
 
 // Records of the internal __consumer_offsets topic, in Kafka's own layout
 // (the OffsetCommitKey and OffsetCommitValue schemas of Kafka's
@@ -41,12 +41,13 @@ import (
 
 const (
 	offsetCommitKeyVersion   = 1 // part of the on-disk format
-	groupMetadataKeyVersion  = 2
+	groupMetadataKeyVersion  = 2 // part of the on-disk format
 	offsetCommitValueVersion = 3 // part of the on-disk format
 )
 
-// errOffsetsRecord marks an undecodable __consumer_offsets record.
-var errOffsetsRecord = errors.New("server: bad __consumer_offsets record")
+// ErrBadRecord marks an undecodable __consumer_offsets record: every
+// decoding error wraps it, and so does a load that met one.
+var ErrBadRecord = errors.New("offsets: bad __consumer_offsets record")
 
 // offsetKey is a decoded offset commit key.
 type offsetKey struct {
@@ -127,10 +128,10 @@ func decodeGroupValue(name string, b []byte) (metastore.Group, error) {
 		v.Version = int16(binary.BigEndian.Uint16(b))
 	}
 	if v.Version < 0 || v.Version > groupMetadataValueVersion {
-		return metastore.Group{}, fmt.Errorf("%w: group value version %d", errOffsetsRecord, v.Version)
+		return metastore.Group{}, fmt.Errorf("%w: group value version %d", ErrBadRecord, v.Version)
 	}
 	if err := v.ReadFrom(b); err != nil {
-		return metastore.Group{}, fmt.Errorf("%w: group value: %v", errOffsetsRecord, err)
+		return metastore.Group{}, fmt.Errorf("%w: group value: %v", ErrBadRecord, err)
 	}
 	sg := metastore.Group{
 		Name: name, State: "Empty", ProtocolType: v.ProtocolType, Generation: v.Generation,
@@ -171,7 +172,7 @@ type kreader struct {
 func (r *kreader) take(n int) []byte {
 	if r.err != nil || n < 0 || len(r.b) < n {
 		if r.err == nil {
-			r.err = fmt.Errorf("%w: %d bytes needed, %d left", errOffsetsRecord, n, len(r.b))
+			r.err = fmt.Errorf("%w: %d bytes needed, %d left", ErrBadRecord, n, len(r.b))
 		}
 		return nil
 	}
@@ -220,7 +221,7 @@ func decodeOffsetKey(b []byte) (k offsetKey, isOffset bool, err error) {
 		k.Group = r.str()
 		return k, false, r.err
 	default:
-		return k, false, fmt.Errorf("%w: key version %d", errOffsetsRecord, v)
+		return k, false, fmt.Errorf("%w: key version %d", ErrBadRecord, v)
 	}
 	k.Group, k.Topic, k.Partition = r.str(), r.str(), r.int32()
 	return k, true, r.err
@@ -232,7 +233,7 @@ func decodeOffsetValue(b []byte) (metastore.CommittedOffset, error) {
 	o := metastore.CommittedOffset{LeaderEpoch: -1}
 	v := r.int16()
 	if r.err == nil && (v < 0 || v > 3) {
-		return o, fmt.Errorf("%w: value version %d", errOffsetsRecord, v)
+		return o, fmt.Errorf("%w: value version %d", ErrBadRecord, v)
 	}
 	o.Offset = r.int64()
 	if v >= 3 {
@@ -246,34 +247,4 @@ func decodeOffsetValue(b []byte) (metastore.CommittedOffset, error) {
 		}
 	}
 	return o, r.err
-}
-
-// javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... +
-// s[n-1] over the UTF-16 code units of s, in int32 arithmetic.
-func javaStringHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			// A surrogate pair: two code units.
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
-
-// offsetsPartitionFor is Kafka's partitionFor:
-// Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where
-// Utils.abs maps Integer.MIN_VALUE to 0.
-func offsetsPartitionFor(group string, n int32) int32 {
-	h := javaStringHashCode(group)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
 }
