@@ -29,6 +29,7 @@ package offsets
 // Part of the on-disk format: do not change the written versions.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -121,7 +122,9 @@ func appendGroupValue(b []byte, sg metastore.Group) []byte {
 
 // decodeGroupValue decodes a GroupMetadataValue (versions 0-3) of group
 // name. A group with members comes back Stable with each member supporting
-// the group's protocol only, as Kafka stores it.
+// the group's protocol only, as Kafka stores it. The group shares no bytes
+// with b (kmsg's decoder returns sub-slices of its input, and a replay
+// reuses its buffer).
 func decodeGroupValue(name string, b []byte) (metastore.Group, error) {
 	v := kmsg.NewGroupMetadataValue()
 	if len(b) >= 2 {
@@ -149,8 +152,8 @@ func decodeGroupValue(name string, b []byte) (metastore.Group, error) {
 			RebalanceTimeout: time.Duration(km.RebalanceTimeoutMillis) * time.Millisecond,
 			SessionTimeout:   time.Duration(km.SessionTimeoutMillis) * time.Millisecond,
 			ProtocolType:     v.ProtocolType,
-			Protocols:        []metastore.GroupProtocol{{Name: sg.Protocol, Metadata: km.Subscription}},
-			Assignment:       km.Assignment,
+			Protocols:        []metastore.GroupProtocol{{Name: sg.Protocol, Metadata: bytes.Clone(km.Subscription)}},
+			Assignment:       bytes.Clone(km.Assignment),
 		}
 		if km.InstanceID != nil {
 			m.GroupInstanceID = *km.InstanceID

@@ -106,3 +106,20 @@ func TestGroupRecordRoundTrip(t *testing.T) {
 		t.Fatal("truncated group value decoded")
 	}
 }
+
+// TestGroupValueOwnsItsBytes: a decoded group shares no bytes with the
+// record it came from, since replay reuses its read buffer.
+func TestGroupValueOwnsItsBytes(t *testing.T) {
+	sg := metastore.Group{Name: "g", ProtocolType: "consumer", Protocol: "range", Generation: 1, Members: []metastore.GroupMember{
+		{MemberID: "m", Protocols: []metastore.GroupProtocol{{Name: "range", Metadata: []byte("sub")}}, Assignment: []byte("asg")},
+	}}
+	b := appendGroupValue(nil, sg)
+	got, err := decodeGroupValue("g", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(b)
+	if m := got.Members[0]; string(m.Protocols[0].Metadata) != "sub" || string(m.Assignment) != "asg" {
+		t.Fatalf("after the record was overwritten: subscription %q, assignment %q", m.Protocols[0].Metadata, m.Assignment)
+	}
+}

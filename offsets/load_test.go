@@ -237,3 +237,38 @@ func TestCoordinator(t *testing.T) {
 		t.Errorf("reloaded %q, unloaded %q; want [a] each", fg.reloaded, fg.unloaded)
 	}
 }
+
+// TestReplayAcrossReads: a group's members keep their subscriptions and
+// assignments when the partition takes more than one read to replay (the
+// read buffer is reused).
+func TestReplayAcrossReads(t *testing.T) {
+	p := newReplica(t, 0)
+	ctx := context.Background()
+	sg := metastore.Group{Name: "g", ProtocolType: "consumer", Protocol: "range", Generation: 1, Members: []metastore.GroupMember{
+		{MemberID: "m", Protocols: []metastore.GroupProtocol{{Name: "range", Metadata: []byte("subscription")}}, Assignment: []byte("assignment")},
+	}}
+	rec := record.BuildRecord{Key: appendGroupKey(nil, "g"), Value: appendGroupValue(nil, sg), Timestamp: 1}
+	if err := coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator); err != nil {
+		t.Fatal(err)
+	}
+	// Past 1 MiB of commits with 30 KB of metadata each: two reads at least.
+	c := New(Options{})
+	o := committed(1)
+	o.Metadata = string(make([]byte, 30_000))
+	for i := range 40 {
+		if err := coordlog.Append(ctx, p, c.offsetRecords("g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(int32(i)): o}, nil), commitTimeout, group.ErrNotCoordinator); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := replay(p, p.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.offsets["g"]) != 40 {
+		t.Fatalf("%d offsets replayed, want 40", len(v.offsets["g"]))
+	}
+	m := v.groups["g"].Members[0]
+	if string(m.Protocols[0].Metadata) != "subscription" || string(m.Assignment) != "assignment" {
+		t.Fatalf("member after replay: subscription %q, assignment %q", m.Protocols[0].Metadata, m.Assignment)
+	}
+}
