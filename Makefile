@@ -51,7 +51,8 @@ race:
 FUZZTIME ?= 20s
 FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./segment/:FuzzRecoverTail \
 	./metastore/:FuzzDecodeValues ./engine/pebblelog/:FuzzDecode ./server/fetchresp/:FuzzWrite \
-	./replication/:FuzzProducerState ./server/:FuzzDispatch
+	./replication/:FuzzProducerState ./server/:FuzzDispatch \
+	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
