@@ -122,8 +122,11 @@ func matcher(i, n int32) func(string) bool {
 // Persist is group.Options.Persist: one batch of offset records (and
 // tombstones) of group name appended with acks=all to the group's
 // partition. Errors wrap group.ErrNotCoordinator when this broker does not
-// lead that partition.
+// lead that partition, ErrTooLong when a string does not fit the record.
 func (c *Coordinator) Persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
+	if err := checkOffsets(name, offsets, deleted); err != nil {
+		return err
+	}
 	p, err := c.leaderFor(name)
 	if err != nil {
 		return err
@@ -134,6 +137,9 @@ func (c *Coordinator) Persist(ctx context.Context, name string, offsets map[meta
 // PersistGroup is group.Options.PersistGroup: one group metadata record (a
 // tombstone when deleted) appended with acks=all. Errors as Persist.
 func (c *Coordinator) PersistGroup(ctx context.Context, sg metastore.Group, deleted bool) error {
+	if err := checkGroup(sg); err != nil {
+		return err
+	}
 	p, err := c.leaderFor(sg.Name)
 	if err != nil {
 		return err

@@ -3,7 +3,8 @@ package offsets
 // Records of the internal __consumer_offsets topic, in Kafka's own layout
 // (the OffsetCommitKey and OffsetCommitValue schemas of Kafka's
 // group-coordinator json files), so Kafka's tools could read our logs.
-// Integers big-endian; a string is an int16 length then UTF-8 bytes.
+// Integers big-endian; a string is an int16 length then UTF-8 bytes, so
+// at most 32767 bytes (longer ones are refused: ErrTooLong).
 //
 // Key, version 1 (an offset commit; versions 0 and 1 share the layout):
 //
@@ -33,6 +34,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,6 +52,59 @@ const (
 // decoding error wraps it, and so does a load that met one.
 var ErrBadRecord = errors.New("offsets: bad __consumer_offsets record")
 
+// ErrTooLong is what Persist and PersistGroup return, writing nothing, for
+// a string (group id, member id, metadata, ...) longer than the int16
+// length of Kafka's record schemas can describe: encoded anyway, its
+// length would wrap, and the replay would read the rest of it as other
+// fields, or other groups.
+var ErrTooLong = errors.New("offsets: string too long for a __consumer_offsets record")
+
+// checkLen returns an error wrapping ErrTooLong when some s is longer than
+// a record string can be.
+func checkLen(what string, ss ...string) error {
+	for _, s := range ss {
+		if len(s) > math.MaxInt16 {
+			return fmt.Errorf("%w: %s of %d bytes (at most %d)", ErrTooLong, what, len(s), math.MaxInt16)
+		}
+	}
+	return nil
+}
+
+// checkOffsets checks that the records of one commit of group name are
+// encodable.
+func checkOffsets(name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
+	if err := checkLen("group id", name); err != nil {
+		return err
+	}
+	for tp, o := range offsets {
+		if err := checkLen("topic", tp.Topic); err != nil {
+			return err
+		}
+		if err := checkLen("offset metadata", o.Metadata); err != nil {
+			return err
+		}
+	}
+	for _, tp := range deleted {
+		if err := checkLen("topic", tp.Topic); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGroup checks that sg's group metadata record is encodable.
+func checkGroup(sg metastore.Group) error {
+	if err := checkLen("group field", sg.Name, sg.ProtocolType, sg.Protocol, sg.Leader); err != nil {
+		return err
+	}
+	for _, m := range sg.Members {
+		if err := checkLen("member field", m.MemberID, m.GroupInstanceID, m.ClientID, m.ClientHost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // offsetKey is a decoded offset commit key.
 type offsetKey struct {
 	Group     string
@@ -62,7 +117,8 @@ func appendKafkaString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// appendOffsetKey appends the version 1 offset commit key.
+// appendOffsetKey appends the version 1 offset commit key. REQUIRES: its
+// strings pass checkLen (as for every append function here).
 func appendOffsetKey(b []byte, k offsetKey) []byte {
 	b = binary.BigEndian.AppendUint16(b, offsetCommitKeyVersion)
 	b = appendKafkaString(b, k.Group)

@@ -272,3 +272,50 @@ func TestReplayAcrossReads(t *testing.T) {
 		t.Fatalf("member after replay: subscription %q, assignment %q", m.Protocols[0].Metadata, m.Assignment)
 	}
 }
+
+// TestPersistTooLong: a string the int16 length of a record cannot
+// describe is refused and nothing is written. Encoded, a crafted group id
+// of 65539 bytes would wrap to 3 and replay as an offset of group "vic".
+func TestPersistTooLong(t *testing.T) {
+	p := newReplica(t, 0)
+	c := New(Options{
+		NumPartitions: func() int32 { return 1 },
+		Partition:     func(int32) *replication.Partition { return p },
+	})
+	defer c.Close()
+	forged := "vic" + string([]byte{0, 1, 't', 0, 0, 0, 5})
+	forged += string(make([]byte, 65539-len(forged)))
+	long := string(make([]byte, 1<<15))
+	ctx := context.Background()
+	one := map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(1)}
+	withMeta := committed(1)
+	withMeta.Metadata = long
+	for _, tt := range []struct {
+		name string
+		err  error
+	}{
+		{"forged group id", c.Persist(ctx, forged, one, nil)},
+		{"long group id, tombstone", c.Persist(ctx, long, nil, []metastore.TopicPartition{tp(0)})},
+		{"long metadata", c.Persist(ctx, "g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): withMeta}, nil)},
+		{"long group tombstone", c.PersistGroup(ctx, metastore.Group{Name: long}, true)},
+		{"long member id", c.PersistGroup(ctx, metastore.Group{Name: "g", Members: []metastore.GroupMember{{MemberID: long}}}, false)},
+		{"long instance id", c.PersistGroup(ctx, metastore.Group{Name: "g", Members: []metastore.GroupMember{{MemberID: "m", GroupInstanceID: long}}}, false)},
+		{"long protocol", c.PersistGroup(ctx, metastore.Group{Name: "g", Protocol: long}, false)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, ErrTooLong) {
+				t.Errorf("err = %v, want ErrTooLong", tt.err)
+			}
+		})
+	}
+	if end := p.LogEndOffset(); end != 0 {
+		t.Errorf("log end %d, want nothing written", end)
+	}
+	// At the limit it fits.
+	if err := c.Persist(ctx, long[:1<<15-1], one, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := replay(p, p.LogEndOffset()); err != nil || v.offsets[long[:1<<15-1]][tp(0)] == nil {
+		t.Fatalf("replay of a 32767-byte group id: %v", err)
+	}
+}
