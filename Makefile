@@ -6,7 +6,8 @@ BIN       := bin/sluice
 PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
 RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
-	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/...
+	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/... \
+	./coordlog/... ./offsets/...
 
 export GOFLAGS := -buildvcs=false
 
