@@ -6,7 +6,8 @@ BIN       := bin/sluice
 PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
 RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
-	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/...
+	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/... \
+	./coordlog/... ./offsets/...
 
 export GOFLAGS := -buildvcs=false
 
@@ -54,7 +55,8 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./metastore/:FuzzDecodeValues ./engine/pebblelog/:FuzzDecode ./server/fetchresp/:FuzzWrite \
 	./replication/:FuzzProducerState ./server/:FuzzDispatch \
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \
-	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes
+	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
+	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -8,7 +8,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 //	v3  flexible
 //	v4  batched keys (KIP-699), one answer per key
 //
-// Sluice is its own group coordinator for every group. It has no
+// In single-node mode Sluice is its own group coordinator for every group
+// (in cluster mode the server answers FindCoordinator itself, with the
+// leader of the group's __consumer_offsets partition). It has no
 // transaction coordinator here, so transactional keys get
 // COORDINATOR_NOT_AVAILABLE (the server may route key type 1 elsewhere once
 // it has one). Unknown key types get INVALID_REQUEST, as in Kafka.

@@ -80,9 +80,10 @@ type Options struct {
 	Host   string
 	Port   int32
 
-	// Owns and Persist are the cluster-mode hooks (ownership.go); nil in
-	// single-node mode. With Owns set nothing is loaded at New: the
-	// server calls Reload as it takes over offsets partitions.
+	// Owns, Persist and PersistGroup are the cluster-mode hooks
+	// (ownership.go), the methods of package offsets' Coordinator; nil in
+	// single-node mode. With Owns set nothing is loaded at New: Reload is
+	// called as this broker takes over __consumer_offsets partitions.
 	Owns         OwnsFunc
 	Persist      PersistFunc
 	PersistGroup PersistGroupFunc
@@ -323,19 +324,6 @@ var versionRanges = map[int16][2]int16{
 	47: {0, 0}, // OffsetDelete
 }
 
-// Handles reports whether Handle serves requests with this API key.
-func (c *Coordinator) Handles(key int16) bool {
-	_, ok := versionRanges[key]
-	return ok
-}
-
-// VersionRange returns the versions of key that Handle serves, for
-// ApiVersions; ok is false for keys it does not handle.
-func (c *Coordinator) VersionRange(key int16) (minVersion, maxVersion int16, ok bool) {
-	r, ok := versionRanges[key]
-	return r[0], r[1], ok
-}
-
 // Handle answers one request (a kmsg request with its version set) and
 // returns the response of the same version. JoinGroup and SyncGroup may
 // block until the rebalance reaches them; ctx, cancelled when the client's
@@ -347,8 +335,8 @@ func (c *Coordinator) VersionRange(key int16) (minVersion, maxVersion int16, ok 
 // response may share byte slices (member metadata, assignments) with the
 // coordinator: encode it, do not modify it.
 //
-// Errors: ErrUnhandled for a key Handles rejects, ErrUnsupportedVersion for
-// a version outside VersionRange, ctx.Err() as above. Protocol-level
+// Errors: ErrUnhandled for a key APIs does not list, ErrUnsupportedVersion
+// for a version outside the range APIs gives, ctx.Err() as above. Protocol-level
 // failures are error codes inside the response, never Go errors.
 func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	r, ok := versionRanges[req.Key()]

@@ -34,11 +34,11 @@ var (
 
 var (
 	// ErrUnsupportedVersion is returned by Handle for a request whose version
-	// the coordinator does not serve (see VersionRange); the server answers
+	// the coordinator does not serve (see APIs); the server answers
 	// UNSUPPORTED_VERSION.
 	ErrUnsupportedVersion = errors.New("group: unsupported request version")
 	// ErrUnhandled is returned by Handle for a request key it does not serve
-	// (Handles reports false).
+	// (APIs does not list it).
 	ErrUnhandled = errors.New("group: request not handled by the group coordinator")
 )
 

@@ -1,16 +1,17 @@
 package group
 
 // Cluster mode hooks. In a cluster each group belongs to one coordinator,
-// the leader of its __consumer_offsets partition. The server decides that
-// (Options.Owns) and makes commits durable in the replicated topic
-// (Options.Persist); the coordinator only asks, so it stays testable alone.
+// the leader of its __consumer_offsets partition. Package offsets decides
+// that (Options.Owns) and makes commits and group state durable in the
+// replicated topic (Options.Persist, Options.PersistGroup); the coordinator
+// only asks, so it stays testable alone.
 // Without the hooks (single-node mode) every group is owned and the
 // metastore alone is the source of truth.
 //
-// With Owns set the coordinator loads nothing at New: the server replays
-// each __consumer_offsets partition into the metastore when it becomes its
-// leader and then calls Reload for that partition's groups; when it stops
-// leading, Unload drops them from memory.
+// With Owns set the coordinator loads nothing at New: package offsets
+// replays each __consumer_offsets partition into the metastore when this
+// broker becomes its leader and then calls Reload for that partition's
+// groups; when it stops leading, Unload drops them from memory.
 
 import (
 	"context"
@@ -115,9 +116,8 @@ func (c *Coordinator) persist(ctx context.Context, name string, offsets map[meta
 
 // Reload replaces the in-memory state of every group for which match
 // returns true by what the metastore holds (saved state and offsets, as New
-// loads them; members get fresh session timers), after the server replayed
-// that part of __consumer_offsets into it.
-// Members of a replaced group waiting in JoinGroup or SyncGroup are
+// loads them; members get fresh session timers), after package offsets
+// replayed that part of __consumer_offsets into it. Members of a replaced group waiting in JoinGroup or SyncGroup are
 // answered NOT_COORDINATOR. Safe for concurrent use.
 func (c *Coordinator) Reload(match func(group string) bool) error {
 	saved, err := c.store.ListGroups()

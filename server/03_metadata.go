@@ -35,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/offsets"
 )
 
 // errLeaderNotAvailable: a topic being created, or a partition without a
@@ -170,11 +171,7 @@ func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.Metadata
 
 // isInternalTopic reports whether name is one of Kafka's internal topics,
 // which only the broker writes, deletes or reshapes.
-func isInternalTopic(name string) bool { return name == offsetsTopic }
-
-// offsetsTopicConfigs are the config overrides of __consumer_offsets: kept
-// forever (Sluice does not compact it yet).
-func offsetsTopicConfigs() map[string]string { return map[string]string{"retention.ms": "-1"} }
+func isInternalTopic(name string) bool { return name == offsets.Topic }
 
 // isLive reports whether broker id is among live.
 func isLive(live []cluster.Broker, id int32) bool {

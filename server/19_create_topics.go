@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/offsets"
 )
 
 // createWaitMax bounds how long CreateTopics waits for leaders when the
@@ -166,7 +167,7 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 // or Metadata's auto-creation) gets exactly the topic the coordinator
 // would have created, or INVALID_TOPIC_EXCEPTION.
 func (s *Server) checkInternalTopic(spec *topicSpec) error {
-	want := offsetsTopicConfigs()
+	want := offsets.TopicConfigs()
 	switch {
 	case spec.assignment != nil:
 		return fmt.Errorf("%w: %s is an internal topic: no manual assignment", errInvalidTopic, spec.name)

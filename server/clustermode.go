@@ -40,7 +40,7 @@ package server
 //     it restarts every replica at its log start, which is safe and only
 //     delays consumers.
 //   - Consumer offsets live in the replicated __consumer_offsets topic
-//     (offsets_topic.go); FindCoordinator names the leader of a group's
+//     (package offsets); FindCoordinator names the leader of a group's
 //     partition (offsets_topic_find.go).
 
 import (
@@ -58,6 +58,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -72,8 +73,9 @@ type zkPlane struct {
 	s        *Server
 	node     *cluster.Node
 	fetchers *replication.FetcherManager
-	// offsets tracks the __consumer_offsets partitions led here.
-	offsets *offsetsCoord
+	// offsets is the __consumer_offsets coordinator of the partitions led
+	// here (package offsets, wired in offsets_topic_find.go).
+	offsets *offsets.Coordinator
 
 	mu sync.Mutex
 	// partCtrlEpoch is the controller epoch of the partition state each
@@ -116,9 +118,10 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 	return zp
 }
 
-// close stops the loops and every fetcher (before the partitions close)
-// and checkpoints the high watermarks.
+// close stops the offsets loads, the loops and every fetcher (before the
+// partitions close) and checkpoints the high watermarks.
 func (zp *zkPlane) close() {
+	zp.offsets.Close()
 	close(zp.stop)
 	zp.wg.Wait()
 	zp.fetchers.Close()
@@ -204,7 +207,7 @@ func (zp *zkPlane) electLeaders(ctx context.Context, tps []cluster.TopicPartitio
 }
 
 func (zp *zkPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc) {
-	return zp.offsets.owns, zp.offsets.persist, zp.offsets.persistGroup
+	return zp.offsets.Owns, zp.offsets.Persist, zp.offsets.PersistGroup
 }
 
 // --- controller requests and local replicas ---
@@ -294,15 +297,15 @@ func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPar
 	default: // no live leader: wait for the next LeaderAndIsr
 		zp.fetchers.Remove(p.Partition)
 	}
-	if p.topic == offsetsTopic {
-		zp.offsets.onRole(p.index, leader)
+	if p.topic == offsets.Topic {
+		zp.offsets.OnRole(p.index, leader)
 	}
 }
 
 func (zp *zkPlane) replicaStopped(p *partition) {
 	zp.fetchers.Remove(p.Partition)
-	if p.topic == offsetsTopic {
-		zp.offsets.onStop(p.index)
+	if p.topic == offsets.Topic {
+		zp.offsets.OnStop(p.index)
 	}
 }
 

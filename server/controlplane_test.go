@@ -21,6 +21,7 @@ import (
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
 )
@@ -372,7 +373,7 @@ func code(c int16) string {
 func TestClusterMetadataFromControlPlane(t *testing.T) {
 	s, fp := newFakeClusterServer(t)
 	fp.addTopic("orders", 2, -1)
-	fp.addTopic(offsetsTopic, 3)
+	fp.addTopic(offsets.Topic, 3)
 
 	req := kmsg.NewPtrMetadataRequest()
 	resp := mustCall(t, s, 12, req).(*kmsg.MetadataResponse)
@@ -394,9 +395,9 @@ func TestClusterMetadataFromControlPlane(t *testing.T) {
 			if p := mt.Partitions[1]; p.ErrorCode != kerr.LeaderNotAvailable.Code {
 				t.Errorf("orders-1 without a leader: %s", code(p.ErrorCode))
 			}
-		case offsetsTopic:
+		case offsets.Topic:
 			if !mt.IsInternal {
-				t.Errorf("%s not internal", offsetsTopic)
+				t.Errorf("%s not internal", offsets.Topic)
 			}
 		}
 	}

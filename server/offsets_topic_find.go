@@ -1,7 +1,8 @@
 package server
 
-// FindCoordinator in cluster mode. (In single-node mode the group
-// coordinator answers FindCoordinator with this broker.)
+// FindCoordinator in cluster mode, and the wiring of the __consumer_offsets
+// coordinator (package offsets). (In single-node mode the group coordinator
+// answers FindCoordinator with this broker.)
 
 import (
 	"context"
@@ -11,7 +12,34 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replication"
 )
+
+// newOffsetsCoord returns the __consumer_offsets coordinator of s, fed from
+// the topic registry. It runs before the group coordinator exists: Unload
+// and Reload resolve s.groups when first called, from LeaderAndIsr.
+func newOffsetsCoord(s *Server) *offsets.Coordinator {
+	return offsets.New(offsets.Options{
+		NumPartitions: func() int32 {
+			if t := s.topics.get(offsets.Topic); t != nil {
+				return int32(len(t.parts))
+			}
+			return 0
+		},
+		Partition: func(i int32) *replication.Partition {
+			if p := s.partition(offsets.Topic, i); p != nil {
+				return p.Partition
+			}
+			return nil
+		},
+		Unload: func(match func(string) bool) { s.groups.Unload(match) },
+		Reload: func(match func(string) bool) error { return s.groups.Reload(match) },
+		Meta:   s.meta,
+		Now:    s.now,
+		Logger: s.log,
+	})
+}
 
 // findCoordinator answers FindCoordinator (versions 0-4, the range the
 // group coordinator advertises) for group keys with the leader of the
@@ -67,33 +95,46 @@ func (zp *zkPlane) coordinatorOf(ctx context.Context, keyType int8, key string) 
 	if key == "" {
 		return kerr.InvalidRequest.Code, "empty group id"
 	}
-	if len(zp.node.Metadata().Partitions(offsetsTopic)) > 0 {
+	if len(zp.node.Metadata().Partitions(offsets.Topic)) > 0 {
 		if zp.leaderOf(key) < 0 {
 			return kerr.CoordinatorNotAvailable.Code, "the offsets partition of the group has no leader"
 		}
 		return 0, ""
 	}
-	if err := zp.offsets.createOffsetsTopic(ctx, zp.node); err != nil {
+	if err := zp.createOffsetsTopic(ctx); err != nil {
 		if errors.Is(err, cluster.ErrInvalidReplicationFactor) {
-			zp.s.log.Info("server: cannot create "+offsetsTopic+" yet", "err", err)
+			zp.s.log.Info("server: cannot create "+offsets.Topic+" yet", "err", err)
 		} else {
-			zp.s.log.Warn("server: create "+offsetsTopic, "err", err)
+			zp.s.log.Warn("server: create "+offsets.Topic, "err", err)
 		}
 	}
-	return kerr.CoordinatorNotAvailable.Code, offsetsTopic + " is being created"
+	return kerr.CoordinatorNotAvailable.Code, offsets.Topic + " is being created"
 }
 
 // leaderOf is the leader of key's __consumer_offsets partition in the
 // metadata cache, -1 when unknown.
 func (zp *zkPlane) leaderOf(key string) int32 {
 	md := zp.node.Metadata()
-	n := int32(len(md.Partitions(offsetsTopic)))
+	n := int32(len(md.Partitions(offsets.Topic)))
 	if n == 0 {
 		return -1
 	}
-	pi, ok := md.Partition(offsetsTopic, offsetsPartitionFor(key, n))
+	pi, ok := md.Partition(offsets.Topic, offsets.PartitionFor(key, n))
 	if !ok {
 		return -1
 	}
 	return pi.Leader
+}
+
+// createOffsetsTopic creates __consumer_offsets through the cluster
+// (offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+// replicas). It returns nil when the topic exists already.
+func (zp *zkPlane) createOffsetsTopic(ctx context.Context) error {
+	cfg := zp.s.cfg
+	err := zp.node.CreateTopic(ctx, offsets.Topic, int(cfg.OffsetsTopicPartitions), int(cfg.OffsetsTopicReplication),
+		offsets.TopicConfigs(), [16]byte{})
+	if errors.Is(err, cluster.ErrTopicExists) {
+		return nil
+	}
+	return err
 }

@@ -1,47 +1,13 @@
-package server
+package offsets
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/engine"
-	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/metastore"
-	"github.com/sluice/sluice/record"
-	"github.com/sluice/sluice/replication"
 )
-
-func TestOffsetsPartitionFor(t *testing.T) {
-	for _, tt := range []struct {
-		group string
-		hash  int32
-		part  int32 // of 50
-	}{
-		// By hand: ((116*31+101)*31+115)*31+116 = 3556498; % 50 = 48.
-		{"test", 3556498, 48},
-		{"", 0, 0},
-		{"a", 97, 47},
-		// Java's famous String whose hashCode is Integer.MIN_VALUE:
-		// Kafka's Utils.abs maps it to 0.
-		{"polygenelubricants", -2147483648, 0},
-		// Overflowing and negative: Math.abs(-1906497762) % 50 = 12.
-		{"my-group", -1906497762, 12},
-		// U+1F600 is two UTF-16 code units: 0xD83D*31 + 0xDE00 = 1772899.
-		{"\U0001F600", 1772899, 49},
-	} {
-		t.Run(tt.group, func(t *testing.T) {
-			if got := javaStringHashCode(tt.group); got != tt.hash {
-				t.Errorf("hashCode(%q) = %d, want %d", tt.group, got, tt.hash)
-			}
-			if got := offsetsPartitionFor(tt.group, 50); got != tt.part {
-				t.Errorf("partitionFor(%q, 50) = %d, want %d", tt.group, got, tt.part)
-			}
-		})
-	}
-}
 
 func TestOffsetRecordRoundTrip(t *testing.T) {
 	k := offsetKey{Group: "g1", Topic: "orders", Partition: 7}
@@ -79,80 +45,6 @@ func TestOffsetRecordRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeOffsetValue(vb[:len(vb)-1]); err == nil {
 		t.Fatal("truncated value decoded")
-	}
-}
-
-// TestReplayOffsets writes commits and tombstones through persist's record
-// layout into a leader partition and replays them: the latest record per
-// key wins, a tombstone deletes, records at or past end are not read.
-func TestReplayOffsets(t *testing.T) {
-	st, err := engine.Open("memory", engine.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := st.CreateLog(engine.PartitionID{Topic: offsetsTopic}, engine.LogConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := replication.NewPartition(l, replication.Options{Topic: offsetsTopic, Partition: 0, BrokerID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.MakeLeader(replication.LeaderAndIsr{Leader: 1, LeaderEpoch: 0, ISR: []int32{1}, Replicas: []int32{1}}); err != nil {
-		t.Fatal(err)
-	}
-	oc := &offsetsCoord{s: &Server{now: time.Now}, parts: map[int32]*offsetsPart{}}
-	tp := func(p int32) metastore.TopicPartition { return metastore.TopicPartition{Topic: "t", Partition: p} }
-	off := func(o int64) metastore.CommittedOffset {
-		return metastore.CommittedOffset{Offset: o, LeaderEpoch: -1, CommitTime: time.UnixMilli(1)}
-	}
-	ctx := context.Background()
-	appendRecs := func(g string, offs map[metastore.TopicPartition]metastore.CommittedOffset, del []metastore.TopicPartition) {
-		t.Helper()
-		if err := oc.appendTo(ctx, p, g, offs, del); err != nil {
-			t.Fatal(err)
-		}
-	}
-	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(1), tp(1): off(2)}, nil)
-	appendRecs("b", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(5)}, nil)
-	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(10)}, []metastore.TopicPartition{tp(1)})
-	groupRec := func(name string, del bool) {
-		t.Helper()
-		rec := record.BuildRecord{Key: appendGroupKey(nil, name), Timestamp: 1}
-		if !del {
-			rec.Value = appendGroupValue(nil, metastore.Group{Name: name, ProtocolType: "consumer", Generation: 3})
-		}
-		if err := oc.appendRecords(ctx, p, []record.BuildRecord{rec}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	groupRec("a", false)
-	groupRec("b", false)
-	groupRec("b", true)
-	end := p.LogEndOffset()
-	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): off(99)}, nil)
-
-	rp, err := replayOffsets(p, end)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := rp.offsets
-	if o := got["a"][tp(0)]; o == nil || o.Offset != 10 {
-		t.Errorf("a t-0 = %+v, want 10 (99 lies past end)", o)
-	}
-	if o, ok := got["a"][tp(1)]; !ok || o != nil {
-		t.Errorf("a t-1 = %+v, want a tombstone", o)
-	}
-	if o := got["b"][tp(0)]; o == nil || o.Offset != 5 {
-		t.Errorf("b t-0 = %+v, want 5", o)
-	}
-	if g := rp.groups["a"]; g == nil || g.Generation != 3 {
-		t.Errorf("group a = %+v, want generation 3", g)
-	}
-	if g, ok := rp.groups["b"]; !ok || g != nil {
-		t.Errorf("group b = %+v, want a tombstone", g)
 	}
 }
 
@@ -212,5 +104,22 @@ func TestGroupRecordRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeGroupValue("g", b[:len(b)-3]); err == nil {
 		t.Fatal("truncated group value decoded")
+	}
+}
+
+// TestGroupValueOwnsItsBytes: a decoded group shares no bytes with the
+// record it came from, since replay reuses its read buffer.
+func TestGroupValueOwnsItsBytes(t *testing.T) {
+	sg := metastore.Group{Name: "g", ProtocolType: "consumer", Protocol: "range", Generation: 1, Members: []metastore.GroupMember{
+		{MemberID: "m", Protocols: []metastore.GroupProtocol{{Name: "range", Metadata: []byte("sub")}}, Assignment: []byte("asg")},
+	}}
+	b := appendGroupValue(nil, sg)
+	got, err := decodeGroupValue("g", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(b)
+	if m := got.Members[0]; string(m.Protocols[0].Metadata) != "sub" || string(m.Assignment) != "asg" {
+		t.Fatalf("after the record was overwritten: subscription %q, assignment %q", m.Protocols[0].Metadata, m.Assignment)
 	}
 }

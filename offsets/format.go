@@ -1,9 +1,10 @@
-package server
+package offsets
 
 // Records of the internal __consumer_offsets topic, in Kafka's own layout
 // (the OffsetCommitKey and OffsetCommitValue schemas of Kafka's
 // group-coordinator json files), so Kafka's tools could read our logs.
-// Integers big-endian; a string is an int16 length then UTF-8 bytes.
+// Integers big-endian; a string is an int16 length then UTF-8 bytes, so
+// at most 32767 bytes (longer ones are refused: ErrTooLong).
 //
 // Key, version 1 (an offset commit; versions 0 and 1 share the layout):
 //
@@ -29,9 +30,11 @@ package server
 // Part of the on-disk format: do not change the written versions.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,12 +44,66 @@ import (
 
 const (
 	offsetCommitKeyVersion   = 1 // part of the on-disk format
-	groupMetadataKeyVersion  = 2
+	groupMetadataKeyVersion  = 2 // part of the on-disk format
 	offsetCommitValueVersion = 3 // part of the on-disk format
 )
 
-// errOffsetsRecord marks an undecodable __consumer_offsets record.
-var errOffsetsRecord = errors.New("server: bad __consumer_offsets record")
+// ErrBadRecord marks an undecodable __consumer_offsets record: every
+// decoding error wraps it, and so does a load that met one.
+var ErrBadRecord = errors.New("offsets: bad __consumer_offsets record")
+
+// ErrTooLong is what Persist and PersistGroup return, writing nothing, for
+// a string (group id, member id, metadata, ...) longer than the int16
+// length of Kafka's record schemas can describe: encoded anyway, its
+// length would wrap, and the replay would read the rest of it as other
+// fields, or other groups.
+var ErrTooLong = errors.New("offsets: string too long for a __consumer_offsets record")
+
+// checkLen returns an error wrapping ErrTooLong when some s is longer than
+// a record string can be.
+func checkLen(what string, ss ...string) error {
+	for _, s := range ss {
+		if len(s) > math.MaxInt16 {
+			return fmt.Errorf("%w: %s of %d bytes (at most %d)", ErrTooLong, what, len(s), math.MaxInt16)
+		}
+	}
+	return nil
+}
+
+// checkOffsets checks that the records of one commit of group name are
+// encodable.
+func checkOffsets(name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
+	if err := checkLen("group id", name); err != nil {
+		return err
+	}
+	for tp, o := range offsets {
+		if err := checkLen("topic", tp.Topic); err != nil {
+			return err
+		}
+		if err := checkLen("offset metadata", o.Metadata); err != nil {
+			return err
+		}
+	}
+	for _, tp := range deleted {
+		if err := checkLen("topic", tp.Topic); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGroup checks that sg's group metadata record is encodable.
+func checkGroup(sg metastore.Group) error {
+	if err := checkLen("group field", sg.Name, sg.ProtocolType, sg.Protocol, sg.Leader); err != nil {
+		return err
+	}
+	for _, m := range sg.Members {
+		if err := checkLen("member field", m.MemberID, m.GroupInstanceID, m.ClientID, m.ClientHost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // offsetKey is a decoded offset commit key.
 type offsetKey struct {
@@ -60,7 +117,8 @@ func appendKafkaString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// appendOffsetKey appends the version 1 offset commit key.
+// appendOffsetKey appends the version 1 offset commit key. REQUIRES: its
+// strings pass checkLen (as for every append function here).
 func appendOffsetKey(b []byte, k offsetKey) []byte {
 	b = binary.BigEndian.AppendUint16(b, offsetCommitKeyVersion)
 	b = appendKafkaString(b, k.Group)
@@ -120,17 +178,19 @@ func appendGroupValue(b []byte, sg metastore.Group) []byte {
 
 // decodeGroupValue decodes a GroupMetadataValue (versions 0-3) of group
 // name. A group with members comes back Stable with each member supporting
-// the group's protocol only, as Kafka stores it.
+// the group's protocol only, as Kafka stores it. The group shares no bytes
+// with b (kmsg's decoder returns sub-slices of its input, and a replay
+// reuses its buffer).
 func decodeGroupValue(name string, b []byte) (metastore.Group, error) {
 	v := kmsg.NewGroupMetadataValue()
 	if len(b) >= 2 {
 		v.Version = int16(binary.BigEndian.Uint16(b))
 	}
 	if v.Version < 0 || v.Version > groupMetadataValueVersion {
-		return metastore.Group{}, fmt.Errorf("%w: group value version %d", errOffsetsRecord, v.Version)
+		return metastore.Group{}, fmt.Errorf("%w: group value version %d", ErrBadRecord, v.Version)
 	}
 	if err := v.ReadFrom(b); err != nil {
-		return metastore.Group{}, fmt.Errorf("%w: group value: %v", errOffsetsRecord, err)
+		return metastore.Group{}, fmt.Errorf("%w: group value: %v", ErrBadRecord, err)
 	}
 	sg := metastore.Group{
 		Name: name, State: "Empty", ProtocolType: v.ProtocolType, Generation: v.Generation,
@@ -148,8 +208,8 @@ func decodeGroupValue(name string, b []byte) (metastore.Group, error) {
 			RebalanceTimeout: time.Duration(km.RebalanceTimeoutMillis) * time.Millisecond,
 			SessionTimeout:   time.Duration(km.SessionTimeoutMillis) * time.Millisecond,
 			ProtocolType:     v.ProtocolType,
-			Protocols:        []metastore.GroupProtocol{{Name: sg.Protocol, Metadata: km.Subscription}},
-			Assignment:       km.Assignment,
+			Protocols:        []metastore.GroupProtocol{{Name: sg.Protocol, Metadata: bytes.Clone(km.Subscription)}},
+			Assignment:       bytes.Clone(km.Assignment),
 		}
 		if km.InstanceID != nil {
 			m.GroupInstanceID = *km.InstanceID
@@ -171,7 +231,7 @@ type kreader struct {
 func (r *kreader) take(n int) []byte {
 	if r.err != nil || n < 0 || len(r.b) < n {
 		if r.err == nil {
-			r.err = fmt.Errorf("%w: %d bytes needed, %d left", errOffsetsRecord, n, len(r.b))
+			r.err = fmt.Errorf("%w: %d bytes needed, %d left", ErrBadRecord, n, len(r.b))
 		}
 		return nil
 	}
@@ -220,7 +280,7 @@ func decodeOffsetKey(b []byte) (k offsetKey, isOffset bool, err error) {
 		k.Group = r.str()
 		return k, false, r.err
 	default:
-		return k, false, fmt.Errorf("%w: key version %d", errOffsetsRecord, v)
+		return k, false, fmt.Errorf("%w: key version %d", ErrBadRecord, v)
 	}
 	k.Group, k.Topic, k.Partition = r.str(), r.str(), r.int32()
 	return k, true, r.err
@@ -232,7 +292,7 @@ func decodeOffsetValue(b []byte) (metastore.CommittedOffset, error) {
 	o := metastore.CommittedOffset{LeaderEpoch: -1}
 	v := r.int16()
 	if r.err == nil && (v < 0 || v > 3) {
-		return o, fmt.Errorf("%w: value version %d", errOffsetsRecord, v)
+		return o, fmt.Errorf("%w: value version %d", ErrBadRecord, v)
 	}
 	o.Offset = r.int64()
 	if v >= 3 {
@@ -246,34 +306,4 @@ func decodeOffsetValue(b []byte) (metastore.CommittedOffset, error) {
 		}
 	}
 	return o, r.err
-}
-
-// javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... +
-// s[n-1] over the UTF-16 code units of s, in int32 arithmetic.
-func javaStringHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			// A surrogate pair: two code units.
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
-
-// offsetsPartitionFor is Kafka's partitionFor:
-// Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where
-// Utils.abs maps Integer.MIN_VALUE to 0.
-func offsetsPartitionFor(group string, n int32) int32 {
-	h := javaStringHashCode(group)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
 }

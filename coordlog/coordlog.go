@@ -1,0 +1,20 @@
+// Package coordlog is the machinery shared by coordinators whose state is a
+// materialized view of a partition of an internal, replicated topic:
+// __consumer_offsets (package offsets) and, later, __transaction_state. It
+// follows Kafka's coordinator-common runtime (CoordinatorRuntime,
+// CoordinatorLoader): one loader, one replay loop, several state machines.
+//
+//   - Partitions tracks which partitions of the topic this broker leads and
+//     whether each is loaded. Becoming leader starts a load (retried with a
+//     backoff until it succeeds, leadership moves on, or Close); losing
+//     leadership unloads at once. Each transition takes a new generation,
+//     so a load that lost its leadership while it ran never marks the
+//     partition loaded.
+//   - Replay reads a partition from its log start to a given end and hands
+//     each record of every non-control batch to the state machine.
+//   - Append writes a coordinator's records with acks=all and returns once
+//     the in-sync replicas have them: state is applied only after that.
+//
+// What a record means, and where the replayed state goes, is the state
+// machine's business; this package never decodes a key or a value.
+package coordlog

@@ -1,0 +1,162 @@
+package coordlog
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// DefaultRetryBackoff is the pause between two attempts of a failed load.
+const DefaultRetryBackoff = time.Second
+
+// Options configures New.
+type Options struct {
+	// Topic names the internal topic in log lines.
+	Topic string
+	// Load builds the state of partition i from its log (Replay) and
+	// installs it. It runs on a goroutine of its own and is retried after
+	// RetryBackoff until it returns nil, this broker stops leading i, or
+	// Close is called. A running load is not interrupted: it may finish
+	// after i was unloaded (Unload has then already run; i is not marked
+	// loaded) or overlap the load of a later leadership of i. Required.
+	Load func(i int32) error
+	// Unload drops the state of partition i. OnRole calls it synchronously
+	// after ownership of i ended, without holding any lock. Required.
+	Unload func(i int32)
+	// RetryBackoff is the pause between load attempts. 0:
+	// DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// Logger: nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Partitions tracks the partitions of one internal topic that this broker
+// leads and runs their loads. Create it with New. Safe for concurrent use.
+type Partitions struct {
+	opts Options
+	stop chan struct{} // closed by Close: load retries stop
+	wg   sync.WaitGroup
+
+	mu sync.Mutex
+	// parts holds the partitions this broker leads: loading until their
+	// load succeeds. gen grows with every transition (OnRole that changes
+	// the role), and parts[i].gen is the gen of the transition that made
+	// this broker i's leader; a load carries that gen and marks i loaded
+	// only if parts[i].gen still equals it.
+	parts  map[int32]*part
+	gen    uint64
+	closed bool
+}
+
+type part struct {
+	loading bool
+	gen     uint64
+}
+
+// New returns a Partitions that owns nothing.
+func New(opts Options) *Partitions {
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = DefaultRetryBackoff
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Partitions{opts: opts, stop: make(chan struct{}), parts: map[int32]*part{}}
+}
+
+// State reports whether this broker leads partition i (owned) and, if so,
+// whether its load is still running (loading). It is cheap: coordinators
+// call it on every request.
+func (ps *Partitions) State(i int32) (owned, loading bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.parts[i]
+	if p == nil {
+		return false, false
+	}
+	return true, p.loading
+}
+
+// OnRole is called after this broker's role for partition i changed or was
+// restated (LeaderAndIsr). Becoming leader starts a load; becoming a
+// follower unloads at once, so no request is served from the state of a
+// partition led elsewhere. A restated role (a new epoch or ISR of the same
+// role) changes nothing. After Close, becoming leader marks i loading and
+// starts no load.
+func (ps *Partitions) OnRole(i int32, leader bool) {
+	ps.mu.Lock()
+	cur := ps.parts[i]
+	switch {
+	case !leader && cur == nil, leader && cur != nil:
+		ps.mu.Unlock()
+		return
+	case !leader:
+		delete(ps.parts, i)
+		ps.gen++
+		ps.mu.Unlock()
+		ps.opts.Unload(i)
+		ps.opts.Logger.Info("coordlog: unloaded partition", "topic", ps.opts.Topic, "partition", i)
+		return
+	}
+	ps.gen++
+	gen := ps.gen
+	ps.parts[i] = &part{loading: true, gen: gen}
+	if ps.closed {
+		ps.mu.Unlock()
+		return
+	}
+	ps.wg.Add(1)
+	ps.mu.Unlock()
+	go ps.load(i, gen)
+}
+
+// Close stops retrying loads and waits for the loads still running to
+// return. It is idempotent.
+func (ps *Partitions) Close() {
+	ps.mu.Lock()
+	if !ps.closed {
+		ps.closed = true
+		close(ps.stop)
+	}
+	ps.mu.Unlock()
+	ps.wg.Wait()
+}
+
+// load runs Load for partition i, leader since generation gen, until it
+// succeeds or is no longer wanted, and then marks i loaded if gen is still
+// current.
+func (ps *Partitions) load(i int32, gen uint64) {
+	defer ps.wg.Done()
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := ps.opts.Load(i)
+		if err == nil {
+			break
+		}
+		ps.opts.Logger.Warn("coordlog: load partition", "topic", ps.opts.Topic, "partition", i, "attempt", attempt, "err", err)
+		t := time.NewTimer(ps.opts.RetryBackoff)
+		select {
+		case <-ps.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !ps.current(i, gen) {
+			return
+		}
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p := ps.parts[i]; p != nil && p.gen == gen {
+		p.loading = false
+		ps.opts.Logger.Info("coordlog: loaded partition", "topic", ps.opts.Topic, "partition", i, "took", time.Since(start))
+	}
+}
+
+// current reports whether this broker still leads i since generation gen.
+func (ps *Partitions) current(i int32, gen uint64) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.parts[i]
+	return p != nil && p.gen == gen
+}
