@@ -111,6 +111,10 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
+	// limits bounds the client port: request memory and connection
+	// counts (connlimit.go); Serve initializes it.
+	limits connLimits
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -196,6 +200,7 @@ func (s *Server) advertised() (string, int32) {
 // Serve accepts connections on ln until ln is closed or Shutdown is called,
 // and returns nil in those cases. It closes ln before returning.
 func (s *Server) Serve(ln net.Listener) error {
+	s.limits.init(&s.cfg, s.log)
 	s.mu.Lock()
 	select {
 	case <-s.closing:
@@ -214,8 +219,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	}()
 	var backoff time.Duration
 	for {
+		// At max.connections, wait for one to close before accepting
+		// another (Kafka's acceptor blocks the same way).
+		if !s.limits.reserve(s.closing) {
+			return nil
+		}
 		nc, err := ln.Accept()
 		if err != nil {
+			s.limits.unreserve()
 			select {
 			case <-s.closing:
 				return nil
@@ -326,16 +337,27 @@ func (s *Server) ApplyRetention() error {
 	return first
 }
 
-// startConn registers and starts a connection; false when shutting down.
+// startConn registers and starts a connection, which holds the slot Serve
+// reserved for it; false when shutting down. A connection from an address
+// at its max.connections.per.ip is closed at once.
 func (s *Server) startConn(nc net.Conn) bool {
+	ip := remoteIP(nc)
+	if ok, max := s.limits.addIP(ip); !ok {
+		s.limits.unreserve()
+		s.log.Info("server: rejected connection: address already has the configured maximum of connections", "remote", nc.RemoteAddr().String(), "max.connections.per.ip", max)
+		nc.Close()
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
 	case <-s.closing:
+		s.limits.closed(ip)
 		return false
 	default:
 	}
 	c := newConn(s, nc)
+	c.ip = ip
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()
@@ -347,5 +369,6 @@ func (s *Server) connDone(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.limits.closed(c.ip)
 	s.connWG.Done()
 }
