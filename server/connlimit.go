@@ -41,7 +41,7 @@ type connLimits struct {
 // init reads the limits from cfg, once; Serve calls it before accepting.
 func (l *connLimits) init(cfg *config.Config, log *slog.Logger) {
 	l.once.Do(func() {
-		l.pool = newMemPool(cfg.QueuedMaxRequestBytes)
+		l.pool = newMemPool(cfg.QueuedMaxRequestBytes, int64(cfg.SocketRequestMaxBytes))
 		l.maxTotal = int(cfg.MaxConnections)
 		l.maxPerIP = int(cfg.MaxConnectionsPerIP)
 		l.perIP = map[netip.Addr]int{}

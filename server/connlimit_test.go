@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,17 +147,19 @@ func TestSlowFrameCutOff(t *testing.T) {
 // queued.max.request.bytes with a half-sent frame, another connection's
 // request waits (its reads are muted) until the first is cut off at
 // request.read.timeout.ms and its bytes return to the pool; then it is
-// answered.
+// answered. The waiter sends half a timeout after the hog, so that its own
+// timeout, which counts the wait, ends well after the hog's.
 func TestReadsWaitForRequestMemory(t *testing.T) {
 	b := brokertest.Start(t, "memory", func(c *configT) {
 		c.SocketRequestMaxBytes = 1 << 20
 		c.QueuedMaxRequestBytes = 64 << 10
-		c.RequestReadTimeout = 2 * time.Second
+		c.RequestReadTimeout = 3 * time.Second
 	})
 	hog := dialRaw(t, b.Addr())
 	// 64 KiB of a 1 MiB frame: buffers of 4+4+8+16+32 KiB, the whole pool.
 	hog.writeRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 64<<10)...))
 	waiter := dialRaw(t, b.Addr())
+	time.Sleep(1500 * time.Millisecond)
 	corr := expectNoAnswer(t, waiter, 500*time.Millisecond)
 	hog.expectClosed()
 	resp := kmsg.NewPtrApiVersionsResponse()
@@ -164,3 +168,37 @@ func TestReadsWaitForRequestMemory(t *testing.T) {
 	ping(t, waiter)
 }
 
+// TestSmallRequestsServedWhilePoolFull: with the pool outside its reserve
+// held by a half-sent large frame, a small request is still answered at
+// once (from the reserve), while a larger one waits for the hog to go.
+func TestSmallRequestsServedWhilePoolFull(t *testing.T) {
+	b := brokertest.Start(t, "memory", func(c *configT) {
+		c.SocketRequestMaxBytes = 1 << 20
+		c.QueuedMaxRequestBytes = 1<<20 + 128<<10 // reserve: 128 KiB
+		c.RequestReadTimeout = 3 * time.Second
+	})
+	hog := dialRaw(t, b.Addr())
+	// All but a byte of a 1 MiB frame: its buffer is the whole pool
+	// outside the reserve.
+	hog.writeRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 1<<20-1)...))
+	time.Sleep(200 * time.Millisecond) // let the broker read it
+	small := dialRaw(t, b.Addr())
+	ping(t, small)
+	large := dialRaw(t, b.Addr())
+	// A 100 KB Metadata request: too big for the reserve.
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(1)
+	for i := range 20 {
+		name := strings.Repeat("t", 5000) + strconv.Itoa(i)
+		req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: &name})
+	}
+	corr := large.send(req)
+	if b, err := large.readFrame(500 * time.Millisecond); err == nil {
+		t.Fatalf("large request answered (%d bytes) while the pool was full", len(b))
+	}
+	ping(t, small)
+	hog.expectClosed()
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(1)
+	large.recv(corr, resp)
+}

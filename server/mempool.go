@@ -22,6 +22,13 @@ import (
 // client holding memory with a half-sent frame is cut off and the bytes
 // return to the pool.
 //
+// A large frame trickled in by many connections can fill the pool for up
+// to request.read.timeout.ms. So that the small requests every client
+// keeps sending (heartbeats, fetches, offset commits, small produces) are
+// still read meanwhile, a reserve of the pool is kept for frames that fit
+// whole in their first buffer of at most smallFrameMax bytes: only they
+// may use it, without queueing behind the large ones.
+//
 // Bound: the process holds at most limit bytes of frames being read or
 // handled, plus the buffers idle in the class pools (which the GC trims),
 // plus a fixed cost per connection (the readBufferSize read buffer and the
@@ -35,11 +42,13 @@ var errPoolWait = errors.New("server: gave up waiting for request memory")
 // Waiters are served first come, first served, so a connection growing a
 // large frame is not starved by many small ones.
 type memPool struct {
-	limit int64 // <= 0: unbounded (counted, never waits)
+	limit   int64 // <= 0: unbounded (counted, never waits)
+	reserve int64 // of limit, for small frames only; 0 when unbounded
 
-	mu      sync.Mutex
-	used    int64         // bytes acquired and not released; <= limit when limit > 0
-	waiters []*poolWaiter // FIFO; REQUIRES mu
+	mu       sync.Mutex
+	used     int64         // bytes held, reserve included; <= limit when limit > 0
+	reserved int64         // bytes held from the reserve; <= reserve
+	waiters  []*poolWaiter // FIFO; REQUIRES mu
 }
 
 type poolWaiter struct {
@@ -48,13 +57,56 @@ type poolWaiter struct {
 	granted bool          // REQUIRES memPool.mu
 }
 
-func newMemPool(limit int64) *memPool { return &memPool{limit: limit} }
+// smallFrameMax is the largest frame that may use the pool's reserve: a
+// fetch or produce of a few batches, any heartbeat or commit.
+const smallFrameMax = 64 << 10
+
+// newMemPool returns a pool of limit bytes (<= 0: unbounded) that keeps
+// an eighth for small frames, less when that would leave no room for a
+// frame of maxFrame bytes (socket.request.max.bytes).
+func newMemPool(limit, maxFrame int64) *memPool {
+	p := &memPool{limit: limit}
+	if limit > 0 {
+		p.reserve = max(0, min(limit/8, limit-maxFrame))
+	}
+	return p
+}
+
+// acquireSmall takes n <= smallFrameMax bytes for a whole frame: from the
+// pool when nobody waits and they fit, else from the reserve, else it
+// waits like acquire. fromReserve tells release where they go back.
+func (p *memPool) acquireSmall(n int64, deadline time.Time, stop ...<-chan struct{}) (fromReserve bool, err error) {
+	p.mu.Lock()
+	if len(p.waiters) == 0 && p.fitsLocked(n) {
+		p.used += n
+		p.mu.Unlock()
+		return false, nil
+	}
+	if p.reserved+n <= p.reserve {
+		p.reserved += n
+		p.used += n
+		p.mu.Unlock()
+		return true, nil
+	}
+	p.mu.Unlock()
+	return false, p.acquire(n, deadline, stop...)
+}
+
+// releaseReserved gives back n bytes that acquireSmall took from the
+// reserve.
+func (p *memPool) releaseReserved(n int64) {
+	p.mu.Lock()
+	p.reserved -= n
+	p.mu.Unlock()
+	p.release(n)
+}
 
 // acquire takes n bytes, waiting while the pool has fewer free (and while
 // others wait before it). It returns errPoolWait, holding nothing, when
 // deadline passes (zero: none) or any of stop is closed first. n may
-// exceed the limit only for an unbounded pool; config validation keeps a
-// frame of socket.request.max.bytes within it.
+// exceed the limit less the reserve only for an unbounded pool; config
+// validation and newMemPool keep a frame of socket.request.max.bytes
+// within it.
 func (p *memPool) acquire(n int64, deadline time.Time, stop ...<-chan struct{}) error {
 	p.mu.Lock()
 	if len(p.waiters) == 0 && p.fitsLocked(n) {
@@ -135,8 +187,11 @@ func (p *memPool) wakeLocked() {
 	}
 }
 
-// fitsLocked: REQUIRES p.mu held.
-func (p *memPool) fitsLocked(n int64) bool { return p.limit <= 0 || p.used+n <= p.limit }
+// fitsLocked reports whether n more bytes fit outside the reserve.
+// REQUIRES: p.mu held.
+func (p *memPool) fitsLocked(n int64) bool {
+	return p.limit <= 0 || p.used-p.reserved+n <= p.limit-p.reserve
+}
 
 // inUse returns the bytes acquired and not released.
 func (p *memPool) inUse() int64 {
@@ -199,8 +254,9 @@ func putClassBuf(b *[]byte) {
 // frameBuf is one request frame being read: buf[:len] holds the bytes
 // read so far and cap(buf) bytes are charged to the pool.
 type frameBuf struct {
-	p       *[]byte // *p is the buffer; nil before the first grow
-	charged int64   // == cap(*p), acquired from the pool
+	p        *[]byte // *p is the buffer; nil before the first grow
+	charged  int64   // == cap(*p), acquired from the pool
+	reserved bool    // charged to the pool's reserve (a small frame)
 }
 
 // grow makes room for at least one more byte of an n-byte frame whose
@@ -218,7 +274,12 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 	if class >= 0 {
 		next = minFrameClass << class
 	}
-	if err := pool.acquire(int64(next-old), deadline, stop...); err != nil {
+	if old == 0 && next >= n && next <= smallFrameMax {
+		var err error
+		if f.reserved, err = pool.acquireSmall(int64(next), deadline, stop...); err != nil {
+			return nil, err
+		}
+	} else if err := pool.acquire(int64(next-old), deadline, stop...); err != nil {
 		return nil, err
 	}
 	f.charged += int64(next - old)
@@ -244,9 +305,13 @@ func (f *frameBuf) free(pool *memPool, keep bool) {
 	if f.p == nil {
 		return
 	}
-	pool.release(f.charged)
+	if f.reserved {
+		pool.releaseReserved(f.charged)
+	} else {
+		pool.release(f.charged)
+	}
 	if !keep {
 		putClassBuf(f.p)
 	}
-	f.p, f.charged = nil, 0
+	f.p, f.charged, f.reserved = nil, 0, false
 }

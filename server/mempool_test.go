@@ -14,7 +14,7 @@ import (
 // it (first come, first served), a release grants the head, and a waiter
 // giving up at its deadline or on stop holds nothing.
 func TestMemPoolWaitsInOrder(t *testing.T) {
-	p := newMemPool(100)
+	p := newMemPool(100, 100)
 	if err := p.acquire(60, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestMemPoolWaitsInOrder(t *testing.T) {
 // the bytes charged never exceed twice the bytes read plus minFrameClass,
 // and a want hint (the previous frame's size) is honoured up front.
 func TestFrameBufChargesAsBytesArrive(t *testing.T) {
-	p := newMemPool(-1)
+	p := newMemPool(-1, 0)
 	const n = 100 << 20
 	var f frameBuf
 	have := 0
@@ -136,7 +136,7 @@ func BenchmarkReadFrame(b *testing.B) {
 		b.Run(fmt.Sprintf("frame=%dKiB", size>>10), func(b *testing.B) {
 			fr := binary.BigEndian.AppendUint32(nil, uint32(size))
 			fr = append(fr, make([]byte, size)...)
-			c := &conn{pool: newMemPool(256 << 20), stopped: make(chan struct{}), done: make(chan struct{})}
+			c := &conn{pool: newMemPool(256<<20, 100<<20), stopped: make(chan struct{}), done: make(chan struct{})}
 			rd := bufio.NewReaderSize(&repeatReader{b: fr}, readBufferSize)
 			var sz [4]byte
 			last := 0
@@ -158,5 +158,41 @@ func BenchmarkReadFrame(b *testing.B) {
 				b.Fatalf("%d bytes still charged", c.pool.inUse())
 			}
 		})
+	}
+}
+
+// TestMemPoolReserve: the reserve (an eighth of the limit, less if a
+// frame of the largest size would not fit beside it) serves whole small
+// frames when the rest of the pool is taken, and nothing else.
+func TestMemPoolReserve(t *testing.T) {
+	for _, tc := range []struct{ limit, maxFrame, reserve int64 }{
+		{1000, 800, 125}, {1000, 950, 50}, {1000, 1000, 0}, {-1, 100, 0},
+	} {
+		if p := newMemPool(tc.limit, tc.maxFrame); p.reserve != tc.reserve {
+			t.Errorf("newMemPool(%d, %d): reserve %d, want %d", tc.limit, tc.maxFrame, p.reserve, tc.reserve)
+		}
+	}
+	p := newMemPool(1000, 800)
+	if err := p.acquire(875, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	soon := time.Now().Add(20 * time.Millisecond)
+	if err := p.acquire(1, soon); !errors.Is(err, errPoolWait) {
+		t.Fatalf("a large frame used the reserve: %v", err)
+	}
+	if res, err := p.acquireSmall(100, time.Time{}); err != nil || !res {
+		t.Fatalf("small frame with the pool full: reserve %v, err %v", res, err)
+	}
+	if _, err := p.acquireSmall(30, time.Now().Add(20*time.Millisecond)); !errors.Is(err, errPoolWait) {
+		t.Fatalf("small frame past the reserve: %v", err)
+	}
+	p.releaseReserved(100)
+	p.release(875)
+	if res, err := p.acquireSmall(100, time.Time{}); err != nil || res {
+		t.Fatalf("small frame with the pool free: reserve %v, err %v", res, err)
+	}
+	p.release(100)
+	if p.inUse() != 0 || p.reserved != 0 {
+		t.Fatalf("in use %d, reserved %d", p.inUse(), p.reserved)
 	}
 }
