@@ -21,8 +21,11 @@
 // that does not decode; an API key Sluice does not serve; a supported API at
 // a version outside our range (except ApiVersions, answered in the v0 format
 // with UNSUPPORTED_VERSION and our ranges, as KIP-511 requires); a panic in a
-// handler (recovered and logged); and connections.max.idle.ms without a
-// request. Kafka answers some unsupported versions with an error response;
+// handler (recovered and logged); connections.max.idle.ms without a
+// request; a request not read whole within request.read.timeout.ms of its
+// first byte; and, at accept, max.connections.per.ip (connlimit.go, which
+// also holds max.connections and the queued.max.request.bytes pool of
+// mempool.go). Kafka answers some unsupported versions with an error response;
 // Sluice closes the connection instead, which every client treats as a
 // retriable network error and which cannot be misparsed.
 //
