@@ -29,6 +29,12 @@ import (
 // whole in their first buffer of at most smallFrameMax bytes: only they
 // may use it, without queueing behind the large ones.
 //
+// A request's bytes return when its handler returns. For a Produce with
+// acks=all in cluster mode that is after replication (Partition.Append
+// waits for the high watermark), where Kafka releases the buffer after
+// the local append; the followers' fetches that the wait depends on are
+// small frames, which the reserve keeps readable.
+//
 // Bound: the process holds at most limit bytes of frames being read or
 // handled, plus the buffers idle in the class pools (which the GC trims),
 // plus a fixed cost per connection (the readBufferSize read buffer and the
