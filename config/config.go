@@ -45,6 +45,29 @@ type Config struct {
 	MessageTimestampBeforeMax     int64
 	MessageTimestampAfterMax      int64
 
+	// QueuedMaxRequestBytes bounds the bytes of request frames being read
+	// or waiting to be handled, broker-wide (queued.max.request.bytes); <= 0
+	// is unbounded. Kafka's default is -1; ours is 256 MiB: at least
+	// socket.request.max.bytes (Kafka's own rule, so that the largest frame
+	// allowed can always be read), several times what full produce
+	// throughput keeps in flight (1 GB/s for ~100 ms of handling is ~100 MB),
+	// and small enough that 10,000 slow or hostile connections cannot hold
+	// more, whatever sizes they announce.
+	QueuedMaxRequestBytes int64
+	// RequestReadTimeout bounds the time from a frame's first byte to its
+	// last (request.read.timeout.ms, Sluice's own key): a client that sends
+	// a size and then trickles the body is cut off.
+	RequestReadTimeout time.Duration
+	// MaxConnections bounds open client connections (max.connections): at
+	// the limit the broker stops accepting until one closes, as Kafka does.
+	MaxConnections int32
+	// MaxConnectionsPerIP bounds connections from one address
+	// (max.connections.per.ip); one over it is closed as it is accepted.
+	MaxConnectionsPerIP int32
+	// MaxConnectionsPerIPOverrides maps a host (IP or name) to its own
+	// limit (max.connections.per.ip.overrides, "host:count,...").
+	MaxConnectionsPerIPOverrides map[string]int32
+
 	ZooKeeperConnect           string        // zookeeper.connect; "" = single-node mode
 	ZooKeeperSessionTimeout    time.Duration // zookeeper.session.timeout.ms
 	MinInsyncReplicas          int           // min.insync.replicas
@@ -91,6 +114,10 @@ func Default() Config {
 		MessageTimestampType:       "CreateTime",
 		SocketRequestMaxBytes:      104857600,
 		ConnectionsMaxIdle:         10 * time.Minute,
+		QueuedMaxRequestBytes:      256 << 20, // Kafka: -1; see the field
+		RequestReadTimeout:         30 * time.Second,
+		MaxConnections:             math.MaxInt32,
+		MaxConnectionsPerIP:        math.MaxInt32,
 		ZooKeeperSessionTimeout:    18 * time.Second,
 		MinInsyncReplicas:          1,
 		ReplicaLagTimeMax:          30 * time.Second,

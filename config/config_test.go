@@ -168,3 +168,66 @@ func TestLeaderRebalanceKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionLimitKeys: defaults (Kafka's unbounded connection limits,
+// Sluice's bounded request memory and read timeout), overrides, and bad
+// values naming the key.
+func TestConnectionLimitKeys(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QueuedMaxRequestBytes != 256<<20 || c.RequestReadTimeout != 30*time.Second {
+		t.Errorf("defaults: queued.max.request.bytes %d request.read.timeout.ms %v", c.QueuedMaxRequestBytes, c.RequestReadTimeout)
+	}
+	if c.MaxConnections != math.MaxInt32 || c.MaxConnectionsPerIP != math.MaxInt32 || len(c.MaxConnectionsPerIPOverrides) != 0 {
+		t.Errorf("defaults: max.connections %d per ip %d overrides %v", c.MaxConnections, c.MaxConnectionsPerIP, c.MaxConnectionsPerIPOverrides)
+	}
+	c, err = Load("", []string{
+		"queued.max.request.bytes=209715200", "request.read.timeout.ms=1500",
+		"max.connections=100", "max.connections.per.ip=0",
+		"max.connections.per.ip.overrides=hostName:100, 127.0.0.1:200,::1:3",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QueuedMaxRequestBytes != 200<<20 || c.RequestReadTimeout != 1500*time.Millisecond || c.MaxConnections != 100 || c.MaxConnectionsPerIP != 0 {
+		t.Errorf("overrides: %d %v %d %d", c.QueuedMaxRequestBytes, c.RequestReadTimeout, c.MaxConnections, c.MaxConnectionsPerIP)
+	}
+	want := map[string]int32{"hostName": 100, "127.0.0.1": 200, "::1": 3}
+	if len(c.MaxConnectionsPerIPOverrides) != len(want) {
+		t.Errorf("overrides map %v", c.MaxConnectionsPerIPOverrides)
+	}
+	for h, n := range want {
+		if c.MaxConnectionsPerIPOverrides[h] != n {
+			t.Errorf("override %s = %d, want %d", h, c.MaxConnectionsPerIPOverrides[h], n)
+		}
+	}
+	for _, v := range []string{"-1", "0"} { // Kafka's "unbounded"
+		if c, err = Load("", []string{"queued.max.request.bytes=" + v}); err != nil || c.QueuedMaxRequestBytes != -1 {
+			t.Errorf("queued.max.request.bytes=%s: %d %v", v, c.QueuedMaxRequestBytes, err)
+		}
+	}
+	for _, tc := range []struct {
+		key  string
+		sets []string
+	}{
+		{"queued.max.request.bytes", []string{"queued.max.request.bytes=lots"}},
+		{"queued.max.request.bytes", []string{"queued.max.request.bytes=1048576"}}, // below socket.request.max.bytes
+		{"queued.max.request.bytes", []string{"socket.request.max.bytes=536870912"}},
+		{"request.read.timeout.ms", []string{"request.read.timeout.ms=0"}},
+		{"max.connections", []string{"max.connections=-1"}},
+		{"max.connections.per.ip", []string{"max.connections.per.ip=-5"}},
+		{"max.connections.per.ip", []string{"max.connections.per.ip=0"}}, // 0 needs overrides
+		{"max.connections.per.ip.overrides", []string{"max.connections.per.ip.overrides=hostName"}},
+		{"max.connections.per.ip.overrides", []string{"max.connections.per.ip.overrides=hostName:many"}},
+		{"max.connections.per.ip.overrides", []string{"max.connections.per.ip.overrides=:5"}},
+	} {
+		t.Run(strings.Join(tc.sets, " "), func(t *testing.T) {
+			_, err := Load("", tc.sets)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("error %v does not name %q", err, tc.key)
+			}
+		})
+	}
+}

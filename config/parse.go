@@ -308,6 +308,19 @@ func (s *setter) set(key, v string) error {
 		c.SocketRequestMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
 	case "connections.max.idle.ms":
 		c.ConnectionsMaxIdle, err = parseDuration(key, v, time.Millisecond, 1)
+	case "queued.max.request.bytes":
+		c.QueuedMaxRequestBytes, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
+		if c.QueuedMaxRequestBytes <= 0 {
+			c.QueuedMaxRequestBytes = -1 // Kafka: any value <= 0 is unbounded
+		}
+	case "request.read.timeout.ms":
+		c.RequestReadTimeout, err = parseDuration(key, v, time.Millisecond, 1)
+	case "max.connections":
+		c.MaxConnections, err = parseInt32(key, v, 0, math.MaxInt32)
+	case "max.connections.per.ip":
+		c.MaxConnectionsPerIP, err = parseInt32(key, v, 0, math.MaxInt32)
+	case "max.connections.per.ip.overrides":
+		c.MaxConnectionsPerIPOverrides, err = parseHostCounts(key, v)
 	case "zookeeper.connect":
 		c.ZooKeeperConnect = v
 	case "zookeeper.session.timeout.ms":
@@ -404,6 +417,29 @@ func parseDuration(key, v string, unit time.Duration, min int64) (time.Duration,
 	return time.Duration(n) * unit, nil
 }
 
+// parseHostCounts reads Kafka's "host:count,host:count" map. The host is
+// an IP address or a name; the count follows the last colon, so IPv6
+// addresses need no brackets ("::1:5").
+func parseHostCounts(key, v string) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, e := range splitList(v) {
+		i := strings.LastIndexByte(e, ':')
+		if i <= 0 {
+			return nil, keyError(key, "%q: want host:count", e)
+		}
+		host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(e[:i]), "["), "]")
+		n, err := parseInt32(key, e[i+1:], 0, math.MaxInt32)
+		if err != nil {
+			return nil, err
+		}
+		if host == "" {
+			return nil, keyError(key, "%q: empty host", e)
+		}
+		out[host] = n
+	}
+	return out, nil
+}
+
 func splitList(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -464,6 +500,14 @@ func (c *Config) Validate() error {
 	}
 	if int(c.MessageMaxBytes) > int(c.SocketRequestMaxBytes) {
 		return keyError("message.max.bytes", "%d exceeds socket.request.max.bytes %d", c.MessageMaxBytes, c.SocketRequestMaxBytes)
+	}
+	if c.QueuedMaxRequestBytes > 0 && c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes) {
+		// Kafka's rule: a frame of the largest size allowed must fit, or
+		// it could never be read.
+		return keyError("queued.max.request.bytes", "%d is below socket.request.max.bytes %d", c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes)
+	}
+	if c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0 {
+		return keyError("max.connections.per.ip", "0 is allowed only with max.connections.per.ip.overrides")
 	}
 	if len(c.AdvertisedListeners) > 0 {
 		for _, l := range c.AdvertisedListeners {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -49,55 +50,29 @@ type request struct {
 	// closeErr, when set, is why the connection must close once the
 	// responses to earlier requests are written.
 	closeErr error
-	// frame, when set, is the pooled buffer kreq was decoded from, returned
-	// to framePool once the request has been handled (see recyclable).
-	frame *[]byte
-}
-
-// framePool holds request frame buffers of up to maxPooledFrame bytes.
-// Produce frames are the bulk of a broker's input (about 1 MB each with
-// franz-go's defaults); allocating each one afresh cost a zeroed 1 MB
-// allocation per request and the GC cycles that follow, about a quarter of
-// the broker's CPU per GB produced (BENCHMARKS.md, profile notes).
-var framePool sync.Pool // of *[]byte
-
-// maxPooledFrame bounds the buffers kept in framePool, so one huge request
-// (up to socket.request.max.bytes) is not kept alive by the pool.
-const maxPooledFrame = 8 << 20
-
-// getFrame returns a buffer of length n, pooled when n is small enough.
-func getFrame(n int) *[]byte {
-	if n <= maxPooledFrame {
-		if b, ok := framePool.Get().(*[]byte); ok {
-			if cap(*b) >= n {
-				*b = (*b)[:n]
-				return b
-			}
-			framePool.Put(b)
-		}
-	}
-	b := make([]byte, n)
-	return &b
+	// frame is the buffer kreq was decoded from, charged to the server's
+	// request memory pool until the request has been handled (putFrame).
+	frame frameBuf
+	pool  *memPool // nil when frame is empty
 }
 
 // recyclable reports whether a request of this key is done with its frame
-// when its handler returns, so the frame may go back to framePool. Only
-// Produce qualifies: replication.Partition.Append does not retain the
+// when its handler returns, so the frame may go back to its class pool.
+// Only Produce qualifies: replication.Partition.Append does not retain the
 // batches after it returns and handleProduce waits for every partition,
 // and kmsg copies strings out of the frame. Other handlers may keep
 // []byte fields of their request (group metadata, assignments), so their
-// frames are left to the GC.
+// frames are left to the GC. Either way the frame's bytes go back to the
+// memory pool: what a handler keeps is bounded by that handler's state.
 func recyclable(key int16) bool { return key == apiKeyProduce }
 
-// putFrame returns a handled request's frame to the pool.
+// putFrame releases a handled request's frame; the handler is done with
+// it (for Produce, the append has finished: record slices point into it).
 func (r *request) putFrame() {
-	if r.frame == nil {
-		return
+	if r.pool != nil {
+		r.frame.free(r.pool, !recyclable(r.key))
+		r.pool = nil
 	}
-	if recyclable(r.key) && cap(*r.frame) <= maxPooledFrame {
-		framePool.Put(r.frame)
-	}
-	r.frame = nil
 }
 
 // response is what the handler hands the writer, in request order.
@@ -120,6 +95,8 @@ type response struct {
 type conn struct {
 	s    *Server
 	nc   net.Conn
+	ip   netip.Addr // the peer's address, counted in s.limits
+	pool *memPool   // request memory, s.limits.pool
 	log  *slog.Logger
 	reqs chan *request  // reader -> handler; closed by the reader
 	resp chan *response // handler -> writer; closed by the handler
@@ -142,6 +119,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		cancel:  cancel,
 		s:       s,
 		nc:      nc,
+		pool:    s.limits.pool,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		reqs:    make(chan *request, maxQueuedRequests),
 		resp:    make(chan *response, maxQueuedResponses),
@@ -170,10 +148,15 @@ func (c *conn) stopReading() {
 // readBufferSize is the read buffer of a connection, held for its life:
 // 4 KiB holds the requests that come often and small (fetches, heartbeats,
 // offset commits, a produce of one small batch) while 10,000 idle
-// connections cost 40 MiB, not 160.
+// connections cost 40 MiB, not 160. It is not charged to the request
+// memory pool: it is part of a connection's fixed cost.
 const readBufferSize = 4 << 10
 
 // readLoop reads frames until EOF, an error, a bad frame or shutdown.
+//
+// Deadlines: waiting for a frame's first byte is bounded by
+// connections.max.idle.ms; from that byte to the frame's last, waits for
+// request memory included, by request.read.timeout.ms.
 func (c *conn) readLoop() {
 	defer close(c.reqs)
 	defer c.cancel()
@@ -183,6 +166,7 @@ func (c *conn) readLoop() {
 	// reads bigger than its buffer when it is empty).
 	rd := bufio.NewReaderSize(c.nc, readBufferSize)
 	var size [4]byte
+	last := 0 // the previous frame's size: the first buffer of the next
 	for {
 		if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(idle))
@@ -192,8 +176,17 @@ func (c *conn) readLoop() {
 			return
 		default:
 		}
+		if _, err := rd.Peek(1); err != nil {
+			c.logReadErr(err, false)
+			return
+		}
+		var deadline time.Time
+		if t := c.s.cfg.RequestReadTimeout; t > 0 {
+			deadline = time.Now().Add(t)
+			c.nc.SetReadDeadline(deadline)
+		}
 		if _, err := io.ReadFull(rd, size[:]); err != nil {
-			c.logReadErr(err)
+			c.logReadErr(err, true)
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
@@ -201,20 +194,23 @@ func (c *conn) readLoop() {
 			c.log.Warn("server: closing connection: bad request size", "size", n, "socket.request.max.bytes", c.s.cfg.SocketRequestMaxBytes)
 			return
 		}
-		frame := getFrame(int(n))
-		body := *frame
-		if _, err := io.ReadFull(rd, body); err != nil {
-			c.logReadErr(err)
+		var frame frameBuf
+		body, err := c.readBody(rd, &frame, int(n), last, deadline)
+		if err != nil {
+			frame.free(c.pool, false)
+			c.logReadErr(err, true)
 			return
 		}
+		last = int(n)
 		r := c.s.decodeRequest(body)
-		r.frame = frame
+		r.frame, r.pool = frame, c.pool
 		if r.closeErr != nil {
 			c.log.Warn("server: closing connection", "err", r.closeErr)
 		}
 		select {
 		case c.reqs <- r:
 		case <-c.done:
+			r.putFrame()
 			return
 		}
 		if r.closeErr != nil {
@@ -223,15 +219,47 @@ func (c *conn) readLoop() {
 	}
 }
 
-func (c *conn) logReadErr(err error) {
-	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-	case errors.Is(err, os.ErrDeadlineExceeded):
+// readBody reads an n-byte frame body into f, growing f as the bytes
+// arrive (see memPool): the size prefix alone costs a connection at most
+// max(minFrameClass, want) bytes, want being the size of its previous
+// frame, which it has shown it can send. On error f may hold bytes; the
+// caller frees it.
+func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, n, want int, deadline time.Time) ([]byte, error) {
+	have := 0
+	for {
+		buf, err := f.grow(c.pool, n, have, want, deadline, c.stopped, c.done)
+		if err != nil {
+			return nil, err
+		}
+		m, err := io.ReadFull(rd, buf[have:])
+		have += m
+		if err != nil {
+			return nil, err
+		}
+		if have == n {
+			return buf, nil
+		}
+	}
+}
+
+func (c *conn) logReadErr(err error, midFrame bool) {
+	stopping := func() bool {
 		select {
 		case <-c.stopped:
+			return true
+		case <-c.done:
+			return true
 		default:
-			c.log.Info("server: closing idle connection", "connections.max.idle.ms", c.s.cfg.ConnectionsMaxIdle.Milliseconds())
+			return false
 		}
+	}
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case stopping():
+	case midFrame && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errPoolWait)):
+		c.log.Info("server: closing connection: request not read in time", "request.read.timeout.ms", c.s.cfg.RequestReadTimeout.Milliseconds())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Info("server: closing idle connection", "connections.max.idle.ms", c.s.cfg.ConnectionsMaxIdle.Milliseconds())
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		c.log.Info("server: connection closed mid-frame")
 	default:

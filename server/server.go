@@ -21,8 +21,11 @@
 // that does not decode; an API key Sluice does not serve; a supported API at
 // a version outside our range (except ApiVersions, answered in the v0 format
 // with UNSUPPORTED_VERSION and our ranges, as KIP-511 requires); a panic in a
-// handler (recovered and logged); and connections.max.idle.ms without a
-// request. Kafka answers some unsupported versions with an error response;
+// handler (recovered and logged); connections.max.idle.ms without a
+// request; a request not read whole within request.read.timeout.ms of its
+// first byte; and, at accept, max.connections.per.ip (connlimit.go, which
+// also holds max.connections and the queued.max.request.bytes pool of
+// mempool.go). Kafka answers some unsupported versions with an error response;
 // Sluice closes the connection instead, which every client treats as a
 // retriable network error and which cannot be misparsed.
 //
@@ -122,6 +125,10 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
+	// limits bounds the client port: request memory and connection
+	// counts (connlimit.go); Serve initializes it.
+	limits connLimits
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -203,6 +210,7 @@ func (s *Server) self() cluster.Broker {
 // Serve accepts connections on ln until ln is closed or Shutdown is called,
 // and returns nil in those cases. It closes ln before returning.
 func (s *Server) Serve(ln net.Listener) error {
+	s.limits.init(&s.cfg, s.log)
 	s.mu.Lock()
 	select {
 	case <-s.closing:
@@ -221,8 +229,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	}()
 	var backoff time.Duration
 	for {
+		// At max.connections, wait for one to close before accepting
+		// another (Kafka's acceptor blocks the same way).
+		if !s.limits.reserve(s.closing) {
+			return nil
+		}
 		nc, err := ln.Accept()
 		if err != nil {
+			s.limits.unreserve()
 			select {
 			case <-s.closing:
 				return nil
@@ -331,16 +345,27 @@ func (s *Server) ApplyRetention() error {
 	return first
 }
 
-// startConn registers and starts a connection; false when shutting down.
+// startConn registers and starts a connection, which holds the slot Serve
+// reserved for it; false when shutting down. A connection from an address
+// at its max.connections.per.ip is closed at once.
 func (s *Server) startConn(nc net.Conn) bool {
+	ip := remoteIP(nc)
+	if ok, max := s.limits.addIP(ip); !ok {
+		s.limits.unreserve()
+		s.log.Info("server: rejected connection: address already has the configured maximum of connections", "remote", nc.RemoteAddr().String(), "max.connections.per.ip", max)
+		nc.Close()
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
 	case <-s.closing:
+		s.limits.closed(ip)
 		return false
 	default:
 	}
 	c := newConn(s, nc)
+	c.ip = ip
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()
@@ -352,5 +377,6 @@ func (s *Server) connDone(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.limits.closed(c.ip)
 	s.connWG.Done()
 }

@@ -1,0 +1,323 @@
+package server
+
+import (
+	"errors"
+	"math/bits"
+	"sync"
+	"time"
+)
+
+// Request memory: queued.max.request.bytes.
+//
+// Every byte of a request frame that a connection reads is first acquired
+// from one broker-wide memPool and given back when the request has been
+// handled (request.putFrame), or when the connection gives up on the frame.
+// This is Kafka's MemoryPool (KIP-72) with one difference: Kafka allocates
+// the whole frame from its size prefix, so one client announcing 100 MiB
+// holds 100 MiB; here a frame's buffer grows as its bytes arrive
+// (frameBuf.grow), so a connection holds at most about twice what it has
+// actually sent, plus minFrameClass. A connection that cannot get memory
+// waits and reads nothing meanwhile (Kafka mutes the channel); the wait
+// counts against request.read.timeout.ms like the read itself, so a
+// client holding memory with a half-sent frame is cut off and the bytes
+// return to the pool.
+//
+// A large frame trickled in by many connections can fill the pool for up
+// to request.read.timeout.ms. So that the small requests every client
+// keeps sending (heartbeats, fetches, offset commits, small produces) are
+// still read meanwhile, a reserve of the pool is kept for frames that fit
+// whole in their first buffer of at most smallFrameMax bytes: only they
+// may use it, without queueing behind the large ones.
+//
+// A request's bytes return when its handler returns. For a Produce with
+// acks=all in cluster mode that is after replication (Partition.Append
+// waits for the high watermark), where Kafka releases the buffer after
+// the local append; the followers' fetches that the wait depends on are
+// small frames, which the reserve keeps readable.
+//
+// Bound: the process holds at most limit bytes of frames being read or
+// handled, plus the buffers idle in the class pools (which the GC trims),
+// plus a fixed cost per connection (the readBufferSize read buffer and the
+// goroutine stacks), which max.connections bounds.
+
+// errPoolWait is why a connection stopped waiting for request memory; the
+// caller knows which (deadline, shutdown, connection closed).
+var errPoolWait = errors.New("server: gave up waiting for request memory")
+
+// memPool counts request bytes against a limit. Safe for concurrent use.
+// Waiters are served first come, first served, so a connection growing a
+// large frame is not starved by many small ones.
+type memPool struct {
+	limit   int64 // <= 0: unbounded (counted, never waits)
+	reserve int64 // of limit, for small frames only; 0 when unbounded
+
+	mu       sync.Mutex
+	used     int64         // bytes held, reserve included; <= limit when limit > 0
+	reserved int64         // bytes held from the reserve; <= reserve
+	waiters  []*poolWaiter // FIFO; REQUIRES mu
+}
+
+type poolWaiter struct {
+	n       int64
+	ready   chan struct{} // closed once the bytes are granted
+	granted bool          // REQUIRES memPool.mu
+}
+
+// smallFrameMax is the largest frame that may use the pool's reserve: a
+// fetch or produce of a few batches, any heartbeat or commit.
+const smallFrameMax = 64 << 10
+
+// newMemPool returns a pool of limit bytes (<= 0: unbounded) that keeps
+// an eighth for small frames, less when that would leave no room for a
+// frame of maxFrame bytes (socket.request.max.bytes).
+func newMemPool(limit, maxFrame int64) *memPool {
+	p := &memPool{limit: limit}
+	if limit > 0 {
+		p.reserve = max(0, min(limit/8, limit-maxFrame))
+	}
+	return p
+}
+
+// acquireSmall takes n <= smallFrameMax bytes for a whole frame: from the
+// pool when nobody waits and they fit, else from the reserve, else it
+// waits like acquire. fromReserve tells release where they go back.
+func (p *memPool) acquireSmall(n int64, deadline time.Time, stop ...<-chan struct{}) (fromReserve bool, err error) {
+	p.mu.Lock()
+	if len(p.waiters) == 0 && p.fitsLocked(n) {
+		p.used += n
+		p.mu.Unlock()
+		return false, nil
+	}
+	if p.reserved+n <= p.reserve {
+		p.reserved += n
+		p.used += n
+		p.mu.Unlock()
+		return true, nil
+	}
+	p.mu.Unlock()
+	return false, p.acquire(n, deadline, stop...)
+}
+
+// releaseReserved gives back n bytes that acquireSmall took from the
+// reserve.
+func (p *memPool) releaseReserved(n int64) {
+	p.mu.Lock()
+	p.reserved -= n
+	p.mu.Unlock()
+	p.release(n)
+}
+
+// acquire takes n bytes, waiting while the pool has fewer free (and while
+// others wait before it). It returns errPoolWait, holding nothing, when
+// deadline passes (zero: none) or any of stop is closed first. n may
+// exceed the limit less the reserve only for an unbounded pool; config
+// validation and newMemPool keep a frame of socket.request.max.bytes
+// within it.
+func (p *memPool) acquire(n int64, deadline time.Time, stop ...<-chan struct{}) error {
+	p.mu.Lock()
+	if len(p.waiters) == 0 && p.fitsLocked(n) {
+		p.used += n
+		p.mu.Unlock()
+		return nil
+	}
+	w := &poolWaiter{n: n, ready: make(chan struct{})}
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	var s0, s1 <-chan struct{}
+	if len(stop) > 0 {
+		s0 = stop[0]
+	}
+	if len(stop) > 1 {
+		s1 = stop[1]
+	}
+	select {
+	case <-w.ready:
+		return nil
+	case <-timeout:
+	case <-s0:
+	case <-s1:
+	}
+	p.mu.Lock()
+	if w.granted { // granted while we were giving up
+		p.mu.Unlock()
+		p.release(n)
+		return errPoolWait
+	}
+	for i, x := range p.waiters {
+		if x == w {
+			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			break
+		}
+	}
+	p.wakeLocked() // the head may have changed
+	p.mu.Unlock()
+	return errPoolWait
+}
+
+// release gives back n bytes acquired earlier and wakes the waiters that
+// now fit, in order.
+func (p *memPool) release(n int64) {
+	if n == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.used -= n
+	if p.used < 0 {
+		p.mu.Unlock()
+		panic("server: request memory released twice")
+	}
+	p.wakeLocked()
+	p.mu.Unlock()
+}
+
+// wakeLocked grants bytes to waiters from the head while they fit.
+// REQUIRES: p.mu held.
+func (p *memPool) wakeLocked() {
+	for len(p.waiters) > 0 && p.fitsLocked(p.waiters[0].n) {
+		w := p.waiters[0]
+		p.waiters[0] = nil
+		p.waiters = p.waiters[1:]
+		p.used += w.n
+		w.granted = true
+		close(w.ready)
+	}
+	if len(p.waiters) == 0 {
+		p.waiters = nil // let a long queue's backing array go
+	}
+}
+
+// fitsLocked reports whether n more bytes fit outside the reserve.
+// REQUIRES: p.mu held.
+func (p *memPool) fitsLocked(n int64) bool {
+	return p.limit <= 0 || p.used-p.reserved+n <= p.limit-p.reserve
+}
+
+// inUse returns the bytes acquired and not released.
+func (p *memPool) inUse() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used
+}
+
+// Frame buffers come in power-of-two classes from minFrameClass to
+// maxPooledFrame, each class with its own sync.Pool, so a buffer's
+// capacity is exactly what its connection acquired from the memPool and a
+// pooled buffer never holds more than it was charged for. Larger frames
+// (up to socket.request.max.bytes) grow by doubling too but are neither
+// rounded nor pooled.
+const (
+	minFrameClass  = 4 << 10 // holds the small requests that come often
+	maxPooledFrame = 8 << 20 // larger buffers are left to the GC
+	numFrameClass  = 12      // 4 KiB << 11 = 8 MiB
+)
+
+// framePools[i] holds *[]byte of capacity minFrameClass<<i. Produce frames
+// are the bulk of a broker's input (about 1 MB each with franz-go's
+// defaults); allocating each one afresh cost a zeroed 1 MB allocation per
+// request and the GC cycles that follow, about a quarter of the broker's
+// CPU per GB produced (BENCHMARKS.md, profile notes).
+var framePools [numFrameClass]sync.Pool
+
+// frameClass returns the class of the smallest pooled capacity >= n, or -1
+// when n is above maxPooledFrame.
+func frameClass(n int) int {
+	if n > maxPooledFrame {
+		return -1
+	}
+	if n <= minFrameClass {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - bits.Len(uint(minFrameClass-1))
+}
+
+// getClassBuf returns a buffer of capacity minFrameClass<<class.
+func getClassBuf(class int) *[]byte {
+	if b, ok := framePools[class].Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, minFrameClass<<class)
+	return &b
+}
+
+// putClassBuf returns b to its class pool; buffers of other capacities
+// (unpooled large frames) are dropped for the GC.
+func putClassBuf(b *[]byte) {
+	c := frameClass(cap(*b))
+	if c < 0 || minFrameClass<<c != cap(*b) {
+		return
+	}
+	*b = (*b)[:cap(*b)]
+	framePools[c].Put(b)
+}
+
+// frameBuf is one request frame being read: buf[:len] holds the bytes
+// read so far and cap(buf) bytes are charged to the pool.
+type frameBuf struct {
+	p        *[]byte // *p is the buffer; nil before the first grow
+	charged  int64   // == cap(*p), acquired from the pool
+	reserved bool    // charged to the pool's reserve (a small frame)
+}
+
+// grow makes room for at least one more byte of an n-byte frame whose
+// first have bytes are read, with want as a hint for the capacity (the
+// connection's previous frame size), acquiring the new capacity from pool
+// first. It returns the buffer to read into next (len == min(n, cap)).
+func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, stop ...<-chan struct{}) ([]byte, error) {
+	old := 0
+	if f.p != nil {
+		old = cap(*f.p)
+	}
+	next := max(2*old, minFrameClass, min(want, maxPooledFrame))
+	next = min(next, n)
+	class := frameClass(next)
+	if class >= 0 {
+		next = minFrameClass << class
+	}
+	if old == 0 && next >= n && next <= smallFrameMax {
+		var err error
+		if f.reserved, err = pool.acquireSmall(int64(next), deadline, stop...); err != nil {
+			return nil, err
+		}
+	} else if err := pool.acquire(int64(next-old), deadline, stop...); err != nil {
+		return nil, err
+	}
+	f.charged += int64(next - old)
+	var nb *[]byte
+	if class >= 0 {
+		nb = getClassBuf(class)
+	} else {
+		b := make([]byte, next)
+		nb = &b
+	}
+	if f.p != nil {
+		copy(*nb, (*f.p)[:have])
+		putClassBuf(f.p)
+	}
+	f.p = nb
+	return (*nb)[:min(n, next)], nil
+}
+
+// free gives the buffer and its charge back. keep: the caller may still
+// reference the bytes (a request whose handler may retain them), so the
+// buffer is left to the GC instead of the class pool.
+func (f *frameBuf) free(pool *memPool, keep bool) {
+	if f.p == nil {
+		return
+	}
+	if f.reserved {
+		pool.releaseReserved(f.charged)
+	} else {
+		pool.release(f.charged)
+	}
+	if !keep {
+		putClassBuf(f.p)
+	}
+	f.p, f.charged, f.reserved = nil, 0, false
+}

@@ -1,0 +1,203 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+)
+
+// TestMemPoolWaitsInOrder: a waiter that does not fit blocks those behind
+// it (first come, first served), a release grants the head, and a waiter
+// giving up at its deadline or on stop holds nothing.
+func TestMemPoolWaitsInOrder(t *testing.T) {
+	p := newMemPool(100, 100)
+	if err := p.acquire(60, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int, 2)
+	for i, n := range []int64{50, 10} {
+		go func() {
+			if err := p.acquire(n, time.Time{}); err != nil {
+				t.Error(err)
+			}
+			order <- i
+		}()
+		// Queue them in this order: wait until the waiter is in the queue.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			p.mu.Lock()
+			queued := len(p.waiters)
+			p.mu.Unlock()
+			if queued == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiter %d never queued", i)
+			}
+		}
+	}
+	select {
+	case i := <-order:
+		t.Fatalf("waiter %d granted while 60 of 100 were held and 50 waited first", i)
+	default:
+	}
+	p.release(10) // 50 free: the head fits, and then nothing else does
+	if i := <-order; i != 0 {
+		t.Fatalf("waiter %d granted first, want 0", i)
+	}
+	p.release(10)
+	if i := <-order; i != 1 {
+		t.Fatalf("waiter %d granted second, want 1", i)
+	}
+	if got := p.inUse(); got != 100 {
+		t.Fatalf("in use %d, want 100", got)
+	}
+	p.release(40)
+
+	if err := p.acquire(41, time.Now().Add(20*time.Millisecond)); !errors.Is(err, errPoolWait) {
+		t.Fatalf("acquire past the limit: %v, want errPoolWait at the deadline", err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if err := p.acquire(41, time.Time{}, nil, stop); !errors.Is(err, errPoolWait) {
+		t.Fatalf("acquire with stop closed: %v", err)
+	}
+	if got := p.inUse(); got != 60 {
+		t.Fatalf("in use %d after giving up, want 60", got)
+	}
+	p.release(60)
+	if got := p.inUse(); got != 0 {
+		t.Fatalf("in use %d, want 0", got)
+	}
+}
+
+// TestFrameBufChargesAsBytesArrive: reading a frame announced as 100 MiB,
+// the bytes charged never exceed twice the bytes read plus minFrameClass,
+// and a want hint (the previous frame's size) is honoured up front.
+func TestFrameBufChargesAsBytesArrive(t *testing.T) {
+	p := newMemPool(-1, 0)
+	const n = 100 << 20
+	var f frameBuf
+	have := 0
+	for have < 64<<20 {
+		buf, err := f.grow(p, n, have, 0, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.charged != int64(cap(*f.p)) || p.inUse() != f.charged {
+			t.Fatalf("charged %d, cap %d, pool %d", f.charged, cap(*f.p), p.inUse())
+		}
+		if lim := int64(2*have + minFrameClass); f.charged > lim {
+			t.Fatalf("after %d bytes read, %d charged (> %d)", have, f.charged, lim)
+		}
+		have = len(buf) // as if the window filled
+	}
+	f.free(p, false)
+	if p.inUse() != 0 {
+		t.Fatalf("in use %d after free", p.inUse())
+	}
+
+	for _, tc := range []struct{ n, want, first int }{
+		{n: 100, want: 0, first: minFrameClass},
+		{n: 1 << 20, want: 300 << 10, first: 512 << 10},
+		{n: 1000, want: 1 << 20, first: minFrameClass}, // never more than the frame
+		{n: 100 << 20, want: 100 << 20, first: maxPooledFrame},
+	} {
+		var f frameBuf
+		if _, err := f.grow(p, tc.n, 0, tc.want, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if f.charged != int64(tc.first) {
+			t.Errorf("n=%d want=%d: first buffer %d, want %d", tc.n, tc.want, f.charged, tc.first)
+		}
+		f.free(p, false)
+	}
+}
+
+// repeatReader returns the same bytes forever.
+type repeatReader struct {
+	b   []byte
+	off int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.b[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.b)
+	}
+	return n, nil
+}
+
+// BenchmarkReadFrame reads size-prefixed frames as readLoop does (grow,
+// read, release to the class pool), from memory. It must stay at 0
+// allocs/op: the read path of a busy connection allocates nothing.
+func BenchmarkReadFrame(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("frame=%dKiB", size>>10), func(b *testing.B) {
+			fr := binary.BigEndian.AppendUint32(nil, uint32(size))
+			fr = append(fr, make([]byte, size)...)
+			c := &conn{pool: newMemPool(256<<20, 100<<20), stopped: make(chan struct{}), done: make(chan struct{})}
+			rd := bufio.NewReaderSize(&repeatReader{b: fr}, readBufferSize)
+			var sz [4]byte
+			last := 0
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := io.ReadFull(rd, sz[:]); err != nil {
+					b.Fatal(err)
+				}
+				n := int(binary.BigEndian.Uint32(sz[:]))
+				var f frameBuf
+				if _, err := c.readBody(rd, &f, n, last, time.Time{}); err != nil {
+					b.Fatal(err)
+				}
+				last = n
+				f.free(c.pool, false)
+			}
+			if c.pool.inUse() != 0 {
+				b.Fatalf("%d bytes still charged", c.pool.inUse())
+			}
+		})
+	}
+}
+
+// TestMemPoolReserve: the reserve (an eighth of the limit, less if a
+// frame of the largest size would not fit beside it) serves whole small
+// frames when the rest of the pool is taken, and nothing else.
+func TestMemPoolReserve(t *testing.T) {
+	for _, tc := range []struct{ limit, maxFrame, reserve int64 }{
+		{1000, 800, 125}, {1000, 950, 50}, {1000, 1000, 0}, {-1, 100, 0},
+	} {
+		if p := newMemPool(tc.limit, tc.maxFrame); p.reserve != tc.reserve {
+			t.Errorf("newMemPool(%d, %d): reserve %d, want %d", tc.limit, tc.maxFrame, p.reserve, tc.reserve)
+		}
+	}
+	p := newMemPool(1000, 800)
+	if err := p.acquire(875, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	soon := time.Now().Add(20 * time.Millisecond)
+	if err := p.acquire(1, soon); !errors.Is(err, errPoolWait) {
+		t.Fatalf("a large frame used the reserve: %v", err)
+	}
+	if res, err := p.acquireSmall(100, time.Time{}); err != nil || !res {
+		t.Fatalf("small frame with the pool full: reserve %v, err %v", res, err)
+	}
+	if _, err := p.acquireSmall(30, time.Now().Add(20*time.Millisecond)); !errors.Is(err, errPoolWait) {
+		t.Fatalf("small frame past the reserve: %v", err)
+	}
+	p.releaseReserved(100)
+	p.release(875)
+	if res, err := p.acquireSmall(100, time.Time{}); err != nil || res {
+		t.Fatalf("small frame with the pool free: reserve %v, err %v", res, err)
+	}
+	p.release(100)
+	if p.inUse() != 0 || p.reserved != 0 {
+		t.Fatalf("in use %d, reserved %d", p.inUse(), p.reserved)
+	}
+}
