@@ -10,9 +10,10 @@
 // Layout of the first log dir: the storage backend's files (for "segment",
 // Kafka's <topic>-<partition> directories), the metastore in __sluice_meta,
 // and Kafka's meta.properties (broker.id, cluster.id; a dir naming another
-// broker is refused). The cluster id is created once, kept in the metastore
-// (checkpoint "cluster.id") and never changes; cluster.id in the config, if
-// set, must match it.
+// broker is refused). The cluster id is kept in the metastore (checkpoint
+// "cluster.id") and never changes: a single-node broker creates it once,
+// a cluster member takes ZooKeeper's /cluster/id and refuses a dir kept for
+// another cluster; cluster.id in the config, if set, must match it.
 package broker
 
 import (
@@ -50,7 +51,8 @@ type Options struct {
 	Logger *slog.Logger // nil: slog.Default()
 }
 
-// Broker is a running single-node broker.
+// Broker is a running broker: on its own, or with zookeeper.connect set a
+// member of a cluster (node).
 type Broker struct {
 	cfg   config.Config
 	log   *slog.Logger

@@ -110,7 +110,10 @@ type Log interface {
 
 	// Truncate removes every batch with an offset >= offset (a follower
 	// realigning with its leader). offset must fall on a batch boundary
-	// or at/after EndOffset; the end offset becomes offset.
+	// or at/after EndOffset; the end offset becomes offset. An offset
+	// below StartOffset empties the log and restarts it there with no
+	// epoch history, as TruncateFullyAndStartAt does; a negative one gives
+	// ErrOffsetOutOfRange.
 	Truncate(offset int64) error
 	// DeleteBefore advances the log start offset to offset (DeleteRecords);
 	// data below it may be reclaimed lazily. Offsets above EndOffset give

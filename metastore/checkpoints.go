@@ -20,7 +20,3 @@ func (s *Store) GetCheckpoint(name string) ([]byte, error) {
 	return out, err
 }
 
-// DeleteCheckpoint removes the checkpoint name, synced; ErrNotFound if absent.
-func (s *Store) DeleteCheckpoint(name string) error {
-	return s.deleteExisting(checkpointKey(nil, name))
-}

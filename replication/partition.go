@@ -183,7 +183,9 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	}
 	p.logger.Debug("replication: partition open", "topic", opts.Topic, "partition", opts.Partition,
 		"start", log.StartOffset(), "end", log.EndOffset(), "producers", len(p.producers.producers))
-	// Single node: everything in the local log is committed.
+	// Everything in the local log is committed, as in single-node mode,
+	// unless the broker restores the high watermark it checkpointed
+	// (cluster mode).
 	hw := log.EndOffset()
 	if opts.RestoreHighWatermark {
 		hw = min(max(opts.HighWatermark, log.StartOffset()), hw)

@@ -1,9 +1,13 @@
 package main
 
-// Helpers shared by the admin commands (`sluice topic`, `sluice group`):
-// flag parsing that lets flags follow positional arguments, as Kafka's tools
-// allow, the kadm client built from --bootstrap-server, aligned tables, and
-// turning protocol errors into messages an operator can act on.
+// The scaffolding of the admin commands (`sluice topic`, `sluice group`),
+// so that topic.go and group.go hold only what each subcommand does:
+// subcommand dispatch and exit codes (runSubcommand), the connection flags
+// and flag parsing that lets flags follow positional arguments as Kafka's
+// tools allow (adminCmd.parse), the kadm client built from
+// --bootstrap-server (adminCmd.connect), per-topic and per-group failures
+// gathered into one error (eachNamed), aligned tables, and protocol errors
+// turned into messages an operator can act on.
 
 import (
 	"context"
@@ -31,31 +35,94 @@ func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
-// adminFlags are the connection flags every admin subcommand takes.
-type adminFlags struct {
-	bootstrap string
-	timeout   time.Duration
-	cl        *kgo.Client // set by connect
+// adminCmd is one run of an admin subcommand ("sluice topic create ..."):
+// its command line, its flag set with the connection flags every admin
+// subcommand takes already registered, and where it writes. The subcommand
+// registers its own flags on flags, then calls run, or parse, checks its
+// flags and calls connect: usage mistakes are reported before any broker
+// is contacted.
+type adminCmd struct {
+	flags          *flag.FlagSet
+	args           []string
+	stdout, stderr io.Writer
+
+	bootstrap string        // --bootstrap-server (or --brokers)
+	timeout   time.Duration // --timeout
+	cl        *kgo.Client   // set by connect while its fn runs
 }
 
-func (a *adminFlags) register(fs *flag.FlagSet) {
+// newAdminCmd returns the adminCmd for "sluice name args...", whose usage
+// line is "usage: sluice name synopsis".
+func newAdminCmd(name, synopsis string, args []string, stdout, stderr io.Writer) *adminCmd {
+	c := &adminCmd{flags: newFlagSet(name, synopsis, stderr), args: args, stdout: stdout, stderr: stderr}
 	const def = "localhost:9092"
-	fs.StringVar(&a.bootstrap, "bootstrap-server", def, "broker `host:port` to connect to (comma-separated list allowed)")
-	fs.StringVar(&a.bootstrap, "brokers", def, "alias of --bootstrap-server")
-	fs.DurationVar(&a.timeout, "timeout", 30*time.Second, "give up on the broker after this long")
+	c.flags.StringVar(&c.bootstrap, "bootstrap-server", def, "broker `host:port` to connect to (comma-separated list allowed)")
+	c.flags.StringVar(&c.bootstrap, "brokers", def, "alias of --bootstrap-server")
+	c.flags.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up on the broker after this long")
+	return c
 }
 
-// connect returns an admin client for the brokers in a, and a context that
-// ends after a.timeout. The caller closes the client and cancels the context.
-func (a *adminFlags) connect() (*kadm.Client, context.Context, context.CancelFunc, error) {
+// argsCheck checks the positional arguments of a subcommand, returning a
+// usageErr when there are too many or too few.
+type argsCheck func(pos []string) error
+
+func noArgs(pos []string) error {
+	if len(pos) != 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
+func anyArgs([]string) error { return nil }
+
+// exactlyOne wants one positional argument, a noun ("topic name").
+func exactlyOne(noun string) argsCheck {
+	return func(pos []string) error {
+		if len(pos) != 1 {
+			return usageErr("want exactly one %s, got %d", noun, len(pos))
+		}
+		return nil
+	}
+}
+
+// oneOrMore wants at least one positional argument, each a noun ("topic").
+func oneOrMore(noun string) argsCheck {
+	return func(pos []string) error {
+		if len(pos) == 0 {
+			return usageErr("name at least one %s", noun)
+		}
+		return nil
+	}
+}
+
+// parse parses the command line, allowing flags after positional arguments
+// as Kafka's tools do, and returns the positional arguments once check
+// accepts them. Call it after registering the subcommand's flags.
+func (c *adminCmd) parse(check argsCheck) ([]string, error) {
+	pos, err := parseInterspersed(c.flags, c.args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, err
+	case err != nil:
+		return nil, errFlags
+	}
+	if err := check(pos); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
+// connect calls fn with an admin client for --bootstrap-server and a
+// context that ends after --timeout, and closes the client when fn returns.
+func (c *adminCmd) connect(fn func(adm *kadm.Client, ctx context.Context) error) error {
 	var seeds []string
-	for _, s := range strings.Split(a.bootstrap, ",") {
+	for _, s := range strings.Split(c.bootstrap, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			seeds = append(seeds, s)
 		}
 	}
 	if len(seeds) == 0 {
-		return nil, nil, nil, usageErr("--bootstrap-server is empty")
+		return usageErr("--bootstrap-server is empty")
 	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(seeds...),
@@ -63,31 +130,77 @@ func (a *adminFlags) connect() (*kadm.Client, context.Context, context.CancelFun
 		kgo.DialTimeout(5*time.Second),
 	)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("client for %s: %w", a.bootstrap, err)
+		return fmt.Errorf("client for %s: %w", c.bootstrap, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
 	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(min(a.timeout, time.Minute).Milliseconds()))
-	a.cl = cl
-	return adm, ctx, cancel, nil
+	adm.SetTimeoutMillis(int32(min(c.timeout, time.Minute).Milliseconds()))
+	c.cl = cl
+	defer func() { c.cl = nil }()
+	return fn(adm, ctx)
 }
 
-// client is the kgo client under the admin client connect returned, for
-// requests kadm has no call for. Closing the admin client closes it.
-func (a *adminFlags) client() *kgo.Client { return a.cl }
+// run is parse, then connect with the positional arguments: the whole
+// scaffolding of a subcommand whose flags need no further checks.
+func (c *adminCmd) run(check argsCheck, fn func(adm *kadm.Client, ctx context.Context, pos []string) error) error {
+	pos, err := c.parse(check)
+	if err != nil {
+		return err
+	}
+	return c.connect(func(adm *kadm.Client, ctx context.Context) error { return fn(adm, ctx, pos) })
+}
+
+// client is the kgo client under the admin client connect passes to its
+// fn, for requests kadm has no call for. It is valid only while fn runs.
+func (c *adminCmd) client() *kgo.Client { return c.cl }
 
 // brokerErr explains a request that failed as a whole (not per topic or
 // group): usually an unreachable broker or an API the broker does not serve.
-func (a *adminFlags) brokerErr(what string, err error) error {
+func (c *adminCmd) brokerErr(what string, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: no answer from %s within %v (is a broker running there?)", what, a.bootstrap, a.timeout)
+		return fmt.Errorf("%s: no answer from %s within %v (is a broker running there?)", what, c.bootstrap, c.timeout)
 	case strings.Contains(err.Error(), "broker is too old"):
 		// kgo's error for an API missing from the broker's ApiVersions;
 		// it exports no sentinel, so the text is all there is.
-		return fmt.Errorf("%s: the broker at %s does not serve this request (missing from its ApiVersions)", what, a.bootstrap)
+		return fmt.Errorf("%s: the broker at %s does not serve this request (missing from its ApiVersions)", what, c.bootstrap)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// failures collects what went wrong with some of the topics or groups a
+// subcommand was given, so that it does what it can for the others and
+// then fails with every reason.
+type failures []string
+
+func (f *failures) add(format string, args ...any) { *f = append(*f, fmt.Sprintf(format, args...)) }
+
+// err is nil when nothing failed, else every failure joined by "; ".
+func (f failures) err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(f, "; "))
+}
+
+// eachNamed calls fn with the broker's answer for each of names, in order.
+// A name the answer does not mention fails, as does one fn returns an
+// error for; the error returned lists every failure.
+func eachNamed[R any](names []string, resps map[string]R, fn func(name string, r R) error) error {
+	var failed failures
+	for _, name := range names {
+		r, ok := resps[name]
+		if !ok {
+			failed.add("%s: the broker's answer does not mention it", name)
+			continue
+		}
+		if err := fn(name, r); err != nil {
+			failed.add("%v", err)
+		}
+	}
+	return failed.err()
 }
 
 // parseInterspersed parses args with fs, allowing flags after positional
@@ -134,6 +247,14 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() { t.tw.Flush() }
 
+// orDash is s, or "-" for an empty cell as Kafka's tools print it.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // int32s formats broker ids as Kafka does: "1,2,3".
 func int32s(ids []int32) string {
 	s := make([]string, len(ids))
@@ -163,8 +284,10 @@ func errText(err error, msg string) string {
 
 // subcommand is one verb of an admin command ("topic create").
 type subcommand struct {
-	name, summary string
-	run           func(args []string, stdout, stderr io.Writer) error
+	name     string
+	synopsis string // its arguments, for its usage line
+	summary  string
+	run      func(c *adminCmd) error
 }
 
 // runSubcommand dispatches args[0] among subs for the command named cmd,
@@ -190,7 +313,7 @@ func runSubcommand(cmd string, subs []subcommand, args []string, stdout, stderr 
 		if s.name != args[0] {
 			continue
 		}
-		err := s.run(args[1:], stdout, stderr)
+		err := s.run(newAdminCmd(cmd+" "+s.name, s.synopsis, args[1:], stdout, stderr))
 		switch {
 		case err == nil:
 			return 0
@@ -224,17 +347,4 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
-}
-
-// parseFlags is parseInterspersed with its error classified for
-// runSubcommand.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, errFlags
-	}
-	return pos, nil
 }

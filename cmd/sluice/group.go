@@ -21,100 +21,59 @@ import (
 
 func groupCmd(args []string, stdout, stderr io.Writer) int {
 	return runSubcommand("group", []subcommand{
-		{"list", "list groups with their state and protocol type", groupList},
-		{"describe", "show state, members and per-partition offsets and lag", groupDescribe},
-		{"delete", "delete groups that have no active members, with their offsets", groupDelete},
-		{"reset-offsets", "plan (or with --execute, commit) new offsets for an inactive group", groupResetOffsets},
+		{"list", "[--state STATE ...]",
+			"list groups with their state and protocol type", groupList},
+		{"describe", "GROUP...",
+			"show state, members and per-partition offsets and lag", groupDescribe},
+		{"delete", "GROUP...",
+			"delete groups that have no active members, with their offsets", groupDelete},
+		{"reset-offsets", "GROUP (--topic T[:p,p] ... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime RFC3339 | --by-duration D | --shift-by N) [--execute]",
+			"plan (or with --execute, commit) new offsets for an inactive group", groupResetOffsets},
 	}, args, stdout, stderr)
 }
 
-func groupList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("group list", "[--state STATE ...]", stderr)
-	var af adminFlags
-	af.register(fs)
+func groupList(c *adminCmd) error {
 	var states stringList
-	fs.Var(&states, "state", "only groups in this `state` (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead; repeatable)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageErr("unexpected argument %q", pos[0])
-	}
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	listed, err := adm.ListGroups(ctx, states...)
-	if err != nil {
-		return af.brokerErr("list groups", err)
-	}
-	t := newTable(stdout, "GROUP", "STATE", "PROTOCOL-TYPE")
-	for _, g := range listed.Sorted() {
-		t.row(g.Group, orDash(g.State), orDash(g.ProtocolType))
-	}
-	t.flush()
-	return nil
+	c.flags.Var(&states, "state", "only groups in this `state` (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead; repeatable)")
+	return c.run(noArgs, func(adm *kadm.Client, ctx context.Context, _ []string) error {
+		listed, err := adm.ListGroups(ctx, states...)
+		if err != nil {
+			return c.brokerErr("list groups", err)
+		}
+		t := newTable(c.stdout, "GROUP", "STATE", "PROTOCOL-TYPE")
+		for _, g := range listed.Sorted() {
+			t.row(g.Group, orDash(g.State), orDash(g.ProtocolType))
+		}
+		t.flush()
+		return nil
+	})
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func groupDescribe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("group describe", "GROUP...", stderr)
-	var af adminFlags
-	af.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usageErr("name at least one group")
-	}
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	lags, err := adm.Lag(ctx, pos...)
-	if err != nil {
-		return af.brokerErr("describe groups", err)
-	}
-	var failed []string
-	first := true
-	for _, name := range pos {
-		l, ok := lags[name]
-		switch {
-		case !ok:
-			failed = append(failed, name+": the broker's answer does not mention it")
-			continue
-		case errors.Is(l.Error(), kerr.GroupIDNotFound),
-			l.Error() == nil && l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0:
-			// Kafka answers an unknown group as Dead (DescribeGroups
-			// before v6) or GROUP_ID_NOT_FOUND (v6+, KIP-1043).
-			failed = append(failed, fmt.Sprintf("consumer group %q does not exist", name))
-			continue
-		case l.Error() != nil:
-			failed = append(failed, name+": "+l.Error().Error())
-			continue
+func groupDescribe(c *adminCmd) error {
+	return c.run(oneOrMore("group"), func(adm *kadm.Client, ctx context.Context, names []string) error {
+		lags, err := adm.Lag(ctx, names...)
+		if err != nil {
+			return c.brokerErr("describe groups", err)
 		}
-		if !first {
-			fmt.Fprintln(stdout)
-		}
-		first = false
-		printGroup(stdout, l)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s", strings.Join(failed, "; "))
-	}
-	return nil
+		first := true
+		return eachNamed(names, lags, func(name string, l kadm.DescribedGroupLag) error {
+			switch {
+			case errors.Is(l.Error(), kerr.GroupIDNotFound),
+				l.Error() == nil && l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0:
+				// Kafka answers an unknown group as Dead (DescribeGroups
+				// before v6) or GROUP_ID_NOT_FOUND (v6+, KIP-1043).
+				return fmt.Errorf("consumer group %q does not exist", name)
+			case l.Error() != nil:
+				return errors.New(name + ": " + l.Error().Error())
+			}
+			if !first {
+				fmt.Fprintln(c.stdout)
+			}
+			first = false
+			printGroup(c.stdout, l)
+			return nil
+		})
+	})
 }
 
 // printGroup writes the three views kafka-consumer-groups.sh --describe has
@@ -177,47 +136,26 @@ func printGroup(w io.Writer, l kadm.DescribedGroupLag) {
 	t.flush()
 }
 
-func groupDelete(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("group delete", "GROUP...", stderr)
-	var af adminFlags
-	af.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usageErr("name at least one group")
-	}
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	resps, err := adm.DeleteGroups(ctx, pos...)
-	if err != nil {
-		return af.brokerErr("delete groups", err)
-	}
-	var failed []string
-	for _, name := range pos {
-		r, ok := resps[name]
-		switch {
-		case !ok:
-			failed = append(failed, name+": the broker's answer does not mention it")
-		case r.Err == nil:
-			fmt.Fprintf(stdout, "Deleted group %s.\n", name)
-		case errors.Is(r.Err, kerr.NonEmptyGroup):
-			failed = append(failed, fmt.Sprintf("group %q has active members; stop its consumers first", name))
-		case errors.Is(r.Err, kerr.GroupIDNotFound):
-			failed = append(failed, fmt.Sprintf("group %q does not exist", name))
-		default:
-			failed = append(failed, name+": "+errText(r.Err, r.ErrMessage))
+func groupDelete(c *adminCmd) error {
+	return c.run(oneOrMore("group"), func(adm *kadm.Client, ctx context.Context, names []string) error {
+		resps, err := adm.DeleteGroups(ctx, names...)
+		if err != nil {
+			return c.brokerErr("delete groups", err)
 		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s", strings.Join(failed, "; "))
-	}
-	return nil
+		return eachNamed(names, resps, func(name string, r kadm.DeleteGroupResponse) error {
+			switch {
+			case r.Err == nil:
+				fmt.Fprintf(c.stdout, "Deleted group %s.\n", name)
+			case errors.Is(r.Err, kerr.NonEmptyGroup):
+				return fmt.Errorf("group %q has active members; stop its consumers first", name)
+			case errors.Is(r.Err, kerr.GroupIDNotFound):
+				return fmt.Errorf("group %q does not exist", name)
+			default:
+				return errors.New(name + ": " + errText(r.Err, r.ErrMessage))
+			}
+			return nil
+		})
+	})
 }
 
 // resetSpec is what reset-offsets was asked to do: exactly one scenario.
@@ -301,11 +239,8 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("group reset-offsets",
-		"GROUP (--topic T[:p,p] ... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime RFC3339 | --by-duration D | --shift-by N) [--execute]", stderr)
-	var af adminFlags
-	af.register(fs)
+func groupResetOffsets(c *adminCmd) error {
+	fs := c.flags
 	var topicArgs stringList
 	fs.Var(&topicArgs, "topic", "reset `TOPIC` (all partitions) or TOPIC:p,p,... (repeatable)")
 	allTopics := fs.Bool("all-topics", false, "reset every partition the group has committed offsets for")
@@ -317,12 +252,9 @@ func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
 	shiftBy := fs.String("shift-by", "", "move the committed offset by `n` (negative: back), clamped to the log's range")
 	execute := fs.Bool("execute", false, "commit the new offsets (without it, only print them)")
 	fs.Bool("dry-run", false, "print the new offsets without committing them (the default)")
-	pos, err := parseFlags(fs, args)
+	pos, err := c.parse(exactlyOne("group"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one group, got %d", len(pos))
 	}
 	group := pos[0]
 
@@ -377,20 +309,22 @@ func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
 		specs = append(specs, tp)
 	}
 
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
+	return c.connect(func(adm *kadm.Client, ctx context.Context) error {
+		return resetOffsets(ctx, c, adm, group, spec, specs, *execute)
+	})
+}
 
+// resetOffsets is reset-offsets once connected: it checks that the group
+// is inactive, plans the new offsets, prints them and, when execute is set,
+// commits them.
+func resetOffsets(ctx context.Context, c *adminCmd, adm *kadm.Client, group string, spec resetSpec, specs []topicPartitions, execute bool) error {
 	// Kafka's tool resets only inactive groups: a live member would
 	// overwrite the new offsets with its next commit. The coordinator
 	// enforces it too (an anonymous commit to a group with members fails),
 	// but checking first refuses a dry run as well, as Kafka does.
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
-		return af.brokerErr("describe group "+group, err)
+		return c.brokerErr("describe group "+group, err)
 	}
 	dg, ok := described[group]
 	if !ok {
@@ -409,30 +343,30 @@ func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
 			group, dg.State, len(dg.Members))
 	}
 
-	targets, err := resolveResetPartitions(adm, ctx, &af, group, specs)
+	targets, err := resolveResetPartitions(ctx, c, adm, group, specs)
 	if err != nil {
 		return err
 	}
-	plan, warnings, err := planReset(adm, ctx, &af, group, spec, targets)
+	plan, warnings, err := planReset(ctx, c, adm, group, spec, targets)
 	if err != nil {
 		return err
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
+		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
 
-	t := newTable(stdout, "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+	t := newTable(c.stdout, "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 	for _, o := range plan.Sorted() {
 		t.row(group, o.Topic, strconv.Itoa(int(o.Partition)), strconv.FormatInt(o.At, 10))
 	}
 	t.flush()
-	if !*execute {
-		fmt.Fprintln(stderr, "dry run: nothing was committed; add --execute to commit these offsets")
+	if !execute {
+		fmt.Fprintln(c.stderr, "dry run: nothing was committed; add --execute to commit these offsets")
 		return nil
 	}
 	resps, err := adm.CommitOffsets(ctx, group, plan)
 	if err != nil {
-		return af.brokerErr("commit offsets of "+group, err)
+		return c.brokerErr("commit offsets of "+group, err)
 	}
 	if err := resps.Error(); err != nil {
 		if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) {
@@ -446,12 +380,12 @@ func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
 // resolveResetPartitions turns the --topic specs (or, with none,
 // --all-topics: the group's committed partitions) into the partitions to
 // reset, checking that every named topic and partition exists.
-func resolveResetPartitions(adm *kadm.Client, ctx context.Context, af *adminFlags, group string, specs []topicPartitions) (map[string][]int32, error) {
+func resolveResetPartitions(ctx context.Context, c *adminCmd, adm *kadm.Client, group string, specs []topicPartitions) (map[string][]int32, error) {
 	out := map[string][]int32{}
 	if len(specs) == 0 {
 		fetched, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
-			return nil, af.brokerErr("fetch offsets of "+group, err)
+			return nil, c.brokerErr("fetch offsets of "+group, err)
 		}
 		for _, o := range fetched.Sorted() {
 			if o.Err == nil && o.At >= 0 {
@@ -469,7 +403,7 @@ func resolveResetPartitions(adm *kadm.Client, ctx context.Context, af *adminFlag
 	}
 	tds, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return nil, af.brokerErr("describe topics", err)
+		return nil, c.brokerErr("describe topics", err)
 	}
 	for _, s := range specs {
 		td, ok := tds[s.topic]
@@ -497,7 +431,7 @@ func resolveResetPartitions(adm *kadm.Client, ctx context.Context, af *adminFlag
 // planReset computes the new offset of every target partition. Offsets
 // asked for outside [log start, log end] are clamped into it, with a
 // warning, as Kafka's tool does.
-func planReset(adm *kadm.Client, ctx context.Context, af *adminFlags, group string, spec resetSpec, targets map[string][]int32) (kadm.Offsets, []string, error) {
+func planReset(ctx context.Context, c *adminCmd, adm *kadm.Client, group string, spec resetSpec, targets map[string][]int32) (kadm.Offsets, []string, error) {
 	var topics []string
 	for t := range targets {
 		topics = append(topics, t)
@@ -508,14 +442,14 @@ func planReset(adm *kadm.Client, ctx context.Context, af *adminFlags, group stri
 		err = starts.Error()
 	}
 	if err != nil {
-		return nil, nil, af.brokerErr("list start offsets", err)
+		return nil, nil, c.brokerErr("list start offsets", err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, nil, af.brokerErr("list end offsets", err)
+		return nil, nil, c.brokerErr("list end offsets", err)
 	}
 	var byTime kadm.ListedOffsets
 	if spec.kind == "time" {
@@ -523,13 +457,13 @@ func planReset(adm *kadm.Client, ctx context.Context, af *adminFlags, group stri
 			err = byTime.Error()
 		}
 		if err != nil {
-			return nil, nil, af.brokerErr("list offsets by time", err)
+			return nil, nil, c.brokerErr("list offsets by time", err)
 		}
 	}
 	var committed kadm.OffsetResponses
 	if spec.kind == "shift" {
 		if committed, err = adm.FetchOffsetsForTopics(ctx, group, topics...); err != nil {
-			return nil, nil, af.brokerErr("fetch offsets of "+group, err)
+			return nil, nil, c.brokerErr("fetch offsets of "+group, err)
 		}
 	}
 
@@ -560,11 +494,11 @@ func planReset(adm *kadm.Client, ctx context.Context, af *adminFlags, group stri
 					at = end.Offset
 				}
 			case "shift":
-				c, ok := committed.Lookup(t, p)
-				if !ok || c.Err != nil || c.At < 0 {
+				o, ok := committed.Lookup(t, p)
+				if !ok || o.Err != nil || o.At < 0 {
 					return nil, nil, fmt.Errorf("%s-%d has no committed offset to shift", t, p)
 				}
-				at = c.At + spec.offset
+				at = o.At + spec.offset
 			}
 			switch {
 			case at < start.Offset:

@@ -22,30 +22,30 @@ import (
 
 func topicCmd(args []string, stdout, stderr io.Writer) int {
 	return runSubcommand("topic", []subcommand{
-		{"create", "create a topic", topicCreate},
-		{"list", "list topics with their partition count and replication factor", topicList},
-		{"describe", "show partitions, leaders, replicas, ISR, topic id and overridden configs", topicDescribe},
-		{"delete", "delete topics", topicDelete},
-		{"alter-config", "set or delete topic config overrides (IncrementalAlterConfigs)", topicAlterConfig},
+		{"create", "NAME [--partitions N] [--replication-factor N] [--config k=v ...]",
+			"create a topic", topicCreate},
+		{"list", "[--internal]",
+			"list topics with their partition count and replication factor", topicList},
+		{"describe", "[NAME...]",
+			"show partitions, leaders, replicas, ISR, topic id and overridden configs", topicDescribe},
+		{"delete", "NAME...",
+			"delete topics", topicDelete},
+		{"alter-config", "NAME [--set k=v ...] [--delete k ...]",
+			"set or delete topic config overrides (IncrementalAlterConfigs)", topicAlterConfig},
 	}, args, stdout, stderr)
 }
 
-func topicCreate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("topic create", "NAME [--partitions N] [--replication-factor N] [--config k=v ...]", stderr)
-	var af adminFlags
-	af.register(fs)
+func topicCreate(c *adminCmd) error {
+	fs := c.flags
 	partitions := fs.Int("partitions", -1, "number of partitions (-1: the broker's num.partitions)")
 	rf := fs.Int("replication-factor", -1, "replicas per partition (-1: the broker's default.replication.factor)")
 	var configs stringList
 	fs.Var(&configs, "config", "topic config `key=value` (repeatable)")
 	ifNotExists := fs.Bool("if-not-exists", false, "succeed if the topic already exists")
 	assignment := fs.String("replica-assignment", "", "manual replicas, as kafka-topics.sh: `b:b,b:b,...` (partition 0's brokers first, preferred leader first in each)")
-	pos, err := parseFlags(fs, args)
+	pos, err := c.parse(exactlyOne("topic name"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one topic name, got %d", len(pos))
 	}
 	if *partitions == 0 || *partitions < -1 || *partitions > 1<<31-1 {
 		return usageErr("--partitions must be positive (or -1 for the broker default)")
@@ -67,35 +67,32 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	name := pos[0]
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	var r kadm.CreateTopicResponse
-	if asg != nil {
-		r, err = createAssigned(ctx, af.client(), name, asg, cfg)
-	} else {
-		var resps kadm.CreateTopicResponses
-		if resps, err = adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, name); err == nil {
-			var ok bool
-			if r, ok = resps[name]; !ok {
-				return fmt.Errorf("create topic %s: the broker's answer does not mention it", name)
+	return c.connect(func(adm *kadm.Client, ctx context.Context) error {
+		var r kadm.CreateTopicResponse
+		var err error
+		if asg != nil {
+			r, err = createAssigned(ctx, c.client(), name, asg, cfg)
+		} else {
+			var resps kadm.CreateTopicResponses
+			if resps, err = adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, name); err == nil {
+				var ok bool
+				if r, ok = resps[name]; !ok {
+					return fmt.Errorf("create topic %s: the broker's answer does not mention it", name)
+				}
 			}
 		}
-	}
-	if err != nil {
-		return af.brokerErr("create topic "+name, err)
-	}
-	if r.Err != nil {
-		if *ifNotExists && errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return nil
+		if err != nil {
+			return c.brokerErr("create topic "+name, err)
 		}
-		return fmt.Errorf("create topic %s: %s", name, errText(r.Err, r.ErrMessage))
-	}
-	fmt.Fprintf(stdout, "Created topic %s.\n", name)
-	return nil
+		if r.Err != nil {
+			if *ifNotExists && errors.Is(r.Err, kerr.TopicAlreadyExists) {
+				return nil
+			}
+			return fmt.Errorf("create topic %s: %s", name, errText(r.Err, r.ErrMessage))
+		}
+		fmt.Fprintf(c.stdout, "Created topic %s.\n", name)
+		return nil
+	})
 }
 
 // parseKVs parses key=value flag values into the config map kadm takes.
@@ -114,190 +111,140 @@ func parseKVs(flagName string, kvs []string) (map[string]*string, error) {
 	return out, nil
 }
 
-func topicList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("topic list", "[--internal]", stderr)
-	var af adminFlags
-	af.register(fs)
-	internal := fs.Bool("internal", false, "include internal topics")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageErr("unexpected argument %q", pos[0])
-	}
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	var tds kadm.TopicDetails
-	if *internal {
-		tds, err = adm.ListTopicsWithInternal(ctx)
-	} else {
-		tds, err = adm.ListTopics(ctx)
-	}
-	if err != nil {
-		return af.brokerErr("list topics", err)
-	}
-	t := newTable(stdout, "TOPIC", "PARTITIONS", "REPLICATION-FACTOR")
-	for _, td := range tds.Sorted() {
-		if td.Err != nil {
-			t.row(td.Topic, "-", "-")
-			continue
+func topicList(c *adminCmd) error {
+	internal := c.flags.Bool("internal", false, "include internal topics")
+	return c.run(noArgs, func(adm *kadm.Client, ctx context.Context, _ []string) error {
+		list := adm.ListTopics
+		if *internal {
+			list = adm.ListTopicsWithInternal
 		}
-		t.row(td.Topic, strconv.Itoa(len(td.Partitions)), strconv.Itoa(td.Partitions.NumReplicas()))
-	}
-	t.flush()
-	return nil
-}
-
-func topicDescribe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("topic describe", "[NAME...]", stderr)
-	var af adminFlags
-	af.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	tds, err := adm.ListTopics(ctx, pos...)
-	if err != nil {
-		return af.brokerErr("describe topics", err)
-	}
-	var names, failed []string
-	for _, td := range tds.Sorted() {
-		if td.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", td.Topic, td.Err))
-			continue
-		}
-		names = append(names, td.Topic)
-	}
-	overrides := map[string][]string{}
-	if len(names) > 0 {
-		rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+		tds, err := list(ctx)
 		if err != nil {
-			return af.brokerErr("describe topic configs", err)
+			return c.brokerErr("list topics", err)
 		}
-		for _, rc := range rcs {
-			if rc.Err != nil {
-				failed = append(failed, fmt.Sprintf("%s: configs: %s", rc.Name, errText(rc.Err, rc.ErrMessage)))
+		t := newTable(c.stdout, "TOPIC", "PARTITIONS", "REPLICATION-FACTOR")
+		for _, td := range tds.Sorted() {
+			if td.Err != nil {
+				t.row(td.Topic, "-", "-")
 				continue
 			}
-			for _, c := range rc.Configs {
-				if c.Source != kmsg.ConfigSourceDynamicTopicConfig {
-					continue
-				}
-				v := "<sensitive>"
-				if !c.Sensitive {
-					v = c.MaybeValue()
-				}
-				overrides[rc.Name] = append(overrides[rc.Name], c.Key+"="+v)
-			}
-			slices.Sort(overrides[rc.Name])
-		}
-	}
-	for i, name := range names {
-		td := tds[name]
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		fmt.Fprintf(stdout, "Topic: %s  TopicId: %s  PartitionCount: %d  ReplicationFactor: %d  Configs: %s\n",
-			td.Topic, topicIDString(td.ID), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(overrides[name], ","))
-		// OFFLINE only when some partition has offline replicas or an
-		// error, so the healthy case stays narrow.
-		showOffline := false
-		for _, p := range td.Partitions {
-			showOffline = showOffline || len(p.OfflineReplicas) > 0 || p.Err != nil
-		}
-		header := []string{"  PARTITION", "LEADER", "REPLICAS", "ISR"}
-		if showOffline {
-			header = append(header, "OFFLINE")
-		}
-		t := newTable(stdout, header...)
-		for _, p := range td.Partitions.Sorted() {
-			leader := strconv.Itoa(int(p.Leader))
-			if p.Leader < 0 {
-				leader = "none"
-			}
-			row := []string{"  " + strconv.Itoa(int(p.Partition)), leader, int32s(p.Replicas), int32s(p.ISR)}
-			if showOffline {
-				offline := orDash(int32s(p.OfflineReplicas))
-				if p.Err != nil {
-					offline += " (" + p.Err.Error() + ")"
-				}
-				row = append(row, offline)
-			}
-			t.row(row...)
+			t.row(td.Topic, strconv.Itoa(len(td.Partitions)), strconv.Itoa(td.Partitions.NumReplicas()))
 		}
 		t.flush()
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s", strings.Join(failed, "; "))
-	}
-	return nil
+		return nil
+	})
 }
 
-func topicDelete(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("topic delete", "NAME...", stderr)
-	var af adminFlags
-	af.register(fs)
-	ifExists := fs.Bool("if-exists", false, "succeed for topics that do not exist")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usageErr("name at least one topic")
-	}
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	resps, err := adm.DeleteTopics(ctx, pos...)
-	if err != nil {
-		return af.brokerErr("delete topics", err)
-	}
-	var failed []string
-	for _, name := range pos {
-		r, ok := resps[name]
-		switch {
-		case !ok:
-			failed = append(failed, name+": the broker's answer does not mention it")
-		case r.Err == nil:
-			fmt.Fprintf(stdout, "Deleted topic %s.\n", name)
-		case *ifExists && errors.Is(r.Err, kerr.UnknownTopicOrPartition):
-		default:
-			failed = append(failed, name+": "+errText(r.Err, r.ErrMessage))
+func topicDescribe(c *adminCmd) error {
+	return c.run(anyArgs, func(adm *kadm.Client, ctx context.Context, pos []string) error {
+		tds, err := adm.ListTopics(ctx, pos...)
+		if err != nil {
+			return c.brokerErr("describe topics", err)
 		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s", strings.Join(failed, "; "))
-	}
-	return nil
+		var names []string
+		var failed failures
+		for _, td := range tds.Sorted() {
+			if td.Err != nil {
+				failed.add("%s: %v", td.Topic, td.Err)
+				continue
+			}
+			names = append(names, td.Topic)
+		}
+		overrides := map[string][]string{}
+		if len(names) > 0 {
+			rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+			if err != nil {
+				return c.brokerErr("describe topic configs", err)
+			}
+			for _, rc := range rcs {
+				if rc.Err != nil {
+					failed.add("%s: configs: %s", rc.Name, errText(rc.Err, rc.ErrMessage))
+					continue
+				}
+				for _, cfg := range rc.Configs {
+					if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig {
+						continue
+					}
+					v := "<sensitive>"
+					if !cfg.Sensitive {
+						v = cfg.MaybeValue()
+					}
+					overrides[rc.Name] = append(overrides[rc.Name], cfg.Key+"="+v)
+				}
+				slices.Sort(overrides[rc.Name])
+			}
+		}
+		for i, name := range names {
+			if i > 0 {
+				fmt.Fprintln(c.stdout)
+			}
+			printTopic(c.stdout, tds[name], overrides[name])
+		}
+		return failed.err()
+	})
 }
 
-func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("topic alter-config", "NAME [--set k=v ...] [--delete k ...]", stderr)
-	var af adminFlags
-	af.register(fs)
+// printTopic writes what kafka-topics.sh --describe shows of a topic: a
+// header line with its overridden configs, then a table of its partitions.
+func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string) {
+	fmt.Fprintf(w, "Topic: %s  TopicId: %s  PartitionCount: %d  ReplicationFactor: %d  Configs: %s\n",
+		td.Topic, topicIDString(td.ID), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(overrides, ","))
+	// OFFLINE only when some partition has offline replicas or an error, so
+	// the healthy case stays narrow.
+	showOffline := false
+	for _, p := range td.Partitions {
+		showOffline = showOffline || len(p.OfflineReplicas) > 0 || p.Err != nil
+	}
+	header := []string{"  PARTITION", "LEADER", "REPLICAS", "ISR"}
+	if showOffline {
+		header = append(header, "OFFLINE")
+	}
+	t := newTable(w, header...)
+	for _, p := range td.Partitions.Sorted() {
+		leader := strconv.Itoa(int(p.Leader))
+		if p.Leader < 0 {
+			leader = "none"
+		}
+		row := []string{"  " + strconv.Itoa(int(p.Partition)), leader, int32s(p.Replicas), int32s(p.ISR)}
+		if showOffline {
+			offline := orDash(int32s(p.OfflineReplicas))
+			if p.Err != nil {
+				offline += " (" + p.Err.Error() + ")"
+			}
+			row = append(row, offline)
+		}
+		t.row(row...)
+	}
+	t.flush()
+}
+
+func topicDelete(c *adminCmd) error {
+	ifExists := c.flags.Bool("if-exists", false, "succeed for topics that do not exist")
+	return c.run(oneOrMore("topic"), func(adm *kadm.Client, ctx context.Context, names []string) error {
+		resps, err := adm.DeleteTopics(ctx, names...)
+		if err != nil {
+			return c.brokerErr("delete topics", err)
+		}
+		return eachNamed(names, resps, func(name string, r kadm.DeleteTopicResponse) error {
+			switch {
+			case r.Err == nil:
+				fmt.Fprintf(c.stdout, "Deleted topic %s.\n", name)
+			case *ifExists && errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+			default:
+				return errors.New(name + ": " + errText(r.Err, r.ErrMessage))
+			}
+			return nil
+		})
+	})
+}
+
+func topicAlterConfig(c *adminCmd) error {
 	var sets, dels stringList
-	fs.Var(&sets, "set", "set topic config `key=value` (repeatable)")
-	fs.Var(&dels, "delete", "remove the override of `key`, back to the broker's value (repeatable)")
-	pos, err := parseFlags(fs, args)
+	c.flags.Var(&sets, "set", "set topic config `key=value` (repeatable)")
+	c.flags.Var(&dels, "delete", "remove the override of `key`, back to the broker's value (repeatable)")
+	pos, err := c.parse(exactlyOne("topic name"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageErr("want exactly one topic name, got %d", len(pos))
 	}
 	if len(sets)+len(dels) == 0 {
 		return usageErr("nothing to do: give --set key=value or --delete key")
@@ -317,25 +264,21 @@ func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
 		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
 	name := pos[0]
-	adm, ctx, cancel, err := af.connect()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	defer cancel()
-	resps, err := adm.AlterTopicConfigs(ctx, alters, name)
-	if err != nil {
-		return af.brokerErr("alter configs of "+name, err)
-	}
-	r, err := resps.On(name, nil)
-	if err != nil {
-		return fmt.Errorf("alter configs of %s: the broker's answer does not mention it", name)
-	}
-	if r.Err != nil {
-		return fmt.Errorf("alter configs of %s: %s", name, errText(r.Err, r.ErrMessage))
-	}
-	fmt.Fprintf(stdout, "Completed updating config for topic %s.\n", name)
-	return nil
+	return c.connect(func(adm *kadm.Client, ctx context.Context) error {
+		resps, err := adm.AlterTopicConfigs(ctx, alters, name)
+		if err != nil {
+			return c.brokerErr("alter configs of "+name, err)
+		}
+		r, err := resps.On(name, nil)
+		if err != nil {
+			return fmt.Errorf("alter configs of %s: the broker's answer does not mention it", name)
+		}
+		if r.Err != nil {
+			return fmt.Errorf("alter configs of %s: %s", name, errText(r.Err, r.ErrMessage))
+		}
+		fmt.Fprintf(c.stdout, "Completed updating config for topic %s.\n", name)
+		return nil
+	})
 }
 
 // parseReplicaAssignment parses kafka-topics.sh's --replica-assignment:

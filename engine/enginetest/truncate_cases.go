@@ -12,6 +12,7 @@ func truncateCases() []testCase {
 	return []testCase{
 		{"Truncate", testTruncate},
 		{"TruncateAcrossSegments", testTruncateAcrossSegments},
+		{"TruncateBelowStart", testTruncateBelowStart},
 		{"DeleteBefore", testDeleteBefore},
 		{"DeleteBeforeCutsEpochs", testDeleteBeforeCutsEpochs},
 	}
@@ -109,6 +110,38 @@ func testTruncateAcrossSegments(t *testing.T, h *harness) {
 	l = h.openID(defaultID, cfg)
 	if got := scan(t, l, 0); !bytes.Equal(got, m.from(0)) {
 		t.Fatalf("bytes differ after reopen")
+	}
+}
+
+// testTruncateBelowStart: Truncate below a start offset that DeleteBefore
+// moved up restarts the log empty at the offset with no epoch history
+// (Kafka: UnifiedLog.truncateTo calls truncateFullyAndStartAt), which a
+// reopen keeps; a negative offset is refused and changes nothing.
+func testTruncateBelowStart(t *testing.T, h *harness) {
+	cfg := engine.LogConfig{SegmentBytes: 1024}
+	l := h.create(cfg)
+	fill(t, l, nil, 5, 2, 100, baseTs, 10, 1) // 0..9 epoch 1
+	fill(t, l, nil, 5, 2, 100, baseTs, 10, 3) // 10..19 epoch 3
+	noErr(t, "DeleteBefore(6)", l.DeleteBefore(6))
+
+	wantErr(t, "Truncate(-1)", l.Truncate(-1), engine.ErrOffsetOutOfRange)
+	if l.StartOffset() != 6 || l.EndOffset() != 20 {
+		t.Fatalf("refused Truncate(-1) changed start/end to %d/%d", l.StartOffset(), l.EndOffset())
+	}
+	noErr(t, "Truncate(3)", l.Truncate(3))
+	if l.StartOffset() != 3 || l.EndOffset() != 3 || l.Size() != 0 || len(l.LeaderEpochs()) != 0 {
+		t.Fatalf("after Truncate(3) below start 6: start %d end %d size %d epochs %v; want 3 3 0 none",
+			l.StartOffset(), l.EndOffset(), l.Size(), l.LeaderEpochs())
+	}
+	fill(t, l, nil, 2, 2, 100, baseTs, 10, 4) // 3..6 epoch 4
+	want := []engine.EpochEntry{ep(4, 3)}
+	if got := l.LeaderEpochs(); !epochsEqual(got, want) {
+		t.Fatalf("epochs after Truncate(3) and appends: %v, want %v", got, want)
+	}
+	h.reopen()
+	l = h.openID(defaultID, cfg)
+	if l.StartOffset() != 3 || l.EndOffset() != 7 || !epochsEqual(l.LeaderEpochs(), want) {
+		t.Fatalf("after reopen: start %d end %d epochs %v; want 3 7 %v", l.StartOffset(), l.EndOffset(), l.LeaderEpochs(), want)
 	}
 }
 

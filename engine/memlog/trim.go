@@ -10,8 +10,8 @@ import (
 // Truncate removes every batch with an offset >= offset. offset must be a
 // batch's base offset, or at/after EndOffset (a no-op), or at/below
 // StartOffset, which empties the log and restarts it at offset as Kafka's
-// truncateFullyAndStartAt does. Any other offset, inside a batch, fails
-// with engine.ErrOffsetOutOfRange and changes nothing.
+// truncateFullyAndStartAt does. Any other offset, inside a batch or
+// negative, fails with engine.ErrOffsetOutOfRange and changes nothing.
 //
 // The chunk cut in two is capped at its new length so that the next append
 // reallocates: bytes a reader holds are never overwritten.
@@ -23,6 +23,9 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	if offset >= l.end {
 		return nil
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate %s/%d to %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
 	}
 	if offset <= l.start {
 		l.restartAt(offset)

@@ -13,8 +13,9 @@ import (
 // and a recomputed summary for the segment cut in two, in one synced Pebble
 // batch. offset must be a batch's base offset, or at/after EndOffset (a
 // no-op), or at/below StartOffset, which empties the log and restarts it at
-// offset (Kafka's truncateFullyAndStartAt). An offset inside a batch fails
-// with engine.ErrOffsetOutOfRange and changes nothing.
+// offset with no epoch history (Kafka's truncateFullyAndStartAt). An offset
+// inside a batch, or negative, fails with engine.ErrOffsetOutOfRange and
+// changes nothing.
 func (l *Log) Truncate(offset int64) error {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -26,34 +27,33 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= l.end {
 		return nil
 	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate %s/%d to %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
+	}
+	if offset <= l.start {
+		return l.restartAtLocked(offset)
+	}
+	i := segmentFor(l.segs, offset)
+	seg := l.segs[i]
+	bs, err := l.batchAt(offset)
+	if err != nil {
+		return err
+	}
+	if bs.base != offset {
+		return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
+			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, bs.base, bs.last)
+	}
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
-	start, segs := l.start, l.segs
-	if offset <= l.start {
-		start, segs = offset, nil
-		l.deleteFrom(pb, 0)
-		_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(offset)), nil)
-	} else {
-		i := segmentFor(l.segs, offset)
-		seg := l.segs[i]
-		bs, err := l.batchAt(offset)
+	l.deleteFrom(pb, offset)
+	segs := l.segs[:i:i]
+	if seg.base < offset {
+		cut, err := l.summarize(seg, offset)
 		if err != nil {
 			return err
 		}
-		if bs.base != offset {
-			return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
-				engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, bs.base, bs.last)
-		}
-		l.deleteFrom(pb, offset)
-		segs = l.segs[:i:i]
-		if seg.base < offset {
-			cut, err := l.summarize(seg, offset)
-			if err != nil {
-				return err
-			}
-			segs = append(segs, cut)
-			_ = pb.Set(newLogKey(tagSegment, l.n, cut.base), cut.encode(make([]byte, segSummaryLen)), nil)
-		}
+		segs = append(segs, cut)
+		_ = pb.Set(newLogKey(tagSegment, l.n, cut.base), cut.encode(make([]byte, segSummaryLen)), nil)
 	}
 	epochs := engine.NewEpochCache(l.epochs.Entries())
 	if epochs.TruncateFromEnd(offset) {
@@ -62,7 +62,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: truncate %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 	}
-	l.publish(start, offset, segs, epochs)
+	l.publish(l.start, offset, segs, epochs)
 	return nil
 }
 
@@ -83,6 +83,13 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: restart %s/%d at %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
 	}
+	return l.restartAtLocked(offset)
+}
+
+// restartAtLocked empties the log and restarts it at offset with no epoch
+// history, for TruncateFullyAndStartAt and for Truncate at or below the
+// start offset. REQUIRES: s.life and l.writeMu held; offset >= 0.
+func (l *Log) restartAtLocked(offset int64) error {
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	l.deleteFrom(pb, 0)
