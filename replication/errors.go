@@ -13,10 +13,6 @@ var (
 	// ErrInvalidProducerEpoch: INVALID_PRODUCER_EPOCH (the batch's epoch is
 	// older than the producer's known epoch).
 	ErrInvalidProducerEpoch = errors.New("replication: invalid producer epoch")
-	// ErrUnknownProducerID: UNKNOWN_PRODUCER_ID. Not returned today: like
-	// Kafka >= 2.5 (KIP-360), an unknown producer is accepted at any
-	// sequence.
-	ErrUnknownProducerID = errors.New("replication: unknown producer id")
 	// ErrNotLeader: NOT_LEADER_OR_FOLLOWER.
 	ErrNotLeader = errors.New("replication: not leader")
 	// ErrClosed: the partition was closed (the broker answers

@@ -29,17 +29,14 @@ func handleApiVersions(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 }
 
 // apiVersionsUnsupported is the v0-format answer to an ApiVersions request at
-// a version we do not serve.
-func apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
+// a version we do not serve, listing the same APIs as a supported one.
+func (s *Server) apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiVersionKeys()
+	resp.ApiKeys = apiVersionKeysFor(s.cp.interBrokerAPIs())
 	return resp
 }
-
-// apiVersionKeys lists the APIs served in single-node mode, sorted by key.
-func apiVersionKeys() []kmsg.ApiVersionsResponseApiKey { return apiVersionKeysFor(false) }
 
 // apiVersionKeysFor lists the served APIs, sorted by key; the inter-broker
 // ones only in cluster mode.

@@ -361,7 +361,7 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 		}
 	}()
 	if r.kreq == nil { // ApiVersions at a version we do not serve
-		return &response{corr: r.corr, kresp: apiVersionsUnsupported()}
+		return &response{corr: r.corr, kresp: s.apiVersionsUnsupported()}
 	}
 	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version}
 	out, err := apis[r.key].handle(s, rc, r.kreq)

@@ -66,9 +66,8 @@ var rack = "rack-a"
 // null/empty/non-empty aborted transactions and every tagged field.
 func fixture(version int16, log []byte, src source) (*fetchresp.Response, *kmsg.FetchResponse) {
 	type part struct {
-		p        fetchresp.Partition
-		pos, n   int
-		nullTxns bool
+		p      fetchresp.Partition
+		pos, n int
 	}
 	half := len(log) / 2
 	topics := []struct {
