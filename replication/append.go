@@ -223,6 +223,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	ps := p.producers
 	base := p.log.EndOffset()
 	next := base
+	nowMs := p.now().UnixMilli()
 	var single []byte // the one request's batches when only one writes
 	writers := 0
 	buf := p.roundBuf[:0]
@@ -230,7 +231,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 		r.err = nil
 		r.write = false
-		res, dup, err := ps.check(r.batches, next)
+		res, dup, err := ps.check(r.batches, next, nowMs)
 		switch {
 		case err != nil:
 			r.err = err

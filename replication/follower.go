@@ -35,7 +35,7 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 	}
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
-		p.producers.load(b)
+		p.producers.load(b, p.now().UnixMilli())
 		pos += b.Size()
 	}
 	if p.opts.FlushEveryAppend {
@@ -126,7 +126,7 @@ func (p *Partition) RestartAt(offset int64) error {
 func (p *Partition) afterTruncate(oldEnd int64) {
 	end := p.log.EndOffset()
 	p.lowerHW(end)
-	p.producers = newProducerState()
+	p.producers = newProducerState(p.opts.ProducerIDExpiration)
 	scan := p.opts.ProducerScanBytes
 	if scan == 0 {
 		scan = DefaultProducerScanBytes

@@ -21,7 +21,7 @@ func FuzzProducerState(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1})
 	f.Add([]byte{1, 2, 255, 3, 1, 1, 1, 0, 1, 0, 1, 2, 0, 1, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := newProducerState()
+		s := newProducerState(0)
 		type key struct {
 			pid         int64
 			epoch       int16
@@ -46,7 +46,7 @@ func FuzzProducerState(f *testing.F) {
 				c := *e
 				prev = &c
 			}
-			res, dup, err := s.check(b, next)
+			res, dup, err := s.check(b, next, 0)
 			bt := recordBatch(b)
 			switch {
 			case err != nil:
@@ -93,7 +93,7 @@ func FuzzProducerState(f *testing.F) {
 
 // clone deep-copies a producer table.
 func clone(s *producerState) *producerState {
-	c := newProducerState()
+	c := newProducerState(0)
 	for pid, e := range s.producers {
 		v := *e
 		c.producers[pid] = &v

@@ -34,8 +34,11 @@ type Options struct {
 	// to rebuild idempotent-producer state. 0: DefaultProducerScanBytes;
 	// < 0: do not scan.
 	ProducerScanBytes int64
-	Now               func() time.Time // nil: time.Now
-	Logger            *slog.Logger     // nil: slog.Default()
+	// ProducerIDExpiration is producer.id.expiration.ms: idempotent
+	// producers idle this long are forgotten (0: never; see producers.go).
+	ProducerIDExpiration time.Duration
+	Now                  func() time.Time // nil: time.Now
+	Logger               *slog.Logger     // nil: slog.Default()
 
 	// BrokerID is this broker's id: the partition's own replica id. A
 	// partition without cluster state (NewPartition until MakeLeader or
@@ -173,7 +176,7 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 		p.SetRules(record.DefaultRules())
 	}
 	p.idle.L = &p.qmu
-	p.producers = newProducerState()
+	p.producers = newProducerState(opts.ProducerIDExpiration)
 	scan := opts.ProducerScanBytes
 	if scan == 0 {
 		scan = DefaultProducerScanBytes

@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/sluice/sluice/record"
 )
@@ -27,6 +28,14 @@ import (
 //     batches is a duplicate (answered with its original offsets, nothing
 //     written); otherwise baseSequence must be lastSeq+1, wrapping from
 //     MaxInt32 to 0, else ErrOutOfOrderSequence.
+//
+// Expiry (Kafka's producer.id.expiration.ms): a producer that has not
+// appended for Options.ProducerIDExpiration is forgotten, so the table does
+// not grow with every producer id ever seen. Its next batch is then that
+// of an unknown producer (accepted, as above). The table is swept at the
+// start of an append round (and of a follower's append), at most every
+// tenth of the expiration; the time of an entry is when it last appended
+// here, or, for state rebuilt from the log, its batch's max timestamp.
 //
 // State after a restart: NewPartition rebuilds it by scanning the batch
 // headers of the last Options.ProducerScanBytes of the log (32 MiB by
@@ -53,6 +62,8 @@ type batchMeta struct {
 type producerEntry struct {
 	epoch   int16
 	n, head int
+	// lastMs is when the producer last appended (ms since the epoch).
+	lastMs  int64
 	batches [maxProducerBatches]batchMeta
 }
 
@@ -104,10 +115,28 @@ type undoEntry struct {
 type producerState struct {
 	producers map[int64]*producerEntry
 	undo      []undoEntry // changes of the round in progress, oldest first
+	// expireMs is producer.id.expiration.ms (<= 0: never); nextSweep is
+	// when the table is swept next.
+	expireMs, nextSweep int64
 }
 
-func newProducerState() *producerState {
-	return &producerState{producers: make(map[int64]*producerEntry)}
+func newProducerState(expire time.Duration) *producerState {
+	return &producerState{producers: make(map[int64]*producerEntry), expireMs: expire.Milliseconds()}
+}
+
+// expire forgets the producers idle for expireMs at nowMs, at most every
+// tenth of expireMs. Only between rounds: never while undo entries of a
+// round in progress point at entries.
+func (s *producerState) expire(nowMs int64) {
+	if s.expireMs <= 0 || nowMs < s.nextSweep || len(s.undo) > 0 {
+		return
+	}
+	s.nextSweep = nowMs + max(s.expireMs/10, 1)
+	for pid, e := range s.producers {
+		if nowMs-e.lastMs >= s.expireMs {
+			delete(s.producers, pid)
+		}
+	}
 }
 
 // checkResult says what to do with one request.
@@ -123,7 +152,8 @@ const (
 // entries, so commit or rollback decides later). On a duplicate or an error
 // the request's own changes are rolled back already; dup holds the original
 // offsets of the first duplicate batch.
-func (s *producerState) check(batches []byte, next int64) (res checkResult, dup batchMeta, err error) {
+func (s *producerState) check(batches []byte, next, nowMs int64) (res checkResult, dup batchMeta, err error) {
+	s.expire(nowMs)
 	mark := len(s.undo)
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
@@ -155,6 +185,7 @@ func (s *producerState) check(batches []byte, next int64) (res checkResult, dup 
 			s.undo[len(s.undo)-1].prev = *e
 		}
 		s.apply(e, epoch, batchMeta{firstSeq: firstSeq, lastSeq: lastSeq, firstOffset: first, lastOffset: next - 1})
+		e.lastMs = nowMs
 	}
 	return checkAppend, batchMeta{}, nil
 }
@@ -212,8 +243,15 @@ func (s *producerState) rollback(mark int) {
 func (s *producerState) commit() { s.undo = s.undo[:0] }
 
 // load records the batches of buf (log bytes, whole batches) without
-// checks: the rebuild after a restart. Control batches carry no sequence.
-func (s *producerState) load(b record.Batch) {
+// checks: the rebuild after a restart (nowMs < 0: the batch's max
+// timestamp dates the entry), or a follower's append (nowMs: when).
+// Control batches carry no sequence.
+func (s *producerState) load(b record.Batch, nowMs int64) {
+	if nowMs >= 0 {
+		s.expire(nowMs)
+	} else {
+		nowMs = b.MaxTimestamp()
+	}
 	pid := b.ProducerID()
 	if pid < 0 || b.Control() {
 		return
@@ -230,4 +268,5 @@ func (s *producerState) load(b record.Batch) {
 		firstSeq: b.BaseSequence(), lastSeq: b.LastSequence(),
 		firstOffset: b.BaseOffset(), lastOffset: b.LastOffset(),
 	})
+	e.lastMs = max(e.lastMs, nowMs)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/sluice/sluice/engine"
 )
@@ -178,18 +179,58 @@ func TestRebuildScansOnlyTheTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := newProducerState()
+	ps := newProducerState(0)
 	if err := rebuildProducers(ps, l, 4096); err != nil {
 		t.Fatal(err)
 	}
 	if ps.producers[1] != nil || ps.producers[2] == nil {
 		t.Fatalf("producers after a 4 KiB tail scan: %v", ps.producers)
 	}
-	ps = newProducerState()
+	ps = newProducerState(0)
 	if err := rebuildProducers(ps, l, 1<<30); err != nil {
 		t.Fatal(err)
 	}
 	if ps.producers[1] == nil || ps.producers[2] == nil {
 		t.Fatalf("producers after a full scan: %v", ps.producers)
+	}
+}
+
+// TestProducersExpire: a producer idle for producer.id.expiration.ms is
+// forgotten (its next batch is accepted at any sequence, as an unknown
+// producer's), one that appended recently is kept, and the sweep never
+// drops an entry of the round in progress.
+func TestProducersExpire(t *testing.T) {
+	const minute = int64(60_000)
+	s := newProducerState(time.Minute)
+	at := func(b []byte, next, nowMs int64) error {
+		_, _, err := s.check(b, next, nowMs)
+		s.commit()
+		return err
+	}
+	if err := at(batch(1, 0, 0, 1), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := at(batch(2, 0, 0, 1), 1, minute/2); err != nil {
+		t.Fatal(err)
+	}
+	// Known producer 1 at a gap: refused while it is remembered.
+	if err := at(batch(1, 0, 5, 1), 2, minute/2); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("gap of a known producer: %v", err)
+	}
+	if err := at(batch(3, 0, 0, 1), 2, minute+minute/10); err != nil {
+		t.Fatal(err)
+	}
+	if s.producers[1] != nil || s.producers[2] == nil || s.producers[3] == nil {
+		t.Fatalf("after 66 s: producers %v (want 2 and 3)", s.producers)
+	}
+	if err := at(batch(1, 0, 5, 1), 3, minute+minute/10); err != nil {
+		t.Fatalf("an expired producer is unknown, accepted at any sequence: %v", err)
+	}
+	// Never expires with expiration 0.
+	s = newProducerState(0)
+	at(batch(1, 0, 0, 1), 0, 0)
+	at(batch(2, 0, 0, 1), 1, 1<<50)
+	if s.producers[1] == nil {
+		t.Fatal("expired with producer.id.expiration.ms unset")
 	}
 }

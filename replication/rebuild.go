@@ -47,7 +47,7 @@ func rebuildProducers(s *producerState, log engine.Log, scanBytes int64) error {
 			if b.NextOffset() <= off {
 				continue
 			}
-			s.load(b)
+			s.load(b, -1)
 			next = b.NextOffset()
 		}
 		if next <= off {

@@ -179,8 +179,10 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 		LogAppendTime: t.cfg.logAppendTime,
 		Rules:         &t.cfg.rules,
 		Now:           s.now,
-		Logger:        s.log,
-		BrokerID:      s.nodeID,
+		// Idempotent producers idle this long are forgotten.
+		ProducerIDExpiration: s.cfg.ProducerIDExpiration,
+		Logger:               s.log,
+		BrokerID:             s.nodeID,
 	}
 	s.cp.replicaOptions(t, &opts)
 	rp, err := replication.NewPartition(log, opts)
