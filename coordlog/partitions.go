@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sluice/sluice/internal/safe"
 )
 
 // DefaultRetryBackoff is the pause between two attempts of a failed load.
@@ -129,7 +131,7 @@ func (ps *Partitions) load(i int32, gen uint64) {
 	defer ps.wg.Done()
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		err := ps.opts.Load(i)
+		err := safe.Call(ps.opts.Logger, "coordlog: load "+ps.opts.Topic, func() error { return ps.opts.Load(i) })
 		if err == nil {
 			break
 		}

@@ -155,3 +155,25 @@ func TestPartitionsCloseStopsRetries(t *testing.T) {
 		t.Errorf("%d load attempts, want 1", calls)
 	}
 }
+
+// TestPartitionsLoadPanics: a load that panics (a bug in a state machine's
+// replay) is retried like a failed one; the broker goes on.
+func TestPartitionsLoadPanics(t *testing.T) {
+	calls := 0
+	ps := New(Options{Topic: "__internal", RetryBackoff: time.Millisecond,
+		Load: func(int32) error {
+			calls++
+			if calls == 1 {
+				panic("replay bug")
+			}
+			return nil
+		},
+		Unload: func(int32) {},
+	})
+	defer ps.Close()
+	ps.OnRole(0, true)
+	waitLoaded(t, ps, 0)
+	if calls != 2 {
+		t.Fatalf("%d load attempts, want 2", calls)
+	}
+}

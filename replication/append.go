@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/record"
 )
 
@@ -180,14 +181,14 @@ func (p *Partition) runRound() {
 		for _, r := range round {
 			r.err = ErrClosed
 		}
-	} else if err := p.appendRound(round); err != nil && len(round) > 1 && !errors.Is(err, engine.ErrClosed) {
+	} else if err := p.safeAppendRound(round); err != nil && len(round) > 1 && !errors.Is(err, engine.ErrClosed) && !errors.Is(err, safe.ErrPanic) {
 		p.logger.Warn("replication: coalesced append failed, retrying each request alone",
 			"topic", p.opts.Topic, "partition", p.opts.Partition, "requests", len(round), "err", err)
 		// One request may have poisoned the round: the round's producer
 		// changes were rolled back, so retry every request alone, checks
 		// included (a duplicate may have pointed into the failed round).
 		for i := range round {
-			_ = p.appendRound(round[i : i+1])
+			_ = p.safeAppendRound(round[i : i+1])
 		}
 	}
 
@@ -206,6 +207,22 @@ func (p *Partition) runRound() {
 		p.idle.Broadcast()
 	}
 	p.qmu.Unlock()
+}
+
+// safeAppendRound is appendRound with a panic (a bug) turned into the
+// error of every request of the round, its producer-state changes undone,
+// so the requests are answered and the partition keeps serving.
+// REQUIRES: the caller leads the round.
+func (p *Partition) safeAppendRound(round []*appendReq) error {
+	err := safe.Call(p.logger, "replication: append round", func() error { return p.appendRound(round) })
+	if errors.Is(err, safe.ErrPanic) {
+		p.producers.rollback(0)
+		for _, r := range round {
+			r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			r.err = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+		}
+	}
+	return err
 }
 
 // appendRound checks and appends the requests of one round, setting each

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/record"
 )
 
@@ -371,5 +372,28 @@ func TestDeleteRecordsBefore(t *testing.T) {
 	}
 	if res, err := p.Append(ctx, batch(-1, 0, -1, 1), 1); err != nil || res.LogStartOffset != 6 {
 		t.Fatalf("res %+v err %v", res, err)
+	}
+}
+
+// TestAppendSurvivesPanic: a panic inside an append round (a backend bug)
+// fails the requests of that round with an error, undoes their producer
+// state, and the partition keeps appending.
+func TestAppendSurvivesPanic(t *testing.T) {
+	st := openStore(t, "memory")
+	p, cl := newPartition(t, st, engine.LogConfig{}, Options{Topic: "t"})
+	cl.mu.Lock()
+	cl.panics = 1
+	cl.mu.Unlock()
+	_, err := p.Append(context.Background(), batch(7, 0, 0, 2), 1)
+	if !errors.Is(err, safe.ErrPanic) {
+		t.Fatalf("append during a panic: %v", err)
+	}
+	// The producer's sequence 0 was not recorded: the retry is accepted.
+	res, err := p.Append(context.Background(), batch(7, 0, 0, 2), 1)
+	if err != nil || res.Duplicate {
+		t.Fatalf("retry after the panic: %+v, %v", res, err)
+	}
+	if _, err := p.Append(context.Background(), batch(7, 0, 2, 1), 1); err != nil {
+		t.Fatalf("next append: %v", err)
 	}
 }

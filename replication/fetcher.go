@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/record"
 )
 
@@ -236,9 +237,16 @@ func (f *fetcher) run() {
 		}
 	}()
 	for f.ctx.Err() == nil {
-		truncated := f.truncateRound()
-		fetched := f.fetchRound()
-		if !truncated && !fetched {
+		var truncated, fetched bool
+		err := safe.Call(f.m.logger, "replication: replica fetcher round", func() error {
+			truncated = f.truncateRound()
+			fetched = f.fetchRound()
+			return nil
+		})
+		switch {
+		case err != nil: // a bug: back off, then go on fetching
+			f.sleep()
+		case !truncated && !fetched:
 			f.idle()
 		}
 	}

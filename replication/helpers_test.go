@@ -62,6 +62,7 @@ type countingLog struct {
 	gate    chan struct{} // when set, the next Append blocks until it is closed
 	during  func()        // when set, runs after the inner Append succeeded
 	onFlush func()
+	panics  int // the next panics Appends panic (a bug in a backend)
 }
 
 func (c *countingLog) Append(b []byte, o engine.AppendOptions) (engine.AppendInfo, error) {
@@ -69,7 +70,14 @@ func (c *countingLog) Append(b []byte, o engine.AppendOptions) (engine.AppendInf
 	c.mu.Lock()
 	gate, during := c.gate, c.during
 	c.gate = nil
+	boom := c.panics > 0
+	if boom {
+		c.panics--
+	}
 	c.mu.Unlock()
+	if boom {
+		panic("countingLog: injected panic")
+	}
 	if gate != nil {
 		<-gate
 	}

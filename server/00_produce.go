@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -99,7 +100,19 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 }
 
 // producePartition appends one partition's batches and fills its response.
+// A panic (a bug) fails this partition only.
 func (s *Server) producePartition(ctx context.Context, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+	err := safe.Call(s.log, "server: produce", func() error {
+		s.producePartitionUnsafe(ctx, acks, topicName, rp, sp)
+		return nil
+	})
+	if err != nil {
+		s.panics.Add(1)
+		s.fillProduceError(sp, topicName, err)
+	}
+}
+
+func (s *Server) producePartitionUnsafe(ctx context.Context, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
 	t := s.topics.get(topicName)
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)

@@ -803,3 +803,43 @@ func TestSingleNodeRefusesControllerRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterLeaderAndIsrOddStates: partition states with negative or
+// unknown partitions, or no replicas, are answered with an error per
+// partition, never a (recovered) panic.
+func TestClusterLeaderAndIsrOddStates(t *testing.T) {
+	s, fp := newFakeClusterServer(t)
+	id := fp.addTopic("t", 1)
+	for _, tc := range []struct {
+		name string
+		edit func(*kmsg.LeaderAndISRRequestTopicPartition)
+	}{
+		{"negative partition", func(ps *kmsg.LeaderAndISRRequestTopicPartition) { ps.Partition = -1 }},
+		{"partition past the assignment", func(ps *kmsg.LeaderAndISRRequestTopicPartition) { ps.Partition = 1 << 30 }},
+		{"no ISR, no replicas", func(ps *kmsg.LeaderAndISRRequestTopicPartition) { ps.ISR, ps.Replicas = nil, nil }},
+		{"leader not a replica", func(ps *kmsg.LeaderAndISRRequestTopicPartition) { ps.Leader, ps.Replicas = 1, []int32{2, 3} }},
+		{"negative leader epoch", func(ps *kmsg.LeaderAndISRRequestTopicPartition) { ps.LeaderEpoch = -5 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := leaderAndIsr("t", id, 0, 1, 1, 5)
+			tc.edit(&req.TopicStates[0].PartitionStates[0])
+			if _, err := call(t, s, 5, req); err != nil {
+				t.Fatalf("handler error: %v", err)
+			}
+		})
+	}
+	ureq := kmsg.NewPtrUpdateMetadataRequest()
+	ureq.ControllerID, ureq.ControllerEpoch, ureq.BrokerEpoch = 2, 5, fakeBrokerEpoch
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "t"
+	ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+	ps.Partition = -7
+	ts.PartitionStates = append(ts.PartitionStates, ps)
+	ureq.TopicStates = append(ureq.TopicStates, ts)
+	if _, err := call(t, s, 7, ureq); err != nil {
+		t.Fatalf("UpdateMetadata: %v", err)
+	}
+	if n := s.panics.Load(); n != 0 {
+		t.Fatalf("%d panics", n)
+	}
+}
