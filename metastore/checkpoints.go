@@ -19,4 +19,3 @@ func (s *Store) GetCheckpoint(name string) ([]byte, error) {
 	})
 	return out, err
 }
-

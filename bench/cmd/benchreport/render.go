@@ -475,4 +475,3 @@ func readLines(path string) []string {
 	}
 	return strings.Split(s, "\n")
 }
-
