@@ -54,6 +54,9 @@ import (
 type FetcherOptions struct {
 	// BrokerID is this broker's id, sent as the replica id.
 	BrokerID int32
+	// BrokerEpoch returns this broker's registration epoch, sent with each
+	// fetch (nil: -1, none).
+	BrokerEpoch func() int64
 	// Resolve returns a live broker's address (host:port).
 	Resolve func(brokerID int32) (addr string, ok bool)
 	// Send, when set, replaces the network: it must send req to broker
@@ -78,7 +81,10 @@ type FetcherOptions struct {
 // topics (v13+ uses topic ids) and the first flexible one;
 // OffsetForLeaderEpoch v4 carries the replica id (v3+) and is flexible.
 const (
-	fetchVersion                = 12
+	// fetchVersion 15 carries the follower's broker epoch (ReplicaState,
+	// KIP-903), which the leader checks against the follower's current
+	// registration, so nobody else can pose as it; topics go by id (v13+).
+	fetchVersion                = 15
 	offsetForLeaderEpochVersion = 4
 )
 
@@ -480,18 +486,24 @@ func (f *fetcher) fetchRound() bool {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.ReplicaID = o.BrokerID
+	req.ReplicaState.ID, req.ReplicaState.Epoch = o.BrokerID, -1
+	if o.BrokerEpoch != nil {
+		req.ReplicaState.Epoch = o.BrokerEpoch()
+	}
 	req.MaxWaitMillis = int32(o.MaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = o.MaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session
 	topics := map[string]int{}
+	names := map[[16]byte]string{} // the answer names topics by id
 	for k, pd := range parts {
 		i, ok := topics[k.topic]
 		if !ok {
 			i = len(req.Topics)
 			topics[k.topic] = i
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = k.topic
+			rt.Topic, rt.TopicID = k.topic, pd.p.TopicID()
+			names[rt.TopicID] = k.topic
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -523,9 +535,13 @@ func (f *fetcher) fetchRound() bool {
 	defer f.mu.Unlock()
 	defer f.backoffUnanswered(parts)
 	for _, rt := range resp.Topics {
+		name := rt.Topic
+		if n, ok := names[rt.TopicID]; ok && name == "" {
+			name = n
+		}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			k := tp{rt.Topic, rp.Partition}
+			k := tp{name, rp.Partition}
 			pd, ok := parts[k]
 			if !ok || !f.current(pd) {
 				continue

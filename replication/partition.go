@@ -34,6 +34,8 @@ type Options struct {
 	// to rebuild idempotent-producer state. 0: DefaultProducerScanBytes;
 	// < 0: do not scan.
 	ProducerScanBytes int64
+	// TopicID is the topic's id: followers fetch by id (Fetch v13+).
+	TopicID [16]byte
 	// ProducerIDExpiration is producer.id.expiration.ms: idempotent
 	// producers idle this long are forgotten (0: never; see producers.go).
 	ProducerIDExpiration time.Duration
@@ -366,6 +368,9 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 
 // Topic returns the partition's topic name.
 func (p *Partition) Topic() string { return p.opts.Topic }
+
+// TopicID returns the partition's topic id (zero when unknown).
+func (p *Partition) TopicID() [16]byte { return p.opts.TopicID }
 
 // Index returns the partition's number within its topic.
 func (p *Partition) Index() int32 { return p.opts.Partition }

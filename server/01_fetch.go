@@ -23,9 +23,10 @@ package server
 // end, and its fetch offset is its progress, from which the leader moves
 // the ISR and the high watermark (replication.Partition.HandleReplicaFetch).
 // So a follower fetch is checked before it is served: on a single node
-// every partition is CLUSTER_AUTHORIZATION_FAILED; in a cluster the broker
-// epoch it carries (v15+) must be the replica's current registration
-// (STALE_BROKER_EPOCH), and the replica id must be one of the partition's
+// every partition is CLUSTER_AUTHORIZATION_FAILED; in a cluster it must
+// carry the broker epoch of the replica's current registration (v15+
+// ReplicaState, as Sluice's followers send it; else STALE_BROKER_EPOCH),
+// and the replica id must be one of the partition's
 // replicas (UNKNOWN_LEADER_EPOCH, or NOT_LEADER_OR_FOLLOWER without a
 // current leader epoch, as Kafka answers).
 //

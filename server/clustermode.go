@@ -103,9 +103,10 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 		offsets:       newOffsetsCoord(s),
 	}
 	zp.fetchers = replication.NewFetcherManager(replication.FetcherOptions{
-		BrokerID: s.nodeID,
-		Resolve:  zp.resolve,
-		Logger:   s.log,
+		BrokerID:    s.nodeID,
+		BrokerEpoch: node.BrokerEpoch,
+		Resolve:     zp.resolve,
+		Logger:      s.log,
 	})
 	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.
@@ -232,9 +233,13 @@ func (zp *zkPlane) checkReplicaDelete(topic string, partition int32) error {
 	return nil
 }
 
+// checkFollower: Sluice's followers send their registration epoch (Fetch
+// v15, ReplicaState), and a follower fetch without one is refused: the
+// replica id alone is easy to forge, and a forged follower would keep a
+// dead replica in the ISR and move the high watermark.
 func (zp *zkPlane) checkFollower(replicaID int32, replicaEpoch int64) error {
 	if replicaEpoch < 0 {
-		return nil // v0-v14 carry none; the partition checks the replica set
+		return fmt.Errorf("%w: follower fetch from broker %d carries no broker epoch (Fetch v15+ needed)", cluster.ErrStaleBrokerEpoch, replicaID)
 	}
 	return zp.node.VerifyReplicaEpoch(replicaID, replicaEpoch)
 }

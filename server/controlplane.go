@@ -92,8 +92,8 @@ type controlPlane interface {
 	// deletes only replicas of deleted topics or moved partitions).
 	checkReplicaDelete(topic string, partition int32) error
 	// checkFollower checks a follower fetch's sender: a registered broker
-	// whose registration epoch, when the fetch carries one (>= 0), is
-	// current. errClusterOnly on a single node.
+	// naming its current registration epoch (-1, none, is refused in
+	// cluster mode). errClusterOnly on a single node.
 	checkFollower(replicaID int32, replicaEpoch int64) error
 	// applyUpdateMetadata applies an UpdateMetadata request to the view.
 	applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error

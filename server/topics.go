@@ -175,6 +175,7 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 	}
 	opts := replication.Options{
 		Topic:         t.name,
+		TopicID:       t.id,
 		Partition:     i,
 		LogAppendTime: t.cfg.logAppendTime,
 		Rules:         &t.cfg.rules,
