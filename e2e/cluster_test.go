@@ -154,6 +154,7 @@ type view struct {
 	controller      int32
 	brokers, topics int
 	clusterID       string
+	hosts           []string // the brokers' advertised hosts
 	err             error
 }
 
@@ -178,6 +179,9 @@ func (c *testCluster) views() []view {
 		cl.Close()
 		if v.err = err; err == nil {
 			v.controller, v.brokers, v.topics = resp.ControllerID, len(resp.Brokers), len(resp.Topics)
+			for _, b := range resp.Brokers {
+				v.hosts = append(v.hosts, b.Host)
+			}
 			if resp.ClusterID != nil {
 				v.clusterID = *resp.ClusterID
 			}

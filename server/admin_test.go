@@ -29,7 +29,7 @@ func TestCreateTopicsValidation(t *testing.T) {
 			rt.Configs = append(rt.Configs, c)
 		}
 		req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
-		return rc.do(req).(*kmsg.CreateTopicsResponse).Topics[0]
+		return rc.Do(req).(*kmsg.CreateTopicsResponse).Topics[0]
 	}
 	if st := create("a.b", 1, 1, nil, false); st.ErrorCode != 0 {
 		t.Fatalf("create a.b: %v", kerr.ErrorForCode(st.ErrorCode))
@@ -77,7 +77,7 @@ func TestCreateTopicsValidation(t *testing.T) {
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(12)
 	md.Topics = nil
-	resp := rc.do(md).(*kmsg.MetadataResponse)
+	resp := rc.Do(md).(*kmsg.MetadataResponse)
 	names := map[string]int{}
 	for _, mt := range resp.Topics {
 		names[*mt.Topic] = len(mt.Partitions)
@@ -108,7 +108,7 @@ func TestMetadataTopicLists(t *testing.T) {
 			md := kmsg.NewPtrMetadataRequest()
 			md.SetVersion(tc.version)
 			md.Topics = tc.topics
-			resp := rc.do(md).(*kmsg.MetadataResponse)
+			resp := rc.Do(md).(*kmsg.MetadataResponse)
 			if len(resp.Topics) != tc.want {
 				t.Fatalf("%d topics, want %d", len(resp.Topics), tc.want)
 			}
@@ -122,13 +122,13 @@ func TestMetadataTopicLists(t *testing.T) {
 		md.SetVersion(9)
 		md.AllowAutoTopicCreation = true
 		md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("auto1")}}
-		resp := rc.do(md).(*kmsg.MetadataResponse)
+		resp := rc.Do(md).(*kmsg.MetadataResponse)
 		if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 1 {
 			t.Fatalf("auto create: %v, %d partitions", kerr.ErrorForCode(resp.Topics[0].ErrorCode), len(resp.Topics[0].Partitions))
 		}
 		md.AllowAutoTopicCreation = false
 		md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("auto2")}}
-		resp = rc.do(md).(*kmsg.MetadataResponse)
+		resp = rc.Do(md).(*kmsg.MetadataResponse)
 		if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 			t.Fatalf("no auto create: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
 		}
@@ -137,9 +137,9 @@ func TestMetadataTopicLists(t *testing.T) {
 		md := kmsg.NewPtrMetadataRequest()
 		md.SetVersion(12)
 		md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("m2")}}
-		id := rc.do(md).(*kmsg.MetadataResponse).Topics[0].TopicID
+		id := rc.Do(md).(*kmsg.MetadataResponse).Topics[0].TopicID
 		md.Topics = []kmsg.MetadataRequestTopic{{TopicID: id}}
-		resp := rc.do(md).(*kmsg.MetadataResponse)
+		resp := rc.Do(md).(*kmsg.MetadataResponse)
 		if resp.Topics[0].ErrorCode != 0 || *resp.Topics[0].Topic != "m2" {
 			t.Fatalf("by id: %+v", resp.Topics[0])
 		}
@@ -153,7 +153,7 @@ func TestApiVersions(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(v)
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
-		resp := rc.do(req).(*kmsg.ApiVersionsResponse)
+		resp := rc.Do(req).(*kmsg.ApiVersionsResponse)
 		if resp.ErrorCode != 0 || len(resp.ApiKeys) < 15 {
 			t.Fatalf("v%d: %v, %d keys", v, kerr.ErrorForCode(resp.ErrorCode), len(resp.ApiKeys))
 		}
@@ -161,10 +161,10 @@ func TestApiVersions(t *testing.T) {
 	// A version above ours: the v0 format with UNSUPPORTED_VERSION.
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(5)
-	corr := rc.send(req)
+	corr := rc.Send(req)
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
-	rc.recv(corr, resp)
+	rc.Recv(corr, resp)
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("v5: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -224,7 +224,7 @@ func TestListOffsetsAndDeleteRecords(t *testing.T) {
 			rp.Timestamp = ts
 			rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
 			req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
-			return rc.do(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			return rc.Do(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 		}
 		if p := lreq(-3, 7); p.ErrorCode != 0 || p.Offset != 4 || p.Timestamp != 9000 {
 			t.Errorf("max timestamp: %+v", p)
@@ -336,7 +336,7 @@ func TestConfigsRoundTrip(t *testing.T) {
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "cfg"
 		rr.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.bytes", Value: kmsg.StringPtr("12345")}}
 		req.Resources = []kmsg.AlterConfigsRequestResource{rr}
-		if ar := rc.do(req).(*kmsg.AlterConfigsResponse); ar.Resources[0].ErrorCode != 0 {
+		if ar := rc.Do(req).(*kmsg.AlterConfigsResponse); ar.Resources[0].ErrorCode != 0 {
 			t.Fatalf("alter configs: %v", kerr.ErrorForCode(ar.Resources[0].ErrorCode))
 		}
 		m = describe()
@@ -419,7 +419,7 @@ func TestElectLeadersSingleNode(t *testing.T) {
 	for v := int16(0); v <= 2; v++ {
 		req := kmsg.NewPtrElectLeadersRequest()
 		req.SetVersion(v)
-		resp := rc.do(req).(*kmsg.ElectLeadersResponse)
+		resp := rc.Do(req).(*kmsg.ElectLeadersResponse)
 		n := 0
 		for _, tr := range resp.Topics {
 			for _, pr := range tr.Partitions {

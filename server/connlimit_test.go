@@ -19,7 +19,7 @@ func ping(t *testing.T, rc *rawConn) {
 	t.Helper()
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
-	if resp := rc.do(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+	if resp := rc.Do(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
 		t.Fatalf("ApiVersions error %d", resp.ErrorCode)
 	}
 }
@@ -32,8 +32,8 @@ func expectNoAnswer(t *testing.T, rc *rawConn, wait time.Duration) int32 {
 	t.Helper()
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
-	corr := rc.send(req)
-	if b, err := rc.readFrame(wait); err == nil {
+	corr := rc.Send(req)
+	if b, err := rc.ReadFrame(wait); err == nil {
 		t.Fatalf("got a %d-byte answer, want none yet", len(b))
 	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection closed (%v), want it waiting", err)
@@ -54,10 +54,10 @@ func TestMaxConnections(t *testing.T) {
 	}
 	extra := dialRaw(t, b.Addr()) // the kernel completes the handshake
 	corr := expectNoAnswer(t, extra, 300*time.Millisecond)
-	open[0].c.Close()
+	open[0].NetConn().Close()
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(3)
-	extra.recv(corr, resp) // served once a slot freed
+	extra.Recv(corr, resp) // served once a slot freed
 	ping(t, open[1])
 }
 
@@ -88,19 +88,19 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 				open = append(open, rc)
 			}
 			over := dialRaw(t, b.Addr())
-			over.expectClosed()
+			over.ExpectClosed()
 			for _, rc := range open {
 				ping(t, rc)
 			}
-			open[0].c.Close()
+			open[0].NetConn().Close()
 			// The broker counts the close when it notices it: retry a
 			// bounded number of times until a new connection is served.
 			for attempt := 1; ; attempt++ {
 				rc := dialRaw(t, b.Addr())
 				req := kmsg.NewPtrApiVersionsRequest()
 				req.SetVersion(3)
-				rc.send(req)
-				if _, err := rc.readFrame(5 * time.Second); err == nil {
+				rc.Send(req)
+				if _, err := rc.ReadFrame(5 * time.Second); err == nil {
 					break
 				}
 				if attempt == 50 {
@@ -119,7 +119,7 @@ func TestSlowFrameCutOff(t *testing.T) {
 	b := brokertest.Start(t, "memory", func(c *configT) { c.RequestReadTimeout = 300 * time.Millisecond })
 	healthy := dialRaw(t, b.Addr())
 	slow := dialRaw(t, b.Addr())
-	slow.writeRaw(binary.BigEndian.AppendUint32(nil, 100<<20))
+	slow.WriteRaw(binary.BigEndian.AppendUint32(nil, 100<<20))
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // a byte every 20 ms, for at most 10 s
@@ -130,14 +130,14 @@ func TestSlowFrameCutOff(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			slow.c.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := slow.c.Write([]byte{0}); err != nil {
+			slow.NetConn().SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := slow.NetConn().Write([]byte{0}); err != nil {
 				return
 			}
 		}
 	}()
 	ping(t, healthy)
-	slow.expectClosed()
+	slow.ExpectClosed()
 	close(stop)
 	<-done
 	ping(t, healthy)
@@ -157,14 +157,14 @@ func TestReadsWaitForRequestMemory(t *testing.T) {
 	})
 	hog := dialRaw(t, b.Addr())
 	// 64 KiB of a 1 MiB frame: buffers of 4+4+8+16+32 KiB, the whole pool.
-	hog.writeRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 64<<10)...))
+	hog.WriteRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 64<<10)...))
 	waiter := dialRaw(t, b.Addr())
 	time.Sleep(1500 * time.Millisecond)
 	corr := expectNoAnswer(t, waiter, 500*time.Millisecond)
-	hog.expectClosed()
+	hog.ExpectClosed()
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(3)
-	waiter.recv(corr, resp)
+	waiter.Recv(corr, resp)
 	ping(t, waiter)
 }
 
@@ -180,7 +180,7 @@ func TestSmallRequestsServedWhilePoolFull(t *testing.T) {
 	hog := dialRaw(t, b.Addr())
 	// All but a byte of a 1 MiB frame: its buffer is the whole pool
 	// outside the reserve.
-	hog.writeRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 1<<20-1)...))
+	hog.WriteRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 1<<20-1)...))
 	time.Sleep(200 * time.Millisecond) // let the broker read it
 	small := dialRaw(t, b.Addr())
 	ping(t, small)
@@ -192,13 +192,13 @@ func TestSmallRequestsServedWhilePoolFull(t *testing.T) {
 		name := strings.Repeat("t", 5000) + strconv.Itoa(i)
 		req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: &name})
 	}
-	corr := large.send(req)
-	if b, err := large.readFrame(500 * time.Millisecond); err == nil {
+	corr := large.Send(req)
+	if b, err := large.ReadFrame(500 * time.Millisecond); err == nil {
 		t.Fatalf("large request answered (%d bytes) while the pool was full", len(b))
 	}
 	ping(t, small)
-	hog.expectClosed()
+	hog.ExpectClosed()
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.SetVersion(1)
-	large.recv(corr, resp)
+	large.Recv(corr, resp)
 }

@@ -17,7 +17,7 @@ func TestSingleNodeHidesClusterAPIs(t *testing.T) {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
-	resp := rc.do(req).(*kmsg.ApiVersionsResponse)
+	resp := rc.Do(req).(*kmsg.ApiVersionsResponse)
 	for _, k := range resp.ApiKeys {
 		if k.ApiKey >= 4 && k.ApiKey <= 7 {
 			t.Errorf("single-node ApiVersions lists %s", kmsg.NameForKey(k.ApiKey))

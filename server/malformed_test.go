@@ -32,7 +32,7 @@ func TestMalformedInput(t *testing.T) {
 		t.Helper()
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(3)
-		if resp := healthy.do(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		if resp := healthy.Do(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
 			t.Fatalf("healthy connection: %v", kerr.ErrorForCode(resp.ErrorCode))
 		}
 	}
@@ -61,8 +61,8 @@ func TestMalformedInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := dialRaw(t, b.Addr())
-			rc.writeRaw(tc.raw)
-			rc.expectClosed()
+			rc.WriteRaw(tc.raw)
+			rc.ExpectClosed()
 			ping()
 		})
 	}
@@ -70,7 +70,7 @@ func TestMalformedInput(t *testing.T) {
 		rc := dialRaw(t, b.Addr())
 		bad := buildBatch(-1, -1, -1, 3, 1)
 		bad[30] ^= 1
-		resp := rc.do(produceReq(11, 1, "auto-bad-crc", 0, bad)).(*kmsg.ProduceResponse)
+		resp := rc.Do(produceReq(11, 1, "auto-bad-crc", 0, bad)).(*kmsg.ProduceResponse)
 		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec == 0 {
 			t.Fatalf("bad CRC accepted")
 		}
@@ -82,11 +82,11 @@ func TestMalformedInput(t *testing.T) {
 		req.SetVersion(3)
 		raw := kmsg.NewRequestFormatter().AppendRequest(nil, req, 7)
 		raw = append(raw, frame(append(header(999, 0, 8), 0))...)
-		rc.writeRaw(raw)
+		rc.WriteRaw(raw)
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.SetVersion(3)
-		rc.recv(7, resp)
-		rc.expectClosed()
+		rc.Recv(7, resp)
+		rc.ExpectClosed()
 	})
 }
 
@@ -94,7 +94,7 @@ func TestMalformedInput(t *testing.T) {
 func TestIdleConnectionClosed(t *testing.T) {
 	b := brokertest.Start(t, "memory", func(c *configT) { c.ConnectionsMaxIdle = 200 * time.Millisecond })
 	rc := dialRaw(t, b.Addr())
-	rc.expectClosed()
+	rc.ExpectClosed()
 }
 
 // TestPipelinedResponsesInOrder sends many requests without waiting and
@@ -118,9 +118,9 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 		}
 		raw = append(raw, f.AppendRequest(nil, req, i)...) // AppendRequest sizes from dst[0]
 	}
-	rc.writeRaw(raw)
+	rc.WriteRaw(raw)
 	for i := int32(1); i <= n; i++ {
-		body, err := rc.readFrame(10 * time.Second)
+		body, err := rc.ReadFrame(10 * time.Second)
 		if err != nil {
 			t.Fatalf("response %d: %v", i, err)
 		}

@@ -45,7 +45,7 @@ func TestMiscAPIs(t *testing.T) {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.SetVersion(1)
 		req.EndpointType = 1
-		resp := rc.do(req).(*kmsg.DescribeClusterResponse)
+		resp := rc.Do(req).(*kmsg.DescribeClusterResponse)
 		if resp.ErrorCode != 0 || resp.ClusterID != b.ClusterID() || len(resp.Brokers) != 1 {
 			t.Fatalf("%+v", resp)
 		}
@@ -60,12 +60,12 @@ func TestMiscAPIs(t *testing.T) {
 		rp.CurrentLeaderEpoch, rp.LeaderEpoch = 0, 0
 		rt.Partitions = []kmsg.OffsetForLeaderEpochRequestTopicPartition{rp}
 		req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{rt}
-		p := rc.do(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		p := rc.Do(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || p.LeaderEpoch != 0 || p.EndOffset != 5 {
 			t.Fatalf("%+v", p)
 		}
 		req.Topics[0].Partitions[0].CurrentLeaderEpoch = 3
-		p = rc.do(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		p = rc.Do(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
 		if p.ErrorCode != kerr.UnknownLeaderEpoch.Code {
 			t.Fatalf("future epoch: %v", kerr.ErrorForCode(p.ErrorCode))
 		}
@@ -74,7 +74,7 @@ func TestMiscAPIs(t *testing.T) {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.SetVersion(4)
 		req.TransactionalID = kmsg.StringPtr("txn")
-		resp := rc.do(req).(*kmsg.InitProducerIDResponse)
+		resp := rc.Do(req).(*kmsg.InitProducerIDResponse)
 		if resp.ErrorCode != kerr.InvalidRequest.Code {
 			t.Fatalf("%v", kerr.ErrorForCode(resp.ErrorCode))
 		}
@@ -82,34 +82,34 @@ func TestMiscAPIs(t *testing.T) {
 	t.Run("fetch session id refused", func(t *testing.T) {
 		req := fetchReq(12, "misc", 0)
 		req.SessionID = 42
-		resp := rc.do(req).(*kmsg.FetchResponse)
+		resp := rc.Do(req).(*kmsg.FetchResponse)
 		if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 			t.Fatalf("%v", kerr.ErrorForCode(resp.ErrorCode))
 		}
 	})
 	t.Run("fetch out of range", func(t *testing.T) {
 		for _, off := range []int64{-1, 6, 1000} {
-			resp := rc.do(fetchReq(11, "misc", off)).(*kmsg.FetchResponse)
+			resp := rc.Do(fetchReq(11, "misc", off)).(*kmsg.FetchResponse)
 			if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != kerr.OffsetOutOfRange.Code {
 				t.Fatalf("offset %d: %v", off, kerr.ErrorForCode(ec))
 			}
 		}
 	})
 	t.Run("fetch at end is empty", func(t *testing.T) {
-		resp := rc.do(fetchReq(11, "misc", 5)).(*kmsg.FetchResponse)
+		resp := rc.Do(fetchReq(11, "misc", 5)).(*kmsg.FetchResponse)
 		p := resp.Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != 5 || p.LastStableOffset != 5 || p.LogStartOffset != 0 {
 			t.Fatalf("%+v", p)
 		}
 	})
 	t.Run("fetch unknown topic", func(t *testing.T) {
-		resp := rc.do(fetchReq(11, "nope", 0)).(*kmsg.FetchResponse)
+		resp := rc.Do(fetchReq(11, "nope", 0)).(*kmsg.FetchResponse)
 		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != kerr.UnknownTopicOrPartition.Code {
 			t.Fatalf("%v", kerr.ErrorForCode(ec))
 		}
 		req := fetchReq(13, "", 0)
 		req.Topics[0].TopicID = [16]byte{1, 2, 3}
-		resp = rc.do(req).(*kmsg.FetchResponse)
+		resp = rc.Do(req).(*kmsg.FetchResponse)
 		if ec := resp.Topics[0].Partitions[0].ErrorCode; ec != kerr.UnknownTopicID.Code {
 			t.Fatalf("v13: %v", kerr.ErrorForCode(ec))
 		}
@@ -118,7 +118,7 @@ func TestMiscAPIs(t *testing.T) {
 		req := fetchReq(11, "misc", 0)
 		req.MaxBytes = 1
 		req.Topics[0].Partitions[0].PartitionMaxBytes = 1
-		p := rc.do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		p := rc.Do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || len(p.RecordBatches) < 61 {
 			t.Fatalf("KIP-74: %d bytes", len(p.RecordBatches))
 		}

@@ -140,12 +140,12 @@ func TestIdempotentRetry(t *testing.T) {
 
 		ipid := kmsg.NewPtrInitProducerIDRequest()
 		ipid.SetVersion(4)
-		pr := rc.do(ipid).(*kmsg.InitProducerIDResponse)
+		pr := rc.Do(ipid).(*kmsg.InitProducerIDResponse)
 		if pr.ErrorCode != 0 || pr.ProducerID < 0 || pr.ProducerEpoch != 0 {
 			t.Fatalf("init producer id: %+v", pr)
 		}
 		// One non-idempotent batch first, so the idempotent one is not at 0.
-		first := rc.do(produceReq(9, -1, "idem", 0, buildBatch(-1, -1, -1, 3, 1000))).(*kmsg.ProduceResponse)
+		first := rc.Do(produceReq(9, -1, "idem", 0, buildBatch(-1, -1, -1, 3, 1000))).(*kmsg.ProduceResponse)
 		if ec := first.Topics[0].Partitions[0].ErrorCode; ec != 0 {
 			t.Fatalf("produce: %v", kerr.ErrorForCode(ec))
 		}
@@ -153,7 +153,7 @@ func TestIdempotentRetry(t *testing.T) {
 		var offsets []int64
 		for i := 0; i < 2; i++ {
 			req := produceReq(9, -1, "idem", 0, append([]byte(nil), batch...))
-			resp := rc.do(req).(*kmsg.ProduceResponse)
+			resp := rc.Do(req).(*kmsg.ProduceResponse)
 			sp := resp.Topics[0].Partitions[0]
 			if sp.ErrorCode != 0 {
 				t.Fatalf("attempt %d: %v", i, kerr.ErrorForCode(sp.ErrorCode))
@@ -164,7 +164,7 @@ func TestIdempotentRetry(t *testing.T) {
 			t.Fatalf("base offsets %v, want [3 3]", offsets)
 		}
 		// A gap in the sequence is refused.
-		gap := rc.do(produceReq(9, -1, "idem", 0, buildBatch(pr.ProducerID, 0, 7, 1, 3000))).(*kmsg.ProduceResponse)
+		gap := rc.Do(produceReq(9, -1, "idem", 0, buildBatch(pr.ProducerID, 0, 7, 1, 3000))).(*kmsg.ProduceResponse)
 		if ec := gap.Topics[0].Partitions[0].ErrorCode; ec != kerr.OutOfOrderSequenceNumber.Code {
 			t.Fatalf("sequence gap: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(ec))
 		}
@@ -193,7 +193,7 @@ func TestFetchLongPollWakes(t *testing.T) {
 			md := kmsg.NewPtrMetadataRequest()
 			md.SetVersion(12)
 			md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("poll")}}
-			tid = rc.do(md).(*kmsg.MetadataResponse).Topics[0].TopicID
+			tid = rc.Do(md).(*kmsg.MetadataResponse).Topics[0].TopicID
 		}
 		for _, version := range []int16{4, 11, 16} {
 			t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestFetchLongPollWakes(t *testing.T) {
 				ft.Partitions = []kmsg.FetchRequestTopicPartition{fp}
 				req.Topics = []kmsg.FetchRequestTopic{ft}
 				start := time.Now()
-				corr := rc.send(req)
+				corr := rc.Send(req)
 				time.Sleep(100 * time.Millisecond) // let the fetch park (not required for correctness)
 				ps := time.Now()
 				if err := cl.ProduceSync(testCtx(t, 5*time.Second), &kgo.Record{Topic: "poll", Value: []byte("wake")}).FirstErr(); err != nil {
@@ -222,7 +222,7 @@ func TestFetchLongPollWakes(t *testing.T) {
 				}
 				resp := req.ResponseKind().(*kmsg.FetchResponse)
 				resp.SetVersion(version)
-				rc.recv(corr, resp)
+				rc.Recv(corr, resp)
 				elapsed := time.Since(start)
 				t.Logf("produce took %v, fetch %v", time.Since(ps), elapsed)
 				p := resp.Topics[0].Partitions[0]
@@ -264,7 +264,7 @@ func TestProduceErrors(t *testing.T) {
 		{"ok", "ok", 0, buildBatch(-1, -1, -1, 1, 1), 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := rc.do(produceReq(7, tc.acks, tc.topic, tc.part, tc.data)).(*kmsg.ProduceResponse)
+			resp := rc.Do(produceReq(7, tc.acks, tc.topic, tc.part, tc.data)).(*kmsg.ProduceResponse)
 			got := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 			if tc.want == nil && got != nil || tc.want != nil && got != tc.want {
 				t.Fatalf("got %v, want %v", got, tc.want)
@@ -272,10 +272,10 @@ func TestProduceErrors(t *testing.T) {
 		})
 	}
 	// acks=0: no response; the next request's answer comes first.
-	rc.send(produceReq(7, 0, "ok", 0, buildBatch(-1, -1, -1, 1, 1)))
+	rc.Send(produceReq(7, 0, "ok", 0, buildBatch(-1, -1, -1, 1, 1)))
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(1)
-	if resp := rc.do(md).(*kmsg.MetadataResponse); len(resp.Topics) != 2 {
+	if resp := rc.Do(md).(*kmsg.MetadataResponse); len(resp.Topics) != 2 {
 		t.Fatalf("metadata after acks=0: %d topics", len(resp.Topics))
 	}
 	ends, err := adm.ListEndOffsets(testCtx(t, 5*time.Second), "ok")

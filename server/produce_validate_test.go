@@ -54,7 +54,7 @@ func TestProduceValidatesCompressedBatches(t *testing.T) {
 
 	produce := func(batch []byte) error {
 		t.Helper()
-		resp := rc.do(produceReq(9, -1, "v", 0, batch)).(*kmsg.ProduceResponse)
+		resp := rc.Do(produceReq(9, -1, "v", 0, batch)).(*kmsg.ProduceResponse)
 		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 	}
 	gap := func(raw []byte) []byte { // the first record's offset delta 0 -> 1
