@@ -24,7 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,8 +61,10 @@ type Broker struct {
 	srv   *server.Server
 	node  *cluster.Node // cluster mode only (cluster.go)
 	lns   []net.Listener
-	addr  string
-	cid   string
+	// lnNames are the listener names of lns (config.SplitListener), in order.
+	lnNames []string
+	addr    string
+	cid     string
 
 	stopRetention chan struct{}
 	bg            sync.WaitGroup // Serve loops and the retention loop
@@ -116,7 +118,7 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	}
 
 	for _, l := range cfg.Listeners {
-		hostport, err := parseListener(l)
+		name, hostport, err := parseListener(l)
 		if err != nil {
 			b.closeListeners()
 			return nil, err
@@ -127,13 +129,15 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 			return nil, fmt.Errorf("broker: listen on %s: %w", l, err)
 		}
 		b.lns = append(b.lns, ln)
+		b.lnNames = append(b.lnNames, name)
 	}
-	host, port, err := b.advertised()
+	client := b.clientListener()
+	host, port, err := b.advertised(client)
 	if err != nil {
 		b.closeListeners()
 		return nil, err
 	}
-	b.addr = b.lns[0].Addr().String()
+	b.addr = b.lns[client].Addr().String()
 
 	if cfg.SingleNode() {
 		b.cid = localCID
@@ -143,7 +147,16 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	} else {
 		// The cluster's id is /cluster/id; startNode refuses a data dir
 		// that belongs to another cluster.
-		if b.node, err = startNode(cfg, host, port, localCID, log); err != nil {
+		var ctl *cluster.Endpoint
+		if i := b.controlListener(); i >= 0 {
+			ch, cp, err := b.advertised(i)
+			if err != nil {
+				b.closeListeners()
+				return nil, err
+			}
+			ctl = &cluster.Endpoint{Listener: b.lnNames[i], Host: ch, Port: cp}
+		}
+		if b.node, err = startNode(cfg, host, port, ctl, localCID, log); err != nil {
 			b.closeListeners()
 			if errors.Is(err, cluster.ErrInconsistentClusterID) {
 				// Kafka refuses too (InconsistentClusterIdException). Data
@@ -170,11 +183,11 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		b.closeListeners()
 		return nil, err
 	}
-	for _, ln := range b.lns {
+	for i, ln := range b.lns {
 		b.bg.Add(1)
 		go func() {
 			defer b.bg.Done()
-			if err := b.srv.Serve(ln); err != nil {
+			if err := b.srv.ServeListener(ln, b.lnNames[i]); err != nil {
 				log.Error("broker: serve", "addr", ln.Addr().String(), "err", err)
 			}
 		}()
@@ -311,45 +324,73 @@ func adoptClusterID(meta *metastore.Store, dir string, props map[string]string, 
 	return nil
 }
 
-// parseListener turns "PLAINTEXT://host:port" into "host:port". Only
-// PLAINTEXT is served.
-func parseListener(l string) (string, error) {
-	name, hostport, ok := strings.Cut(l, "://")
-	if !ok {
-		return "", fmt.Errorf("broker: listener %q: want NAME://host:port", l)
-	}
-	if !strings.EqualFold(name, "PLAINTEXT") {
-		return "", fmt.Errorf("broker: listener %q: only PLAINTEXT is supported", l)
+// parseListener turns "NAME://host:port" into the listener name (upper
+// case) and "host:port". Which names are allowed (PLAINTEXT ones only, so
+// far) is config.Validate's to check.
+func parseListener(l string) (string, string, error) {
+	name, hostport, err := config.SplitListener(l)
+	if err != nil {
+		return "", "", fmt.Errorf("broker: %w", err)
 	}
 	if _, _, err := net.SplitHostPort(hostport); err != nil {
-		return "", fmt.Errorf("broker: listener %q: %w", l, err)
+		return "", "", fmt.Errorf("broker: listener %q: %w", l, err)
 	}
-	return hostport, nil
+	return name, hostport, nil
 }
 
-// advertised returns the address clients are told to use: the first
-// advertised listener if configured, else the first listener with its port
+// clientListener is the index of the listener clients and other brokers
+// use: the first one that is not control.plane.listener.name.
+func (b *Broker) clientListener() int {
+	for i, n := range b.lnNames {
+		if n != b.cfg.ControlPlaneListenerName {
+			return i
+		}
+	}
+	return 0
+}
+
+// controlListener is the index of control.plane.listener.name, -1 when
+// none is set.
+func (b *Broker) controlListener() int {
+	if b.cfg.ControlPlaneListenerName == "" {
+		return -1
+	}
+	return slices.Index(b.lnNames, b.cfg.ControlPlaneListenerName)
+}
+
+// advertised returns the address other hosts are told to use for listener
+// i: its entry in advertised.listeners if there is one (for the client
+// listener, else the first entry), else the listener with its port
 // replaced by the bound port and an empty or wildcard host replaced by the
 // machine's host name (as Kafka does).
-func (b *Broker) advertised() (string, int32, error) {
-	if len(b.cfg.AdvertisedListeners) > 0 {
-		hp, err := parseListener(b.cfg.AdvertisedListeners[0])
+func (b *Broker) advertised(i int) (string, int32, error) {
+	adv := ""
+	for _, l := range b.cfg.AdvertisedListeners {
+		if name, _, _ := parseListener(l); name == b.lnNames[i] {
+			adv = l
+		}
+	}
+	if adv == "" && i == b.clientListener() && len(b.cfg.AdvertisedListeners) > 0 {
+		adv = b.cfg.AdvertisedListeners[0]
+	}
+	if adv != "" {
+		_, hp, err := parseListener(adv)
 		if err != nil {
 			return "", 0, err
 		}
 		host, ps, _ := net.SplitHostPort(hp)
 		port, err := strconv.ParseInt(ps, 10, 32)
 		if err != nil || port <= 0 {
-			return "", 0, fmt.Errorf("broker: advertised listener %q: bad port", b.cfg.AdvertisedListeners[0])
+			return "", 0, fmt.Errorf("broker: advertised listener %q: bad port", adv)
 		}
 		if host == "" {
 			host = defaultHost()
 		}
 		return host, int32(port), nil
 	}
-	hp, _ := parseListener(b.cfg.Listeners[0])
+	_, hp, _ := parseListener(b.cfg.Listeners[i])
 	host, _, _ := net.SplitHostPort(hp)
-	bound := b.lns[0].Addr().(*net.TCPAddr)
+	bound := b.lns[i].Addr().(*net.TCPAddr)
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = defaultHost()
 	}

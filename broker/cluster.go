@@ -20,12 +20,14 @@ import (
 const controlledShutdownTimeout = 30 * time.Second
 
 // startNode joins the cluster as cfg.BrokerID, advertised at host:port.
-func startNode(cfg config.Config, host string, port int32, clusterID string, log *slog.Logger) (*cluster.Node, error) {
+func startNode(cfg config.Config, host string, port int32, control *cluster.Endpoint, clusterID string, log *slog.Logger) (*cluster.Node, error) {
 	return cluster.Start(cluster.Options{
 		BrokerID:                  cfg.BrokerID,
 		ClusterID:                 clusterID,
 		Host:                      host,
 		Port:                      port,
+		ControlPlane:              control,
+		ControlPlaneListener:      cfg.ControlPlaneListenerName,
 		Rack:                      cfg.RackID,
 		ZkConnect:                 cfg.ZooKeeperConnect,
 		SessionTimeout:            cfg.ZooKeeperSessionTimeout,

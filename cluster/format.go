@@ -113,6 +113,13 @@ func newBrokerRegistration(host string, port int32, rack string) brokerRegistrat
 	return r
 }
 
+// Endpoint is one named listener of a broker.
+type Endpoint struct {
+	Listener string // the listener name, e.g. "PLAINTEXT", "CONTROLLER"
+	Host     string
+	Port     int32
+}
+
 // Broker is a live broker as the cluster knows it.
 type Broker struct {
 	ID   int32
@@ -122,6 +129,18 @@ type Broker struct {
 	// Epoch is the broker epoch: the creation zxid of its registration
 	// znode, which changes on every registration (Kafka's KIP-380).
 	Epoch int64
+	// Endpoints are the registration's listeners by name (host:port);
+	// nil for a broker known from UpdateMetadata.
+	Endpoints map[string]string
+}
+
+// AddrFor returns the broker's address on listener (its Addr when listener
+// is "" or not registered).
+func (b Broker) AddrFor(listener string) string {
+	if a, ok := b.Endpoints[listener]; ok && listener != "" {
+		return a
+	}
+	return b.Addr()
 }
 
 // Addr is "host:port".
@@ -138,6 +157,15 @@ func decodeBroker(id int32, data []byte, czxid int64) (Broker, error) {
 	b := Broker{ID: id, Host: r.Host, Port: r.Port, Epoch: czxid}
 	if r.Rack != nil {
 		b.Rack = *r.Rack
+	}
+	for _, ep := range r.Endpoints {
+		name, hp, ok := strings.Cut(ep, "://")
+		if _, _, err := net.SplitHostPort(hp); ok && err == nil {
+			if b.Endpoints == nil {
+				b.Endpoints = map[string]string{}
+			}
+			b.Endpoints[strings.ToUpper(name)] = hp
+		}
 	}
 	// A registration without host (Kafka with only non-default listeners)
 	// names its address in endpoints.

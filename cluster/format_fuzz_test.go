@@ -74,7 +74,10 @@ func FuzzDecodeZnodes(f *testing.F) {
 				t.Fatalf("decodeBroker: %+v, want id 7, epoch 42 and an address", b)
 			}
 			enc, _ := json.Marshal(newBrokerRegistration(b.Host, b.Port, b.Rack))
-			if b2, err := decodeBroker(7, enc, 42); err != nil || b2 != b {
+			b2, err := decodeBroker(7, enc, 42)
+			// The re-encoding names only its own endpoint.
+			same := b2.ID == b.ID && b2.Host == b.Host && b2.Port == b.Port && b2.Rack == b.Rack && b2.Epoch == b.Epoch
+			if err != nil || !same {
 				t.Fatalf("decodeBroker: re-parse of %+v gave %+v, %v", b, b2, err)
 			}
 		}

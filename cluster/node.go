@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,13 @@ type Options struct {
 	Host     string // advertised host
 	Port     int32  // advertised port
 	Rack     string // "" for none
+	// ControlPlane, when set, is the endpoint of this broker's
+	// control.plane.listener.name listener (KIP-291), registered beside the
+	// client one; ControlPlaneListener names the listener (the same on
+	// every broker) to which the controller sends its requests and brokers
+	// their ControlledShutdown. "": the client listener.
+	ControlPlane         *Endpoint
+	ControlPlaneListener string
 	// ClusterID is the cluster id the broker's data dir already belongs to,
 	// or "" for a new broker. The cluster's id lives in /cluster/id: the
 	// first broker creates it (with this id, or a new one); a broker whose
@@ -270,6 +278,10 @@ func (n *Node) onZkEvent(e zk.Event) {
 func (n *Node) register() error {
 	id := n.opts.BrokerID
 	reg := newBrokerRegistration(n.opts.Host, n.opts.Port, n.opts.Rack)
+	if cp := n.opts.ControlPlane; cp != nil {
+		reg.Endpoints = append(reg.Endpoints, cp.Listener+"://"+net.JoinHostPort(cp.Host, strconv.Itoa(int(cp.Port))))
+		reg.ListenerSecurityProtocolMap[cp.Listener] = "PLAINTEXT"
+	}
 	data, _ := jsonMarshal(reg)
 	_, err := n.zk.create(brokerPath(id), data, zk.FlagEphemeral)
 	if errors.Is(err, zk.ErrNodeExists) {

@@ -56,7 +56,7 @@ func (n *Node) newBrokerSender(b Broker) *brokerSender {
 func (n *Node) sendWithRetry(ctx context.Context, b Broker, req kmsg.Request) {
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, n.opts.RequestTimeout)
-		resp, err := n.opts.Send(rctx, b.ID, b.Addr(), req)
+		resp, err := n.opts.Send(rctx, b.ID, b.AddrFor(n.opts.ControlPlaneListener), req)
 		cancel()
 		if err == nil {
 			logResponseErrors(n, b.ID, resp)

@@ -136,7 +136,7 @@ func (n *Node) controlledShutdownOnce(ctx context.Context) ([]TopicPartition, er
 	req.BrokerEpoch = n.BrokerEpoch()
 	rctx, cancel := context.WithTimeout(ctx, n.opts.RequestTimeout)
 	defer cancel()
-	kresp, err := n.opts.Send(rctx, cid, cb.Addr(), req)
+	kresp, err := n.opts.Send(rctx, cid, cb.AddrFor(n.opts.ControlPlaneListener), req)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: controlled shutdown via controller %d: %w", cid, err)
 	}

@@ -15,8 +15,17 @@ type Config struct {
 	BrokerID            int32    // broker.id
 	Listeners           []string // listeners, e.g. PLAINTEXT://:9092
 	AdvertisedListeners []string // advertised.listeners; empty: derived from listeners
-	LogDirs             []string // log.dirs (log.dir accepted as an alias)
-	StorageBackend      string   // storage.backend: segment, pebble, memory
+	// ListenerSecurityProtocolMap is listener.security.protocol.map: the
+	// security protocol of each listener name (Kafka's default maps
+	// PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL to themselves).
+	ListenerSecurityProtocolMap map[string]string
+	// ControlPlaneListenerName is control.plane.listener.name (KIP-291):
+	// when set, the controller's requests (LeaderAndIsr, StopReplica,
+	// UpdateMetadata) and ControlledShutdown are sent to, and only obeyed
+	// on, this listener. "": on the client listener.
+	ControlPlaneListenerName string
+	LogDirs                  []string // log.dirs (log.dir accepted as an alias)
+	StorageBackend           string   // storage.backend: segment, pebble, memory
 
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
@@ -94,8 +103,11 @@ type Config struct {
 // Default returns Kafka's defaults (and Sluice's for its own keys).
 func Default() Config {
 	return Config{
-		BrokerID:                   0,
-		Listeners:                  []string{"PLAINTEXT://:9092"},
+		BrokerID:  0,
+		Listeners: []string{"PLAINTEXT://:9092"},
+		ListenerSecurityProtocolMap: map[string]string{
+			"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
+		},
 		LogDirs:                    []string{"./data"},
 		StorageBackend:             "segment",
 		NumPartitions:              1,

@@ -231,3 +231,46 @@ func TestConnectionLimitKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedListeners: listener names come from
+// listener.security.protocol.map (Kafka's default maps the four protocol
+// names to themselves), and control.plane.listener.name must name a
+// listener of its own, in cluster mode.
+func TestNamedListeners(t *testing.T) {
+	zk := "zookeeper.connect=127.0.0.1:2181"
+	good := []string{"listeners=PLAINTEXT://:9092,CONTROLLER://:9093",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"control.plane.listener.name=controller", zk}
+	c, err := Load("", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ControlPlaneListenerName != "CONTROLLER" || c.ListenerSecurityProtocolMap["CONTROLLER"] != "PLAINTEXT" {
+		t.Fatalf("control plane %q, map %v", c.ControlPlaneListenerName, c.ListenerSecurityProtocolMap)
+	}
+	if d := Default(); d.ControlPlaneListenerName != "" || d.ListenerSecurityProtocolMap["SASL_SSL"] != "SASL_SSL" {
+		t.Fatalf("defaults: %q %v", d.ControlPlaneListenerName, d.ListenerSecurityProtocolMap)
+	}
+	for _, tc := range []struct {
+		name string
+		sets []string
+		key  string
+	}{
+		{"unmapped name", []string{"listeners=PLAINTEXT://:9092,INTERNAL://:9093"}, "listeners"},
+		{"name twice", []string{"listeners=PLAINTEXT://:9092,PLAINTEXT://:9093"}, "listeners"},
+		{"bad map entry", []string{"listener.security.protocol.map=PLAINTEXT"}, "listener.security.protocol.map"},
+		{"unknown protocol", []string{"listener.security.protocol.map=A:TLS"}, "listener.security.protocol.map"},
+		{"control plane not a listener", []string{"control.plane.listener.name=CONTROLLER", zk}, "control.plane.listener.name"},
+		{"control plane is the only listener", []string{"listeners=CONTROLLER://:9093",
+			"listener.security.protocol.map=CONTROLLER:PLAINTEXT", "control.plane.listener.name=CONTROLLER", zk}, "control.plane.listener.name"},
+		{"control plane on a single node", good[:3], "control.plane.listener.name"},
+		{"advertised name not a listener", []string{"advertised.listeners=SSL://h:9093"}, "advertised.listeners"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load("", tc.sets)
+			if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("%v: error %v, want one naming %s", tc.sets, err, tc.key)
+			}
+		})
+	}
+}

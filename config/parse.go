@@ -233,6 +233,10 @@ func (s *setter) set(key, v string) error {
 		c.Listeners, err = parseListeners(key, v, false)
 	case "advertised.listeners":
 		c.AdvertisedListeners, err = parseListeners(key, v, true)
+	case "listener.security.protocol.map":
+		c.ListenerSecurityProtocolMap, err = parseProtocolMap(key, v)
+	case "control.plane.listener.name":
+		c.ControlPlaneListenerName = strings.ToUpper(strings.TrimSpace(v))
 	case "log.dirs", "log.dir":
 		c.LogDirs = splitList(v)
 		if len(c.LogDirs) == 0 {
@@ -450,30 +454,56 @@ func splitList(v string) []string {
 	return out
 }
 
-// parseListeners checks NAME://host:port entries. Only PLAINTEXT is served.
+// parseListeners checks NAME://host:port entries, each name once. Which
+// security protocol a name means is checked in Validate, against
+// listener.security.protocol.map.
 func parseListeners(key, v string, advertised bool) ([]string, error) {
 	ls := splitList(v)
 	if len(ls) == 0 {
 		return nil, keyError(key, "empty")
 	}
+	seen := map[string]bool{}
 	for _, l := range ls {
-		if _, _, err := SplitListener(l); err != nil {
+		name, _, err := SplitListener(l)
+		if err != nil {
 			return nil, keyError(key, "%v", err)
 		}
+		if seen[name] {
+			return nil, keyError(key, "listener name %s appears twice", name)
+		}
+		seen[name] = true
 	}
 	return ls, nil
 }
 
-// SplitListener splits "PLAINTEXT://host:port" into the security protocol
-// and the host:port address.
-func SplitListener(l string) (protocol, addr string, err error) {
+// parseProtocolMap parses listener.security.protocol.map:
+// "NAME:PROTOCOL,...".
+func parseProtocolMap(key, v string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, e := range splitList(v) {
+		name, proto, ok := strings.Cut(e, ":")
+		name, proto = strings.TrimSpace(name), strings.TrimSpace(proto)
+		if !ok || name == "" || proto == "" {
+			return nil, keyError(key, "%q: want LISTENER_NAME:SECURITY_PROTOCOL", e)
+		}
+		switch proto {
+		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+		default:
+			return nil, keyError(key, "%q: unknown security protocol %s", e, proto)
+		}
+		m[strings.ToUpper(name)] = proto
+	}
+	return m, nil
+}
+
+// SplitListener splits "NAME://host:port" into the listener name (upper
+// case, as Kafka treats them) and the host:port address.
+func SplitListener(l string) (name, addr string, err error) {
 	proto, hostport, ok := strings.Cut(l, "://")
-	if !ok {
-		return "", "", fmt.Errorf("listener %q: want PROTOCOL://host:port", l)
+	if !ok || proto == "" {
+		return "", "", fmt.Errorf("listener %q: want NAME://host:port", l)
 	}
-	if proto != "PLAINTEXT" {
-		return "", "", fmt.Errorf("listener %q: only PLAINTEXT is supported", l)
-	}
+	proto = strings.ToUpper(proto)
 	i := strings.LastIndexByte(hostport, ':')
 	if i < 0 {
 		return "", "", fmt.Errorf("listener %q: no port", l)
@@ -509,9 +539,35 @@ func (c *Config) Validate() error {
 	if c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0 {
 		return keyError("max.connections.per.ip", "0 is allowed only with max.connections.per.ip.overrides")
 	}
+	names := map[string]bool{}
+	for _, l := range c.Listeners {
+		name, _, _ := SplitListener(l)
+		proto, ok := c.ListenerSecurityProtocolMap[name]
+		switch {
+		case !ok:
+			return keyError("listeners", "listener name %s is not in listener.security.protocol.map", name)
+		case proto != "PLAINTEXT":
+			return keyError("listeners", "listener %s: security protocol %s is not supported yet (only PLAINTEXT)", name, proto)
+		}
+		names[name] = true
+	}
+	if cp := c.ControlPlaneListenerName; cp != "" {
+		if !names[cp] {
+			return keyError("control.plane.listener.name", "%s is not one of the listeners", cp)
+		}
+		if len(c.Listeners) < 2 {
+			return keyError("control.plane.listener.name", "needs a listener of its own besides the one clients and other brokers use")
+		}
+		if c.SingleNode() {
+			return keyError("control.plane.listener.name", "set without zookeeper.connect: a single-node broker has no controller requests")
+		}
+	}
 	if len(c.AdvertisedListeners) > 0 {
 		for _, l := range c.AdvertisedListeners {
-			_, addr, _ := SplitListener(l)
+			name, addr, _ := SplitListener(l)
+			if !names[name] {
+				return keyError("advertised.listeners", "%s is not one of the listeners", name)
+			}
 			if strings.HasPrefix(addr, ":") || strings.HasPrefix(addr, "0.0.0.0:") {
 				return keyError("advertised.listeners", "%q needs a host clients can reach", l)
 			}

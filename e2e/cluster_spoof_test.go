@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -263,4 +264,52 @@ func (c *testCluster) topicID(topic string) [16]byte {
 		c.t.Fatal(err)
 	}
 	return td[topic].ID
+}
+
+// TestClusterControlPlaneListener: with control.plane.listener.name
+// (KIP-291) the controller's requests travel on a listener of their own,
+// the cluster works as before, and the same requests on the client port
+// are refused even when they name the real controller and epochs.
+func TestClusterControlPlaneListener(t *testing.T) {
+	c := startCluster(t, 3, "control.plane.listener.name=CONTROLLER")
+	c.createTopic("cp", 1, 3, nil)
+	c.produceN("cp", "a", 200)
+	checkPrefixes(t, c.consumeAll("cp"), map[string]int{"a": 200})
+	leader, _ := c.followersOf("cp")
+	ctrl := c.controllerID()
+	epochData, _ := c.zkRead("/controller_epoch")
+	realEpoch, _ := strconv.Atoi(strings.TrimSpace(string(epochData)))
+	regData, reg := c.zkRead("/brokers/ids/" + itoa(leader))
+	if !strings.Contains(string(regData), "CONTROLLER://"+c.brokers[leader].controlAddr) {
+		t.Fatalf("registration does not name the control-plane endpoint %s: %s", c.brokers[leader].controlAddr, regData)
+	}
+
+	// A perfect replay on the client listener: refused.
+	ur := kmsg.NewPtrUpdateMetadataRequest()
+	ur.SetVersion(7)
+	ur.ControllerID, ur.ControllerEpoch, ur.BrokerEpoch = ctrl, int32(realEpoch), reg.Czxid
+	rc := kraw.Dial(t, c.brokers[leader].addr)
+	if code := rc.Do(ur).(*kmsg.UpdateMetadataResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("UpdateMetadata on the client listener: %v", kerr.ErrorForCode(code))
+	}
+	cr := kmsg.NewPtrControlledShutdownRequest()
+	cr.SetVersion(3)
+	cr.BrokerID, cr.BrokerEpoch = leader, reg.Czxid
+	rc = kraw.Dial(t, c.brokers[ctrl].addr)
+	if code := rc.Do(cr).(*kmsg.ControlledShutdownResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("ControlledShutdown on the client listener: %v", kerr.ErrorForCode(code))
+	}
+	if pd := c.mustPartition("cp", 0); pd.Leader != leader {
+		t.Fatalf("leader moved %d -> %d", leader, pd.Leader)
+	}
+
+	// Failover still works: the controller's LeaderAndIsr reaches the
+	// survivors on their control-plane listeners.
+	c.brokers[leader].kill()
+	c.waitFor(30*time.Second, "a new leader", func(adm *kadm.Client) bool {
+		pd, ok := c.partition("cp", 0)
+		return ok && pd.Leader >= 0 && pd.Leader != leader
+	})
+	c.produceN("cp", "b", 100)
+	checkPrefixes(t, c.consumeAll("cp"), map[string]int{"a": 200, "b": 100})
 }

@@ -88,10 +88,13 @@ type brokerProc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	addr string
-	dir  string
-	args []string
-	logs *os.File
-	done chan error
+	// controlAddr is the control.plane.listener.name listener, "" when
+	// none.
+	controlAddr string
+	dir         string
+	args        []string
+	logs        *os.File
+	done        chan error
 }
 
 // startBroker starts `sluice serve` on a free loopback port with its data in
@@ -103,11 +106,28 @@ func startBroker(t *testing.T, dir string, sets ...string) *brokerProc {
 	t.Helper()
 	b := &brokerProc{t: t, dir: dir}
 	t.Cleanup(func() { b.kill() })
+	// With control.plane.listener.name set, the broker gets a second
+	// listener of that name on a port of its own (b.controlAddr).
+	control := ""
+	for _, s := range sets {
+		if v, ok := strings.CutPrefix(s, "control.plane.listener.name="); ok {
+			control = v
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
+		listeners := fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port)
+		if control != "" {
+			cport := freePort(t)
+			b.controlAddr = fmt.Sprintf("127.0.0.1:%d", cport)
+			listeners += fmt.Sprintf(",%s://%s", control, b.controlAddr)
+		}
 		args := []string{"serve",
-			"--set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),
+			"--set", listeners,
 			"--set", "log.dirs=" + dir,
+		}
+		if control != "" {
+			args = append(args, "--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"+control+":PLAINTEXT")
 		}
 		for _, s := range sets {
 			args = append(args, "--set", s)

@@ -36,7 +36,7 @@ import (
 func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.LeaderAndISRRequest)
 	resp := r.ResponseKind().(*kmsg.LeaderAndISRResponse)
-	if err := s.cp.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
+	if err := s.acceptControllerRequestOn(rc, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
 		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil

@@ -22,7 +22,7 @@ import (
 func handleUpdateMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.UpdateMetadataRequest)
 	resp := r.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	err := s.cp.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
+	err := s.acceptControllerRequestOn(rc, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
 	before := liveIDs(s.cp.brokers())
 	if err == nil {
 		err = s.cp.applyUpdateMetadata(r)

@@ -17,6 +17,8 @@ package server
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
 )
 
 func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -26,7 +28,11 @@ func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*respons
 	if r.Version < 2 {
 		epoch = -1 // none: refused, see above
 	}
-	remaining, err := s.cp.controlledShutdown(r.BrokerID, epoch)
+	err := s.checkControlListener(rc)
+	var remaining []cluster.TopicPartition
+	if err == nil {
+		remaining, err = s.cp.controlledShutdown(r.BrokerID, epoch)
+	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		s.log.Warn("server: controlled shutdown request", "broker", r.BrokerID, "err", err)

@@ -93,14 +93,16 @@ type response struct {
 
 // conn is one client connection.
 type conn struct {
-	s    *Server
-	nc   net.Conn
-	ip   netip.Addr // the peer's address, counted in s.limits
-	pool *memPool   // request memory, s.limits.pool
-	log  *slog.Logger
-	reqs chan *request  // reader -> handler; closed by the reader
-	resp chan *response // handler -> writer; closed by the handler
-	done chan struct{}  // closed when the writer has closed nc
+	s  *Server
+	nc net.Conn
+	ip netip.Addr // the peer's address, counted in s.limits
+	// listener is the name of the listener the connection came in on.
+	listener string
+	pool     *memPool // request memory, s.limits.pool
+	log      *slog.Logger
+	reqs     chan *request  // reader -> handler; closed by the reader
+	resp     chan *response // handler -> writer; closed by the handler
+	done     chan struct{}  // closed when the writer has closed nc
 
 	// ctx is cancelled when the reader stops (the client went away, a bad
 	// frame, or shutdown): requests that block for long, like JoinGroup

@@ -20,6 +20,7 @@ package server
 // server's in both modes (replicas.go).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,6 +132,30 @@ var (
 	// errStaleControllerEpoch: a controller request from an older epoch.
 	errStaleControllerEpoch = errors.New("server: stale controller epoch")
 )
+
+// errNotControlPlaneListener refuses a controller request that came in on
+// another listener than control.plane.listener.name.
+var errNotControlPlaneListener = errors.New("server: controller requests are served only on control.plane.listener.name")
+
+// checkControlListener refuses an inter-broker request on a connection
+// that did not come in on control.plane.listener.name, when one is set
+// (KIP-291). Handlers called without a connection (tests) pass.
+func (s *Server) checkControlListener(rc *reqCtx) error {
+	cp := s.cfg.ControlPlaneListenerName
+	if cp == "" || rc.conn == nil || rc.conn.listener == cp {
+		return nil
+	}
+	return fmt.Errorf("%w (%s), not on %s", errNotControlPlaneListener, cp, cmp.Or(rc.conn.listener, "the client listener"))
+}
+
+// acceptControllerRequestOn is checkControlListener, then the control
+// plane's acceptControllerRequest.
+func (s *Server) acceptControllerRequestOn(rc *reqCtx, controllerID, controllerEpoch int32, brokerEpoch int64) error {
+	if err := s.checkControlListener(rc); err != nil {
+		return err
+	}
+	return s.cp.acceptControllerRequest(controllerID, controllerEpoch, brokerEpoch)
+}
 
 // refuseControllerRequest logs a refused inter-broker request with who
 // sent it.

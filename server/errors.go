@@ -138,7 +138,7 @@ func errorCode(err error) int16 {
 		return kerr.EligibleLeadersNotAvailable.Code
 	case errors.Is(err, errStaleControllerEpoch), errors.Is(err, cluster.ErrStaleControllerEpoch):
 		return kerr.StaleControllerEpoch.Code
-	case errors.Is(err, errClusterOnly), errors.Is(err, cluster.ErrNotFromController):
+	case errors.Is(err, errClusterOnly), errors.Is(err, cluster.ErrNotFromController), errors.Is(err, errNotControlPlaneListener):
 		return kerr.ClusterAuthorizationFailed.Code
 	case errors.Is(err, errTopicAuthorization):
 		return kerr.TopicAuthorizationFailed.Code

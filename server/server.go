@@ -208,8 +208,15 @@ func (s *Server) self() cluster.Broker {
 }
 
 // Serve accepts connections on ln until ln is closed or Shutdown is called,
-// and returns nil in those cases. It closes ln before returning.
-func (s *Server) Serve(ln net.Listener) error {
+// and returns nil in those cases. It closes ln before returning. ln is the
+// client listener (see ServeListener).
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, "") }
+
+// ServeListener is Serve for the listener named listener (as in
+// listeners, e.g. "PLAINTEXT"): when it is control.plane.listener.name,
+// its connections may send the controller's requests, and no other
+// listener's may.
+func (s *Server) ServeListener(ln net.Listener, listener string) error {
 	s.limits.init(&s.cfg, s.log)
 	s.mu.Lock()
 	select {
@@ -261,7 +268,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		if !s.startConn(nc) {
+		if !s.startConn(nc, listener) {
 			nc.Close()
 			return nil
 		}
@@ -348,7 +355,7 @@ func (s *Server) ApplyRetention() error {
 // startConn registers and starts a connection, which holds the slot Serve
 // reserved for it; false when shutting down. A connection from an address
 // at its max.connections.per.ip is closed at once.
-func (s *Server) startConn(nc net.Conn) bool {
+func (s *Server) startConn(nc net.Conn, listener string) bool {
 	ip := remoteIP(nc)
 	if ok, max := s.limits.addIP(ip); !ok {
 		s.limits.unreserve()
@@ -365,7 +372,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 	default:
 	}
 	c := newConn(s, nc)
-	c.ip = ip
+	c.ip, c.listener = ip, listener
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()
