@@ -23,8 +23,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
