@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -841,5 +842,117 @@ func TestClusterLeaderAndIsrOddStates(t *testing.T) {
 	}
 	if n := s.panics.Load(); n != 0 {
 		t.Fatalf("%d panics", n)
+	}
+}
+
+// TestInternalTopicIsTheBrokers: clients cannot produce to, delete, add
+// partitions to or reconfigure __consumer_offsets, nor create it in
+// another shape; the broker's own replica of it is unharmed.
+func TestInternalTopicIsTheBrokers(t *testing.T) {
+	s, fp := newFakeClusterServer(t)
+	id := fp.addTopic(offsets.Topic, 1)
+	mustCall(t, s, 5, leaderAndIsr(offsets.Topic, id, 0, 1, 1, 5))
+	if s.partition(offsets.Topic, 0) == nil {
+		t.Fatal("no local replica of the offsets topic")
+	}
+
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Acks, preq.TimeoutMillis = 1, 1000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = offsets.Topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]record.BuildRecord{{Key: []byte("forged"), Value: []byte("offset"), Timestamp: 1}})
+	pt.Partitions = append(pt.Partitions, pp)
+	preq.Topics = append(preq.Topics, pt)
+	if c := mustCall(t, s, 9, preq).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.InvalidTopicException.Code {
+		t.Errorf("produce: %s", code(c))
+	}
+
+	dreq := kmsg.NewPtrDeleteTopicsRequest()
+	dreq.TopicNames = []string{offsets.Topic}
+	if c := mustCall(t, s, 5, dreq).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("delete: %s", code(c))
+	}
+
+	cpreq := kmsg.NewPtrCreatePartitionsRequest()
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = offsets.Topic, 60
+	cpreq.Topics = append(cpreq.Topics, cpt)
+	if c := mustCall(t, s, 3, cpreq).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode; c != kerr.InvalidTopicException.Code {
+		t.Errorf("create partitions: %s", code(c))
+	}
+
+	areq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ar := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = resourceTopic, offsets.Topic
+	op := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	op.Name, op.Op, op.Value = "retention.ms", opSet, kmsg.StringPtr("1")
+	ar.Configs = append(ar.Configs, op)
+	areq.Resources = append(areq.Resources, ar)
+	if c := mustCall(t, s, 1, areq).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("alter configs: %s", code(c))
+	}
+	if fp.setConfigs[offsets.Topic] != nil {
+		t.Errorf("configs written: %v", fp.setConfigs[offsets.Topic])
+	}
+
+	// Creating it: only in the broker's shape (here it exists already).
+	delete(fp.topics, offsets.Topic)
+	creq := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = offsets.Topic, 3, 1
+	creq.Topics = append(creq.Topics, ct)
+	if c := mustCall(t, s, 7, creq).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != kerr.InvalidTopicException.Code {
+		t.Errorf("create in another shape: %s", code(c))
+	}
+	creq.Topics[0].NumPartitions, creq.Topics[0].ReplicationFactor = -1, -1
+	if c := mustCall(t, s, 7, creq).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != 0 {
+		t.Errorf("create in the broker's shape: %s", code(c))
+	}
+	if got := fp.created[len(fp.created)-1]; got.partitions != s.cfg.OffsetsTopicPartitions || got.rf != s.cfg.OffsetsTopicReplication || got.configs["retention.ms"] != "-1" {
+		t.Errorf("created %+v", got)
+	}
+	if p := s.partition(offsets.Topic, 0); p == nil || p.LogEndOffset() != 0 {
+		t.Fatal("the broker's replica was touched")
+	}
+}
+
+// TestAcksAllWithoutTimeout: acks=-1 with timeout 0 answers at once with
+// what is replicated (REQUEST_TIMED_OUT for a batch the followers do not
+// have yet), never waits for the ISR forever.
+func TestAcksAllWithoutTimeout(t *testing.T) {
+	s, fp := newFakeClusterServer(t)
+	id := fp.addTopic("t", 1)
+	mustCall(t, s, 5, leaderAndIsr("t", id, 0, 1, 1, 5))
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 0
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]record.BuildRecord{{Value: []byte("v"), Timestamp: 1}})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	done := make(chan int16, 1)
+	go func() {
+		resp, err := call(t, s, 9, req)
+		if err != nil {
+			t.Error(err)
+			done <- -1
+			return
+		}
+		done <- resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}()
+	select {
+	case c := <-done:
+		if c != kerr.RequestTimedOut.Code {
+			t.Fatalf("acks=-1 timeout 0 with the followers behind: %s", code(c))
+		}
+	case <-time.After(30 * time.Second): // a hang detector, not a timing bound
+		t.Fatal("acks=-1 with timeout 0 is still waiting for the ISR")
+	}
+	if p := s.partition("t", 0); p.LogEndOffset() != 1 {
+		t.Fatalf("the batch was not appended: log end %d", p.LogEndOffset())
 	}
 }
