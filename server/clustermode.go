@@ -112,10 +112,16 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 	// metastore), so the broker id goes into the high bits.
 	s.pids.base = int64(s.nodeID) << 40
 	zp.savedHW = zp.loadHighWatermarks()
+	lag := s.cfg.ReplicaLagTimeMax
+	if lag <= 0 {
+		lag = replication.DefaultReplicaLagTimeMax
+	}
 	zp.wg.Add(3)
-	go zp.shrinkLoop()
+	// MaybeShrinkISR on every partition led here, every
+	// replica.lag.time.max.ms/2 as Kafka does.
+	go zp.every(max(lag/2, 50*time.Millisecond), zp.shrinkISRs)
 	go zp.configLoop()
-	go zp.hwCheckpointLoop()
+	go zp.every(hwCheckpointInterval, zp.checkpointHighWatermarks)
 	return zp
 }
 
@@ -349,29 +355,29 @@ func (zp *zkPlane) eachReplica(fn func(t *topic, p *partition)) {
 	}
 }
 
-// shrinkLoop calls MaybeShrinkISR on every partition this broker leads,
-// every replica.lag.time.max.ms/2 as Kafka does.
-func (zp *zkPlane) shrinkLoop() {
+// every calls fn every interval until close.
+func (zp *zkPlane) every(interval time.Duration, fn func()) {
 	defer zp.wg.Done()
-	lag := zp.s.cfg.ReplicaLagTimeMax
-	if lag <= 0 {
-		lag = replication.DefaultReplicaLagTimeMax
-	}
-	t := time.NewTicker(max(lag/2, 50*time.Millisecond))
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-zp.stop:
 			return
 		case <-t.C:
+			fn()
 		}
-		now := zp.s.now()
-		zp.eachReplica(func(_ *topic, p *partition) {
-			if p.IsLeader() {
-				p.MaybeShrinkISR(now)
-			}
-		})
 	}
+}
+
+// shrinkISRs calls MaybeShrinkISR on every partition this broker leads.
+func (zp *zkPlane) shrinkISRs() {
+	now := zp.s.now()
+	zp.eachReplica(func(_ *topic, p *partition) {
+		if p.IsLeader() {
+			p.MaybeShrinkISR(now)
+		}
+	})
 }
 
 // configLoop applies topic config changes notified through ZooKeeper until
@@ -460,20 +466,5 @@ func (zp *zkPlane) checkpointHighWatermarks() {
 	})
 	if err := hs.SaveHighWatermarks(m); err != nil {
 		zp.s.log.Error("server: checkpoint high watermarks", "err", err)
-	}
-}
-
-// hwCheckpointLoop checkpoints the high watermarks periodically until close.
-func (zp *zkPlane) hwCheckpointLoop() {
-	defer zp.wg.Done()
-	t := time.NewTicker(hwCheckpointInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-zp.stop:
-			return
-		case <-t.C:
-			zp.checkpointHighWatermarks()
-		}
 	}
 }

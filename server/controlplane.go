@@ -222,17 +222,15 @@ func (lp localPlane) createTopic(_ context.Context, spec topicSpec) ([16]byte, e
 }
 
 func (lp localPlane) deleteTopic(_ context.Context, name string) error {
-	s := lp.s
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
-	t := s.topics.get(name)
-	if t == nil {
-		return errUnknownTopicOrPartition
-	}
-	return s.deleteTopicLocked(t)
+	return lp.withTopic(name, lp.s.deleteTopicLocked)
 }
 
 func (lp localPlane) addPartitions(_ context.Context, name string, count int32, _ [][]int32) error {
+	return lp.withTopic(name, func(t *topic) error { return lp.s.addPartitionsLocked(t, count) })
+}
+
+// withTopic runs fn on topic name with s.topics.admin held.
+func (lp localPlane) withTopic(name string, fn func(*topic) error) error {
 	s := lp.s
 	s.topics.admin.Lock()
 	defer s.topics.admin.Unlock()
@@ -240,7 +238,7 @@ func (lp localPlane) addPartitions(_ context.Context, name string, count int32, 
 	if t == nil {
 		return errUnknownTopicOrPartition
 	}
-	return s.addPartitionsLocked(t, count)
+	return fn(t)
 }
 
 func (lp localPlane) topicConfigs(name string) (map[string]string, error) {

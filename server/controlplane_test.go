@@ -7,8 +7,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -21,7 +19,6 @@ import (
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
-	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -303,32 +300,14 @@ func (fp *fakePlane) close() {}
 // memory store.
 func newFakeClusterServer(t *testing.T) (*Server, *fakePlane) {
 	t.Helper()
-	dir := t.TempDir()
-	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := engine.Open("memory", engine.Options{Dir: filepath.Join(dir, "logs")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Default()
 	cfg.BrokerID = 1
 	cfg.NumPartitions = 2
 	cfg.DefaultReplicationFactor = 3
 	fp := newFakePlane()
-	s, err := New(Options{
-		Config: cfg, Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store,
+	s := newTestServer(t, &cfg, Options{
 		ClusterID: "fake", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092,
 		controlPlane: func(s *Server) controlPlane { fp.s = s; return fp },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		store.Close()
-		meta.Close()
 	})
 	return s, fp
 }

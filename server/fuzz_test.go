@@ -17,10 +17,11 @@ import (
 	"github.com/sluice/sluice/zerocopy"
 )
 
-// newFuzzServer returns a Server on a memory store that is already shut
-// down, so long polls return at once, with a small partition limit so that
-// created topics stay cheap.
-func newFuzzServer(t testing.TB) *Server {
+// newTestServer returns a Server (not listening) on a memory store and a
+// metastore in a temp dir, closed at cleanup; opts' Config, Meta, Store
+// and Logger are filled in (cfg nil: the defaults).
+func newTestServer(t testing.TB, cfg *config.Config, opts Options) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -30,18 +31,30 @@ func newFuzzServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	s, err := New(Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store, ClusterID: "fuzz", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
+	opts.Config = config.Default()
+	if cfg != nil {
+		opts.Config = *cfg
+	}
+	opts.Logger, opts.Meta, opts.Store = slog.New(slog.DiscardHandler), meta, store
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.maxPartitions = 4
-	s.Shutdown()
 	t.Cleanup(func() {
 		s.Close()
 		store.Close()
 		meta.Close()
 	})
+	return s
+}
+
+// newFuzzServer returns a Server on a memory store that is already shut
+// down, so long polls return at once, with a small partition limit so that
+// created topics stay cheap.
+func newFuzzServer(t testing.TB) *Server {
+	s := newTestServer(t, nil, Options{ClusterID: "fuzz", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
+	s.maxPartitions = 4
+	s.Shutdown()
 	return s
 }
 

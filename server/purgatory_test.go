@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -15,9 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/config"
-	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
@@ -28,24 +23,7 @@ import (
 // internals: CreateTopics over the wire would work too, only slower.
 func newWideServer(tb testing.TB, n int32) (*Server, *topic) {
 	tb.Helper()
-	dir := tb.TempDir()
-	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store, err := engine.Open("memory", engine.Options{Dir: filepath.Join(dir, "logs")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, err := New(Options{Config: config.Default(), Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store, ClusterID: "wide"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		s.Close()
-		store.Close()
-		meta.Close()
-	})
+	s := newTestServer(tb, nil, Options{ClusterID: "wide"})
 	s.topics.admin.Lock()
 	t, err := s.createTopicLocked(topicSpec{name: "wide", partitions: n, rf: 1})
 	s.topics.admin.Unlock()

@@ -85,7 +85,11 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	// The AfterFunc may still run after stop, once this round trip failed
+	// and Request closed and cleared c.nc: it holds this connection, not
+	// c.nc (a deadline on a closed connection is harmless).
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
 
 	c.corr++
