@@ -2,6 +2,8 @@ package kconn_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -43,5 +45,36 @@ func TestRequestRoundTrip(t *testing.T) {
 	c.Close()
 	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); err == nil {
 		t.Fatal("request after Close succeeded")
+	}
+}
+
+// TestCancelAfterFailedRoundTrip: a request whose context ends while (or
+// just after) it fails must not touch the connection Request cleared:
+// each attempt races the context's AfterFunc against the read deadline
+// at the same instant. Before the fix this crashed with a nil pointer
+// dereference within a few hundred attempts.
+func TestCancelAfterFailedRoundTrip(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and never answer
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	c := kconn.New(ln.Addr().String(), "t", 5*time.Second)
+	defer c.Close()
+	for range 300 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Microsecond)
+		if _, err := c.Request(ctx, kmsg.NewPtrApiVersionsRequest()); err == nil {
+			t.Fatal("answered by a peer that never answers")
+		}
+		cancel()
 	}
 }
