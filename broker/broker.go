@@ -119,6 +119,9 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 
 	for _, l := range cfg.Listeners {
 		name, hostport, err := parseListener(l)
+		if err == nil {
+			err = servedProtocol(cfg, name)
+		}
 		if err != nil {
 			b.closeListeners()
 			return nil, err
@@ -336,6 +339,23 @@ func parseListener(l string) (string, string, error) {
 		return "", "", fmt.Errorf("broker: listener %q: %w", l, err)
 	}
 	return name, hostport, nil
+}
+
+// servedProtocol checks that listener name maps to a security protocol
+// Sluice serves (PLAINTEXT, so far). With no map (a Config not made by
+// config.Default), the name is the protocol, as in Kafka's default map.
+func servedProtocol(cfg config.Config, name string) error {
+	proto, ok := cfg.ListenerSecurityProtocolMap[name]
+	if cfg.ListenerSecurityProtocolMap == nil {
+		proto, ok = name, true
+	}
+	switch {
+	case !ok:
+		return fmt.Errorf("broker: listener %s is not in listener.security.protocol.map", name)
+	case proto != "PLAINTEXT":
+		return fmt.Errorf("broker: listener %s: security protocol %s is not supported yet (only PLAINTEXT)", name, proto)
+	}
+	return nil
 }
 
 // clientListener is the index of the listener clients and other brokers

@@ -305,7 +305,9 @@ func TestValidateAppendBomb(t *testing.T) {
 				if !errors.Is(err, ErrTooLarge) {
 					t.Fatalf("ValidateAppend = %v, want ErrTooLarge", err)
 				}
-				if alloc := after.TotalAlloc - before.TotalAlloc; i == 1 && alloc > 2<<20 {
+				// Under -race sync.Pool drops items on purpose, so a warm
+				// pool is not guaranteed: only the verdict is checked.
+				if alloc := after.TotalAlloc - before.TotalAlloc; i == 1 && alloc > 2<<20 && !raceEnabled {
 					t.Fatalf("refusing the bomb allocated %d bytes", alloc)
 				}
 			}
