@@ -24,8 +24,40 @@ type Config struct {
 	// UpdateMetadata) and ControlledShutdown are sent to, and only obeyed
 	// on, this listener. "": on the client listener.
 	ControlPlaneListenerName string
-	LogDirs                  []string // log.dirs (log.dir accepted as an alias)
-	StorageBackend           string   // storage.backend: segment, pebble, memory
+	// InterBrokerListenerName is inter.broker.listener.name: the listener
+	// followers fetch from and the controller's requests go to when there
+	// is no control-plane listener. "": the listener named by
+	// security.inter.broker.protocol (default PLAINTEXT), else the first
+	// listener that is not the control plane's.
+	InterBrokerListenerName     string
+	InterBrokerSecurityProtocol string // security.inter.broker.protocol
+
+	// SASL (sasl.enabled.mechanisms, sasl.mechanism.inter.broker.protocol;
+	// per-listener overrides and JAAS options are in SecurityProperties).
+	SASLEnabledMechanisms    []string
+	SASLInterBrokerMechanism string
+	// SASLServerMaxReceiveSize bounds a frame before authentication
+	// (sasl.server.max.receive.size, 512 KiB).
+	SASLServerMaxReceiveSize int32
+	// ConnectionsMaxReauth is connections.max.reauth.ms (KIP-368): a SASL
+	// session must re-authenticate within it; 0: never.
+	ConnectionsMaxReauth time.Duration
+	// FailedAuthenticationDelay is
+	// connection.failed.authentication.delay.ms: how long a failed
+	// authentication waits before it is answered.
+	FailedAuthenticationDelay time.Duration
+
+	// Authorization: authorizer.class.name ("" none; Kafka's AclAuthorizer
+	// class name or "sluice"), super.users, allow.everyone.if.no.acl.found.
+	AuthorizerClassName  string
+	SuperUsers           []string
+	AllowEveryoneIfNoACL bool
+
+	// SecurityProperties holds every ssl.*, sasl.* (other than the keys
+	// above) and listener.name.<l>.* key as given; see ListenerProperty.
+	SecurityProperties map[string]string
+	LogDirs            []string // log.dirs (log.dir accepted as an alias)
+	StorageBackend     string   // storage.backend: segment, pebble, memory
 
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
@@ -103,8 +135,13 @@ type Config struct {
 // Default returns Kafka's defaults (and Sluice's for its own keys).
 func Default() Config {
 	return Config{
-		BrokerID:  0,
-		Listeners: []string{"PLAINTEXT://:9092"},
+		BrokerID:                    0,
+		Listeners:                   []string{"PLAINTEXT://:9092"},
+		InterBrokerSecurityProtocol: "PLAINTEXT",
+		SASLEnabledMechanisms:       []string{"GSSAPI"},
+		SASLInterBrokerMechanism:    "GSSAPI",
+		SASLServerMaxReceiveSize:    512 << 10,
+		FailedAuthenticationDelay:   100 * time.Millisecond,
 		ListenerSecurityProtocolMap: map[string]string{
 			"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
 		},

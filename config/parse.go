@@ -373,7 +373,48 @@ func (s *setter) set(key, v string) error {
 		c.ClusterIDOverride = v
 	case "broker.rack":
 		c.RackID = v
+	case "inter.broker.listener.name":
+		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(v))
+	case "security.inter.broker.protocol":
+		c.InterBrokerSecurityProtocol = strings.ToUpper(strings.TrimSpace(v))
+	case "sasl.enabled.mechanisms":
+		c.SASLEnabledMechanisms = upperList(v)
+	case "sasl.mechanism.inter.broker.protocol":
+		c.SASLInterBrokerMechanism = strings.ToUpper(strings.TrimSpace(v))
+	case "super.users":
+		c.SuperUsers = nil
+		for _, u := range strings.Split(v, ";") {
+			if u = strings.TrimSpace(u); u != "" {
+				c.SuperUsers = append(c.SuperUsers, u)
+			}
+		}
+	case "authorizer.class.name":
+		switch strings.TrimSpace(v) {
+		case "", "sluice", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer":
+			c.AuthorizerClassName = strings.TrimSpace(v)
+		default:
+			err = keyError(key, "%q: use kafka.security.authorizer.AclAuthorizer (or its alias sluice), or leave it empty for none", v)
+		}
+	case "allow.everyone.if.no.acl.found":
+		c.AllowEveryoneIfNoACL, err = parseBool(key, v)
+	case "connections.max.reauth.ms":
+		c.ConnectionsMaxReauth, err = parseDuration(key, v, time.Millisecond, 0)
+	case "sasl.server.max.receive.size":
+		c.SASLServerMaxReceiveSize, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "connection.failed.authentication.delay.ms":
+		c.FailedAuthenticationDelay, err = parseDuration(key, v, time.Millisecond, 0)
 	default:
+		// TLS and SASL settings, global (ssl.*, sasl.*) or per listener
+		// (listener.name.<listener>.*, as Kafka allows): kept as given and
+		// read through ListenerProperty when the listeners are built, which
+		// is where a bad value is reported (naming the key).
+		if strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl.") || strings.HasPrefix(key, "listener.name.") {
+			if c.SecurityProperties == nil {
+				c.SecurityProperties = map[string]string{}
+			}
+			c.SecurityProperties[key] = v
+			return nil
+		}
 		return fmt.Errorf("%w: unknown key %q", ErrConfig, key)
 	}
 	return err
@@ -442,6 +483,34 @@ func parseHostCounts(key, v string) (map[string]int32, error) {
 		out[host] = n
 	}
 	return out, nil
+}
+
+// upperList splits a comma-separated list into upper-case items.
+func upperList(v string) []string {
+	out := splitList(v)
+	for i := range out {
+		out[i] = strings.ToUpper(out[i])
+	}
+	return out
+}
+
+// ListenerProperty returns the value of a TLS or SASL key for listener
+// name: listener.name.<name lowercased>.<key> when set (Kafka's
+// per-listener override), else the broker-wide key.
+func (c *Config) ListenerProperty(name, key string) (string, bool) {
+	if v, ok := c.SecurityProperties["listener.name."+strings.ToLower(name)+"."+key]; ok {
+		return v, true
+	}
+	v, ok := c.SecurityProperties[key]
+	return v, ok
+}
+
+// ListenerProtocol returns listener name's security protocol.
+func (c *Config) ListenerProtocol(name string) string {
+	if p, ok := c.ListenerSecurityProtocolMap[name]; ok {
+		return p
+	}
+	return name
 }
 
 func splitList(v string) []string {
