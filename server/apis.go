@@ -15,6 +15,7 @@ const (
 	apiKeyStopReplica             int16 = 5 // cluster mode only
 	apiKeyUpdateMetadata          int16 = 6 // cluster mode only
 	apiKeyControlledShutdown      int16 = 7 // cluster mode only
+	apiKeySASLHandshake           int16 = 17
 	apiKeyApiVersions             int16 = 18
 	apiKeyCreateTopics            int16 = 19
 	apiKeyDeleteTopics            int16 = 20
@@ -26,6 +27,7 @@ const (
 	apiKeyCreatePartitions        int16 = 37
 	apiKeyElectLeaders            int16 = 43
 	apiKeyIncrementalAlterConfigs int16 = 44
+	apiKeySASLAuthenticate        int16 = 36
 	apiKeyDescribeCluster         int16 = 60
 )
 
@@ -58,6 +60,7 @@ func init() {
 		apiKeyStopReplica:             {3, 3, handleStopReplica},
 		apiKeyUpdateMetadata:          {5, 7, handleUpdateMetadata},
 		apiKeyControlledShutdown:      {1, 3, handleControlledShutdown},
+		apiKeySASLHandshake:           {0, 1, handleSASLHandshake},
 		apiKeyApiVersions:             {0, 4, handleApiVersions},
 		apiKeyCreateTopics:            {0, 7, handleCreateTopics},
 		apiKeyDeleteTopics:            {0, 6, handleDeleteTopics},
@@ -69,6 +72,7 @@ func init() {
 		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},
 		apiKeyElectLeaders:            {0, 2, handleElectLeaders},
 		apiKeyIncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
+		apiKeySASLAuthenticate:        {0, 2, handleSASLAuthenticate},
 		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},
 	}
 	// The group coordinator's APIs (FindCoordinator, JoinGroup, SyncGroup,

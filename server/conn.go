@@ -50,6 +50,9 @@ type request struct {
 	// closeErr, when set, is why the connection must close once the
 	// responses to earlier requests are written.
 	closeErr error
+	// raw is a raw SASL token of a v0 exchange (no header): body holds it.
+	raw  bool
+	body []byte
 	// frame is the buffer kreq was decoded from, charged to the server's
 	// request memory pool until the request has been handled (putFrame).
 	frame frameBuf
@@ -98,11 +101,17 @@ type conn struct {
 	ip netip.Addr // the peer's address, counted in s.limits
 	// listener is the name of the listener the connection came in on.
 	listener string
-	pool     *memPool // request memory, s.limits.pool
-	log      *slog.Logger
-	reqs     chan *request  // reader -> handler; closed by the reader
-	resp     chan *response // handler -> writer; closed by the handler
-	done     chan struct{}  // closed when the writer has closed nc
+	// auth is the connection's authentication (auth.go).
+	auth connAuth
+	// rawMore carries, from the handler to the reader, whether a v0 SASL
+	// exchange goes on with raw tokens (after a v0 SaslHandshake and after
+	// each raw token).
+	rawMore chan bool
+	pool    *memPool // request memory, s.limits.pool
+	log     *slog.Logger
+	reqs    chan *request  // reader -> handler; closed by the reader
+	resp    chan *response // handler -> writer; closed by the handler
+	done    chan struct{}  // closed when the writer has closed nc
 
 	// ctx is cancelled when the reader stops (the client went away, a bad
 	// frame, or shutdown): requests that block for long, like JoinGroup
@@ -124,6 +133,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		pool:    s.limits.pool,
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		reqs:    make(chan *request, maxQueuedRequests),
+		rawMore: make(chan bool, 1),
 		resp:    make(chan *response, maxQueuedResponses),
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -166,9 +176,14 @@ func (c *conn) readLoop() {
 	// the size before it arrive with one read instead of two; a body larger
 	// than the buffer is read straight into its frame (bufio does not copy
 	// reads bigger than its buffer when it is empty).
+	if err := c.tlsPrincipal(); err != nil {
+		c.log.Info("server: closing connection", "err", err)
+		return
+	}
 	rd := bufio.NewReaderSize(c.nc, readBufferSize)
 	var size [4]byte
-	last := 0 // the previous frame's size: the first buffer of the next
+	last := 0    // the previous frame's size: the first buffer of the next
+	raw := false // reading raw SASL tokens of a v0 exchange
 	for {
 		if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(idle))
@@ -192,8 +207,8 @@ func (c *conn) readLoop() {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < requestHeaderMin || n > c.s.cfg.SocketRequestMaxBytes {
-			c.log.Warn("server: closing connection: bad request size", "size", n, "socket.request.max.bytes", c.s.cfg.SocketRequestMaxBytes)
+		if max := c.maxFrame(); n < 0 || !raw && n < requestHeaderMin || n > max {
+			c.log.Warn("server: closing connection: bad request size", "size", n, "max", max, "authenticated", c.auth.authenticated.Load())
 			return
 		}
 		var frame frameBuf
@@ -204,7 +219,12 @@ func (c *conn) readLoop() {
 			return
 		}
 		last = int(n)
-		r := c.s.decodeRequest(body)
+		var r *request
+		if raw {
+			r = &request{raw: true, body: body}
+		} else {
+			r = c.s.decodeRequest(body)
+		}
 		r.frame, r.pool = frame, c.pool
 		if r.closeErr != nil {
 			c.log.Warn("server: closing connection", "err", r.closeErr)
@@ -217,6 +237,14 @@ func (c *conn) readLoop() {
 		}
 		if r.closeErr != nil {
 			return
+		}
+		if r.raw || r.key == apiKeySASLHandshake && r.version == 0 {
+			// Whether raw tokens follow is the handler's to say.
+			select {
+			case raw = <-c.rawMore:
+			case <-c.done:
+				return
+			}
 		}
 	}
 }
@@ -355,6 +383,20 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 	if r.closeErr != nil {
 		return &response{close: true}
 	}
+	if c != nil {
+		if r.raw {
+			resp, more := c.rawToken(r.body)
+			c.rawMore <- more
+			return resp
+		}
+		if r.key == apiKeySASLHandshake && r.version == 0 {
+			defer func() { c.rawMore <- c.auth.session != nil && c.auth.raw }()
+		}
+		if err := c.checkAuth(r.key); err != nil {
+			c.log.Warn("server: closing connection", "err", err)
+			return &response{close: true}
+		}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.panics.Add(1)
@@ -419,6 +461,7 @@ func (c *conn) writeLoop() {
 		// Batch: encode everything already queued, then flush once.
 		for {
 			if r.close {
+				encodeResponse(w, r) // its answer, if it has one, goes first
 				c.flush(w)
 				return
 			}

@@ -140,6 +140,12 @@ func errorCode(err error) int16 {
 		return kerr.StaleControllerEpoch.Code
 	case errors.Is(err, errClusterOnly), errors.Is(err, cluster.ErrNotFromController), errors.Is(err, errNotControlPlaneListener):
 		return kerr.ClusterAuthorizationFailed.Code
+	case errors.Is(err, errSASLState):
+		return kerr.IllegalSaslState.Code
+	case errors.Is(err, errSASLMechanism):
+		return kerr.UnsupportedSaslMechanism.Code
+	case errors.Is(err, errSASLFailed):
+		return kerr.SaslAuthenticationFailed.Code
 	case errors.Is(err, errTopicAuthorization):
 		return kerr.TopicAuthorizationFailed.Code
 	case errors.Is(err, context.DeadlineExceeded):

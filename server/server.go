@@ -73,6 +73,10 @@ type Options struct {
 	// ZooKeeper. The caller closes it after Close.
 	Cluster *cluster.Node
 
+	// Listeners says how each named listener (as in listeners) authenticates
+	// its connections; a listener not named here is PLAINTEXT.
+	Listeners map[string]ListenerSecurity
+
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper).
 	controlPlane func(*Server) controlPlane
@@ -102,6 +106,8 @@ type Server struct {
 	topics topicRegistry
 	groups *group.Coordinator
 	pids   producerIDs
+	// listenerSec is Options.Listeners.
+	listenerSec map[string]ListenerSecurity
 	// cp is the control plane: localPlane on a single node, zkPlane in a
 	// cluster (controlplane.go).
 	cp controlPlane
@@ -152,6 +158,7 @@ func New(opts Options) (*Server, error) {
 		advHost:       opts.AdvertisedHost,
 		advPort:       opts.AdvertisedPort,
 		maxPartitions: MaxPartitionsPerTopic,
+		listenerSec:   opts.Listeners,
 		closing:       make(chan struct{}),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},
@@ -373,6 +380,11 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	}
 	c := newConn(s, nc)
 	c.ip, c.listener = ip, listener
+	sec, ok := s.listenerSec[listener]
+	if !ok {
+		sec = ListenerSecurity{Protocol: "PLAINTEXT"}
+	}
+	c.initAuth(sec)
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()

@@ -1,0 +1,191 @@
+package server
+
+// Authentication of connections: each listener has a security protocol
+// (listener.security.protocol.map). PLAINTEXT and SSL connections are
+// authenticated when they are accepted (SSL by their client certificate, if
+// any); SASL_PLAINTEXT and SASL_SSL connections must complete a SASL
+// exchange (17_sasl_handshake.go, 36_sasl_authenticate.go) before anything
+// but ApiVersions, SaslHandshake and SaslAuthenticate is served, and their
+// frames are bounded by sasl.server.max.receive.size until then.
+//
+// SaslHandshake v0 (clients before Kafka 1.0, such as kafka-python pinned
+// to 0.11) is followed by raw SASL tokens, each a size-prefixed frame
+// without a request header, until the exchange ends. The reader, which
+// runs ahead of the handler, switches to raw frames when it reads a v0
+// handshake and asks the handler, after each raw token, whether the
+// exchange goes on (conn.rawMore).
+//
+// Re-authentication (KIP-368): with connections.max.reauth.ms set, a SASL
+// session lasts that long (SaslAuthenticate v1+ tells the client); the
+// client re-authenticates in band with the same principal, and a
+// connection whose session expired is closed at its next other request.
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SASLSession is one server-side SASL exchange (package auth/sasl).
+type SASLSession interface {
+	// Step consumes the client's next message and returns the server's
+	// answer; done when the exchange succeeded. An error means the
+	// authentication failed; it never contains a password.
+	Step(clientMsg []byte) (serverMsg []byte, done bool, err error)
+	// Principal is the authenticated principal ("User:alice") once done.
+	Principal() string
+}
+
+// SASLAuthenticator makes SASL sessions for one listener.
+type SASLAuthenticator interface {
+	// Mechanisms are the enabled mechanisms (sasl.enabled.mechanisms).
+	Mechanisms() []string
+	// NewSession starts an exchange of mechanism (one of Mechanisms).
+	NewSession(mechanism string) (SASLSession, error)
+}
+
+// ListenerSecurity says how a listener's connections authenticate.
+type ListenerSecurity struct {
+	// Protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+	Protocol string
+	// SASL authenticates SASL_* listeners.
+	SASL SASLAuthenticator
+	// TLSPrincipal maps an SSL connection's client certificate to its
+	// principal (nil: User:ANONYMOUS).
+	TLSPrincipal func(tls.ConnectionState) string
+}
+
+// sasl reports whether the protocol needs a SASL exchange.
+func (ls ListenerSecurity) sasl() bool {
+	return ls.Protocol == "SASL_PLAINTEXT" || ls.Protocol == "SASL_SSL"
+}
+
+// anonymous is Kafka's principal of an unauthenticated connection.
+const anonymous = "User:ANONYMOUS"
+
+var (
+	// errSASLState: a SASL request out of order (ILLEGAL_SASL_STATE).
+	errSASLState = errors.New("server: illegal SASL state")
+	// errSASLMechanism: a mechanism not enabled on the listener
+	// (UNSUPPORTED_SASL_MECHANISM).
+	errSASLMechanism = errors.New("server: unsupported SASL mechanism")
+	// errSASLFailed: the exchange failed (SASL_AUTHENTICATION_FAILED).
+	errSASLFailed = errors.New("server: SASL authentication failed")
+)
+
+// connAuth is a connection's authentication state. Only the handler
+// goroutine writes it; authenticated is also read by the reader.
+type connAuth struct {
+	sec ListenerSecurity
+	// authenticated: requests other than the SASL ones may be served.
+	authenticated atomic.Bool
+	principal     string
+	// session is the exchange in progress (after SaslHandshake), raw when
+	// it is a v0 exchange of raw tokens.
+	session SASLSession
+	mech    string
+	raw     bool
+	// expires is when a SASL session must have re-authenticated (zero:
+	// never).
+	expires time.Time
+}
+
+// initAuth sets up c's authentication for its listener's security.
+func (c *conn) initAuth(sec ListenerSecurity) {
+	c.auth.sec = sec
+	c.auth.principal = anonymous
+	if sec.sasl() {
+		return
+	}
+	c.auth.authenticated.Store(true)
+}
+
+// tlsPrincipal completes the TLS handshake of an SSL connection and takes
+// its principal from the client certificate. It runs on the reader before
+// the first frame, so a failed handshake closes the connection.
+func (c *conn) tlsPrincipal() error {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("server: TLS handshake: %w", err)
+	}
+	if c.auth.sec.Protocol == "SSL" && c.auth.sec.TLSPrincipal != nil {
+		c.auth.principal = c.auth.sec.TLSPrincipal(tc.ConnectionState())
+	}
+	return nil
+}
+
+// preAuthAllowed reports whether key may be served before authentication.
+func preAuthAllowed(key int16) bool {
+	return key == apiKeyApiVersions || key == apiKeySASLHandshake || key == apiKeySASLAuthenticate
+}
+
+// checkAuth decides whether request key may be served now: nil, or why the
+// connection must close (a request before authentication, or after the
+// session expired).
+func (c *conn) checkAuth(key int16) error {
+	a := &c.auth
+	if preAuthAllowed(key) {
+		return nil
+	}
+	if !a.authenticated.Load() {
+		return fmt.Errorf("server: %s before SASL authentication", kmsg.NameForKey(key))
+	}
+	if !a.expires.IsZero() && time.Now().After(a.expires) {
+		return fmt.Errorf("server: SASL session of %s expired (connections.max.reauth.ms) without re-authentication", a.principal)
+	}
+	return nil
+}
+
+// maxFrame is the largest frame the reader accepts now.
+func (c *conn) maxFrame() int32 {
+	if c.auth.authenticated.Load() {
+		return c.s.cfg.SocketRequestMaxBytes
+	}
+	return min(c.s.cfg.SASLServerMaxReceiveSize, c.s.cfg.SocketRequestMaxBytes)
+}
+
+// failAuth waits connection.failed.authentication.delay.ms (Kafka delays
+// the answer so that guessing passwords is slow) and logs the failure
+// with the client's address, never its password.
+func (c *conn) failAuth(err error) {
+	c.log.Warn("server: SASL authentication failed", "mechanism", c.auth.mech, "err", err)
+	if d := c.s.cfg.FailedAuthenticationDelay; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-c.ctx.Done():
+		}
+	}
+}
+
+// saslDone completes a successful exchange: the principal (the same one on
+// re-authentication) and the session's lifetime.
+func (c *conn) saslDone() error {
+	a := &c.auth
+	p := a.session.Principal()
+	if a.authenticated.Load() && p != a.principal {
+		return fmt.Errorf("%w: re-authentication as %s, the connection is %s", errSASLFailed, p, a.principal)
+	}
+	a.principal, a.session, a.raw = p, nil, false
+	a.expires = time.Time{}
+	if d := c.s.cfg.ConnectionsMaxReauth; d > 0 {
+		a.expires = time.Now().Add(d)
+	}
+	a.authenticated.Store(true)
+	return nil
+}
+
+// sessionLifetimeMs is SaslAuthenticate's session_lifetime_ms: 0 without
+// re-authentication.
+func (c *conn) sessionLifetimeMs() int64 {
+	if c.auth.expires.IsZero() {
+		return 0
+	}
+	return max(time.Until(c.auth.expires).Milliseconds(), 1)
+}
