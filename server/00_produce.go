@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/replication"
 )
@@ -64,13 +65,17 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		topicErr := reqErr
+		if topicErr == nil && !s.allowedTopic(rc, acl.OpWrite, rt.Topic) {
+			topicErr = errTopicAuthorization
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if reqErr != nil {
-				s.fillProduceError(sp, rt.Topic, reqErr)
+			if topicErr != nil {
+				s.fillProduceError(sp, rt.Topic, topicErr)
 				continue
 			}
 			if n == 1 {

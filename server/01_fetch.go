@@ -59,6 +59,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
@@ -90,7 +91,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	replicaID, replicaEpoch := fetchReplica(r)
 	var followerErr error
 	if replicaID >= 0 {
-		if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
+		if !s.allowedCluster(rc, acl.OpClusterAction) {
+			followerErr = errClusterAuthorization
+		} else if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
 			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
 		}
 	}
@@ -110,6 +113,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		ot.Name, ot.ID = rt.Topic, rt.TopicID
 		if t != nil {
 			ot.Name, ot.ID = t.name, t.id
+			if followerErr == nil && replicaID < 0 && !s.allowedTopic(rc, acl.OpRead, t.name) {
+				terr = errTopicAuthorization
+			}
 		}
 		ot.Partitions = make([]fetchresp.Partition, len(rt.Partitions))
 		targets[i] = make([]fetchTarget, len(rt.Partitions))

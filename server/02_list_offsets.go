@@ -19,6 +19,7 @@ package server
 import (
 	"fmt"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,10 +37,14 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := s.allowedTopic(rc, acl.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			off, ts, epoch, err := s.listOffset(r.Version, r.IsolationLevel, rt.Topic, rp)
+			off, ts, epoch, err := int64(0), int64(0), int32(0), error(errTopicAuthorization)
+			if allowed {
+				off, ts, epoch, err = s.listOffset(r.Version, r.IsolationLevel, rt.Topic, rp)
+			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				sp.Offset, sp.Timestamp = -1, -1

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/offsets"
 )
@@ -62,7 +63,9 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all {
 		for _, name := range s.cp.topicNames() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
+			if s.allowedTopic(rc, acl.OpDescribe, name) {
+				resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
+			}
 		}
 		return kresp(resp), nil
 	}
@@ -83,6 +86,13 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
 			continue
 		}
+		if !s.allowedTopic(rc, acl.OpDescribe, name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = errorCode(errTopicAuthorization)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if _, ok := s.cp.topicID(name); ok {
 			resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
 			continue
@@ -90,7 +100,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		err := validateTopicName(name)
 		switch {
 		case err != nil:
-		case !autoCreate:
+		case !autoCreate || !s.allowedCluster(rc, acl.OpCreate) && !s.allowedTopic(rc, acl.OpCreate, name):
 			err = errUnknownTopicOrPartition
 		default:
 			err = s.autoCreateTopic(name)

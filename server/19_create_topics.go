@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/offsets"
 )
@@ -60,6 +61,9 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
 		spec, err := s.newTopicSpec(rt, seen[rt.Topic] > 1)
+		if err == nil && !s.allowedCluster(rc, acl.OpCreate) && !s.allowedTopic(rc, acl.OpCreate, rt.Topic) {
+			err = errTopicAuthorization
+		}
 		if err == nil && !r.ValidateOnly {
 			st.TopicID, err = s.cp.createTopic(ctx, spec)
 			if err == nil {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -51,6 +52,9 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 					return errUnknownTopicID
 				}
 				st.Topic = &name
+			}
+			if !s.allowedTopic(rc, acl.OpDelete, name) {
+				return errTopicAuthorization
 			}
 			if isInternalTopic(name) {
 				return fmt.Errorf("%w: %s is an internal topic", errTopicAuthorization, name)

@@ -13,6 +13,7 @@ package server
 // cluster mode the followers' logs follow the leader's start offset.
 
 import (
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,6 +29,9 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			p, err := s.leaderPartition(rt.Topic, rp.Partition)
+			if !s.allowedTopic(rc, acl.OpDelete, rt.Topic) {
+				err = errTopicAuthorization
+			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 			} else if low, err := p.DeleteRecordsBefore(rp.Offset); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -64,6 +65,10 @@ func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 		err := fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionalID)
 		s.log.Warn("server: refusing transactional producer", "client", rc.clientID, "err", err)
 		resp.ErrorCode = errorCode(err)
+		return kresp(resp), nil
+	}
+	if !s.allowedCluster(rc, acl.OpIdempotentWrite) && !s.mayWriteSomeTopic(rc) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
 	id, err := s.pids.allocate()

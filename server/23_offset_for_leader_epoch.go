@@ -15,6 +15,7 @@ package server
 // any known), after the request's current leader epoch is checked.
 
 import (
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -24,12 +25,21 @@ func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		var authErr error
+		switch {
+		case r.ReplicaID >= 0 && !s.allowedCluster(rc, acl.OpClusterAction):
+			authErr = errClusterAuthorization
+		case r.ReplicaID < 0 && !s.allowedTopic(rc, acl.OpDescribe, rt.Topic):
+			authErr = errTopicAuthorization
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			p, err := s.leaderPartition(rt.Topic, rp.Partition)
-			if err == nil {
+			if authErr != nil {
+				err = authErr
+			} else if err == nil {
 				sp.LeaderEpoch, sp.EndOffset, err = p.HandleOffsetForLeaderEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch)
 			}
 			sp.ErrorCode = errorCode(err)

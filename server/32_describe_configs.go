@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/config"
 )
 
@@ -39,11 +40,12 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	for _, rr := range r.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		switch rr.ResourceType {
-		case resourceTopic:
+		err := s.configAuthz(rc, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		switch {
+		case err != nil:
+		case rr.ResourceType == resourceTopic:
 			err = s.describeTopicConfigs(r, rr, &sr)
-		case resourceBroker:
+		case rr.ResourceType == resourceBroker:
 			err = s.describeBrokerConfigs(r, rr, &sr)
 		default:
 			err = errInvalidRequest

@@ -22,6 +22,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,9 +35,12 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	for _, rr := range r.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
-			return alterConfigsOverrides(rr), nil
-		})
+		err := s.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		if err == nil {
+			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
+				return alterConfigsOverrides(rr), nil
+			})
+		}
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
 			sr.ErrorMessage = errorMessage(err)

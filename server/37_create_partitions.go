@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 )
 
@@ -37,6 +38,9 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		asg, err := s.checkNewPartitions(rt, seen[rt.Topic] > 1)
+		if !s.allowedTopic(rc, acl.OpAlter, rt.Topic) {
+			err = errTopicAuthorization
+		}
 		if err == nil && !r.ValidateOnly {
 			err = s.cp.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 )
 
@@ -38,6 +39,10 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	unclean := r.Version >= 1 && r.ElectionType == 1
 	if r.Version >= 1 && r.ElectionType != 0 && r.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return kresp(resp), nil
+	}
+	if !s.allowedCluster(rc, acl.OpAlter) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
 	var tps []cluster.TopicPartition // nil: all

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,14 +37,17 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 	for _, rr := range r.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
-			for _, c := range rr.Configs {
-				if err := s.applyConfigOp(overrides, c); err != nil {
-					return nil, err
+		err := s.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		if err == nil {
+			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
+				for _, c := range rr.Configs {
+					if err := s.applyConfigOp(overrides, c); err != nil {
+						return nil, err
+					}
 				}
-			}
-			return overrides, nil
-		})
+				return overrides, nil
+			})
+		}
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
 			sr.ErrorMessage = errorMessage(err)

@@ -12,6 +12,7 @@ package server
 // Sluice has no ACLs: authorized operations stay unset (INT32_MIN).
 
 import (
+	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +22,10 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	resp.EndpointType = r.EndpointType
 	if resp.EndpointType == 0 {
 		resp.EndpointType = 1
+	}
+	if !s.allowedCluster(rc, acl.OpDescribe) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
+		return kresp(resp), nil
 	}
 	resp.ClusterID = s.clusterID
 	resp.ControllerID = s.cp.controllerID()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/replication"
@@ -141,6 +142,9 @@ var errNotControlPlaneListener = errors.New("server: controller requests are ser
 // that did not come in on control.plane.listener.name, when one is set
 // (KIP-291). Handlers called without a connection (tests) pass.
 func (s *Server) checkControlListener(rc *reqCtx) error {
+	if !s.allowedCluster(rc, acl.OpClusterAction) {
+		return errClusterAuthorization
+	}
 	cp := s.cfg.ControlPlaneListenerName
 	if cp == "" || rc.conn == nil || rc.conn.listener == cp {
 		return nil

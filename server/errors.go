@@ -20,7 +20,11 @@ import (
 var (
 	// errTopicAuthorization: clients may not do this to the topic (an
 	// internal topic: delete, alter configs).
-	errTopicAuthorization       = errors.New("server: not allowed on this topic")
+	errTopicAuthorization = errors.New("server: not allowed on this topic")
+	// errClusterAuthorization, errGroupAuthorization: the principal may not
+	// do this (CLUSTER_ / GROUP_AUTHORIZATION_FAILED).
+	errClusterAuthorization     = errors.New("server: not allowed on the cluster")
+	errGroupAuthorization       = errors.New("server: not allowed on this group")
 	errUnknownTopicOrPartition  = errors.New("server: unknown topic or partition")
 	errUnknownTopicID           = errors.New("server: unknown topic id")
 	errInvalidTopic             = errors.New("server: invalid topic")
@@ -146,6 +150,10 @@ func errorCode(err error) int16 {
 		return kerr.UnsupportedSaslMechanism.Code
 	case errors.Is(err, errSASLFailed):
 		return kerr.SaslAuthenticationFailed.Code
+	case errors.Is(err, errClusterAuthorization):
+		return kerr.ClusterAuthorizationFailed.Code
+	case errors.Is(err, errGroupAuthorization):
+		return kerr.GroupAuthorizationFailed.Code
 	case errors.Is(err, errTopicAuthorization):
 		return kerr.TopicAuthorizationFailed.Code
 	case errors.Is(err, context.DeadlineExceeded):

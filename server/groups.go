@@ -27,6 +27,10 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 	}
 	ctx = group.WithClient(ctx, rc.clientID, "/"+host)
+	refused, after := s.authorizeGroupRequest(rc, req)
+	if refused != nil {
+		return kresp(refused), nil
+	}
 	var resp kmsg.Response
 	var err error
 	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok {
@@ -38,6 +42,9 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		// A version outside the table cannot reach here (decodeRequest
 		// checks it); a cancelled wait means the client is gone.
 		return nil, fmt.Errorf("server: %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	if after != nil {
+		after(resp)
 	}
 	return kresp(resp), nil
 }

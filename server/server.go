@@ -73,6 +73,10 @@ type Options struct {
 	// ZooKeeper. The caller closes it after Close.
 	Cluster *cluster.Node
 
+	// Authorizer, when set, checks every request (authorize.go); nil allows
+	// everything.
+	Authorizer Authorizer
+
 	// Listeners says how each named listener (as in listeners) authenticates
 	// its connections; a listener not named here is PLAINTEXT.
 	Listeners map[string]ListenerSecurity
@@ -106,6 +110,8 @@ type Server struct {
 	topics topicRegistry
 	groups *group.Coordinator
 	pids   producerIDs
+	// authz is Options.Authorizer (nil: everything allowed).
+	authz Authorizer
 	// listenerSec is Options.Listeners.
 	listenerSec map[string]ListenerSecurity
 	// cp is the control plane: localPlane on a single node, zkPlane in a
@@ -159,6 +165,7 @@ func New(opts Options) (*Server, error) {
 		advPort:       opts.AdvertisedPort,
 		maxPartitions: MaxPartitionsPerTopic,
 		listenerSec:   opts.Listeners,
+		authz:         opts.Authorizer,
 		closing:       make(chan struct{}),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},

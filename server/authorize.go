@@ -1,0 +1,281 @@
+package server
+
+// Authorization: with authorizer.class.name set, every request is checked
+// the way Kafka's KafkaApis checks it, once per resource, against the
+// connection's principal and address (package acl decides, without
+// locking or allocating). What each API needs:
+//
+//	Produce                  Write on each topic (TOPIC_AUTHORIZATION_FAILED per partition)
+//	Fetch (consumer)         Read on each topic
+//	Fetch (follower), LeaderAndIsr, StopReplica, UpdateMetadata,
+//	ControlledShutdown       ClusterAction on the cluster
+//	ListOffsets, OffsetForLeaderEpoch (consumer)
+//	                         Describe on each topic
+//	Metadata                 topics the principal may not Describe are left out
+//	                         (asked for by name: TOPIC_AUTHORIZATION_FAILED);
+//	                         auto-creation needs Create on the cluster or topic
+//	CreateTopics             Create on the cluster or the topic
+//	DeleteTopics             Delete on the topic; DeleteRecords Delete on the topic
+//	CreatePartitions         Alter on the topic
+//	DescribeConfigs          DescribeConfigs on the topic or cluster (broker)
+//	AlterConfigs, IncrementalAlterConfigs
+//	                         AlterConfigs on the topic or cluster
+//	ElectLeaders             Alter on the cluster; DescribeCluster Describe on it
+//	InitProducerId           IdempotentWrite on the cluster, or Write on any
+//	                         topic (Kafka 3's rule, KIP-679)
+//	FindCoordinator          Describe on the group
+//	JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit
+//	                         Read on the group (OffsetCommit: and Read on each topic)
+//	OffsetFetch              Describe on the group and on each topic
+//	DescribeGroups           Describe on the group; DeleteGroups Delete on it
+//	OffsetDelete             Delete on the group and Read on each topic
+//	ListGroups               Describe on the cluster, else only the groups
+//	                         the principal may Describe
+//	CreateAcls, DeleteAcls   Alter on the cluster; DescribeAcls Describe on it
+//	DescribeUserScramCredentials / AlterUserScramCredentials
+//	                         Describe / Alter on the cluster
+//
+// Without an authorizer everything is allowed, as in Kafka.
+
+import (
+	"net/netip"
+
+	"github.com/sluice/sluice/acl"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Authorizer decides whether a principal may do something (package acl's
+// Authorizer).
+type Authorizer interface {
+	Authorize(principal string, host netip.Addr, op acl.Operation, rt acl.ResourceType, name string) bool
+}
+
+// allowed reports whether rc's principal may do op on the resource.
+func (s *Server) allowed(rc *reqCtx, op acl.Operation, rt acl.ResourceType, name string) bool {
+	if s.authz == nil {
+		return true
+	}
+	principal, host := anonymous, netip.Addr{}
+	if rc != nil && rc.conn != nil {
+		principal, host = rc.conn.auth.principal, rc.conn.ip
+	}
+	return s.authz.Authorize(principal, host, op, rt, name)
+}
+
+// configAuthz checks op on a config resource: the topic, or the cluster
+// for a broker resource (as Kafka's broker configs are checked).
+func (s *Server) configAuthz(rc *reqCtx, op acl.Operation, typ kmsg.ConfigResourceType, name string) error {
+	switch typ {
+	case resourceTopic:
+		if !s.allowedTopic(rc, op, name) {
+			return errTopicAuthorization
+		}
+	case resourceBroker:
+		if !s.allowedCluster(rc, op) {
+			return errClusterAuthorization
+		}
+	}
+	return nil
+}
+
+// mayWriteSomeTopic reports whether rc's principal may Write on at least
+// one topic (what lets an idempotent producer start, KIP-679).
+func (s *Server) mayWriteSomeTopic(rc *reqCtx) bool {
+	for _, name := range s.cp.topicNames() {
+		if s.allowedTopic(rc, acl.OpWrite, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedTopic is allowed for a topic.
+func (s *Server) allowedTopic(rc *reqCtx, op acl.Operation, topic string) bool {
+	return s.allowed(rc, op, acl.ResourceTopic, topic)
+}
+
+// allowedCluster is allowed for the cluster.
+func (s *Server) allowedCluster(rc *reqCtx, op acl.Operation) bool {
+	return s.allowed(rc, op, acl.ResourceCluster, acl.ClusterName)
+}
+
+// authorizeGroupRequest applies the group APIs' checks to req. It returns
+// the whole answer when the request is refused (GROUP_AUTHORIZATION_FAILED
+// where Kafka puts it); else nil, with req stripped of the topics the
+// principal may not use, and after, which adds their
+// TOPIC_AUTHORIZATION_FAILED entries (or filters what the principal may not
+// see) to the coordinator's answer.
+func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused kmsg.Response, after func(kmsg.Response)) {
+	if s.authz == nil {
+		return nil, nil
+	}
+	group := func(op acl.Operation, g string) bool { return s.allowed(rc, op, acl.ResourceGroup, g) }
+	denied := int16(errorCode(errGroupAuthorization))
+	topicDenied := errorCode(errTopicAuthorization)
+	switch r := req.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		keys := r.CoordinatorKeys
+		if r.Version < 4 {
+			keys = []string{r.CoordinatorKey}
+		}
+		for _, k := range keys {
+			if !group(acl.OpDescribe, k) && (r.CoordinatorType == 0 || r.Version == 0) {
+				resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+				resp.ErrorCode, resp.NodeID, resp.Port = denied, -1, -1
+				for _, k := range keys {
+					c := kmsg.NewFindCoordinatorResponseCoordinator()
+					c.Key, c.ErrorCode, c.NodeID, c.Port = k, denied, -1, -1
+					resp.Coordinators = append(resp.Coordinators, c)
+				}
+				return resp, nil
+			}
+		}
+	case *kmsg.JoinGroupRequest:
+		if !group(acl.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode, resp.Generation = denied, -1
+			return resp, nil
+		}
+	case *kmsg.SyncGroupRequest:
+		if !group(acl.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+			resp.ErrorCode = denied
+			return resp, nil
+		}
+	case *kmsg.HeartbeatRequest:
+		if !group(acl.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+			resp.ErrorCode = denied
+			return resp, nil
+		}
+	case *kmsg.LeaveGroupRequest:
+		if !group(acl.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+			resp.ErrorCode = denied
+			return resp, nil
+		}
+	case *kmsg.OffsetCommitRequest:
+		if !group(acl.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+			for _, t := range r.Topics {
+				rt := kmsg.NewOffsetCommitResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: denied})
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil
+		}
+		var refusedTopics []kmsg.OffsetCommitRequestTopic
+		kept := r.Topics[:0:0]
+		for _, t := range r.Topics {
+			if s.allowedTopic(rc, acl.OpRead, t.Topic) {
+				kept = append(kept, t)
+			} else {
+				refusedTopics = append(refusedTopics, t)
+			}
+		}
+		if len(refusedTopics) == 0 {
+			return nil, nil
+		}
+		r.Topics = kept
+		return nil, func(out kmsg.Response) {
+			resp := out.(*kmsg.OffsetCommitResponse)
+			for _, t := range refusedTopics {
+				rt := kmsg.NewOffsetCommitResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: topicDenied})
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+	case *kmsg.OffsetFetchRequest:
+		if r.Version < 8 {
+			if !group(acl.OpDescribe, r.Group) {
+				resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+				resp.ErrorCode = denied
+				return resp, nil
+			}
+		} else {
+			for _, g := range r.Groups {
+				if !group(acl.OpDescribe, g.Group) {
+					resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+					for _, g := range r.Groups {
+						rg := kmsg.NewOffsetFetchResponseGroup()
+						rg.Group, rg.ErrorCode = g.Group, denied
+						resp.Groups = append(resp.Groups, rg)
+					}
+					return resp, nil
+				}
+			}
+		}
+		// Offsets of topics the principal may not Describe are left out.
+		return nil, func(out kmsg.Response) {
+			resp := out.(*kmsg.OffsetFetchResponse)
+			keep := resp.Topics[:0]
+			for _, t := range resp.Topics {
+				if s.allowedTopic(rc, acl.OpDescribe, t.Topic) {
+					keep = append(keep, t)
+				}
+			}
+			resp.Topics = keep
+			for i := range resp.Groups {
+				kg := resp.Groups[i].Topics[:0]
+				for _, t := range resp.Groups[i].Topics {
+					if s.allowedTopic(rc, acl.OpDescribe, t.Topic) {
+						kg = append(kg, t)
+					}
+				}
+				resp.Groups[i].Topics = kg
+			}
+		}
+	case *kmsg.DescribeGroupsRequest:
+		for _, g := range r.Groups {
+			if !group(acl.OpDescribe, g) {
+				return nil, func(out kmsg.Response) {
+					resp := out.(*kmsg.DescribeGroupsResponse)
+					for i := range resp.Groups {
+						if !group(acl.OpDescribe, resp.Groups[i].Group) {
+							g := kmsg.NewDescribeGroupsResponseGroup()
+							g.Group, g.ErrorCode = resp.Groups[i].Group, denied
+							resp.Groups[i] = g
+						}
+					}
+				}
+			}
+		}
+	case *kmsg.DeleteGroupsRequest:
+		for _, g := range r.Groups {
+			if !group(acl.OpDelete, g) {
+				resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+				for _, g := range r.Groups {
+					resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: denied})
+				}
+				return resp, nil
+			}
+		}
+	case *kmsg.OffsetDeleteRequest:
+		if !group(acl.OpDelete, r.Group) {
+			resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+			resp.ErrorCode = denied
+			return resp, nil
+		}
+	case *kmsg.ListGroupsRequest:
+		if s.allowedCluster(rc, acl.OpDescribe) {
+			return nil, nil
+		}
+		return nil, func(out kmsg.Response) {
+			resp := out.(*kmsg.ListGroupsResponse)
+			keep := resp.Groups[:0]
+			for _, g := range resp.Groups {
+				if group(acl.OpDescribe, g.Group) {
+					keep = append(keep, g)
+				}
+			}
+			resp.Groups = keep
+		}
+	}
+	return nil, nil
+}
