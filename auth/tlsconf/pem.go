@@ -12,10 +12,12 @@ import (
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -135,17 +137,37 @@ func parseTruststore(text []byte, key string) (*x509.CertPool, error) {
 }
 
 // pemBlocks returns the PEM blocks in text, skipping text around them.
+// When encoding/pem finds none, it falls back to Kafka's laxer reading
+// (PemParser: base64 between BEGIN and END lines, whitespace anywhere),
+// so that inline PEM values folded onto one line in a properties file,
+// which Kafka accepts, work here too.
 func pemBlocks(text []byte) []*pem.Block {
 	var blocks []*pem.Block
-	for {
-		b, rest := pem.Decode(text)
+	for rest := text; ; {
+		b, r := pem.Decode(rest)
 		if b == nil {
-			return blocks
+			break
 		}
 		blocks = append(blocks, b)
-		text = rest
+		rest = r
 	}
+	if len(blocks) != 0 {
+		return blocks
+	}
+	for _, m := range laxPEM.FindAllSubmatch(text, -1) {
+		if string(m[1]) != string(m[3]) {
+			continue
+		}
+		der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(m[2])), ""))
+		if err != nil {
+			continue
+		}
+		blocks = append(blocks, &pem.Block{Type: strings.Join(strings.Fields(string(m[1])), " "), Bytes: der})
+	}
+	return blocks
 }
+
+var laxPEM = regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]+)-----\s*([A-Za-z0-9+/=\s]*?)\s*-----END ([A-Z0-9 ]+)-----`)
 
 // readPEMFile reads a store file named by the setting key.
 func readPEMFile(path, key string) ([]byte, error) {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +96,21 @@ func (p *pki) server(t *testing.T, extra map[string]string) *Server {
 		t.Fatal(err)
 	}
 	return srv
+}
+
+// leafOf returns the certificate in p.Cert.
+func leafOf(t *testing.T, p certs.Paths) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(p.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(data)
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -472,5 +489,23 @@ func TestInlineKeystore(t *testing.T) {
 	}
 	if r := handshake(t, srv, p.clientConfig(t, nil), ""); !r.ok() {
 		t.Fatalf("handshake: client %v, server %v", r.clientErr, r.serverErr)
+	}
+
+	// Folded onto one line, as a properties file with line continuations
+	// gives it; Kafka reads that too.
+	oneLine := func(b []byte) string { return strings.Join(strings.Fields(string(b)), " ") }
+	s, err = FromProperties(props(map[string]string{
+		KeyKeystoreKey: oneLine(keyPEM), KeyKeystoreCertificateChain: oneLine(certPEM),
+		KeyTruststoreCertificates: oneLine(caPEM), KeyClientAuth: "required",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err = NewServer(s, ServerOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("one-line PEM: %v", err)
+	}
+	if !srv.Certificate().Equal(leafOf(t, p.broker)) {
+		t.Error("one-line PEM: another certificate")
 	}
 }
