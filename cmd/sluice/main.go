@@ -22,6 +22,7 @@ func commands() []command {
 		{"perf", "load-test a broker: perf produce|consume|e2e", perf},
 		{"topic", "create, list, describe, delete topics and alter their configs", topicCmd},
 		{"group", "list, describe (with lag), delete consumer groups and reset their offsets", groupCmd},
+		{"cert", "create a CA, broker and client certificates for TLS listeners", certCmd},
 	}
 }
 
