@@ -7,7 +7,7 @@ PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
 RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
 	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/... \
-	./coordlog/... ./offsets/...
+	./coordlog/... ./offsets/... ./auth/...
 
 export GOFLAGS := -buildvcs=false
 
@@ -56,7 +56,8 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./replication/:FuzzProducerState ./server/:FuzzDispatch \
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \
 	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
-	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue
+	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \
+	./auth/sasl/:FuzzDecodeCredential
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
