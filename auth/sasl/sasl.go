@@ -12,10 +12,10 @@
 // node, ZooKeeper in cluster mode; see CredentialStore).
 //
 // Secrets: no error, log line or String method of this package contains a
-// password, a salted password or a client proof. Error details may contain
-// mechanism names and SCRAM error codes (e=invalid-proof), never the
-// attempted user name, so a failed login for an unknown user and one with a
-// wrong password read the same.
+// password, a salted password, a stored key or a client proof. The errors
+// of a Session may contain mechanism names and SCRAM error codes
+// (e=invalid-proof), never the attempted user name, so a failed login for
+// an unknown user and one with a wrong password read the same.
 //
 // Passwords are used as their UTF-8 bytes, without SASLprep, as Kafka's
 // ScramFormatter, librdkafka and franz-go do; a credential created here
