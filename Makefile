@@ -7,7 +7,7 @@ PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
 RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
 	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/... \
-	./coordlog/... ./offsets/... ./acl/...
+	./coordlog/... ./offsets/... ./acl/... ./auth/...
 
 export GOFLAGS := -buildvcs=false
 
@@ -57,7 +57,7 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \
 	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
 	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \
-	./acl/:FuzzDecodeZNode
+	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

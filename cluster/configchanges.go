@@ -9,6 +9,9 @@ package cluster
 // broker deletes the notifications it has handled once they are older than
 // Options.ConfigChangeExpiration (15 minutes): by then every live broker has
 // seen them, and one that was down re-reads every config it hosts anyway.
+// User configs (SCRAM credentials, scram.go) are announced the same way,
+// with entity path users/<sanitized user>; WatchUserConfigChanges follows
+// them.
 
 import (
 	"cmp"
@@ -37,6 +40,28 @@ import (
 // last one handled, and resync runs again after a broken watch in case
 // other brokers purged notifications meanwhile.
 func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string), resync func()) {
+	n.watchConfigChanges(ctx, "topics", fn, resync)
+}
+
+// WatchUserConfigChanges is WatchTopicConfigChanges for the notifications
+// of user configs (entity path users/<sanitized user>, written with SCRAM
+// credentials, see ScramStore): fn gets the user name, desanitized. It
+// lists /config/changes on its own, beside a topic watch.
+func (n *Node) WatchUserConfigChanges(ctx context.Context, fn func(user string), resync func()) {
+	n.watchConfigChanges(ctx, "users", func(name string) {
+		user, err := desanitizeUser(name)
+		if err != nil {
+			n.log.Warn("cluster: user config change names a user that is not URL-encoded", "name", name, "err", err)
+			return
+		}
+		fn(user)
+	}, resync)
+}
+
+// watchConfigChanges runs the watch of WatchTopicConfigChanges, calling fn
+// with the name of each notification whose entity path is
+// <entityType>/<name> (name without a further '/').
+func (n *Node) watchConfigChanges(ctx context.Context, entityType string, fn func(name string), resync func()) {
 	last := int64(-1) // highest sequence handled; -1 before the first listing
 	first := true
 	broken := false // a listing failed since the last one that worked
@@ -95,13 +120,13 @@ func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string
 				}
 				continue
 			}
-			topic, ok, err := parseConfigChange(data)
+			name, ok, err := parseEntityChange(data, entityType)
 			if err != nil {
 				n.log.Warn("cluster: bad config change notification", "znode", nt.name, "err", err)
 				continue
 			}
 			if ok {
-				fn(topic)
+				fn(name)
 			}
 		}
 		n.purgeConfigChanges(names, last)
@@ -172,10 +197,20 @@ type configChangeNote struct {
 // notification says changed; ok is false when it names another kind of
 // entity (or no topic). An error means it is not JSON.
 func parseConfigChange(data []byte) (topic string, ok bool, err error) {
+	return parseEntityChange(data, "topics")
+}
+
+// parseEntityChange returns the name in a notification whose entity path
+// is <entityType>/<name>; ok is false for any other entity (another type,
+// or a nested one such as users/<u>/clients/<c>).
+func parseEntityChange(data []byte, entityType string) (name string, ok bool, err error) {
 	var cn configChangeNote
 	if err := jsonUnmarshal(data, &cn); err != nil {
 		return "", false, err
 	}
-	topic, ok = strings.CutPrefix(cn.EntityPath, "topics/")
-	return topic, ok && topic != "", nil
+	name, ok = strings.CutPrefix(cn.EntityPath, entityType+"/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", false, nil
+	}
+	return name, true, nil
 }

@@ -25,6 +25,7 @@ package metastore
 //	0x03  0x03 esc(group) esc(topic) u32 BE partition      u8 ver=1, offset box below
 //	0x04  0x04 esc(group)                                  u8 ver=1, group box below
 //	0x05  0x05 esc(name)                                   u8 ver=1, the caller's bytes
+//	0x06  0x06 esc(user) esc(mechanism)                    u8 ver=1, SCRAM credential (scram.go)
 //
 // All offsets of one group share the prefix 0x03 esc(group), whose exclusive
 // upper bound is the same bytes with the final 0x01 raised to 0x02; FetchOffsets
@@ -81,6 +82,7 @@ const (
 	kindOffset     byte = 0x03
 	kindGroup      byte = 0x04
 	kindCheckpoint byte = 0x05
+	kindScram      byte = 0x06 // layout and codec in scram.go
 
 	// formatV1 is the store layout described above, recorded under formatKey.
 	formatV1 byte = 1

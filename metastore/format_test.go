@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/auth/sasl"
 )
 
 func TestNameEncoding(t *testing.T) {
@@ -198,10 +200,11 @@ func TestUnknownStoreFormat(t *testing.T) {
 }
 
 // FuzzDecodeValues feeds arbitrary bytes to every value decoder and to the
-// offset key decoder. Invariants: no decoder panics or allocates beyond the
-// input's size; every failure wraps ErrCorrupt; whatever decodes re-encodes
+// offset and SCRAM credential key decoders. Invariants: no decoder panics
+// or allocates beyond the input's size; every failure wraps ErrCorrupt; whatever decodes re-encodes
 // and decodes again to the same value (re-parsing is stable), and for
-// offsets, producer ids and checkpoints the re-encoding equals the input.
+// offsets, producer ids, checkpoints and SCRAM credentials the re-encoding
+// equals the input.
 func FuzzDecodeValues(f *testing.F) {
 	f.Add(appendOffset(nil, CommittedOffset{Offset: 5, LeaderEpoch: -1, Metadata: "m", CommitTime: time.UnixMilli(7)}))
 	f.Add(encodeTopic(nil, Topic{Name: "t", Partitions: 2, Assignment: [][]int32{{0}, {1, 2}}, Configs: map[string]string{"k": "v"}}))
@@ -209,6 +212,8 @@ func FuzzDecodeValues(f *testing.F) {
 	f.Add(appendProducerID(nil, 1000))
 	f.Add(appendCheckpoint(nil, []byte("cp")))
 	f.Add(offsetKey(nil, "g\x00", TopicPartition{"t", 3}))
+	f.Add(encodeScram(nil, sasl.Credential{Salt: []byte("salt"), StoredKey: make([]byte, 32), ServerKey: make([]byte, 32), Iterations: 4096}))
+	f.Add(scramKey(nil, "u\x00", sasl.ScramSHA512))
 	f.Add([]byte{})
 	key := []byte("k")
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -246,6 +251,16 @@ func FuzzDecodeValues(f *testing.F) {
 		if c, err := decodeCheckpoint(key, v); check("checkpoint", err) {
 			if re := appendCheckpoint(nil, c); !bytes.Equal(re, v) {
 				t.Fatalf("checkpoint re-encodes to %x, input %x", re, v)
+			}
+		}
+		if c, err := decodeScram(key, v, sasl.ScramSHA256); check("scram", err) {
+			if re := encodeScram(nil, c); !bytes.Equal(re, v) {
+				t.Fatalf("scram credential re-encodes to %x, input %x", re, v)
+			}
+		}
+		if u, m, err := decodeScramKey(v); check("scram key", err) {
+			if re := scramKey(nil, u, m); !bytes.Equal(re, v) {
+				t.Fatalf("scram key re-encodes to %x, input %x", re, v)
 			}
 		}
 		if g, tp, err := decodeOffsetKey(v); check("offset key", err) {

@@ -1,0 +1,229 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/sluice/sluice/auth/sasl"
+)
+
+func TestSanitizeUser(t *testing.T) {
+	for user, want := range map[string]string{
+		"alice":    "alice",
+		"a.b-c_d":  "a.b-c_d",
+		"a b":      "a%20b",
+		"a*b":      "a%2Ab",
+		"a+b":      "a%2Bb",
+		"CN=x,O=y": "CN%3Dx%2CO%3Dy",
+		"a/b":      "a%2Fb",
+		"~é":       "%7E%C3%A9",
+		"%41":      "%2541",
+	} {
+		if got := sanitizeUser(user); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", user, got, want)
+		}
+		if back, err := desanitizeUser(sanitizeUser(user)); err != nil || back != user {
+			t.Errorf("desanitize(sanitize(%q)) = %q, %v", user, back, err)
+		}
+	}
+	if u, err := desanitizeUser("a+b"); err != nil || u != "a b" {
+		t.Errorf("Java's '+' for a space: %q %v", u, err)
+	}
+	if _, err := desanitizeUser("%zz"); err == nil {
+		t.Error("bad escape accepted")
+	}
+}
+
+func newScramCred(t *testing.T, mech, password string) sasl.Credential {
+	t.Helper()
+	c, err := sasl.NewCredential(mech, password, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestScramStoreZooKeeper: a credential written through one broker is in
+// Kafka's layout, announced under /config/changes, and used by another
+// broker's cached store within a notification's delay; quotas beside it
+// survive; deletes propagate too.
+func TestScramStoreZooKeeper(t *testing.T) {
+	tc := newTestCluster(t, 2, nil)
+	a, b := tc.nodes[1], tc.nodes[2]
+	sa, sb := NewScramStore(a), NewScramStore(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sb.Watch(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the watch to resync", func() bool { sb.mu.Lock(); defer sb.mu.Unlock(); return sb.caching })
+
+	const user = "alice smith" // sanitized with %20
+	// A quota written by Kafka's tools before any credential.
+	if _, err := a.zk.createParents(configUsersPath+"/alice%20smith", []byte(`{"version":1,"config":{"producer_byte_rate":"1024"}}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := sb.Get(user, sasl.ScramSHA256); ok || err != nil {
+		t.Fatalf("before Put: ok %v err %v", ok, err)
+	}
+	c1 := newScramCred(t, sasl.ScramSHA256, "one")
+	if err := sa.Put(user, c1); err != nil {
+		t.Fatal(err)
+	}
+	// Kafka's layout: the znode and the notification.
+	data, _, err := a.zk.get(configUsersPath + "/alice%20smith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z struct {
+		Version int               `json:"version"`
+		Config  map[string]string `json:"config"`
+	}
+	if err := json.Unmarshal(data, &z); err != nil || z.Version != 1 || z.Config["producer_byte_rate"] != "1024" ||
+		z.Config[sasl.ScramSHA256] != sasl.EncodeCredential(c1) || len(z.Config) != 2 {
+		t.Fatalf("znode %s: %v", data, err)
+	}
+	if !hasNotification(t, a, `{"version":2,"entity_path":"users/alice%20smith"}`) {
+		t.Fatal("no change notification for users/alice%20smith")
+	}
+	waitFor(t, "broker 2 to see the credential", func() bool {
+		got, ok, err := sb.Get(user, sasl.ScramSHA256)
+		return err == nil && ok && reflect.DeepEqual(got, c1)
+	})
+	// A read that raced with the notification is not cached; the next is.
+	waitFor(t, "broker 2 to cache the credential", func() bool {
+		if _, _, err := sb.Get(user, sasl.ScramSHA256); err != nil {
+			t.Fatal(err)
+		}
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		_, cached := sb.cache[user]
+		return cached
+	})
+
+	// A replacement reaches the cached broker through the notification.
+	c2 := newScramCred(t, sasl.ScramSHA256, "two")
+	if err := sa.Put(user, c2); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.Put(user, newScramCred(t, sasl.ScramSHA512, "x")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "broker 2 to see the new credential", func() bool {
+		got, ok, err := sb.Get(user, sasl.ScramSHA256)
+		return err == nil && ok && reflect.DeepEqual(got, c2)
+	})
+	list, err := sb.List()
+	if err != nil || !reflect.DeepEqual(list, map[string][]string{user: {sasl.ScramSHA256, sasl.ScramSHA512}}) {
+		t.Fatalf("List = %q, %v", list, err)
+	}
+
+	// Deletes: one mechanism at a time; the quota and the znode stay.
+	if err := sa.Delete(user, sasl.ScramSHA256); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.Delete(user, sasl.ScramSHA256); !errors.Is(err, sasl.ErrCredentialNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if err := sa.Delete("nobody", sasl.ScramSHA256); !errors.Is(err, sasl.ErrCredentialNotFound) {
+		t.Fatalf("delete of an unknown user: %v", err)
+	}
+	waitFor(t, "broker 2 to see the delete", func() bool {
+		_, ok, err := sb.Get(user, sasl.ScramSHA256)
+		return err == nil && !ok
+	})
+	if _, ok, _ := sb.Get(user, sasl.ScramSHA512); !ok {
+		t.Fatal("delete of one mechanism took the other")
+	}
+	if err := sa.Delete(user, sasl.ScramSHA512); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err = a.zk.get(configUsersPath + "/alice%20smith")
+	if err != nil || !strings.Contains(string(data), `"producer_byte_rate":"1024"`) || strings.Contains(string(data), "SCRAM") {
+		t.Fatalf("after deletes: %s %v", data, err)
+	}
+	if list, err := sa.List(); err != nil || len(list) != 0 {
+		t.Fatalf("List after deletes = %q, %v", list, err)
+	}
+}
+
+// TestScramStoreConcurrentPut: two brokers writing different mechanisms
+// of one user at once both land (the znode version guards the
+// read-modify-write).
+func TestScramStoreConcurrentPut(t *testing.T) {
+	tc := newTestCluster(t, 2, nil)
+	stores := []*ScramStore{NewScramStore(tc.nodes[1]), NewScramStore(tc.nodes[2])}
+	creds := []sasl.Credential{newScramCred(t, sasl.ScramSHA256, "a"), newScramCred(t, sasl.ScramSHA512, "b")}
+	errs := make(chan error, 2)
+	for i := range stores {
+		go func() { errs <- stores[i].Put("bob", creds[i]) }()
+	}
+	for range stores {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range creds {
+		if got, ok, err := stores[0].Get("bob", c.Mechanism); err != nil || !ok || !reflect.DeepEqual(got, c) {
+			t.Fatalf("%s: ok %v err %v", c.Mechanism, ok, err)
+		}
+	}
+}
+
+// TestScramStoreCorruptZnode: a znode that is not a user config is an
+// error, not "no credential".
+func TestScramStoreCorruptZnode(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[1]
+	if _, err := n.zk.createParents(configUsersPath+"/eve", []byte(`{"version":1,"config":{"SCRAM-SHA-256":"salt=x"}}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	s := NewScramStore(n)
+	if _, ok, err := s.Get("eve", sasl.ScramSHA256); ok || !errors.Is(err, ErrCorruptZnode) {
+		t.Fatalf("ok %v err %v", ok, err)
+	}
+	if err := s.Put("eve", newScramCred(t, sasl.ScramSHA256, "pw")); err != nil {
+		t.Fatalf("Put over a damaged credential: %v", err) // replacing it is how to repair it
+	}
+	if _, ok, err := s.Get("eve", sasl.ScramSHA256); !ok || err != nil {
+		t.Fatalf("after repair: ok %v err %v", ok, err)
+	}
+}
+
+func hasNotification(t *testing.T, n *Node, want string) bool {
+	t.Helper()
+	names, err := n.zk.children(configChangesPath)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	for _, c := range names {
+		data, _, err := n.zk.get(configChangesPath + "/" + c)
+		if err == nil && string(data) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseEntityChange(t *testing.T) {
+	for _, tc := range []struct {
+		note, typ, want string
+		ok              bool
+	}{
+		{`{"version":2,"entity_path":"users/alice%20smith"}`, "users", "alice%20smith", true},
+		{`{"version":2,"entity_path":"users/alice/clients/c1"}`, "users", "", false}, // a user-client quota
+		{`{"version":2,"entity_path":"topics/t"}`, "users", "", false},
+		{`{"version":2,"entity_path":"users/alice"}`, "topics", "", false},
+		{`{"version":2,"entity_path":"users/"}`, "users", "", false},
+	} {
+		got, ok, err := parseEntityChange([]byte(tc.note), tc.typ)
+		if err != nil || ok != tc.ok || got != tc.want {
+			t.Errorf("%s as %s: %q %v %v", tc.note, tc.typ, got, ok, err)
+		}
+	}
+}
