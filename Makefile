@@ -57,7 +57,7 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \
 	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
 	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \
-	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential
+	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential ./metastore/:FuzzDecodeACLValue
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

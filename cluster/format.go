@@ -27,6 +27,7 @@ import (
 //	/config/changes/config_change_<seq>        persistent sequential {"version":2,"entity_path":"topics/<t>"}
 //	/admin/delete_topics/<t>                   persistent deletion request, removed when done
 //	/isr_change_notification/isr_change_<seq>  persistent sequential isrChangeNotification
+//	/kafka-acl..., /kafka-acl-extended/...     ACLs and their change notifications: see acls.go
 const (
 	clusterIDPath       = "/cluster/id"
 	brokersPath         = "/brokers"

@@ -25,7 +25,8 @@ package metastore
 //	0x03  0x03 esc(group) esc(topic) u32 BE partition      u8 ver=1, offset box below
 //	0x04  0x04 esc(group)                                  u8 ver=1, group box below
 //	0x05  0x05 esc(name)                                   u8 ver=1, the caller's bytes
-//	0x06  0x06 esc(user) esc(mechanism)                    u8 ver=1, SCRAM credential (scram.go)
+//	0x06  0x06 u8 resource type, u8 pattern type, esc(name) u8 ver=1, acl box below
+//	0x07  0x07 esc(user) esc(mechanism)                    u8 ver=1, SCRAM credential (scram.go)
 //
 // All offsets of one group share the prefix 0x03 esc(group), whose exclusive
 // upper bound is the same bytes with the final 0x01 raised to 0x02; FetchOffsets
@@ -63,6 +64,13 @@ package metastore
 //	        | i64 rebalance timeout ns | i64 session timeout ns | str protocol type
 //	        | count p, p x (str name, bytes metadata) | bytes assignment
 //
+// ACLs: one key per resource pattern (codes are Kafka's, acl.ResourceType
+// and acl.PatternType), so keys sort by type, pattern type, then name;
+// entries sorted (acl.SortEntries), no duplicates:
+//
+//	acls:   u8 ver=1 | count n, n x entry
+//	entry:  str principal | str host | u8 operation | u8 permission
+//
 // A value that is truncated, has trailing bytes, or carries a version byte
 // this reader does not know returns ErrCorrupt rather than a guess. To
 // evolve a value, write a new version byte and keep decoding the old ones.
@@ -82,7 +90,8 @@ const (
 	kindOffset     byte = 0x03
 	kindGroup      byte = 0x04
 	kindCheckpoint byte = 0x05
-	kindScram      byte = 0x06 // layout and codec in scram.go
+	kindACL        byte = 0x06
+	kindScram      byte = 0x07 // layout and codec in scram.go
 
 	// formatV1 is the store layout described above, recorded under formatKey.
 	formatV1 byte = 1
@@ -92,6 +101,7 @@ const (
 	offsetV1     byte = 1
 	groupV1      byte = 1
 	checkpointV1 byte = 1
+	aclV1        byte = 1
 
 	escByte  byte = 0x00
 	escCont  byte = 0xFF // 0x00 0xFF: a literal 0x00 inside a name

@@ -4,7 +4,7 @@ package metastore
 // cluster mode is cluster.ScramStore). One key per (user, mechanism), so
 // one mechanism changes without reading the other:
 //
-//	key:    0x06 esc(user) esc(mechanism)
+//	key:    0x07 esc(user) esc(mechanism)
 //	value:  u8 ver=1 | bytes salt | bytes stored key | bytes server key | i32 iterations
 //
 // bytes = u32 length + bytes (codec.go), big endian. Part of the on-disk
