@@ -17,6 +17,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,6 +62,8 @@ type Broker struct {
 	srv   *server.Server
 	node  *cluster.Node // cluster mode only (cluster.go)
 	lns   []net.Listener
+	// secCancel stops the watches of ACLs and SCRAM credentials.
+	secCancel context.CancelFunc
 	// lnNames are the listener names of lns (config.SplitListener), in order.
 	lnNames []string
 	addr    string
@@ -176,12 +179,34 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		b.closeListeners()
 		return nil, err
 	}
+	secCtx, secCancel := context.WithCancel(context.Background())
+	b.secCancel = secCancel
+	creds := b.credentials(secCtx)
+	secs := map[string]server.ListenerSecurity{}
+	for i, name := range b.lnNames {
+		ln, sec, err := b.securedListener(b.lns[i], name, creds)
+		if err != nil {
+			secCancel()
+			b.closeNode()
+			b.closeListeners()
+			return nil, err
+		}
+		b.lns[i], secs[name] = ln, sec
+	}
+	authz, acls, err := b.authorizer(secCtx)
+	if err != nil {
+		secCancel()
+		b.closeNode()
+		b.closeListeners()
+		return nil, err
+	}
 	b.srv, err = server.New(server.Options{
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
-		Cluster: b.node,
+		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
 	})
 	if err != nil {
+		secCancel()
 		b.closeNode()
 		b.closeListeners()
 		return nil, err
@@ -227,6 +252,7 @@ func (b *Broker) Close() error {
 		if err := b.srv.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		b.secCancel()
 		b.closeNode()
 		b.bg.Wait()
 		if err := b.closeStores(); err != nil {
@@ -352,8 +378,8 @@ func servedProtocol(cfg config.Config, name string) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("broker: listener %s is not in listener.security.protocol.map", name)
-	case proto != "PLAINTEXT":
-		return fmt.Errorf("broker: listener %s: security protocol %s is not supported yet (only PLAINTEXT)", name, proto)
+	case proto != "PLAINTEXT" && proto != "SSL" && proto != "SASL_PLAINTEXT" && proto != "SASL_SSL":
+		return fmt.Errorf("broker: listener %s: unknown security protocol %s", name, proto)
 	}
 	return nil
 }

@@ -93,7 +93,6 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"bad bool", "auto.create.topics.enable=yes", "auto.create.topics.enable"},
 		{"bad backend", "storage.backend=rocks", "storage.backend"},
 		{"bad listener", "listeners=9092", "listeners"},
-		{"ssl listener", "listeners=SSL://:9093", "listeners"},
 		{"no equals", "num.partitions", "num.partitions"},
 		{"timestamp type", "log.message.timestamp.type=Now", "log.message.timestamp.type"},
 		{"timestamp before negative", "log.message.timestamp.before.max.ms=-1", "log.message.timestamp.before.max.ms"},
@@ -265,6 +264,8 @@ func TestNamedListeners(t *testing.T) {
 			"listener.security.protocol.map=CONTROLLER:PLAINTEXT", "control.plane.listener.name=CONTROLLER", zk}, "control.plane.listener.name"},
 		{"control plane on a single node", good[:3], "control.plane.listener.name"},
 		{"advertised name not a listener", []string{"advertised.listeners=SSL://h:9093"}, "advertised.listeners"},
+		{"cluster brokers over SSL", []string{"listeners=SSL://:9093", zk}, "listeners"},
+		{"unknown authorizer", []string{"authorizer.class.name=com.example.Auth"}, "authorizer.class.name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load("", tc.sets)

@@ -611,14 +611,25 @@ func (c *Config) Validate() error {
 	names := map[string]bool{}
 	for _, l := range c.Listeners {
 		name, _, _ := SplitListener(l)
-		proto, ok := c.ListenerSecurityProtocolMap[name]
-		switch {
-		case !ok:
+		if _, ok := c.ListenerSecurityProtocolMap[name]; !ok {
 			return keyError("listeners", "listener name %s is not in listener.security.protocol.map", name)
-		case proto != "PLAINTEXT":
-			return keyError("listeners", "listener %s: security protocol %s is not supported yet (only PLAINTEXT)", name, proto)
 		}
 		names[name] = true
+	}
+	if !c.SingleNode() {
+		// Brokers reach each other (followers, the controller) on the first
+		// listener that is not the control plane's, over PLAINTEXT only so
+		// far: inter-broker TLS and SASL are not built yet.
+		for _, l := range c.Listeners {
+			name, _, _ := SplitListener(l)
+			if name == c.ControlPlaneListenerName {
+				continue
+			}
+			if p := c.ListenerSecurityProtocolMap[name]; p != "PLAINTEXT" {
+				return keyError("listeners", "in cluster mode the first listener (%s, the one brokers use) must be PLAINTEXT for now; it is %s", name, p)
+			}
+			break
+		}
 	}
 	if cp := c.ControlPlaneListenerName; cp != "" {
 		if !names[cp] {

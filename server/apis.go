@@ -17,6 +17,9 @@ const (
 	apiKeyControlledShutdown      int16 = 7 // cluster mode only
 	apiKeySASLHandshake           int16 = 17
 	apiKeyApiVersions             int16 = 18
+	apiKeyDescribeAcls            int16 = 29
+	apiKeyCreateAcls              int16 = 30
+	apiKeyDeleteAcls              int16 = 31
 	apiKeyCreateTopics            int16 = 19
 	apiKeyDeleteTopics            int16 = 20
 	apiKeyDeleteRecords           int16 = 21
@@ -62,6 +65,9 @@ func init() {
 		apiKeyControlledShutdown:      {1, 3, handleControlledShutdown},
 		apiKeySASLHandshake:           {0, 1, handleSASLHandshake},
 		apiKeyApiVersions:             {0, 4, handleApiVersions},
+		apiKeyDescribeAcls:            {0, 3, handleDescribeAcls},
+		apiKeyCreateAcls:              {0, 3, handleCreateAcls},
+		apiKeyDeleteAcls:              {0, 3, handleDeleteAcls},
 		apiKeyCreateTopics:            {0, 7, handleCreateTopics},
 		apiKeyDeleteTopics:            {0, 6, handleDeleteTopics},
 		apiKeyDeleteRecords:           {0, 2, handleDeleteRecords},

@@ -55,8 +55,9 @@ type ListenerSecurity struct {
 	// SASL authenticates SASL_* listeners.
 	SASL SASLAuthenticator
 	// TLSPrincipal maps an SSL connection's client certificate to its
-	// principal (nil: User:ANONYMOUS).
-	TLSPrincipal func(tls.ConnectionState) string
+	// principal (nil: User:ANONYMOUS); an error (no
+	// ssl.principal.mapping.rules rule matches) closes the connection.
+	TLSPrincipal func(tls.ConnectionState) (string, error)
 }
 
 // sasl reports whether the protocol needs a SASL exchange.
@@ -116,7 +117,11 @@ func (c *conn) tlsPrincipal() error {
 		return fmt.Errorf("server: TLS handshake: %w", err)
 	}
 	if c.auth.sec.Protocol == "SSL" && c.auth.sec.TLSPrincipal != nil {
-		c.auth.principal = c.auth.sec.TLSPrincipal(tc.ConnectionState())
+		p, err := c.auth.sec.TLSPrincipal(tc.ConnectionState())
+		if err != nil {
+			return fmt.Errorf("server: TLS principal: %w", err)
+		}
+		c.auth.principal = p
 	}
 	return nil
 }

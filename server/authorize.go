@@ -89,6 +89,14 @@ func (s *Server) mayWriteSomeTopic(rc *reqCtx) bool {
 	return false
 }
 
+// principal is the connection's principal (User:ANONYMOUS without one).
+func (rc *reqCtx) principal() string {
+	if rc == nil || rc.conn == nil {
+		return anonymous
+	}
+	return rc.conn.auth.principal
+}
+
 // allowedTopic is allowed for a topic.
 func (s *Server) allowedTopic(rc *reqCtx, op acl.Operation, topic string) bool {
 	return s.allowed(rc, op, acl.ResourceTopic, topic)

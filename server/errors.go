@@ -150,6 +150,8 @@ func errorCode(err error) int16 {
 		return kerr.UnsupportedSaslMechanism.Code
 	case errors.Is(err, errSASLFailed):
 		return kerr.SaslAuthenticationFailed.Code
+	case errors.Is(err, errSecurityDisabled):
+		return kerr.SecurityDisabled.Code
 	case errors.Is(err, errClusterAuthorization):
 		return kerr.ClusterAuthorizationFailed.Code
 	case errors.Is(err, errGroupAuthorization):

@@ -44,6 +44,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/sasl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
@@ -74,8 +76,12 @@ type Options struct {
 	Cluster *cluster.Node
 
 	// Authorizer, when set, checks every request (authorize.go); nil allows
-	// everything.
+	// everything. ACLs is where CreateAcls, DescribeAcls and DeleteAcls
+	// keep them (nil: SECURITY_DISABLED).
 	Authorizer Authorizer
+	ACLs       acl.Store
+	// Credentials keeps SCRAM credentials (Describe/AlterUserScramCredentials).
+	Credentials sasl.CredentialStore
 
 	// Listeners says how each named listener (as in listeners) authenticates
 	// its connections; a listener not named here is PLAINTEXT.
@@ -110,8 +116,11 @@ type Server struct {
 	topics topicRegistry
 	groups *group.Coordinator
 	pids   producerIDs
-	// authz is Options.Authorizer (nil: everything allowed).
+	// authz is Options.Authorizer (nil: everything allowed); acls and creds
+	// are Options.ACLs and Options.Credentials.
 	authz Authorizer
+	acls  acl.Store
+	creds sasl.CredentialStore
 	// listenerSec is Options.Listeners.
 	listenerSec map[string]ListenerSecurity
 	// cp is the control plane: localPlane on a single node, zkPlane in a
@@ -166,6 +175,8 @@ func New(opts Options) (*Server, error) {
 		maxPartitions: MaxPartitionsPerTopic,
 		listenerSec:   opts.Listeners,
 		authz:         opts.Authorizer,
+		acls:          opts.ACLs,
+		creds:         opts.Credentials,
 		closing:       make(chan struct{}),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},

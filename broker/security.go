@@ -1,0 +1,128 @@
+package broker
+
+// Listener security and authorization, from Kafka's keys: each listener's
+// security protocol (listener.security.protocol.map), its TLS settings
+// (ssl.*, with listener.name.<listener>.ssl.* overrides; package
+// auth/tlsconf) and SASL settings (sasl.enabled.mechanisms and JAAS options,
+// likewise overridable; package auth/sasl, SCRAM credentials in the
+// metastore or, in cluster mode, in ZooKeeper's /config/users), and the
+// ACL authorizer (authorizer.class.name, super.users,
+// allow.everyone.if.no.acl.found; package acl, ACLs in the metastore or
+// ZooKeeper's /kafka-acl).
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/sasl"
+	"github.com/sluice/sluice/auth/tlsconf"
+	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/server"
+)
+
+// saslAuthenticator adapts sasl.Authenticator to server.SASLAuthenticator.
+type saslAuthenticator struct{ *sasl.Authenticator }
+
+func (a saslAuthenticator) NewSession(mech string) (server.SASLSession, error) {
+	return a.Authenticator.NewSession(mech)
+}
+
+// securedListener wraps ln for its security protocol and says how its
+// connections authenticate. creds finds SCRAM credentials.
+func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.CredentialLookup) (net.Listener, server.ListenerSecurity, error) {
+	cfg := &b.cfg
+	proto := cfg.ListenerProtocol(name)
+	sec := server.ListenerSecurity{Protocol: proto}
+	get := func(key string) (string, bool) { return cfg.ListenerProperty(name, key) }
+	if proto == "SSL" || proto == "SASL_SSL" {
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			return nil, sec, fmt.Errorf("broker: listener %s: %w", name, err)
+		}
+		ts, err := tlsconf.NewServer(settings, tlsconf.ServerOptions{Logger: b.log})
+		if err != nil {
+			return nil, sec, fmt.Errorf("broker: listener %s: %w", name, err)
+		}
+		ln = tls.NewListener(ln, ts.Config())
+		sec.TLSPrincipal = func(st tls.ConnectionState) (string, error) { return ts.Principal(st) }
+	}
+	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
+		mechs := cfg.SASLEnabledMechanisms
+		if v, ok := cfg.SecurityProperties["listener.name."+strings.ToLower(name)+".sasl.enabled.mechanisms"]; ok {
+			mechs = nil
+			for _, m := range strings.Split(v, ",") {
+				if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+					mechs = append(mechs, m)
+				}
+			}
+		}
+		for _, m := range mechs {
+			if m != sasl.Plain && m != sasl.ScramSHA256 && m != sasl.ScramSHA512 {
+				return nil, sec, fmt.Errorf("broker: listener %s: sasl.enabled.mechanisms: %s is not supported (use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", name, m)
+			}
+		}
+		scfg := sasl.Config{Mechanisms: mechs, Credentials: creds, Logger: b.log}
+		if slices.Contains(mechs, sasl.Plain) {
+			key := "listener.name." + strings.ToLower(name) + ".plain.sasl.jaas.config"
+			text, ok := cfg.SecurityProperties[key]
+			if !ok {
+				key = "sasl.jaas.config"
+				text, ok = cfg.SecurityProperties[key]
+			}
+			if !ok {
+				return nil, sec, fmt.Errorf("broker: listener %s: PLAIN needs its users in listener.name.%s.plain.sasl.jaas.config", name, strings.ToLower(name))
+			}
+			jaas, err := sasl.ParseJAAS(text)
+			if err != nil {
+				return nil, sec, fmt.Errorf("broker: %s: %w", key, err)
+			}
+			scfg.PlainUsers = jaas.PlainUsers()
+		}
+		a, err := sasl.NewAuthenticator(scfg)
+		if err != nil {
+			return nil, sec, fmt.Errorf("broker: listener %s: %w", name, err)
+		}
+		sec.SASL = saslAuthenticator{a}
+	}
+	return ln, sec, nil
+}
+
+// credentials returns where SCRAM credentials live: ZooKeeper in cluster
+// mode (followed by a watch until ctx ends), else the metastore.
+func (b *Broker) credentials(ctx context.Context) sasl.CredentialStore {
+	if b.node != nil {
+		s := cluster.NewScramStore(b.node)
+		go s.Watch(ctx)
+		return s
+	}
+	return b.meta.ScramCredentials()
+}
+
+// authorizer starts the ACL authorizer when authorizer.class.name is set:
+// nil (everything allowed) otherwise.
+func (b *Broker) authorizer(ctx context.Context) (server.Authorizer, acl.Store, error) {
+	if b.cfg.AuthorizerClassName == "" {
+		return nil, nil, nil
+	}
+	a := acl.New(acl.Config{SuperUsers: b.cfg.SuperUsers, AllowEveryoneIfNoACL: b.cfg.AllowEveryoneIfNoACL})
+	var store acl.Store
+	if b.node != nil {
+		zs, err := b.node.OpenACLStore()
+		if err != nil {
+			return nil, nil, fmt.Errorf("broker: ACLs: %w", err)
+		}
+		store = zs
+	} else {
+		store = metastore.NewACLStore(b.meta)
+	}
+	if _, err := a.Follow(ctx, store); err != nil {
+		return nil, nil, fmt.Errorf("broker: load ACLs: %w", err)
+	}
+	return a, store, nil
+}
