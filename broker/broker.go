@@ -185,6 +185,9 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	secs := map[string]server.ListenerSecurity{}
 	for i, name := range b.lnNames {
 		ln, sec, err := b.securedListener(b.lns[i], name, creds)
+		if err == nil {
+			sec.Host, sec.Port, err = b.advertised(i)
+		}
 		if err != nil {
 			secCancel()
 			b.closeNode()
@@ -227,6 +230,16 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	log.Info("broker: started", "broker.id", cfg.BrokerID, "cluster.id", b.cid, "addr", b.addr,
 		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "storage.backend", cfg.StorageBackend, "log.dir", dir)
 	return b, nil
+}
+
+// ListenerAddrs returns the host:port each listener is bound to, by
+// listener name.
+func (b *Broker) ListenerAddrs() map[string]string {
+	out := make(map[string]string, len(b.lns))
+	for i, ln := range b.lns {
+		out[b.lnNames[i]] = ln.Addr().String()
+	}
+	return out
 }
 
 // Addr returns the host:port the first listener is bound to (with the real

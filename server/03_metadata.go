@@ -50,6 +50,9 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 	for _, lb := range live {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID, b.Host, b.Port = lb.ID, lb.Host, lb.Port
+		if lb.ID == s.nodeID {
+			b.Host, b.Port = rc.selfAddr(b.Host, b.Port)
+		}
 		if lb.Rack != "" {
 			rack := lb.Rack
 			b.Rack = &rack

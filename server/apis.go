@@ -31,6 +31,8 @@ const (
 	apiKeyElectLeaders            int16 = 43
 	apiKeyIncrementalAlterConfigs int16 = 44
 	apiKeySASLAuthenticate        int16 = 36
+	apiKeyDescribeUserScram       int16 = 50
+	apiKeyAlterUserScram          int16 = 51
 	apiKeyDescribeCluster         int16 = 60
 )
 
@@ -79,6 +81,8 @@ func init() {
 		apiKeyElectLeaders:            {0, 2, handleElectLeaders},
 		apiKeyIncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		apiKeySASLAuthenticate:        {0, 2, handleSASLAuthenticate},
+		apiKeyDescribeUserScram:       {0, 0, handleDescribeUserScramCredentials},
+		apiKeyAlterUserScram:          {0, 0, handleAlterUserScramCredentials},
 		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},
 	}
 	// The group coordinator's APIs (FindCoordinator, JoinGroup, SyncGroup,

@@ -54,6 +54,11 @@ type ListenerSecurity struct {
 	Protocol string
 	// SASL authenticates SASL_* listeners.
 	SASL SASLAuthenticator
+	// Host and Port are the listener's advertised address: Metadata,
+	// DescribeCluster and FindCoordinator answer a client with the
+	// address of the listener it came in on, as Kafka does.
+	Host string
+	Port int32
 	// TLSPrincipal maps an SSL connection's client certificate to its
 	// principal (nil: User:ANONYMOUS); an error (no
 	// ssl.principal.mapping.rules rule matches) closes the connection.

@@ -89,6 +89,15 @@ func (s *Server) mayWriteSomeTopic(rc *reqCtx) bool {
 	return false
 }
 
+// selfAddr is this broker's address on the listener rc came in on, or
+// host and port (the client listener's) when that listener has none.
+func (rc *reqCtx) selfAddr(host string, port int32) (string, int32) {
+	if rc == nil || rc.conn == nil || rc.conn.auth.sec.Host == "" {
+		return host, port
+	}
+	return rc.conn.auth.sec.Host, rc.conn.auth.sec.Port
+}
+
 // principal is the connection's principal (User:ANONYMOUS without one).
 func (rc *reqCtx) principal() string {
 	if rc == nil || rc.conn == nil {

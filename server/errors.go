@@ -21,6 +21,10 @@ var (
 	// errTopicAuthorization: clients may not do this to the topic (an
 	// internal topic: delete, alter configs).
 	errTopicAuthorization = errors.New("server: not allowed on this topic")
+	// errUnsupportedSASLMechanism, errUnacceptableCredential: SCRAM
+	// credential changes Kafka refuses with those codes.
+	errUnsupportedSASLMechanism = errors.New("server: unsupported SASL mechanism")
+	errUnacceptableCredential   = errors.New("server: unacceptable credential")
 	// errClusterAuthorization, errGroupAuthorization: the principal may not
 	// do this (CLUSTER_ / GROUP_AUTHORIZATION_FAILED).
 	errClusterAuthorization     = errors.New("server: not allowed on the cluster")
@@ -150,6 +154,10 @@ func errorCode(err error) int16 {
 		return kerr.UnsupportedSaslMechanism.Code
 	case errors.Is(err, errSASLFailed):
 		return kerr.SaslAuthenticationFailed.Code
+	case errors.Is(err, errUnsupportedSASLMechanism):
+		return kerr.UnsupportedSaslMechanism.Code
+	case errors.Is(err, errUnacceptableCredential):
+		return kerr.UnacceptableCredential.Code
 	case errors.Is(err, errSecurityDisabled):
 		return kerr.SecurityDisabled.Code
 	case errors.Is(err, errClusterAuthorization):

@@ -46,5 +46,15 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if after != nil {
 		after(resp)
 	}
+	if fc, ok := resp.(*kmsg.FindCoordinatorResponse); ok {
+		if fc.NodeID == s.nodeID {
+			fc.Host, fc.Port = rc.selfAddr(fc.Host, fc.Port)
+		}
+		for i := range fc.Coordinators {
+			if c := &fc.Coordinators[i]; c.NodeID == s.nodeID {
+				c.Host, c.Port = rc.selfAddr(c.Host, c.Port)
+			}
+		}
+	}
 	return kresp(resp), nil
 }

@@ -1,0 +1,219 @@
+package broker_test
+
+// A single-node broker on SASL_SSL (SCRAM-SHA-512 and PLAIN) and SSL with
+// client certificates, with ACLs on, driven by franz-go clients: the
+// certificates are made by the test (package auth/certs).
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/sluice/sluice/auth/certs"
+	"github.com/sluice/sluice/broker"
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
+)
+
+// securePKI makes a CA, a broker certificate for 127.0.0.1 and a client
+// certificate for CN=carol, and returns their paths and a client TLS
+// config trusting the CA.
+func securePKI(t *testing.T) (server, client certs.Paths, tcfg *tls.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := certs.NewCA("sluice test CA", certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server, err = sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca); err != nil {
+		t.Fatal(err)
+	}
+	cb, err := ca.IssueClient(pkix.Name{CommonName: "carol"}, certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client, err = cb.WriteFiles(filepath.Join(dir, "carol"), "carol", ca); err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(server.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return server, client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+}
+
+func TestSecureListenersAndACLs(t *testing.T) {
+	srvPaths, carolPaths, tcfg := securePKI(t)
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.Listeners = []string{"SASL_SSL://127.0.0.1:0", "SSL://127.0.0.1:0"}
+		c.SASLEnabledMechanisms = []string{"SCRAM-SHA-512", "PLAIN"}
+		c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+		c.SuperUsers = []string{"User:admin"}
+		c.SecurityProperties = map[string]string{
+			"ssl.keystore.type":                 "PEM",
+			"ssl.keystore.location":             srvPaths.Keystore,
+			"ssl.truststore.type":               "PEM",
+			"ssl.truststore.location":           srvPaths.CA,
+			"listener.name.ssl.ssl.client.auth": "required",
+			"listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+				`username="admin" password="admin-secret" user_admin="admin-secret";`,
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := kgo.DialTLSConfig(tcfg)
+	newClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), dial}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+
+	// The super user (PLAIN) creates a topic and a SCRAM user.
+	adminCl := newClient(kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	admin := kadm.NewClient(adminCl)
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatalf("create topic as admin: %v", err)
+	}
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "secret"); err != nil {
+		t.Fatal(err)
+	}
+	up, err := admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"}})
+	if err != nil || up.Error() != nil {
+		t.Fatalf("create SCRAM user: %v %v", err, up.Error())
+	}
+	desc, err := admin.DescribeUserSCRAMs(ctx, "alice")
+	if err != nil || len(desc["alice"].CredInfos) != 1 || desc["alice"].CredInfos[0].Iterations != 4096 {
+		t.Fatalf("describe SCRAM user: %+v %v", desc, err)
+	}
+
+	alice := newClient(kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+		kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(2), kgo.UnknownTopicRetries(1))
+	produce := func() error {
+		return alice.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr()
+	}
+	if err := produce(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce without an ACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	// A PREFIXED Allow lets alice write; a literal Deny wins over it.
+	allow := kadm.NewACLs().Allow("User:alice").Topics("ord").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite)
+	if res, err := admin.CreateACLs(ctx, allow); err != nil || res[0].Err != nil {
+		t.Fatalf("create ACL: %v %+v", err, res)
+	}
+	if err := produce(); err != nil {
+		t.Fatalf("produce with a prefixed Allow: %v", err)
+	}
+	deny := kadm.NewACLs().Deny("User:alice").Topics("orders").ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpWrite)
+	if res, err := admin.CreateACLs(ctx, deny); err != nil || res[0].Err != nil {
+		t.Fatalf("create deny ACL: %v %+v", err, res)
+	}
+	if err := produce(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce with a Deny: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	// Metadata hides what alice may not Describe (Write implies Describe).
+	aliceAdm := kadm.NewClient(alice)
+	topics, err := aliceAdm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has("secret") || !topics.Has("orders") {
+		t.Fatalf("alice sees %v", topics.Names())
+	}
+	// DescribeAcls shows what was created.
+	dreq := kmsg.NewPtrDescribeACLsRequest()
+	dreq.ResourceType, dreq.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	dreq.Operation, dreq.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	dresp, err := dreq.RequestWith(ctx, adminCl)
+	if err != nil || dresp.ErrorCode != 0 || len(dresp.Resources) != 2 {
+		t.Fatalf("describe ACLs: %v %+v", err, dresp)
+	}
+	// alice may not manage ACLs.
+	if _, err := aliceAdm.CreateACLs(ctx, allow); err == nil {
+		if res, _ := aliceAdm.CreateACLs(ctx, allow); res[0].Err == nil {
+			t.Fatal("alice created an ACL")
+		}
+	}
+
+	// A wrong password fails authentication.
+	wrong := newClient(kgo.SASL(scram.Auth{User: "alice", Pass: "guess"}.AsSha512Mechanism()))
+	if _, err := kadm.NewClient(wrong).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	// An unknown user fails the same way.
+	ghost := newClient(kgo.SASL(scram.Auth{User: "ghost", Pass: "x"}.AsSha512Mechanism()))
+	if _, err := kadm.NewClient(ghost).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("unknown user: %v", err)
+	}
+	// A PLAINTEXT client on the TLS port gets nothing served.
+	plainCl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plainCl.Close()
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	if _, err := kadm.NewClient(plainCl).ListTopics(sctx); err == nil {
+		t.Fatal("a PLAINTEXT client was served on the SASL_SSL port")
+	}
+	scancel()
+
+	// mTLS on the SSL listener: carol's principal is User:CN=carol.
+	sslAddr := secondListener(t, b)
+	cert, err := tls.LoadX509KeyPair(carolPaths.Cert, carolPaths.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctcfg := tcfg.Clone()
+	ctcfg.Certificates = []tls.Certificate{cert}
+	carol, err := kgo.NewClient(kgo.SeedBrokers(sslAddr), kgo.DialTLSConfig(ctcfg), kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer carol.Close()
+	if err := carol.ProduceSync(ctx, &kgo.Record{Value: []byte("c")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("carol without an ACL: %v", err)
+	}
+	if res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:CN=carol").Topics("orders").Operations(kadm.OpWrite)); err != nil || res[0].Err != nil {
+		t.Fatalf("ACL for carol: %v %+v", err, res)
+	}
+	if err := carol.ProduceSync(ctx, &kgo.Record{Value: []byte("c")}).FirstErr(); err != nil {
+		t.Fatalf("carol with an ACL on User:CN=carol: %v", err)
+	}
+}
+
+// secondListener returns the address of the broker's second listener,
+// from its log of bound listeners (the first is b.Addr()).
+func secondListener(t *testing.T, b *broker.Broker) string {
+	t.Helper()
+	addrs := b.ListenerAddrs()
+	for name, a := range addrs {
+		if strings.EqualFold(name, "SSL") {
+			return a
+		}
+	}
+	t.Fatalf("no SSL listener in %v", addrs)
+	return ""
+}
