@@ -158,6 +158,32 @@ func TestSecureListenersAndACLs(t *testing.T) {
 		}
 	}
 
+	// Group offsets need Read on the group and on the topic.
+	commit := func() error {
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+		res, err := aliceAdm.CommitOffsets(ctx, "g1", os)
+		if err != nil {
+			return err
+		}
+		return res.Error()
+	}
+	if err := commit(); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("commit without a group ACL: %v", err)
+	}
+	if res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Groups("g1").Operations(kadm.OpRead)); err != nil || res[0].Err != nil {
+		t.Fatalf("group ACL: %v %+v", err, res)
+	}
+	if err := commit(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("commit without Read on the topic: %v", err)
+	}
+	if res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpRead)); err != nil || res[0].Err != nil {
+		t.Fatalf("topic read ACL: %v %+v", err, res)
+	}
+	if err := commit(); err != nil {
+		t.Fatalf("commit with Read on group and topic: %v", err)
+	}
+
 	// A wrong password fails authentication.
 	wrong := newClient(kgo.SASL(scram.Auth{User: "alice", Pass: "guess"}.AsSha512Mechanism()))
 	if _, err := kadm.NewClient(wrong).ListTopics(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {

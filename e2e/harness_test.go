@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,6 +118,13 @@ func startBroker(t *testing.T, dir string, sets ...string) *brokerProc {
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		listeners := fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port)
+		// A listeners= set with {port} names the first listener's
+		// protocol: the port is filled in here.
+		for _, set := range sets {
+			if strings.HasPrefix(set, "listeners=") && strings.Contains(set, "{port}") {
+				listeners = strings.ReplaceAll(set, "{port}", strconv.Itoa(port))
+			}
+		}
 		if control != "" {
 			cport := freePort(t)
 			b.controlAddr = fmt.Sprintf("127.0.0.1:%d", cport)
@@ -130,6 +138,9 @@ func startBroker(t *testing.T, dir string, sets ...string) *brokerProc {
 			args = append(args, "--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"+control+":PLAINTEXT")
 		}
 		for _, s := range sets {
+			if strings.HasPrefix(s, "listeners=") && strings.Contains(s, "{port}") {
+				continue
+			}
 			args = append(args, "--set", s)
 		}
 		b.addr, b.args = fmt.Sprintf("127.0.0.1:%d", port), args

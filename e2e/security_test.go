@@ -1,0 +1,116 @@
+package e2e
+
+// kcat (librdkafka) against the real binary over SASL_SSL with
+// SCRAM-SHA-512 and with PLAIN, and over SSL with a client certificate;
+// certificates made by the test. The SCRAM user is created through the
+// broker (AlterUserScramCredentials) with franz-go's admin client.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/sluice/sluice/auth/certs"
+)
+
+func TestKcatSecurity(t *testing.T) {
+	kcat := need(t, "kcat")
+	dir := t.TempDir()
+	ca, err := certs.NewCA("e2e CA", certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := ca.IssueClient(pkix.Name{CommonName: "kcat-client"}, certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := cb.WriteFiles(filepath.Join(dir, "client"), "client", ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sslPort := freePort(t)
+	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_bob="bob-secret";`
+	b := startBroker(t, filepath.Join(dir, "data"),
+		"listeners=SASL_SSL://127.0.0.1:{port},SSL://127.0.0.1:"+itoa(int32(sslPort)),
+		"sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN",
+		"ssl.keystore.type=PEM", "ssl.keystore.location="+sp.Keystore,
+		"ssl.truststore.type=PEM", "ssl.truststore.location="+sp.CA,
+		"listener.name.ssl.ssl.client.auth=required",
+		"listener.name.sasl_ssl.plain.sasl.jaas.config="+jaas,
+		"authorizer.class.name=sluice", "super.users=User:admin;User:bob;User:CN=kcat-client",
+	)
+
+	// Create a SCRAM user through the broker.
+	pem, _ := os.ReadFile(sp.CA)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}),
+		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "carol-secret"}}); err != nil || res.Error() != nil {
+		t.Fatalf("create SCRAM user: %v %v", err, res.Error())
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "sec"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:carol").Topics("sec").Operations(kadm.OpWrite, kadm.OpRead)); err != nil || res[0].Err != nil {
+		t.Fatalf("ACL: %v %+v", err, res)
+	}
+
+	saslArgs := func(mech, user, pass string) []string {
+		return []string{"-b", b.addr, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=" + mech,
+			"-X", "sasl.username=" + user, "-X", "sasl.password=" + pass, "-X", "ssl.ca.location=" + sp.CA}
+	}
+	produce := func(args []string, value string) (string, error) {
+		_, stderr, err := run(t, 30*time.Second, value+"\n", kcat, append(args, "-P", "-t", "sec", "-X", "acks=all")...)
+		return stderr, err
+	}
+	consume := func(args []string, n int) (string, string, error) {
+		return run(t, 30*time.Second, "", kcat, append(args, "-C", "-t", "sec", "-o", "beginning", "-c", itoa(int32(n)), "-e")...)
+	}
+	if stderr, err := produce(saslArgs("SCRAM-SHA-512", "carol", "carol-secret"), "scram"); err != nil {
+		t.Fatalf("kcat SCRAM-SHA-512 produce: %v\n%s\n%s", err, stderr, b.logText())
+	}
+	if stderr, err := produce(saslArgs("PLAIN", "bob", "bob-secret"), "plain"); err != nil {
+		t.Fatalf("kcat PLAIN produce: %v\n%s", err, stderr)
+	}
+	sslArgs := []string{"-b", "127.0.0.1:" + itoa(int32(sslPort)), "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + cp.CA,
+		"-X", "ssl.certificate.location=" + cp.Cert, "-X", "ssl.key.location=" + cp.Key}
+	if stderr, err := produce(sslArgs, "mtls"); err != nil {
+		t.Fatalf("kcat mTLS produce: %v\n%s", err, stderr)
+	}
+	out, stderr, err := consume(saslArgs("SCRAM-SHA-512", "carol", "carol-secret"), 3)
+	if err != nil || !strings.Contains(out, "scram") || !strings.Contains(out, "plain") || !strings.Contains(out, "mtls") {
+		t.Fatalf("kcat SCRAM consume: %q %v\n%s", out, err, stderr)
+	}
+
+	// A wrong password fails.
+	_, stderr, err = run(t, 30*time.Second, "", kcat, append(saslArgs("SCRAM-SHA-512", "carol", "wrong"), "-L")...)
+	if err == nil || !strings.Contains(strings.ToLower(stderr), "authentication") {
+		t.Fatalf("kcat with a wrong password: %v\n%s", err, stderr)
+	}
+}
