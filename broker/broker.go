@@ -17,6 +17,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/server"
 
@@ -144,6 +146,17 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		return nil, err
 	}
 	b.addr = b.lns[client].Addr().String()
+	if cfg.InterBrokerListenerName == "" {
+		cfg.InterBrokerListenerName = b.lnNames[client]
+		b.cfg.InterBrokerListenerName = cfg.InterBrokerListenerName
+	}
+	var interBroker kconn.Security // followers' connections (cluster mode)
+	if !cfg.SingleNode() {
+		if interBroker, err = b.connSecurity(cfg.InterBrokerListenerName); err != nil {
+			b.closeListeners()
+			return nil, err
+		}
+	}
 
 	if cfg.SingleNode() {
 		b.cid = localCID
@@ -153,16 +166,23 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	} else {
 		// The cluster's id is /cluster/id; startNode refuses a data dir
 		// that belongs to another cluster.
-		var ctl *cluster.Endpoint
-		if i := b.controlListener(); i >= 0 {
-			ch, cp, err := b.advertised(i)
+		var eps []cluster.Endpoint
+		for i, name := range b.lnNames {
+			h, p, err := b.advertised(i)
 			if err != nil {
 				b.closeListeners()
 				return nil, err
 			}
-			ctl = &cluster.Endpoint{Listener: b.lnNames[i], Host: ch, Port: cp}
+			eps = append(eps, cluster.Endpoint{Listener: name, Host: h, Port: p, Protocol: cfg.ListenerProtocol(name)})
 		}
-		if b.node, err = startNode(cfg, host, port, ctl, localCID, log); err != nil {
+		// The controller's requests and ControlledShutdown travel on the
+		// control-plane listener, else on the inter-broker one.
+		ctlSec, err := b.connSecurity(cmp.Or(cfg.ControlPlaneListenerName, cfg.InterBrokerListenerName))
+		if err != nil {
+			b.closeListeners()
+			return nil, err
+		}
+		if b.node, err = startNode(cfg, host, port, eps, ctlSec, localCID, log); err != nil {
 			b.closeListeners()
 			if errors.Is(err, cluster.ErrInconsistentClusterID) {
 				// Kafka refuses too (InconsistentClusterIdException). Data
@@ -207,6 +227,7 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
+		InterBrokerSecurity: interBroker,
 	})
 	if err != nil {
 		secCancel()

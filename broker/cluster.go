@@ -14,20 +14,23 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/kconn"
 )
 
 // controlledShutdownTimeout bounds the controlled shutdown at Close.
 const controlledShutdownTimeout = 30 * time.Second
 
 // startNode joins the cluster as cfg.BrokerID, advertised at host:port.
-func startNode(cfg config.Config, host string, port int32, control *cluster.Endpoint, clusterID string, log *slog.Logger) (*cluster.Node, error) {
+func startNode(cfg config.Config, host string, port int32, endpoints []cluster.Endpoint, sec kconn.Security, clusterID string, log *slog.Logger) (*cluster.Node, error) {
 	return cluster.Start(cluster.Options{
 		BrokerID:                  cfg.BrokerID,
 		ClusterID:                 clusterID,
 		Host:                      host,
 		Port:                      port,
-		ControlPlane:              control,
+		Endpoints:                 endpoints,
 		ControlPlaneListener:      cfg.ControlPlaneListenerName,
+		InterBrokerListener:       cfg.InterBrokerListenerName,
+		ConnSecurity:              sec,
 		Rack:                      cfg.RackID,
 		ZkConnect:                 cfg.ZooKeeperConnect,
 		SessionTimeout:            cfg.ZooKeeperSessionTimeout,

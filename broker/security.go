@@ -13,8 +13,10 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/sluice/sluice/auth/sasl"
 	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/server"
 )
@@ -91,6 +94,67 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 		sec.SASL = saslAuthenticator{a}
 	}
 	return ln, sec, nil
+}
+
+// connSecurity is how this broker connects to the others on listener:
+// TLS trusting ssl.truststore.location (presenting its own keystore, for
+// listeners that require client certificates), and SASL with
+// sasl.mechanism.inter.broker.protocol and the username and password of
+// the listener's JAAS entry for that mechanism.
+func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
+	cfg := &b.cfg
+	var sec kconn.Security
+	proto := cfg.ListenerProtocol(listener)
+	get := func(key string) (string, bool) { return cfg.ListenerProperty(listener, key) }
+	if proto == "SSL" || proto == "SASL_SSL" {
+		tcfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if path, ok := get("ssl.truststore.location"); ok {
+			pem, err := os.ReadFile(path)
+			if err != nil {
+				return sec, fmt.Errorf("broker: inter-broker listener %s: ssl.truststore.location: %w", listener, err)
+			}
+			tcfg.RootCAs = x509.NewCertPool()
+			if !tcfg.RootCAs.AppendCertsFromPEM(pem) {
+				return sec, fmt.Errorf("broker: inter-broker listener %s: ssl.truststore.location %s holds no certificate", listener, path)
+			}
+		}
+		if path, ok := get("ssl.keystore.location"); ok {
+			if cert, err := tls.LoadX509KeyPair(path, path); err == nil {
+				tcfg.Certificates = []tls.Certificate{cert}
+			}
+		}
+		sec.TLS = tcfg
+	}
+	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
+		mech := cfg.SASLInterBrokerMechanism
+		module := sasl.ScramLoginModule
+		switch mech {
+		case sasl.Plain:
+			module = sasl.PlainLoginModule
+		case sasl.ScramSHA256, sasl.ScramSHA512:
+		default:
+			return sec, fmt.Errorf("broker: sasl.mechanism.inter.broker.protocol: %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", mech)
+		}
+		key := "listener.name." + strings.ToLower(listener) + "." + strings.ToLower(mech) + ".sasl.jaas.config"
+		text, ok := cfg.SecurityProperties[key]
+		if !ok {
+			key = "sasl.jaas.config"
+			text, ok = cfg.SecurityProperties[key]
+		}
+		if !ok {
+			return sec, fmt.Errorf("broker: inter-broker listener %s needs this broker's username and password in listener.name.%s.%s.sasl.jaas.config", listener, strings.ToLower(listener), strings.ToLower(mech))
+		}
+		jaas, err := sasl.ParseJAAS(text)
+		if err != nil {
+			return sec, fmt.Errorf("broker: %s: %w", key, err)
+		}
+		user, pass, ok := jaas.Login(module)
+		if !ok {
+			return sec, fmt.Errorf("broker: %s: no username and password for the broker itself", key)
+		}
+		sec.SASL = func() (kconn.SASLClient, error) { return sasl.NewClientSession(mech, user, pass) }
+	}
+	return sec, nil
 }
 
 // credentials returns where SCRAM credentials live: ZooKeeper in cluster

@@ -119,6 +119,24 @@ type Endpoint struct {
 	Listener string // the listener name, e.g. "PLAINTEXT", "CONTROLLER"
 	Host     string
 	Port     int32
+	Protocol string // its security protocol ("": PLAINTEXT)
+}
+
+// EndpointFor returns the broker's host and port on listener.
+func (b Broker) EndpointFor(listener string) (string, int32, bool) {
+	hp, ok := b.Endpoints[listener]
+	if !ok || listener == "" {
+		return "", 0, false
+	}
+	h, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, false
+	}
+	return h, int32(n), true
 }
 
 // Broker is a live broker as the cluster knows it.

@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"net"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -67,8 +70,14 @@ func (c *MetadataCache) Apply(req *kmsg.UpdateMetadataRequest) bool {
 	c.brokers = make(map[int32]Broker, len(req.LiveBrokers))
 	for _, lb := range req.LiveBrokers {
 		b := Broker{ID: lb.ID, Host: lb.Host, Port: lb.Port}
-		if len(lb.Endpoints) > 0 {
+		if len(lb.Endpoints) > 0 && b.Host == "" {
 			b.Host, b.Port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
+		}
+		for _, ep := range lb.Endpoints {
+			if b.Endpoints == nil {
+				b.Endpoints = map[string]string{}
+			}
+			b.Endpoints[strings.ToUpper(ep.ListenerName)] = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
 		}
 		if lb.Rack != nil {
 			b.Rack = *lb.Rack

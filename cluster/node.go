@@ -17,6 +17,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,20 @@ type Options struct {
 	// their ControlledShutdown. "": the client listener.
 	ControlPlane         *Endpoint
 	ControlPlaneListener string
+	// Endpoints, when set, are every listener of this broker (client,
+	// inter-broker, control plane), all registered (Kafka's endpoints and
+	// listener_security_protocol_map) and sent to every broker in
+	// UpdateMetadata, so each answers Metadata with the addresses of the
+	// listener its client came in on.
+	Endpoints []Endpoint
+	// InterBrokerListener is inter.broker.listener.name: the listener
+	// followers fetch from and, without ControlPlaneListener, the one the
+	// controller's requests go to. "": the registration's host and port.
+	InterBrokerListener string
+	// ConnSecurity secures the connections the node opens to other
+	// brokers (the controller's requests, ControlledShutdown): TLS and
+	// SASL for the inter-broker or control-plane listener.
+	ConnSecurity kconn.Security
 	// ClusterID is the cluster id the broker's data dir already belongs to,
 	// or "" for a new broker. The cluster's id lives in /cluster/id: the
 	// first broker creates it (with this id, or a new one); a broker whose
@@ -278,9 +293,16 @@ func (n *Node) onZkEvent(e zk.Event) {
 func (n *Node) register() error {
 	id := n.opts.BrokerID
 	reg := newBrokerRegistration(n.opts.Host, n.opts.Port, n.opts.Rack)
-	if cp := n.opts.ControlPlane; cp != nil {
+	if cp := n.opts.ControlPlane; cp != nil && len(n.opts.Endpoints) == 0 {
 		reg.Endpoints = append(reg.Endpoints, cp.Listener+"://"+net.JoinHostPort(cp.Host, strconv.Itoa(int(cp.Port))))
 		reg.ListenerSecurityProtocolMap[cp.Listener] = "PLAINTEXT"
+	}
+	if len(n.opts.Endpoints) > 0 {
+		reg.Endpoints, reg.ListenerSecurityProtocolMap = nil, map[string]string{}
+		for _, ep := range n.opts.Endpoints {
+			reg.Endpoints = append(reg.Endpoints, ep.Listener+"://"+net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
+			reg.ListenerSecurityProtocolMap[ep.Listener] = cmp.Or(ep.Protocol, "PLAINTEXT")
+		}
 	}
 	data, _ := jsonMarshal(reg)
 	_, err := n.zk.create(brokerPath(id), data, zk.FlagEphemeral)
@@ -481,7 +503,7 @@ func (n *Node) kconnSend(ctx context.Context, _ int32, addr string, req kmsg.Req
 	}
 	c := n.conns[addr]
 	if c == nil {
-		c = kconn.New(addr, "sluice-broker-"+strconv.Itoa(int(n.opts.BrokerID)), n.opts.RequestTimeout)
+		c = kconn.NewSecure(addr, "sluice-broker-"+strconv.Itoa(int(n.opts.BrokerID)), n.opts.RequestTimeout, n.opts.ConnSecurity)
 		n.conns[addr] = c
 	}
 	n.connsMu.Unlock()

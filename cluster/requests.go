@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -56,7 +58,7 @@ func (n *Node) newBrokerSender(b Broker) *brokerSender {
 func (n *Node) sendWithRetry(ctx context.Context, b Broker, req kmsg.Request) {
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, n.opts.RequestTimeout)
-		resp, err := n.opts.Send(rctx, b.ID, b.AddrFor(n.opts.ControlPlaneListener), req)
+		resp, err := n.opts.Send(rctx, b.ID, b.AddrFor(cmp.Or(n.opts.ControlPlaneListener, n.opts.InterBrokerListener)), req)
 		cancel()
 		if err == nil {
 			logResponseErrors(n, b.ID, resp)
@@ -196,6 +198,22 @@ func (c *controller) updateMetadataRequest(tps []TopicPartition, deleting bool) 
 		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
 		ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = b.Host, b.Port, "PLAINTEXT", 0
 		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		if len(b.Endpoints) > 0 {
+			lb.Endpoints = lb.Endpoints[:0]
+			// The registration's own address first: brokers that know no
+			// listener names take the first endpoint (MetadataCache.Apply).
+			names := slices.Sorted(maps.Keys(b.Endpoints))
+			slices.SortStableFunc(names, func(x, y string) int {
+				return cmp.Compare(b0(b.Endpoints[y] == b.Addr()), b0(b.Endpoints[x] == b.Addr()))
+			})
+			for _, name := range names {
+				if h, p, ok := b.EndpointFor(name); ok {
+					ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+					ep.Host, ep.Port, ep.ListenerName = h, p, name
+					lb.Endpoints = append(lb.Endpoints, ep)
+				}
+			}
+		}
 		if b.Rack != "" {
 			r := b.Rack
 			lb.Rack = &r
@@ -279,4 +297,12 @@ func (c *controller) sendStopReplicaDelete(t string) {
 		req.Topics = []kmsg.StopReplicaRequestTopic{st}
 		c.enqueue(to, req)
 	}
+}
+
+// b0 is 1 for true, 0 for false.
+func b0(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

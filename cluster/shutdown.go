@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -136,7 +137,7 @@ func (n *Node) controlledShutdownOnce(ctx context.Context) ([]TopicPartition, er
 	req.BrokerEpoch = n.BrokerEpoch()
 	rctx, cancel := context.WithTimeout(ctx, n.opts.RequestTimeout)
 	defer cancel()
-	kresp, err := n.opts.Send(rctx, cid, cb.AddrFor(n.opts.ControlPlaneListener), req)
+	kresp, err := n.opts.Send(rctx, cid, cb.AddrFor(cmp.Or(n.opts.ControlPlaneListener, n.opts.InterBrokerListener)), req)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: controlled shutdown via controller %d: %w", cid, err)
 	}

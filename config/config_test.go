@@ -264,7 +264,7 @@ func TestNamedListeners(t *testing.T) {
 			"listener.security.protocol.map=CONTROLLER:PLAINTEXT", "control.plane.listener.name=CONTROLLER", zk}, "control.plane.listener.name"},
 		{"control plane on a single node", good[:3], "control.plane.listener.name"},
 		{"advertised name not a listener", []string{"advertised.listeners=SSL://h:9093"}, "advertised.listeners"},
-		{"cluster brokers over SSL", []string{"listeners=SSL://:9093", zk}, "listeners"},
+		{"inter-broker listener not a listener", []string{"inter.broker.listener.name=INTERNAL"}, "inter.broker.listener.name"},
 		{"unknown authorizer", []string{"authorizer.class.name=com.example.Auth"}, "authorizer.class.name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

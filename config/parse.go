@@ -616,20 +616,8 @@ func (c *Config) Validate() error {
 		}
 		names[name] = true
 	}
-	if !c.SingleNode() {
-		// Brokers reach each other (followers, the controller) on the first
-		// listener that is not the control plane's, over PLAINTEXT only so
-		// far: inter-broker TLS and SASL are not built yet.
-		for _, l := range c.Listeners {
-			name, _, _ := SplitListener(l)
-			if name == c.ControlPlaneListenerName {
-				continue
-			}
-			if p := c.ListenerSecurityProtocolMap[name]; p != "PLAINTEXT" {
-				return keyError("listeners", "in cluster mode the first listener (%s, the one brokers use) must be PLAINTEXT for now; it is %s", name, p)
-			}
-			break
-		}
+	if ib := c.InterBrokerListenerName; ib != "" && !names[ib] {
+		return keyError("inter.broker.listener.name", "%s is not one of the listeners", ib)
 	}
 	if cp := c.ControlPlaneListenerName; cp != "" {
 		if !names[cp] {

@@ -54,6 +54,9 @@ import (
 type FetcherOptions struct {
 	// BrokerID is this broker's id, sent as the replica id.
 	BrokerID int32
+	// ConnSecurity secures the connections to leaders (TLS and SASL of the
+	// inter-broker listener).
+	ConnSecurity kconn.Security
 	// BrokerEpoch returns this broker's registration epoch, sent with each
 	// fetch (nil: -1, none).
 	BrokerEpoch func() int64
@@ -303,7 +306,7 @@ func (f *fetcher) send(req kmsg.Request) (kmsg.Response, error) {
 		if !ok {
 			return nil, fmt.Errorf("replication: no address for broker %d", f.leader)
 		}
-		f.conn = kconn.New(addr, f.m.opts.ClientID, f.m.opts.RequestTimeout)
+		f.conn = kconn.NewSecure(addr, f.m.opts.ClientID, f.m.opts.RequestTimeout, f.m.opts.ConnSecurity)
 	}
 	resp, err := f.conn.Request(ctx, req)
 	if err != nil {

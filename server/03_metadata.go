@@ -49,10 +49,8 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 	live := s.cp.brokers()
 	for _, lb := range live {
 		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = lb.ID, lb.Host, lb.Port
-		if lb.ID == s.nodeID {
-			b.Host, b.Port = rc.selfAddr(b.Host, b.Port)
-		}
+		b.NodeID = lb.ID
+		b.Host, b.Port = rc.addrOf(s.nodeID, lb)
 		if lb.Rack != "" {
 			rack := lb.Rack
 			b.Rack = &rack

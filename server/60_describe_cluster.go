@@ -34,10 +34,8 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	}
 	for _, lb := range s.cp.brokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
-		b.NodeID, b.Host, b.Port = lb.ID, lb.Host, lb.Port
-		if lb.ID == s.nodeID {
-			b.Host, b.Port = rc.selfAddr(b.Host, b.Port)
-		}
+		b.NodeID = lb.ID
+		b.Host, b.Port = rc.addrOf(s.nodeID, lb)
 		if lb.Rack != "" {
 			rack := lb.Rack
 			b.Rack = &rack

@@ -41,6 +41,7 @@ import (
 	"net/netip"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/cluster"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -87,6 +88,21 @@ func (s *Server) mayWriteSomeTopic(rc *reqCtx) bool {
 		}
 	}
 	return false
+}
+
+// addrOf is broker b's address on the listener rc came in on (this
+// broker's from the listener itself, another's from its registration), or
+// b's default address when that listener is unknown for it.
+func (rc *reqCtx) addrOf(selfID int32, b cluster.Broker) (string, int32) {
+	if b.ID == selfID {
+		return rc.selfAddr(b.Host, b.Port)
+	}
+	if rc != nil && rc.conn != nil {
+		if h, p, ok := b.EndpointFor(rc.conn.listener); ok {
+			return h, p
+		}
+	}
+	return b.Host, b.Port
 }
 
 // selfAddr is this broker's address on the listener rc came in on, or

@@ -103,10 +103,11 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 		offsets:       newOffsetsCoord(s),
 	}
 	zp.fetchers = replication.NewFetcherManager(replication.FetcherOptions{
-		BrokerID:    s.nodeID,
-		BrokerEpoch: node.BrokerEpoch,
-		Resolve:     zp.resolve,
-		Logger:      s.log,
+		BrokerID:     s.nodeID,
+		BrokerEpoch:  node.BrokerEpoch,
+		ConnSecurity: s.interBroker,
+		Resolve:      zp.resolve,
+		Logger:       s.log,
 	})
 	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.
@@ -323,7 +324,7 @@ func (zp *zkPlane) replicaStopped(p *partition) {
 // resolve returns a broker's address for the fetchers.
 func (zp *zkPlane) resolve(id int32) (string, bool) {
 	if b, ok := zp.node.Metadata().Broker(id); ok {
-		return b.Addr(), true
+		return b.AddrFor(zp.s.cfg.InterBrokerListenerName), true
 	}
 	zp.mu.Lock()
 	defer zp.mu.Unlock()

@@ -47,12 +47,21 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		after(resp)
 	}
 	if fc, ok := resp.(*kmsg.FindCoordinatorResponse); ok {
-		if fc.NodeID == s.nodeID {
-			fc.Host, fc.Port = rc.selfAddr(fc.Host, fc.Port)
+		// The coordinator's address on the listener the client used.
+		addr := func(id int32, host string, port int32) (string, int32) {
+			for _, b := range s.cp.brokers() {
+				if b.ID == id {
+					return rc.addrOf(s.nodeID, b)
+				}
+			}
+			return host, port
+		}
+		if fc.NodeID >= 0 {
+			fc.Host, fc.Port = addr(fc.NodeID, fc.Host, fc.Port)
 		}
 		for i := range fc.Coordinators {
-			if c := &fc.Coordinators[i]; c.NodeID == s.nodeID {
-				c.Host, c.Port = rc.selfAddr(c.Host, c.Port)
+			if c := &fc.Coordinators[i]; c.NodeID >= 0 {
+				c.Host, c.Port = addr(c.NodeID, c.Host, c.Port)
 			}
 		}
 	}

@@ -50,6 +50,7 @@ import (
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -74,6 +75,10 @@ type Options struct {
 	// requests instead of the metastore, topic administration goes through
 	// ZooKeeper. The caller closes it after Close.
 	Cluster *cluster.Node
+
+	// InterBrokerSecurity secures this broker's connections to the others
+	// (follower fetches): the inter-broker listener's TLS and SASL.
+	InterBrokerSecurity kconn.Security
 
 	// Authorizer, when set, checks every request (authorize.go); nil allows
 	// everything. ACLs is where CreateAcls, DescribeAcls and DeleteAcls
@@ -116,6 +121,8 @@ type Server struct {
 	topics topicRegistry
 	groups *group.Coordinator
 	pids   producerIDs
+	// interBroker is Options.InterBrokerSecurity.
+	interBroker kconn.Security
 	// authz is Options.Authorizer (nil: everything allowed); acls and creds
 	// are Options.ACLs and Options.Credentials.
 	authz Authorizer
@@ -175,6 +182,7 @@ func New(opts Options) (*Server, error) {
 		maxPartitions: MaxPartitionsPerTopic,
 		listenerSec:   opts.Listeners,
 		authz:         opts.Authorizer,
+		interBroker:   opts.InterBrokerSecurity,
 		acls:          opts.ACLs,
 		creds:         opts.Credentials,
 		closing:       make(chan struct{}),

@@ -7,6 +7,7 @@ package kconn
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -31,6 +33,7 @@ type Conn struct {
 	addr     string
 	clientID string
 	timeout  time.Duration
+	sec      Security
 
 	mu     sync.Mutex
 	nc     net.Conn
@@ -42,10 +45,87 @@ type Conn struct {
 // New returns a Conn that dials addr (host:port) on first use. timeout
 // bounds dialing and each request's round trip when ctx has no deadline.
 func New(addr, clientID string, timeout time.Duration) *Conn {
+	return NewSecure(addr, clientID, timeout, Security{})
+}
+
+// Security is how a Conn secures its connection: TLS when TLS is set, then
+// a SASL exchange (SaslHandshake v1 and SaslAuthenticate) when SASL is.
+type Security struct {
+	TLS *tls.Config
+	// SASL starts a client exchange for a new connection (package
+	// auth/sasl's ClientSession).
+	SASL func() (SASLClient, error)
+}
+
+// SASLClient is the client side of one SASL exchange.
+type SASLClient interface {
+	Mechanism() string
+	// Step takes the server's last message (nil first) and returns the
+	// next one to send, or done.
+	Step(serverMsg []byte) (clientMsg []byte, done bool, err error)
+}
+
+// NewSecure is New with security for every connection it dials.
+func NewSecure(addr, clientID string, timeout time.Duration, sec Security) *Conn {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return &Conn{addr: addr, clientID: clientID, timeout: timeout}
+	return &Conn{addr: addr, clientID: clientID, timeout: timeout, sec: sec}
+}
+
+// secure runs the TLS handshake and the SASL exchange on a fresh
+// connection. REQUIRES: c.mu held, c.nc the fresh connection.
+func (c *Conn) secure(ctx context.Context) error {
+	if c.sec.TLS != nil {
+		cfg := c.sec.TLS.Clone()
+		if cfg.ServerName == "" {
+			if h, _, err := net.SplitHostPort(c.addr); err == nil {
+				cfg.ServerName = h
+			}
+		}
+		tc := tls.Client(c.nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return fmt.Errorf("TLS handshake: %w", err)
+		}
+		c.nc = tc
+	}
+	if c.sec.SASL == nil {
+		return nil
+	}
+	cl, err := c.sec.SASL()
+	if err != nil {
+		return err
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, cl.Mechanism()
+	resp, err := c.roundTrip(ctx, hs)
+	if err != nil {
+		return fmt.Errorf("SaslHandshake: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.(*kmsg.SASLHandshakeResponse).ErrorCode); err != nil {
+		return fmt.Errorf("SaslHandshake %s: %w", cl.Mechanism(), err)
+	}
+	var in []byte
+	for {
+		out, done, err := cl.Step(in)
+		if err != nil {
+			return fmt.Errorf("SASL %s: %w", cl.Mechanism(), err)
+		}
+		if done {
+			return nil
+		}
+		au := kmsg.NewPtrSASLAuthenticateRequest()
+		au.Version, au.SASLAuthBytes = 1, out
+		resp, err := c.roundTrip(ctx, au)
+		if err != nil {
+			return fmt.Errorf("SaslAuthenticate: %w", err)
+		}
+		ar := resp.(*kmsg.SASLAuthenticateResponse)
+		if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
+			return fmt.Errorf("SASL %s: %w", cl.Mechanism(), err)
+		}
+		in = ar.SASLAuthBytes
+	}
 }
 
 // Addr is the address this Conn talks to.
@@ -66,6 +146,11 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 			return nil, fmt.Errorf("kconn: dial %s: %w", c.addr, err)
 		}
 		c.nc = nc
+		if err := c.secure(ctx); err != nil {
+			c.nc.Close()
+			c.nc = nil
+			return nil, fmt.Errorf("kconn: %s: %w", c.addr, err)
+		}
 	}
 	resp, err := c.roundTrip(ctx, req)
 	if err != nil {
