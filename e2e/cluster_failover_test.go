@@ -22,7 +22,7 @@ import (
 // any error.
 func (c *testCluster) produceN(topic, prefix string, n int) {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func (c *testCluster) produceN(topic, prefix string, n int) {
 // watermark.
 func (c *testCluster) consumeAll(topic string) []string {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...),
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		c.t.Fatal(err)
@@ -221,7 +221,7 @@ func TestClusterControllerAndShutdown(t *testing.T) {
 // topic-0 and returns the partition's error code.
 func (c *testCluster) rawProduce(id int32, topic string, acks int16) int16 {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers[id].addr))
+	cl, err := c.newClient(kgo.SeedBrokers(c.brokers[id].addr))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func (b *brokerProc) running(what string) {
 // request timeout there.
 func (c *testCluster) produceNoPause(topic, prefix string, n int) {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic),
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(1))
 	if err != nil {
 		c.t.Fatal(err)
@@ -237,7 +237,7 @@ func TestClusterSessionExpiry(t *testing.T) {
 func (c *testCluster) consumeVia(id int32, topic string) []string {
 	c.t.Helper()
 	hw := c.highWatermark(topic)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers[id].addr),
+	cl, err := c.newClient(kgo.SeedBrokers(c.brokers[id].addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		c.t.Fatal(err)
@@ -325,7 +325,7 @@ func TestClusterTopicConfigs(t *testing.T) {
 // requestTo sends req to broker id and returns its response.
 func (c *testCluster) requestTo(id int32, req kmsg.Request) kmsg.Response {
 	c.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers[id].addr))
+	cl, err := c.newClient(kgo.SeedBrokers(c.brokers[id].addr))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestClusterManualAssignment(t *testing.T) {
 	check(append(want, []int32{1, 3}))
 	for p := int32(0); p < 4; p++ {
 		r := &kgo.Record{Topic: "ma", Partition: p, Value: []byte("v")}
-		pcl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+		pcl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 		if err != nil {
 			t.Fatal(err)
 		}

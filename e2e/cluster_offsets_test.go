@@ -41,7 +41,7 @@ func TestClusterOffsetsCoordinatorKill(t *testing.T) {
 
 	// Phase 1: consume at least a third, commit everything seen, leave.
 	seen := map[string]bool{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(2000),
 		kgo.FetchMaxPartitionBytes(1000))
 	if err != nil {
@@ -125,7 +125,7 @@ func TestClusterOffsetsCoordinatorKill(t *testing.T) {
 	t.Logf("broker %d serves the committed offsets %v after the kill", coords[grp].NodeID, time.Since(killed).Round(time.Millisecond))
 
 	// Phase 2: a new member resumes from the committed offsets.
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
+	cl2, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)

@@ -28,14 +28,29 @@ type testCluster struct {
 	t       *testing.T
 	zk      *zktest.Server
 	brokers map[int32]*brokerProc
+	// clientOpts are added to every client the helpers make (TLS and SASL
+	// for a secured cluster).
+	clientOpts []kgo.Opt
+}
+
+// newClient makes a client with c.clientOpts and opts.
+func (c *testCluster) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append(slices.Clone(c.clientOpts), opts...)...)
 }
 
 // startCluster starts ZooKeeper and n brokers (ids 1..n) with extra
 // --set values, and waits until every broker's metadata lists all n.
 func startCluster(t *testing.T, n int, sets ...string) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, nil, sets...)
+}
+
+// startClusterWith is startCluster with client options for every client
+// the helpers make (a secured cluster's TLS and SASL).
+func startClusterWith(t *testing.T, n int, clientOpts []kgo.Opt, sets ...string) *testCluster {
+	t.Helper()
 	zk := zktest.Start(t)
-	c := &testCluster{t: t, zk: zk, brokers: map[int32]*brokerProc{}}
+	c := &testCluster{t: t, zk: zk, brokers: map[int32]*brokerProc{}, clientOpts: clientOpts}
 	for id := int32(1); id <= int32(n); id++ {
 		dir := filepath.Join(t.TempDir(), "broker-"+strconv.Itoa(int(id)))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -65,7 +80,7 @@ func (c *testCluster) seeds() []string {
 }
 
 func (c *testCluster) admin() (*kadm.Client, *kgo.Client) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -168,7 +183,7 @@ func (c *testCluster) views() []view {
 			continue
 		}
 		v := view{id: id}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(bp.addr))
+		cl, err := c.newClient(kgo.SeedBrokers(bp.addr))
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -353,7 +368,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	t.Logf("after failover: leader %d, ISR %v", pd.Leader, pd.ISR)
 
 	// Consume everything from the start through the survivors.
-	cons, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...),
+	cons, err := c.newClient(kgo.SeedBrokers(c.seeds()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"ha": {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)

@@ -123,6 +123,9 @@ func startBroker(t *testing.T, dir string, sets ...string) *brokerProc {
 		for _, set := range sets {
 			if strings.HasPrefix(set, "listeners=") && strings.Contains(set, "{port}") {
 				listeners = strings.ReplaceAll(set, "{port}", strconv.Itoa(port))
+				if strings.Contains(listeners, "{port2}") { // a second listener
+					listeners = strings.ReplaceAll(listeners, "{port2}", strconv.Itoa(freePort(t)))
+				}
 			}
 		}
 		if control != "" {
