@@ -113,3 +113,23 @@ func TestKafkaPythonSASLSSL(t *testing.T) {
 		t.Fatalf("kafka-python with a wrong password: %v %s", err, out)
 	}
 }
+
+// TestKafkaJSSASLSSL runs the kafkajs compatibility script (admin,
+// idempotent producer, consumer group with resume) over SASL_SSL with
+// SCRAM-SHA-512.
+func TestKafkaJSSASLSSL(t *testing.T) {
+	node, script := needKafkaJS(t)
+	b, caFile := startSASLSSLBroker(t)
+	stdout, stderr, err := run(t, 120*time.Second, "", node, script,
+		"--brokers", b.addr, "--topic", "kafkajs-sec", "--group", "kafkajs-sec-group",
+		"--n", "500", "--m", "100", "--timeout", "110",
+		"--ca", caFile, "--user", "erin", "--password", "erin-secret")
+	if err != nil {
+		t.Fatalf("compat.js over SASL_SSL: %v\nstdout:\n%s\nstderr:\n%s\nbroker log:\n%s", err, stdout, stderr, b.logText())
+	}
+	ls := lines(stdout)
+	if len(ls) == 0 || !strings.Contains(ls[len(ls)-1], `"ok":true`) {
+		t.Fatalf("compat.js over SASL_SSL: no ok summary\n%s\n%s", stdout, stderr)
+	}
+	t.Logf("kafkajs over SASL_SSL/SCRAM-SHA-512: %s", ls[len(ls)-1])
+}

@@ -10,7 +10,8 @@
 const { Kafka, logLevel, CompressionTypes, Partitioners } = require('kafkajs')
 
 function parseArgs(argv) {
-  const o = { brokers: '', topic: '', group: '', n: 3000, m: 500, timeout: 100 }
+  // --ca, --user, --password, --mechanism: connect over SASL_SSL.
+  const o = { brokers: '', topic: '', group: '', n: 3000, m: 500, timeout: 100, ca: '', user: '', password: '', mechanism: 'scram-sha-512' }
   for (let i = 2; i < argv.length; i++) {
     const k = argv[i]
     const v = argv[i + 1]
@@ -63,9 +64,16 @@ function messages(from, to, codec) {
   return out
 }
 
+const security = opts.ca
+  ? {
+      ssl: { ca: [require('fs').readFileSync(opts.ca, 'utf8')], servername: '127.0.0.1' },
+      sasl: { mechanism: opts.mechanism, username: opts.user, password: opts.password },
+    }
+  : {}
 const kafka = new Kafka({
   clientId: 'sluice-compat-kafkajs',
   brokers: opts.brokers.split(','),
+  ...security,
   logLevel: logLevel.ERROR,
   connectionTimeout: 5000,
   requestTimeout: 15000,
