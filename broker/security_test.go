@@ -65,7 +65,7 @@ func securePKI(t *testing.T) (server, client certs.Paths, tcfg *tls.Config) {
 func TestSecureListenersAndACLs(t *testing.T) {
 	srvPaths, carolPaths, tcfg := securePKI(t)
 	b := brokertest.Start(t, "memory", func(c *config.Config) {
-		c.Listeners = []string{"SASL_SSL://127.0.0.1:0", "SSL://127.0.0.1:0"}
+		c.Listeners = []string{"SASL_SSL://127.0.0.1:0", "SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "PLAINTEXT://127.0.0.1:0"}
 		c.SASLEnabledMechanisms = []string{"SCRAM-SHA-512", "PLAIN"}
 		c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
 		c.SuperUsers = []string{"User:admin"}
@@ -77,6 +77,8 @@ func TestSecureListenersAndACLs(t *testing.T) {
 			"listener.name.ssl.ssl.client.auth": "required",
 			"listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
 				`username="admin" password="admin-secret" user_admin="admin-secret";`,
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+				`user_admin="admin-secret";`,
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -206,8 +208,34 @@ func TestSecureListenersAndACLs(t *testing.T) {
 	}
 	scancel()
 
+	// SASL_PLAINTEXT with SCRAM and PLAIN, and PLAINTEXT (User:ANONYMOUS,
+	// which has no ACL), on their own listeners.
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "ordinal"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+		want error
+	}{
+		{"SASL_PLAINTEXT", []kgo.Opt{kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())}, nil},
+		{"SASL_PLAINTEXT", []kgo.Opt{kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())}, nil},
+		{"PLAINTEXT", nil, kerr.TopicAuthorizationFailed},
+	} {
+		cl, err := kgo.NewClient(append(tc.opts, kgo.SeedBrokers(listenerAddr(t, b, tc.name)), kgo.DefaultProduceTopic("ordinal"),
+			kgo.AllowAutoTopicCreation(), kgo.RecordRetries(3))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+		cl.Close()
+		if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+			t.Fatalf("produce on %s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+
 	// mTLS on the SSL listener: carol's principal is User:CN=carol.
-	sslAddr := secondListener(t, b)
+	sslAddr := listenerAddr(t, b, "SSL")
 	cert, err := tls.LoadX509KeyPair(carolPaths.Cert, carolPaths.Key)
 	if err != nil {
 		t.Fatal(err)
@@ -230,16 +258,15 @@ func TestSecureListenersAndACLs(t *testing.T) {
 	}
 }
 
-// secondListener returns the address of the broker's second listener,
-// from its log of bound listeners (the first is b.Addr()).
-func secondListener(t *testing.T, b *broker.Broker) string {
+// listenerAddr returns the address of the broker's listener name.
+func listenerAddr(t *testing.T, b *broker.Broker, name string) string {
 	t.Helper()
 	addrs := b.ListenerAddrs()
-	for name, a := range addrs {
-		if strings.EqualFold(name, "SSL") {
+	for n, a := range addrs {
+		if strings.EqualFold(n, name) {
 			return a
 		}
 	}
-	t.Fatalf("no SSL listener in %v", addrs)
+	t.Fatalf("no %s listener in %v", name, addrs)
 	return ""
 }
