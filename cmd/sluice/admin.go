@@ -49,7 +49,7 @@ type adminCmd struct {
 	bootstrap     string        // --bootstrap-server (or --brokers); after connect, the seeds used
 	commandConfig string        // --command-config: client properties file (clientconfig.go)
 	timeout       time.Duration // --timeout
-	cl        *kgo.Client   // set by connect while its fn runs
+	cl            *kgo.Client   // set by connect while its fn runs
 }
 
 // newAdminCmd returns the adminCmd for "sluice name args...", whose usage

@@ -39,7 +39,7 @@ const (
 var knownClientKeys = map[string]bool{
 	keyBootstrapServers: true, keyMetadataBrokerList: true, keySecurityProtocol: true,
 	keySASLMechanism: true, keySASLMechanisms: true, keySASLUsername: true, keySASLPassword: true,
-	keyClientID: true,
+	keyClientID:           true,
 	tlsconf.KeyCALocation: true, tlsconf.KeyCAPEM: true,
 	tlsconf.KeyCertificateLocation: true, tlsconf.KeyCertificatePEM: true,
 	tlsconf.KeyKeyLocation: true, tlsconf.KeyKeyPEM: true, tlsconf.KeyKeyPassword: true,
