@@ -1,11 +1,12 @@
 package main
 
-// The scaffolding of the admin commands (`sluice topic`, `sluice group`),
-// so that topic.go and group.go hold only what each subcommand does:
+// The scaffolding of the admin commands (`sluice topic`, `sluice group`,
+// `sluice acl`, `sluice user`), so that topic.go, group.go, acl.go and
+// user.go hold only what each subcommand does:
 // subcommand dispatch and exit codes (runSubcommand), the connection flags
 // and flag parsing that lets flags follow positional arguments as Kafka's
 // tools allow (adminCmd.parse), the kadm client built from
-// --bootstrap-server (adminCmd.connect), per-topic and per-group failures
+// --bootstrap-server and --command-config (adminCmd.connect, clientconfig.go), per-topic and per-group failures
 // gathered into one error (eachNamed), aligned tables, and protocol errors
 // turned into messages an operator can act on.
 
