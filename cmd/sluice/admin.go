@@ -6,9 +6,10 @@ package main
 // subcommand dispatch and exit codes (runSubcommand), the connection flags
 // and flag parsing that lets flags follow positional arguments as Kafka's
 // tools allow (adminCmd.parse), the kadm client built from
-// --bootstrap-server and --command-config (adminCmd.connect, clientconfig.go), per-topic and per-group failures
-// gathered into one error (eachNamed), aligned tables, and protocol errors
-// turned into messages an operator can act on.
+// --bootstrap-server and --command-config (adminCmd.connect,
+// clientconfig.go), per-topic and per-group failures gathered into one
+// error (eachNamed), aligned tables, and protocol errors turned into
+// messages an operator can act on.
 
 import (
 	"context"
