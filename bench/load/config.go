@@ -94,7 +94,8 @@ type Config struct {
 	Progress         io.Writer
 	ProgressInterval time.Duration
 
-	// ClientOpts are appended to every client's options (tests: a logger).
+	// ClientOpts are appended to every client's options: TLS and SASL from
+	// `sluice perf --command-config`, a logger in tests.
 	ClientOpts []kgo.Opt
 }
 

@@ -1,13 +1,15 @@
 package main
 
-// The scaffolding of the admin commands (`sluice topic`, `sluice group`),
-// so that topic.go and group.go hold only what each subcommand does:
+// The scaffolding of the admin commands (`sluice topic`, `sluice group`,
+// `sluice acl`, `sluice user`), so that topic.go, group.go, acl.go and
+// user.go hold only what each subcommand does:
 // subcommand dispatch and exit codes (runSubcommand), the connection flags
 // and flag parsing that lets flags follow positional arguments as Kafka's
 // tools allow (adminCmd.parse), the kadm client built from
-// --bootstrap-server (adminCmd.connect), per-topic and per-group failures
-// gathered into one error (eachNamed), aligned tables, and protocol errors
-// turned into messages an operator can act on.
+// --bootstrap-server and --command-config (adminCmd.connect,
+// clientconfig.go), per-topic and per-group failures gathered into one
+// error (eachNamed), aligned tables, and protocol errors turned into
+// messages an operator can act on.
 
 import (
 	"context"
@@ -46,18 +48,19 @@ type adminCmd struct {
 	args           []string
 	stdout, stderr io.Writer
 
-	bootstrap string        // --bootstrap-server (or --brokers)
-	timeout   time.Duration // --timeout
-	cl        *kgo.Client   // set by connect while its fn runs
+	bootstrap     string        // --bootstrap-server (or --brokers); after connect, the seeds used
+	commandConfig string        // --command-config: client properties file (clientconfig.go)
+	timeout       time.Duration // --timeout
+	cl            *kgo.Client   // set by connect while its fn runs
 }
 
 // newAdminCmd returns the adminCmd for "sluice name args...", whose usage
 // line is "usage: sluice name synopsis".
 func newAdminCmd(name, synopsis string, args []string, stdout, stderr io.Writer) *adminCmd {
 	c := &adminCmd{flags: newFlagSet(name, synopsis, stderr), args: args, stdout: stdout, stderr: stderr}
-	const def = "localhost:9092"
-	c.flags.StringVar(&c.bootstrap, "bootstrap-server", def, "broker `host:port` to connect to (comma-separated list allowed)")
-	c.flags.StringVar(&c.bootstrap, "brokers", def, "alias of --bootstrap-server")
+	c.flags.StringVar(&c.bootstrap, "bootstrap-server", "", "broker `host:port` to connect to, comma-separated list allowed (default: bootstrap.servers of --command-config, else "+defaultBootstrap+")")
+	c.flags.StringVar(&c.bootstrap, "brokers", "", "alias of --bootstrap-server")
+	c.flags.StringVar(&c.commandConfig, "command-config", "", "client properties `file` in librdkafka's names, as kcat -F reads (security.protocol, sasl.*, ssl.*, bootstrap.servers)")
 	c.flags.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up on the broker after this long")
 	return c
 }
@@ -112,23 +115,25 @@ func (c *adminCmd) parse(check argsCheck) ([]string, error) {
 	return pos, nil
 }
 
-// connect calls fn with an admin client for --bootstrap-server and a
-// context that ends after --timeout, and closes the client when fn returns.
+// connect calls fn with an admin client for --bootstrap-server (secured
+// as --command-config says) and a context that ends after --timeout, and
+// closes the client when fn returns.
 func (c *adminCmd) connect(fn func(adm *kadm.Client, ctx context.Context) error) error {
-	var seeds []string
-	for _, s := range strings.Split(c.bootstrap, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			seeds = append(seeds, s)
-		}
+	cc, err := loadClientConfig(c.commandConfig, c.stderr)
+	if err != nil {
+		return err
 	}
+	seeds := clientSeeds(c.bootstrap, cc)
 	if len(seeds) == 0 {
 		return usageErr("--bootstrap-server is empty")
 	}
-	cl, err := kgo.NewClient(
+	c.bootstrap = strings.Join(seeds, ",")
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ClientID("sluice-admin"),
-		kgo.DialTimeout(5*time.Second),
-	)
+		kgo.DialTimeout(5 * time.Second),
+	}
+	cl, err := kgo.NewClient(append(opts, cc.opts...)...)
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", c.bootstrap, err)
 	}

@@ -22,6 +22,8 @@ func commands() []command {
 		{"perf", "load-test a broker: perf produce|consume|e2e", perf},
 		{"topic", "create, list, describe, delete topics and alter their configs", topicCmd},
 		{"group", "list, describe (with lag), delete consumer groups and reset their offsets", groupCmd},
+		{"acl", "add, list, remove ACL bindings (kafka-acls.sh)", aclCmd},
+		{"user", "create, list, delete SCRAM credentials", userCmd},
 		{"cert", "create a CA, broker and client certificates for TLS listeners", certCmd},
 	}
 }

@@ -45,7 +45,10 @@ func perf(args []string, stdout, stderr io.Writer) int {
 
 	fs := flag.NewFlagSet("perf "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	brokers := fs.String("brokers", "localhost:9092", "comma-separated seed brokers")
+	var brokers string
+	fs.StringVar(&brokers, "brokers", "", "comma-separated seed brokers (default: bootstrap.servers of --command-config, else "+defaultBootstrap+")")
+	fs.StringVar(&brokers, "bootstrap-server", "", "alias of --brokers")
+	commandConfig := fs.String("command-config", "", "client properties `file` in librdkafka's names, as kcat -F reads (security.protocol, sasl.*, ssl.*, bootstrap.servers)")
 	topic := fs.String("topic", "sluice-perf", "topic")
 	partitions := fs.Int("partitions", 1, "partitions of the topic when it must be created (produce, e2e)")
 	recordSize := fs.Int("record-size", 1024, "value bytes per record (>= 16: run id and produce time)")
@@ -90,11 +93,12 @@ func perf(args []string, stdout, stderr io.Writer) int {
 		Producers:     *producers,
 		TargetRate:    *rate,
 	}
-	for _, b := range strings.Split(*brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			cfg.Brokers = append(cfg.Brokers, b)
-		}
+	cc, err := loadClientConfig(*commandConfig, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice perf: %v\n", err)
+		return 2
 	}
+	cfg.Brokers, cfg.ClientOpts = clientSeeds(brokers, cc), cc.opts
 	if !*quiet {
 		cfg.Progress = stderr
 	}
