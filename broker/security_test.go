@@ -7,11 +7,7 @@ package broker_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,47 +19,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/sluice/sluice/auth/certs"
 	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/testpki"
 )
 
-// securePKI makes a CA, a broker certificate for 127.0.0.1 and a client
-// certificate for CN=carol, and returns their paths and a client TLS
-// config trusting the CA.
-func securePKI(t *testing.T) (server, client certs.Paths, tcfg *tls.Config) {
-	t.Helper()
-	dir := t.TempDir()
-	ca, err := certs.NewCA("sluice test CA", certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if server, err = sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca); err != nil {
-		t.Fatal(err)
-	}
-	cb, err := ca.IssueClient(pkix.Name{CommonName: "carol"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if client, err = cb.WriteFiles(filepath.Join(dir, "carol"), "carol", ca); err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(server.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	return server, client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
-}
-
 func TestSecureListenersAndACLs(t *testing.T) {
-	srvPaths, carolPaths, tcfg := securePKI(t)
+	pki := testpki.New(t, "carol")
+	srvPaths, carolPaths, tcfg := pki.Broker, pki.Clients["carol"], pki.TLS
 	b := brokertest.Start(t, "memory", func(c *config.Config) {
 		c.Listeners = []string{"SASL_SSL://127.0.0.1:0", "SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0", "PLAINTEXT://127.0.0.1:0"}
 		c.SASLEnabledMechanisms = []string{"SCRAM-SHA-512", "PLAIN"}

@@ -17,11 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testpki"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/sluice/sluice/auth/certs"
 )
 
 // sluiceWith runs `sluice ARGS --command-config file` (no
@@ -52,18 +51,7 @@ func sluiceWithOK(t *testing.T, file string, args ...string) cliResult {
 
 func TestCLISecurity(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := certs.NewCA("e2e CA", certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := testpki.New(t).Broker
 	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";`
 	b := startBroker(t, filepath.Join(dir, "data"),
 		"listeners=SASL_SSL://127.0.0.1:{port}",

@@ -9,41 +9,22 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testpki"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-
-	"github.com/sluice/sluice/auth/certs"
 )
 
 func TestClusterSecure(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := certs.NewCA("e2e CA", certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, _ := os.ReadFile(sp.CA)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	pki := testpki.New(t)
+	sp := pki.Broker
+	tlsOpt := kgo.DialTLSConfig(pki.TLS)
 	admin := []kgo.Opt{tlsOpt, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())}
 	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";`
 	c := startClusterWith(t, 3, admin,

@@ -6,19 +6,16 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testpki"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/sluice/sluice/auth/certs"
 )
 
 // startSASLSSLBroker starts a broker whose one listener is SASL_SSL with
@@ -27,18 +24,8 @@ import (
 func startSASLSSLBroker(t *testing.T) (*brokerProc, string) {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := certs.NewCA("e2e CA", certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := testpki.New(t)
+	sp := pki.Broker
 	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";`
 	b := startBroker(t, filepath.Join(dir, "data"),
 		"listeners=SASL_SSL://127.0.0.1:{port}",
@@ -47,10 +34,7 @@ func startSASLSSLBroker(t *testing.T) (*brokerProc, string) {
 		"listener.name.sasl_ssl.plain.sasl.jaas.config="+jaas,
 		"num.partitions=1", "group.initial.rebalance.delay.ms=0",
 	)
-	pem, _ := os.ReadFile(sp.CA)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(pki.TLS),
 		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
 	if err != nil {
 		t.Fatal(err)

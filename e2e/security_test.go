@@ -7,45 +7,22 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice/sluice/internal/testpki"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/sluice/sluice/auth/certs"
 )
 
 func TestKcatSecurity(t *testing.T) {
 	kcat := need(t, "kcat")
 	dir := t.TempDir()
-	ca, err := certs.NewCA("e2e CA", certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := sb.WriteFiles(filepath.Join(dir, "broker"), "broker", ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, err := ca.IssueClient(pkix.Name{CommonName: "kcat-client"}, certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := cb.WriteFiles(filepath.Join(dir, "client"), "client", ca)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := testpki.New(t, "kcat-client")
+	sp, cp := pki.Broker, pki.Clients["kcat-client"]
 	sslPort := freePort(t)
 	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_bob="bob-secret";`
 	b := startBroker(t, filepath.Join(dir, "data"),
@@ -59,10 +36,7 @@ func TestKcatSecurity(t *testing.T) {
 	)
 
 	// Create a SCRAM user through the broker.
-	pem, _ := os.ReadFile(sp.CA)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(pki.TLS),
 		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
 	if err != nil {
 		t.Fatal(err)
