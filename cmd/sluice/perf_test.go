@@ -72,6 +72,9 @@ func TestPerfProduceConsume(t *testing.T) {
 				t.Errorf("produce: rates %v records/s, %v MB/s", res.RecordsPerSec, res.MBPerSec)
 			}
 			checkLatency(t, "produce", res.ProduceLatency, n)
+			// acks=0 is answered by nothing: wait until the broker has
+			// appended what was sent before reading it back.
+			waitEndOffsets(t, b.Addr(), topic, n)
 
 			res = runPerf(t, 0, append([]string{"consume"}, common...)...)
 			if res.Records != n || res.Bytes != n*100 || res.Errors != 0 || res.StoppedBy != "end" || res.MBPerSec <= 0 {
@@ -168,5 +171,34 @@ func TestPerfBounded(t *testing.T) {
 	}
 	if took > 2*time.Minute {
 		t.Fatalf("consume with --timeout 5s took %v", took)
+	}
+}
+
+// waitEndOffsets waits (at most 30 s) until topic's partitions end at n
+// records in all.
+func waitEndOffsets(t *testing.T, addr, topic string, n int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		cancel()
+		var total int64
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		}
+		if total >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s ends at %d records after 30 s, want %d (err %v)", topic, total, n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
