@@ -122,12 +122,15 @@ func javaDouble(f float64) string {
 		}
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
-	m := strconv.FormatFloat(f, 'E', -1, 64)
-	m = strings.Replace(m, "E+", "E", 1)
-	if mant, exp, ok := strings.Cut(m, "E"); ok && !strings.Contains(mant, ".") {
-		m = mant + ".0E" + exp
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(f, 'E', -1, 64), "E") // "1E-04"
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
 	}
-	return m
+	sign := ""
+	if exp[0] == '-' {
+		sign = "-"
+	}
+	return mant + "E" + sign + strings.TrimLeft(exp[1:], "0")
 }
 
 // msDuration converts a count of ms to a Duration, saturating at
