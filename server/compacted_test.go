@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/record"
 )
 
@@ -157,4 +158,56 @@ func describeTopicConfig(t *testing.T, cl *kgo.Client, topic, name string) descr
 	}
 	c := res.Configs[0]
 	return describedConfig{Value: *c.Value, Source: c.Source, Type: c.ConfigType, Synonyms: c.ConfigSynonyms}
+}
+
+// TestCleanerBrokerConfigsDescribed: the broker describes its log cleaner
+// keys, Kafka's defaults as DEFAULT_CONFIG and a --set value as
+// STATIC_BROKER_CONFIG.
+func TestCleanerBrokerConfigsDescribed(t *testing.T) {
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		for _, kv := range [][2]string{{"log.cleaner.threads", "2"}, {"log.cleanup.policy", "compact"}} {
+			if err := c.Set(kv[0], kv[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(0))
+	adm := kadm.NewClient(cl)
+	rcs, err := adm.DescribeBrokerConfigs(testCtx(t, 10*time.Second))
+	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+		t.Fatalf("describe broker: %v %v", err, rcs)
+	}
+	got := map[string]kadm.Config{}
+	for _, c := range rcs[0].Configs {
+		got[c.Key] = c
+	}
+	for _, want := range []struct {
+		key, value string
+		src        kmsg.ConfigSource
+	}{
+		{"log.cleanup.policy", "compact", kmsg.ConfigSourceStaticBrokerConfig},
+		{"log.cleaner.threads", "2", kmsg.ConfigSourceStaticBrokerConfig},
+		{"log.cleaner.enable", "true", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.dedupe.buffer.size", "134217728", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.backoff.ms", "15000", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.delete.retention.ms", "86400000", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.min.cleanable.ratio", "0.5", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.min.compaction.lag.ms", "0", kmsg.ConfigSourceDefaultConfig},
+		{"log.cleaner.max.compaction.lag.ms", "9223372036854775807", kmsg.ConfigSourceDefaultConfig},
+	} {
+		if c, ok := got[want.key]; !ok || c.MaybeValue() != want.value || c.Source != want.src {
+			t.Errorf("%s = %q source %v (present %v), want %q %v", want.key, c.MaybeValue(), c.Source, ok, want.value, want.src)
+		}
+	}
+	// A topic without its own cleanup.policy takes the broker's: compact,
+	// so a key-less record is refused.
+	createTopic(t, adm, "bc", 1, nil)
+	if c := describeTopicConfig(t, cl, "bc", "cleanup.policy"); c.Value != "compact" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Fatalf("cleanup.policy of a topic on a log.cleanup.policy=compact broker: %q %v", c.Value, c.Source)
+	}
+	ctx := testCtx(t, 10*time.Second)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bc", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("key-less record on a topic compacted by the broker default: %v", err)
+	}
 }
