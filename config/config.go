@@ -127,9 +127,46 @@ type Config struct {
 	DeleteTopicEnable          bool          // delete.topic.enable
 	ProducerIDExpiration       time.Duration // producer.id.expiration.ms
 	TransactionalIDExpiration  time.Duration // transactional.id.expiration.ms (accepted, unused)
-	LogCleanerEnable           bool          // log.cleaner.enable (accepted; compaction not implemented)
 	ClusterIDOverride          string        // cluster.id (sluice: optional fixed cluster id)
 	RackID                     string        // broker.rack
+
+	// Log cleaning (compaction), Kafka's keys and defaults. The topic
+	// configs cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio,
+	// min.compaction.lag.ms and max.compaction.lag.ms default to the
+	// log.cleanup.policy and log.cleaner.* values here.
+	LogCleanupPolicy CleanupPolicy // log.cleanup.policy (delete)
+	LogCleanerEnable bool          // log.cleaner.enable (true)
+	// LogCleanerThreads is log.cleaner.threads (1); 0: no cleaning.
+	LogCleanerThreads int
+	// LogCleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size (128
+	// MiB): the memory of the cleaners' key-hash maps, shared by the
+	// threads. It bounds how much of a log one pass can clean, not what
+	// the cleaner can clean eventually.
+	LogCleanerDedupeBufferSize int64
+	// LogCleanerIOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second:
+	// the cleaners' read plus write rate, all threads together.
+	// math.MaxFloat64 (Kafka's default, Double.MAX_VALUE) is unbounded.
+	LogCleanerIOMaxBytesPerSecond float64
+	// LogCleanerBackoff is log.cleaner.backoff.ms (15 s): how long a
+	// cleaner sleeps when no log needs cleaning.
+	LogCleanerBackoff time.Duration
+	// LogCleanerDeleteRetentionMs is log.cleaner.delete.retention.ms (1
+	// day): how long a tombstone stays readable after the segment holding
+	// it was cleaned. Kept in ms, as Kafka's LONG, so that it is described
+	// as it was given.
+	LogCleanerDeleteRetentionMs int64
+	// LogCleanerMinCleanableRatio is log.cleaner.min.cleanable.ratio (0.5),
+	// in [0, 1]: a log is cleaned once this share of it is dirty
+	// (written since the last cleaning).
+	LogCleanerMinCleanableRatio float64
+	// LogCleanerMinCompactionLagMs and LogCleanerMaxCompactionLagMs are
+	// log.cleaner.min.compaction.lag.ms (0) and
+	// log.cleaner.max.compaction.lag.ms (math.MaxInt64, Kafka's
+	// Long.MAX_VALUE: no bound): a record stays uncompacted for at least
+	// the min, and is compacted by the max even below the dirty ratio.
+	// Invariant (Validate): min <= max.
+	LogCleanerMinCompactionLagMs int64
+	LogCleanerMaxCompactionLagMs int64
 }
 
 // Default returns Kafka's defaults (and Sluice's for its own keys).
@@ -185,6 +222,16 @@ func Default() Config {
 		ProducerIDExpiration:       24 * time.Hour,
 		TransactionalIDExpiration:  7 * 24 * time.Hour,
 		LogCleanerEnable:           true,
+
+		LogCleanupPolicy:              CleanupPolicy{Delete: true},
+		LogCleanerThreads:             1,
+		LogCleanerDedupeBufferSize:    128 << 20,
+		LogCleanerIOMaxBytesPerSecond: math.MaxFloat64,
+		LogCleanerBackoff:             15 * time.Second,
+		LogCleanerDeleteRetentionMs:   24 * 60 * 60 * 1000,
+		LogCleanerMinCleanableRatio:   0.5,
+		LogCleanerMinCompactionLagMs:  0,
+		LogCleanerMaxCompactionLagMs:  math.MaxInt64,
 
 		MessageTimestampDifferenceMax: math.MaxInt64,
 		MessageTimestampBeforeMax:     math.MaxInt64,

@@ -275,3 +275,111 @@ func TestNamedListeners(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanerKeys: the log cleaner's keys have Kafka's defaults
+// (ServerLogConfigs, CleanerConfig) and take overrides.
+func TestCleanerKeys(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogCleanupPolicy != (CleanupPolicy{Delete: true}) || c.LogCleanupPolicy.String() != "delete" {
+		t.Errorf("log.cleanup.policy default %+v", c.LogCleanupPolicy)
+	}
+	if !c.LogCleanerEnable || c.LogCleanerThreads != 1 || c.LogCleanerDedupeBufferSize != 134217728 ||
+		c.LogCleanerIOMaxBytesPerSecond != math.MaxFloat64 || c.LogCleanerBackoff != 15*time.Second {
+		t.Errorf("cleaner defaults: enable %v threads %d dedupe %d io %v backoff %v", c.LogCleanerEnable,
+			c.LogCleanerThreads, c.LogCleanerDedupeBufferSize, c.LogCleanerIOMaxBytesPerSecond, c.LogCleanerBackoff)
+	}
+	if c.LogCleanerDeleteRetentionMs != 86400000 || c.LogCleanerMinCleanableRatio != 0.5 ||
+		c.LogCleanerMinCompactionLagMs != 0 || c.LogCleanerMaxCompactionLagMs != math.MaxInt64 {
+		t.Errorf("topic defaults: delete.retention %d ratio %v lag [%d, %d]", c.LogCleanerDeleteRetentionMs,
+			c.LogCleanerMinCleanableRatio, c.LogCleanerMinCompactionLagMs, c.LogCleanerMaxCompactionLagMs)
+	}
+
+	c, err = Load("", []string{
+		"log.cleanup.policy=delete, compact", "log.cleaner.enable=false", "log.cleaner.threads=4",
+		"log.cleaner.dedupe.buffer.size=1048576", "log.cleaner.io.max.bytes.per.second=1e6",
+		"log.cleaner.backoff.ms=500", "log.cleaner.delete.retention.ms=0",
+		"log.cleaner.min.cleanable.ratio=0.1", "log.cleaner.min.compaction.lag.ms=1000",
+		"log.cleaner.max.compaction.lag.ms=60000",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogCleanupPolicy != (CleanupPolicy{Compact: true, Delete: true}) || c.LogCleanupPolicy.String() != "compact,delete" {
+		t.Errorf("log.cleanup.policy %+v", c.LogCleanupPolicy)
+	}
+	if c.LogCleanerEnable || c.LogCleanerThreads != 4 || c.LogCleanerDedupeBufferSize != 1<<20 ||
+		c.LogCleanerIOMaxBytesPerSecond != 1e6 || c.LogCleanerBackoff != 500*time.Millisecond {
+		t.Errorf("overrides: enable %v threads %d dedupe %d io %v backoff %v", c.LogCleanerEnable,
+			c.LogCleanerThreads, c.LogCleanerDedupeBufferSize, c.LogCleanerIOMaxBytesPerSecond, c.LogCleanerBackoff)
+	}
+	if c.LogCleanerDeleteRetentionMs != 0 || c.LogCleanerMinCleanableRatio != 0.1 ||
+		c.LogCleanerMinCompactionLagMs != 1000 || c.LogCleanerMaxCompactionLagMs != 60000 {
+		t.Errorf("overrides: delete.retention %d ratio %v lag [%d, %d]", c.LogCleanerDeleteRetentionMs,
+			c.LogCleanerMinCleanableRatio, c.LogCleanerMinCompactionLagMs, c.LogCleanerMaxCompactionLagMs)
+	}
+	if c, err = Load("", []string{"log.cleanup.policy=compact"}); err != nil || c.LogCleanupPolicy != (CleanupPolicy{Compact: true}) {
+		t.Errorf("log.cleanup.policy=compact: %+v %v", c.LogCleanupPolicy, err)
+	}
+}
+
+// TestCleanerBadValues: a bad cleaner value is refused naming its key.
+func TestCleanerBadValues(t *testing.T) {
+	cases := []struct {
+		name string
+		sets []string
+		key  string
+	}{
+		{"policy unknown", []string{"log.cleanup.policy=compact,purge"}, "log.cleanup.policy"},
+		{"policy empty", []string{"log.cleanup.policy= , "}, "log.cleanup.policy"},
+		{"threads negative", []string{"log.cleaner.threads=-1"}, "log.cleaner.threads"},
+		{"dedupe zero", []string{"log.cleaner.dedupe.buffer.size=0"}, "log.cleaner.dedupe.buffer.size"},
+		{"io zero", []string{"log.cleaner.io.max.bytes.per.second=0"}, "log.cleaner.io.max.bytes.per.second"},
+		{"io NaN", []string{"log.cleaner.io.max.bytes.per.second=NaN"}, "log.cleaner.io.max.bytes.per.second"},
+		{"backoff negative", []string{"log.cleaner.backoff.ms=-1"}, "log.cleaner.backoff.ms"},
+		{"delete retention negative", []string{"log.cleaner.delete.retention.ms=-1"}, "log.cleaner.delete.retention.ms"},
+		{"ratio above 1", []string{"log.cleaner.min.cleanable.ratio=1.5"}, "log.cleaner.min.cleanable.ratio"},
+		{"ratio not a number", []string{"log.cleaner.min.cleanable.ratio=half"}, "log.cleaner.min.cleanable.ratio"},
+		{"min lag negative", []string{"log.cleaner.min.compaction.lag.ms=-1"}, "log.cleaner.min.compaction.lag.ms"},
+		{"max lag zero", []string{"log.cleaner.max.compaction.lag.ms=0"}, "log.cleaner.max.compaction.lag.ms"},
+		{"min above max", []string{"log.cleaner.min.compaction.lag.ms=2000", "log.cleaner.max.compaction.lag.ms=1000"}, "log.cleaner.min.compaction.lag.ms"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load("", tc.sets)
+			if err == nil {
+				t.Fatalf("%v accepted", tc.sets)
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("error %q does not name %q", err, tc.key)
+			}
+		})
+	}
+}
+
+func TestParseCleanupPolicy(t *testing.T) {
+	cases := []struct {
+		in   string
+		want CleanupPolicy
+		ok   bool
+	}{
+		{"delete", CleanupPolicy{Delete: true}, true},
+		{"compact", CleanupPolicy{Compact: true}, true},
+		{"compact,delete", CleanupPolicy{Compact: true, Delete: true}, true},
+		{" delete , compact ", CleanupPolicy{Compact: true, Delete: true}, true},
+		{"compact,compact", CleanupPolicy{Compact: true}, true},
+		{"", CleanupPolicy{}, false},
+		{"Compact", CleanupPolicy{}, false},
+		{"delete,", CleanupPolicy{Delete: true}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseCleanupPolicy(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Fatalf("ParseCleanupPolicy(%q) = %+v, %v; want %+v ok=%v", tc.in, got, err, tc.want, tc.ok)
+			}
+		})
+	}
+}

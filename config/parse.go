@@ -289,7 +289,7 @@ func (s *setter) set(key, v string) error {
 	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",
 		"num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.replica.fetchers", "transaction.state.log.replication.factor",
-		"transaction.state.log.min.isr", "zookeeper.connection.timeout.ms", "log.cleaner.threads":
+		"transaction.state.log.min.isr", "zookeeper.connection.timeout.ms":
 		// Accepted for compatibility with Kafka's server.properties; Sluice
 		// sizes these itself. The value must still be a number.
 		_, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
@@ -367,8 +367,31 @@ func (s *setter) set(key, v string) error {
 		c.ProducerIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
 	case "transactional.id.expiration.ms":
 		c.TransactionalIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
+	case "log.cleanup.policy":
+		var perr error
+		if c.LogCleanupPolicy, perr = ParseCleanupPolicy(v); perr != nil {
+			err = keyError(key, "%v", perr)
+		}
 	case "log.cleaner.enable":
 		c.LogCleanerEnable, err = parseBool(key, v)
+	case "log.cleaner.threads":
+		var n int32
+		n, err = parseInt32(key, v, 0, math.MaxInt32)
+		c.LogCleanerThreads = int(n)
+	case "log.cleaner.dedupe.buffer.size":
+		c.LogCleanerDedupeBufferSize, err = parseInt64(key, v, 1, math.MaxInt64)
+	case "log.cleaner.io.max.bytes.per.second":
+		c.LogCleanerIOMaxBytesPerSecond, err = parseFloat(key, v, math.SmallestNonzeroFloat64, math.MaxFloat64)
+	case "log.cleaner.backoff.ms":
+		c.LogCleanerBackoff, err = parseDuration(key, v, time.Millisecond, 0)
+	case "log.cleaner.delete.retention.ms":
+		c.LogCleanerDeleteRetentionMs, err = parseInt64(key, v, 0, math.MaxInt64)
+	case "log.cleaner.min.cleanable.ratio":
+		c.LogCleanerMinCleanableRatio, err = parseFloat(key, v, 0, 1)
+	case "log.cleaner.min.compaction.lag.ms":
+		c.LogCleanerMinCompactionLagMs, err = parseInt64(key, v, 0, math.MaxInt64)
+	case "log.cleaner.max.compaction.lag.ms":
+		c.LogCleanerMaxCompactionLagMs, err = parseInt64(key, v, 1, math.MaxInt64)
 	case "cluster.id":
 		c.ClusterIDOverride = v
 	case "broker.rack":
@@ -429,6 +452,19 @@ func parseInt64(key, v string, lo, hi int64) (int64, error) {
 		return 0, keyError(key, "%d is out of range [%d, %d]", n, lo, hi)
 	}
 	return n, nil
+}
+
+// parseFloat reads a Java double ("0.5", "1e6", "1.7976931348623157E308")
+// in [lo, hi]; NaN is refused.
+func parseFloat(key, v string, lo, hi float64) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0, keyError(key, "%q is not a number", v)
+	}
+	if !(f >= lo && f <= hi) {
+		return 0, keyError(key, "%v is out of range [%v, %v]", f, lo, hi)
+	}
+	return f, nil
 }
 
 func parseInt32(key, v string, lo, hi int32) (int32, error) {
@@ -604,6 +640,10 @@ func (c *Config) Validate() error {
 		// Kafka's rule: a frame of the largest size allowed must fit, or
 		// it could never be read.
 		return keyError("queued.max.request.bytes", "%d is below socket.request.max.bytes %d", c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes)
+	}
+	if c.LogCleanerMinCompactionLagMs > c.LogCleanerMaxCompactionLagMs {
+		// Kafka's LogConfig.validateValues rule, for the broker defaults.
+		return keyError("log.cleaner.min.compaction.lag.ms", "%d is above log.cleaner.max.compaction.lag.ms %d", c.LogCleanerMinCompactionLagMs, c.LogCleanerMaxCompactionLagMs)
 	}
 	if c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0 {
 		return keyError("max.connections.per.ip", "0 is allowed only with max.connections.per.ip.overrides")

@@ -10,6 +10,7 @@ package engine
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/sluice/sluice/zerocopy"
@@ -191,7 +192,39 @@ type LogConfig struct {
 	// 1 means every append, with concurrent appends sharing one fsync.
 	// 0 or negative: never by count.
 	FlushMessages int64
+
+	// Compact and Delete are cleanup.policy. Delete: ApplyRetention
+	// removes old data by RetentionMs and RetentionBytes. Compact: the log
+	// cleaner keeps the latest record per key (and ApplyRetention removes
+	// nothing unless Delete is also set). Neither set means Kafka's
+	// default, delete alone (see DeletePolicy), so that a zero LogConfig
+	// keeps its meaning.
+	Compact bool
+	Delete  bool
+	// DeleteRetention is delete.retention.ms: how long a tombstone (a
+	// record with a null value) of a compacted log stays after the
+	// segment holding it was cleaned. Taken as given (0 is valid);
+	// DefaultLogConfig has Kafka's 1 day.
+	DeleteRetention time.Duration
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio, in [0, 1]: a
+	// compacted log is cleaned once this share of its cleanable bytes is
+	// dirty (written since the last cleaning). Taken as given (0 is valid);
+	// DefaultLogConfig has Kafka's 0.5.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag is min.compaction.lag.ms: a record younger than
+	// this is not compacted. Taken as given (0, Kafka's default: no lag).
+	MinCompactionLag time.Duration
+	// MaxCompactionLag is max.compaction.lag.ms: a record older than this
+	// is compacted even when the dirty ratio is below the minimum.
+	// Invariant: MinCompactionLag <= MaxCompactionLag. Kafka's default,
+	// Long.MAX_VALUE ms, does not fit a Duration: math.MaxInt64 (about 292
+	// years) stands for it, and WithDefaults sets it when <= 0.
+	MaxCompactionLag time.Duration
 }
+
+// DeletePolicy reports whether retention (RetentionMs, RetentionBytes)
+// applies: cleanup.policy includes delete, or names nothing.
+func (c LogConfig) DeletePolicy() bool { return c.Delete || !c.Compact }
 
 // Kafka's defaults.
 const (
@@ -201,6 +234,9 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultIndexMaxBytes      = 10 << 20
 	DefaultMaxBatchBytes      = 1048588
+	DefaultDeleteRetention    = 24 * time.Hour
+	DefaultMinCleanableRatio  = 0.5
+	NoMaxCompactionLag        = time.Duration(math.MaxInt64) // max.compaction.lag.ms Long.MAX_VALUE
 )
 
 // DefaultLogConfig returns Kafka's defaults.
@@ -213,6 +249,11 @@ func DefaultLogConfig() LogConfig {
 		IndexIntervalBytes: DefaultIndexIntervalBytes,
 		IndexMaxBytes:      DefaultIndexMaxBytes,
 		MaxBatchBytes:      DefaultMaxBatchBytes,
+
+		Delete:                 true,
+		DeleteRetention:        DefaultDeleteRetention,
+		MinCleanableDirtyRatio: DefaultMinCleanableRatio,
+		MaxCompactionLag:       NoMaxCompactionLag,
 	}
 }
 
@@ -239,6 +280,12 @@ func (c LogConfig) WithDefaults() LogConfig {
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = d.MaxBatchBytes
+	}
+	if !c.Compact && !c.Delete {
+		c.Delete = true
+	}
+	if c.MaxCompactionLag <= 0 {
+		c.MaxCompactionLag = d.MaxCompactionLag
 	}
 	return c
 }

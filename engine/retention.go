@@ -11,7 +11,14 @@ import "time"
 // cfg.RetentionMs before now; then more of the oldest while the log without
 // them still holds at least cfg.RetentionBytes. The newest segment is never
 // deleted. seg(i) reports segment i's retention time (ms) and size.
+//
+// A log whose cleanup.policy does not include delete (compact alone, see
+// LogConfig.DeletePolicy) deletes nothing here, whatever its retention
+// settings, as Kafka's UnifiedLog.deleteOldSegments.
 func RetentionCut(cfg LogConfig, now time.Time, n int, seg func(i int) (retentionMs, bytes int64)) int {
+	if !cfg.DeletePolicy() {
+		return 0
+	}
 	k := 0
 	if cfg.RetentionMs >= 0 {
 		limit := now.UnixMilli() - cfg.RetentionMs.Milliseconds()

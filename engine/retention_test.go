@@ -33,7 +33,40 @@ func TestRetentionCut(t *testing.T) {
 			}
 		})
 	}
+	// cleanup.policy: retention applies only when it includes delete.
+	policies := []struct {
+		name            string
+		compact, delete bool
+		want            int
+	}{
+		{"policy unset (delete)", false, false, 3},
+		{"delete", false, true, 3},
+		{"compact", true, false, 0},
+		{"compact,delete", true, true, 3},
+	}
+	for _, tc := range policies {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := LogConfig{RetentionMs: time.Millisecond, RetentionBytes: 0, Compact: tc.compact, Delete: tc.delete}
+			if got := RetentionCut(cfg, now, len(times), seg); got != tc.want {
+				t.Fatalf("RetentionCut = %d, want %d", got, tc.want)
+			}
+		})
+	}
 	if got := RetentionCut(LogConfig{RetentionMs: 1, RetentionBytes: 0}, now, 0, seg); got != 0 {
 		t.Fatalf("empty log: %d", got)
+	}
+}
+
+func TestLogConfigPolicyDefaults(t *testing.T) {
+	d := DefaultLogConfig()
+	if !d.Delete || d.Compact || d.DeleteRetention != 24*time.Hour || d.MinCleanableDirtyRatio != 0.5 ||
+		d.MinCompactionLag != 0 || d.MaxCompactionLag != NoMaxCompactionLag {
+		t.Fatalf("DefaultLogConfig cleaner fields: %+v", d)
+	}
+	if c := (LogConfig{}).WithDefaults(); !c.Delete || c.Compact || !c.DeletePolicy() || c.MaxCompactionLag != NoMaxCompactionLag {
+		t.Fatalf("zero LogConfig with defaults: %+v", c)
+	}
+	if c := (LogConfig{Compact: true}).WithDefaults(); c.Delete || c.DeletePolicy() {
+		t.Fatalf("compact alone gained delete: %+v", c)
 	}
 }

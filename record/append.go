@@ -52,6 +52,10 @@ type Rules struct {
 	TimestampBeforeMax, TimestampAfterMax int64
 	// Now is the broker clock (ms) that timestamps are checked against.
 	Now int64
+	// RequireKeys: the topic's cleanup.policy includes compact, so every
+	// record must have a key (a null key is ErrNoKey; an empty key
+	// passes), as Kafka's LogValidator.validateKey has it.
+	RequireKeys bool
 }
 
 // DefaultRules are Kafka's defaults: CreateTime, no timestamp bounds, the
@@ -95,7 +99,9 @@ func (r *Rules) window() tsWindow {
 //     for every record (-1 is ErrInvalidTimestamp), otherwise each record's
 //     baseTimestamp+timestampDelta is checked; a timestamp outside
 //     [Now-TimestampBeforeMax, Now+TimestampAfterMax] is ErrInvalidTimestamp,
-//     and -1 (no timestamp) passes.
+//     and -1 (no timestamp) passes;
+//   - when r.RequireKeys, a record with a null key is ErrNoKey, checked
+//     whatever the timestamp type.
 //
 // r nil means DefaultRules. Errors are *BatchError with Pos relative to buf.
 // An uncompressed batch does not allocate; a compressed one allocates only
@@ -119,9 +125,9 @@ func validateAppend(b []byte, r *Rules, w tsWindow) (int, error) {
 		return 0, err
 	}
 	if bt.Codec() == CodecNone {
-		err = walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), w)
+		err = walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), w, r.RequireKeys)
 	} else {
-		err = walkCompressed(bt, r.MaxDecompressed, w)
+		err = walkCompressed(bt, r.MaxDecompressed, w, r.RequireKeys)
 	}
 	if err != nil {
 		return 0, err
@@ -150,7 +156,7 @@ func batchTimestamps(bt Batch, r *Rules, w tsWindow) (tsWindow, error) {
 // walkCompressed streams the records block of bt through a decoder and
 // checks the records as walkRecords does; the block must end right after
 // the last record.
-func walkCompressed(bt Batch, limit int64, w tsWindow) error {
+func walkCompressed(bt Batch, limit int64, w tsWindow, requireKey bool) error {
 	if limit <= 0 {
 		limit = DecompressBound(DefaultMaxMessageBytes)
 	}
@@ -168,7 +174,7 @@ func walkCompressed(bt Batch, limit int64, w tsWindow) error {
 		if err := s.next(&rec); err != nil {
 			return streamError(i, err, limit)
 		}
-		if err := checkRecord(i, rec.OffsetDelta, baseTs+rec.TimestampDelta, w); err != nil {
+		if err := checkRecord(i, rec.OffsetDelta, baseTs+rec.TimestampDelta, w, requireKey && rec.NullKey); err != nil {
 			// A stream damaged past its checksum decodes to garbage
 			// before the checksum is met: a rule broken by garbage is
 			// corruption. Drain the (bounded) stream to tell.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -189,7 +190,7 @@ func checkVerdict(t *testing.T, b []byte, r *Rules, want error) {
 	if !errors.Is(err, want) || !errors.As(err, &be) {
 		t.Fatalf("ValidateAppend error %v, want a *BatchError of kind %v", err, want)
 	}
-	for _, other := range []error{ErrCorrupt, ErrInvalid, ErrInvalidTimestamp, ErrTooLarge, ErrUnsupported} {
+	for _, other := range []error{ErrCorrupt, ErrInvalid, ErrInvalidTimestamp, ErrTooLarge, ErrUnsupported, ErrNoKey} {
 		if other != want && errors.Is(err, other) {
 			t.Fatalf("error %v is also %v", err, other)
 		}
@@ -358,3 +359,84 @@ func TestValidateAppendNoAlloc(t *testing.T) {
 }
 
 func putTs(b []byte, ts int64) { binary.BigEndian.PutUint64(b[offBaseTimestamp:], uint64(ts)) }
+
+// TestValidateAppendRequireKeys: on a compacted topic (Rules.RequireKeys) a
+// record with a null key is ErrNoKey, in any codec and wherever it sits in
+// the batch, as Kafka's LogValidator.validateKey has it; an empty key is a
+// key. Without the rule, and for a follower's Validate, null keys pass.
+func TestValidateAppendRequireKeys(t *testing.T) {
+	compacted := DefaultRules()
+	compacted.RequireKeys = true
+	lat := compacted
+	lat.LogAppendTime = true
+	keyed := func(keys ...[]byte) func() []byte {
+		return func() []byte {
+			var rs []BuildRecord
+			for i, k := range keys {
+				rs = append(rs, BuildRecord{Key: k, Value: []byte("v"), Timestamp: testBaseTs + int64(i)})
+			}
+			return newBatch(rs)
+		}
+	}
+	k := func(s string) []byte { return []byte(s) }
+	tests := []struct {
+		name  string
+		batch func() []byte
+		rules Rules
+		want  error
+	}{
+		{"all-keyed", keyed(k("a"), k("b"), k("c")), compacted, nil},
+		{"empty-key-is-a-key", keyed(k(""), k("b")), compacted, nil},
+		{"null-key-first", keyed(nil, k("b"), k("c")), compacted, ErrNoKey},
+		{"null-key-last", keyed(k("a"), k("b"), nil), compacted, ErrNoKey},
+		{"null-key-only", keyed(nil), compacted, ErrNoKey},
+		{"null-key-log-append-time-topic", keyed(k("a"), nil), lat, ErrNoKey},
+		{"null-key-delete-topic", keyed(nil, nil), DefaultRules(), nil},
+	}
+	for _, tc := range tests {
+		for _, c := range allCodecs {
+			t.Run(tc.name+"/codec="+c.name, func(t *testing.T) {
+				b := encode(t, tc.batch(), c.codec, c.xerial)
+				r := tc.rules
+				checkVerdict(t, b, &r, tc.want)
+				if _, _, err := ValidateAll(b); err != nil {
+					t.Fatalf("Validate (a follower's check) refused the batch: %v", err)
+				}
+			})
+		}
+	}
+	t.Run("message", func(t *testing.T) {
+		_, _, err := ValidateAppend(keyed(k("a"), nil)(), &compacted)
+		if err == nil || !strings.Contains(err.Error(), "record 1 has a null key") ||
+			!strings.Contains(err.Error(), "compacted topic cannot accept message without key") {
+			t.Fatalf("error %v does not say which record and why", err)
+		}
+	})
+}
+
+// TestValidateAppendRequireKeysNoAlloc: the key rule keeps ValidateAppend
+// allocation-free on keyed batches, compressed or not.
+func TestValidateAppendRequireKeysNoAlloc(t *testing.T) {
+	r := DefaultRules()
+	r.RequireKeys = true
+	var rs []BuildRecord
+	for i := range 8 {
+		rs = append(rs, BuildRecord{Key: []byte{byte('a' + i)}, Value: bytes.Repeat([]byte("v"), 100), Timestamp: testBaseTs})
+	}
+	for _, c := range allCodecs {
+		t.Run("codec="+c.name, func(t *testing.T) {
+			if raceEnabled && c.codec != CodecNone {
+				t.Skip("sync.Pool drops items under the race detector")
+			}
+			b := encode(t, newBatch(rs), c.codec, c.xerial)
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, _, err := ValidateAppend(b, &r); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("ValidateAppend with RequireKeys allocates %.1f times per call", allocs)
+			}
+		})
+	}
+}

@@ -138,6 +138,7 @@ func (s *recordStream) drain() error {
 type streamRecord struct {
 	TimestampDelta int64
 	OffsetDelta    int64
+	NullKey        bool // keyLength was -1
 }
 
 // next reads one record. Its errors are the record's structural faults,
@@ -167,10 +168,12 @@ func (s *recordStream) next(r *streamRecord) error {
 	if r.OffsetDelta < 0 {
 		return fmt.Errorf("negative offset delta %d", r.OffsetDelta)
 	}
-	if err := s.lenBytes(end, false); err != nil {
+	kl, err := s.lenBytes(end, false)
+	if err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
-	if err := s.lenBytes(end, false); err != nil {
+	r.NullKey = kl == -1
+	if _, err := s.lenBytes(end, false); err != nil {
 		return fmt.Errorf("value: %w", err)
 	}
 	hc, ok := s.varint()
@@ -178,10 +181,10 @@ func (s *recordStream) next(r *streamRecord) error {
 		return s.shortOr(fmt.Errorf("bad header count"))
 	}
 	for i := int64(0); i < hc; i++ {
-		if err := s.lenBytes(end, true); err != nil {
+		if _, err := s.lenBytes(end, true); err != nil {
 			return fmt.Errorf("header %d key: %w", i, err)
 		}
-		if err := s.lenBytes(end, false); err != nil {
+		if _, err := s.lenBytes(end, false); err != nil {
 			return fmt.Errorf("header %d value: %w", i, err)
 		}
 	}
@@ -192,22 +195,22 @@ func (s *recordStream) next(r *streamRecord) error {
 }
 
 // lenBytes skips a varint length and that many bytes (-1: null, refused
-// when notNull), which must end by end.
-func (s *recordStream) lenBytes(end int64, notNull bool) error {
+// when notNull), which must end by end, and returns the length.
+func (s *recordStream) lenBytes(end int64, notNull bool) (int64, error) {
 	l, ok := s.varint()
 	if !ok || s.off > end {
-		return s.shortOr(errShort)
+		return 0, s.shortOr(errShort)
 	}
 	if l == -1 && !notNull {
-		return nil
+		return -1, nil
 	}
 	if l < 0 || l > end-s.off {
-		return fmt.Errorf("length %d with %d bytes left", l, end-s.off)
+		return 0, fmt.Errorf("length %d with %d bytes left", l, end-s.off)
 	}
 	if !s.skip(l) {
-		return s.shortOr(errShort)
+		return 0, s.shortOr(errShort)
 	}
-	return nil
+	return l, nil
 }
 
 // shortOr returns the decoder's error when the input failed, else err: a

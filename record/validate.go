@@ -21,12 +21,16 @@ import (
 //	                     Rules.MaxDecompressed (MESSAGE_TOO_LARGE, on which the
 //	                     Java producer splits the batch and retries)
 //	ErrUnsupported       a magic other than 2 (UNSUPPORTED_FOR_MESSAGE_FORMAT)
+//	ErrNoKey             a record with a null key where Rules.RequireKeys
+//	                     (a compacted topic) (INVALID_RECORD, as Kafka's
+//	                     LogValidator answers)
 var (
 	ErrCorrupt          = errors.New("record: corrupt batch")
 	ErrInvalid          = errors.New("record: invalid batch")
 	ErrInvalidTimestamp = errors.New("record: invalid timestamp")
 	ErrTooLarge         = errors.New("record: batch decompresses past the limit")
 	ErrUnsupported      = errors.New("record: unsupported magic")
+	ErrNoKey            = errors.New("record: compacted topic cannot accept message without key")
 )
 
 // MaxBatchSize bounds batchLength so that a damaged length field can never
@@ -38,7 +42,7 @@ const MaxBatchSize = 1 << 30
 // It wraps one of the Err kinds above.
 type BatchError struct {
 	Pos    int   // byte position of the batch in the buffer that was validated
-	Kind   error // ErrCorrupt, ErrInvalid, ErrInvalidTimestamp, ErrTooLarge or ErrUnsupported
+	Kind   error // ErrCorrupt, ErrInvalid, ErrInvalidTimestamp, ErrTooLarge, ErrUnsupported or ErrNoKey
 	Reason string
 }
 
@@ -66,7 +70,7 @@ func Validate(b []byte) (int, error) {
 	}
 	bt := Batch(b[:size])
 	if bt.Codec() == CodecNone {
-		if err := walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), tsWindow{}); err != nil {
+		if err := walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), tsWindow{}, false); err != nil {
 			return 0, err
 		}
 	}
@@ -148,16 +152,16 @@ func (w tsWindow) check(i int32, ts int64) error {
 }
 
 // walkRecords checks that raw (uncompressed) record bytes hold exactly count
-// well-formed records with offset deltas 0..count-1 and timestamps inside
-// w, without allocating.
-func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow) error {
+// well-formed records with offset deltas 0..count-1, timestamps inside w
+// and, when requireKey, a non-null key, without allocating.
+func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow, requireKey bool) error {
 	for i := int32(0); i < count; i++ {
 		var r Record
 		n, err := parseRecord(raw, &r)
 		if err != nil {
 			return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
 		}
-		if err := checkRecord(i, r.OffsetDelta, baseTs+r.TimestampDelta, w); err != nil {
+		if err := checkRecord(i, r.OffsetDelta, baseTs+r.TimestampDelta, w, requireKey && r.Key == nil); err != nil {
 			return err
 		}
 		raw = raw[n:]
@@ -168,13 +172,17 @@ func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow) error {
 	return nil
 }
 
-// checkRecord applies the rules on one record's offset delta and
-// timestamp. Kafka's LogValidator rewrites a batch whose deltas are not
-// 0..n-1 (recompressing it); Sluice keeps batches as sent, so it refuses
-// them instead.
-func checkRecord(i int32, delta, ts int64, w tsWindow) error {
+// checkRecord applies the rules on one record's offset delta, timestamp
+// and key (missingKey: the key is null and the topic requires keys).
+// Kafka's LogValidator rewrites a batch whose deltas are not 0..n-1
+// (recompressing it); Sluice keeps batches as sent, so it refuses them
+// instead.
+func checkRecord(i int32, delta, ts int64, w tsWindow, missingKey bool) error {
 	if delta != int64(i) {
 		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("record %d: offset delta %d, want %d", i, delta, i)}
+	}
+	if missingKey {
+		return &BatchError{Kind: ErrNoKey, Reason: fmt.Sprintf("record %d has a null key", i)}
 	}
 	return w.check(i, ts)
 }

@@ -162,7 +162,10 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 	} else if int(spec.rf) > len(live) {
 		return fmt.Errorf("%w: replication factor %d larger than the %d live brokers", errInvalidReplicationFactor, spec.rf, len(live))
 	}
-	return checkTopicConfigs(spec.configs)
+	if err := checkTopicConfigs(spec.configs); err != nil {
+		return err
+	}
+	return s.checkTopicConfigRelations(spec.configs)
 }
 
 // checkInternalTopic applies the shape an internal topic must have to spec

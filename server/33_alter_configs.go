@@ -93,6 +93,9 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	if err := checkTopicConfigs(overrides); err != nil {
 		return err
 	}
+	if err := s.checkTopicConfigRelations(overrides); err != nil {
+		return err
+	}
 	if validateOnly {
 		return nil
 	}

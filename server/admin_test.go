@@ -58,7 +58,13 @@ func TestCreateTopicsValidation(t *testing.T) {
 		{"rf 2", "rf2", 1, 2, nil, kerr.InvalidReplicationFactor},
 		{"unknown config", "uc", 1, 1, map[string]string{"no.such": "1"}, kerr.InvalidConfig},
 		{"bad retention", "br", 1, 1, map[string]string{"retention.ms": "-5"}, kerr.InvalidConfig},
-		{"compact", "cp", 1, 1, map[string]string{"cleanup.policy": "compact"}, kerr.InvalidConfig},
+		{"compact", "cp", 1, 1, map[string]string{"cleanup.policy": "compact"}, nil},
+		{"compact and delete", "cpd", 1, 1, map[string]string{"cleanup.policy": "delete,compact", "min.cleanable.dirty.ratio": "0.1", "delete.retention.ms": "0"}, nil},
+		{"unknown policy", "up", 1, 1, map[string]string{"cleanup.policy": "compact,purge"}, kerr.InvalidConfig},
+		{"empty policy", "ep", 1, 1, map[string]string{"cleanup.policy": ""}, kerr.InvalidConfig},
+		{"dirty ratio above 1", "dr", 1, 1, map[string]string{"min.cleanable.dirty.ratio": "1.5"}, kerr.InvalidConfig},
+		{"min lag above max", "lag", 1, 1, map[string]string{"min.compaction.lag.ms": "2000", "max.compaction.lag.ms": "1000"}, kerr.InvalidConfig},
+		{"min lag above default max", "lag2", 1, 1, map[string]string{"min.compaction.lag.ms": "2000"}, nil},
 		{"good configs", "gc", 2, 1, map[string]string{"retention.ms": "60000", "message.timestamp.type": "LogAppendTime", "compression.type": "producer"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +88,7 @@ func TestCreateTopicsValidation(t *testing.T) {
 	for _, mt := range resp.Topics {
 		names[*mt.Topic] = len(mt.Partitions)
 	}
-	if len(names) != 5 || names["dp"] != 1 || names["gc"] != 2 {
+	if len(names) != 8 || names["dp"] != 1 || names["gc"] != 2 || names["cp"] != 1 || names["lag2"] != 1 {
 		t.Fatalf("topics after creation: %v", names)
 	}
 }
@@ -324,9 +330,9 @@ func TestConfigsRoundTrip(t *testing.T) {
 			t.Fatalf("LogAppendTime record: %v", recs)
 		}
 		// Invalid values are refused and change nothing.
-		resp, _ = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}}, "cfg")
+		resp, _ = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("compact,purge")}}, "cfg")
 		if resp[0].Err != kerr.InvalidConfig {
-			t.Fatalf("compact: %v", resp[0].Err)
+			t.Fatalf("compact,purge: %v", resp[0].Err)
 		}
 		// Legacy AlterConfigs replaces the whole set.
 		rc := dialRaw(t, b.Addr())

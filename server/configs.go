@@ -21,8 +21,17 @@ import (
 //	retention.bytes         LONG  (-1: unlimited)                log.retention.bytes
 //	segment.bytes           INT   >= 14                          log.segment.bytes
 //	segment.ms              LONG  >= 1                           log.roll.ms
-//	cleanup.policy          LIST  "delete" only (compaction is not implemented,
-//	                              so "compact" is INVALID_CONFIG) log.cleanup.policy
+//	cleanup.policy          LIST  delete, compact, or both       log.cleanup.policy
+//	                              (any order; compact also makes key-less
+//	                              records INVALID_RECORD on produce, and
+//	                              compact alone turns retention by time and
+//	                              size off)
+//	delete.retention.ms     LONG  >= 0                           log.cleaner.delete.retention.ms
+//	min.cleanable.dirty.ratio  DOUBLE  [0, 1]                    log.cleaner.min.cleanable.ratio
+//	min.compaction.lag.ms   LONG  >= 0                           log.cleaner.min.compaction.lag.ms
+//	max.compaction.lag.ms   LONG  >= 1, >= min.compaction.lag.ms log.cleaner.max.compaction.lag.ms
+//	                              the cleaner settings, carried to
+//	                              engine.LogConfig for the log cleaner
 //	message.timestamp.type  CreateTime | LogAppendTime           log.message.timestamp.type
 //	message.timestamp.difference.max.ms  LONG >= 0  (deprecated) log.message.timestamp.difference.max.ms
 //	message.timestamp.before.max.ms      LONG >= 0               log.message.timestamp.before.max.ms
@@ -47,6 +56,7 @@ const (
 	configTypeString int8 = 2
 	configTypeInt    int8 = 3
 	configTypeLong   int8 = 5
+	configTypeDouble int8 = 6
 	configTypeList   int8 = 7
 )
 
@@ -89,6 +99,49 @@ func oneOf(vals ...string) func(string) error {
 	}
 }
 
+func floatRange(min, max float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		if !(f >= min && f <= max) {
+			return fmt.Errorf("%v out of range [%v, %v]", f, min, max)
+		}
+		return nil
+	}
+}
+
+// javaDouble formats f as Java's Double.toString does for the values
+// configs hold ("0.5", "1.0", "1.7976931348623157E308"), so that a
+// described double reads as Kafka's.
+func javaDouble(f float64) string {
+	if a := math.Abs(f); a == 0 || (a >= 1e-3 && a < 1e7) {
+		if f == math.Trunc(f) {
+			return strconv.FormatFloat(f, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(f, 'E', -1, 64), "E") // "1E-04"
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	sign := ""
+	if exp[0] == '-' {
+		sign = "-"
+	}
+	return mant + "E" + sign + strings.TrimLeft(exp[1:], "0")
+}
+
+// msDuration converts a count of ms to a Duration, saturating at
+// math.MaxInt64 (Kafka's Long.MAX_VALUE ms does not fit).
+func msDuration(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
 func ms(d time.Duration) string {
 	if d < 0 {
 		return "-1"
@@ -98,23 +151,16 @@ func ms(d time.Duration) string {
 
 var topicConfigDefs = []topicConfigDef{
 	{"cleanup.policy", configTypeList, "log.cleanup.policy",
-		func(*config.Config) string { return "delete" },
-		func(v string) error {
-			for _, p := range strings.Split(v, ",") {
-				switch strings.TrimSpace(p) {
-				case "delete":
-				case "compact":
-					return fmt.Errorf("cleanup.policy=compact is not supported by Sluice (no log compaction)")
-				default:
-					return fmt.Errorf("unknown cleanup.policy %q", p)
-				}
-			}
-			return nil
-		}, "Retention policy for old log segments: delete (compact is not supported)."},
+		func(c *config.Config) string { return c.LogCleanupPolicy.String() },
+		func(v string) error { _, err := config.ParseCleanupPolicy(v); return err },
+		"delete: old segments go by retention; compact: the latest record per key is kept; or both."},
 	{"compression.type", configTypeString, "compression.type",
 		func(*config.Config) string { return "producer" },
 		oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
 		"Accepted and stored; batches are kept as the producer compressed them."},
+	{"delete.retention.ms", configTypeLong, "log.cleaner.delete.retention.ms",
+		func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerDeleteRetentionMs, 10) },
+		intRange(0, math.MaxInt64), "How long a tombstone stays after its segment was cleaned (compacted topics)."},
 	{"flush.messages", configTypeLong, "log.flush.interval.messages",
 		func(c *config.Config) string {
 			if c.LogFlushIntervalMsgs <= 0 {
@@ -126,6 +172,9 @@ var topicConfigDefs = []topicConfigDef{
 	{"max.message.bytes", configTypeInt, "message.max.bytes",
 		func(c *config.Config) string { return strconv.Itoa(c.MessageMaxBytes) },
 		intRange(0, math.MaxInt32), "Largest record batch size allowed."},
+	{"max.compaction.lag.ms", configTypeLong, "log.cleaner.max.compaction.lag.ms",
+		func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerMaxCompactionLagMs, 10) },
+		intRange(1, math.MaxInt64), "Longest time a record stays uncompacted, whatever the dirty ratio."},
 	{"message.timestamp.after.max.ms", configTypeLong, "log.message.timestamp.after.max.ms",
 		func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampAfterMax, 10) },
 		intRange(0, math.MaxInt64), "How far (ms) a CreateTime timestamp may lie after the broker's clock."},
@@ -138,6 +187,12 @@ var topicConfigDefs = []topicConfigDef{
 	{"message.timestamp.type", configTypeString, "log.message.timestamp.type",
 		func(c *config.Config) string { return c.MessageTimestampType },
 		oneOf("CreateTime", "LogAppendTime"), "CreateTime or LogAppendTime."},
+	{"min.cleanable.dirty.ratio", configTypeDouble, "log.cleaner.min.cleanable.ratio",
+		func(c *config.Config) string { return javaDouble(c.LogCleanerMinCleanableRatio) },
+		floatRange(0, 1), "Share of the log that must be dirty before it is compacted."},
+	{"min.compaction.lag.ms", configTypeLong, "log.cleaner.min.compaction.lag.ms",
+		func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerMinCompactionLagMs, 10) },
+		intRange(0, math.MaxInt64), "Shortest time a record stays uncompacted."},
 	{"min.insync.replicas", configTypeInt, "min.insync.replicas",
 		func(c *config.Config) string { return strconv.Itoa(c.MinInsyncReplicas) },
 		intRange(1, math.MaxInt32), "Minimum in-sync replicas for acks=all."},
@@ -184,6 +239,20 @@ func checkTopicConfigs(overrides map[string]string) error {
 		if err := d.check(v); err != nil {
 			return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
 		}
+	}
+	return nil
+}
+
+// checkTopicConfigRelations checks the rules between a topic's effective
+// configs (overrides that passed checkTopicConfigs, else the broker's), as
+// Kafka's LogConfig.validateValues: min.compaction.lag.ms <=
+// max.compaction.lag.ms. The error wraps errInvalidConfig.
+func (s *Server) checkTopicConfigRelations(overrides map[string]string) error {
+	tc := s.effectiveConfig(overrides)
+	if tc.log.MinCompactionLag > tc.log.MaxCompactionLag {
+		minV, _ := s.configValue(overrides, "min.compaction.lag.ms")
+		maxV, _ := s.configValue(overrides, "max.compaction.lag.ms")
+		return fmt.Errorf("%w: min.compaction.lag.ms %s is above max.compaction.lag.ms %s", errInvalidConfig, minV, maxV)
 	}
 	return nil
 }
@@ -242,6 +311,21 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		tc.log.FlushMessages = f
 	}
 	tc.minISR = int(num("min.insync.replicas"))
+	policyV, _ := s.configValue(overrides, "cleanup.policy")
+	policy, err := config.ParseCleanupPolicy(policyV)
+	if err != nil {
+		policy = s.cfg.LogCleanupPolicy
+	}
+	tc.log.Compact, tc.log.Delete = policy.Compact, policy.Delete
+	tc.log.DeleteRetention = msDuration(num("delete.retention.ms"))
+	tc.log.MinCompactionLag = msDuration(num("min.compaction.lag.ms"))
+	tc.log.MaxCompactionLag = msDuration(num("max.compaction.lag.ms"))
+	ratioV, _ := s.configValue(overrides, "min.cleanable.dirty.ratio")
+	ratio, err := strconv.ParseFloat(strings.TrimSpace(ratioV), 64)
+	if err != nil || !(ratio >= 0 && ratio <= 1) {
+		ratio = s.cfg.LogCleanerMinCleanableRatio
+	}
+	tc.log.MinCleanableDirtyRatio = ratio
 	ts, _ := s.configValue(overrides, "message.timestamp.type")
 	tc.logAppendTime = ts == "LogAppendTime"
 	diff := num("message.timestamp.difference.max.ms")
@@ -256,6 +340,7 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		LogAppendTime:      tc.logAppendTime,
 		TimestampBeforeMax: orDiff(num("message.timestamp.before.max.ms")),
 		TimestampAfterMax:  orDiff(num("message.timestamp.after.max.ms")),
+		RequireKeys:        policy.Compact,
 	}
 	return tc
 }

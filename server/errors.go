@@ -96,6 +96,8 @@ func errorCode(err error) int16 {
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, record.ErrInvalid):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, record.ErrNoKey):
+		return kerr.InvalidRecord.Code // Kafka: "Compacted topic cannot accept message without key"
 	case errors.Is(err, record.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, record.ErrTooLarge):

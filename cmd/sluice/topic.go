@@ -151,6 +151,7 @@ func topicDescribe(c *adminCmd) error {
 			names = append(names, td.Topic)
 		}
 		overrides := map[string][]string{}
+		policies := map[string]string{}
 		if len(names) > 0 {
 			rcs, err := adm.DescribeTopicConfigs(ctx, names...)
 			if err != nil {
@@ -162,6 +163,9 @@ func topicDescribe(c *adminCmd) error {
 					continue
 				}
 				for _, cfg := range rc.Configs {
+					if cfg.Key == "cleanup.policy" {
+						policies[rc.Name] = cleanupPolicy(cfg)
+					}
 					if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig {
 						continue
 					}
@@ -178,17 +182,35 @@ func topicDescribe(c *adminCmd) error {
 			if i > 0 {
 				fmt.Fprintln(c.stdout)
 			}
-			printTopic(c.stdout, tds[name], overrides[name])
+			printTopic(c.stdout, tds[name], overrides[name], policies[name])
 		}
 		return failed.err()
 	})
 }
 
+// cleanupPolicy is the described cleanup.policy with where it comes from:
+// "compact (topic)", "delete (default)", "compact,delete (broker)".
+func cleanupPolicy(cfg kadm.Config) string {
+	src := "broker"
+	switch cfg.Source {
+	case kmsg.ConfigSourceDynamicTopicConfig:
+		src = "topic"
+	case kmsg.ConfigSourceDefaultConfig:
+		src = "default"
+	}
+	return cfg.MaybeValue() + " (" + src + ")"
+}
+
 // printTopic writes what kafka-topics.sh --describe shows of a topic: a
-// header line with its overridden configs, then a table of its partitions.
-func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string) {
+// header line with its overridden configs, its cleanup policy when the
+// broker described it (policy "": no line), then a table of its
+// partitions.
+func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy string) {
 	fmt.Fprintf(w, "Topic: %s  TopicId: %s  PartitionCount: %d  ReplicationFactor: %d  Configs: %s\n",
 		td.Topic, topicIDString(td.ID), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(overrides, ","))
+	if policy != "" {
+		fmt.Fprintf(w, "  CleanupPolicy: %s\n", policy)
+	}
 	// OFFLINE only when some partition has offline replicas or an error, so
 	// the healthy case stays narrow.
 	showOffline := false

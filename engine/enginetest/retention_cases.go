@@ -15,6 +15,7 @@ func retentionCases() []testCase {
 		{"RetentionByBytes", testRetentionByBytes},
 		{"RetentionNeverActive", testRetentionNeverActive},
 		{"SetConfig", testSetConfig},
+		{"RetentionCompactOnly", testRetentionCompactOnly},
 	}
 }
 
@@ -149,6 +150,31 @@ func testSetConfig(t *testing.T, h *harness) {
 	noErr(t, "ApplyRetention after SetConfig", err)
 	if start < 20 {
 		t.Fatalf("after SetConfig(segment.bytes=1024, retention.bytes=2000) the start is %d: the first, pre-change segment (offsets 0..19) should be gone", start)
+	}
+	checkStart(t, l, m, start)
+}
+
+// testRetentionCompactOnly: cleanup.policy=compact turns time and size
+// retention off (the cleaner, not retention, bounds a compacted log), and
+// altering the policy to compact,delete turns them back on, as Kafka's
+// UnifiedLog.deleteOldSegments does.
+func testRetentionCompactOnly(t *testing.T, h *harness) {
+	cfg := engine.LogConfig{SegmentBytes: 1024, RetentionMs: time.Minute, RetentionBytes: 1, Compact: true}
+	l, m := minuteLog(t, h, cfg)
+	now := epoch0.Add(1000 * time.Hour)
+	h.clock.Advance(now.Sub(epoch0))
+	start, err := l.ApplyRetention(now)
+	noErr(t, "ApplyRetention", err)
+	if start != 0 || l.StartOffset() != 0 {
+		t.Fatalf("cleanup.policy=compact: retention deleted up to %d (start %d)", start, l.StartOffset())
+	}
+	checkStart(t, l, m, 0)
+	cfg.Delete = true
+	noErr(t, "SetConfig(compact,delete)", l.SetConfig(cfg))
+	start, err = l.ApplyRetention(now)
+	noErr(t, "ApplyRetention after SetConfig", err)
+	if start == 0 {
+		t.Fatalf("cleanup.policy=compact,delete: nothing deleted although every segment but the active one is expired")
 	}
 	checkStart(t, l, m, start)
 }
