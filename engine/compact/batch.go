@@ -192,3 +192,39 @@ func finishHeader(dst []byte, start int, attrs int16, baseTs, maxTs int64, count
 	be.PutUint32(b[offRecordCount:], uint32(count))
 	be.PutUint32(b[offCRC:], crc32.Checksum(b[crcStart:], castagnoli))
 }
+
+// ValidateCleaned checks log bytes that may have been cleaned: whole
+// batches back to back, each with a good header and CRC and, once
+// decompressed, exactly recordCount well-formed records whose offset
+// deltas increase strictly within [0, lastOffsetDelta], and batches whose
+// offsets increase. It is record.ValidateAll with Kafka's allowance for
+// cleaned batches (gaps, and empty batches kept for producer state). It
+// returns the number of batches and records. Errors wrap ErrCorrupt or a
+// record decompression error.
+func ValidateCleaned(buf []byte) (batches int, records int64, err error) {
+	var c Cleaner
+	next := int64(-1)
+	for pos := 0; pos < len(buf); {
+		b, err := nextBatch(buf[pos:], pos)
+		if err != nil {
+			return batches, records, err
+		}
+		if b.BaseOffset() < next {
+			return batches, records, fmt.Errorf("%w at byte %d: base offset %d below %d", ErrCorrupt, pos, b.BaseOffset(), next)
+		}
+		raw, err := c.records(b, pos)
+		if err != nil {
+			return batches, records, err
+		}
+		for c.it.reset(b, raw); c.it.next(); {
+		}
+		if err := c.it.done(); err != nil {
+			return batches, records, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
+		}
+		batches++
+		records += int64(b.RecordCount())
+		next = b.NextOffset()
+		pos += b.Size()
+	}
+	return batches, records, nil
+}
