@@ -281,9 +281,9 @@ func TestMapFull(t *testing.T) {
 	if len(g) != 9+62 {
 		t.Fatalf("%d records, want k0..k8 (latest within the range) and the 62 past offset 17", len(g))
 	}
-	// Round two from last+1 over the cleaned log: one value per key left,
+	// Round two (a map big enough) from last+1 over the cleaned log: one value per key left,
 	// and nothing key-less below the new range.
-	m.Clear()
+	m = NewOffsetMap(mib)
 	if _, full, err = Build(m, out, last+1); err != nil || full {
 		t.Fatalf("round two: full %v err %v", full, err)
 	}
