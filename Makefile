@@ -57,7 +57,8 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \
 	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
 	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \
-	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential ./metastore/:FuzzDecodeACLValue
+	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential ./metastore/:FuzzDecodeACLValue \
+	./engine/compact/:FuzzFilter
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -37,7 +37,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // require recordCount == lastOffsetDelta+1 as record.Validate does: a
 // cleaned batch has gaps, and a batch kept only for its producer state has
 // no records at all.
-func nextBatch(buf []byte, pos int) (record.Batch, error) {
+//
+// next is the offset the batch may start at (the previous batch's next
+// offset; 0 for the first): batches must be in offset order, which Build
+// relies on.
+func nextBatch(buf []byte, pos int, next int64) (record.Batch, error) {
 	if len(buf) < record.HeaderSize {
 		return nil, fmt.Errorf("%w at byte %d: %d bytes left, a header needs %d", ErrCorrupt, pos, len(buf), record.HeaderSize)
 	}
@@ -60,6 +64,9 @@ func nextBatch(buf []byte, pos int) (record.Batch, error) {
 	lod, n := int64(b.LastOffsetDelta()), int64(b.RecordCount())
 	if lod < 0 || n < 0 || n > lod+1 || b.BaseOffset() < 0 || b.BaseOffset() > 1<<62 {
 		return nil, fmt.Errorf("%w at byte %d: baseOffset %d, lastOffsetDelta %d, recordCount %d", ErrCorrupt, pos, b.BaseOffset(), lod, n)
+	}
+	if b.BaseOffset() < next {
+		return nil, fmt.Errorf("%w at byte %d: base offset %d below the previous batch's next offset %d", ErrCorrupt, pos, b.BaseOffset(), next)
 	}
 	return b, nil
 }
@@ -203,14 +210,11 @@ func finishHeader(dst []byte, start int, attrs int16, baseTs, maxTs int64, count
 // record decompression error.
 func ValidateCleaned(buf []byte) (batches int, records int64, err error) {
 	var c Cleaner
-	next := int64(-1)
+	next := int64(0)
 	for pos := 0; pos < len(buf); {
-		b, err := nextBatch(buf[pos:], pos)
+		b, err := nextBatch(buf[pos:], pos, next)
 		if err != nil {
 			return batches, records, err
-		}
-		if b.BaseOffset() < next {
-			return batches, records, fmt.Errorf("%w at byte %d: base offset %d below %d", ErrCorrupt, pos, b.BaseOffset(), next)
 		}
 		raw, err := c.records(b, pos)
 		if err != nil {

@@ -46,8 +46,8 @@ func Build(m *OffsetMap, batches []byte, start int64) (lastOffset int64, full bo
 // decompression) and says at which byte of batches; m then holds what was
 // read before it and must be cleared before it is used again.
 func (c *Cleaner) Build(m *OffsetMap, batches []byte, start int64) (lastOffset int64, full bool, err error) {
-	for pos := 0; pos < len(batches); {
-		b, err := nextBatch(batches[pos:], pos)
+	for pos, next := 0, int64(0); pos < len(batches); {
+		b, err := nextBatch(batches[pos:], pos, next)
 		if err != nil {
 			return m.Latest(), false, err
 		}
@@ -74,7 +74,7 @@ func (c *Cleaner) Build(m *OffsetMap, batches []byte, start int64) (lastOffset i
 		if b.LastOffset() >= start {
 			m.SetLatest(b.LastOffset())
 		}
-		pos += b.Size()
+		pos, next = pos+b.Size(), b.NextOffset()
 	}
 	return m.Latest(), false, nil
 }

@@ -109,8 +109,8 @@ func Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]byte, Stats, 
 func (c *Cleaner) Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]byte, Stats, error) {
 	var st Stats
 	entry := len(dst)
-	for pos := 0; pos < len(batches); {
-		b, err := nextBatch(batches[pos:], pos)
+	for pos, next := 0, int64(0); pos < len(batches); {
+		b, err := nextBatch(batches[pos:], pos, next)
 		if err != nil {
 			return dst[:entry], st, err
 		}
@@ -125,21 +125,27 @@ func (c *Cleaner) Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]
 			st.BatchesWritten++
 			st.BytesWritten += int64(len(dst) - before)
 		}
-		pos += b.Size()
+		pos, next = pos+b.Size(), b.NextOffset()
 	}
 	return dst, st, nil
 }
 
 // filterBatch appends what survives of b to dst.
 func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int, r *Rules, st *Stats) ([]byte, error) {
-	if b.Control() {
-		st.BatchesCopied++
-		st.RecordsKept += int64(b.RecordCount())
-		return append(dst, b...), nil
-	}
 	raw, err := c.records(b, pos)
 	if err != nil {
 		return dst, err
+	}
+	if b.Control() {
+		// Copied as they are, once their records are known to parse.
+		for c.it.reset(b, raw); c.it.next(); {
+		}
+		if err := c.it.done(); err != nil {
+			return dst, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
+		}
+		st.BatchesCopied++
+		st.RecordsKept += int64(b.RecordCount())
+		return append(dst, b...), nil
 	}
 	logAppend := b.LogAppendTime()
 	hasHorizon := b.Attributes()&record.DeleteHorizonBit != 0
