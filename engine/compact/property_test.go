@@ -75,8 +75,12 @@ func TestProperty(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with -compact.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	for iter := 0; iter < 30; iter++ {
-		n, keys := 1+rng.IntN(400), 1+rng.IntN(60)
+	iters, maxN := 30, 400
+	if raceEnabled {
+		iters, maxN = 4, 100
+	}
+	for iter := 0; iter < iters; iter++ {
+		n, keys := 1+rng.IntN(maxN), 1+rng.IntN(60)
 		log, all := randomLog(rng, n, keys)
 		rules := Rules{Now: 5000, DeleteRetentionMs: 1000}
 
@@ -95,7 +99,7 @@ func TestProperty(t *testing.T) {
 		}
 
 		// Bounded memory: rounds with a small map converge to the same.
-		slots := max(2, keys/10+1)
+		slots := max(4, keys/10+1)
 		m := NewOffsetMapLoad(slots*BytesPerEntry, 0.9)
 		cur, start := log, int64(0)
 		for round := 0; ; round++ {
