@@ -58,7 +58,8 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
 	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \
 	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential ./metastore/:FuzzDecodeACLValue \
-	./auth/tlsconf/:FuzzFormatDN ./auth/tlsconf/:FuzzPrincipalMappingRules
+	./auth/tlsconf/:FuzzFormatDN ./auth/tlsconf/:FuzzPrincipalMappingRules \
+	./engine/compact/:FuzzFilter
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

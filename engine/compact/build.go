@@ -1,0 +1,149 @@
+package compact
+
+import (
+	"fmt"
+
+	"github.com/sluice/sluice/record"
+)
+
+// Cleaner holds the scratch buffers of the two passes (a decompressed
+// records block, a rebuilt one, the per-record decisions of a batch), so
+// that cleaning a log allocates per compressed batch at most, never per
+// record. The zero value is ready to use. A Cleaner is not safe for
+// concurrent use; each cleaner thread owns one, with its OffsetMap.
+type Cleaner struct {
+	raw  []byte // decompressed records of the batch being read
+	out  []byte // uncompressed records of a rebuilt compressed batch
+	keep []bool // keep[i]: record i of the batch being filtered survives
+	it   rawIter
+}
+
+// Build is (&Cleaner{}).Build, for callers that clean once.
+func Build(m *OffsetMap, batches []byte, start int64) (lastOffset int64, full bool, err error) {
+	var c Cleaner
+	return c.Build(m, batches, start)
+}
+
+// Build is the first pass of cleaning (Kafka's buildOffsetMapForSegment):
+// it reads batches, whole RecordBatch v2 batches back to back as a log
+// segment holds them, and puts the offset of every keyed record at or past
+// start into m, in offset order, so that m ends up with the latest offset
+// of each key. Call it once per segment of the dirty range, in order, on
+// a map cleared before the first.
+//
+// It stops when m is Full at a key it has not seen, and then returns
+// full=true and lastOffset, the offset just before that record: the map is
+// complete for [start, lastOffset], Filter keeps everything past it, and
+// the next cleaning starts at lastOffset+1 (Kafka cleans "what fits" and
+// continues next time). Otherwise lastOffset is m.Latest() after the last
+// batch: the map covers every batch read.
+//
+// Control batches put nothing into the map (transaction markers have no
+// key to deduplicate). Records below start are read but not mapped: they
+// are the already-clean part of the log.
+//
+// An error wraps ErrCorrupt (or record.ErrCorrupt/ErrTooLarge from
+// decompression) and says at which byte of batches; m then holds what was
+// read before it and must be cleared before it is used again.
+func (c *Cleaner) Build(m *OffsetMap, batches []byte, start int64) (lastOffset int64, full bool, err error) {
+	for pos, next := 0, int64(0); pos < len(batches); {
+		b, err := nextBatch(batches[pos:], pos, next)
+		if err != nil {
+			return m.Latest(), false, err
+		}
+		if b.LastOffset() >= start && !b.Control() && b.RecordCount() > 0 {
+			raw, err := c.records(b, pos)
+			if err != nil {
+				return m.Latest(), false, err
+			}
+			it := &c.it
+			for it.reset(b, raw); it.next(); {
+				off := b.BaseOffset() + it.rec.offDelta
+				if it.rec.key == nil || off < start {
+					continue
+				}
+				if !m.Put(it.rec.key, off) {
+					m.SetLatest(off - 1)
+					return m.Latest(), true, nil
+				}
+			}
+			if err := it.done(); err != nil {
+				return m.Latest(), false, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
+			}
+		}
+		if b.LastOffset() >= start {
+			m.SetLatest(b.LastOffset())
+		}
+		pos, next = pos+b.Size(), b.NextOffset()
+	}
+	return m.Latest(), false, nil
+}
+
+// records returns the uncompressed records block of b, decompressing into
+// c.raw when needed. The slice is valid until the next call.
+func (c *Cleaner) records(b record.Batch, pos int) ([]byte, error) {
+	if b.Codec() == record.CodecNone {
+		return b.Records(), nil
+	}
+	raw, err := record.Decompress(b.Codec(), b.Records(), c.raw[:0])
+	if err != nil {
+		return nil, fmt.Errorf("compact: batch at byte %d (offset %d): %w", pos, b.BaseOffset(), err)
+	}
+	c.raw = raw
+	return raw, nil
+}
+
+// rawIter walks the records of an uncompressed records block, checking
+// that there are exactly recordCount of them with strictly increasing
+// offset deltas within [0, lastOffsetDelta] (gaps allowed: a cleaned batch
+// has them).
+type rawIter struct {
+	raw   []byte
+	p     int   // raw[p:] is the next record
+	start int   // raw[start:p] is the current record
+	left  int32 // records still to read
+	lod   int64
+	prev  int64 // offset delta of the previous record; -1 before the first
+	rec   rawRecord
+	err   error
+}
+
+func (it *rawIter) reset(b record.Batch, raw []byte) {
+	*it = rawIter{raw: raw, left: b.RecordCount(), lod: int64(b.LastOffsetDelta()), prev: -1}
+}
+
+// next decodes the next record into it.rec; false at the end or on error.
+func (it *rawIter) next() bool {
+	if it.err != nil || it.left <= 0 {
+		return false
+	}
+	if err := parseRaw(it.raw[it.p:], &it.rec); err != nil {
+		it.err = fmt.Errorf("record at %d: %v", it.p, err)
+		return false
+	}
+	if d := it.rec.offDelta; d <= it.prev || d > it.lod {
+		it.err = fmt.Errorf("offset delta %d after %d (lastOffsetDelta %d)", d, it.prev, it.lod)
+		return false
+	}
+	it.prev = it.rec.offDelta
+	it.start = it.p
+	it.p += it.rec.size
+	it.left--
+	return true
+}
+
+// bytes is the current record's encoding.
+func (it *rawIter) bytes() []byte { return it.raw[it.start:it.p] }
+
+// done reports an error met, or records missing or bytes left over.
+func (it *rawIter) done() error {
+	switch {
+	case it.err != nil:
+		return it.err
+	case it.left != 0:
+		return fmt.Errorf("%d records missing", it.left)
+	case it.p != len(it.raw):
+		return fmt.Errorf("%d bytes after the last record", len(it.raw)-it.p)
+	}
+	return nil
+}

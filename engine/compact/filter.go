@@ -1,0 +1,274 @@
+package compact
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"github.com/sluice/sluice/record"
+)
+
+// Rules are what the second pass needs besides the map: the clock, the
+// topic's delete.retention.ms, and the producer state that decides which
+// emptied batches must stay.
+type Rules struct {
+	// Now is the cleaning time in ms (Kafka's currentTime of the round).
+	// A batch with tombstones that has no delete horizon yet gets
+	// Now+DeleteRetentionMs; tombstones in a batch whose horizon is <= Now
+	// are removed.
+	Now int64
+	// DeleteRetentionMs is the topic's delete.retention.ms (>= 0).
+	DeleteRetentionMs int64
+	// ProducerLast returns, for a producer that is still active in the
+	// partition's producer state, the last offset of its last data batch
+	// (Kafka's LastRecord.lastDataOffset); ok false for an expired or
+	// unknown producer. The batch ending at that offset is kept, even with
+	// no records left, because it carries the producer's last sequence and
+	// epoch. nil: no producer is active.
+	ProducerLast func(producerID int64) (lastDataOffset int64, ok bool)
+	// UpperBound is the end (exclusive) of the cleaning round: the batch
+	// whose next offset is UpperBound is kept even with no records left,
+	// so that the cleaned log still ends at the same offset (Kafka's
+	// upperBoundOffsetOfCleaningRound). 0: none.
+	UpperBound int64
+}
+
+// Stats counts what one Filter call did.
+type Stats struct {
+	BatchesRead, BatchesWritten int
+	BatchesCopied               int // written byte for byte
+	BatchesEmptied              int // written as a header only, for producer state
+	RecordsRead, RecordsKept    int64
+	KeylessDropped              int64 // Kafka's invalidMessage: no key, below the map's range
+	BytesRead, BytesWritten     int64
+}
+
+// Filter is (&Cleaner{}).Filter, for callers that clean once.
+func Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]byte, Stats, error) {
+	var c Cleaner
+	return c.Filter(dst, m, batches, r)
+}
+
+// Filter is the second pass of cleaning (Kafka's Cleaner.cleanInto with
+// MemoryRecords.filterTo): it reads batches (whole batches back to back,
+// the segment being cleaned) and appends to dst the batches that survive,
+// each holding only its surviving records, and returns dst.
+//
+// A record survives when
+//
+//   - its offset is past m.Latest() (the map does not cover it: a later
+//     pass decides), or
+//   - it has a key, no later offset for that key is in the map, and it is
+//     not a tombstone whose batch's delete horizon is <= r.Now.
+//
+// Key-less records below m.Latest() are removed: a compacted topic refuses
+// them on append, so they predate the policy (Kafka counts them as invalid
+// and drops them).
+//
+// Offsets never change. A batch that keeps some records keeps its
+// baseOffset, lastOffsetDelta, baseSequence, producer id and epoch,
+// partition leader epoch and attributes, as Kafka's
+// buildRetainedRecordsInto does: the surviving records keep their offset
+// deltas, so the batch still ends at its original last offset and its
+// last sequence (baseSequence+lastOffsetDelta) is still the one the
+// producer sent, which is what the producer state rebuilt from the log
+// needs. recordCount becomes the number kept, less than lastOffsetDelta+1.
+// The timestamps are recomputed as Kafka's MemoryRecordsBuilder does:
+// baseTimestamp is the first kept record's timestamp, or the delete horizon
+// when the batch has one; maxTimestamp is the largest kept timestamp (the
+// batch's own for LogAppendTime); the record timestamp deltas are
+// re-encoded against the new base where it moved. A compressed batch is
+// re-compressed with its codec (snappy keeps the xerial framing if it had
+// it); the CRC is recomputed.
+//
+// Delete horizon (KIP-534, Kafka 3.1+, RecordBatch v2): the first cleaning
+// that keeps a tombstone in a batch without the delete-horizon attribute
+// rewrites the batch with the attribute set and baseTimestamp =
+// r.Now+r.DeleteRetentionMs. A later cleaning at or after that time
+// removes its tombstones. A tombstone therefore lives at least
+// delete.retention.ms after the cleaning that first saw it, which gives a
+// consumer that read the key's older value time to see the delete.
+//
+// A batch with every record kept and nothing to stamp is copied byte for
+// byte. A batch with no record kept is dropped, unless it is the last data
+// batch of an active producer (r.ProducerLast) or ends at r.UpperBound:
+// then only its header stays, with recordCount 0, no codec, both
+// timestamps the batch's maxTimestamp (Kafka's writeEmptyHeader), so that
+// sequence and epoch state survive cleaning.
+//
+// Control batches (transaction markers) are copied unchanged for now:
+// Sluice has no transactions yet. Kafka removes a marker once its
+// transaction's records are gone and its delete horizon has passed, and
+// drops the records of aborted transactions; both need the transaction
+// index, which belongs with transactions.
+//
+// On error, dst is returned at its length on entry, with an error wrapping
+// ErrCorrupt (or record.ErrCorrupt / ErrTooLarge from decompression).
+// Filter does not allocate for uncompressed batches once its buffers have
+// grown; a compressed batch that is rewritten allocates its encoder.
+func (c *Cleaner) Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]byte, Stats, error) {
+	var st Stats
+	entry := len(dst)
+	for pos, next := 0, int64(0); pos < len(batches); {
+		b, err := nextBatch(batches[pos:], pos, next)
+		if err != nil {
+			return dst[:entry], st, err
+		}
+		st.BatchesRead++
+		st.BytesRead += int64(b.Size())
+		st.RecordsRead += int64(b.RecordCount())
+		before := len(dst)
+		if dst, err = c.filterBatch(dst, m, b, pos, r, &st); err != nil {
+			return dst[:entry], st, err
+		}
+		if len(dst) > before {
+			st.BatchesWritten++
+			st.BytesWritten += int64(len(dst) - before)
+		}
+		pos, next = pos+b.Size(), b.NextOffset()
+	}
+	return dst, st, nil
+}
+
+// filterBatch appends what survives of b to dst.
+func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int, r *Rules, st *Stats) ([]byte, error) {
+	raw, err := c.records(b, pos)
+	if err != nil {
+		return dst, err
+	}
+	if b.Control() {
+		// Copied as they are, once their records are known to parse.
+		for c.it.reset(b, raw); c.it.next(); {
+		}
+		if err := c.it.done(); err != nil {
+			return dst, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
+		}
+		st.BatchesCopied++
+		st.RecordsKept += int64(b.RecordCount())
+		return append(dst, b...), nil
+	}
+	logAppend := b.LogAppendTime()
+	hasHorizon := b.Attributes()&record.DeleteHorizonBit != 0
+	horizon := b.BaseTimestamp() // meaningful when hasHorizon
+
+	// Decide each record.
+	c.keep = c.keep[:0]
+	kept, tombstones := int32(0), false
+	firstTs, maxTs := int64(record.NoTimestamp), int64(record.NoTimestamp)
+	it := &c.it
+	for it.reset(b, raw); it.next(); {
+		rec := &it.rec
+		off := b.BaseOffset() + rec.offDelta
+		keep := true
+		if off <= m.Latest() {
+			if rec.key == nil {
+				keep = false
+				st.KeylessDropped++
+			} else if found, ok := m.Get(rec.key); ok && off < found {
+				keep = false
+			} else if rec.tombstone && hasHorizon && r.Now >= horizon {
+				keep = false
+			}
+		}
+		c.keep = append(c.keep, keep)
+		if !keep {
+			continue
+		}
+		ts := b.BaseTimestamp() + rec.tsDelta
+		if logAppend {
+			ts = b.MaxTimestamp()
+		}
+		if kept == 0 {
+			firstTs = ts
+		}
+		maxTs = max(maxTs, ts)
+		kept++
+		tombstones = tombstones || rec.tombstone
+	}
+	if err := it.done(); err != nil {
+		return dst, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
+	}
+	st.RecordsKept += int64(kept)
+
+	needHorizon := tombstones && !hasHorizon
+	switch {
+	case kept == 0:
+		if !c.retainEmpty(b, r) {
+			return dst, nil
+		}
+		st.BatchesEmptied++
+		start := len(dst)
+		dst = append(dst, b[:record.HeaderSize]...)
+		attrs := b.Attributes() & (record.TimestampTypeBit | record.TransactionalBit | record.ControlBit)
+		finishHeader(dst, start, attrs, b.MaxTimestamp(), b.MaxTimestamp(), 0)
+		return dst, nil
+	case kept == b.RecordCount() && !needHorizon:
+		st.BatchesCopied++
+		return append(dst, b...), nil
+	}
+
+	// Rewrite the batch with the kept records.
+	attrs := b.Attributes()
+	baseTs := firstTs
+	switch {
+	case needHorizon:
+		attrs |= record.DeleteHorizonBit
+		baseTs = satAdd(r.Now, r.DeleteRetentionMs)
+	case hasHorizon:
+		baseTs = horizon
+	}
+	if logAppend {
+		maxTs = b.MaxTimestamp()
+	}
+	start := len(dst)
+	dst = append(dst, b[:record.HeaderSize]...)
+	out := dst
+	if b.Codec() != record.CodecNone {
+		out = c.out[:0]
+	}
+	i := 0
+	for it.reset(b, raw); it.next(); i++ {
+		if !c.keep[i] {
+			continue
+		}
+		ts := b.BaseTimestamp() + it.rec.tsDelta
+		if logAppend {
+			ts = b.MaxTimestamp()
+		}
+		out = appendRecord(out, it.bytes(), &it.rec, ts-baseTs)
+	}
+	if b.Codec() == record.CodecNone {
+		dst = out
+	} else {
+		c.out = out
+		dst = record.CompressRecords(dst, b.Codec(), out, isXerial(b.Records()))
+	}
+	finishHeader(dst, start, attrs, baseTs, maxTs, kept)
+	return dst, nil
+}
+
+// retainEmpty reports whether b, with no record left, must stay as an
+// empty batch (Kafka's BatchRetention.RETAIN_EMPTY).
+func (c *Cleaner) retainEmpty(b record.Batch, r *Rules) bool {
+	if r.UpperBound > 0 && b.NextOffset() == r.UpperBound {
+		return true
+	}
+	if b.ProducerID() < 0 || r.ProducerLast == nil {
+		return false
+	}
+	last, ok := r.ProducerLast(b.ProducerID())
+	return ok && last == b.LastOffset()
+}
+
+// xerialMagic starts a snappy block framed as the Java client frames it.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+func isXerial(block []byte) bool { return bytes.HasPrefix(block, xerialMagic) }
+
+// satAdd is a+b for b >= 0, saturating at MaxInt64.
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
