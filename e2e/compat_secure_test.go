@@ -18,34 +18,47 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
-// startSASLSSLBroker starts a broker whose one listener is SASL_SSL with
-// SCRAM-SHA-512 and PLAIN (super user admin) and creates the SCRAM user
-// erin; it returns the broker and the CA file clients trust.
-func startSASLSSLBroker(t *testing.T) (*brokerProc, string) {
+// startSecureBroker starts a broker whose listeners (the first one
+// SASL_SSL on {port}) use pki's certificates, SCRAM-SHA-512 and PLAIN with
+// the admin user and the PLAIN users given as JAAS options
+// (user_bob="bob-secret"), plus sets; it returns the broker and an admin
+// client (PLAIN, over TLS), closed at cleanup.
+func startSecureBroker(t *testing.T, pki testpki.PKI, listeners, plainUsers string, sets ...string) (*brokerProc, *kadm.Client) {
 	t.Helper()
-	dir := t.TempDir()
-	pki := testpki.New(t)
-	sp := pki.Broker
-	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";`
-	b := startBroker(t, filepath.Join(dir, "data"),
-		"listeners=SASL_SSL://127.0.0.1:{port}",
+	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" ` + plainUsers + `;`
+	all := append([]string{"listeners=" + listeners,
 		"sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN",
-		"ssl.keystore.type=PEM", "ssl.keystore.location="+sp.Keystore,
-		"listener.name.sasl_ssl.plain.sasl.jaas.config="+jaas,
-		"num.partitions=1", "group.initial.rebalance.delay.ms=0",
-	)
+		"listener.name.sasl_ssl.plain.sasl.jaas.config=" + jaas,
+	}, pki.BrokerSets()...)
+	b := startBroker(t, filepath.Join(t.TempDir(), "data"), append(all, sets...)...)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(pki.TLS),
 		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	return b, kadm.NewClient(cl)
+}
+
+// createSCRAMUser creates a SCRAM-SHA-512 user through the broker.
+func createSCRAMUser(t *testing.T, adm *kadm.Client, user, pass string, iterations int32) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "erin", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "erin-secret"}}); err != nil || res.Error() != nil {
-		t.Fatalf("create SCRAM user: %v %v", err, res.Error())
+	res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: kadm.ScramSha512, Iterations: iterations, Password: pass}})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("create SCRAM user %s: %v %v", user, err, res.Error())
 	}
-	return b, sp.CA
+}
+
+// startSASLSSLBroker starts a SASL_SSL broker with the SCRAM user erin and
+// returns it and the CA file clients trust.
+func startSASLSSLBroker(t *testing.T) (*brokerProc, string) {
+	t.Helper()
+	pki := testpki.New(t)
+	b, adm := startSecureBroker(t, pki, "SASL_SSL://127.0.0.1:{port}", "", "num.partitions=1", "group.initial.rebalance.delay.ms=0")
+	createSCRAMUser(t, adm, "erin", "erin-secret", 4096)
+	return b, pki.Broker.CA
 }
 
 const kafkaPythonSecure = `

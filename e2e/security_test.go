@@ -7,47 +7,25 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice/sluice/internal/testpki"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 func TestKcatSecurity(t *testing.T) {
 	kcat := need(t, "kcat")
-	dir := t.TempDir()
 	pki := testpki.New(t, "kcat-client")
 	sp, cp := pki.Broker, pki.Clients["kcat-client"]
 	sslPort := freePort(t)
-	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_bob="bob-secret";`
-	b := startBroker(t, filepath.Join(dir, "data"),
-		"listeners=SASL_SSL://127.0.0.1:{port},SSL://127.0.0.1:"+itoa(int32(sslPort)),
-		"sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN",
-		"ssl.keystore.type=PEM", "ssl.keystore.location="+sp.Keystore,
-		"ssl.truststore.type=PEM", "ssl.truststore.location="+sp.CA,
+	b, adm := startSecureBroker(t, pki, "SASL_SSL://127.0.0.1:{port},SSL://127.0.0.1:"+itoa(int32(sslPort)), `user_bob="bob-secret"`,
 		"listener.name.ssl.ssl.client.auth=required",
-		"listener.name.sasl_ssl.plain.sasl.jaas.config="+jaas,
-		"authorizer.class.name=sluice", "super.users=User:admin;User:bob;User:CN=kcat-client",
-	)
-
-	// Create a SCRAM user through the broker.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(pki.TLS),
-		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+		"authorizer.class.name=sluice", "super.users=User:admin;User:bob;User:CN=kcat-client")
+	createSCRAMUser(t, adm, "carol", "carol-secret", 8192)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(cl)
-	if res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "carol-secret"}}); err != nil || res.Error() != nil {
-		t.Fatalf("create SCRAM user: %v %v", err, res.Error())
-	}
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "sec"); err != nil {
 		t.Fatal(err)
 	}
