@@ -51,16 +51,9 @@ func sluiceWithOK(t *testing.T, file string, args ...string) cliResult {
 
 func TestCLISecurity(t *testing.T) {
 	dir := t.TempDir()
-	sp := testpki.New(t).Broker
-	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";`
-	b := startBroker(t, filepath.Join(dir, "data"),
-		"listeners=SASL_SSL://127.0.0.1:{port}",
-		"sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN",
-		"ssl.keystore.type=PEM", "ssl.keystore.location="+sp.Keystore,
-		"ssl.truststore.type=PEM", "ssl.truststore.location="+sp.CA,
-		"listener.name.sasl_ssl.plain.sasl.jaas.config="+jaas,
-		"authorizer.class.name=sluice", "super.users=User:admin",
-	)
+	pki := testpki.New(t)
+	sp := pki.Broker
+	b, _ := startSecureBroker(t, pki, "SASL_SSL://127.0.0.1:{port}", "", "authorizer.class.name=sluice", "super.users=User:admin")
 	props := func(name, mechanism, user, pass string, extra ...string) string {
 		lines := append([]string{
 			"# as kcat -F reads it",
