@@ -7,7 +7,10 @@ import (
 )
 
 // PrepareAppend validates every batch in buf and rewrites the fields the
-// broker owns, numbering the batches from next. It is the one place backends
+// broker owns, numbering the batches from next. A follower's batches
+// (AssignOffsets false) keep their offsets, which must increase from next
+// on, with gaps allowed: a leader's compacted log has them (Kafka's
+// appendAsFollower refuses only offsets below the log end). It is the one place backends
 // turn client bytes into log bytes; on error buf may be partly rewritten but
 // nothing should be appended. It does not allocate.
 //
@@ -19,7 +22,12 @@ func PrepareAppend(buf []byte, next int64, opts AppendOptions, maxBatchBytes int
 		if err := checkFraming(buf); err != nil {
 			return info, err
 		}
-	} else if _, _, err := record.ValidateAll(buf); err != nil {
+	} else if opts.AssignOffsets {
+		if _, _, err := record.ValidateAll(buf); err != nil {
+			return info, err
+		}
+	} else if _, _, err := record.ValidateAllStored(buf); err != nil {
+		// A follower copies the leader's log, which may be cleaned.
 		return info, err
 	}
 	info.FirstOffset = next
@@ -37,8 +45,8 @@ func PrepareAppend(buf []byte, next int64, opts AppendOptions, maxBatchBytes int
 			if opts.LogAppendTime > 0 {
 				b.SetLogAppendTime(opts.LogAppendTime)
 			}
-		} else if b.BaseOffset() != next {
-			return info, fmt.Errorf("%w: batch at byte %d has base offset %d, expected %d", ErrOffsetMismatch, pos, b.BaseOffset(), next)
+		} else if b.BaseOffset() < next {
+			return info, fmt.Errorf("%w: batch at byte %d has base offset %d, below %d", ErrOffsetMismatch, pos, b.BaseOffset(), next)
 		} else if pos == 0 {
 			info.FirstOffset = b.BaseOffset()
 		}

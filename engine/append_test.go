@@ -93,9 +93,8 @@ func TestPrepareAppendFollower(t *testing.T) {
 		buf  []byte
 		next int64
 	}{
-		{"first-not-at-end", bytes.Clone(orig), 9},
-		{"first-past-end", bytes.Clone(orig), 11},
-		{"gap", concatBatches(a, func() []byte { c := bytes.Clone(b); record.Batch(c).SetBaseOffset(13); return c }()), 10},
+		{"first-below-end", bytes.Clone(orig), 11},
+		{"overlap", concatBatches(a, func() []byte { c := bytes.Clone(b); record.Batch(c).SetBaseOffset(11); return c }()), 10},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

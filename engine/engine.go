@@ -28,7 +28,7 @@ var (
 	// recovery repairs; the message names the file.
 	ErrCorruptStore = errors.New("engine: corrupt store")
 	// ErrOffsetMismatch is returned by a follower append (AssignOffsets
-	// false) whose first batch does not start at the log end offset.
+	// false) whose batches start below the log end offset or overlap.
 	ErrOffsetMismatch = errors.New("engine: batch offset does not match log end")
 	// ErrBatchTooLarge is returned when a batch exceeds LogConfig.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("engine: batch too large")
@@ -152,7 +152,9 @@ type EpochEntry struct {
 type AppendOptions struct {
 	// AssignOffsets: true for a leader, which numbers the batches from
 	// the log end offset; false for a follower, whose batches already
-	// carry the leader's offsets and must start at the log end offset.
+	// carry the leader's offsets, increasing from the log end offset on
+	// (gaps allowed: a compacted leader log has them; validated with
+	// record.ValidateStored, which allows cleaned batches).
 	AssignOffsets bool
 	// LeaderEpoch is written into partitionLeaderEpoch when AssignOffsets.
 	LeaderEpoch int32

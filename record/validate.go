@@ -214,3 +214,55 @@ func validateAll(buf []byte, validate func([]byte) (int, error)) (batches int, r
 	}
 	return batches, records, nil
 }
+
+// ValidateStored checks a batch as a log holds it, which may have been
+// cleaned (cleanup.policy=compact): everything Validate checks except that
+// recordCount may be anything in [0, lastOffsetDelta+1] and the offset
+// deltas of uncompressed records must increase strictly within
+// [0, lastOffsetDelta], gaps allowed. Kafka's DefaultRecordBatch.ensureValid
+// allows the same: a cleaned batch keeps its offset span and loses records,
+// and a batch kept only for its producer's state has none. Recovery, a
+// follower's append and dump-log use it; a producer's batch gets
+// ValidateAppend.
+func ValidateStored(b []byte) (int, error) {
+	size, err := validateHeader(b)
+	if err != nil {
+		return 0, err
+	}
+	bt := Batch(b[:size])
+	if got, want := bt.ComputeCRC(), bt.CRC(); got != want {
+		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("crc mismatch: stored %08x, computed %08x", want, got)}
+	}
+	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
+	if lod < 0 || count < 0 || count > lod+1 {
+		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d outside [0, lastOffsetDelta+1 = %d]", count, lod+1)}
+	}
+	if bt.Codec() > CodecZstd {
+		return 0, &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
+	}
+	if bt.Codec() == CodecNone {
+		raw, prev := bt.Records(), int64(-1)
+		for i := int32(0); i < int32(count); i++ {
+			var r Record
+			n, err := parseRecord(raw, &r)
+			if err != nil {
+				return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
+			}
+			if r.OffsetDelta <= prev || r.OffsetDelta > lod {
+				return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: offset delta %d after %d, lastOffsetDelta %d", i, r.OffsetDelta, prev, lod)}
+			}
+			prev = r.OffsetDelta
+			raw = raw[n:]
+		}
+		if len(raw) != 0 {
+			return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("%d bytes after the last record", len(raw))}
+		}
+	}
+	return size, nil
+}
+
+// ValidateAllStored is ValidateAll with ValidateStored's allowance for
+// cleaned batches.
+func ValidateAllStored(buf []byte) (batches int, records int64, err error) {
+	return validateAll(buf, ValidateStored)
+}

@@ -112,29 +112,25 @@ func testAppendAllOrNothing(t *testing.T, h *harness) {
 }
 
 // testFollowerAppend: with AssignOffsets false the batches keep the
-// leader's offsets and epochs byte for byte, and must start at the log end
-// offset (ErrOffsetMismatch otherwise, appending nothing).
+// leader's offsets and epochs byte for byte; their offsets must increase
+// from the log end offset on, gaps allowed (a compacted leader log has
+// them), and a batch below the end or overlapping the one before is
+// ErrOffsetMismatch, appending nothing.
 func testFollowerAppend(t *testing.T, h *harness) {
 	ldr := h.createID(engine.PartitionID{Topic: "leader", Partition: 0}, engine.LogConfig{})
 	var m model
 	fill(t, ldr, &m, 3, 2, 30, baseTs, 10, 4)
 	appendOK(t, ldr, &m, MakeBatch(3, baseTs+50, 30, 7), leader(6))
 	fetched := scan(t, ldr, 0)
+	first := fetched[:record.Batch(fetched).Size()]
+	second := fetched[len(first):]
 
 	f := h.createID(engine.PartitionID{Topic: "follower", Partition: 0}, engine.LogConfig{})
 	follower := engine.AppendOptions{AssignOffsets: false, LeaderEpoch: 99}
-	// Wrong start: the first batch is at 0 but the follower is empty, so
-	// fetched[batch 1:] is at 2, not 0.
-	second := fetched[record.Batch(fetched).Size():]
-	_, err := f.Append(bytes.Clone(second), follower)
-	wantErr(t, "follower append past the end", err, engine.ErrOffsetMismatch)
-	if f.EndOffset() != 0 {
-		t.Fatalf("failed follower append moved EndOffset to %d", f.EndOffset())
-	}
-	// A gap in the middle of one append is a mismatch too, all or nothing.
-	gap := concat(fetched[:record.Batch(fetched).Size()], second[record.Batch(second).Size():])
-	_, err = f.Append(bytes.Clone(gap), follower)
-	wantErr(t, "follower append with a gap", err, engine.ErrOffsetMismatch)
+	// Overlap inside one append: the second batch again, after itself.
+	overlap := concat(first, first)
+	_, err := f.Append(bytes.Clone(overlap), follower)
+	wantErr(t, "follower append with overlapping batches", err, engine.ErrOffsetMismatch)
 	if f.EndOffset() != 0 || f.Size() != 0 {
 		t.Fatalf("failed follower append left end %d size %d", f.EndOffset(), f.Size())
 	}
@@ -149,6 +145,26 @@ func testFollowerAppend(t *testing.T, h *harness) {
 	want := []engine.EpochEntry{ep(4, 0), ep(6, 6)}
 	if got := f.LeaderEpochs(); !epochsEqual(got, want) {
 		t.Fatalf("follower LeaderEpochs %v, want %v (from the batches' partitionLeaderEpoch)", got, want)
+	}
+	// Below the end: refused.
+	_, err = f.Append(bytes.Clone(first), follower)
+	wantErr(t, "follower append below the end", err, engine.ErrOffsetMismatch)
+
+	// A gap: a second follower skips the leader's first batch, as if
+	// the leader's cleaner had removed it, and reads the rest at their
+	// offsets.
+	g := h.createID(engine.PartitionID{Topic: "gapped", Partition: 0}, engine.LogConfig{})
+	info = appendOK(t, g, nil, bytes.Clone(second), follower)
+	if info.FirstOffset != record.Batch(second).BaseOffset() || g.EndOffset() != 9 {
+		t.Fatalf("gapped follower append %+v, end %d", info, g.EndOffset())
+	}
+	if got := scan(t, g, 0); !bytes.Equal(got, second) {
+		t.Fatalf("gapped follower log differs from what it appended")
+	}
+	// A read at an offset in the gap starts at the first batch after it.
+	data, _ := mustRead(t, g, 0, 1<<20, -1)
+	if !bytes.Equal(data, second) {
+		t.Fatalf("read in the gap returned %d bytes, want the %d after it", len(data), len(second))
 	}
 }
 

@@ -144,9 +144,9 @@ func TestAppendAllOrNothing(t *testing.T) {
 	if l.EndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("end %d size %d after a failed append", l.EndOffset(), l.Size())
 	}
-	// A follower append must start at the log end.
+	// A follower append must not start below the log end.
 	b := batch(1, 1, "f")
-	record.Batch(b).SetBaseOffset(5)
+	record.Batch(b).SetBaseOffset(-1)
 	if _, err := l.Append(b, engine.AppendOptions{}); !errors.Is(err, engine.ErrOffsetMismatch) {
 		t.Fatalf("err = %v, want ErrOffsetMismatch", err)
 	}
