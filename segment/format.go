@@ -72,6 +72,7 @@ const (
 	cleanShutdownFile  = ".kafka_cleanshutdown"
 	recoveryPointFile  = "recovery-point-offset-checkpoint"
 	logStartOffsetFile = "log-start-offset-checkpoint"
+	cleanerOffsetFile  = "cleaner-offset-checkpoint"
 	// replicationOffsetFile holds the high watermarks the broker saves
 	// through engine.HighWatermarkStore; the store only reads and
 	// writes it.

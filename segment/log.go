@@ -68,9 +68,19 @@ type Log struct {
 
 	syncer syncer
 	bg     sync.WaitGroup // background flushes started by roll
+
+	// cleaning is set while a cleanWriter is open (one at a time).
+	cleaning atomic.Bool
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// gaps reports whether the log's offsets may skip: a compacted log
+// (cleanup.policy has compact), whose cleaner removes records and whose
+// followers copy a cleaned leader. Recovery of any other log insists on
+// dense offsets, which catches a damaged baseOffset (the CRC does not
+// cover it). REQUIRES: appendMu, or exclusive access while loading.
+func (l *Log) gaps() bool { return l.cfg.Compact }
 
 // fail makes err the log's sticky failure, unless one is already set, and
 // returns the failure that is set: the first one wins. The failure is
@@ -315,9 +325,15 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	var pos int64
 	var ok bool
 	pos, _, ok, err = s.findBatch(offset, s.size.Load())
-	if err == nil && ok {
+	if err == nil && !ok {
+		// offset is past the segment's last batch (a gap that cleaning
+		// left at its end): cut after it.
+		pos, ok = s.size.Load(), true
+	} else if err == nil {
+		// The batch found must start at or after offset: cutting inside
+		// a batch is refused. Past it means offset is in a gap.
 		var hdr [headerPeekSize]byte
-		if _, err = s.header(hdr[:], pos, s.size.Load()); err == nil && record.Batch(hdr[:]).BaseOffset() != offset {
+		if _, err = s.header(hdr[:], pos, s.size.Load()); err == nil && record.Batch(hdr[:]).BaseOffset() < offset {
 			ok = false
 		}
 	}
@@ -332,7 +348,7 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	dropped := l.segs[i+1:]
 	l.segs = l.segs[:i+1]
 	wasActive := len(dropped) == 0
-	err = s.truncateTo(pos, offset)
+	err = s.truncateTo(pos, offset, l.gaps())
 	if err == nil && !wasActive {
 		if err = s.idx.Resize(l.cfg.IndexMaxBytes); err == nil {
 			err = s.tidx.Resize(l.cfg.IndexMaxBytes)

@@ -21,12 +21,15 @@ func (l *Log) segmentFor(offset int64) int {
 	return i - 1
 }
 
-// findBatch returns the position of the batch holding offset in s, looking
-// below the committed size limit: an index lookup, then a scan of 12-byte
-// headers (baseOffset, batchLength) until a batch starts after offset; the
-// batch before it holds offset. ok is false when offset lies past the last
-// batch below limit. The scan is at most index.interval.bytes of log
-// (plus one batch). REQUIRES: l.mu held (read).
+// findBatch returns the position of the first batch in s whose last
+// offset is >= offset, looking below the committed size limit: the batch
+// holding offset, or the first one after it when offset falls in a gap that
+// cleaning left (cleanup.policy=compact). It is an index lookup, then a
+// scan of 12-byte headers (baseOffset, batchLength) until a batch starts at
+// or after offset; only when offset is not a batch's base does one more
+// read tell whether the batch before holds it. ok is false when every
+// batch below limit ends before offset. The scan is at most
+// index.interval.bytes of log (plus one batch). REQUIRES: l.mu held (read).
 func (s *segment) findBatch(offset, limit int64) (pos, size int64, ok bool, err error) {
 	if _, p, found := s.idx.Lookup(offset); found {
 		pos = p
@@ -43,10 +46,13 @@ func (s *segment) findBatch(offset, limit int64) (pos, size int64, ok bool, err 
 			return pos, n, true, nil
 		}
 		if base > offset {
-			if prev < 0 {
-				return 0, 0, false, nil
+			if prev >= 0 {
+				holds, err := s.holds(prev, offset)
+				if err != nil || holds {
+					return prev, prevSize, holds, err
+				}
 			}
-			return prev, prevSize, true, nil
+			return pos, n, true, nil
 		}
 		prev, prevSize = pos, n
 		pos += n
@@ -54,16 +60,19 @@ func (s *segment) findBatch(offset, limit int64) (pos, size int64, ok bool, err 
 	if prev < 0 {
 		return 0, 0, false, nil
 	}
-	// offset is in the last batch below limit, or past it: its
-	// lastOffsetDelta says which.
+	// offset is in the last batch below limit, or past it.
+	holds, err := s.holds(prev, offset)
+	return prev, prevSize, holds, err
+}
+
+// holds reports whether the batch at pos ends at or after offset (its
+// lastOffsetDelta says).
+func (s *segment) holds(pos, offset int64) (bool, error) {
 	var h [headerLastDeltaEnd]byte
-	if _, err := s.f.ReadAt(h[:], prev); err != nil {
-		return 0, 0, false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, prev, err)
+	if _, err := s.f.ReadAt(h[:], pos); err != nil {
+		return false, fmt.Errorf("%w: read %s at %d: %v", engine.ErrCorruptStore, s.path, pos, err)
 	}
-	if offset > record.Batch(h[:]).LastOffset() {
-		return 0, 0, false, nil
-	}
-	return prev, prevSize, true, nil
+	return offset <= record.Batch(h[:]).LastOffset(), nil
 }
 
 // endFor returns the greatest batch boundary in (from, limit], given that
@@ -119,18 +128,17 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	if err != nil {
 		return zerocopy.Slice{}, err
 	}
-	if !ok {
-		// Offsets are dense, so the segment holding offset holds a
-		// batch with it; this only guards against one that ends early.
-		if i+1 < len(l.segs) {
-			s = l.segs[i+1]
-			limit = s.size.Load()
-			if pos, size, ok, err = s.findBatch(offset, limit); err != nil {
-				return zerocopy.Slice{}, err
-			}
-		}
-		if !ok {
+	for !ok {
+		// Every batch of the segment ends before offset: cleaning left
+		// a gap at its end (or removed all of it); the answer is the
+		// first batch of a later segment.
+		if i++; i >= len(l.segs) {
 			return zerocopy.Slice{}, nil
+		}
+		s = l.segs[i]
+		limit = s.size.Load()
+		if pos, size, ok, err = s.findBatch(offset, limit); err != nil {
+			return zerocopy.Slice{}, err
 		}
 	}
 	committed := limit

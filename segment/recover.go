@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,8 +31,9 @@ const recoverBufSize = 4 << 20
 //     error wrapping engine.ErrCorruptStore.
 //   - After an unclean shutdown, every segment that may hold offsets at or
 //     past the recovery point is recovered: each batch is validated
-//     (record.Validate: length, magic, CRC, records) and must continue the
-//     offsets; the segment is cut at the first one that does not, later
+//     (record.ValidateStored: length, magic, CRC, records, allowing what
+//     cleaning leaves) and must continue the offsets (with gaps allowed
+//     in a compacted log, see Log.gaps); the segment is cut at the first one that does not, later
 //     segments are deleted, and the indexes are rebuilt.
 //   - Every other segment (all of them after a clean shutdown) keeps its
 //     indexes if they pass a sanity check (ascending, inside the log, the
@@ -53,6 +55,9 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 			// trust nothing.
 			clean = false
 		}
+	}
+	if err := l.completeSwaps(); err != nil {
+		return nil, err
 	}
 	bases, err := l.scanDir()
 	if err != nil {
@@ -211,8 +216,8 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 	all := l.segs
 	for i, seg := range all {
 		last := i == len(all)-1
-		if !cut && len(kept) > 0 && seg.base != kept[len(kept)-1].next {
-			l.log.Warn("segment: offsets do not continue into segment", "file", seg.path, "expected", kept[len(kept)-1].next, "base", seg.base)
+		if prev := kept; !cut && len(prev) > 0 && (seg.base < prev[len(prev)-1].next || (!l.gaps() && seg.base != prev[len(prev)-1].next)) {
+			l.log.Warn("segment: segment overlaps the one before", "file", seg.path, "previousEnd", kept[len(kept)-1].next, "base", seg.base)
 			cut = true
 		}
 		if cut {
@@ -238,7 +243,7 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 				return recovered, err
 			}
 			recovered = append(recovered, seg)
-			if !last && (truncated || seg.next != all[i+1].base) {
+			if !last && (truncated || seg.next > all[i+1].base || (!l.gaps() && seg.next != all[i+1].base)) {
 				cut = true
 			}
 		}
@@ -279,10 +284,10 @@ func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
 	if err := seg.tidx.Check(span); err != nil {
 		return err
 	}
-	if err := seg.restoreState(int64(l.cfg.IndexIntervalBytes)); err != nil {
+	if err := seg.restoreState(int64(l.cfg.IndexIntervalBytes), l.gaps()); err != nil {
 		return err
 	}
-	if span >= 0 && seg.next != segs[i+1].base {
+	if span >= 0 && (seg.next > segs[i+1].base || (!l.gaps() && seg.next != segs[i+1].base)) {
 		return fmt.Errorf("segment ends at offset %d, the next starts at %d", seg.next, segs[i+1].base)
 	}
 	return nil
@@ -336,13 +341,19 @@ func (l *Log) recoverSegment(seg *segment, br *bufio.Reader, big *[]byte) (bool,
 				return readErr(err)
 			}
 		}
-		if _, err := record.Validate(batch); err != nil {
+		if _, err := record.ValidateStored(batch); err != nil {
 			reason = err.Error()
 			break
 		}
 		b := record.Batch(batch)
-		if b.BaseOffset() != seg.next {
+		if b.BaseOffset() < seg.next || (!l.gaps() && b.BaseOffset() != seg.next) {
 			reason = fmt.Sprintf("batch offset %d, expected %d", b.BaseOffset(), seg.next)
+			break
+		}
+		if b.LastOffset()-seg.base > math.MaxInt32 {
+			// Kafka's ensureOffsetInRange: the index stores offsets
+			// relative to the base in 32 bits.
+			reason = fmt.Sprintf("batch last offset %d is more than 2^31-1 past the segment base %d", b.LastOffset(), seg.base)
 			break
 		}
 		seg.indexBatch(b, pos, interval)

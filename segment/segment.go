@@ -36,6 +36,9 @@ type segment struct {
 	// maxTs is the largest batch maxTimestamp in the segment (-1: none);
 	// stored by the appender, loaded by readers to skip segments.
 	maxTs atomic.Int64
+	// firstTs caches the first batch's maxTimestamp once the segment is
+	// inactive (math.MinInt64: not read yet); see firstBatchTimestamp.
+	firstTs atomic.Int64
 
 	// Writer state. REQUIRES: the log's appendMu (or exclusive access
 	// while loading).
@@ -66,7 +69,13 @@ func createSegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs in
 // (the active segment); 0 maps them as they are. The writer state is left
 // for the caller to restore (restoreState or recovery).
 func openSegment(fs FS, dir string, base int64, indexMaxBytes int) (*segment, error) {
-	path := segmentPath(dir, base, logSuffix)
+	return openSegmentAs(fs, dir, base, indexMaxBytes, "")
+}
+
+// openSegmentAs is openSegment for files whose names carry suffix after
+// the usual one (".cleaned": the cleaner's output being written).
+func openSegmentAs(fs FS, dir string, base int64, indexMaxBytes int, suffix string) (*segment, error) {
+	path := segmentPath(dir, base, logSuffix) + suffix
 	f, err := fs.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", engine.ErrCorruptStore, path, err)
@@ -83,10 +92,11 @@ func openSegment(fs FS, dir string, base int64, indexMaxBytes int) (*segment, er
 	}
 	s := &segment{base: base, path: path, f: f, next: base, maxTsOffset: -1}
 	s.maxTs.Store(-1)
+	s.firstTs.Store(math.MinInt64)
 	s.size.Store(st.Size())
-	s.idx, err = mmapindex.OpenOffset(segmentPath(dir, base, indexSuffix), base, indexMaxBytes)
+	s.idx, err = mmapindex.OpenOffset(segmentPath(dir, base, indexSuffix)+suffix, base, indexMaxBytes)
 	if err == nil {
-		s.tidx, err = mmapindex.OpenTime(segmentPath(dir, base, timeIndexSuffix), base, indexMaxBytes)
+		s.tidx, err = mmapindex.OpenTime(segmentPath(dir, base, timeIndexSuffix)+suffix, base, indexMaxBytes)
 		if err != nil {
 			s.idx.Close()
 		}
@@ -197,15 +207,17 @@ func (s *segment) remove() error {
 }
 
 // truncateTo cuts the segment at position pos, where the batch holding
-// offset next begins. REQUIRES: the log's mu held for writing.
-func (s *segment) truncateTo(pos, next int64) error {
+// offset next begins (or the first after it, with gaps). REQUIRES: the
+// log's mu held for writing.
+func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 	if err := s.f.Truncate(pos); err != nil {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.path, pos, err)
 	}
 	s.size.Store(pos)
+	s.firstTs.Store(math.MinInt64)
 	s.idx.TruncateTo(next)
 	s.tidx.TruncateTo(next)
-	return s.restoreState(0)
+	return s.restoreState(0, gaps)
 }
 
 // header reads the first len(buf) bytes of the batch header at pos, which
@@ -235,7 +247,10 @@ func (s *segment) header(buf []byte, pos, limit int64) (int64, error) {
 // (a segment being loaded), indexes that lack entries the writer would
 // have made (a deleted or zeroed index file) fail too; pass interval 0
 // otherwise. An error means the segment must be recovered.
-func (s *segment) restoreState(interval int64) error {
+//
+// gaps allows offsets to skip (a compacted log, see Log.gaps); otherwise
+// each batch must start where the one before ended.
+func (s *segment) restoreState(interval int64, gaps bool) error {
 	s.next, s.maxTsOffset, s.bytesSinceIndex = s.base, -1, 0
 	s.maxTs.Store(-1)
 	size := s.size.Load()
@@ -261,10 +276,10 @@ func (s *segment) restoreState(interval int64) error {
 			return err
 		}
 		b := record.Batch(hdr[:])
-		if pos == 0 && b.BaseOffset() != s.base {
+		if pos == 0 && (b.BaseOffset() < s.base || (!gaps && b.BaseOffset() != s.base)) {
 			return fmt.Errorf("first batch has offset %d, segment base is %d", b.BaseOffset(), s.base)
 		}
-		if pos > from && b.BaseOffset() != s.next {
+		if pos > from && (b.BaseOffset() < s.next || (!gaps && b.BaseOffset() != s.next)) {
 			return fmt.Errorf("batch at %d has offset %d, expected %d", pos, b.BaseOffset(), s.next)
 		}
 		if n := s.idx.Entries(); n > 0 {

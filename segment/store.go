@@ -41,6 +41,9 @@ type Store struct {
 	// updated when a log closes).
 	recoveryPoints map[engine.PartitionID]int64
 	startOffsets   map[engine.PartitionID]int64
+	// cleanerPoints are the cleaner checkpoints (cleaner-offset-checkpoint)
+	// of every log, open or not.
+	cleanerPoints map[engine.PartitionID]int64
 	// unrecovered holds the logs found at an unclean Open that have not
 	// been opened (so not recovered) since, and the logs that failed (see
 	// Log) and were closed; while any remain, Close does not write the
@@ -116,6 +119,7 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	}
 	s.recoveryPoints = s.readOffsets(recoveryPointFile)
 	s.startOffsets = s.readOffsets(logStartOffsetFile)
+	s.cleanerPoints = s.readOffsets(cleanerOffsetFile)
 	if opts.FlushInterval > 0 {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
@@ -284,6 +288,7 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	}
 	delete(s.recoveryPoints, id)
 	delete(s.startOffsets, id)
+	delete(s.cleanerPoints, id)
 	delete(s.unrecovered, id)
 	aside := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deleteDirSuffix
 	err := os.Rename(dir, aside)

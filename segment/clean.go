@@ -1,0 +1,449 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
+)
+
+// This file is the segment backend's side of log compaction
+// (engine.Compactable): the cleaner (engine/cleaner) reads a group of
+// inactive segments through Read and writes what survives through a
+// cleanWriter, which replaces the group with one segment the way Kafka's
+// Log.replaceSegments does, so that a crash at any point leaves the old
+// segments or the new one:
+//
+//  1. The new segment is written as <from>.log.cleaned (and .index.cleaned,
+//     .timeindex.cleaned) and fsynced. A crash now: recovery removes the
+//     .cleaned files; the old segments are untouched.
+//  2. The .cleaned files are renamed to .swap and the directory fsynced:
+//     the commit point. A crash from here on: recovery finds the .swap,
+//     removes every segment whose base lies in [from, the swap's last
+//     offset], and renames the .swap files into place (completeSwaps).
+//  3. The old segments are removed, the .swap files renamed to their
+//     final names, the directory fsynced.
+//
+// The cleaner keeps the last batch of each group (Rules.UpperBound), so the
+// swap's last offset reaches into the group's last non-empty segment and
+// step 2's recovery removes exactly the group.
+
+// InactiveSegments implements engine.Compactable.
+func (l *Log) InactiveSegments() []engine.SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed.Load() || len(l.segs) < 2 {
+		return nil
+	}
+	out := make([]engine.SegmentInfo, 0, len(l.segs)-1)
+	for i, s := range l.segs[:len(l.segs)-1] {
+		out = append(out, engine.SegmentInfo{
+			Base:                s.base,
+			Next:                l.segs[i+1].base,
+			End:                 s.next,
+			Bytes:               s.size.Load(),
+			FirstBatchTimestamp: s.firstBatchTimestamp(),
+			LargestTimestamp:    s.maxTs.Load(),
+		})
+	}
+	return out
+}
+
+// firstBatchTimestamp is the maxTimestamp of the segment's first batch, -1
+// when it has none; read once and cached (inactive segments do not
+// change). REQUIRES: the log's mu held.
+func (s *segment) firstBatchTimestamp() int64 {
+	if ts := s.firstTs.Load(); ts != math.MinInt64 {
+		return ts
+	}
+	ts := int64(-1)
+	var hdr [record.HeaderSize]byte
+	if size := s.size.Load(); size >= record.HeaderSize {
+		if _, err := s.f.ReadAt(hdr[:], 0); err == nil {
+			ts = record.Batch(hdr[:]).MaxTimestamp()
+		}
+	}
+	s.firstTs.Store(ts)
+	return ts
+}
+
+// CleanerCheckpoint implements engine.Compactable: the log's entry in the
+// log dir's cleaner-offset-checkpoint.
+func (l *Log) CleanerCheckpoint() int64 { return l.store.cleanerPoint(l.id) }
+
+// SetCleanerCheckpoint implements engine.Compactable.
+func (l *Log) SetCleanerCheckpoint(offset int64) error {
+	if l.closed.Load() {
+		return errClosedLog
+	}
+	return l.store.setCleanerPoint(l.id, offset)
+}
+
+// covering returns the segments that cover exactly [from, to), all
+// inactive, or nil. REQUIRES: l.mu held.
+func (l *Log) covering(from, to int64) (int, []*segment) {
+	for i, s := range l.segs {
+		if s.base != from {
+			continue
+		}
+		for j := i; j+1 < len(l.segs); j++ {
+			if l.segs[j+1].base == to {
+				return i, l.segs[i : j+1 : j+1]
+			}
+			if l.segs[j+1].base > to {
+				break
+			}
+		}
+		break
+	}
+	return -1, nil
+}
+
+// ReplaceSegments implements engine.Compactable.
+func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
+	l.appendMu.Lock()
+	if l.closed.Load() {
+		l.appendMu.Unlock()
+		return nil, errClosedLog
+	}
+	if err := l.failure(); err != nil {
+		l.appendMu.Unlock()
+		return nil, err
+	}
+	cfg := l.cfg
+	l.mu.RLock()
+	_, old := l.covering(from, to)
+	old = append([]*segment(nil), old...)
+	l.mu.RUnlock()
+	l.appendMu.Unlock()
+	if len(old) == 0 {
+		return nil, fmt.Errorf("%w: no inactive segments cover [%d, %d) in %s", engine.ErrCleanConflict, from, to, l.dir)
+	}
+	if !l.cleaning.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("segment: %s: a replacement is already open", l.dir)
+	}
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(segmentPath(l.dir, from, suf) + cleanedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.cleaning.Store(false)
+			return nil, fmt.Errorf("segment: remove leftover: %w", err)
+		}
+	}
+	seg, err := openSegmentAs(l.store.fs, l.dir, from, cfg.IndexMaxBytes, cleanedSuffix)
+	if err != nil {
+		l.cleaning.Store(false)
+		return nil, err
+	}
+	return &cleanWriter{l: l, from: from, to: to, next: from, old: old, seg: seg, interval: int64(cfg.IndexIntervalBytes)}, nil
+}
+
+// crashAt, set by tests, stops Commit just before step n (see the
+// numbered steps in Commit) as a crash would, leaving the files as they
+// are; Commit then returns errCrashed.
+var crashAt func(step int) bool
+
+var errCrashed = errors.New("segment: test crash")
+
+func crashed(step int) bool { return crashAt != nil && crashAt(step) }
+
+// cleanWriter writes one cleaned segment (see the top of this file).
+type cleanWriter struct {
+	l        *Log
+	from, to int64
+	next     int64 // batches must start here or later
+	old      []*segment
+	seg      *segment // the .cleaned files; nil once handed over or removed
+	pos      int64
+	interval int64
+	done     bool
+}
+
+// Write implements engine.SegmentWriter.
+func (w *cleanWriter) Write(batches []byte) error {
+	if w.done || w.seg == nil {
+		return errors.New("segment: write after commit or abort")
+	}
+	next := w.next
+	for p := 0; p < len(batches); {
+		n, ok := record.PeekSize(batches[p:])
+		if !ok || n < record.HeaderSize || n > len(batches)-p {
+			return fmt.Errorf("segment: cleaned batches: torn batch at byte %d", p)
+		}
+		b := record.Batch(batches[p:])
+		if b.BaseOffset() < next || b.LastOffset() >= w.to {
+			return fmt.Errorf("segment: cleaned batch [%d, %d] outside [%d, %d)", b.BaseOffset(), b.LastOffset(), next, w.to)
+		}
+		next = b.NextOffset()
+		p += n
+	}
+	if _, err := w.seg.f.WriteAt(batches, w.pos); err != nil {
+		return fmt.Errorf("segment: write %s: %w", w.seg.path, err)
+	}
+	for p := 0; p < len(batches); {
+		b := record.Batch(batches[p:])
+		w.seg.indexBatch(b, w.pos+int64(p), w.interval)
+		p += b.Size()
+	}
+	w.pos += int64(len(batches))
+	w.seg.size.Store(w.pos)
+	w.next = next
+	return nil
+}
+
+// Commit implements engine.SegmentWriter.
+func (w *cleanWriter) Commit() error {
+	if w.done || w.seg == nil {
+		return errors.New("segment: commit after commit or abort")
+	}
+	l := w.l
+	if err := w.seg.roll(); err != nil {
+		return err
+	}
+	if err := w.seg.flush(); err != nil {
+		return err
+	}
+	if err := w.seg.close(); err != nil {
+		return err
+	}
+	w.seg = nil
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return errClosedLog
+	}
+	if err := l.failure(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	_, cur := l.covering(w.from, w.to)
+	l.mu.RUnlock()
+	if !sameSegments(cur, w.old) {
+		return fmt.Errorf("%w: segments [%d, %d) of %s changed", engine.ErrCleanConflict, w.from, w.to, l.dir)
+	}
+	// 2. The commit point.
+	for k, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if crashed(1 + k) { // 1: before any rename, 2-3: between them
+			return errCrashed
+		}
+		p := segmentPath(l.dir, w.from, suf)
+		if err := os.Rename(p+cleanedSuffix, p+swapSuffix); err != nil {
+			if suf == logSuffix {
+				return fmt.Errorf("segment: rename %s: %w", p+cleanedSuffix, err)
+			}
+			// Past the commit point: the log must be reloaded.
+			return l.fail(fmt.Errorf("rename %s: %w", p+cleanedSuffix, err))
+		}
+	}
+	if err := syncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("fsync %s: %w", l.dir, err))
+	}
+	// 3. Swap in.
+	if crashed(4) {
+		return errCrashed
+	}
+	l.mu.Lock()
+	i, cur := l.covering(w.from, w.to)
+	var err error
+	for k, s := range cur {
+		if k == 1 && crashed(5) { // some old segments removed
+			l.mu.Unlock()
+			return errCrashed
+		}
+		if rerr := s.remove(); err == nil {
+			err = rerr
+		}
+	}
+	for k, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		if crashed(6 + k) { // 6: old removed, 7-8: some renamed
+			l.mu.Unlock()
+			return errCrashed
+		}
+		p := segmentPath(l.dir, w.from, suf)
+		if rerr := os.Rename(p+swapSuffix, p); err == nil && rerr != nil {
+			err = rerr
+		}
+	}
+	var ns *segment
+	if err == nil {
+		ns, err = openSegment(l.store.fs, l.dir, w.from, 0)
+	}
+	if err == nil {
+		if err = ns.restoreState(0, true); err != nil {
+			ns.close()
+		}
+	}
+	if err != nil {
+		// The old segments are gone from the directory; until a reload
+		// completes the swap, reads of them keep the open handles.
+		l.mu.Unlock()
+		return l.fail(fmt.Errorf("swap in cleaned segment %d of %s: %w", w.from, l.dir, err))
+	}
+	segs := make([]*segment, 0, len(l.segs)-len(cur)+1)
+	segs = append(segs, l.segs[:i]...)
+	segs = append(segs, ns)
+	segs = append(segs, l.segs[i+len(cur):]...)
+	l.segs = segs
+	l.mu.Unlock()
+	w.done = true
+	l.cleaning.Store(false)
+	if err := syncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("fsync %s: %w", l.dir, err))
+	}
+	return nil
+}
+
+// Abort implements engine.SegmentWriter.
+func (w *cleanWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	if w.seg != nil {
+		w.seg.close()
+		w.seg = nil
+	}
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		os.Remove(segmentPath(w.l.dir, w.from, suf) + cleanedSuffix)
+	}
+	w.l.cleaning.Store(false)
+}
+
+func sameSegments(a, b []*segment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// completeSwaps finishes cleanings that crashed past their commit point
+// (see the top of this file): for each <base>.log.swap in dir, the
+// segments whose base lies in [base, the swap's last offset] are removed
+// and the .swap files renamed into place. It runs before the directory
+// scan of a log's load.
+func (l *Log) completeSwaps() error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("%w: read %s: %v", engine.ErrCorruptStore, l.dir, err)
+	}
+	var logs []int64
+	var swaps []int64
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, logSuffix+swapSuffix):
+			if base, err := parseSegmentName(strings.TrimSuffix(name, logSuffix+swapSuffix)); err == nil {
+				swaps = append(swaps, base)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			if base, err := parseSegmentName(strings.TrimSuffix(name, logSuffix)); err == nil {
+				logs = append(logs, base)
+			}
+		}
+	}
+	for _, base := range swaps {
+		swap := segmentPath(l.dir, base, logSuffix) + swapSuffix
+		end, ok, err := swapEnd(swap, base)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Not what a cleaning fsyncs before its commit point:
+			// scanDir removes it as a leftover. (A cleaning whose
+			// group held no batch writes an empty file; rolling it
+			// back loses nothing.)
+			l.log.Warn("segment: ignoring a .swap file that holds no whole batches", "swap", swap)
+			continue
+		}
+		l.log.Warn("segment: completing an interrupted cleaning", "swap", swap, "replaces", fmt.Sprintf("[%d, %d]", base, end))
+		for _, b := range logs {
+			if b < base || b > end {
+				continue
+			}
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				if err := os.Remove(segmentPath(l.dir, b, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("segment: remove replaced segment: %w", err)
+				}
+			}
+		}
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+			p := segmentPath(l.dir, base, suf)
+			if err := os.Rename(p+swapSuffix, p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("segment: rename %s: %w", p+swapSuffix, err)
+			}
+		}
+	}
+	if len(swaps) > 0 {
+		if err := syncDir(l.dir); err != nil {
+			return fmt.Errorf("segment: fsync %s: %w", l.dir, err)
+		}
+	}
+	return nil
+}
+
+// swapEnd returns the last offset of the batches in a .swap file, reading
+// their headers; ok is false unless they chain exactly to the end of a
+// non-empty file, as a swap fsynced before its rename does.
+func swapEnd(path string, base int64) (end int64, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: open %s: %v", engine.ErrCorruptStore, path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: stat %s: %v", engine.ErrCorruptStore, path, err)
+	}
+	end = base
+	var hdr [headerLastDeltaEnd]byte
+	pos := int64(0)
+	for pos+headerLastDeltaEnd <= st.Size() {
+		if _, err := f.ReadAt(hdr[:], pos); err != nil && err != io.EOF {
+			return 0, false, fmt.Errorf("%w: read %s: %v", engine.ErrCorruptStore, path, err)
+		}
+		b := record.Batch(hdr[:])
+		n := int64(binary.BigEndian.Uint32(hdr[8:12])) + record.LogOverhead
+		if n < record.HeaderSize || pos+n > st.Size() || b.BaseOffset() < end || b.Magic() != record.Magic {
+			return 0, false, nil
+		}
+		end = b.LastOffset()
+		pos += n
+	}
+	return end, pos > 0 && pos == st.Size(), nil
+}
+
+// cleanerPoint returns id's cleaner checkpoint (0: never cleaned).
+func (s *Store) cleanerPoint(id engine.PartitionID) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleanerPoints[id]
+}
+
+// setCleanerPoint records id's cleaner checkpoint and rewrites the log
+// dir's cleaner-offset-checkpoint (Kafka's file and format).
+func (s *Store) setCleanerPoint(id engine.PartitionID, offset int64) error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return engine.ErrClosed
+	}
+	s.cleanerPoints[id] = offset
+	m := make(map[engine.PartitionID]int64, len(s.cleanerPoints))
+	for k, v := range s.cleanerPoints {
+		m[k] = v
+	}
+	s.mu.Unlock()
+	return writeOffsetCheckpoint(filepath.Join(s.dir, cleanerOffsetFile), m)
+}
