@@ -109,13 +109,17 @@ type Config struct {
 	// limit (max.connections.per.ip.overrides, "host:count,...").
 	MaxConnectionsPerIPOverrides map[string]int32
 
-	ZooKeeperConnect           string        // zookeeper.connect; "" = single-node mode
-	ZooKeeperSessionTimeout    time.Duration // zookeeper.session.timeout.ms
-	MinInsyncReplicas          int           // min.insync.replicas
-	ReplicaLagTimeMax          time.Duration // replica.lag.time.max.ms
-	UncleanLeaderElection      bool          // unclean.leader.election.enable
-	OffsetsTopicReplication    int16         // offsets.topic.replication.factor
-	OffsetsTopicPartitions     int32         // offsets.topic.num.partitions
+	ZooKeeperConnect        string        // zookeeper.connect; "" = single-node mode
+	ZooKeeperSessionTimeout time.Duration // zookeeper.session.timeout.ms
+	MinInsyncReplicas       int           // min.insync.replicas
+	ReplicaLagTimeMax       time.Duration // replica.lag.time.max.ms
+	UncleanLeaderElection   bool          // unclean.leader.election.enable
+	OffsetsTopicReplication int16         // offsets.topic.replication.factor
+	OffsetsTopicPartitions  int32         // offsets.topic.num.partitions
+	// OffsetsTopicSegmentBytes is offsets.topic.segment.bytes (100 MiB):
+	// the segment.bytes of __consumer_offsets, which is compacted, so
+	// smaller segments let the cleaner reach commits sooner.
+	OffsetsTopicSegmentBytes   int32
 	OffsetsRetention           time.Duration // offsets.retention.minutes
 	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeout     time.Duration // group.min.session.timeout.ms
@@ -210,6 +214,7 @@ func Default() Config {
 		UncleanLeaderElection:      false,
 		OffsetsTopicReplication:    3,
 		OffsetsTopicPartitions:     50,
+		OffsetsTopicSegmentBytes:   100 << 20,
 		OffsetsRetention:           10080 * time.Minute,
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second,

@@ -343,6 +343,8 @@ func (s *setter) set(key, v string) error {
 		c.OffsetsTopicReplication = int16(n)
 	case "offsets.topic.num.partitions":
 		c.OffsetsTopicPartitions, err = parseInt32(key, v, 1, 100000)
+	case "offsets.topic.segment.bytes":
+		c.OffsetsTopicSegmentBytes, err = parseInt32(key, v, 1, math.MaxInt32)
 	case "offsets.retention.minutes":
 		c.OffsetsRetention, err = parseDuration(key, v, time.Minute, 1)
 	case "group.initial.rebalance.delay.ms":

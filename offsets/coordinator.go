@@ -30,6 +30,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/sluice/sluice/coordlog"
@@ -42,11 +43,17 @@ import (
 // Topic is Kafka's internal offsets topic.
 const Topic = "__consumer_offsets"
 
-// TopicConfigs returns the topic configs __consumer_offsets is created with:
-// retention.ms=-1, since without compaction deleting old segments would
-// lose the offsets of quiet groups. The caller owns the map.
-func TopicConfigs() map[string]string {
-	return map[string]string{"retention.ms": "-1"}
+// TopicConfigs returns the topic configs __consumer_offsets is created with,
+// Kafka's: cleanup.policy=compact (the cleaner keeps each group's latest
+// offsets and metadata, and drops what tombstones deleted, so a new
+// coordinator replays only that), compression.type=producer, and
+// segment.bytes from offsets.topic.segment.bytes. The caller owns the map.
+func TopicConfigs(segmentBytes int32) map[string]string {
+	return map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    strconv.Itoa(int(segmentBytes)),
+	}
 }
 
 // commitTimeout is offsets.commit.timeout.ms: how long a commit waits for

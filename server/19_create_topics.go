@@ -174,7 +174,7 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 // or Metadata's auto-creation) gets exactly the topic the coordinator
 // would have created, or INVALID_TOPIC_EXCEPTION.
 func (s *Server) checkInternalTopic(spec *topicSpec) error {
-	want := offsets.TopicConfigs()
+	want := offsets.TopicConfigs(s.cfg.OffsetsTopicSegmentBytes)
 	switch {
 	case spec.assignment != nil:
 		return fmt.Errorf("%w: %s is an internal topic: no manual assignment", errInvalidTopic, spec.name)

@@ -95,7 +95,42 @@ func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.De
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
+	s.describeCleanerStatus(rr, sr)
 	return nil
+}
+
+// Read-only status entries of a compacted topic's cleaning on this broker,
+// returned only when asked for by name (so that a tool listing every
+// config sees only Kafka's): the highest dirty ratio among the local
+// partitions (Kafka's cleanableRatio, which min.cleanable.dirty.ratio is
+// compared with) and when one was last cleaned (ms since the epoch, -1:
+// not since this broker started). `sluice topic describe` shows them.
+const (
+	cleanerDirtyRatioConfig  = "sluice.cleaner.dirty.ratio"
+	cleanerLastCleanedConfig = "sluice.cleaner.last.cleaned.ms"
+)
+
+func (s *Server) describeCleanerStatus(rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) {
+	if rr.ConfigNames == nil || (!slices.Contains(rr.ConfigNames, cleanerDirtyRatioConfig) && !slices.Contains(rr.ConfigNames, cleanerLastCleanedConfig)) {
+		return
+	}
+	t := s.topics.get(rr.ResourceName)
+	if t == nil || !t.cfg.log.Compact {
+		return
+	}
+	ratio, last := s.cleanerStatus(t)
+	add := func(name, v string, typ int8) {
+		if !slices.Contains(rr.ConfigNames, name) {
+			return
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly = name, &v, true
+		c.Source = kmsg.ConfigSource(sourceDefault)
+		c.ConfigType = kmsg.ConfigType(typ)
+		sr.Configs = append(sr.Configs, c)
+	}
+	add(cleanerDirtyRatioConfig, strconv.FormatFloat(ratio, 'f', 4, 64), configTypeDouble)
+	add(cleanerLastCleanedConfig, strconv.FormatInt(last, 10), configTypeLong)
 }
 
 func synonym(name, value string, src int8) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {

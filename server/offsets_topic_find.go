@@ -132,7 +132,7 @@ func (zp *zkPlane) leaderOf(key string) int32 {
 func (zp *zkPlane) createOffsetsTopic(ctx context.Context) error {
 	cfg := zp.s.cfg
 	err := zp.node.CreateTopic(ctx, offsets.Topic, int(cfg.OffsetsTopicPartitions), int(cfg.OffsetsTopicReplication),
-		offsets.TopicConfigs(), [16]byte{})
+		offsets.TopicConfigs(cfg.OffsetsTopicSegmentBytes), [16]byte{})
 	if errors.Is(err, cluster.ErrTopicExists) {
 		return nil
 	}

@@ -49,6 +49,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/cleaner"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
@@ -120,6 +121,8 @@ type Server struct {
 
 	topics topicRegistry
 	groups *group.Coordinator
+	// cleaner runs log compaction (nil: log.cleaner.enable=false).
+	cleaner *cleaner.Manager
 	pids   producerIDs
 	// interBroker is Options.InterBrokerSecurity.
 	interBroker kconn.Security
@@ -232,6 +235,12 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: group coordinator: %w", err)
 	}
 	s.groups = groups
+	if err := s.startCleaner(); err != nil {
+		s.groups.Close()
+		s.cp.close()
+		s.closePartitions()
+		return nil, fmt.Errorf("server: log cleaner: %w", err)
+	}
 	return s, nil
 }
 
@@ -330,6 +339,7 @@ func (s *Server) Shutdown() {
 // metastore and the engine store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
+	s.stopCleaner()
 	s.cp.close()
 	gerr := s.groups.Close()
 	if err := s.closePartitions(); err != nil {

@@ -351,6 +351,7 @@ func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) er
 		p.SetMinInsyncReplicas(opts.MinInsyncReplicas)
 	}
 	s.topics.publish(&nt)
+	s.wakeCleaner()
 	s.log.Info("server: applied topic configs", "topic", t.name, "configs", overrides)
 	return first
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -152,6 +153,7 @@ func topicDescribe(c *adminCmd) error {
 		}
 		overrides := map[string][]string{}
 		policies := map[string]string{}
+		var compacted []string
 		if len(names) > 0 {
 			rcs, err := adm.DescribeTopicConfigs(ctx, names...)
 			if err != nil {
@@ -165,6 +167,9 @@ func topicDescribe(c *adminCmd) error {
 				for _, cfg := range rc.Configs {
 					if cfg.Key == "cleanup.policy" {
 						policies[rc.Name] = cleanupPolicy(cfg)
+						if strings.Contains(cfg.MaybeValue(), "compact") {
+							compacted = append(compacted, rc.Name)
+						}
 					}
 					if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig {
 						continue
@@ -178,14 +183,91 @@ func topicDescribe(c *adminCmd) error {
 				slices.Sort(overrides[rc.Name])
 			}
 		}
+		cleaning := cleanerStatuses(ctx, c.client(), compacted)
 		for i, name := range names {
 			if i > 0 {
 				fmt.Fprintln(c.stdout)
+			}
+			if st, ok := cleaning[name]; ok {
+				policies[name] += "  " + st.String()
 			}
 			printTopic(c.stdout, tds[name], overrides[name], policies[name])
 		}
 		return failed.err()
 	})
+}
+
+// cleanerStatus is what the brokers report of a compacted topic's cleaning:
+// the highest dirty ratio among its partitions and when one was last
+// cleaned (ms; -1: not since the brokers started).
+type cleanerStatus struct {
+	ratio       float64
+	lastCleaned int64
+}
+
+func (st cleanerStatus) String() string {
+	last := "never (since the brokers started)"
+	if st.lastCleaned >= 0 {
+		last = time.UnixMilli(st.lastCleaned).UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("DirtyRatio: %.2f  LastCleaned: %s", st.ratio, last)
+}
+
+// cleanerStatuses asks every broker for the cleaner status of topics (each
+// broker knows its own replicas: read-only sluice.cleaner.* entries that
+// DescribeConfigs returns when they are named) and merges the answers.
+// Brokers that do not answer are left out.
+func cleanerStatuses(ctx context.Context, cl *kgo.Client, topics []string) map[string]cleanerStatus {
+	out := map[string]cleanerStatus{}
+	if len(topics) == 0 {
+		return out
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, t := range topics {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = t
+		r.ConfigNames = []string{"sluice.cleaner.dirty.ratio", "sluice.cleaner.last.cleaned.ms"}
+		req.Resources = append(req.Resources, r)
+	}
+	for _, b := range cl.DiscoveredBrokers() {
+		kr, err := b.Request(ctx, req)
+		if err != nil {
+			continue
+		}
+		resp := kr.(*kmsg.DescribeConfigsResponse)
+		for _, r := range resp.Resources {
+			if r.ErrorCode != 0 {
+				continue
+			}
+			st, seen := out[r.ResourceName]
+			if !seen {
+				st.lastCleaned = -1
+			}
+			for _, c := range r.Configs {
+				v := ""
+				if c.Value != nil {
+					v = *c.Value
+				}
+				switch c.Name {
+				case "sluice.cleaner.dirty.ratio":
+					if f, err := strconv.ParseFloat(v, 64); err == nil && f > st.ratio {
+						st.ratio = f
+					}
+					seen = true
+				case "sluice.cleaner.last.cleaned.ms":
+					if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > st.lastCleaned {
+						st.lastCleaned = n
+					}
+					seen = true
+				}
+			}
+			if seen {
+				out[r.ResourceName] = st
+			}
+		}
+	}
+	return out
 }
 
 // cleanupPolicy is the described cleanup.policy with where it comes from:

@@ -1,0 +1,35 @@
+package replication
+
+// ProducerLastOffsets returns, for each producer in the partition's
+// idempotent-producer table (those not expired), the last offset of its
+// last batch: Kafka's lastDataOffset, whose batch the log cleaner keeps,
+// even emptied, so that the producer's sequence and epoch survive cleaning
+// and a restart that rebuilds the table from the log. It waits for the
+// append round in progress and holds the next ones off while it reads.
+func (p *Partition) ProducerLastOffsets() map[int64]int64 {
+	p.fmu.Lock() // follower appends teach the table too
+	defer p.fmu.Unlock()
+	p.qmu.Lock()
+	for p.appending {
+		p.idle.Wait()
+	}
+	p.appending = true // lead an empty round: the table is ours
+	p.qmu.Unlock()
+
+	m := make(map[int64]int64, len(p.producers.producers))
+	for pid, e := range p.producers.producers {
+		if b, ok := e.last(); ok {
+			m[pid] = b.lastOffset
+		}
+	}
+
+	p.qmu.Lock()
+	if len(p.queue) > 0 {
+		p.queue[0].wake <- true // hand the lead on, as runRound does
+	} else {
+		p.appending = false
+		p.idle.Broadcast()
+	}
+	p.qmu.Unlock()
+	return m
+}
