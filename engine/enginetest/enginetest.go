@@ -52,6 +52,7 @@ func cases() []testCase {
 	all = append(all, lifecycleCases()...)
 	all = append(all, concurrencyCases()...)
 	all = append(all, optionalCases()...)
+	all = append(all, compactionCases()...)
 	return all
 }
 

@@ -11,11 +11,15 @@ import (
 )
 
 // chunk is the in-memory stand-in for one segment: batches back to back.
+// It covers the offsets [base, next); since a follower copies a compacted
+// leader's gaps and the cleaner removes batches, the batches need not fill
+// that range.
 //
 // Invariants: index[i] describes buf[index[i].pos:index[i].end];
 // index[i].end == index[i+1].pos; index[len-1].end == len(buf);
-// index[i].last+1 == index[i+1].base; base == index[0].base and
-// next == index[len-1].last+1. A published chunk is never empty. Bytes in
+// index[i].last < index[i+1].base (increasing, gaps allowed);
+// base <= index[0].base and index[len-1].last < next. A chunk may hold no
+// batch (a cleaned group left empty, or a Truncate into a gap). Bytes in
 // buf[:len(buf)] are never written again (see the package doc).
 type chunk struct {
 	base, next int64
@@ -57,12 +61,19 @@ type Log struct {
 	writeMu sync.Mutex
 	mu      sync.RWMutex
 	cfg     engine.LogConfig // with defaults filled
-	chunks  []*chunk         // ascending, dense: chunks[i].next == chunks[i+1].base
-	start   int64            // log start offset; chunks[0] holds it when non-empty
-	end     int64            // log end offset; chunks[len-1].next when non-empty
-	size    int64            // sum of len(chunk.buf)
-	epochs  *engine.EpochCache
-	closed  bool
+	// chunks cover the offset space densely: chunks[i].next ==
+	// chunks[i+1].base, chunks[0].base <= start, chunks[len-1].next ==
+	// end. The batches inside may have gaps.
+	chunks []*chunk
+	start  int64 // log start offset
+	end    int64 // log end offset; chunks[len-1].next when non-empty
+	size   int64 // sum of len(chunk.buf)
+	epochs *engine.EpochCache
+	closed bool
+	// checkpoint is the cleaner checkpoint (engine.Compactable).
+	checkpoint int64
+	// replacing: a SegmentWriter is open. REQUIRES: writeMu.
+	replacing bool
 }
 
 func newLog(id engine.PartitionID, cfg engine.LogConfig, now func() time.Time) *Log {
@@ -134,7 +145,15 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 			c = &tail
 		}
 		if c == nil || c.rolls(size, now, cfg) {
-			cur = &chunk{base: b.BaseOffset(), maxTs: -1, created: now}
+			// The new chunk starts where the one before ends (at
+			// the log end when there is none), so that chunks
+			// cover the offsets densely even when a follower's
+			// batch starts past it.
+			base := l.end
+			if c != nil {
+				base = c.next
+			}
+			cur = &chunk{base: base, maxTs: -1, created: now}
 			added = append(added, cur)
 			c = cur
 		}
@@ -194,7 +213,8 @@ func appendBytes(buf, b []byte, segmentBytes int64) []byte {
 	return append(nb, b...)
 }
 
-// Read returns whole batches from the one holding offset, as documented on
+// Read returns whole batches from the one holding offset (or the first
+// after it when offset lies in a gap of a compacted log), as documented on
 // engine.Log. The slice aliases the log's memory without a copy; those
 // bytes are immutable, so it stays valid after Truncate, retention or
 // DeleteLog. A read never spans two chunks, as a segment read never spans
@@ -212,8 +232,17 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	if offset == l.end || (upTo >= 0 && offset >= upTo) {
 		return zerocopy.Slice{}, nil
 	}
-	c := l.chunks[l.chunkForLocked(offset)]
+	// The batch holding offset, or the first one after it when offset
+	// lies in a gap, possibly in a later chunk.
+	ci := l.chunkForLocked(offset)
+	c := l.chunks[ci]
 	i := entryFor(c.index, offset)
+	for i == len(c.index) {
+		if ci++; ci == len(l.chunks) {
+			return zerocopy.Slice{}, nil // a gap up to the log end
+		}
+		c, i = l.chunks[ci], 0
+	}
 	first := c.index[i]
 	if upTo >= 0 && first.last >= upTo {
 		return zerocopy.Slice{}, nil
@@ -243,10 +272,11 @@ func (l *Log) chunkForLocked(offset int64) int {
 	return lo
 }
 
-// entryFor returns the index of the batch holding offset: the first entry
-// whose last offset is >= offset (len(index)-1 when none is).
+// entryFor returns the index of the batch holding offset, or of the first
+// batch after it when offset lies in a gap: the first entry whose last
+// offset is >= offset (len(index) when none is).
 func entryFor(index []entry, offset int64) int {
-	lo, hi := 0, len(index)-1
+	lo, hi := 0, len(index)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if index[m].last >= offset {

@@ -406,3 +406,60 @@ func TestAppendAllocs(t *testing.T) {
 		t.Fatalf("read back %d batches, last at %d", len(got), got[len(got)-1])
 	}
 }
+
+// TestGaps: a follower copying a compacted leader gets offset gaps between
+// batches and between chunks; reads in a gap start at the next batch, also
+// across a chunk boundary, and Truncate may cut in a gap.
+func TestGaps(t *testing.T) {
+	_, l := openLog(t, engine.LogConfig{SegmentBytes: 150})
+	follower := engine.AppendOptions{}
+	at := func(base int64, n int) []byte {
+		b := batch(n, 1000+base, "g")
+		record.Batch(b).SetBaseOffset(base)
+		return b
+	}
+	// Batches [3,4], [10,12], [20,21], [30,30]: about 100 bytes each, so
+	// every batch rolls a chunk.
+	for _, b := range [][]byte{at(3, 2), at(10, 3), at(20, 2), at(30, 1)} {
+		if _, err := l.Append(b, follower); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.EndOffset() != 31 {
+		t.Fatalf("end %d, want 31", l.EndOffset())
+	}
+	for _, c := range []struct {
+		offset int64
+		first  int64
+	}{{0, 3}, {3, 3}, {4, 3}, {5, 10}, {11, 10}, {13, 20}, {25, 30}, {30, 30}} {
+		s, err := l.Read(c.offset, 1, -1)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", c.offset, err)
+		}
+		b, _ := s.AppendTo(nil)
+		if got := offsetsOf(b); len(got) != 1 || got[0] != c.first {
+			t.Fatalf("Read(%d) got batches %v, want the one at %d", c.offset, got, c.first)
+		}
+	}
+	if err := l.Truncate(11); !errors.Is(err, engine.ErrOffsetOutOfRange) {
+		t.Fatalf("truncate inside a batch: %v", err)
+	}
+	if err := l.Truncate(16); err != nil || l.EndOffset() != 16 {
+		t.Fatalf("truncate in a gap: %v, end %d", err, l.EndOffset())
+	}
+	if s, err := l.Read(14, 1<<20, -1); err != nil || s.Len() != 0 {
+		t.Fatalf("read in the trailing gap: %d bytes, %v", s.Len(), err)
+	}
+	if _, err := l.Append(at(16, 1), follower); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := l.Read(14, 1<<20, -1); err != nil || s.Len() == 0 {
+		t.Fatalf("read after refill: %d bytes, %v", s.Len(), err)
+	}
+	if err := l.DeleteBefore(6); err != nil || l.StartOffset() != 6 {
+		t.Fatalf("DeleteBefore in a gap: %v, start %d", err, l.StartOffset())
+	}
+	if off, _, ok, err := l.OffsetForTimestamp(0); err != nil || !ok || off != 10 {
+		t.Fatalf("OffsetForTimestamp: %d %v %v, want 10", off, ok, err)
+	}
+}

@@ -8,13 +8,16 @@ import (
 )
 
 // Truncate removes every batch with an offset >= offset. offset must be a
-// batch's base offset, or at/after EndOffset (a no-op), or at/below
-// StartOffset, which empties the log and restarts it at offset as Kafka's
-// truncateFullyAndStartAt does. Any other offset, inside a batch or
-// negative, fails with engine.ErrOffsetOutOfRange and changes nothing.
+// batch's base offset or lie in a gap between batches, or at/after
+// EndOffset (a no-op), or at/below StartOffset, which empties the log and
+// restarts it at offset as Kafka's truncateFullyAndStartAt does. Any other
+// offset, inside a batch or negative, fails with engine.ErrOffsetOutOfRange
+// and changes nothing. A cleaner checkpoint above offset comes down to it,
+// as Kafka's LogCleanerManager.maybeTruncateCheckpoint.
 //
 // The chunk cut in two is capped at its new length so that the next append
-// reallocates: bytes a reader holds are never overwritten.
+// reallocates: bytes a reader holds are never overwritten. It stays even
+// when no batch is left in it, so that chunks still cover [base, end).
 func (l *Log) Truncate(offset int64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
@@ -34,14 +37,19 @@ func (l *Log) Truncate(offset int64) error {
 	ci := l.chunkForLocked(offset)
 	c := l.chunks[ci]
 	ei := entryFor(c.index, offset)
-	if e := c.index[ei]; e.base != offset {
-		return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
-			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, e.base, e.last)
+	if ei < len(c.index) {
+		if e := c.index[ei]; e.base < offset {
+			return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
+				engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, e.base, e.last)
+		}
 	}
 	chunks := l.chunks[:ci:ci]
-	if ei > 0 {
+	if c.base < offset {
 		cut := *c
-		pos := c.index[ei].pos
+		pos := len(c.buf)
+		if ei < len(c.index) {
+			pos = c.index[ei].pos
+		}
 		cut.buf = c.buf[:pos:pos]
 		cut.index = c.index[:ei:ei]
 		cut.next = offset
@@ -60,6 +68,7 @@ func (l *Log) Truncate(offset int64) error {
 	defer l.mu.Unlock()
 	l.chunks, l.size, l.end = chunks, size, offset
 	l.epochs.TruncateFromEnd(offset)
+	l.checkpoint = min(l.checkpoint, offset)
 	return nil
 }
 
@@ -87,6 +96,7 @@ func (l *Log) restartAt(offset int64) {
 	l.chunks, l.size = nil, 0
 	l.start, l.end = offset, offset
 	l.epochs = engine.NewEpochCache(nil)
+	l.checkpoint = 0
 }
 
 // DeleteBefore advances the start offset to offset and drops the chunks

@@ -46,6 +46,7 @@ import (
 //
 //	metaStart   i64 log start offset
 //	metaEpochs  n x (i32 epoch, i64 startOffset), ascending (engine.EpochCache)
+//	metaCleaner i64 cleaner checkpoint (engine.Compactable); missing: 0
 //	segment     +----------+-----------+--------+-------------+-----------+
 //	summary     | next i64 | bytes i64 | maxTs  | createdMs   | writeMs   |
 //	            |          |           | i64    | i64         | i64       |
@@ -67,16 +68,27 @@ import (
 //
 // A segment is the emulation of a segment file: a run of consecutive batches
 // of at most segment.bytes (or segment.ms old), so that retention deletes
-// whole segments as the segment backend does. next is the offset after its
-// last batch; bytes the sum of its batch sizes; maxTs the largest batch
-// maxTimestamp (-1: none); createdMs and writeMs the wall clock of its first
-// and latest append. The batch summaries are a dense time and size index:
-// OffsetForTimestamp scans them instead of the batches.
+// whole segments as the segment backend does. It covers the offsets
+// [base, next): segments follow each other without holes (a segment's next
+// is the next one's base), but its batches need not fill that range, since
+// a follower copies a compacted leader's gaps and the log cleaner removes
+// batches (ReplaceSegments). A segment may hold no batch at all (a cleaned
+// group left empty, or a Truncate into a gap). bytes is the sum of its
+// batch sizes; maxTs the largest batch maxTimestamp (-1: none); createdMs
+// and writeMs the wall clock of its first and latest append. The batch
+// summaries are a time and size index, one per batch, with increasing
+// offsets: OffsetForTimestamp scans them instead of the batches.
 //
 // Every Append writes its batches, their summaries and the updated segment
 // summary in one Pebble batch, so after any crash they agree; the log end
 // offset is the last segment's next (or the start offset when there is no
-// segment).
+// segment). A cleaning commit likewise replaces the batches, summaries and
+// segment summaries of [from, to) in one Pebble batch.
+//
+// Logs written before cleaning existed have dense offsets, which this
+// layout still describes, so formatVersion is still 1; builds that
+// required dense offsets refuse a store with gaps as corrupt at OpenLog
+// rather than misread it.
 const (
 	formatVersion = 1
 
@@ -89,8 +101,9 @@ const (
 	tagBatch    = 0x06
 	tagHighWM   = 0x07
 
-	metaStart  = 0x01
-	metaEpochs = 0x02
+	metaStart   = 0x01
+	metaEpochs  = 0x02
+	metaCleaner = 0x03
 
 	logKeyLen       = 1 + 8 + 8 // tag, id, offset
 	segSummaryLen   = 40
@@ -164,6 +177,10 @@ type segment struct {
 	maxTs      int64
 	createdMs  int64
 	writeMs    int64
+	// gen names this version of the segment in memory (not stored):
+	// every change to an inactive segment gives it a new gen, so a
+	// cleaning commit can tell that the segments it read are still there.
+	gen uint64
 }
 
 // retentionTime is the time (ms) retention.ms measures a segment by: its
@@ -199,7 +216,7 @@ func decodeSegment(base int64, v []byte) (segment, error) {
 		createdMs: int64(be.Uint64(v[24:])),
 		writeMs:   int64(be.Uint64(v[32:])),
 	}
-	if s.next <= s.base || s.bytes <= 0 {
+	if s.next <= s.base || s.bytes < 0 {
 		return segment{}, fmt.Errorf("%w: segment %d summary: next %d, bytes %d", engine.ErrCorruptStore, base, s.next, s.bytes)
 	}
 	return s, nil

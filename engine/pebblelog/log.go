@@ -31,14 +31,20 @@ type Log struct {
 	sumBuf  [segSummaryLen]byte // REQUIRES: writeMu
 	failed  error               // sticky commit error; REQUIRES: writeMu
 
-	mu     sync.RWMutex
-	cfg    engine.LogConfig // defaults filled
-	start  int64
-	end    int64     // segs[len-1].next, or start when there is no segment
-	segs   []segment // ascending, dense: segs[i].next == segs[i+1].base
-	size   int64     // sum of segs[i].bytes
-	epochs *engine.EpochCache
-	closed bool
+	gen       uint64 // the last segment.gen given out; REQUIRES: writeMu
+	replacing bool   // a SegmentWriter is open; REQUIRES: writeMu
+
+	mu    sync.RWMutex
+	cfg   engine.LogConfig // defaults filled
+	start int64
+	end   int64 // segs[len-1].next, or start when there is no segment
+	// segs are ascending and cover the offsets densely: segs[i].next ==
+	// segs[i+1].base. The batches inside may have gaps.
+	segs       []segment
+	size       int64 // sum of segs[i].bytes
+	epochs     *engine.EpochCache
+	checkpoint int64 // the cleaner checkpoint, as stored under metaCleaner
+	closed     bool
 }
 
 func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Log {
@@ -53,15 +59,28 @@ func (l *Log) corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: %s: log %s/%d: %s", engine.ErrCorruptStore, l.s.dir, l.id.Topic, l.id.Partition, fmt.Sprintf(format, args...))
 }
 
-// load reads the log's start offset, epoch history and segment summaries,
-// and checks that the last batch index entry ends where the last segment
-// says the log ends. REQUIRES: s.life held.
+// newGen returns a fresh segment.gen. REQUIRES: writeMu held, or the log
+// not yet published.
+func (l *Log) newGen() uint64 {
+	l.gen++
+	return l.gen
+}
+
+// load reads the log's start offset, cleaner checkpoint, epoch history and
+// segment summaries, and checks that the last batch index entry lies in
+// the last segment holding batches and ends by the log end. REQUIRES:
+// s.life held.
 func (l *Log) load() error {
 	start, err := l.s.getU64(metaKey(l.n, metaStart))
 	if err != nil {
 		return err
 	}
 	l.start = int64(start)
+	cp, err := l.s.getU64(metaKey(l.n, metaCleaner))
+	if err != nil {
+		return err
+	}
+	l.checkpoint = int64(cp)
 	var entries []engine.EpochEntry
 	v, closer, err := l.s.db.Get(metaKey(l.n, metaEpochs))
 	switch {
@@ -98,6 +117,7 @@ func (l *Log) load() error {
 		if n := len(l.segs); n > 0 && l.segs[n-1].next != seg.base {
 			return l.corrupt("segment at %d follows one ending at %d", seg.base, l.segs[n-1].next)
 		}
+		seg.gen = l.newGen()
 		l.segs = append(l.segs, seg)
 		l.size += seg.bytes
 	}
@@ -111,8 +131,17 @@ func (l *Log) load() error {
 		if err != nil {
 			return err
 		}
-		if !ok || last.last+1 != l.segs[n-1].next {
-			return l.corrupt("last segment ends at %d, last batch index entry %+v", l.segs[n-1].next, last)
+		// The last batch lies in the last segment that has bytes.
+		k := n - 1
+		for k > 0 && l.segs[k].bytes == 0 {
+			k--
+		}
+		switch {
+		case !ok && l.size > 0:
+			return l.corrupt("segments hold %d bytes, no batch index entry", l.size)
+		case ok && (l.segs[k].bytes == 0 || last.base < l.segs[k].base || last.last >= l.segs[k].next):
+			return l.corrupt("segment [%d, %d) of %d bytes is the last with batches, last batch index entry %+v",
+				l.segs[k].base, l.segs[k].next, l.segs[k].bytes, last)
 		}
 	}
 	return nil
@@ -184,7 +213,15 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		pos += size
 		base := b.BaseOffset()
 		if cur == nil || (cur.bytes > 0 && (cur.bytes+int64(size) > cfg.SegmentBytes || nowMs-cur.createdMs >= cfg.SegmentMs.Milliseconds())) {
-			added = append(added, segment{base: base, maxTs: -1, createdMs: nowMs})
+			// The new segment starts where the one before ends (at
+			// the log end when there is none), so that segments
+			// cover the offsets densely even when a follower's
+			// batch starts past it.
+			segBase := l.end
+			if cur != nil {
+				segBase = cur.next
+			}
+			added = append(added, segment{base: segBase, maxTs: -1, createdMs: nowMs, gen: l.newGen()})
 			cur = &added[len(added)-1]
 		}
 		_ = pb.Set(logKey(l.keyBuf[:], tagBatch, l.n, base), b, nil)
@@ -230,10 +267,11 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	return info, nil
 }
 
-// Read returns whole batches from the one holding offset, as documented on
-// engine.Log. It seeks to the last batch key <= offset and copies batches
-// out of the iterator (its memory is not stable) into one new buffer, which
-// the returned BytesSlice owns.
+// Read returns whole batches from the one holding offset (or the first
+// after it when offset lies in a gap of a compacted log), as documented on
+// engine.Log. It seeks to the last batch key <= offset (the first key when
+// there is none) and copies batches out of the iterator (its memory is not
+// stable) into one new buffer, which the returned BytesSlice owns.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -259,13 +297,18 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 		return zerocopy.Slice{}, err
 	}
 	defer it.Close()
-	// The batch holding offset is the last one whose base is <= offset.
-	if !it.SeekLT(logKey(keys[2*logKeyLen:], tagBatch, l.n, offset+1)) {
-		// Truncated or deleted since we looked at the bounds.
-		return zerocopy.Slice{}, it.Error()
+	// The batch holding offset is the last one whose base is <= offset;
+	// when that one ends before offset (a gap), or there is none, the
+	// batch wanted is the next one.
+	ok := it.SeekLT(logKey(keys[2*logKeyLen:], tagBatch, l.n, offset+1))
+	if !ok {
+		if err := it.Error(); err != nil {
+			return zerocopy.Slice{}, err
+		}
+		ok = it.First()
 	}
 	var out []byte
-	for ok := true; ok; ok = it.Next() {
+	for ; ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return zerocopy.Slice{}, err
@@ -279,8 +322,8 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 			break
 		}
 		if out == nil {
-			if last < offset { // offsets below start, then truncated
-				return zerocopy.Slice{}, nil
+			if last < offset { // a gap, or offsets below start
+				continue
 			}
 			// One allocation: maxBytes bounds what follows the first
 			// batch, and the log's size bounds it all.

@@ -343,3 +343,81 @@ func TestFlushMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestGaps: a follower copying a compacted leader gets offset gaps between
+// batches and between segments; reads in a gap start at the next batch,
+// Truncate may cut in a gap, and a reopen accepts the gaps.
+func TestGaps(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	defer func() { s.Close() }()
+	l, err := s.CreateLog(pid, engine.LogConfig{SegmentBytes: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := engine.AppendOptions{}
+	at := func(base int64, n int) []byte {
+		b := batch(n, 1000+base, "g")
+		record.Batch(b).SetBaseOffset(base)
+		return b
+	}
+	// Batches [3,4], [10,12], [20,21], [30,30]: about 100 bytes each, so
+	// every batch rolls a segment.
+	for _, b := range [][]byte{at(3, 2), at(10, 3), at(20, 2), at(30, 1)} {
+		if _, err := l.Append(b, follower); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			offset int64
+			first  int64
+		}{{0, 3}, {3, 3}, {4, 3}, {5, 10}, {11, 10}, {13, 20}, {25, 30}, {30, 30}} {
+			sl, err := l.Read(c.offset, 1, -1)
+			if err != nil {
+				t.Fatalf("%s: Read(%d): %v", when, c.offset, err)
+			}
+			b, _ := sl.AppendTo(nil)
+			if len(b) == 0 || record.Batch(b).BaseOffset() != c.first || record.Batch(b).Size() != len(b) {
+				t.Fatalf("%s: Read(%d) got %d bytes, want the batch at %d", when, c.offset, len(b), c.first)
+			}
+		}
+	}
+	check("before reopen")
+	s.Close()
+	s = open(t, dir)
+	if l, err = s.OpenLog(pid, engine.LogConfig{SegmentBytes: 150}); err != nil {
+		t.Fatal(err)
+	}
+	check("after reopen")
+	if err := l.Truncate(11); !errors.Is(err, engine.ErrOffsetOutOfRange) {
+		t.Fatalf("truncate inside a batch: %v", err)
+	}
+	if err := l.Truncate(16); err != nil || l.EndOffset() != 16 {
+		t.Fatalf("truncate in a gap: %v, end %d", err, l.EndOffset())
+	}
+	if sl, err := l.Read(14, 1<<20, -1); err != nil || sl.Len() != 0 {
+		t.Fatalf("read in the trailing gap: %d bytes, %v", sl.Len(), err)
+	}
+	s.Close()
+	s = open(t, dir)
+	if l, err = s.OpenLog(pid, engine.LogConfig{SegmentBytes: 150}); err != nil {
+		t.Fatalf("reopen after a truncate into a gap: %v", err)
+	}
+	if l.EndOffset() != 16 {
+		t.Fatalf("end %d after reopen, want 16", l.EndOffset())
+	}
+	if _, err := l.Append(at(16, 1), follower); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteBefore(6); err != nil || l.StartOffset() != 6 {
+		t.Fatalf("DeleteBefore in a gap: %v, start %d", err, l.StartOffset())
+	}
+	if off, _, ok, err := l.OffsetForTimestamp(0); err != nil || !ok || off != 10 {
+		t.Fatalf("OffsetForTimestamp: %d %v %v, want 10", off, ok, err)
+	}
+	if err := l.Truncate(1); err != nil || l.EndOffset() != 1 {
+		t.Fatalf("truncate below start: %v, end %d", err, l.EndOffset())
+	}
+}

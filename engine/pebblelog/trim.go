@@ -11,11 +11,13 @@ import (
 
 // Truncate removes every batch with an offset >= offset, with range deletes
 // and a recomputed summary for the segment cut in two, in one synced Pebble
-// batch. offset must be a batch's base offset, or at/after EndOffset (a
-// no-op), or at/below StartOffset, which empties the log and restarts it at
-// offset with no epoch history (Kafka's truncateFullyAndStartAt). An offset
-// inside a batch, or negative, fails with engine.ErrOffsetOutOfRange and
-// changes nothing.
+// batch. offset must be a batch's base offset or lie in a gap between
+// batches, or at/after EndOffset (a no-op), or at/below StartOffset, which
+// empties the log and restarts it at offset with no epoch history (Kafka's
+// truncateFullyAndStartAt). An offset inside a batch, or negative, fails
+// with engine.ErrOffsetOutOfRange and changes nothing. A cleaner
+// checkpoint above offset comes down to it in the same batch, as Kafka's
+// LogCleanerManager.maybeTruncateCheckpoint.
 func (l *Log) Truncate(offset int64) error {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -35,11 +37,11 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	i := segmentFor(l.segs, offset)
 	seg := l.segs[i]
-	bs, err := l.batchAt(offset)
+	bs, found, err := l.batchAt(offset)
 	if err != nil {
 		return err
 	}
-	if bs.base != offset {
+	if found && bs.base < offset && bs.last >= offset {
 		return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
 			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, bs.base, bs.last)
 	}
@@ -52,6 +54,7 @@ func (l *Log) Truncate(offset int64) error {
 		if err != nil {
 			return err
 		}
+		cut.gen = l.newGen()
 		segs = append(segs, cut)
 		_ = pb.Set(newLogKey(tagSegment, l.n, cut.base), cut.encode(make([]byte, segSummaryLen)), nil)
 	}
@@ -59,10 +62,14 @@ func (l *Log) Truncate(offset int64) error {
 	if epochs.TruncateFromEnd(offset) {
 		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
 	}
+	checkpoint := min(l.checkpoint, offset)
+	if checkpoint != l.checkpoint {
+		_ = pb.Set(metaKey(l.n, metaCleaner), appendU64(nil, uint64(checkpoint)), nil)
+	}
 	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: truncate %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 	}
-	l.publish(l.start, offset, segs, epochs)
+	l.publish(l.start, offset, segs, epochs, checkpoint)
 	return nil
 }
 
@@ -95,10 +102,11 @@ func (l *Log) restartAtLocked(offset int64) error {
 	l.deleteFrom(pb, 0)
 	_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(offset)), nil)
 	_ = pb.Delete(metaKey(l.n, metaEpochs), nil)
+	_ = pb.Delete(metaKey(l.n, metaCleaner), nil)
 	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: restart %s/%d at %d: %w", l.s.dir, l.id.Topic, l.id.Partition, offset, err)
 	}
-	l.publish(offset, offset, nil, engine.NewEpochCache(nil))
+	l.publish(offset, offset, nil, engine.NewEpochCache(nil), 0)
 	return nil
 }
 
@@ -120,7 +128,7 @@ func (l *Log) deleteBelow(pb *pebble.Batch, offset int64) {
 
 // publish installs a new state after a committed trim.
 // REQUIRES: l.writeMu held.
-func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCache) {
+func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCache, checkpoint int64) {
 	var size int64
 	for _, s := range segs {
 		size += s.bytes
@@ -128,6 +136,7 @@ func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCach
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.start, l.end, l.segs, l.size, l.epochs = start, end, segs, size, epochs
+	l.checkpoint = checkpoint
 }
 
 // segmentFor returns the index of the segment holding offset: the first
@@ -145,28 +154,28 @@ func segmentFor(segs []segment, offset int64) int {
 	return lo
 }
 
-// batchAt returns the index entry of the batch holding offset.
+// batchAt returns the index entry of the last batch whose base is at or
+// below offset: the batch holding offset, or the one before the gap that
+// holds it. found is false when there is none (a gap from the log start).
 // REQUIRES: s.life held; start <= offset < end.
-func (l *Log) batchAt(offset int64) (batchSummary, error) {
+func (l *Log) batchAt(offset int64) (bs batchSummary, found bool, err error) {
 	it, err := l.s.db.NewIter(&pebble.IterOptions{
 		LowerBound: newLogKey(tagBatchIdx, l.n, 0),
 		UpperBound: logKeyEnd(tagBatchIdx, l.n),
 	})
 	if err != nil {
-		return batchSummary{}, err
+		return batchSummary{}, false, err
 	}
 	defer it.Close()
 	if !it.SeekLT(newLogKey(tagBatchIdx, l.n, offset+1)) {
-		if err := it.Error(); err != nil {
-			return batchSummary{}, err
-		}
-		return batchSummary{}, l.corrupt("no batch index entry at or below %d", offset)
+		return batchSummary{}, false, it.Error()
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return batchSummary{}, err
+		return batchSummary{}, false, err
 	}
-	return decodeBatchSummary(it.Key(), v)
+	bs, err = decodeBatchSummary(it.Key(), v)
+	return bs, err == nil, err
 }
 
 // summarize recomputes the summary of seg cut short at end, from its batch
@@ -254,7 +263,7 @@ func (l *Log) advanceStart(start int64) error {
 	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: advance start of %s/%d to %d: %w", l.s.dir, l.id.Topic, l.id.Partition, start, err)
 	}
-	l.publish(start, l.end, append([]segment(nil), l.segs[k:]...), epochs)
+	l.publish(start, l.end, append([]segment(nil), l.segs[k:]...), epochs, l.checkpoint)
 	return nil
 }
 
