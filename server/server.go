@@ -123,7 +123,7 @@ type Server struct {
 	groups *group.Coordinator
 	// cleaner runs log compaction (nil: log.cleaner.enable=false).
 	cleaner *cleaner.Manager
-	pids   producerIDs
+	pids    producerIDs
 	// interBroker is Options.InterBrokerSecurity.
 	interBroker kconn.Security
 	// authz is Options.Authorizer (nil: everything allowed); acls and creds
