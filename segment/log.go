@@ -342,7 +342,7 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 		return false, err
 	}
 	if !ok {
-		return false, fmt.Errorf("%w: %d in %s", ErrNotBatchBoundary, offset, s.path)
+		return false, fmt.Errorf("%w: %w: %d in %s", engine.ErrOffsetOutOfRange, ErrNotBatchBoundary, offset, s.path)
 	}
 	l.mu.Lock()
 	dropped := l.segs[i+1:]
