@@ -889,7 +889,7 @@ func TestInternalTopicIsTheBrokers(t *testing.T) {
 	if c := mustCall(t, s, 7, creq).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != 0 {
 		t.Errorf("create in the broker's shape: %s", code(c))
 	}
-	if got := fp.created[len(fp.created)-1]; got.partitions != s.cfg.OffsetsTopicPartitions || got.rf != s.cfg.OffsetsTopicReplication || got.configs["retention.ms"] != "-1" {
+	if got := fp.created[len(fp.created)-1]; got.partitions != s.cfg.OffsetsTopicPartitions || got.rf != s.cfg.OffsetsTopicReplication || got.configs["cleanup.policy"] != "compact" {
 		t.Errorf("created %+v", got)
 	}
 	if p := s.partition(offsets.Topic, 0); p == nil || p.LogEndOffset() != 0 {

@@ -25,14 +25,14 @@ func TestTopicDescribeCleanupPolicy(t *testing.T) {
 	out := sl("topic", "describe", "plain", "kv")
 	for _, want := range []string{
 		"Configs: \n  CleanupPolicy: delete (default)\n",
-		"Configs: cleanup.policy=compact\n  CleanupPolicy: compact (topic)\n",
+		"Configs: cleanup.policy=compact\n  CleanupPolicy: compact (topic)  DirtyRatio: 0.00  LastCleaned: never (since the brokers started)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("describe output lacks %q:\n%s", want, out)
 		}
 	}
 	sl("topic", "alter-config", "kv", "--set", "cleanup.policy=compact,delete")
-	if out := sl("topic", "describe", "kv"); !strings.Contains(out, "  CleanupPolicy: compact,delete (topic)\n") {
+	if out := sl("topic", "describe", "kv"); !strings.Contains(out, "  CleanupPolicy: compact,delete (topic)  DirtyRatio: ") {
 		t.Fatalf("describe after alter-config:\n%s", out)
 	}
 }
