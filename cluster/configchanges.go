@@ -38,7 +38,9 @@ import (
 // (it lists again); a notification written while the watch was broken is
 // still seen, since each listing handles every sequence number above the
 // last one handled, and resync runs again after a broken watch in case
-// other brokers purged notifications meanwhile.
+// other brokers purged notifications meanwhile, and at once after a
+// notification that could not be read (for a reason other than its
+// purge), since what it announced is unknown.
 func (n *Node) WatchTopicConfigChanges(ctx context.Context, fn func(topic string), resync func()) {
 	n.watchConfigChanges(ctx, "topics", fn, resync)
 }
@@ -114,10 +116,14 @@ func (n *Node) watchConfigChanges(ctx context.Context, entityType string, fn fun
 			}
 			last = nt.seq
 			data, _, err := n.zk.get(configChangesPath + "/" + nt.name)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // purged
+			}
 			if err != nil {
-				if !errors.Is(err, zk.ErrNoNode) {
-					n.log.Warn("cluster: read config change", "znode", nt.name, "err", err)
-				}
+				// The change it announces is unknown (a user deleted, a
+				// credential replaced): re-read everything.
+				n.log.Warn("cluster: read config change; resyncing", "znode", nt.name, "err", err)
+				broken = true
 				continue
 			}
 			name, ok, err := parseEntityChange(data, entityType)
@@ -130,6 +136,9 @@ func (n *Node) watchConfigChanges(ctx context.Context, entityType string, fn fun
 			}
 		}
 		n.purgeConfigChanges(names, last)
+		if broken {
+			continue // list again and resync now, not at the next change
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -195,6 +195,61 @@ func TestScramStoreCorruptZnode(t *testing.T) {
 	}
 }
 
+// watchedScramStore returns n's store with its Watch running (until the
+// test ends) and resynced once.
+func watchedScramStore(t *testing.T, n *Node) *ScramStore {
+	t.Helper()
+	s := NewScramStore(n)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Watch(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the watch to resync", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.caching })
+	return s
+}
+
+// TestScramStoreUnreadableNotification: a notification the broker cannot
+// read (here refused by its ACL) announced a change it cannot know, such
+// as a deleted user: the store drops its whole cache rather than keep
+// using the credential.
+func TestScramStoreUnreadableNotification(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[1]
+	// Written without a notification, so none invalidates the cache
+	// behind the test's back.
+	cfg := sasl.EncodeUserConfig(sasl.WithCredential(nil, newScramCred(t, sasl.ScramSHA256, "pw")))
+	if _, err := n.zk.createParents(userConfigPath("alice"), cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	s := watchedScramStore(t, n)
+	if _, ok, err := s.Get("alice", sasl.ScramSHA256); !ok || err != nil {
+		t.Fatalf("Get alice: ok %v err %v", ok, err)
+	}
+	s.mu.Lock()
+	_, cached := s.cache["alice"]
+	s.mu.Unlock()
+	if !cached {
+		t.Fatal("alice not cached")
+	}
+	// Another writer deletes alice's credential; its notification cannot
+	// be read by the broker.
+	if _, err := n.zk.set(userConfigPath("alice"), []byte(`{"version":1,"config":{}}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	note := []byte(`{"version":2,"entity_path":"users/alice"}`)
+	p, err := tc.client.Create("/sluice"+configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence, zk.DigestACL(zk.PermAll, "other", "secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tc.client.Get(p); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("reading the notification: %v, want ErrNoAuth", err)
+	}
+	waitFor(t, "alice's deleted credential to be dropped", func() bool {
+		_, ok, err := s.Get("alice", sasl.ScramSHA256)
+		return err == nil && !ok
+	})
+}
+
 func hasNotification(t *testing.T, n *Node, want string) bool {
 	t.Helper()
 	names, err := n.zk.children(configChangesPath)
