@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -248,6 +249,72 @@ func TestScramStoreUnreadableNotification(t *testing.T) {
 		_, ok, err := s.Get("alice", sasl.ScramSHA256)
 		return err == nil && !ok
 	})
+}
+
+// TestScramStoreUnknownUserCached: a user without credentials is cached
+// like one with: asking again reads no ZooKeeper (a credential written
+// behind the store's back, without a notification, stays unseen), and the
+// notification of a change drops the entry like any other.
+func TestScramStoreUnknownUserCached(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[1]
+	s := watchedScramStore(t, n)
+	if _, ok, err := s.Get("mallory", sasl.ScramSHA256); ok || err != nil {
+		t.Fatalf("unknown user: ok %v err %v", ok, err)
+	}
+	cfg := sasl.EncodeUserConfig(sasl.WithCredential(nil, newScramCred(t, sasl.ScramSHA256, "pw")))
+	if _, err := n.zk.createParents(userConfigPath("mallory"), cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Get("mallory", sasl.ScramSHA256); ok || err != nil {
+		t.Fatalf("unknown user asked again: ok %v err %v; want the cached answer, no credential", ok, err)
+	}
+	// A Put through another store of the cluster notifies the watch.
+	c := newScramCred(t, sasl.ScramSHA256, "pw2")
+	if err := NewScramStore(n).Put("mallory", c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the notification to drop the unknown entry", func() bool {
+		got, ok, err := s.Get("mallory", sasl.ScramSHA256)
+		return err == nil && ok && reflect.DeepEqual(got, c)
+	})
+}
+
+// TestScramStoreUnknownBounded: client-chosen names of unknown users fill
+// at most maxUnknownBytes; the newest is always cached; a user who turns
+// out to have credentials leaves the unknown set.
+func TestScramStoreUnknownBounded(t *testing.T) {
+	s := &ScramStore{caching: true, cache: map[string]map[string]sasl.Credential{}, unknown: map[string]struct{}{}}
+	for i := range 3 * maxUnknownBytes / unknownCost("user-000000") {
+		user := fmt.Sprintf("user-%06d", i)
+		s.cacheLocked(user, map[string]sasl.Credential{})
+		if _, ok := s.unknown[user]; !ok {
+			t.Fatalf("%s not cached", user)
+		}
+		if s.unknownBytes > maxUnknownBytes {
+			t.Fatalf("after %s: %d bytes of unknown users, over %d", user, s.unknownBytes, maxUnknownBytes)
+		}
+	}
+	sum := 0
+	for u := range s.unknown {
+		sum += unknownCost(u)
+	}
+	if sum != s.unknownBytes {
+		t.Fatalf("unknownBytes %d, entries cost %d", s.unknownBytes, sum)
+	}
+	s.cacheLocked(string(make([]byte, maxUnknownBytes)), nil) // too big to cache at all
+	if s.unknownBytes > maxUnknownBytes {
+		t.Fatalf("%d bytes of unknown users after a huge name", s.unknownBytes)
+	}
+	var some string
+	for u := range s.unknown {
+		some = u
+		break
+	}
+	s.cacheLocked(some, map[string]sasl.Credential{sasl.ScramSHA256: {}})
+	if _, ok := s.unknown[some]; ok || s.unknownBytes != sum-unknownCost(some) {
+		t.Fatalf("%s still unknown (%d bytes) after its credential was read", some, s.unknownBytes)
+	}
 }
 
 func hasNotification(t *testing.T, n *Node, want string) bool {
