@@ -126,15 +126,7 @@ func (p *Partition) RestartAt(offset int64) error {
 func (p *Partition) afterTruncate(oldEnd int64) {
 	end := p.log.EndOffset()
 	p.lowerHW(end)
-	p.producers = newProducerState(p.opts.ProducerIDExpiration)
-	scan := p.opts.ProducerScanBytes
-	if scan == 0 {
-		scan = DefaultProducerScanBytes
-	}
-	if err := rebuildProducers(p.producers, p.log, scan); err != nil {
-		// Only duplicate detection after a later failover suffers.
-		p.logger.Warn("replication: rebuilding producer state after truncation failed", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
-	}
+	p.rebuildProducerState("truncation")
 	if end != oldEnd {
 		p.logger.Info("replication: follower truncated", "topic", p.opts.Topic, "partition", p.opts.Partition, "from", oldEnd, "to", end)
 	}
