@@ -33,9 +33,11 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
 		return fmt.Errorf("replication: follower append to %s-%d at %d: %w", p.opts.Topic, p.opts.Partition, p.log.EndOffset(), err)
 	}
+	nowMs := p.now().UnixMilli() // one clock read and one sweep per append
+	p.producers.expire(nowMs)
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
-		p.producers.load(b, p.now().UnixMilli())
+		p.producers.load(b, nowMs)
 		pos += b.Size()
 	}
 	if p.opts.FlushEveryAppend {

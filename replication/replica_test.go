@@ -3,10 +3,12 @@ package replication
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
 )
 
 // Leader-side tests that drive UpdateFollowerState and MaybeShrinkISR by
@@ -428,5 +430,33 @@ func TestUpdateFollowerStateChecks(t *testing.T) {
 		if _, err := p.HandleReplicaFetch(9, epoch, 0, 1<<20, now); !errors.Is(err, want) {
 			t.Errorf("HandleReplicaFetch from a stranger with epoch %d: %v, want %v", epoch, err, want)
 		}
+	}
+}
+
+// TestAppendAsFollowerReadsClockOnce: a follower's append of many batches
+// reads the clock once, not once per batch.
+func TestAppendAsFollowerReadsClockOnce(t *testing.T) {
+	var reads atomic.Int64
+	st := openStore(t, "memory")
+	p, _ := newPartition(t, st, engine.LogConfig{}, Options{BrokerID: 2, ProducerIDExpiration: time.Hour,
+		Now: func() time.Time { reads.Add(1); return time.Unix(1_700_000_000, 0) }})
+	if err := p.MakeFollower(LeaderAndIsr{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	var batches []byte
+	for i := range 10 {
+		b := batch(int64(i), 0, 0, 1)
+		record.Batch(b).SetBaseOffset(int64(i))
+		batches = append(batches, b...)
+	}
+	reads.Store(0)
+	if err := p.AppendAsFollower(batches); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("%d clock reads for one append of 10 batches, want 1", n)
+	}
+	if got := len(p.producers.producers); got != 10 {
+		t.Errorf("%d producers learned, want 10", got)
 	}
 }
