@@ -24,13 +24,11 @@ package cluster
 // ZkNodeChangeNotificationListener does.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -124,7 +122,7 @@ func (n *Node) OpenACLStore() (*ACLStore, error) {
 			s.cancel()
 			return nil, fmt.Errorf("cluster: list %s: %w", dir, err)
 		}
-		lasts[i] = maxChangeSeq(names)
+		lasts[i] = maxChangeSeq(aclChangePrefix, names)
 	}
 	if err := s.reload(); err != nil {
 		s.cancel()
@@ -421,130 +419,30 @@ func (s *ACLStore) reload() error {
 }
 
 // watchChanges handles the notifications in dir with a sequence number
-// above last, then every new one, until the store or node closes. After a
-// failed listing or a lost watch (session expiry) it reloads everything
-// before going on, since notifications may have been purged meanwhile.
+// above last, then every new one, until the store or node closes
+// (Node.watchChanges). After a failed listing, a lost watch (session
+// expiry) or a notification it could not read or apply, it reloads
+// everything before going on, since notifications may have been purged
+// meanwhile.
 func (s *ACLStore) watchChanges(dir string, extended bool, last int64) {
 	defer s.wg.Done()
-	broken := false
-	for s.ctx.Err() == nil {
-		names, ch, err := s.n.zk.childrenW(dir)
-		if err == nil && broken {
-			if err = s.reload(); err == nil {
-				broken = false
-			}
-		}
-		if err != nil {
-			if s.ctx.Err() != nil || errors.Is(err, zk.ErrClosing) {
-				return
-			}
-			broken = true
-			s.n.log.Warn("cluster: watch acl changes; retrying", "dir", dir, "err", err)
-			select {
-			case <-time.After(500 * time.Millisecond):
-			case <-s.ctx.Done():
-			}
-			continue
-		}
-		type note struct {
-			seq  int64
-			name string
-		}
-		var notes []note
-		for _, c := range names {
-			if seq, ok := aclChangeSeq(c); ok && seq > last {
-				notes = append(notes, note{seq, c})
-			}
-		}
-		slices.SortFunc(notes, func(a, b note) int { return cmp.Compare(a.seq, b.seq) })
-		for _, nt := range notes {
-			last = nt.seq
-			node := dir + "/" + nt.name
-			data, _, err := s.n.zk.get(node)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue // purged
-			}
-			if err != nil {
-				s.n.log.Warn("cluster: read acl change; reloading all acls", "znode", node, "err", err)
-				broken = true
-				continue
-			}
+	s.n.watchChanges(s.ctx, changeWatch{
+		dir:    dir,
+		prefix: aclChangePrefix,
+		last:   last,
+		handle: func(znode string, data []byte) error {
 			p, err := acl.UnmarshalChange(data, extended)
 			if err != nil {
-				s.n.log.Warn("cluster: bad acl change notification", "znode", node, "err", err)
-				continue
+				s.n.log.Warn("cluster: bad acl change notification", "znode", znode, "err", err)
+				return nil
 			}
 			if err := s.refresh(p); err != nil {
-				s.n.log.Warn("cluster: reload acls", "pattern", p.String(), "err", err)
-				broken = true
+				return fmt.Errorf("reload acls of %s: %w", p, err)
 			}
-		}
-		s.purgeChanges(dir, names, last)
-		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventNotWatching || ev.Err != nil {
-				broken = true
-			}
-		case <-s.ctx.Done():
-		}
-	}
-}
-
-// purgeChanges deletes handled notifications (sequence <= last) created
-// more than ConfigChangeExpiration before the newest one, by ZooKeeper's
-// ctimes (see purgeConfigChanges). Another broker deleting one first is
-// fine.
-func (s *ACLStore) purgeChanges(dir string, names []string, last int64) {
-	type old struct {
-		name string
-		st   *zk.Stat
-	}
-	var handled []old
-	var newest int64
-	for _, c := range names {
-		seq, ok := aclChangeSeq(c)
-		if !ok {
-			continue
-		}
-		ok, st, err := s.n.zk.exists(dir + "/" + c)
-		if err != nil || !ok {
-			continue
-		}
-		newest = max(newest, st.Ctime)
-		if seq <= last {
-			handled = append(handled, old{c, st})
-		}
-	}
-	cutoff := newest - s.n.opts.ConfigChangeExpiration.Milliseconds()
-	for _, h := range handled {
-		if h.st.Ctime > cutoff {
-			continue
-		}
-		if err := s.n.zk.delete(dir+"/"+h.name, h.st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-			s.n.log.Debug("cluster: purge acl change", "znode", h.name, "err", err)
-		}
-	}
-}
-
-// aclChangeSeq is the sequence number of a child named acl_changes_<seq>.
-func aclChangeSeq(name string) (int64, bool) {
-	d, ok := strings.CutPrefix(name, aclChangePrefix)
-	if !ok {
-		return 0, false
-	}
-	seq, err := strconv.ParseInt(d, 10, 64)
-	return seq, err == nil
-}
-
-// maxChangeSeq is the highest sequence among names, -1 for none.
-func maxChangeSeq(names []string) int64 {
-	last := int64(-1)
-	for _, c := range names {
-		if seq, ok := aclChangeSeq(c); ok {
-			last = max(last, seq)
-		}
-	}
-	return last
+			return nil
+		},
+		resync: s.reload,
+	})
 }
 
 // validZNodeName refuses names that cannot be one path component.

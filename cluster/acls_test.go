@@ -197,3 +197,22 @@ func zkConn(t *testing.T, addr string) *zk.Conn {
 	t.Cleanup(c.Close)
 	return c
 }
+
+// TestACLStoreUnreadableNotification: a notification the broker cannot
+// read (refused by its ACL) announced a change it cannot know: the store
+// reloads every ACL at once, rather than at the next notification.
+func TestACLStoreUnreadableNotification(t *testing.T) {
+	srv, net := zktest.Start(t), newFakeNet()
+	s := openACLs(t, startACLNode(t, net, srv.Addr(), "/sluice", 1))
+	c := zkConn(t, srv.Addr())
+	if _, err := c.Create("/sluice/kafka-acl/Group/g1", []byte(`{"version":1,"acls":[{"principal":"User:bob","permissionType":"Allow","operation":"Read","host":"*"}]}`), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/sluice/kafka-acl-changes/acl_changes_", []byte("GROUP:g1"), zk.FlagSequence, zk.DigestACL(zk.PermAll, "other", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ACL announced by an unreadable notification", func() bool {
+		all, _ := s.All(context.Background())
+		return len(all) == 1 && all[0].Pattern.Name == "g1"
+	})
+}

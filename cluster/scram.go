@@ -15,7 +15,11 @@ package cluster
 // Every broker keeps a cache of the credentials it has read, valid while
 // ScramStore.Watch runs: a notification drops the user's entry, a resync
 // (first listing, broken watch) drops all. So a credential created through
-// any broker is used by every broker within a notification's delay.
+// any broker is used by every broker within a notification's delay. Users
+// found to have no credential are cached too, the same way (bounded: see
+// maxUnknownBytes), so authenticating as an unknown user costs no more
+// than as a known one: no ZooKeeper read each time, nothing for a client
+// to time or to flood ZooKeeper with.
 
 import (
 	"context"
@@ -72,14 +76,29 @@ type ScramStore struct {
 	gen uint64
 	// cache holds users who have at least one credential.
 	cache map[string]map[string]sasl.Credential
+	// unknown holds users read with no credential (no znode, or one
+	// without SCRAM keys). Its names are client-chosen, so it is bounded:
+	// unknownBytes is the sum of unknownCost of its names, at most
+	// maxUnknownBytes.
+	unknown      map[string]struct{}
+	unknownBytes int
 }
+
+// maxUnknownBytes bounds the memory of ScramStore.unknown. Past it, an
+// arbitrary entry is dropped for each new one, so a client sending
+// random names keeps the set at this size.
+const maxUnknownBytes = 1 << 20
+
+// unknownCost is what the entry of user in ScramStore.unknown counts
+// against maxUnknownBytes: its name and roughly a map entry's overhead.
+func unknownCost(user string) int { return len(user) + 64 }
 
 var _ sasl.CredentialStore = (*ScramStore)(nil)
 
 // NewScramStore returns the SCRAM credential store of the cluster n
 // belongs to. Until Watch runs, every Get reads ZooKeeper.
 func NewScramStore(n *Node) *ScramStore {
-	return &ScramStore{n: n, cache: map[string]map[string]sasl.Credential{}}
+	return &ScramStore{n: n, cache: map[string]map[string]sasl.Credential{}, unknown: map[string]struct{}{}}
 }
 
 // Watch follows user config change notifications (WatchUserConfigChanges)
@@ -89,27 +108,67 @@ func (s *ScramStore) Watch(ctx context.Context) {
 	s.n.WatchUserConfigChanges(ctx, s.invalidate, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.gen++
-		clear(s.cache)
+		s.clearLocked()
 		s.caching = true
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.gen++
+	s.clearLocked()
 	s.caching = false
-	clear(s.cache)
 }
 
+// clearLocked drops every cached user, known or not. REQUIRES: s.mu held.
+func (s *ScramStore) clearLocked() {
+	s.gen++
+	clear(s.cache)
+	clear(s.unknown)
+	s.unknownBytes = 0
+}
+
+// invalidate drops user's cache entry, known or not.
 func (s *ScramStore) invalidate(user string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
 	delete(s.cache, user)
+	s.forgetUnknownLocked(user)
+}
+
+// forgetUnknownLocked drops user from s.unknown. REQUIRES: s.mu held.
+func (s *ScramStore) forgetUnknownLocked(user string) {
+	if _, ok := s.unknown[user]; ok {
+		delete(s.unknown, user)
+		s.unknownBytes -= unknownCost(user)
+	}
+}
+
+// cacheLocked records what a read of user found: creds, or no credential
+// at all. REQUIRES: s.mu held, s.caching.
+func (s *ScramStore) cacheLocked(user string, creds map[string]sasl.Credential) {
+	if len(creds) > 0 {
+		s.forgetUnknownLocked(user)
+		s.cache[user] = creds
+		return
+	}
+	delete(s.cache, user)
+	cost := unknownCost(user)
+	if _, ok := s.unknown[user]; ok || cost > maxUnknownBytes {
+		return
+	}
+	for u := range s.unknown {
+		if s.unknownBytes+cost <= maxUnknownBytes {
+			break
+		}
+		s.forgetUnknownLocked(u)
+	}
+	s.unknown[user] = struct{}{}
+	s.unknownBytes += cost
 }
 
 // Get returns user's credential for mechanism: from the cache while Watch
-// runs, else from /config/users/<user>. Errors: ZooKeeper's, and a znode
-// or credential that does not decode (wraps ErrCorruptZnode).
+// runs (a user without credentials included), else from
+// /config/users/<user>. Errors: ZooKeeper's, and a znode or credential
+// that does not decode (wraps ErrCorruptZnode; not cached).
 func (s *ScramStore) Get(user, mechanism string) (sasl.Credential, bool, error) {
 	s.mu.Lock()
 	if s.caching {
@@ -117,6 +176,10 @@ func (s *ScramStore) Get(user, mechanism string) (sasl.Credential, bool, error) 
 			c, ok := creds[mechanism]
 			s.mu.Unlock()
 			return cloneCredential(c), ok, nil
+		}
+		if _, ok := s.unknown[user]; ok {
+			s.mu.Unlock()
+			return sasl.Credential{}, false, nil
 		}
 	}
 	gen := s.gen
@@ -130,13 +193,11 @@ func (s *ScramStore) Get(user, mechanism string) (sasl.Credential, bool, error) 
 	if err != nil {
 		return sasl.Credential{}, false, fmt.Errorf("%w: %s: %w", ErrCorruptZnode, userConfigPath(user), err)
 	}
-	if len(creds) > 0 {
-		s.mu.Lock()
-		if s.caching && s.gen == gen {
-			s.cache[user] = creds
-		}
-		s.mu.Unlock()
+	s.mu.Lock()
+	if s.caching && s.gen == gen {
+		s.cacheLocked(user, creds)
 	}
+	s.mu.Unlock()
 	c, ok := creds[mechanism]
 	return cloneCredential(c), ok, nil
 }

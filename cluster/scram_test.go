@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -192,6 +193,127 @@ func TestScramStoreCorruptZnode(t *testing.T) {
 	}
 	if _, ok, err := s.Get("eve", sasl.ScramSHA256); !ok || err != nil {
 		t.Fatalf("after repair: ok %v err %v", ok, err)
+	}
+}
+
+// watchedScramStore returns n's store with its Watch running (until the
+// test ends) and resynced once.
+func watchedScramStore(t *testing.T, n *Node) *ScramStore {
+	t.Helper()
+	s := NewScramStore(n)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Watch(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the watch to resync", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.caching })
+	return s
+}
+
+// TestScramStoreUnreadableNotification: a notification the broker cannot
+// read (here refused by its ACL) announced a change it cannot know, such
+// as a deleted user: the store drops its whole cache rather than keep
+// using the credential.
+func TestScramStoreUnreadableNotification(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[1]
+	// Written without a notification, so none invalidates the cache
+	// behind the test's back.
+	cfg := sasl.EncodeUserConfig(sasl.WithCredential(nil, newScramCred(t, sasl.ScramSHA256, "pw")))
+	if _, err := n.zk.createParents(userConfigPath("alice"), cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	s := watchedScramStore(t, n)
+	if _, ok, err := s.Get("alice", sasl.ScramSHA256); !ok || err != nil {
+		t.Fatalf("Get alice: ok %v err %v", ok, err)
+	}
+	s.mu.Lock()
+	_, cached := s.cache["alice"]
+	s.mu.Unlock()
+	if !cached {
+		t.Fatal("alice not cached")
+	}
+	// Another writer deletes alice's credential; its notification cannot
+	// be read by the broker.
+	if _, err := n.zk.set(userConfigPath("alice"), []byte(`{"version":1,"config":{}}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	note := []byte(`{"version":2,"entity_path":"users/alice"}`)
+	p, err := tc.client.Create("/sluice"+configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence, zk.DigestACL(zk.PermAll, "other", "secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tc.client.Get(p); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("reading the notification: %v, want ErrNoAuth", err)
+	}
+	waitFor(t, "alice's deleted credential to be dropped", func() bool {
+		_, ok, err := s.Get("alice", sasl.ScramSHA256)
+		return err == nil && !ok
+	})
+}
+
+// TestScramStoreUnknownUserCached: a user without credentials is cached
+// like one with: asking again reads no ZooKeeper (a credential written
+// behind the store's back, without a notification, stays unseen), and the
+// notification of a change drops the entry like any other.
+func TestScramStoreUnknownUserCached(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[1]
+	s := watchedScramStore(t, n)
+	if _, ok, err := s.Get("mallory", sasl.ScramSHA256); ok || err != nil {
+		t.Fatalf("unknown user: ok %v err %v", ok, err)
+	}
+	cfg := sasl.EncodeUserConfig(sasl.WithCredential(nil, newScramCred(t, sasl.ScramSHA256, "pw")))
+	if _, err := n.zk.createParents(userConfigPath("mallory"), cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Get("mallory", sasl.ScramSHA256); ok || err != nil {
+		t.Fatalf("unknown user asked again: ok %v err %v; want the cached answer, no credential", ok, err)
+	}
+	// A Put through another store of the cluster notifies the watch.
+	c := newScramCred(t, sasl.ScramSHA256, "pw2")
+	if err := NewScramStore(n).Put("mallory", c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the notification to drop the unknown entry", func() bool {
+		got, ok, err := s.Get("mallory", sasl.ScramSHA256)
+		return err == nil && ok && reflect.DeepEqual(got, c)
+	})
+}
+
+// TestScramStoreUnknownBounded: client-chosen names of unknown users fill
+// at most maxUnknownBytes; the newest is always cached; a user who turns
+// out to have credentials leaves the unknown set.
+func TestScramStoreUnknownBounded(t *testing.T) {
+	s := &ScramStore{caching: true, cache: map[string]map[string]sasl.Credential{}, unknown: map[string]struct{}{}}
+	for i := range 3 * maxUnknownBytes / unknownCost("user-000000") {
+		user := fmt.Sprintf("user-%06d", i)
+		s.cacheLocked(user, map[string]sasl.Credential{})
+		if _, ok := s.unknown[user]; !ok {
+			t.Fatalf("%s not cached", user)
+		}
+		if s.unknownBytes > maxUnknownBytes {
+			t.Fatalf("after %s: %d bytes of unknown users, over %d", user, s.unknownBytes, maxUnknownBytes)
+		}
+	}
+	sum := 0
+	for u := range s.unknown {
+		sum += unknownCost(u)
+	}
+	if sum != s.unknownBytes {
+		t.Fatalf("unknownBytes %d, entries cost %d", s.unknownBytes, sum)
+	}
+	s.cacheLocked(string(make([]byte, maxUnknownBytes)), nil) // too big to cache at all
+	if s.unknownBytes > maxUnknownBytes {
+		t.Fatalf("%d bytes of unknown users after a huge name", s.unknownBytes)
+	}
+	var some string
+	for u := range s.unknown {
+		some = u
+		break
+	}
+	s.cacheLocked(some, map[string]sasl.Credential{sasl.ScramSHA256: {}})
+	if _, ok := s.unknown[some]; ok || s.unknownBytes != sum-unknownCost(some) {
+		t.Fatalf("%s still unknown (%d bytes) after its credential was read", some, s.unknownBytes)
 	}
 }
 

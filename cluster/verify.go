@@ -15,8 +15,10 @@ package cluster
 // requests can arrive before the watch fires, and they must not be
 // refused: the controller does not resend them). Concurrent checks share
 // one read (verifier.mu, then a second look at what it found). A follower
-// fetch naming an unknown registration epoch re-reads at most once a
-// second per broker.
+// fetch is checked only for a live broker (one the last UpdateMetadata
+// listed), so the replica ids a client makes up cost neither a ZooKeeper
+// read nor memory; one naming an unknown registration epoch re-reads at
+// most once a second per broker, without holding a lock over the read.
 
 import (
 	"errors"
@@ -43,10 +45,20 @@ const zkRereadInterval = time.Second
 
 // verifier holds what the checks compare against.
 type verifier struct {
-	mu sync.Mutex
-	// epochs caches other brokers' registration epochs (follower fetches).
-	epochs     map[int32]int64
-	lastEpochs map[int32]time.Time
+	mu sync.Mutex // one ZooKeeper read at a time for the controller checks
+
+	replicaMu sync.Mutex
+	// replicas caches other brokers' registration epochs (follower
+	// fetches), only of live brokers. REQUIRES: replicaMu held.
+	replicas map[int32]*replicaEpoch
+}
+
+// replicaEpoch is what a node knows of another broker's registration.
+type replicaEpoch struct {
+	epoch    int64 // the czxid of /brokers/ids/<id>; valid if known
+	known    bool
+	lastRead time.Time     // the start of the last read of the registration
+	reading  chan struct{} // non-nil while a read runs; closed when it ends
 }
 
 // VerifyController checks a controller request's sender against
@@ -111,29 +123,57 @@ func (n *Node) VerifyBrokerEpoch(epoch int64) error {
 
 // VerifyReplicaEpoch checks the broker epoch a follower's fetch carries
 // against that broker's current registration (ErrStaleBrokerEpoch when it
-// differs or the broker is not registered). Safe for concurrent use.
+// differs or the broker is not live). A broker that the metadata cache
+// does not list as live is refused at once: its id is the client's, so it
+// costs no ZooKeeper read and leaves nothing cached. For a live one, an
+// epoch other than the cached one re-reads the registration at most once
+// per zkRereadInterval; checks arriving during that read wait for it. Safe
+// for concurrent use.
 func (n *Node) VerifyReplicaEpoch(id int32, epoch int64) error {
-	n.verify.mu.Lock()
-	defer n.verify.mu.Unlock()
-	if n.verify.epochs == nil {
-		n.verify.epochs, n.verify.lastEpochs = map[int32]int64{}, map[int32]time.Time{}
+	v := &n.verify
+	if _, live := n.cache.Broker(id); !live {
+		v.replicaMu.Lock()
+		delete(v.replicas, id)
+		v.replicaMu.Unlock()
+		return fmt.Errorf("%w: broker %d fetches but is not a live broker", ErrStaleBrokerEpoch, id)
 	}
-	if cur, ok := n.verify.epochs[id]; ok && cur == epoch {
-		return nil
+	v.replicaMu.Lock()
+	if v.replicas == nil {
+		v.replicas = map[int32]*replicaEpoch{}
 	}
-	if time.Since(n.verify.lastEpochs[id]) >= zkRereadInterval {
-		n.verify.lastEpochs[id] = time.Now()
+	r := v.replicas[id]
+	if r == nil {
+		r = &replicaEpoch{}
+		v.replicas[id] = r
+	}
+	switch {
+	case r.known && r.epoch == epoch:
+	case r.reading != nil:
+		reading := r.reading
+		v.replicaMu.Unlock()
+		<-reading
+		v.replicaMu.Lock()
+	case time.Since(r.lastRead) >= zkRereadInterval:
+		r.lastRead = time.Now()
+		r.reading = make(chan struct{})
+		v.replicaMu.Unlock()
 		_, stat, err := n.zk.get(brokerPath(id))
-		switch {
-		case err == nil:
-			n.verify.epochs[id] = stat.Czxid
-		case errors.Is(err, zk.ErrNoNode):
-			delete(n.verify.epochs, id)
-		default:
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			n.log.Warn("cluster: read a broker registration to check a fetch", "broker", id, "err", err)
 		}
+		v.replicaMu.Lock()
+		switch {
+		case err == nil:
+			r.epoch, r.known = stat.Czxid, true
+		case errors.Is(err, zk.ErrNoNode):
+			r.known = false
+		}
+		close(r.reading)
+		r.reading = nil
 	}
-	if cur, ok := n.verify.epochs[id]; ok && cur == epoch {
+	ok := r.known && r.epoch == epoch
+	v.replicaMu.Unlock()
+	if ok {
 		return nil
 	}
 	return fmt.Errorf("%w: broker %d fetches with epoch %d, not its current registration", ErrStaleBrokerEpoch, id, epoch)

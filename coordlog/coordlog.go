@@ -9,7 +9,9 @@
 //     backoff until it succeeds, leadership moves on, or Close); losing
 //     leadership unloads at once. Each transition takes a new generation,
 //     so a load that lost its leadership while it ran never marks the
-//     partition loaded.
+//     partition loaded. Loads run one at a time, and a load installs its
+//     state only while its generation is current, so the state of a later
+//     leadership is never overwritten by that of an earlier one.
 //   - Replay reads a partition from its log start to a given end and hands
 //     each record of every non-control batch to the state machine.
 //   - Append writes a coordinator's records with acks=all and returns once

@@ -1,6 +1,7 @@
 package coordlog
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,17 +12,31 @@ import (
 // DefaultRetryBackoff is the pause between two attempts of a failed load.
 const DefaultRetryBackoff = time.Second
 
+// ErrStale is returned by an Options.Load that found, before installing
+// anything, that its leadership generation is no longer the owned one. The
+// load is then done: it is not an error and is not retried.
+var ErrStale = errors.New("coordlog: load of a stale leadership generation")
+
 // Options configures New.
 type Options struct {
 	// Topic names the internal topic in log lines.
 	Topic string
 	// Load builds the state of partition i from its log (Replay) and
 	// installs it. It runs on a goroutine of its own and is retried after
-	// RetryBackoff until it returns nil, this broker stops leading i, or
-	// Close is called. A running load is not interrupted: it may finish
-	// after i was unloaded (Unload has then already run; i is not marked
-	// loaded) or overlap the load of a later leadership of i. Required.
-	Load func(i int32) error
+	// RetryBackoff until it returns nil or ErrStale, this broker stops
+	// leading i, or Close is called.
+	//
+	// Loads never overlap: Partitions runs one Load at a time (of any
+	// partition), so the load of a later leadership of i starts only after
+	// the load of an earlier one returned, and its state is installed last.
+	// current reports whether the leadership the load runs for is still
+	// the owned one; Load calls it right before installing and returns
+	// ErrStale, installing nothing, when it is false. A running load is
+	// not interrupted: leadership may still end between current and the
+	// install (Unload has then already run; i is not marked loaded), and a
+	// later leadership's load, which runs after it, installs its own state.
+	// Required.
+	Load func(i int32, current func() bool) error
 	// Unload drops the state of partition i. OnRole calls it synchronously
 	// after ownership of i ended, without holding any lock. Required.
 	Unload func(i int32)
@@ -38,6 +53,11 @@ type Partitions struct {
 	opts Options
 	stop chan struct{} // closed by Close: load retries stop
 	wg   sync.WaitGroup
+	// loadMu is held for each call of opts.Load: loads run one at a time,
+	// so an earlier generation's load, however slow, cannot install its
+	// state after a later generation's. Lock order: loadMu before mu (a
+	// Load calls current, which takes mu).
+	loadMu sync.Mutex
 
 	mu sync.Mutex
 	// parts holds the partitions this broker leads: loading until their
@@ -125,15 +145,27 @@ func (ps *Partitions) Close() {
 }
 
 // load runs Load for partition i, leader since generation gen, until it
-// succeeds or is no longer wanted, and then marks i loaded if gen is still
-// current.
+// succeeds or is no longer wanted (gen is no longer current, Load returned
+// ErrStale, or Close), and then marks i loaded if gen is still current.
+// Each attempt holds loadMu.
 func (ps *Partitions) load(i int32, gen uint64) {
 	defer ps.wg.Done()
 	start := time.Now()
+	current := func() bool { return ps.current(i, gen) }
 	for attempt := 0; ; attempt++ {
-		err := safe.Call(ps.opts.Logger, "coordlog: load "+ps.opts.Topic, func() error { return ps.opts.Load(i) })
+		ps.loadMu.Lock()
+		if !current() { // lost while waiting for an earlier load
+			ps.loadMu.Unlock()
+			return
+		}
+		err := safe.Call(ps.opts.Logger, "coordlog: load "+ps.opts.Topic, func() error { return ps.opts.Load(i, current) })
+		ps.loadMu.Unlock()
 		if err == nil {
 			break
+		}
+		if errors.Is(err, ErrStale) {
+			ps.opts.Logger.Info("coordlog: dropped the load of a past leadership", "topic", ps.opts.Topic, "partition", i)
+			return
 		}
 		ps.opts.Logger.Warn("coordlog: load partition", "topic", ps.opts.Topic, "partition", i, "attempt", attempt, "err", err)
 		t := time.NewTimer(ps.opts.RetryBackoff)
@@ -142,9 +174,6 @@ func (ps *Partitions) load(i int32, gen uint64) {
 			t.Stop()
 			return
 		case <-t.C:
-		}
-		if !ps.current(i, gen) {
-			return
 		}
 	}
 	ps.mu.Lock()

@@ -1,7 +1,9 @@
 package coordlog
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +31,8 @@ func (l *loads) answer(n int) chan error {
 	return l.answers[n]
 }
 
-func (l *loads) load(i int32) error {
+// load ignores current: a scripted answer stands for the whole load.
+func (l *loads) load(i int32, current func() bool) error {
 	l.mu.Lock()
 	n := l.calls
 	l.calls++
@@ -125,9 +128,9 @@ func TestPartitionsStaleLoad(t *testing.T) {
 		t.Fatalf("%d unloads on losing leadership, want 1 at once", unloads)
 	}
 	ps.OnRole(0, true)
-	<-l.started
 	l.answer(0) <- nil                         // the stale load succeeds
-	l.answer(1) <- errors.New("current fails") // the current one waits an hour to retry
+	<-l.started                                // the current one starts once the stale one returned
+	l.answer(1) <- errors.New("current fails") // and waits an hour to retry
 	ps.Close()                                 // ends the wait; both loads have returned
 	if owned, loading := ps.State(0); !owned || !loading {
 		t.Errorf("State = %v, %v; want owned and still loading", owned, loading)
@@ -161,7 +164,7 @@ func TestPartitionsCloseStopsRetries(t *testing.T) {
 func TestPartitionsLoadPanics(t *testing.T) {
 	calls := 0
 	ps := New(Options{Topic: "__internal", RetryBackoff: time.Millisecond,
-		Load: func(int32) error {
+		Load: func(int32, func() bool) error {
 			calls++
 			if calls == 1 {
 				panic("replay bug")
@@ -176,4 +179,125 @@ func TestPartitionsLoadPanics(t *testing.T) {
 	if calls != 2 {
 		t.Fatalf("%d load attempts, want 2", calls)
 	}
+}
+
+// TestPartitionsLaterGenerationInstallsLast: generation 1's load is slow;
+// meanwhile this broker loses and regains the leadership (generation 2).
+// Whether generation 1 is slow before it checks current (it then returns
+// ErrStale: done, no warning, no retry) or while it installs (it had
+// checked current in time), generation 2's load runs after it and its view
+// is the one left installed.
+func TestPartitionsLaterGenerationInstallsLast(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		slowInstall    bool // generation 1 blocks after current, not before
+		wantGen1Result error
+	}{
+		{name: "slow replay", slowInstall: false, wantGen1Result: ErrStale},
+		{name: "slow install", slowInstall: true, wantGen1Result: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu    sync.Mutex
+				calls int
+				view  int // the generation whose state is installed
+			)
+			blocked := make(chan struct{})     // generation 1 reached its blocking point
+			release := make(chan struct{})     // lets generation 1 go on
+			gen1Done := make(chan error, 1)    // generation 1's result
+			laterStarted := make(chan int, 10) // later loads, as they start
+			install := func(n int) {
+				mu.Lock()
+				view = n
+				mu.Unlock()
+			}
+			warns := &countHandler{}
+			ps := New(Options{Topic: "__internal", RetryBackoff: time.Hour, Logger: slog.New(warns),
+				Load: func(_ int32, current func() bool) (err error) {
+					mu.Lock()
+					calls++
+					n := calls
+					mu.Unlock()
+					if n != 1 {
+						laterStarted <- n
+						if !current() {
+							return ErrStale
+						}
+						install(n)
+						return nil
+					}
+					defer func() { gen1Done <- err }()
+					if !tc.slowInstall {
+						close(blocked)
+						<-release
+					}
+					if !current() {
+						return ErrStale
+					}
+					if tc.slowInstall {
+						close(blocked)
+						<-release
+					}
+					install(n)
+					return nil
+				},
+				Unload: func(int32) {},
+			})
+			defer ps.Close()
+			ps.OnRole(0, true)
+			<-blocked
+			ps.OnRole(0, false)
+			ps.OnRole(0, true)
+			// Generation 2's load must wait for generation 1's. If it does
+			// not, let it install first, the order that loses its view. The
+			// wait only gives a broken Partitions the chance to show; a
+			// correct one passes however long it is.
+			select {
+			case <-laterStarted:
+				t.Error("generation 2's load started while generation 1's was running")
+				waitLoaded(t, ps, 0)
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(release)
+			if err := <-gen1Done; !errors.Is(err, tc.wantGen1Result) {
+				t.Errorf("generation 1's load returned %v, want %v", err, tc.wantGen1Result)
+			}
+			waitLoaded(t, ps, 0)
+			mu.Lock()
+			defer mu.Unlock()
+			if view != 2 {
+				t.Errorf("installed view is generation %d's, want 2", view)
+			}
+			if calls != 2 {
+				t.Errorf("%d load attempts, want 2", calls)
+			}
+			if n := warns.count(); n != 0 {
+				t.Errorf("%d warnings logged, want none", n)
+			}
+		})
+	}
+}
+
+// countHandler is a slog.Handler that counts the records at Warn or above.
+type countHandler struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.mu.Lock()
+		h.n++
+		h.mu.Unlock()
+	}
+	return nil
+}
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *countHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
 }

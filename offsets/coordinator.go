@@ -210,8 +210,10 @@ func (c *Coordinator) unload(i int32) {
 }
 
 // load is coordlog.Options.Load: one attempt to replay partition i into the
-// metastore and reload its groups into the group coordinator.
-func (c *Coordinator) load(i int32) error {
+// metastore and reload its groups into the group coordinator. It returns
+// coordlog.ErrStale, leaving the metastore and the group coordinator alone,
+// when the leadership it loads for ended during the replay.
+func (c *Coordinator) load(i int32, current func() bool) error {
 	p := c.opts.Partition(i)
 	n := c.opts.NumPartitions()
 	if p == nil || n == 0 {
@@ -220,6 +222,9 @@ func (c *Coordinator) load(i int32) error {
 	v, err := replay(p, p.LogEndOffset())
 	if err != nil {
 		return err
+	}
+	if !current() {
+		return coordlog.ErrStale
 	}
 	match := matcher(i, n)
 	if err := v.materialize(c.opts.Meta, match); err != nil {

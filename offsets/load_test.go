@@ -319,3 +319,40 @@ func TestPersistTooLong(t *testing.T) {
 		t.Fatalf("replay of a 32767-byte group id: %v", err)
 	}
 }
+
+// TestLoadStale: a load whose leadership ended while it replayed returns
+// coordlog.ErrStale and installs nothing: the metastore keeps what it held
+// (the later leadership's load owns it) and no group is reloaded.
+func TestLoadStale(t *testing.T) {
+	p := newReplica(t, 0)
+	meta, err := metastore.Open(t.TempDir(), metastore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	reloads := 0
+	c := New(Options{
+		NumPartitions: func() int32 { return 1 },
+		Partition:     func(int32) *replication.Partition { return p },
+		Unload:        func(func(string) bool) {},
+		Reload:        func(func(string) bool) error { reloads++; return nil },
+		Meta:          meta,
+	})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Persist(ctx, "g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(1)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := meta.CommitOffsets("g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(9)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.load(0, func() bool { return false }); !errors.Is(err, coordlog.ErrStale) {
+		t.Fatalf("stale load = %v, want coordlog.ErrStale", err)
+	}
+	if offs, err := meta.FetchOffsets("g"); err != nil || offs[tp(0)].Offset != 9 {
+		t.Errorf("g's offsets after a stale load = %+v, %v; want untouched at 9", offs, err)
+	}
+	if reloads != 0 {
+		t.Errorf("%d reloads after a stale load, want 0", reloads)
+	}
+}

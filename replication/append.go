@@ -210,13 +210,27 @@ func (p *Partition) runRound() {
 }
 
 // safeAppendRound is appendRound with a panic (a bug) turned into the
-// error of every request of the round, its producer-state changes undone,
-// so the requests are answered and the partition keeps serving.
-// REQUIRES: the caller leads the round.
+// error of every request of the round, so the requests are answered and
+// the partition keeps serving. The partition's state is made to match the
+// log again: when the panic came before anything reached the log, the
+// round's producer-state changes are undone; when the log end moved (the
+// panic came during or after the engine append), the producer state is
+// rebuilt from the log, whose batches it must describe (a retry of one is
+// then a duplicate), and the byte marks and high watermark are recomputed
+// for the new log end. REQUIRES: the caller leads the round.
 func (p *Partition) safeAppendRound(round []*appendReq) error {
+	before := p.log.EndOffset()
 	err := safe.Call(p.logger, "replication: append round", func() error { return p.appendRound(round) })
 	if errors.Is(err, safe.ErrPanic) {
-		p.producers.rollback(0)
+		if end := p.log.EndOffset(); end == before {
+			p.producers.rollback(0)
+		} else {
+			p.rebuildProducerState("a panic in an append round")
+			p.lowerHW(end) // resets the byte marks to the log end
+			p.rmu.Lock()
+			p.maybeAdvanceHWLocked()
+			p.rmu.Unlock()
+		}
 		for _, r := range round {
 			r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 			r.err = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.opts.Partition, err)

@@ -397,3 +397,47 @@ func TestAppendSurvivesPanic(t *testing.T) {
 		t.Fatalf("next append: %v", err)
 	}
 }
+
+// TestAppendPanicAfterEngineAppend: a panic after the engine append wrote
+// the round fails its requests, but the records are in the log, so the
+// partition's state follows the log, not the failed round: the producer
+// state describes the written batch (the producer's retry is a duplicate
+// with the original offsets, its next sequence is accepted) and the high
+// watermark covers it.
+func TestAppendPanicAfterEngineAppend(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		st := openStore(t, backend)
+		p, cl := newPartition(t, st, engine.LogConfig{}, Options{Topic: "t"})
+		if _, err := p.Append(ctx, batch(7, 0, 0, 1), 1); err != nil {
+			t.Fatal(err)
+		}
+		cl.mu.Lock()
+		cl.during = func() {
+			cl.mu.Lock()
+			cl.during = nil
+			cl.mu.Unlock()
+			panic("countingLog: injected panic after the append")
+		}
+		cl.mu.Unlock()
+		if _, err := p.Append(ctx, batch(7, 0, 1, 2), 1); !errors.Is(err, safe.ErrPanic) {
+			t.Fatalf("append during a panic: %v", err)
+		}
+		if end := p.LogEndOffset(); end != 3 {
+			t.Fatalf("log end %d after the panic, want 3 (the batch was written)", end)
+		}
+		if hw := p.HighWatermark(); hw != 3 {
+			t.Errorf("high watermark %d after the panic, want 3 (the log end)", hw)
+		}
+		res, err := p.Append(ctx, batch(7, 0, 1, 2), 1)
+		if err != nil || !res.Duplicate || res.BaseOffset != 1 || res.LastOffset != 2 {
+			t.Fatalf("retry after the panic: %+v, %v; want a duplicate at 1-2", res, err)
+		}
+		if res, err := p.Append(ctx, batch(7, 0, 3, 1), 1); err != nil || res.BaseOffset != 3 {
+			t.Fatalf("next append: %+v, %v", res, err)
+		}
+		if got := len(readAll(t, p)); got != 3 {
+			t.Errorf("%d batches in the log, want 3", got)
+		}
+	})
+}

@@ -33,9 +33,11 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
 		return fmt.Errorf("replication: follower append to %s-%d at %d: %w", p.opts.Topic, p.opts.Partition, p.log.EndOffset(), err)
 	}
+	nowMs := p.now().UnixMilli() // one clock read and one sweep per append
+	p.producers.expire(nowMs)
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
-		p.producers.load(b, p.now().UnixMilli())
+		p.producers.load(b, nowMs)
 		pos += b.Size()
 	}
 	if p.opts.FlushEveryAppend {
@@ -126,15 +128,7 @@ func (p *Partition) RestartAt(offset int64) error {
 func (p *Partition) afterTruncate(oldEnd int64) {
 	end := p.log.EndOffset()
 	p.lowerHW(end)
-	p.producers = newProducerState(p.opts.ProducerIDExpiration)
-	scan := p.opts.ProducerScanBytes
-	if scan == 0 {
-		scan = DefaultProducerScanBytes
-	}
-	if err := rebuildProducers(p.producers, p.log, scan); err != nil {
-		// Only duplicate detection after a later failover suffers.
-		p.logger.Warn("replication: rebuilding producer state after truncation failed", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
-	}
+	p.rebuildProducerState("truncation")
 	if end != oldEnd {
 		p.logger.Info("replication: follower truncated", "topic", p.opts.Topic, "partition", p.opts.Partition, "from", oldEnd, "to", end)
 	}

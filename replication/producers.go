@@ -33,7 +33,7 @@ import (
 // appended for Options.ProducerIDExpiration is forgotten, so the table does
 // not grow with every producer id ever seen. Its next batch is then that
 // of an unknown producer (accepted, as above). The table is swept at the
-// start of an append round (and of a follower's append), at most every
+// start of an append round (and once per follower append), at most every
 // tenth of the expiration; the time of an entry is when it last appended
 // here, or, for state rebuilt from the log, its batch's max timestamp.
 //
@@ -242,14 +242,13 @@ func (s *producerState) rollback(mark int) {
 // commit makes the round's changes permanent.
 func (s *producerState) commit() { s.undo = s.undo[:0] }
 
-// load records the batches of buf (log bytes, whole batches) without
-// checks: the rebuild after a restart (nowMs < 0: the batch's max
-// timestamp dates the entry), or a follower's append (nowMs: when).
-// Control batches carry no sequence.
+// load records batch b (from the log) without checks: the rebuild after a
+// restart (nowMs < 0: the batch's max timestamp dates the entry), or a
+// follower's append (nowMs: when; the follower sweeps the table with
+// expire once per append, not per batch). Control batches carry no
+// sequence.
 func (s *producerState) load(b record.Batch, nowMs int64) {
-	if nowMs >= 0 {
-		s.expire(nowMs)
-	} else {
+	if nowMs < 0 {
 		nowMs = b.MaxTimestamp()
 	}
 	pid := b.ProducerID()

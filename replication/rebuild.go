@@ -57,3 +57,20 @@ func rebuildProducers(s *producerState, log engine.Log, scanBytes int64) error {
 	}
 	return nil
 }
+
+// rebuildProducerState replaces p's producer state with one rebuilt from
+// the tail of its log, after the log changed under it (a truncation, an
+// append round that panicked). A failed rebuild is logged and leaves what
+// it read: only duplicate detection suffers. after names the change, for
+// the log line. REQUIRES: the caller owns p.producers (leads the append
+// round, or holds p.fmu as a follower).
+func (p *Partition) rebuildProducerState(after string) {
+	p.producers = newProducerState(p.opts.ProducerIDExpiration)
+	scan := p.opts.ProducerScanBytes
+	if scan == 0 {
+		scan = DefaultProducerScanBytes
+	}
+	if err := rebuildProducers(p.producers, p.log, scan); err != nil {
+		p.logger.Warn("replication: rebuilding producer state failed", "after", after, "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+	}
+}

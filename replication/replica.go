@@ -2,9 +2,12 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sluice/sluice/engine"
 )
 
 // Leader and followers
@@ -239,27 +242,32 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	return nil
 }
 
-// isFollower reports whether id is one of the replicas this leader
-// tracks (every replica but itself).
-func (p *Partition) isFollower(id int32) bool {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	return p.rs.leader && p.rs.followers[id] != nil
-}
+// errNotReplica is UpdateFollowerState's answer to a fetch from a broker
+// that is not one of the partition's followers (or to any fetch on a
+// replica that does not lead); HandleReplicaFetch turns it into Kafka's.
+var errNotReplica = errors.New("replication: not a follower of this leader")
 
 // UpdateFollowerState records a fetch by follower replicaID from
-// fetchOffset at now, on the leader; the Fetch handler calls it for each
-// partition of a replica fetch before reading. The follower's log end is
-// fetchOffset. It may expand the ISR (calling Options.AlterISR, so it can
-// block for that write) and advance the high watermark, which it returns.
-// A replica that is not a follower of this partition, or a replica that
-// is not the leader, changes nothing.
-func (p *Partition) UpdateFollowerState(replicaID int32, fetchOffset int64, now time.Time) (hw int64) {
+// fetchOffset at now, on the leader; the Fetch handler calls it (through
+// HandleReplicaFetch) for each partition of a replica fetch before
+// reading. The follower's log end is fetchOffset. It may expand the ISR
+// (calling Options.AlterISR, so it can block for that write) and advance
+// the high watermark, which it returns. The checks and the update take
+// p.rmu once. It changes nothing and returns an error when replicaID is
+// not a follower of this partition or this replica does not lead
+// (errNotReplica), and when fetchOffset is outside [log start, log end]
+// (wrapping engine.ErrOffsetOutOfRange; checked after the replica, so a
+// stranger learns nothing of the log).
+func (p *Partition) UpdateFollowerState(replicaID int32, fetchOffset int64, now time.Time) (hw int64, err error) {
 	p.rmu.Lock()
 	f := p.rs.followers[replicaID]
 	if !p.rs.leader || f == nil {
 		p.rmu.Unlock()
-		return p.hw.Load()
+		return p.hw.Load(), errNotReplica
+	}
+	if start, end := p.log.StartOffset(), p.log.EndOffset(); fetchOffset < start || fetchOffset > end {
+		p.rmu.Unlock()
+		return p.hw.Load(), fmt.Errorf("%w: %s-%d replica %d fetch offset %d outside [%d, %d]", engine.ErrOffsetOutOfRange, p.opts.Topic, p.opts.Partition, replicaID, fetchOffset, start, end)
 	}
 	leo := p.log.EndOffset()
 	switch {
@@ -284,7 +292,7 @@ func (p *Partition) UpdateFollowerState(replicaID int32, fetchOffset int64, now 
 	if change != nil {
 		p.alterISR(change, "expand")
 	}
-	return p.hw.Load()
+	return p.hw.Load(), nil
 }
 
 // MaybeShrinkISR removes from the ISR, on the leader, every follower that

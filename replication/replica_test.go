@@ -3,10 +3,12 @@ package replication
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
 )
 
 // Leader-side tests that drive UpdateFollowerState and MaybeShrinkISR by
@@ -85,7 +87,7 @@ func TestHWFollowsISR(t *testing.T) {
 			{9, 10, 10}, // not a replica: ignored
 		}
 		for i, s := range steps {
-			if hw := p.UpdateFollowerState(s.replica, s.offset, now); hw != s.wantHW || p.HighWatermark() != s.wantHW {
+			if hw, _ := p.UpdateFollowerState(s.replica, s.offset, now); hw != s.wantHW || p.HighWatermark() != s.wantHW {
 				t.Fatalf("step %d: replica %d at %d: HW %d, want %d", i, s.replica, s.offset, hw, s.wantHW)
 			}
 		}
@@ -388,5 +390,73 @@ func TestRestoreHighWatermark(t *testing.T) {
 				t.Fatalf("high watermark %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUpdateFollowerStateChecks: UpdateFollowerState checks, under the
+// same lock as the update, that the fetch comes from a follower of a
+// leader and that its offset is inside the log; a refused fetch changes
+// neither the follower's state nor the HW.
+func TestUpdateFollowerStateChecks(t *testing.T) {
+	c, p := newLeader(t, "memory", Options{}, 1, 2, 3)
+	now := c.clock.Now()
+	appendN(t, p, 5)
+	p.UpdateFollowerState(3, 5, now)
+	for _, tc := range []struct {
+		name    string
+		replica int32
+		offset  int64
+		want    error
+	}{
+		{"stranger", 9, 5, errNotReplica},
+		{"the leader itself", 1, 5, errNotReplica},
+		{"past the log end", 2, 6, engine.ErrOffsetOutOfRange},
+		{"below the log start", 2, -1, engine.ErrOffsetOutOfRange},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hw, err := p.UpdateFollowerState(tc.replica, tc.offset, now)
+			if !errors.Is(err, tc.want) || hw != 0 || p.HighWatermark() != 0 {
+				t.Fatalf("= %d, %v (HW %d); want 0, %v", hw, err, p.HighWatermark(), tc.want)
+			}
+		})
+	}
+	if hw, err := p.UpdateFollowerState(2, 5, now); err != nil || hw != 5 {
+		t.Fatalf("follower 2 at the log end: %d, %v; want 5, nil", hw, err)
+	}
+	if _, err := p.HandleReplicaFetch(2, 1, 6, 1<<20, now); !errors.Is(err, engine.ErrOffsetOutOfRange) {
+		t.Fatalf("HandleReplicaFetch past the log end: %v", err)
+	}
+	for epoch, want := range map[int32]error{1: ErrUnknownLeaderEpoch, -1: ErrNotLeader} {
+		if _, err := p.HandleReplicaFetch(9, epoch, 0, 1<<20, now); !errors.Is(err, want) {
+			t.Errorf("HandleReplicaFetch from a stranger with epoch %d: %v, want %v", epoch, err, want)
+		}
+	}
+}
+
+// TestAppendAsFollowerReadsClockOnce: a follower's append of many batches
+// reads the clock once, not once per batch.
+func TestAppendAsFollowerReadsClockOnce(t *testing.T) {
+	var reads atomic.Int64
+	st := openStore(t, "memory")
+	p, _ := newPartition(t, st, engine.LogConfig{}, Options{BrokerID: 2, ProducerIDExpiration: time.Hour,
+		Now: func() time.Time { reads.Add(1); return time.Unix(1_700_000_000, 0) }})
+	if err := p.MakeFollower(LeaderAndIsr{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	var batches []byte
+	for i := range 10 {
+		b := batch(int64(i), 0, 0, 1)
+		record.Batch(b).SetBaseOffset(int64(i))
+		batches = append(batches, b...)
+	}
+	reads.Store(0)
+	if err := p.AppendAsFollower(batches); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("%d clock reads for one append of 10 batches, want 1", n)
+	}
+	if got := len(p.producers.producers); got != 10 {
+		t.Errorf("%d producers learned, want 10", got)
 	}
 }

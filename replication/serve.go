@@ -1,10 +1,10 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -47,8 +47,9 @@ type ReplicaFetchResult struct {
 // replicaID: it checks leadership and currentLeaderEpoch
 // (CheckLeaderEpoch), that replicaID is one of the partition's other
 // replicas (else ErrUnknownLeaderEpoch when a current leader epoch was
-// given, ErrNotLeader when not, as Kafka answers), records the follower's state (UpdateFollowerState,
-// which may change the ISR and the HW) and reads from fetchOffset, bounded
+// given, ErrNotLeader when not, as Kafka answers), records the follower's
+// state (UpdateFollowerState, which does that check and may change the
+// ISR and the HW) and reads from fetchOffset, bounded
 // by the log end, not the HW. An offset outside [log start, log end] is an
 // error wrapping engine.ErrOffsetOutOfRange; the result still carries the
 // log start and HW, which the response reports so the follower can restart
@@ -60,20 +61,20 @@ func (p *Partition) HandleReplicaFetch(replicaID, currentLeaderEpoch int32, fetc
 	if err := p.CheckLeaderEpoch(currentLeaderEpoch, true); err != nil {
 		return res, err
 	}
-	if !p.isFollower(replicaID) {
+	hw, err := p.UpdateFollowerState(replicaID, fetchOffset, now)
+	switch {
+	case errors.Is(err, errNotReplica):
 		// Kafka's followerReplicaOrThrow: the follower retries, and a
 		// stranger learns nothing past the high watermark.
 		if currentLeaderEpoch >= 0 {
 			return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrUnknownLeaderEpoch, p.opts.Topic, p.opts.Partition, replicaID)
 		}
 		return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrNotLeader, p.opts.Topic, p.opts.Partition, replicaID)
+	case err != nil: // the offset is out of range
+		res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.log.StartOffset(), p.log.EndOffset(), hw
+		return res, err
 	}
-	start, end := p.log.StartOffset(), p.log.EndOffset()
-	res.LogStartOffset, res.LogEndOffset, res.HighWatermark = start, end, p.hw.Load()
-	if fetchOffset < start || fetchOffset > end {
-		return res, fmt.Errorf("%w: %s-%d replica %d fetch offset %d outside [%d, %d]", engine.ErrOffsetOutOfRange, p.opts.Topic, p.opts.Partition, replicaID, fetchOffset, start, end)
-	}
-	res.HighWatermark = p.UpdateFollowerState(replicaID, fetchOffset, now)
+	res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.log.StartOffset(), p.log.EndOffset(), hw
 	sl, err := p.log.Read(fetchOffset, maxBytes, -1)
 	if err != nil {
 		return res, err
