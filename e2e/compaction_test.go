@@ -41,10 +41,15 @@ func createCompacted(t *testing.T, adm *kadm.Client, topic string, extra map[str
 	}
 }
 
-// produceKeyed produces n records round-robin... over keys distinct keys
+// produceKeyed produces n records spread over keys distinct keys
 // ("key-00042"), value "v<i>" for record i (from first), and returns the
 // latest value per key. Acknowledged means returned by ProduceSync.
 func produceKeyed(t *testing.T, cl *kgo.Client, topic string, first, n, keys int) map[string]string {
+	return producePrefixed(t, cl, topic, "key", first, n, keys)
+}
+
+// producePrefixed is produceKeyed with keys named prefix-NNNNN.
+func producePrefixed(t *testing.T, cl *kgo.Client, topic, prefix string, first, n, keys int) map[string]string {
 	t.Helper()
 	latest := map[string]string{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -54,7 +59,7 @@ func produceKeyed(t *testing.T, cl *kgo.Client, topic string, first, n, keys int
 	for i := first; i < first+n; {
 		recs = recs[:0]
 		for ; i < first+n && len(recs) < chunk; i++ {
-			k := fmt.Sprintf("key-%05d", (i*7919)%keys)
+			k := fmt.Sprintf("%s-%05d", prefix, (i*7919)%keys)
 			v := fmt.Sprintf("v%d", i)
 			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(v)})
 			latest[k] = v
@@ -207,7 +212,8 @@ func TestCompactionPerBackend(t *testing.T) {
 				t.Fatal(err)
 			}
 			stamped := time.Now()
-			produceKeyed(t, cl, "kv", n, 100_000, keys/2) // keys 0..4999 again, then rolls
+			// Other keys: the tombstones must stay the latest of theirs.
+			producePrefixed(t, cl, "kv", "more", n, 100_000, keys/2)
 			for i := 0; i < 100; i++ {
 				delete(want, fmt.Sprintf("key-%05d", i))
 			}
@@ -227,7 +233,7 @@ func TestCompactionPerBackend(t *testing.T) {
 			deadline = time.Now().Add(60 * time.Second)
 			for tombs > 0 && time.Now().Before(deadline) {
 				time.Sleep(time.Second)
-				produceKeyed(t, cl, "kv", n+200_000, 50_000, keys/2)
+				producePrefixed(t, cl, "kv", "more", n+200_000, 50_000, keys/2)
 				recs, end = readCompacted(t, b.addr, "kv")
 				tombs = 0
 				for _, r := range recs {
