@@ -13,10 +13,8 @@ package broker
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 
@@ -97,8 +95,9 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 }
 
 // connSecurity is how this broker connects to the others on listener:
-// TLS trusting ssl.truststore.location (presenting its own keystore, for
-// listeners that require client certificates), and SASL with
+// TLS with the listener's own ssl.* settings (tlsconf.Settings.ClientConfig:
+// trusting its truststore, presenting its keystore for listeners that
+// require client certificates), and SASL with
 // sasl.mechanism.inter.broker.protocol and the username and password of
 // the listener's JAAS entry for that mechanism.
 func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
@@ -107,23 +106,13 @@ func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
 	proto := cfg.ListenerProtocol(listener)
 	get := func(key string) (string, bool) { return cfg.ListenerProperty(listener, key) }
 	if proto == "SSL" || proto == "SASL_SSL" {
-		tcfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if path, ok := get("ssl.truststore.location"); ok {
-			pem, err := os.ReadFile(path)
-			if err != nil {
-				return sec, fmt.Errorf("broker: inter-broker listener %s: ssl.truststore.location: %w", listener, err)
-			}
-			tcfg.RootCAs = x509.NewCertPool()
-			if !tcfg.RootCAs.AppendCertsFromPEM(pem) {
-				return sec, fmt.Errorf("broker: inter-broker listener %s: ssl.truststore.location %s holds no certificate", listener, path)
-			}
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			return sec, fmt.Errorf("broker: inter-broker listener %s: %w", listener, err)
 		}
-		if path, ok := get("ssl.keystore.location"); ok {
-			if cert, err := tls.LoadX509KeyPair(path, path); err == nil {
-				tcfg.Certificates = []tls.Certificate{cert}
-			}
+		if sec.TLS, err = settings.ClientConfig(); err != nil {
+			return sec, fmt.Errorf("broker: inter-broker listener %s: %w", listener, err)
 		}
-		sec.TLS = tcfg
 	}
 	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
 		mech := cfg.SASLInterBrokerMechanism
