@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/testpki"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -181,8 +182,11 @@ func describeACLLines(t *testing.T, addr, caFile string) []string {
 	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("DescribeAcls: %v, code %d", err, resp.ErrorCode)
+	if err != nil {
+		t.Fatalf("DescribeAcls: %v", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("DescribeAcls: %v", err)
 	}
 	var lines []string
 	for _, r := range resp.Resources {
