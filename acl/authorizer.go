@@ -109,9 +109,11 @@ func (r *request) denies(rs []rule) bool {
 	r.found = true
 	for i := range rs {
 		ru := &rs[i]
+		// A rule whose host is no address (zero ru.host) matches no
+		// client, not even one without an address (zero r.host).
 		if ru.ops&r.bit == 0 ||
 			!(ru.anyPrincipal || ru.principal == r.principal) ||
-			!(ru.anyHost || ru.host == r.host) {
+			!(ru.anyHost || (ru.host.IsValid() && ru.host == r.host)) {
 			continue
 		}
 		if ru.deny {

@@ -233,6 +233,29 @@ func TestAuthorize(t *testing.T) {
 			},
 		},
 		{
+			// A host that is not an address compiles to the zero Addr, which
+			// is also what a request without an address (a non-IP
+			// connection) carries: the two must not match.
+			name: "host name never matches a request without an address",
+			cfg:  Config{AllowEveryoneIfNoACL: true},
+			bindings: slices.Concat(
+				bind(lit(ResourceTopic, topic),
+					allow(alice, "broker.example.com", OpDelete),
+					allow(alice, "", OpAlter),
+					allow(bob, "*", OpRead)),
+				bind(lit(ResourceTopic, "guarded"),
+					allow(WildcardPrincipal, "*", OpRead),
+					deny(bob, "broker.example.com", OpRead))),
+			checks: []check{
+				{alice, "", OpDelete, ResourceTopic, topic, false},
+				{alice, "", OpAlter, ResourceTopic, topic, false},
+				{alice, host1, OpDelete, ResourceTopic, topic, false},
+				{bob, "", OpRead, ResourceTopic, topic, true}, // "*" matches any request
+				{bob, "", OpRead, ResourceTopic, "guarded", true},
+				{bob, host1, OpRead, ResourceTopic, "guarded", true},
+			},
+		},
+		{
 			name: "cluster resource",
 			bindings: bind(lit(ResourceCluster, ClusterName),
 				allow("User:broker", "*", OpClusterAction),

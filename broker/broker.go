@@ -64,15 +64,19 @@ type Broker struct {
 	srv   *server.Server
 	node  *cluster.Node // cluster mode only (cluster.go)
 	lns   []net.Listener
-	// secCancel stops the watches of ACLs and SCRAM credentials.
+	// secCancel stops the watch of SCRAM credentials; aclCancel stops the
+	// authorizer following its store; aclStore is the cluster ACL store,
+	// nil in single-node mode. stopSecurity uses all three.
 	secCancel context.CancelFunc
+	aclCancel func()
+	aclStore  *cluster.ACLStore
 	// lnNames are the listener names of lns (config.SplitListener), in order.
 	lnNames []string
 	addr    string
 	cid     string
 
 	stopRetention chan struct{}
-	bg            sync.WaitGroup // Serve loops and the retention loop
+	bg            sync.WaitGroup // Serve loops, the retention loop, the SCRAM watch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -209,18 +213,14 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 			sec.Host, sec.Port, err = b.advertised(i)
 		}
 		if err != nil {
-			secCancel()
-			b.closeNode()
-			b.closeListeners()
+			b.abortSecurity()
 			return nil, err
 		}
 		b.lns[i], secs[name] = ln, sec
 	}
 	authz, acls, err := b.authorizer(secCtx)
 	if err != nil {
-		secCancel()
-		b.closeNode()
-		b.closeListeners()
+		b.abortSecurity()
 		return nil, err
 	}
 	b.srv, err = server.New(server.Options{
@@ -230,9 +230,7 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		InterBrokerSecurity: interBroker,
 	})
 	if err != nil {
-		secCancel()
-		b.closeNode()
-		b.closeListeners()
+		b.abortSecurity()
 		return nil, err
 	}
 	for i, ln := range b.lns {
@@ -286,7 +284,9 @@ func (b *Broker) Close() error {
 		if err := b.srv.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		b.secCancel()
+		if err := b.stopSecurity(); err != nil {
+			errs = append(errs, err)
+		}
 		b.closeNode()
 		b.bg.Wait()
 		if err := b.closeStores(); err != nil {
@@ -302,6 +302,17 @@ func (b *Broker) Close() error {
 	})
 	<-b.closed
 	return b.closeErr
+}
+
+// abortSecurity undoes Start from the security setup on: before any
+// Serve loop runs, so b.bg holds only the SCRAM watch.
+func (b *Broker) abortSecurity() {
+	if err := b.stopSecurity(); err != nil {
+		b.log.Warn("broker: start failed; closing", "err", err)
+	}
+	b.closeNode()
+	b.bg.Wait()
+	b.closeListeners()
 }
 
 // Wait blocks until Close has finished.

@@ -13,10 +13,8 @@ package broker
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 
@@ -97,8 +95,9 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 }
 
 // connSecurity is how this broker connects to the others on listener:
-// TLS trusting ssl.truststore.location (presenting its own keystore, for
-// listeners that require client certificates), and SASL with
+// TLS with the listener's own ssl.* settings (tlsconf.Settings.ClientConfig:
+// trusting its truststore, presenting its keystore for listeners that
+// require client certificates), and SASL with
 // sasl.mechanism.inter.broker.protocol and the username and password of
 // the listener's JAAS entry for that mechanism.
 func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
@@ -107,23 +106,13 @@ func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
 	proto := cfg.ListenerProtocol(listener)
 	get := func(key string) (string, bool) { return cfg.ListenerProperty(listener, key) }
 	if proto == "SSL" || proto == "SASL_SSL" {
-		tcfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if path, ok := get("ssl.truststore.location"); ok {
-			pem, err := os.ReadFile(path)
-			if err != nil {
-				return sec, fmt.Errorf("broker: inter-broker listener %s: ssl.truststore.location: %w", listener, err)
-			}
-			tcfg.RootCAs = x509.NewCertPool()
-			if !tcfg.RootCAs.AppendCertsFromPEM(pem) {
-				return sec, fmt.Errorf("broker: inter-broker listener %s: ssl.truststore.location %s holds no certificate", listener, path)
-			}
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			return sec, fmt.Errorf("broker: inter-broker listener %s: %w", listener, err)
 		}
-		if path, ok := get("ssl.keystore.location"); ok {
-			if cert, err := tls.LoadX509KeyPair(path, path); err == nil {
-				tcfg.Certificates = []tls.Certificate{cert}
-			}
+		if sec.TLS, err = settings.ClientConfig(); err != nil {
+			return sec, fmt.Errorf("broker: inter-broker listener %s: %w", listener, err)
 		}
-		sec.TLS = tcfg
 	}
 	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
 		mech := cfg.SASLInterBrokerMechanism
@@ -158,18 +147,24 @@ func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
 }
 
 // credentials returns where SCRAM credentials live: ZooKeeper in cluster
-// mode (followed by a watch until ctx ends), else the metastore.
+// mode (followed by a watch on b.bg until ctx ends), else the metastore.
 func (b *Broker) credentials(ctx context.Context) sasl.CredentialStore {
 	if b.node != nil {
 		s := cluster.NewScramStore(b.node)
-		go s.Watch(ctx)
+		b.bg.Add(1)
+		go func() {
+			defer b.bg.Done()
+			s.Watch(ctx)
+		}()
 		return s
 	}
 	return b.meta.ScramCredentials()
 }
 
 // authorizer starts the ACL authorizer when authorizer.class.name is set:
-// nil (everything allowed) otherwise.
+// nil (everything allowed) otherwise. It sets b.aclCancel, which stops the
+// authorizer following the store, and in cluster mode b.aclStore, which
+// stopSecurity closes.
 func (b *Broker) authorizer(ctx context.Context) (server.Authorizer, acl.Store, error) {
 	if b.cfg.AuthorizerClassName == "" {
 		return nil, nil, nil
@@ -181,12 +176,34 @@ func (b *Broker) authorizer(ctx context.Context) (server.Authorizer, acl.Store, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("broker: ACLs: %w", err)
 		}
+		b.aclStore = zs
 		store = zs
 	} else {
 		store = metastore.NewACLStore(b.meta)
 	}
-	if _, err := a.Follow(ctx, store); err != nil {
+	cancel, err := a.Follow(ctx, store)
+	if err != nil {
 		return nil, nil, fmt.Errorf("broker: load ACLs: %w", err)
 	}
+	b.aclCancel = cancel
 	return a, store, nil
+}
+
+// stopSecurity stops what Start's security setup started: the authorizer
+// following its store, the SCRAM credential watch (secCtx; its goroutine
+// is on b.bg, which the caller waits for), and the cluster ACL store.
+// Safe to call with any of them not started.
+func (b *Broker) stopSecurity() error {
+	if b.aclCancel != nil {
+		b.aclCancel()
+	}
+	if b.secCancel != nil {
+		b.secCancel()
+	}
+	if b.aclStore != nil {
+		if err := b.aclStore.Close(); err != nil {
+			return fmt.Errorf("broker: close ACL store: %w", err)
+		}
+	}
+	return nil
 }

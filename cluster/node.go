@@ -43,12 +43,10 @@ type Options struct {
 	Host     string // advertised host
 	Port     int32  // advertised port
 	Rack     string // "" for none
-	// ControlPlane, when set, is the endpoint of this broker's
-	// control.plane.listener.name listener (KIP-291), registered beside the
-	// client one; ControlPlaneListener names the listener (the same on
-	// every broker) to which the controller sends its requests and brokers
-	// their ControlledShutdown. "": the client listener.
-	ControlPlane         *Endpoint
+	// ControlPlaneListener names the control.plane.listener.name listener
+	// (KIP-291; the same on every broker, registered among Endpoints) to
+	// which the controller sends its requests and brokers their
+	// ControlledShutdown. "": the client listener.
 	ControlPlaneListener string
 	// Endpoints, when set, are every listener of this broker (client,
 	// inter-broker, control plane), all registered (Kafka's endpoints and
@@ -293,10 +291,6 @@ func (n *Node) onZkEvent(e zk.Event) {
 func (n *Node) register() error {
 	id := n.opts.BrokerID
 	reg := newBrokerRegistration(n.opts.Host, n.opts.Port, n.opts.Rack)
-	if cp := n.opts.ControlPlane; cp != nil && len(n.opts.Endpoints) == 0 {
-		reg.Endpoints = append(reg.Endpoints, cp.Listener+"://"+net.JoinHostPort(cp.Host, strconv.Itoa(int(cp.Port))))
-		reg.ListenerSecurityProtocolMap[cp.Listener] = "PLAINTEXT"
-	}
 	if len(n.opts.Endpoints) > 0 {
 		reg.Endpoints, reg.ListenerSecurityProtocolMap = nil, map[string]string{}
 		for _, ep := range n.opts.Endpoints {

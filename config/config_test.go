@@ -247,6 +247,18 @@ func TestNamedListeners(t *testing.T) {
 	if c.ControlPlaneListenerName != "CONTROLLER" || c.ListenerSecurityProtocolMap["CONTROLLER"] != "PLAINTEXT" {
 		t.Fatalf("control plane %q, map %v", c.ControlPlaneListenerName, c.ListenerSecurityProtocolMap)
 	}
+	// Names and protocols are case-insensitive, as in Kafka.
+	lower, err := Load("", []string{"listeners=internal://:9092,external://:9093",
+		"listener.security.protocol.map=internal:plaintext,external:Sasl_Ssl", "inter.broker.listener.name=internal"})
+	if err != nil {
+		t.Fatalf("lower-case protocol map: %v", err)
+	}
+	if m := lower.ListenerSecurityProtocolMap; len(m) != 2 || m["INTERNAL"] != "PLAINTEXT" || m["EXTERNAL"] != "SASL_SSL" {
+		t.Fatalf("lower-case protocol map: %v", m)
+	}
+	if p := lower.ListenerProtocol("INTERNAL"); p != "PLAINTEXT" {
+		t.Fatalf("ListenerProtocol(INTERNAL) = %q", p)
+	}
 	if d := Default(); d.ControlPlaneListenerName != "" || d.ListenerSecurityProtocolMap["SASL_SSL"] != "SASL_SSL" {
 		t.Fatalf("defaults: %q %v", d.ControlPlaneListenerName, d.ListenerSecurityProtocolMap)
 	}

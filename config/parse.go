@@ -589,7 +589,9 @@ func parseProtocolMap(key, v string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, e := range splitList(v) {
 		name, proto, ok := strings.Cut(e, ":")
-		name, proto = strings.TrimSpace(name), strings.TrimSpace(proto)
+		// Kafka upper-cases both (SecurityProtocol.forName), so
+		// internal:plaintext is INTERNAL:PLAINTEXT.
+		name, proto = strings.TrimSpace(name), strings.ToUpper(strings.TrimSpace(proto))
 		if !ok || name == "" || proto == "" {
 			return nil, keyError(key, "%q: want LISTENER_NAME:SECURITY_PROTOCOL", e)
 		}

@@ -18,36 +18,11 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/testpki"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
-
-// sluiceWith runs `sluice ARGS --command-config file` (no
-// --bootstrap-server: the file names the broker) and returns what it
-// printed and its exit status.
-func sluiceWith(t *testing.T, file string, args ...string) cliResult {
-	t.Helper()
-	args = append(args, "--command-config", file)
-	stdout, stderr, err := run(t, 60*time.Second, "", sluiceBinary(t), args...)
-	r := cliResult{args: args, stdout: stdout, stderr: stderr}
-	if err != nil {
-		r.code = -1
-		if ee, ok := err.(interface{ ExitCode() int }); ok {
-			r.code = ee.ExitCode()
-		}
-	}
-	return r
-}
-
-func sluiceWithOK(t *testing.T, file string, args ...string) cliResult {
-	t.Helper()
-	r := sluiceWith(t, file, args...)
-	if r.code != 0 {
-		t.Fatalf("sluice %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r
-}
 
 func TestCLISecurity(t *testing.T) {
 	dir := t.TempDir()
@@ -75,33 +50,33 @@ func TestCLISecurity(t *testing.T) {
 	wrong := props("wrong.properties", "SCRAM-SHA-512", "alice", "not-her-password")
 
 	t.Run("user create and list", func(t *testing.T) {
-		r := sluiceWithOK(t, admin, "user", "create", "alice", "--mechanism", "SCRAM-SHA-512", "--password", "alice-secret", "--iterations", "8192")
+		r := cliWithOK(t, admin, "user", "create", "alice", "--mechanism", "SCRAM-SHA-512", "--password", "alice-secret", "--iterations", "8192")
 		if !strings.Contains(r.stderr, "acks is not a client setting") {
 			t.Errorf("no warning about the unknown key acks; stderr:\n%s", r.stderr)
 		}
-		r = sluiceWithOK(t, admin, "user", "list")
+		r = cliWithOK(t, admin, "user", "list")
 		rowWhere(t, table(t, r.stdout, "USER", "MECHANISM", "ITERATIONS"), "USER", "alice", "MECHANISM", "SCRAM-SHA-512", "ITERATIONS", "8192")
 	})
 
 	t.Run("topic create and list", func(t *testing.T) {
-		sluiceWithOK(t, admin, "topic", "create", "orders", "--partitions", "2")
-		r := sluiceWithOK(t, admin, "topic", "list")
+		cliWithOK(t, admin, "topic", "create", "orders", "--partitions", "2")
+		r := cliWithOK(t, admin, "topic", "list")
 		rowWhere(t, table(t, r.stdout, "TOPIC", "PARTITIONS", "REPLICATION-FACTOR"), "TOPIC", "orders", "PARTITIONS", "2")
 	})
 
 	t.Run("acl add and list", func(t *testing.T) {
-		r := sluiceWithOK(t, admin, "acl", "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders")
+		r := cliWithOK(t, admin, "acl", "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders")
 		if !strings.Contains(r.stdout, "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)") {
 			t.Errorf("acl add printed:\n%s", r.stdout)
 		}
-		sluiceWithOK(t, admin, "acl", "add", "--deny-principal", "User:mallory", "--deny-host", "10.0.0.1",
+		cliWithOK(t, admin, "acl", "add", "--deny-principal", "User:mallory", "--deny-host", "10.0.0.1",
 			"--operation", "Read", "--operation", "Describe", "--group", "orders-", "--resource-pattern-type", "PREFIXED")
-		r = sluiceWithOK(t, admin, "acl", "list")
+		r = cliWithOK(t, admin, "acl", "list")
 		got, want := aclListLines(r.stdout), describeACLLines(t, b.addr, sp.CA)
 		if !slices.Equal(got, want) || len(want) != 3 {
 			t.Fatalf("sluice acl list:\n%s\nbindings %q\nDescribeAcls says %q", r.stdout, got, want)
 		}
-		r = sluiceWithOK(t, admin, "acl", "list", "--principal", "User:alice")
+		r = cliWithOK(t, admin, "acl", "list", "--principal", "User:alice")
 		if got := aclListLines(r.stdout); len(got) != 1 || !strings.Contains(got[0], "User:alice") {
 			t.Errorf("acl list --principal User:alice: %q", got)
 		}
@@ -110,31 +85,31 @@ func TestCLISecurity(t *testing.T) {
 	t.Run("perf produce as alice", func(t *testing.T) {
 		// Write on orders lets alice produce (idempotently: Write implies
 		// IdempotentWrite, as in Kafka 2.8+).
-		sluiceWithOK(t, alice, "perf", "produce", "--topic", "orders", "--records", "200", "--record-size", "100", "--quiet")
+		cliWithOK(t, alice, "perf", "produce", "--topic", "orders", "--records", "200", "--record-size", "100", "--quiet")
 	})
 
 	t.Run("wrong password", func(t *testing.T) {
-		r := sluiceWith(t, wrong, "topic", "list", "--timeout", "20s")
+		r := cliWith(t, wrong, "topic", "list", "--timeout", "20s")
 		if r.code != 1 || !strings.Contains(r.stderr, "SASL_AUTHENTICATION_FAILED") {
 			t.Fatalf("sluice topic list with a wrong password: exit %d\nstderr:\n%s", r.code, r.stderr)
 		}
 	})
 
 	t.Run("acl remove", func(t *testing.T) {
-		r := sluiceWithOK(t, admin, "acl", "remove", "--allow-principal", "User:alice", "--topic", "orders")
+		r := cliWithOK(t, admin, "acl", "remove", "--allow-principal", "User:alice", "--topic", "orders")
 		if want := "Removed ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n" +
 			"\t(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)\n"; !strings.Contains(r.stdout, want) {
 			t.Errorf("acl remove printed:\n%s\nwant:\n%s", r.stdout, want)
 		}
-		r = sluiceWithOK(t, admin, "acl", "list")
+		r = cliWithOK(t, admin, "acl", "list")
 		if got := aclListLines(r.stdout); len(got) != 2 || strings.Contains(r.stdout, "User:alice") {
 			t.Errorf("after remove, acl list:\n%s", r.stdout)
 		}
 	})
 
 	t.Run("user delete", func(t *testing.T) {
-		sluiceWithOK(t, admin, "user", "delete", "alice")
-		r := sluiceWithOK(t, admin, "user", "list")
+		cliWithOK(t, admin, "user", "delete", "alice")
+		r := cliWithOK(t, admin, "user", "list")
 		if strings.Contains(r.stdout, "alice") {
 			t.Errorf("alice still listed:\n%s", r.stdout)
 		}
@@ -181,8 +156,11 @@ func describeACLLines(t *testing.T, addr, caFile string) []string {
 	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("DescribeAcls: %v, code %d", err, resp.ErrorCode)
+	if err != nil {
+		t.Fatalf("DescribeAcls: %v", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("DescribeAcls: %v", err)
 	}
 	var lines []string
 	for _, r := range resp.Resources {

@@ -20,11 +20,10 @@ type cliResult struct {
 	code           int
 }
 
-// cli runs `sluice ARGS --bootstrap-server addr` and returns what it printed
-// and its exit status.
-func cli(t *testing.T, addr string, args ...string) cliResult {
+// sluiceCLI runs `sluice ARGS` and returns what it printed and its exit
+// status.
+func sluiceCLI(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	args = append(args, "--bootstrap-server", addr)
 	stdout, stderr, err := run(t, 60*time.Second, "", sluiceBinary(t), args...)
 	r := cliResult{args: args, stdout: stdout, stderr: stderr}
 	var ee *exec.ExitError
@@ -38,14 +37,38 @@ func cli(t *testing.T, addr string, args ...string) cliResult {
 	return r
 }
 
-// ok runs the CLI and fails the test unless it exits 0.
-func cliOK(t *testing.T, addr string, args ...string) cliResult {
+// mustExit0 fails the test unless r exited 0, and returns r.
+func mustExit0(t *testing.T, r cliResult) cliResult {
 	t.Helper()
-	r := cli(t, addr, args...)
 	if r.code != 0 {
 		t.Fatalf("sluice %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
 	}
 	return r
+}
+
+// cli runs `sluice ARGS --bootstrap-server addr`.
+func cli(t *testing.T, addr string, args ...string) cliResult {
+	t.Helper()
+	return sluiceCLI(t, append(args, "--bootstrap-server", addr)...)
+}
+
+// cliOK runs cli and fails the test unless it exits 0.
+func cliOK(t *testing.T, addr string, args ...string) cliResult {
+	t.Helper()
+	return mustExit0(t, cli(t, addr, args...))
+}
+
+// cliWith runs `sluice ARGS --command-config file` (no
+// --bootstrap-server: the file names the broker).
+func cliWith(t *testing.T, file string, args ...string) cliResult {
+	t.Helper()
+	return sluiceCLI(t, append(args, "--command-config", file)...)
+}
+
+// cliWithOK runs cliWith and fails the test unless it exits 0.
+func cliWithOK(t *testing.T, file string, args ...string) cliResult {
+	t.Helper()
+	return mustExit0(t, cliWith(t, file, args...))
 }
 
 // cliFails runs the CLI and fails the test unless it exits with code and

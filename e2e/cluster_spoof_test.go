@@ -41,6 +41,17 @@ func (c *testCluster) zkRead(path string) ([]byte, *zk.Stat) {
 	return data, stat
 }
 
+// controllerEpoch reads the controller epoch from /controller_epoch.
+func (c *testCluster) controllerEpoch() int32 {
+	c.t.Helper()
+	data, _ := c.zkRead("/controller_epoch")
+	epoch, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 32)
+	if err != nil {
+		c.t.Fatalf("/controller_epoch %q: %v", data, err)
+	}
+	return int32(epoch)
+}
+
 func TestClusterRefusesSpoofedRequests(t *testing.T) {
 	c := startCluster(t, 3, "replica.lag.time.max.ms=3000", "zookeeper.session.timeout.ms=40000")
 	c.createTopic("victim", 1, 3, nil)
@@ -49,11 +60,7 @@ func TestClusterRefusesSpoofedRequests(t *testing.T) {
 	ctrl := c.controllerID()
 	before := c.mustPartition("victim", 0)
 	victimID := c.topicID("victim")
-	epochData, _ := c.zkRead("/controller_epoch")
-	var realEpoch int32
-	for _, ch := range strings.TrimSpace(string(epochData)) {
-		realEpoch = realEpoch*10 + int32(ch-'0')
-	}
+	realEpoch := c.controllerEpoch()
 	_, leaderReg := c.zkRead("/brokers/ids/" + itoa(leader))
 	t.Logf("leader %d, followers %v, controller %d at epoch %d; leader's broker epoch %d", leader, followers, ctrl, realEpoch, leaderReg.Czxid)
 
@@ -277,8 +284,7 @@ func TestClusterControlPlaneListener(t *testing.T) {
 	checkPrefixes(t, c.consumeAll("cp"), map[string]int{"a": 200})
 	leader, _ := c.followersOf("cp")
 	ctrl := c.controllerID()
-	epochData, _ := c.zkRead("/controller_epoch")
-	realEpoch, _ := strconv.Atoi(strings.TrimSpace(string(epochData)))
+	realEpoch := c.controllerEpoch()
 	regData, reg := c.zkRead("/brokers/ids/" + itoa(leader))
 	if !strings.Contains(string(regData), "CONTROLLER://"+c.brokers[leader].controlAddr) {
 		t.Fatalf("registration does not name the control-plane endpoint %s: %s", c.brokers[leader].controlAddr, regData)
@@ -287,7 +293,7 @@ func TestClusterControlPlaneListener(t *testing.T) {
 	// A perfect replay on the client listener: refused.
 	ur := kmsg.NewPtrUpdateMetadataRequest()
 	ur.SetVersion(7)
-	ur.ControllerID, ur.ControllerEpoch, ur.BrokerEpoch = ctrl, int32(realEpoch), reg.Czxid
+	ur.ControllerID, ur.ControllerEpoch, ur.BrokerEpoch = ctrl, realEpoch, reg.Czxid
 	rc := kraw.Dial(t, c.brokers[leader].addr)
 	if code := rc.Do(ur).(*kmsg.UpdateMetadataResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("UpdateMetadata on the client listener: %v", kerr.ErrorForCode(code))

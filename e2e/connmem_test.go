@@ -17,24 +17,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// rssBytes reads a process's resident set size from /proc.
-func rssBytes(t *testing.T, pid int) int64 {
-	t.Helper()
+// readRSS reads a process's resident set size (VmRSS) from /proc.
+func readRSS(pid int) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("read broker RSS: %v", err)
+		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", rest, err)
+				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
 			}
-			return kb << 10
+			return kb << 10, nil
 		}
 	}
-	t.Fatalf("no VmRSS for pid %d", pid)
-	return 0
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// rssBytes is readRSS failing the test on an error.
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	rss, err := readRSS(pid)
+	if err != nil {
+		t.Fatalf("read broker RSS: %v", err)
+	}
+	return rss
 }
 
 // TestSlowLorisMemoryBounded: 2,000 connections each announce a 100 MiB
@@ -123,17 +131,12 @@ func TestSlowLorisMemoryBounded(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			rss, err := readRSS(pid)
 			if err != nil {
-				return
+				return // the broker exited; the test reports that
 			}
-			for _, line := range strings.Split(string(data), "\n") {
-				if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-					kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-					if rss := kb << 10; rss > maxRSS.Load() {
-						maxRSS.Store(rss)
-					}
-				}
+			if rss > maxRSS.Load() {
+				maxRSS.Store(rss)
 			}
 		}
 	}()

@@ -74,10 +74,14 @@ func readCheckpoint(path string) (data []byte, ok bool, err error) {
 
 // parseCheckpointLines returns a checkpoint's entry lines after checking
 // the version and count header, each split into fields (want per line).
-// Lines end in '\n' (the last one may lack it). An error wraps
-// errBadCheckpoint; path only names the file in it.
+// Lines end in '\n' or "\r\n" (a file edited on Windows; the last line
+// may lack either). An error wraps errBadCheckpoint; path only names the
+// file in it.
 func parseCheckpointLines(path string, data []byte, want int) ([][]string, error) {
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", errBadCheckpoint, path, fmt.Sprintf(format, args...))
 	}

@@ -20,6 +20,9 @@ var checkpointSeeds = []string{
 	"0\n2\n0 0\n3 100\n",
 	"0\n1\n0 0",         // no final newline
 	"0\r\n1\r\n0 0\r\n", // CRLF
+	"0\r\n2\r\na 0 5\r\nb-c 7 1099511627776\r\n",
+	"0\r\n1\r\na 0 5",   // CRLF, no final line end
+	"0\n1\r\na 0 5\r\n", // LF and CRLF mixed
 	"1\n0\n",
 	"0\n2\na 0 1\n",
 	"0\n1\na 0 x\n",

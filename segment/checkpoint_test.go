@@ -2,10 +2,12 @@ package segment
 
 import (
 	"errors"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,6 +66,39 @@ func TestCheckpointDamaged(t *testing.T) {
 				t.Fatalf("read %q: %v", text, err)
 			}
 		})
+	}
+}
+
+// TestCheckpointCRLF: a checkpoint whose lines end in "\r\n" (edited on
+// Windows) reads as the same file with '\n'.
+func TestCheckpointCRLF(t *testing.T) {
+	for _, lf := range []string{
+		"0\n2\na 0 5\nb-c 7 1099511627776\n",
+		"0\n1\na 0 5", // no final newline
+		"0\n0\n",
+	} {
+		crlf := strings.ReplaceAll(lf, "\n", "\r\n")
+		t.Run(strconv.Quote(crlf), func(t *testing.T) {
+			want, err := parseOffsetCheckpoint("lf", []byte(lf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := parseOffsetCheckpoint("crlf", []byte(crlf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("CRLF gives %v, LF %v", got, want)
+			}
+		})
+	}
+	epochs, err := parseEpochCheckpoint("crlf", []byte("0\r\n2\r\n0 0\r\n3 100\r\n"))
+	if want := []engine.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 3, StartOffset: 100}}; err != nil || !slices.Equal(epochs, want) {
+		t.Fatalf("epochs %v, %v; want %v", epochs, err, want)
+	}
+	// A lone '\r' is not a line end.
+	if _, err := parseOffsetCheckpoint("cr", []byte("0\r1\ra 0 5\r")); !errors.Is(err, errBadCheckpoint) {
+		t.Fatalf("CR-only file: %v", err)
 	}
 }
 

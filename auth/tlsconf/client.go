@@ -151,6 +151,32 @@ func (c ClientSettings) Config() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// ClientConfig returns a tls.Config for a broker dialing the other brokers
+// on a listener with settings s, as Kafka's inter-broker client uses the
+// listener's ssl.* settings: it trusts the truststore (the system's roots
+// when none is set), presents the keystore's certificate (for listeners
+// with ssl.client.auth), keeps the listener's protocol versions and cipher
+// suites, and verifies the host name dialed (ServerName is left empty for
+// crypto/tls to take it from the address). It reads the files once.
+// Errors are *ConfigErrors.
+func (s Settings) ClientConfig() (*tls.Config, error) {
+	cert, err := s.keystore()
+	if err != nil {
+		return nil, err
+	}
+	roots, err := s.truststore()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      roots,
+		MinVersion:   s.MinVersion,
+		MaxVersion:   s.MaxVersion,
+		CipherSuites: s.CipherSuites,
+	}, nil
+}
+
 // roots returns the CA pool; nil means the system's roots to crypto/tls.
 func (c ClientSettings) roots() (*x509.CertPool, error) {
 	switch {

@@ -166,17 +166,7 @@ func (s *Server) maybeReloadLocked() (bool, error) {
 func (s *Server) load() (*serverState, error) {
 	set := s.settings
 	st := &serverState{stamps: [2]fileStamp{stat(set.KeystoreLocation), stat(set.TruststoreLocation)}}
-	var cert tls.Certificate
-	var err error
-	if set.KeystoreLocation != "" {
-		data, rerr := readPEMFile(set.KeystoreLocation, KeyKeystoreLocation)
-		if rerr != nil {
-			return nil, rerr
-		}
-		cert, err = parseKeystore(data, data, set.KeyPassword, KeyKeystoreLocation, KeyKeystoreLocation)
-	} else {
-		cert, err = parseKeystore([]byte(set.KeystoreKey), []byte(set.KeystoreCertificateChain), set.KeyPassword, KeyKeystoreKey, KeyKeystoreCertificateChain)
-	}
+	cert, err := set.keystore()
 	if err != nil {
 		return nil, err
 	}
@@ -187,24 +177,43 @@ func (s *Server) load() (*serverState, error) {
 		MaxVersion:   set.MaxVersion,
 		CipherSuites: set.CipherSuites,
 	}
+	if cfg.ClientCAs, err = set.truststore(); err != nil {
+		return nil, err
+	}
+	if cfg.ClientCAs == nil && set.ClientAuth != tls.NoClientCert {
+		return nil, configErr(KeyTruststoreLocation, "missing: ssl.client.auth asks for client certificates")
+	}
+	st.config = cfg
+	return st, nil
+}
+
+// keystore reads the keystore, from its file or inline. Errors are
+// *ConfigErrors.
+func (set Settings) keystore() (tls.Certificate, error) {
+	if set.KeystoreLocation != "" {
+		data, err := readPEMFile(set.KeystoreLocation, KeyKeystoreLocation)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		return parseKeystore(data, data, set.KeyPassword, KeyKeystoreLocation, KeyKeystoreLocation)
+	}
+	return parseKeystore([]byte(set.KeystoreKey), []byte(set.KeystoreCertificateChain), set.KeyPassword, KeyKeystoreKey, KeyKeystoreCertificateChain)
+}
+
+// truststore reads the truststore, from its file or inline; nil when
+// neither is set. Errors are *ConfigErrors.
+func (set Settings) truststore() (*x509.CertPool, error) {
 	switch {
 	case set.TruststoreLocation != "":
 		data, err := readPEMFile(set.TruststoreLocation, KeyTruststoreLocation)
 		if err != nil {
 			return nil, err
 		}
-		if cfg.ClientCAs, err = parseTruststore(data, KeyTruststoreLocation); err != nil {
-			return nil, err
-		}
+		return parseTruststore(data, KeyTruststoreLocation)
 	case set.TruststoreCertificates != "":
-		if cfg.ClientCAs, err = parseTruststore([]byte(set.TruststoreCertificates), KeyTruststoreCertificates); err != nil {
-			return nil, err
-		}
-	case set.ClientAuth != tls.NoClientCert:
-		return nil, configErr(KeyTruststoreLocation, "missing: ssl.client.auth asks for client certificates")
+		return parseTruststore([]byte(set.TruststoreCertificates), KeyTruststoreCertificates)
 	}
-	st.config = cfg
-	return st, nil
+	return nil, nil
 }
 
 // AnonymousPrincipal is the principal of a connection without a client

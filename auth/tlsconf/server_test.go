@@ -509,3 +509,72 @@ func TestInlineKeystore(t *testing.T) {
 		t.Error("one-line PEM: another certificate")
 	}
 }
+
+// TestSettingsClientConfig: a broker dialing another with its listener's
+// settings trusts the truststore, presents its keystore (accepted where
+// ssl.client.auth=required), verifies the host name, and reports a bad
+// keystore instead of dialing without a certificate.
+func TestSettingsClientConfig(t *testing.T) {
+	p := newPKI(t)
+	listener := map[string]string{KeyKeystoreLocation: p.broker.Keystore, KeyTruststoreLocation: p.broker.CA, KeyClientAuth: "required"}
+	s, err := FromProperties(props(listener))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := p.server(t, map[string]string{KeyClientAuth: "required"})
+
+	t.Run("mutual TLS", func(t *testing.T) {
+		r := handshake(t, srv, cfg, "")
+		if !r.ok() {
+			t.Fatalf("handshake: client %v, server %v", r.clientErr, r.serverErr)
+		}
+		if got := r.server.PeerCertificates; len(got) == 0 || !got[0].Equal(leafOf(t, p.broker)) {
+			t.Fatal("the server did not see the broker's certificate")
+		}
+	})
+	t.Run("host name verified", func(t *testing.T) {
+		other := newPKI(t, "other.example")
+		os2, err := FromProperties(props(map[string]string{KeyKeystoreLocation: other.broker.Keystore, KeyTruststoreLocation: other.broker.CA}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ocfg, err := os2.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		osrv := other.server(t, nil)
+		if r := handshake(t, osrv, ocfg, "localhost"); r.clientErr == nil {
+			t.Fatal("a certificate for other.example was accepted for localhost")
+		}
+	})
+	t.Run("protocols", func(t *testing.T) {
+		s, err := FromProperties(props(map[string]string{KeyKeystoreLocation: p.broker.Keystore, KeyEnabledProtocols: "TLSv1.3"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := s.ClientConfig()
+		if err != nil || cfg.MinVersion != tls.VersionTLS13 {
+			t.Fatalf("MinVersion %x, err %v", cfg.MinVersion, err)
+		}
+	})
+	t.Run("bad keystore", func(t *testing.T) {
+		garbage := filepath.Join(t.TempDir(), "garbage.pem")
+		if err := os.WriteFile(garbage, []byte("not PEM\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{filepath.Join(t.TempDir(), "nope.pem"), garbage} {
+			s, err := FromProperties(props(map[string]string{KeyKeystoreLocation: path}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ce *ConfigError
+			if _, err := s.ClientConfig(); !errors.As(err, &ce) || ce.Key != KeyKeystoreLocation {
+				t.Fatalf("%s: err %v, want a ConfigError for %s", path, err, KeyKeystoreLocation)
+			}
+		}
+	})
+}

@@ -190,6 +190,23 @@ func (f *aclFlags) entries(ops []kmsg.ACLOperation, anyHost string) ([]aclEntry,
 	return es, nil
 }
 
+// removeEntries are the entry filters of acl remove, for operations ops
+// (ANY when --operation is not given). Unlike kafka-acls.sh, a host or
+// operation not given matches any rather than only * and All: "remove
+// alice's ACLs on orders" removes them all. Without a principal, there is
+// one filter per operation matching every principal, host and permission:
+// --operation Read alone removes only the Read entries.
+func (f *aclFlags) removeEntries(ops []kmsg.ACLOperation) ([]aclEntry, error) {
+	entries, err := f.entries(ops, "")
+	if err != nil || len(entries) > 0 {
+		return entries, err
+	}
+	for _, op := range ops {
+		entries = append(entries, aclEntry{op: op, perm: kmsg.ACLPermissionTypeAny})
+	}
+	return entries, nil
+}
+
 // aclBinding is one ACL as the broker reports it.
 type aclBinding struct {
 	resType kmsg.ACLResourceType
@@ -375,16 +392,9 @@ func aclRemove(c *adminCmd) error {
 	if err != nil {
 		return err
 	}
-	// Unlike kafka-acls.sh, a host or operation not given matches any
-	// rather than only * and All: "remove alice's ACLs on orders" removes
-	// them all.
-	entries, err := f.entries(ops, "")
+	entries, err := f.removeEntries(ops)
 	if err != nil {
 		return err
-	}
-	if len(entries) == 0 {
-		// No principal: every entry on the resources.
-		entries = []aclEntry{{op: kmsg.ACLOperationAny, perm: kmsg.ACLPermissionTypeAny}}
 	}
 	resources := f.resources()
 	if len(resources) == 0 {

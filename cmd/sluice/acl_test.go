@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
 )
 
 // TestACLUsage checks the command lines refused before any broker is
@@ -70,6 +75,79 @@ func TestACLFlagsEntries(t *testing.T) {
 	}
 	if _, err := (&aclFlags{operations: stringList{"any"}}).ops(kmsg.ACLOperationAll); !errors.Is(err, errUsage) {
 		t.Errorf("--operation any: err %v, want a usage error", err)
+	}
+}
+
+// TestACLRemoveEntries: acl remove filters on the operations given, with
+// or without a principal.
+func TestACLRemoveEntries(t *testing.T) {
+	anyOp := []kmsg.ACLOperation{kmsg.ACLOperationAny}
+	readWrite := []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite}
+	for _, tc := range []struct {
+		name string
+		f    aclFlags
+		ops  []kmsg.ACLOperation
+		want []aclEntry
+	}{
+		{"nothing: every entry", aclFlags{}, anyOp, []aclEntry{
+			{"", "", kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny}}},
+		{"operations only", aclFlags{}, readWrite, []aclEntry{
+			{"", "", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAny},
+			{"", "", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAny}}},
+		{"principal, any operation", aclFlags{allowPrincipals: stringList{"User:a"}}, anyOp, []aclEntry{
+			{"User:a", "", kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAllow}}},
+		{"principal and operations", aclFlags{denyPrincipals: stringList{"User:a"}}, readWrite, []aclEntry{
+			{"User:a", "", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeDeny},
+			{"User:a", "", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeDeny}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.f.removeEntries(tc.ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("entries %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestACLRemoveOperation: `acl remove --operation Read` without a
+// principal removes the Read entries of the resource and keeps the others.
+func TestACLRemoveOperation(t *testing.T) {
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+		c.SuperUsers = []string{"User:ANONYMOUS"} // the CLI, on PLAINTEXT
+	})
+	sl := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr strings.Builder
+		if code := run(append(args, "--bootstrap-server", b.Addr()), &stdout, &stderr); code != 0 {
+			t.Fatalf("sluice %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	sl("acl", "add", "--allow-principal", "User:alice", "--topic", "orders", "--operation", "Read", "--operation", "Write")
+	sl("acl", "add", "--deny-principal", "User:bob", "--topic", "orders", "--operation", "Read")
+	sl("acl", "add", "--allow-principal", "User:bob", "--topic", "orders", "--operation", "Describe")
+
+	out := sl("acl", "remove", "--topic", "orders", "--operation", "Read")
+	for _, want := range []string{"principal=User:alice, host=*, operation=READ, permissionType=ALLOW", "principal=User:bob, host=*, operation=READ, permissionType=DENY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("remove output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "WRITE") || strings.Contains(out, "DESCRIBE") {
+		t.Errorf("remove --operation Read removed other operations:\n%s", out)
+	}
+	left := sl("acl", "list", "--topic", "orders")
+	for _, want := range []string{"operation=WRITE", "operation=DESCRIBE"} {
+		if !strings.Contains(left, want) {
+			t.Errorf("after remove, list lacks %q:\n%s", want, left)
+		}
+	}
+	if strings.Contains(left, "operation=READ") {
+		t.Errorf("after remove, a READ entry is left:\n%s", left)
 	}
 }
 
