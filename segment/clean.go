@@ -135,7 +135,16 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 			return nil, fmt.Errorf("segment: remove leftover: %w", err)
 		}
 	}
-	seg, err := openSegmentAs(l.store.fs, l.dir, from, cfg.IndexMaxBytes, cleanedSuffix)
+	// The indexes need at most an entry per index.interval.bytes of the
+	// group's bytes (what is written is no more than what is read):
+	// preallocate that, not segment.index.bytes.
+	var bytes int64
+	for _, s := range old {
+		bytes += s.size.Load()
+	}
+	entries := bytes/int64(max(cfg.IndexIntervalBytes, 1)) + 2
+	indexBytes := int(min(int64(cfg.IndexMaxBytes), entries*12))
+	seg, err := openSegmentAs(l.store.fs, l.dir, from, indexBytes, cleanedSuffix)
 	if err != nil {
 		l.cleaning.Store(false)
 		return nil, err
