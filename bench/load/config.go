@@ -68,6 +68,16 @@ type Config struct {
 
 	RecordSize int // value bytes per record, >= 16 (the stamped header). 0: 1024
 
+	// Keys > 0 gives every record an 8-byte key, a counter modulo Keys
+	// (big-endian), so that a compacted topic (which refuses key-less
+	// records) can be loaded and its cleaner has that many keys to keep.
+	// 0: no key.
+	Keys int64
+
+	// TopicConfigs are the configs of the topic when it must be created
+	// (produce and e2e), e.g. cleanup.policy=compact.
+	TopicConfigs map[string]*string
+
 	// Records bounds the run by count (produce: records sent over all
 	// producers; consume: records read). Duration bounds it by time. With
 	// neither, produce and e2e run for 10s and consume reads up to the high

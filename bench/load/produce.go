@@ -34,7 +34,11 @@ func (r *run) newProducer() (*producer, error) {
 	}
 	p := &producer{r: r, cl: cl}
 	p.pool.New = func() any {
-		return &kgo.Record{Topic: r.cfg.Topic, Value: append([]byte(nil), r.payload...)}
+		rec := &kgo.Record{Topic: r.cfg.Topic, Value: append([]byte(nil), r.payload...)}
+		if r.cfg.Keys > 0 {
+			rec.Key = make([]byte, 8)
+		}
+		return rec
 	}
 	p.promise = p.onAck
 	return p, nil
@@ -56,7 +60,7 @@ func (p *producer) onAck(rec *kgo.Record, err error) {
 			}
 		}
 	}
-	*rec = kgo.Record{Topic: p.r.cfg.Topic, Value: rec.Value}
+	*rec = kgo.Record{Topic: p.r.cfg.Topic, Key: rec.Key, Value: rec.Value}
 	p.pool.Put(rec)
 }
 
@@ -91,6 +95,9 @@ loop:
 		}
 		rec := p.pool.Get().(*kgo.Record)
 		binary.BigEndian.PutUint64(rec.Value[8:], uint64(p.r.now()))
+		if k := p.r.cfg.Keys; k > 0 {
+			binary.BigEndian.PutUint64(rec.Key, uint64(p.r.keySeq.Add(1)%k))
+		}
 		p.r.sent.Add(1)
 		// The hard cap, not stop, bounds each record: records sent before
 		// the duration ended still get their ack.

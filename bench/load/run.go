@@ -72,7 +72,8 @@ type run struct {
 	cfg     Config
 	base    time.Time // origin of the produce times stamped into values
 	runID   uint64
-	payload []byte // value template: run id, zero time, filler
+	payload []byte       // value template: run id, zero time, filler
+	keySeq  atomic.Int64 // the next record's key, modulo Config.Keys
 
 	userCtx context.Context // canceled: the user stopped the run
 	hardCtx context.Context // userCtx plus the hard cap
@@ -121,7 +122,7 @@ func (r *run) ensureTopic() (map[int32]int64, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, -1, nil, r.cfg.Topic)
+	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, -1, r.cfg.TopicConfigs, r.cfg.Topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, fmt.Errorf("load: create topic %s: %w", r.cfg.Topic, err)
 	}

@@ -23,6 +23,23 @@ import (
 // consume, and --timeout as a hard cap. SIGINT/SIGTERM stop it early and
 // still print the summary. Exit status 1 when records failed or the hard
 // cap ended the run, 2 on bad usage or when the run could not start.
+// kvFlag collects repeated key=value flags.
+type kvFlag struct{ m map[string]*string }
+
+func (f *kvFlag) String() string { return "" }
+
+func (f *kvFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	if f.m == nil {
+		f.m = map[string]*string{}
+	}
+	f.m[k] = &v
+	return nil
+}
+
 func perf(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
 		fmt.Fprintln(stderr, "usage: sluice perf produce|consume|e2e [flags]")
@@ -63,6 +80,9 @@ func perf(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("target-rate", 0, fmt.Sprintf("records/s over all producers, 0: unlimited (e2e: %d)", load.DefaultE2ERate))
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	keys := fs.Int64("keys", 0, "give records 8-byte keys cycling over this many values (0: no key; a compacted topic needs keys)")
+	var topicConfigs kvFlag
+	fs.Var(&topicConfigs, "topic-config", "`key=value` config of the topic when it is created (repeatable), e.g. cleanup.policy=compact")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file (for go tool pprof)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
@@ -92,6 +112,8 @@ func perf(args []string, stdout, stderr io.Writer) int {
 		Compression:   *compression,
 		Producers:     *producers,
 		TargetRate:    *rate,
+		Keys:          *keys,
+		TopicConfigs:  topicConfigs.m,
 	}
 	cc, err := loadClientConfig(*commandConfig, stderr)
 	if err != nil {
