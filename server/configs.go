@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 )
 
@@ -241,6 +242,25 @@ func checkTopicConfigs(overrides map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// internalOverrides returns the overrides a topic is run with: its stored
+// ones, and for __consumer_offsets cleanup.policy=compact when they do not
+// set it, so that a topic created before the log cleaner existed (with
+// retention.ms=-1 alone) is compacted too. overrides is not changed.
+func internalOverrides(name string, overrides map[string]string) map[string]string {
+	if name != offsets.Topic {
+		return overrides
+	}
+	if _, ok := overrides["cleanup.policy"]; ok {
+		return overrides
+	}
+	m := make(map[string]string, len(overrides)+1)
+	for k, v := range overrides {
+		m[k] = v
+	}
+	m["cleanup.policy"] = "compact"
+	return m
 }
 
 // checkTopicConfigRelations checks the rules between a topic's effective

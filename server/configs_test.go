@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/offsets"
 )
 
 // TestEffectiveConfigCleaner: cleanup.policy and the cleaner configs reach
@@ -54,5 +55,23 @@ func TestJavaDouble(t *testing.T) {
 		if got := javaDouble(f); got != want {
 			t.Errorf("javaDouble(%v) = %q, want %q", f, got, want)
 		}
+	}
+}
+
+// TestInternalOverrides: __consumer_offsets created before compaction
+// (retention.ms=-1 alone) runs compacted; an explicit policy and other
+// topics are left alone, and the stored map is not changed.
+func TestInternalOverrides(t *testing.T) {
+	old := map[string]string{"retention.ms": "-1"}
+	got := internalOverrides(offsets.Topic, old)
+	if got["cleanup.policy"] != "compact" || got["retention.ms"] != "-1" || len(old) != 1 {
+		t.Fatalf("internalOverrides(%v) = %v", old, got)
+	}
+	set := map[string]string{"cleanup.policy": "compact,delete"}
+	if got := internalOverrides(offsets.Topic, set); got["cleanup.policy"] != "compact,delete" {
+		t.Fatalf("explicit policy replaced: %v", got)
+	}
+	if got := internalOverrides("users", old); got["cleanup.policy"] != "" {
+		t.Fatalf("another topic got %v", got)
 	}
 }

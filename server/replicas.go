@@ -62,7 +62,7 @@ func (s *Server) localTopicLocked(name string, id [16]byte, part int32) (*topic,
 		Name: name, ID: zid, Partitions: int32(len(assignment)), ReplicationFactor: int16(len(assignment[0])),
 		Configs: configs, CreatedAt: s.now(), Assignment: assignment,
 	}
-	nt := &topic{name: name, id: zid, meta: m, cfg: s.effectiveConfig(configs), parts: make([]*partition, len(assignment))}
+	nt := &topic{name: name, id: zid, meta: m, cfg: s.effectiveConfig(internalOverrides(name, configs)), parts: make([]*partition, len(assignment))}
 	if t != nil {
 		m.CreatedAt = t.meta.CreatedAt
 		nt.meta = m

@@ -106,7 +106,7 @@ func (s *Server) loadTopics() error {
 		if err := checkTopicConfigs(m.Configs); err != nil {
 			s.log.Warn("server: stored topic config no longer valid; using broker defaults for bad keys", "topic", m.Name, "err", err)
 		}
-		t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(m.Configs)}
+		t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(internalOverrides(m.Name, m.Configs))}
 		for i := int32(0); i < m.Partitions; i++ {
 			known[engine.PartitionID{Topic: m.Name, Partition: i}] = true
 			p, err := s.openPartition(t, i, openStored)
@@ -269,7 +269,7 @@ func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
 	if err := s.meta.PutTopic(m); err != nil {
 		return nil, fmt.Errorf("server: store topic %q: %w", spec.name, err)
 	}
-	t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(m.Configs)}
+	t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(internalOverrides(m.Name, m.Configs))}
 	for i := int32(0); i < m.Partitions; i++ {
 		p, err := s.openPartition(t, i, openNew)
 		if err != nil {
@@ -332,7 +332,7 @@ func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) er
 	}
 	nt := *t
 	nt.meta = m
-	nt.cfg = s.effectiveConfig(overrides)
+	nt.cfg = s.effectiveConfig(internalOverrides(t.name, overrides))
 	var opts replication.Options
 	s.cp.replicaOptions(&nt, &opts)
 	var first error
