@@ -13,7 +13,9 @@
 //     state only while its generation is current, so the state of a later
 //     leadership is never overwritten by that of an earlier one.
 //   - Replay reads a partition from its log start to a given end and hands
-//     each record of every non-control batch to the state machine.
+//     each record of every non-control batch to the state machine. A load
+//     reports what its replay read and a summary of the state it built
+//     (Loaded), logged with the time it took: "coordlog: loaded partition".
 //   - Append writes a coordinator's records with acks=all and returns once
 //     the in-sync replicas have them: state is applied only after that.
 //

@@ -36,7 +36,9 @@ type Options struct {
 	// install (Unload has then already run; i is not marked loaded), and a
 	// later leadership's load, which runs after it, installs its own state.
 	// Required.
-	Load func(i int32, current func() bool) error
+	// On success it reports what it read and built (Loaded), for the
+	// "coordlog: loaded partition" log line.
+	Load func(i int32, current func() bool) (Loaded, error)
 	// Unload drops the state of partition i. OnRole calls it synchronously
 	// after ownership of i ended, without holding any lock. Required.
 	Unload func(i int32)
@@ -45,6 +47,19 @@ type Options struct {
 	RetryBackoff time.Duration
 	// Logger: nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Loaded is what a successful Options.Load reports: the log line of the
+// load carries it next to the time the load took, so that an operator sees
+// why a load was slow (a log the cleaner has not compacted yet replays every
+// write since the topic was created).
+type Loaded struct {
+	// Replay is what Replay read.
+	Replay ReplayStats
+	// State summarizes the state the load built, as alternating slog keys
+	// and values ("groups", 3, "offsets", 100): what they mean is the state
+	// machine's business.
+	State []any
 }
 
 // Partitions tracks the partitions of one internal topic that this broker
@@ -152,13 +167,18 @@ func (ps *Partitions) load(i int32, gen uint64) {
 	defer ps.wg.Done()
 	start := time.Now()
 	current := func() bool { return ps.current(i, gen) }
-	for attempt := 0; ; attempt++ {
+	var loaded Loaded
+	attempt := 0
+	for ; ; attempt++ {
 		ps.loadMu.Lock()
 		if !current() { // lost while waiting for an earlier load
 			ps.loadMu.Unlock()
 			return
 		}
-		err := safe.Call(ps.opts.Logger, "coordlog: load "+ps.opts.Topic, func() error { return ps.opts.Load(i, current) })
+		err := safe.Call(ps.opts.Logger, "coordlog: load "+ps.opts.Topic, func() (err error) {
+			loaded, err = ps.opts.Load(i, current)
+			return err
+		})
 		ps.loadMu.Unlock()
 		if err == nil {
 			break
@@ -180,7 +200,10 @@ func (ps *Partitions) load(i int32, gen uint64) {
 	defer ps.mu.Unlock()
 	if p := ps.parts[i]; p != nil && p.gen == gen {
 		p.loading = false
-		ps.opts.Logger.Info("coordlog: loaded partition", "topic", ps.opts.Topic, "partition", i, "took", time.Since(start))
+		r := loaded.Replay
+		attrs := append([]any{"topic", ps.opts.Topic, "partition", i, "took", time.Since(start), "attempts", attempt + 1,
+			"records", r.Records, "batches", r.Batches, "bytes", r.Bytes}, loaded.State...)
+		ps.opts.Logger.Info("coordlog: loaded partition", attrs...)
 	}
 }
 

@@ -1,9 +1,11 @@
 package coordlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,8 +55,13 @@ func (l *loads) counts() (calls, unloads int) {
 	return l.calls, len(l.unloads)
 }
 
+// noStats adapts a load that reports nothing to Options.Load.
+func noStats(load func(int32, func() bool) error) func(int32, func() bool) (Loaded, error) {
+	return func(i int32, current func() bool) (Loaded, error) { return Loaded{}, load(i, current) }
+}
+
 func newTestPartitions(l *loads, backoff time.Duration) *Partitions {
-	return New(Options{Topic: "__internal", Load: l.load, Unload: l.unload, RetryBackoff: backoff})
+	return New(Options{Topic: "__internal", Load: noStats(l.load), Unload: l.unload, RetryBackoff: backoff})
 }
 
 // waitLoaded waits until partition i is owned and loaded.
@@ -164,13 +171,13 @@ func TestPartitionsCloseStopsRetries(t *testing.T) {
 func TestPartitionsLoadPanics(t *testing.T) {
 	calls := 0
 	ps := New(Options{Topic: "__internal", RetryBackoff: time.Millisecond,
-		Load: func(int32, func() bool) error {
+		Load: noStats(func(int32, func() bool) error {
 			calls++
 			if calls == 1 {
 				panic("replay bug")
 			}
 			return nil
-		},
+		}),
 		Unload: func(int32) {},
 	})
 	defer ps.Close()
@@ -213,7 +220,7 @@ func TestPartitionsLaterGenerationInstallsLast(t *testing.T) {
 			}
 			warns := &countHandler{}
 			ps := New(Options{Topic: "__internal", RetryBackoff: time.Hour, Logger: slog.New(warns),
-				Load: func(_ int32, current func() bool) (err error) {
+				Load: noStats(func(_ int32, current func() bool) (err error) {
 					mu.Lock()
 					calls++
 					n := calls
@@ -240,7 +247,7 @@ func TestPartitionsLaterGenerationInstallsLast(t *testing.T) {
 					}
 					install(n)
 					return nil
-				},
+				}),
 				Unload: func(int32) {},
 			})
 			defer ps.Close()
@@ -300,4 +307,55 @@ func (h *countHandler) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n
+}
+
+// TestPartitionsLoadedLogLine: the "loaded partition" line carries what the
+// successful attempt reported (its replay stats and the state machine's
+// summary) and how many attempts the load took.
+func TestPartitionsLoadedLogLine(t *testing.T) {
+	var buf syncBuffer
+	calls := 0
+	ps := New(Options{Topic: "__internal", RetryBackoff: time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil)),
+		Load: func(int32, func() bool) (Loaded, error) {
+			calls++
+			if calls == 1 {
+				return Loaded{Replay: ReplayStats{Records: 99}}, errors.New("fails")
+			}
+			return Loaded{Replay: ReplayStats{Batches: 2, Records: 7, Bytes: 300}, State: []any{"groups", 1, "offsets", 5}}, nil
+		},
+		Unload: func(int32) {},
+	})
+	defer ps.Close()
+	ps.OnRole(4, true)
+	waitLoaded(t, ps, 4)
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "coordlog: loaded partition") {
+			line = l
+		}
+	}
+	for _, want := range []string{"topic=__internal", "partition=4", "took=", "attempts=2", "records=7", "batches=2", "bytes=300", "groups=1", "offsets=5"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("load line %q lacks %q", line, want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -17,6 +17,19 @@ const replayReadBytes = 1 << 20
 // outlive it. An error stops the replay.
 type ReplayFunc func(offset int64, key, value []byte) error
 
+// ReplayStats is what one Replay read, for the load's log line: after the
+// log cleaner ran, Records is close to the number of live keys, before it
+// the number of writes since the topic was created.
+type ReplayStats struct {
+	// Batches counts the non-control batches whose records went to fn,
+	// Records those records (tombstones included). Records past end are
+	// not counted.
+	Batches, Records int64
+	// Bytes counts the bytes of every batch Replay went through, control
+	// batches included: what the replay had to read and check.
+	Bytes int64
+}
+
 // Replay reads p from its log start up to end (exclusive; the log end when
 // the load started, say) and calls fn for each record of every non-control
 // batch, in offset order. Reads are bounded by the log end, not the high
@@ -26,18 +39,20 @@ type ReplayFunc func(offset int64, key, value []byte) error
 // Errors: fn's error, wrapped with the partition and offset; a read error of
 // p, wrapped; record iteration errors (record.ErrCorrupt and the like),
 // wrapped. Replay does not modify p and may run while p is appended to.
-func Replay(p *replication.Partition, end int64, fn ReplayFunc) error {
+// The stats count what was read up to the error, too.
+func Replay(p *replication.Partition, end int64, fn ReplayFunc) (ReplayStats, error) {
+	var st ReplayStats
 	var buf []byte
 	var it record.Iter
 	for off := p.LogStartOffset(); off < end; {
 		sl, err := p.ReadReplica(off, replayReadBytes)
 		if err != nil {
-			return fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
+			return st, fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
 		}
 		buf, err = sl.AppendTo(buf[:0])
 		sl.Release()
 		if err != nil {
-			return fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
+			return st, fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
 		}
 		if len(buf) == 0 {
 			break
@@ -53,28 +68,34 @@ func Replay(p *replication.Partition, end int64, fn ReplayFunc) error {
 			if batch.NextOffset() <= off {
 				continue
 			}
+			if batch.BaseOffset() >= end {
+				return st, nil // the rest of the read is past end
+			}
 			progressed = true
 			off = batch.NextOffset()
+			st.Bytes += int64(size)
 			if batch.Control() {
 				continue
 			}
+			st.Batches++
 			it.Reset(batch)
 			for it.Next() {
 				if it.Offset() >= end {
 					break
 				}
+				st.Records++
 				r := it.Record()
 				if err := fn(it.Offset(), r.Key, r.Value); err != nil {
-					return fmt.Errorf("coordlog: %s-%d offset %d: %w", p.Topic(), p.Index(), it.Offset(), err)
+					return st, fmt.Errorf("coordlog: %s-%d offset %d: %w", p.Topic(), p.Index(), it.Offset(), err)
 				}
 			}
 			if err := it.Err(); err != nil {
-				return fmt.Errorf("coordlog: %s-%d: %w", p.Topic(), p.Index(), err)
+				return st, fmt.Errorf("coordlog: %s-%d: %w", p.Topic(), p.Index(), err)
 			}
 		}
 		if !progressed {
-			return fmt.Errorf("coordlog: %s-%d: no whole batch at %d", p.Topic(), p.Index(), off)
+			return st, fmt.Errorf("coordlog: %s-%d: no whole batch at %d", p.Topic(), p.Index(), off)
 		}
 	}
-	return nil
+	return st, nil
 }

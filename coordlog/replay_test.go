@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sluice/sluice/record"
@@ -23,8 +24,8 @@ func collect(got *[]replayed) ReplayFunc {
 }
 
 // TestReplay: records come in offset order with tombstones as nil values,
-// control batches are skipped, records at or past end are not read, and an
-// empty range reads nothing.
+// control batches are skipped, records at or past end are not read, an
+// empty range reads nothing, and the stats count what was read.
 func TestReplay(t *testing.T) {
 	p := newPartition(t, false)
 	batch := func(base int64, attrs int16, recs ...record.BuildRecord) []byte {
@@ -37,30 +38,40 @@ func TestReplay(t *testing.T) {
 		}
 		return r
 	}
-	var log []byte
-	log = append(log, batch(0, 0, rec("k1", "v1"), rec("k2", "v2"))...)
+	b1 := batch(0, 0, rec("k1", "v1"), rec("k2", "v2"))
 	// A control batch (an abort marker's layout) at offset 2.
-	log = append(log, batch(2, record.ControlBit, record.BuildRecord{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}, Timestamp: 1})...)
-	log = append(log, batch(3, 0, rec("k1", ""), rec("k3", "v3"), rec("k4", "v4"))...)
-	if err := p.AppendAsFollower(log); err != nil {
+	b2 := batch(2, record.ControlBit, record.BuildRecord{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}, Timestamp: 1})
+	b3 := batch(3, 0, rec("k1", ""), rec("k3", "v3"), rec("k4", "v4"))
+	if err := p.AppendAsFollower(slices.Concat(b1, b2, b3)); err != nil {
 		t.Fatal(err)
 	}
+	n1, n2, n3 := int64(len(b1)), int64(len(b2)), int64(len(b3))
+	// stats: batches past end are not read; the batch that straddles end
+	// is read whole but only its records below end are counted.
 	for _, tt := range []struct {
-		end  int64
-		want []replayed
+		end   int64
+		want  []replayed
+		stats ReplayStats
 	}{
 		{end: 0},
-		{end: 1, want: []replayed{{0, "k1", "v1", false}}},
-		{end: 5, want: []replayed{{0, "k1", "v1", false}, {1, "k2", "v2", false}, {3, "k1", "", true}, {4, "k3", "v3", false}}},
-		{end: 6, want: []replayed{{0, "k1", "v1", false}, {1, "k2", "v2", false}, {3, "k1", "", true}, {4, "k3", "v3", false}, {5, "k4", "v4", false}}},
+		{end: 1, want: []replayed{{0, "k1", "v1", false}}, stats: ReplayStats{Batches: 1, Records: 1, Bytes: n1}},
+		{end: 3, want: []replayed{{0, "k1", "v1", false}, {1, "k2", "v2", false}}, stats: ReplayStats{Batches: 1, Records: 2, Bytes: n1 + n2}},
+		{end: 5, want: []replayed{{0, "k1", "v1", false}, {1, "k2", "v2", false}, {3, "k1", "", true}, {4, "k3", "v3", false}},
+			stats: ReplayStats{Batches: 2, Records: 4, Bytes: n1 + n2 + n3}},
+		{end: 6, want: []replayed{{0, "k1", "v1", false}, {1, "k2", "v2", false}, {3, "k1", "", true}, {4, "k3", "v3", false}, {5, "k4", "v4", false}},
+			stats: ReplayStats{Batches: 2, Records: 5, Bytes: n1 + n2 + n3}},
 	} {
 		t.Run(fmt.Sprintf("end=%d", tt.end), func(t *testing.T) {
 			var got []replayed
-			if err := Replay(p, tt.end, collect(&got)); err != nil {
+			st, err := Replay(p, tt.end, collect(&got))
+			if err != nil {
 				t.Fatal(err)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("replayed %v, want %v", got, tt.want)
+			}
+			if st != tt.stats {
+				t.Errorf("stats %+v, want %+v", st, tt.stats)
 			}
 		})
 	}
@@ -76,7 +87,7 @@ func TestReplayError(t *testing.T) {
 	}
 	errBad := errors.New("bad record")
 	calls := 0
-	err := Replay(p, p.LogEndOffset(), func(off int64, key, value []byte) error {
+	_, err := Replay(p, p.LogEndOffset(), func(off int64, key, value []byte) error {
 		calls++
 		if string(key) == "b" {
 			return errBad

@@ -18,8 +18,9 @@
 //
 // Group metadata records (a completed rebalance, a group turning Empty or
 // deleted) go the same way (PersistGroup), so a new coordinator knows the
-// members and their generation. The topic has retention.ms=-1 (no
-// compaction in Sluice, so it only grows). The record formats are Kafka's
+// members and their generation. The topic is compacted (TopicConfigs), so
+// a load replays about one record per live key once the log cleaner ran,
+// and every write since the last cleaning. The record formats are Kafka's
 // (format.go).
 //
 // The package knows nothing of the server: it is handed the local replicas,
@@ -212,23 +213,27 @@ func (c *Coordinator) unload(i int32) {
 // load is coordlog.Options.Load: one attempt to replay partition i into the
 // metastore and reload its groups into the group coordinator. It returns
 // coordlog.ErrStale, leaving the metastore and the group coordinator alone,
-// when the leadership it loads for ended during the replay.
-func (c *Coordinator) load(i int32, current func() bool) error {
+// when the leadership it loads for ended during the replay. It reports what
+// the replay read and the view it built.
+func (c *Coordinator) load(i int32, current func() bool) (coordlog.Loaded, error) {
 	p := c.opts.Partition(i)
 	n := c.opts.NumPartitions()
 	if p == nil || n == 0 {
-		return fmt.Errorf("offsets: no local replica of %s-%d", Topic, i)
+		return coordlog.Loaded{}, fmt.Errorf("offsets: no local replica of %s-%d", Topic, i)
 	}
-	v, err := replay(p, p.LogEndOffset())
+	v, st, err := replay(p, p.LogEndOffset())
 	if err != nil {
-		return err
+		return coordlog.Loaded{}, err
 	}
 	if !current() {
-		return coordlog.ErrStale
+		return coordlog.Loaded{}, coordlog.ErrStale
 	}
 	match := matcher(i, n)
 	if err := v.materialize(c.opts.Meta, match); err != nil {
-		return err
+		return coordlog.Loaded{}, err
 	}
-	return c.opts.Reload(match)
+	if err := c.opts.Reload(match); err != nil {
+		return coordlog.Loaded{}, err
+	}
+	return coordlog.Loaded{Replay: st, State: v.summary()}, nil
 }

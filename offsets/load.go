@@ -23,13 +23,43 @@ func newView() *view {
 }
 
 // replay reads p from its start up to end into a view: the latest offset
-// per group and partition and the latest state of each group.
-func replay(p *replication.Partition, end int64) (*view, error) {
+// per group and partition and the latest state of each group. The stats
+// say what it read.
+func replay(p *replication.Partition, end int64) (*view, coordlog.ReplayStats, error) {
 	v := newView()
-	if err := coordlog.Replay(p, end, v.apply); err != nil {
-		return nil, err
+	st, err := coordlog.Replay(p, end, v.apply)
+	if err != nil {
+		return nil, st, err
 	}
-	return v, nil
+	return v, st, nil
+}
+
+// summary is what v holds, as slog key-value pairs for the load's log line
+// (coordlog.Loaded.State): the distinct keys replayed (tombstoned ones
+// included: what a compacted log keeps at least until the tombstones
+// expire), the groups with metadata or a committed offset, and the
+// committed offsets.
+func (v *view) summary() []any {
+	keys, groups, offsets := len(v.groups), 0, 0
+	for g, m := range v.offsets {
+		keys += len(m)
+		live := 0
+		for _, o := range m {
+			if o != nil {
+				live++
+			}
+		}
+		offsets += live
+		if live > 0 || v.groups[g] != nil {
+			groups++
+		}
+	}
+	for g, sg := range v.groups {
+		if _, counted := v.offsets[g]; sg != nil && !counted {
+			groups++
+		}
+	}
+	return []any{"keys", keys, "groups", groups, "offsets", offsets}
 }
 
 // apply is the coordlog.ReplayFunc of a view: one record, later records

@@ -3,6 +3,7 @@ package offsets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -75,12 +76,22 @@ func TestReplay(t *testing.T) {
 	groupRec("a", false)
 	groupRec("b", false)
 	groupRec("b", true)
+	groupRec("c", false) // metadata, no offsets
 	end := p.LogEndOffset()
 	appendRecs("a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(99)}, nil)
 
-	v, err := replay(p, end)
+	v, st, err := replay(p, end)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// 3 commits (5 records), 4 group records; the commit past end unread.
+	if st.Batches != 7 || st.Records != 9 || st.Bytes <= 0 {
+		t.Errorf("replay stats %+v, want 7 batches, 9 records", st)
+	}
+	// Keys: a t-0, a t-1 (tombstoned), b t-0, groups a, b (tombstoned), c.
+	// Groups: a (both), b (an offset), c (metadata).
+	if got, want := fmt.Sprint(v.summary()), fmt.Sprint([]any{"keys", 6, "groups", 3, "offsets", 2}); got != want {
+		t.Errorf("summary %s, want %s", got, want)
 	}
 	if o := v.offsets["a"][tp(0)]; o == nil || o.Offset != 10 {
 		t.Errorf("a t-0 = %+v, want 10 (99 lies past end)", o)
@@ -107,7 +118,7 @@ func TestReplayBadRecord(t *testing.T) {
 	if err := coordlog.Append(context.Background(), p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replay(p, p.LogEndOffset()); !errors.Is(err, ErrBadRecord) {
+	if _, _, err := replay(p, p.LogEndOffset()); !errors.Is(err, ErrBadRecord) {
 		t.Fatalf("replay = %v, want ErrBadRecord", err)
 	}
 }
@@ -260,7 +271,7 @@ func TestReplayAcrossReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	v, err := replay(p, p.LogEndOffset())
+	v, _, err := replay(p, p.LogEndOffset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +326,7 @@ func TestPersistTooLong(t *testing.T) {
 	if err := c.Persist(ctx, long[:1<<15-1], one, nil); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := replay(p, p.LogEndOffset()); err != nil || v.offsets[long[:1<<15-1]][tp(0)] == nil {
+	if v, _, err := replay(p, p.LogEndOffset()); err != nil || v.offsets[long[:1<<15-1]][tp(0)] == nil {
 		t.Fatalf("replay of a 32767-byte group id: %v", err)
 	}
 }
@@ -346,7 +357,7 @@ func TestLoadStale(t *testing.T) {
 	if err := meta.CommitOffsets("g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(9)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.load(0, func() bool { return false }); !errors.Is(err, coordlog.ErrStale) {
+	if _, err := c.load(0, func() bool { return false }); !errors.Is(err, coordlog.ErrStale) {
 		t.Fatalf("stale load = %v, want coordlog.ErrStale", err)
 	}
 	if offs, err := meta.FetchOffsets("g"); err != nil || offs[tp(0)].Offset != 9 {
