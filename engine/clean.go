@@ -25,6 +25,8 @@ type Compactable interface {
 	ReplaceSegments(from, to int64) (SegmentWriter, error)
 	// CleanerCheckpoint is the first offset not yet cleaned (Kafka's
 	// cleaner-offset-checkpoint entry), 0 when the log was never cleaned.
+	// Truncation below it lowers it to the truncation point, as Kafka's
+	// maybeTruncateCheckpoint does.
 	CleanerCheckpoint() int64
 	// SetCleanerCheckpoint records it durably.
 	SetCleanerCheckpoint(offset int64) error
@@ -52,6 +54,12 @@ type SegmentWriter interface {
 	// Write appends whole batches, in offset order, each with offsets
 	// inside [from, to). It does not retain batches.
 	Write(batches []byte) error
+	// SetCheckpoint makes Commit also set the cleaner checkpoint to
+	// offset, atomically with the replacement, so that a truncation
+	// cannot come between the two (a truncation lowers the checkpoint;
+	// one that lands after the round read its range conflicts with
+	// the Commit instead). Call it before Commit.
+	SetCheckpoint(offset int64)
 	// Commit replaces the segments with what was written, atomically as
 	// readers and a crash see it: after a crash the log holds either
 	// the old segments or the new one, never both or neither. It

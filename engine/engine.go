@@ -224,6 +224,17 @@ type LogConfig struct {
 	MaxCompactionLag time.Duration
 }
 
+// RollAge is how old the active segment may get before a roll: segment.ms,
+// or max.compaction.lag.ms when that is shorter on a compacted log, since
+// the cleaner never touches the active segment (Kafka's
+// LogConfig.maxSegmentMs).
+func (c LogConfig) RollAge() time.Duration {
+	if c.Compact && c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.SegmentMs {
+		return c.MaxCompactionLag
+	}
+	return c.SegmentMs
+}
+
 // DeletePolicy reports whether retention (RetentionMs, RetentionBytes)
 // applies: cleanup.policy includes delete, or names nothing.
 func (c LogConfig) DeletePolicy() bool { return c.Delete || !c.Compact }

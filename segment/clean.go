@@ -80,6 +80,8 @@ func (l *Log) CleanerCheckpoint() int64 { return l.store.cleanerPoint(l.id) }
 
 // SetCleanerCheckpoint implements engine.Compactable.
 func (l *Log) SetCleanerCheckpoint(offset int64) error {
+	l.appendMu.Lock() // not interleaved with a truncation or a close
+	defer l.appendMu.Unlock()
 	if l.closed.Load() {
 		return errClosedLog
 	}
@@ -121,6 +123,10 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	l.mu.RLock()
 	_, old := l.covering(from, to)
 	old = append([]*segment(nil), old...)
+	gens := make([]uint64, len(old))
+	for i, s := range old {
+		gens[i] = s.gen
+	}
 	l.mu.RUnlock()
 	l.appendMu.Unlock()
 	if len(old) == 0 {
@@ -149,7 +155,8 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 		l.cleaning.Store(false)
 		return nil, err
 	}
-	return &cleanWriter{l: l, from: from, to: to, next: from, old: old, seg: seg, interval: int64(cfg.IndexIntervalBytes)}, nil
+	return &cleanWriter{l: l, from: from, to: to, next: from, old: old, gens: gens, seg: seg,
+		interval: int64(cfg.IndexIntervalBytes), checkpoint: -1}, nil
 }
 
 // crashAt, set by tests, stops Commit just before step n (see the
@@ -167,11 +174,17 @@ type cleanWriter struct {
 	from, to int64
 	next     int64 // batches must start here or later
 	old      []*segment
+	gens     []uint64 // old's gens when ReplaceSegments saw them
 	seg      *segment // the .cleaned files; nil once handed over or removed
 	pos      int64
 	interval int64
 	done     bool
+	// checkpoint >= 0: Commit sets the cleaner checkpoint to it.
+	checkpoint int64
 }
+
+// SetCheckpoint implements engine.SegmentWriter.
+func (w *cleanWriter) SetCheckpoint(offset int64) { w.checkpoint = offset }
 
 // Write implements engine.SegmentWriter.
 func (w *cleanWriter) Write(batches []byte) error {
@@ -217,10 +230,14 @@ func (w *cleanWriter) Commit() error {
 	if err := w.seg.flush(); err != nil {
 		return err
 	}
-	if err := w.seg.close(); err != nil {
+	// The new segment's writer state, so that swapping it in does not
+	// rescan it under the locks.
+	state := segState{next: w.seg.next, maxTs: w.seg.maxTs.Load(), maxTsOffset: w.seg.maxTsOffset, bytesSinceIndex: w.seg.bytesSinceIndex}
+	seg := w.seg
+	w.seg = nil
+	if err := seg.close(); err != nil {
 		return err
 	}
-	w.seg = nil
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.closed.Load() {
@@ -231,8 +248,9 @@ func (w *cleanWriter) Commit() error {
 	}
 	l.mu.RLock()
 	_, cur := l.covering(w.from, w.to)
+	same := sameSegments(cur, w.old, w.gens)
 	l.mu.RUnlock()
-	if !sameSegments(cur, w.old) {
+	if !same {
 		return fmt.Errorf("%w: segments [%d, %d) of %s changed", engine.ErrCleanConflict, w.from, w.to, l.dir)
 	}
 	// 2. The commit point.
@@ -268,6 +286,12 @@ func (w *cleanWriter) Commit() error {
 			err = rerr
 		}
 	}
+	if err != nil {
+		// An old segment may be left: renaming the swap into place
+		// now would overlap it. A reload completes the swap.
+		l.mu.Unlock()
+		return l.fail(fmt.Errorf("remove replaced segments of %s: %w", l.dir, err))
+	}
 	for k, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
 		if crashed(6 + k) { // 6: old removed, 7-8: some renamed
 			l.mu.Unlock()
@@ -283,9 +307,8 @@ func (w *cleanWriter) Commit() error {
 		ns, err = openSegment(l.store.fs, l.dir, w.from, 0)
 	}
 	if err == nil {
-		if err = ns.restoreState(0, true); err != nil {
-			ns.close()
-		}
+		ns.next, ns.maxTsOffset, ns.bytesSinceIndex = state.next, state.maxTsOffset, state.bytesSinceIndex
+		ns.maxTs.Store(state.maxTs)
 	}
 	if err != nil {
 		// The old segments are gone from the directory; until a reload
@@ -304,7 +327,16 @@ func (w *cleanWriter) Commit() error {
 	if err := syncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("fsync %s: %w", l.dir, err))
 	}
+	if w.checkpoint >= 0 {
+		// Still under appendMu: no truncation between the swap and this.
+		return l.store.setCleanerPoint(l.id, w.checkpoint)
+	}
 	return nil
+}
+
+// segState is a segment's writer state.
+type segState struct {
+	next, maxTs, maxTsOffset, bytesSinceIndex int64
 }
 
 // Abort implements engine.SegmentWriter.
@@ -323,12 +355,15 @@ func (w *cleanWriter) Abort() {
 	w.l.cleaning.Store(false)
 }
 
-func sameSegments(a, b []*segment) bool {
-	if len(a) != len(b) {
+// sameSegments reports whether cur are the segments old, unchanged since
+// they had gens (a truncation cuts a segment in place and bumps its gen).
+// REQUIRES: the log's mu held.
+func sameSegments(cur, old []*segment, gens []uint64) bool {
+	if len(cur) != len(old) {
 		return false
 	}
-	for i := range a {
-		if a[i] != b[i] {
+	for i := range cur {
+		if cur[i] != old[i] || cur[i].gen != gens[i] {
 			return false
 		}
 	}
@@ -431,28 +466,63 @@ func swapEnd(path string, base int64) (end int64, ok bool, err error) {
 	return end, pos > 0 && pos == st.Size(), nil
 }
 
+// hasCleanerPoint reports whether id has a cleaner checkpoint entry: it
+// was cleaned, or a follower append copied a leader's gaps (markGaps).
+// Such a log's offsets may have gaps (see Log.gaps).
+func (s *Store) hasCleanerPoint(id engine.PartitionID) bool {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	_, ok := s.cleanerPoints[id]
+	return ok
+}
+
+// markGaps records that id's offsets may have gaps from now on: an entry
+// (0, "never cleaned", if there was none) in cleaner-offset-checkpoint.
+func (s *Store) markGaps(id engine.PartitionID) error {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	if _, ok := s.cleanerPoints[id]; ok {
+		return nil
+	}
+	return s.setCleanerPointLocked(id, 0)
+}
+
+// lowerCleanerPoint lowers id's cleaner checkpoint to offset (a
+// truncation), as Kafka's maybeTruncateCheckpoint; the entry stays.
+func (s *Store) lowerCleanerPoint(id engine.PartitionID, offset int64) error {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	if cp, ok := s.cleanerPoints[id]; !ok || cp <= offset {
+		return nil
+	}
+	return s.setCleanerPointLocked(id, offset)
+}
+
 // cleanerPoint returns id's cleaner checkpoint (0: never cleaned).
 func (s *Store) cleanerPoint(id engine.PartitionID) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
 	return s.cleanerPoints[id]
 }
 
 // setCleanerPoint records id's cleaner checkpoint and rewrites the log
 // dir's cleaner-offset-checkpoint (Kafka's file and format).
 func (s *Store) setCleanerPoint(id engine.PartitionID, offset int64) error {
-	s.ckptMu.Lock()
-	defer s.ckptMu.Unlock()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return engine.ErrClosed
-	}
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	return s.setCleanerPointLocked(id, offset)
+}
+
+// forgetCleanerPoint drops a deleted log's entry (written with the next
+// change).
+func (s *Store) forgetCleanerPoint(id engine.PartitionID) {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
+	delete(s.cleanerPoints, id)
+}
+
+// REQUIRES: s.cleanMu.
+func (s *Store) setCleanerPointLocked(id engine.PartitionID, offset int64) error {
 	s.cleanerPoints[id] = offset
-	m := make(map[engine.PartitionID]int64, len(s.cleanerPoints))
-	for k, v := range s.cleanerPoints {
-		m[k] = v
-	}
-	s.mu.Unlock()
-	return writeOffsetCheckpoint(filepath.Join(s.dir, cleanerOffsetFile), m)
+	return writeOffsetCheckpoint(filepath.Join(s.dir, cleanerOffsetFile), s.cleanerPoints)
 }

@@ -38,8 +38,8 @@ var errClosedLog = fmt.Errorf("segment: log closed: %w", engine.ErrClosed)
 // hold it for reading while they look at a segment; a writer takes it for
 // writing only to change segs or to remap or cut a segment (roll, delete,
 // truncate), never while it writes batches. Lock order: appendMu, then mu,
-// then epochMu; a Log never takes the Store's mutex while holding any of
-// them.
+// then epochMu; a Log never takes the Store's mu while holding any of
+// them (it takes the Store's cleanMu, which is innermost).
 type Log struct {
 	store *Store
 	id    engine.PartitionID
@@ -75,12 +75,14 @@ type Log struct {
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 
-// gaps reports whether the log's offsets may skip: a compacted log
-// (cleanup.policy has compact), whose cleaner removes records and whose
-// followers copy a cleaned leader. Recovery of any other log insists on
-// dense offsets, which catches a damaged baseOffset (the CRC does not
-// cover it). REQUIRES: appendMu, or exclusive access while loading.
-func (l *Log) gaps() bool { return l.cfg.Compact }
+// gaps reports whether the log's offsets may skip: its topic is compacted
+// (cleanup.policy has compact), or it was cleaned or copied a cleaned
+// leader's gaps as a follower while it was (an entry in
+// cleaner-offset-checkpoint records both, so a policy changed to delete
+// later keeps them valid). Recovery of any other log insists on dense
+// offsets, which catches a damaged baseOffset (the CRC does not cover it).
+// REQUIRES: appendMu, or exclusive access while loading.
+func (l *Log) gaps() bool { return l.cfg.Compact || l.store.hasCleanerPoint(l.id) }
 
 // fail makes err the log's sticky failure, unless one is already set, and
 // returns the failure that is set: the first one wins. The failure is
@@ -159,6 +161,13 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	if err != nil {
 		return info, 0, err
 	}
+	if !opts.AssignOffsets && !l.gaps() && hasGap(batches, next) {
+		// A follower copying a cleaned leader: record that this log
+		// has gaps before it does, so recovery accepts them.
+		if err := l.store.markGaps(l.id); err != nil {
+			return info, 0, err
+		}
+	}
 	if err := l.maybeRoll(int64(len(batches)), info.LastOffset); err != nil {
 		return info, 0, err
 	}
@@ -203,6 +212,20 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	return info, 0, nil
 }
 
+// hasGap reports whether batches (validated) skip offsets, starting from
+// next.
+func hasGap(batches []byte, next int64) bool {
+	for p := 0; p < len(batches); {
+		b := record.Batch(batches[p:])
+		if b.BaseOffset() != next {
+			return true
+		}
+		next = b.NextOffset()
+		p += b.Size()
+	}
+	return false
+}
+
 // writeEpochs persists the epoch cache to leader-epoch-checkpoint.
 func (l *Log) writeEpochs() error {
 	l.epochMu.Lock()
@@ -223,7 +246,7 @@ func (l *Log) maybeRoll(n, lastOffset int64) error {
 		return nil
 	}
 	nowMs := l.now().UnixMilli()
-	if size+n <= l.cfg.SegmentBytes && nowMs-s.rollTs < l.cfg.SegmentMs.Milliseconds() &&
+	if size+n <= l.cfg.SegmentBytes && nowMs-s.rollTs < l.cfg.RollAge().Milliseconds() &&
 		!s.idx.Full() && !s.tidx.Full() && lastOffset-s.base <= math.MaxInt32 {
 		return nil
 	}
@@ -365,6 +388,9 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	if err == nil {
 		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) })
 	}
+	if err == nil {
+		err = l.store.lowerCleanerPoint(l.id, offset)
+	}
 	if err != nil {
 		return false, l.fail(err)
 	}
@@ -444,6 +470,9 @@ func (l *Log) restartAtLocked(offset int64) error {
 	}
 	if err == nil {
 		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(math.MinInt64) })
+	}
+	if err == nil {
+		err = l.store.lowerCleanerPoint(l.id, offset)
 	}
 	return err
 }

@@ -36,6 +36,10 @@ type segment struct {
 	// maxTs is the largest batch maxTimestamp in the segment (-1: none);
 	// stored by the appender, loaded by readers to skip segments.
 	maxTs atomic.Int64
+	// gen counts the truncations that cut the segment in place, so that
+	// a cleaning that read it before one notices. REQUIRES: the log's
+	// mu to read, mu (write) to change.
+	gen uint64
 	// firstTs caches the first batch's maxTimestamp once the segment is
 	// inactive (math.MinInt64: not read yet); see firstBatchTimestamp.
 	firstTs atomic.Int64
@@ -214,6 +218,7 @@ func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.path, pos, err)
 	}
 	s.size.Store(pos)
+	s.gen++
 	s.firstTs.Store(math.MinInt64)
 	s.idx.TruncateTo(next)
 	s.tidx.TruncateTo(next)

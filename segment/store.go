@@ -41,8 +41,11 @@ type Store struct {
 	// updated when a log closes).
 	recoveryPoints map[engine.PartitionID]int64
 	startOffsets   map[engine.PartitionID]int64
-	// cleanerPoints are the cleaner checkpoints (cleaner-offset-checkpoint)
-	// of every log, open or not.
+	// cleanMu guards cleanerPoints, the cleaner checkpoints
+	// (cleaner-offset-checkpoint) of every log, open or not, and the
+	// file's writes. A Log takes it holding its own locks: nothing holds
+	// it while taking another lock.
+	cleanMu       sync.Mutex
 	cleanerPoints map[engine.PartitionID]int64
 	// unrecovered holds the logs found at an unclean Open that have not
 	// been opened (so not recovered) since, and the logs that failed (see
@@ -288,7 +291,7 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	}
 	delete(s.recoveryPoints, id)
 	delete(s.startOffsets, id)
-	delete(s.cleanerPoints, id)
+	s.forgetCleanerPoint(id)
 	delete(s.unrecovered, id)
 	aside := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deleteDirSuffix
 	err := os.Rename(dir, aside)

@@ -189,7 +189,10 @@ func (m *Manager) pick() (Target, bool) {
 		if !p.Cleanable {
 			continue
 		}
-		if !found || (p.Overdue && !bestP.Overdue) || (p.Overdue == bestP.Overdue && p.Ratio > bestP.Ratio) {
+		// Kafka's grabFilthiestCompactedLog: the highest dirty ratio
+		// among the eligible logs (overdue ones are eligible below the
+		// minimum ratio).
+		if !found || p.Ratio > bestP.Ratio {
 			best, bestP, found = t, p, true
 		}
 	}
@@ -218,6 +221,10 @@ func (m *Manager) cleanOne(thread int, c *Cleaner, t Target) {
 	st.Rounds++
 	st.LastResult = res
 	switch {
+	case err == nil && res.CleanedTo <= res.Progress.FirstDirty:
+		// Nothing to do after all (the dirty part held nothing the map
+		// could take): back off rather than pick it again at once.
+		m.failures[t.ID] = m.opts.Now()
 	case err == nil:
 		delete(m.failures, t.ID)
 		st.LastError = ""

@@ -107,7 +107,8 @@ func Examine(t Target, now time.Time) (Progress, []engine.SegmentInfo) {
 	if total := p.CleanBytes + p.DirtyBytes; total > 0 {
 		p.Ratio = float64(p.DirtyBytes) / float64(total)
 	}
-	p.Cleanable = p.DirtyBytes > 0 && (p.Ratio >= t.Config.MinCleanableDirtyRatio || p.Overdue)
+	// Kafka: cleanableRatio > minCleanableRatio, or needCompactionNow.
+	p.Cleanable = p.DirtyBytes > 0 && (p.Ratio > t.Config.MinCleanableDirtyRatio || p.Overdue)
 	return p, segs
 }
 
@@ -174,13 +175,20 @@ func (c *Cleaner) Clean(t Target, now time.Time) (Result, error) {
 		DeleteRetentionMs: t.Config.DeleteRetention.Milliseconds(),
 		ProducerLast:      t.ProducerLast,
 	}
-	for _, g := range groups(segs, end, t.Config.SegmentBytes) {
+	gs := groups(segs, end, t.Config.SegmentBytes)
+	for k, g := range gs {
 		// The group's last batch stays even if emptied, so that the
 		// rewritten segment still ends where the group did (recovery
 		// of an interrupted swap relies on it, as Kafka's
 		// upper-bound batch does).
 		rules.UpperBound = g.end
-		st, err := c.rewrite(t.Log, comp, g, &rules)
+		checkpoint := int64(-1)
+		if k == len(gs)-1 {
+			// The last group's commit moves the checkpoint with it,
+			// so that no truncation comes between the two.
+			checkpoint = end
+		}
+		st, err := c.rewrite(t.Log, comp, g, &rules, checkpoint)
 		addStats(&res.Stats, st)
 		if err != nil {
 			return res, err
@@ -188,8 +196,10 @@ func (c *Cleaner) Clean(t Target, now time.Time) (Result, error) {
 		res.Groups++
 		res.Segments += g.n
 	}
-	if err := comp.SetCleanerCheckpoint(end); err != nil {
-		return res, err
+	if len(gs) == 0 {
+		if err := comp.SetCleanerCheckpoint(end); err != nil {
+			return res, err
+		}
 	}
 	res.CleanedTo = end
 	res.Took = time.Since(began)
@@ -203,8 +213,11 @@ func (c *Cleaner) build(l engine.Log, from, to int64) (end, read int64, err erro
 	for off := from; off < to; {
 		n, next, err := c.readAt(l, off, to)
 		read += n
-		if err != nil || n == 0 {
-			return c.m.Latest() + 1, read, err
+		if err != nil {
+			return 0, read, err
+		}
+		if n == 0 {
+			break
 		}
 		last, full, err := c.c.Build(c.m, c.in, from)
 		if err != nil {
@@ -215,7 +228,11 @@ func (c *Cleaner) build(l engine.Log, from, to int64) (end, read int64, err erro
 		}
 		off = next
 	}
-	return c.m.Latest() + 1, read, nil
+	// The whole dirty range fit: it is clean up to its end, a segment
+	// boundary, even where its last batches were removed before (Kafka's
+	// updateLatestOffset to the next segment's start), or the next round
+	// would find it dirty again and read nothing.
+	return to, read, nil
 }
 
 // readAt reads whole batches from off, ending before to, into c.in and
@@ -293,13 +310,16 @@ func groups(segs []engine.SegmentInfo, end, maxBytes int64) []group {
 }
 
 // rewrite is the second pass over one group.
-func (c *Cleaner) rewrite(l engine.Log, comp engine.Compactable, g group, r *compact.Rules) (compact.Stats, error) {
+func (c *Cleaner) rewrite(l engine.Log, comp engine.Compactable, g group, r *compact.Rules, checkpoint int64) (compact.Stats, error) {
 	var total compact.Stats
 	w, err := comp.ReplaceSegments(g.from, g.to)
 	if err != nil {
 		return total, err
 	}
 	defer w.Abort()
+	if checkpoint >= 0 {
+		w.SetCheckpoint(checkpoint)
+	}
 	off := max(g.from, l.StartOffset())
 	for off < g.to {
 		n, next, err := c.readAt(l, off, g.to)

@@ -55,8 +55,9 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	return &chunkWriter{
 		l:    l,
 		old:  append([]*chunk(nil), l.chunks[i:j]...),
-		next: from,
-		c:    &chunk{base: from, next: to, maxTs: -1, created: l.chunks[i].created, lastWrite: l.chunks[j-1].lastWrite},
+		next:       from,
+		checkpoint: -1,
+		c:          &chunk{base: from, next: to, maxTs: -1, created: l.chunks[i].created, lastWrite: l.chunks[j-1].lastWrite},
 	}, nil
 }
 
@@ -108,6 +109,8 @@ type chunkWriter struct {
 	old  []*chunk // the chunks to replace, as ReplaceSegments saw them
 	c    *chunk   // the replacement
 	next int64    // the lowest offset the next batch may have
+	// checkpoint >= 0: Commit sets the cleaner checkpoint to it.
+	checkpoint int64
 	err  error    // sticky
 	done bool     // committed or aborted
 }
@@ -186,8 +189,14 @@ func (w *chunkWriter) Commit() error {
 	defer l.mu.Unlock()
 	l.chunks = chunks
 	l.size += int64(len(w.c.buf)) - freed
+	if w.checkpoint >= 0 {
+		l.checkpoint = w.checkpoint
+	}
 	return nil
 }
+
+// SetCheckpoint implements engine.SegmentWriter.
+func (w *chunkWriter) SetCheckpoint(offset int64) { w.checkpoint = offset }
 
 // Abort drops the replacement; after Commit it does nothing.
 func (w *chunkWriter) Abort() {

@@ -179,7 +179,7 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 // rolls reports whether a batch of size bytes must go to a new chunk:
 // this one is not empty and would pass segment.bytes, or is segment.ms old.
 func (c *chunk) rolls(size int, now time.Time, cfg engine.LogConfig) bool {
-	return len(c.buf) > 0 && (int64(len(c.buf)+size) > cfg.SegmentBytes || now.Sub(c.created) >= cfg.SegmentMs)
+	return len(c.buf) > 0 && (int64(len(c.buf)+size) > cfg.SegmentBytes || now.Sub(c.created) >= cfg.RollAge())
 }
 
 // push appends batch b to the chunk's bytes and index. REQUIRES: the

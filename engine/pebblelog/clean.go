@@ -103,9 +103,10 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 			l.id.Topic, l.id.Partition, from, to)
 	}
 	w := &segmentWriter{
-		l:    l,
-		pb:   l.s.db.NewBatch(),
-		next: from,
+		l:          l,
+		pb:         l.s.db.NewBatch(),
+		next:       from,
+		checkpoint: -1,
 		seg: segment{
 			base: from, next: to, maxTs: -1,
 			createdMs: l.segs[i].createdMs, writeMs: l.segs[j-1].writeMs,
@@ -181,7 +182,13 @@ type segmentWriter struct {
 	seg  segment       // the replacement's summary
 	next int64         // the lowest offset the next batch may have
 	err  error         // sticky
+	// checkpoint >= 0: Commit sets the cleaner checkpoint to it, in the
+	// same Pebble batch.
+	checkpoint int64
 }
+
+// SetCheckpoint implements engine.SegmentWriter.
+func (w *segmentWriter) SetCheckpoint(offset int64) { w.checkpoint = offset }
 
 // errWriterDone is returned by a segmentWriter used after Commit or Abort.
 var errWriterDone = errors.New("pebblelog: segment writer already committed or aborted")
@@ -253,6 +260,11 @@ func (w *segmentWriter) Commit() error {
 		return fmt.Errorf("%w: %s/%d: segments [%d, %d) changed", engine.ErrCleanConflict, l.id.Topic, l.id.Partition, w.seg.base, w.seg.next)
 	}
 	_ = pb.Set(newLogKey(tagSegment, l.n, w.seg.base), w.seg.encode(make([]byte, segSummaryLen)), nil)
+	checkpoint := l.checkpoint
+	if w.checkpoint >= 0 {
+		checkpoint = w.checkpoint
+		_ = pb.Set(metaKey(l.n, metaCleaner), appendU64(nil, uint64(checkpoint)), nil)
+	}
 	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: replace segments [%d, %d) of %s/%d: %w", l.s.dir, w.seg.base, w.seg.next, l.id.Topic, l.id.Partition, err)
 	}
@@ -261,7 +273,7 @@ func (w *segmentWriter) Commit() error {
 	segs = append(segs, l.segs[:i]...)
 	segs = append(segs, w.seg)
 	segs = append(segs, l.segs[j:]...)
-	l.publish(l.start, l.end, segs, l.epochs, l.checkpoint)
+	l.publish(l.start, l.end, segs, l.epochs, checkpoint)
 	return nil
 }
 

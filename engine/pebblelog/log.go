@@ -212,7 +212,7 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		b = b[:size]
 		pos += size
 		base := b.BaseOffset()
-		if cur == nil || (cur.bytes > 0 && (cur.bytes+int64(size) > cfg.SegmentBytes || nowMs-cur.createdMs >= cfg.SegmentMs.Milliseconds())) {
+		if cur == nil || (cur.bytes > 0 && (cur.bytes+int64(size) > cfg.SegmentBytes || nowMs-cur.createdMs >= cfg.RollAge().Milliseconds())) {
 			// The new segment starts where the one before ends (at
 			// the log end when there is none), so that segments
 			// cover the offsets densely even when a follower's
