@@ -304,3 +304,294 @@ func TestCompactionSurvivesSIGKILL(t *testing.T) {
 		t.Fatal("the cleaner never cleaned the log: the kills tested nothing about compaction")
 	}
 }
+
+// keptBatch returns the `sluice dump-log` line of the batch of producer
+// pid that ends at offset last in topic's partition 0, failing when there
+// is none or when it lies in the active (last) segment, which the cleaner
+// never touches. The broker must be stopped.
+func keptBatch(t *testing.T, dir, topic string, pid, last int64) string {
+	t.Helper()
+	logs := partitionLogs(t, dir, topic)
+	out, stderr, err := run(t, 60*time.Second, "", sluiceBinary(t), append([]string{"dump-log"}, logs...)...)
+	if err != nil {
+		t.Fatalf("dump-log: %v\n%s", err, stderr)
+	}
+	file := ""
+	for _, l := range lines(out) {
+		if f, ok := strings.CutPrefix(l, "Dumping "); ok {
+			file = f
+		}
+		if strings.Contains(l, fmt.Sprintf(" lastOffset: %d ", last)) && strings.Contains(l, fmt.Sprintf(" producerId: %d ", pid)) {
+			if file == logs[len(logs)-1] {
+				t.Fatalf("producer %d's last batch is in the active segment %s: the cleaner was not tested on it", pid, file)
+			}
+			return filepath.Base(file) + ": " + l
+		}
+	}
+	t.Fatalf("no batch of producer %d ends at offset %d in %s: the cleaner dropped the producer's last batch", pid, last, filepath.Dir(logs[0]))
+	return ""
+}
+
+// producerLog is a kgo.Logger that keeps what the client says about
+// sequence numbers and producer ids: franz-go resolves some of those
+// errors on its own (a new producer id, a duplicate treated as success),
+// which a test of idempotence must see.
+type producerLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *producerLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l *producerLog) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
+	line := fmt.Sprint(append([]any{msg}, keyvals...)...)
+	low := strings.ToLower(line)
+	for _, s := range []string{"sequence", "failing the producer id", "data loss", "bumping producer epoch"} {
+		if strings.Contains(low, s) {
+			l.mu.Lock()
+			l.msgs = append(l.msgs, line)
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (l *producerLog) messages() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.msgs...)
+}
+
+// TestIdempotentProducerAcrossCleaning: one idempotent producer (acks=all,
+// up to 5 requests in flight) writes to a compacted topic with small
+// segments while the cleaner runs many rounds, and keeps writing across
+// two clean restarts of the broker, which rebuilds the producer's state
+// from a log whose batches the cleaner rewrote:
+//
+//  1. the producer writes while the cleaner runs;
+//  2. it goes quiet while a second producer overwrites every key, until
+//     the cleaner has cleaned past the first producer's last record: its
+//     batches are cleaned away but for its last one, which the cleaner
+//     keeps for the producer's state;
+//  3. the broker restarts, the first producer resumes at its next
+//     sequence;
+//  4. the broker restarts again while the producer is writing: requests
+//     in flight are retried against the restarted broker.
+//
+// No record fails and the client never meets a sequence error (it is told
+// to stop on data loss, so OUT_OF_ORDER_SEQUENCE_NUMBER and
+// UNKNOWN_PRODUCER_ID fail records instead of silently resetting the
+// producer id; what it does say about sequences is caught from its log),
+// and afterwards each key holds the last value produced for it, every
+// offset was used once, offsets increase.
+func TestIdempotentProducerAcrossCleaning(t *testing.T) {
+	const topic = "kv"
+	began := time.Now()
+	dir := filepath.Join(t.TempDir(), "data")
+	// Faster than the producer writes (at most 2.4 MB/s): the cleaner
+	// keeps up, so phase 2 is soon cleaned.
+	b := startBroker(t, dir, cleanerSets(4_000_000)...)
+	createCrashTopic(t, b.addr, topic)
+
+	plog := &producerLog{}
+	// Idempotent writes are kgo's default, with acks=all and 5 requests
+	// in flight against Kafka >= 1.0 (MaxProduceRequestsInflightPerBroker
+	// applies only without idempotence); acks said again here because the
+	// test is about them.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(16<<10), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.StopProducerOnDataLossDetected(), kgo.WithLogger(plog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	var (
+		mu         sync.Mutex
+		failures   []string
+		pids       = map[int64]bool{} // producer ids in the acknowledgements
+		acked      int
+		lastOffset int64 = -1 // of the producer's acknowledged records
+	)
+	last := map[string]int{} // the last index produced per key (one partition: in order)
+	produced := 0
+	// produce runs the producer from index from, about 20,000 records a
+	// second, until the returned stop is called; stop waits for every
+	// record's outcome.
+	produce := func(from int) (stop func()) {
+		quit := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func(quit <-chan struct{}) {
+			defer wg.Done()
+			burst := -1 // the index the final burst ends at
+			for i := from; i < from+1_000_000 && i != burst; i++ {
+				select {
+				case <-quit:
+					// A last burst of 50 records without pauses: the
+					// producer's last batch holds many records (their
+					// sequences are what the cleaner must keep).
+					burst, quit = i+50, nil
+				default:
+				}
+				if i%100 == 99 && burst < 0 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				key := crashKey(i)
+				last[key] = i
+				produced++
+				cl.Produce(context.Background(), &kgo.Record{Key: []byte(key), Value: []byte(crashValue(i))}, func(r *kgo.Record, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						if len(failures) < 10 {
+							failures = append(failures, fmt.Sprintf("record v%d: %v", i, err))
+						}
+						return
+					}
+					acked++
+					pids[r.ProducerID] = true
+					lastOffset = max(lastOffset, r.Offset)
+				})
+			}
+		}(quit)
+		return func() {
+			close(quit)
+			wg.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cl.Flush(ctx); err != nil {
+				t.Fatalf("flush: %v", err)
+			}
+		}
+	}
+	// waitRounds waits for n cleaner rounds logged by the current broker
+	// process, and 2 s, 15 s at most.
+	waitRounds := func(phase string, n int) {
+		t.Helper()
+		start := time.Now()
+		deadline := start.Add(15 * time.Second)
+		c := 0
+		for time.Now().Before(deadline) {
+			// Two seconds at least, so that the producer writes
+			// through several rounds.
+			if c = strings.Count(b.logText(), "cleaner: cleaned log"); c >= n && time.Since(start) > 2*time.Second {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		mu.Lock()
+		t.Logf("%s: %d cleaner rounds, %d records acknowledged, %v", phase, c, acked, time.Since(began).Round(time.Millisecond))
+		mu.Unlock()
+		if c < n {
+			t.Fatalf("%s: %d cleaner rounds within 15 s, want %d", phase, c, n)
+		}
+	}
+	restart := func() {
+		t.Helper()
+		if err := b.stop(); err != nil {
+			t.Fatalf("clean stop: %v", err)
+		}
+		b.restart()
+	}
+
+	// 1.
+	stop := produce(0)
+	waitRounds("1. producing", 5)
+	stop()
+
+	// 2. Another producer overwrites every key many times over.
+	other, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	quietAt := lastOffset
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 2_000_000; i < 2_000_000+30_000; i += 1000 {
+		recs := make([]*kgo.Record, 1000)
+		for j := range recs {
+			recs[j] = &kgo.Record{Key: []byte(crashKey(i + j)), Value: []byte(crashValue(i + j))}
+			last[crashKey(i+j)] = i + j
+		}
+		if err := other.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("other producer: %v", err)
+		}
+		produced += len(recs)
+	}
+	other.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	x := int64(0)
+	for time.Now().Before(deadline) {
+		recs, end := readCompacted(t, b.addr, topic)
+		if x, _ = checkCompaction(t, recs, end); x > quietAt {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("2. quiet: the producer's last record at offset %d; cleaned up to at least %d", quietAt, x)
+	if x <= quietAt {
+		t.Fatalf("2. the cleaner did not clean past offset %d within 15 s (reached %d)", quietAt, x)
+	}
+
+	// 3. The broker learns the producer from the cleaned log, which kept
+	// the producer's last batch (seen here with the broker stopped).
+	if err := b.stop(); err != nil {
+		t.Fatalf("clean stop: %v", err)
+	}
+	mu.Lock()
+	var pid int64 = -1
+	for p := range pids {
+		pid = p
+	}
+	mu.Unlock()
+	kept := keptBatch(t, dir, topic, pid, quietAt)
+	t.Logf("3. the producer's last batch, kept by the cleaner: %s", kept)
+	b.restart()
+	stop = produce(1_000_000)
+	waitRounds("3. after a restart", 3)
+
+	// 4. A restart with requests in flight.
+	restart()
+	waitRounds("4. after a restart while producing", 3)
+	stop()
+
+	mu.Lock()
+	t.Logf("%d records produced, %d by the idempotent producer acknowledged under producer ids %v", produced, acked, pids)
+	if len(failures) > 0 {
+		t.Errorf("records failed:\n%s", strings.Join(failures, "\n"))
+	}
+	if len(pids) != 1 {
+		t.Errorf("acknowledged under producer ids %v, want one: the producer was reset", pids)
+	}
+	mu.Unlock()
+	if msgs := plog.messages(); len(msgs) > 0 {
+		t.Errorf("the client met sequence or producer id trouble:\n%s", strings.Join(msgs, "\n"))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	recs, end := readCompacted(t, b.addr, topic)
+	_, latest := checkCompaction(t, recs, end)
+	for key, i := range last {
+		v, ok := latest[key]
+		if !ok {
+			t.Fatalf("key %s is gone; last produced v%d", key, i)
+		}
+		if got := crashIndex(t, key, v); got != i {
+			t.Fatalf("key %s holds v%d, want the last produced v%d", key, got, i)
+		}
+	}
+	if len(latest) != len(last) {
+		t.Fatalf("%d keys read, %d produced", len(latest), len(last))
+	}
+	if int64(produced) != end {
+		t.Fatalf("end offset %d, want %d: every record written once", end, produced)
+	}
+	t.Logf("%v: %d records, %d left after cleaning, end offset %d", time.Since(began).Round(time.Millisecond), produced, len(recs), end)
+}
