@@ -130,7 +130,19 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 		}
 		return codes
 	}
-	if err := c.store.CommitOffsets(g.name, offsets); err != nil {
+	// Offsets committed in open transactions before this commit are older
+	// in log order: a commit of their transaction must not undo this one.
+	var superseded []metastore.PendingTxnOffset
+	for tp := range offsets {
+		superseded = append(superseded, g.supersededLocked(tp, -1, -1)...)
+	}
+	var err error
+	if len(superseded) == 0 {
+		err = c.store.CommitOffsets(g.name, offsets)
+	} else {
+		err = c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{Commit: offsets, PutPending: superseded})
+	}
+	if err != nil {
 		c.log.Warn("group: commit offsets", "group", g.name, "err", err)
 		code := storeErrorCode(err)
 		for i, t := range req.Topics {
@@ -145,6 +157,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	for tp, o := range offsets {
 		g.offsets[tp] = o
 	}
+	g.addPendingLocked(superseded)
 	return codes
 }
 

@@ -15,8 +15,10 @@ import (
 //	v3  throttle time
 //	v5  leader epoch
 //	v6  flexible
-//	v7  require_stable (KIP-447): ignored, Sluice has no pending
-//	    transactional offsets
+//	v7  require_stable (KIP-447): a partition with a pending transactional
+//	    offset (of any producer) answers UNSTABLE_OFFSET_COMMIT, offset -1,
+//	    so the consumer retries until the transaction ends. Without it the
+//	    last committed offset is answered, as before.
 //	v8  several groups per request, each with its own error
 //	v9  member id and epoch (KIP-848), ignored for classic groups
 //
@@ -33,7 +35,7 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			code, fetched := c.fetchOffsets(rg.Group, topics)
+			code, fetched := c.fetchOffsets(rg.Group, topics, req.RequireStable)
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group, g.ErrorCode = rg.Group, code
 			for _, ft := range fetched {
@@ -55,7 +57,7 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{}
 	}
-	code, fetched := c.fetchOffsets(req.Group, topics)
+	code, fetched := c.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
 	resp.Topics = fetched
 	if req.Version >= 2 {
 		resp.ErrorCode = code
@@ -85,12 +87,16 @@ func unknownOffset(partition int32, code int16) kmsg.OffsetFetchResponseTopicPar
 
 // fetchOffsets returns the group-level error code and the committed offsets
 // of the requested partitions, or of every partition when topics is nil,
-// sorted by topic and partition in that case.
-func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic) (int16, []kmsg.OffsetFetchResponseTopic) {
+// sorted by topic and partition in that case. With requireStable, a
+// partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT
+// (Kafka's getOffsets: with every partition asked for, only those with a
+// committed offset are listed, the unstable ones among them included).
+func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) (int16, []kmsg.OffsetFetchResponseTopic) {
 	if code := c.validateGroup(name); code != 0 {
 		return code, nil
 	}
 	var offsets map[metastore.TopicPartition]metastore.CommittedOffset
+	var unstable map[metastore.TopicPartition]bool
 	if g := c.getGroup(name, false); g != nil {
 		g.mu.Lock()
 		if g.state != stateDead {
@@ -98,10 +104,21 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 			for tp, o := range g.offsets {
 				offsets[tp] = o
 			}
+			if requireStable && len(g.pendingTxn) > 0 {
+				unstable = make(map[metastore.TopicPartition]bool)
+				for _, m := range g.pendingTxn {
+					for tp := range m {
+						unstable[tp] = true
+					}
+				}
+			}
 		}
 		g.mu.Unlock()
 	}
 	answer := func(tp metastore.TopicPartition) kmsg.OffsetFetchResponseTopicPartition {
+		if unstable[tp] {
+			return unknownOffset(tp.Partition, errUnstableOffsetCommit)
+		}
 		o, ok := offsets[tp]
 		if !ok {
 			return unknownOffset(tp.Partition, 0)

@@ -12,8 +12,10 @@ import (
 //
 //	v2  flexible
 //
-// Only a group without members (Empty) can be deleted: its saved state and
-// all its committed offsets go in one atomic metastore write. A group with
+// Only a group without members (Empty) can be deleted: its saved state, all
+// its committed offsets and its pending transactional offsets (as Kafka,
+// which deletes an Empty group whatever transactions are open) go in one
+// atomic metastore write. A group with
 // members answers NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND.
 
 func (c *Coordinator) deleteGroups(req *kmsg.DeleteGroupsRequest) kmsg.Response {
@@ -78,6 +80,7 @@ func (c *Coordinator) killLocked(g *group) int16 {
 		delete(g.pending, id)
 	}
 	clear(g.offsets)
+	clear(g.pendingTxn)
 	g.transitionLocked(stateDead, c.clock.Now())
 	return 0
 }

@@ -80,14 +80,25 @@ func (c *Coordinator) deleteOffsetsLocked(g *group, topics []kmsg.OffsetDeleteRe
 	if code := c.persistDeletes(g.name, tps); code != 0 {
 		return code, nil, false
 	}
-	if err := c.store.DeleteOffsets(g.name, tps); err != nil {
+	// As Kafka's GroupMetadata.removeOffsets: the partitions' pending
+	// transactional offsets go too.
+	var pendKeys []metastore.PendingKey
+	for pid, m := range g.pendingTxn {
+		for _, tp := range tps {
+			if _, ok := m[tp]; ok {
+				pendKeys = append(pendKeys, metastore.PendingKey{ProducerID: pid, TopicPartition: tp})
+			}
+		}
+	}
+	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{DeleteCommit: tps, DeletePending: pendKeys}); err != nil {
 		c.log.Warn("group: delete offsets", "group", g.name, "err", err)
 		return storeErrorCode(err), nil, false
 	}
 	for _, tp := range tps {
 		delete(g.offsets, tp)
 	}
-	if g.state == stateEmpty && len(g.offsets) == 0 {
+	g.dropPendingLocked(tps)
+	if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
 		return 0, codes, c.killLocked(g) == 0
 	}
 	return 0, codes, false

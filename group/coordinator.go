@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -87,6 +88,13 @@ type Options struct {
 	Owns         OwnsFunc
 	Persist      PersistFunc
 	PersistGroup PersistGroupFunc
+	// PersistTxn is the cluster-mode hook of TxnOffsetCommit (package
+	// offsets): nil in single-node mode.
+	PersistTxn PersistTxnFunc
+	// PartitionFor returns the __consumer_offsets partition of a group,
+	// which HandleTxnCompletion matches against the partitions a
+	// transaction marker was written to. nil: every group matches.
+	PartitionFor func(group string) int32
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.
@@ -103,6 +111,16 @@ type Coordinator struct {
 	groups map[string]*group
 	closed bool
 	sweep  Timer
+
+	// txnMu guards txnGroups: producer id -> names of the groups where it
+	// may have pending transactional offsets (a superset: entries of
+	// groups since deleted or unloaded are skipped). A leaf lock: taken
+	// under g.mu, never held while taking another.
+	txnMu     sync.Mutex
+	txnGroups map[int64]map[string]struct{}
+	// txnPos is the last position handed to a pending transactional offset
+	// in single-node mode (txn.go); loading moves it past stored ones.
+	txnPos atomic.Int64
 }
 
 // New creates the coordinator and starts loading groups and offsets from the
@@ -132,12 +150,13 @@ func New(opts Options) (*Coordinator, error) {
 		opts.MaxMetadataSize = defaultMaxMetadataSize
 	}
 	c := &Coordinator{
-		store:  opts.Store,
-		clock:  opts.Clock,
-		log:    opts.Logger,
-		opts:   opts,
-		loaded: make(chan struct{}),
-		groups: make(map[string]*group),
+		store:     opts.Store,
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		opts:      opts,
+		loaded:    make(chan struct{}),
+		groups:    make(map[string]*group),
+		txnGroups: make(map[int64]map[string]struct{}),
 	}
 	if c.clock == nil {
 		c.clock = realClock{now: opts.Now}
@@ -196,6 +215,11 @@ func (c *Coordinator) load() {
 			groups[name] = g
 		}
 		g.offsets = offs
+	}
+	if err := c.loadPending(groups, func(string) bool { return true }); err != nil {
+		c.loadErr = err
+		c.log.Error("group: load failed", "err", err)
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -322,6 +346,7 @@ var versionRanges = map[int16][2]int16{
 	16: {0, 5}, // ListGroups
 	42: {0, 2}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete
+	28: {0, 3}, // TxnOffsetCommit
 }
 
 // Handle answers one request (a kmsg request with its version set) and
@@ -369,6 +394,8 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respon
 		return c.deleteGroups(req), nil
 	case *kmsg.OffsetDeleteRequest:
 		return c.offsetDelete(req), nil
+	case *kmsg.TxnOffsetCommitRequest:
+		return c.txnOffsetCommit(ctx, req), nil
 	}
 	return nil, ErrUnhandled
 }

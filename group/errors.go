@@ -30,6 +30,7 @@ var (
 	errOffsetMetadataTooLarge  = kerr.OffsetMetadataTooLarge.Code
 	errInvalidRequest          = kerr.InvalidRequest.Code
 	errUnknownServerError      = kerr.UnknownServerError.Code
+	errUnstableOffsetCommit    = kerr.UnstableOffsetCommit.Code
 )
 
 var (

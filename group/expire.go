@@ -22,7 +22,8 @@ import (
 //   - an offset committed with an explicit retention (OffsetCommit v2-v4)
 //     expires at commit time + that retention, in the cases above.
 //
-// An Empty group left without offsets is deleted (Dead).
+// An Empty group left without offsets is deleted (Dead); pending
+// transactional offsets neither expire nor let their group die (txn.go).
 
 // scheduleSweepLocked arms the next periodic sweep.
 // REQUIRES: c.mu held.
@@ -121,7 +122,7 @@ func (c *Coordinator) expireLocked(g *group, now time.Time) (int, bool, error) {
 		}
 		c.log.Info("group: expired offsets", "group", g.name, "partitions", len(expired))
 	}
-	if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
+	if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 && len(g.pendingTxn) == 0 {
 		return len(expired), c.killLocked(g) == 0, nil
 	}
 	return len(expired), false, nil

@@ -109,6 +109,10 @@ type group struct {
 	subscribed map[string]struct{}
 
 	offsets map[metastore.TopicPartition]metastore.CommittedOffset
+	// pendingTxn holds the offsets committed in transactions that have not
+	// ended: producer id -> partition -> offset (txn.go). No inner map is
+	// empty.
+	pendingTxn map[int64]map[metastore.TopicPartition]metastore.PendingTxnOffset
 }
 
 // member is one member of a group. Guarded by its group's mu.
@@ -172,6 +176,7 @@ func newGroup(name string, now time.Time) *group {
 		pending:     make(map[string]*pendingMember),
 		pendingSync: make(map[string]struct{}),
 		offsets:     make(map[metastore.TopicPartition]metastore.CommittedOffset),
+		pendingTxn:  make(map[int64]map[metastore.TopicPartition]metastore.PendingTxnOffset),
 	}
 }
 

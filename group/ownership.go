@@ -47,6 +47,13 @@ type PersistFunc func(ctx context.Context, group string, offsets map[metastore.T
 // tombstones through PersistFunc). Same contract as PersistFunc.
 type PersistGroupFunc func(ctx context.Context, sg metastore.Group, deleted bool) error
 
+// PersistTxnFunc makes one TxnOffsetCommit durable before it is applied:
+// the offsets of group, committed by producerID at epoch inside its
+// transaction, written as a transactional batch. It returns the log offset
+// of the batch (it orders the group's pending offsets) once the records
+// are committed, or an error; ctx bounds the wait. Errors as PersistFunc.
+type PersistTxnFunc func(ctx context.Context, group string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error)
+
 // persistGroup runs the PersistGroup hook, if any, bounded by
 // persistTimeout, and returns the error code (0 on success).
 func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) int16 {
@@ -150,6 +157,9 @@ func (c *Coordinator) Reload(match func(group string) bool) error {
 			fresh[name] = g
 		}
 		g.offsets = offs
+	}
+	if err := c.loadPending(fresh, match); err != nil {
+		return fmt.Errorf("group: reload: %w", err)
 	}
 	c.drop(match, fresh)
 	return nil

@@ -27,6 +27,8 @@ package metastore
 //	0x05  0x05 esc(name)                                   u8 ver=1, the caller's bytes
 //	0x06  0x06 u8 resource type, u8 pattern type, esc(name) u8 ver=1, acl box below
 //	0x07  0x07 esc(user) esc(mechanism)                    u8 ver=1, SCRAM credential (scram.go)
+//	0x08  0x08 esc(group) u64 BE producer id esc(topic)    u8 ver=1, pending box below
+//	      u32 BE partition                                 (txnoffsets.go)
 //
 // All offsets of one group share the prefix 0x03 esc(group), whose exclusive
 // upper bound is the same bytes with the final 0x01 raised to 0x02; FetchOffsets
@@ -40,6 +42,20 @@ package metastore
 //	| 0x01   |           | -1: unknown | -1: zero time | -1: zero time |            | mdlen bytes |
 //	+--------+-----------+-------------+---------------+---------------+------------+-------------+
 //	0        1           9             13              21              29           33
+//
+// # Pending transactional offset value (version 1), big endian
+//
+//	+--------+----------+--------------+----------+-------------------------------+
+//	| ver u8 | epoch i16| position i64 | flags u8 | committed offset value (v1)   |
+//	| 0x01   | producer | write order  | bit 0:   | as above, its own version     |
+//	|        | epoch    |              | supersed.| byte included                 |
+//	+--------+----------+--------------+----------+-------------------------------+
+//	0        1          3              11         12
+//
+// All pending offsets of one group share the prefix 0x08 esc(group); those
+// of one producer the prefix 0x08 esc(group) u64 producer id. Producer ids
+// are non-negative, so they sort numerically. Other flag bits are reserved
+// (a value carrying one is corrupt).
 //
 // Times are Unix milliseconds, as Kafka stores them; sub-millisecond precision
 // is dropped. A value longer than 33+mdlen is corrupt (trailing bytes mean a
@@ -92,6 +108,7 @@ const (
 	kindCheckpoint byte = 0x05
 	kindACL        byte = 0x06
 	kindScram      byte = 0x07 // layout and codec in scram.go
+	kindPendingTxn byte = 0x08 // layout above, codec in txnoffsets.go
 
 	// formatV1 is the store layout described above, recorded under formatKey.
 	formatV1 byte = 1
@@ -102,13 +119,17 @@ const (
 	groupV1      byte = 1
 	checkpointV1 byte = 1
 	aclV1        byte = 1
+	pendingV1    byte = 1
+
+	pendingSuperseded byte = 0x01 // pending value flag: a newer offset was applied
 
 	escByte  byte = 0x00
 	escCont  byte = 0xFF // 0x00 0xFF: a literal 0x00 inside a name
 	escEnd   byte = 0x01 // 0x00 0x01: end of name
 	escLimit byte = 0x02 // 0x00 0x02: exclusive upper bound of a name's prefix range
 
-	offsetFixedLen = 1 + 8 + 4 + 8 + 8 + 4 // 33
+	offsetFixedLen  = 1 + 8 + 4 + 8 + 8 + 4 // 33
+	pendingFixedLen = 1 + 2 + 8 + 1         // 12, then a committed offset value
 )
 
 var (

@@ -200,7 +200,8 @@ func TestUnknownStoreFormat(t *testing.T) {
 }
 
 // FuzzDecodeValues feeds arbitrary bytes to every value decoder and to the
-// offset and SCRAM credential key decoders. Invariants: no decoder panics
+// offset and SCRAM credential key decoders (pending transactional offsets
+// included). Invariants: no decoder panics
 // or allocates beyond the input's size; every failure wraps ErrCorrupt; whatever decodes re-encodes
 // and decodes again to the same value (re-parsing is stable), and for
 // offsets, producer ids, checkpoints and SCRAM credentials the re-encoding
@@ -214,6 +215,7 @@ func FuzzDecodeValues(f *testing.F) {
 	f.Add(offsetKey(nil, "g\x00", TopicPartition{"t", 3}))
 	f.Add(encodeScram(nil, sasl.Credential{Salt: []byte("salt"), StoredKey: make([]byte, 32), ServerKey: make([]byte, 32), Iterations: 4096}))
 	f.Add(scramKey(nil, "u\x00", sasl.ScramSHA512))
+	f.Add(appendPending(nil, PendingTxnOffset{ProducerEpoch: 2, Position: 9, Superseded: true, Offset: CommittedOffset{Offset: 1, LeaderEpoch: -1}}))
 	f.Add([]byte{})
 	key := []byte("k")
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -229,6 +231,12 @@ func FuzzDecodeValues(f *testing.F) {
 			o2, err := decodeOffset(key, appendOffset(nil, o))
 			if err != nil || !bytes.Equal(appendOffset(nil, o2), appendOffset(nil, o)) {
 				t.Fatalf("offset re-parse unstable: %v", err)
+			}
+		}
+		if p, err := decodePending(key, v); check("pending", err) {
+			p2, err := decodePending(key, appendPending(nil, p))
+			if err != nil || !bytes.Equal(appendPending(nil, p2), appendPending(nil, p)) {
+				t.Fatalf("pending offset re-parse unstable: %v", err)
 			}
 		}
 		if tp, err := decodeTopic(key, v); check("topic", err) {

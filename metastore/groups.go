@@ -146,9 +146,9 @@ func (s *Store) ListGroups() ([]Group, error) {
 	return out, err
 }
 
-// DeleteGroup deletes the group's saved state AND all its committed offsets
-// in one atomic, synced batch. It returns ErrNotFound when the group has
-// neither saved state nor committed offsets.
+// DeleteGroup deletes the group's saved state AND all its committed and
+// pending transactional offsets in one atomic, synced batch. It returns
+// ErrNotFound when the group has none of them.
 func (s *Store) DeleteGroup(name string) error {
 	db, err := s.acquire()
 	if err != nil {
@@ -161,9 +161,14 @@ func (s *Store) DeleteGroup(name string) error {
 	gkey := groupKey(nil, name)
 	prefix := offsetGroupPrefix(nil, name)
 	end := prefixEnd(prefix)
+	pprefix := pendingGroupPrefix(nil, name)
+	pend := prefixEnd(pprefix)
 	exists, err := hasKey(db, gkey)
 	if err == nil && !exists {
 		exists, err = hasRange(db, prefix, end)
+	}
+	if err == nil && !exists {
+		exists, err = hasRange(db, pprefix, pend)
 	}
 	if err != nil {
 		return fmt.Errorf("metastore: delete group %q: %w", name, err)
@@ -177,6 +182,9 @@ func (s *Store) DeleteGroup(name string) error {
 		return fmt.Errorf("metastore: delete group %q: %w", name, err)
 	}
 	if err := b.DeleteRange(prefix, end, nil); err != nil {
+		return fmt.Errorf("metastore: delete group %q: %w", name, err)
+	}
+	if err := b.DeleteRange(pprefix, pend, nil); err != nil {
 		return fmt.Errorf("metastore: delete group %q: %w", name, err)
 	}
 	if err := b.Commit(syncWrite); err != nil {

@@ -118,21 +118,28 @@ func (s *Store) DeleteOffsets(group string, tps []TopicPartition) error {
 // committed offset, sorted. It visits one key per group, skipping the rest
 // of each group's range with a seek.
 func (s *Store) ListOffsetGroups() (groups []string, err error) {
+	return s.listNames(kindOffset, "offset")
+}
+
+// listNames returns the distinct group names that start the keys of kind
+// (each key 'kind esc(group) ...'), sorted, visiting one key per group.
+// what names the kind in errors.
+func (s *Store) listNames(kind byte, what string) (groups []string, err error) {
 	db, err := s.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer s.mu.RUnlock()
 	it, err := db.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{kindOffset},
-		UpperBound: []byte{kindOffset + 1},
+		LowerBound: []byte{kind},
+		UpperBound: []byte{kind + 1},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("metastore: list offset groups: %w", err)
+		return nil, fmt.Errorf("metastore: list %s groups: %w", what, err)
 	}
 	defer func() {
 		if cerr := it.Close(); cerr != nil && err == nil {
-			groups, err = nil, fmt.Errorf("metastore: list offset groups: %w", cerr)
+			groups, err = nil, fmt.Errorf("metastore: list %s groups: %w", what, cerr)
 		}
 	}()
 	var seek []byte
@@ -140,7 +147,7 @@ func (s *Store) ListOffsetGroups() (groups []string, err error) {
 		k := it.Key()
 		group, rest, nameOK := decodeName(k[1:])
 		if !nameOK {
-			return nil, corruptf(k, "bad group name in offset key")
+			return nil, corruptf(k, "bad group name in %s key", what)
 		}
 		groups = append(groups, group)
 		// Next group: the bound just past this group's prefix.

@@ -16,6 +16,10 @@
 //     reports them loading (COORDINATOR_LOAD_IN_PROGRESS). When it stops
 //     leading, the groups are unloaded at once (NOT_COORDINATOR).
 //
+// Transactional offset commits (TxnOffsetCommit) are written as
+// transactional batches of the producer and replayed as pending until the
+// partition's COMMIT or ABORT marker (txn.go).
+//
 // Group metadata records (a completed rebalance, a group turning Empty or
 // deleted) go the same way (PersistGroup), so a new coordinator knows the
 // members and their generation. The topic is compacted (TopicConfigs), so
@@ -92,6 +96,7 @@ type Options struct {
 type Coordinator struct {
 	opts  Options
 	parts *coordlog.Partitions
+	seqs  seqTable // producer sequences per partition (txn.go)
 }
 
 // New returns a Coordinator that leads no partition yet.
@@ -232,6 +237,7 @@ func (c *Coordinator) load(i int32, current func() bool) (coordlog.Loaded, error
 	if err := v.materialize(c.opts.Meta, match); err != nil {
 		return coordlog.Loaded{}, err
 	}
+	c.seqs.reset(i, v.seqs)
 	if err := c.opts.Reload(match); err != nil {
 		return coordlog.Loaded{}, err
 	}

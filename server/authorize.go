@@ -29,6 +29,9 @@ package server
 //	OffsetFetch              Describe on the group and on each topic
 //	DescribeGroups           Describe on the group; DeleteGroups Delete on it
 //	OffsetDelete             Delete on the group and Read on each topic
+//	TxnOffsetCommit          Write on the TransactionalId
+//	                         (TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere),
+//	                         Read on the group, Read on each topic
 //	ListGroups               Describe on the cluster, else only the groups
 //	                         the principal may Describe
 //	CreateAcls, DeleteAcls   Alter on the cluster; DescribeAcls Describe on it
@@ -42,6 +45,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -295,6 +299,8 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 			resp.ErrorCode = denied
 			return resp, nil
 		}
+	case *kmsg.TxnOffsetCommitRequest:
+		return s.authorizeTxnOffsetCommit(rc, r)
 	case *kmsg.ListGroupsRequest:
 		if s.allowedCluster(rc, acl.OpDescribe) {
 			return nil, nil
@@ -311,4 +317,54 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 		}
 	}
 	return nil, nil
+}
+
+// authorizeTxnOffsetCommit is KafkaApis.handleTxnOffsetCommitRequest's
+// order: Write on the TransactionalId, then Read on the group (each refusal
+// answers every partition), then Read on each topic (refused topics answer
+// TOPIC_AUTHORIZATION_FAILED, the others are committed).
+func (s *Server) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitRequest) (refused kmsg.Response, after func(kmsg.Response)) {
+	refuseAll := func(code int16) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	if !s.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, r.TransactionalID) {
+		return refuseAll(kerr.TransactionalIDAuthorizationFailed.Code), nil
+	}
+	if !s.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group) {
+		return refuseAll(int16(errorCode(errGroupAuthorization))), nil
+	}
+	var refusedTopics []kmsg.TxnOffsetCommitRequestTopic
+	kept := r.Topics[:0:0]
+	for _, t := range r.Topics {
+		if s.allowedTopic(rc, acl.OpRead, t.Topic) {
+			kept = append(kept, t)
+		} else {
+			refusedTopics = append(refusedTopics, t)
+		}
+	}
+	if len(refusedTopics) == 0 {
+		return nil, nil
+	}
+	r.Topics = kept
+	topicDenied := errorCode(errTopicAuthorization)
+	return nil, func(out kmsg.Response) {
+		resp := out.(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range refusedTopics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: topicDenied})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
 }

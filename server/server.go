@@ -228,6 +228,8 @@ func New(opts Options) (*Server, error) {
 		Owns:                  owns,
 		Persist:               persist,
 		PersistGroup:          persistGroup,
+		PersistTxn:            s.persistTxnHook(),
+		PartitionFor:          s.offsetsPartitionFor,
 	})
 	if err != nil {
 		s.cp.close()

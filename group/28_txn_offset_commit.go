@@ -1,0 +1,153 @@
+package group
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/metastore"
+)
+
+// TxnOffsetCommit (key 28), versions 0-3 (KIP-98, KIP-447).
+//
+//	v1  same as v0
+//	v2  committed leader epoch per partition
+//	v3  flexible; generation id, member id and group instance id
+//	    (KIP-447), checked as Kafka's doTxnCommitOffsets does
+//
+// A transactional producer commits offsets for a group inside its
+// transaction: they stay pending per (group, producer id) until the
+// transaction's marker reaches the group's offsets partition
+// (HandleTxnCompletion), invisible to OffsetFetch until a commit. The group
+// need not exist (a producer outside group management: generation -1, no
+// member id); it is created Empty, as Kafka does. Unlike OffsetCommit there
+// is no state check: a member of the current generation may commit while
+// the group rebalances. The transactional id was authorized by the server;
+// the producer's epoch is checked by the transaction coordinator and the
+// log, not here.
+
+func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	codes := c.txnCommit(ctx, req)
+	for i, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// txnCommit validates and stores one TxnOffsetCommit and returns the error
+// code of each partition, indexed like req.Topics.
+func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) [][]int16 {
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+	}
+	setAll := func(code int16) [][]int16 {
+		for _, cs := range codes {
+			for j := range cs {
+				if cs[j] == 0 {
+					cs[j] = code
+				}
+			}
+		}
+		return codes
+	}
+	if code := c.validateGroup(req.Group); code != 0 {
+		return setAll(code)
+	}
+	if req.ProducerID < 0 {
+		return setAll(errInvalidRequest)
+	}
+	generation, memberID, instanceID := int32(-1), "", (*string)(nil)
+	if req.Version >= 3 {
+		generation, memberID, instanceID = req.Generation, req.MemberID, req.InstanceID
+	}
+	g := c.getGroup(req.Group, true)
+	if g == nil {
+		return setAll(errCoordinatorNotAvailable)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return setAll(errCoordinatorNotAvailable)
+	case g.isStaticMemberFenced(instanceID, memberID):
+		return setAll(errFencedInstanceID)
+	case memberID != "" && g.members[memberID] == nil:
+		return setAll(errUnknownMemberID)
+	case generation >= 0 && generation != g.generation:
+		return setAll(errIllegalGeneration)
+	}
+
+	now := c.clock.Now()
+	offsets := make(map[metastore.TopicPartition]metastore.CommittedOffset)
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			var md string
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			if len(md) > c.opts.MaxMetadataSize {
+				codes[i][j] = errOffsetMetadataTooLarge
+				continue
+			}
+			epoch := int32(-1)
+			if req.Version >= 2 {
+				epoch = p.LeaderEpoch
+			}
+			offsets[metastore.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = metastore.CommittedOffset{
+				Offset: p.Offset, LeaderEpoch: epoch, Metadata: md, CommitTime: now,
+			}
+		}
+	}
+	if len(offsets) == 0 {
+		return codes
+	}
+	// Cluster mode: durable once __consumer_offsets has the transactional
+	// batch; its offset orders it among the group's writes.
+	pos, code := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
+	if code != 0 {
+		return setAll(code)
+	}
+	put := make([]metastore.PendingTxnOffset, 0, len(offsets))
+	for tp, o := range offsets {
+		put = append(put, metastore.PendingTxnOffset{
+			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+			TopicPartition: tp, Offset: o, Position: pos,
+		})
+	}
+	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{PutPending: put}); err != nil {
+		c.log.Warn("group: store pending transactional offsets", "group", g.name, "err", err)
+		return setAll(storeErrorCode(err))
+	}
+	g.addPendingLocked(put)
+	c.indexTxn(req.ProducerID, g.name)
+	return codes
+}
+
+// persistTxn makes a transactional commit durable before it is applied:
+// through the PersistTxn hook in cluster mode (the position is the log
+// offset of the batch), else a position from the coordinator's counter.
+// It returns the position and the error code (0 on success).
+func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, int16) {
+	if c.opts.PersistTxn == nil {
+		return c.txnPos.Add(1), 0
+	}
+	pos, err := c.opts.PersistTxn(ctx, name, producerID, epoch, offsets)
+	if err != nil {
+		c.log.Warn("group: persist transactional offsets", "group", name, "producer", producerID, "err", err)
+		if errors.Is(err, ErrNotCoordinator) {
+			return 0, errNotCoordinator
+		}
+		return 0, errCoordinatorNotAvailable
+	}
+	return pos, 0
+}

@@ -1,0 +1,43 @@
+package server
+
+// The offsets side of transactions (docs/transactions.md): the hook the
+// WriteTxnMarkers handler calls for __consumer_offsets partitions, and the
+// wiring of the group coordinator's transactional-offset hooks.
+
+import (
+	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/offsets"
+)
+
+// completeTxnOffsets ends producerID's transaction for the groups stored in
+// the given __consumer_offsets partitions once its COMMIT (commit) or ABORT
+// marker is written there: their pending transactional offsets become
+// committed, or are dropped (group.Coordinator.HandleTxnCompletion). In
+// single-node mode, with no __consumer_offsets topic, it is the whole of
+// what a marker for those partitions does. Idempotent; an error is a
+// metastore failure, after which a retried marker completes what is left.
+func (s *Server) completeTxnOffsets(producerID int64, offsetsPartitions []int32, commit bool) error {
+	return s.groups.HandleTxnCompletion(producerID, offsetsPartitions, commit)
+}
+
+// offsetsPartitionFor is the __consumer_offsets partition of group: of the
+// topic's partition count when this broker knows the topic, else of
+// offsets.topic.num.partitions (single-node mode, where no such topic
+// exists and transaction coordinators name the partition from the config).
+func (s *Server) offsetsPartitionFor(group string) int32 {
+	n := s.cfg.OffsetsTopicPartitions
+	if t := s.topics.get(offsets.Topic); t != nil && len(t.parts) > 0 {
+		n = int32(len(t.parts))
+	}
+	return offsets.PartitionFor(group, n)
+}
+
+// persistTxnHook is the group coordinator's PersistTxn hook: package
+// offsets writes transactional offset commits to __consumer_offsets in
+// cluster mode; nil in single-node mode (the metastore alone).
+func (s *Server) persistTxnHook() group.PersistTxnFunc {
+	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
+		return zp.offsets.PersistTxn
+	}
+	return nil
+}
