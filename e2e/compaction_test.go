@@ -72,8 +72,42 @@ func producePrefixed(t *testing.T, cl *kgo.Client, topic, prefix string, first, 
 }
 
 // readCompacted reads partition 0 of topic from the start to its end
-// offset, failing on offsets that do not increase.
+// offset, failing on offsets that do not increase. A read is not a
+// snapshot: the cleaner may swap in a cleaned group between two of its
+// fetches, so one read can see a record the next fetch would not. So it
+// reads until two reads agree below the first one's end (at most 20
+// times), and returns that.
 func readCompacted(t *testing.T, addr, topic string) ([]compactedRecord, int64) {
+	t.Helper()
+	recs, end := readCompactedOnce(t, addr, topic)
+	for i := 0; i < 20; i++ {
+		again, end2 := readCompactedOnce(t, addr, topic)
+		n := 0
+		for n < len(again) && again[n].offset < end {
+			n++
+		}
+		if sameRecords(recs, again[:n]) {
+			return recs, end
+		}
+		recs, end = again, end2
+	}
+	t.Logf("read of %s never stable across two reads (the cleaner kept changing it)", topic)
+	return recs, end
+}
+
+func sameRecords(a, b []compactedRecord) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].offset != b[i].offset || a[i].key != b[i].key || string(a[i].value) != string(b[i].value) || (a[i].value == nil) != (b[i].value == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+func readCompactedOnce(t *testing.T, addr, topic string) ([]compactedRecord, int64) {
 	t.Helper()
 	adm, done := adminFor(t, addr)
 	defer done()
