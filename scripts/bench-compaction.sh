@@ -15,7 +15,8 @@
 # values, acks=all, one partition) into a delete topic, then into a
 # compact topic (min.cleanable.dirty.ratio=0.1), each topic with
 # segment.bytes=8 MiB, so the compacted one rolls and is cleaned while it
-# is written; RUNS rounds, medians with min–max. The cleaner's rounds and
+# is written; each topic is deleted after its run, so that only the
+# compacted run has the cleaner working; RUNS rounds, medians with min–max. The cleaner's rounds and
 # MB read during each run come from the broker log; the broker's peak RSS
 # (VmHWM) is read at the end. Files live under one mktemp -d in the
 # repository, removed at exit; the broker started here is stopped by its
@@ -70,6 +71,10 @@ for run in $(seq "$RUNS"); do
 			--topic "$topic" "${cfg[@]}" --keys "$KEYS" --record-size 256 --acks all --duration "$DURATION" \
 			--json --quiet >"$work/out.json"
 		read -r r1 m1 < <(cleaned_mb)
+		# Gone before the next run, so that its cleaning does not run
+		# into the next run's measurement.
+		"$bin" topic delete "$topic" --bootstrap-server "127.0.0.1:$PORT" >/dev/null
+		sleep 1
 		jq -c --arg p "$policy" --argjson r "$run" --argjson rounds "$((r1 - r0))" --argjson mb "$(echo "$m1 - $m0" | bc)" \
 			'{policy: $p, run: $r, mb_per_sec, records_per_sec, errors, cleaner_rounds: $rounds, cleaner_read_mb: $mb}' \
 			"$work/out.json" | tee -a "$results" >&2
