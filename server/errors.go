@@ -110,6 +110,10 @@ func errorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, replication.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, replication.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, replication.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, replication.ErrNotLeader), errors.Is(err, replication.ErrClosed), errors.Is(err, engine.ErrClosed):
 		// The partition went away (deleted, broker stopping): the client
 		// refreshes its metadata and retries.
