@@ -17,7 +17,12 @@ package server
 // so that the client notices and refreshes its metadata. Partitions of one
 // request append concurrently; replication.Partition coalesces concurrent
 // appends to one partition into one write and checks idempotent sequences.
-// Transactional produce is refused with INVALID_REQUEST (no transactions).
+// Transactional produce (a transactional id, transactional batches) needs
+// Write on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+// its batches are checked like idempotent ones and open the producer's
+// transaction in each partition (replication/txn.go); a batch of an epoch
+// older than the producer's (bumped by a marker too) is
+// INVALID_PRODUCER_EPOCH, as Kafka answers since 2.7.
 // Internal topics (__consumer_offsets) are written only by the broker:
 // INVALID_TOPIC_EXCEPTION.
 
@@ -43,8 +48,8 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	switch {
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		reqErr = errInvalidRequiredAcks
-	case r.TransactionID != nil:
-		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionID)
+	case r.TransactionID != nil && !s.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID):
+		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionalIDAuthorization, *r.TransactionID)
 	}
 
 	// acks=-1 waits at most timeout_ms for the ISR; a timeout of 0 or
