@@ -34,6 +34,13 @@ func startTxnServer(t *testing.T) (*Server, string) {
 // the partition's error code and base offset.
 func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, pid int64, epoch int16, seq int32, txn bool, values ...string) (int16, int64) {
 	t.Helper()
+	return txnProduceID(t, ctx, cl, topic, pid, epoch, seq, txn, txn, values...)
+}
+
+// txnProduceID is txnProduce choosing whether the request carries a
+// transactional id.
+func txnProduceID(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, pid int64, epoch int16, seq int32, txn, withID bool, values ...string) (int16, int64) {
+	t.Helper()
 	recs := make([]record.BuildRecord, len(values))
 	for i, v := range values {
 		recs[i] = record.BuildRecord{Value: []byte(v), Timestamp: time.Now().UnixMilli()}
@@ -45,7 +52,7 @@ func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks, req.TimeoutMillis = -1, 10_000
-	if txn {
+	if withID {
 		req.TransactionID = kmsg.StringPtr("tx")
 	}
 	rt := kmsg.NewProduceRequestTopic()
@@ -141,6 +148,9 @@ func TestTxnLogEndToEnd(t *testing.T) {
 	}
 	c, _ := txnProduce(t, ctx, cl, "txn", -1, -1, -1, false, "p0", "p1")
 	must("plain produce", c)
+	if c, _ := txnProduceID(t, ctx, cl, "txn", 1000, 0, 0, true, false, "x"); c != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional batch without a transactional id: %v", kerr.ErrorForCode(c))
+	}
 	c, _ = txnProduce(t, ctx, cl, "txn", 1000, 0, 0, true, "a0", "a1", "a2")
 	must("transactional produce", c)
 	if codes := marker(s, "txn", 1000, 0, false); !slices.Equal(codes, []int16{0}) {
