@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/record"
@@ -108,28 +109,43 @@ func (p *Partition) applyTxnEvents(evs []txnEvent, index bool) error {
 	return nil
 }
 
-// indexAborted appends the index entries of the aborts among evs. An
-// entry's LastStableOffset is Kafka's ProducerStateManager.lastStableOffset
-// for it: the first offset of the earliest other open transaction, or the
-// marker's offset + 1.
+// indexAborted appends the index entries of the aborts among evs.
 func (p *Partition) indexAborted(evs []txnEvent) error {
-	var view map[int64]int64
-	for _, ev := range evs {
-		if ev.marker >= 0 && ev.abort {
-			view = make(map[int64]int64, len(p.txns.ongoing)+1)
-			for pid, f := range p.txns.ongoing { // only the owner writes it
-				view[pid] = f
-			}
-			break
-		}
-	}
-	if view == nil {
+	if !hasAbort(evs) {
 		return nil
 	}
 	ix, ok := p.log.(engine.TxnIndex)
 	if !ok {
 		return fmt.Errorf("replication: the %T log keeps no aborted-transaction index", p.log)
 	}
+	view := make(map[int64]int64, len(p.txns.ongoing)+1)
+	for pid, f := range p.txns.ongoing { // only the owner writes it
+		view[pid] = f
+	}
+	for _, a := range abortedEntries(view, evs) {
+		if err := ix.AppendAbortedTxn(a); err != nil {
+			return fmt.Errorf("index aborted transaction %+v: %w", a, err)
+		}
+	}
+	return nil
+}
+
+func hasAbort(evs []txnEvent) bool {
+	for _, ev := range evs {
+		if ev.marker >= 0 && ev.abort {
+			return true
+		}
+	}
+	return false
+}
+
+// abortedEntries plays evs over the open transactions in view (changed)
+// and returns the index entries of the aborts. An entry's
+// LastStableOffset is Kafka's ProducerStateManager.lastStableOffset for
+// it: the first offset of the earliest other open transaction, or the
+// marker's offset + 1.
+func abortedEntries(view map[int64]int64, evs []txnEvent) []engine.AbortedTxn {
+	var out []engine.AbortedTxn
 	for _, ev := range evs {
 		if ev.marker < 0 {
 			view[ev.pid] = ev.first
@@ -143,12 +159,48 @@ func (p *Partition) indexAborted(evs []txnEvent) error {
 		for _, f := range view {
 			lso = min(lso, f)
 		}
-		a := engine.AbortedTxn{ProducerID: ev.pid, FirstOffset: ev.first, LastOffset: ev.marker, LastStableOffset: lso}
+		out = append(out, engine.AbortedTxn{ProducerID: ev.pid, FirstOffset: ev.first, LastOffset: ev.marker, LastStableOffset: lso})
+	}
+	return out
+}
+
+// repairAbortedIndex appends the entries of aborts found by a rebuild
+// from the log whose entry the index lacks: a crash can keep a marker in
+// the log and lose its entry (Kafka rebuilds the index in its segment
+// recovery with the producer state; the engine cannot, lacking it). Only
+// entries past the index's last one are appended, keeping the index in
+// marker order; a transaction that began before the rebuild's scan gets
+// the first offset the scan saw, which is better than none. Failures are
+// logged: the index is a cache of the log here.
+func (p *Partition) repairAbortedIndex(evs []txnEvent) {
+	if !hasAbort(evs) {
+		return
+	}
+	ix, ok := p.log.(engine.TxnIndex)
+	if !ok {
+		return
+	}
+	for _, a := range abortedEntries(make(map[int64]int64), evs) {
+		have, err := ix.AbortedTxns(a.LastOffset, math.MaxInt64)
+		if err != nil {
+			p.logger.Warn("replication: checking the aborted-transaction index", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+			return
+		}
+		found, later := false, false
+		for _, h := range have {
+			found = found || (h.LastOffset == a.LastOffset && h.ProducerID == a.ProducerID)
+			later = later || h.LastOffset > a.LastOffset
+		}
+		if found || later {
+			continue
+		}
+		p.logger.Warn("replication: restoring a lost aborted-transaction index entry", "topic", p.opts.Topic, "partition", p.opts.Partition,
+			"producer_id", a.ProducerID, "first_offset", a.FirstOffset, "marker_offset", a.LastOffset)
 		if err := ix.AppendAbortedTxn(a); err != nil {
-			return fmt.Errorf("index aborted transaction %+v: %w", a, err)
+			p.logger.Warn("replication: restoring an aborted-transaction index entry", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+			return
 		}
 	}
-	return nil
 }
 
 // updateLSOLocked recomputes the LSO after the high watermark or the
@@ -204,6 +256,7 @@ func (p *Partition) computeLSOLocked() int64 {
 // pending events (a rebuild from the log: the index already has the
 // aborts). REQUIRES: the caller owns the producer state.
 func (p *Partition) resetTxnTracking() {
+	p.repairAbortedIndex(p.producers.events)
 	p.hwMu.Lock()
 	p.txns.reset()
 	p.hwMu.Unlock()

@@ -304,3 +304,34 @@ func TestTxnProducerNotExpiredInTransaction(t *testing.T) {
 		t.Fatalf("after expiry: 7 kept %v, 8 kept %v", s.producers[7] != nil, s.producers[8] != nil)
 	}
 }
+
+// TestTxnRebuildRestoresLostIndexEntry: an ABORT marker in the log whose
+// index entry was lost (a crash between the two writes) gets its entry
+// back when the partition rebuilds its state from the log.
+func TestTxnRebuildRestoresLostIndexEntry(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st := openStore(t, backend)
+		l, err := st.CreateLog(testID, engine.LogConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := engine.AppendOptions{AssignOffsets: true}
+		for _, b := range [][]byte{
+			batch(-1, 0, -1, 1),  // 0
+			txnBatch(7, 0, 0, 2), // 1-2
+			txnBatch(8, 0, 0, 1), // 3
+			record.AppendEndTxnMarker(nil, record.MarkerOptions{ProducerID: 7}, record.EndTxnMarker{Type: record.ControlAbort}), // 4
+		} {
+			if _, err := l.Append(b, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := NewPartition(l, Options{Topic: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		wantAbortedTxns(t, p, 0, 5, engine.AbortedTxn{ProducerID: 7, FirstOffset: 1, LastOffset: 4, LastStableOffset: 3})
+		wantLSO(t, p, 3) // producer 8's transaction is open
+	})
+}
