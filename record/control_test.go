@@ -71,3 +71,25 @@ func TestBatchEndTxnMarkerNotControl(t *testing.T) {
 		t.Fatalf("ok %v err %v", ok, err)
 	}
 }
+
+// FuzzParseEndTxnMarker parses arbitrary control record keys and values.
+// Invariants: it never panics; what it accepts is an ABORT or COMMIT
+// marker, and the marker built from the result parses back the same.
+func FuzzParseEndTxnMarker(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 3})
+	f.Add([]byte{0, 0, 0, 0}, []byte{0, 0, 0xff, 0xff, 0xff, 0xff, 9})
+	f.Add([]byte{0, 0}, []byte{})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		m, err := ParseEndTxnMarker(key, value)
+		if err != nil {
+			return
+		}
+		if m.Type != ControlAbort && m.Type != ControlCommit {
+			t.Fatalf("accepted type %d", m.Type)
+		}
+		got, ok, err := BatchEndTxnMarker(Batch(AppendEndTxnMarker(nil, MarkerOptions{ProducerID: 1}, m)))
+		if err != nil || !ok || got != m {
+			t.Fatalf("round trip of %+v: %+v, %v, %v", m, got, ok, err)
+		}
+	})
+}

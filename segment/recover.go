@@ -251,6 +251,9 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 				cut = true
 			}
 		}
+		if seg.txn.cut > 0 {
+			l.log.Warn("segment: cut a torn aborted-transaction index", "file", seg.txn.path, "bytes", seg.txn.cut)
+		}
 		kept = append(kept, seg)
 	}
 	for i := len(kept); i < len(all); i++ {

@@ -43,6 +43,8 @@ type txnIndex struct {
 	mu      sync.Mutex
 	f       *os.File // nil until the first append of this process
 	entries []engine.AbortedTxn
+	// cut is how many bytes of a torn tail open removed (for the log).
+	cut int
 }
 
 // encodeTxnEntry writes t into b[:txnEntrySize].
@@ -97,7 +99,8 @@ func openTxnIndex(path string) (ix *txnIndex, cut int, err error) {
 			return nil, 0, fmt.Errorf("segment: cut %s to %d: %w", path, valid, err)
 		}
 	}
-	return ix, len(b) - valid, nil
+	ix.cut = len(b) - valid
+	return ix, ix.cut, nil
 }
 
 // openFileLocked opens the file for writing. REQUIRES: ix.mu held.
