@@ -21,9 +21,9 @@ func (l *Log) AppendAbortedTxn(t engine.AbortedTxn) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// A new slice: readers copy under mu.RLock, and the cut below reuses
-	// the backing array.
-	l.aborted = append(l.aborted[:len(l.aborted):len(l.aborted)], t)
+	// Readers copy what they need under mu.RLock; a cut builds a new
+	// slice.
+	l.aborted = append(l.aborted, t)
 	return nil
 }
 
