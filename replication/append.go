@@ -37,6 +37,7 @@ import (
 // appendReq is one queued Append. Pooled: no allocation per request.
 type appendReq struct {
 	batches []byte
+	marker  *TxnMarker // non-nil: batches is this marker's control batch
 	res     AppendResult
 	err     error
 	write   bool // set by appendRound: the batches are in the engine append
@@ -62,14 +63,22 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool
 // ErrNotLeader. Errors: ErrNotLeader (not the leader),
 // record.ErrCorrupt/ErrInvalid/ErrInvalidTimestamp/ErrTooLarge/ErrUnsupported
 // (validation, record.ValidateAppend),
-// ErrTransactional, ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
-// ErrClosed, and engine errors wrapped. A duplicate of one of a producer's
+// ErrTransactional (a control batch), ErrOutOfOrderSequence,
+// ErrInvalidProducerEpoch, ErrInvalidTxnState, ErrClosed, and engine
+// errors wrapped. Transactional batches are appended like idempotent ones
+// and open the producer's transaction in the partition (txn.go). A duplicate of one of a producer's
 // last 5 batches is not an error: Duplicate is set and BaseOffset is the
 // original one. Safe for concurrent use.
 func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
 	if err := p.checkClientBatches(batches); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
+	return p.appendQueued(ctx, batches, acks, nil)
+}
+
+// appendQueued is Append after validation: client batches (marker nil) or
+// one marker's control batch (WriteTxnMarker).
+func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16, marker *TxnMarker) (AppendResult, error) {
 	gen := p.gen.Load()
 	if !p.isLeader.Load() {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrNotLeader
@@ -84,12 +93,12 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 		}
 	}
 	r := reqPool.Get().(*appendReq)
-	r.batches = batches
+	r.batches, r.marker = batches, marker
 
 	p.qmu.Lock()
 	if p.qclosed {
 		p.qmu.Unlock()
-		r.batches = nil
+		r.batches, r.marker = nil, nil
 		reqPool.Put(r)
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrClosed
 	}
@@ -116,7 +125,9 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 
 // checkClientBatches is the validation done before queueing: every batch
 // whole, compressed records included, against the topic's rules
-// (record.ValidateAppend), and no transactional or control batches.
+// (record.ValidateAppend); no control batch (Kafka's LogValidator: only
+// the broker writes markers) and no transactional batch without a
+// producer id.
 func (p *Partition) checkClientBatches(batches []byte) error {
 	r := *p.rules.Load()
 	r.LogAppendTime = p.logAppendTime.Load()
@@ -126,8 +137,8 @@ func (p *Partition) checkClientBatches(batches []byte) error {
 	}
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
-		if b.Transactional() || b.Control() {
-			return fmt.Errorf("%w: batch at byte %d has attributes %#x", ErrTransactional, pos, b.Attributes())
+		if b.Control() || (b.Transactional() && b.ProducerID() < 0) {
+			return fmt.Errorf("%w: batch at byte %d has attributes %#x and producer id %d", ErrTransactional, pos, b.Attributes(), b.ProducerID())
 		}
 		pos += b.Size()
 	}
@@ -195,7 +206,7 @@ func (p *Partition) runRound() {
 	// Deliver. After the wake a request belongs to its goroutine again.
 	for i, r := range round {
 		round[i] = nil
-		r.batches = nil
+		r.batches, r.marker = nil, nil
 		r.wake <- false
 	}
 	p.qmu.Lock()
@@ -223,7 +234,7 @@ func (p *Partition) safeAppendRound(round []*appendReq) error {
 	err := safe.Call(p.logger, "replication: append round", func() error { return p.appendRound(round) })
 	if errors.Is(err, safe.ErrPanic) {
 		if end := p.log.EndOffset(); end == before {
-			p.producers.rollback(0)
+			p.producers.rollback(stateMark{})
 		} else {
 			p.rebuildProducerState("a panic in an append round")
 			p.lowerHW(end) // resets the byte marks to the log end
@@ -262,7 +273,14 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 		r.err = nil
 		r.write = false
-		res, dup, err := ps.check(r.batches, next, nowMs)
+		var res checkResult
+		var dup batchMeta
+		var err error
+		if r.marker != nil {
+			err = ps.checkMarker(*r.marker, next, nowMs)
+		} else {
+			res, dup, err = ps.check(r.batches, next, nowMs)
+		}
 		switch {
 		case err != nil:
 			r.err = err
@@ -286,7 +304,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		}
 	}
 	if writers == 0 {
-		ps.commit()
+		ps.commit() // no event: a duplicate or a refusal changes nothing
 		p.fillStart(round)
 		return nil
 	}
@@ -312,7 +330,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		err = p.log.Flush()
 	}
 	if err != nil {
-		ps.rollback(0)
+		ps.rollback(stateMark{})
 		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
 		err = fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
 		for _, r := range round {
@@ -321,6 +339,18 @@ func (p *Partition) appendRound(round []*appendReq) error {
 			}
 		}
 		return err
+	}
+	// Transactions begun and ended: the aborted-transaction index first,
+	// then the LSO tracking (txn.go), before the HW can be moved here.
+	if len(ps.events) > 0 {
+		if terr := p.applyTxnEvents(ps.events, true); terr != nil {
+			terr = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.opts.Partition, terr)
+			for _, r := range round {
+				if r.write && r.marker != nil {
+					r.err = terr
+				}
+			}
+		}
 	}
 	ps.commit()
 	p.appends.Add(1)

@@ -162,8 +162,11 @@ func TestAppendBadRequestFailsAlone(t *testing.T) {
 		appends int64 // engine appends after the held one
 	}{
 		{"corrupt", corrupt, nil, record.ErrCorrupt, 1},
-		{"transactional", func() []byte {
-			return record.AppendBatch(nil, record.BatchOptions{ProducerID: 9, Attributes: record.TransactionalBit}, []record.BuildRecord{{Value: []byte("x")}})
+		{"control batch", func() []byte {
+			return record.AppendEndTxnMarker(nil, record.MarkerOptions{ProducerID: 9}, record.EndTxnMarker{Type: record.ControlCommit})
+		}(), nil, ErrTransactional, 1},
+		{"transactional without producer id", func() []byte {
+			return record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, BaseSequence: -1, Attributes: record.TransactionalBit}, []record.BuildRecord{{Value: []byte("x")}})
 		}(), nil, ErrTransactional, 1},
 		{"out of order", batch(7, 0, 5, 1), func(p *Partition) {
 			if _, err := p.Append(ctx, batch(7, 0, 0, 1), 1); err != nil {

@@ -7,6 +7,22 @@ package replication
 // and a restart that rebuilds the table from the log. It waits for the
 // append round in progress and holds the next ones off while it reads.
 func (p *Partition) ProducerLastOffsets() map[int64]int64 {
+	var m map[int64]int64
+	p.withProducers(func(ps *producerState) {
+		m = make(map[int64]int64, len(ps.producers))
+		for pid, e := range ps.producers {
+			if b, ok := e.last(); ok {
+				m[pid] = b.lastOffset
+			}
+		}
+	})
+	return m
+}
+
+// withProducers runs fn with the producer table to itself: it waits for
+// a follower operation and the append round in progress, and holds the
+// next ones off until fn returns.
+func (p *Partition) withProducers(fn func(*producerState)) {
 	p.fmu.Lock() // follower appends teach the table too
 	defer p.fmu.Unlock()
 	p.qmu.Lock()
@@ -16,12 +32,7 @@ func (p *Partition) ProducerLastOffsets() map[int64]int64 {
 	p.appending = true // lead an empty round: the table is ours
 	p.qmu.Unlock()
 
-	m := make(map[int64]int64, len(p.producers.producers))
-	for pid, e := range p.producers.producers {
-		if b, ok := e.last(); ok {
-			m[pid] = b.lastOffset
-		}
-	}
+	fn(p.producers)
 
 	p.qmu.Lock()
 	if len(p.queue) > 0 {
@@ -31,5 +42,4 @@ func (p *Partition) ProducerLastOffsets() map[int64]int64 {
 		p.idle.Broadcast()
 	}
 	p.qmu.Unlock()
-	return m
 }

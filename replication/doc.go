@@ -18,10 +18,19 @@
 // (fetcher.go), which truncates each log to where it agrees with the
 // leader's (OffsetForLeaderEpoch, KIP-101/KIP-279) and then fetches.
 //
+// Transactions (txn.go): transactional batches open a producer's
+// transaction in the partition, WriteTxnMarker (the coordinator's
+// WriteTxnMarkers) ends it with a COMMIT or ABORT control batch, aborts
+// are recorded in the log's aborted-transaction index (engine.TxnIndex),
+// and the last stable offset (LastStableOffset) stays below every
+// transaction not yet decided and replicated: read_committed consumers
+// read below it.
+//
 // Waiting for a partition to change: a parked fetch (the server's
 // purgatory) registers a Watch on each partition it reads, all sharing one
 // Waiter, and is credited with the bytes each append (followers) or
-// high-watermark move (consumers) makes readable, or woken outright by a
+// high-watermark move (consumers) or last-stable-offset move
+// (read_committed consumers) makes readable, or woken outright by a
 // truncation, leadership change or Close (watch.go). acks=-1 produce
 // requests wait on Changed, a channel closed at every change.
 package replication

@@ -18,10 +18,18 @@ var (
 	// ErrClosed: the partition was closed (the broker answers
 	// NOT_LEADER_OR_FOLLOWER so the client refreshes metadata).
 	ErrClosed = errors.New("replication: partition closed")
-	// ErrTransactional: a transactional or control batch from a client;
-	// transactions are not supported (the server answers
-	// UNSUPPORTED_FOR_MESSAGE_FORMAT or INVALID_RECORD).
-	ErrTransactional = errors.New("replication: transactional batches are not supported")
+	// ErrTransactional: a control batch from a client, or a
+	// transactional batch without a producer id (only a partition leader
+	// writes control batches, for WriteTxnMarkers; the server answers
+	// INVALID_RECORD).
+	ErrTransactional = errors.New("replication: clients may not write control batches")
+	// ErrInvalidTxnState: INVALID_TXN_STATE (a non-transactional batch
+	// from a producer whose transaction is open in the partition).
+	ErrInvalidTxnState = errors.New("replication: invalid transaction state")
+	// ErrCoordinatorFenced: TRANSACTION_COORDINATOR_FENCED (a marker
+	// whose coordinator epoch is older than the producer's last
+	// marker's).
+	ErrCoordinatorFenced = errors.New("replication: transaction coordinator fenced")
 	// ErrNotEnoughReplicas: NOT_ENOUGH_REPLICAS (acks=-1 and the ISR is
 	// smaller than min.insync.replicas; nothing was appended).
 	ErrNotEnoughReplicas = errors.New("replication: not enough in-sync replicas")

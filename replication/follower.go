@@ -40,6 +40,13 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 		p.producers.load(b, nowMs)
 		pos += b.Size()
 	}
+	if evs := p.producers.events; len(evs) > 0 {
+		err := p.applyTxnEvents(evs, true)
+		p.producers.events = evs[:0]
+		if err != nil {
+			return fmt.Errorf("replication: follower append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+		}
+	}
 	if p.opts.FlushEveryAppend {
 		if err := p.log.Flush(); err != nil {
 			p.lowerHW(p.log.EndOffset()) // the batches are in the log, unpriced

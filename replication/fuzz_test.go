@@ -59,7 +59,7 @@ func FuzzProducerState(f *testing.F) {
 					t.Fatalf("duplicate %+v of a batch never handed out (%+v)", dup, k)
 				}
 			case !commit:
-				s.rollback(0)
+				s.rollback(stateMark{})
 				if !reflect.DeepEqual(s.producers, before.producers) {
 					t.Fatalf("rollback did not restore the table")
 				}

@@ -111,6 +111,9 @@ type Partition struct {
 	logAppendTime atomic.Bool
 	rules         atomic.Pointer[record.Rules] // never nil; never modified once stored
 	hw            atomic.Int64
+	// lso is the last stable offset (txn.go); it moves with hwMu held.
+	// Invariant: lso <= hw.
+	lso atomic.Int64
 
 	// hwMu guards changed, closed, the watcher lists and marks; hw moves
 	// only with it held.
@@ -125,6 +128,12 @@ type Partition struct {
 	hwWatchers, endWatchers watchList
 	marks                   byteMarks
 	wakeGen                 atomic.Uint64
+	// lsoWatchers are read_committed consumers' Watches; lsoFollowsHW
+	// says the LSO equals the HW (no unstable transaction), so HW moves
+	// price LSO moves too. txns is what the LSO depends on (txn.go).
+	lsoWatchers  watchList
+	lsoFollowsHW bool
+	txns         txnTracker
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
@@ -178,6 +187,7 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 		p.SetRules(record.DefaultRules())
 	}
 	p.idle.L = &p.qmu
+	p.txns.reset()
 	p.producers = newProducerState(opts.ProducerIDExpiration)
 	scan := opts.ProducerScanBytes
 	if scan == 0 {
@@ -197,6 +207,7 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	}
 	p.hw.Store(hw)
 	p.marks.reset(log.EndOffset(), hw)
+	p.resetTxnTracking()
 	return p, nil
 }
 
@@ -213,11 +224,13 @@ func (p *Partition) advanceHW(hw int64) {
 	if hw > p.hw.Load() {
 		p.hw.Store(hw)
 		p.closeChangedLocked()
-		if n, ok := p.marks.hwMoved(hw); ok {
+		n, ok := p.marks.hwMoved(hw)
+		if ok {
 			p.hwWatchers.credit(n)
 		} else {
 			p.hwWatchers.wake()
 		}
+		p.updateLSOLocked(ok, n)
 	}
 	p.hwMu.Unlock()
 }
@@ -249,6 +262,7 @@ func (p *Partition) lowerHW(hw int64) {
 		p.hw.Store(hw)
 	}
 	p.marks.reset(p.log.EndOffset(), p.hw.Load())
+	p.updateLSOLocked(false, 0)
 	p.notifyLocked()
 	p.hwMu.Unlock()
 }
@@ -267,6 +281,7 @@ func (p *Partition) notifyLocked() {
 	p.wakeGen.Add(1)
 	p.hwWatchers.wake()
 	p.endWatchers.wake()
+	p.lsoWatchers.wake()
 }
 
 // REQUIRES: p.hwMu held.
@@ -290,9 +305,6 @@ func (p *Partition) ReadReplica(offset int64, maxBytes int) (zerocopy.Slice, err
 
 // HighWatermark returns the offset below which records are committed.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
-
-// LastStableOffset equals the high watermark (no transactions).
-func (p *Partition) LastStableOffset() int64 { return p.hw.Load() }
 
 // LogStartOffset returns the log's first offset.
 func (p *Partition) LogStartOffset() int64 { return p.log.StartOffset() }

@@ -63,8 +63,20 @@ type producerEntry struct {
 	epoch   int16
 	n, head int
 	// lastMs is when the producer last appended (ms since the epoch).
-	lastMs  int64
-	batches [maxProducerBatches]batchMeta
+	lastMs int64
+	// txnFirst is the first offset of the producer's ongoing transaction
+	// (Kafka's currentTxnFirstOffset) when inTxn; a transactional batch
+	// begins one, a marker ends it.
+	txnFirst int64
+	inTxn    bool
+	// coordEpoch is the coordinator epoch of the producer's last marker
+	// here (-1: none); an older one is fenced.
+	coordEpoch int32
+	batches    [maxProducerBatches]batchMeta
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, coordEpoch: -1}
 }
 
 // last returns the newest batch; ok is false when there is none.
@@ -109,12 +121,28 @@ type undoEntry struct {
 	existed bool
 }
 
+// txnEvent is a transaction beginning (marker < 0) or ending (at the
+// marker's offset) in the log, reported by check, checkMarker and load for
+// the partition's LSO tracking and aborted-transaction index (txn.go).
+type txnEvent struct {
+	pid    int64
+	first  int64 // the transaction's first offset
+	marker int64 // -1: it began; else the offset of the marker that ended it
+	abort  bool
+}
+
+// stateMark is a point in the round's changes to roll back to.
+type stateMark struct{ undo, events int }
+
 // producerState is the idempotent-producer table of a partition. Not safe
 // for concurrent use: only the goroutine leading the current append round
 // (or NewPartition) touches it; the round handoff orders the accesses.
 type producerState struct {
 	producers map[int64]*producerEntry
 	undo      []undoEntry // changes of the round in progress, oldest first
+	// events are the transactions begun and ended by the round in
+	// progress (or the follower append, or the rebuild), in log order.
+	events []txnEvent
 	// expireMs is producer.id.expiration.ms (<= 0: never); nextSweep is
 	// when the table is swept next.
 	expireMs, nextSweep int64
@@ -133,7 +161,9 @@ func (s *producerState) expire(nowMs int64) {
 	}
 	s.nextSweep = nowMs + max(s.expireMs/10, 1)
 	for pid, e := range s.producers {
-		if nowMs-e.lastMs >= s.expireMs {
+		// Kafka's isProducerExpired: an open transaction keeps its
+		// producer (the coordinator will end it).
+		if nowMs-e.lastMs >= s.expireMs && !e.inTxn {
 			delete(s.producers, pid)
 		}
 	}
@@ -154,7 +184,7 @@ const (
 // offsets of the first duplicate batch.
 func (s *producerState) check(batches []byte, next, nowMs int64) (res checkResult, dup batchMeta, err error) {
 	s.expire(nowMs)
-	mark := len(s.undo)
+	mark := s.mark()
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
 		pos += b.Size()
@@ -177,17 +207,76 @@ func (s *producerState) check(batches []byte, next, nowMs int64) (res checkResul
 			s.rollback(mark)
 			return checkAppend, batchMeta{}, err
 		}
-		s.undo = append(s.undo, undoEntry{pid: pid, existed: e != nil})
-		if e == nil {
-			e = &producerEntry{epoch: epoch}
-			s.producers[pid] = e
-		} else {
-			s.undo[len(s.undo)-1].prev = *e
+		if e != nil && e.inTxn && !b.Transactional() {
+			// Kafka's ProducerAppendInfo.appendDataBatch.
+			s.rollback(mark)
+			return checkAppend, batchMeta{}, fmt.Errorf("%w: producer %d wrote a non-transactional batch while its transaction from offset %d is open", ErrInvalidTxnState, pid, e.txnFirst)
 		}
+		e = s.entryForChange(pid, e, epoch)
 		s.apply(e, epoch, batchMeta{firstSeq: firstSeq, lastSeq: lastSeq, firstOffset: first, lastOffset: next - 1})
+		s.maybeBeginTxn(pid, e, b, first)
 		e.lastMs = nowMs
 	}
 	return checkAppend, batchMeta{}, nil
+}
+
+// entryForChange records an undo entry for pid's entry e (nil: unknown,
+// then created with epoch) and returns the entry to change.
+func (s *producerState) entryForChange(pid int64, e *producerEntry, epoch int16) *producerEntry {
+	s.undo = append(s.undo, undoEntry{pid: pid, existed: e != nil})
+	if e == nil {
+		e = newProducerEntry(epoch)
+		s.producers[pid] = e
+	} else {
+		s.undo[len(s.undo)-1].prev = *e
+	}
+	return e
+}
+
+// maybeBeginTxn starts e's transaction at first when b, at first, is the
+// first transactional batch since the producer's last marker.
+func (s *producerState) maybeBeginTxn(pid int64, e *producerEntry, b record.Batch, first int64) {
+	if b.Transactional() && !e.inTxn {
+		e.inTxn, e.txnFirst = true, first
+		s.events = append(s.events, txnEvent{pid: pid, first: first, marker: -1})
+	}
+}
+
+// checkMarker checks a transaction marker the leader is about to write at
+// offset and records it (with undo, as check): Kafka's
+// ProducerAppendInfo.appendEndTxnMarker. An epoch older than the
+// producer's is ErrInvalidProducerEpoch, a coordinator epoch older than
+// the last marker's ErrCoordinatorFenced. The marker's epoch becomes the
+// producer's (a later batch of an older epoch is refused) and ends its
+// transaction, if one is open here; a marker for a producer unknown here
+// is written all the same.
+func (s *producerState) checkMarker(m TxnMarker, offset, nowMs int64) error {
+	s.expire(nowMs)
+	e := s.producers[m.ProducerID]
+	if e != nil && m.ProducerEpoch < e.epoch {
+		return fmt.Errorf("%w: marker for producer %d has epoch %d, older than %d", ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+	}
+	if e != nil && m.CoordinatorEpoch < e.coordEpoch {
+		return fmt.Errorf("%w: marker for producer %d has coordinator epoch %d, older than %d", ErrCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+	}
+	e = s.entryForChange(m.ProducerID, e, m.ProducerEpoch)
+	s.endTxn(m.ProducerID, e, m.ProducerEpoch, m.CoordinatorEpoch, !m.Commit, offset)
+	e.lastMs = nowMs
+	return nil
+}
+
+// endTxn applies a marker at offset to e (Kafka's ProducerStateEntry
+// update): the epoch (a new one drops the kept batches), the coordinator
+// epoch, and the end of the open transaction.
+func (s *producerState) endTxn(pid int64, e *producerEntry, epoch int16, coordEpoch int32, abort bool, offset int64) {
+	if e.inTxn {
+		s.events = append(s.events, txnEvent{pid: pid, first: e.txnFirst, marker: offset, abort: abort})
+	}
+	e.inTxn = false
+	e.coordEpoch = coordEpoch
+	if epoch != e.epoch {
+		e.epoch, e.n, e.head = epoch, 0, 0
+	}
 }
 
 // checkSequence applies the rules in the comment at the top of this file.
@@ -218,16 +307,23 @@ func seqNext(s int32) int32 {
 	return s + 1
 }
 
-// apply records an appended batch of epoch in e, without checks.
+// apply records an appended batch of epoch in e, without checks. A new
+// epoch forgets the batches, not the open transaction (Kafka's
+// maybeUpdateProducerEpoch).
 func (s *producerState) apply(e *producerEntry, epoch int16, m batchMeta) {
 	if epoch != e.epoch {
-		*e = producerEntry{epoch: epoch}
+		e.epoch, e.n, e.head = epoch, 0, 0
 	}
 	e.push(m)
 }
 
+// mark returns the current point of the round's changes.
+func (s *producerState) mark() stateMark { return stateMark{len(s.undo), len(s.events)} }
+
 // rollback undoes every change recorded after mark, newest first.
-func (s *producerState) rollback(mark int) {
+func (s *producerState) rollback(m stateMark) {
+	s.events = s.events[:m.events]
+	mark := m.undo
 	for i := len(s.undo) - 1; i >= mark; i-- {
 		u := s.undo[i]
 		if !u.existed {
@@ -239,27 +335,46 @@ func (s *producerState) rollback(mark int) {
 	s.undo = s.undo[:mark]
 }
 
-// commit makes the round's changes permanent.
-func (s *producerState) commit() { s.undo = s.undo[:0] }
+// commit makes the round's changes permanent (the caller took the
+// events first).
+func (s *producerState) commit() { s.undo, s.events = s.undo[:0], s.events[:0] }
 
 // load records batch b (from the log) without checks: the rebuild after a
 // restart (nowMs < 0: the batch's max timestamp dates the entry), or a
 // follower's append (nowMs: when; the follower sweeps the table with
-// expire once per append, not per batch). Control batches carry no
+// expire once per append, not per batch). Transactions begun and ended
+// are added to s.events for the caller. Control batches carry no
 // sequence.
 func (s *producerState) load(b record.Batch, nowMs int64) {
 	if nowMs < 0 {
 		nowMs = b.MaxTimestamp()
 	}
 	pid := b.ProducerID()
-	if pid < 0 || b.Control() {
+	if pid < 0 {
 		return
 	}
 	e := s.producers[pid]
+	if b.Control() {
+		// A marker: no sequence, but the epoch, the coordinator epoch
+		// and the transaction's end. A damaged or emptied control
+		// batch (the cleaner may empty one) teaches nothing.
+		m, ok, err := record.BatchEndTxnMarker(b)
+		if err != nil || !ok {
+			return
+		}
+		if e == nil {
+			e = newProducerEntry(b.ProducerEpoch())
+			s.producers[pid] = e
+		}
+		s.endTxn(pid, e, max(e.epoch, b.ProducerEpoch()), max(e.coordEpoch, m.CoordinatorEpoch), m.Type == record.ControlAbort, b.BaseOffset())
+		e.lastMs = max(e.lastMs, nowMs)
+		return
+	}
 	if e == nil {
-		e = &producerEntry{epoch: b.ProducerEpoch()}
+		e = newProducerEntry(b.ProducerEpoch())
 		s.producers[pid] = e
 	}
+	s.maybeBeginTxn(pid, e, b, b.BaseOffset())
 	if b.ProducerEpoch() < e.epoch {
 		return
 	}

@@ -73,4 +73,5 @@ func (p *Partition) rebuildProducerState(after string) {
 	if err := rebuildProducers(p.producers, p.log, scan); err != nil {
 		p.logger.Warn("replication: rebuilding producer state failed", "after", after, "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
 	}
+	p.resetTxnTracking()
 }

@@ -10,6 +10,10 @@ import "sync/atomic"
 // than at every append:
 //
 //   - a consumer's Watch counts bytes passing below the high watermark;
+//   - a read_committed consumer's Watch (committed) counts them below the
+//     last stable offset: credited like the first kind while the LSO
+//     follows the high watermark, woken outright when a transaction's end
+//     moves it (txn.go), since the bytes it made readable are not priced;
 //   - a follower's Watch (logEnd) counts bytes appended to the log, since
 //     followers read up to the log end;
 //   - truncation, a leadership change, an ISR or min.insync.replicas
@@ -89,9 +93,11 @@ func (w *Waiter) wake() {
 type Watch struct {
 	w      *Waiter
 	p      *Partition
-	logEnd bool   // a follower's fetch: credited by appends, not HW moves
-	gen    uint64 // p.wakeGen at Prepare
-	mark   int64  // the HW (or log end, for logEnd) at Prepare
+	logEnd bool // a follower's fetch: credited by appends, not HW moves
+	// committed: a read_committed fetch, credited by LSO moves.
+	committed bool
+	gen       uint64 // p.wakeGen at Prepare
+	mark      int64  // the HW (or log end, for logEnd) at Prepare
 
 	// Guarded by p.hwMu; written only by the owner.
 	prev, next *Watch
@@ -103,9 +109,17 @@ type Watch struct {
 // reader waits for the log end to move (a follower), not the high
 // watermark (a consumer). REQUIRES: n is not linked.
 func (n *Watch) Prepare(p *Partition, w *Waiter, logEnd bool) {
-	n.p, n.w, n.logEnd = p, w, logEnd
+	n.p, n.w, n.logEnd, n.committed = p, w, logEnd, false
 	n.gen = p.wakeGen.Load()
-	n.mark = p.watchMark(logEnd)
+	n.mark = n.watchMark()
+}
+
+// PrepareCommitted is Prepare for a read_committed consumer, which waits
+// for the last stable offset to move. REQUIRES: n is not linked.
+func (n *Watch) PrepareCommitted(p *Partition, w *Waiter) {
+	n.p, n.w, n.logEnd, n.committed = p, w, false, true
+	n.gen = p.wakeGen.Load()
+	n.mark = n.watchMark()
 }
 
 // Link registers n with its partition. If the partition moved on since
@@ -123,13 +137,13 @@ func (n *Watch) Link() {
 	if n.linked {
 		return
 	}
-	if p.closed || p.wakeGen.Load() != n.gen || p.watchMark(n.logEnd) != n.mark {
+	if p.closed || p.wakeGen.Load() != n.gen || n.watchMark() != n.mark {
 		n.w.wake()
 	}
 	if p.closed {
 		return
 	}
-	l := p.watchList(n.logEnd)
+	l := n.list()
 	n.prev, n.next = nil, l.head
 	if l.head != nil {
 		l.head.prev = n
@@ -147,7 +161,7 @@ func (n *Watch) Unlink() {
 		return
 	}
 	p.hwMu.Lock()
-	l := p.watchList(n.logEnd)
+	l := n.list()
 	if n.prev != nil {
 		n.prev.next = n.next
 	} else {
@@ -167,7 +181,7 @@ func (n *Watch) Unlink() {
 func (p *Partition) Watchers() int {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
-	return p.hwWatchers.n + p.endWatchers.n
+	return p.hwWatchers.n + p.endWatchers.n + p.lsoWatchers.n
 }
 
 // watchList is a partition's list of linked Watches of one kind.
@@ -188,18 +202,26 @@ func (l *watchList) wake() {
 	}
 }
 
-func (p *Partition) watchList(logEnd bool) *watchList {
-	if logEnd {
-		return &p.endWatchers
+// list is the partition's list n belongs on.
+func (n *Watch) list() *watchList {
+	switch {
+	case n.logEnd:
+		return &n.p.endWatchers
+	case n.committed:
+		return &n.p.lsoWatchers
 	}
-	return &p.hwWatchers
+	return &n.p.hwWatchers
 }
 
-func (p *Partition) watchMark(logEnd bool) int64 {
-	if logEnd {
-		return p.log.EndOffset()
+// watchMark is the offset whose move n waits for.
+func (n *Watch) watchMark() int64 {
+	switch {
+	case n.logEnd:
+		return n.p.log.EndOffset()
+	case n.committed:
+		return n.p.lso.Load()
 	}
-	return p.hw.Load()
+	return n.p.hw.Load()
 }
 
 // byteMarks prices high-watermark moves in bytes for consumers' Watches.

@@ -135,7 +135,7 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	if !l.cleaning.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("segment: %s: a replacement is already open", l.dir)
 	}
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(segmentPath(l.dir, from, suf) + cleanedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.cleaning.Store(false)
 			return nil, fmt.Errorf("segment: remove leftover: %w", err)
@@ -152,6 +152,22 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	indexBytes := int(min(int64(cfg.IndexMaxBytes), entries*12))
 	seg, err := openSegmentAs(l.store.fs, l.dir, from, indexBytes, cleanedSuffix)
 	if err != nil {
+		l.cleaning.Store(false)
+		return nil, err
+	}
+	// The aborted transactions of the replaced segments stay: a
+	// read_committed fetch of what remains of them must still skip the
+	// aborted records the cleaner keeps.
+	for _, s := range old {
+		if err == nil {
+			err = seg.txn.append(s.txn.all()...)
+		}
+	}
+	if err != nil {
+		seg.close()
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+			os.Remove(segmentPath(l.dir, from, suf) + cleanedSuffix)
+		}
 		l.cleaning.Store(false)
 		return nil, err
 	}
@@ -253,7 +269,13 @@ func (w *cleanWriter) Commit() error {
 	if !same {
 		return fmt.Errorf("%w: segments [%d, %d) of %s changed", engine.ErrCleanConflict, w.from, w.to, l.dir)
 	}
-	// 2. The commit point.
+	// 2. The commit point. The .txnindex (present only when the segments
+	// had aborted transactions) goes first: a crash before the .log's
+	// rename leaves it as a leftover .swap, removed on load.
+	txnPath := segmentPath(l.dir, w.from, txnIndexSuffix)
+	if err := os.Rename(txnPath+cleanedSuffix, txnPath+swapSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("segment: rename %s: %w", txnPath+cleanedSuffix, err)
+	}
 	for k, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if crashed(1 + k) { // 1: before any rename, 2-3: between them
 			return errCrashed
@@ -291,6 +313,9 @@ func (w *cleanWriter) Commit() error {
 		// now would overlap it. A reload completes the swap.
 		l.mu.Unlock()
 		return l.fail(fmt.Errorf("remove replaced segments of %s: %w", l.dir, err))
+	}
+	if rerr := os.Rename(txnPath+swapSuffix, txnPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
 	}
 	for k, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
 		if crashed(6 + k) { // 6: old removed, 7-8: some renamed
@@ -349,7 +374,7 @@ func (w *cleanWriter) Abort() {
 		w.seg.close()
 		w.seg = nil
 	}
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		os.Remove(segmentPath(w.l.dir, w.from, suf) + cleanedSuffix)
 	}
 	w.l.cleaning.Store(false)
@@ -414,13 +439,13 @@ func (l *Log) completeSwaps() error {
 			if b < base || b > end {
 				continue
 			}
-			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 				if err := os.Remove(segmentPath(l.dir, b, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("segment: remove replaced segment: %w", err)
 				}
 			}
 		}
-		for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for _, suf := range []string{txnIndexSuffix, indexSuffix, timeIndexSuffix, logSuffix} {
 			p := segmentPath(l.dir, base, suf)
 			if err := os.Rename(p+swapSuffix, p); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("segment: rename %s: %w", p+swapSuffix, err)

@@ -181,12 +181,13 @@ func (l *Log) scanDir() ([]int64, error) {
 				return nil, fmt.Errorf("%w: %s: %v", engine.ErrCorruptStore, path, err)
 			}
 			logs[base] = true
-		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix),
+			strings.HasSuffix(name, txnIndexSuffix):
 			indexes = append(indexes, name)
 		}
 	}
 	for _, name := range indexes {
-		stem := strings.TrimSuffix(strings.TrimSuffix(name, indexSuffix), timeIndexSuffix)
+		stem := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, indexSuffix), timeIndexSuffix), txnIndexSuffix)
 		if base, err := parseSegmentName(stem); err == nil && logs[base] {
 			continue
 		}
@@ -243,9 +244,15 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 				return recovered, err
 			}
 			recovered = append(recovered, seg)
+			if err := l.checkTxnIndex(seg); err != nil {
+				return recovered, err
+			}
 			if !last && (truncated || seg.next > all[i+1].base || (!l.gaps() && seg.next != all[i+1].base)) {
 				cut = true
 			}
+		}
+		if seg.txn.cut > 0 {
+			l.log.Warn("segment: cut a torn aborted-transaction index", "file", seg.txn.path, "bytes", seg.txn.cut)
 		}
 		kept = append(kept, seg)
 	}
@@ -271,6 +278,20 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 	return recovered, a.tidx.Resize(l.cfg.IndexMaxBytes)
 }
 
+// checkTxnIndex drops the aborted-transaction entries of a recovered
+// segment whose marker is not in it (cut with a damaged tail, or an entry
+// written for a marker that never reached the .log), and logs them. The
+// entries of markers that reached the .log while their entry did not are
+// not rebuilt here: that needs the producers' state (replication rebuilds
+// it from the log tail).
+func (l *Log) checkTxnIndex(seg *segment) error {
+	dropped, err := seg.txn.keepRange(seg.base, seg.next)
+	if dropped > 0 {
+		l.log.Warn("segment: dropping aborted-transaction entries outside the segment", "file", seg.txn.path, "entries", dropped, "end", seg.next)
+	}
+	return err
+}
+
 // checkSegment sanity-checks the indexes of segment i of segs and restores
 // its writer state from them.
 func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
@@ -290,7 +311,7 @@ func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
 	if span >= 0 && (seg.next > segs[i+1].base || (!l.gaps() && seg.next != segs[i+1].base)) {
 		return fmt.Errorf("segment ends at offset %d, the next starts at %d", seg.next, segs[i+1].base)
 	}
-	return nil
+	return seg.txn.check(seg.base, seg.next)
 }
 
 // recoverSegment validates every batch of seg from the start, cuts the

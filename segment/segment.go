@@ -14,7 +14,8 @@ import (
 	"github.com/sluice/sluice/zerocopy"
 )
 
-// segment is one .log file and its two indexes.
+// segment is one .log file, its two indexes and its aborted-transaction
+// index (txnindex.go).
 //
 // The log's appendMu serializes every writer of a segment; readers hold the
 // log's mu (read) and use only size, the indexes' published entries and
@@ -27,6 +28,7 @@ type segment struct {
 	zf   *zerocopy.File // the segment's own reference on f.OS(); slices take more
 	idx  *mmapindex.OffsetIndex
 	tidx *mmapindex.TimeIndex
+	txn  *txnIndex
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
@@ -55,7 +57,7 @@ type segment struct {
 // createSegment creates an empty segment at base, replacing leftover files
 // with that name (from a truncated or deleted segment).
 func createSegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs int64) (*segment, error) {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(segmentPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("segment: create %d: %w", base, err)
 		}
@@ -103,6 +105,12 @@ func openSegmentAs(fs FS, dir string, base int64, indexMaxBytes int, suffix stri
 		s.tidx, err = mmapindex.OpenTime(segmentPath(dir, base, timeIndexSuffix)+suffix, base, indexMaxBytes)
 		if err != nil {
 			s.idx.Close()
+		}
+	}
+	if err == nil {
+		if s.txn, _, err = openTxnIndex(segmentPath(dir, base, txnIndexSuffix) + suffix); err != nil {
+			s.idx.Close()
+			s.tidx.Close()
 		}
 	}
 	if err != nil {
@@ -174,6 +182,9 @@ func (s *segment) flush() error {
 	if err := s.idx.Flush(); err != nil {
 		return err
 	}
+	if err := s.txn.sync(); err != nil {
+		return err
+	}
 	return s.tidx.Flush()
 }
 
@@ -184,6 +195,9 @@ func (s *segment) close() error {
 	err := s.idx.Close()
 	if terr := s.tidx.Close(); err == nil {
 		err = terr
+	}
+	if xerr := s.txn.close(); err == nil {
+		err = xerr
 	}
 	if rerr := s.zf.Release(); err == nil && rerr != nil {
 		err = fmt.Errorf("segment: close %s: %w", s.path, rerr)
@@ -200,6 +214,9 @@ func (s *segment) remove() error {
 	}
 	if terr := s.tidx.Remove(); err == nil {
 		err = terr
+	}
+	if xerr := s.txn.remove(); err == nil {
+		err = xerr
 	}
 	if rerr := s.zf.Release(); err == nil && rerr != nil {
 		err = rerr
@@ -222,6 +239,9 @@ func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 	s.firstTs.Store(math.MinInt64)
 	s.idx.TruncateTo(next)
 	s.tidx.TruncateTo(next)
+	if err := s.txn.truncateTo(next); err != nil {
+		return err
+	}
 	return s.restoreState(0, gaps)
 }
 

@@ -17,7 +17,13 @@ package server
 // so that the client notices and refreshes its metadata. Partitions of one
 // request append concurrently; replication.Partition coalesces concurrent
 // appends to one partition into one write and checks idempotent sequences.
-// Transactional produce is refused with INVALID_REQUEST (no transactions).
+// Transactional produce (a transactional id, transactional batches) needs
+// Write on the transactional id, and transactional batches need a
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, as
+// Kafka). The batches are checked like idempotent ones and open the
+// producer's transaction in each partition (replication/txn.go); a batch
+// of an epoch older than the producer's (bumped by a marker too) is
+// INVALID_PRODUCER_EPOCH, as Kafka answers since 2.7.
 // Internal topics (__consumer_offsets) are written only by the broker:
 // INVALID_TOPIC_EXCEPTION.
 
@@ -32,8 +38,32 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/internal/safe"
+	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
 )
+
+// hasTransactionalBatches reports whether a batch of r has the
+// transactional attribute, peeking at batch headers only (the records are
+// validated later, per partition).
+func hasTransactionalBatches(r *kmsg.ProduceRequest) bool {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			recs := r.Topics[i].Partitions[j].Records
+			for len(recs) >= record.HeaderSize {
+				b := record.Batch(recs)
+				if b.Transactional() {
+					return true
+				}
+				size, _ := record.PeekSize(recs)
+				if size < record.HeaderSize || size > len(recs) {
+					break
+				}
+				recs = recs[size:]
+			}
+		}
+	}
+	return false
+}
 
 func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ProduceRequest)
@@ -43,8 +73,12 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	switch {
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		reqErr = errInvalidRequiredAcks
-	case r.TransactionID != nil:
-		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionID)
+	case r.TransactionID != nil && !s.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID):
+		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionalIDAuthorization, *r.TransactionID)
+	case r.TransactionID == nil && hasTransactionalBatches(r):
+		// Kafka's KafkaApis.handleProduceRequest: transactional
+		// records need a transactional id the principal may write.
+		reqErr = fmt.Errorf("%w: transactional records without a transactional id", errTransactionalIDAuthorization)
 	}
 
 	// acks=-1 waits at most timeout_ms for the ISR; a timeout of 0 or

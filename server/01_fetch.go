@@ -43,9 +43,13 @@ package server
 // allocation, however many partitions; server shutdown or the client going
 // away end the wait early with whatever is available.
 //
-// read_committed reads below the last stable offset; Sluice has no
-// transactions, so it equals the high watermark and aborted transactions are
-// always an empty list.
+// read_committed (isolation_level 1) reads below the last stable offset
+// (replication.Partition.LastStableOffset: no open or unreplicated
+// transaction below it) and answers the aborted transactions overlapping
+// [fetch offset, LSO) from the log's aborted-transaction index, which the
+// client uses to drop aborted records (control batches are never data to
+// it). Such a fetch parks on the LSO, not the high watermark: a marker that
+// ends a transaction wakes it.
 //
 // The response is encoded by package fetchresp straight into the
 // connection's zerocopy.Writer: record bytes from the segment backend go to
@@ -74,9 +78,10 @@ type fetchTarget struct {
 	leaderEpoch int32
 	err         error
 	// replica: a follower's fetch, which waits for the log end to move
-	// rather than the high watermark.
-	replica bool
-	watch   replication.Watch // the fetch's registration with p (purgatory.go)
+	// rather than the high watermark. committed: a read_committed
+	// consumer's, which reads and waits for the last stable offset.
+	replica, committed bool
+	watch              replication.Watch // the fetch's registration with p (purgatory.go)
 }
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -138,7 +143,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				// waits for the log end, not the high watermark, to move.
 				ft.p, ft.replica = t.parts[rp.Partition], true
 			default:
-				ft.p = t.parts[rp.Partition]
+				ft.p, ft.committed = t.parts[rp.Partition], r.IsolationLevel == 1
 				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
 			}
 			ot.Partitions[j].Partition = rp.Partition
@@ -257,12 +262,14 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 }
 
 // readPartition reads one partition for a consumer, below the high
-// watermark. first: nothing gathered yet, so the first batch may exceed the
-// limits (KIP-74).
+// watermark (read_uncommitted) or the last stable offset (read_committed,
+// with the aborted transactions). first: nothing gathered yet, so the first
+// batch may exceed the limits (KIP-74).
 func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool) error {
 	p := ft.p
-	op.HighWatermark = p.HighWatermark()
+	// The LSO first: it never passes the HW, so the pair stays ordered.
 	op.LastStableOffset = p.LastStableOffset()
+	op.HighWatermark = p.HighWatermark()
 	op.LogStartOffset = p.LogStartOffset()
 	if ft.offset < op.LogStartOffset || ft.offset > p.LogEndOffset() {
 		return fmt.Errorf("%w: offset %d not in [%d, %d]", engine.ErrOffsetOutOfRange, ft.offset, op.LogStartOffset, p.LogEndOffset())
@@ -271,11 +278,35 @@ func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, f
 	if limit <= 0 && !first {
 		return nil
 	}
-	sl, err := p.Read(ft.offset, int(max(limit, 1)))
+	if !ft.committed {
+		sl, err := p.Read(ft.offset, int(max(limit, 1)))
+		if err != nil {
+			return err
+		}
+		keepRecords(op, sl, limit, remaining, first)
+		return nil
+	}
+	// read_committed: below the LSO read above, so that the aborted
+	// transactions answered cover every record returned.
+	sl, err := p.Log().Read(ft.offset, int(max(limit, 1)), op.LastStableOffset)
 	if err != nil {
 		return err
 	}
-	keepRecords(op, sl, limit, remaining, first)
+	if sl.Len() == 0 {
+		sl.Release()
+		return nil
+	}
+	aborted, err := p.AbortedTransactions(ft.offset, op.LastStableOffset)
+	if err != nil {
+		sl.Release()
+		return err
+	}
+	if !keepRecords(op, sl, limit, remaining, first) {
+		return nil
+	}
+	for _, a := range aborted {
+		op.AbortedTransactions = append(op.AbortedTransactions, fetchresp.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+	}
 	return nil
 }
 
@@ -298,14 +329,15 @@ func readReplica(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, fir
 // keepRecords puts sl in op and counts it against remaining, unless it is
 // longer than limit and something was gathered already (only the first
 // partition's first batch may exceed the limits, KIP-74): then sl is
-// released.
-func keepRecords(op *fetchresp.Partition, sl zerocopy.Slice, limit int64, remaining *int64, first bool) {
+// released. It reports whether sl was kept.
+func keepRecords(op *fetchresp.Partition, sl zerocopy.Slice, limit int64, remaining *int64, first bool) bool {
 	if sl.Len() > limit && !first {
 		sl.Release()
-		return
+		return false
 	}
 	op.Records = sl
 	*remaining -= sl.Len()
+	return true
 }
 
 // checkLeaderEpoch compares a client's current leader epoch (-1: unknown)

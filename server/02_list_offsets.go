@@ -13,7 +13,8 @@ package server
 // Timestamps: -1 latest (high watermark, or last stable offset for
 // read_committed), -2 earliest (log start offset), -3 max timestamp, and
 // any ts >= 0: the first offset whose record timestamp is >= ts, or offset
-// -1 and timestamp -1 when there is none. Other negative values are
+// -1 and timestamp -1 when there is none (for read_committed, none at or
+// above the last stable offset). Other negative values are
 // INVALID_REQUEST.
 
 import (
@@ -83,7 +84,9 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if !ok {
+		if !ok || (isolation == 1 && off >= p.LastStableOffset()) {
+			// read_committed finds only offsets below the LSO (Kafka's
+			// Partition.fetchOffsetForTimestamp lastFetchableOffset).
 			return -1, -1, epoch, nil
 		}
 		return off, ts, epoch, nil

@@ -25,6 +25,7 @@ const (
 	apiKeyDeleteRecords           int16 = 21
 	apiKeyInitProducerID          int16 = 22
 	apiKeyOffsetForLeaderEpoch    int16 = 23
+	apiKeyWriteTxnMarkers         int16 = 27 // inter-broker (cluster mode)
 	apiKeyDescribeConfigs         int16 = 32
 	apiKeyAlterConfigs            int16 = 33
 	apiKeyCreatePartitions        int16 = 37
@@ -34,6 +35,7 @@ const (
 	apiKeyDescribeUserScram       int16 = 50
 	apiKeyAlterUserScram          int16 = 51
 	apiKeyDescribeCluster         int16 = 60
+	apiKeyDescribeProducers       int16 = 61
 )
 
 // handlerFunc runs one decoded request. It returns the response to write
@@ -75,6 +77,7 @@ func init() {
 		apiKeyDeleteRecords:           {0, 2, handleDeleteRecords},
 		apiKeyInitProducerID:          {0, 4, handleInitProducerID},
 		apiKeyOffsetForLeaderEpoch:    {0, 4, handleOffsetForLeaderEpoch},
+		apiKeyWriteTxnMarkers:         {0, 1, handleWriteTxnMarkers},
 		apiKeyDescribeConfigs:         {0, 4, handleDescribeConfigs},
 		apiKeyAlterConfigs:            {0, 2, handleAlterConfigs},
 		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},
@@ -84,6 +87,7 @@ func init() {
 		apiKeyDescribeUserScram:       {0, 0, handleDescribeUserScramCredentials},
 		apiKeyAlterUserScram:          {0, 0, handleAlterUserScramCredentials},
 		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},
+		apiKeyDescribeProducers:       {0, 0, handleDescribeProducers},
 	}
 	// The group coordinator's APIs (FindCoordinator, JoinGroup, SyncGroup,
 	// Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,

@@ -8,7 +8,9 @@ package server
 //	Produce                  Write on each topic (TOPIC_AUTHORIZATION_FAILED per partition)
 //	Fetch (consumer)         Read on each topic
 //	Fetch (follower), LeaderAndIsr, StopReplica, UpdateMetadata,
-//	ControlledShutdown       ClusterAction on the cluster
+//	ControlledShutdown, WriteTxnMarkers
+//	                         ClusterAction on the cluster
+//	DescribeProducers        Read on each topic
 //	ListOffsets, OffsetForLeaderEpoch (consumer)
 //	                         Describe on each topic
 //	Metadata                 topics the principal may not Describe are left out

@@ -76,9 +76,11 @@ func (s *Server) cleanerTarget(t *topic, p *partition) cleaner.Target {
 		ID:     engine.PartitionID{Topic: t.name, Partition: p.index},
 		Log:    p.Log(),
 		Config: t.cfg.log,
-		// Nothing past the high watermark: a follower may still
-		// truncate it, and a consumer has not seen it.
-		Bound: p.HighWatermark(),
+		// Nothing past the last stable offset (Kafka's
+		// firstUncleanableOffset): a follower may still truncate past
+		// the high watermark, and a transaction below it but past the
+		// LSO is not decided yet, so its records could hide others.
+		Bound: p.LastStableOffset(),
 		ProducerLast: func(pid int64) (int64, bool) {
 			once.Do(func() { last = p.ProducerLastOffsets() })
 			o, ok := last[pid]

@@ -27,26 +27,28 @@ var (
 	errUnacceptableCredential   = errors.New("server: unacceptable credential")
 	// errClusterAuthorization, errGroupAuthorization: the principal may not
 	// do this (CLUSTER_ / GROUP_AUTHORIZATION_FAILED).
-	errClusterAuthorization     = errors.New("server: not allowed on the cluster")
-	errGroupAuthorization       = errors.New("server: not allowed on this group")
-	errUnknownTopicOrPartition  = errors.New("server: unknown topic or partition")
-	errUnknownTopicID           = errors.New("server: unknown topic id")
-	errInvalidTopic             = errors.New("server: invalid topic")
-	errTopicExists              = errors.New("server: topic already exists")
-	errInvalidPartitions        = errors.New("server: invalid partitions")
-	errInvalidReplicationFactor = errors.New("server: invalid replication factor")
-	errInvalidReplicaAssignment = errors.New("server: invalid replica assignment")
-	errInvalidConfig            = errors.New("server: invalid config")
-	errInvalidRequest           = errors.New("server: invalid request")
-	errTopicDeletionDisabled    = errors.New("server: topic deletion is disabled (delete.topic.enable=false)")
-	errMessageTooLarge          = errors.New("server: message too large")
-	errRecordListTooLarge       = errors.New("server: record list larger than the segment size")
-	errInvalidRequiredAcks      = errors.New("server: acks must be -1, 0 or 1")
-	errFencedLeaderEpoch        = errors.New("server: fenced leader epoch")
-	errUnknownLeaderEpoch       = errors.New("server: unknown leader epoch")
-	errFetchSessionNotFound     = errors.New("server: fetch sessions are not kept; send full fetch requests")
-	errTransactionsUnsupported  = errors.New("server: transactions are not supported")
-	errResourceNotFound         = errors.New("server: resource not found")
+	errClusterAuthorization = errors.New("server: not allowed on the cluster")
+	// errTransactionalIDAuthorization: TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+	errTransactionalIDAuthorization = errors.New("server: not allowed on the transactional id")
+	errGroupAuthorization           = errors.New("server: not allowed on this group")
+	errUnknownTopicOrPartition      = errors.New("server: unknown topic or partition")
+	errUnknownTopicID               = errors.New("server: unknown topic id")
+	errInvalidTopic                 = errors.New("server: invalid topic")
+	errTopicExists                  = errors.New("server: topic already exists")
+	errInvalidPartitions            = errors.New("server: invalid partitions")
+	errInvalidReplicationFactor     = errors.New("server: invalid replication factor")
+	errInvalidReplicaAssignment     = errors.New("server: invalid replica assignment")
+	errInvalidConfig                = errors.New("server: invalid config")
+	errInvalidRequest               = errors.New("server: invalid request")
+	errTopicDeletionDisabled        = errors.New("server: topic deletion is disabled (delete.topic.enable=false)")
+	errMessageTooLarge              = errors.New("server: message too large")
+	errRecordListTooLarge           = errors.New("server: record list larger than the segment size")
+	errInvalidRequiredAcks          = errors.New("server: acks must be -1, 0 or 1")
+	errFencedLeaderEpoch            = errors.New("server: fenced leader epoch")
+	errUnknownLeaderEpoch           = errors.New("server: unknown leader epoch")
+	errFetchSessionNotFound         = errors.New("server: fetch sessions are not kept; send full fetch requests")
+	errTransactionsUnsupported      = errors.New("server: transactions are not supported")
+	errResourceNotFound             = errors.New("server: resource not found")
 )
 
 // errorCode is the one place where Go errors become Kafka error codes. An
@@ -110,6 +112,10 @@ func errorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, replication.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, replication.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, replication.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, replication.ErrNotLeader), errors.Is(err, replication.ErrClosed), errors.Is(err, engine.ErrClosed):
 		// The partition went away (deleted, broker stopping): the client
 		// refreshes its metadata and retries.
@@ -162,6 +168,8 @@ func errorCode(err error) int16 {
 		return kerr.UnacceptableCredential.Code
 	case errors.Is(err, errSecurityDisabled):
 		return kerr.SecurityDisabled.Code
+	case errors.Is(err, errTransactionalIDAuthorization):
+		return kerr.TransactionalIDAuthorizationFailed.Code
 	case errors.Is(err, errClusterAuthorization):
 		return kerr.ClusterAuthorizationFailed.Code
 	case errors.Is(err, errGroupAuthorization):

@@ -42,10 +42,16 @@ func (pf *parkedFetch) prepare(targets [][]fetchTarget) int {
 	n := 0
 	for i := range targets {
 		for j := range targets[i] {
-			if ft := &targets[i][j]; ft.p != nil && ft.err == nil {
+			ft := &targets[i][j]
+			switch {
+			case ft.p == nil || ft.err != nil:
+				continue
+			case ft.committed:
+				ft.watch.PrepareCommitted(ft.p.Partition, pf.w)
+			default:
 				ft.watch.Prepare(ft.p.Partition, pf.w, ft.replica)
-				n++
 			}
+			n++
 		}
 	}
 	return n

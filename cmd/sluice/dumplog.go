@@ -12,19 +12,23 @@ import (
 	"strings"
 
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/segment"
 )
 
 // dumpLog implements `sluice dump-log`, after kafka-dump-log.sh: it prints
-// the batches (and with --deep the records) of .log segment files, and the
-// entries of .index and .timeindex files, and says where and why a damaged
-// file stops making sense. It reads the files only; it never repairs.
+// the batches (and with --deep the records) of .log segment files, the
+// marker of each control batch (transaction COMMIT/ABORT and coordinator
+// epoch), the entries of .index, .timeindex and .txnindex files (with
+// --deep, a segment's .txnindex follows its batches), and says where and
+// why a damaged file stops making sense. It reads the files only; it never
+// repairs.
 func dumpLog(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dump-log", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	deep := fs.Bool("deep", false, "print every record of every batch (--deep-iteration)")
 	data := fs.Bool("print-data-log", false, "print record keys and values (implies --deep)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sluice dump-log [--deep] [--print-data-log] FILE.log|FILE.index|FILE.timeindex ...")
+		fmt.Fprintln(stderr, "usage: sluice dump-log [--deep] [--print-data-log] FILE.log|FILE.index|FILE.timeindex|FILE.txnindex ...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,12 +47,21 @@ func dumpLog(args []string, stdout, stderr io.Writer) int {
 		switch filepath.Ext(path) {
 		case ".log":
 			err = dumpSegment(w, path, *deep || *data, *data)
+			if err == nil && (*deep || *data) {
+				txn := strings.TrimSuffix(path, ".log") + ".txnindex"
+				if _, serr := os.Stat(txn); serr == nil {
+					fmt.Fprintf(w, "Aborted transactions (%s)\n", filepath.Base(txn))
+					err = dumpTxnIndex(w, txn)
+				}
+			}
+		case ".txnindex":
+			err = dumpTxnIndex(w, path)
 		case ".index":
 			err = dumpIndex(w, path, 8)
 		case ".timeindex":
 			err = dumpIndex(w, path, 12)
 		default:
-			err = fmt.Errorf("do not know how to dump %s: want .log, .index or .timeindex", path)
+			err = fmt.Errorf("do not know how to dump %s: want .log, .index, .timeindex or .txnindex", path)
 		}
 		if err != nil {
 			w.Flush()
@@ -120,9 +133,18 @@ func dumpSegment(w io.Writer, path string, deep, data bool) error {
 		if b.LogAppendTime() {
 			ts = "LogAppendTime"
 		}
-		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
+		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t",
 			b.BaseOffset(), b.LastOffset(), b.RecordCount(), b.BaseSequence(), b.LastSequence(), b.ProducerID(), b.ProducerEpoch(),
 			b.LeaderEpoch(), b.Transactional(), b.Control(), pos, ts, b.MaxTimestamp(), size, b.Magic(), codecName(b.Codec()), b.CRC(), verr == nil)
+		if verr == nil && b.Control() {
+			// The marker, as Kafka's DumpLogSegments prints it per record.
+			if m, ok, err := record.BatchEndTxnMarker(b); err != nil {
+				fmt.Fprintf(w, " controlRecord: invalid (%v)", err)
+			} else if ok {
+				fmt.Fprintf(w, " endTxnMarker: %s coordinatorEpoch: %d", m.Type, m.CoordinatorEpoch)
+			}
+		}
+		fmt.Fprintln(w)
 		if verr != nil {
 			fmt.Fprintf(w, "invalid batch at position %d: %v\n", pos, verr)
 		} else if deep {
@@ -134,7 +156,14 @@ func dumpSegment(w io.Writer, path string, deep, data bool) error {
 				fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s]",
 					it.Offset(), ts, it.Timestamp(), lenOrNull(rec.Key), lenOrNull(rec.Value),
 					seqOf(b, rec.OffsetDelta), strings.Join(keys, ","))
-				if data {
+				switch {
+				case b.Control():
+					if m, err := record.ParseEndTxnMarker(rec.Key, rec.Value); err == nil {
+						fmt.Fprintf(w, " endTxnMarker: %s coordinatorEpoch: %d", m.Type, m.CoordinatorEpoch)
+					} else if t, kerr := record.ParseControlKey(rec.Key); kerr == nil {
+						fmt.Fprintf(w, " controlType: %s(%d)", t, int16(t))
+					}
+				case data:
 					fmt.Fprintf(w, " key: %s payload: %s", printable(rec.Key), printable(rec.Value))
 				}
 				fmt.Fprintln(w)
@@ -226,4 +255,22 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// dumpTxnIndex prints the entries of an aborted-transaction index (34-byte
+// entries, see package segment), as Kafka's DumpLogSegments does.
+func dumpTxnIndex(w io.Writer, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	entries, valid := segment.DecodeTxnIndex(b)
+	for _, a := range entries {
+		fmt.Fprintf(w, "version: 0 producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+	}
+	if valid < len(b) {
+		fmt.Fprintf(w, "Found %d invalid bytes at the end of %s (a torn entry or an unknown version at position %d)\n", len(b)-valid, filepath.Base(path), valid)
+	}
+	return nil
 }

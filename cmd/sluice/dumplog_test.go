@@ -87,3 +87,55 @@ func TestDumpLogUsage(t *testing.T) {
 		t.Fatalf("unknown command: exit %d", code)
 	}
 }
+
+// TestDumpLogTransactions: control batches show their marker (type and
+// coordinator epoch) on the batch line and, with --deep, on the record
+// line; --deep follows a segment with its .txnindex entries, and a
+// .txnindex dumps on its own, torn tail reported.
+func TestDumpLogTransactions(t *testing.T) {
+	dir := t.TempDir()
+	var buf []byte
+	buf = record.AppendBatch(buf, record.BatchOptions{BaseOffset: 0, ProducerID: 7, BaseSequence: 0, Attributes: record.TransactionalBit},
+		[]record.BuildRecord{{Value: []byte("a"), Timestamp: 1}, {Value: []byte("b"), Timestamp: 1}})
+	buf = record.AppendEndTxnMarker(buf, record.MarkerOptions{BaseOffset: 2, ProducerID: 7, Timestamp: 2}, record.EndTxnMarker{Type: record.ControlAbort, CoordinatorEpoch: 4})
+	logPath := filepath.Join(dir, "00000000000000000000.log")
+	if err := os.WriteFile(logPath, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entry := make([]byte, 34)
+	binary.BigEndian.PutUint64(entry[2:], 7)  // producer id
+	binary.BigEndian.PutUint64(entry[10:], 0) // first offset
+	binary.BigEndian.PutUint64(entry[18:], 2) // last offset (the marker)
+	binary.BigEndian.PutUint64(entry[26:], 3) // last stable offset
+	txnPath := filepath.Join(dir, "00000000000000000000.txnindex")
+	if err := os.WriteFile(txnPath, append(entry, 0, 0, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const line = "version: 0 producerId: 7 firstOffset: 0 lastOffset: 2 lastStableOffset: 3"
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want, not []string
+	}{
+		{"batches", []string{logPath}, []string{"isTransactional: true isControl: true", "endTxnMarker: ABORT coordinatorEpoch: 4"}, []string{line, "| offset"}},
+		{"deep", []string{"--deep", logPath}, []string{"| offset: 2 CreateTime: 2 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: ABORT coordinatorEpoch: 4", "Aborted transactions (00000000000000000000.txnindex)", line}, nil},
+		{"txnindex", []string{txnPath}, []string{line, "Found 3 invalid bytes"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut strings.Builder
+			if code := dumpLog(tc.args, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("output has %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

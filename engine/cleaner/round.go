@@ -27,9 +27,10 @@ type Target struct {
 	ID     engine.PartitionID
 	Log    engine.Log // must implement engine.Compactable to be cleaned
 	Config engine.LogConfig
-	// Bound: no offset at or past it is cleaned (the high watermark, as
+	// Bound: no offset at or past it is cleaned (the last stable offset:
 	// Kafka never cleans past it, so a replica never cleans what its
-	// leader may still truncate). < 0: no bound.
+	// leader may still truncate, nor a transaction not yet decided).
+	// < 0: no bound.
 	Bound int64
 	// ProducerLast is compact.Rules.ProducerLast: the last data offset
 	// of each active idempotent producer, whose last batch survives
@@ -162,6 +163,9 @@ func (c *Cleaner) Clean(t Target, now time.Time) (Result, error) {
 		return res, nil
 	}
 	comp := t.Log.(engine.Compactable)
+	if err := c.loadAborted(t.Log, p.FirstUncleanable); err != nil {
+		return res, err
+	}
 	end, read, err := c.build(t.Log, p.FirstDirty, p.FirstUncleanable)
 	res.BuildRead = read
 	if err != nil {
@@ -204,6 +208,27 @@ func (c *Cleaner) Clean(t Target, now time.Time) (Result, error) {
 	res.CleanedTo = end
 	res.Took = time.Since(began)
 	return res, nil
+}
+
+// loadAborted gives the compact core the aborted transactions of the log
+// below to (from its engine.TxnIndex, if it keeps one): their records are
+// neither mapped nor kept.
+func (c *Cleaner) loadAborted(l engine.Log, to int64) error {
+	c.c.SetAborted(nil)
+	ti, ok := l.(engine.TxnIndex)
+	if !ok {
+		return nil
+	}
+	txns, err := ti.AbortedTxns(l.StartOffset(), to)
+	if err != nil {
+		return err
+	}
+	list := make([]compact.AbortedTxn, len(txns))
+	for i, t := range txns {
+		list[i] = compact.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, LastOffset: t.LastOffset}
+	}
+	c.c.SetAborted(list)
+	return nil
 }
 
 // build is the first pass over [from, to): it fills the map and returns

@@ -12,10 +12,50 @@ import (
 // record. The zero value is ready to use. A Cleaner is not safe for
 // concurrent use; each cleaner thread owns one, with its OffsetMap.
 type Cleaner struct {
-	raw  []byte // decompressed records of the batch being read
-	out  []byte // uncompressed records of a rebuilt compressed batch
-	keep []bool // keep[i]: record i of the batch being filtered survives
-	it   rawIter
+	// aborted: the aborted transactions of the log being cleaned, by
+	// producer id (SetAborted).
+	aborted map[int64][]AbortedTxn
+	raw     []byte // decompressed records of the batch being read
+	out     []byte // uncompressed records of a rebuilt compressed batch
+	keep    []bool // keep[i]: record i of the batch being filtered survives
+	it      rawIter
+}
+
+// AbortedTxn is one aborted transaction of the log being cleaned (an
+// entry of its aborted-transaction index): the producer's transactional
+// batches with offsets in [FirstOffset, LastOffset) were aborted by the
+// marker at LastOffset.
+type AbortedTxn struct {
+	ProducerID, FirstOffset, LastOffset int64
+}
+
+// SetAborted tells c the aborted transactions of the log it cleans next
+// (every one overlapping what Build and Filter will read; the cleaner
+// cleans only below the last stable offset, where every transaction is
+// decided). Their records are never a key's latest value in Build and are
+// removed by Filter, as Kafka's cleaner discards aborted batches. nil:
+// none. txns is not retained.
+func (c *Cleaner) SetAborted(txns []AbortedTxn) {
+	clear(c.aborted)
+	for _, t := range txns {
+		if c.aborted == nil {
+			c.aborted = make(map[int64][]AbortedTxn)
+		}
+		c.aborted[t.ProducerID] = append(c.aborted[t.ProducerID], t)
+	}
+}
+
+// abortedBatch reports whether b belongs to an aborted transaction.
+func (c *Cleaner) abortedBatch(b record.Batch) bool {
+	if len(c.aborted) == 0 || !b.Transactional() || b.Control() {
+		return false
+	}
+	for _, t := range c.aborted[b.ProducerID()] {
+		if b.BaseOffset() >= t.FirstOffset && b.BaseOffset() < t.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // Build is (&Cleaner{}).Build, for callers that clean once.
@@ -39,7 +79,8 @@ func Build(m *OffsetMap, batches []byte, start int64) (lastOffset int64, full bo
 // batch: the map covers every batch read.
 //
 // Control batches put nothing into the map (transaction markers have no
-// key to deduplicate). Records below start are read but not mapped: they
+// key to deduplicate), nor do the batches of aborted transactions
+// (SetAborted): an aborted value never hides a committed one. Records below start are read but not mapped: they
 // are the already-clean part of the log.
 //
 // An error wraps ErrCorrupt (or record.ErrCorrupt/ErrTooLarge from
@@ -51,7 +92,7 @@ func (c *Cleaner) Build(m *OffsetMap, batches []byte, start int64) (lastOffset i
 		if err != nil {
 			return m.Latest(), false, err
 		}
-		if b.LastOffset() >= start && !b.Control() && b.RecordCount() > 0 {
+		if b.LastOffset() >= start && !b.Control() && b.RecordCount() > 0 && !c.abortedBatch(b) {
 			raw, err := c.records(b, pos)
 			if err != nil {
 				return m.Latest(), false, err

@@ -25,8 +25,9 @@
 // delete.retention.ms after the cleaning that first stamped their batch
 // (KIP-534 delete horizon, stored in baseTimestamp with attribute bit
 // 0x40), the last batch of each active producer (as an empty batch if
-// need be), and control batches unchanged (no transactions yet). Key-less
-// records are removed.
+// need be), and control batches unchanged. Key-less records and the
+// records of aborted transactions are removed; an aborted record never
+// counts as its key's latest.
 //
 // Output batches are not all valid to record.Validate: a cleaned batch has
 // recordCount < lastOffsetDelta+1 and gaps in its offset deltas, and a

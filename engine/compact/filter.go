@@ -96,11 +96,12 @@ func Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]byte, Stats, 
 // timestamps the batch's maxTimestamp (Kafka's writeEmptyHeader), so that
 // sequence and epoch state survive cleaning.
 //
-// Control batches (transaction markers) are copied unchanged for now:
-// Sluice has no transactions yet. Kafka removes a marker once its
-// transaction's records are gone and its delete horizon has passed, and
-// drops the records of aborted transactions; both need the transaction
-// index, which belongs with transactions.
+// The records of aborted transactions (Cleaner.SetAborted) are removed,
+// as Kafka's cleaner discards aborted batches (the batch may stay empty
+// for producer state, as above). Control batches (transaction markers)
+// are copied unchanged: Kafka also removes a marker once its
+// transaction's records are gone and its delete horizon has passed, which
+// Sluice does not do yet (keeping it is always safe).
 //
 // On error, dst is returned at its length on entry, with an error wrapping
 // ErrCorrupt (or record.ErrCorrupt / ErrTooLarge from decompression).
@@ -152,6 +153,7 @@ func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int,
 	horizon := b.BaseTimestamp() // meaningful when hasHorizon
 
 	// Decide each record.
+	aborted := c.abortedBatch(b)
 	c.keep = c.keep[:0]
 	kept, tombstones := int32(0), false
 	firstTs, maxTs := int64(record.NoTimestamp), int64(record.NoTimestamp)
@@ -159,8 +161,8 @@ func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int,
 	for it.reset(b, raw); it.next(); {
 		rec := &it.rec
 		off := b.BaseOffset() + rec.offDelta
-		keep := true
-		if off <= m.Latest() {
+		keep := !aborted
+		if keep && off <= m.Latest() {
 			if rec.key == nil {
 				keep = false
 				st.KeylessDropped++

@@ -28,6 +28,7 @@ type opts struct {
 	seq           int32
 	logAppendTime int64 // > 0: LogAppendTime with this maxTimestamp
 	control       bool
+	txn           bool // the transactional attribute
 }
 
 // appendBatch appends one batch of recs at base to log.
@@ -43,6 +44,9 @@ func appendBatch(log []byte, base int64, o opts, recs ...kv) []byte {
 	}
 	if o.control {
 		bo.Attributes |= record.ControlBit
+	}
+	if o.txn {
+		bo.Attributes |= record.TransactionalBit
 	}
 	start := len(log)
 	log = record.AppendBatch(log, bo, br)

@@ -53,6 +53,7 @@ func cases() []testCase {
 	all = append(all, concurrencyCases()...)
 	all = append(all, optionalCases()...)
 	all = append(all, compactionCases()...)
+	all = append(all, txnIndexCases()...)
 	return all
 }
 

@@ -74,6 +74,10 @@ type Log struct {
 	checkpoint int64
 	// replacing: a SegmentWriter is open. REQUIRES: writeMu.
 	replacing bool
+	// aborted is the aborted-transaction index (engine.TxnIndex), in
+	// append order (increasing LastOffset). Entries go with the chunk
+	// holding their marker: cut by Truncate, dropped with the chunk.
+	aborted []engine.AbortedTxn
 }
 
 func newLog(id engine.PartitionID, cfg engine.LogConfig, now func() time.Time) *Log {

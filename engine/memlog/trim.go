@@ -68,6 +68,7 @@ func (l *Log) Truncate(offset int64) error {
 	defer l.mu.Unlock()
 	l.chunks, l.size, l.end = chunks, size, offset
 	l.epochs.TruncateFromEnd(offset)
+	l.keepAbortedLocked(func(t engine.AbortedTxn) bool { return t.LastOffset < offset })
 	l.checkpoint = min(l.checkpoint, offset)
 	return nil
 }
@@ -97,6 +98,7 @@ func (l *Log) restartAt(offset int64) {
 	l.start, l.end = offset, offset
 	l.epochs = engine.NewEpochCache(nil)
 	l.checkpoint = 0
+	l.aborted = nil
 }
 
 // DeleteBefore advances the start offset to offset and drops the chunks
@@ -134,6 +136,12 @@ func (l *Log) setStartLocked(start int64) {
 	l.chunks = append([]*chunk(nil), l.chunks[n:]...)
 	l.start = start
 	l.epochs.TruncateFromStart(start)
+	if len(l.chunks) > 0 {
+		first := l.chunks[0].base
+		l.keepAbortedLocked(func(t engine.AbortedTxn) bool { return t.LastOffset >= first })
+	} else {
+		l.aborted = nil
+	}
 }
 
 // ApplyRetention drops the oldest chunks whose newest timestamp is older

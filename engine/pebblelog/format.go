@@ -41,6 +41,9 @@ import (
 //	high      +------+
 //	watermarks| 0x07 |                                  -> high watermarks, see below
 //	          +------+
+//	aborted   +------+--------+-----------------+
+//	txn       | 0x08 | id u64 | lastOffset u64  |       -> aborted transaction (34 bytes)
+//	          +------+--------+-----------------+
 //
 // Values:
 //
@@ -60,6 +63,17 @@ import (
 //	            +-----------+  | topicLen | topic | partition | offset    |
 //	                           | u16      | bytes | i32 (>= 0)| i64 (>= 0)|
 //	                           +----------+-------+-----------+-----------+
+//
+//	aborted     +-------------+---------------+----------------+---------------+---------------------+
+//	txn         | version i16 | producerId i64| firstOffset i64| lastOffset i64| lastStableOffset i64|
+//	            +-------------+---------------+----------------+---------------+---------------------+
+//	            (version 0: a .txnindex entry of the segment backend, Kafka's AbortedTxn)
+//
+// The aborted transactions (engine.TxnIndex) are keyed by their marker's
+// offset, so they go with the segment holding the marker: Truncate and
+// retention range-delete them with the batches, cleaning keeps them.
+// Builds before transactions never read tag 0x08, so adding it did not
+// change formatVersion.
 //
 // The high watermarks key (engine.HighWatermarkStore, Kafka's
 // replication-offset-checkpoint) is one value for the whole store, replaced
@@ -100,6 +114,7 @@ const (
 	tagBatchIdx = 0x05
 	tagBatch    = 0x06
 	tagHighWM   = 0x07
+	tagAborted  = 0x08
 
 	metaStart   = 0x01
 	metaEpochs  = 0x02
@@ -107,6 +122,7 @@ const (
 
 	logKeyLen       = 1 + 8 + 8 // tag, id, offset
 	segSummaryLen   = 40
+	abortedTxnLen   = 34
 	batchSummaryLen = 16
 )
 

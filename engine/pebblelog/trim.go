@@ -110,18 +110,18 @@ func (l *Log) restartAtLocked(offset int64) error {
 	return nil
 }
 
-// deleteFrom adds range deletes of every batch, batch index entry and
-// segment summary at or above offset to pb.
+// deleteFrom adds range deletes of every batch, batch index entry, aborted
+// transaction and segment summary at or above offset to pb.
 func (l *Log) deleteFrom(pb *pebble.Batch, offset int64) {
-	for _, tag := range []byte{tagSegment, tagBatchIdx, tagBatch} {
+	for _, tag := range []byte{tagSegment, tagBatchIdx, tagBatch, tagAborted} {
 		_ = pb.DeleteRange(newLogKey(tag, l.n, offset), logKeyEnd(tag, l.n), nil)
 	}
 }
 
-// deleteBelow adds range deletes of every batch, batch index entry and
-// segment summary below offset to pb.
+// deleteBelow adds range deletes of every batch, batch index entry, aborted
+// transaction and segment summary below offset to pb.
 func (l *Log) deleteBelow(pb *pebble.Batch, offset int64) {
-	for _, tag := range []byte{tagSegment, tagBatchIdx, tagBatch} {
+	for _, tag := range []byte{tagSegment, tagBatchIdx, tagBatch, tagAborted} {
 		_ = pb.DeleteRange(newLogKey(tag, l.n, 0), newLogKey(tag, l.n, offset), nil)
 	}
 }
