@@ -244,3 +244,71 @@ func TestTransactionsFranzGo(t *testing.T) {
 		t.Fatalf("zombie: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
 	}
 }
+
+// TestTransactionStateSurvivesRestart: a single node keeps its
+// transactional ids in __transaction_state and loads them at start: after
+// a restart the ongoing transaction is there with its producer id, and
+// the producer's epoch still works.
+func TestTransactionStateSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(c *config.Config) { c.TransactionStatePartitions = 3 }
+	b := brokertest.StartIn(t, dir, "segment", cfg)
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	createTopic(t, adm, "out", 1, nil)
+	rc := dialRaw(t, b.Addr())
+	init := func(rc interface{ Do(kmsg.Request) kmsg.Response }) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 10000
+		var resp *kmsg.InitProducerIDResponse
+		waitUntil(t, 10*time.Second, func() bool {
+			resp = rc.Do(req).(*kmsg.InitProducerIDResponse)
+			return resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code
+		}, func() string { return kerr.ErrorForCode(resp.ErrorCode).Error() })
+		return resp
+	}
+	ip := init(rc)
+	if ip.ErrorCode != 0 {
+		t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
+	}
+	add := func(rc interface{ Do(kmsg.Request) kmsg.Response }, partition int32) int16 {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "tx", ip.ProducerID, ip.ProducerEpoch
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = "out", []int32{partition}
+		req.Topics = append(req.Topics, rt)
+		var c int16
+		waitUntil(t, 10*time.Second, func() bool {
+			c = rc.Do(req).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+			return c != kerr.CoordinatorLoadInProgress.Code
+		}, func() string { return kerr.ErrorForCode(c).Error() })
+		return c
+	}
+	if c := add(rc, 0); c != 0 {
+		t.Fatalf("add: %v", kerr.ErrorForCode(c))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = brokertest.StartIn(t, dir, "segment", cfg)
+	rc = dialRaw(t, b.Addr())
+	if c := add(rc, 0); c != 0 {
+		t.Fatalf("add after restart: %v", kerr.ErrorForCode(c))
+	}
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx"}
+	st := rc.Do(dt).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+	if st.ErrorCode != 0 || st.State != "Ongoing" || st.ProducerID != ip.ProducerID || st.ProducerEpoch != ip.ProducerEpoch {
+		t.Fatalf("after restart: %+v", st)
+	}
+	// A new producer with the same id fences the old one: the ongoing
+	// transaction is aborted first.
+	if again := init(rc); again.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("init during a transaction: %v", kerr.ErrorForCode(again.ErrorCode))
+	}
+	if c := add(rc, 0); c != kerr.ProducerFenced.Code {
+		t.Fatalf("fenced producer's add: %v", kerr.ErrorForCode(c))
+	}
+}

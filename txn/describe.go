@@ -25,9 +25,13 @@ func describe(m *txnMeta) Txn {
 	}
 }
 
-// Describe returns id's committed state. Errors: ErrNotCoordinator,
-// ErrLoadInProgress, ErrTransactionalIDNotFound.
+// Describe returns id's committed state. Errors: ErrInvalidRequest (an
+// empty id), ErrNotCoordinator, ErrLoadInProgress,
+// ErrTransactionalIDNotFound.
 func (c *Coordinator) Describe(id string) (Txn, error) {
+	if id == "" {
+		return Txn{}, fmt.Errorf("%w: empty transactional id", ErrInvalidRequest)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sh, err := c.shardLocked(id)
