@@ -256,9 +256,7 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	createTopic(t, adm, "out", 1, nil)
 	rc := dialRaw(t, b.Addr())
-	init := func(rc interface {
-		Do(kmsg.Request) kmsg.Response
-	}) *kmsg.InitProducerIDResponse {
+	init := func(rc *rawConn) *kmsg.InitProducerIDResponse {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.SetVersion(4)
 		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 10000
@@ -273,9 +271,7 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	if ip.ErrorCode != 0 {
 		t.Fatalf("init: %v", kerr.ErrorForCode(ip.ErrorCode))
 	}
-	add := func(rc interface {
-		Do(kmsg.Request) kmsg.Response
-	}, partition int32) int16 {
+	add := func(rc *rawConn, partition int32) int16 {
 		req := kmsg.NewPtrAddPartitionsToTxnRequest()
 		req.SetVersion(3)
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "tx", ip.ProducerID, ip.ProducerEpoch
