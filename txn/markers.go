@@ -68,10 +68,18 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta, mk Markers) {
 		if mk.Commit {
 			want = PrepareCommit
 		}
-		if c.shards[sh.index] != sh || m.cur.State != want || m.cur.ProducerEpoch != mk.ProducerEpoch || m.pending != nil {
+		if c.shards[sh.index] != sh || m.cur.State != want || m.cur.ProducerEpoch != mk.ProducerEpoch {
 			// Lost the partition, or (never expected) changed meanwhile.
 			c.mu.Unlock()
 			return
+		}
+		if m.pending != nil {
+			// No request changes a prepared transaction; wait anyway.
+			c.mu.Unlock()
+			if !sleep(sh.ctx, backoff) {
+				return
+			}
+			continue
 		}
 		t := m.transit()
 		t.v.State, t.v.Partitions, t.v.LastUpdateMs = CompleteAbort, nil, c.nowMs()
