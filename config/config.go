@@ -130,9 +130,18 @@ type Config struct {
 	LeaderImbalancePercentage  int           // leader.imbalance.per.broker.percentage
 	DeleteTopicEnable          bool          // delete.topic.enable
 	ProducerIDExpiration       time.Duration // producer.id.expiration.ms
-	TransactionalIDExpiration  time.Duration // transactional.id.expiration.ms (accepted, unused)
-	ClusterIDOverride          string        // cluster.id (sluice: optional fixed cluster id)
-	RackID                     string        // broker.rack
+	// The transaction coordinator (package txn) and its internal topic
+	// __transaction_state, Kafka's keys and defaults.
+	TransactionalIDExpiration        time.Duration // transactional.id.expiration.ms (7 d)
+	TransactionStatePartitions       int32         // transaction.state.log.num.partitions (50)
+	TransactionStateReplication      int16         // transaction.state.log.replication.factor (3)
+	TransactionStateSegmentBytes     int32         // transaction.state.log.segment.bytes (100 MiB)
+	TransactionStateMinISR           int           // transaction.state.log.min.isr (2): min.insync.replicas of the topic
+	TransactionMaxTimeout            time.Duration // transaction.max.timeout.ms (15 min)
+	TransactionAbortTimedOutInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s)
+	TransactionRemoveExpiredInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms (1 h)
+	ClusterIDOverride                string        // cluster.id (sluice: optional fixed cluster id)
+	RackID                           string        // broker.rack
 
 	// Log cleaning (compaction), Kafka's keys and defaults. The topic
 	// configs cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio,
@@ -226,7 +235,15 @@ func Default() Config {
 		DeleteTopicEnable:          true,
 		ProducerIDExpiration:       24 * time.Hour,
 		TransactionalIDExpiration:  7 * 24 * time.Hour,
-		LogCleanerEnable:           true,
+
+		TransactionStatePartitions:       50,
+		TransactionStateReplication:      3,
+		TransactionStateSegmentBytes:     100 << 20,
+		TransactionStateMinISR:           2,
+		TransactionMaxTimeout:            15 * time.Minute,
+		TransactionAbortTimedOutInterval: 10 * time.Second,
+		TransactionRemoveExpiredInterval: time.Hour,
+		LogCleanerEnable:                 true,
 
 		LogCleanupPolicy:              CleanupPolicy{Delete: true},
 		LogCleanerThreads:             1,

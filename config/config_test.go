@@ -395,3 +395,37 @@ func TestParseCleanupPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestTransactionKeys: the transaction coordinator's keys default to
+// Kafka's values, parse, and bad values name the key.
+func TestTransactionKeys(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TransactionStatePartitions != 50 || c.TransactionStateReplication != 3 || c.TransactionStateSegmentBytes != 104857600 ||
+		c.TransactionStateMinISR != 2 || c.TransactionMaxTimeout != 900000*time.Millisecond ||
+		c.TransactionalIDExpiration != 604800000*time.Millisecond || c.TransactionAbortTimedOutInterval != 10000*time.Millisecond ||
+		c.TransactionRemoveExpiredInterval != 3600000*time.Millisecond {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = Load("", []string{"transaction.state.log.num.partitions=4", "transaction.state.log.replication.factor=1",
+		"transaction.state.log.segment.bytes=1024", "transaction.state.log.min.isr=1", "transaction.max.timeout.ms=60000",
+		"transactional.id.expiration.ms=1000", "transaction.abort.timed.out.transaction.cleanup.interval.ms=100",
+		"transaction.remove.expired.transaction.cleanup.interval.ms=200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TransactionStatePartitions != 4 || c.TransactionStateReplication != 1 || c.TransactionStateSegmentBytes != 1024 ||
+		c.TransactionStateMinISR != 1 || c.TransactionMaxTimeout != time.Minute || c.TransactionalIDExpiration != time.Second ||
+		c.TransactionAbortTimedOutInterval != 100*time.Millisecond || c.TransactionRemoveExpiredInterval != 200*time.Millisecond {
+		t.Errorf("overrides: %+v", c)
+	}
+	for _, bad := range []string{"transaction.state.log.num.partitions=0", "transaction.state.log.replication.factor=0",
+		"transaction.state.log.min.isr=x", "transaction.max.timeout.ms=0", "transaction.abort.timed.out.transaction.cleanup.interval.ms=-1"} {
+		key, _, _ := strings.Cut(bad, "=")
+		if _, err := Load("", []string{bad}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

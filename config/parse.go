@@ -288,8 +288,7 @@ func (s *setter) set(key, v string) error {
 		c.LogFlushInterval, err = parseDuration(key, v, time.Millisecond, 0)
 	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",
 		"num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
-		"socket.receive.buffer.bytes", "num.replica.fetchers", "transaction.state.log.replication.factor",
-		"transaction.state.log.min.isr", "zookeeper.connection.timeout.ms":
+		"socket.receive.buffer.bytes", "num.replica.fetchers", "zookeeper.connection.timeout.ms":
 		// Accepted for compatibility with Kafka's server.properties; Sluice
 		// sizes these itself. The value must still be a number.
 		_, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
@@ -369,6 +368,24 @@ func (s *setter) set(key, v string) error {
 		c.ProducerIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
 	case "transactional.id.expiration.ms":
 		c.TransactionalIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
+	case "transaction.state.log.num.partitions":
+		c.TransactionStatePartitions, err = parseInt32(key, v, 1, 100000)
+	case "transaction.state.log.replication.factor":
+		var n int32
+		n, err = parseInt32(key, v, 1, math.MaxInt16)
+		c.TransactionStateReplication = int16(n)
+	case "transaction.state.log.segment.bytes":
+		c.TransactionStateSegmentBytes, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "transaction.state.log.min.isr":
+		var n int32
+		n, err = parseInt32(key, v, 1, math.MaxInt16)
+		c.TransactionStateMinISR = int(n)
+	case "transaction.max.timeout.ms":
+		c.TransactionMaxTimeout, err = parseDuration(key, v, time.Millisecond, 1)
+	case "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+		c.TransactionAbortTimedOutInterval, err = parseDuration(key, v, time.Millisecond, 1)
+	case "transaction.remove.expired.transaction.cleanup.interval.ms":
+		c.TransactionRemoveExpiredInterval, err = parseDuration(key, v, time.Millisecond, 1)
 	case "log.cleanup.policy":
 		var perr error
 		if c.LogCleanupPolicy, perr = ParseCleanupPolicy(v); perr != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/txn"
 )
 
 // errLeaderNotAvailable: a topic being created, or a partition without a
@@ -182,7 +183,7 @@ func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.Metadata
 
 // isInternalTopic reports whether name is one of Kafka's internal topics,
 // which only the broker writes, deletes or reshapes.
-func isInternalTopic(name string) bool { return name == offsets.Topic }
+func isInternalTopic(name string) bool { return name == offsets.Topic || name == txn.Topic }
 
 // isLive reports whether broker id is among live.
 func isLive(live []cluster.Broker, id int32) bool {

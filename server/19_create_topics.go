@@ -15,7 +15,7 @@ package server
 // replication factor may not exceed the live brokers (on a single node: 1);
 // a manual assignment must give every partition the same number of distinct
 // live brokers. Sluice applies -1 defaults at every version. An internal
-// topic (__consumer_offsets) can only be created with the shape the broker
+// topic (__consumer_offsets, __transaction_state) can only be created with the shape the broker
 // gives it (see checkInternalTopic).
 //
 // The control plane creates the topic: a single node synchronously; a
@@ -36,6 +36,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/txn"
 )
 
 // createWaitMax bounds how long CreateTopics waits for leaders when the
@@ -174,21 +175,26 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 // or Metadata's auto-creation) gets exactly the topic the coordinator
 // would have created, or INVALID_TOPIC_EXCEPTION.
 func (s *Server) checkInternalTopic(spec *topicSpec) error {
-	want := offsets.TopicConfigs(s.cfg.OffsetsTopicSegmentBytes)
+	want := topicSpec{name: spec.name, partitions: s.cfg.OffsetsTopicPartitions, rf: s.cfg.OffsetsTopicReplication,
+		configs: offsets.TopicConfigs(s.cfg.OffsetsTopicSegmentBytes)}
+	prefix := "offsets.topic"
+	if spec.name == txn.Topic {
+		want, prefix = s.txnTopicSpec(), "transaction.state.log"
+	}
 	switch {
 	case spec.assignment != nil:
 		return fmt.Errorf("%w: %s is an internal topic: no manual assignment", errInvalidTopic, spec.name)
-	case spec.partitions != -1 && spec.partitions != s.cfg.OffsetsTopicPartitions:
-		return fmt.Errorf("%w: internal topic %s has offsets.topic.num.partitions (%d) partitions", errInvalidTopic, spec.name, s.cfg.OffsetsTopicPartitions)
-	case spec.rf != -1 && spec.rf != s.cfg.OffsetsTopicReplication:
-		return fmt.Errorf("%w: internal topic %s has offsets.topic.replication.factor (%d) replicas", errInvalidTopic, spec.name, s.cfg.OffsetsTopicReplication)
+	case spec.partitions != -1 && spec.partitions != want.partitions:
+		return fmt.Errorf("%w: internal topic %s has %s.num.partitions (%d) partitions", errInvalidTopic, spec.name, prefix, want.partitions)
+	case spec.rf != -1 && spec.rf != want.rf:
+		return fmt.Errorf("%w: internal topic %s has %s.replication.factor (%d) replicas", errInvalidTopic, spec.name, prefix, want.rf)
 	}
 	for k, v := range spec.configs {
-		if want[k] != v {
+		if want.configs[k] != v {
 			return fmt.Errorf("%w: internal topic %s takes no config %s=%s", errInvalidTopic, spec.name, k, v)
 		}
 	}
-	spec.partitions, spec.rf, spec.configs = s.cfg.OffsetsTopicPartitions, s.cfg.OffsetsTopicReplication, want
+	spec.partitions, spec.rf, spec.configs = want.partitions, want.rf, want.configs
 	return nil
 }
 

@@ -13,18 +13,28 @@ package server
 // producer without a transactional id simply starts over under a new id.
 // Ids come from metastore.AllocateProducerIDs in blocks, so an id is never
 // handed out twice, even across restarts (the unused rest of a block is
-// skipped). Transactional ids are refused with INVALID_REQUEST: Sluice has
-// no transaction coordinator, and failing loudly beats a producer that
-// retries COORDINATOR_NOT_AVAILABLE forever.
+// skipped).
+//
+// A transactional id goes to the transaction coordinator (package txn):
+// Write on the TransactionalId resource is required
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the id gets a producer id and
+// a bumped epoch, an ongoing transaction of the previous producer is
+// aborted first (CONCURRENT_TRANSACTIONS until it is, then the retry
+// succeeds), a stale v3+ producer id and epoch is PRODUCER_FENCED
+// (INVALID_PRODUCER_EPOCH before v4), and transaction.timeout.ms above
+// transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/txn"
 )
 
 // producerIDBlock is how many ids one metastore allocation reserves.
@@ -62,9 +72,7 @@ func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
-		err := fmt.Errorf("%w: transactional id %q", errTransactionsUnsupported, *r.TransactionalID)
-		s.log.Warn("server: refusing transactional producer", "client", rc.clientID, "err", err)
-		resp.ErrorCode = errorCode(err)
+		initTransactional(s, rc, r, resp)
 		return kresp(resp), nil
 	}
 	if !s.allowedCluster(rc, acl.OpIdempotentWrite) && !s.mayWriteSomeTopic(rc) {
@@ -79,4 +87,36 @@ func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return kresp(resp), nil
+}
+
+// initTransactional answers InitProducerId for a transactional id.
+func initTransactional(s *Server, rc *reqCtx, r *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
+	id := *r.TransactionalID
+	if id != "" && !s.allowedTxnID(rc, acl.OpWrite, id) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return
+	}
+	var expected *txn.ProducerIDEpoch
+	if r.Version >= 3 && (r.ProducerID != -1 || r.ProducerEpoch != -1) {
+		if r.ProducerID == -1 || r.ProducerEpoch == -1 {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		expected = &txn.ProducerIDEpoch{ID: r.ProducerID, Epoch: r.ProducerEpoch}
+	}
+	ctx := context.Background()
+	if rc.conn != nil {
+		ctx = rc.conn.ctx
+	}
+	if id != "" {
+		s.txnCoordReady(ctx)
+	}
+	pe, err := s.txn.InitProducerID(ctx, id, r.TransactionTimeoutMillis, expected)
+	if resp.ErrorCode = txnErrorCode(err, 4, r.Version); resp.ErrorCode != 0 {
+		if resp.ErrorCode == kerr.UnknownServerError.Code {
+			s.log.Error("server: init transactional producer", "transactional_id", id, "err", err)
+		}
+		return
+	}
+	resp.ProducerID, resp.ProducerEpoch = pe.ID, pe.Epoch
 }

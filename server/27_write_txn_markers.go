@@ -77,12 +77,6 @@ func handleWriteTxnMarkers(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	return kresp(s.writeTxnMarkersLocal(r)), nil
 }
 
-// singleNode reports whether the broker runs without a cluster.
-func (s *Server) singleNode() bool {
-	_, ok := s.cp.(localPlane)
-	return ok
-}
-
 // writeTxnMarkersLocal writes the markers of r to the partitions this
 // broker leads and answers as WriteTxnMarkers does (see the top of this
 // file); the transaction coordinator calls it directly for the partitions

@@ -36,6 +36,15 @@ const (
 	apiKeyAlterUserScram          int16 = 51
 	apiKeyDescribeCluster         int16 = 60
 	apiKeyDescribeProducers       int16 = 61
+
+	// The transaction coordinator's (package txn; FindCoordinator key
+	// type 1 is routed in 10_find_coordinator.go).
+	apiKeyFindCoordinator      int16 = 10
+	apiKeyAddPartitionsToTxn   int16 = 24
+	apiKeyAddOffsetsToTxn      int16 = 25
+	apiKeyEndTxn               int16 = 26
+	apiKeyDescribeTransactions int16 = 65
+	apiKeyListTransactions     int16 = 66
 )
 
 // handlerFunc runs one decoded request. It returns the response to write
@@ -95,6 +104,16 @@ func init() {
 	for key, r := range group.APIs() {
 		apis[key] = api{r[0], r[1], handleGroup}
 	}
+	// FindCoordinator keeps the group coordinator's versions; the server
+	// answers transactional keys itself.
+	fc := apis[apiKeyFindCoordinator]
+	fc.handle = handleFindCoordinator
+	apis[apiKeyFindCoordinator] = fc
+	apis[apiKeyAddPartitionsToTxn] = api{0, 3, handleAddPartitionsToTxn}
+	apis[apiKeyAddOffsetsToTxn] = api{0, 4, handleAddOffsetsToTxn}
+	apis[apiKeyEndTxn] = api{0, 4, handleEndTxn}
+	apis[apiKeyDescribeTransactions] = api{0, 0, handleDescribeTransactions}
+	apis[apiKeyListTransactions] = api{0, 1, handleListTransactions}
 	for key, a := range apis {
 		if max := kmsg.RequestForKey(key).MaxVersion(); a.max > max {
 			panic("server: api table above kmsg's max version for " + kmsg.NameForKey(key))

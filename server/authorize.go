@@ -25,7 +25,15 @@ package server
 //	ElectLeaders             Alter on the cluster; DescribeCluster Describe on it
 //	InitProducerId           IdempotentWrite on the cluster, or Write on any
 //	                         topic (Kafka 3's rule, KIP-679)
-//	FindCoordinator          Describe on the group
+//	InitProducerId (transactional), AddPartitionsToTxn, EndTxn
+//	                         Write on the TransactionalId (AddPartitionsToTxn:
+//	                         and Write on each topic, never an internal one)
+//	AddOffsetsToTxn          Write on the TransactionalId, Read on the group
+//	FindCoordinator          Describe on the group, or on the TransactionalId
+//	                         (key type 1)
+//	DescribeTransactions     Describe on each TransactionalId (partitions of
+//	                         topics the principal may not Describe left out)
+//	ListTransactions         only the ids the principal may Describe
 //	JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit
 //	                         Read on the group (OffsetCommit: and Read on each topic)
 //	OffsetFetch              Describe on the group and on each topic
@@ -131,6 +139,11 @@ func (rc *reqCtx) principal() string {
 // allowedTopic is allowed for a topic.
 func (s *Server) allowedTopic(rc *reqCtx, op acl.Operation, topic string) bool {
 	return s.allowed(rc, op, acl.ResourceTopic, topic)
+}
+
+// allowedTxnID is allowed for a transactional id.
+func (s *Server) allowedTxnID(rc *reqCtx, op acl.Operation, id string) bool {
+	return s.allowed(rc, op, acl.ResourceTransactionalID, id)
 }
 
 // allowedCluster is allowed for the cluster.

@@ -60,6 +60,7 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/txn"
 )
 
 // hwCheckpointInterval is how often the high watermarks are checkpointed.
@@ -309,15 +310,21 @@ func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPar
 	default: // no live leader: wait for the next LeaderAndIsr
 		zp.fetchers.Remove(p.Partition)
 	}
-	if p.topic == offsets.Topic {
+	switch p.topic {
+	case offsets.Topic:
 		zp.offsets.OnRole(p.index, leader)
+	case txn.Topic:
+		zp.s.txn.OnRole(p.index, leader)
 	}
 }
 
 func (zp *zkPlane) replicaStopped(p *partition) {
 	zp.fetchers.Remove(p.Partition)
-	if p.topic == offsets.Topic {
+	switch p.topic {
+	case offsets.Topic:
 		zp.offsets.OnStop(p.index)
+	case txn.Topic:
+		zp.s.txn.OnStop(p.index)
 	}
 }
 

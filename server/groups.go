@@ -47,23 +47,28 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		after(resp)
 	}
 	if fc, ok := resp.(*kmsg.FindCoordinatorResponse); ok {
-		// The coordinator's address on the listener the client used.
-		addr := func(id int32, host string, port int32) (string, int32) {
-			for _, b := range s.cp.brokers() {
-				if b.ID == id {
-					return rc.addrOf(s.nodeID, b)
-				}
-			}
-			return host, port
-		}
-		if fc.NodeID >= 0 {
-			fc.Host, fc.Port = addr(fc.NodeID, fc.Host, fc.Port)
-		}
-		for i := range fc.Coordinators {
-			if c := &fc.Coordinators[i]; c.NodeID >= 0 {
-				c.Host, c.Port = addr(c.NodeID, c.Host, c.Port)
-			}
-		}
+		s.coordinatorAddrs(rc, fc)
 	}
 	return kresp(resp), nil
+}
+
+// coordinatorAddrs rewrites the coordinators' addresses in fc to theirs on
+// the listener the client used.
+func (s *Server) coordinatorAddrs(rc *reqCtx, fc *kmsg.FindCoordinatorResponse) {
+	addr := func(id int32, host string, port int32) (string, int32) {
+		for _, b := range s.cp.brokers() {
+			if b.ID == id {
+				return rc.addrOf(s.nodeID, b)
+			}
+		}
+		return host, port
+	}
+	if fc.NodeID >= 0 {
+		fc.Host, fc.Port = addr(fc.NodeID, fc.Host, fc.Port)
+	}
+	for i := range fc.Coordinators {
+		if c := &fc.Coordinators[i]; c.NodeID >= 0 {
+			c.Host, c.Port = addr(c.NodeID, c.Host, c.Port)
+		}
+	}
 }

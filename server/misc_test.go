@@ -70,12 +70,12 @@ func TestMiscAPIs(t *testing.T) {
 			t.Fatalf("future epoch: %v", kerr.ErrorForCode(p.ErrorCode))
 		}
 	})
-	t.Run("transactional init producer id refused", func(t *testing.T) {
+	t.Run("transactional init producer id without a timeout", func(t *testing.T) {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.SetVersion(4)
 		req.TransactionalID = kmsg.StringPtr("txn")
 		resp := rc.Do(req).(*kmsg.InitProducerIDResponse)
-		if resp.ErrorCode != kerr.InvalidRequest.Code {
+		if resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
 			t.Fatalf("%v", kerr.ErrorForCode(resp.ErrorCode))
 		}
 	})

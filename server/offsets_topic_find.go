@@ -44,8 +44,8 @@ func newOffsetsCoord(s *Server) *offsets.Coordinator {
 // findCoordinator answers FindCoordinator (versions 0-4, the range the
 // group coordinator advertises) for group keys with the leader of the
 // group's __consumer_offsets partition, creating the topic when the cluster
-// has none yet. Transaction keys get COORDINATOR_NOT_AVAILABLE, unknown key
-// types INVALID_REQUEST.
+// has none yet. Transaction keys never reach it (10_find_coordinator.go
+// answers them); unknown key types get INVALID_REQUEST.
 func (zp *zkPlane) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keyType := req.CoordinatorType

@@ -53,6 +53,7 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/txn"
 )
 
 // Options configure a Server.
@@ -121,6 +122,10 @@ type Server struct {
 
 	topics topicRegistry
 	groups *group.Coordinator
+	// txn is the transaction coordinator (txn_coord.go); txnMarkers its
+	// marker writer (txn_markers.go).
+	txn        *txn.Coordinator
+	txnMarkers *txnMarkerWriter
 	// cleaner runs log compaction (nil: log.cleaner.enable=false).
 	cleaner *cleaner.Manager
 	pids    producerIDs
@@ -237,7 +242,10 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: group coordinator: %w", err)
 	}
 	s.groups = groups
+	s.txn = newTxnCoord(s)
+	s.openLocalTxnPartitions()
 	if err := s.startCleaner(); err != nil {
+		s.txn.Close()
 		s.groups.Close()
 		s.cp.close()
 		s.closePartitions()
@@ -342,6 +350,8 @@ func (s *Server) Shutdown() {
 func (s *Server) Close() error {
 	s.Shutdown()
 	s.stopCleaner()
+	s.txn.Close()
+	s.txnMarkers.close()
 	s.cp.close()
 	gerr := s.groups.Close()
 	if err := s.closePartitions(); err != nil {

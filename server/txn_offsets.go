@@ -6,7 +6,6 @@ package server
 
 import (
 	"github.com/sluice/sluice/group"
-	"github.com/sluice/sluice/offsets"
 )
 
 // completeTxnOffsets ends producerID's transaction for the groups stored in
@@ -18,18 +17,6 @@ import (
 // metastore failure, after which a retried marker completes what is left.
 func (s *Server) completeTxnOffsets(producerID int64, offsetsPartitions []int32, commit bool) error {
 	return s.groups.HandleTxnCompletion(producerID, offsetsPartitions, commit)
-}
-
-// offsetsPartitionFor is the __consumer_offsets partition of group: of the
-// topic's partition count when this broker knows the topic, else of
-// offsets.topic.num.partitions (single-node mode, where no such topic
-// exists and transaction coordinators name the partition from the config).
-func (s *Server) offsetsPartitionFor(group string) int32 {
-	n := s.cfg.OffsetsTopicPartitions
-	if t := s.topics.get(offsets.Topic); t != nil && len(t.parts) > 0 {
-		n = int32(len(t.parts))
-	}
-	return offsets.PartitionFor(group, n)
 }
 
 // persistTxnHook is the group coordinator's PersistTxn hook: package

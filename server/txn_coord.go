@@ -1,0 +1,165 @@
+package server
+
+// The wiring of the transaction coordinator (package txn) in both modes.
+//
+//   - The coordinator lives on the Server (s.txn). Its state is in the
+//     internal topic __transaction_state, in cluster mode and on a single
+//     node alike: the topic is created the first time a transactional
+//     client looks for its coordinator (FindCoordinator key type 1) or
+//     initializes (ensureTxnTopic), through the control plane, with
+//     transaction.state.log.num.partitions partitions and Kafka's configs.
+//   - In cluster mode LeaderAndIsr and StopReplica load and unload its
+//     partitions (clustermode.go). On a single node this broker leads
+//     every partition from the moment it is opened (created, or loaded at
+//     start), so openLocalTxnPartitions loads them all then.
+//   - Errors of the coordinator become Kafka codes in txnErrorCode.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/txn"
+)
+
+// newTxnCoord returns the transaction coordinator of s, fed from the topic
+// registry.
+func newTxnCoord(s *Server) *txn.Coordinator {
+	c := s.cfg
+	s.txnMarkers = newTxnMarkerWriter(s)
+	return txn.New(txn.Options{
+		NumPartitions: func() int32 {
+			if t := s.topics.get(txn.Topic); t != nil {
+				return int32(len(t.parts))
+			}
+			return 0
+		},
+		Partition: func(i int32) *replication.Partition {
+			if p := s.partition(txn.Topic, i); p != nil {
+				return p.Partition
+			}
+			return nil
+		},
+		Markers:            s.txnMarkers,
+		AllocateProducerID: s.pids.allocate,
+		MaxTimeout:         c.TransactionMaxTimeout,
+		IDExpiration:       c.TransactionalIDExpiration,
+		AbortInterval:      c.TransactionAbortTimedOutInterval,
+		RemoveInterval:     c.TransactionRemoveExpiredInterval,
+		Now:                s.now,
+		Logger:             s.log,
+	})
+}
+
+// singleNode reports whether s is a single-node broker, which leads every
+// partition of its own topics (no LeaderAndIsr tells it so).
+func (s *Server) singleNode() bool { return !s.cp.interBrokerAPIs() }
+
+// openLocalTxnPartitions loads every partition of a local
+// __transaction_state on a single node, where this broker leads them all.
+// In cluster mode LeaderAndIsr says who leads, and this does nothing.
+func (s *Server) openLocalTxnPartitions() {
+	if !s.singleNode() {
+		return
+	}
+	if t := s.topics.get(txn.Topic); t != nil {
+		for i := range t.parts {
+			s.txn.OnRole(int32(i), true)
+		}
+	}
+}
+
+// txnTopicSpec is the shape of __transaction_state: Kafka's settings; on a
+// single node one replica (and so min.insync.replicas 1).
+func (s *Server) txnTopicSpec() topicSpec {
+	c := s.cfg
+	rf, minISR := c.TransactionStateReplication, c.TransactionStateMinISR
+	if s.singleNode() {
+		rf, minISR = 1, 1
+	}
+	return topicSpec{
+		name:       txn.Topic,
+		partitions: c.TransactionStatePartitions,
+		rf:         rf,
+		configs:    txn.TopicConfigs(c.TransactionStateSegmentBytes, minISR),
+	}
+}
+
+// ensureTxnTopic creates __transaction_state when the cluster has none
+// yet. It returns nil when the topic exists (its leaders may still be
+// coming); cluster.ErrInvalidReplicationFactor while fewer brokers are live
+// than transaction.state.log.replication.factor (as Kafka, the topic is
+// not created smaller).
+func (s *Server) ensureTxnTopic(ctx context.Context) error {
+	if len(s.cp.partitions(txn.Topic)) > 0 {
+		return nil
+	}
+	spec := s.txnTopicSpec()
+	if live := len(s.cp.brokers()); int(spec.rf) > live {
+		return cluster.ErrInvalidReplicationFactor
+	}
+	_, err := s.cp.createTopic(ctx, spec)
+	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	s.openLocalTxnPartitions()
+	return nil
+}
+
+// txnErrorCode maps the coordinator's errors to Kafka codes (and anything
+// else through errorCode). version is the request's: before KIP-588
+// (InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2)
+// clients know PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
+func txnErrorCode(err error, fencedSince, version int16) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, txn.ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, txn.ErrLoadInProgress):
+		return kerr.CoordinatorLoadInProgress.Code
+	case errors.Is(err, txn.ErrCoordinatorNotAvailable):
+		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, txn.ErrInvalidRequest), errors.Is(err, txn.ErrTooLong):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, txn.ErrInvalidTimeout):
+		return kerr.InvalidTransactionTimeout.Code
+	case errors.Is(err, txn.ErrConcurrentTransactions):
+		return kerr.ConcurrentTransactions.Code
+	case errors.Is(err, txn.ErrProducerFenced):
+		if version < fencedSince {
+			return kerr.InvalidProducerEpoch.Code
+		}
+		return kerr.ProducerFenced.Code
+	case errors.Is(err, txn.ErrInvalidProducerIDMapping):
+		return kerr.InvalidProducerIDMapping.Code
+	case errors.Is(err, txn.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, txn.ErrTransactionalIDNotFound):
+		return kerr.TransactionalIDNotFound.Code
+	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		// __transaction_state cannot be created yet: too few brokers.
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return errorCode(err)
+}
+
+// txnCoordReady makes sure __transaction_state exists before a request
+// that needs its coordinator: a client that skipped FindCoordinator (or a
+// single node, where nothing else creates it) gets the topic created and
+// COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR from the coordinator
+// until it is loaded.
+func (s *Server) txnCoordReady(ctx context.Context) {
+	if len(s.cp.partitions(txn.Topic)) > 0 {
+		return
+	}
+	if err := s.ensureTxnTopic(ctx); err != nil {
+		s.log.Info("server: cannot create "+txn.Topic+" yet", "err", err)
+	}
+}
