@@ -42,17 +42,45 @@ type ReplayStats struct {
 // The stats count what was read up to the error, too.
 func Replay(p *replication.Partition, end int64, fn ReplayFunc) (ReplayStats, error) {
 	var st ReplayStats
-	var buf []byte
 	var it record.Iter
+	err := ReplayBatches(p, end, func(batch record.Batch) error {
+		st.Bytes += int64(len(batch))
+		if batch.Control() {
+			return nil
+		}
+		st.Batches++
+		it.Reset(batch)
+		for it.Next() {
+			if it.Offset() >= end {
+				break
+			}
+			st.Records++
+			r := it.Record()
+			if err := fn(it.Offset(), r.Key, r.Value); err != nil {
+				return fmt.Errorf("offset %d: %w", it.Offset(), err)
+			}
+		}
+		return it.Err()
+	})
+	return st, err
+}
+
+// ReplayBatches is Replay's walk, a whole batch at a time, control batches
+// included, for a state machine that needs the batch headers (producer
+// ids, transaction markers): fn sees every batch that ends at or after the
+// log start and begins before end, in offset order; the batch is valid
+// until fn returns. Errors as Replay's.
+func ReplayBatches(p *replication.Partition, end int64, fn func(record.Batch) error) error {
+	var buf []byte
 	for off := p.LogStartOffset(); off < end; {
 		sl, err := p.ReadReplica(off, replayReadBytes)
 		if err != nil {
-			return st, fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
+			return fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
 		}
 		buf, err = sl.AppendTo(buf[:0])
 		sl.Release()
 		if err != nil {
-			return st, fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
+			return fmt.Errorf("coordlog: read %s-%d at %d: %w", p.Topic(), p.Index(), off, err)
 		}
 		if len(buf) == 0 {
 			break
@@ -69,33 +97,17 @@ func Replay(p *replication.Partition, end int64, fn ReplayFunc) (ReplayStats, er
 				continue
 			}
 			if batch.BaseOffset() >= end {
-				return st, nil // the rest of the read is past end
+				return nil // the rest of the read is past end
 			}
 			progressed = true
 			off = batch.NextOffset()
-			st.Bytes += int64(size)
-			if batch.Control() {
-				continue
-			}
-			st.Batches++
-			it.Reset(batch)
-			for it.Next() {
-				if it.Offset() >= end {
-					break
-				}
-				st.Records++
-				r := it.Record()
-				if err := fn(it.Offset(), r.Key, r.Value); err != nil {
-					return st, fmt.Errorf("coordlog: %s-%d offset %d: %w", p.Topic(), p.Index(), it.Offset(), err)
-				}
-			}
-			if err := it.Err(); err != nil {
-				return st, fmt.Errorf("coordlog: %s-%d: %w", p.Topic(), p.Index(), err)
+			if err := fn(batch); err != nil {
+				return fmt.Errorf("coordlog: %s-%d batch at %d: %w", p.Topic(), p.Index(), batch.BaseOffset(), err)
 			}
 		}
 		if !progressed {
-			return st, fmt.Errorf("coordlog: %s-%d: no whole batch at %d", p.Topic(), p.Index(), off)
+			return fmt.Errorf("coordlog: %s-%d: no whole batch at %d", p.Topic(), p.Index(), off)
 		}
 	}
-	return st, nil
+	return nil
 }

@@ -97,7 +97,7 @@ func TestReplayError(t *testing.T) {
 	if !errors.Is(err, errBad) || calls != 2 {
 		t.Fatalf("Replay = %v after %d calls, want errBad after 2", err, calls)
 	}
-	if want := "coordlog: __internal-0 offset 1: bad record"; err.Error() != want {
+	if want := "coordlog: __internal-0 batch at 0: offset 1: bad record"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
 }

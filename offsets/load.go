@@ -55,7 +55,7 @@ func replay(p *replication.Partition, end int64) (*view, coordlog.ReplayStats, e
 	v := newView()
 	var it record.Iter
 	var st coordlog.ReplayStats
-	err := replayBatches(p, end, func(b record.Batch) error {
+	err := coordlog.ReplayBatches(p, end, func(b record.Batch) error {
 		st.Bytes += int64(b.Size())
 		learn(v.seqs, b)
 		if !b.Control() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
@@ -181,7 +182,7 @@ func TestPersistTxn(t *testing.T) {
 		t.Fatalf("positions %d, %d; want 0, 1", pos, pos2)
 	}
 	var batches []record.Batch
-	if err := replayBatches(p, p.LogEndOffset(), func(b record.Batch) error {
+	if err := coordlog.ReplayBatches(p, p.LogEndOffset(), func(b record.Batch) error {
 		batches = append(batches, append(record.Batch(nil), b...))
 		return nil
 	}); err != nil {
