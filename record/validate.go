@@ -80,6 +80,22 @@ func Validate(b []byte) (int, error) {
 // validateShallow checks everything but the records and returns the batch
 // size.
 func validateShallow(b []byte) (int, error) {
+	size, err := validateFramed(b)
+	if err != nil {
+		return 0, err
+	}
+	bt := Batch(b[:size])
+	if err := validateCounts(bt); err != nil {
+		return 0, err
+	}
+	if bt.Codec() > CodecZstd {
+		return 0, &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
+	}
+	return size, nil
+}
+
+// validateFramed checks the header and the CRC and returns the batch size.
+func validateFramed(b []byte) (int, error) {
 	size, err := validateHeader(b)
 	if err != nil {
 		return 0, err
@@ -87,12 +103,6 @@ func validateShallow(b []byte) (int, error) {
 	bt := Batch(b[:size])
 	if got, want := bt.ComputeCRC(), bt.CRC(); got != want {
 		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("crc mismatch: stored %08x, computed %08x", want, got)}
-	}
-	if err := validateCounts(bt); err != nil {
-		return 0, err
-	}
-	if bt.Codec() > CodecZstd {
-		return 0, &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
 	}
 	return size, nil
 }
@@ -225,14 +235,11 @@ func validateAll(buf []byte, validate func([]byte) (int, error)) (batches int, r
 // follower's append and dump-log use it; a producer's batch gets
 // ValidateAppend.
 func ValidateStored(b []byte) (int, error) {
-	size, err := validateHeader(b)
+	size, err := validateFramed(b)
 	if err != nil {
 		return 0, err
 	}
 	bt := Batch(b[:size])
-	if got, want := bt.ComputeCRC(), bt.CRC(); got != want {
-		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("crc mismatch: stored %08x, computed %08x", want, got)}
-	}
 	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
 	if lod < 0 || count < 0 || count > lod+1 {
 		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d outside [0, lastOffsetDelta+1 = %d]", count, lod+1)}
