@@ -2,6 +2,7 @@ package replication
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,24 +128,34 @@ func (p *Partition) queued() int {
 // readAll returns every batch of the log (all of it, below the HW or not).
 func readAll(t testing.TB, p *Partition) []record.Batch {
 	t.Helper()
+	out, err := tryReadAll(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryReadAll is readAll returning its error: a log being truncated while it
+// is read (a follower converging) can fail a read, which a wait retries.
+func tryReadAll(p *Partition) ([]record.Batch, error) {
 	var out []record.Batch
 	for off, i := p.LogStartOffset(), 0; off < p.LogEndOffset() && i < 1_000_000; i++ {
 		sl, err := p.ReadReplica(off, 1<<20)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		buf, err := sl.AppendTo(nil)
 		sl.Release()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if len(buf) == 0 {
-			t.Fatalf("empty read at %d below end %d", off, p.LogEndOffset())
+			return nil, fmt.Errorf("empty read at %d below end %d", off, p.LogEndOffset())
 		}
 		for pos := 0; pos < len(buf); {
 			n, err := record.Validate(buf[pos:])
 			if err != nil {
-				t.Fatalf("batch at %d: %v", pos, err)
+				return nil, fmt.Errorf("batch at %d: %v", pos, err)
 			}
 			b := record.Batch(buf[pos : pos+n])
 			pos += n
@@ -155,7 +166,7 @@ func readAll(t testing.TB, p *Partition) []record.Batch {
 			off = b.NextOffset()
 		}
 	}
-	return out
+	return out, nil
 }
 
 // recordBatch views a built batch.
