@@ -58,7 +58,8 @@ func readTopic(t *testing.T, addr, topic string, level kgo.IsolationLevel) []*kg
 }
 
 // groupOffsets returns the committed offsets of group in topic, by
-// partition (OffsetFetch with require_stable, as franz-go sends it).
+// partition: OffsetFetch without require_stable, so offsets pending in an
+// open transaction are not among them.
 func groupOffsets(t *testing.T, addr, group, topic string) map[int32]int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
