@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kafkajsDir holds compat.js and its pinned kafkajs (package-lock.json);
@@ -80,5 +83,102 @@ func TestKafkaJS(t *testing.T) {
 	}
 	if len(sum.EndOffsets) != 3 || total != n+m {
 		t.Errorf("end offsets %v: %d partitions summing to %d, want 3 summing to %d", sum.EndOffsets, len(sum.EndOffsets), total, n+m)
+	}
+}
+
+// kafkajsTxnSummary is the JSON line txn.js prints when it finished.
+type kafkajsTxnSummary struct {
+	OK                   bool             `json:"ok"`
+	KafkaJS              string           `json:"kafkajs"`
+	CommittedRecords     int              `json:"committedRecords"`
+	AbortedRecords       int              `json:"abortedRecords"`
+	TxnOffsets           map[string]int64 `json:"txnOffsets"`
+	AbortedOffsets       map[string]int64 `json:"abortedOffsets"`
+	CommittedAfterCommit map[string]int64 `json:"committedAfterCommit"`
+	CommittedAfterAbort  map[string]int64 `json:"committedAfterAbort"`
+}
+
+// TestKafkaJSTransactions runs kafkajs transactions through
+// e2e/compat/kafkajs/txn.js: a consumer of a group reads an input topic;
+// a transactional producer (producer.transaction(), send, sendOffsets with
+// the group's offsets) copies half of it to an output topic and commits,
+// then copies all of it with the offsets of its end and aborts. franz-go
+// then checks the output: read_committed sees the committed copies only,
+// read_uncommitted sees both; and the group's offsets are those of the
+// committed transaction.
+func TestKafkaJSTransactions(t *testing.T) {
+	node, _ := needKafkaJS(t)
+	script := filepath.Join(kafkajsDir, "txn.js")
+	b := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=0")
+	const n = 60
+	const in, out, group = "kjs-txn-in", "kjs-txn-out", "kjs-txn-group"
+	stdout, stderr, err := run(t, 120*time.Second, "", node, script, "--brokers", b.addr,
+		"--in", in, "--out", out, "--group", group, "--txn-id", "kjs-txn", "--n", strconv.Itoa(n), "--timeout", "110")
+	if err != nil {
+		t.Fatalf("txn.js: %v\nstdout:\n%s\nstderr:\n%s\nbroker log:\n%s", err, stdout, stderr, b.logText())
+	}
+	var sum kafkajsTxnSummary
+	ls := lines(stdout)
+	if len(ls) == 0 || json.Unmarshal([]byte(ls[len(ls)-1]), &sum) != nil {
+		t.Fatalf("txn.js printed no JSON summary\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	t.Logf("kafkajs summary: %s", ls[len(ls)-1])
+	if strings.TrimSpace(stderr) != "" {
+		t.Logf("txn.js stderr:\n%s", stderr)
+	}
+	if !sum.OK || sum.KafkaJS != "2.2.4" || sum.CommittedRecords != n/2 || sum.AbortedRecords != n || len(sum.TxnOffsets) != 3 {
+		t.Fatalf("unexpected summary %+v", sum)
+	}
+	// What kafkajs itself read back through OffsetFetch.
+	for p, want := range sum.TxnOffsets {
+		if sum.CommittedAfterCommit[p] != want || sum.CommittedAfterAbort[p] != want {
+			t.Errorf("partition %s: kafkajs fetched offset %d after the commit and %d after the abort, want %d",
+				p, sum.CommittedAfterCommit[p], sum.CommittedAfterAbort[p], want)
+		}
+	}
+
+	checkTxnOutput(t, b.addr, out, n/2, n)
+	got := groupOffsets(t, b.addr, group, in)
+	for p, want := range sum.TxnOffsets {
+		pn, _ := strconv.Atoi(p)
+		if got[int32(pn)] != want {
+			t.Errorf("group %s partition %s: committed offset %d, want %d (the committed transaction's; aborted: %d)",
+				group, p, got[int32(pn)], want, sum.AbortedOffsets[p])
+		}
+	}
+}
+
+// checkTxnOutput reads out with franz-go both ways: read_committed must
+// give exactly the committed copies (values "committed-<i>", i < committed,
+// each once), read_uncommitted those and the aborted ones ("aborted-<i>",
+// i < aborted).
+func checkTxnOutput(t *testing.T, addr, out string, committed, aborted int) {
+	t.Helper()
+	recs := readTopic(t, addr, out, kgo.ReadCommitted())
+	seen := map[string]bool{}
+	for _, r := range recs {
+		v := string(r.Value)
+		if !strings.HasPrefix(v, "committed-") || seen[v] {
+			t.Errorf("read_committed: record %q at partition %d offset %d (aborted or duplicate)", v, r.Partition, r.Offset)
+		}
+		seen[v] = true
+	}
+	for i := 0; i < committed; i++ {
+		if v := fmt.Sprintf("committed-%d", i); !seen[v] {
+			t.Errorf("read_committed: %s missing", v)
+		}
+	}
+	if len(recs) != committed {
+		t.Errorf("read_committed: %d records, want %d", len(recs), committed)
+	}
+	recs = readTopic(t, addr, out, kgo.ReadUncommitted())
+	var nAborted int
+	for _, r := range recs {
+		if strings.HasPrefix(string(r.Value), "aborted-") {
+			nAborted++
+		}
+	}
+	if len(recs) != committed+aborted || nAborted != aborted {
+		t.Errorf("read_uncommitted: %d records of which %d aborted, want %d and %d", len(recs), nAborted, committed+aborted, aborted)
 	}
 }

@@ -16,6 +16,13 @@
 //     timestamp written into each record's value at produce to its arrival
 //     at the consumer.
 //
+// Transactions: with TransactionalID, produce (and e2e) send inside
+// transactions, each producer committing every TransactionInterval (flush,
+// then EndTransaction, then the next BeginTransaction, as a transactional
+// application's poll-process-commit loop does); Isolation read_committed
+// makes the consumers stop at the last stable offset and skip aborted
+// records. Control records (transaction markers) are never counted.
+//
 // Every run is bounded: besides Records or Duration, a hard cap (Timeout)
 // cancels whatever is still waiting.
 //
@@ -54,6 +61,10 @@ const headerSize = 16
 // DefaultE2ERate is the e2e target rate when none is given: low enough that
 // latency measures the broker's path, not a queue in front of it.
 const DefaultE2ERate = 1000
+
+// DefaultTransactionInterval is how often a transactional producer commits
+// when no interval is given.
+const DefaultTransactionInterval = 100 * time.Millisecond
 
 // Config describes one run. Zero values take the defaults documented on
 // each field.
@@ -104,6 +115,17 @@ type Config struct {
 	Progress         io.Writer
 	ProgressInterval time.Duration
 
+	// TransactionalID makes produce and e2e transactional: producer i
+	// uses this id ("ID-i" when Producers > 1) and commits every
+	// TransactionInterval (0: 100ms). It needs acks=all (transactions are
+	// idempotent). "": no transactions.
+	TransactionalID     string
+	TransactionInterval time.Duration
+
+	// Isolation is the consumers' isolation level: "read_uncommitted"
+	// (or "") or "read_committed".
+	Isolation string
+
 	// ClientOpts are appended to every client's options: TLS and SASL from
 	// `sluice perf --command-config`, a logger in tests.
 	ClientOpts []kgo.Opt
@@ -153,6 +175,25 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Mode == ModeE2E && c.TargetRate == 0 {
 		c.TargetRate = DefaultE2ERate
 	}
+	if c.TransactionInterval < 0 {
+		return c, errors.New("load: negative transaction interval")
+	}
+	if c.TransactionalID != "" {
+		if c.Mode == ModeConsume {
+			return c, errors.New("load: a transactional id is for produce and e2e, not consume")
+		}
+		if a := strings.ToLower(c.Acks); a != "" && a != "all" && a != "-1" {
+			return c, fmt.Errorf("load: acks %q with a transactional id: transactions need acks=all", c.Acks)
+		}
+		if c.TransactionInterval == 0 {
+			c.TransactionInterval = DefaultTransactionInterval
+		}
+	}
+	switch c.Isolation {
+	case "", "read_uncommitted", "read_committed":
+	default:
+		return c, fmt.Errorf("load: isolation %q: want read_uncommitted or read_committed", c.Isolation)
+	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = time.Second
 	}
@@ -197,6 +238,23 @@ func (c Config) producerOpts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(c.BatchMaxBytes))
 	}
 	return opts, nil
+}
+
+// transactionalID is producer i's transactional id, "" without
+// transactions.
+func (c Config) transactionalID(i int) string {
+	if c.TransactionalID == "" || c.Producers <= 1 {
+		return c.TransactionalID
+	}
+	return fmt.Sprintf("%s-%d", c.TransactionalID, i)
+}
+
+// isolation is the consumers' kgo isolation level.
+func (c Config) isolation() kgo.IsolationLevel {
+	if c.Isolation == "read_committed" {
+		return kgo.ReadCommitted()
+	}
+	return kgo.ReadUncommitted()
 }
 
 // clientOpts are the options every client of the run shares.

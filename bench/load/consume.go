@@ -23,8 +23,12 @@ func (r *run) newConsumer(from map[int32]int64) (*consumer, error) {
 	for p, o := range from {
 		offsets[p] = kgo.NewOffset().At(o)
 	}
+	// Control records (transaction markers) are kept so that a partition
+	// whose last offset is a marker is seen to reach its end; poll's
+	// callers skip them.
 	cl, err := kgo.NewClient(append(r.cfg.clientOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: offsets}))...)
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.cfg.Topic: offsets}),
+		kgo.FetchIsolationLevel(r.cfg.isolation()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
@@ -53,16 +57,17 @@ func (c *consumer) poll(ctx context.Context, each func(*kgo.Record) bool) {
 }
 
 // consume is the consume mode: from the log start offsets up to the high
-// watermarks found at start, or until cfg.Records have been read.
+// watermarks found at start (read_committed: the last stable offsets), or
+// until cfg.Records have been read.
 func (r *run) consume(res *Result) error {
 	admCl, adm, err := r.admin()
 	if err != nil {
 		return err
 	}
-	starts, err := r.listOffsets(adm, true)
+	starts, err := r.listOffsets(adm, true, false)
 	var ends map[int32]int64
 	if err == nil {
-		ends, err = r.listOffsets(adm, false)
+		ends, err = r.listOffsets(adm, false, r.cfg.Isolation == "read_committed")
 	}
 	admCl.Close()
 	if err != nil {
@@ -117,6 +122,13 @@ func (r *run) consume(res *Result) error {
 				delete(remaining, rec.Partition)
 			}
 		}
+		if rec.Attrs.IsControl() {
+			if r.cfg.Records == 0 && len(remaining) == 0 {
+				stoppedBy = "end"
+				return false
+			}
+			return true
+		}
 		mu.Lock()
 		records++
 		bytes += int64(len(rec.Key) + len(rec.Value))
@@ -169,7 +181,7 @@ func (r *run) e2e(res *Result) error {
 	go func() {
 		defer close(consDone)
 		c.poll(consCtx, func(rec *kgo.Record) bool {
-			if len(rec.Value) < headerSize || binary.BigEndian.Uint64(rec.Value) != r.runID {
+			if rec.Attrs.IsControl() || len(rec.Value) < headerSize || binary.BigEndian.Uint64(rec.Value) != r.runID {
 				return true // another run's record
 			}
 			hist.Record(r.now() - int64(binary.BigEndian.Uint64(rec.Value[8:])))

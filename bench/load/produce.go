@@ -21,18 +21,29 @@ type producer struct {
 	hist Histogram
 
 	promise func(*kgo.Record, error) // p.onAck, bound once so Produce allocates no closure
+
+	// With a transactional id: txn says so, and commits holds the time of
+	// each commit (flush plus EndTransaction) and counts them. Only the
+	// producer's send goroutine touches them.
+	txn     bool
+	commits Histogram
 }
 
-func (r *run) newProducer() (*producer, error) {
+// newProducer returns producer i of the run.
+func (r *run) newProducer(i int) (*producer, error) {
 	popts, err := r.cfg.producerOpts()
 	if err != nil {
 		return nil, err
+	}
+	id := r.cfg.transactionalID(i)
+	if id != "" {
+		popts = append(popts, kgo.TransactionalID(id))
 	}
 	cl, err := kgo.NewClient(append(r.cfg.clientOpts(), popts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	p := &producer{r: r, cl: cl}
+	p := &producer{r: r, cl: cl, txn: id != ""}
 	p.pool.New = func() any {
 		rec := &kgo.Record{Topic: r.cfg.Topic, Value: append([]byte(nil), r.payload...)}
 		if r.cfg.Keys > 0 {
@@ -66,15 +77,36 @@ func (p *producer) onAck(rec *kgo.Record, err error) {
 
 // send produces n records (0: no limit) at rate records/s (0: no limit)
 // from start until stop is done, then waits for the acks until the hard
-// cap. It reports whether all n were sent.
+// cap. It reports whether all n were sent. A transactional producer
+// commits every TransactionInterval and at the end; the interval is checked
+// before each record, so with a low rate a transaction can last until the
+// next record is due.
 func (p *producer) send(stop context.Context, n int64, rate float64, start time.Time) bool {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var txnStart time.Time
+	if p.txn {
+		if err := p.cl.BeginTransaction(); err != nil {
+			p.r.fail(err)
+			return false
+		}
+		txnStart = time.Now()
+	}
 	var i int64
 loop:
 	for ; n == 0 || i < n; i++ {
 		if stop.Err() != nil {
 			break
+		}
+		if p.txn && time.Since(txnStart) >= p.r.cfg.TransactionInterval {
+			if !p.commit() {
+				return false
+			}
+			if err := p.cl.BeginTransaction(); err != nil {
+				p.r.fail(err)
+				return false
+			}
+			txnStart = time.Now()
 		}
 		if rate > 0 {
 			due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
@@ -103,12 +135,40 @@ loop:
 		// the duration ended still get their ack.
 		p.cl.Produce(p.r.hardCtx, rec, p.promise)
 	}
+	if p.txn {
+		return p.commit() && n > 0 && i == n
+	}
+	p.flush()
+	return n > 0 && i == n
+}
+
+// flush waits for every buffered record's ack until the hard cap, and
+// reports whether it got them.
+func (p *producer) flush() bool {
 	if err := p.cl.Flush(p.r.hardCtx); err != nil {
 		// The hard cap: fail what is still buffered so that every
 		// promise runs before the histogram is read.
 		p.cl.PurgeTopicsFromClient(p.r.cfg.Topic)
+		return false
 	}
-	return n > 0 && i == n
+	return true
+}
+
+// commit flushes the open transaction and commits it, timing both. A
+// failed commit counts as an error and ends the producer's run: the
+// transaction's acked records are counted but were aborted.
+func (p *producer) commit() bool {
+	t0 := time.Now()
+	if !p.flush() {
+		p.r.fail(fmt.Errorf("load: transaction not flushed: %w", p.r.hardCtx.Err()))
+		return false
+	}
+	if err := p.cl.EndTransaction(p.r.hardCtx, kgo.TryCommit); err != nil {
+		p.r.fail(fmt.Errorf("load: commit: %w", err))
+		return false
+	}
+	p.commits.Record(int64(time.Since(t0)))
+	return true
 }
 
 // producers runs cfg.Producers producers over the topic until they are
@@ -117,7 +177,7 @@ loop:
 func (r *run) producers(start time.Time) ([]*producer, bool, error) {
 	ps := make([]*producer, r.cfg.Producers)
 	for i := range ps {
-		p, err := r.newProducer()
+		p, err := r.newProducer(i)
 		if err != nil {
 			for _, p := range ps[:i] {
 				p.cl.Close()
@@ -166,7 +226,9 @@ func (r *run) produceSummary(res *Result, ps []*producer, allSent bool, start ti
 	res.Records = r.acked.Load()
 	res.Bytes = r.ackedBytes.Load()
 	elapsed := time.Since(start)
-	if last := r.lastAck.Load(); last > 0 {
+	// A transactional run's records count once committed: its time runs
+	// to the last commit, which is now.
+	if last := r.lastAck.Load(); last > 0 && r.cfg.TransactionalID == "" {
 		elapsed = r.base.Add(time.Duration(last)).Sub(start)
 	}
 	res.setThroughput(elapsed)
@@ -175,6 +237,14 @@ func (r *run) produceSummary(res *Result, ps []*producer, allSent bool, start ti
 		h.Merge(&p.hist)
 	}
 	res.ProduceLatency = latencyOf(&h)
+	if r.cfg.TransactionalID != "" {
+		var c Histogram
+		for _, p := range ps {
+			c.Merge(&p.commits)
+		}
+		res.Transactions = int64(c.Count())
+		res.CommitLatency = latencyOf(&c)
+	}
 	res.StoppedBy = r.stopReason()
 	if res.StoppedBy == "" {
 		res.StoppedBy = "duration"

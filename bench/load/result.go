@@ -39,6 +39,12 @@ type Result struct {
 	// "records" or "duration" has also consumed every acked record.
 	StoppedBy string `json:"stopped_by"`
 
+	// Transactions is how many transactions the producers committed
+	// (with a transactional id); CommitLatency is the time of each commit,
+	// from the flush of its last records to EndTransaction's answer.
+	Transactions  int64    `json:"transactions,omitempty"`
+	CommitLatency *Latency `json:"commit_latency_ms,omitempty"`
+
 	ProduceLatency *Latency `json:"produce_latency_ms,omitempty"`
 	E2ELatency     *Latency `json:"e2e_latency_ms,omitempty"`
 }
@@ -87,13 +93,16 @@ func (r *Result) WriteText(w io.Writer) {
 	if r.Mode == ModeE2E {
 		fmt.Fprintf(w, "e2e: %d of the run's records consumed\n", r.Consumed)
 	}
+	if r.Transactions > 0 {
+		fmt.Fprintf(w, "transactions: %d committed\n", r.Transactions)
+	}
 	if r.Errors > 0 {
 		fmt.Fprintf(w, "errors: %d, first: %s\n", r.Errors, r.FirstError)
 	}
 	for _, l := range []struct {
 		name string
 		lat  *Latency
-	}{{"produce latency", r.ProduceLatency}, {"end-to-end latency", r.E2ELatency}} {
+	}{{"produce latency", r.ProduceLatency}, {"commit latency", r.CommitLatency}, {"end-to-end latency", r.E2ELatency}} {
 		if l.lat == nil || l.lat.Count == 0 {
 			continue
 		}

@@ -126,14 +126,18 @@ func (r *run) ensureTopic() (map[int32]int64, error) {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, fmt.Errorf("load: create topic %s: %w", r.cfg.Topic, err)
 	}
-	return r.listOffsets(adm, false)
+	return r.listOffsets(adm, false, false)
 }
 
-// listOffsets returns the topic's start (or end) offset of every partition.
-func (r *run) listOffsets(adm *kadm.Client, start bool) (map[int32]int64, error) {
+// listOffsets returns the topic's start or end offset of every partition;
+// the end is the high watermark, or with committed the last stable offset.
+func (r *run) listOffsets(adm *kadm.Client, start, committed bool) (map[int32]int64, error) {
 	list := adm.ListEndOffsets
-	if start {
+	switch {
+	case start:
 		list = adm.ListStartOffsets
+	case committed:
+		list = adm.ListCommittedOffsets
 	}
 	var listed kadm.ListedOffsets
 	// A topic just created may not be known to every part of the broker

@@ -21,7 +21,10 @@ import (
 // a summary (or, with --json, one JSON object) on stdout. Every run stops
 // by itself: --records or --duration, the high watermarks at start for
 // consume, and --timeout as a hard cap. SIGINT/SIGTERM stop it early and
-// still print the summary. Exit status 1 when records failed or the hard
+// still print the summary. --transactional-id makes produce and e2e
+// transactional (a commit every --transaction-ms); --isolation
+// read_committed makes consumers stop at the last stable offset and skip
+// aborted records. Exit status 1 when records failed or the hard
 // cap ended the run, 2 on bad usage or when the run could not start.
 // kvFlag collects repeated key=value flags.
 type kvFlag struct{ m map[string]*string }
@@ -81,6 +84,9 @@ func perf(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	keys := fs.Int64("keys", 0, "give records 8-byte keys cycling over this many values (0: no key; a compacted topic needs keys)")
+	txnID := fs.String("transactional-id", "", "produce, e2e: send inside transactions with this transactional id (-N appended per producer when --producers > 1); needs --acks all")
+	txnMs := fs.Int("transaction-ms", int(load.DefaultTransactionInterval/time.Millisecond), "with --transactional-id: commit every this many milliseconds")
+	isolation := fs.String("isolation", "read_uncommitted", "consume, e2e: read_uncommitted or read_committed")
 	var topicConfigs kvFlag
 	fs.Var(&topicConfigs, "topic-config", "`key=value` config of the topic when it is created (repeatable), e.g. cleanup.policy=compact")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file (for go tool pprof)")
@@ -96,6 +102,10 @@ func perf(args []string, stdout, stderr io.Writer) int {
 	}
 	if *partitions < 1 || *partitions > 1<<20 || *batchMax < 0 || *batchMax > 1<<30 {
 		fmt.Fprintln(stderr, "sluice perf: --partitions must be >= 1 and --batch-max-bytes >= 0")
+		return 2
+	}
+	if *txnMs < 1 {
+		fmt.Fprintln(stderr, "sluice perf: --transaction-ms must be >= 1")
 		return 2
 	}
 	cfg := load.Config{
@@ -114,6 +124,10 @@ func perf(args []string, stdout, stderr io.Writer) int {
 		TargetRate:    *rate,
 		Keys:          *keys,
 		TopicConfigs:  topicConfigs.m,
+
+		TransactionalID:     *txnID,
+		TransactionInterval: time.Duration(*txnMs) * time.Millisecond,
+		Isolation:           *isolation,
 	}
 	cc, err := loadClientConfig(*commandConfig, stderr)
 	if err != nil {

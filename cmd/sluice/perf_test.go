@@ -134,6 +134,59 @@ func TestPerfConsumeEmptyAndMissing(t *testing.T) {
 	}
 }
 
+// TestPerfTransactional produces inside transactions committed every
+// 50ms, adds an aborted transaction, and consumes the topic both ways:
+// read_committed reads exactly the committed records, read_uncommitted
+// the aborted ones too, and both end at the markers that close the topic's
+// partitions instead of waiting for a record that never comes.
+func TestPerfTransactional(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	const topic = "perf-txn"
+	common := []string{"--brokers", b.Addr(), "--topic", topic, "--record-size", "100", "--quiet", "--timeout", "60s"}
+	res := runPerf(t, 0, append([]string{"produce", "--records", "3000", "--partitions", "2", "--producers", "2",
+		"--target-rate", "6000", "--transactional-id", "perf-txn", "--transaction-ms", "50"}, common...)...)
+	if res.Records != 3000 || res.Errors != 0 || res.StoppedBy != "records" {
+		t.Fatalf("transactional produce: records %d errors %d stopped by %s", res.Records, res.Errors, res.StoppedBy)
+	}
+	// 2 producers at 3,000 records/s each for about 0.5s, a commit every
+	// 50ms: several transactions each, and one at the end.
+	if res.Transactions < 4 || res.CommitLatency == nil || res.CommitLatency.Count != res.Transactions {
+		t.Errorf("transactional produce: %d transactions, commit latency %+v", res.Transactions, res.CommitLatency)
+	}
+
+	// An aborted transaction of 100 records after them.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("perf-txn-abort"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		cl.Produce(ctx, &kgo.Record{Value: make([]byte, 100)}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		isolation string
+		want      int64
+	}{{"read_committed", 3000}, {"read_uncommitted", 3100}} {
+		res = runPerf(t, 0, append([]string{"consume", "--isolation", tc.isolation}, common...)...)
+		if res.Records != tc.want || res.Bytes != tc.want*100 || res.Errors != 0 || res.StoppedBy != "end" {
+			t.Errorf("consume --isolation %s: records %d bytes %d errors %d stopped by %s, want %d records to the end",
+				tc.isolation, res.Records, res.Bytes, res.Errors, res.StoppedBy, tc.want)
+		}
+	}
+}
+
 func TestPerfUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"perf"},
@@ -141,6 +194,10 @@ func TestPerfUsage(t *testing.T) {
 		{"perf", "produce", "--acks", "2"},
 		{"perf", "produce", "--compression", "brotli"},
 		{"perf", "produce", "--record-size", "8"},
+		{"perf", "produce", "--transactional-id", "x", "--acks", "1"},
+		{"perf", "produce", "--transactional-id", "x", "--transaction-ms", "0"},
+		{"perf", "consume", "--transactional-id", "x"},
+		{"perf", "consume", "--isolation", "serializable"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if status := run(args, &stdout, &stderr); status != 2 {
