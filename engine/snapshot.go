@@ -12,7 +12,8 @@ package engine
 // Snapshots are not tied to the log's batches: Truncate, retention,
 // DeleteBefore and cleaning leave them alone (the caller drops the ones a
 // truncation invalidates with DeleteSnapshotsFrom), except that
-// TruncateFullyAndStartAt and DeleteLog drop every snapshot. Safe for
+// TruncateFullyAndStartAt (and a Truncate below StartOffset, which is one)
+// and DeleteLog drop every snapshot. Safe for
 // concurrent use like Log; after Close the methods return ErrClosed.
 type SnapshotStore interface {
 	// SaveSnapshot stores data as the snapshot at offset (>= 0),
