@@ -47,6 +47,7 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 			return fmt.Errorf("replication: follower append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
 		}
 	}
+	p.maybeSnapshot(false)
 	if p.opts.FlushEveryAppend {
 		if err := p.log.Flush(); err != nil {
 			p.lowerHW(p.log.EndOffset()) // the batches are in the log, unpriced

@@ -31,8 +31,10 @@ type Options struct {
 	// created with LogConfig.FlushMessages=1 (its Append already fsyncs).
 	FlushEveryAppend bool
 	// ProducerScanBytes bounds how much of the log tail NewPartition reads
-	// to rebuild idempotent-producer state. 0: DefaultProducerScanBytes;
-	// < 0: do not scan.
+	// to rebuild idempotent-producer state when it finds no usable
+	// producer snapshot (rebuild.go); for a log without segments it is
+	// also how many bytes are appended between snapshots.
+	// 0: DefaultProducerScanBytes; < 0: do not scan.
 	ProducerScanBytes int64
 	// TopicID is the topic's id: followers fetch by id (Fetch v13+).
 	TopicID [16]byte
@@ -163,11 +165,16 @@ type Partition struct {
 	// fmu serializes follower operations (AppendAsFollower, TruncateTo,
 	// RestartAt) with each other and with MakeLeader.
 	fmu sync.Mutex
+
+	// snap tracks the producer snapshots (rebuild.go). REQUIRES: the
+	// owner of producers.
+	snap snapState
 }
 
 // NewPartition takes ownership of log (Close closes it; when NewPartition
-// fails, the caller still owns it) and rebuilds the idempotent-producer state
-// from the last Options.ProducerScanBytes of the log (see producers.go).
+// fails, the caller still owns it) and loads the idempotent-producer state
+// from the log's latest producer snapshot and the log after it, or from
+// the last Options.ProducerScanBytes of the log (see rebuild.go).
 // The partition starts as leader at Options.LeaderEpoch with the high
 // watermark at the log end.
 func NewPartition(log engine.Log, opts Options) (*Partition, error) {
@@ -188,12 +195,7 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	}
 	p.idle.L = &p.qmu
 	p.txns.reset()
-	p.producers = newProducerState(opts.ProducerIDExpiration)
-	scan := opts.ProducerScanBytes
-	if scan == 0 {
-		scan = DefaultProducerScanBytes
-	}
-	if err := rebuildProducers(p.producers, log, scan); err != nil {
+	if err := p.loadProducerState(); err != nil {
 		return nil, err
 	}
 	p.logger.Debug("replication: partition open", "topic", opts.Topic, "partition", opts.Partition,
@@ -420,5 +422,10 @@ func (p *Partition) Close() error {
 	p.closed = true
 	p.notifyLocked()
 	p.hwMu.Unlock()
+	// A clean shutdown leaves a snapshot at the log end, so the next
+	// start replays nothing (Kafka's takeSnapshot in UnifiedLog.close).
+	p.fmu.Lock()
+	p.maybeSnapshot(true)
+	p.fmu.Unlock()
 	return p.log.Close()
 }

@@ -37,13 +37,17 @@ import (
 // tenth of the expiration; the time of an entry is when it last appended
 // here, or, for state rebuilt from the log, its batch's max timestamp.
 //
-// State after a restart: NewPartition rebuilds it by scanning the batch
-// headers of the last Options.ProducerScanBytes of the log (32 MiB by
-// default), not the whole log, which would make opening a large partition
-// slow. A producer whose last batches lie further back is unknown after the
-// restart and is accepted at its next sequence, as above; what is lost is
-// only duplicate detection for batches written more than that many bytes
-// ago, which a producer with 5 requests in flight cannot retry anyway.
+// State after a restart: NewPartition loads the latest producer snapshot
+// (Kafka's .snapshot files, snapshot.go), taken at each segment roll and at
+// clean shutdown, and replays the log after it (rebuild.go). A snapshot
+// keeps each producer's last batch only, as Kafka's does, so a retry of an
+// older batch of the 5 in flight is not recognized after a restart. With
+// no usable snapshot (none taken yet, a log without
+// engine.SnapshotStore, every one damaged) it rebuilds the state by
+// scanning the batch headers of the last Options.ProducerScanBytes of the
+// log (32 MiB by default), not the whole log, which would make opening a
+// large partition slow. A producer whose last batches lie further back is
+// then unknown and accepted at its next sequence, as above.
 
 // maxProducerBatches is how many batches per producer are kept for
 // duplicate detection (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN).

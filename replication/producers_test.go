@@ -102,7 +102,7 @@ func TestProducerStateSurvivesReopen(t *testing.T) {
 			[]step{{1, 0, 1, 2, nil, 2}, {2, 3, 0, 1, nil, 3}, {1, 0, 4, 1, ErrOutOfOrderSequence, 0}, {1, 0, 3, 1, nil, 0}}},
 		{"epoch remembered", 0, []step{{1, 4, 0, 1, nil, 0}},
 			[]step{{1, 3, 1, 1, ErrInvalidProducerEpoch, 0}, {1, 4, 1, 1, nil, 0}}},
-		{"no scan: producers unknown", -1, []step{{1, 4, 0, 1, nil, 0}},
+		{"no snapshot, no scan: producers unknown", -1, []step{{1, 4, 0, 1, nil, 0}},
 			[]step{{1, 3, 9, 1, nil, 0}}},
 	}
 	for _, tc := range cases {
@@ -123,6 +123,12 @@ func TestProducerStateSurvivesReopen(t *testing.T) {
 				l, err := st.OpenLog(testID, engine.LogConfig{})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if tc.scanBytes < 0 {
+					// Close left a snapshot, which would be loaded.
+					if err := l.(engine.SnapshotStore).DeleteSnapshotsFrom(0); err != nil {
+						t.Fatal(err)
+					}
 				}
 				cl2 := &countingLog{Log: l}
 				p2, err := NewPartition(cl2, Options{ProducerScanBytes: tc.scanBytes})

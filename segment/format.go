@@ -21,6 +21,9 @@ import (
 //	    00000000000000000000.timeindex  time index (package mmapindex)
 //	    00000000000000004096.log        next segment: name = its base offset
 //	    ...
+//	    00000000000000004100.snapshot   producer state as of offset 4100
+//	                                    (replication's bytes, Kafka's format;
+//	                                    engine.SnapshotStore, snapshot.go)
 //	    leader-epoch-checkpoint         text, see below
 //
 // A segment's .log holds RecordBatch v2 batches (package record) exactly as
@@ -68,6 +71,9 @@ const (
 	cleanedSuffix = ".cleaned"
 	swapSuffix    = ".swap"
 	tmpSuffix     = ".tmp"
+	// snapshotSuffix names a producer-state snapshot (Kafka's
+	// LogFileUtils.PRODUCER_SNAPSHOT_FILE_SUFFIX).
+	snapshotSuffix = ".snapshot"
 
 	cleanShutdownFile  = ".kafka_cleanshutdown"
 	recoveryPointFile  = "recovery-point-offset-checkpoint"

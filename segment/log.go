@@ -53,7 +53,10 @@ type Log struct {
 	// fsync. REQUIRES: appendMu
 	unflushed int64
 
-	mu     sync.RWMutex
+	mu sync.RWMutex
+	// snapMu serializes the producer-state snapshot files (snapshot.go).
+	// Order: appendMu before snapMu.
+	snapMu sync.Mutex
 	segs   []*segment // ascending base, never empty; the last is active
 	closed atomic.Bool
 	// failed holds the log's sticky failure (see Log), nil until then.
@@ -461,6 +464,9 @@ func (l *Log) restartAtLocked(offset int64) error {
 		if rerr := rm(); err == nil {
 			err = rerr
 		}
+	}
+	if rerr := l.removeSnapshots(func(int64) bool { return true }); err == nil {
+		err = rerr
 	}
 	l.resetRecoveryPoint(offset)
 	if err == nil {

@@ -15,6 +15,11 @@ type Cleaner struct {
 	// aborted: the aborted transactions of the log being cleaned, by
 	// producer id (SetAborted).
 	aborted map[int64][]AbortedTxn
+	// txnOpen: the producers with transactional data batches read by
+	// Filter in this round since their last marker (Kafka's
+	// CleanedTransactionMetadata ongoing transactions); reset by
+	// SetAborted.
+	txnOpen map[int64]bool
 	raw     []byte // decompressed records of the batch being read
 	out     []byte // uncompressed records of a rebuilt compressed batch
 	keep    []bool // keep[i]: record i of the batch being filtered survives
@@ -35,14 +40,51 @@ type AbortedTxn struct {
 // decided). Their records are never a key's latest value in Build and are
 // removed by Filter, as Kafka's cleaner discards aborted batches. nil:
 // none. txns is not retained.
+//
+// SetAborted also begins a round for Filter's transaction markers (see
+// filterMarker): Filter must then read the round's batches from the log
+// start, in offset order.
 func (c *Cleaner) SetAborted(txns []AbortedTxn) {
 	clear(c.aborted)
+	clear(c.txnOpen)
 	for _, t := range txns {
 		if c.aborted == nil {
 			c.aborted = make(map[int64][]AbortedTxn)
 		}
 		c.aborted[t.ProducerID] = append(c.aborted[t.ProducerID], t)
 	}
+}
+
+// txnData records a data batch read by Filter: a transactional one
+// leaves its producer's transaction with data in the log.
+func (c *Cleaner) txnData(b record.Batch) {
+	if !b.Transactional() {
+		return
+	}
+	if c.txnOpen == nil {
+		c.txnOpen = make(map[int64]bool)
+	}
+	c.txnOpen[b.ProducerID()] = true
+}
+
+// txnMarker records control batch b, holding n records, the first with
+// key, read by Filter, and reports whether the marker may be removed (at
+// its delete horizon): its transaction left no data batch before it in
+// this round (Kafka's onControlBatchRead, for COMMIT and ABORT alike:
+// an ABORT whose aborted batches were read in this round is kept, for
+// they are removed only now). An emptied control batch is removable; a
+// control record that is not a transaction marker is kept.
+func (c *Cleaner) txnMarker(b record.Batch, n int32, key []byte) bool {
+	if n == 0 {
+		return true
+	}
+	t, err := record.ParseControlKey(key)
+	if err != nil || (t != record.ControlAbort && t != record.ControlCommit) {
+		return false
+	}
+	open := c.txnOpen[b.ProducerID()]
+	delete(c.txnOpen, b.ProducerID())
+	return !open
 }
 
 // abortedBatch reports whether b belongs to an aborted transaction.

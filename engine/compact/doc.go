@@ -25,9 +25,11 @@
 // delete.retention.ms after the cleaning that first stamped their batch
 // (KIP-534 delete horizon, stored in baseTimestamp with attribute bit
 // 0x40), the last batch of each active producer (as an empty batch if
-// need be), and control batches unchanged. Key-less records and the
-// records of aborted transactions are removed; an aborted record never
-// counts as its key's latest.
+// need be), and transaction markers (control batches) while data of their
+// transaction may remain before them, then for delete.retention.ms after
+// the cleaning that found none (the same delete horizon). Key-less records
+// and the records of aborted transactions are removed; an aborted record
+// never counts as its key's latest.
 //
 // Output batches are not all valid to record.Validate: a cleaned batch has
 // recordCount < lastOffsetDelta+1 and gaps in its offset deltas, and a

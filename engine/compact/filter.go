@@ -21,10 +21,12 @@ type Rules struct {
 	DeleteRetentionMs int64
 	// ProducerLast returns, for a producer that is still active in the
 	// partition's producer state, the last offset of its last data batch
-	// (Kafka's LastRecord.lastDataOffset); ok false for an expired or
+	// (Kafka's LastRecord.lastDataOffset), or -1 when its state holds no
+	// data batch (its last word was a marker); ok false for an expired or
 	// unknown producer. The batch ending at that offset is kept, even with
 	// no records left, because it carries the producer's last sequence and
-	// epoch. nil: no producer is active.
+	// epoch; for -1, its markers are (they carry the epoch). nil: no
+	// producer is active.
 	ProducerLast func(producerID int64) (lastDataOffset int64, ok bool)
 	// UpperBound is the end (exclusive) of the cleaning round: the batch
 	// whose next offset is UpperBound is kept even with no records left,
@@ -99,9 +101,10 @@ func Filter(dst []byte, m *OffsetMap, batches []byte, r *Rules) ([]byte, Stats, 
 // The records of aborted transactions (Cleaner.SetAborted) are removed,
 // as Kafka's cleaner discards aborted batches (the batch may stay empty
 // for producer state, as above). Control batches (transaction markers)
-// are copied unchanged: Kafka also removes a marker once its
-// transaction's records are gone and its delete horizon has passed, which
-// Sluice does not do yet (keeping it is always safe).
+// are kept while data of their transaction may remain before them, then
+// stamped with a delete horizon and removed after it (filterMarker); this
+// needs the round's batches from the log start in offset order, across
+// Filter calls, after SetAborted began the round.
 //
 // On error, dst is returned at its length on entry, with an error wrapping
 // ErrCorrupt (or record.ErrCorrupt / ErrTooLarge from decompression).
@@ -138,16 +141,9 @@ func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int,
 		return dst, err
 	}
 	if b.Control() {
-		// Copied as they are, once their records are known to parse.
-		for c.it.reset(b, raw); c.it.next(); {
-		}
-		if err := c.it.done(); err != nil {
-			return dst, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
-		}
-		st.BatchesCopied++
-		st.RecordsKept += int64(b.RecordCount())
-		return append(dst, b...), nil
+		return c.filterMarker(dst, b, raw, pos, r, st)
 	}
+	c.txnData(b)
 	logAppend := b.LogAppendTime()
 	hasHorizon := b.Attributes()&record.DeleteHorizonBit != 0
 	horizon := b.BaseTimestamp() // meaningful when hasHorizon
@@ -222,6 +218,16 @@ func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int,
 	if logAppend {
 		maxTs = b.MaxTimestamp()
 	}
+	return c.rewrite(dst, b, raw, attrs, baseTs, maxTs, kept), nil
+}
+
+// rewrite appends b with the records c.keep marks, attributes attrs and
+// timestamps baseTs and maxTs, re-encoding the records' timestamp deltas
+// against baseTs and re-compressing with b's codec. REQUIRES: c.keep holds
+// one decision per record of b, kept of them true; raw is b's records.
+func (c *Cleaner) rewrite(dst []byte, b record.Batch, raw []byte, attrs int16, baseTs, maxTs int64, kept int32) []byte {
+	logAppend := b.LogAppendTime()
+	it := &c.it
 	start := len(dst)
 	dst = append(dst, b[:record.HeaderSize]...)
 	out := dst
@@ -246,11 +252,69 @@ func (c *Cleaner) filterBatch(dst []byte, m *OffsetMap, b record.Batch, pos int,
 		dst = record.CompressRecords(dst, b.Codec(), out, isXerial(b.Records()))
 	}
 	finishHeader(dst, start, attrs, baseTs, maxTs, kept)
-	return dst, nil
+	return dst
+}
+
+// filterMarker appends what survives of control batch b (a transaction
+// marker) to dst: Kafka's rule (LogCleaner's CleanedTransactionMetadata
+// and checkBatchRetention). A marker may go once no data of its
+// transaction remains before it: c.txnData recorded, in this pass, which
+// producers have transactional batches since their last marker, and the
+// marker of a producer with none is removable (an emptied control batch,
+// whose transaction is known to be gone, too). A removable marker is
+// kept through this cleaning and stamped with a delete horizon
+// (r.Now+r.DeleteRetentionMs, as a tombstone's batch is), so that a
+// consumer that read the transaction's records has delete.retention.ms to
+// read its end; a later cleaning at or after the horizon removes it.
+// Whatever the rules, a marker that is an active producer's last word
+// (retainEmpty) stays, as an empty batch once its record may go.
+func (c *Cleaner) filterMarker(dst []byte, b record.Batch, raw []byte, pos int, r *Rules, st *Stats) ([]byte, error) {
+	var key []byte
+	n := int32(0)
+	for c.it.reset(b, raw); c.it.next(); n++ {
+		if n == 0 && c.it.rec.key != nil {
+			key = bytes.Clone(c.it.rec.key)
+		}
+	}
+	if err := c.it.done(); err != nil {
+		return dst, fmt.Errorf("%w at byte %d (offset %d): %v", ErrCorrupt, pos, b.BaseOffset(), err)
+	}
+	removable := c.txnMarker(b, n, key)
+	hasHorizon := b.Attributes()&record.DeleteHorizonBit != 0
+	horizon := b.BaseTimestamp()
+	switch {
+	case n == 0 || (removable && hasHorizon && r.Now >= horizon):
+		if !c.retainEmpty(b, r) {
+			return dst, nil
+		}
+		st.BatchesEmptied++
+		start := len(dst)
+		dst = append(dst, b[:record.HeaderSize]...)
+		attrs := b.Attributes() & (record.TimestampTypeBit | record.TransactionalBit | record.ControlBit | record.DeleteHorizonBit)
+		baseTs := b.MaxTimestamp()
+		if hasHorizon {
+			baseTs = horizon
+		}
+		finishHeader(dst, start, attrs, baseTs, b.MaxTimestamp(), 0)
+		return dst, nil
+	case removable && !hasHorizon:
+		c.keep = c.keep[:0]
+		for range n {
+			c.keep = append(c.keep, true)
+		}
+		st.RecordsKept += int64(n)
+		return c.rewrite(dst, b, raw, b.Attributes()|record.DeleteHorizonBit, satAdd(r.Now, r.DeleteRetentionMs), b.MaxTimestamp(), n), nil
+	}
+	st.BatchesCopied++
+	st.RecordsKept += int64(n)
+	return append(dst, b...), nil
 }
 
 // retainEmpty reports whether b, with no record left, must stay as an
-// empty batch (Kafka's BatchRetention.RETAIN_EMPTY).
+// empty batch (Kafka's BatchRetention.RETAIN_EMPTY): it ends the round,
+// or it is an active producer's last data batch, or a marker of an
+// active producer that has no data batch (Kafka's
+// isBatchLastRecordOfProducer: the marker carries the producer's epoch).
 func (c *Cleaner) retainEmpty(b record.Batch, r *Rules) bool {
 	if r.UpperBound > 0 && b.NextOffset() == r.UpperBound {
 		return true
@@ -259,7 +323,7 @@ func (c *Cleaner) retainEmpty(b record.Batch, r *Rules) bool {
 		return false
 	}
 	last, ok := r.ProducerLast(b.ProducerID())
-	return ok && last == b.LastOffset()
+	return ok && (last == b.LastOffset() || (last < 0 && b.Control()))
 }
 
 // xerialMagic starts a snappy block framed as the Java client frames it.

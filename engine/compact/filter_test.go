@@ -241,10 +241,12 @@ func TestLogAppendTime(t *testing.T) {
 	}
 }
 
-// TestControlBatchCopied: transaction markers pass through unchanged.
+// TestControlBatchCopied: a transaction marker whose transaction had data
+// in the round passes through unchanged (txn_test.go has the rest of the
+// marker rules).
 func TestControlBatchCopied(t *testing.T) {
 	ctl := appendBatch(nil, 1, opts{pid: 3, epoch: 1, control: true}, kv{Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0, 0, 0}, Ts: 2})
-	l := appendBatch(nil, 0, opts{pid: 3, epoch: 1}, r("a", "a1", 1))
+	l := appendBatch(nil, 0, opts{pid: 3, epoch: 1, txn: true}, r("a", "a1", 1))
 	l = append(l, ctl...)
 	l = appendBatch(l, 2, plain, r("a", "a2", 3))
 	out, _ := clean(t, l, mib, 0, Rules{})

@@ -54,6 +54,7 @@ func cases() []testCase {
 	all = append(all, optionalCases()...)
 	all = append(all, compactionCases()...)
 	all = append(all, txnIndexCases()...)
+	all = append(all, snapshotCases()...)
 	return all
 }
 

@@ -78,6 +78,9 @@ type Log struct {
 	// append order (increasing LastOffset). Entries go with the chunk
 	// holding their marker: cut by Truncate, dropped with the chunk.
 	aborted []engine.AbortedTxn
+	// snapshots are the engine.SnapshotStore snapshots by offset; they
+	// outlive Close as the batches do. REQUIRES: mu to read or write.
+	snapshots map[int64][]byte
 }
 
 func newLog(id engine.PartitionID, cfg engine.LogConfig, now func() time.Time) *Log {

@@ -99,6 +99,7 @@ func (l *Log) restartAt(offset int64) {
 	l.epochs = engine.NewEpochCache(nil)
 	l.checkpoint = 0
 	l.aborted = nil
+	l.snapshots = nil
 }
 
 // DeleteBefore advances the start offset to offset and drops the chunks

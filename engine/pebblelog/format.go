@@ -44,6 +44,9 @@ import (
 //	aborted   +------+--------+-----------------+
 //	txn       | 0x08 | id u64 | lastOffset u64  |       -> aborted transaction (34 bytes)
 //	          +------+--------+-----------------+
+//	snapshot  +------+--------+-----------------+
+//	          | 0x09 | id u64 | offset u64      |       -> snapshot bytes, as given
+//	          +------+--------+-----------------+
 //
 // Values:
 //
@@ -74,6 +77,11 @@ import (
 // retention range-delete them with the batches, cleaning keeps them.
 // Builds before transactions never read tag 0x08, so adding it did not
 // change formatVersion.
+//
+// The snapshots (engine.SnapshotStore) are opaque bytes keyed by their
+// offset; only TruncateFullyAndStartAt and DeleteLog remove them with the
+// log, the caller removes the others. Builds before them never read tag
+// 0x09, so adding it did not change formatVersion.
 //
 // The high watermarks key (engine.HighWatermarkStore, Kafka's
 // replication-offset-checkpoint) is one value for the whole store, replaced
@@ -115,6 +123,7 @@ const (
 	tagBatch    = 0x06
 	tagHighWM   = 0x07
 	tagAborted  = 0x08
+	tagSnapshot = 0x09
 
 	metaStart   = 0x01
 	metaEpochs  = 0x02

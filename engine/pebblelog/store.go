@@ -296,7 +296,7 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(catalogKey(id), nil)
-	for _, tag := range []byte{tagMeta, tagSegment, tagBatchIdx, tagBatch, tagAborted} {
+	for _, tag := range []byte{tagMeta, tagSegment, tagBatchIdx, tagBatch, tagAborted, tagSnapshot} {
 		_ = b.DeleteRange(newLogKey(tag, n, 0)[:9], logKeyEnd(tag, n), nil)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {

@@ -100,6 +100,7 @@ func (l *Log) restartAtLocked(offset int64) error {
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	l.deleteFrom(pb, 0)
+	_ = pb.DeleteRange(newLogKey(tagSnapshot, l.n, 0), logKeyEnd(tagSnapshot, l.n), nil)
 	_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(offset)), nil)
 	_ = pb.Delete(metaKey(l.n, metaEpochs), nil)
 	_ = pb.Delete(metaKey(l.n, metaCleaner), nil)

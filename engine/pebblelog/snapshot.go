@@ -1,0 +1,103 @@
+package pebblelog
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/sluice/sluice/engine"
+)
+
+var _ engine.SnapshotStore = (*Log)(nil)
+
+// SaveSnapshot implements engine.SnapshotStore: one synced key (see the
+// key layout in format.go).
+func (l *Log) SaveSnapshot(offset int64, data []byte) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: snapshot of %s/%d at %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
+	}
+	return l.snapshotWrite("save", func(pb *pebble.Batch) {
+		_ = pb.Set(newLogKey(tagSnapshot, l.n, offset), data, nil)
+	})
+}
+
+// LatestSnapshot implements engine.SnapshotStore: a reverse seek from upTo.
+func (l *Log) LatestSnapshot(upTo int64) (offset int64, data []byte, ok bool, err error) {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return 0, nil, false, l.errClosed()
+	}
+	if upTo < 0 {
+		return 0, nil, false, nil
+	}
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: newLogKey(tagSnapshot, l.n, 0),
+		UpperBound: newLogKey(tagSnapshot, l.n, upTo+1),
+	})
+	if err != nil {
+		return 0, nil, false, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, nil, false, it.Error()
+	}
+	off, valid := keyOffset(it.Key())
+	if !valid {
+		return 0, nil, false, l.corrupt("snapshot key %x", it.Key())
+	}
+	return off, bytes.Clone(it.Value()), true, nil
+}
+
+// DeleteSnapshotsFrom implements engine.SnapshotStore.
+func (l *Log) DeleteSnapshotsFrom(offset int64) error {
+	return l.snapshotWrite("delete", func(pb *pebble.Batch) {
+		_ = pb.DeleteRange(newLogKey(tagSnapshot, l.n, max(offset, 0)), logKeyEnd(tagSnapshot, l.n), nil)
+	})
+}
+
+// DeleteSnapshotsBefore implements engine.SnapshotStore.
+func (l *Log) DeleteSnapshotsBefore(offset int64) error {
+	if offset <= 0 {
+		return nil
+	}
+	return l.snapshotWrite("delete", func(pb *pebble.Batch) {
+		_ = pb.DeleteRange(newLogKey(tagSnapshot, l.n, 0), newLogKey(tagSnapshot, l.n, offset), nil)
+	})
+}
+
+// SnapshotDue implements engine.SnapshotStore: the base of the newest
+// emulated segment, as the segment backend answers.
+func (l *Log) SnapshotDue() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segs) == 0 {
+		return -1
+	}
+	return l.segs[len(l.segs)-1].base
+}
+
+// snapshotWrite commits the changes fill makes, synced.
+func (l *Log) snapshotWrite(what string, fill func(*pebble.Batch)) error {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.closed {
+		return l.errClosed()
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	pb := l.s.db.NewBatch()
+	defer pb.Close()
+	fill(pb)
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("pebblelog: %s: %s snapshot of %s/%d: %w", l.s.dir, what, l.id.Topic, l.id.Partition, err)
+	}
+	return nil
+}
