@@ -53,8 +53,8 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	}
 	l.replacing = true
 	return &chunkWriter{
-		l:    l,
-		old:  append([]*chunk(nil), l.chunks[i:j]...),
+		l:          l,
+		old:        append([]*chunk(nil), l.chunks[i:j]...),
 		next:       from,
 		checkpoint: -1,
 		c:          &chunk{base: from, next: to, maxTs: -1, created: l.chunks[i].created, lastWrite: l.chunks[j-1].lastWrite},
@@ -111,8 +111,8 @@ type chunkWriter struct {
 	next int64    // the lowest offset the next batch may have
 	// checkpoint >= 0: Commit sets the cleaner checkpoint to it.
 	checkpoint int64
-	err  error    // sticky
-	done bool     // committed or aborted
+	err        error // sticky
+	done       bool  // committed or aborted
 }
 
 // errWriterDone is returned by a chunkWriter used after Commit or Abort.
