@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need when it is missing: kcat (a
 # librdkafka client), kafka-python (Debian's python3-kafka, for
-# /usr/bin/python3) and kafkajs (npm, pinned by e2e/compat/kafkajs's lock
+# /usr/bin/python3), confluent-kafka-python (python3-confluent-kafka: librdkafka's
+# transactional producer) and kafkajs (npm, pinned by e2e/compat/kafkajs's lock
 # file), to prove compatibility with non-Go clients; and a real ZooKeeper
 # (for cluster tests). Under CI=true a dependency that cannot be installed is
 # a failure; elsewhere it is a warning and those tests skip.
@@ -20,6 +21,7 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
