@@ -160,7 +160,13 @@ func (p *eosPipeline) loop(ctx context.Context, i int, sess *kgo.GroupTransactSe
 			continue
 		}
 		if err := sess.Begin(); err != nil {
-			p.t.Errorf("instance %d: begin: %v", i, err)
+			// The example treats this as impossible; it happens when the
+			// producer id failed to load and franz-go deems that fatal
+			// (a coordinator that a broker named a moment ago and that
+			// the next metadata no longer lists is "unknown broker").
+			// An application restarts the instance: so do we.
+			p.errors.Add(1)
+			p.t.Logf("instance %d: begin: %v (recreating the session)", i, err)
 			return
 		}
 		e := kgo.AbortingFirstErrPromise(sess.Client())
@@ -323,6 +329,7 @@ func TestExactlyOnceSingleNode(t *testing.T) {
 		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 		at, committed := time.Since(pipeStart), p.committedRecords.Load()
 		b.kill()
+		checkBrokerLogs(t, fmt.Sprintf("broker before kill %d", k), b.logText())
 		time.Sleep(time.Duration(rng.Intn(500)) * time.Millisecond)
 		r := time.Now()
 		b.restart()
@@ -351,11 +358,33 @@ func TestExactlyOnceSingleNode(t *testing.T) {
 	pipeTime := time.Since(pipeStart)
 	cancel()
 	<-ran
-	t.Logf("pipeline done in %v: %d transactions committed, %d aborted, %d End errors, %d sessions recreated, %d kills",
+	t.Logf("pipeline done in %v: %d transactions committed, %d aborted, %d Begin/End errors, %d sessions recreated, %d kills",
 		pipeTime.Round(time.Millisecond), p.commits.Load(), p.aborts.Load(), p.errors.Load(), p.recreated.Load(), len(stats))
 
 	checkExactlyOnce(t, []string{b.addr}, "eos-out", n, 30*time.Second)
+	checkBrokerLogs(t, "broker after the last restart", b.logText())
 	t.Logf("total %v", time.Since(began).Round(time.Millisecond))
+}
+
+// checkBrokerLogs fails the test on a panic in a broker's log and logs
+// its first ERROR lines.
+func checkBrokerLogs(t *testing.T, name, logs string) {
+	t.Helper()
+	if i := strings.Index(logs, "panic:"); i >= 0 {
+		t.Fatalf("%s panicked:\n%s", name, tail(logs[i:], 4000))
+	}
+	n := 0
+	for _, l := range lines(logs) {
+		if strings.Contains(l, "level=ERROR") {
+			if n < 5 {
+				t.Logf("%s: %.300s", name, l)
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		t.Logf("%s: %d ERROR lines", name, n)
+	}
 }
 
 // tail returns the last n bytes of s.
@@ -506,6 +535,7 @@ func TestExactlyOnceCluster(t *testing.T) {
 		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 		at, committed := time.Since(pipeStart), p.committedRecords.Load()
 		c.brokers[v.id].kill()
+		checkBrokerLogs(t, fmt.Sprintf("broker %d before the kill", v.id), c.brokers[v.id].logText())
 		t.Logf("kill %d: broker %d (%s) at %v with %d records committed", k+1, v.id, v.what, at.Round(time.Millisecond), committed)
 		// It can start again once its ZooKeeper registration is gone.
 		killedAt := time.Now()
@@ -540,7 +570,7 @@ func TestExactlyOnceCluster(t *testing.T) {
 	pipeTime := time.Since(pipeStart)
 	cancel()
 	<-ran
-	t.Logf("pipeline done in %v: %d transactions committed, %d aborted, %d End errors, %d sessions recreated, %d kills",
+	t.Logf("pipeline done in %v: %d transactions committed, %d aborted, %d Begin/End errors, %d sessions recreated, %d kills",
 		pipeTime.Round(time.Millisecond), p.commits.Load(), p.aborts.Load(), p.errors.Load(), p.recreated.Load(), len(victims))
 	checkExactlyOnce(t, all, "eos-out", n, 30*time.Second)
 
@@ -587,6 +617,9 @@ func TestExactlyOnceCluster(t *testing.T) {
 	got := readCommitted(t, all, "zombie-out", 1, 3*time.Second)
 	if len(got) != 1 || got[0] != "fresh-0" {
 		t.Fatalf("zombie-out read_committed: %q, want [fresh-0]", got)
+	}
+	for id := int32(1); id <= 3; id++ {
+		checkBrokerLogs(t, fmt.Sprintf("broker %d", id), c.brokers[id].logText())
 	}
 	t.Logf("total %v", time.Since(began).Round(time.Millisecond))
 }
