@@ -353,6 +353,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		}
 	}
 	ps.commit()
+	p.noteAppended(int64(len(data)))
 	p.maybeSnapshot(false)
 	p.appends.Add(1)
 	p.appended(next, int64(len(data))) // before the HW passes it: HW moves are priced from its mark

@@ -47,6 +47,7 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 			return fmt.Errorf("replication: follower append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
 		}
 	}
+	p.noteAppended(int64(len(batches)))
 	p.maybeSnapshot(false)
 	if p.opts.FlushEveryAppend {
 		if err := p.log.Flush(); err != nil {

@@ -30,11 +30,13 @@ type Options struct {
 	// answers only durable data. Leave it false when the log itself was
 	// created with LogConfig.FlushMessages=1 (its Append already fsyncs).
 	FlushEveryAppend bool
-	// ProducerScanBytes bounds how much of the log tail NewPartition reads
-	// to rebuild idempotent-producer state when it finds no usable
-	// producer snapshot (rebuild.go); for a log without segments it is
-	// also how many bytes are appended between snapshots.
-	// 0: DefaultProducerScanBytes; < 0: do not scan.
+	// ProducerScanBytes is how many bytes are appended at most between
+	// producer snapshots (besides one at each segment roll), so that a
+	// restart replays at most this much of the log after the latest
+	// snapshot; with no usable snapshot the whole log is read
+	// (rebuild.go). 0: DefaultProducerScanBytes; < 0: snapshot every
+	// DefaultProducerScanBytes, and with no usable snapshot do not scan
+	// (producers and open transactions of the log are then unknown).
 	ProducerScanBytes int64
 	// TopicID is the topic's id: followers fetch by id (Fetch v13+).
 	TopicID [16]byte
@@ -78,8 +80,8 @@ type Options struct {
 // DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
 const DefaultReplicaLagTimeMax = 30 * time.Second
 
-// DefaultProducerScanBytes is how much of a log's tail is scanned for
-// producer state when Options.ProducerScanBytes is 0.
+// DefaultProducerScanBytes is how many bytes are appended at most between
+// producer snapshots when Options.ProducerScanBytes is 0.
 const DefaultProducerScanBytes = 32 << 20
 
 // AppendResult describes the outcome of one Append.
@@ -174,7 +176,7 @@ type Partition struct {
 // NewPartition takes ownership of log (Close closes it; when NewPartition
 // fails, the caller still owns it) and loads the idempotent-producer state
 // from the log's latest producer snapshot and the log after it, or from
-// the last Options.ProducerScanBytes of the log (see rebuild.go).
+// the whole log when there is none (see rebuild.go).
 // The partition starts as leader at Options.LeaderEpoch with the high
 // watermark at the log end.
 func NewPartition(log engine.Log, opts Options) (*Partition, error) {

@@ -43,11 +43,11 @@ import (
 // keeps each producer's last batch only, as Kafka's does, so a retry of an
 // older batch of the 5 in flight is not recognized after a restart. With
 // no usable snapshot (none taken yet, a log without
-// engine.SnapshotStore, every one damaged) it rebuilds the state by
-// scanning the batch headers of the last Options.ProducerScanBytes of the
-// log (32 MiB by default), not the whole log, which would make opening a
-// large partition slow. A producer whose last batches lie further back is
-// then unknown and accepted at its next sequence, as above.
+// engine.SnapshotStore, every one damaged) it rebuilds the state from the
+// whole log, as Kafka does: a tail scan would miss a transaction begun
+// before it. Snapshots are taken at least every Options.ProducerScanBytes
+// appended (32 MiB by default, rebuild.go), so that full scan is rare and
+// a restart normally replays at most that much.
 
 // maxProducerBatches is how many batches per producer are kept for
 // duplicate detection (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN).

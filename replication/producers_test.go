@@ -164,9 +164,10 @@ func TestProducerStateSurvivesReopen(t *testing.T) {
 	}
 }
 
-// TestRebuildScansOnlyTheTail checks that a small scan budget forgets
-// producers whose batches lie further back, and keeps recent ones.
-func TestRebuildScansOnlyTheTail(t *testing.T) {
+// TestRebuildWithoutSnapshotScansWholeLog checks that, with no producer
+// snapshot, a producer whose batches lie far before ProducerScanBytes of
+// the log end is still remembered: the rebuild reads the whole log.
+func TestRebuildWithoutSnapshotScansWholeLog(t *testing.T) {
 	st := openStore(t, "memory")
 	p, _ := newPartition(t, st, engine.LogConfig{}, Options{})
 	if _, err := p.Append(ctx, batch(1, 0, 0, 1), 1); err != nil {
@@ -185,19 +186,16 @@ func TestRebuildScansOnlyTheTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := newProducerState(0)
-	if err := rebuildProducers(ps, l, 4096); err != nil {
+	if err := l.(engine.SnapshotStore).DeleteSnapshotsFrom(0); err != nil {
 		t.Fatal(err)
 	}
-	if ps.producers[1] != nil || ps.producers[2] == nil {
-		t.Fatalf("producers after a 4 KiB tail scan: %v", ps.producers)
-	}
-	ps = newProducerState(0)
-	if err := rebuildProducers(ps, l, 1<<30); err != nil {
+	p2, err := NewPartition(l, Options{ProducerScanBytes: 4096})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ps.producers[1] == nil || ps.producers[2] == nil {
-		t.Fatalf("producers after a full scan: %v", ps.producers)
+	defer p2.Close()
+	if ps := p2.producers.producers; ps[1] == nil || ps[2] == nil {
+		t.Fatalf("producers after a rebuild without snapshots: %v", ps)
 	}
 }
 

@@ -14,21 +14,27 @@ import (
 // or below the log end (snapshot.go, kept by a log that implements
 // engine.SnapshotStore), replaying the log from the snapshot's offset. A
 // snapshot that does not decode is skipped with a warning and the next
-// older one tried; with none, the state is rebuilt from the last
-// Options.ProducerScanBytes of the log (see producers.go), as Kafka does
-// for a log without snapshots. Snapshots above the log end were taken of
-// a tail that is gone (an unclean shutdown, a truncation) and are deleted
-// first (Kafka's truncateAndReload).
+// older one tried; with none, the state is rebuilt from the whole log, as
+// Kafka does for a log without snapshots: a bounded tail scan would miss
+// a transaction that began before it, leaving the LSO at the HW and an
+// ABORT marker for a producer it does not know (no aborted-transaction
+// index entry: read_committed consumers would read the aborted records).
+// Snapshots above the log end were taken of a tail that is gone (an
+// unclean shutdown, a truncation) and are deleted first (Kafka's
+// truncateAndReload).
 //
 // A snapshot is taken of the state as of the log end by the owner of the
 // producer state: after the first append round (or follower append) that
 // finds the log rolled since the last snapshot (engine.SnapshotStore's
 // SnapshotDue; Kafka snapshots in the roll itself, at the new segment's
 // base, which is the same state minus that one round), after every
-// ProducerScanBytes appended for a log without segments, and at Close.
-// The last keepSnapshots are kept, the older ones deleted, so a damaged
-// latest snapshot still has a fallback.
-
+// Options.ProducerScanBytes appended since the last snapshot on every
+// backend (so a crash before the first roll of a large segment still
+// leaves a snapshot at most that far behind the log end, and a restart
+// replays at most that much), and at Close. The last keepSnapshots are
+// kept, the older ones deleted, so a damaged latest snapshot still has a
+// fallback; the full scan is left for a log with no valid snapshot at all
+// (one written before snapshots existed, or all of them damaged).
 // keepSnapshots is how many snapshots a partition keeps.
 const keepSnapshots = 3
 
@@ -38,24 +44,31 @@ type snapState struct {
 	// kept are the offsets of the snapshots this partition saved or
 	// loaded, ascending, at most keepSnapshots.
 	kept []int64
-	// due is SnapshotDue when the last snapshot was taken or loaded;
-	// size the log size then.
-	due, size int64
+	// due is SnapshotDue when the last snapshot was taken or loaded.
+	due int64
+	// since counts the bytes appended since the last snapshot was taken
+	// or loaded (noteAppended).
+	since int64
 }
 
 // scanChunk is how much one read of the producer-state rebuild asks for.
 const scanChunk = 1 << 20
 
-// scanBytes is Options.ProducerScanBytes with its default.
-func (p *Partition) scanBytes() int64 {
-	if p.opts.ProducerScanBytes == 0 {
+// snapshotEvery is how many appended bytes call for a snapshot:
+// Options.ProducerScanBytes, with its default.
+func (p *Partition) snapshotEvery() int64 {
+	if p.opts.ProducerScanBytes <= 0 {
 		return DefaultProducerScanBytes
 	}
 	return p.opts.ProducerScanBytes
 }
 
+// noteAppended counts n bytes appended to the log toward the next
+// snapshot. REQUIRES: the caller owns p.producers.
+func (p *Partition) noteAppended(n int64) { p.snap.since += n }
+
 // loadProducerState replaces p's producer state with one loaded from the
-// latest valid snapshot and the log after it, or from the log's tail (see
+// latest valid snapshot and the log after it, or from the whole log (see
 // the top of this file). Damaged or unreadable snapshots are logged, not
 // returned; the error is the log's. REQUIRES: the caller owns
 // p.producers (NewPartition, the append round's leader, or p.fmu held as
@@ -67,10 +80,16 @@ func (p *Partition) loadProducerState() error {
 	ss, ok := p.log.(engine.SnapshotStore)
 	if ok {
 		from = p.loadLatestSnapshot(ss)
-		p.snap.due, p.snap.size = ss.SnapshotDue(), p.log.Size()
+		p.snap.due = ss.SnapshotDue()
 	}
 	if from < 0 {
-		return rebuildProducers(s, p.log, p.scanBytes())
+		if p.opts.ProducerScanBytes < 0 {
+			return nil // told not to scan
+		}
+		if start, end := p.log.StartOffset(), p.log.EndOffset(); end > start {
+			p.logger.Info("replication: no producer snapshot, rebuilding producer state from the whole log", "topic", p.opts.Topic, "partition", p.opts.Partition, "start", start, "end", end, "bytes", p.log.Size())
+		}
+		return replayProducers(s, p.log, p.log.StartOffset())
 	}
 	p.snap.kept = []int64{from}
 	return replayProducers(s, p.log, max(from, p.log.StartOffset()))
@@ -119,20 +138,15 @@ func (p *Partition) maybeSnapshot(force bool) {
 	if n := len(p.snap.kept); n > 0 && p.snap.kept[n-1] == end {
 		return
 	}
-	due, size := ss.SnapshotDue(), p.log.Size()
-	if !force {
-		if due >= 0 && due <= p.snap.due {
-			return
-		}
-		if due < 0 && size-p.snap.size < max(p.scanBytes(), 1) {
-			return
-		}
+	due := ss.SnapshotDue()
+	if !force && (due < 0 || due <= p.snap.due) && p.snap.since < p.snapshotEvery() {
+		return // no roll since the last snapshot, and not enough appended
 	}
 	if err := ss.SaveSnapshot(end, encodeSnapshot(p.producers)); err != nil {
 		p.logger.Warn("replication: saving a producer snapshot", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", end, "err", err)
 		return
 	}
-	p.snap.due, p.snap.size = due, size
+	p.snap.due, p.snap.since = due, 0
 	p.snap.kept = append(p.snap.kept, end)
 	if n := len(p.snap.kept); n > keepSnapshots {
 		p.snap.kept = p.snap.kept[n-keepSnapshots:]
@@ -140,23 +154,6 @@ func (p *Partition) maybeSnapshot(force bool) {
 			p.logger.Warn("replication: deleting old producer snapshots", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
 		}
 	}
-}
-
-// rebuildProducers loads producer state from the last scanBytes of log (see
-// producers.go for why only the tail). The log maps offsets, not bytes, so
-// the scan start is estimated from the average batch bytes per offset; an
-// estimate that lands mid-batch is fine, since Read starts at the batch
-// holding the offset.
-func rebuildProducers(s *producerState, log engine.Log, scanBytes int64) error {
-	start, end := log.StartOffset(), log.EndOffset()
-	if scanBytes < 0 || end <= start {
-		return nil
-	}
-	if size := log.Size(); size > scanBytes {
-		span := float64(end-start) * float64(scanBytes) / float64(size)
-		start = max(start, end-int64(span)-1)
-	}
-	return replayProducers(s, log, start)
 }
 
 // replayProducers loads into s every batch of log from the one holding

@@ -279,20 +279,19 @@ func TestSnapshotRestartKeepsOldState(t *testing.T) {
 	}
 }
 
-// TestSnapshotWithoutSnapshotsLosesOldState: the control case: with the
-// snapshots gone, the bounded scan does not reach the old producer.
-func TestSnapshotWithoutSnapshotsLosesOldState(t *testing.T) {
+// TestSnapshotWithoutSnapshotsScansWholeLog: with the snapshots gone,
+// the rebuild reads the whole log and still finds the old producer and
+// the old transaction.
+func TestSnapshotWithoutSnapshotsScansWholeLog(t *testing.T) {
 	st := openStore(t, "segment")
 	p, _ := newPartition(t, st, engine.LogConfig{SegmentBytes: snapSegmentBytes}, Options{Topic: "t", ProducerScanBytes: snapScanBytes})
-	b1, _, _ := oldStateScenario(t, p)
+	b1, r1, txnFirst := oldStateScenario(t, p)
 	p2 := reopenPartition(t, st, p, func(l engine.Log) {
 		if err := l.(engine.SnapshotStore).DeleteSnapshotsFrom(0); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if res := mustAppend(t, p2, bytes.Clone(b1)); res.Duplicate {
-		t.Fatalf("a producer beyond the scan window was remembered without snapshots")
-	}
+	wantOldState(t, p2, b1, r1, txnFirst)
 }
 
 // TestSnapshotDamagedFallsBack: a damaged latest snapshot (a bit flipped,
