@@ -127,6 +127,15 @@ func (c *Coordinator) Owns(name string) (owned, loading bool) {
 	return c.parts.State(PartitionFor(name, n))
 }
 
+// PartitionState reports whether this broker leads partition i of
+// __consumer_offsets (owned) and, if so, whether its load is still
+// running (loading). The WriteTxnMarkers handler answers
+// COORDINATOR_LOAD_IN_PROGRESS for a loading partition before appending
+// the marker: a marker past the end the replay reads would otherwise
+// complete nothing (the groups are not installed yet) and then the load
+// would install the producer's offsets as pending, never to complete.
+func (c *Coordinator) PartitionState(i int32) (owned, loading bool) { return c.parts.State(i) }
+
 // matcher matches the groups stored in partition i of n.
 func matcher(i, n int32) func(string) bool {
 	return func(g string) bool { return PartitionFor(g, n) == i }

@@ -19,7 +19,10 @@ package server
 // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH
 // (a marker older than the producer's epoch there),
 // TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
-// REQUEST_TIMED_OUT after 30 s. The partitions of __consumer_offsets that
+// REQUEST_TIMED_OUT after 30 s; COORDINATOR_LOAD_IN_PROGRESS, not
+// appended, for a __consumer_offsets partition still loading (the
+// coordinator retries it: a marker past the end the load replays would
+// leave the offsets it installs pending for ever). The partitions of __consumer_offsets that
 // took the marker are then handed to the group layer
 // (completeTxnOffsets), which commits or drops the producer's pending
 // offsets; in single-node mode, where offsets live in the metastore and
@@ -127,6 +130,11 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 			p, err := s.leaderPartition(t.Topic, part)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
+				continue
+			}
+			if t.Topic == offsets.Topic && s.offsetsPartitionLoading(part) {
+				// Not appended: the load would miss it (offsets.Coordinator.PartitionState).
+				rp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 				continue
 			}
 			wg.Add(1)

@@ -19,6 +19,20 @@ func (s *Server) completeTxnOffsets(producerID int64, offsetsPartitions []int32,
 	return s.groups.HandleTxnCompletion(producerID, offsetsPartitions, commit)
 }
 
+// offsetsPartitionLoading reports whether partition i of
+// __consumer_offsets, led here, is still loading (cluster mode): its
+// transaction markers are answered COORDINATOR_LOAD_IN_PROGRESS, before
+// they are appended, and retried by the transaction coordinator, so the
+// marker is either in what the load replays or completes the offsets the
+// load installed (offsets.Coordinator.PartitionState).
+func (s *Server) offsetsPartitionLoading(i int32) bool {
+	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
+		_, loading := zp.offsets.PartitionState(i)
+		return loading
+	}
+	return false
+}
+
 // persistTxnHook is the group coordinator's PersistTxn hook: package
 // offsets writes transactional offset commits to __consumer_offsets in
 // cluster mode; nil in single-node mode (the metastore alone).
