@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replication"
 )
 
 // TxnOffsetCommit (key 28), versions 0-3 (KIP-98, KIP-447).
@@ -23,9 +24,13 @@ import (
 // need not exist (a producer outside group management: generation -1, no
 // member id); it is created Empty, as Kafka does. Unlike OffsetCommit there
 // is no state check: a member of the current generation may commit while
-// the group rebalances. The transactional id was authorized by the server;
-// the producer's epoch is checked by the transaction coordinator and the
-// log, not here.
+// the group rebalances. The transactional id was authorized by the server.
+// The producer's epoch: in cluster mode the __consumer_offsets log refuses
+// an epoch older than the producer's; in single-node mode the coordinator
+// checks it against the latest epoch it saw (txn.go). Either way a fenced
+// producer gets INVALID_PRODUCER_EPOCH, at every version, as Kafka answers
+// (the log's error passes through GroupMetadataManager unmapped; Java
+// clients and librdkafka treat it as PRODUCER_FENCED).
 
 func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -111,6 +116,12 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 	if len(offsets) == 0 {
 		return codes
 	}
+	// Single-node: refuse a fenced epoch, and index the group for the
+	// producer before the offsets become pending, so a marker that raced
+	// past the check still finds them (and drops them: older epoch).
+	if !c.admitTxn(req.ProducerID, req.ProducerEpoch, g.name) {
+		return setAll(errInvalidProducerEpoch)
+	}
 	// Cluster mode: durable once __consumer_offsets has the transactional
 	// batch; its offset orders it among the group's writes.
 	pos, code := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
@@ -129,7 +140,6 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 		return setAll(storeErrorCode(err))
 	}
 	g.addPendingLocked(put)
-	c.indexTxn(req.ProducerID, g.name)
 	return codes
 }
 
@@ -144,8 +154,13 @@ func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID in
 	pos, err := c.opts.PersistTxn(ctx, name, producerID, epoch, offsets)
 	if err != nil {
 		c.log.Warn("group: persist transactional offsets", "group", name, "producer", producerID, "err", err)
-		if errors.Is(err, ErrNotCoordinator) {
+		switch {
+		case errors.Is(err, ErrNotCoordinator):
 			return 0, errNotCoordinator
+		case errors.Is(err, replication.ErrInvalidProducerEpoch):
+			// A fenced producer: the log knows a newer epoch. Kafka
+			// passes INVALID_PRODUCER_EPOCH through, at every version.
+			return 0, errInvalidProducerEpoch
 		}
 		return 0, errCoordinatorNotAvailable
 	}

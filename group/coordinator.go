@@ -41,6 +41,7 @@ const (
 	defaultOffsetsRetention   = 7 * 24 * time.Hour
 	defaultRetentionCheck     = 10 * time.Minute // offsets.retention.check.interval.ms
 	defaultMaxMetadataSize    = 4096             // offset.metadata.max.bytes
+	defaultProducerIDExpiry   = 24 * time.Hour   // producer.id.expiration.ms
 	newMemberJoinTimeout      = 5 * time.Minute  // Kafka's NewMemberJoinTimeoutMs
 	authorizedOperationsUnset = -2147483648
 )
@@ -68,6 +69,10 @@ type Options struct {
 	MaxGroupSize int
 	// MaxMetadataSize is offset.metadata.max.bytes. 0: 4096.
 	MaxMetadataSize int
+	// ProducerIDExpiration is producer.id.expiration.ms: how long the
+	// single-node coordinator keeps the epoch of a producer id that has no
+	// pending transactional offsets and was not seen (txn.go). 0: 1 day.
+	ProducerIDExpiration time.Duration
 
 	// Now replaces time.Now for timestamps when Clock is nil.
 	Now func() time.Time
@@ -118,6 +123,10 @@ type Coordinator struct {
 	// under g.mu, never held while taking another.
 	txnMu     sync.Mutex
 	txnGroups map[int64]map[string]struct{}
+	// txnEpochs (guarded by txnMu), single-node mode only: the latest
+	// epoch seen of each producer id, from TxnOffsetCommit and from
+	// transaction markers, as a log's producer state keeps it (txn.go).
+	txnEpochs map[int64]producerEpoch
 	// txnPos is the last position handed to a pending transactional offset
 	// in single-node mode (txn.go); loading moves it past stored ones.
 	txnPos atomic.Int64
@@ -149,6 +158,9 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.MaxMetadataSize <= 0 {
 		opts.MaxMetadataSize = defaultMaxMetadataSize
 	}
+	if opts.ProducerIDExpiration <= 0 {
+		opts.ProducerIDExpiration = defaultProducerIDExpiry
+	}
 	c := &Coordinator{
 		store:     opts.Store,
 		clock:     opts.Clock,
@@ -157,6 +169,7 @@ func New(opts Options) (*Coordinator, error) {
 		loaded:    make(chan struct{}),
 		groups:    make(map[string]*group),
 		txnGroups: make(map[int64]map[string]struct{}),
+		txnEpochs: make(map[int64]producerEpoch),
 	}
 	if c.clock == nil {
 		c.clock = realClock{now: opts.Now}

@@ -31,6 +31,7 @@ var (
 	errInvalidRequest          = kerr.InvalidRequest.Code
 	errUnknownServerError      = kerr.UnknownServerError.Code
 	errUnstableOffsetCommit    = kerr.UnstableOffsetCommit.Code
+	errInvalidProducerEpoch    = kerr.InvalidProducerEpoch.Code
 )
 
 var (

@@ -18,6 +18,31 @@ package group
 //     the committed offset alone.
 //   - OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for a
 //     partition that has a pending offset of any producer.
+//   - Producer epochs (fencing). In cluster mode the __consumer_offsets
+//     log refuses a TxnOffsetCommit batch whose epoch is older than the
+//     producer's (INVALID_PRODUCER_EPOCH, passed through as Kafka's
+//     GroupMetadataManager does). A single node has no such log, so the
+//     coordinator keeps the latest epoch of each producer id in txnEpochs,
+//     as a log's producer state does: learned from TxnOffsetCommit and
+//     raised by every transaction marker (HandleTxnCompletion). A
+//     TxnOffsetCommit at an older epoch is refused with
+//     INVALID_PRODUCER_EPOCH, the code Kafka answers at every version
+//     (the log's InvalidProducerEpochException, not remapped for
+//     TxnOffsetCommit; clients treat it as fenced). In both modes a marker
+//     drops, instead of committing, the producer's pending offsets written
+//     at an epoch older than its own (a zombie's, left by an earlier
+//     transaction), and leaves alone those at a newer epoch (the marker is
+//     stale for them). This relies on transaction version 1, where a
+//     transaction's markers carry the epoch its writes used.
+//   - Memory: an epoch entry whose producer has no pending offsets and was
+//     not seen (TxnOffsetCommit, marker) for producer.id.expiration.ms is
+//     dropped by the periodic expiry sweep (expireProducers). Epochs are
+//     not stored: after a restart they are learned again from the stored
+//     pending offsets and the next markers; a zombie's commit accepted in
+//     that window is dropped by the next marker of its producer id.
+//     Pending offsets per producer are bounded only by what TxnOffsetCommit
+//     may add for transactional ids the principal is authorized for, as in
+//     Kafka (no extra limit).
 //   - OffsetDelete removes the pending offsets of the partitions it deletes;
 //     DeleteGroups removes them with the group; expiry never removes them,
 //     and an Empty group with pending offsets is not expired (Kafka's
@@ -25,9 +50,73 @@ package group
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluice/sluice/metastore"
 )
+
+// producerEpoch is the latest epoch the single-node coordinator saw of one
+// producer id, and when it last saw the producer (for expiry).
+type producerEpoch struct {
+	epoch int16
+	seen  time.Time
+}
+
+// singleNode reports whether the coordinator checks producer epochs itself
+// (no __consumer_offsets log does).
+func (c *Coordinator) singleNode() bool { return c.opts.PersistTxn == nil }
+
+// admitTxn checks epoch against the latest known epoch of producerID and, if
+// it is not older, records it and indexes group for the producer, in one
+// step under txnMu so a marker either precedes it (and the commit is
+// refused) or sees the group. It reports false for a fenced epoch. In
+// cluster mode only the index is updated: the log checks epochs.
+func (c *Coordinator) admitTxn(producerID int64, epoch int16, group string) bool {
+	c.txnMu.Lock()
+	defer c.txnMu.Unlock()
+	if c.singleNode() {
+		st, ok := c.txnEpochs[producerID]
+		if ok && epoch < st.epoch {
+			return false
+		}
+		c.txnEpochs[producerID] = producerEpoch{epoch: epoch, seen: c.clock.Now()}
+	}
+	c.indexTxnLocked(producerID, group)
+	return true
+}
+
+// raiseEpochLocked records that producerID reached epoch (a marker, a
+// loaded pending offset), never lowering what is known.
+// REQUIRES: c.txnMu held.
+func (c *Coordinator) raiseEpochLocked(producerID int64, epoch int16, now time.Time) {
+	if !c.singleNode() {
+		return
+	}
+	st, ok := c.txnEpochs[producerID]
+	if !ok || epoch > st.epoch {
+		st.epoch = epoch
+	}
+	st.seen = now
+	c.txnEpochs[producerID] = st
+}
+
+// expireProducers drops the epochs of producers that have no pending
+// offsets (no txnGroups entry) and were not seen for
+// Options.ProducerIDExpiration, and returns how many it dropped. The
+// periodic sweep calls it.
+func (c *Coordinator) expireProducers(now time.Time) int {
+	c.txnMu.Lock()
+	defer c.txnMu.Unlock()
+	n := 0
+	for pid, st := range c.txnEpochs {
+		if _, busy := c.txnGroups[pid]; busy || now.Sub(st.seen) < c.opts.ProducerIDExpiration {
+			continue
+		}
+		delete(c.txnEpochs, pid)
+		n++
+	}
+	return n
+}
 
 // addPendingLocked records pending offsets in g.
 // REQUIRES: g.mu held.
@@ -79,12 +168,11 @@ func (g *group) dropPendingLocked(tps []metastore.TopicPartition) []metastore.Pe
 	return keys
 }
 
-// indexTxn records that producerID has pending offsets in group (Kafka's
-// openGroupsForProducer), so HandleTxnCompletion finds the group without
-// scanning every group.
-func (c *Coordinator) indexTxn(producerID int64, group string) {
-	c.txnMu.Lock()
-	defer c.txnMu.Unlock()
+// indexTxnLocked records that producerID has pending offsets in group
+// (Kafka's openGroupsForProducer), so HandleTxnCompletion finds the group
+// without scanning every group.
+// REQUIRES: c.txnMu held.
+func (c *Coordinator) indexTxnLocked(producerID int64, group string) {
 	gs := c.txnGroups[producerID]
 	if gs == nil {
 		gs = make(map[string]struct{})
@@ -93,10 +181,14 @@ func (c *Coordinator) indexTxn(producerID int64, group string) {
 	gs[group] = struct{}{}
 }
 
-// HandleTxnCompletion ends producerID's transaction in the groups whose
-// offsets partition (Options.PartitionFor) is in offsetsPartitions: with
-// commit its pending offsets become committed offsets, unless superseded
-// (see the top of this file); otherwise they are dropped. It is called once
+// HandleTxnCompletion ends producerID's transaction, whose marker carries
+// producerEpoch, in the groups whose offsets partition
+// (Options.PartitionFor) is in offsetsPartitions: with commit its pending
+// offsets at producerEpoch become committed offsets, unless superseded (see
+// the top of this file); otherwise they are dropped. Pending offsets at an
+// older epoch (a fenced zombie's) are dropped even on commit; those at a
+// newer epoch are left pending. In single-node mode the producer's known
+// epoch is raised to producerEpoch. It is called once
 // the COMMIT or ABORT marker is written to those partitions (Kafka's
 // GroupMetadataManager.handleTxnCompletion), and is idempotent: a producer
 // without pending offsets in a group is nothing to do. Groups this
@@ -106,12 +198,13 @@ func (c *Coordinator) indexTxn(producerID int64, group string) {
 // Errors: a metastore failure, after the other groups were completed; the
 // group whose write failed keeps its pending offsets, so a retry completes
 // it. Safe for concurrent use.
-func (c *Coordinator) HandleTxnCompletion(producerID int64, offsetsPartitions []int32, commit bool) error {
+func (c *Coordinator) HandleTxnCompletion(producerID int64, producerEpoch int16, offsetsPartitions []int32, commit bool) error {
 	parts := make(map[int32]bool, len(offsetsPartitions))
 	for _, p := range offsetsPartitions {
 		parts[p] = true
 	}
 	c.txnMu.Lock()
+	c.raiseEpochLocked(producerID, producerEpoch, c.clock.Now())
 	var names []string
 	for name := range c.txnGroups[producerID] {
 		if c.opts.PartitionFor == nil || parts[c.opts.PartitionFor(name)] {
@@ -121,11 +214,14 @@ func (c *Coordinator) HandleTxnCompletion(producerID int64, offsetsPartitions []
 	c.txnMu.Unlock()
 	var firstErr error
 	for _, name := range names {
-		err := c.completeTxn(name, producerID, commit)
+		left, err := c.completeTxn(name, producerID, producerEpoch, commit)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
+			continue
+		}
+		if left {
 			continue
 		}
 		c.txnMu.Lock()
@@ -140,38 +236,53 @@ func (c *Coordinator) HandleTxnCompletion(producerID int64, offsetsPartitions []
 	return firstErr
 }
 
-// completeTxn ends producerID's transaction in the group called name.
-func (c *Coordinator) completeTxn(name string, producerID int64, commit bool) error {
+// completeTxn ends producerID's transaction at epoch in the group called
+// name. It reports whether pending offsets of the producer are left (at a
+// newer epoch than the marker's).
+func (c *Coordinator) completeTxn(name string, producerID int64, epoch int16, commit bool) (bool, error) {
 	g := c.getGroup(name, false)
 	if g == nil {
-		return nil
+		return false, nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	pend := g.pendingTxn[producerID]
 	if g.state == stateDead || len(pend) == 0 {
-		return nil
+		return false, nil
 	}
 	var u metastore.OffsetsUpdate
 	applied := map[metastore.TopicPartition]metastore.CommittedOffset{}
+	var kept []metastore.TopicPartition
 	for tp, p := range pend {
+		if p.ProducerEpoch > epoch {
+			kept = append(kept, tp)
+			continue
+		}
 		u.DeletePending = append(u.DeletePending, metastore.PendingKey{ProducerID: producerID, TopicPartition: tp})
-		if !commit || p.Superseded {
+		if !commit || p.Superseded || p.ProducerEpoch < epoch {
 			continue
 		}
 		applied[tp] = p.Offset
 		u.PutPending = append(u.PutPending, g.supersededLocked(tp, producerID, p.Position)...)
 	}
 	u.Commit = applied
-	if err := c.store.UpdateOffsets(name, u); err != nil {
-		return fmt.Errorf("group: complete transaction of producer %d in group %q: %w", producerID, name, err)
+	if len(u.DeletePending) == 0 {
+		return true, nil
 	}
-	delete(g.pendingTxn, producerID)
+	if err := c.store.UpdateOffsets(name, u); err != nil {
+		return false, fmt.Errorf("group: complete transaction of producer %d in group %q: %w", producerID, name, err)
+	}
+	for _, k := range u.DeletePending {
+		delete(pend, k.TopicPartition)
+	}
+	if len(pend) == 0 {
+		delete(g.pendingTxn, producerID)
+	}
 	g.addPendingLocked(u.PutPending)
 	for tp, o := range applied {
 		g.offsets[tp] = o
 	}
-	return nil
+	return len(kept) > 0, nil
 }
 
 // loadPending reads the pending transactional offsets of every group match
@@ -198,7 +309,10 @@ func (c *Coordinator) loadPending(groups map[string]*group, match func(string) b
 		}
 		g.addPendingLocked(ps) // g is not shared yet
 		for _, p := range ps {
-			c.indexTxn(p.ProducerID, name)
+			c.txnMu.Lock()
+			c.indexTxnLocked(p.ProducerID, name)
+			c.raiseEpochLocked(p.ProducerID, p.ProducerEpoch, c.clock.Now())
+			c.txnMu.Unlock()
 			for {
 				cur := c.txnPos.Load()
 				if p.Position <= cur || c.txnPos.CompareAndSwap(cur, p.Position) {

@@ -43,7 +43,7 @@ func (e *env) fetchStable(group, topic string, partition int32) (int64, int16) {
 
 func (e *env) complete(pid int64, commit bool) {
 	e.t.Helper()
-	if err := e.c.HandleTxnCompletion(pid, []int32{0}, commit); err != nil {
+	if err := e.c.HandleTxnCompletion(pid, 0, []int32{0}, commit); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -245,7 +245,7 @@ func TestHandleTxnCompletionPartitions(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.PartitionFor = func(g string) int32 { return parts[g] } })
 	e.txnCommit("a", 7, "", -1, nil, "t", 0, 10)
 	e.txnCommit("b", 7, "", -1, nil, "t", 0, 20)
-	if err := e.c.HandleTxnCompletion(7, []int32{1}, true); err != nil {
+	if err := e.c.HandleTxnCompletion(7, 0, []int32{1}, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.fetch("a", "t", 0); got != 10 {
@@ -254,7 +254,7 @@ func TestHandleTxnCompletionPartitions(t *testing.T) {
 	if _, code := e.fetchStable("b", "t", 0); code != errUnstableOffsetCommit {
 		t.Fatalf("group b (marker not in its partition yet): code %d, want UNSTABLE_OFFSET_COMMIT", code)
 	}
-	if err := e.c.HandleTxnCompletion(7, []int32{2}, true); err != nil {
+	if err := e.c.HandleTxnCompletion(7, 0, []int32{2}, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.fetch("b", "t", 0); got != 20 {

@@ -165,7 +165,7 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 		}
 	}
 	if len(done) > 0 {
-		if err := s.completeTxnOffsets(m.ProducerID, done, m.Committed); err != nil {
+		if err := s.completeTxnOffsets(m.ProducerID, m.ProducerEpoch, done, m.Committed); err != nil {
 			s.log.Error("server: completing transactional offsets", "producer_id", m.ProducerID, "commit", m.Committed, "partitions", done, "err", err)
 			code := errorCode(err)
 			for _, rp := range parts {

@@ -225,6 +225,7 @@ func New(opts Options) (*Server, error) {
 		MinSessionTimeout:     c.GroupMinSessionTimeout,
 		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		OffsetsRetention:      c.OffsetsRetention,
+		ProducerIDExpiration:  c.ProducerIDExpiration,
 		Now:                   opts.Now,
 		Logger:                s.log,
 		NodeID:                s.nodeID,

@@ -11,12 +11,14 @@ import (
 // completeTxnOffsets ends producerID's transaction for the groups stored in
 // the given __consumer_offsets partitions once its COMMIT (commit) or ABORT
 // marker is written there: their pending transactional offsets become
-// committed, or are dropped (group.Coordinator.HandleTxnCompletion). In
+// committed, or are dropped (group.Coordinator.HandleTxnCompletion, which
+// also drops a fenced zombie's pending offsets, at an epoch older than the
+// marker's producerEpoch, and raises the single-node epoch). In
 // single-node mode, with no __consumer_offsets topic, it is the whole of
 // what a marker for those partitions does. Idempotent; an error is a
 // metastore failure, after which a retried marker completes what is left.
-func (s *Server) completeTxnOffsets(producerID int64, offsetsPartitions []int32, commit bool) error {
-	return s.groups.HandleTxnCompletion(producerID, offsetsPartitions, commit)
+func (s *Server) completeTxnOffsets(producerID int64, producerEpoch int16, offsetsPartitions []int32, commit bool) error {
+	return s.groups.HandleTxnCompletion(producerID, producerEpoch, offsetsPartitions, commit)
 }
 
 // offsetsPartitionLoading reports whether partition i of

@@ -89,7 +89,7 @@ func TestTxnOffsetCommitSingleNode(t *testing.T) {
 	}
 
 	n := offsets.PartitionFor(group, s.cfg.OffsetsTopicPartitions)
-	if err := s.completeTxnOffsets(1000, []int32{n}, true); err != nil {
+	if err := s.completeTxnOffsets(1000, 0, []int32{n}, true); err != nil {
 		t.Fatal(err)
 	}
 	fetched, err := adm.FetchOffsets(ctx, group)

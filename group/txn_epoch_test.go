@@ -1,0 +1,208 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replication"
+)
+
+// txnCommitAt is TxnOffsetCommit of one partition at the given version and
+// producer epoch, outside group management; it returns the code.
+func (e *env) txnCommitAt(version int16, pid int64, epoch int16, partition int32, offset int64) int16 {
+	e.t.Helper()
+	r := kmsg.NewPtrTxnOffsetCommitRequest()
+	r.Version = version
+	r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = "tx", "g", pid, epoch, -1
+	p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	p.Partition, p.Offset = partition, offset
+	r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{p}}}
+	resp := do[*kmsg.TxnOffsetCommitResponse](e, r)
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+func (e *env) completeAt(pid int64, epoch int16, commit bool) {
+	e.t.Helper()
+	if err := e.c.HandleTxnCompletion(pid, epoch, []int32{0}, commit); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestTxnOffsetCommitFencedEpoch: single node, the epoch a marker carries
+// fences older ones: a zombie's TxnOffsetCommit is refused with
+// INVALID_PRODUCER_EPOCH at every version, and the new epoch's commit
+// applies alone.
+func TestTxnOffsetCommitFencedEpoch(t *testing.T) {
+	for _, v := range []int16{0, 2, 3} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			e := newEnv(t, nil)
+			if code := e.txnCommitAt(v, 7, 0, 0, 5); code != 0 {
+				t.Fatalf("epoch 0 commit: %d", code)
+			}
+			e.completeAt(7, 1, false) // fencing abort at the bumped epoch
+			if code := e.txnCommitAt(v, 7, 0, 1, 99); code != errInvalidProducerEpoch {
+				t.Fatalf("zombie at epoch 0: code %d, want INVALID_PRODUCER_EPOCH", code)
+			}
+			if code := e.txnCommitAt(v, 7, 2, 0, 10); code != 0 {
+				t.Fatalf("epoch 2 commit: %d", code)
+			}
+			if code := e.txnCommitAt(v, 7, 1, 1, 98); code != errInvalidProducerEpoch {
+				t.Fatalf("epoch 1 after epoch 2: code %d, want INVALID_PRODUCER_EPOCH", code)
+			}
+			e.completeAt(7, 2, true)
+			if got := e.fetch("g", "t", 0); got != 10 {
+				t.Fatalf("t-0 = %d, want 10", got)
+			}
+			if off, code := e.fetchStable("g", "t", 1); code != 0 || off != -1 {
+				t.Fatalf("t-1 = %d, code %d; want -1, 0 (the zombie's offset neither pending nor committed)", off, code)
+			}
+		})
+	}
+}
+
+// TestTxnCompletionDropsOlderEpochs: a marker drops, even on commit, the
+// producer's pending offsets written at an older epoch (here after a
+// restart, which forgets epochs), and leaves those at a newer epoch
+// pending.
+func TestTxnCompletionDropsOlderEpochs(t *testing.T) {
+	e := newEnv(t, nil)
+	if code := e.txnCommitAt(3, 7, 0, 0, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	e.completeAt(7, 0, true)
+	e.restart()
+	// Epochs are relearned: the zombie's epoch 0 is accepted after the
+	// restart, but the next marker (epoch 2) drops it.
+	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != 0 {
+		t.Fatalf("commit after restart: %d", code)
+	}
+	e.completeAt(7, 2, true)
+	if off, code := e.fetchStable("g", "t", 1); code != 0 || off != -1 {
+		t.Fatalf("t-1 = %d, code %d; want -1, 0 (the older epoch's offset dropped)", off, code)
+	}
+	if pend, _ := e.store.FetchPendingTxnOffsets("g"); len(pend) != 0 {
+		t.Fatalf("pending left in the store: %+v", pend)
+	}
+	// Pending at epoch 3; a stale marker at epoch 2 leaves it.
+	if code := e.txnCommitAt(3, 7, 3, 0, 30); code != 0 {
+		t.Fatalf("epoch 3 commit: %d", code)
+	}
+	e.completeAt(7, 2, true)
+	if _, code := e.fetchStable("g", "t", 0); code != errUnstableOffsetCommit {
+		t.Fatalf("after a stale marker: code %d, want UNSTABLE_OFFSET_COMMIT (still pending)", code)
+	}
+	if code := e.txnCommitAt(3, 7, 2, 1, 1); code != errInvalidProducerEpoch {
+		t.Fatalf("a stale marker lowered the epoch: code %d", code)
+	}
+	e.completeAt(7, 3, true)
+	if got := e.fetch("g", "t", 0); got != 30 {
+		t.Fatalf("t-0 = %d, want 30", got)
+	}
+}
+
+// TestTxnEpochLoadedFromPending: after a restart the epoch of stored
+// pending offsets is known again.
+func TestTxnEpochLoadedFromPending(t *testing.T) {
+	e := newEnv(t, nil)
+	if code := e.txnCommitAt(3, 7, 4, 0, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	e.restart()
+	if code := e.txnCommitAt(3, 7, 3, 1, 6); code != errInvalidProducerEpoch {
+		t.Fatalf("older epoch after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+}
+
+// TestTxnProducerEpochExpiry: the sweep drops the epoch of a producer that
+// has no pending offsets and was idle for producer.id.expiration.ms, and
+// keeps the others.
+func TestTxnProducerEpochExpiry(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.ProducerIDExpiration = time.Hour })
+	// Made-up producer ids that only ever completed.
+	for pid := int64(100); pid < 110; pid++ {
+		e.completeAt(pid, 1, false)
+	}
+	// Producer 7 keeps pending offsets; producer 8 completed.
+	if code := e.txnCommitAt(3, 7, 1, 0, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	if code := e.txnCommitAt(3, 8, 1, 1, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	e.completeAt(8, 1, true)
+	count := func() int {
+		e.c.txnMu.Lock()
+		defer e.c.txnMu.Unlock()
+		return len(e.c.txnEpochs)
+	}
+	if n := count(); n != 12 {
+		t.Fatalf("%d epochs, want 12", n)
+	}
+	e.clock.Advance(30 * time.Minute)
+	e.completeAt(8, 1, false) // seen again
+	e.clock.Advance(30 * time.Minute)
+	if _, err := e.c.ExpireOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	e.c.txnMu.Lock()
+	_, has7 := e.c.txnEpochs[7]
+	_, has8 := e.c.txnEpochs[8]
+	n := len(e.c.txnEpochs)
+	e.c.txnMu.Unlock()
+	if !has7 || !has8 || n != 2 {
+		t.Fatalf("after an hour: %d epochs (7: %v, 8: %v), want only 7 (pending) and 8 (seen 30 min ago)", n, has7, has8)
+	}
+	e.clock.Advance(2 * time.Hour)
+	if _, err := e.c.ExpireOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	e.c.txnMu.Lock()
+	_, has7 = e.c.txnEpochs[7]
+	n = len(e.c.txnEpochs)
+	e.c.txnMu.Unlock()
+	if !has7 || n != 1 {
+		t.Fatalf("after 3 hours: %d epochs (7: %v), want only 7 (pending offsets never expire it)", n, has7)
+	}
+	// An expired producer starts over: any epoch is accepted.
+	if code := e.txnCommitAt(3, 8, 0, 1, 6); code != 0 {
+		t.Fatalf("commit of an expired producer: %d", code)
+	}
+}
+
+// TestTxnOffsetCommitClusterFenced: in cluster mode the log's
+// INVALID_PRODUCER_EPOCH reaches the client (not COORDINATOR_NOT_AVAILABLE),
+// and the coordinator keeps no epochs of its own.
+func TestTxnOffsetCommitClusterFenced(t *testing.T) {
+	fenced := false
+	e := newEnv(t, func(o *Options) {
+		o.PersistTxn = func(_ context.Context, _ string, pid int64, epoch int16, _ map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error) {
+			if fenced {
+				return 0, fmt.Errorf("offsets: append: %w: producer %d epoch %d", replication.ErrInvalidProducerEpoch, pid, epoch)
+			}
+			return 1, nil
+		}
+	})
+	if code := e.txnCommitAt(3, 7, 5, 0, 1); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	if code := e.txnCommitAt(3, 7, 4, 1, 1); code != 0 {
+		t.Fatalf("cluster mode refused an epoch itself (the log decides): %d", code)
+	}
+	fenced = true
+	for _, v := range []int16{0, 3} {
+		if code := e.txnCommitAt(v, 7, 0, 1, 1); code != errInvalidProducerEpoch {
+			t.Fatalf("v%d: code %d, want INVALID_PRODUCER_EPOCH", v, code)
+		}
+	}
+	e.c.txnMu.Lock()
+	n := len(e.c.txnEpochs)
+	e.c.txnMu.Unlock()
+	if n != 0 {
+		t.Fatalf("cluster mode kept %d epochs", n)
+	}
+}
