@@ -23,38 +23,17 @@
 # pid.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
-
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-8s}
 KEYS=${KEYS:-100000}
 PORT=${PORT:-29192}
 PERF_TIMEOUT=${PERF_TIMEOUT:-120}
 
-make -s build
-bin=$repo/bin/sluice
-work=$(mktemp -d "$repo/.bench-compaction.XXXXXX")
-broker_pid=
-cleanup() {
-	if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-pin_broker=() pin_client=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-	pin_broker=(taskset -c 0) pin_client=(taskset -c 1)
-fi
-
-"${pin_broker[@]}" "$bin" serve --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" \
-	--set log.cleaner.backoff.ms=100 --log-json >"$work/broker.log" 2>&1 &
-broker_pid=$!
-for i in $(seq 50); do
-	"$bin" topic list --bootstrap-server "127.0.0.1:$PORT" --timeout 1s >/dev/null 2>&1 && break
-	kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; exit 1; }
-	sleep 0.2
-done
+# shellcheck source=bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+bench_setup compaction
+bench_serve "127.0.0.1:$PORT" --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" \
+	--set log.cleaner.backoff.ms=100 --log-json
 
 cleaned_mb() { # total MB the cleaner read so far, and its rounds
 	grep '"cleaner: cleaned log"' "$work/broker.log" | jq -s '[length, ([.[].readMB] | add // 0)] | @tsv' -r

@@ -22,9 +22,6 @@
 # by its pid.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
-
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-5s}
 RECORD_SIZE=${RECORD_SIZE:-1024}
@@ -33,29 +30,10 @@ TXN_MS=${TXN_MS:-100}
 PORT=${PORT:-29193}
 PERF_TIMEOUT=${PERF_TIMEOUT:-120}
 
-make -s build
-bin=$repo/bin/sluice
-work=$(mktemp -d "$repo/.bench-transactions.XXXXXX")
-broker_pid=
-cleanup() {
-	if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-pin_broker=() pin_client=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-	pin_broker=(taskset -c 0) pin_client=(taskset -c 1)
-fi
-
-"${pin_broker[@]}" "$bin" serve --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" \
-	--log-json >"$work/broker.log" 2>&1 &
-broker_pid=$!
-for i in $(seq 50); do
-	"$bin" topic list --bootstrap-server "127.0.0.1:$PORT" --timeout 1s >/dev/null 2>&1 && break
-	kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; exit 1; }
-	sleep 0.2
-done
+# shellcheck source=bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+bench_setup transactions
+bench_serve "127.0.0.1:$PORT" --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" --log-json
 
 perf() { # perf MODE ARGS...: one `sluice perf` run, its JSON summary on stdout
 	timeout "$PERF_TIMEOUT" "${pin_client[@]}" "$bin" perf "$@" --bootstrap-server "127.0.0.1:$PORT" --json --quiet
