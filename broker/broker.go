@@ -25,7 +25,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -438,15 +437,6 @@ func (b *Broker) clientListener() int {
 		}
 	}
 	return 0
-}
-
-// controlListener is the index of control.plane.listener.name, -1 when
-// none is set.
-func (b *Broker) controlListener() int {
-	if b.cfg.ControlPlaneListenerName == "" {
-		return -1
-	}
-	return slices.Index(b.lnNames, b.cfg.ControlPlaneListenerName)
 }
 
 // advertised returns the address other hosts are told to use for listener

@@ -251,7 +251,7 @@ func TestCompactionPerBackend(t *testing.T) {
 			for i := 0; i < 100; i++ {
 				delete(want, fmt.Sprintf("key-%05d", i))
 			}
-			recs, end = readCompacted(t, b.addr, "kv")
+			recs, _ = readCompacted(t, b.addr, "kv")
 			tombs := 0
 			for _, r := range recs {
 				if r.value == nil {
@@ -268,7 +268,7 @@ func TestCompactionPerBackend(t *testing.T) {
 			for tombs > 0 && time.Now().Before(deadline) {
 				time.Sleep(time.Second)
 				producePrefixed(t, cl, "kv", "more", n+200_000, 50_000, keys/2)
-				recs, end = readCompacted(t, b.addr, "kv")
+				recs, _ = readCompacted(t, b.addr, "kv")
 				tombs = 0
 				for _, r := range recs {
 					if r.value == nil {

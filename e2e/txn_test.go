@@ -109,7 +109,6 @@ func (p *eosPipeline) newSession(i int) (*kgo.GroupTransactSession, error) {
 		kgo.ConsumerGroup(p.group),
 		kgo.ConsumeTopics(p.in),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(6*time.Second),
 		kgo.HeartbeatInterval(500*time.Millisecond),
 		kgo.RetryTimeout(20*time.Second),
