@@ -135,9 +135,22 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 			TopicPartition: tp, Offset: o, Position: pos,
 		})
 	}
-	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{PutPending: put}); err != nil {
+	u := metastore.OffsetsUpdate{PutPending: put}
+	// Single-node: an epoch this commit raised is stored with its offsets.
+	var storedEpoch int16
+	if c.epochNeedsStore(req.ProducerID) {
+		c.epochMu.Lock()
+		defer c.epochMu.Unlock()
+		if e, ok := c.epochToStore(req.ProducerID); ok {
+			u.Epochs, storedEpoch = map[int64]int16{req.ProducerID: e}, e
+		}
+	}
+	if err := c.store.UpdateOffsets(g.name, u); err != nil {
 		c.log.Warn("group: store pending transactional offsets", "group", g.name, "err", err)
 		return setAll(storeErrorCode(err))
+	}
+	if u.Epochs != nil {
+		c.markEpochStored(req.ProducerID, storedEpoch)
 	}
 	g.addPendingLocked(put)
 	return codes

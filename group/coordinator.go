@@ -127,6 +127,11 @@ type Coordinator struct {
 	// epoch seen of each producer id, from TxnOffsetCommit and from
 	// transaction markers, as a log's producer state keeps it (txn.go).
 	txnEpochs map[int64]producerEpoch
+	// epochMu serializes writes and deletions of stored producer epochs
+	// (single-node mode), so the stored epoch of a producer only rises and
+	// the expiry sweep's deletion cannot overtake a newer write. Taken
+	// under g.mu, before txnMu.
+	epochMu sync.Mutex
 	// txnPos is the last position handed to a pending transactional offset
 	// in single-node mode (txn.go); loading moves it past stored ones.
 	txnPos atomic.Int64
@@ -228,6 +233,11 @@ func (c *Coordinator) load() {
 			groups[name] = g
 		}
 		g.offsets = offs
+	}
+	if err := c.loadEpochs(); err != nil {
+		c.loadErr = err
+		c.log.Error("group: load failed", "err", err)
+		return
 	}
 	if err := c.loadPending(groups, func(string) bool { return true }); err != nil {
 		c.loadErr = err

@@ -34,12 +34,17 @@ package group
 //     transaction), and leaves alone those at a newer epoch (the marker is
 //     stale for them). This relies on transaction version 1, where a
 //     transaction's markers carry the epoch its writes used.
+//   - Durability: the single-node epochs are stored in the metastore (one
+//     record per producer id, kind 0x09), so a restart still fences a
+//     zombie. An epoch raised by TxnOffsetCommit is written in the batch of
+//     its pending offsets; one raised by a marker is written before the
+//     marker's pending offsets are completed. Only a rise is written
+//     (producerEpoch.stored), under epochMu, so the stored epoch never
+//     goes down. Loading reads them back (as seen at load time).
 //   - Memory: an epoch entry whose producer has no pending offsets and was
 //     not seen (TxnOffsetCommit, marker) for producer.id.expiration.ms is
-//     dropped by the periodic expiry sweep (expireProducers). Epochs are
-//     not stored: after a restart they are learned again from the stored
-//     pending offsets and the next markers; a zombie's commit accepted in
-//     that window is dropped by the next marker of its producer id.
+//     dropped by the periodic expiry sweep (expireProducers), with its
+//     stored record.
 //     Pending offsets per producer are bounded only by what TxnOffsetCommit
 //     may add for transactional ids the principal is authorized for, as in
 //     Kafka (no extra limit).
@@ -60,6 +65,8 @@ import (
 type producerEpoch struct {
 	epoch int16
 	seen  time.Time
+	// stored is the epoch stored in the metastore, -1 when none.
+	stored int16
 }
 
 // singleNode reports whether the coordinator checks producer epochs itself
@@ -79,7 +86,11 @@ func (c *Coordinator) admitTxn(producerID int64, epoch int16, group string) bool
 		if ok && epoch < st.epoch {
 			return false
 		}
-		c.txnEpochs[producerID] = producerEpoch{epoch: epoch, seen: c.clock.Now()}
+		stored := int16(-1)
+		if ok {
+			stored = st.stored
+		}
+		c.txnEpochs[producerID] = producerEpoch{epoch: epoch, seen: c.clock.Now(), stored: stored}
 	}
 	c.indexTxnLocked(producerID, group)
 	return true
@@ -93,6 +104,9 @@ func (c *Coordinator) raiseEpochLocked(producerID int64, epoch int16, now time.T
 		return
 	}
 	st, ok := c.txnEpochs[producerID]
+	if !ok {
+		st.stored = -1
+	}
 	if !ok || epoch > st.epoch {
 		st.epoch = epoch
 	}
@@ -100,20 +114,109 @@ func (c *Coordinator) raiseEpochLocked(producerID int64, epoch int16, now time.T
 	c.txnEpochs[producerID] = st
 }
 
+// epochNeedsStore reports whether the known epoch of producerID is above
+// the stored one (single-node mode).
+func (c *Coordinator) epochNeedsStore(producerID int64) bool {
+	if !c.singleNode() {
+		return false
+	}
+	c.txnMu.Lock()
+	defer c.txnMu.Unlock()
+	st, ok := c.txnEpochs[producerID]
+	return ok && st.epoch > st.stored
+}
+
+// epochToStore returns the known epoch of producerID if it is above the
+// stored one.
+// REQUIRES: c.epochMu held (so it is still the latest when written).
+func (c *Coordinator) epochToStore(producerID int64) (int16, bool) {
+	c.txnMu.Lock()
+	defer c.txnMu.Unlock()
+	st, ok := c.txnEpochs[producerID]
+	if !ok || st.epoch <= st.stored {
+		return 0, false
+	}
+	return st.epoch, true
+}
+
+// markEpochStored records that epoch of producerID was written.
+// REQUIRES: c.epochMu held.
+func (c *Coordinator) markEpochStored(producerID int64, epoch int16) {
+	c.txnMu.Lock()
+	defer c.txnMu.Unlock()
+	if st, ok := c.txnEpochs[producerID]; ok && epoch > st.stored {
+		st.stored = epoch
+		c.txnEpochs[producerID] = st
+	}
+}
+
+// storeEpoch writes the known epoch of producerID to the metastore if it
+// rose above the stored one (single-node mode).
+func (c *Coordinator) storeEpoch(producerID int64) error {
+	if !c.epochNeedsStore(producerID) {
+		return nil
+	}
+	c.epochMu.Lock()
+	defer c.epochMu.Unlock()
+	e, ok := c.epochToStore(producerID)
+	if !ok {
+		return nil
+	}
+	if err := c.store.PutProducerEpoch(producerID, e); err != nil {
+		return fmt.Errorf("group: store epoch %d of producer %d: %w", e, producerID, err)
+	}
+	c.markEpochStored(producerID, e)
+	return nil
+}
+
+// loadEpochs reads the stored producer epochs (single-node mode), as seen
+// now, so the expiry sweep counts their idle time from the load.
+func (c *Coordinator) loadEpochs() error {
+	if !c.singleNode() {
+		return nil
+	}
+	es, err := c.store.ProducerEpochs()
+	if err != nil {
+		return fmt.Errorf("group: load producer epochs: %w", err)
+	}
+	now := c.clock.Now()
+	c.txnMu.Lock()
+	defer c.txnMu.Unlock()
+	for pid, e := range es {
+		c.raiseEpochLocked(pid, e, now)
+		if st := c.txnEpochs[pid]; e > st.stored {
+			st.stored = e
+			c.txnEpochs[pid] = st
+		}
+	}
+	return nil
+}
+
 // expireProducers drops the epochs of producers that have no pending
 // offsets (no txnGroups entry) and were not seen for
 // Options.ProducerIDExpiration, and returns how many it dropped. The
 // periodic sweep calls it.
 func (c *Coordinator) expireProducers(now time.Time) int {
+	c.epochMu.Lock()
+	defer c.epochMu.Unlock()
 	c.txnMu.Lock()
-	defer c.txnMu.Unlock()
 	n := 0
+	var stored []int64
 	for pid, st := range c.txnEpochs {
 		if _, busy := c.txnGroups[pid]; busy || now.Sub(st.seen) < c.opts.ProducerIDExpiration {
 			continue
 		}
 		delete(c.txnEpochs, pid)
+		if st.stored >= 0 {
+			stored = append(stored, pid)
+		}
 		n++
+	}
+	c.txnMu.Unlock()
+	if err := c.store.DeleteProducerEpochs(stored); err != nil {
+		// The records stay; the next start loads them and a later sweep
+		// drops them again.
+		c.log.Warn("group: delete expired producer epochs", "producers", len(stored), "err", err)
 	}
 	return n
 }
@@ -205,6 +308,13 @@ func (c *Coordinator) HandleTxnCompletion(producerID int64, producerEpoch int16,
 	}
 	c.txnMu.Lock()
 	c.raiseEpochLocked(producerID, producerEpoch, c.clock.Now())
+	c.txnMu.Unlock()
+	// The epoch is durable before the marker's pending offsets go, so a
+	// restart still fences the older epochs they carried.
+	if err := c.storeEpoch(producerID); err != nil {
+		return err
+	}
+	c.txnMu.Lock()
 	var names []string
 	for name := range c.txnGroups[producerID] {
 		if c.opts.PartitionFor == nil || parts[c.opts.PartitionFor(name)] {

@@ -66,21 +66,23 @@ func TestTxnOffsetCommitFencedEpoch(t *testing.T) {
 }
 
 // TestTxnCompletionDropsOlderEpochs: a marker drops, even on commit, the
-// producer's pending offsets written at an older epoch (here after a
-// restart, which forgets epochs), and leaves those at a newer epoch
-// pending.
+// producer's pending offsets written at an older epoch, and leaves those at
+// a newer epoch pending.
 func TestTxnCompletionDropsOlderEpochs(t *testing.T) {
 	e := newEnv(t, nil)
 	if code := e.txnCommitAt(3, 7, 0, 0, 5); code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
 	e.completeAt(7, 0, true)
-	e.restart()
-	// Epochs are relearned: the zombie's epoch 0 is accepted after the
-	// restart, but the next marker (epoch 2) drops it.
-	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != 0 {
-		t.Fatalf("commit after restart: %d", code)
+	// A pending offset at epoch 0 (a zombie's, stored before the producer
+	// was fenced) is dropped by the epoch 2 marker.
+	if err := e.store.UpdateOffsets("g", metastore.OffsetsUpdate{PutPending: []metastore.PendingTxnOffset{{
+		ProducerID: 7, ProducerEpoch: 0, TopicPartition: metastore.TopicPartition{Topic: "t", Partition: 1},
+		Offset: metastore.CommittedOffset{Offset: 99, LeaderEpoch: -1}, Position: 100,
+	}}}); err != nil {
+		t.Fatal(err)
 	}
+	e.restart()
 	e.completeAt(7, 2, true)
 	if off, code := e.fetchStable("g", "t", 1); code != 0 || off != -1 {
 		t.Fatalf("t-1 = %d, code %d; want -1, 0 (the older epoch's offset dropped)", off, code)
@@ -204,5 +206,54 @@ func TestTxnOffsetCommitClusterFenced(t *testing.T) {
 	e.c.txnMu.Unlock()
 	if n != 0 {
 		t.Fatalf("cluster mode kept %d epochs", n)
+	}
+}
+
+// TestTxnEpochSurvivesRestart: single node, the epoch a marker raised is
+// stored, so after a restart a zombie's TxnOffsetCommit at an older epoch
+// is still refused (the producer has no pending offsets left to relearn it
+// from); the sweep removes the stored epoch with the expired entry.
+func TestTxnEpochSurvivesRestart(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.ProducerIDExpiration = time.Hour })
+	if code := e.txnCommitAt(3, 7, 0, 0, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	e.completeAt(7, 1, false) // fencing abort at the bumped epoch
+	if code := e.txnCommitAt(3, 8, 2, 0, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	e.completeAt(8, 2, true)
+	if code := e.txnCommitAt(3, 8, 3, 1, 6); code != 0 { // pending at epoch 3
+		t.Fatalf("commit: %d", code)
+	}
+	if es, err := e.store.ProducerEpochs(); err != nil || es[7] != 1 || es[8] != 3 {
+		t.Fatalf("stored epochs %v, %v; want 7: 1, 8: 3", es, err)
+	}
+	e.restart()
+	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != errInvalidProducerEpoch {
+		t.Fatalf("zombie at epoch 0 after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+	if code := e.txnCommitAt(3, 8, 2, 2, 99); code != errInvalidProducerEpoch {
+		t.Fatalf("producer 8 at epoch 2 after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+	if code := e.txnCommitAt(3, 7, 1, 1, 10); code != 0 {
+		t.Fatalf("epoch 1 after restart: code %d", code)
+	}
+	e.completeAt(7, 1, true)
+	e.completeAt(8, 3, true)
+	if got := e.fetch("g", "t", 1); got != 10 {
+		t.Fatalf("t-1 = %d, want 10", got)
+	}
+	// Idle for over an hour: both entries and their records go.
+	e.clock.Advance(2 * time.Hour)
+	if _, err := e.c.ExpireOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := e.store.ProducerEpochs(); err != nil || len(es) != 0 {
+		t.Fatalf("stored epochs after expiry: %v, %v; want none", es, err)
+	}
+	e.restart()
+	if code := e.txnCommitAt(3, 7, 0, 0, 6); code != 0 {
+		t.Fatalf("commit of an expired producer after restart: %d", code)
 	}
 }

@@ -28,6 +28,7 @@ package metastore
 //	0x06  0x06 u8 resource type, u8 pattern type, esc(name) u8 ver=1, acl box below
 //	0x07  0x07 esc(user) esc(mechanism)                    u8 ver=1, SCRAM credential (scram.go)
 //	0x08  0x08 esc(group) u64 BE producer id esc(topic)    u8 ver=1, pending box below
+//	0x09  0x09 u64 BE producer id                          u8 ver=1, i16 BE latest producer epoch
 //	      u32 BE partition                                 (txnoffsets.go)
 //
 // All offsets of one group share the prefix 0x03 esc(group), whose exclusive
@@ -109,6 +110,7 @@ const (
 	kindACL        byte = 0x06
 	kindScram      byte = 0x07 // layout and codec in scram.go
 	kindPendingTxn byte = 0x08 // layout above, codec in txnoffsets.go
+	kindTxnEpoch   byte = 0x09 // layout above, codec in txnoffsets.go
 
 	// formatV1 is the store layout described above, recorded under formatKey.
 	formatV1 byte = 1
@@ -120,6 +122,7 @@ const (
 	checkpointV1 byte = 1
 	aclV1        byte = 1
 	pendingV1    byte = 1
+	txnEpochV1   byte = 1
 
 	pendingSuperseded byte = 0x01 // pending value flag: a newer offset was applied
 

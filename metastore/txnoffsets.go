@@ -44,10 +44,14 @@ type OffsetsUpdate struct {
 	DeleteCommit  []TopicPartition                   // committed offsets removed
 	PutPending    []PendingTxnOffset                 // pending offsets written (replacing same keys)
 	DeletePending []PendingKey                       // pending offsets removed
+	// Epochs are producer epoch records written (see PutProducerEpoch),
+	// producer id -> epoch, so an epoch is stored with the pending offsets
+	// that raised it.
+	Epochs map[int64]int16
 }
 
 func (u *OffsetsUpdate) empty() bool {
-	return len(u.Commit) == 0 && len(u.DeleteCommit) == 0 && len(u.PutPending) == 0 && len(u.DeletePending) == 0
+	return len(u.Commit) == 0 && len(u.DeleteCommit) == 0 && len(u.PutPending) == 0 && len(u.DeletePending) == 0 && len(u.Epochs) == 0
 }
 
 // UpdateOffsets applies u to group's offsets in one atomic batch, synced
@@ -92,6 +96,14 @@ func (s *Store) UpdateOffsets(group string, u OffsetsUpdate) error {
 		key = pendingKey(key[:0], group, PendingKey{ProducerID: p.ProducerID, TopicPartition: p.TopicPartition})
 		val = appendPending(val[:0], p)
 		if err := b.Set(key, val, nil); err != nil {
+			return fmt.Errorf("metastore: update offsets of group %q: %w", group, err)
+		}
+	}
+	for pid, e := range u.Epochs {
+		if pid < 0 {
+			return fmt.Errorf("%w: producer epoch record with producer id %d", ErrInvalid, pid)
+		}
+		if err := b.Set(txnEpochKey(pid), appendTxnEpoch(nil, e), nil); err != nil {
 			return fmt.Errorf("metastore: update offsets of group %q: %w", group, err)
 		}
 	}
@@ -195,4 +207,71 @@ func decodePending(key, v []byte) (PendingTxnOffset, error) {
 		Superseded:    v[11]&pendingSuperseded != 0,
 		Offset:        o,
 	}, nil
+}
+
+// Producer epochs (single-node TxnOffsetCommit fencing)
+//
+// A single node has no __consumer_offsets log whose producer state would
+// refuse a zombie's TxnOffsetCommit, so the group coordinator keeps the
+// latest epoch of each producer id and stores it here (kind 0x09, one
+// record per producer id), so a restart still fences older epochs.
+
+// PutProducerEpoch stores epoch as the latest epoch of producerID, synced.
+func (s *Store) PutProducerEpoch(producerID int64, epoch int16) error {
+	if producerID < 0 {
+		return fmt.Errorf("%w: producer epoch record with producer id %d", ErrInvalid, producerID)
+	}
+	return s.set(txnEpochKey(producerID), appendTxnEpoch(nil, epoch))
+}
+
+// DeleteProducerEpochs removes the epoch records of producerIDs in one
+// synced batch; absent ones are ignored.
+func (s *Store) DeleteProducerEpochs(producerIDs []int64) error {
+	if len(producerIDs) == 0 {
+		return nil
+	}
+	db, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	b := db.NewBatch()
+	defer b.Close()
+	for _, pid := range producerIDs {
+		if err := b.Delete(txnEpochKey(pid), nil); err != nil {
+			return fmt.Errorf("metastore: delete producer epochs: %w", err)
+		}
+	}
+	if err := b.Commit(syncWrite); err != nil {
+		return fmt.Errorf("metastore: delete producer epochs: %w", err)
+	}
+	return nil
+}
+
+// ProducerEpochs returns every stored producer epoch, producer id ->
+// epoch. A damaged record fails the call with an error wrapping ErrCorrupt.
+func (s *Store) ProducerEpochs() (map[int64]int16, error) {
+	out := make(map[int64]int16)
+	err := s.scan([]byte{kindTxnEpoch}, []byte{kindTxnEpoch + 1}, func(k, v []byte) error {
+		if len(k) != 9 {
+			return corruptf(k, "producer epoch key is %d bytes, want 9", len(k))
+		}
+		if len(v) != 3 || v[0] != txnEpochV1 {
+			return corruptf(k, "bad producer epoch value %x", v)
+		}
+		out[int64(binary.BigEndian.Uint64(k[1:]))] = int16(binary.BigEndian.Uint16(v[1:]))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func txnEpochKey(producerID int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{kindTxnEpoch}, uint64(producerID))
+}
+
+func appendTxnEpoch(dst []byte, epoch int16) []byte {
+	return binary.BigEndian.AppendUint16(append(dst, txnEpochV1), uint16(epoch))
 }

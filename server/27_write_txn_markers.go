@@ -9,10 +9,11 @@ package server
 //
 // Sender: the request must be allowed ClusterAction on the cluster
 // (CLUSTER_AUTHORIZATION_FAILED for every partition otherwise, as Kafka's
-// KafkaApis.handleWriteTxnMarkersRequest), and a single-node broker, whose
+// KafkaApis.handleWriteTxnMarkersRequest). A single-node broker, whose own
 // coordinator writes its markers in-process (writeTxnMarkersLocal), serves
-// it to no one (CLUSTER_AUTHORIZATION_FAILED, logged, as the other
-// inter-broker requests).
+// it to clients with that permission (every client when no authorizer is
+// configured): Kafka's Admin.abortTransaction (kafka-transactions.sh abort)
+// sends it to the partition leader to end a hanging transaction.
 //
 // Each partition gets the marker through
 // replication.Partition.WriteTxnMarker (leader only, waits as acks=all):
@@ -50,11 +51,8 @@ const txnMarkerTimeout = 30 * time.Second
 func handleWriteTxnMarkers(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.WriteTxnMarkersRequest)
 	var refuse error
-	switch {
-	case !s.allowedCluster(rc, acl.OpClusterAction):
+	if !s.allowedCluster(rc, acl.OpClusterAction) {
 		refuse = errClusterAuthorization
-	case s.singleNode():
-		refuse = errClusterOnly
 	}
 	if refuse != nil {
 		s.refuseControllerRequest(rc, r, -1, -1, refuse)

@@ -235,7 +235,9 @@ func TestTxnLogEndToEnd(t *testing.T) {
 		t.Fatalf("read_committed after the commit: %v", got)
 	}
 
-	// Over the network a single-node broker serves WriteTxnMarkers to no one.
+	// Over the network a single-node broker serves WriteTxnMarkers to a
+	// client allowed ClusterAction (all, without an authorizer), with the
+	// same epoch checks: this marker's epoch 0 is fenced.
 	wreq := kmsg.NewPtrWriteTxnMarkersRequest()
 	wm := kmsg.NewWriteTxnMarkersRequestMarker()
 	wm.ProducerID = 2000
@@ -247,7 +249,7 @@ func TestTxnLogEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec := wresp.Markers[0].Topics[0].Partitions[0].ErrorCode; ec != kerr.ClusterAuthorizationFailed.Code {
+	if ec := wresp.Markers[0].Topics[0].Partitions[0].ErrorCode; ec != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("WriteTxnMarkers from a client: %v", kerr.ErrorForCode(ec))
 	}
 }
