@@ -429,3 +429,21 @@ func TestTransactionKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOffsetsTopicSegmentBytes: offsets.topic.segment.bytes (Kafka's, 100
+// MiB by default), the segment.bytes __consumer_offsets is created with;
+// zero, negative, past int32 and non-numbers are refused naming the key.
+func TestOffsetsTopicSegmentBytes(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil || c.OffsetsTopicSegmentBytes != 100<<20 {
+		t.Fatalf("default %d, %v", c.OffsetsTopicSegmentBytes, err)
+	}
+	if c, err = Load("", []string{"offsets.topic.segment.bytes=1048576"}); err != nil || c.OffsetsTopicSegmentBytes != 1<<20 {
+		t.Fatalf("override %d, %v", c.OffsetsTopicSegmentBytes, err)
+	}
+	for _, bad := range []string{"0", "-1", "2147483648", "1e6", "", "lots"} {
+		if _, err := Load("", []string{"offsets.topic.segment.bytes=" + bad}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "offsets.topic.segment.bytes") {
+			t.Errorf("offsets.topic.segment.bytes=%q: %v", bad, err)
+		}
+	}
+}

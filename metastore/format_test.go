@@ -216,6 +216,7 @@ func FuzzDecodeValues(f *testing.F) {
 	f.Add(encodeScram(nil, sasl.Credential{Salt: []byte("salt"), StoredKey: make([]byte, 32), ServerKey: make([]byte, 32), Iterations: 4096}))
 	f.Add(scramKey(nil, "u\x00", sasl.ScramSHA512))
 	f.Add(appendPending(nil, PendingTxnOffset{ProducerEpoch: 2, Position: 9, Superseded: true, Offset: CommittedOffset{Offset: 1, LeaderEpoch: -1}}))
+	f.Add(appendTxnEpoch(nil, 3))
 	f.Add([]byte{})
 	key := []byte("k")
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -250,6 +251,14 @@ func FuzzDecodeValues(f *testing.F) {
 			if err != nil || !bytes.Equal(encodeGroup(nil, g2), encodeGroup(nil, g)) {
 				t.Fatalf("group re-parse unstable: %v", err)
 			}
+		}
+		if _, e, err := decodeTxnEpoch(txnEpochKey(7), v); check("producer epoch", err) {
+			if re := appendTxnEpoch(nil, e); !bytes.Equal(re, v) {
+				t.Fatalf("producer epoch re-encodes to %x, input %x", re, v)
+			}
+		}
+		if _, _, err := decodeTxnEpoch(v, appendTxnEpoch(nil, 1)); check("producer epoch key", err) && len(v) != 9 {
+			t.Fatalf("producer epoch key of %d bytes decoded", len(v))
 		}
 		if n, err := decodeProducerID(key, v); check("producerid", err) {
 			if re := appendProducerID(nil, n); !bytes.Equal(re, v) {

@@ -253,19 +253,27 @@ func (s *Store) DeleteProducerEpochs(producerIDs []int64) error {
 func (s *Store) ProducerEpochs() (map[int64]int16, error) {
 	out := make(map[int64]int16)
 	err := s.scan([]byte{kindTxnEpoch}, []byte{kindTxnEpoch + 1}, func(k, v []byte) error {
-		if len(k) != 9 {
-			return corruptf(k, "producer epoch key is %d bytes, want 9", len(k))
+		pid, epoch, err := decodeTxnEpoch(k, v)
+		if err == nil {
+			out[pid] = epoch
 		}
-		if len(v) != 3 || v[0] != txnEpochV1 {
-			return corruptf(k, "bad producer epoch value %x", v)
-		}
-		out[int64(binary.BigEndian.Uint64(k[1:]))] = int16(binary.BigEndian.Uint16(v[1:]))
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// decodeTxnEpoch decodes one producer epoch record.
+func decodeTxnEpoch(k, v []byte) (producerID int64, epoch int16, err error) {
+	if len(k) != 9 || k[0] != kindTxnEpoch {
+		return 0, 0, corruptf(k, "producer epoch key is %d bytes, want 9", len(k))
+	}
+	if len(v) != 3 || v[0] != txnEpochV1 {
+		return 0, 0, corruptf(k, "bad producer epoch value %x", v)
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), int16(binary.BigEndian.Uint16(v[1:])), nil
 }
 
 func txnEpochKey(producerID int64) []byte {

@@ -219,15 +219,7 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 			}
 			return resp, nil
 		}
-		var refusedTopics []kmsg.OffsetCommitRequestTopic
-		kept := r.Topics[:0:0]
-		for _, t := range r.Topics {
-			if s.allowedTopic(rc, acl.OpRead, t.Topic) {
-				kept = append(kept, t)
-			} else {
-				refusedTopics = append(refusedTopics, t)
-			}
-		}
+		kept, refusedTopics := splitReadable(s, rc, r.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
 		if len(refusedTopics) == 0 {
 			return nil, nil
 		}
@@ -357,15 +349,7 @@ func (s *Server) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitReq
 	if !s.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group) {
 		return refuseAll(int16(errorCode(errGroupAuthorization))), nil
 	}
-	var refusedTopics []kmsg.TxnOffsetCommitRequestTopic
-	kept := r.Topics[:0:0]
-	for _, t := range r.Topics {
-		if s.allowedTopic(rc, acl.OpRead, t.Topic) {
-			kept = append(kept, t)
-		} else {
-			refusedTopics = append(refusedTopics, t)
-		}
-	}
+	kept, refusedTopics := splitReadable(s, rc, r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
 	if len(refusedTopics) == 0 {
 		return nil, nil
 	}
@@ -382,4 +366,17 @@ func (s *Server) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitReq
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
+}
+
+// splitReadable splits a commit request's topics into those rc may Read
+// (kept, a new slice) and those it may not (refused), in request order.
+func splitReadable[T any](s *Server, rc *reqCtx, topics []T, name func(T) string) (kept, refused []T) {
+	for _, t := range topics {
+		if s.allowedTopic(rc, acl.OpRead, name(t)) {
+			kept = append(kept, t)
+		} else {
+			refused = append(refused, t)
+		}
+	}
+	return kept, refused
 }
