@@ -143,6 +143,18 @@ type Config struct {
 	ClusterIDOverride                string        // cluster.id (sluice: optional fixed cluster id)
 	RackID                           string        // broker.rack
 
+	// HTTPListeners is http.listeners (Sluice's own key): where the HTTP
+	// side (/metrics, /healthz, /readyz, the console and /api/) listens,
+	// http://host:port or https://host:port (TLS with the broker's ssl.*
+	// settings). Default http://127.0.0.1:9644; empty: no HTTP server, and
+	// no metrics are kept.
+	HTTPListeners []string
+	// MetricsPartitionSeriesMax is metrics.partition.series.max (Sluice's
+	// own key, 10000): above this many local partitions, the per-partition
+	// series (kafka_log_log_*, kafka_consumergroup_lag per partition) are
+	// not exported; 0: never.
+	MetricsPartitionSeriesMax int
+
 	// Log cleaning (compaction), Kafka's keys and defaults. The topic
 	// configs cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio,
 	// min.compaction.lag.ms and max.compaction.lag.ms default to the
@@ -244,6 +256,8 @@ func Default() Config {
 		TransactionAbortTimedOutInterval: 10 * time.Second,
 		TransactionRemoveExpiredInterval: time.Hour,
 		LogCleanerEnable:                 true,
+		HTTPListeners:                    []string{"http://127.0.0.1:9644"},
+		MetricsPartitionSeriesMax:        10000,
 
 		LogCleanupPolicy:              CleanupPolicy{Delete: true},
 		LogCleanerThreads:             1,

@@ -447,3 +447,28 @@ func TestOffsetsTopicSegmentBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPListeners(t *testing.T) {
+	c := Default()
+	if len(c.HTTPListeners) != 1 || c.HTTPListeners[0] != "http://127.0.0.1:9644" || c.MetricsPartitionSeriesMax != 10000 {
+		t.Fatalf("defaults: %v %d", c.HTTPListeners, c.MetricsPartitionSeriesMax)
+	}
+	c, err := Load("", []string{"http.listeners=HTTPS://127.0.0.1:0, http://[::1]:9650", "metrics.partition.series.max=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.HTTPListeners) != 2 || c.HTTPListeners[0] != "https://127.0.0.1:0" || c.HTTPListeners[1] != "http://[::1]:9650" || c.MetricsPartitionSeriesMax != 0 {
+		t.Fatalf("parsed: %v %d", c.HTTPListeners, c.MetricsPartitionSeriesMax)
+	}
+	if c, err = Load("", []string{"http.listeners="}); err != nil || len(c.HTTPListeners) != 0 {
+		t.Fatalf("empty: %v %v", c.HTTPListeners, err)
+	}
+	for _, bad := range []string{"127.0.0.1:9644", "ftp://127.0.0.1:1", "http://127.0.0.1", "http://127.0.0.1:99999", "http://127.0.0.1:x"} {
+		if _, err := Load("", []string{"http.listeners=" + bad}); err == nil || !strings.Contains(err.Error(), "http.listeners") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+	if _, err := Load("", []string{"metrics.partition.series.max=-1"}); err == nil {
+		t.Error("negative metrics.partition.series.max accepted")
+	}
+}

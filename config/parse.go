@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -386,6 +387,12 @@ func (s *setter) set(key, v string) error {
 		c.TransactionAbortTimedOutInterval, err = parseDuration(key, v, time.Millisecond, 1)
 	case "transaction.remove.expired.transaction.cleanup.interval.ms":
 		c.TransactionRemoveExpiredInterval, err = parseDuration(key, v, time.Millisecond, 1)
+	case "http.listeners":
+		c.HTTPListeners, err = parseHTTPListeners(key, v)
+	case "metrics.partition.series.max":
+		var n int32
+		n, err = parseInt32(key, v, 0, math.MaxInt32)
+		c.MetricsPartitionSeriesMax = int(n)
 	case "log.cleanup.policy":
 		var perr error
 		if c.LogCleanupPolicy, perr = ParseCleanupPolicy(v); perr != nil {
@@ -703,4 +710,30 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// parseHTTPListeners parses http.listeners: a comma-separated list of
+// http://host:port or https://host:port; empty disables the HTTP server.
+func parseHTTPListeners(key, v string) ([]string, error) {
+	var out []string
+	for _, l := range strings.Split(v, ",") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		scheme, hostport, ok := strings.Cut(l, "://")
+		scheme = strings.ToLower(scheme)
+		if !ok || (scheme != "http" && scheme != "https") {
+			return nil, keyError(key, "%q: want http://host:port or https://host:port", l)
+		}
+		host, port, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return nil, keyError(key, "%q: %v", l, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return nil, keyError(key, "%q: port %q is not a number in 0-65535", l, port)
+		}
+		out = append(out, scheme+"://"+net.JoinHostPort(host, port))
+	}
+	return out, nil
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -89,6 +90,10 @@ type Options struct {
 	ACLs       acl.Store
 	// Credentials keeps SCRAM credentials (Describe/AlterUserScramCredentials).
 	Credentials sasl.CredentialStore
+
+	// Metrics, when set, is where the server counts what it does (package
+	// metrics); nil keeps no metrics.
+	Metrics *metrics.Metrics
 
 	// Listeners says how each named listener (as in listeners) authenticates
 	// its connections; a listener not named here is PLAINTEXT.
