@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,10 +93,13 @@ type brokerProc struct {
 	// controlAddr is the control.plane.listener.name listener, "" when
 	// none.
 	controlAddr string
-	dir         string
-	args        []string
-	logs        *os.File
-	done        chan error
+	// httpAddr is the http.listeners address (host:port, http), "" when
+	// the test set http.listeners itself.
+	httpAddr string
+	dir      string
+	args     []string
+	logs     *os.File
+	done     chan error
 }
 
 // startBroker starts `sluice serve` on a free loopback port with its data in
@@ -136,6 +140,11 @@ func startBroker(t *testing.T, dir string, sets ...string) *brokerProc {
 		args := []string{"serve",
 			"--set", listeners,
 			"--set", "log.dirs=" + dir,
+		}
+		b.httpAddr = ""
+		if !slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "http.listeners=") }) {
+			b.httpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			args = append(args, "--set", "http.listeners=http://"+b.httpAddr)
 		}
 		if control != "" {
 			args = append(args, "--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"+control+":PLAINTEXT")

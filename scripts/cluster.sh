@@ -10,6 +10,7 @@ set -euo pipefail
 
 ZK_PORT=${ZK_PORT:-2181}
 BASE_PORT=${BASE_PORT:-9092}
+HTTP_BASE_PORT=${HTTP_BASE_PORT:-9644}
 DATA=${DATA:-./cluster-data}
 BIN=${BIN:-bin/sluice}
 EXTRA=${EXTRA:-}
@@ -68,6 +69,7 @@ for id in 1 2 3; do
 	"$BIN" serve \
 		--set broker.id=$id \
 		--set listeners=PLAINTEXT://127.0.0.1:$port \
+		--set http.listeners=http://127.0.0.1:$((HTTP_BASE_PORT + id - 1)) \
 		--set log.dirs="$DATA/broker-$id" \
 		--set zookeeper.connect=127.0.0.1:$ZK_PORT/sluice \
 		--set zookeeper.session.timeout.ms=6000 \
@@ -77,6 +79,7 @@ done
 
 cat <<MSG
 cluster: ZooKeeper on 127.0.0.1:$ZK_PORT, brokers 1-3 on 127.0.0.1:$BASE_PORT-$((BASE_PORT + 2))
+         metrics and console on http://127.0.0.1:$HTTP_BASE_PORT-$((HTTP_BASE_PORT + 2))
          data and logs in $DATA/ (broker-N.log, zookeeper.log); Ctrl-C stops everything.
 
   bin/sluice topic create orders --bootstrap-server 127.0.0.1:$BASE_PORT --partitions 3 --replication-factor 3 --config min.insync.replicas=2
