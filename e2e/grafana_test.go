@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -102,7 +103,7 @@ func TestGrafanaDashboardMetricsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var parser expfmt.TextParser
+	parser := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("parse /metrics: %v", err)
