@@ -1,0 +1,300 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice/sluice/acl"
+)
+
+type topicSummaryJSON struct {
+	Name              string `json:"name"`
+	Internal          bool   `json:"internal"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replicationFactor"`
+	UnderReplicated   int    `json:"underReplicated"`
+	Size              int64  `json:"size"`
+	Messages          int64  `json:"messages"`
+}
+
+type partitionJSON struct {
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leaderEpoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	Offline     []int32 `json:"offline"`
+	StartOffset int64   `json:"startOffset"`
+	EndOffset   int64   `json:"endOffset"`
+	Size        int64   `json:"size"`
+}
+
+type configJSON struct {
+	Name      string  `json:"name"`
+	Value     *string `json:"value"`
+	Source    string  `json:"source"`
+	ReadOnly  bool    `json:"readOnly"`
+	Sensitive bool    `json:"sensitive"`
+}
+
+type topicJSON struct {
+	Name       string          `json:"name"`
+	Internal   bool            `json:"internal"`
+	Partitions []partitionJSON `json:"partitions"`
+	Configs    []configJSON    `json:"configs"`
+}
+
+// topicStats are the offsets and sizes of some topics' partitions.
+type topicStats struct {
+	start, end kadm.ListedOffsets
+	// sizes[topic][partition][broker] is the size of that replica; nil
+	// when the cluster does not answer DescribeLogDirs.
+	sizes map[string]map[int32]map[int32]int64
+}
+
+// stats reads the start and end offsets and the replica sizes of topics
+// (which must not be empty: kadm reads every topic then).
+func stats(ctx context.Context, adm *kadm.Client, topics []string) (topicStats, error) {
+	var st topicStats
+	var err error
+	if st.start, err = adm.ListStartOffsets(ctx, topics...); err != nil {
+		return st, err
+	}
+	if st.end, err = adm.ListEndOffsets(ctx, topics...); err != nil {
+		return st, err
+	}
+	set := kadm.TopicsSet{}
+	for _, t := range topics {
+		set[t] = map[int32]struct{}{}
+	}
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	if err != nil && len(dirs) == 0 {
+		return st, nil // sizes unknown: shown as 0
+	}
+	st.sizes = map[string]map[int32]map[int32]int64{}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		for t, ps := range d.Topics {
+			for p, dp := range ps {
+				if st.sizes[t] == nil {
+					st.sizes[t] = map[int32]map[int32]int64{}
+				}
+				if st.sizes[t][p] == nil {
+					st.sizes[t][p] = map[int32]int64{}
+				}
+				st.sizes[t][p][dp.Broker] += dp.Size
+			}
+		}
+	})
+	return st, nil
+}
+
+// offsets returns a partition's start and end offsets (0 when unknown).
+func (st topicStats) offsets(t string, p int32) (start, end int64) {
+	if o, ok := st.start.Lookup(t, p); ok && o.Err == nil {
+		start = o.Offset
+	}
+	if o, ok := st.end.Lookup(t, p); ok && o.Err == nil {
+		end = o.Offset
+	}
+	return start, end
+}
+
+// size is the size of partition p of t on broker (its leader).
+func (st topicStats) size(t string, p, broker int32) int64 {
+	return st.sizes[t][p][broker]
+}
+
+func (s *Server) listTopics(w http.ResponseWriter, r *http.Request, q *request) {
+	_, adm, err := q.clients()
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	ctx, cancel := kafkaCtx(r)
+	defer cancel()
+	tds, err := adm.ListTopicsWithInternal(ctx)
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	names := q.visibleTopics(tds)
+	out := struct {
+		Topics []topicSummaryJSON `json:"topics"`
+	}{Topics: []topicSummaryJSON{}}
+	if len(names) == 0 {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	st, err := stats(ctx, adm, names)
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	for _, name := range names {
+		td := tds[name]
+		ts := topicSummaryJSON{Name: name, Internal: td.IsInternal, Partitions: len(td.Partitions)}
+		for _, pd := range td.Partitions.Sorted() {
+			if pd.Partition == 0 {
+				ts.ReplicationFactor = len(pd.Replicas)
+			}
+			if len(pd.ISR) < len(pd.Replicas) {
+				ts.UnderReplicated++
+			}
+			start, end := st.offsets(name, pd.Partition)
+			ts.Messages += end - start
+			ts.Size += st.size(name, pd.Partition, pd.Leader)
+		}
+		out.Topics = append(out.Topics, ts)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// topicParam returns the {topic} of the path, answering 400 (and "") for
+// a name Kafka would refuse.
+func topicParam(w http.ResponseWriter, r *http.Request) string {
+	name := r.PathValue("topic")
+	if !validTopic(name) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a valid topic name", name), kerr.InvalidTopicException.Message)
+		return ""
+	}
+	return name
+}
+
+func (s *Server) describeTopic(w http.ResponseWriter, r *http.Request, q *request) {
+	name := topicParam(w, r)
+	if name == "" {
+		return
+	}
+	if !q.allowed(acl.OpDescribe, acl.ResourceTopic, name) {
+		writeError(w, http.StatusForbidden, "not authorized to describe topic "+name, kerr.TopicAuthorizationFailed.Message)
+		return
+	}
+	_, adm, err := q.clients()
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	ctx, cancel := kafkaCtx(r)
+	defer cancel()
+	s.writeTopic(ctx, w, adm, name, http.StatusOK)
+}
+
+// writeTopic answers code with the details of topic name.
+func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, adm *kadm.Client, name string, code int) {
+	tds, err := adm.ListTopicsWithInternal(ctx, name)
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	td, ok := tds[name]
+	if !ok {
+		writeKafkaError(w, kerr.UnknownTopicOrPartition)
+		return
+	}
+	if td.Err != nil {
+		writeKafkaError(w, td.Err)
+		return
+	}
+	st, err := stats(ctx, adm, []string{name})
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	out := topicJSON{Name: name, Internal: td.IsInternal, Partitions: []partitionJSON{}, Configs: []configJSON{}}
+	for _, pd := range td.Partitions.Sorted() {
+		start, end := st.offsets(name, pd.Partition)
+		out.Partitions = append(out.Partitions, partitionJSON{
+			Partition: pd.Partition, Leader: pd.Leader, LeaderEpoch: pd.LeaderEpoch,
+			Replicas: nonNil(pd.Replicas), ISR: nonNil(pd.ISR), Offline: nonNil(pd.OfflineReplicas),
+			StartOffset: start, EndOffset: end, Size: st.size(name, pd.Partition, pd.Leader),
+		})
+	}
+	if rcs, err := adm.DescribeTopicConfigs(ctx, name); err == nil {
+		if rc, err := rcs.On(name, nil); err == nil && rc.Err == nil {
+			for _, c := range rc.Configs {
+				out.Configs = append(out.Configs, configJSON{
+					Name: c.Key, Value: c.Value, Source: c.Source.String(),
+					ReadOnly: false, Sensitive: c.Sensitive,
+				})
+			}
+			slices.SortFunc(out.Configs, func(a, b configJSON) int {
+				switch {
+				case a.Name < b.Name:
+					return -1
+				case a.Name > b.Name:
+					return 1
+				}
+				return 0
+			})
+		}
+	}
+	writeJSON(w, code, out)
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+// createTopicJSON is POST /api/topics's body.
+type createTopicJSON struct {
+	Name              string            `json:"name"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replicationFactor"`
+	Configs           map[string]string `json:"configs"`
+}
+
+func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, q *request) {
+	var body createTopicJSON
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if !validTopic(body.Name) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a valid topic name", body.Name), kerr.InvalidTopicException.Message)
+		return
+	}
+	if body.Partitions < 0 || body.ReplicationFactor < 0 {
+		writeError(w, http.StatusBadRequest, "partitions and replicationFactor must be positive (or omitted: the broker's defaults)", kerr.InvalidRequest.Message)
+		return
+	}
+	if !q.allowed(acl.OpCreate, acl.ResourceCluster, acl.ClusterName) && !q.allowed(acl.OpCreate, acl.ResourceTopic, body.Name) {
+		writeError(w, http.StatusForbidden, "not authorized to create topic "+body.Name, kerr.TopicAuthorizationFailed.Message)
+		return
+	}
+	_, adm, err := q.clients()
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	partitions, rf := body.Partitions, body.ReplicationFactor
+	if partitions == 0 {
+		partitions = -1
+	}
+	if rf == 0 {
+		rf = -1
+	}
+	configs := map[string]*string{}
+	for k, v := range body.Configs {
+		configs[k] = &v
+	}
+	ctx, cancel := kafkaCtx(r)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, rf, configs, body.Name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	s.log.Info("console: topic created", "topic", body.Name, "principal", q.principal)
+	w.Header().Set("Location", "/api/topics/"+body.Name)
+	s.writeTopic(ctx, w, adm, body.Name, http.StatusCreated)
+}
