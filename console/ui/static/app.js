@@ -405,7 +405,7 @@ async function groupsPage() {
     el("td", {}, g.protocol || "–"),
     el("td", { class: "num", "data-col": "members" }, num(g.members)),
     el("td", { class: "num" }, String(g.coordinator)),
-    el("td", { class: "num", "data-col": "lag", "data-lag-group": g.groupId }, num(g.lag))));
+    el("td", { class: "num", "data-col": "lag", "data-lag-group": g.groupId, "data-lag": g.lag }, num(g.lag))));
   return el("div", {},
     el("h1", {}, "Consumer groups"),
     el("div", { class: "toolbar" }, el("button", { class: "secondary", onclick: render }, "Refresh")),
