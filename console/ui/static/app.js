@@ -258,7 +258,7 @@ async function overview() {
         b.id === c.controller ? el("span", { class: "badge" }, "controller") : null,
         b.id === c.thisBroker ? el("span", { class: "badge" }, "this broker") : null),
       el("td", {}, b.host), el("td", { class: "num" }, String(b.port)), el("td", {}, b.rack || "–")));
-  const legend = (color, text) => el("span", { class: "muted" }, el("span", { class: "legend", style: "background:" + color }), text, " ");
+  const legend = (cls, text) => el("span", { class: "muted" }, el("span", { class: "legend " + cls }), text, " ");
   return el("div", {},
     el("h1", {}, "Overview"),
     el("div", { class: "card" }, facts([
@@ -277,9 +277,9 @@ async function overview() {
         el("div", { class: "rate" }, el("dt", {}, "Bytes in"), el("dd", { id: "rate-bytes-in" }, "–")),
         el("div", { class: "rate" }, el("dt", {}, "Bytes out"), el("dd", { id: "rate-bytes-out" }, "–"))),
       el("div", { class: "charts" },
-        el("div", {}, el("div", { class: "chart-title" }, legend("#1f6feb", "messages in/s"), "(last 2 minutes)"),
+        el("div", {}, el("div", { class: "chart-title" }, legend("l-msgs", "messages in/s"), "(last 2 minutes)"),
           el("canvas", { class: "chart", id: "throughput-chart", "aria-label": "messages in per second" })),
-        el("div", {}, el("div", { class: "chart-title" }, legend("#2b8a3e", "bytes in/s"), legend("#d9480f", "bytes out/s")),
+        el("div", {}, el("div", { class: "chart-title" }, legend("l-bin", "bytes in/s"), legend("l-bout", "bytes out/s")),
           el("canvas", { class: "chart", id: "bytes-chart", "aria-label": "bytes in and out per second" })))));
 }
 
@@ -634,8 +634,13 @@ async function start() {
   }
   window.addEventListener("hashchange", render);
   await render();
-  sample();
-  setInterval(sample, 1000);
+  // One sample a second, the next only after the last answered, so that
+  // a slow broker never has requests piling up.
+  for (;;) {
+    const next = new Promise((resolve) => setTimeout(resolve, 1000));
+    await sample();
+    await next;
+  }
 }
 
 start();
