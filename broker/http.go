@@ -24,6 +24,7 @@ import (
 	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/console"
+	"github.com/sluice/sluice/console/ui"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/server"
@@ -70,12 +71,16 @@ func (b *Broker) startHTTP(opts Options) error {
 		}
 		tlsCfg = ts.Config()
 	}
+	uiFS := opts.UI
+	if uiFS == nil {
+		uiFS = ui.FS
+	}
 	srv, err := console.Start(console.Options{
 		Listeners:        cfg.HTTPListeners,
 		TLS:              tlsCfg,
 		Logger:           b.log,
 		Registry:         h.metrics.Registry(),
-		UI:               opts.UI,
+		UI:               uiFS,
 		BrokerID:         cfg.BrokerID,
 		AuthRequired:     cfg.AuthorizerClassName != "",
 		PlainUsers:       b.plainUsers(),
