@@ -222,6 +222,9 @@ func TestTopicsAndRecords(t *testing.T) {
 	if len(td.Partitions) != 3 || td.Partitions[1].EndOffset != 10 || td.Partitions[1].Leader != 0 {
 		t.Fatalf("topic: %+v", td)
 	}
+	if td.Partitions[1].Size <= 0 || tl.Topics[0].Size != td.Partitions[1].Size {
+		t.Fatalf("sizes: list %d, partition 1 %d", tl.Topics[0].Size, td.Partitions[1].Size)
+	}
 	if len(td.Configs) == 0 {
 		t.Fatalf("topic has no configs: %+v", td)
 	}

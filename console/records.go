@@ -150,7 +150,7 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request, q *request)
 	if !ok {
 		return
 	}
-	st, err := stats(ctx, adm, []string{topic})
+	st, err := stats(ctx, adm, kadm.TopicDetails{topic: td}, []string{topic}, false)
 	if err != nil {
 		writeKafkaError(w, err)
 		return

@@ -57,9 +57,10 @@ type topicStats struct {
 	sizes map[string]map[int32]map[int32]int64
 }
 
-// stats reads the start and end offsets and the replica sizes of topics
-// (which must not be empty: kadm reads every topic then).
-func stats(ctx context.Context, adm *kadm.Client, topics []string) (topicStats, error) {
+// stats reads the start and end offsets and the replica sizes of the
+// partitions of topics (which must not be empty: kadm reads every topic
+// then), as tds lists them; the sizes only if sizes is set.
+func stats(ctx context.Context, adm *kadm.Client, tds kadm.TopicDetails, topics []string, sizes bool) (topicStats, error) {
 	var st topicStats
 	var err error
 	if st.start, err = adm.ListStartOffsets(ctx, topics...); err != nil {
@@ -68,9 +69,14 @@ func stats(ctx context.Context, adm *kadm.Client, topics []string) (topicStats, 
 	if st.end, err = adm.ListEndOffsets(ctx, topics...); err != nil {
 		return st, err
 	}
+	if !sizes {
+		return st, nil
+	}
 	set := kadm.TopicsSet{}
 	for _, t := range topics {
-		set[t] = map[int32]struct{}{}
+		for p := range tds[t].Partitions {
+			set.Add(t, p)
+		}
 	}
 	dirs, err := adm.DescribeAllLogDirs(ctx, set)
 	if err != nil && len(dirs) == 0 {
@@ -130,7 +136,7 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request, q *request) 
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	st, err := stats(ctx, adm, names)
+	st, err := stats(ctx, adm, tds, names, true)
 	if err != nil {
 		writeKafkaError(w, err)
 		return
@@ -200,7 +206,7 @@ func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, adm *kad
 		writeKafkaError(w, td.Err)
 		return
 	}
-	st, err := stats(ctx, adm, []string{name})
+	st, err := stats(ctx, adm, tds, []string{name}, true)
 	if err != nil {
 		writeKafkaError(w, err)
 		return
