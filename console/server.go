@@ -25,7 +25,6 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,9 +271,4 @@ func remoteAddr(r *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr().Unmap()
-}
-
-// hasPrefixFold reports whether s starts with prefix, ignoring case.
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
