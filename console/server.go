@@ -94,6 +94,8 @@ type Options struct {
 	Ready func() []Check
 	// Throughput returns the broker's counters; nil answers zeros.
 	Throughput func() Throughput
+	// OnAuthFailure is called for each failed login (a metric); may be nil.
+	OnAuthFailure func()
 }
 
 // Backend is what the running broker hands over (Attach) once its storage
