@@ -160,6 +160,7 @@ func Start(opts Options) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("console: http.listeners: listen on %s: %w", l, err)
 		}
+		ln = newLimitListener(ln, maxConns)
 		if u.Scheme == "https" {
 			ln = tls.NewListener(ln, opts.TLS)
 		}
