@@ -164,3 +164,33 @@ func TestHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// The broker's own client logs in with SCRAM when
+// sasl.mechanism.inter.broker.protocol says so (a multi-step exchange
+// through the kconn-to-franz-go adapter).
+func TestConsoleClientSCRAM(t *testing.T) {
+	b := securedBroker(t, func(c *config.Config) {
+		c.SASLInterBrokerMechanism = "SCRAM-SHA-512"
+		c.SecurityProperties["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] =
+			`org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="scram-secret";`
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := adminClient(t, b)
+	// Without the SCRAM credential the console cannot log in.
+	if code, body := newAPI(t, b).as("admin", "admin-secret").do("GET", "/api/topics", "", nil); code != 503 {
+		t.Fatalf("/api/topics with no SCRAM credential for the console: %d %s", code, body)
+	}
+	up, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "admin", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "scram-secret"}})
+	if err != nil || up.Error() != nil {
+		t.Fatalf("create SCRAM user: %v %v", err, up.Error())
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "s"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	var tl topicList
+	newAPI(t, b).as("admin", "admin-secret").get("/api/topics", 200, &tl)
+	if len(tl.Topics) != 1 || tl.Topics[0].Name != "s" {
+		t.Fatalf("topics: %+v", tl)
+	}
+}
