@@ -134,6 +134,24 @@ func TestAuth(t *testing.T) {
 	if got := names(a.as("carol", "carol-secret")); len(got) != 0 {
 		t.Errorf("carol sees %v, want none", got)
 	}
+
+	// A changed or deleted credential takes effect at once, though
+	// successful logins are remembered.
+	up, err = adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "carol-new"}})
+	if err != nil || up.Error() != nil {
+		t.Fatalf("change carol's password: %v %v", err, up.Error())
+	}
+	if code, _ := a.as("carol", "carol-secret").do("GET", "/api/whoami", "", nil); code != 401 {
+		t.Errorf("carol's old password after a change: %d, want 401", code)
+	}
+	a.as("carol", "carol-new").get("/api/whoami", 200, nil)
+	del, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "carol", Mechanism: kadm.ScramSha256}}, nil)
+	if err != nil || del.Error() != nil {
+		t.Fatalf("delete carol: %v %v", err, del.Error())
+	}
+	if code, _ := a.as("carol", "carol-new").do("GET", "/api/whoami", "", nil); code != 401 {
+		t.Errorf("carol after her credential was deleted: %d, want 401", code)
+	}
 }
 
 func TestHTTPS(t *testing.T) {
