@@ -22,7 +22,8 @@ type Readiness struct {
 	// Offline names ("topic-partition") the partitions this broker should
 	// lead that have no open local replica, or whose replica does not yet
 	// act as leader (its log failed to open, or LeaderAndIsr has not been
-	// applied); at most 20, with OfflineCount the full count.
+	// applied), or whose log has failed since (a storage error); at most
+	// 20, with OfflineCount the full count.
 	Offline      []string
 	OfflineCount int
 	// GroupsLoading is set while the group coordinator loads (single
@@ -31,6 +32,15 @@ type Readiness struct {
 	// the load's error, if it failed.
 	GroupsLoading string
 	GroupsLoadErr error
+}
+
+// failer is a log that can report a sticky storage failure (segment.Log).
+type failer interface{ Failure() error }
+
+// logFailed reports whether p's log has failed (a storage error).
+func logFailed(p *partition) bool {
+	f, ok := p.Log().(failer)
+	return ok && f.Failure() != nil
 }
 
 // Readiness reports what is not ready. Safe for concurrent use; it reads
@@ -44,7 +54,7 @@ func (s *Server) Readiness() Readiness {
 				continue
 			}
 			rd.Leading++
-			if p := s.partition(name, pi.Partition); p == nil || !p.IsLeader() {
+			if p := s.partition(name, pi.Partition); p == nil || !p.IsLeader() || logFailed(p) {
 				rd.OfflineCount++
 				if len(rd.Offline) < 20 {
 					rd.Offline = append(rd.Offline, fmt.Sprintf("%s-%d", name, pi.Partition))
