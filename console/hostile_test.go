@@ -30,6 +30,8 @@ func TestHostileInput(t *testing.T) {
 		{"JSON of the wrong type", "POST", "/api/topics", "application/json", `{"name":5}`, 400},
 		{"unknown field", "POST", "/api/topics", "application/json", `{"name":"x","evil":1}`, 400},
 		{"two values", "POST", "/api/topics", "application/json", `{"name":"x"}{"name":"y"}`, 400},
+		{"deeply nested JSON", "POST", "/api/topics/t/records", "application/json", strings.Repeat("[", 200000), 400},
+		{"NUL in JSON", "POST", "/api/topics", "application/json", "{\"name\":\"a\x00b\"}", 400},
 		{"array body", "POST", "/api/topics/t/records", "application/json", `[1,2]`, 400},
 		{"form post (CSRF)", "POST", "/api/topics", "application/x-www-form-urlencoded", `name=csrf`, 415},
 		{"text/plain post (CSRF)", "POST", "/api/topics", "text/plain", `{"name":"csrf2"}`, 415},
