@@ -2,12 +2,14 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
@@ -59,6 +61,15 @@ func TestAuth(t *testing.T) {
 	})
 	if err != nil || up.Error() != nil {
 		t.Fatalf("create SCRAM users: %v %v", err, up.Error())
+	}
+
+	// DescribeLogDirs (the sizes) needs Describe on the cluster.
+	aliceKafka := kadm.NewClient(kclient(t, b.Addr(), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())))
+	if _, err := aliceKafka.DescribeAllLogDirs(ctx, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("DescribeLogDirs as alice: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if dirs, err := adm.DescribeAllLogDirs(ctx, nil); err != nil || len(dirs) != 1 {
+		t.Errorf("DescribeLogDirs as admin: %v %v", dirs, err)
 	}
 
 	a := newAPI(t, b)
