@@ -21,16 +21,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/console"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
@@ -51,6 +54,12 @@ const clusterIDCheckpoint = "cluster.id"
 // Options are the broker's non-config dependencies.
 type Options struct {
 	Logger *slog.Logger // nil: slog.Default()
+	// UI is the web console's files served at / by the HTTP side; nil
+	// serves the console embedded in the binary (package console/ui).
+	UI fs.FS
+	// Throughput returns this broker's cumulative counters for
+	// /api/throughput; nil answers zeros.
+	Throughput func() console.Throughput
 }
 
 // Broker is a running broker: on its own, or with zookeeper.connect set a
@@ -63,6 +72,12 @@ type Broker struct {
 	srv   *server.Server
 	node  *cluster.Node // cluster mode only (cluster.go)
 	lns   []net.Listener
+	http  httpState // http.go
+	// srvReady is srv once server.New has loaded the topics (log recovery
+	// done); recoveringPartitions is how many partitions the metastore
+	// lists, -1 until read. /readyz reads both (http.go).
+	srvReady             atomic.Pointer[server.Server]
+	recoveringPartitions atomic.Int64
 	// secCancel stops the watch of SCRAM credentials; aclCancel stops the
 	// authorizer following its store; aclStore is the cluster ACL store,
 	// nil in single-node mode. stopSecurity uses all three.
@@ -103,15 +118,30 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
 	b = &Broker{cfg: cfg, log: log, stopRetention: make(chan struct{}), closed: make(chan struct{})}
+	b.recoveringPartitions.Store(-1)
 	opened := b // b is nil on the error returns below
 	defer func() {
 		if err != nil {
+			opened.stopHTTP()
 			opened.closeStores()
 		}
 	}()
+	// The HTTP side serves /healthz and /readyz while storage recovers.
+	if err := b.startHTTP(opts); err != nil {
+		return nil, err
+	}
 
 	if b.meta, err = metastore.Open(filepath.Join(dir, MetaDirName), metastore.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if cfg.SingleNode() {
+		if metas, err := b.meta.ListTopics(); err == nil {
+			n := 0
+			for _, m := range metas {
+				n += int(m.Partitions)
+			}
+			b.recoveringPartitions.Store(int64(n))
+		}
 	}
 	props, err := readMetaProperties(dir, cfg.BrokerID)
 	if err != nil {
@@ -226,9 +256,14 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
-		InterBrokerSecurity: interBroker,
+		InterBrokerSecurity: interBroker, Metrics: b.http.metrics,
 	})
 	if err != nil {
+		b.abortSecurity()
+		return nil, err
+	}
+	if err := b.attachHTTP(authz, creds); err != nil {
+		b.srv.Close()
 		b.abortSecurity()
 		return nil, err
 	}
@@ -241,6 +276,7 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 			}
 		}()
 	}
+	b.srvReady.Store(b.srv) // the Kafka listeners serve: /readyz looks further
 	if cfg.LogRetentionCheck > 0 {
 		b.bg.Add(1)
 		go b.retentionLoop()
@@ -277,6 +313,7 @@ func (b *Broker) ClusterID() string { return b.cid }
 // return the first result.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.stopHTTP()
 		close(b.stopRetention)
 		b.controlledShutdown()
 		var errs []error

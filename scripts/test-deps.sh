@@ -3,9 +3,11 @@
 # librdkafka client), kafka-python (Debian's python3-kafka, for
 # /usr/bin/python3), confluent-kafka-python (python3-confluent-kafka: librdkafka's
 # transactional producer) and kafkajs (npm, pinned by e2e/compat/kafkajs's lock
-# file), to prove compatibility with non-Go clients; and a real ZooKeeper
-# (for cluster tests). Under CI=true a dependency that cannot be installed is
-# a failure; elsewhere it is a warning and those tests skip.
+# file), to prove compatibility with non-Go clients; a real ZooKeeper
+# (for cluster tests); and Debian's chromium at /usr/bin/chromium, which the
+# web console's browser tests drive headless with chromedp. Under CI=true a
+# dependency that cannot be installed is a failure; elsewhere it is a
+# warning and those tests skip.
 set -u
 cd "$(dirname "$0")/.."
 fail() {
@@ -24,6 +26,7 @@ command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test-deps: installing ${need[*]}" >&2
 	SUDO=""

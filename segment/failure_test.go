@@ -110,6 +110,9 @@ func TestFailureIsSticky(t *testing.T) {
 					t.Fatalf("recovery point %d at the end %d: nothing to fsync", l.RecoveryPoint(), l.EndOffset())
 				}
 
+				if err := l.Failure(); err != nil {
+					t.Fatalf("Failure before any: %v", err)
+				}
 				first, more := tc.fail(t, l, fs, rng)
 				acked = append(acked, more...)
 				injected := fs.injected()
@@ -118,6 +121,9 @@ func TestFailureIsSticky(t *testing.T) {
 				}
 				if !errors.Is(first, injected[0]) {
 					t.Fatalf("first error %v does not wrap the injected %v", first, injected[0])
+				}
+				if err := l.Failure(); !errors.Is(err, first) {
+					t.Fatalf("Failure() = %v, want the first failure %v", err, first)
 				}
 				want := bytes.Join(acked, nil)
 				end := l.EndOffset()

@@ -27,6 +27,7 @@ const (
 	apiKeyOffsetForLeaderEpoch    int16 = 23
 	apiKeyWriteTxnMarkers         int16 = 27 // inter-broker (cluster mode)
 	apiKeyDescribeConfigs         int16 = 32
+	apiKeyDescribeLogDirs         int16 = 35
 	apiKeyAlterConfigs            int16 = 33
 	apiKeyCreatePartitions        int16 = 37
 	apiKeyElectLeaders            int16 = 43
@@ -88,6 +89,7 @@ func init() {
 		apiKeyOffsetForLeaderEpoch:    {0, 4, handleOffsetForLeaderEpoch},
 		apiKeyWriteTxnMarkers:         {0, 1, handleWriteTxnMarkers},
 		apiKeyDescribeConfigs:         {0, 4, handleDescribeConfigs},
+		apiKeyDescribeLogDirs:         {0, 4, handleDescribeLogDirs},
 		apiKeyAlterConfigs:            {0, 2, handleAlterConfigs},
 		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},
 		apiKeyElectLeaders:            {0, 2, handleElectLeaders},

@@ -71,7 +71,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		logger.Error("broker failed to start", "err", err)
 		return 1
 	}
-	logger.Info("broker started", "addr", b.Addr(), "broker.id", cfg.BrokerID,
+	logger.Info("broker started", "addr", b.Addr(), "http", b.HTTPAddr(), "broker.id", cfg.BrokerID,
 		"storage.backend", cfg.StorageBackend, "log.dirs", cfg.LogDirs)
 
 	sigs := make(chan os.Signal, 2)

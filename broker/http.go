@@ -1,0 +1,343 @@
+package broker
+
+// The broker's HTTP side (package console; docs/http-api.md): started
+// first in Start, before storage opens, so that /healthz answers and
+// /readyz tells what is loading while logs recover; handed the running
+// broker's authorizer, SCRAM credentials and a Kafka client once Start has
+// them; stopped first in Close.
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/sluice/sluice/auth/sasl"
+	"github.com/sluice/sluice/auth/tlsconf"
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/console"
+	"github.com/sluice/sluice/console/ui"
+	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/server"
+)
+
+// httpState is the broker's HTTP side; zero when http.listeners is empty.
+type httpState struct {
+	srv     *console.Server
+	metrics *metrics.Metrics
+	// partitions is the number of partitions the metastore lists, for the
+	// log recovery check's message; -1 until known.
+	partitions int
+
+	mu     sync.Mutex
+	client *kgo.Client // created on first use (consoleClient)
+	closed bool
+	// dial is how the client reaches this broker: its address and
+	// security; set by attachHTTP.
+	dialAddr string
+	dialSec  kconn.Security
+	dialHost string // the TLS server name to verify
+	dialMech string // the SASL mechanism of dialSec
+}
+
+// startHTTP starts the HTTP server on http.listeners (nothing when empty)
+// and creates the metrics registry.
+func (b *Broker) startHTTP(opts Options) error {
+	cfg := &b.cfg
+	if len(cfg.HTTPListeners) == 0 {
+		return nil
+	}
+	h := &b.http
+	h.partitions = -1
+	h.metrics = metrics.New()
+	var tlsCfg *tls.Config
+	if slices.ContainsFunc(cfg.HTTPListeners, func(l string) bool { return strings.HasPrefix(l, "https://") }) {
+		get := func(key string) (string, bool) { v, ok := cfg.SecurityProperties[key]; return v, ok }
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			return fmt.Errorf("broker: http.listeners: https: %w", err)
+		}
+		ts, err := tlsconf.NewServer(settings, tlsconf.ServerOptions{Logger: b.log})
+		if err != nil {
+			return fmt.Errorf("broker: http.listeners: https: %w", err)
+		}
+		tlsCfg = ts.Config()
+	}
+	uiFS := opts.UI
+	if uiFS == nil {
+		uiFS = ui.FS
+	}
+	srv, err := console.Start(console.Options{
+		Listeners:        cfg.HTTPListeners,
+		TLS:              tlsCfg,
+		Logger:           b.log,
+		Registry:         h.metrics.Registry(),
+		UI:               uiFS,
+		BrokerID:         cfg.BrokerID,
+		AuthRequired:     cfg.AuthorizerClassName != "",
+		PlainUsers:       b.plainUsers(),
+		AuthFailureDelay: cfg.FailedAuthenticationDelay,
+		Ready:            b.readiness,
+		Throughput:       opts.Throughput,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	h.srv = srv
+	for _, a := range srv.Addrs() {
+		b.log.Info("http listening", "addr", a)
+	}
+	return nil
+}
+
+// HTTPAddr returns the host:port the first http.listeners entry is bound
+// to (with the real port when the config asked for port 0); "" without
+// HTTP listeners.
+func (b *Broker) HTTPAddr() string {
+	if b.http.srv == nil {
+		return ""
+	}
+	return b.http.srv.Addrs()[0]
+}
+
+// Metrics returns the broker's metrics, nil without HTTP listeners.
+func (b *Broker) Metrics() *metrics.Metrics { return b.http.metrics }
+
+// plainUsers collects the SASL PLAIN users of every listener's JAAS
+// configuration (listener.name.<l>.plain.sasl.jaas.config, else
+// sasl.jaas.config), as the Kafka listeners' PLAIN callbacks read them. A
+// JAAS text that does not parse is skipped here: the listener's own setup
+// reports it.
+func (b *Broker) plainUsers() map[string]string {
+	users := map[string]string{}
+	for _, l := range b.cfg.Listeners {
+		name, _, err := config.SplitListener(l)
+		if err != nil {
+			continue
+		}
+		key := "listener.name." + strings.ToLower(name) + ".plain.sasl.jaas.config"
+		text, ok := b.cfg.SecurityProperties[key]
+		if !ok {
+			text, ok = b.cfg.SecurityProperties["sasl.jaas.config"]
+		}
+		if !ok {
+			continue
+		}
+		jaas, err := sasl.ParseJAAS(text)
+		if err != nil {
+			continue
+		}
+		for u, p := range jaas.PlainUsers() {
+			if _, dup := users[u]; !dup {
+				users[u] = p
+			}
+		}
+	}
+	return users
+}
+
+// attachHTTP hands the running broker to the HTTP side: its authorizer,
+// SCRAM credentials, and how its Kafka client reaches this broker (the
+// inter-broker listener with the inter-broker security).
+func (b *Broker) attachHTTP(authz server.Authorizer, creds sasl.CredentialLookup) error {
+	h := &b.http
+	if h.srv == nil {
+		return nil
+	}
+	idx := slices.Index(b.lnNames, b.cfg.InterBrokerListenerName)
+	if idx < 0 {
+		idx = b.clientListener()
+	}
+	mech := b.cfg.SASLInterBrokerMechanism
+	sec, err := b.connSecurity(b.lnNames[idx])
+	if err != nil && b.cfg.SingleNode() {
+		// A single node has no inter-broker login of its own to reuse
+		// (sasl.mechanism.inter.broker.protocol keeps Kafka's GSSAPI
+		// default): the console logs in with the first mechanism the
+		// listener's JAAS configuration gives this broker a user for.
+		for _, m := range []string{sasl.Plain, sasl.ScramSHA512, sasl.ScramSHA256} {
+			if s, err2 := b.connSecurityWith(b.lnNames[idx], m); err2 == nil {
+				sec, mech, err = s, m, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		// The broker serves anyway; the API says why it cannot read.
+		b.log.Warn("broker: the HTTP API cannot log in to the broker; /api/ will answer 503", "err", err)
+		loginErr := fmt.Errorf("the console cannot log in to the broker: %w", err)
+		h.srv.Attach(console.Backend{Authorizer: authz, Credentials: creds,
+			Client: func() (*kgo.Client, error) { return nil, loginErr }})
+		return nil
+	}
+	host, _, err := b.advertised(idx)
+	if err != nil {
+		return err
+	}
+	addr := b.lns[idx].Addr().(*net.TCPAddr)
+	dial := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		dial = "127.0.0.1"
+		if addr.IP.To4() == nil {
+			dial = "::1"
+		}
+	}
+	h.mu.Lock()
+	h.dialAddr = net.JoinHostPort(dial, strconv.Itoa(addr.Port))
+	h.dialSec, h.dialHost, h.dialMech = sec, host, mech
+	h.mu.Unlock()
+	backend := console.Backend{Credentials: creds, Client: b.consoleClient}
+	if authz != nil {
+		backend.Authorizer = authz
+	}
+	h.srv.Attach(backend)
+	return nil
+}
+
+// consoleClient returns the HTTP side's Kafka client, creating it on first
+// use. It seeds from this broker and learns the others from metadata.
+func (b *Broker) consoleClient() (*kgo.Client, error) {
+	h := &b.http
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, kgo.ErrClientClosed
+	}
+	if h.client != nil {
+		return h.client, nil
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(h.dialAddr),
+		kgo.ClientID("sluice-console"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RetryTimeout(console.KafkaTimeout),
+		kgo.MetadataMinAge(time.Second),
+		kgo.ProducerLinger(0),
+	}
+	if h.dialSec.TLS != nil {
+		tc := h.dialSec.TLS.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName = h.dialHost
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if h.dialSec.SASL != nil {
+		opts = append(opts, kgo.SASL(saslMechanism{h.dialMech, h.dialSec.SASL}))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("broker: console client: %w", err)
+	}
+	h.client = cl
+	return cl, nil
+}
+
+// stopHTTP stops the HTTP server and closes the console's client.
+func (b *Broker) stopHTTP() {
+	h := &b.http
+	if h.srv != nil {
+		h.srv.Close()
+	}
+	h.mu.Lock()
+	h.closed = true
+	cl := h.client
+	h.client = nil
+	h.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
+}
+
+// readiness is /readyz's checks: log recovery done, registered in
+// ZooKeeper (cluster mode), no partition this broker should lead offline,
+// the group coordinator loaded.
+func (b *Broker) readiness() []console.Check {
+	srv := b.srvReady.Load()
+	if srv == nil {
+		detail := "log recovery: loading the partition logs"
+		if n := b.recoveringPartitions.Load(); n >= 0 {
+			detail = fmt.Sprintf("log recovery: loading %d partition logs", n)
+		}
+		checks := []console.Check{{Name: "logRecovery", OK: false, Detail: detail}}
+		if !b.cfg.SingleNode() {
+			checks = append(checks, console.Check{Name: "zookeeper", OK: false, Detail: "zookeeper: not registered yet"})
+		}
+		return append(checks,
+			console.Check{Name: "partitions", OK: false, Detail: "partitions: not loaded yet"},
+			console.Check{Name: "groupCoordinator", OK: false, Detail: "group coordinator: not started yet"})
+	}
+	checks := []console.Check{{Name: "logRecovery", OK: true, Detail: "log recovery: done"}}
+	if b.node != nil {
+		c := console.Check{Name: "zookeeper", OK: b.node.BrokerEpoch() > 0, Detail: "zookeeper: registered"}
+		if !c.OK {
+			c.Detail = "zookeeper: not registered"
+		}
+		checks = append(checks, c)
+	}
+	rd := srv.Readiness()
+	pc := console.Check{Name: "partitions", OK: rd.OfflineCount == 0, Detail: fmt.Sprintf("partitions: leading %d, none offline", rd.Leading)}
+	if !pc.OK {
+		pc.Detail = fmt.Sprintf("partitions: %d of %d partitions this broker should lead are offline: %s", rd.OfflineCount, rd.Leading, strings.Join(rd.Offline, ", "))
+	}
+	gc := console.Check{Name: "groupCoordinator", OK: true, Detail: "group coordinator: loaded"}
+	switch {
+	case rd.GroupsLoadErr != nil:
+		gc.OK, gc.Detail = false, "group coordinator: load failed: "+rd.GroupsLoadErr.Error()
+	case rd.GroupsLoading != "":
+		gc.OK, gc.Detail = false, "group coordinator: "+rd.GroupsLoading
+	}
+	return append(checks, pc, gc)
+}
+
+// saslMechanism adapts a kconn SASL client (how brokers log in to each
+// other) to franz-go's sasl.Mechanism.
+type saslMechanism struct {
+	name      string
+	newClient func() (kconn.SASLClient, error)
+}
+
+func (m saslMechanism) Name() string { return m.name }
+
+func (m saslMechanism) Authenticate(ctx context.Context, host string) (kgosasl.Session, []byte, error) {
+	c, err := m.newClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	first, done, err := c.Step(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &saslSession{c: c, done: done}, first, nil
+}
+
+// saslSession is one exchange: franz-go hands each server message to
+// Challenge, which answers with the client's next one or done.
+type saslSession struct {
+	c    kconn.SASLClient
+	done bool
+}
+
+func (s *saslSession) Challenge(resp []byte) (bool, []byte, error) {
+	if s.done {
+		return true, nil, nil
+	}
+	msg, done, err := s.c.Step(resp)
+	if err != nil {
+		return false, nil, err
+	}
+	if done { // a last message, if any, is sent without awaiting an answer
+		s.done = true
+		return true, msg, nil
+	}
+	return false, msg, nil
+}

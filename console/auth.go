@@ -1,0 +1,216 @@
+package console
+
+// HTTP basic auth against the broker's users: the SASL PLAIN users of its
+// JAAS configuration and its SCRAM credentials (either mechanism). A SCRAM
+// credential keeps no password, so the password given is salted with the
+// credential's salt and iterations (PBKDF2), turned into StoredKey =
+// H(HMAC(SaltedPassword, "Client Key")) (RFC 5802 section 3) and compared
+// with the stored one in constant time.
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"hash"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/sasl"
+)
+
+// Anonymous is the principal of every request when the broker has no
+// authorizer.
+const Anonymous = "User:ANONYMOUS"
+
+// request is what a handler knows about who asks.
+type request struct {
+	principal string
+	host      netip.Addr
+	backend   *Backend // nil until Attach
+}
+
+// allowed reports whether the principal may do op on the resource.
+func (q *request) allowed(op acl.Operation, rt acl.ResourceType, name string) bool {
+	if q.backend == nil || q.backend.Authorizer == nil {
+		return true
+	}
+	return q.backend.Authorizer.Authorize(q.principal, q.host, op, rt, name)
+}
+
+// authenticated wraps h: without AuthRequired every request is
+// User:ANONYMOUS; with it a request needs a user of the broker, else 401
+// (after AuthFailureDelay for a wrong user or password).
+func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := &request{principal: Anonymous, host: remoteAddr(r), backend: s.backend.Load()}
+		if !s.opts.AuthRequired {
+			h(w, r, q)
+			return
+		}
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			unauthorized(w, "authentication required")
+			return
+		}
+		switch s.checkUser(q.backend, user, pass) {
+		case loginOK:
+			q.principal = "User:" + user
+			h(w, r, q)
+		case loginUnavailable:
+			writeError(w, http.StatusServiceUnavailable, "the broker is starting: its SCRAM users are not loaded yet", "")
+		default:
+			if s.opts.OnAuthFailure != nil {
+				s.opts.OnAuthFailure()
+			}
+			s.log.Info("console: failed authentication", "user", user, "remote", r.RemoteAddr)
+			if d := s.opts.AuthFailureDelay; d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					t.Stop()
+				}
+			}
+			unauthorized(w, "wrong user or password")
+		}
+	})
+}
+
+func unauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
+	writeError(w, http.StatusUnauthorized, msg, "SASL_AUTHENTICATION_FAILED")
+}
+
+type loginResult int
+
+const (
+	loginFailed loginResult = iota
+	loginOK
+	loginUnavailable // not a PLAIN user, and SCRAM credentials not loaded yet
+)
+
+// checkUser checks user and password against the PLAIN users, then the
+// SCRAM credentials of b (nil: not attached yet).
+func (s *Server) checkUser(b *Backend, user, pass string) loginResult {
+	if user == "" {
+		return loginFailed
+	}
+	if want, ok := s.opts.PlainUsers[user]; ok {
+		if equalSecret(want, pass) {
+			return loginOK
+		}
+		return loginFailed
+	}
+	if b == nil {
+		return loginUnavailable
+	}
+	if b.Credentials == nil {
+		return loginFailed
+	}
+	for _, mech := range []string{sasl.ScramSHA512, sasl.ScramSHA256} {
+		c, ok, err := b.Credentials.Get(user, mech)
+		if err != nil {
+			s.log.Warn("console: SCRAM credential lookup failed", "user", user, "mechanism", mech, "err", err)
+			continue
+		}
+		if ok && s.scram.matches(user, pass, c) {
+			return loginOK
+		}
+	}
+	return loginFailed
+}
+
+// equalSecret compares two secrets in constant time (hashing first, so
+// the time does not depend on their lengths either).
+func equalSecret(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+// scramLogins remembers recent successful SCRAM logins, so that a user
+// of the console (which asks every second) costs one PBKDF2 derivation
+// per credential and scramCacheTTL rather than one per request; and bounds
+// the derivations running at once, so failed logins cannot take every
+// core. An entry is keyed by a hash of the user, mechanism, password and
+// salt, and holds the StoredKey it matched: a changed credential (new
+// salt or key) misses.
+type scramLogins struct {
+	sem chan struct{} // a slot per derivation running
+	mu  sync.Mutex
+	ok  map[[sha256.Size]byte]scramLogin
+}
+
+type scramLogin struct {
+	storedKey []byte
+	expires   time.Time
+}
+
+const (
+	scramCacheTTL    = 5 * time.Minute
+	scramCacheMax    = 1024
+	maxScramParallel = 2
+)
+
+func (l *scramLogins) matches(user, password string, c sasl.Credential) bool {
+	h := sha256.New()
+	for _, part := range []string{user, c.Mechanism, password, string(c.Salt), strconv.Itoa(c.Iterations)} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{0})
+		h.Write([]byte(part))
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	now := time.Now()
+	l.mu.Lock()
+	e, hit := l.ok[key]
+	l.mu.Unlock()
+	if hit && now.Before(e.expires) && subtle.ConstantTimeCompare(e.storedKey, c.StoredKey) == 1 {
+		return true
+	}
+	l.sem <- struct{}{}
+	ok := scramMatches(c, password)
+	<-l.sem
+	if ok {
+		l.mu.Lock()
+		if len(l.ok) >= scramCacheMax {
+			clear(l.ok)
+		}
+		l.ok[key] = scramLogin{storedKey: bytes.Clone(c.StoredKey), expires: now.Add(scramCacheTTL)}
+		l.mu.Unlock()
+	}
+	return ok
+}
+
+// scramMatches reports whether password derives c's StoredKey. A
+// credential outside the iteration bounds (which no store accepts) never
+// matches, so a login cannot be made to cost unbounded work.
+func scramMatches(c sasl.Credential, password string) bool {
+	var h func() hash.Hash
+	switch c.Mechanism {
+	case sasl.ScramSHA256:
+		h = sha256.New
+	case sasl.ScramSHA512:
+		h = sha512.New
+	default:
+		return false
+	}
+	if c.Iterations < sasl.MinIterations || c.Iterations > sasl.MaxIterations || len(c.Salt) == 0 || len(c.StoredKey) == 0 {
+		return false
+	}
+	salted, err := pbkdf2.Key(h, password, c.Salt, c.Iterations, h().Size())
+	if err != nil {
+		return false
+	}
+	m := hmac.New(h, salted)
+	m.Write([]byte("Client Key"))
+	stored := h()
+	stored.Write(m.Sum(nil))
+	return subtle.ConstantTimeCompare(stored.Sum(nil), c.StoredKey) == 1
+}

@@ -1,0 +1,243 @@
+package console
+
+// Consumer groups: state and members from DescribeGroups, committed offsets
+// from OffsetFetch, lag = end offset (high watermark) - committed, for the
+// topics the principal may Describe.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice/sluice/acl"
+)
+
+type groupSummaryJSON struct {
+	GroupID      string `json:"groupId"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocolType"`
+	Protocol     string `json:"protocol"`
+	Members      int    `json:"members"`
+	Coordinator  int32  `json:"coordinator"`
+	Lag          int64  `json:"lag"`
+}
+
+type assignmentJSON struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+type memberJSON struct {
+	MemberID    string           `json:"memberId"`
+	InstanceID  *string          `json:"instanceId"`
+	ClientID    string           `json:"clientId"`
+	ClientHost  string           `json:"clientHost"`
+	Assignments []assignmentJSON `json:"assignments"`
+}
+
+type groupOffsetJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"`
+	EndOffset int64  `json:"endOffset"`
+	Lag       int64  `json:"lag"`
+	Metadata  string `json:"metadata"`
+}
+
+type groupJSON struct {
+	GroupID      string            `json:"groupId"`
+	State        string            `json:"state"`
+	ProtocolType string            `json:"protocolType"`
+	Protocol     string            `json:"protocol"`
+	Coordinator  int32             `json:"coordinator"`
+	Members      []memberJSON      `json:"members"`
+	Offsets      []groupOffsetJSON `json:"offsets"`
+	Lag          int64             `json:"lag"`
+}
+
+// groupOffsets returns the committed offsets of groups, in visible
+// topics, with the end offsets and lag of each.
+func (q *request) groupOffsets(ctx context.Context, adm *kadm.Client, groups []string) (map[string][]groupOffsetJSON, error) {
+	fetched := adm.FetchManyOffsets(ctx, groups...)
+	topics := map[string]bool{}
+	for _, f := range fetched {
+		if f.Err != nil {
+			continue
+		}
+		for t := range f.Fetched {
+			if q.allowed(acl.OpDescribe, acl.ResourceTopic, t) {
+				topics[t] = true
+			}
+		}
+	}
+	out := map[string][]groupOffsetJSON{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	ends, err := adm.ListEndOffsets(ctx, sortedKeys(topics)...)
+	if err != nil {
+		return nil, err
+	}
+	for g, f := range fetched {
+		if f.Err != nil {
+			continue
+		}
+		for t, ps := range f.Fetched {
+			if !topics[t] {
+				continue
+			}
+			for p, o := range ps {
+				if o.Err != nil || o.At < 0 {
+					continue // no commit: no row
+				}
+				row := groupOffsetJSON{Topic: t, Partition: p, Committed: o.At, EndOffset: -1, Lag: -1, Metadata: o.Metadata}
+				if e, ok := ends.Lookup(t, p); ok && e.Err == nil {
+					row.EndOffset = e.Offset
+					row.Lag = max(0, e.Offset-o.At)
+				}
+				out[g] = append(out[g], row)
+			}
+		}
+		slices.SortFunc(out[g], func(a, b groupOffsetJSON) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return int(a.Partition - b.Partition)
+		})
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func totalLag(rows []groupOffsetJSON) int64 {
+	var n int64
+	for _, r := range rows {
+		if r.Lag > 0 {
+			n += r.Lag
+		}
+	}
+	return n
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) {
+	_, adm, err := q.clients()
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	ctx, cancel := kafkaCtx(r)
+	defer cancel()
+	listed, err := adm.ListGroups(ctx)
+	if err != nil && len(listed) == 0 { // a broker that did not answer hides only its groups
+		writeKafkaError(w, err)
+		return
+	}
+	var names []string
+	for _, g := range listed.Sorted() {
+		if q.allowed(acl.OpDescribe, acl.ResourceGroup, g.Group) {
+			names = append(names, g.Group)
+		}
+	}
+	out := struct {
+		Groups []groupSummaryJSON `json:"groups"`
+	}{Groups: []groupSummaryJSON{}}
+	if len(names) == 0 {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	described, err := adm.DescribeGroups(ctx, names...)
+	if err != nil && len(described) == 0 {
+		writeKafkaError(w, err)
+		return
+	}
+	offsets, err := q.groupOffsets(ctx, adm, names)
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	for _, name := range names {
+		l := listed[name]
+		gs := groupSummaryJSON{GroupID: name, State: l.State, ProtocolType: l.ProtocolType, Coordinator: l.Coordinator, Lag: totalLag(offsets[name])}
+		if d, ok := described[name]; ok && d.Err == nil {
+			gs.State, gs.ProtocolType, gs.Protocol = d.State, d.ProtocolType, d.Protocol
+			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
+		}
+		out.Groups = append(out.Groups, gs)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *request) {
+	name := r.PathValue("group")
+	if !validGroup(name) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a valid group id", name), kerr.InvalidGroupID.Message)
+		return
+	}
+	if !q.allowed(acl.OpDescribe, acl.ResourceGroup, name) {
+		writeError(w, http.StatusForbidden, "not authorized to describe group "+name, kerr.GroupAuthorizationFailed.Message)
+		return
+	}
+	_, adm, err := q.clients()
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	ctx, cancel := kafkaCtx(r)
+	defer cancel()
+	described, err := adm.DescribeGroups(ctx, name)
+	if err != nil && len(described) == 0 {
+		writeKafkaError(w, err)
+		return
+	}
+	d, ok := described[name]
+	if !ok {
+		writeKafkaError(w, kerr.GroupIDNotFound)
+		return
+	}
+	if d.Err != nil {
+		writeKafkaError(w, d.Err)
+		return
+	}
+	offsets, err := q.groupOffsets(ctx, adm, []string{name})
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	rows := offsets[name]
+	if (d.State == "Dead" || d.State == "") && len(d.Members) == 0 && len(rows) == 0 {
+		writeError(w, http.StatusNotFound, "no such group: "+name, kerr.GroupIDNotFound.Message)
+		return
+	}
+	out := groupJSON{
+		GroupID: name, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+		Coordinator: d.Coordinator.NodeID, Members: []memberJSON{}, Offsets: rows, Lag: totalLag(rows),
+	}
+	if out.Offsets == nil {
+		out.Offsets = []groupOffsetJSON{}
+	}
+	for _, m := range d.Members {
+		mj := memberJSON{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assignments: []assignmentJSON{}}
+		if c, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				if q.allowed(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
+					mj.Assignments = append(mj.Assignments, assignmentJSON{Topic: t.Topic, Partitions: nonNil(t.Partitions)})
+				}
+			}
+		}
+		out.Members = append(out.Members, mj)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,90 @@
+package server
+
+// Readiness: what /readyz (package console, wired by the broker) needs to
+// know from the server: the partitions this broker should lead but cannot
+// serve, and the group coordinator's loading.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice/sluice/offsets"
+)
+
+// Readiness is a snapshot of what keeps the server from serving all it
+// should. The zero value is ready.
+type Readiness struct {
+	// Leading is the number of partitions the cluster says this broker
+	// leads.
+	Leading int
+	// Offline names ("topic-partition") the partitions this broker should
+	// lead that have no open local replica, or whose replica does not yet
+	// act as leader (its log failed to open, or LeaderAndIsr has not been
+	// applied), or whose log has failed since (a storage error); at most
+	// 20, with OfflineCount the full count.
+	Offline      []string
+	OfflineCount int
+	// GroupsLoading is set while the group coordinator loads (single
+	// node), or names how many __consumer_offsets partitions led here are
+	// still loading (cluster mode); empty when loaded. GroupsLoadErr is
+	// the load's error, if it failed.
+	GroupsLoading string
+	GroupsLoadErr error
+}
+
+// failer is a log that can report a sticky storage failure (segment.Log).
+type failer interface{ Failure() error }
+
+// logFailed reports whether p's log has failed (a storage error).
+func logFailed(p *partition) bool {
+	f, ok := p.Log().(failer)
+	return ok && f.Failure() != nil
+}
+
+// Readiness reports what is not ready. Safe for concurrent use; it reads
+// the control plane's view and the local partitions without blocking on
+// them for long.
+func (s *Server) Readiness() Readiness {
+	var rd Readiness
+	for _, name := range s.cp.topicNames() {
+		for _, pi := range s.cp.partitions(name) {
+			if pi.Leader != s.nodeID {
+				continue
+			}
+			rd.Leading++
+			if p := s.partition(name, pi.Partition); p == nil || !p.IsLeader() || logFailed(p) {
+				rd.OfflineCount++
+				if len(rd.Offline) < 20 {
+					rd.Offline = append(rd.Offline, fmt.Sprintf("%s-%d", name, pi.Partition))
+				}
+			}
+		}
+	}
+	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
+		loading := 0
+		if t := s.topics.get(offsets.Topic); t != nil {
+			for i, p := range t.parts {
+				if p != nil && p.IsLeader() && s.offsetsPartitionLoading(int32(i)) {
+					loading++
+				}
+			}
+		}
+		if loading > 0 {
+			rd.GroupsLoading = fmt.Sprintf("%d %s partitions led here are loading", loading, offsets.Topic)
+		}
+		return rd
+	}
+	// A loaded coordinator answers at once; a loading one within the
+	// timeout (a done ctx would race the loaded channel in Loaded's select).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	switch err := s.groups.Loaded(ctx); {
+	case errors.Is(err, context.DeadlineExceeded):
+		rd.GroupsLoading = "the group coordinator is loading its groups"
+	case err != nil:
+		rd.GroupsLoadErr = err
+	}
+	return rd
+}
