@@ -80,7 +80,7 @@ function bytes(n) {
   let i = 0;
   let v = Number(n);
   while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-  return (i === 0 ? v.toFixed(0) : v.toFixed(1)) + " " + u[i];
+  return (i === 0 ? v.toFixed(0) : v.toFixed(1).replace(/\.0$/, "")) + " " + u[i];
 }
 
 function table(headers, rows) {
@@ -324,7 +324,7 @@ async function topicPage(name) {
     el("td", { class: "num", "data-col": "size" }, bytes(p.size)),
     el("td", {}, el("a", { href: "#/messages?topic=" + enc(name) + "&partition=" + p.partition + "&offset=-20" }, "browse"))));
   const configs = (t.configs || []).slice().sort((a, b) => a.name.localeCompare(b.name)).map((c) =>
-    el("tr", { "data-config": c.name },
+    el("tr", { "data-config": c.name, class: c.source && c.source !== "DEFAULT_CONFIG" ? "set" : null },
       el("td", {}, c.name),
       el("td", {}, c.sensitive ? el("span", { class: "null" }, "(sensitive)") : c.value === null ? el("span", { class: "null" }, "null") : c.value),
       el("td", { class: "muted" }, c.source || "")));
