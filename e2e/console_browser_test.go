@@ -473,6 +473,21 @@ func TestConsoleThroughputChart(t *testing.T) {
 		_ = perf.Wait()
 	}()
 
+	// The API first, so that a broker whose counters do not move fails
+	// with that, not with a chart that stays flat.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var tp struct {
+			MessagesIn int64 `json:"messagesIn"`
+		}
+		apiGet(t, b, "/api/throughput", &tp)
+		if tp.MessagesIn > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/api/throughput reports messagesIn 0 for 30s while sluice perf produce runs")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	rate := waitJS(t, tab, "a positive messages-in rate", `Number(document.getElementById("rate-messages-in").dataset.value || 0)`,
 		func(r float64) bool { return r > 0 })
 	t.Logf("messages in: %.0f/s shown", rate)
@@ -506,8 +521,9 @@ func text(t *testing.T, ctx context.Context, expr string) string {
 
 // TestConsoleACLHidesTopics: under ACLs, a user with Describe on one topic
 // only (alice, by HTTP basic auth against the broker's SASL PLAIN users)
-// sees that topic in the console and not the other; a request without a
-// user is refused.
+// sees that topic in the console and not the other, and a clear 403 when
+// she browses its records (Describe is not Read); a request without a user
+// is refused.
 func TestConsoleACLHidesTopics(t *testing.T) {
 	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" ` +
 		`user_admin="admin-secret" user_alice="alice-secret";`
@@ -591,4 +607,9 @@ func TestConsoleACLHidesTopics(t *testing.T) {
 		t.Errorf("alice may not create topics but the Create topic link shows")
 	}
 	screenshot(t, tab, "acl-topics")
+
+	// Describe is not Read: browsing visible's records shows the 403.
+	browse(t, tab, consoleURL(b, "messages?topic=visible&partition=0&offset=0"))
+	waitFor(t, tab, "a 403 in the message browser", `document.querySelector('.error[data-error-status="403"]')`)
+	screenshot(t, tab, "acl-messages")
 }
