@@ -46,6 +46,7 @@ type httpState struct {
 	dialAddr string
 	dialSec  kconn.Security
 	dialHost string // the TLS server name to verify
+	dialMech string // the SASL mechanism of dialSec
 }
 
 // startHTTP starts the HTTP server on http.listeners (nothing when empty)
@@ -156,9 +157,27 @@ func (b *Broker) attachHTTP(authz server.Authorizer, creds sasl.CredentialLookup
 	if idx < 0 {
 		idx = b.clientListener()
 	}
+	mech := b.cfg.SASLInterBrokerMechanism
 	sec, err := b.connSecurity(b.lnNames[idx])
+	if err != nil && b.cfg.SingleNode() {
+		// A single node has no inter-broker login of its own to reuse
+		// (sasl.mechanism.inter.broker.protocol keeps Kafka's GSSAPI
+		// default): the console logs in with the first mechanism the
+		// listener's JAAS configuration gives this broker a user for.
+		for _, m := range []string{sasl.Plain, sasl.ScramSHA512, sasl.ScramSHA256} {
+			if s, err2 := b.connSecurityWith(b.lnNames[idx], m); err2 == nil {
+				sec, mech, err = s, m, nil
+				break
+			}
+		}
+	}
 	if err != nil {
-		return err
+		// The broker serves anyway; the API says why it cannot read.
+		b.log.Warn("broker: the HTTP API cannot log in to the broker; /api/ will answer 503", "err", err)
+		loginErr := fmt.Errorf("the console cannot log in to the broker: %w", err)
+		h.srv.Attach(console.Backend{Authorizer: authz, Credentials: creds,
+			Client: func() (*kgo.Client, error) { return nil, loginErr }})
+		return nil
 	}
 	host, _, err := b.advertised(idx)
 	if err != nil {
@@ -174,7 +193,7 @@ func (b *Broker) attachHTTP(authz server.Authorizer, creds sasl.CredentialLookup
 	}
 	h.mu.Lock()
 	h.dialAddr = net.JoinHostPort(dial, strconv.Itoa(addr.Port))
-	h.dialSec, h.dialHost = sec, host
+	h.dialSec, h.dialHost, h.dialMech = sec, host, mech
 	h.mu.Unlock()
 	backend := console.Backend{Credentials: creds, Client: b.consoleClient}
 	if authz != nil {
@@ -213,7 +232,7 @@ func (b *Broker) consoleClient() (*kgo.Client, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	if h.dialSec.SASL != nil {
-		opts = append(opts, kgo.SASL(saslMechanism{b.cfg.SASLInterBrokerMechanism, h.dialSec.SASL}))
+		opts = append(opts, kgo.SASL(saslMechanism{h.dialMech, h.dialSec.SASL}))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

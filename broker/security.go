@@ -101,6 +101,11 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 // sasl.mechanism.inter.broker.protocol and the username and password of
 // the listener's JAAS entry for that mechanism.
 func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
+	return b.connSecurityWith(listener, b.cfg.SASLInterBrokerMechanism)
+}
+
+// connSecurityWith is connSecurity logging in with SASL mechanism mech.
+func (b *Broker) connSecurityWith(listener, mech string) (kconn.Security, error) {
 	cfg := &b.cfg
 	var sec kconn.Security
 	proto := cfg.ListenerProtocol(listener)
@@ -115,7 +120,6 @@ func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
 		}
 	}
 	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
-		mech := cfg.SASLInterBrokerMechanism
 		module := sasl.ScramLoginModule
 		switch mech {
 		case sasl.Plain:

@@ -25,7 +25,6 @@ func securedBroker(t *testing.T, more ...func(*config.Config)) *broker.Broker {
 	return brokertest.Start(t, "memory", append([]func(*config.Config){func(c *config.Config) {
 		c.Listeners = []string{"SASL_PLAINTEXT://127.0.0.1:0"}
 		c.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
-		c.SASLInterBrokerMechanism = "PLAIN"
 		c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
 		c.SuperUsers = []string{"User:admin"}
 		c.FailedAuthenticationDelay = 10 * time.Millisecond

@@ -94,6 +94,54 @@ func TestHostileInput(t *testing.T) {
 		}
 	}
 
+	t.Run("cross-site and rebinding", func(t *testing.T) {
+		send := func(method, path string, hdr map[string]string, body string) int {
+			req, _ := http.NewRequest(method, a.base+path, strings.NewReader(body))
+			for k, v := range hdr {
+				if k == "Host" {
+					req.Host = v
+					continue
+				}
+				req.Header.Set(k, v)
+			}
+			resp, err := a.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		with := func(k, v string) map[string]string {
+			return map[string]string{"Content-Type": "application/json", k: v}
+		}
+		if code := send("POST", "/api/topics", with("Sec-Fetch-Site", "cross-site"), `{"name":"csrf3"}`); code != 403 {
+			t.Errorf("cross-site fetch POST: %d, want 403", code)
+		}
+		if code := send("POST", "/api/topics", with("Origin", "http://evil.example"), `{"name":"csrf4"}`); code != 403 {
+			t.Errorf("cross-origin POST: %d, want 403", code)
+		}
+		if code := send("GET", "/api/topics", map[string]string{"Host": "evil.example"}, ""); code != 403 {
+			t.Errorf("rebound Host on a loopback listener: %d, want 403", code)
+		}
+		if code := send("POST", "/api/topics", with("Host", "rebind.evil.example:9644"), `{"name":"csrf5"}`); code != 403 {
+			t.Errorf("rebound Host POST: %d, want 403", code)
+		}
+		for _, h := range []string{"localhost", "LOCALHOST:1", "127.0.0.1", "[::1]:9644", "app.localhost"} {
+			if code := send("GET", "/healthz", map[string]string{"Host": h}, ""); code != 200 {
+				t.Errorf("Host %s: %d, want 200", h, code)
+			}
+		}
+		if code := send("POST", "/api/topics", with("Sec-Fetch-Site", "same-origin"), `{"name":"same"}`); code != 201 {
+			t.Errorf("same-origin POST: %d, want 201", code)
+		}
+		var tl topicList
+		a.get("/api/topics", 200, &tl)
+		for _, tp := range tl.Topics {
+			if strings.HasPrefix(tp.Name, "csrf") {
+				t.Fatalf("a cross-site post created %s", tp.Name)
+			}
+		}
+	})
 	t.Run("huge body", func(t *testing.T) {
 		big := bytes.Repeat([]byte("a"), 2<<20)
 		code, _ := a.do("POST", "/api/topics/t/records", "application/json", bytes.NewReader(append(append([]byte(`{"value":"`), big...), '"', '}')))

@@ -30,9 +30,6 @@ func writeError(w http.ResponseWriter, code int, msg, kafkaCode string) {
 	writeJSON(w, code, errorJSON{Error: msg, Code: kafkaCode})
 }
 
-// errBadRequest marks input errors (400).
-var errBadRequest = errors.New("bad request")
-
 // readJSON decodes the request body into v: it must be declared
 // application/json (so that a cross-site HTML form, which cannot send
 // that type without a CORS preflight, cannot post), at most MaxBodyBytes,

@@ -6,6 +6,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"unicode/utf8"
@@ -15,8 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// errNotAttached: the broker has not handed over its client yet.
-var errNotAttached = errors.New("console: the broker is starting")
+var (
+	// errNotAttached: the broker has not handed over its client yet.
+	errNotAttached = errors.New("console: the broker is starting")
+	// errNoClient: the broker's client could not be made (503).
+	errNoClient = errors.New("console: no Kafka client")
+)
 
 // clients returns the broker's Kafka client and an admin client over it.
 func (q *request) clients() (*kgo.Client, *kadm.Client, error) {
@@ -25,7 +30,7 @@ func (q *request) clients() (*kgo.Client, *kadm.Client, error) {
 	}
 	cl, err := q.backend.Client()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", errNoClient, err)
 	}
 	return cl, kadm.NewClient(cl), nil
 }
@@ -66,7 +71,7 @@ func writeKafkaError(w http.ResponseWriter, err error) {
 	}
 	var ne net.Error
 	switch {
-	case errors.Is(err, errNotAttached):
+	case errors.Is(err, errNotAttached), errors.Is(err, errNoClient):
 		writeError(w, http.StatusServiceUnavailable, err.Error(), "")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ne),
 		errors.Is(err, kgo.ErrClientClosed):

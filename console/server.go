@@ -240,7 +240,9 @@ func (s *Server) routes() http.Handler {
 	s.apiRoutes(mux, auth)
 	// Everything else: unknown API paths (404 JSON) and the console's files.
 	mux.Handle("/", auth(s.ui))
-	return s.guard(mux)
+	// Cross-site POSTs are refused (403) by their Sec-Fetch-Site or
+	// Origin header, besides needing application/json (readJSON).
+	return s.guard(http.NewCrossOriginProtection().Handler(mux))
 }
 
 // guard is the outermost middleware: bodies bounded, panics answered 500.
@@ -259,10 +261,40 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes), "")
 			return
 		}
+		if !allowedHost(r) {
+			writeError(w, http.StatusForbidden, "a loopback listener answers only requests for a loopback host (DNS rebinding)", "")
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowedHost refuses, on a loopback listener (the default
+// 127.0.0.1:9644), a request whose Host is a DNS name other than
+// localhost: a web page whose name was rebound to 127.0.0.1 would
+// otherwise reach the API as its own origin. Listeners on other
+// addresses take any Host (operators reach them by name).
+func allowedHost(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(local.String())
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // remoteAddr is the client's IP, for the authorizer's host checks.
@@ -272,9 +304,4 @@ func remoteAddr(r *http.Request) netip.Addr {
 		return netip.Addr{}
 	}
 	return ap.Addr().Unmap()
-}
-
-// hasPrefixFold reports whether s starts with prefix, ignoring case.
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

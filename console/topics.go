@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
 )
@@ -180,18 +183,18 @@ func (s *Server) describeTopic(w http.ResponseWriter, r *http.Request, q *reques
 		writeError(w, http.StatusForbidden, "not authorized to describe topic "+name, kerr.TopicAuthorizationFailed.Message)
 		return
 	}
-	_, adm, err := q.clients()
+	cl, adm, err := q.clients()
 	if err != nil {
 		writeKafkaError(w, err)
 		return
 	}
 	ctx, cancel := kafkaCtx(r)
 	defer cancel()
-	s.writeTopic(ctx, w, adm, name, http.StatusOK)
+	s.writeTopic(ctx, w, cl, adm, name, http.StatusOK)
 }
 
 // writeTopic answers code with the details of topic name.
-func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, adm *kadm.Client, name string, code int) {
+func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, cl *kgo.Client, adm *kadm.Client, name string, code int) {
 	tds, err := adm.ListTopicsWithInternal(ctx, name)
 	if err != nil {
 		writeKafkaError(w, err)
@@ -220,26 +223,27 @@ func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, adm *kad
 			StartOffset: start, EndOffset: end, Size: st.size(name, pd.Partition, pd.Leader),
 		})
 	}
-	if rcs, err := adm.DescribeTopicConfigs(ctx, name); err == nil {
-		if rc, err := rcs.On(name, nil); err == nil && rc.Err == nil {
-			for _, c := range rc.Configs {
-				out.Configs = append(out.Configs, configJSON{
-					Name: c.Key, Value: c.Value, Source: c.Source.String(),
-					ReadOnly: false, Sensitive: c.Sensitive,
-				})
-			}
-			slices.SortFunc(out.Configs, func(a, b configJSON) int {
-				switch {
-				case a.Name < b.Name:
-					return -1
-				case a.Name > b.Name:
-					return 1
-				}
-				return 0
-			})
-		}
-	}
+	out.Configs = topicConfigs(ctx, cl, name)
 	writeJSON(w, code, out)
+}
+
+// topicConfigs reads a topic's configs with DescribeConfigs (kadm drops
+// ReadOnly); none when the request fails.
+func topicConfigs(ctx context.Context, cl *kgo.Client, name string) []configJSON {
+	out := []configJSON{}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		return out
+	}
+	for _, c := range resp.Resources[0].Configs {
+		out = append(out, configJSON{Name: c.Name, Value: c.Value, Source: c.Source.String(), ReadOnly: c.ReadOnly, Sensitive: c.IsSensitive})
+	}
+	slices.SortFunc(out, func(a, b configJSON) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func nonNil(s []int32) []int32 {
@@ -274,7 +278,7 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, http.StatusForbidden, "not authorized to create topic "+body.Name, kerr.TopicAuthorizationFailed.Message)
 		return
 	}
-	_, adm, err := q.clients()
+	cl, adm, err := q.clients()
 	if err != nil {
 		writeKafkaError(w, err)
 		return
@@ -302,5 +306,5 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, q *request)
 	}
 	s.log.Info("console: topic created", "topic", body.Name, "principal", q.principal)
 	w.Header().Set("Location", "/api/topics/"+body.Name)
-	s.writeTopic(ctx, w, adm, body.Name, http.StatusCreated)
+	s.writeTopic(ctx, w, cl, adm, body.Name, http.StatusCreated)
 }
