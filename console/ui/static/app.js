@@ -250,8 +250,19 @@ function chart(canvas, series, fmt, unit) {
   canvas.dataset.samples = String(rates.length);
 }
 
+// readiness reads /readyz, whose 503 carries the same JSON as its 200.
+async function readiness() {
+  try {
+    const res = await fetch("/readyz", { credentials: "same-origin", headers: { Accept: "application/json" } });
+    const body = await res.json();
+    return { ready: !!body.ready, notReady: body.notReady || [] };
+  } catch (e) {
+    return { ready: false, notReady: ["/readyz did not answer: " + e.message] };
+  }
+}
+
 async function overview() {
-  const c = await api("/api/cluster");
+  const [c, ready] = await Promise.all([api("/api/cluster"), readiness()]);
   const brokers = c.brokers.slice().sort((a, b) => a.id - b.id).map((b) =>
     el("tr", { "data-broker": b.id },
       el("td", {}, String(b.id),
@@ -266,7 +277,9 @@ async function overview() {
       ["Controller", String(c.controller), "controller"],
       ["This broker", String(c.thisBroker), "this-broker"],
       ["Brokers", String(c.brokers.length), "broker-count"],
-    ])),
+      ["Ready", el("span", { class: ready.ready ? "good" : "bad", "data-ready": ready.ready }, ready.ready ? "yes" : "no"), "ready"],
+    ]),
+    ready.notReady.length ? el("ul", { class: "not-ready", id: "not-ready" }, ready.notReady.map((r) => el("li", {}, r))) : null),
     el("h2", {}, "Brokers"),
     table(["Id", "Host", { label: "Port", num: true }, "Rack"], brokers),
     el("h2", {}, "Throughput of this broker"),
@@ -601,8 +614,8 @@ async function createPage() {
   const result = el("div", { id: "create-result" });
   const form = el("form", { class: "stack card", id: "create-form" },
     el("label", {}, "Name", el("input", { name: "name", required: true, pattern: "[a-zA-Z0-9._-]+", maxlength: 249 })),
-    el("label", {}, "Partitions", el("input", { name: "partitions", type: "number", min: 1, value: "1", required: true })),
-    el("label", {}, "Replication factor", el("input", { name: "replicationFactor", type: "number", min: 1, value: "1", required: true })),
+    el("label", {}, "Partitions", el("input", { name: "partitions", type: "number", min: 1, placeholder: "broker default" })),
+    el("label", {}, "Replication factor", el("input", { name: "replicationFactor", type: "number", min: 1, placeholder: "broker default" })),
     el("label", {}, "Configs (key=value, one a line)", el("textarea", { name: "configs", placeholder: "cleanup.policy=compact" })),
     el("div", {}, el("button", { type: "submit" }, "Create")),
     result);
@@ -612,8 +625,9 @@ async function createPage() {
     let configs;
     try { configs = Object.fromEntries(parseLines(f.configs.value)); } catch (err) { result.replaceChildren(errorBox(err)); return; }
     try {
-      const t = await post("/api/topics", { name: f.name.value, partitions: Number(f.partitions.value),
-        replicationFactor: Number(f.replicationFactor.value), configs });
+      // Empty (0): the broker's num.partitions and default.replication.factor.
+      const t = await post("/api/topics", { name: f.name.value, partitions: Number(f.partitions.value) || 0,
+        replicationFactor: Number(f.replicationFactor.value) || 0, configs });
       go("#/topics/" + enc(t.name || f.name.value));
     } catch (err) {
       result.replaceChildren(errorBox(err));
