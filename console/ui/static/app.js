@@ -1,6 +1,7 @@
 // Sluice console: one page, hash routing, vanilla JS. Everything it shows
 // comes from the JSON API under /api/ (docs/http-api.md). Data from the API
-// reaches the DOM through textContent and attributes only, never innerHTML.
+// reaches the DOM through textContent and attributes only, never parsed as
+// HTML (ui_test.go checks).
 "use strict";
 
 // ---- DOM and API helpers ----
@@ -103,7 +104,8 @@ let whoami = null;
 function route() {
   const h = location.hash.replace(/^#\/?/, "");
   const [p, q] = h.split("?");
-  const segs = p.split("/").filter((s) => s !== "").map(decodeURIComponent);
+  const decode = (s) => { try { return decodeURIComponent(s); } catch (e) { return s; } };
+  const segs = p.split("/").filter((s) => s !== "").map(decode);
   return { segs, query: new URLSearchParams(q || "") };
 }
 
