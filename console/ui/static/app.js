@@ -129,9 +129,10 @@ async function render() {
   try {
     node = page ? await page(r) : el("div", {}, el("h1", {}, "Not found"), el("p", {}, "No page " + location.hash));
   } catch (err) {
-    node = el("div", {}, errorBox(err));
+    node = el("div", {}, errorBox(err), el("button", { class: "secondary", id: "retry", onclick: render }, "Retry"));
   }
   if (seq !== renderSeq) return; // the user went elsewhere meanwhile
+  if (!whoami) loadWhoami(); // it failed before (the broker starting, say)
   view.replaceChildren(node);
   if (name === "") drawCharts();
 }
@@ -640,7 +641,8 @@ async function createPage() {
 
 // ---- start ----
 
-async function start() {
+// loadWhoami learns the principal and whether it may create topics.
+async function loadWhoami() {
   try {
     whoami = await api("/api/whoami");
     document.getElementById("principal").textContent = whoami.principal;
@@ -648,6 +650,10 @@ async function start() {
   } catch (err) {
     whoami = null;
   }
+}
+
+async function start() {
+  await loadWhoami();
   window.addEventListener("hashchange", render);
   await render();
   // One sample a second, the next only after the last answered, so that
