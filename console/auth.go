@@ -63,8 +63,9 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *reque
 		case loginUnavailable:
 			writeError(w, http.StatusServiceUnavailable, "the broker is starting: its SCRAM users are not loaded yet", "")
 		default:
-			// Failed logins are logged, not counted: the metrics package
-			// has no authentication-failure counter for HTTP yet.
+			if s.opts.OnAuthFailure != nil {
+				s.opts.OnAuthFailure()
+			}
 			s.log.Info("console: failed authentication", "user", user, "remote", r.RemoteAddr)
 			if d := s.opts.AuthFailureDelay; d > 0 {
 				t := time.NewTimer(d)

@@ -94,6 +94,8 @@ type Options struct {
 	Ready func() []Check
 	// Throughput returns the broker's counters; nil answers zeros.
 	Throughput func() Throughput
+	// OnAuthFailure is called for each failed login (a metric); may be nil.
+	OnAuthFailure func()
 }
 
 // Backend is what the running broker hands over (Attach) once its storage
@@ -158,6 +160,7 @@ func Start(opts Options) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("console: http.listeners: listen on %s: %w", l, err)
 		}
+		ln = newLimitListener(ln, maxConns)
 		if u.Scheme == "https" {
 			ln = tls.NewListener(ln, opts.TLS)
 		}
