@@ -429,8 +429,8 @@ func TestConsoleBrowseJSONRecord(t *testing.T) {
 	if v := text(t, tab, row+`.querySelector('[data-field=value] pre').textContent`); v != wantJSON {
 		t.Errorf("value shown as\n%s\nwant\n%s", v, wantJSON)
 	}
-	if h := text(t, tab, row+`.querySelector('[data-header="source"]').textContent`); h != "source: e2e" {
-		t.Errorf("header shown as %q, want source: e2e", h)
+	if h := text(t, tab, row+`.querySelector('[data-header="source"] pre').textContent`); h != "e2e" {
+		t.Errorf("header source shown as %q, want e2e", h)
 	}
 	if next := text(t, tab, `document.getElementById("records").dataset.nextOffset`); next != "2" {
 		t.Errorf("nextOffset %q, want 2", next)

@@ -597,11 +597,8 @@ function records(r, limit) {
     el("td", { "data-field": "timestamp", title: String(m.timestamp) }, new Date(m.timestamp).toISOString().replace("T", " ").replace("Z", " UTC")),
     el("td", { class: "rec" }, bytesView("key", b64(m.key))),
     el("td", { class: "rec" }, bytesView("value", b64(m.value))),
-    el("td", { "data-field": "headers" }, (m.headers || []).map((h) => {
-      const v = b64(h.value);
-      const t = v === null ? null : asText(v);
-      return el("div", { "data-header": h.key }, h.key + ": ", v === null ? el("span", { class: "null" }, "null") : t !== null ? t : hex(v));
-    }))));
+    el("td", { class: "rec", "data-field": "headers" }, (m.headers || []).map((h) =>
+      el("div", { class: "header", "data-header": h.key }, el("span", { class: "hkey" }, h.key), bytesView("header-value", b64(h.value)))))));
   return el("div", { id: "records", "data-next-offset": r.nextOffset },
     pager(),
     table([{ label: "Offset", num: true }, "Timestamp", "Key", "Value", "Headers"], rows),
