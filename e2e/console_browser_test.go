@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -468,10 +469,17 @@ func TestConsoleThroughputChart(t *testing.T) {
 	if err := perf.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		cancel()
-		_ = perf.Wait()
-	}()
+	// stopPerf stops perf (once) and returns what it printed; out is read
+	// only after the process and its copying goroutines are done.
+	var stopOnce sync.Once
+	stopPerf := func() string {
+		stopOnce.Do(func() {
+			cancel()
+			_ = perf.Wait()
+		})
+		return out.String()
+	}
+	defer stopPerf()
 
 	// The API first, so that a broker whose counters do not move fails
 	// with that, not with a chart that stays flat.
@@ -484,7 +492,7 @@ func TestConsoleThroughputChart(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/api/throughput reports messagesIn 0 for 30s while sluice perf produce runs")
+			t.Fatalf("/api/throughput reports messagesIn 0 for 30s while sluice perf produce runs\nperf:\n%s", stopPerf())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
