@@ -262,7 +262,6 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		b.abortSecurity()
 		return nil, err
 	}
-	b.srvReady.Store(b.srv)
 	if err := b.attachHTTP(authz, creds); err != nil {
 		b.srv.Close()
 		b.abortSecurity()
@@ -277,6 +276,7 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 			}
 		}()
 	}
+	b.srvReady.Store(b.srv) // the Kafka listeners serve: /readyz looks further
 	if cfg.LogRetentionCheck > 0 {
 		b.bg.Add(1)
 		go b.retentionLoop()

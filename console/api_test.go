@@ -284,3 +284,42 @@ func TestTopicsAndRecords(t *testing.T) {
 	}
 	a.post("/api/topics", map[string]any{"name": "made"}, 409, nil)
 }
+
+// A read is bounded by 500 records and by 1 MiB of record bytes (but
+// returns at least one record), and pages on with nextOffset.
+func TestRecordBounds(t *testing.T) {
+	b := brokertest.Start(t, "segment")
+	a := newAPI(t, b)
+	createTopic(t, b.Addr(), "many", 1)
+	createTopic(t, b.Addr(), "large", 1)
+	ctx := context.Background()
+	cl := kclient(t, b.Addr(), kgo.ProducerBatchMaxBytes(4<<20))
+	var recs []*kgo.Record
+	for i := range 600 {
+		recs = append(recs, &kgo.Record{Topic: "many", Value: fmt.Appendf(nil, "%d", i)})
+	}
+	big := make([]byte, 300<<10)
+	for range 5 {
+		recs = append(recs, &kgo.Record{Topic: "large", Value: big})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var rs records
+	a.get("/api/topics/many/records?limit=1000", 200, &rs)
+	if len(rs.Records) != 500 || rs.NextOffset != 500 || rs.Records[499].Offset != 499 {
+		t.Fatalf("limit 1000: %d records, next %d", len(rs.Records), rs.NextOffset)
+	}
+	a.get(fmt.Sprintf("/api/topics/many/records?offset=%d&limit=500", rs.NextOffset), 200, &rs)
+	if len(rs.Records) != 100 || rs.NextOffset != 600 {
+		t.Fatalf("second page: %d records, next %d", len(rs.Records), rs.NextOffset)
+	}
+	a.get("/api/topics/large/records", 200, &rs)
+	if len(rs.Records) != 3 || rs.NextOffset != 3 {
+		t.Fatalf("1 MiB bound: %d records, next %d", len(rs.Records), rs.NextOffset)
+	}
+	a.get("/api/topics/large/records?offset=-1", 200, &rs)
+	if len(rs.Records) != 1 || rs.Records[0].Offset != 4 || len(rs.Records[0].Value) != len(big) {
+		t.Fatalf("last record: %d records", len(rs.Records))
+	}
+}

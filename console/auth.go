@@ -8,6 +8,7 @@ package console
 // with the stored one in constant time.
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/sha256"
@@ -16,6 +17,8 @@ import (
 	"hash"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sluice/sluice/acl"
@@ -117,7 +120,7 @@ func (s *Server) checkUser(b *Backend, user, pass string) loginResult {
 			s.log.Warn("console: SCRAM credential lookup failed", "user", user, "mechanism", mech, "err", err)
 			continue
 		}
-		if ok && scramMatches(c, pass) {
+		if ok && s.scram.matches(user, pass, c) {
 			return loginOK
 		}
 	}
@@ -129,6 +132,60 @@ func (s *Server) checkUser(b *Backend, user, pass string) loginResult {
 func equalSecret(a, b string) bool {
 	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+// scramLogins remembers recent successful SCRAM logins, so that a user
+// of the console (which asks every second) costs one PBKDF2 derivation
+// per credential and scramCacheTTL rather than one per request; and bounds
+// the derivations running at once, so failed logins cannot take every
+// core. An entry is keyed by a hash of the user, mechanism, password and
+// salt, and holds the StoredKey it matched: a changed credential (new
+// salt or key) misses.
+type scramLogins struct {
+	sem chan struct{} // a slot per derivation running
+	mu  sync.Mutex
+	ok  map[[sha256.Size]byte]scramLogin
+}
+
+type scramLogin struct {
+	storedKey []byte
+	expires   time.Time
+}
+
+const (
+	scramCacheTTL    = 5 * time.Minute
+	scramCacheMax    = 1024
+	maxScramParallel = 2
+)
+
+func (l *scramLogins) matches(user, password string, c sasl.Credential) bool {
+	h := sha256.New()
+	for _, part := range []string{user, c.Mechanism, password, string(c.Salt), strconv.Itoa(c.Iterations)} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{0})
+		h.Write([]byte(part))
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	now := time.Now()
+	l.mu.Lock()
+	e, hit := l.ok[key]
+	l.mu.Unlock()
+	if hit && now.Before(e.expires) && subtle.ConstantTimeCompare(e.storedKey, c.StoredKey) == 1 {
+		return true
+	}
+	l.sem <- struct{}{}
+	ok := scramMatches(c, password)
+	<-l.sem
+	if ok {
+		l.mu.Lock()
+		if len(l.ok) >= scramCacheMax {
+			clear(l.ok)
+		}
+		l.ok[key] = scramLogin{storedKey: bytes.Clone(c.StoredKey), expires: now.Add(scramCacheTTL)}
+		l.mu.Unlock()
+	}
+	return ok
 }
 
 // scramMatches reports whether password derives c's StoredKey. A

@@ -134,6 +134,24 @@ func TestAuth(t *testing.T) {
 	if got := names(a.as("carol", "carol-secret")); len(got) != 0 {
 		t.Errorf("carol sees %v, want none", got)
 	}
+
+	// A changed or deleted credential takes effect at once, though
+	// successful logins are remembered.
+	up, err = adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "carol-new"}})
+	if err != nil || up.Error() != nil {
+		t.Fatalf("change carol's password: %v %v", err, up.Error())
+	}
+	if code, _ := a.as("carol", "carol-secret").do("GET", "/api/whoami", "", nil); code != 401 {
+		t.Errorf("carol's old password after a change: %d, want 401", code)
+	}
+	a.as("carol", "carol-new").get("/api/whoami", 200, nil)
+	del, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "carol", Mechanism: kadm.ScramSha256}}, nil)
+	if err != nil || del.Error() != nil {
+		t.Fatalf("delete carol: %v %v", err, del.Error())
+	}
+	if code, _ := a.as("carol", "carol-new").do("GET", "/api/whoami", "", nil); code != 401 {
+		t.Errorf("carol after her credential was deleted: %d, want 401", code)
+	}
 }
 
 func TestHTTPS(t *testing.T) {
@@ -162,5 +180,35 @@ func TestHTTPS(t *testing.T) {
 		if resp.StatusCode == 200 {
 			t.Fatal("plain HTTP answered 200 on the https listener")
 		}
+	}
+}
+
+// The broker's own client logs in with SCRAM when
+// sasl.mechanism.inter.broker.protocol says so (a multi-step exchange
+// through the kconn-to-franz-go adapter).
+func TestConsoleClientSCRAM(t *testing.T) {
+	b := securedBroker(t, func(c *config.Config) {
+		c.SASLInterBrokerMechanism = "SCRAM-SHA-512"
+		c.SecurityProperties["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] =
+			`org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="scram-secret";`
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := adminClient(t, b)
+	// Without the SCRAM credential the console cannot log in.
+	if code, body := newAPI(t, b).as("admin", "admin-secret").do("GET", "/api/topics", "", nil); code != 503 {
+		t.Fatalf("/api/topics with no SCRAM credential for the console: %d %s", code, body)
+	}
+	up, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "admin", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "scram-secret"}})
+	if err != nil || up.Error() != nil {
+		t.Fatalf("create SCRAM user: %v %v", err, up.Error())
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "s"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	var tl topicList
+	newAPI(t, b).as("admin", "admin-secret").get("/api/topics", 200, &tl)
+	if len(tl.Topics) != 1 || tl.Topics[0].Name != "s" {
+		t.Fatalf("topics: %+v", tl)
 	}
 }

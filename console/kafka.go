@@ -63,7 +63,10 @@ func writeKafkaError(w http.ResponseWriter, err error) {
 		case kerr.LeaderNotAvailable, kerr.NotLeaderForPartition, kerr.CoordinatorNotAvailable,
 			kerr.CoordinatorLoadInProgress, kerr.NotCoordinator, kerr.BrokerNotAvailable,
 			kerr.RequestTimedOut, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend,
-			kerr.KafkaStorageError, kerr.NotController, kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch:
+			kerr.KafkaStorageError, kerr.NotController, kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch,
+			// The broker's own client could not log in: to the user, the
+			// cluster is unreachable.
+			kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState:
 			code = http.StatusServiceUnavailable
 		}
 		writeError(w, code, err.Error(), ke.Message)

@@ -126,6 +126,7 @@ type Server struct {
 	backend atomic.Pointer[Backend]
 	handler http.Handler
 	uiFiles http.Handler // nil without Options.UI
+	scram   scramLogins
 
 	srvs  []*http.Server
 	lns   []net.Listener
@@ -138,6 +139,8 @@ type Server struct {
 // taken, saying "address already in use").
 func Start(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger}
+	s.scram.sem = make(chan struct{}, maxScramParallel)
+	s.scram.ok = map[[32]byte]scramLogin{}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
