@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,6 +183,23 @@ func consoleURL(b *brokerProc, route string) string {
 	return "http://" + b.httpAddr + "/#/" + route
 }
 
+// apiGet reads a JSON answer of broker b's API (no authentication) into v.
+func apiGet(t *testing.T, b *brokerProc, path string, v any) {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + b.httpAddr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
 // TestConsoleTopicFromKcat: a topic that kcat auto-creates by producing to
 // it is listed with its partition count and message count, and its page
 // shows each partition with a leader and offsets that add up.
@@ -235,10 +253,15 @@ func TestConsoleTopicFromKcat(t *testing.T) {
 		start: r.querySelector("[data-col=start]").textContent,
 		end: r.querySelector("[data-col=end]").textContent,
 	}))`, func(ps []part) bool { return len(ps) == 3 })
+	var cluster struct {
+		ThisBroker int `json:"thisBroker"`
+	}
+	apiGet(t, b, "/api/cluster", &cluster)
+	id := strconv.Itoa(cluster.ThisBroker)
 	total := 0
 	for i, p := range parts {
-		if p.Partition != strconv.Itoa(i) || p.Leader != "1" || p.Replicas != "1" || p.ISR != "1" || p.Start != "0" {
-			t.Errorf("partition row %d: %+v, want partition %d led by broker 1 with replicas and ISR [1] from offset 0", i, p, i)
+		if p.Partition != strconv.Itoa(i) || p.Leader != id || p.Replicas != id || p.ISR != id || p.Start != "0" {
+			t.Errorf("partition row %d: %+v, want partition %d led by broker %s with replicas and ISR [%s] from offset 0", i, p, i, id, id)
 		}
 		end, err := strconv.Atoi(p.End)
 		if err != nil {
@@ -283,35 +306,44 @@ func TestConsoleGroupLagMatchesCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A group member reads a few records and commits only those.
+	// A group member reads both partitions and commits part of each: 3
+	// records of partition 0 and 5 of partition 1 (lags 17 and 15).
 	cons, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.FetchMaxBytes(1))
+		kgo.DisableAutoCommit())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []*kgo.Record
-	for len(got) == 0 {
-		fs := cons.PollRecords(ctx, 7)
+	keep := map[int32]int{0: 3, 1: 5}
+	var commit []*kgo.Record
+	seen := map[int32]int{}
+	for seen[0] < keep[0] || seen[1] < keep[1] {
+		fs := cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			t.Fatalf("consume: %v", err)
 		}
 		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", tp, p, err) })
-		got = fs.Records()
+		for _, r := range fs.Records() {
+			if seen[r.Partition] < keep[r.Partition] {
+				commit = append(commit, r)
+			}
+			seen[r.Partition]++
+		}
 	}
-	if len(got) > 7 {
-		got = got[:7]
-	}
-	if err := cons.CommitRecords(ctx, got...); err != nil {
+	if err := cons.CommitRecords(ctx, commit...); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	cons.Close() // leaves the group, which keeps its offsets
 
-	// The CLI's rows: partition -> lag, and the total.
+	// The CLI's rows: partition -> lag, and the total. A partition
+	// without a commit is "-" there and has no row in the console.
 	cliLag := map[string]string{}
 	cliTotal := 0
 	for _, r := range table(t, cliOK(t, b.addr, "group", "describe", group).stdout, "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET") {
 		if r["TOPIC"] != topic {
 			t.Fatalf("describe row %v", r)
+		}
+		if r["CURRENT-OFFSET"] == "-" && r["LAG"] == "-" {
+			continue
 		}
 		lag, err := strconv.Atoi(r["LAG"])
 		if err != nil {
@@ -320,8 +352,8 @@ func TestConsoleGroupLagMatchesCLI(t *testing.T) {
 		cliLag[r["PARTITION"]] = r["LAG"]
 		cliTotal += lag
 	}
-	if len(cliLag) == 0 || cliTotal == 0 {
-		t.Fatalf("sluice group describe shows lags %v: want committed partitions with lag", cliLag)
+	if cliLag["0"] != "17" || cliLag["1"] != "15" {
+		t.Fatalf("sluice group describe shows lags %v, want 17 and 15 after committing 3 and 5 of 20", cliLag)
 	}
 
 	tab := browserTab(t)
@@ -398,8 +430,8 @@ func TestConsoleBrowseJSONRecord(t *testing.T) {
 	if v := text(t, tab, row+`.querySelector('[data-field=value] pre').textContent`); v != wantJSON {
 		t.Errorf("value shown as\n%s\nwant\n%s", v, wantJSON)
 	}
-	if h := text(t, tab, row+`.querySelector('[data-header="source"]').textContent`); h != "source: e2e" {
-		t.Errorf("header shown as %q, want source: e2e", h)
+	if h := text(t, tab, row+`.querySelector('[data-header="source"] pre').textContent`); h != "e2e" {
+		t.Errorf("header source shown as %q, want e2e", h)
 	}
 	if next := text(t, tab, `document.getElementById("records").dataset.nextOffset`); next != "2" {
 		t.Errorf("nextOffset %q, want 2", next)
@@ -437,11 +469,33 @@ func TestConsoleThroughputChart(t *testing.T) {
 	if err := perf.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		cancel()
-		_ = perf.Wait()
-	}()
+	// stopPerf stops perf (once) and returns what it printed; out is read
+	// only after the process and its copying goroutines are done.
+	var stopOnce sync.Once
+	stopPerf := func() string {
+		stopOnce.Do(func() {
+			cancel()
+			_ = perf.Wait()
+		})
+		return out.String()
+	}
+	defer stopPerf()
 
+	// The API first, so that a broker whose counters do not move fails
+	// with that, not with a chart that stays flat.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var tp struct {
+			MessagesIn int64 `json:"messagesIn"`
+		}
+		apiGet(t, b, "/api/throughput", &tp)
+		if tp.MessagesIn > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/api/throughput reports messagesIn 0 for 30s while sluice perf produce runs\nperf:\n%s", stopPerf())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	rate := waitJS(t, tab, "a positive messages-in rate", `Number(document.getElementById("rate-messages-in").dataset.value || 0)`,
 		func(r float64) bool { return r > 0 })
 	t.Logf("messages in: %.0f/s shown", rate)
@@ -475,8 +529,9 @@ func text(t *testing.T, ctx context.Context, expr string) string {
 
 // TestConsoleACLHidesTopics: under ACLs, a user with Describe on one topic
 // only (alice, by HTTP basic auth against the broker's SASL PLAIN users)
-// sees that topic in the console and not the other; a request without a
-// user is refused.
+// sees that topic in the console and not the other, and a clear 403 when
+// she browses its records (Describe is not Read); a request without a user
+// is refused.
 func TestConsoleACLHidesTopics(t *testing.T) {
 	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" ` +
 		`user_admin="admin-secret" user_alice="alice-secret";`
@@ -560,4 +615,73 @@ func TestConsoleACLHidesTopics(t *testing.T) {
 		t.Errorf("alice may not create topics but the Create topic link shows")
 	}
 	screenshot(t, tab, "acl-topics")
+
+	// Describe is not Read: browsing visible's records shows the 403.
+	browse(t, tab, consoleURL(b, "messages?topic=visible&partition=0&offset=0"))
+	waitFor(t, tab, "a 403 in the message browser", `document.querySelector('.error[data-error-status="403"]')`)
+	screenshot(t, tab, "acl-messages")
+}
+
+// TestConsoleCreateTopicAndProduce: the create-topic form makes a topic
+// with the broker's default partition count and shows the API's 409 when
+// the name is taken; the topic page's form produces a record with a key, a
+// value and a header, which a Kafka client then reads back as sent.
+func TestConsoleCreateTopicAndProduce(t *testing.T) {
+	b := startBroker(t, filepath.Join(t.TempDir(), "data"), "num.partitions=2")
+	const topic = "made-in-console"
+	tab := browserTab(t)
+	browse(t, tab, consoleURL(b, ""))
+	waitFor(t, tab, "the Create topic link (anonymous may create)", `!document.getElementById("nav-create").hidden`)
+	create := func() {
+		t.Helper()
+		do(t, tab, "open the create form", chromedp.Click(chromedp.CSS("#nav-create")))
+		waitFor(t, tab, "the create form", `document.getElementById("create-form")`)
+		do(t, tab, "fill in and submit the create form",
+			chromedp.SetValue(chromedp.CSS("#create-form [name=name]"), topic),
+			chromedp.SetValue(chromedp.CSS("#create-form [name=configs]"), "retention.ms=3600000"),
+			chromedp.Click(chromedp.CSS("#create-form button[type=submit]")))
+	}
+	create()
+	waitFor(t, tab, "the new topic's page with 2 partitions", `location.hash === "#/topics/`+topic+`" &&
+		document.querySelectorAll("tr[data-partition]").length === 2`)
+	if v := text(t, tab, `document.querySelector('tr[data-config="retention.ms"] td:nth-child(2)').textContent`); v != "3600000" {
+		t.Errorf("retention.ms shown as %q, want the 3600000 the form set", v)
+	}
+
+	// Produce through the topic page's form, to partition 1.
+	do(t, tab, "fill in and submit the produce form",
+		chromedp.SetValue(chromedp.CSS("#produce-form [name=partition]"), "1"),
+		chromedp.SetValue(chromedp.CSS("#produce-form [name=key]"), "k1"),
+		chromedp.SetValue(chromedp.CSS("#produce-form [name=value]"), "hello from the console"),
+		chromedp.SetValue(chromedp.CSS("#produce-form [name=headers]"), "origin=browser"),
+		chromedp.Click(chromedp.CSS("#produce-form button[type=submit]")))
+	waitFor(t, tab, "the produce result", `document.querySelector('#produce-result .ok[data-partition="1"][data-offset="0"]')`)
+	screenshot(t, tab, "produced")
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {1: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) == 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consume the produced record: %v", err)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", tp, p, err) })
+		got = fs.Records()
+	}
+	r := got[0]
+	if string(r.Key) != "k1" || string(r.Value) != "hello from the console" || len(r.Headers) != 1 ||
+		r.Headers[0].Key != "origin" || string(r.Headers[0].Value) != "browser" {
+		t.Errorf("record read back: key %q value %q headers %v", r.Key, r.Value, r.Headers)
+	}
+
+	// The same name again: the API's 409, shown on the form.
+	create()
+	waitFor(t, tab, "the 409 on the create form", `document.querySelector('#create-result .error[data-error-status="409"]')`)
 }

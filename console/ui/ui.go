@@ -6,7 +6,7 @@
 // The console is one page with hash routing (#/topics/orders), so every view
 // is linkable and the server needs no route but "/". It uses no framework, no
 // CDN and no external font; data from the API is put into the DOM with
-// textContent only, never innerHTML.
+// textContent only, never parsed as HTML.
 package ui
 
 import (

@@ -1,6 +1,7 @@
 // Sluice console: one page, hash routing, vanilla JS. Everything it shows
 // comes from the JSON API under /api/ (docs/http-api.md). Data from the API
-// reaches the DOM through textContent and attributes only, never innerHTML.
+// reaches the DOM through textContent and attributes only, never parsed as
+// HTML (ui_test.go checks).
 "use strict";
 
 // ---- DOM and API helpers ----
@@ -80,7 +81,7 @@ function bytes(n) {
   let i = 0;
   let v = Number(n);
   while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-  return (i === 0 ? v.toFixed(0) : v.toFixed(1)) + " " + u[i];
+  return (i === 0 ? v.toFixed(0) : v.toFixed(1).replace(/\.0$/, "")) + " " + u[i];
 }
 
 function table(headers, rows) {
@@ -103,7 +104,8 @@ let whoami = null;
 function route() {
   const h = location.hash.replace(/^#\/?/, "");
   const [p, q] = h.split("?");
-  const segs = p.split("/").filter((s) => s !== "").map(decodeURIComponent);
+  const decode = (s) => { try { return decodeURIComponent(s); } catch (e) { return s; } };
+  const segs = p.split("/").filter((s) => s !== "").map(decode);
   return { segs, query: new URLSearchParams(q || "") };
 }
 
@@ -127,9 +129,10 @@ async function render() {
   try {
     node = page ? await page(r) : el("div", {}, el("h1", {}, "Not found"), el("p", {}, "No page " + location.hash));
   } catch (err) {
-    node = el("div", {}, errorBox(err));
+    node = el("div", {}, errorBox(err), el("button", { class: "secondary", id: "retry", onclick: render }, "Retry"));
   }
   if (seq !== renderSeq) return; // the user went elsewhere meanwhile
+  if (!whoami) loadWhoami(); // it failed before (the broker starting, say)
   view.replaceChildren(node);
   if (name === "") drawCharts();
 }
@@ -250,8 +253,19 @@ function chart(canvas, series, fmt, unit) {
   canvas.dataset.samples = String(rates.length);
 }
 
+// readiness reads /readyz, whose 503 carries the same JSON as its 200.
+async function readiness() {
+  try {
+    const res = await fetch("/readyz", { credentials: "same-origin", headers: { Accept: "application/json" } });
+    const body = await res.json();
+    return { ready: !!body.ready, notReady: body.notReady || [] };
+  } catch (e) {
+    return { ready: false, notReady: ["/readyz did not answer: " + e.message] };
+  }
+}
+
 async function overview() {
-  const c = await api("/api/cluster");
+  const [c, ready] = await Promise.all([api("/api/cluster"), readiness()]);
   const brokers = c.brokers.slice().sort((a, b) => a.id - b.id).map((b) =>
     el("tr", { "data-broker": b.id },
       el("td", {}, String(b.id),
@@ -266,7 +280,9 @@ async function overview() {
       ["Controller", String(c.controller), "controller"],
       ["This broker", String(c.thisBroker), "this-broker"],
       ["Brokers", String(c.brokers.length), "broker-count"],
-    ])),
+      ["Ready", el("span", { class: ready.ready ? "good" : "bad", "data-ready": ready.ready }, ready.ready ? "yes" : "no"), "ready"],
+    ]),
+    ready.notReady.length ? el("ul", { class: "not-ready", id: "not-ready" }, ready.notReady.map((r) => el("li", {}, r))) : null),
     el("h2", {}, "Brokers"),
     table(["Id", "Host", { label: "Port", num: true }, "Rack"], brokers),
     el("h2", {}, "Throughput of this broker"),
@@ -324,7 +340,7 @@ async function topicPage(name) {
     el("td", { class: "num", "data-col": "size" }, bytes(p.size)),
     el("td", {}, el("a", { href: "#/messages?topic=" + enc(name) + "&partition=" + p.partition + "&offset=-20" }, "browse"))));
   const configs = (t.configs || []).slice().sort((a, b) => a.name.localeCompare(b.name)).map((c) =>
-    el("tr", { "data-config": c.name },
+    el("tr", { "data-config": c.name, class: c.source && c.source !== "DEFAULT_CONFIG" ? "set" : null },
       el("td", {}, c.name),
       el("td", {}, c.sensitive ? el("span", { class: "null" }, "(sensitive)") : c.value === null ? el("span", { class: "null" }, "null") : c.value),
       el("td", { class: "muted" }, c.source || "")));
@@ -581,11 +597,8 @@ function records(r, limit) {
     el("td", { "data-field": "timestamp", title: String(m.timestamp) }, new Date(m.timestamp).toISOString().replace("T", " ").replace("Z", " UTC")),
     el("td", { class: "rec" }, bytesView("key", b64(m.key))),
     el("td", { class: "rec" }, bytesView("value", b64(m.value))),
-    el("td", { "data-field": "headers" }, (m.headers || []).map((h) => {
-      const v = b64(h.value);
-      const t = v === null ? null : asText(v);
-      return el("div", { "data-header": h.key }, h.key + ": ", v === null ? el("span", { class: "null" }, "null") : t !== null ? t : hex(v));
-    }))));
+    el("td", { class: "rec", "data-field": "headers" }, (m.headers || []).map((h) =>
+      el("div", { class: "header", "data-header": h.key }, el("span", { class: "hkey" }, h.key), bytesView("header-value", b64(h.value)))))));
   return el("div", { id: "records", "data-next-offset": r.nextOffset },
     pager(),
     table([{ label: "Offset", num: true }, "Timestamp", "Key", "Value", "Headers"], rows),
@@ -601,8 +614,8 @@ async function createPage() {
   const result = el("div", { id: "create-result" });
   const form = el("form", { class: "stack card", id: "create-form" },
     el("label", {}, "Name", el("input", { name: "name", required: true, pattern: "[a-zA-Z0-9._-]+", maxlength: 249 })),
-    el("label", {}, "Partitions", el("input", { name: "partitions", type: "number", min: 1, value: "1", required: true })),
-    el("label", {}, "Replication factor", el("input", { name: "replicationFactor", type: "number", min: 1, value: "1", required: true })),
+    el("label", {}, "Partitions", el("input", { name: "partitions", type: "number", min: 1, placeholder: "broker default" })),
+    el("label", {}, "Replication factor", el("input", { name: "replicationFactor", type: "number", min: 1, placeholder: "broker default" })),
     el("label", {}, "Configs (key=value, one a line)", el("textarea", { name: "configs", placeholder: "cleanup.policy=compact" })),
     el("div", {}, el("button", { type: "submit" }, "Create")),
     result);
@@ -612,8 +625,9 @@ async function createPage() {
     let configs;
     try { configs = Object.fromEntries(parseLines(f.configs.value)); } catch (err) { result.replaceChildren(errorBox(err)); return; }
     try {
-      const t = await post("/api/topics", { name: f.name.value, partitions: Number(f.partitions.value),
-        replicationFactor: Number(f.replicationFactor.value), configs });
+      // Empty (0): the broker's num.partitions and default.replication.factor.
+      const t = await post("/api/topics", { name: f.name.value, partitions: Number(f.partitions.value) || 0,
+        replicationFactor: Number(f.replicationFactor.value) || 0, configs });
       go("#/topics/" + enc(t.name || f.name.value));
     } catch (err) {
       result.replaceChildren(errorBox(err));
@@ -624,7 +638,8 @@ async function createPage() {
 
 // ---- start ----
 
-async function start() {
+// loadWhoami learns the principal and whether it may create topics.
+async function loadWhoami() {
   try {
     whoami = await api("/api/whoami");
     document.getElementById("principal").textContent = whoami.principal;
@@ -632,6 +647,10 @@ async function start() {
   } catch (err) {
     whoami = null;
   }
+}
+
+async function start() {
+  await loadWhoami();
   window.addEventListener("hashchange", render);
   await render();
   // One sample a second, the next only after the last answered, so that
