@@ -1,0 +1,184 @@
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request metrics: Kafka's RequestMetrics MBeans per request name
+// (kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,
+// version=9 and the TotalTimeMs ... histograms), as the JMX exporter names
+// them: kafka_network_requestmetrics_requests_total{request,version} and
+// one histogram per phase, in milliseconds, labelled request.
+//
+// The phases split a request's life as Kafka's RequestChannel does:
+//
+//	requestqueuetimems   frame read whole -> its handler starts
+//	localtimems          handler work, minus the remote time
+//	remotetimems         waiting on others inside the handler: the ISR for
+//	                     acks=all, the long poll of a fetch
+//	responsequeuetimems  handler done -> the writer takes the response
+//	responsesendtimems   the writer takes it -> the flush that sent it ends
+//	totaltimems          frame read whole -> sent
+//
+// A request without a response (acks=0 produce) ends when its handler
+// returns: its response phases are 0.
+
+// maxAPIKey and maxAPIVersion bound the per-API arrays; keys and versions
+// beyond them (none served today) are not counted.
+const (
+	maxAPIKey     = 127
+	maxAPIVersion = 31
+)
+
+// latencyBuckets are the histogram bounds in ms: 0.05 ms (a metadata
+// request on loopback) to 30 s (request.timeout.ms), about x2.2 apart.
+var latencyBuckets = prometheus.ExponentialBucketsRange(0.05, 30000, 18)
+
+// phase names, in the order of API.hist.
+var phases = [...]string{"totaltimems", "requestqueuetimems", "localtimems", "remotetimems", "responsequeuetimems", "responsesendtimems"}
+
+const (
+	phaseTotal = iota
+	phaseRequestQueue
+	phaseLocal
+	phaseRemote
+	phaseResponseQueue
+	phaseResponseSend
+)
+
+// API is the request metrics of one API key, resolved once (Metrics.Request)
+// and then counted into without allocation. A nil *API records nothing.
+type API struct {
+	versions [maxAPIVersion + 1]atomic.Int64
+	hist     [len(phases)]prometheus.Observer
+}
+
+// Timing is when one request went through each phase (see the package
+// comment of this file). Zero Dequeued and Sent: no response was written.
+type Timing struct {
+	Received time.Time     // the frame was read whole
+	Started  time.Time     // its handler started
+	Handled  time.Time     // its handler returned
+	Remote   time.Duration // of Started..Handled, spent waiting on others
+	Dequeued time.Time     // the writer took the response
+	Sent     time.Time     // the flush that wrote it returned
+}
+
+// Done counts one request of version with its timing.
+func (a *API) Done(version int16, t *Timing) {
+	if a == nil {
+		return
+	}
+	if version >= 0 && int(version) < len(a.versions) {
+		a.versions[version].Add(1)
+	}
+	end := t.Sent
+	if end.IsZero() {
+		end = t.Handled
+	}
+	local := t.Handled.Sub(t.Started) - t.Remote
+	a.hist[phaseTotal].Observe(ms(end.Sub(t.Received)))
+	a.hist[phaseRequestQueue].Observe(ms(t.Started.Sub(t.Received)))
+	a.hist[phaseLocal].Observe(ms(local))
+	a.hist[phaseRemote].Observe(ms(t.Remote))
+	if t.Sent.IsZero() {
+		a.hist[phaseResponseQueue].Observe(0)
+		a.hist[phaseResponseSend].Observe(0)
+		return
+	}
+	a.hist[phaseResponseQueue].Observe(ms(t.Dequeued.Sub(t.Handled)))
+	a.hist[phaseResponseSend].Observe(ms(t.Sent.Sub(t.Dequeued)))
+}
+
+func ms(d time.Duration) float64 {
+	if d < 0 {
+		return 0
+	}
+	return float64(d) / float64(time.Millisecond)
+}
+
+// requestSet is the per-key handles and their histogram families.
+type requestSet struct {
+	apis [maxAPIKey + 1]atomic.Pointer[API]
+	mu   sync.Mutex // serializes creating handles
+	hist [len(phases)]*prometheus.HistogramVec
+}
+
+func (s *requestSet) init() {
+	for i, p := range phases {
+		s.hist[i] = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kafka_network_requestmetrics_" + p,
+			Help:    "Request " + p[:len(p)-2] + " in milliseconds (Kafka RequestMetrics " + p + ").",
+			Buckets: latencyBuckets,
+		}, []string{"request"})
+	}
+}
+
+func (s *requestSet) register(reg *prometheus.Registry) {
+	for _, h := range s.hist {
+		reg.MustRegister(h)
+	}
+}
+
+// Request returns the handle of API key, creating its series the first
+// time the key is seen (so an idle broker does not export a histogram for
+// every API). After the first request of a key this is one atomic load.
+// nil for a nil Metrics or a key out of range.
+func (m *Metrics) Request(key int16) *API {
+	if m == nil || key < 0 || int(key) > maxAPIKey {
+		return nil
+	}
+	s := &m.requests
+	if a := s.apis[key].Load(); a != nil {
+		return a
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.apis[key].Load(); a != nil {
+		return a
+	}
+	a := &API{}
+	name := requestName(key)
+	for i := range phases {
+		a.hist[i] = s.hist[i].WithLabelValues(name)
+	}
+	s.apis[key].Store(a)
+	return a
+}
+
+// requestName is Kafka's name of an API key (ApiKeys), as the request label
+// carries it.
+func requestName(key int16) string {
+	if n := kmsg.NameForKey(key); n != "" {
+		return n
+	}
+	return "Unknown" + strconv.Itoa(int(key))
+}
+
+var descRequests = prometheus.NewDesc("kafka_network_requestmetrics_requests_total",
+	"Requests handled, by API and version (Kafka RequestMetrics RequestsPerSec).", []string{"request", "version"}, nil)
+
+type requestCollector struct{ s *requestSet }
+
+func (c requestCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descRequests }
+
+func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
+	for key := range c.s.apis {
+		a := c.s.apis[key].Load()
+		if a == nil {
+			continue
+		}
+		name := requestName(int16(key))
+		for v := range a.versions {
+			if n := a.versions[v].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), name, strconv.Itoa(v))
+			}
+		}
+	}
+}
