@@ -84,3 +84,12 @@ func count(m *Metrics, name string) (int, error) {
 	}
 	return 0, nil
 }
+
+// TestRequestNamesAreKafkas: the request label spells APIs as Kafka does.
+func TestRequestNamesAreKafkas(t *testing.T) {
+	for key, want := range map[int16]string{0: "Produce", 4: "LeaderAndIsr", 17: "SaslHandshake", 22: "InitProducerId", 29: "DescribeAcls", 36: "SaslAuthenticate", 50: "DescribeUserScramCredentials"} {
+		if got := requestName(key); got != want {
+			t.Errorf("requestName(%d) = %q, want %q", key, got, want)
+		}
+	}
+}

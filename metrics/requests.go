@@ -152,13 +152,33 @@ func (m *Metrics) Request(key int16) *API {
 	return a
 }
 
+// kafkaNames are Kafka's names (ApiKeys, from its message specs) where
+// kmsg spells an API differently: dashboards select request="InitProducerId".
+var kafkaNames = map[string]string{
+	"LeaderAndISR":                 "LeaderAndIsr",
+	"SASLHandshake":                "SaslHandshake",
+	"SASLAuthenticate":             "SaslAuthenticate",
+	"InitProducerID":               "InitProducerId",
+	"DescribeACLs":                 "DescribeAcls",
+	"CreateACLs":                   "CreateAcls",
+	"DeleteACLs":                   "DeleteAcls",
+	"AlterPartitionAssignments":    "AlterPartitionReassignments",
+	"DescribeUserSCRAMCredentials": "DescribeUserScramCredentials",
+	"AlterUserSCRAMCredentials":    "AlterUserScramCredentials",
+	"AllocateProducerIDs":          "AllocateProducerIds",
+}
+
 // requestName is Kafka's name of an API key (ApiKeys), as the request label
 // carries it.
 func requestName(key int16) string {
-	if n := kmsg.NameForKey(key); n != "" {
-		return n
+	n := kmsg.NameForKey(key)
+	if n == "" {
+		return "Unknown" + strconv.Itoa(int(key))
 	}
-	return "Unknown" + strconv.Itoa(int(key))
+	if k, ok := kafkaNames[n]; ok {
+		return k
+	}
+	return n
 }
 
 var descRequests = prometheus.NewDesc("kafka_network_requestmetrics_requests_total",
