@@ -152,3 +152,34 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descISRShrinks, prometheus.CounterValue, float64(c.r.shrinks.Load()))
 	ch <- prometheus.MustNewConstMetric(descISRExpands, prometheus.CounterValue, float64(c.r.expands.Load()))
 }
+
+// txnCounters are the transaction coordinator's completions. Kafka has no
+// MBean for them; the names are Sluice's own (sluice_ prefix).
+type txnCounters struct {
+	commits, aborts atomic.Int64
+}
+
+// TxnCompleted counts a transaction this broker coordinated that ended:
+// committed (true) or aborted.
+func (m *Metrics) TxnCompleted(commit bool) {
+	if m == nil {
+		return
+	}
+	if commit {
+		m.txn.commits.Add(1)
+	} else {
+		m.txn.aborts.Add(1)
+	}
+}
+
+var descTxnCompleted = prometheus.NewDesc("sluice_transaction_coordinator_completed_total",
+	"Transactions this broker coordinated that ended, by result (commit, abort).", []string{"result"}, nil)
+
+type txnCollector struct{ c *txnCounters }
+
+func (c txnCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descTxnCompleted }
+
+func (c txnCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descTxnCompleted, prometheus.CounterValue, float64(c.c.commits.Load()), "commit")
+	ch <- prometheus.MustNewConstMetric(descTxnCompleted, prometheus.CounterValue, float64(c.c.aborts.Load()), "abort")
+}

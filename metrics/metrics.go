@@ -44,6 +44,7 @@ type Metrics struct {
 	requests  requestSet
 	listeners listenerSet
 	replica   replicaCounters
+	txn       txnCounters
 }
 
 // New returns a registry with the Go runtime and process collectors and the
@@ -60,6 +61,7 @@ func New() *Metrics {
 		requestCollector{&m.requests},
 		listenerCollector{&m.listeners},
 		replicaCollector{&m.replica},
+		txnCollector{&m.txn},
 	)
 	m.requests.register(m.reg)
 	return m

@@ -17,6 +17,9 @@ package server
 //	kafka_log_logcleaner_{max_clean_time_secs,cleaner_recopy_percent},
 //	kafka_log_logcleanermanager_uncleanable_partitions_count
 //	sluice_metrics_partition_series_suppressed
+//	sluice_transaction_coordinator_transactions{state} (and, in package
+//	    metrics, sluice_transaction_coordinator_completed_total{result}):
+//	    Kafka has no MBean for these, so they carry Sluice's prefix
 //
 // Per-partition series (kafka_log_log_*, and the per-partition consumer
 // lag) are bounded by metrics.partition.series.max: with more local
@@ -46,6 +49,7 @@ import (
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/server/fetchresp"
+	"github.com/sluice/sluice/txn"
 )
 
 // registerMetrics registers the scrape-time collector (nil metrics:
@@ -152,6 +156,7 @@ var (
 	descCleanTime        = gaugeDesc("kafka_log_logcleaner_max_clean_time_secs", "Longest of the last cleaning rounds of the compacted logs here, in seconds.")
 	descRecopy           = gaugeDesc("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a percentage of bytes read by the latest cleaning round.")
 	descUncleanable      = gaugeDesc("kafka_log_logcleanermanager_uncleanable_partitions_count", "Compacted logs whose last cleaning round failed.")
+	descTxns             = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
 )
 
 // groupStateGauges are Kafka's NumGroups<State> gauges by state name.
@@ -171,7 +176,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
-		descCleanTime, descRecopy, descUncleanable} {
+		descCleanTime, descRecopy, descUncleanable, descTxns} {
 		ch <- d
 	}
 	for _, d := range groupStateGauges {
@@ -256,6 +261,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	c.collectGroups(ch, hw, perPartition)
 	c.collectCleaner(ch)
+	txns := s.txn.CountByState()
+	for st := txn.Empty; st <= txn.PrepareEpochFence; st++ {
+		if st != txn.Dead {
+			gauge(descTxns, float64(txns[st]), st.String())
+		}
+	}
 }
 
 // collectGroups emits the consumer-group gauges of the groups coordinated

@@ -164,8 +164,11 @@ func TestMetricsAfterWorkload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if written.records.Load() != n {
-		t.Fatalf("client wrote %d records, want %d", written.records.Load(), n)
+	// The client's hook may run just after ProduceSync returns.
+	for deadline := time.Now().Add(10 * time.Second); written.records.Load() != n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("client wrote %d records, want %d", written.records.Load(), n)
+		}
 	}
 
 	cons := newClient(t, ms.addr, kgo.ConsumerGroup("metered-group"), kgo.ConsumeTopics(topic),
@@ -330,5 +333,40 @@ func TestMetricsPartitionSeriesBound(t *testing.T) {
 	}
 	if v := mustValue(t, fams, "kafka_server_replicamanager_partitioncount", nil); v < 3 {
 		t.Errorf("partitioncount = %v, want >= 3", v)
+	}
+}
+
+// TestMetricsTransactions: a committed and an aborted transaction of a
+// kgo transactional producer are counted by result, and the id is then
+// Complete* in the state gauge.
+func TestMetricsTransactions(t *testing.T) {
+	ms := startMetricsServer(t, "memory", nil)
+	adm := kadm.NewClient(newClient(t, ms.addr))
+	createTopic(t, adm, "txm", 1, nil)
+	cl := newClient(t, ms.addr, kgo.TransactionalID("txm-producer"), kgo.DefaultProduceTopic("txm"))
+	ctx := testCtx(t, 30*time.Second)
+	for _, commit := range []bool{true, false} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The complete state is written after EndTxn is answered.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		fams := scrape(t, ms.metrics)
+		c, _ := value(fams, "sluice_transaction_coordinator_completed_total", map[string]string{"result": "commit"})
+		a, _ := value(fams, "sluice_transaction_coordinator_completed_total", map[string]string{"result": "abort"})
+		done, _ := value(fams, "sluice_transaction_coordinator_transactions", map[string]string{"state": "CompleteAbort"})
+		if c == 1 && a == 1 && done == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("completed commit=%v abort=%v, CompleteAbort ids=%v; want 1, 1, 1", c, a, done)
+		}
 	}
 }
