@@ -93,3 +93,12 @@ func TestRequestNamesAreKafkas(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorNames: the error label spells codes as Kafka's Errors enum.
+func TestErrorNames(t *testing.T) {
+	for code, want := range map[int16]string{0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 58: "SASL_AUTHENTICATION_FAILED"} {
+		if got := errorName(code); got != want {
+			t.Errorf("errorName(%d) = %q, want %q", code, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -57,6 +58,26 @@ const (
 type API struct {
 	versions [maxAPIVersion + 1]atomic.Int64
 	hist     [len(phases)]prometheus.Observer
+	// errors[code+1] counts the error code in answers (0, NONE, included),
+	// Kafka's ErrorsPerSec; codes outside [-1, maxErrorCode] go to
+	// UNKNOWN_SERVER_ERROR (-1).
+	errors [maxErrorCode + 2]atomic.Int64
+}
+
+// maxErrorCode bounds the error codes counted apart (Kafka's are below
+// 130 today).
+const maxErrorCode = 159
+
+// Error counts one error code of an answer: the request's top-level code,
+// or one per partition (Produce, Fetch), as Kafka's response errorCounts.
+func (a *API) Error(code int16) {
+	if a == nil {
+		return
+	}
+	if code < -1 || code > maxErrorCode {
+		code = -1
+	}
+	a.errors[code+1].Add(1)
 }
 
 // Timing is when one request went through each phase (see the package
@@ -184,9 +205,30 @@ func requestName(key int16) string {
 var descRequests = prometheus.NewDesc("kafka_network_requestmetrics_requests_total",
 	"Requests handled, by API and version (Kafka RequestMetrics RequestsPerSec).", []string{"request", "version"}, nil)
 
+var descErrors = prometheus.NewDesc("kafka_network_requestmetrics_errors_total",
+	"Error codes in answers, NONE included, by API (Kafka RequestMetrics ErrorsPerSec): Produce and Fetch per partition, other APIs their top-level error code only.",
+	[]string{"request", "error"}, nil)
+
+// errorName is Kafka's name of an error code (Errors), as the error label
+// carries it.
+func errorName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		if ke, ok := err.(*kerr.Error); ok {
+			return ke.Message
+		}
+	}
+	return "UNKNOWN_" + strconv.Itoa(int(code))
+}
+
 type requestCollector struct{ s *requestSet }
 
-func (c requestCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descRequests }
+func (c requestCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRequests
+	ch <- descErrors
+}
 
 func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
 	for key := range c.s.apis {
@@ -198,6 +240,11 @@ func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
 		for v := range a.versions {
 			if n := a.versions[v].Load(); n > 0 {
 				ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), name, strconv.Itoa(v))
+			}
+		}
+		for i := range a.errors {
+			if n := a.errors[i].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n), name, errorName(int16(i-1)))
 			}
 		}
 	}

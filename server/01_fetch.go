@@ -91,6 +91,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 
 	if r.Version >= 7 && r.SessionID != 0 {
 		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
 		return fetchResponse(version, out), nil
 	}
 	replicaID, replicaEpoch := fetchReplica(r)
@@ -158,7 +159,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel, replicaID)
 	})
 	if s.metrics != nil {
-		countFetch(targets, out, replicaID >= 0)
+		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
 	}
 	return fetchResponse(version, out), nil
 }

@@ -438,6 +438,9 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 			api.Done(r.version, &t) // no response: done now
 		} else {
 			out.api, out.version, out.timing = api, r.version, t
+			if out.kresp != nil {
+				countResponseErrors(api, r.key, out.kresp)
+			}
 		}
 	}
 	if err != nil {

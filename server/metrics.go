@@ -37,12 +37,14 @@ package server
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
@@ -103,14 +105,15 @@ func countProduceError(t *metrics.Topic, code int16) {
 // ReplicationBytesOut for a follower) or its failure. As in Kafka
 // (ReplicaManager.readFromLocalLog), routing and epoch errors and an
 // offset out of range are not failures.
-func countFetch(targets [][]fetchTarget, out *fetchresp.Response, follower bool) {
+func countFetch(api *metrics.API, targets [][]fetchTarget, out *fetchresp.Response, follower bool) {
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
+			op := &out.Topics[i].Partitions[j]
+			api.Error(op.ErrorCode)
 			if ft.p == nil {
 				continue
 			}
-			op := &out.Topics[i].Partitions[j]
 			switch op.ErrorCode {
 			case 0:
 				if follower {
@@ -368,3 +371,51 @@ func (lp localPlane) controllerStats() cluster.ControllerStats {
 // controllerStats: the controller's own view; zero unless this broker is
 // the active controller.
 func (zp *zkPlane) controllerStats() cluster.ControllerStats { return zp.node.ControllerStats() }
+
+// errorCodeField[key] is the index of the top-level ErrorCode field of
+// API key's kmsg response struct, -1 when it has none.
+var errorCodeField = func() (out [128]int) {
+	for key := range out {
+		out[key] = -1
+		resp := kmsg.ResponseForKey(int16(key))
+		if resp == nil {
+			continue
+		}
+		t := reflect.TypeOf(resp)
+		if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		if f, ok := t.Elem().FieldByName("ErrorCode"); ok && len(f.Index) == 1 && f.Type.Kind() == reflect.Int16 {
+			out[key] = f.Index[0]
+		}
+	}
+	return out
+}()
+
+// countResponseErrors counts the error codes of an answer of API key
+// (Kafka's ErrorsPerSec): a produce's per partition, another API's
+// top-level code when its response has one. No allocation: the field is
+// found by index.
+func countResponseErrors(api *metrics.API, key int16, resp kmsg.Response) {
+	if api == nil {
+		return
+	}
+	if r, ok := resp.(*kmsg.ProduceResponse); ok {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				api.Error(r.Topics[i].Partitions[j].ErrorCode)
+			}
+		}
+		return
+	}
+	if key < 0 || int(key) >= len(errorCodeField) || errorCodeField[key] < 0 {
+		return
+	}
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().NumField() <= errorCodeField[key] {
+		return
+	}
+	if f := v.Elem().Field(errorCodeField[key]); f.Kind() == reflect.Int16 {
+		api.Error(int16(f.Int()))
+	}
+}

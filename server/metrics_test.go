@@ -235,6 +235,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		{"kafka_controller_kafkacontroller_offlinepartitionscount", nil, 0},
 		{"sluice_metrics_partition_series_suppressed", nil, 0},
 		{"kafka_server_replicamanager_isrshrinks_total", nil, 0},
+		{"kafka_network_requestmetrics_errors_total", map[string]string{"request": "Produce", "error": "NONE"}, n},
 	} {
 		if got := mustValue(t, fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -244,6 +245,11 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	// consumer read every batch once; fetches may overlap on retries).
 	if out := mustValue(t, fams, "kafka_server_brokertopicmetrics_bytesout_total", byTopic); out < float64(written.n.Load()) {
 		t.Errorf("bytesout %v < bytes produced %d", out, written.n.Load())
+	}
+	for _, api := range []string{"Fetch", "SyncGroup"} {
+		if f := mustValue(t, fams, "kafka_network_requestmetrics_errors_total", map[string]string{"request": api, "error": "NONE"}); f < 1 {
+			t.Errorf("errors_total{%s,NONE} = %v, want >= 1", api, f)
+		}
 	}
 	if f := mustValue(t, fams, "kafka_server_brokertopicmetrics_totalfetchrequests_total", byTopic); f < 1 {
 		t.Errorf("totalfetchrequests = %v, want >= 1", f)
