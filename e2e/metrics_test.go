@@ -4,14 +4,18 @@ package e2e
 // http.listeners address and parsed with the Prometheus text parser.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // scrapeMetrics fetches http://<b.httpAddr>/metrics and parses it.
@@ -152,4 +156,107 @@ func TestClusterMetricsUnderReplicated(t *testing.T) {
 	})
 	t.Logf("follower %d resumed; leader %d: %v", f, leader, after)
 	c.brokers[f].running("after SIGCONT")
+}
+
+// seriesValue is the value of the gauge or counter of family name whose
+// labels include want.
+func seriesValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// TestClusterMetricsConsumerLag: the group coordinator computes the lag of
+// its group on partitions led by other brokers too (asking their leaders
+// for the end offsets): a topic of 3 partitions with one replica each, so
+// that two of them live elsewhere, p+1 records short of the end on each
+// partition p.
+func TestClusterMetricsConsumerLag(t *testing.T) {
+	c := startCluster(t, 3)
+	const topic, group = "lagged", "lagging"
+	c.createTopic(topic, 3, 1, nil)
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	end := map[int32]int64{}
+	commit := kadm.Offsets{}
+	for p := int32(0); p < 3; p++ {
+		end[p] = int64(10 * (p + 1))
+		var recs []*kgo.Record
+		for i := int64(0); i < end[p]; i++ {
+			recs = append(recs, &kgo.Record{Partition: p, Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce to %s-%d: %v", topic, p, err)
+		}
+		commit.Add(kadm.Offset{Topic: topic, Partition: p, At: end[p] - int64(p+1), LeaderEpoch: -1})
+	}
+	adm := kadm.NewClient(cl)
+	if err := adm.CommitAllOffsets(ctx, group, commit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	coords := adm.FindGroupCoordinators(ctx, group)
+	coord, ok := coords[group]
+	if !ok || coord.Err != nil {
+		t.Fatalf("find coordinator of %s: %+v", group, coords)
+	}
+	remote := 0
+	for p := int32(0); p < 3; p++ {
+		if c.mustPartition(topic, p).Leader != coord.NodeID {
+			remote++
+		}
+	}
+	t.Logf("coordinator %d; %d of 3 partitions led elsewhere", coord.NodeID, remote)
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fams, err := scrapeMetrics(c.brokers[coord.NodeID])
+		var problems []string
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		var sum int64
+		for p := int32(0); p < 3; p++ {
+			want := int64(p + 1)
+			sum += want
+			got, ok := seriesValue(fams, "kafka_consumergroup_lag", map[string]string{"consumergroup": group, "topic": topic, "partition": strconv.Itoa(int(p))})
+			if !ok || got != float64(want) {
+				problems = append(problems, fmt.Sprintf("lag of partition %d = %v (present %v), want %d", p, got, ok, want))
+			}
+		}
+		if got, _ := seriesValue(fams, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": group, "topic": topic}); got != float64(sum) {
+			problems = append(problems, fmt.Sprintf("lag_sum = %v, want %d", got, sum))
+		}
+		if len(problems) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coordinator %d after 30s: %v", coord.NodeID, problems)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -31,9 +31,11 @@ package server
 // coordinates and each partition it has committed an offset for, the
 // partition's high watermark minus the committed offset (never below 0).
 // The high watermark is read from the local replica (leader or follower;
-// a follower's may trail the leader's by one fetch). A partition with no
-// replica on the coordinator has no lag series and is left out of lag_sum:
-// the coordinator does not ask the leader over the network at scrape time.
+// a follower's may trail the leader's by one fetch); for a partition with
+// no replica here it is asked of the leader with ListOffsets, cached a few
+// seconds (metrics_lag.go). A partition whose end is unknown (no leader,
+// or the leader did not answer in time) has no lag series and is left out
+// of lag_sum for that scrape.
 
 import (
 	"fmt"
@@ -72,6 +74,7 @@ func (s *Server) registerMetrics() error {
 func (s *Server) unregisterMetrics() {
 	if s.metricsCollector != nil {
 		s.metrics.Unregister(s.metricsCollector)
+		s.metricsCollector.remote.close()
 	}
 }
 
@@ -172,7 +175,12 @@ var groupStateGauges = map[string]*prometheus.Desc{
 }
 
 // stateCollector computes the state gauges at scrape time.
-type stateCollector struct{ s *Server }
+type stateCollector struct {
+	s *Server
+	// remote caches the end offsets of partitions without a replica here
+	// (metrics_lag.go).
+	remote remoteEnds
+}
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
@@ -280,6 +288,21 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metas
 	}
 	groups := c.s.groups.Stats()
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
+	var missing []metastore.TopicPartition
+	seen := map[metastore.TopicPartition]bool{}
+	for _, g := range groups {
+		for tp := range g.Offsets {
+			if _, ok := hw[tp]; !ok && !seen[tp] {
+				seen[tp] = true
+				missing = append(missing, tp)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		for tp, end := range c.remote.lookup(c.s, missing) {
+			hw[tp] = end
+		}
+	}
 	byState := map[string]int{}
 	offsets := 0
 	for _, g := range groups {
@@ -290,7 +313,7 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metas
 		for tp, committed := range g.Offsets {
 			end, ok := hw[tp]
 			if !ok {
-				continue // no replica here: see the file comment
+				continue // unknown partition, or its leader did not answer
 			}
 			lag := max(end-committed, 0)
 			sums[tp.Topic] += lag
