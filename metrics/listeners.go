@@ -49,6 +49,21 @@ func (l *Listener) AuthenticationFailed() {
 	}
 }
 
+// ListenerCounts is a Listener's counters as plain numbers.
+type ListenerCounts struct {
+	Open, Created, Closed               int64
+	Authenticated, AuthenticationFailed int64
+}
+
+// Counts returns the listener's counters (zeros for nil).
+func (l *Listener) Counts() ListenerCounts {
+	if l == nil {
+		return ListenerCounts{}
+	}
+	return ListenerCounts{Open: l.open.Load(), Created: l.created.Load(), Closed: l.closed.Load(),
+		Authenticated: l.authOK.Load(), AuthenticationFailed: l.authFailed.Load()}
+}
+
 type listenerSet struct {
 	mu     sync.Mutex
 	byName map[string]*Listener
