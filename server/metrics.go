@@ -6,7 +6,8 @@ package server
 // server already holds, so they cost nothing between scrapes:
 //
 //	kafka_server_replicamanager_{partitioncount,leadercount,
-//	    underreplicatedpartitions,underminisrpartitioncount}
+//	    underreplicatedpartitions,underminisrpartitioncount,
+//	    offlinereplicacount (always 0: Sluice takes no log dir offline)}
 //	kafka_controller_kafkacontroller_{activecontrollercount,
 //	    offlinepartitionscount,globaltopiccount,globalpartitioncount}
 //	kafka_log_log_{size,logstartoffset,logendoffset,numlogsegments}{topic,partition}
@@ -144,6 +145,7 @@ var (
 	descLeaderCount      = gaugeDesc("kafka_server_replicamanager_leadercount", "Partitions this broker leads.")
 	descUnderReplicated  = gaugeDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica set.")
 	descUnderMinISR      = gaugeDesc("kafka_server_replicamanager_underminisrpartitioncount", "Partitions led here whose ISR is below min.insync.replicas.")
+	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas in offline log dirs: always 0, as Sluice never takes a single log dir offline (kept so that alerts written for Kafka work).")
 	descActiveController = gaugeDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller, else 0 (a single node is its own controller).")
 	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere).")
 	descGlobalTopics     = gaugeDesc("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster, as the controller sees them (0 elsewhere).")
@@ -183,7 +185,7 @@ type stateCollector struct {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
+	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descOfflineReplicas,
 		descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
@@ -259,6 +261,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaderCount, float64(leaders))
 	gauge(descUnderReplicated, float64(under))
 	gauge(descUnderMinISR, float64(underMin))
+	gauge(descOfflineReplicas, 0)
 
 	cs := s.cp.controllerStats()
 	active := 0.0
