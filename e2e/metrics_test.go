@@ -190,7 +190,8 @@ next:
 // its group on partitions led by other brokers too (asking their leaders
 // for the end offsets): a topic of 3 partitions with one replica each, so
 // that two of them live elsewhere, p+1 records short of the end on each
-// partition p.
+// partition p. Then a broker is killed: the controller reports the
+// partition it alone held offline.
 func TestClusterMetricsConsumerLag(t *testing.T) {
 	c := startCluster(t, 3)
 	const topic, group = "lagged", "lagging"
@@ -252,11 +253,55 @@ func TestClusterMetricsConsumerLag(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("lag_sum = %v, want %d", got, sum))
 		}
 		if len(problems) == 0 {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("coordinator %d after 30s: %v", coord.NodeID, problems)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A broker that is not the controller goes: the partition of the
+	// topic it alone held has no live leader, which the controller (and
+	// only it) reports.
+	ctrl := c.controllerID()
+	victim := ctrl%3 + 1
+	c.brokers[victim].kill()
+	ctrlFams := func() map[string]*dto.MetricFamily {
+		fams, err := scrapeMetrics(c.brokers[ctrl])
+		if err != nil {
+			t.Logf("scrape controller %d: %v", ctrl, err)
+		}
+		return fams
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		fams := ctrlFams()
+		offline, _ := gaugeOrCounter(fams, "kafka_controller_kafkacontroller_offlinepartitionscount")
+		if offline >= 1 {
+			topics, _ := gaugeOrCounter(fams, "kafka_controller_kafkacontroller_globaltopiccount")
+			parts, _ := gaugeOrCounter(fams, "kafka_controller_kafkacontroller_globalpartitioncount")
+			if topics < 1 || parts < 3 {
+				t.Errorf("controller %d: globaltopiccount %v, globalpartitioncount %v; want >= 1 and >= 3", ctrl, topics, parts)
+			}
+			t.Logf("broker %d killed; controller %d: offlinepartitionscount %v, %v topics, %v partitions", victim, ctrl, offline, topics, parts)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("controller %d: offlinepartitionscount %v 30s after broker %d went", ctrl, offline, victim)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for id := int32(1); id <= 3; id++ {
+		if id == ctrl || id == victim {
+			continue
+		}
+		fams, err := scrapeMetrics(c.brokers[id])
+		if err != nil {
+			t.Fatalf("scrape broker %d: %v", id, err)
+		}
+		if v, _ := gaugeOrCounter(fams, "kafka_controller_kafkacontroller_offlinepartitionscount"); v != 0 {
+			t.Errorf("broker %d, not the controller, reports %v offline partitions; want 0", id, v)
+		}
 	}
 }
