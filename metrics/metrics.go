@@ -31,6 +31,9 @@
 package metrics
 
 import (
+	"strings"
+	"unicode/utf8"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -116,4 +119,14 @@ func (m *Metrics) Totals() Totals {
 		ProduceRequests: a.totalProduce.Load(),
 		FetchRequests:   a.totalFetch.Load(),
 	}
+}
+
+// LabelValue returns s as a label value: Prometheus requires UTF-8, and
+// names that clients choose (group ids) need not be, so invalid bytes
+// become U+FFFD rather than failing the scrape.
+func LabelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

@@ -102,3 +102,19 @@ func TestErrorNames(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelValueUTF8: a name that is not UTF-8 (a client's group id) is
+// exported with U+FFFD instead of failing the scrape.
+func TestLabelValueUTF8(t *testing.T) {
+	if got := LabelValue("ok"); got != "ok" {
+		t.Fatalf("LabelValue(ok) = %q", got)
+	}
+	if got := LabelValue("g\xffx"); got != "g\uFFFDx" {
+		t.Fatalf("LabelValue = %q", got)
+	}
+	m := New()
+	m.Topic("bad\xfe").Produced(1, 1)
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Fatalf("gather with a non-UTF-8 topic: %v", err)
+	}
+}

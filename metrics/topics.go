@@ -199,7 +199,7 @@ func (c topicCollector) Collect(ch chan<- prometheus.Metric) {
 			{descTotalProduce, &t.totalProduce}, {descTotalFetch, &t.totalFetch},
 			{descReplicationIn, &t.replicationIn}, {descReplicationOut, &t.replicationOut},
 		} {
-			ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n.Load()), name)
+			ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n.Load()), LabelValue(name))
 		}
 	}
 	emit("", &c.s.all)

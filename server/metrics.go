@@ -206,6 +206,9 @@ type segmentCounter interface {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		for i := range labels {
+			labels[i] = metrics.LabelValue(labels[i])
+		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	topics := s.topics.all()
@@ -287,6 +290,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // here, with the lag over the local high watermarks hw.
 func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metastore.TopicPartition]int64, perPartition bool) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		for i := range labels {
+			labels[i] = metrics.LabelValue(labels[i])
+		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	groups := c.s.groups.Stats()

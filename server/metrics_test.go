@@ -325,7 +325,14 @@ func TestMetricsPartitionSeriesBound(t *testing.T) {
 	if _, err := adm.CommitOffsets(ctx, "bounded", offs); err != nil {
 		t.Fatal(err)
 	}
+	// A group id that is not UTF-8 must not fail the scrape.
+	if _, err := adm.CommitOffsets(ctx, "bad\xffgroup", offs); err != nil {
+		t.Fatal(err)
+	}
 	fams := scrape(t, ms.metrics)
+	if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": "bad\uFFFDgroup"}); !ok {
+		t.Error("no series for the group whose id is not UTF-8")
+	}
 	if v := mustValue(t, fams, "sluice_metrics_partition_series_suppressed", nil); v != 1 {
 		t.Errorf("sluice_metrics_partition_series_suppressed = %v, want 1", v)
 	}
