@@ -61,7 +61,7 @@ type request struct {
 	pool  *memPool // nil when frame is empty
 	// received is when the frame was read whole (set only with metrics:
 	// the start of the request's queue time).
-	received time.Time
+	received metrics.Stamp
 }
 
 // recyclable reports whether a request of this key is done with its frame
@@ -242,7 +242,7 @@ func (c *conn) readLoop() {
 		}
 		r.frame, r.pool = frame, c.pool
 		if c.s.metrics != nil {
-			r.received = time.Now()
+			r.received = metrics.Now()
 		}
 		if r.closeErr != nil {
 			c.log.Warn("server: closing connection", "err", r.closeErr)
@@ -426,13 +426,13 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 		return &response{corr: r.corr, kresp: s.apiVersionsUnsupported()}
 	}
 	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version}
-	var started time.Time
+	var started metrics.Stamp
 	if s.metrics != nil {
-		started = time.Now()
+		started = metrics.Now()
 	}
 	out, err := apis[r.key].handle(s, rc, r.kreq)
-	if s.metrics != nil && err == nil && !r.received.IsZero() {
-		t := metrics.Timing{Received: r.received, Started: started, Handled: time.Now(), Remote: time.Duration(rc.remote.Load())}
+	if s.metrics != nil && err == nil && r.received != 0 {
+		t := metrics.Timing{Received: r.received, Started: started, Handled: metrics.Now(), Remote: time.Duration(rc.remote.Load())}
 		api := s.metrics.Request(r.key)
 		if out == nil {
 			api.Done(r.version, &t) // no response: done now
@@ -503,7 +503,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			if r.api != nil {
-				r.timing.Dequeued = time.Now()
+				r.timing.Dequeued = metrics.Now()
 				timed = append(timed, r)
 			}
 			if err := encodeResponse(w, r); err != nil {
@@ -525,7 +525,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if len(timed) > 0 {
-			sent := time.Now()
+			sent := metrics.Now()
 			for i, r := range timed {
 				r.timing.Sent = sent
 				r.api.Done(r.version, &r.timing)
