@@ -33,7 +33,6 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
-	"github.com/sluice/sluice/console"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
@@ -57,9 +56,6 @@ type Options struct {
 	// UI is the web console's files served at / by the HTTP side; nil
 	// serves the console embedded in the binary (package console/ui).
 	UI fs.FS
-	// Throughput returns this broker's cumulative counters for
-	// /api/throughput; nil answers zeros.
-	Throughput func() console.Throughput
 }
 
 // Broker is a running broker: on its own, or with zookeeper.connect set a

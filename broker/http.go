@@ -87,7 +87,8 @@ func (b *Broker) startHTTP(opts Options) error {
 		PlainUsers:       b.plainUsers(),
 		AuthFailureDelay: cfg.FailedAuthenticationDelay,
 		Ready:            b.readiness,
-		Throughput:       opts.Throughput,
+		Throughput:       func() console.Throughput { return console.Throughput(h.metrics.Totals()) },
+		OnAuthFailure:    h.metrics.Listener("HTTP").AuthenticationFailed,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

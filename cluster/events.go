@@ -96,6 +96,7 @@ func (n *Node) loop() {
 				break
 			}
 			n.handle(e)
+			n.publishControllerStats()
 		}
 	}
 }

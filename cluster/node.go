@@ -145,6 +145,9 @@ type Node struct {
 
 	connsMu sync.Mutex
 	conns   map[string]*kconn.Conn
+
+	// ctlStats is the controller's counts for metrics (stats.go).
+	ctlStats controllerStats
 }
 
 // Start connects to ZooKeeper, creates the chroot and Kafka's persistent

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/safe"
@@ -120,7 +121,10 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 	if err != nil || acks != -1 {
 		return res, err
 	}
-	return res, p.waitCommitted(ctx, res.LastOffset+1, gen)
+	start := time.Now()
+	err = p.waitCommitted(ctx, res.LastOffset+1, gen)
+	res.Waited = time.Since(start)
+	return res, err
 }
 
 // checkClientBatches is the validation done before queueing: every batch

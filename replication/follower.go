@@ -58,6 +58,9 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 	p.appends.Add(1)
 	p.appended(p.log.EndOffset(), int64(len(batches)))
 	p.wakeChanged()
+	if f := p.opts.OnFollowerAppend; f != nil {
+		f(int64(len(batches)))
+	}
 	return nil
 }
 

@@ -75,6 +75,15 @@ type Options struct {
 	// replication-offset-checkpoint), or the log start when it has none.
 	RestoreHighWatermark bool
 	HighWatermark        int64
+
+	// OnISRChange, when set, is called after the leader applied an ISR
+	// change (shrink true for a shrink, false for an expansion): the
+	// broker's IsrShrinks/IsrExpands metrics. It must not block.
+	OnISRChange func(shrink bool)
+	// OnFollowerAppend, when set, is called with the bytes of every
+	// successful AppendAsFollower (the broker's ReplicationBytesIn). It
+	// must not block.
+	OnFollowerAppend func(bytes int64)
 }
 
 // DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
@@ -98,6 +107,9 @@ type AppendResult struct {
 	// Duplicate: the batches were a retry of already-appended ones; nothing
 	// was written.
 	Duplicate bool
+	// Waited is how long an acks=-1 append waited for the ISR after the
+	// local append (the request's remote time in the broker's metrics).
+	Waited time.Duration
 }
 
 // Partition is one partition replica: the leader, which appends produce

@@ -113,6 +113,15 @@ func (p *Partition) ISR() []int32 {
 	return slices.Clone(p.rs.isr)
 }
 
+// ReplicaCounts returns, without copying the sets, the sizes of the
+// replica set and the committed ISR and the min.insync.replicas in force:
+// what the broker's under-replicated and under-min-ISR gauges need.
+func (p *Partition) ReplicaCounts() (replicas, isr, minISR int) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return len(p.rs.replicas), len(p.rs.isr), p.rs.minISR
+}
+
 // State returns the replication state as this replica knows it.
 func (p *Partition) State() LeaderAndIsr {
 	p.rmu.Lock()
@@ -366,6 +375,9 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 	p.rmu.Unlock()
 	p.logger.Info("replication: ISR changed", "topic", p.opts.Topic, "partition", p.opts.Partition,
 		"change", kind, "isr", st.ISR, "zk_version", version)
+	if f := p.opts.OnISRChange; f != nil {
+		f(kind == "shrink")
+	}
 	p.notify() // acks=-1 waiters re-check min.insync.replicas
 }
 

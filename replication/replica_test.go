@@ -165,9 +165,18 @@ func TestMinInsyncReplicas(t *testing.T) {
 // TestISRShrinkAndExpand: a follower that stops fetching leaves the ISR
 // after the lag time, one that catches up rejoins, both through AlterISR
 // with the version guard; a failed AlterISR changes nothing and is retried.
+// Options.OnISRChange hears of each applied change, not of a failed one.
 func TestISRShrinkAndExpand(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
-		c, p := newLeader(t, backend, Options{}, 1, 2, 3)
+		var shrinks, expands atomic.Int32
+		onChange := func(shrink bool) {
+			if shrink {
+				shrinks.Add(1)
+			} else {
+				expands.Add(1)
+			}
+		}
+		c, p := newLeader(t, backend, Options{OnISRChange: onChange}, 1, 2, 3)
 		t0 := c.clock.Now()
 		appendN(t, p, 4)
 		p.UpdateFollowerState(2, 4, t0) // caught up
@@ -193,6 +202,9 @@ func TestISRShrinkAndExpand(t *testing.T) {
 		if v := p.State().ZkVersion; v != 1 {
 			t.Fatalf("zk version %d after the write", v)
 		}
+		if shrinks.Load() != 1 || expands.Load() != 0 {
+			t.Fatalf("OnISRChange: %d shrinks, %d expands after one shrink", shrinks.Load(), expands.Load())
+		}
 		// HW: min over {1, 2} = 4.
 		if p.HighWatermark() != 4 {
 			t.Fatalf("HW %d, want 4", p.HighWatermark())
@@ -205,6 +217,9 @@ func TestISRShrinkAndExpand(t *testing.T) {
 		p.UpdateFollowerState(3, 4, t1)
 		if got := p.ISR(); !slices.Equal(got, []int32{1, 2}) {
 			t.Fatalf("ISR %v after a failed AlterISR", got)
+		}
+		if expands.Load() != 0 {
+			t.Fatal("OnISRChange called for a failed AlterISR")
 		}
 		c.mu.Lock()
 		c.alterErr = nil
@@ -220,6 +235,9 @@ func TestISRShrinkAndExpand(t *testing.T) {
 		}
 		if p.State().ZkVersion != 2 {
 			t.Fatalf("zk version %d", p.State().ZkVersion)
+		}
+		if shrinks.Load() != 1 || expands.Load() != 1 {
+			t.Fatalf("OnISRChange: %d shrinks, %d expands, want 1 and 1", shrinks.Load(), expands.Load())
 		}
 	})
 }
@@ -458,5 +476,40 @@ func TestAppendAsFollowerReadsClockOnce(t *testing.T) {
 	}
 	if got := len(p.producers.producers); got != 10 {
 		t.Errorf("%d producers learned, want 10", got)
+	}
+}
+
+// TestMetricsHooks: Options.OnFollowerAppend hears the bytes a follower
+// appended, and an acks=-1 append reports that it waited for the ISR
+// (AppendResult.Waited), which the broker's metrics count as remote time.
+func TestMetricsHooks(t *testing.T) {
+	c := newTestCluster(t, "memory")
+	var appended atomic.Int64
+	f := c.addBroker(2, nil, Options{OnFollowerAppend: func(n int64) { appended.Add(n) }})
+	if err := f.MakeFollower(c.state(1, 1, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	b := batch(-1, 0, -1, 3)
+	size := int64(len(b))
+	if err := f.AppendAsFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	if appended.Load() != size {
+		t.Fatalf("OnFollowerAppend heard %d bytes, want %d", appended.Load(), size)
+	}
+
+	c2, p := newLeader(t, "memory", Options{}, 1, 2)
+	done := make(chan AppendResult, 1)
+	go func() {
+		res, err := p.Append(ctx, batch(-1, 0, -1, 3), -1)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	waitFor(t, "the append", func() bool { return p.LogEndOffset() == 3 })
+	p.UpdateFollowerState(2, 3, c2.clock.Now())
+	if res := <-done; res.Waited <= 0 {
+		t.Fatalf("acks=-1 append waited %v for the follower", res.Waited)
 	}
 }

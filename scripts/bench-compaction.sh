@@ -33,7 +33,7 @@ PERF_TIMEOUT=${PERF_TIMEOUT:-120}
 . "$(dirname "$0")/bench-lib.sh"
 bench_setup compaction
 bench_serve "127.0.0.1:$PORT" --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" \
-	--set log.cleaner.backoff.ms=100 --log-json
+	--set "http.listeners=" --set log.cleaner.backoff.ms=100 --log-json
 
 cleaned_mb() { # total MB the cleaner read so far, and its rounds
 	grep '"cleaner: cleaned log"' "$work/broker.log" | jq -s '[length, ([.[].readMB] | add // 0)] | @tsv' -r

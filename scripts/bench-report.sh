@@ -128,8 +128,10 @@ start_broker() {
 	if [ "$b" = kfake ]; then
 		taskset -c 0 "$work/kfakeserve" --port "$port" --data-dir "$dir" >"$work/$b.log" 2>&1 &
 	else
+		# http.listeners= : the brokers run at once and would all
+		# bind the default 127.0.0.1:9644; metrics off, as before.
 		taskset -c 0 "$work/sluice" serve --set "listeners=PLAINTEXT://127.0.0.1:$port" \
-			--set "log.dirs=$dir" --set "storage.backend=$b" >"$work/$b.log" 2>&1 &
+			--set "log.dirs=$dir" --set "storage.backend=$b" --set "http.listeners=" >"$work/$b.log" 2>&1 &
 	fi
 	broker_pid[$b]=$!
 	broker_port[$b]=$port

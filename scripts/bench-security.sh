@@ -52,6 +52,7 @@ fi
 cat >"$work/server.properties" <<EOF
 listeners=PLAINTEXT://127.0.0.1:$PORT,SSL://127.0.0.1:$((PORT + 1)),SASL_SSL://127.0.0.1:$((PORT + 2))
 log.dirs=$work/data
+http.listeners=
 ssl.keystore.type=PEM
 ssl.keystore.location=$work/broker/broker.keystore.pem
 ssl.truststore.type=PEM

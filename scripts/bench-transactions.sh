@@ -33,7 +33,7 @@ PERF_TIMEOUT=${PERF_TIMEOUT:-120}
 # shellcheck source=bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 bench_setup transactions
-bench_serve "127.0.0.1:$PORT" --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" --log-json
+bench_serve "127.0.0.1:$PORT" --set "listeners=PLAINTEXT://127.0.0.1:$PORT" --set "log.dirs=$work/data" --set "http.listeners=" --log-json
 
 perf() { # perf MODE ARGS...: one `sluice perf` run, its JSON summary on stdout
 	timeout "$PERF_TIMEOUT" "${pin_client[@]}" "$bin" perf "$@" --bootstrap-server "127.0.0.1:$PORT" --json --quiet

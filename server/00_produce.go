@@ -113,13 +113,13 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				continue
 			}
 			if n == 1 {
-				s.producePartition(ctx, r.Acks, rt.Topic, rp, sp)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.producePartition(ctx, r.Acks, rt.Topic, rp, sp)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp)
 			}()
 		}
 	}
@@ -140,9 +140,9 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 
 // producePartition appends one partition's batches and fills its response.
 // A panic (a bug) fails this partition only.
-func (s *Server) producePartition(ctx context.Context, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
 	err := safe.Call(s.log, "server: produce", func() error {
-		s.producePartitionUnsafe(ctx, acks, topicName, rp, sp)
+		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, sp)
 		return nil
 	})
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *Server) producePartition(ctx context.Context, acks int16, topicName str
 	}
 }
 
-func (s *Server) producePartitionUnsafe(ctx context.Context, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
 	t := s.topics.get(topicName)
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
@@ -171,15 +171,24 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, acks int16, topicNa
 	switch {
 	case len(rp.Records) == 0:
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: no record batch", errInvalidRequest))
+		countProduceError(p.stats, sp.ErrorCode)
 		return
 	case int64(len(rp.Records)) > t.cfg.log.SegmentBytes:
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: %d bytes, segment.bytes %d", errRecordListTooLarge, len(rp.Records), t.cfg.log.SegmentBytes))
+		countProduceError(p.stats, sp.ErrorCode)
 		return
 	}
 	res, err := p.Append(ctx, rp.Records, acks)
+	rc.addRemote(res.Waited)
 	if err != nil {
 		s.fillProduceError(sp, topicName, err)
+		countProduceError(p.stats, sp.ErrorCode)
 		return
+	}
+	if res.Duplicate {
+		p.stats.Produced(0, 0) // a retry: nothing appended
+	} else {
+		p.stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

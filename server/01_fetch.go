@@ -91,6 +91,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 
 	if r.Version >= 7 && r.SessionID != 0 {
 		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
 		return fetchResponse(version, out), nil
 	}
 	replicaID, replicaEpoch := fetchReplica(r)
@@ -157,6 +158,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
 		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel, replicaID)
 	})
+	if s.metrics != nil {
+		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
+	}
 	return fetchResponse(version, out), nil
 }
 
@@ -209,16 +213,22 @@ func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minByt
 		releaseFetch(out)
 		pf.timer.Reset(wait)
 		s.parked.Add(1)
+		var parkedAt time.Time
+		if s.metrics != nil {
+			parkedAt = time.Now()
+		}
 		select {
 		case <-pf.w.C():
 			s.parked.Add(-1)
 			pf.timer.Stop()
+			rc.addRemoteSince(parkedAt)
 			continue
 		case <-pf.timer.C:
 		case <-srvClosing:
 		case <-connDone:
 		}
 		s.parked.Add(-1)
+		rc.addRemoteSince(parkedAt)
 		// Timer fired, server closing or client gone: one last read.
 		fill()
 		return

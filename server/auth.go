@@ -108,6 +108,9 @@ func (c *conn) initAuth(sec ListenerSecurity) {
 		return
 	}
 	c.auth.authenticated.Store(true)
+	if sec.Protocol != "SSL" {
+		c.lst.Authenticated() // PLAINTEXT: authenticated at accept (SSL: after the handshake)
+	}
 }
 
 // tlsPrincipal completes the TLS handshake of an SSL connection and takes
@@ -127,6 +130,9 @@ func (c *conn) tlsPrincipal() error {
 			return fmt.Errorf("server: TLS principal: %w", err)
 		}
 		c.auth.principal = p
+	}
+	if !c.auth.sec.sasl() {
+		c.lst.Authenticated()
 	}
 	return nil
 }
@@ -166,6 +172,7 @@ func (c *conn) maxFrame() int32 {
 // with the client's address, never its password.
 func (c *conn) failAuth(err error) {
 	c.log.Warn("server: SASL authentication failed", "mechanism", c.auth.mech, "err", err)
+	c.lst.AuthenticationFailed()
 	if d := c.s.cfg.FailedAuthenticationDelay; d > 0 {
 		select {
 		case <-time.After(d):
@@ -188,6 +195,7 @@ func (c *conn) saslDone() error {
 		a.expires = time.Now().Add(d)
 	}
 	a.authenticated.Store(true)
+	c.lst.Authenticated()
 	return nil
 }
 

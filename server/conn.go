@@ -13,11 +13,13 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -57,6 +59,9 @@ type request struct {
 	// request memory pool until the request has been handled (putFrame).
 	frame frameBuf
 	pool  *memPool // nil when frame is empty
+	// received is when the frame was read whole (set only with metrics:
+	// the start of the request's queue time).
+	received metrics.Stamp
 }
 
 // recyclable reports whether a request of this key is done with its frame
@@ -92,6 +97,12 @@ type response struct {
 	release func()
 	// close: close the connection after writing what came before.
 	close bool
+
+	// api and timing are the request's metrics (api nil: none kept); the
+	// writer completes timing and counts it once the response is sent.
+	api     *metrics.API
+	version int16
+	timing  metrics.Timing
 }
 
 // conn is one client connection.
@@ -121,6 +132,9 @@ type conn struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stopReading
+
+	// lst counts the connection in its listener's metrics (nil: none).
+	lst *metrics.Listener
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -177,6 +191,7 @@ func (c *conn) readLoop() {
 	// than the buffer is read straight into its frame (bufio does not copy
 	// reads bigger than its buffer when it is empty).
 	if err := c.tlsPrincipal(); err != nil {
+		c.lst.AuthenticationFailed()
 		c.log.Info("server: closing connection", "err", err)
 		return
 	}
@@ -226,6 +241,9 @@ func (c *conn) readLoop() {
 			r = c.s.decodeRequest(body)
 		}
 		r.frame, r.pool = frame, c.pool
+		if c.s.metrics != nil {
+			r.received = metrics.Now()
+		}
 		if r.closeErr != nil {
 			c.log.Warn("server: closing connection", "err", r.closeErr)
 		}
@@ -408,7 +426,23 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 		return &response{corr: r.corr, kresp: s.apiVersionsUnsupported()}
 	}
 	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version}
+	var started metrics.Stamp
+	if s.metrics != nil {
+		started = metrics.Now()
+	}
 	out, err := apis[r.key].handle(s, rc, r.kreq)
+	if s.metrics != nil && err == nil && r.received != 0 {
+		t := metrics.Timing{Received: r.received, Started: started, Handled: metrics.Now(), Remote: time.Duration(rc.remote.Load())}
+		api := s.metrics.Request(r.key)
+		if out == nil {
+			api.Done(r.version, &t) // no response: done now
+		} else {
+			out.api, out.version, out.timing = api, r.version, t
+			if out.kresp != nil {
+				countResponseErrors(api, r.key, out.kresp)
+			}
+		}
+	}
 	if err != nil {
 		if c != nil {
 			c.log.Warn("server: closing connection", "api", kmsg.NameForKey(r.key), "version", r.version, "err", err)
@@ -444,6 +478,9 @@ const fetchInlineMax = 64 << 10
 func (c *conn) writeLoop() {
 	w := zerocopy.NewWriter(c.nc)
 	w.SetInlineMax(fetchInlineMax)
+	// timed holds the responses of the current flush whose metrics are
+	// counted once it is sent; reused, so it stops growing.
+	var timed []*response
 	defer func() {
 		w.Rollback(zerocopy.Mark{})
 		c.nc.Close()
@@ -465,6 +502,10 @@ func (c *conn) writeLoop() {
 				c.flush(w)
 				return
 			}
+			if r.api != nil {
+				r.timing.Dequeued = metrics.Now()
+				timed = append(timed, r)
+			}
 			if err := encodeResponse(w, r); err != nil {
 				c.log.Error("server: encode response failed", "err", err)
 				return
@@ -482,6 +523,15 @@ func (c *conn) writeLoop() {
 		}
 		if err := c.flush(w); err != nil {
 			return
+		}
+		if len(timed) > 0 {
+			sent := metrics.Now()
+			for i, r := range timed {
+				r.timing.Sent = sent
+				r.api.Done(r.version, &r.timing)
+				timed[i] = nil
+			}
+			timed = timed[:0]
 		}
 	}
 }
@@ -533,6 +583,33 @@ type reqCtx struct {
 	conn     *conn // nil in FuzzDispatch and direct handler tests
 	clientID string
 	version  int16
+	// remote is the time in ns the handler waited on others (the ISR of an
+	// acks=all produce, a fetch's long poll): the request's remote time.
+	remote atomic.Int64
+}
+
+// addRemote notes a wait of d by one of a request's partitions. Partitions
+// of a produce wait concurrently, so the request waited the longest of
+// them. Safe for concurrent use.
+func (rc *reqCtx) addRemote(d time.Duration) {
+	if rc == nil || d <= 0 {
+		return
+	}
+	for {
+		cur := rc.remote.Load()
+		if int64(d) <= cur || rc.remote.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// addRemoteSince adds the time since t (zero: metrics off, nothing) to a
+// request's sequential waits (a long poll parks, wakes and parks again).
+func (rc *reqCtx) addRemoteSince(t time.Time) {
+	if rc == nil || t.IsZero() {
+		return
+	}
+	rc.remote.Add(int64(time.Since(t)))
 }
 
 // closing returns a channel closed when the connection or server is going

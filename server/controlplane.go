@@ -108,6 +108,9 @@ type controlPlane interface {
 	// replicaOptions adds the mode's settings to the options of a local
 	// partition being opened.
 	replicaOptions(t *topic, o *replication.Options)
+	// controllerStats is the controller's counts for the metrics
+	// (kafka_controller_kafkacontroller_*).
+	controllerStats() cluster.ControllerStats
 	// liveLeaders records the leaders' addresses a LeaderAndIsr request
 	// names, for followers that start before UpdateMetadata names them.
 	liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader)

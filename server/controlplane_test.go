@@ -276,6 +276,8 @@ func (fp *fakePlane) replicaOptions(t *topic, o *replication.Options) {
 
 func (fp *fakePlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 
+func (fp *fakePlane) controllerStats() cluster.ControllerStats { return cluster.ControllerStats{} }
+
 func (fp *fakePlane) roleChanging(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
 
 func (fp *fakePlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {

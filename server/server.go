@@ -150,6 +150,11 @@ type Server struct {
 	// sent counts how response bytes left, for Stats.
 	sent sendCounters
 
+	// metrics is Options.Metrics (nil: none kept); metricsCollector is
+	// the scrape-time collector registered in it (metrics.go).
+	metrics          *metrics.Metrics
+	metricsCollector *stateCollector
+
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
 	panics atomic.Int64
@@ -198,6 +203,7 @@ func New(opts Options) (*Server, error) {
 		interBroker:   opts.InterBrokerSecurity,
 		acls:          opts.ACLs,
 		creds:         opts.Credentials,
+		metrics:       opts.Metrics,
 		closing:       make(chan struct{}),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},
@@ -256,6 +262,14 @@ func New(opts Options) (*Server, error) {
 		s.cp.close()
 		s.closePartitions()
 		return nil, fmt.Errorf("server: log cleaner: %w", err)
+	}
+	if err := s.registerMetrics(); err != nil {
+		s.stopCleaner()
+		s.txn.Close()
+		s.groups.Close()
+		s.cp.close()
+		s.closePartitions()
+		return nil, err
 	}
 	return s, nil
 }
@@ -355,6 +369,7 @@ func (s *Server) Shutdown() {
 // metastore and the engine store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
+	s.unregisterMetrics()
 	s.stopCleaner()
 	s.txn.Close()
 	s.txnMarkers.close()
@@ -438,6 +453,8 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	if !ok {
 		sec = ListenerSecurity{Protocol: "PLAINTEXT"}
 	}
+	c.lst = s.metrics.Listener(listenerLabel(listener, sec))
+	c.lst.Opened()
 	c.initAuth(sec)
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
@@ -451,5 +468,6 @@ func (s *Server) connDone(c *conn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.limits.closed(c.ip)
+	c.lst.Closed()
 	s.connWG.Done()
 }

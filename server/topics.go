@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -20,6 +21,9 @@ type partition struct {
 	*replication.Partition
 	topic string
 	index int32
+	// stats is the topic's metrics handle (nil: no metrics), counted by
+	// produce and fetch without a lookup.
+	stats *metrics.Topic
 }
 
 // topic is a published, immutable snapshot of one topic: a change (configs,
@@ -185,13 +189,18 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 		Logger:               s.log,
 		BrokerID:             s.nodeID,
 	}
+	stats := s.metrics.Topic(t.name)
+	if s.metrics != nil {
+		opts.OnISRChange = s.metrics.ISRChanged
+		opts.OnFollowerAppend = stats.ReplicatedIn
+	}
 	s.cp.replicaOptions(t, &opts)
 	rp, err := replication.NewPartition(log, opts)
 	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("server: open partition %s-%d: %w", t.name, i, err)
 	}
-	return &partition{Partition: rp, topic: t.name, index: i}, nil
+	return &partition{Partition: rp, topic: t.name, index: i, stats: stats}, nil
 }
 
 // maxTopicNameLen is Kafka's limit (249, so that "<topic>-<partition>"
@@ -295,6 +304,7 @@ func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
 // failure is logged and returned. REQUIRES: s.topics.admin held.
 func (s *Server) deleteTopicLocked(t *topic) error {
 	s.topics.remove(t)
+	s.metrics.RemoveTopic(t.name)
 	var first error
 	for _, p := range t.parts {
 		if p == nil {

@@ -51,6 +51,7 @@ func newTxnCoord(s *Server) *txn.Coordinator {
 		RemoveInterval:     c.TransactionRemoveExpiredInterval,
 		Now:                s.now,
 		Logger:             s.log,
+		OnComplete:         s.metrics.TxnCompleted,
 	})
 }
 

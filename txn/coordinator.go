@@ -119,6 +119,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger: nil means slog.Default().
 	Logger *slog.Logger
+	// OnComplete, when set, is called each time a transaction's
+	// CompleteCommit (commit true) or CompleteAbort state is written: the
+	// broker's transaction metrics. It must not block.
+	OnComplete func(commit bool)
 }
 
 // ProducerIDEpoch is a producer id and epoch.

@@ -45,6 +45,23 @@ func (c *Coordinator) Describe(id string) (Txn, error) {
 	return describe(m), nil
 }
 
+// CountByState returns how many transactional ids of the partitions led
+// here are in each state (Dead left out), for the broker's metrics. Cheap:
+// no copies; partitions still loading count what they loaded so far.
+func (c *Coordinator) CountByState() map[State]int {
+	out := map[State]int{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, sh := range c.shards {
+		for _, m := range sh.txns {
+			if m.cur.State != Dead {
+				out[m.cur.State]++
+			}
+		}
+	}
+	return out
+}
+
 // ListFilter selects transactions for List; empty fields select all.
 type ListFilter struct {
 	States      []State

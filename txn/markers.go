@@ -90,6 +90,9 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta, mk Markers) {
 		c.mu.Unlock()
 		err := c.write(sh.ctx, sh, m, t)
 		if err == nil {
+			if f := c.opts.OnComplete; f != nil {
+				f(mk.Commit)
+			}
 			return
 		}
 		if errors.Is(err, ErrNotCoordinator) || sh.ctx.Err() != nil {

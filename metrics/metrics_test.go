@@ -1,0 +1,148 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+)
+
+// TestNilRecordsNothing: a broker without metrics passes nil everywhere.
+func TestNilRecordsNothing(t *testing.T) {
+	var m *Metrics
+	m.Topic("t").Produced(1, 2)
+	m.AllTopics().Fetched(3)
+	m.Request(0).Done(9, &Timing{})
+	m.Listener("PLAINTEXT").Opened()
+	m.ISRChanged(true)
+	m.RemoveTopic("t")
+	if m.Registry() != nil || m.Totals() != (Totals{}) {
+		t.Fatal("nil Metrics has state")
+	}
+	if err := m.Register(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCountingAllocatesNothing: the hot-path calls allocate nothing once
+// the handles are resolved.
+func TestCountingAllocatesNothing(t *testing.T) {
+	m := New()
+	tp := m.Topic("orders")
+	api := m.Request(0)
+	lst := m.Listener("PLAINTEXT")
+	now := Now()
+	ms := Stamp(time.Millisecond)
+	timing := Timing{Received: now, Started: now, Handled: now + ms, Dequeued: now + 2*ms, Sent: now + 3*ms}
+	n := testing.AllocsPerRun(1000, func() {
+		tp.Produced(10, 1000)
+		tp.Fetched(1000)
+		tp.ReplicationFetched(10)
+		tp.ProduceFailed()
+		api.Done(9, &timing)
+		_ = m.Request(0)
+		lst.Opened()
+		lst.Closed()
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per count", n)
+	}
+}
+
+// TestAggregateAndTotals: a topic's counts go to its series and to the
+// topic="" aggregate, which Totals reads; a removed topic's series go.
+func TestAggregateAndTotals(t *testing.T) {
+	m := New()
+	m.Topic("a").Produced(3, 300)
+	m.Topic("b").Produced(2, 200)
+	m.Topic("a").Fetched(100)
+	m.Topic("b").ReplicationFetched(50)
+	m.AllTopics().ProduceFailed()
+	if got, want := m.Totals(), (Totals{MessagesIn: 5, BytesIn: 500, BytesOut: 100, ProduceRequests: 3, FetchRequests: 2}); got != want {
+		t.Fatalf("Totals() = %+v, want %+v", got, want)
+	}
+	if n, err := count(m, "kafka_server_brokertopicmetrics_messagesin_total"); err != nil || n != 3 {
+		t.Fatalf("messagesin series = %d (%v), want 3 (a, b and the aggregate)", n, err)
+	}
+	m.RemoveTopic("b")
+	if n, _ := count(m, "kafka_server_brokertopicmetrics_messagesin_total"); n != 2 {
+		t.Fatalf("messagesin series after removing b = %d, want 2", n)
+	}
+	m.Request(0).Done(9, &Timing{})
+	if n, _ := count(m, "kafka_network_requestmetrics_requests_total"); n != 1 {
+		t.Fatalf("requests_total series = %d, want 1 (Produce v9)", n)
+	}
+}
+
+// count returns how many series family name has.
+func count(m *Metrics, name string) (int, error) {
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return len(f.Metric), nil
+		}
+	}
+	return 0, nil
+}
+
+// TestRequestNamesAreKafkas: the request label spells APIs as Kafka does.
+func TestRequestNamesAreKafkas(t *testing.T) {
+	for key, want := range map[int16]string{0: "Produce", 4: "LeaderAndIsr", 17: "SaslHandshake", 22: "InitProducerId", 29: "DescribeAcls", 36: "SaslAuthenticate", 50: "DescribeUserScramCredentials"} {
+		if got := requestName(key); got != want {
+			t.Errorf("requestName(%d) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestErrorNames: the error label spells codes as Kafka's Errors enum.
+func TestErrorNames(t *testing.T) {
+	for code, want := range map[int16]string{0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 58: "SASL_AUTHENTICATION_FAILED"} {
+		if got := errorName(code); got != want {
+			t.Errorf("errorName(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
+
+// TestLabelValueUTF8: a name that is not UTF-8 (a client's group id) is
+// exported with U+FFFD instead of failing the scrape.
+func TestLabelValueUTF8(t *testing.T) {
+	if got := LabelValue("ok"); got != "ok" {
+		t.Fatalf("LabelValue(ok) = %q", got)
+	}
+	if got := LabelValue("g\xffx"); got != "g\uFFFDx" {
+		t.Fatalf("LabelValue = %q", got)
+	}
+	m := New()
+	m.Topic("bad\xfe").Produced(1, 1)
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Fatalf("gather with a non-UTF-8 topic: %v", err)
+	}
+}
+
+// BenchmarkPerRequest is what metrics add to one produce request of one
+// partition besides the clock reads: the topic counters, the error count
+// and the six phase histograms. Five Now() readings per request come on
+// top (BenchmarkNow).
+func BenchmarkPerRequest(b *testing.B) {
+	m := New()
+	tp := m.Topic("orders")
+	api := m.Request(0)
+	now := Now()
+	ms := Stamp(time.Millisecond)
+	timing := Timing{Received: now, Started: now, Handled: now + ms, Dequeued: now + 2*ms, Sent: now + 3*ms}
+	b.ReportAllocs()
+	for b.Loop() {
+		tp.Produced(10, 1000)
+		api.Error(0)
+		api.Done(9, &timing)
+	}
+}
+
+// BenchmarkNow is one clock reading for a Timing.
+func BenchmarkNow(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Now()
+	}
+}

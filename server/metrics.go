@@ -1,0 +1,453 @@
+package server
+
+// The server's side of package metrics: the hot paths count into handles
+// (partition.stats, conn.lst, metrics.Request in conn.go), and the state
+// gauges are computed here at scrape time by stateCollector, from what the
+// server already holds, so they cost nothing between scrapes:
+//
+//	kafka_server_replicamanager_{partitioncount,leadercount,
+//	    underreplicatedpartitions,underminisrpartitioncount,
+//	    offlinereplicacount (always 0: Sluice takes no log dir offline)}
+//	kafka_controller_kafkacontroller_{activecontrollercount,
+//	    offlinepartitionscount,globaltopiccount,globalpartitioncount}
+//	kafka_log_log_{size,logstartoffset,logendoffset,numlogsegments}{topic,partition}
+//	kafka_consumergroup_{current_offset,lag}{consumergroup,topic,partition},
+//	kafka_consumergroup_lag_sum{consumergroup,topic},
+//	kafka_consumergroup_members{consumergroup}
+//	kafka_coordinator_group_groupmetadatamanager_numgroups[state], _numoffsets
+//	kafka_log_logcleaner_{max_clean_time_secs,cleaner_recopy_percent},
+//	kafka_log_logcleanermanager_uncleanable_partitions_count
+//	sluice_metrics_partition_series_suppressed
+//	sluice_transaction_coordinator_transactions{state} (and, in package
+//	    metrics, sluice_transaction_coordinator_completed_total{result}):
+//	    Kafka has no MBean for these, so they carry Sluice's prefix
+//
+// Per-partition series (kafka_log_log_*, and the per-partition consumer
+// lag) are bounded by metrics.partition.series.max: with more local
+// partitions than that they are left out and
+// sluice_metrics_partition_series_suppressed is 1; the per-topic lag_sum
+// stays.
+//
+// Consumer lag is kafka-exporter's: for each group this broker
+// coordinates and each partition it has committed an offset for, the
+// partition's high watermark minus the committed offset (never below 0).
+// The high watermark is read from the local replica (leader or follower;
+// a follower's may trail the leader's by one fetch); for a partition with
+// no replica here it is asked of the leader with ListOffsets, cached a few
+// seconds (metrics_lag.go). A partition whose end is unknown (no leader,
+// or the leader did not answer in time) has no lag series and is left out
+// of lag_sum for that scrape.
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/server/fetchresp"
+	"github.com/sluice/sluice/txn"
+)
+
+// registerMetrics registers the scrape-time collector (nil metrics:
+// nothing). A second server on the same Metrics is refused: its series
+// would collide.
+func (s *Server) registerMetrics() error {
+	if s.metrics == nil {
+		return nil
+	}
+	c := &stateCollector{s: s}
+	if err := s.metrics.Register(c); err != nil {
+		return fmt.Errorf("server: register metrics: %w", err)
+	}
+	s.metricsCollector = c
+	return nil
+}
+
+func (s *Server) unregisterMetrics() {
+	if s.metricsCollector != nil {
+		s.metrics.Unregister(s.metricsCollector)
+		s.metricsCollector.remote.close()
+	}
+}
+
+// listenerLabel names a listener in the metrics: its name in listeners,
+// or its security protocol for the unnamed listener of Serve.
+func listenerLabel(name string, sec ListenerSecurity) string {
+	if name != "" {
+		return name
+	}
+	return sec.Protocol
+}
+
+// countProduceError counts one failed partition of a produce request.
+// Like Kafka (ReplicaManager.appendToLocalLog), FailedProduceRequests
+// counts unexpected failures only: a client routed to the wrong broker, a
+// batch too large or corrupt, a storage error and the waits that ended
+// without the ISR count as requests, not failures.
+func countProduceError(t *metrics.Topic, code int16) {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.MessageTooLarge.Code,
+		kerr.RecordListTooLarge.Code, kerr.CorruptMessage.Code, kerr.KafkaStorageError.Code,
+		kerr.RequestTimedOut.Code, kerr.NotEnoughReplicasAfterAppend.Code:
+		t.Produced(0, 0)
+	default:
+		t.ProduceFailed()
+	}
+}
+
+// countFetch counts each partition of an answered fetch that reached a
+// partition here: its record bytes (BytesOut for a consumer,
+// ReplicationBytesOut for a follower) or its failure. As in Kafka
+// (ReplicaManager.readFromLocalLog), routing and epoch errors and an
+// offset out of range are not failures.
+func countFetch(api *metrics.API, targets [][]fetchTarget, out *fetchresp.Response, follower bool) {
+	for i := range targets {
+		for j := range targets[i] {
+			ft := &targets[i][j]
+			op := &out.Topics[i].Partitions[j]
+			api.Error(op.ErrorCode)
+			if ft.p == nil {
+				continue
+			}
+			switch op.ErrorCode {
+			case 0:
+				if follower {
+					ft.p.stats.ReplicationFetched(op.Records.Len())
+				} else {
+					ft.p.stats.Fetched(op.Records.Len())
+				}
+			case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.FencedLeaderEpoch.Code,
+				kerr.UnknownLeaderEpoch.Code, kerr.OffsetOutOfRange.Code, kerr.KafkaStorageError.Code,
+				kerr.ReplicaNotAvailable.Code, kerr.InconsistentTopicID.Code:
+				ft.p.stats.Fetched(0)
+			default:
+				ft.p.stats.FetchFailed()
+			}
+		}
+	}
+}
+
+func gaugeDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	descPartitionCount   = gaugeDesc("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker.")
+	descLeaderCount      = gaugeDesc("kafka_server_replicamanager_leadercount", "Partitions this broker leads.")
+	descUnderReplicated  = gaugeDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica set.")
+	descUnderMinISR      = gaugeDesc("kafka_server_replicamanager_underminisrpartitioncount", "Partitions led here whose ISR is below min.insync.replicas.")
+	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas in offline log dirs: always 0, as Sluice never takes a single log dir offline (kept so that alerts written for Kafka work).")
+	descActiveController = gaugeDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller, else 0 (a single node is its own controller).")
+	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere).")
+	descGlobalTopics     = gaugeDesc("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster, as the controller sees them (0 elsewhere).")
+	descGlobalPartitions = gaugeDesc("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster, as the controller sees them (0 elsewhere).")
+	descLogSize          = gaugeDesc("kafka_log_log_size", "Bytes of the partition's log on disk.", "topic", "partition")
+	descLogStart         = gaugeDesc("kafka_log_log_logstartoffset", "The partition's log start offset.", "topic", "partition")
+	descLogEnd           = gaugeDesc("kafka_log_log_logendoffset", "The partition's log end offset.", "topic", "partition")
+	descLogSegments      = gaugeDesc("kafka_log_log_numlogsegments", "Segments of the partition's log (segment backend).", "topic", "partition")
+	descSuppressed       = gaugeDesc("sluice_metrics_partition_series_suppressed", "1 when per-partition series are left out: more local partitions than metrics.partition.series.max.")
+	descGroupOffset      = gaugeDesc("kafka_consumergroup_current_offset", "Committed offset of a group on a partition.", "consumergroup", "topic", "partition")
+	descGroupLag         = gaugeDesc("kafka_consumergroup_lag", "High watermark minus committed offset.", "consumergroup", "topic", "partition")
+	descGroupLagSum      = gaugeDesc("kafka_consumergroup_lag_sum", "Lag of a group summed over a topic's partitions.", "consumergroup", "topic")
+	descGroupMembers     = gaugeDesc("kafka_consumergroup_members", "Members of a group.", "consumergroup")
+	descNumGroups        = gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numgroups", "Groups this broker coordinates.")
+	descNumOffsets       = gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numoffsets", "Committed offsets of the groups this broker coordinates.")
+	descCleanTime        = gaugeDesc("kafka_log_logcleaner_max_clean_time_secs", "Longest of the last cleaning rounds of the compacted logs here, in seconds.")
+	descRecopy           = gaugeDesc("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a percentage of bytes read by the latest cleaning round.")
+	descUncleanable      = gaugeDesc("kafka_log_logcleanermanager_uncleanable_partitions_count", "Compacted logs whose last cleaning round failed.")
+	descTxns             = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
+)
+
+// groupStateGauges are Kafka's NumGroups<State> gauges by state name.
+var groupStateGauges = map[string]*prometheus.Desc{
+	"PreparingRebalance":  gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numgroupspreparingrebalance", "Groups preparing a rebalance."),
+	"CompletingRebalance": gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numgroupscompletingrebalance", "Groups completing a rebalance."),
+	"Stable":              gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numgroupsstable", "Stable groups."),
+	"Dead":                gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numgroupsdead", "Dead groups."),
+	"Empty":               gaugeDesc("kafka_coordinator_group_groupmetadatamanager_numgroupsempty", "Empty groups."),
+}
+
+// stateCollector computes the state gauges at scrape time.
+type stateCollector struct {
+	s *Server
+	// remote caches the end offsets of partitions without a replica here
+	// (metrics_lag.go).
+	remote remoteEnds
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descOfflineReplicas,
+		descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
+		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed,
+		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
+		descCleanTime, descRecopy, descUncleanable, descTxns} {
+		ch <- d
+	}
+	for _, d := range groupStateGauges {
+		ch <- d
+	}
+}
+
+// segmentCounter is the segment backend's list of closed segments, whose
+// length plus the active one is the segment count.
+type segmentCounter interface {
+	InactiveSegments() []engine.SegmentInfo
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		for i := range labels {
+			labels[i] = metrics.LabelValue(labels[i])
+		}
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	topics := s.topics.all()
+	local := 0
+	for _, t := range topics {
+		for _, p := range t.parts {
+			if p != nil {
+				local++
+			}
+		}
+	}
+	limit := s.cfg.MetricsPartitionSeriesMax
+	perPartition := limit <= 0 || local <= limit
+	suppressed := 0.0
+	if !perPartition {
+		suppressed = 1
+	}
+	gauge(descSuppressed, suppressed)
+
+	// hw is each local partition's high watermark, for the lag.
+	hw := make(map[metastore.TopicPartition]int64, local)
+	var leaders, under, underMin int
+	for _, t := range topics {
+		for _, p := range t.parts {
+			if p == nil {
+				continue
+			}
+			hw[metastore.TopicPartition{Topic: t.name, Partition: p.index}] = p.HighWatermark()
+			if p.IsLeader() {
+				leaders++
+				replicas, isr, minISR := p.ReplicaCounts()
+				if isr < replicas {
+					under++
+				}
+				if isr < minISR {
+					underMin++
+				}
+			}
+			if !perPartition {
+				continue
+			}
+			part := strconv.Itoa(int(p.index))
+			log := p.Log()
+			gauge(descLogSize, float64(log.Size()), t.name, part)
+			gauge(descLogStart, float64(log.StartOffset()), t.name, part)
+			gauge(descLogEnd, float64(log.EndOffset()), t.name, part)
+			if sc, ok := log.(segmentCounter); ok {
+				gauge(descLogSegments, float64(len(sc.InactiveSegments())+1), t.name, part)
+			}
+		}
+	}
+	gauge(descPartitionCount, float64(local))
+	gauge(descLeaderCount, float64(leaders))
+	gauge(descUnderReplicated, float64(under))
+	gauge(descUnderMinISR, float64(underMin))
+	gauge(descOfflineReplicas, 0)
+
+	cs := s.cp.controllerStats()
+	active := 0.0
+	if cs.Active {
+		active = 1
+	}
+	gauge(descActiveController, active)
+	gauge(descOfflinePartition, float64(cs.OfflinePartitions))
+	gauge(descGlobalTopics, float64(cs.Topics))
+	gauge(descGlobalPartitions, float64(cs.Partitions))
+
+	c.collectGroups(ch, hw, perPartition)
+	c.collectCleaner(ch)
+	txns := s.txn.CountByState()
+	for st := txn.Empty; st <= txn.PrepareEpochFence; st++ {
+		if st != txn.Dead {
+			gauge(descTxns, float64(txns[st]), st.String())
+		}
+	}
+}
+
+// collectGroups emits the consumer-group gauges of the groups coordinated
+// here, with the lag over the local high watermarks hw.
+func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metastore.TopicPartition]int64, perPartition bool) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		for i := range labels {
+			labels[i] = metrics.LabelValue(labels[i])
+		}
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	groups := c.s.groups.Stats()
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
+	var missing []metastore.TopicPartition
+	seen := map[metastore.TopicPartition]bool{}
+	for _, g := range groups {
+		for tp := range g.Offsets {
+			if _, ok := hw[tp]; !ok && !seen[tp] {
+				seen[tp] = true
+				missing = append(missing, tp)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		for tp, end := range c.remote.lookup(c.s, missing) {
+			hw[tp] = end
+		}
+	}
+	byState := map[string]int{}
+	offsets := 0
+	for _, g := range groups {
+		byState[g.State]++
+		offsets += len(g.Offsets)
+		gauge(descGroupMembers, float64(g.Members), g.Name)
+		sums := map[string]int64{}
+		for tp, committed := range g.Offsets {
+			end, ok := hw[tp]
+			if !ok {
+				continue // unknown partition, or its leader did not answer
+			}
+			lag := max(end-committed, 0)
+			sums[tp.Topic] += lag
+			if perPartition {
+				part := strconv.Itoa(int(tp.Partition))
+				gauge(descGroupOffset, float64(committed), g.Name, tp.Topic, part)
+				gauge(descGroupLag, float64(lag), g.Name, tp.Topic, part)
+			}
+		}
+		for topic, sum := range sums {
+			gauge(descGroupLagSum, float64(sum), g.Name, topic)
+		}
+	}
+	gauge(descNumGroups, float64(len(groups)))
+	gauge(descNumOffsets, float64(offsets))
+	for state, d := range groupStateGauges {
+		gauge(d, float64(byState[state]))
+	}
+}
+
+// collectCleaner emits the cleaner gauges from the cleaner's status of
+// each compacted log here (nothing when the cleaner is off).
+func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
+	s := c.s
+	if s.cleaner == nil {
+		return
+	}
+	var maxTook float64
+	var recopy float64
+	var latest time.Time // the end of the latest round seen
+	uncleanable := 0
+	for _, t := range s.topics.all() {
+		if !t.cfg.log.Compact {
+			continue
+		}
+		for _, p := range t.parts {
+			if p == nil {
+				continue
+			}
+			st, ok := s.cleaner.Status(engine.PartitionID{Topic: t.name, Partition: p.index})
+			if !ok {
+				continue
+			}
+			if st.LastError != "" {
+				uncleanable++
+				continue
+			}
+			if st.LastCleaned.IsZero() {
+				continue
+			}
+			maxTook = max(maxTook, st.LastResult.Took.Seconds())
+			if st.LastCleaned.After(latest) {
+				latest = st.LastCleaned
+				if r := st.LastResult.Stats; r.BytesRead > 0 {
+					recopy = 100 * float64(r.BytesWritten) / float64(r.BytesRead)
+				} else {
+					recopy = 0
+				}
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descCleanTime, prometheus.GaugeValue, maxTook)
+	ch <- prometheus.MustNewConstMetric(descRecopy, prometheus.GaugeValue, recopy)
+	ch <- prometheus.MustNewConstMetric(descUncleanable, prometheus.GaugeValue, float64(uncleanable))
+}
+
+// controllerStats: a single node is its own controller and every
+// partition has its leader (itself).
+func (lp localPlane) controllerStats() cluster.ControllerStats {
+	st := cluster.ControllerStats{Active: true}
+	for _, t := range lp.s.topics.all() {
+		st.Topics++
+		st.Partitions += len(t.parts)
+	}
+	return st
+}
+
+// controllerStats: the controller's own view; zero unless this broker is
+// the active controller.
+func (zp *zkPlane) controllerStats() cluster.ControllerStats { return zp.node.ControllerStats() }
+
+// errorCodeField[key] is the index of the top-level ErrorCode field of
+// API key's kmsg response struct, -1 when it has none.
+var errorCodeField = func() (out [128]int) {
+	for key := range out {
+		out[key] = -1
+		resp := kmsg.ResponseForKey(int16(key))
+		if resp == nil {
+			continue
+		}
+		t := reflect.TypeOf(resp)
+		if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		if f, ok := t.Elem().FieldByName("ErrorCode"); ok && len(f.Index) == 1 && f.Type.Kind() == reflect.Int16 {
+			out[key] = f.Index[0]
+		}
+	}
+	return out
+}()
+
+// countResponseErrors counts the error codes of an answer of API key
+// (Kafka's ErrorsPerSec): a produce's per partition, another API's
+// top-level code when its response has one. No allocation: the field is
+// found by index.
+func countResponseErrors(api *metrics.API, key int16, resp kmsg.Response) {
+	if api == nil {
+		return
+	}
+	if r, ok := resp.(*kmsg.ProduceResponse); ok {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				api.Error(r.Topics[i].Partitions[j].ErrorCode)
+			}
+		}
+		return
+	}
+	if key < 0 || int(key) >= len(errorCodeField) || errorCodeField[key] < 0 {
+		return
+	}
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().NumField() <= errorCodeField[key] {
+		return
+	}
+	if f := v.Elem().Field(errorCodeField[key]); f.Kind() == reflect.Int16 {
+		api.Error(int16(f.Int()))
+	}
+}
