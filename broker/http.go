@@ -1,6 +1,6 @@
 package broker
 
-// The broker's HTTP side (package console; docs/http-api.md): started
+// The broker's HTTP side (package console; README, "HTTP"): started
 // first in Start, before storage opens, so that /healthz answers and
 // /readyz tells what is loading while logs recover; handed the running
 // broker's authorizer, SCRAM credentials and a Kafka client once Start has

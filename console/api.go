@@ -1,6 +1,6 @@
 package console
 
-// The JSON API under /api/ (docs/http-api.md): the cluster, its topics and
+// The JSON API under /api/ (README, "HTTP"): the cluster, its topics and
 // groups as the principal may see them, read through the broker's Kafka
 // client and filtered by the broker's authorizer.
 

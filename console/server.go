@@ -1,4 +1,4 @@
-// Package console is the broker's HTTP side (docs/http-api.md): the
+// Package console is the broker's HTTP side (README, "HTTP"): the
 // Prometheus metrics at /metrics, the health checks /healthz and /readyz,
 // the JSON API under /api/ and the embedded web console at /.
 //

@@ -1,7 +1,7 @@
 // Package ui holds the web console's static files (HTML, CSS and JavaScript),
 // embedded in the binary so that the console works offline and with no other
 // install. Package console serves FS at "/"; the page reads everything it
-// shows through the JSON API under /api/ (docs/http-api.md).
+// shows through the JSON API under /api/ (README, "HTTP").
 //
 // The console is one page with hash routing (#/topics/orders), so every view
 // is linkable and the server needs no route but "/". It uses no framework, no

@@ -1,5 +1,5 @@
 // Sluice console: one page, hash routing, vanilla JS. Everything it shows
-// comes from the JSON API under /api/ (docs/http-api.md). Data from the API
+// comes from the JSON API under /api/ (README, "HTTP"). Data from the API
 // reaches the DOM through textContent and attributes only, never parsed as
 // HTML (ui_test.go checks).
 "use strict";
