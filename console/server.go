@@ -267,7 +267,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes), "")
 			return
 		}
-		if !allowedHost(r) {
+		if !openPath(r.URL.Path) && !allowedHost(r) {
 			writeError(w, http.StatusForbidden, "a loopback listener answers only requests for a loopback host (DNS rebinding)", "")
 			return
 		}
@@ -276,6 +276,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// openPath reports the read-only paths that need no user and carry no
+// data of a principal (/healthz, /metrics): a scraper or probe may name
+// the machine however it likes, so the DNS-rebinding Host check does not
+// apply to them.
+func openPath(p string) bool { return p == "/healthz" || p == "/metrics" }
 
 // allowedHost refuses, on a loopback listener (the default
 // 127.0.0.1:9644), a request whose Host is a DNS name other than
