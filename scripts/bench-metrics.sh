@@ -43,6 +43,12 @@ stop_broker() {
 }
 trap 'stop_scraper; bench_cleanup' EXIT
 
+# broker_cpu_ticks prints the broker's user+system CPU time so far, in
+# clock ticks (/proc/PID/stat fields 14 and 15): CPU per GB is steadier
+# than MB/s on a shared machine.
+TICKS=$(getconf CLK_TCK)
+broker_cpu_ticks() { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
+
 results=$work/results.jsonl
 for run in $(seq "$RUNS"); do
 	for mode in off on; do
@@ -66,28 +72,32 @@ for run in $(seq "$RUNS"); do
 			) &
 			scraper_pid=$!
 		fi
+		cpu0=$(broker_cpu_ticks)
 		timeout "$PERF_TIMEOUT" "${pin_client[@]}" "$bin" perf produce --bootstrap-server "127.0.0.1:$PORT" \
 			--topic "bench-$mode-$run" --record-size "$RECORD_SIZE" --acks all --duration "$DURATION" \
 			--json --quiet >"$work/out.json"
+		cpu1=$(broker_cpu_ticks)
 		stop_scraper
 		scrapes=0
 		[ -f "$work/scrapes" ] && scrapes=$(wc -l <"$work/scrapes")
 		bytes=0
 		[ "$mode" = on ] && [ -f "$work/last-scrape" ] && bytes=$(wc -c <"$work/last-scrape")
 		jq -c --arg m "$mode" --argjson r "$run" --argjson s "$scrapes" --argjson b "$bytes" \
-			'{metrics: $m, run: $r, mb_per_sec, records_per_sec, errors, scrapes: $s, scrape_bytes: $b}' \
+			--argjson cpu "$(((cpu1 - cpu0) * 1000 / TICKS))" \
+			'{metrics: $m, run: $r, mb_per_sec, records_per_sec, errors, scrapes: $s, scrape_bytes: $b,
+			  broker_cpu_s_per_gb: ($cpu / 1000 / (.bytes / 1e9))}' \
 			"$work/out.json" | tee -a "$results" >&2
 		stop_broker
 	done
 done
 
 echo
-echo "| metrics | produce MB/s median (min–max) | records/s median | vs off | scrapes during the runs | /metrics size |"
-echo "|---|---|---|---|---|---|"
+echo "| metrics | produce MB/s median (min–max) | records/s median | vs off | broker CPU s/GB median (min–max) | scrapes during the runs | /metrics size |"
+echo "|---|---|---|---|---|---|---|"
 jq -rs '
 	def med: sort | .[length / 2 | floor];
 	group_by(.metrics) | map({key: .[0].metrics, value: {mb: ([.[].mb_per_sec] | med), lo: ([.[].mb_per_sec] | min), hi: ([.[].mb_per_sec] | max),
-		rps: ([.[].records_per_sec] | med), scrapes: ([.[].scrapes] | add), bytes: ([.[].scrape_bytes] | max)}}) | from_entries as $s |
+		rps: ([.[].records_per_sec] | med), cpu: ([.[].broker_cpu_s_per_gb] | med), cpulo: ([.[].broker_cpu_s_per_gb] | min), cpuhi: ([.[].broker_cpu_s_per_gb] | max), scrapes: ([.[].scrapes] | add), bytes: ([.[].scrape_bytes] | max)}}) | from_entries as $s |
 	["off", "on"][] as $m | $s[$m] as $x |
-	"| \($m) | \($x.mb * 10 | round / 10) (\($x.lo * 10 | round / 10)–\($x.hi * 10 | round / 10)) | \($x.rps | round) | \(($x.mb / $s.off.mb * 100 | round))% | \($x.scrapes) | \(if $x.bytes > 0 then "\($x.bytes / 1024 | round) KiB" else "–" end) |"
+	"| \($m) | \($x.mb * 10 | round / 10) (\($x.lo * 10 | round / 10)–\($x.hi * 10 | round / 10)) | \($x.rps | round) | \(($x.mb / $s.off.mb * 100 | round))% | \($x.cpu * 100 | round / 100) (\($x.cpulo * 100 | round / 100)–\($x.cpuhi * 100 | round / 100)) | \($x.scrapes) | \(if $x.bytes > 0 then "\($x.bytes / 1024 | round) KiB" else "–" end) |"
 ' "$results"
