@@ -60,6 +60,7 @@ func (b *Broker) startHTTP(opts Options) error {
 	h.partitions = -1
 	h.metrics = metrics.New()
 	var tlsCfg *tls.Config
+	var tlsPrincipal func(tls.ConnectionState) (string, error)
 	if slices.ContainsFunc(cfg.HTTPListeners, func(l string) bool { return strings.HasPrefix(l, "https://") }) {
 		get := func(key string) (string, bool) { v, ok := cfg.SecurityProperties[key]; return v, ok }
 		settings, err := tlsconf.FromProperties(get)
@@ -71,6 +72,7 @@ func (b *Broker) startHTTP(opts Options) error {
 			return fmt.Errorf("broker: http.listeners: https: %w", err)
 		}
 		tlsCfg = ts.Config()
+		tlsPrincipal = ts.Principal
 	}
 	uiFS := opts.UI
 	if uiFS == nil {
@@ -83,7 +85,8 @@ func (b *Broker) startHTTP(opts Options) error {
 		Registry:         h.metrics.Registry(),
 		UI:               uiFS,
 		BrokerID:         cfg.BrokerID,
-		AuthRequired:     cfg.AuthorizerClassName != "",
+		AuthRequired:     b.httpAuthRequired(),
+		TLSPrincipal:     tlsPrincipal,
 		PlainUsers:       b.plainUsers(),
 		AuthFailureDelay: cfg.FailedAuthenticationDelay,
 		Ready:            b.readiness,
@@ -113,11 +116,11 @@ func (b *Broker) HTTPAddr() string {
 // Metrics returns the broker's metrics, nil without HTTP listeners.
 func (b *Broker) Metrics() *metrics.Metrics { return b.http.metrics }
 
-// plainUsers collects the SASL PLAIN users of every listener's JAAS
-// configuration (listener.name.<l>.plain.sasl.jaas.config, else
-// sasl.jaas.config), as the Kafka listeners' PLAIN callbacks read them. A
-// JAAS text that does not parse is skipped here: the listener's own setup
-// reports it.
+// plainUsers collects the SASL PLAIN users of every SASL listener that
+// enables PLAIN, as that listener's PLAIN callback takes them
+// (listenerSASL): a JAAS user_<name> on a listener without PLAIN logs in
+// nowhere, so not over HTTP either. A listener whose SASL settings are
+// wrong is skipped here: its own setup reports it.
 func (b *Broker) plainUsers() map[string]string {
 	users := map[string]string{}
 	for _, l := range b.cfg.Listeners {
@@ -125,25 +128,48 @@ func (b *Broker) plainUsers() map[string]string {
 		if err != nil {
 			continue
 		}
-		key := "listener.name." + strings.ToLower(name) + ".plain.sasl.jaas.config"
-		text, ok := b.cfg.SecurityProperties[key]
-		if !ok {
-			text, ok = b.cfg.SecurityProperties["sasl.jaas.config"]
-		}
-		if !ok {
+		if p := b.cfg.ListenerProtocol(name); p != "SASL_PLAINTEXT" && p != "SASL_SSL" {
 			continue
 		}
-		jaas, err := sasl.ParseJAAS(text)
+		_, plain, err := b.listenerSASL(name)
 		if err != nil {
 			continue
 		}
-		for u, p := range jaas.PlainUsers() {
+		for u, p := range plain {
 			if _, dup := users[u]; !dup {
 				users[u] = p
 			}
 		}
 	}
 	return users
+}
+
+// httpAuthRequired reports whether the HTTP API needs a user: with an
+// authorizer, and whenever a Kafka listener authenticates its clients (a
+// SASL listener, or SSL with ssl.client.auth=required). Otherwise anyone
+// reaching the HTTP port would read and write with the broker's own
+// identity what the Kafka port gives only to known clients.
+func (b *Broker) httpAuthRequired() bool {
+	cfg := &b.cfg
+	if cfg.AuthorizerClassName != "" {
+		return true
+	}
+	for _, l := range cfg.Listeners {
+		name, _, err := config.SplitListener(l)
+		if err != nil {
+			return true // refused at startup anyway; fail closed
+		}
+		switch cfg.ListenerProtocol(name) {
+		case "SASL_PLAINTEXT", "SASL_SSL":
+			return true
+		case "SSL":
+			v, _ := cfg.ListenerProperty(name, tlsconf.KeyClientAuth)
+			if ca, err := tlsconf.ParseClientAuth(v); err != nil || ca == tls.RequireAndVerifyClientCert {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // attachHTTP hands the running broker to the HTTP side: its authorizer,

@@ -54,37 +54,11 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 		sec.TLSPrincipal = func(st tls.ConnectionState) (string, error) { return ts.Principal(st) }
 	}
 	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
-		mechs := cfg.SASLEnabledMechanisms
-		if v, ok := cfg.SecurityProperties["listener.name."+strings.ToLower(name)+".sasl.enabled.mechanisms"]; ok {
-			mechs = nil
-			for _, m := range strings.Split(v, ",") {
-				if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
-					mechs = append(mechs, m)
-				}
-			}
+		mechs, plain, err := b.listenerSASL(name)
+		if err != nil {
+			return nil, sec, err
 		}
-		for _, m := range mechs {
-			if m != sasl.Plain && m != sasl.ScramSHA256 && m != sasl.ScramSHA512 {
-				return nil, sec, fmt.Errorf("broker: listener %s: sasl.enabled.mechanisms: %s is not supported (use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", name, m)
-			}
-		}
-		scfg := sasl.Config{Mechanisms: mechs, Credentials: creds, Logger: b.log}
-		if slices.Contains(mechs, sasl.Plain) {
-			key := "listener.name." + strings.ToLower(name) + ".plain.sasl.jaas.config"
-			text, ok := cfg.SecurityProperties[key]
-			if !ok {
-				key = "sasl.jaas.config"
-				text, ok = cfg.SecurityProperties[key]
-			}
-			if !ok {
-				return nil, sec, fmt.Errorf("broker: listener %s: PLAIN needs its users in listener.name.%s.plain.sasl.jaas.config", name, strings.ToLower(name))
-			}
-			jaas, err := sasl.ParseJAAS(text)
-			if err != nil {
-				return nil, sec, fmt.Errorf("broker: %s: %w", key, err)
-			}
-			scfg.PlainUsers = jaas.PlainUsers()
-		}
+		scfg := sasl.Config{Mechanisms: mechs, Credentials: creds, Logger: b.log, PlainUsers: plain}
 		a, err := sasl.NewAuthenticator(scfg)
 		if err != nil {
 			return nil, sec, fmt.Errorf("broker: listener %s: %w", name, err)
@@ -92,6 +66,47 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 		sec.SASL = saslAuthenticator{a}
 	}
 	return ln, sec, nil
+}
+
+// listenerSASL returns the SASL mechanisms a SASL listener enables
+// (listener.name.<l>.sasl.enabled.mechanisms, else sasl.enabled.mechanisms)
+// and, when PLAIN is one of them, its PLAIN users (from
+// listener.name.<l>.plain.sasl.jaas.config, else sasl.jaas.config); nil
+// users without PLAIN. The Kafka listener and the HTTP side's basic auth
+// both take their users from here, so they accept the same passwords.
+func (b *Broker) listenerSASL(name string) ([]string, map[string]string, error) {
+	cfg := &b.cfg
+	mechs := cfg.SASLEnabledMechanisms
+	if v, ok := cfg.SecurityProperties["listener.name."+strings.ToLower(name)+".sasl.enabled.mechanisms"]; ok {
+		mechs = nil
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+				mechs = append(mechs, m)
+			}
+		}
+	}
+	for _, m := range mechs {
+		if m != sasl.Plain && m != sasl.ScramSHA256 && m != sasl.ScramSHA512 {
+			return nil, nil, fmt.Errorf("broker: listener %s: sasl.enabled.mechanisms: %s is not supported (use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", name, m)
+		}
+	}
+	if !slices.Contains(mechs, sasl.Plain) {
+		return mechs, nil, nil
+	}
+	key := "listener.name." + strings.ToLower(name) + ".plain.sasl.jaas.config"
+	text, ok := cfg.SecurityProperties[key]
+	if !ok {
+		key = "sasl.jaas.config"
+		text, ok = cfg.SecurityProperties[key]
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("broker: listener %s: PLAIN needs its users in listener.name.%s.plain.sasl.jaas.config", name, strings.ToLower(name))
+	}
+	jaas, err := sasl.ParseJAAS(text)
+	if err != nil {
+		return nil, nil, fmt.Errorf("broker: %s: %w", key, err)
+	}
+	return mechs, jaas.PlainUsers(), nil
 }
 
 // connSecurity is how this broker connects to the others on listener:

@@ -45,8 +45,9 @@ func (q *request) allowed(op acl.Operation, rt acl.ResourceType, name string) bo
 }
 
 // authenticated wraps h: without AuthRequired every request is
-// User:ANONYMOUS; with it a request needs a user of the broker, else 401
-// (after AuthFailureDelay for a wrong user or password).
+// User:ANONYMOUS; with it a request needs a user of the broker (basic
+// auth, else a client certificate TLSPrincipal maps), else 401 (after
+// AuthFailureDelay for a wrong user or password).
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := &request{principal: Anonymous, host: remoteAddr(r), backend: s.backend.Load()}
@@ -55,6 +56,19 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *reque
 			return
 		}
 		user, pass, ok := r.BasicAuth()
+		if !ok && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && s.opts.TLSPrincipal != nil {
+			// tls.Config verified the chain (ssl.client.auth requested or
+			// required) before the request got here.
+			p, err := s.opts.TLSPrincipal(*r.TLS)
+			if err != nil || p == "" || p == Anonymous {
+				s.log.Info("console: client certificate maps to no principal", "remote", r.RemoteAddr, "err", err)
+				unauthorized(w, "the client certificate maps to no principal")
+				return
+			}
+			q.principal = p
+			h(w, r, q)
+			return
+		}
 		if !ok {
 			unauthorized(w, "authentication required")
 			return

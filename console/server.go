@@ -81,9 +81,17 @@ type Options struct {
 	UI fs.FS
 	// BrokerID is this broker's id, shown by /api/throughput.
 	BrokerID int32
-	// AuthRequired is set when the broker has an authorizer: every path
-	// but /healthz and /metrics then needs HTTP basic auth.
+	// AuthRequired is set when the broker has an authorizer or a Kafka
+	// listener that authenticates its clients: every path but /healthz
+	// and /metrics then needs a user, by HTTP basic auth or (on an https
+	// listener) by a client certificate TLSPrincipal maps.
 	AuthRequired bool
+	// TLSPrincipal maps the verified client certificate of an https
+	// request to its principal ("User:<name>"), as the broker's SSL
+	// listeners do (ssl.principal.mapping.rules); nil: certificates are
+	// not used to log in. Consulted only for a request without basic auth
+	// that presented a certificate.
+	TLSPrincipal func(tls.ConnectionState) (string, error)
 	// PlainUsers are the SASL PLAIN users of the broker's JAAS
 	// configuration (name to password); known before the storage opens.
 	PlainUsers map[string]string
