@@ -50,6 +50,9 @@ type topicJSON struct {
 	Internal   bool            `json:"internal"`
 	Partitions []partitionJSON `json:"partitions"`
 	Configs    []configJSON    `json:"configs"`
+	// ConfigsHidden is set when the principal may describe the topic but
+	// not its configs (DescribeConfigs): Configs is then empty.
+	ConfigsHidden bool `json:"configsHidden,omitempty"`
 }
 
 // topicStats are the offsets and sizes of some topics' partitions.
@@ -190,11 +193,13 @@ func (s *Server) describeTopic(w http.ResponseWriter, r *http.Request, q *reques
 	}
 	ctx, cancel := kafkaCtx(r)
 	defer cancel()
-	s.writeTopic(ctx, w, cl, adm, name, http.StatusOK)
+	s.writeTopic(ctx, w, q, cl, adm, name, http.StatusOK)
 }
 
-// writeTopic answers code with the details of topic name.
-func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, cl *kgo.Client, adm *kadm.Client, name string, code int) {
+// writeTopic answers code with the details of topic name, its configs
+// only if q may DescribeConfigs on it (as Kafka's DescribeConfigs asks).
+// REQUIRES: q may Describe the topic.
+func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, q *request, cl *kgo.Client, adm *kadm.Client, name string, code int) {
 	tds, err := adm.ListTopicsWithInternal(ctx, name)
 	if err != nil {
 		writeKafkaError(w, err)
@@ -223,7 +228,11 @@ func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, cl *kgo.
 			StartOffset: start, EndOffset: end, Size: st.size(name, pd.Partition, pd.Leader),
 		})
 	}
-	out.Configs = topicConfigs(ctx, cl, name)
+	if q.allowed(acl.OpDescribeConfigs, acl.ResourceTopic, name) {
+		out.Configs = topicConfigs(ctx, cl, name)
+	} else {
+		out.ConfigsHidden = true
+	}
 	writeJSON(w, code, out)
 }
 
@@ -306,5 +315,11 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request, q *request)
 	}
 	s.log.Info("console: topic created", "topic", body.Name, "principal", q.principal)
 	w.Header().Set("Location", "/api/topics/"+body.Name)
-	s.writeTopic(ctx, w, cl, adm, body.Name, http.StatusCreated)
+	if !q.allowed(acl.OpDescribe, acl.ResourceTopic, body.Name) {
+		// Created, but its details are not the principal's to see (as
+		// describeTopic would refuse them): the name only.
+		writeJSON(w, http.StatusCreated, map[string]string{"name": body.Name})
+		return
+	}
+	s.writeTopic(ctx, w, q, cl, adm, body.Name, http.StatusCreated)
 }

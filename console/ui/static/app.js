@@ -360,7 +360,8 @@ async function topicPage(name) {
     el("h2", {}, "Produce a test record"),
     produceForm(name, parts.length),
     el("h2", {}, "Configs"),
-    table(["Name", "Value", "Source"], configs));
+    t.configsHidden ? el("p", { class: "muted", id: "configs-hidden" }, "not authorized to describe configs")
+      : table(["Name", "Value", "Source"], configs));
 }
 
 // parseLines reads "key=value" lines (blank lines skipped) into pairs.
