@@ -252,11 +252,7 @@ func (b *Broker) consoleClient() (*kgo.Client, error) {
 		kgo.ProducerLinger(0),
 	}
 	if h.dialSec.TLS != nil {
-		tc := h.dialSec.TLS.Clone()
-		if tc.ServerName == "" {
-			tc.ServerName = h.dialHost
-		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
+		opts = append(opts, kgo.Dialer(tlsDialer(h.dialSec.TLS, h.dialAddr, h.dialHost)))
 	}
 	if h.dialSec.SASL != nil {
 		opts = append(opts, kgo.SASL(saslMechanism{h.dialMech, h.dialSec.SASL}))
@@ -267,6 +263,30 @@ func (b *Broker) consoleClient() (*kgo.Client, error) {
 	}
 	h.client = cl
 	return cl, nil
+}
+
+// tlsDialer dials TLS verifying each broker by the host it is dialed at,
+// except seed (this broker's bound address, which may be an IP its
+// certificate does not name), verified as seedName (its advertised host).
+// A ServerName on the client config itself would be sent to every broker
+// (franz-go's DialTLSConfig does so), so that in a cluster of per-host
+// certificates the console could reach only this one.
+func tlsDialer(cfg *tls.Config, seed, seedName string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	nd := &net.Dialer{Timeout: 5 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		tc := cfg.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName = seedName
+			if addr != seed {
+				host, _, err := net.SplitHostPort(addr)
+				if err != nil {
+					return nil, fmt.Errorf("broker: console client: dial %q: %w", addr, err)
+				}
+				tc.ServerName = host
+			}
+		}
+		return (&tls.Dialer{NetDialer: nd, Config: tc}).DialContext(ctx, network, addr)
+	}
 }
 
 // stopHTTP stops the HTTP server and closes the console's client.
