@@ -325,7 +325,7 @@ func (b *Broker) readiness() []console.Check {
 	}
 	checks := []console.Check{{Name: "logRecovery", OK: true, Detail: "log recovery: done"}}
 	if b.node != nil {
-		c := console.Check{Name: "zookeeper", OK: b.node.BrokerEpoch() > 0, Detail: "zookeeper: registered"}
+		c := console.Check{Name: "zookeeper", OK: b.node.Registered(), Detail: "zookeeper: registered"}
 		if !c.OK {
 			c.Detail = "zookeeper: not registered"
 		}

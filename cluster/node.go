@@ -125,10 +125,14 @@ type Node struct {
 	queue []event
 	qsig  chan struct{}
 
-	expired      atomic.Bool
-	hasSession   chan struct{} // closed at the first session
-	sessionOnce  sync.Once
-	brokerEpoch  atomic.Int64
+	expired     atomic.Bool
+	hasSession  chan struct{} // closed at the first session
+	sessionOnce sync.Once
+	brokerEpoch atomic.Int64
+	// registered is set by a successful register and cleared when the
+	// session expires (the ephemeral /brokers/ids/<id> is gone with it),
+	// until register succeeds again on the new session.
+	registered   atomic.Bool
 	isController atomic.Bool
 	// controllerID and controllerEpoch are the controller as last seen in
 	// ZooKeeper; changed together under ctlMu (noteController).
@@ -258,6 +262,11 @@ func (n *Node) BrokerID() int32 { return n.opts.BrokerID }
 // BrokerEpoch is the creation zxid of this broker's current registration.
 func (n *Node) BrokerEpoch() int64 { return n.brokerEpoch.Load() }
 
+// Registered reports whether this broker's /brokers/ids/<id> is live: false
+// from the session's expiry until the new session registers again
+// (BrokerEpoch keeps the last registration's epoch meanwhile).
+func (n *Node) Registered() bool { return n.registered.Load() }
+
 // IsController reports whether this node is the active controller.
 func (n *Node) IsController() bool { return n.isController.Load() }
 
@@ -276,6 +285,7 @@ func (n *Node) onZkEvent(e zk.Event) {
 	}
 	switch e.State {
 	case zk.StateExpired:
+		n.registered.Store(false)
 		if !n.expired.Swap(true) {
 			n.log.Warn("cluster: zookeeper session expired")
 			if f := n.opts.OnSessionExpired; f != nil {
@@ -308,6 +318,7 @@ func (n *Node) register() error {
 		if gerr == nil && stat.EphemeralOwner == n.zk.conn.SessionID() {
 			// Ours already (a retried create after a lost response).
 			n.brokerEpoch.Store(stat.Czxid)
+			n.registered.Store(true)
 			return nil
 		}
 		return fmt.Errorf("%w: broker.id %d at %s is live (%s); stop it or pick another broker.id", ErrBrokerIDInUse, id, brokerPath(id), b)
@@ -320,6 +331,7 @@ func (n *Node) register() error {
 		return fmt.Errorf("cluster: register %s: %w", brokerPath(id), err)
 	}
 	n.brokerEpoch.Store(stat.Czxid)
+	n.registered.Store(true)
 	n.log.Info("cluster: registered broker", "path", brokerPath(id), "broker_epoch", stat.Czxid)
 	return nil
 }
