@@ -139,6 +139,17 @@ func TestHostileInput(t *testing.T) {
 			if code := send("GET", p, map[string]string{"Host": "myhost.example:9644"}, ""); code != 200 {
 				t.Errorf("%s with Host myhost.example: %d, want 200", p, code)
 			}
+			// But not a browser's (it always sends Sec-Fetch-*): a page
+			// whose name was rebound to 127.0.0.1 reads it as same-origin.
+			for _, hdr := range []string{"Sec-Fetch-Site", "Sec-Fetch-Mode"} {
+				v := map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"}[hdr]
+				if code := send("GET", p, map[string]string{"Host": "evil.example", hdr: v}, ""); code != 403 {
+					t.Errorf("%s from a browser (%s) with Host evil.example: %d, want 403", p, hdr, code)
+				}
+			}
+			if code := send("GET", p, map[string]string{"Host": "localhost:9644", "Sec-Fetch-Site": "none"}, ""); code != 200 {
+				t.Errorf("%s from a browser at localhost: %d, want 200", p, code)
+			}
 		}
 		if code := send("POST", "/api/topics", with("Sec-Fetch-Site", "same-origin"), `{"name":"same"}`); code != 201 {
 			t.Errorf("same-origin POST: %d, want 201", code)

@@ -275,7 +275,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes), "")
 			return
 		}
-		if !openPath(r.URL.Path) && !allowedHost(r) {
+		if !(openPath(r.URL.Path) && !fromBrowser(r)) && !allowedHost(r) {
 			writeError(w, http.StatusForbidden, "a loopback listener answers only requests for a loopback host (DNS rebinding)", "")
 			return
 		}
@@ -287,9 +287,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 // openPath reports the read-only paths that need no user and carry no
 // data of a principal (/healthz, /metrics): a scraper or probe may name
-// the machine however it likes, so the DNS-rebinding Host check does not
-// apply to them.
+// the machine however it likes (Debian resolves its own name to
+// 127.0.1.1), so the DNS-rebinding Host check does not apply to them,
+// unless the request comes from a browser (fromBrowser), where a page
+// whose name was rebound to 127.0.0.1 would read them as same-origin.
 func openPath(p string) bool { return p == "/healthz" || p == "/metrics" }
+
+// fromBrowser reports a request carrying the Fetch Metadata headers every
+// current browser sends (Sec-Fetch-Site, Sec-Fetch-Mode) and that
+// scrapers, probes and curl do not; a page cannot remove them.
+func fromBrowser(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Site") != "" || r.Header.Get("Sec-Fetch-Mode") != ""
+}
 
 // allowedHost refuses, on a loopback listener (the default
 // 127.0.0.1:9644), a request whose Host is a DNS name other than
