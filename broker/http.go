@@ -334,7 +334,17 @@ func (b *Broker) readiness() []console.Check {
 	rd := srv.Readiness()
 	pc := console.Check{Name: "partitions", OK: rd.OfflineCount == 0, Detail: fmt.Sprintf("partitions: leading %d, none offline", rd.Leading)}
 	if !pc.OK {
-		pc.Detail = fmt.Sprintf("partitions: %d of %d partitions this broker should lead are offline: %s", rd.OfflineCount, rd.Leading, strings.Join(rd.Offline, ", "))
+		// The names go in Offline: /readyz shows each principal only
+		// those of the topics it may describe.
+		pc.Detail = fmt.Sprintf("partitions: %d of %d partitions this broker should lead are offline", rd.OfflineCount, rd.Leading)
+		for _, name := range rd.Offline { // "topic-partition"; a topic may contain '-'
+			i := strings.LastIndexByte(name, '-')
+			p, err := strconv.ParseInt(name[i+1:], 10, 32)
+			if i <= 0 || err != nil {
+				continue
+			}
+			pc.Offline = append(pc.Offline, console.Partition{Topic: name[:i], Partition: int32(p)})
+		}
 	}
 	gc := console.Check{Name: "groupCoordinator", OK: true, Detail: "group coordinator: loaded"}
 	switch {

@@ -1,7 +1,11 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
+
+	"github.com/sluice/sluice/acl"
 )
 
 // healthz answers 200 while the process serves.
@@ -24,14 +28,15 @@ type readyzJSON struct {
 
 // readyz answers 200 when every readiness check passes, else 503, with
 // each check and what is not ready.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, q *request) {
 	out := readyzJSON{Ready: true, Checks: map[string]checkJSON{}}
 	if s.opts.Ready != nil {
 		for _, c := range s.opts.Ready() {
-			out.Checks[c.Name] = checkJSON{OK: c.OK, Detail: c.Detail}
+			detail := c.Detail + offlineDetail(q, c.Offline)
+			out.Checks[c.Name] = checkJSON{OK: c.OK, Detail: detail}
 			if !c.OK {
 				out.Ready = false
-				out.NotReady = append(out.NotReady, c.Detail)
+				out.NotReady = append(out.NotReady, detail)
 			}
 		}
 	}
@@ -41,4 +46,30 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, code, out)
+}
+
+// offlineDetail lists the partitions of ps whose topic q may Describe and
+// counts the others: /readyz needs only a user, and the names of topics
+// are not every user's to see.
+func offlineDetail(q *request, ps []Partition) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var shown []string
+	hidden := 0
+	for _, p := range ps {
+		if q.allowed(acl.OpDescribe, acl.ResourceTopic, p.Topic) {
+			shown = append(shown, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+		} else {
+			hidden++
+		}
+	}
+	var b strings.Builder
+	if len(shown) > 0 {
+		b.WriteString(": " + strings.Join(shown, ", "))
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&b, " (and %d of topics this user may not describe)", hidden)
+	}
+	return b.String()
 }

@@ -124,7 +124,17 @@ type Backend struct {
 type Check struct {
 	Name   string // "logRecovery", "zookeeper", "partitions", "groupCoordinator"
 	OK     bool
-	Detail string // what is (not) ready, for people
+	Detail string // what is (not) ready, for people; names no topic
+	// Offline are partitions the check is about; /readyz appends to
+	// Detail those whose topic the principal may Describe and only counts
+	// the others, as Kafka's Metadata hides topics.
+	Offline []Partition
+}
+
+// Partition names one partition of a topic.
+type Partition struct {
+	Topic     string
+	Partition int32
 }
 
 // Server is the HTTP side of one broker. Safe for concurrent use.
