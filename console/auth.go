@@ -9,6 +9,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/sha256"
@@ -19,6 +20,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/acl"
@@ -73,12 +75,16 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *reque
 			unauthorized(w, "authentication required")
 			return
 		}
-		switch s.checkUser(q.backend, user, pass) {
+		switch s.checkUser(r.Context(), q.backend, user, pass) {
 		case loginOK:
 			q.principal = "User:" + user
 			h(w, r, q)
 		case loginUnavailable:
 			writeError(w, http.StatusServiceUnavailable, "the broker is starting: its SCRAM users are not loaded yet", "")
+		case loginStoreError:
+			writeError(w, http.StatusServiceUnavailable, "the broker cannot read its SCRAM credentials; try again", "")
+		case loginCanceled:
+			// The client went away while waiting for a derivation slot.
 		default:
 			if s.opts.OnAuthFailure != nil {
 				s.opts.OnAuthFailure()
@@ -108,35 +114,52 @@ const (
 	loginFailed loginResult = iota
 	loginOK
 	loginUnavailable // not a PLAIN user, and SCRAM credentials not loaded yet
+	loginStoreError  // the credential store could not answer
+	loginCanceled    // the request ended while waiting to derive
 )
 
 // checkUser checks user and password against the PLAIN users, then the
 // SCRAM credentials of b (nil: not attached yet).
-func (s *Server) checkUser(b *Backend, user, pass string) loginResult {
-	if user == "" {
-		return loginFailed
-	}
-	if want, ok := s.opts.PlainUsers[user]; ok {
+//
+// A failed login costs at least one PBKDF2 derivation whether or not the
+// user exists (a wrong PLAIN password and an unknown user derive against
+// dummyCredential), so the time of a 401 does not tell which user names
+// exist. It cannot be exact: real credentials have their own iteration
+// counts; the dummy has the usual 4096.
+func (s *Server) checkUser(ctx context.Context, b *Backend, user, pass string) loginResult {
+	if want, ok := s.opts.PlainUsers[user]; ok && user != "" {
 		if equalSecret(want, pass) {
 			return loginOK
 		}
-		return loginFailed
+		return s.scram.fail(ctx, pass)
 	}
 	if b == nil {
 		return loginUnavailable
 	}
-	if b.Credentials == nil {
-		return loginFailed
+	if b.Credentials == nil || user == "" {
+		return s.scram.fail(ctx, pass)
 	}
+	derived := false
 	for _, mech := range []string{sasl.ScramSHA512, sasl.ScramSHA256} {
 		c, ok, err := b.Credentials.Get(user, mech)
 		if err != nil {
 			s.log.Warn("console: SCRAM credential lookup failed", "user", user, "mechanism", mech, "err", err)
+			return loginStoreError
+		}
+		if !ok {
 			continue
 		}
-		if ok && s.scram.matches(user, pass, c) {
+		match, err := s.scram.matches(ctx, user, pass, c)
+		if err != nil {
+			return loginCanceled
+		}
+		if match {
 			return loginOK
 		}
+		derived = true
+	}
+	if !derived {
+		return s.scram.fail(ctx, pass)
 	}
 	return loginFailed
 }
@@ -159,6 +182,8 @@ type scramLogins struct {
 	sem chan struct{} // a slot per derivation running
 	mu  sync.Mutex
 	ok  map[[sha256.Size]byte]scramLogin
+	// derivations counts the PBKDF2 derivations done (tests).
+	derivations atomic.Int64
 }
 
 type scramLogin struct {
@@ -172,7 +197,39 @@ const (
 	maxScramParallel = 2
 )
 
-func (l *scramLogins) matches(user, password string, c sasl.Credential) bool {
+// dummyCredential is what a failed login derives against when there is no
+// real credential to (never matches: its StoredKey is no derivation's).
+var dummyCredential = sasl.Credential{
+	Mechanism: sasl.ScramSHA512, Iterations: 4096,
+	Salt: []byte("sluice console dummy salt"), StoredKey: make([]byte, sha512.Size),
+}
+
+// fail spends one derivation against dummyCredential and answers
+// loginFailed (loginCanceled if ctx ends first).
+func (l *scramLogins) fail(ctx context.Context, password string) loginResult {
+	if err := l.acquire(ctx); err != nil {
+		return loginCanceled
+	}
+	l.derivations.Add(1)
+	scramMatches(dummyCredential, password)
+	<-l.sem
+	return loginFailed
+}
+
+// acquire takes a derivation slot, or returns ctx's error if it ends
+// first (a client gone while failed logins queue).
+func (l *scramLogins) acquire(ctx context.Context) error {
+	select {
+	case l.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// matches reports whether password is c's; an error only when ctx ended
+// while waiting for a derivation slot.
+func (l *scramLogins) matches(ctx context.Context, user, password string, c sasl.Credential) (bool, error) {
 	h := sha256.New()
 	for _, part := range []string{user, c.Mechanism, password, string(c.Salt), strconv.Itoa(c.Iterations)} {
 		h.Write([]byte(strconv.Itoa(len(part))))
@@ -186,9 +243,12 @@ func (l *scramLogins) matches(user, password string, c sasl.Credential) bool {
 	e, hit := l.ok[key]
 	l.mu.Unlock()
 	if hit && now.Before(e.expires) && subtle.ConstantTimeCompare(e.storedKey, c.StoredKey) == 1 {
-		return true
+		return true, nil
 	}
-	l.sem <- struct{}{}
+	if err := l.acquire(ctx); err != nil {
+		return false, err
+	}
+	l.derivations.Add(1)
 	ok := scramMatches(c, password)
 	<-l.sem
 	if ok {
@@ -199,7 +259,7 @@ func (l *scramLogins) matches(user, password string, c sasl.Credential) bool {
 		l.ok[key] = scramLogin{storedKey: bytes.Clone(c.StoredKey), expires: now.Add(scramCacheTTL)}
 		l.mu.Unlock()
 	}
-	return ok
+	return ok, nil
 }
 
 // scramMatches reports whether password derives c's StoredKey. A
