@@ -78,6 +78,7 @@ func (b *Broker) startHTTP(opts Options) error {
 	if uiFS == nil {
 		uiFS = ui.FS
 	}
+	lm := h.metrics.Listener("HTTP") // its connections and logins
 	srv, err := console.Start(console.Options{
 		Listeners:        cfg.HTTPListeners,
 		TLS:              tlsCfg,
@@ -91,7 +92,10 @@ func (b *Broker) startHTTP(opts Options) error {
 		AuthFailureDelay: cfg.FailedAuthenticationDelay,
 		Ready:            b.readiness,
 		Throughput:       func() console.Throughput { return console.Throughput(h.metrics.Totals()) },
-		OnAuthFailure:    h.metrics.Listener("HTTP").AuthenticationFailed,
+		OnAuthFailure:    lm.AuthenticationFailed,
+		OnAuthSuccess:    lm.Authenticated,
+		OnConnOpened:     lm.Opened,
+		OnConnClosed:     lm.Closed,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

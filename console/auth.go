@@ -68,6 +68,9 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *reque
 				return
 			}
 			q.principal = p
+			if s.opts.OnAuthSuccess != nil {
+				s.opts.OnAuthSuccess()
+			}
 			h(w, r, q)
 			return
 		}
@@ -78,6 +81,9 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *reque
 		switch s.checkUser(r.Context(), q.backend, user, pass) {
 		case loginOK:
 			q.principal = "User:" + user
+			if s.opts.OnAuthSuccess != nil {
+				s.opts.OnAuthSuccess()
+			}
 			h(w, r, q)
 		case loginUnavailable:
 			writeError(w, http.StatusServiceUnavailable, "the broker is starting: its SCRAM users are not loaded yet", "")

@@ -102,8 +102,14 @@ type Options struct {
 	Ready func() []Check
 	// Throughput returns the broker's counters; nil answers zeros.
 	Throughput func() Throughput
-	// OnAuthFailure is called for each failed login (a metric); may be nil.
-	OnAuthFailure func()
+	// OnAuthFailure and OnAuthSuccess are called for each failed and
+	// successful login (metrics; HTTP logs in per request, not per
+	// connection); either may be nil.
+	OnAuthFailure, OnAuthSuccess func()
+	// OnConnOpened and OnConnClosed are called for each HTTP connection
+	// accepted and closed (the HTTP listener's connection metrics); either
+	// may be nil.
+	OnConnOpened, OnConnClosed func()
 }
 
 // Backend is what the running broker hands over (Attach) once its storage
@@ -181,7 +187,7 @@ func Start(opts Options) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("console: http.listeners: listen on %s: %w", l, err)
 		}
-		ln = newLimitListener(ln, maxConns)
+		ln = newLimitListener(ln, maxConns, maxConnsPerIP, opts.OnConnOpened, opts.OnConnClosed)
 		if u.Scheme == "https" {
 			ln = tls.NewListener(ln, opts.TLS)
 		}
@@ -190,7 +196,7 @@ func Start(opts Options) (*Server, error) {
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       2 * time.Minute,
+			IdleTimeout:       idleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		}
