@@ -341,14 +341,7 @@ func (b *Broker) readiness() []console.Check {
 		// The names go in Offline: /readyz shows each principal only
 		// those of the topics it may describe.
 		pc.Detail = fmt.Sprintf("partitions: %d of %d partitions this broker should lead are offline", rd.OfflineCount, rd.Leading)
-		for _, name := range rd.Offline { // "topic-partition"; a topic may contain '-'
-			i := strings.LastIndexByte(name, '-')
-			p, err := strconv.ParseInt(name[i+1:], 10, 32)
-			if i <= 0 || err != nil {
-				continue
-			}
-			pc.Offline = append(pc.Offline, console.Partition{Topic: name[:i], Partition: int32(p)})
-		}
+		pc.Offline = splitPartitions(rd.Offline)
 	}
 	gc := console.Check{Name: "groupCoordinator", OK: true, Detail: "group coordinator: loaded"}
 	switch {
@@ -358,6 +351,25 @@ func (b *Broker) readiness() []console.Check {
 		gc.OK, gc.Detail = false, "group coordinator: "+rd.GroupsLoading
 	}
 	return append(checks, pc, gc)
+}
+
+// splitPartitions parses "topic-partition" names (server.Readiness's
+// Offline) at their last '-' (a topic may contain '-'); a name without a
+// partition number is skipped.
+func splitPartitions(names []string) []console.Partition {
+	var out []console.Partition
+	for _, name := range names {
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			continue
+		}
+		p, err := strconv.ParseInt(name[i+1:], 10, 32)
+		if err != nil || p < 0 {
+			continue
+		}
+		out = append(out, console.Partition{Topic: name[:i], Partition: int32(p)})
+	}
+	return out
 }
 
 // saslMechanism adapts a kconn SASL client (how brokers log in to each
