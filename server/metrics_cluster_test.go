@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/config"
@@ -134,5 +135,32 @@ func TestMetricsStopReplicaRemovesTopic(t *testing.T) {
 	stopReplicas(t, s, "t", 1)
 	if _, ok := series(gather(t, m), "kafka_server_brokertopicmetrics_messagesin_total", in); ok {
 		t.Fatal("t's series still exported after StopReplica deleted its last replica here")
+	}
+}
+
+// TestMetricsProduceCountsAppendedOnISRTimeout: an acks=all produce whose
+// records were appended here but whose wait for the ISR timed out still
+// counts its records in MessagesIn (Kafka counts at the local append).
+func TestMetricsProduceCountsAppendedOnISRTimeout(t *testing.T) {
+	s, fp, m := newFakeClusterMetricsServer(t, nil)
+	id := fp.addTopic("t", 1)
+	mustCall(t, s, 5, leaderAndIsr("t", id, 0, 1, 1, 5)) // ISR {1,2,3}: nobody fetches
+	if c := produceOne(t, s, "t", 0, -1, 50); c != kerr.RequestTimedOut.Code {
+		t.Fatalf("acks=all produce without followers: %s, want REQUEST_TIMED_OUT", code(c))
+	}
+	if end := s.partition("t", 0).Log().EndOffset(); end != 1 {
+		t.Fatalf("log end %d: the record was not appended", end)
+	}
+	fams := gather(t, m)
+	for _, topic := range []string{"t", ""} {
+		if v, _ := series(fams, "kafka_server_brokertopicmetrics_messagesin_total", map[string]string{"topic": topic}); v != 1 {
+			t.Errorf("messagesin{topic=%q} = %v, want 1", topic, v)
+		}
+		if v, _ := series(fams, "kafka_server_brokertopicmetrics_bytesin_total", map[string]string{"topic": topic}); v <= 0 {
+			t.Errorf("bytesin{topic=%q} = %v, want > 0", topic, v)
+		}
+		if v, _ := series(fams, "kafka_server_brokertopicmetrics_failedproducerequests_total", map[string]string{"topic": topic}); v != 0 {
+			t.Errorf("failedproducerequests{topic=%q} = %v, want 0", topic, v)
+		}
 	}
 }
