@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestNilRecordsNothing: a broker without metrics passes nil everywhere.
@@ -105,13 +106,36 @@ func TestErrorNames(t *testing.T) {
 }
 
 // TestLabelValueUTF8: a name that is not UTF-8 (a client's group id) is
-// exported with U+FFFD instead of failing the scrape.
+// exported escaped instead of failing the scrape, and the escape is
+// injective: names differing only in invalid bytes or in backslashes keep
+// different label values (the same one would be a duplicate series).
 func TestLabelValueUTF8(t *testing.T) {
-	if got := LabelValue("ok"); got != "ok" {
-		t.Fatalf("LabelValue(ok) = %q", got)
+	for _, tc := range []struct{ in, want string }{
+		{"ok", "ok"},
+		{"héllo", "héllo"},
+		{"g\xffx", `g\xffx`},
+		{"g\xfe", `g\xfe`},
+		{`g\xff`, `g\\xff`},
+		{`a\b`, `a\\b`},
+		{"\xe2\x82", `\xe2\x82`}, // a truncated rune: each byte alone
+	} {
+		if got := LabelValue(tc.in); got != tc.want {
+			t.Errorf("LabelValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
-	if got := LabelValue("g\xffx"); got != "g\uFFFDx" {
-		t.Fatalf("LabelValue = %q", got)
+	seen := map[string]string{}
+	for _, in := range []string{"g\xff", "g\xfe", "g\uFFFD", `g\xff`, `g\\xff`, "g\\\xff", "g"} {
+		out := LabelValue(in)
+		if !utf8.ValidString(out) {
+			t.Errorf("LabelValue(%q) = %q, not UTF-8", in, out)
+		}
+		if prev, ok := seen[out]; ok {
+			t.Errorf("LabelValue(%q) = LabelValue(%q) = %q", in, prev, out)
+		}
+		seen[out] = in
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = LabelValue("topic-1") }); n != 0 {
+		t.Errorf("LabelValue of a plain name: %v allocs", n)
 	}
 	m := New()
 	m.Topic("bad\xfe").Produced(1, 1)

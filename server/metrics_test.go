@@ -65,7 +65,10 @@ func startMetricsServer(t *testing.T, backend string, mod func(*config.Config)) 
 		t.Fatal(err)
 	}
 	go s.ServeListener(ln, "PLAINTEXT")
-	hs := httptest.NewServer(promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{}))
+	// The options that matter for what a scrape sees are production's
+	// (console/server.go): ContinueOnError serves the good series even
+	// when gathering fails, so a test must look for what went missing.
+	hs := httptest.NewServer(promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	t.Cleanup(func() {
 		hs.Close()
 		s.Close()
@@ -330,7 +333,7 @@ func TestMetricsPartitionSeriesBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	fams := scrape(t, ms.metrics)
-	if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": "bad\uFFFDgroup"}); !ok {
+	if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": `bad\xffgroup`}); !ok {
 		t.Error("no series for the group whose id is not UTF-8")
 	}
 	if v := mustValue(t, fams, "sluice_metrics_partition_series_suppressed", nil); v != 1 {
@@ -380,6 +383,33 @@ func TestMetricsTransactions(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("completed commit=%v abort=%v, CompleteAbort ids=%v; want 1, 1, 1", c, a, done)
+		}
+	}
+}
+
+// TestMetricsGroupLabelsInjective: two group ids that differ only in bytes
+// that are not UTF-8 keep a series each (mapping both to U+FFFD made them
+// one duplicate series, which fails the gather and drops one group).
+func TestMetricsGroupLabelsInjective(t *testing.T) {
+	ms := startMetricsServer(t, "memory", nil)
+	cl := newClient(t, ms.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "t", 1, nil)
+	ctx := testCtx(t, 20*time.Second)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
+	for _, g := range []string{"g\xff", "g\xfe"} {
+		if _, err := adm.CommitOffsets(ctx, g, offs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ms.m.Registry().Gather(); err != nil {
+		t.Errorf("gather: %v", err)
+	}
+	fams := scrape(t, ms.metrics)
+	for _, g := range []string{`g\xff`, `g\xfe`} {
+		if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": g}); !ok {
+			t.Errorf("no kafka_consumergroup_members series for group %s", g)
 		}
 	}
 }
