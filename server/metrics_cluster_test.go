@@ -1,13 +1,19 @@
 package server
 
 import (
+	"net"
+
+	"fmt"
+
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
 )
@@ -162,5 +168,88 @@ func TestMetricsProduceCountsAppendedOnISRTimeout(t *testing.T) {
 		if v, _ := series(fams, "kafka_server_brokertopicmetrics_failedproducerequests_total", map[string]string{"topic": topic}); v != 0 {
 			t.Errorf("failedproducerequests{topic=%q} = %v, want 0", topic, v)
 		}
+	}
+}
+
+// TestMetricsExportedGroupsBounded: at most maxExportedGroups groups are
+// exported, those with members first, so that empty groups minted by a
+// client cannot push live ones out.
+func TestMetricsExportedGroupsBounded(t *testing.T) {
+	var gs []group.GroupStats
+	for i := range maxExportedGroups + 5 {
+		gs = append(gs, group.GroupStats{Name: fmt.Sprintf("a%05d", i)})
+	}
+	gs = append(gs, group.GroupStats{Name: "zz-live", Members: 1})
+	out := exportedGroups(gs)
+	if len(out) != maxExportedGroups {
+		t.Fatalf("%d groups exported, want %d", len(out), maxExportedGroups)
+	}
+	if out[0].Name != "zz-live" {
+		t.Errorf("first exported group %q, want the one with members", out[0].Name)
+	}
+	if out[1].Name != "a00000" || out[len(out)-1].Name != fmt.Sprintf("a%05d", maxExportedGroups-2) {
+		t.Errorf("exported %q..%q: not by name after the live ones", out[1].Name, out[len(out)-1].Name)
+	}
+}
+
+// leaderStub serves a single-node Server on loopback as broker 2 of the
+// fake cluster, holding topic with records records in partition 0, and
+// points the fake cluster's broker 2 at it.
+func leaderStub(t *testing.T, fp *fakePlane, topic string, records int) {
+	t.Helper()
+	ls := newTestServer(t, nil, Options{ClusterID: "leader"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ls.Serve(ln)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
+	req.Topics = append(req.Topics, rt)
+	mustCall(t, ls, 4, req)
+	for range records {
+		if c := produceOne(t, ls, topic, 0, 1, 5000); c != 0 {
+			t.Fatalf("produce to the leader stub: %s", code(c))
+		}
+	}
+	fp.mu.Lock()
+	fp.live[1] = cluster.Broker{ID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	fp.mu.Unlock()
+}
+
+// commitOffset commits offset for group on topic-p through OffsetCommit.
+func commitOffset(t *testing.T, s *Server, groupID, topic string, p int32, offset int64) {
+	t.Helper()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = groupID, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = p, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := mustCall(t, s, 8, req).(*kmsg.OffsetCommitResponse)
+	if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("OffsetCommit: %s", code(c))
+	}
+}
+
+// TestMetricsLagOfFollowedPartitionFromLeader: the lag of a partition this
+// broker only follows is measured against the leader's high watermark,
+// not the follower's (which trails, here by everything).
+func TestMetricsLagOfFollowedPartitionFromLeader(t *testing.T) {
+	s, fp, m := newFakeClusterMetricsServer(t, nil)
+	id := fp.addTopic("t", 2)
+	leaderStub(t, fp, "t", 3)
+	mustCall(t, s, 5, leaderAndIsr("t", id, 0, 2, 1, 5)) // we follow t-0
+	if p := s.partition("t", 0); p == nil || p.IsLeader() {
+		t.Fatal("no follower replica of t-0 here")
+	}
+	commitOffset(t, s, "g", "t", 0, 1)
+	fams := gather(t, m)
+	lag, ok := series(fams, "kafka_consumergroup_lag", map[string]string{"consumergroup": "g", "topic": "t", "partition": "0"})
+	if !ok || lag != 2 {
+		t.Fatalf("lag of g on t-0 = %v (exported %v), want 2: the leader's high watermark 3 minus 1", lag, ok)
 	}
 }
