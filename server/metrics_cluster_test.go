@@ -14,6 +14,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
 )
@@ -251,5 +252,58 @@ func TestMetricsLagOfFollowedPartitionFromLeader(t *testing.T) {
 	lag, ok := series(fams, "kafka_consumergroup_lag", map[string]string{"consumergroup": "g", "topic": "t", "partition": "0"})
 	if !ok || lag != 2 {
 		t.Fatalf("lag of g on t-0 = %v (exported %v), want 2: the leader's high watermark 3 minus 1", lag, ok)
+	}
+}
+
+// TestMetricsRemoteEndsLookupCost: the leaders' ends of many partitions of
+// one topic cost one lookup of the topic per scrape, not one per
+// partition (each copies the topic's partitions: quadratic).
+func TestMetricsRemoteEndsLookupCost(t *testing.T) {
+	s, fp, _ := newFakeClusterMetricsServer(t, nil)
+	leaders := make([]int32, 50)
+	for i := range leaders {
+		leaders[i] = 2
+	}
+	fp.addTopic("wide", leaders...)
+	var tps []metastore.TopicPartition
+	for i := range leaders {
+		tps = append(tps, metastore.TopicPartition{Topic: "wide", Partition: int32(i)})
+	}
+	fp.mu.Lock()
+	fp.partitionsCalls = 0
+	fp.mu.Unlock()
+	var r remoteEnds
+	defer r.close()
+	r.lookup(s, tps) // broker 2's fake address does not answer: no ends
+	fp.mu.Lock()
+	calls := fp.partitionsCalls
+	fp.mu.Unlock()
+	if calls != 1 {
+		t.Errorf("%d partitions() lookups for 50 partitions of one topic, want 1", calls)
+	}
+}
+
+// TestMetricsRemoteEndsPrunesConns: the connection to a leader's address
+// is closed and dropped once no broker in the metadata has that address.
+func TestMetricsRemoteEndsPrunesConns(t *testing.T) {
+	s, fp, _ := newFakeClusterMetricsServer(t, nil)
+	fp.addTopic("t", 2)
+	leaderStub(t, fp, "t", 1)
+	addr := fp.brokers()[1].Addr()
+	var r remoteEnds
+	defer r.close()
+	tps := []metastore.TopicPartition{{Topic: "t", Partition: 0}}
+	if got := r.lookup(s, tps); got[tps[0]] != 1 {
+		t.Fatalf("lookup = %v, want t-0 at 1", got)
+	}
+	if r.conns[addr] == nil {
+		t.Fatalf("no connection kept to the leader at %s", addr)
+	}
+	fp.mu.Lock()
+	fp.live[1].Port = 1 // broker 2 moved
+	fp.mu.Unlock()
+	r.lookup(s, tps)
+	if c, ok := r.conns[addr]; ok {
+		t.Fatalf("connection to the old address %s still kept (%p)", addr, c)
 	}
 }
