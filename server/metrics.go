@@ -7,7 +7,7 @@ package server
 //
 //	kafka_server_replicamanager_{partitioncount,leadercount,
 //	    underreplicatedpartitions,underminisrpartitioncount,
-//	    offlinereplicacount (always 0: Sluice takes no log dir offline)}
+//	    offlinereplicacount (local replicas whose log failed)}
 //	kafka_controller_kafkacontroller_{activecontrollercount,
 //	    offlinepartitionscount,globaltopiccount,globalpartitioncount}
 //	kafka_log_log_{size,logstartoffset,logendoffset,numlogsegments}{topic,partition}
@@ -158,9 +158,9 @@ var (
 	descLeaderCount      = gaugeDesc("kafka_server_replicamanager_leadercount", "Partitions this broker leads.")
 	descUnderReplicated  = gaugeDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica set.")
 	descUnderMinISR      = gaugeDesc("kafka_server_replicamanager_underminisrpartitioncount", "Partitions led here whose ISR is below min.insync.replicas.")
-	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas in offline log dirs: always 0, as Sluice never takes a single log dir offline (kept so that alerts written for Kafka work).")
+	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas here whose log has failed (a storage error), as Kafka counts the replicas of an offline log dir.")
 	descActiveController = gaugeDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller, else 0 (a single node is its own controller).")
-	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere).")
+	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere); on a single node, those whose log has failed.")
 	descGlobalTopics     = gaugeDesc("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster, as the controller sees them (0 elsewhere).")
 	descGlobalPartitions = gaugeDesc("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster, as the controller sees them (0 elsewhere).")
 	descLogSize          = gaugeDesc("kafka_log_log_size", "Bytes of the partition's log on disk.", "topic", "partition")
@@ -245,11 +245,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	// hw is the high watermark of each partition led here, for the lag.
 	hw := make(map[metastore.TopicPartition]int64, local)
-	var leaders, under, underMin int
+	var leaders, under, underMin, offline int
 	for _, t := range topics {
 		for _, p := range t.parts {
 			if p == nil {
 				continue
+			}
+			if logFailed(p) {
+				offline++ // as /readyz counts it (readiness.go)
 			}
 			if p.IsLeader() {
 				hw[metastore.TopicPartition{Topic: t.name, Partition: p.index}] = p.HighWatermark()
@@ -279,7 +282,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaderCount, float64(leaders))
 	gauge(descUnderReplicated, float64(under))
 	gauge(descUnderMinISR, float64(underMin))
-	gauge(descOfflineReplicas, 0)
+	gauge(descOfflineReplicas, float64(offline))
 
 	cs := s.cp.controllerStats()
 	active := 0.0
@@ -437,13 +440,18 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUncleanable, prometheus.GaugeValue, float64(uncleanable))
 }
 
-// controllerStats: a single node is its own controller and every
-// partition has its leader (itself).
+// controllerStats: a single node is its own controller and leads every
+// partition; one whose log has failed is offline (as /readyz says).
 func (lp localPlane) controllerStats() cluster.ControllerStats {
 	st := cluster.ControllerStats{Active: true}
 	for _, t := range lp.s.topics.all() {
 		st.Topics++
 		st.Partitions += len(t.parts)
+		for _, p := range t.parts {
+			if p == nil || logFailed(p) {
+				st.OfflinePartitions++
+			}
+		}
 	}
 	return st
 }

@@ -1,6 +1,11 @@
 package server
 
 import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
 	"net"
 
 	"fmt"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
@@ -305,5 +311,94 @@ func TestMetricsRemoteEndsPrunesConns(t *testing.T) {
 	r.lookup(s, tps)
 	if c, ok := r.conns[addr]; ok {
 		t.Fatalf("connection to the old address %s still kept (%p)", addr, c)
+	}
+}
+
+// failStore wraps a Store so that a test can fail a log: its logs report
+// the failure set for them through Failure, as a segment log does after a
+// storage error.
+type failStore struct {
+	engine.Store
+	mu     sync.Mutex
+	failed map[engine.PartitionID]error
+}
+
+type failLog struct {
+	engine.Log
+	id engine.PartitionID
+	st *failStore
+}
+
+func (l failLog) Failure() error {
+	l.st.mu.Lock()
+	defer l.st.mu.Unlock()
+	return l.st.failed[l.id]
+}
+
+func (s *failStore) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log, error) {
+	l, err := s.Store.CreateLog(id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return failLog{l, id, s}, nil
+}
+
+func (s *failStore) OpenLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log, error) {
+	l, err := s.Store.OpenLog(id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return failLog{l, id, s}, nil
+}
+
+func (s *failStore) fail(id engine.PartitionID, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed[id] = err
+}
+
+// TestMetricsOfflineCountsFailedLogs: a replica whose log failed is
+// offline in the gauges as in /readyz.
+func TestMetricsOfflineCountsFailedLogs(t *testing.T) {
+	dir := t.TempDir()
+	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := engine.Open("memory", engine.Options{Dir: filepath.Join(dir, "logs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failStore{Store: mem, failed: map[engine.PartitionID]error{}}
+	m := metrics.New()
+	s, err := New(Options{Config: config.Default(), Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store, ClusterID: "offline", Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		mem.Close()
+		meta.Close()
+	})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "t", 2, 1
+	req.Topics = append(req.Topics, rt)
+	mustCall(t, s, 4, req)
+	fams := gather(t, m)
+	for _, name := range []string{"kafka_server_replicamanager_offlinereplicacount", "kafka_controller_kafkacontroller_offlinepartitionscount"} {
+		if v, ok := series(fams, name, nil); !ok || v != 0 {
+			t.Fatalf("%s = %v (%v) before any failure, want 0", name, v, ok)
+		}
+	}
+	store.fail(engine.PartitionID{Topic: "t", Partition: 0}, errors.New("injected: write failed"))
+	if rd := s.Readiness(); rd.OfflineCount != 1 {
+		t.Fatalf("readiness: %d offline, want 1", rd.OfflineCount)
+	}
+	fams = gather(t, m)
+	for _, name := range []string{"kafka_server_replicamanager_offlinereplicacount", "kafka_controller_kafkacontroller_offlinepartitionscount"} {
+		if v, _ := series(fams, name, nil); v != 1 {
+			t.Errorf("%s = %v with t-0's log failed, want 1 (as /readyz)", name, v)
+		}
 	}
 }
