@@ -40,6 +40,8 @@ func TestCountingAllocatesNothing(t *testing.T) {
 		tp.ProduceFailed()
 		api.Done(9, &timing)
 		_ = m.Request(0)
+		m.FetchRequest(false).Done(12, &timing)
+		m.FetchRequest(true).Done(12, &timing)
 		lst.Opened()
 		lst.Closed()
 	})
@@ -168,5 +170,56 @@ func BenchmarkNow(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Now()
+	}
+}
+
+// TestFetchRequestKinds: a Fetch counted under its kind (Kafka's
+// FetchConsumer / FetchFollower) as well as under Fetch; errors only under
+// Fetch.
+func TestFetchRequestKinds(t *testing.T) {
+	m := New()
+	now := Now()
+	timing := Timing{Received: now, Started: now, Handled: now + 1, Dequeued: now + 2, Sent: now + 3}
+	fetch := m.Request(1)
+	for _, follower := range []bool{false, false, true} {
+		fetch.Done(12, &timing)
+		fetch.Error(0)
+		m.FetchRequest(follower).Done(12, &timing)
+	}
+	if m.FetchRequest(false) != m.FetchRequest(false) || m.FetchRequest(false) == m.FetchRequest(true) {
+		t.Fatal("FetchRequest handles not stable per kind")
+	}
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := map[string]float64{}
+	hist := map[string]uint64{}
+	errs := map[string]bool{}
+	for _, f := range fams {
+		for _, mt := range f.Metric {
+			var req string
+			for _, l := range mt.Label {
+				if l.GetName() == "request" {
+					req = l.GetValue()
+				}
+			}
+			switch f.GetName() {
+			case "kafka_network_requestmetrics_requests_total":
+				reqs[req] += mt.Counter.GetValue()
+			case "kafka_network_requestmetrics_totaltimems":
+				hist[req] += mt.Histogram.GetSampleCount()
+			case "kafka_network_requestmetrics_errors_total":
+				errs[req] = true
+			}
+		}
+	}
+	for req, want := range map[string]float64{"Fetch": 3, "FetchConsumer": 2, "FetchFollower": 1} {
+		if reqs[req] != want || hist[req] != uint64(want) {
+			t.Errorf("request=%s: %v requests, %d in totaltimems, want %v", req, reqs[req], hist[req], want)
+		}
+	}
+	if errs["FetchConsumer"] || errs["FetchFollower"] || !errs["Fetch"] {
+		t.Errorf("errors by request %v, want Fetch only", errs)
 	}
 }

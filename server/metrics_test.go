@@ -285,6 +285,17 @@ func TestMetricsAfterWorkload(t *testing.T) {
 			t.Errorf("requests_total{request=%q} = %v, want >= %v", api, got, min)
 		}
 	}
+	// A consumer's Fetch counts under Fetch and FetchConsumer, as in Kafka
+	// (a scrape may fall between the two).
+	if fc, f := sumRequests("FetchConsumer"), sumRequests("Fetch"); fc < 1 || fc > f {
+		t.Errorf("requests_total{request=FetchConsumer} = %v with Fetch %v, want 1..Fetch", fc, f)
+	}
+	if c := mustValue(t, fams, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "FetchConsumer"}); c < 1 {
+		t.Errorf("totaltimems{request=FetchConsumer} count = %v, want >= 1", c)
+	}
+	if got := sumRequests("FetchFollower"); got != 0 {
+		t.Errorf("requests_total{request=FetchFollower} = %v on a single node, want 0", got)
+	}
 	// Latency histograms: one observation per answered produce in each
 	// phase.
 	for _, phase := range []string{"totaltimems", "requestqueuetimems", "localtimems", "remotetimems", "responsequeuetimems", "responsesendtimems"} {
