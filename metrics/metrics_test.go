@@ -186,7 +186,7 @@ func TestFetchRequestKinds(t *testing.T) {
 		fetch.Error(0)
 		m.FetchRequest(follower).Done(12, &timing)
 	}
-	if m.FetchRequest(false) != m.FetchRequest(false) || m.FetchRequest(false) == m.FetchRequest(true) {
+	if consumer := m.FetchRequest(false); consumer != m.FetchRequest(false) || consumer == m.FetchRequest(true) {
 		t.Fatal("FetchRequest handles not stable per kind")
 	}
 	fams, err := m.Registry().Gather()
