@@ -22,10 +22,11 @@ const (
 	evControlledShutdown                     // HandleControlledShutdown
 	evAutoLeaderRebalance                    // the periodic preferred-leader check
 	evElectLeaders                           // ElectLeaders
+	evControllerStats                        // a scrape wants the counts recounted (stats.go)
 )
 
 var eventNames = [...]string{"ControllerChange", "SessionRenewed", "BrokerChange", "TopicChange",
-	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders"}
+	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats"}
 
 func (k eventKind) String() string { return eventNames[k] }
 
@@ -96,7 +97,7 @@ func (n *Node) loop() {
 				break
 			}
 			n.handle(e)
-			n.publishControllerStats()
+			n.controllerStatsDirty(e.kind)
 		}
 	}
 }
@@ -125,6 +126,9 @@ func (n *Node) handle(e event) {
 		return
 	case evSessionRenewed:
 		n.onSessionRenewed()
+		return
+	case evControllerStats:
+		n.publishControllerStats()
 		return
 	}
 	c := n.ctl

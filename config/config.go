@@ -150,9 +150,11 @@ type Config struct {
 	// no metrics are kept.
 	HTTPListeners []string
 	// MetricsPartitionSeriesMax is metrics.partition.series.max (Sluice's
-	// own key, 10000): above this many local partitions, the per-partition
-	// series (kafka_log_log_*, kafka_consumergroup_lag per partition) are
-	// not exported; 0: never.
+	// own key, 10000): above this many local partitions the kafka_log_log_*
+	// series are not exported, and above this many committed offsets in
+	// the exported groups (group x partition) the per-partition
+	// kafka_consumergroup_lag and current_offset series are not; 0: never
+	// exported.
 	MetricsPartitionSeriesMax int
 
 	// Log cleaning (compaction), Kafka's keys and defaults. The topic

@@ -121,12 +121,34 @@ func (m *Metrics) Totals() Totals {
 	}
 }
 
-// LabelValue returns s as a label value: Prometheus requires UTF-8, and
-// names that clients choose (group ids) need not be, so invalid bytes
-// become U+FFFD rather than failing the scrape.
+// LabelValue returns s as a label value. Prometheus requires UTF-8, and
+// names that clients choose (group ids) need not be, so each byte that is
+// not part of valid UTF-8 becomes the four characters \xNN (lower-case
+// hex), and a backslash becomes \\ so that the mapping stays injective:
+// two different names never share a label value (a shared one would be a
+// duplicate series, which fails the scrape). Names without a backslash
+// that are valid UTF-8, topic names among them, are returned unchanged
+// and without allocation.
 func LabelValue(s string) string {
-	if utf8.ValidString(s) {
+	if utf8.ValidString(s) && strings.IndexByte(s, '\\') < 0 {
 		return s
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x`)
+			b.WriteByte(hex[s[i]>>4])
+			b.WriteByte(hex[s[i]&0xf])
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestNilRecordsNothing: a broker without metrics passes nil everywhere.
@@ -39,6 +40,8 @@ func TestCountingAllocatesNothing(t *testing.T) {
 		tp.ProduceFailed()
 		api.Done(9, &timing)
 		_ = m.Request(0)
+		m.FetchRequest(false).Done(12, &timing)
+		m.FetchRequest(true).Done(12, &timing)
 		lst.Opened()
 		lst.Closed()
 	})
@@ -105,13 +108,36 @@ func TestErrorNames(t *testing.T) {
 }
 
 // TestLabelValueUTF8: a name that is not UTF-8 (a client's group id) is
-// exported with U+FFFD instead of failing the scrape.
+// exported escaped instead of failing the scrape, and the escape is
+// injective: names differing only in invalid bytes or in backslashes keep
+// different label values (the same one would be a duplicate series).
 func TestLabelValueUTF8(t *testing.T) {
-	if got := LabelValue("ok"); got != "ok" {
-		t.Fatalf("LabelValue(ok) = %q", got)
+	for _, tc := range []struct{ in, want string }{
+		{"ok", "ok"},
+		{"héllo", "héllo"},
+		{"g\xffx", `g\xffx`},
+		{"g\xfe", `g\xfe`},
+		{`g\xff`, `g\\xff`},
+		{`a\b`, `a\\b`},
+		{"\xe2\x82", `\xe2\x82`}, // a truncated rune: each byte alone
+	} {
+		if got := LabelValue(tc.in); got != tc.want {
+			t.Errorf("LabelValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
-	if got := LabelValue("g\xffx"); got != "g\uFFFDx" {
-		t.Fatalf("LabelValue = %q", got)
+	seen := map[string]string{}
+	for _, in := range []string{"g\xff", "g\xfe", "g\uFFFD", `g\xff`, `g\\xff`, "g\\\xff", "g"} {
+		out := LabelValue(in)
+		if !utf8.ValidString(out) {
+			t.Errorf("LabelValue(%q) = %q, not UTF-8", in, out)
+		}
+		if prev, ok := seen[out]; ok {
+			t.Errorf("LabelValue(%q) = LabelValue(%q) = %q", in, prev, out)
+		}
+		seen[out] = in
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = LabelValue("topic-1") }); n != 0 {
+		t.Errorf("LabelValue of a plain name: %v allocs", n)
 	}
 	m := New()
 	m.Topic("bad\xfe").Produced(1, 1)
@@ -144,5 +170,56 @@ func BenchmarkNow(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Now()
+	}
+}
+
+// TestFetchRequestKinds: a Fetch counted under its kind (Kafka's
+// FetchConsumer / FetchFollower) as well as under Fetch; errors only under
+// Fetch.
+func TestFetchRequestKinds(t *testing.T) {
+	m := New()
+	now := Now()
+	timing := Timing{Received: now, Started: now, Handled: now + 1, Dequeued: now + 2, Sent: now + 3}
+	fetch := m.Request(1)
+	for _, follower := range []bool{false, false, true} {
+		fetch.Done(12, &timing)
+		fetch.Error(0)
+		m.FetchRequest(follower).Done(12, &timing)
+	}
+	if consumer := m.FetchRequest(false); consumer != m.FetchRequest(false) || consumer == m.FetchRequest(true) {
+		t.Fatal("FetchRequest handles not stable per kind")
+	}
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := map[string]float64{}
+	hist := map[string]uint64{}
+	errs := map[string]bool{}
+	for _, f := range fams {
+		for _, mt := range f.Metric {
+			var req string
+			for _, l := range mt.Label {
+				if l.GetName() == "request" {
+					req = l.GetValue()
+				}
+			}
+			switch f.GetName() {
+			case "kafka_network_requestmetrics_requests_total":
+				reqs[req] += mt.Counter.GetValue()
+			case "kafka_network_requestmetrics_totaltimems":
+				hist[req] += mt.Histogram.GetSampleCount()
+			case "kafka_network_requestmetrics_errors_total":
+				errs[req] = true
+			}
+		}
+	}
+	for req, want := range map[string]float64{"Fetch": 3, "FetchConsumer": 2, "FetchFollower": 1} {
+		if reqs[req] != want || hist[req] != uint64(want) {
+			t.Errorf("request=%s: %v requests, %d in totaltimems, want %v", req, reqs[req], hist[req], want)
+		}
+	}
+	if errs["FetchConsumer"] || errs["FetchFollower"] || !errs["Fetch"] {
+		t.Errorf("errors by request %v, want Fetch only", errs)
 	}
 }

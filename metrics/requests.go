@@ -29,6 +29,12 @@ import (
 //
 // A request without a response (acks=0 produce) ends when its handler
 // returns: its response phases are 0.
+//
+// As Kafka's RequestChannel.updateRequestMetrics does, a Fetch is recorded
+// twice: under request="Fetch" and under request="FetchConsumer" or
+// "FetchFollower" (Metrics.FetchRequest), so that consumer latency is not
+// mixed with the followers' long polls. Error codes are counted under
+// "Fetch" only, as Kafka does.
 
 // maxAPIKey and maxAPIVersion bound the per-API arrays; keys and versions
 // beyond them (none served today) are not counted.
@@ -138,9 +144,15 @@ func ms(d time.Duration) float64 {
 // requestSet is the per-key handles and their histogram families.
 type requestSet struct {
 	apis [maxAPIKey + 1]atomic.Pointer[API]
-	mu   sync.Mutex // serializes creating handles
-	hist [len(phases)]*prometheus.HistogramVec
+	// fetch[0] is FetchConsumer's handle, fetch[1] FetchFollower's.
+	fetch [2]atomic.Pointer[API]
+	mu    sync.Mutex // serializes creating handles
+	hist  [len(phases)]*prometheus.HistogramVec
 }
+
+// fetchNames are Kafka's RequestMetrics names of the two kinds of Fetch,
+// in the order of requestSet.fetch.
+var fetchNames = [2]string{"FetchConsumer", "FetchFollower"}
 
 func (s *requestSet) init() {
 	for i, p := range phases {
@@ -170,17 +182,40 @@ func (m *Metrics) Request(key int16) *API {
 	if a := s.apis[key].Load(); a != nil {
 		return a
 	}
+	return s.handle(&s.apis[key], requestName(key))
+}
+
+// FetchRequest returns the handle of request="FetchConsumer" (follower
+// false) or "FetchFollower": a Fetch counts there as well as under
+// Request's "Fetch" handle. Created the first time, then one atomic load.
+// nil for a nil Metrics.
+func (m *Metrics) FetchRequest(follower bool) *API {
+	if m == nil {
+		return nil
+	}
+	i := 0
+	if follower {
+		i = 1
+	}
+	s := &m.requests
+	if a := s.fetch[i].Load(); a != nil {
+		return a
+	}
+	return s.handle(&s.fetch[i], fetchNames[i])
+}
+
+// handle returns *p, creating it as the handle of request name.
+func (s *requestSet) handle(p *atomic.Pointer[API], name string) *API {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.apis[key].Load(); a != nil {
+	if a := p.Load(); a != nil {
 		return a
 	}
 	a := &API{}
-	name := requestName(key)
 	for i := range phases {
 		a.hist[i] = s.hist[i].WithLabelValues(name)
 	}
-	s.apis[key].Store(a)
+	p.Store(a)
 	return a
 }
 
@@ -242,21 +277,31 @@ func (c requestCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
+	for i := range c.s.fetch {
+		if a := c.s.fetch[i].Load(); a != nil {
+			collectVersions(ch, a, fetchNames[i])
+		}
+	}
 	for key := range c.s.apis {
 		a := c.s.apis[key].Load()
 		if a == nil {
 			continue
 		}
 		name := requestName(int16(key))
-		for v := range a.versions {
-			if n := a.versions[v].Load(); n > 0 {
-				ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), name, strconv.Itoa(v))
-			}
-		}
+		collectVersions(ch, a, name)
 		for i := range a.errors {
 			if n := a.errors[i].Load(); n > 0 {
 				ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n), name, errorName(int16(i-1)))
 			}
+		}
+	}
+}
+
+// collectVersions emits a's request counts by version under request name.
+func collectVersions(ch chan<- prometheus.Metric, a *API, name string) {
+	for v := range a.versions {
+		if n := a.versions[v].Load(); n > 0 {
+			ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), name, strconv.Itoa(v))
 		}
 	}
 }

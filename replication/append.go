@@ -118,6 +118,7 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 	res, err := r.res, r.err
 	*r = appendReq{wake: r.wake}
 	reqPool.Put(r)
+	res.Appended = err == nil && !res.Duplicate
 	if err != nil || acks != -1 {
 		return res, err
 	}

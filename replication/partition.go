@@ -107,6 +107,13 @@ type AppendResult struct {
 	// Duplicate: the batches were a retry of already-appended ones; nothing
 	// was written.
 	Duplicate bool
+	// Appended: the batches reached the local log. Also set when the
+	// append returns an error from the acks=-1 wait that follows it
+	// (timeout, ISR shrunk below min.insync.replicas, leadership lost,
+	// ctx done): the records are in the log even though the producer is
+	// told otherwise, and the broker's MessagesIn counts them, as Kafka
+	// counts at the local append.
+	Appended bool
 	// Waited is how long an acks=-1 append waited for the ISR after the
 	// local append (the request's remote time in the broker's metrics).
 	Waited time.Duration

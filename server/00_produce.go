@@ -180,15 +180,20 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	}
 	res, err := p.Append(ctx, rp.Records, acks)
 	rc.addRemote(res.Waited)
+	// Counted at the local append, as Kafka does: records appended whose
+	// acks=-1 wait then failed are in the log all the same.
+	switch {
+	case res.Appended:
+		p.stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
+	case err == nil:
+		p.stats.Produced(0, 0) // a retry (duplicate): nothing appended
+	}
 	if err != nil {
 		s.fillProduceError(sp, topicName, err)
-		countProduceError(p.stats, sp.ErrorCode)
+		if !res.Appended {
+			countProduceError(p.stats, sp.ErrorCode)
+		}
 		return
-	}
-	if res.Duplicate {
-		p.stats.Produced(0, 0) // a retry: nothing appended
-	} else {
-		p.stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

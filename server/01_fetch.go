@@ -88,6 +88,11 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.FetchRequest)
 	out := &fetchresp.Response{}
 	version := r.Version
+	if s.metrics != nil && rc != nil {
+		// Kafka records a Fetch also as FetchConsumer or FetchFollower.
+		id, _ := fetchReplica(r)
+		rc.also = s.metrics.FetchRequest(id >= 0)
+	}
 
 	if r.Version >= 7 && r.SessionID != 0 {
 		out.ErrorCode = kerr.FetchSessionIDNotFound.Code

@@ -87,6 +87,7 @@ func (s *Server) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRequestT
 		}
 	}
 	s.topics.remove(t)
+	s.metrics.RemoveTopic(topicName) // as deleteTopicLocked: the topic is gone from here
 	if err := s.meta.DeleteTopic(topicName); err != nil && !errors.Is(err, metastore.ErrNotFound) {
 		s.log.Error("server: StopReplica: delete topic from metastore", "topic", topicName, "err", err)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluice/sluice/acl"
 )
@@ -50,10 +49,8 @@ func handleDescribeLogDirs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 		dir.Dir = abs
 	}
 	if r.Version >= 4 {
-		var st unix.Statfs_t
-		if err := unix.Statfs(dir.Dir, &st); err == nil {
-			dir.TotalBytes = int64(st.Blocks) * st.Bsize
-			dir.UsableBytes = int64(st.Bavail) * st.Bsize
+		if total, usable, err := volumeSpace(dir.Dir); err == nil {
+			dir.TotalBytes, dir.UsableBytes = total, usable
 		}
 	}
 	for _, t := range s.topics.all() {

@@ -99,8 +99,11 @@ type response struct {
 	close bool
 
 	// api and timing are the request's metrics (api nil: none kept); the
-	// writer completes timing and counts it once the response is sent.
+	// writer completes timing and counts it once the response is sent,
+	// under api and, for a Fetch, also under its kind (FetchConsumer or
+	// FetchFollower).
 	api     *metrics.API
+	also    *metrics.API
 	version int16
 	timing  metrics.Timing
 }
@@ -436,8 +439,9 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 		api := s.metrics.Request(r.key)
 		if out == nil {
 			api.Done(r.version, &t) // no response: done now
+			rc.also.Done(r.version, &t)
 		} else {
-			out.api, out.version, out.timing = api, r.version, t
+			out.api, out.also, out.version, out.timing = api, rc.also, r.version, t
 			if out.kresp != nil {
 				countResponseErrors(api, r.key, out.kresp)
 			}
@@ -529,6 +533,7 @@ func (c *conn) writeLoop() {
 			for i, r := range timed {
 				r.timing.Sent = sent
 				r.api.Done(r.version, &r.timing)
+				r.also.Done(r.version, &r.timing)
 				timed[i] = nil
 			}
 			timed = timed[:0]
@@ -586,6 +591,9 @@ type reqCtx struct {
 	// remote is the time in ns the handler waited on others (the ISR of an
 	// acks=all produce, a fetch's long poll): the request's remote time.
 	remote atomic.Int64
+	// also is a second request-metrics handle the handler chose (a Fetch's
+	// FetchConsumer or FetchFollower); nil: none.
+	also *metrics.API
 }
 
 // addRemote notes a wait of d by one of a request's partitions. Partitions

@@ -55,6 +55,8 @@ type fakePlane struct {
 	roles       []string // "topic-partition:leader|follower"
 	stopped     []string
 	updateCalls int
+	// partitionsCalls counts partitions() lookups.
+	partitionsCalls int
 }
 
 func newFakePlane() *fakePlane {
@@ -119,6 +121,7 @@ func (fp *fakePlane) topicID(name string) ([16]byte, bool) {
 func (fp *fakePlane) partitions(name string) []cluster.PartitionInfo {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
+	fp.partitionsCalls++
 	if t := fp.topics[name]; t != nil {
 		return slices.Clone(t.parts)
 	}

@@ -7,7 +7,7 @@ package server
 //
 //	kafka_server_replicamanager_{partitioncount,leadercount,
 //	    underreplicatedpartitions,underminisrpartitioncount,
-//	    offlinereplicacount (always 0: Sluice takes no log dir offline)}
+//	    offlinereplicacount (local replicas whose log failed)}
 //	kafka_controller_kafkacontroller_{activecontrollercount,
 //	    offlinepartitionscount,globaltopiccount,globalpartitioncount}
 //	kafka_log_log_{size,logstartoffset,logendoffset,numlogsegments}{topic,partition}
@@ -17,23 +17,35 @@ package server
 //	kafka_coordinator_group_groupmetadatamanager_numgroups[state], _numoffsets
 //	kafka_log_logcleaner_{max_clean_time_secs,cleaner_recopy_percent},
 //	kafka_log_logcleanermanager_uncleanable_partitions_count
-//	sluice_metrics_partition_series_suppressed
+//	sluice_metrics_partition_series_suppressed,
+//	sluice_metrics_consumergroup_lag_series_suppressed,
+//	sluice_metrics_consumergroup_groups_suppressed
 //	sluice_transaction_coordinator_transactions{state} (and, in package
 //	    metrics, sluice_transaction_coordinator_completed_total{result}):
 //	    Kafka has no MBean for these, so they carry Sluice's prefix
 //
-// Per-partition series (kafka_log_log_*, and the per-partition consumer
-// lag) are bounded by metrics.partition.series.max: with more local
-// partitions than that they are left out and
-// sluice_metrics_partition_series_suppressed is 1; the per-topic lag_sum
-// stays.
+// Cardinality is bounded, since partitions and group ids are many and
+// group ids are chosen (and minted freely) by clients:
+//
+//   - kafka_log_log_* are exported while the local partitions number at
+//     most metrics.partition.series.max (0: never);
+//     sluice_metrics_partition_series_suppressed is 1 otherwise.
+//   - kafka_consumergroup_{lag,current_offset}, one series per group and
+//     partition, are exported while the committed offsets of the exported
+//     groups number at most the same metrics.partition.series.max (0:
+//     never); sluice_metrics_consumergroup_lag_series_suppressed is 1
+//     otherwise. lag_sum stays.
+//   - kafka_consumergroup_{lag_sum,members} cover at most
+//     maxExportedGroups groups: those with members first, then by name;
+//     sluice_metrics_consumergroup_groups_suppressed counts the rest.
 //
 // Consumer lag is kafka-exporter's: for each group this broker
 // coordinates and each partition it has committed an offset for, the
 // partition's high watermark minus the committed offset (never below 0).
-// The high watermark is read from the local replica (leader or follower;
-// a follower's may trail the leader's by one fetch); for a partition with
-// no replica here it is asked of the leader with ListOffsets, cached a few
+// The high watermark is the local replica's where this broker leads the
+// partition; for any other partition (a follower's high watermark may
+// trail the leader's by a fetch, or lag far behind a follower that is out
+// of the ISR) it is asked of the leader with ListOffsets, cached a few
 // seconds (metrics_lag.go). A partition whose end is unknown (no leader,
 // or the leader did not answer in time) has no lag series and is left out
 // of lag_sum for that scrape.
@@ -51,6 +63,7 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/server/fetchresp"
@@ -145,16 +158,18 @@ var (
 	descLeaderCount      = gaugeDesc("kafka_server_replicamanager_leadercount", "Partitions this broker leads.")
 	descUnderReplicated  = gaugeDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica set.")
 	descUnderMinISR      = gaugeDesc("kafka_server_replicamanager_underminisrpartitioncount", "Partitions led here whose ISR is below min.insync.replicas.")
-	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas in offline log dirs: always 0, as Sluice never takes a single log dir offline (kept so that alerts written for Kafka work).")
+	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas here whose log has failed (a storage error), as Kafka counts the replicas of an offline log dir.")
 	descActiveController = gaugeDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller, else 0 (a single node is its own controller).")
-	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere).")
+	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere); on a single node, those whose log has failed.")
 	descGlobalTopics     = gaugeDesc("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster, as the controller sees them (0 elsewhere).")
 	descGlobalPartitions = gaugeDesc("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster, as the controller sees them (0 elsewhere).")
 	descLogSize          = gaugeDesc("kafka_log_log_size", "Bytes of the partition's log on disk.", "topic", "partition")
 	descLogStart         = gaugeDesc("kafka_log_log_logstartoffset", "The partition's log start offset.", "topic", "partition")
 	descLogEnd           = gaugeDesc("kafka_log_log_logendoffset", "The partition's log end offset.", "topic", "partition")
 	descLogSegments      = gaugeDesc("kafka_log_log_numlogsegments", "Segments of the partition's log (segment backend).", "topic", "partition")
-	descSuppressed       = gaugeDesc("sluice_metrics_partition_series_suppressed", "1 when per-partition series are left out: more local partitions than metrics.partition.series.max.")
+	descSuppressed       = gaugeDesc("sluice_metrics_partition_series_suppressed", "1 when the kafka_log_log_* series are left out: more local partitions than metrics.partition.series.max, or it is 0.")
+	descLagSuppressed    = gaugeDesc("sluice_metrics_consumergroup_lag_series_suppressed", "1 when the per-partition kafka_consumergroup_lag and current_offset series are left out: more committed offsets in the exported groups than metrics.partition.series.max, or it is 0.")
+	descGroupsSuppressed = gaugeDesc("sluice_metrics_consumergroup_groups_suppressed", "Groups coordinated here left out of kafka_consumergroup_lag_sum and _members: those beyond the first 1000 (groups with members first, then by name).")
 	descGroupOffset      = gaugeDesc("kafka_consumergroup_current_offset", "Committed offset of a group on a partition.", "consumergroup", "topic", "partition")
 	descGroupLag         = gaugeDesc("kafka_consumergroup_lag", "High watermark minus committed offset.", "consumergroup", "topic", "partition")
 	descGroupLagSum      = gaugeDesc("kafka_consumergroup_lag_sum", "Lag of a group summed over a topic's partitions.", "consumergroup", "topic")
@@ -187,7 +202,7 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descOfflineReplicas,
 		descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
-		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed,
+		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
 		descCleanTime, descRecopy, descUncleanable, descTxns} {
 		ch <- d
@@ -221,23 +236,26 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	limit := s.cfg.MetricsPartitionSeriesMax
-	perPartition := limit <= 0 || local <= limit
+	perPartition := limit > 0 && local <= limit
 	suppressed := 0.0
 	if !perPartition {
 		suppressed = 1
 	}
 	gauge(descSuppressed, suppressed)
 
-	// hw is each local partition's high watermark, for the lag.
+	// hw is the high watermark of each partition led here, for the lag.
 	hw := make(map[metastore.TopicPartition]int64, local)
-	var leaders, under, underMin int
+	var leaders, under, underMin, offline int
 	for _, t := range topics {
 		for _, p := range t.parts {
 			if p == nil {
 				continue
 			}
-			hw[metastore.TopicPartition{Topic: t.name, Partition: p.index}] = p.HighWatermark()
+			if logFailed(p) {
+				offline++ // as /readyz counts it (readiness.go)
+			}
 			if p.IsLeader() {
+				hw[metastore.TopicPartition{Topic: t.name, Partition: p.index}] = p.HighWatermark()
 				leaders++
 				replicas, isr, minISR := p.ReplicaCounts()
 				if isr < replicas {
@@ -264,7 +282,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaderCount, float64(leaders))
 	gauge(descUnderReplicated, float64(under))
 	gauge(descUnderMinISR, float64(underMin))
-	gauge(descOfflineReplicas, 0)
+	gauge(descOfflineReplicas, float64(offline))
 
 	cs := s.cp.controllerStats()
 	active := 0.0
@@ -276,7 +294,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descGlobalTopics, float64(cs.Topics))
 	gauge(descGlobalPartitions, float64(cs.Partitions))
 
-	c.collectGroups(ch, hw, perPartition)
+	c.collectGroups(ch, hw, limit)
 	c.collectCleaner(ch)
 	txns := s.txn.CountByState()
 	for st := txn.Empty; st <= txn.PrepareEpochFence; st++ {
@@ -286,9 +304,29 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// maxExportedGroups bounds the groups in kafka_consumergroup_lag_sum and
+// _members: group ids are the client's to choose, and one client could
+// otherwise add series without end by committing under new ids.
+const maxExportedGroups = 1000
+
+// exportedGroups sorts groups into the order of export (groups with
+// members first, so that empty groups minted by a client cannot push live
+// ones out; then by name) and returns the first maxExportedGroups.
+func exportedGroups(groups []group.GroupStats) []group.GroupStats {
+	sort.Slice(groups, func(i, j int) bool {
+		if (groups[i].Members > 0) != (groups[j].Members > 0) {
+			return groups[i].Members > 0
+		}
+		return groups[i].Name < groups[j].Name
+	})
+	return groups[:min(len(groups), maxExportedGroups)]
+}
+
 // collectGroups emits the consumer-group gauges of the groups coordinated
-// here, with the lag over the local high watermarks hw.
-func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metastore.TopicPartition]int64, perPartition bool) {
+// here, with the lag over the high watermarks hw of the partitions led
+// here and, for the others, the leaders' (metrics_lag.go). limit is
+// metrics.partition.series.max.
+func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metastore.TopicPartition]int64, limit int) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		for i := range labels {
 			labels[i] = metrics.LabelValue(labels[i])
@@ -296,10 +334,26 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metas
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	groups := c.s.groups.Stats()
-	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
+	byState := map[string]int{}
+	offsets := 0
+	for _, g := range groups {
+		byState[g.State]++
+		offsets += len(g.Offsets)
+	}
+	gauge(descNumGroups, float64(len(groups)))
+	gauge(descNumOffsets, float64(offsets))
+	for state, d := range groupStateGauges {
+		gauge(d, float64(byState[state]))
+	}
+
+	all := len(groups)
+	groups = exportedGroups(groups)
+	gauge(descGroupsSuppressed, float64(all-len(groups)))
+	pairs := 0 // group x partition: the per-partition lag series
 	var missing []metastore.TopicPartition
 	seen := map[metastore.TopicPartition]bool{}
 	for _, g := range groups {
+		pairs += len(g.Offsets)
 		for tp := range g.Offsets {
 			if _, ok := hw[tp]; !ok && !seen[tp] {
 				seen[tp] = true
@@ -307,16 +361,18 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metas
 			}
 		}
 	}
+	perPartition := limit > 0 && pairs <= limit
+	lagSuppressed := 0.0
+	if !perPartition {
+		lagSuppressed = 1
+	}
+	gauge(descLagSuppressed, lagSuppressed)
 	if len(missing) > 0 {
 		for tp, end := range c.remote.lookup(c.s, missing) {
 			hw[tp] = end
 		}
 	}
-	byState := map[string]int{}
-	offsets := 0
 	for _, g := range groups {
-		byState[g.State]++
-		offsets += len(g.Offsets)
 		gauge(descGroupMembers, float64(g.Members), g.Name)
 		sums := map[string]int64{}
 		for tp, committed := range g.Offsets {
@@ -335,11 +391,6 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metas
 		for topic, sum := range sums {
 			gauge(descGroupLagSum, float64(sum), g.Name, topic)
 		}
-	}
-	gauge(descNumGroups, float64(len(groups)))
-	gauge(descNumOffsets, float64(offsets))
-	for state, d := range groupStateGauges {
-		gauge(d, float64(byState[state]))
 	}
 }
 
@@ -389,13 +440,18 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUncleanable, prometheus.GaugeValue, float64(uncleanable))
 }
 
-// controllerStats: a single node is its own controller and every
-// partition has its leader (itself).
+// controllerStats: a single node is its own controller and leads every
+// partition; one whose log has failed is offline (as /readyz says).
 func (lp localPlane) controllerStats() cluster.ControllerStats {
 	st := cluster.ControllerStats{Active: true}
 	for _, t := range lp.s.topics.all() {
 		st.Topics++
 		st.Partitions += len(t.parts)
+		for _, p := range t.parts {
+			if p == nil || logFailed(p) {
+				st.OfflinePartitions++
+			}
+		}
 	}
 	return st
 }

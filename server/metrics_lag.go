@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 )
@@ -27,9 +28,11 @@ const (
 
 // remoteEnds is the cache. Its mutex also serializes refreshes.
 type remoteEnds struct {
-	mu    sync.Mutex
-	ends  map[metastore.TopicPartition]remoteEnd
-	conns map[string]*kconn.Conn // by address
+	mu   sync.Mutex
+	ends map[metastore.TopicPartition]remoteEnd
+	// conns by address: only addresses of brokers in the current
+	// metadata; the others are closed at the next lookup.
+	conns map[string]*kconn.Conn
 }
 
 type remoteEnd struct {
@@ -50,24 +53,45 @@ func (r *remoteEnds) lookup(s *Server, tps []metastore.TopicPartition) map[metas
 	out := make(map[metastore.TopicPartition]int64, len(tps))
 	// byLeader: the stale partitions to ask, by leader id.
 	byLeader := map[int32][]metastore.TopicPartition{}
+	// topics: each topic's partitions, looked up once per lookup (a
+	// lookup copies the topic's partitions).
+	topics := map[string][]cluster.PartitionInfo{}
 	for _, tp := range tps {
 		if e, ok := r.ends[tp]; ok && now.Sub(e.at) < remoteEndTTL {
 			out[tp] = e.hw
 			continue
 		}
-		parts := s.cp.partitions(tp.Topic)
+		parts, ok := topics[tp.Topic]
+		if !ok {
+			parts = s.cp.partitions(tp.Topic)
+			topics[tp.Topic] = parts
+		}
 		if tp.Partition < 0 || int(tp.Partition) >= len(parts) || parts[tp.Partition].Leader < 0 || parts[tp.Partition].Leader == s.nodeID {
 			continue // unknown, offline, or led here (then it is local)
 		}
 		l := parts[tp.Partition].Leader
 		byLeader[l] = append(byLeader[l], tp)
 	}
-	if len(byLeader) == 0 {
+	if len(byLeader) == 0 && len(r.conns) == 0 {
 		return out
 	}
 	addrs := map[int32]string{}
+	current := map[string]bool{}
 	for _, b := range s.cp.brokers() {
-		addrs[b.ID] = b.AddrFor(s.cfg.InterBrokerListenerName)
+		a := b.AddrFor(s.cfg.InterBrokerListenerName)
+		addrs[b.ID] = a
+		current[a] = true
+	}
+	// Close the connections to addresses no broker has any more (a broker
+	// gone, or moved).
+	for addr, c := range r.conns {
+		if !current[addr] {
+			c.Close()
+			delete(r.conns, addr)
+		}
+	}
+	if len(byLeader) == 0 {
+		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteEndTimeout)
 	defer cancel()

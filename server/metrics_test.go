@@ -65,7 +65,10 @@ func startMetricsServer(t *testing.T, backend string, mod func(*config.Config)) 
 		t.Fatal(err)
 	}
 	go s.ServeListener(ln, "PLAINTEXT")
-	hs := httptest.NewServer(promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{}))
+	// The options that matter for what a scrape sees are production's
+	// (console/server.go): ContinueOnError serves the good series even
+	// when gathering fails, so a test must look for what went missing.
+	hs := httptest.NewServer(promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	t.Cleanup(func() {
 		hs.Close()
 		s.Close()
@@ -282,6 +285,17 @@ func TestMetricsAfterWorkload(t *testing.T) {
 			t.Errorf("requests_total{request=%q} = %v, want >= %v", api, got, min)
 		}
 	}
+	// A consumer's Fetch counts under Fetch and FetchConsumer, as in Kafka
+	// (a scrape may fall between the two).
+	if fc, f := sumRequests("FetchConsumer"), sumRequests("Fetch"); fc < 1 || fc > f {
+		t.Errorf("requests_total{request=FetchConsumer} = %v with Fetch %v, want 1..Fetch", fc, f)
+	}
+	if c := mustValue(t, fams, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "FetchConsumer"}); c < 1 {
+		t.Errorf("totaltimems{request=FetchConsumer} count = %v, want >= 1", c)
+	}
+	if got := sumRequests("FetchFollower"); got != 0 {
+		t.Errorf("requests_total{request=FetchFollower} = %v on a single node, want 0", got)
+	}
 	// Latency histograms: one observation per answered produce in each
 	// phase.
 	for _, phase := range []string{"totaltimems", "requestqueuetimems", "localtimems", "remotetimems", "responsequeuetimems", "responsesendtimems"} {
@@ -330,19 +344,45 @@ func TestMetricsPartitionSeriesBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	fams := scrape(t, ms.metrics)
-	if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": "bad\uFFFDgroup"}); !ok {
+	if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": `bad\xffgroup`}); !ok {
 		t.Error("no series for the group whose id is not UTF-8")
 	}
 	if v := mustValue(t, fams, "sluice_metrics_partition_series_suppressed", nil); v != 1 {
 		t.Errorf("sluice_metrics_partition_series_suppressed = %v, want 1", v)
 	}
-	for _, name := range []string{"kafka_log_log_size", "kafka_log_log_logendoffset", "kafka_log_log_logstartoffset", "kafka_consumergroup_lag", "kafka_consumergroup_current_offset"} {
+	for _, name := range []string{"kafka_log_log_size", "kafka_log_log_logendoffset", "kafka_log_log_logstartoffset"} {
 		if f := fams[name]; f != nil && len(f.Metric) > 0 {
 			t.Errorf("%s has %d series; want none above the bound", name, len(f.Metric))
 		}
 	}
+	// Lag series count group x partition against the same bound: 2 so
+	// far, within it.
+	for _, name := range []string{"kafka_consumergroup_lag", "kafka_consumergroup_current_offset"} {
+		if f := fams[name]; f == nil || len(f.Metric) != 2 {
+			t.Errorf("%s: want 2 series (2 groups x 1 partition, bound 2), have %v", name, f)
+		}
+	}
+	if v := mustValue(t, fams, "sluice_metrics_consumergroup_lag_series_suppressed", nil); v != 0 {
+		t.Errorf("sluice_metrics_consumergroup_lag_series_suppressed = %v, want 0", v)
+	}
+	// A third group's offset makes 3 group-partition series: above the bound.
+	if _, err := adm.CommitOffsets(ctx, "third", offs); err != nil {
+		t.Fatal(err)
+	}
+	fams = scrape(t, ms.metrics)
+	for _, name := range []string{"kafka_consumergroup_lag", "kafka_consumergroup_current_offset"} {
+		if f := fams[name]; f != nil && len(f.Metric) > 0 {
+			t.Errorf("%s has %d series; want none above the bound", name, len(f.Metric))
+		}
+	}
+	if v := mustValue(t, fams, "sluice_metrics_consumergroup_lag_series_suppressed", nil); v != 1 {
+		t.Errorf("sluice_metrics_consumergroup_lag_series_suppressed = %v, want 1", v)
+	}
 	if v := mustValue(t, fams, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "bounded", "topic": "wide"}); v != 1 {
 		t.Errorf("lag_sum = %v, want 1", v)
+	}
+	if v := mustValue(t, fams, "sluice_metrics_consumergroup_groups_suppressed", nil); v != 0 {
+		t.Errorf("sluice_metrics_consumergroup_groups_suppressed = %v, want 0", v)
 	}
 	if v := mustValue(t, fams, "kafka_server_replicamanager_partitioncount", nil); v < 3 {
 		t.Errorf("partitioncount = %v, want >= 3", v)
@@ -381,5 +421,61 @@ func TestMetricsTransactions(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("completed commit=%v abort=%v, CompleteAbort ids=%v; want 1, 1, 1", c, a, done)
 		}
+	}
+}
+
+// TestMetricsGroupLabelsInjective: two group ids that differ only in bytes
+// that are not UTF-8 keep a series each (mapping both to U+FFFD made them
+// one duplicate series, which fails the gather and drops one group).
+func TestMetricsGroupLabelsInjective(t *testing.T) {
+	ms := startMetricsServer(t, "memory", nil)
+	cl := newClient(t, ms.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "t", 1, nil)
+	ctx := testCtx(t, 20*time.Second)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
+	for _, g := range []string{"g\xff", "g\xfe"} {
+		if _, err := adm.CommitOffsets(ctx, g, offs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ms.m.Registry().Gather(); err != nil {
+		t.Errorf("gather: %v", err)
+	}
+	fams := scrape(t, ms.metrics)
+	for _, g := range []string{`g\xff`, `g\xfe`} {
+		if _, ok := value(fams, "kafka_consumergroup_members", map[string]string{"consumergroup": g}); !ok {
+			t.Errorf("no kafka_consumergroup_members series for group %s", g)
+		}
+	}
+}
+
+// TestMetricsPartitionSeriesMaxZero: metrics.partition.series.max=0 means
+// the per-partition series are never exported (it meant unbounded).
+func TestMetricsPartitionSeriesMaxZero(t *testing.T) {
+	ms := startMetricsServer(t, "memory", func(c *config.Config) { c.MetricsPartitionSeriesMax = 0 })
+	cl := newClient(t, ms.addr)
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "wide", 3, nil)
+	ctx := testCtx(t, 20*time.Second)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "wide", Partition: 0, At: 0, LeaderEpoch: -1})
+	if _, err := adm.CommitOffsets(ctx, "g", offs); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, ms.metrics)
+	for _, name := range []string{"kafka_log_log_size", "kafka_log_log_logendoffset", "kafka_consumergroup_lag", "kafka_consumergroup_current_offset"} {
+		if f := fams[name]; f != nil && len(f.Metric) > 0 {
+			t.Errorf("metrics.partition.series.max=0: %s has %d series", name, len(f.Metric))
+		}
+	}
+	for _, name := range []string{"sluice_metrics_partition_series_suppressed", "sluice_metrics_consumergroup_lag_series_suppressed"} {
+		if v := mustValue(t, fams, name, nil); v != 1 {
+			t.Errorf("%s = %v, want 1", name, v)
+		}
+	}
+	if _, ok := value(fams, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "g", "topic": "wide"}); !ok {
+		t.Error("no lag_sum for g: the per-topic sum stays")
 	}
 }

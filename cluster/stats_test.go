@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"sync"
+	"testing"
+)
+
+// TestControllerStatsLazy: the controller's counts are recounted when a
+// scrape asks after events, not after every event (a walk of every
+// partition per event), and a scrape sees what the events did.
+func TestControllerStatsLazy(t *testing.T) {
+	tc := newTestCluster(t, 3, nil)
+	ctl := tc.controller()
+	other := tc.anyNonController(ctl)
+	if st := other.ControllerStats(); st != (ControllerStats{}) {
+		t.Fatalf("a non-controller reports %+v", st)
+	}
+	if st := ctl.ControllerStats(); !st.Active || st.Topics != 0 {
+		t.Fatalf("controller before any topic: %+v", st)
+	}
+	before := ctl.ctlStats.computed.Load()
+	tc.createTopic(other, "orders", 6, 3)
+	tc.createTopic(other, "events", 4, 3)
+	waitFor(t, "the topics in the controller's metadata", func() bool {
+		_, ok := tc.cache(ctl.BrokerID()).Partition("events", 3)
+		return ok
+	})
+	if n := ctl.ctlStats.computed.Load() - before; n != 0 {
+		t.Errorf("%d recounts during the events with no scrape, want 0", n)
+	}
+	// Concurrent scrapes (run with -race) all see the events.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st := ctl.ControllerStats(); st.Topics != 2 || st.Partitions != 10 || st.OfflinePartitions != 0 {
+				t.Errorf("controller after 2 topics: %+v", st)
+			}
+		}()
+	}
+	wg.Wait()
+	after := ctl.ctlStats.computed.Load()
+	if n := after - before; n < 1 || n > 4 {
+		t.Errorf("%d recounts for 4 concurrent scrapes, want 1..4", n)
+	}
+	ctl.ControllerStats()
+	if n := ctl.ctlStats.computed.Load() - after; n != 0 {
+		t.Errorf("%d recounts for a scrape with no event since, want 0", n)
+	}
+}
