@@ -57,13 +57,11 @@ type clusterJSON struct {
 }
 
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request, q *request) {
-	_, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	_, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	m, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		writeKafkaError(w, err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/auth/sasl"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Anonymous is the principal of every request when the broker has no
@@ -44,6 +45,16 @@ func (q *request) allowed(op acl.Operation, rt acl.ResourceType, name string) bo
 		return true
 	}
 	return q.backend.Authorizer.Authorize(q.principal, q.host, op, rt, name)
+}
+
+// require answers 403 with Kafka's error (code) unless the principal may
+// do op on the resource; what names the refused action ("describe topic").
+func (q *request) require(w http.ResponseWriter, op acl.Operation, rt acl.ResourceType, name, what string, code *kerr.Error) bool {
+	if q.allowed(op, rt, name) {
+		return true
+	}
+	writeError(w, http.StatusForbidden, "not authorized to "+what+" "+name, code.Message)
+	return false
 }
 
 // authenticated wraps h: without AuthRequired every request is

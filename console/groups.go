@@ -133,13 +133,11 @@ func totalLag(rows []groupOffsetJSON) int64 {
 }
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) {
-	_, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	_, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	listed, err := adm.ListGroups(ctx)
 	if err != nil && len(listed) == 0 { // a broker that did not answer hides only its groups
 		writeKafkaError(w, err)
@@ -186,17 +184,14 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a valid group id", name), kerr.InvalidGroupID.Message)
 		return
 	}
-	if !q.allowed(acl.OpDescribe, acl.ResourceGroup, name) {
-		writeError(w, http.StatusForbidden, "not authorized to describe group "+name, kerr.GroupAuthorizationFailed.Message)
+	if !q.require(w, acl.OpDescribe, acl.ResourceGroup, name, "describe group", kerr.GroupAuthorizationFailed) {
 		return
 	}
-	_, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	_, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	described, err := adm.DescribeGroups(ctx, name)
 	if err != nil && len(described) == 0 {
 		writeKafkaError(w, err)

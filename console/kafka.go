@@ -35,6 +35,20 @@ func (q *request) clients() (*kgo.Client, *kadm.Client, error) {
 	return cl, kadm.NewClient(cl), nil
 }
 
+// kafka returns what a handler needs for its Kafka work: the broker's
+// client, an admin client over it, and a context bounding all of the
+// request's round trips (KafkaTimeout together), released by done, which
+// the caller defers. Without a client it has answered w and ok is false.
+func (q *request) kafka(w http.ResponseWriter, r *http.Request) (cl *kgo.Client, adm *kadm.Client, ctx context.Context, done func(), ok bool) {
+	cl, adm, err := q.clients()
+	if err != nil {
+		writeKafkaError(w, err)
+		return nil, nil, nil, nil, false
+	}
+	ctx, done = kafkaCtx(r)
+	return cl, adm, ctx, done, true
+}
+
 // kafkaCtx bounds one Kafka round trip of r.
 func kafkaCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), KafkaTimeout)

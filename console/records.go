@@ -135,17 +135,14 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request, q *request)
 		writeError(w, http.StatusBadRequest, err.Error(), "")
 		return
 	}
-	if !q.allowed(acl.OpRead, acl.ResourceTopic, topic) {
-		writeError(w, http.StatusForbidden, "not authorized to read topic "+topic, kerr.TopicAuthorizationFailed.Message)
+	if !q.require(w, acl.OpRead, acl.ResourceTopic, topic, "read topic", kerr.TopicAuthorizationFailed) {
 		return
 	}
-	cl, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	cl, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	td, pd, ok := partitionOf(ctx, w, adm, topic, rq.partition)
 	if !ok {
 		return
@@ -292,17 +289,14 @@ func (s *Server) produceRecord(w http.ResponseWriter, r *http.Request, q *reques
 		writeError(w, http.StatusBadRequest, "partition must not be negative", "")
 		return
 	}
-	if !q.allowed(acl.OpWrite, acl.ResourceTopic, topic) {
-		writeError(w, http.StatusForbidden, "not authorized to write to topic "+topic, kerr.TopicAuthorizationFailed.Message)
+	if !q.require(w, acl.OpWrite, acl.ResourceTopic, topic, "write to topic", kerr.TopicAuthorizationFailed) {
 		return
 	}
-	cl, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	cl, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	tds, err := adm.ListTopicsWithInternal(ctx, topic)
 	if err != nil {
 		writeKafkaError(w, err)

@@ -122,13 +122,11 @@ func (st topicStats) size(t string, p, broker int32) int64 {
 }
 
 func (s *Server) listTopics(w http.ResponseWriter, r *http.Request, q *request) {
-	_, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	_, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	tds, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		writeKafkaError(w, err)
@@ -182,17 +180,14 @@ func (s *Server) describeTopic(w http.ResponseWriter, r *http.Request, q *reques
 	if name == "" {
 		return
 	}
-	if !q.allowed(acl.OpDescribe, acl.ResourceTopic, name) {
-		writeError(w, http.StatusForbidden, "not authorized to describe topic "+name, kerr.TopicAuthorizationFailed.Message)
+	if !q.require(w, acl.OpDescribe, acl.ResourceTopic, name, "describe topic", kerr.TopicAuthorizationFailed) {
 		return
 	}
-	cl, adm, err := q.clients()
-	if err != nil {
-		writeKafkaError(w, err)
+	cl, adm, ctx, done, ok := q.kafka(w, r)
+	if !ok {
 		return
 	}
-	ctx, cancel := kafkaCtx(r)
-	defer cancel()
+	defer done()
 	s.writeTopic(ctx, w, q, cl, adm, name, http.StatusOK)
 }
 
