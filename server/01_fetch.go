@@ -12,10 +12,10 @@ package server
 //	v15: replica state replaces replica id
 //	v16: node endpoints (KIP-951)
 //
-// Sessions: Sluice keeps none. Every answer carries session id 0, which
-// tells the client to keep sending full requests; a request naming a session
-// (incremental fetch) gets FETCH_SESSION_ID_NOT_FOUND and the client falls
-// back to a full one.
+// Sessions (KIP-227, fetch_session.go): a full fetch with session epoch 0
+// may create a session; an incremental one names only what changed, is
+// read over the whole session and answered with only the partitions that
+// have something to say.
 //
 // Consumers and followers: a Fetch whose replica id is a broker id comes
 // from a follower (cluster mode). Only the leader serves either. A
@@ -89,12 +89,13 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	out := &fetchresp.Response{}
 	version := r.Version
 
-	if r.Version >= 7 && r.SessionID != 0 {
-		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	replicaID, replicaEpoch := fetchReplica(r)
+	session := s.fetchSessions.begin(r, replicaID >= 0, s.now())
+	if session.errCode != 0 {
+		out.ErrorCode = session.errCode
 		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
 		return fetchResponse(version, out), nil
 	}
-	replicaID, replicaEpoch := fetchReplica(r)
 	var followerErr error
 	if replicaID >= 0 {
 		if !s.allowedCluster(rc, acl.OpClusterAction) {
@@ -161,6 +162,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if s.metrics != nil {
 		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
 	}
+	s.fetchSessions.finish(&session, out, s.now())
 	return fetchResponse(version, out), nil
 }
 
