@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -397,5 +398,44 @@ func TestFetchSessionEviction(t *testing.T) {
 	// No slots: no sessions.
 	if id := newSession(newFetchSessionCache(0), false, 1, t0); id != 0 {
 		t.Fatalf("0 slots: session %d", id)
+	}
+}
+
+// TestFetchSessionLeaderChange: a session partition whose leadership moves
+// away answers NOT_LEADER_OR_FOLLOWER on each incremental fetch; once led
+// here again it is answered again (its error reset what the client was
+// last told), and a client that updates it with a stale leader epoch is
+// fenced.
+func TestFetchSessionLeaderChange(t *testing.T) {
+	s, tp := newWideServer(t, 2)
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+	p := tp.parts[1]
+	epoch := p.LeaderEpoch()
+	if err := p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
+		ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for e := int32(1); e <= 2; e++ {
+		got := answered(t, mustFetch(t, s, sessFetch(tp, id, e, nil)))
+		if len(got) != 1 || got[1].ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("epoch %d, led elsewhere: %+v", e, got)
+		}
+	}
+	if err := p.MakeLeader(replication.LeaderAndIsr{Leader: s.nodeID, LeaderEpoch: epoch + 2,
+		ISR: []int32{s.nodeID}, Replicas: []int32{s.nodeID}}); err != nil {
+		t.Fatal(err)
+	}
+	got := answered(t, mustFetch(t, s, sessFetch(tp, id, 3, nil)))
+	if len(got) != 1 || got[1].ErrorCode != 0 || got[1].HighWatermark != 0 {
+		t.Fatalf("led here again: %+v", got)
+	}
+	if got := answered(t, mustFetch(t, s, sessFetch(tp, id, 4, nil))); len(got) != 0 {
+		t.Fatalf("nothing new: %+v", got)
+	}
+	req := sessFetch(tp, id, 5, map[int32]int64{1: 0})
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+	got = answered(t, mustFetch(t, s, req))
+	if len(got) != 1 || got[1].ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("stale leader epoch: %+v", got)
 	}
 }
