@@ -187,6 +187,7 @@ func (s *fetchSession) unlink(p *sessionPartition) {
 type fetchSessionCache struct {
 	slots      int
 	evictAfter time.Duration
+	maxParts   int // sessionMaxPartitions; tests lower it
 
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession
@@ -195,7 +196,8 @@ type fetchSessionCache struct {
 }
 
 func newFetchSessionCache(slots int) *fetchSessionCache {
-	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, sessions: map[int32]*fetchSession{}}
+	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, maxParts: sessionMaxPartitions,
+		sessions: map[int32]*fetchSession{}}
 }
 
 // fetchSessionKind is what begin made of a request's session metadata.
@@ -258,7 +260,7 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 		fc.errCode = kerr.FetchSessionTopicIDError.Code
 		return fc
 	}
-	if !s.apply(r) {
+	if !s.apply(r, c.maxParts) {
 		delete(c.sessions, id)
 		fc.errCode = kerr.FetchSessionIDNotFound.Code
 		return fc
@@ -293,10 +295,11 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 }
 
 // apply adds or updates r's partitions in s and drops its forgotten ones
-// (ones not in s are ignored). It reports false, having changed s, if s
-// would grow past sessionMaxPartitions.
+// (ones not in s are ignored), in Kafka's order: a partition both named
+// and forgotten is dropped. It reports false, having changed s, if s ends
+// up with more than maxParts partitions.
 // REQUIRES: cache mu held.
-func (s *fetchSession) apply(r *kmsg.FetchRequest) bool {
+func (s *fetchSession) apply(r *kmsg.FetchRequest, maxParts int) bool {
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		for j := range rt.Partitions {
@@ -304,9 +307,6 @@ func (s *fetchSession) apply(r *kmsg.FetchRequest) bool {
 			k := s.key(rt.Topic, rt.TopicID, rp.Partition)
 			p := s.parts[k]
 			if p == nil {
-				if len(s.parts) >= sessionMaxPartitions {
-					return false
-				}
 				p = &sessionPartition{key: k, highWatermark: -1, lastStableOffset: -1, localLogStart: -1}
 				s.parts[k] = p
 				s.pushBack(p)
@@ -325,7 +325,10 @@ func (s *fetchSession) apply(r *kmsg.FetchRequest) bool {
 			}
 		}
 	}
-	return true
+	// Checked after the forgotten ones are dropped, so a request that
+	// swaps partitions at the bound is fine; it grew s by what the
+	// request named at most.
+	return len(s.parts) <= maxParts
 }
 
 func (s *fetchSession) key(topic string, id [16]byte, partition int32) sessionKey {
@@ -394,7 +397,7 @@ func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response,
 	for i := range r.Topics {
 		n += len(r.Topics[i].Partitions)
 	}
-	if n == 0 || n > sessionMaxPartitions {
+	if n == 0 || n > c.maxParts {
 		return 0
 	}
 	// Built outside the lock; keys repeated in r keep the last.

@@ -439,3 +439,28 @@ func TestFetchSessionLeaderChange(t *testing.T) {
 		t.Fatalf("stale leader epoch: %+v", got)
 	}
 }
+
+// TestFetchSessionBounded: a session cannot grow past the per-session
+// bound: a full fetch naming more makes none, and an incremental one that
+// would grow it past closes it (FETCH_SESSION_ID_NOT_FOUND, the client
+// falls back to full fetches).
+func TestFetchSessionBounded(t *testing.T) {
+	s, tp := newWideServer(t, 4)
+	s.fetchSessions.maxParts = 2
+	resp := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0, 2: 0}))
+	if resp.SessionID != 0 || len(answered(t, resp)) != 3 {
+		t.Fatalf("3 partitions over a bound of 2: session %d, %d answered", resp.SessionID, len(answered(t, resp)))
+	}
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	// Replacing one partition by another stays within the bound.
+	if got := answered(t, mustFetch(t, s, sessFetch(tp, id, 1, map[int32]int64{2: 0}, 0))); len(got) != 1 {
+		t.Fatalf("swap: %+v", got)
+	}
+	resp = mustFetch(t, s, sessFetch(tp, id, 2, map[int32]int64{3: 0}))
+	if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || sessionParts(s, id) != nil {
+		t.Fatalf("growing past the bound: %v, session kept %v", kerr.ErrorForCode(resp.ErrorCode), sessionParts(s, id) != nil)
+	}
+}
