@@ -90,12 +90,6 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	version := r.Version
 
 	replicaID, replicaEpoch := fetchReplica(r)
-	session := s.fetchSessions.begin(r, replicaID >= 0, s.now())
-	if session.errCode != 0 {
-		out.ErrorCode = session.errCode
-		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
-		return fetchResponse(version, out), nil
-	}
 	var followerErr error
 	if replicaID >= 0 {
 		if !s.allowedCluster(rc, acl.OpClusterAction) {
@@ -103,6 +97,13 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		} else if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
 			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
 		}
+	}
+	// Only a checked follower's session is privileged in the cache.
+	session := s.fetchSessions.begin(r, replicaID >= 0 && followerErr == nil, s.now())
+	if session.errCode != 0 {
+		out.ErrorCode = session.errCode
+		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
+		return fetchResponse(version, out), nil
 	}
 
 	// Resolve every partition once; the topics' layout does not change

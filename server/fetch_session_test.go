@@ -464,3 +464,24 @@ func TestFetchSessionBounded(t *testing.T) {
 		t.Fatalf("growing past the bound: %v, session kept %v", kerr.ErrorForCode(resp.ErrorCode), sessionParts(s, id) != nil)
 	}
 }
+
+// TestFetchSessionSpoofedFollower: a Fetch posing as a replica that fails
+// the follower checks (here: a single node has no followers) gets an
+// ordinary consumer session, never a privileged one that could evict
+// consumers' sessions.
+func TestFetchSessionSpoofedFollower(t *testing.T) {
+	s, tp := newWideServer(t, 1)
+	req := sessFetch(tp, 0, 0, map[int32]int64{0: 0})
+	req.ReplicaID = 5
+	resp := mustFetch(t, s, req)
+	if got := answered(t, resp); got[0].ErrorCode == 0 {
+		t.Fatalf("spoofed follower fetch served: %+v", got)
+	}
+	c := s.fetchSessions
+	c.mu.Lock()
+	sess := c.sessions[resp.SessionID]
+	c.mu.Unlock()
+	if sess == nil || sess.privileged {
+		t.Fatalf("session %d: %+v", resp.SessionID, sess)
+	}
+}
