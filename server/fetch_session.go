@@ -107,8 +107,8 @@ type sessionPartition struct {
 	key sessionKey
 
 	// From the client's requests.
-	fetchOffset, logStartOffset int64
-	maxBytes, leaderEpoch       int32
+	fetchOffset, logStartOffset             int64
+	maxBytes, leaderEpoch, lastFetchedEpoch int32
 
 	// From our answers; -1 when unknown or after an error, so that the
 	// next good answer is sent.
@@ -284,7 +284,7 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 			Partition:          p.key.partition,
 			CurrentLeaderEpoch: p.leaderEpoch,
 			FetchOffset:        p.fetchOffset,
-			LastFetchedEpoch:   -1,
+			LastFetchedEpoch:   p.lastFetchedEpoch,
 			LogStartOffset:     p.logStartOffset,
 			PartitionMaxBytes:  p.maxBytes,
 		})
@@ -312,7 +312,7 @@ func (s *fetchSession) apply(r *kmsg.FetchRequest, maxParts int) bool {
 				s.pushBack(p)
 			}
 			p.fetchOffset, p.logStartOffset = rp.FetchOffset, rp.LogStartOffset
-			p.maxBytes, p.leaderEpoch = rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+			p.maxBytes, p.leaderEpoch, p.lastFetchedEpoch = rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch
 		}
 	}
 	for i := range r.ForgottenTopics {
@@ -412,7 +412,7 @@ func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response,
 			n++
 			*p = sessionPartition{key: s.key(rt.Topic, rt.TopicID, rp.Partition),
 				fetchOffset: rp.FetchOffset, logStartOffset: rp.LogStartOffset,
-				maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch,
+				maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch, lastFetchedEpoch: rp.LastFetchedEpoch,
 				highWatermark: -1, lastStableOffset: -1, localLogStart: -1}
 			p.update(&out.Topics[i].Partitions[j])
 			if old := s.parts[p.key]; old != nil {
