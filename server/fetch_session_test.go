@@ -3,7 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -483,5 +486,132 @@ func TestFetchSessionSpoofedFollower(t *testing.T) {
 	c.mu.Unlock()
 	if sess == nil || sess.privileged {
 		t.Fatalf("session %d: %+v", resp.SessionID, sess)
+	}
+}
+
+// TestFetchSessionModel drives one session with random incremental
+// fetches (partitions added, moved, forgotten; records appended; now and
+// then a request with a wrong epoch) and checks it against a model of the
+// client: the session holds exactly the model's partitions, a refused
+// request changes nothing, and each answer holds exactly the partitions
+// with records past the client's offset or a high watermark the client
+// has not been told. The seed is logged; FETCH_SESSION_SEED replays one.
+func TestFetchSessionModel(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("FETCH_SESSION_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	const nparts = 8
+	s, tp := newWideServer(t, nparts)
+	type clientPart struct{ offset, toldHW int64 }
+	model := map[int32]*clientPart{0: {0, -1}}
+	var id, epoch int32
+	newSession := func() {
+		parts := map[int32]int64{}
+		for p, cp := range model {
+			parts[p] = cp.offset
+		}
+		resp := mustFetch(t, s, sessFetch(tp, 0, 0, parts))
+		for p, op := range answered(t, resp) {
+			model[p].toldHW = op.HighWatermark
+		}
+		id, epoch = resp.SessionID, 1
+		if id == 0 {
+			t.Fatal("no session")
+		}
+	}
+	newSession()
+	for step := 0; step < 300; step++ {
+		if rng.IntN(3) == 0 {
+			p := rng.Int32N(nparts)
+			if _, err := tp.parts[p].Append(context.Background(), oneRecord(), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		named := map[int32]int64{}
+		var forget []int32
+		for p := int32(0); p < nparts; p++ {
+			cp := model[p]
+			switch r := rng.IntN(10); {
+			case cp == nil && r == 0:
+				named[p] = rng.Int64N(tp.parts[p].HighWatermark() + 1)
+			case cp != nil && r == 0:
+				forget = append(forget, p)
+			case cp != nil && r < 3:
+				named[p] = rng.Int64N(tp.parts[p].HighWatermark() + 1)
+			}
+		}
+		if rng.IntN(10) == 0 {
+			before := sessionParts(s, id)
+			bad := epoch + 1 + rng.Int32N(3)
+			if rng.IntN(2) == 0 {
+				bad = epoch - 1 - rng.Int32N(3)
+			}
+			if bad == 0 || bad == -1 {
+				bad = epoch + 5
+			}
+			resp := mustFetch(t, s, sessFetch(tp, id, bad, named, forget...))
+			if resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code || !slices.Equal(sessionParts(s, id), before) {
+				t.Fatalf("step %d: epoch %d (want %d): %v, session %v -> %v", step, bad, epoch,
+					kerr.ErrorForCode(resp.ErrorCode), before, sessionParts(s, id))
+			}
+			continue
+		}
+		for p, off := range named {
+			if model[p] == nil {
+				model[p] = &clientPart{toldHW: -1}
+			}
+			model[p].offset = off
+		}
+		for _, p := range forget {
+			delete(model, p)
+		}
+		resp := mustFetch(t, s, sessFetch(tp, id, epoch, named, forget...))
+		epoch++
+		if len(model) == 0 {
+			if resp.SessionID != 0 || sessionParts(s, id) != nil {
+				t.Fatalf("step %d: emptied session %d kept", step, id)
+			}
+			model[rng.Int32N(nparts)] = &clientPart{0, -1}
+			newSession()
+			continue
+		}
+		got := answered(t, resp)
+		want := map[int32]bool{}
+		for p, cp := range model {
+			if hw := tp.parts[p].HighWatermark(); cp.offset < hw || cp.toldHW != hw {
+				want[p] = true
+			}
+		}
+		for p := range got {
+			if !want[p] {
+				t.Fatalf("step %d: partition %d answered without news: %+v (client at %+v)", step, p, got[p], *model[p])
+			}
+		}
+		for p := range want {
+			op, ok := got[p]
+			if !ok {
+				t.Fatalf("step %d: partition %d left out (client at %+v, HW %d)", step, p, *model[p], tp.parts[p].HighWatermark())
+			}
+			if (len(op.RecordBatches) > 0) != (model[p].offset < op.HighWatermark) {
+				t.Fatalf("step %d: partition %d: %d record bytes from %d, HW %d", step, p, len(op.RecordBatches), model[p].offset, op.HighWatermark)
+			}
+			model[p].toldHW = op.HighWatermark
+		}
+		var inModel []int32
+		for p := range model {
+			inModel = append(inModel, p)
+		}
+		slices.Sort(inModel)
+		inSession := slices.Clone(sessionParts(s, id))
+		slices.Sort(inSession)
+		if !slices.Equal(inModel, inSession) {
+			t.Fatalf("step %d: session holds %v, client %v", step, inSession, inModel)
+		}
 	}
 }
