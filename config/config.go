@@ -124,6 +124,7 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeout     time.Duration // group.min.session.timeout.ms
 	GroupMaxSessionTimeout     time.Duration // group.max.session.timeout.ms
+	FetchSessionCacheSlots     int32         // max.incremental.fetch.session.cache.slots (KIP-227; 0: none)
 	ControlledShutdownEnable   bool          // controlled.shutdown.enable
 	AutoLeaderRebalance        bool          // auto.leader.rebalance.enable
 	LeaderImbalanceCheck       time.Duration // leader.imbalance.check.interval.seconds
@@ -242,6 +243,7 @@ func Default() Config {
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second,
 		GroupMaxSessionTimeout:     30 * time.Minute,
+		FetchSessionCacheSlots:     1000,
 		ControlledShutdownEnable:   true,
 		AutoLeaderRebalance:        true,
 		LeaderImbalanceCheck:       300 * time.Second,

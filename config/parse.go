@@ -353,6 +353,8 @@ func (s *setter) set(key, v string) error {
 		c.GroupMinSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
 	case "group.max.session.timeout.ms":
 		c.GroupMaxSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
+	case "max.incremental.fetch.session.cache.slots":
+		c.FetchSessionCacheSlots, err = parseInt32(key, v, 0, math.MaxInt32)
 	case "controlled.shutdown.enable":
 		c.ControlledShutdownEnable, err = parseBool(key, v)
 	case "auto.leader.rebalance.enable":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -215,7 +216,34 @@ type fetcher struct {
 	mu    sync.Mutex
 	parts map[*Partition]*fetchPart
 
-	conn *kconn.Conn // owned by the goroutine
+	conn *kconn.Conn  // owned by the goroutine
+	sess fetchSession // owned by the goroutine
+}
+
+// fetchSession is a follower's KIP-227 fetch session with its leader (see
+// the server's fetch_session.go for the leader's side). With one, a Fetch
+// names only the partitions whose fetch position changed or that joined,
+// and forgets those that left (backed off, truncating, removed); the
+// leader reads all of them and answers only those with news.
+type fetchSession struct {
+	id    int32 // 0: none; the next Fetch asks for one (epoch 0)
+	epoch int32 // of the next incremental Fetch
+	// sent is what the leader's session holds, as last sent.
+	sent map[tp]sentPart
+}
+
+// sentPart is a partition's fetch position as the leader's session has it.
+type sentPart struct {
+	topicID               [16]byte
+	fetchOffset, logStart int64
+	leaderEpoch, maxBytes int32
+}
+
+// reset drops the session after an error: the next Fetch is a full one
+// that closes the old session on the leader (its id with epoch 0) and asks
+// for a new one.
+func (s *fetchSession) reset() {
+	s.epoch, s.sent = 0, nil
 }
 
 func newFetcher(m *FetcherManager, leader int32) *fetcher {
@@ -496,29 +524,47 @@ func (f *fetcher) fetchRound() bool {
 	req.MaxWaitMillis = int32(o.MaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = o.MaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session
+	sess := &f.sess
+	incremental := sess.id != 0 && sess.epoch > 0
+	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
+	sent := make(map[tp]sentPart, len(parts))
 	topics := map[string]int{}
 	names := map[[16]byte]string{} // the answer names topics by id
 	for k, pd := range parts {
+		sp := sentPart{topicID: pd.p.TopicID(), fetchOffset: pd.p.LogEndOffset(), logStart: pd.p.LogStartOffset(),
+			leaderEpoch: pd.st.epoch, maxBytes: o.PartitionMaxBytes}
+		sent[k] = sp
+		names[sp.topicID] = k.topic
+		if old, ok := sess.sent[k]; incremental && ok && old == sp {
+			continue // the leader's session has it as it is
+		}
 		i, ok := topics[k.topic]
 		if !ok {
 			i = len(req.Topics)
 			topics[k.topic] = i
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = k.topic, pd.p.TopicID()
-			names[rt.TopicID] = k.topic
+			rt.Topic, rt.TopicID = k.topic, sp.topicID
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = k.partition
-		rp.CurrentLeaderEpoch = pd.st.epoch
-		rp.FetchOffset = pd.p.LogEndOffset()
-		rp.LogStartOffset = pd.p.LogStartOffset()
-		rp.PartitionMaxBytes = o.PartitionMaxBytes
+		rp.CurrentLeaderEpoch = sp.leaderEpoch
+		rp.FetchOffset = sp.fetchOffset
+		rp.LogStartOffset = sp.logStart
+		rp.PartitionMaxBytes = sp.maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if incremental {
+		for k, old := range sess.sent {
+			if _, ok := sent[k]; !ok {
+				req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{
+					Topic: k.topic, TopicID: old.topicID, Partitions: []int32{k.partition}})
+			}
+		}
 	}
 	kresp, err := f.send(req)
 	if err != nil {
+		sess.reset() // the leader may or may not have moved the epoch
 		if f.ctx.Err() == nil {
 			f.m.logger.Warn("replication: fetch failed", "leader", f.leader, "err", err)
 			f.sleep()
@@ -530,13 +576,36 @@ func (f *fetcher) fetchRound() bool {
 		return true
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		f.m.logger.Warn("replication: fetch refused", "leader", f.leader, "err", err)
-		f.sleep()
+		sess.reset()
+		switch {
+		case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch),
+			errors.Is(err, kerr.FetchSessionTopicIDError):
+			// Evicted, or out of step: start a new session now (the
+			// next Fetch closes this id, if the leader still has it).
+			f.m.logger.Info("replication: fetch session lost", "leader", f.leader, "session", sess.id, "err", err)
+		default:
+			f.m.logger.Warn("replication: fetch refused", "leader", f.leader, "err", err)
+			f.sleep()
+		}
 		return true
+	}
+	switch {
+	case resp.SessionID == 0: // none made, or the leader closed it
+		sess.id = 0
+		sess.reset()
+	case incremental:
+		sess.epoch = nextSessionEpoch(sess.epoch)
+		sess.sent = sent
+	default: // a new session
+		sess.id, sess.epoch, sess.sent = resp.SessionID, 1, sent
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	defer f.backoffUnanswered(parts)
+	if !incremental {
+		// A full answer names every partition; an incremental one only
+		// those with news.
+		defer f.backoffUnanswered(parts)
+	}
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if n, ok := names[rt.TopicID]; ok && name == "" {
@@ -554,6 +623,15 @@ func (f *fetcher) fetchRound() bool {
 		}
 	}
 	return true
+}
+
+// nextSessionEpoch is Kafka's FetchMetadata.nextEpoch for an incremental
+// epoch (> 0): one more, and 1 after MaxInt32.
+func nextSessionEpoch(e int32) int32 {
+	if e == math.MaxInt32 {
+		return 1
+	}
+	return e + 1
 }
 
 // backoffUnanswered backs off the partitions a response left out, so a

@@ -12,10 +12,10 @@ package server
 //	v15: replica state replaces replica id
 //	v16: node endpoints (KIP-951)
 //
-// Sessions: Sluice keeps none. Every answer carries session id 0, which
-// tells the client to keep sending full requests; a request naming a session
-// (incremental fetch) gets FETCH_SESSION_ID_NOT_FOUND and the client falls
-// back to a full one.
+// Sessions (KIP-227, fetch_session.go): a full fetch with session epoch 0
+// may create a session; an incremental one names only what changed, is
+// read over the whole session and answered with only the partitions that
+// have something to say.
 //
 // Consumers and followers: a Fetch whose replica id is a broker id comes
 // from a follower (cluster mode). Only the leader serves either. A
@@ -94,11 +94,6 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		rc.also = s.metrics.FetchRequest(id >= 0)
 	}
 
-	if r.Version >= 7 && r.SessionID != 0 {
-		out.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
-		return fetchResponse(version, out), nil
-	}
 	replicaID, replicaEpoch := fetchReplica(r)
 	var followerErr error
 	if replicaID >= 0 {
@@ -107,6 +102,13 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		} else if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
 			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
 		}
+	}
+	// Only a checked follower's session is privileged in the cache.
+	session := s.fetchSessions.begin(r, replicaID >= 0 && followerErr == nil, s.now())
+	if session.errCode != 0 {
+		out.ErrorCode = session.errCode
+		s.metrics.Request(apiKeyFetch).Error(out.ErrorCode)
+		return fetchResponse(version, out), nil
 	}
 
 	// Resolve every partition once; the topics' layout does not change
@@ -166,6 +168,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if s.metrics != nil {
 		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
 	}
+	s.fetchSessions.finish(&session, out, s.now())
 	return fetchResponse(version, out), nil
 }
 

@@ -79,9 +79,9 @@ func TestMiscAPIs(t *testing.T) {
 			t.Fatalf("%v", kerr.ErrorForCode(resp.ErrorCode))
 		}
 	})
-	t.Run("fetch session id refused", func(t *testing.T) {
+	t.Run("fetch session id unknown", func(t *testing.T) {
 		req := fetchReq(12, "misc", 0)
-		req.SessionID = 42
+		req.SessionID, req.SessionEpoch = 42, 1 // incremental, no such session
 		resp := rc.Do(req).(*kmsg.FetchResponse)
 		if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 			t.Fatalf("%v", kerr.ErrorForCode(resp.ErrorCode))

@@ -159,6 +159,9 @@ type Server struct {
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
 	panics atomic.Int64
 
+	// fetchSessions holds the incremental fetch sessions (fetch_session.go).
+	fetchSessions *fetchSessionCache
+
 	// parked counts the fetches waiting in the purgatory now.
 	parked atomic.Int64
 
@@ -204,6 +207,7 @@ func New(opts Options) (*Server, error) {
 		acls:          opts.ACLs,
 		creds:         opts.Credentials,
 		metrics:       opts.Metrics,
+		fetchSessions: newFetchSessionCache(int(opts.Config.FetchSessionCacheSlots)),
 		closing:       make(chan struct{}),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},

@@ -1,0 +1,150 @@
+package replication
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// sessionLeader is a fake leader that keeps one KIP-227 fetch session
+// (id 7) for its follower, as the server does: a full Fetch with epoch 0
+// creates it, an incremental one is read over the whole session. It
+// records every Fetch's session metadata and how many partitions it named.
+type sessionLeader struct {
+	c *testCluster
+
+	mu      sync.Mutex
+	session map[int32]kmsg.FetchRequestTopicPartition // by partition; nil: none
+	epoch   int32
+	failAt  int // answer the failAt-th Fetch FETCH_SESSION_ID_NOT_FOUND
+	seen    []seenFetch
+}
+
+type seenFetch struct {
+	id, epoch, named int32
+}
+
+func (l *sessionLeader) send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	r, ok := req.(*kmsg.FetchRequest)
+	if !ok {
+		return l.c.send(ctx, 2, 1, req)
+	}
+	l.mu.Lock()
+	named := int32(0)
+	for _, rt := range r.Topics {
+		named += int32(len(rt.Partitions))
+	}
+	l.seen = append(l.seen, seenFetch{r.SessionID, r.SessionEpoch, named})
+	if len(l.seen) == l.failAt {
+		l.session = nil
+		l.mu.Unlock()
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	full := *r
+	switch {
+	case r.SessionEpoch == 0:
+		l.session, l.epoch = map[int32]kmsg.FetchRequestTopicPartition{}, 1
+	case l.session == nil || r.SessionID != 7:
+		l.mu.Unlock()
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	case r.SessionEpoch != l.epoch:
+		l.mu.Unlock()
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		return resp, nil
+	default:
+		l.epoch++
+	}
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			l.session[rp.Partition] = rp
+		}
+	}
+	for _, ft := range r.ForgottenTopics {
+		for _, p := range ft.Partitions {
+			delete(l.session, p)
+		}
+	}
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = testID.Topic
+	for _, rp := range l.session {
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	full.Topics = []kmsg.FetchRequestTopic{rt}
+	l.mu.Unlock()
+	resp, err := l.c.send(ctx, 2, 1, &full)
+	if err == nil {
+		resp.(*kmsg.FetchResponse).SessionID = 7
+	}
+	return resp, err
+}
+
+func (l *sessionLeader) fetches() []seenFetch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]seenFetch(nil), l.seen...)
+}
+
+// TestFollowerFetchSession: a follower opens a fetch session with its
+// leader, then sends incremental Fetches that name its partition only when
+// its position moved (idle polls name none), and after a session error
+// starts a new session (epoch 0, closing the old id) and keeps
+// replicating.
+func TestFollowerFetchSession(t *testing.T) {
+	c := newTestCluster(t, "memory")
+	leader := c.addBroker(1, []epochRun{{0, 3}}, Options{})
+	follower := c.addBroker(2, nil, Options{})
+	st := c.state(1, 1, 1, 2)
+	if err := leader.MakeLeader(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.MakeFollower(st); err != nil {
+		t.Fatal(err)
+	}
+	l := &sessionLeader{c: c, failAt: 6}
+	m := NewFetcherManager(FetcherOptions{BrokerID: 2, Logger: quietLogger, MaxWait: 5 * time.Millisecond,
+		Backoff: 2 * time.Millisecond,
+		Send: func(ctx context.Context, to int32, req kmsg.Request) (kmsg.Response, error) {
+			return l.send(ctx, req)
+		}})
+	t.Cleanup(m.Close)
+	m.Add(follower, 1, 1)
+	waitFor(t, "the follower to catch up", func() bool { return follower.LogEndOffset() == 3 })
+	waitFor(t, "idle polls and the session error", func() bool { return len(l.fetches()) >= 10 })
+	if _, err := leader.Append(ctx, batch(-1, 0, -1, 2), 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower to catch up again", func() bool { return follower.LogEndOffset() == 5 })
+	m.Remove(follower)
+
+	seen := l.fetches()
+	if f := seen[0]; f.id != 0 || f.epoch != 0 || f.named != 1 {
+		t.Fatalf("first fetch %+v, want a full one asking for a session", f)
+	}
+	idle := 0
+	for i, f := range seen[1:] {
+		prev := seen[i]
+		switch {
+		case i+1 == l.failAt:
+			// After the error: a full fetch closing session 7.
+			if f.id != 7 || f.epoch != 0 || f.named != 1 {
+				t.Fatalf("fetch %d after the session error: %+v", i+1, f)
+			}
+		case f.id != 7 || f.epoch != prev.epoch+1:
+			t.Fatalf("fetch %d: %+v after %+v", i+1, f, prev)
+		case f.named == 0:
+			idle++
+		}
+	}
+	if idle == 0 {
+		t.Fatalf("no incremental fetch left the unchanged partition out: %+v", seen)
+	}
+}

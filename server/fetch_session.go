@@ -1,0 +1,496 @@
+package server
+
+// Incremental fetch sessions (KIP-227), after Kafka's FetchSession.scala.
+//
+// A fetch request carries (session id, session epoch):
+//
+//	id 0,  epoch -1  full fetch, no session (sessionless)
+//	id 0,  epoch 0   full fetch that asks for a session: if the cache admits
+//	                 one, the answer carries its new id and the session holds
+//	                 every partition of the request with its fetch offset,
+//	                 log start offset, max bytes and current leader epoch
+//	id>0,  epoch>0   incremental fetch: the request names only the partitions
+//	                 added to or changed in the session, and ForgottenTopics
+//	                 the ones to drop; the broker reads the whole session
+//	id>0,  epoch 0   close session id and ask for a new one (full fetch)
+//	id>0,  epoch -1  close session id; sessionless full fetch
+//
+// The epoch of an incremental request must be the session's: 1 after the
+// creating fetch, then one more per incremental request accepted (after
+// MaxInt32 comes 1). Unknown id: FETCH_SESSION_ID_NOT_FOUND; wrong epoch:
+// INVALID_FETCH_SESSION_EPOCH; a session made with topic ids (v13+) used
+// by names, or the other way round: FETCH_SESSION_TOPIC_ID_ERROR. The
+// session is left as it was by a refused request. An incremental request
+// that leaves the session empty closes it and is answered sessionless.
+//
+// An incremental answer holds only the partitions with something to say
+// (sessionPartition.update, Kafka's CachedPartition.maybeUpdateResponseData):
+// records, a changed high watermark, last stable offset or log start
+// offset, an error, a preferred read replica or a diverging epoch. Kafka
+// does not look at the last stable offset; we do, so a read_committed
+// consumer always learns it (a few more partitions answered, never fewer).
+// A partition that returned records moves to the end of the session's
+// order, so that under max_bytes the others get their turn next time.
+//
+// The cache (fetchSessionCache) holds at most
+// max.incremental.fetch.session.cache.slots sessions. When it is full a
+// new session gets a slot by evicting, as Kafka's FetchSessionCacheShard
+// does: the least recently used session if unused for sessionEvictAfter
+// (Kafka's 120 s); else the smallest "evictable" session if the new one is
+// at least as big: a follower's (privileged) session may evict any
+// consumer's and any session older than sessionEvictAfter, a consumer's
+// only sessions older than sessionEvictAfter; among them the smallest
+// (consumers' before followers', then fewer partitions, then lower id).
+// Otherwise no session is made (answer id 0): the client keeps sending full
+// fetches. The cache is small (slots, 1000 by default) so eviction scans
+// it rather than keeping Kafka's sorted indexes.
+//
+// Memory: a session holds at most sessionMaxPartitions partitions; an
+// incremental request that would grow it past that closes it
+// (FETCH_SESSION_ID_NOT_FOUND, after which clients fall back to full
+// fetches) and a full fetch naming more creates none. Nothing is allocated
+// from a count in a request: the request was decoded (bounded by the frame
+// size) before we see it.
+//
+// Concurrency: one mutex guards the cache and every session in it. A
+// request takes it twice: in begin, to check and apply the request and
+// bump the epoch (so a duplicate of the request is refused), and in finish,
+// to record what the answer told the client. If another request moved the
+// session's epoch in between (a client racing itself), finish answers
+// INVALID_FETCH_SESSION_EPOCH with no partitions, as Kafka does.
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/server/fetchresp"
+)
+
+const (
+	// sessionEvictAfter is Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS.
+	sessionEvictAfter = 120 * time.Second
+	// sessionMaxPartitions bounds one session's partitions (~150 bytes each).
+	sessionMaxPartitions = 1 << 18
+
+	sessionInitialEpoch = 0
+	sessionFinalEpoch   = -1
+)
+
+// nextSessionEpoch is Kafka's FetchMetadata.nextEpoch.
+func nextSessionEpoch(e int32) int32 {
+	switch {
+	case e < 0:
+		return sessionFinalEpoch
+	case e == math.MaxInt32:
+		return 1
+	default:
+		return e + 1
+	}
+}
+
+// sessionKey names a partition of a session: by topic name in a name
+// session (v7-v12), by topic id in a topic-id session (v13+).
+type sessionKey struct {
+	topic     string
+	id        [16]byte
+	partition int32
+}
+
+// sessionPartition is one partition of a fetchSession: what the client
+// last asked for, and what it was last told.
+type sessionPartition struct {
+	key sessionKey
+
+	// From the client's requests.
+	fetchOffset, logStartOffset             int64
+	maxBytes, leaderEpoch, lastFetchedEpoch int32
+
+	// From our answers; -1 when unknown or after an error, so that the
+	// next good answer is sent.
+	highWatermark, lastStableOffset, localLogStart int64
+
+	// The session's read order (fetchSession.head).
+	prev, next *sessionPartition
+}
+
+// update records what op tells the client about p and reports whether op
+// must be in an incremental answer.
+func (p *sessionPartition) update(op *fetchresp.Partition) bool {
+	respond := op.Records.Len() > 0
+	if p.highWatermark != op.HighWatermark {
+		p.highWatermark, respond = op.HighWatermark, true
+	}
+	if p.lastStableOffset != op.LastStableOffset {
+		p.lastStableOffset, respond = op.LastStableOffset, true
+	}
+	if p.localLogStart != op.LogStartOffset {
+		p.localLogStart, respond = op.LogStartOffset, true
+	}
+	if op.PreferredReadReplica >= 0 || op.DivergingEpoch != nil {
+		respond = true
+	}
+	if op.ErrorCode != 0 {
+		p.highWatermark, respond = -1, true
+	}
+	return respond
+}
+
+// fetchSession is one incremental fetch session. id, privileged, topicIDs
+// and created never change; the rest is guarded by fetchSessionCache.mu.
+type fetchSession struct {
+	id         int32
+	privileged bool // a follower's
+	topicIDs   bool // made by a v13+ fetch: partitions keyed by topic id
+	created    time.Time
+
+	epoch    int32 // what the next incremental request must carry
+	lastUsed time.Time
+	parts    map[sessionKey]*sessionPartition
+	// head and tail are the read order: every partition of parts, once.
+	head, tail *sessionPartition
+}
+
+// REQUIRES: cache mu held (or s not yet shared).
+func (s *fetchSession) pushBack(p *sessionPartition) {
+	p.prev, p.next = s.tail, nil
+	if s.tail != nil {
+		s.tail.next = p
+	} else {
+		s.head = p
+	}
+	s.tail = p
+}
+
+// REQUIRES: cache mu held; p in s.
+func (s *fetchSession) unlink(p *sessionPartition) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		s.head = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		s.tail = p.prev
+	}
+	p.prev, p.next = nil, nil
+}
+
+// fetchSessionCache holds the broker's fetch sessions, by id (ids are
+// global to the broker, not per connection). Safe for concurrent use; a
+// nil cache or one with no slots keeps no sessions.
+type fetchSessionCache struct {
+	slots      int
+	evictAfter time.Duration
+	maxParts   int // sessionMaxPartitions; tests lower it
+
+	mu       sync.Mutex
+	sessions map[int32]*fetchSession
+	// evictions counts sessions evicted to make room (tests, metrics).
+	evictions int64
+}
+
+func newFetchSessionCache(slots int) *fetchSessionCache {
+	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, maxParts: sessionMaxPartitions,
+		sessions: map[int32]*fetchSession{}}
+}
+
+// fetchSessionKind is what begin made of a request's session metadata.
+type fetchSessionKind uint8
+
+const (
+	fetchSessionless fetchSessionKind = iota // answer with session id 0
+	fetchFull                                // full fetch; finish may create a session
+	fetchIncremental                         // r.Topics is the session's partitions
+)
+
+// fetchSessionCtx carries one Fetch from begin to finish.
+type fetchSessionCtx struct {
+	kind       fetchSessionKind
+	errCode    int16 // a session error: answer it alone, with session id 0
+	privileged bool
+	req        *kmsg.FetchRequest
+	sess       *fetchSession
+	epoch      int32               // incremental: the session's epoch after this request
+	parts      []*sessionPartition // incremental: r.Topics' partitions, flattened in order
+}
+
+// begin applies the session metadata of fetch r (follower: from a replica).
+// For an incremental fetch it updates the session with r's partitions and
+// forgotten topics, then replaces r.Topics with every partition of the
+// session, which is what the handler reads. errCode set: answer that error
+// and nothing else.
+func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.Time) fetchSessionCtx {
+	fc := fetchSessionCtx{privileged: follower, req: r}
+	if r.Version < 7 {
+		return fc
+	}
+	id, epoch := r.SessionID, r.SessionEpoch
+	if epoch == sessionInitialEpoch || epoch == sessionFinalEpoch {
+		if id != 0 && c != nil {
+			c.mu.Lock()
+			delete(c.sessions, id)
+			c.mu.Unlock()
+		}
+		if epoch == sessionInitialEpoch {
+			fc.kind = fetchFull
+		}
+		return fc
+	}
+	if c == nil {
+		fc.errCode = kerr.FetchSessionIDNotFound.Code
+		return fc
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[id]
+	switch {
+	case s == nil:
+		fc.errCode = kerr.FetchSessionIDNotFound.Code
+		return fc
+	case s.epoch != epoch:
+		fc.errCode = kerr.InvalidFetchSessionEpoch.Code
+		return fc
+	case s.topicIDs != (r.Version >= 13):
+		fc.errCode = kerr.FetchSessionTopicIDError.Code
+		return fc
+	}
+	if !s.apply(r, c.maxParts) {
+		delete(c.sessions, id)
+		fc.errCode = kerr.FetchSessionIDNotFound.Code
+		return fc
+	}
+	if len(s.parts) == 0 {
+		delete(c.sessions, id)
+		r.Topics = nil
+		return fc
+	}
+	s.lastUsed = now
+	s.epoch = nextSessionEpoch(s.epoch)
+	fc.kind, fc.sess, fc.epoch = fetchIncremental, s, s.epoch
+	fc.parts = make([]*sessionPartition, 0, len(s.parts))
+	var topics []kmsg.FetchRequestTopic
+	for p := s.head; p != nil; p = p.next {
+		if n := len(topics); n == 0 || topics[n-1].Topic != p.key.topic || topics[n-1].TopicID != p.key.id {
+			topics = append(topics, kmsg.FetchRequestTopic{Topic: p.key.topic, TopicID: p.key.id})
+		}
+		t := &topics[len(topics)-1]
+		t.Partitions = append(t.Partitions, kmsg.FetchRequestTopicPartition{
+			Partition:          p.key.partition,
+			CurrentLeaderEpoch: p.leaderEpoch,
+			FetchOffset:        p.fetchOffset,
+			LastFetchedEpoch:   p.lastFetchedEpoch,
+			LogStartOffset:     p.logStartOffset,
+			PartitionMaxBytes:  p.maxBytes,
+		})
+		fc.parts = append(fc.parts, p)
+	}
+	r.Topics = topics
+	return fc
+}
+
+// apply adds or updates r's partitions in s and drops its forgotten ones
+// (ones not in s are ignored), in Kafka's order: a partition both named
+// and forgotten is dropped. It reports false, having changed s, if s ends
+// up with more than maxParts partitions.
+// REQUIRES: cache mu held.
+func (s *fetchSession) apply(r *kmsg.FetchRequest, maxParts int) bool {
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			k := s.key(rt.Topic, rt.TopicID, rp.Partition)
+			p := s.parts[k]
+			if p == nil {
+				p = &sessionPartition{key: k, highWatermark: -1, lastStableOffset: -1, localLogStart: -1}
+				s.parts[k] = p
+				s.pushBack(p)
+			}
+			p.fetchOffset, p.logStartOffset = rp.FetchOffset, rp.LogStartOffset
+			p.maxBytes, p.leaderEpoch, p.lastFetchedEpoch = rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch
+		}
+	}
+	for i := range r.ForgottenTopics {
+		ft := &r.ForgottenTopics[i]
+		for _, part := range ft.Partitions {
+			k := s.key(ft.Topic, ft.TopicID, part)
+			if p := s.parts[k]; p != nil {
+				delete(s.parts, k)
+				s.unlink(p)
+			}
+		}
+	}
+	// Checked after the forgotten ones are dropped, so a request that
+	// swaps partitions at the bound is fine; it grew s by what the
+	// request named at most.
+	return len(s.parts) <= maxParts
+}
+
+func (s *fetchSession) key(topic string, id [16]byte, partition int32) sessionKey {
+	if s.topicIDs {
+		return sessionKey{id: id, partition: partition}
+	}
+	return sessionKey{topic: topic, partition: partition}
+}
+
+// finish completes out, the answer to the fetch begun as fc (filled from
+// fc.req.Topics, index for index): it sets the session id, creates the
+// session of a full fetch if the cache admits it, and cuts an incremental
+// answer down to the partitions that have something to say, releasing
+// what it drops.
+func (c *fetchSessionCache) finish(fc *fetchSessionCtx, out *fetchresp.Response, now time.Time) {
+	switch fc.kind {
+	case fetchFull:
+		out.SessionID = c.create(fc, out, now)
+	case fetchIncremental:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		s := fc.sess
+		out.SessionID = s.id
+		if s.epoch != fc.epoch {
+			releaseFetch(out)
+			out.Topics, out.ErrorCode = nil, kerr.InvalidFetchSessionEpoch.Code
+			return
+		}
+		n := 0
+		kept := out.Topics[:0]
+		for _, t := range out.Topics {
+			parts := t.Partitions[:0]
+			for j := range t.Partitions {
+				op := &t.Partitions[j]
+				p := fc.parts[n]
+				n++
+				if !p.update(op) {
+					op.Records.Release()
+					continue
+				}
+				if op.Records.Len() > 0 && s.parts[p.key] == p {
+					s.unlink(p)
+					s.pushBack(p)
+				}
+				parts = append(parts, *op)
+			}
+			clear(t.Partitions[len(parts):])
+			if len(parts) > 0 {
+				t.Partitions = parts
+				kept = append(kept, t)
+			}
+		}
+		clear(out.Topics[len(kept):])
+		out.Topics = kept
+	}
+}
+
+// create makes a session of the full fetch fc answered by out and returns
+// its id, or 0 if the cache has no room for it.
+func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response, now time.Time) int32 {
+	if c == nil || c.slots <= 0 {
+		return 0
+	}
+	r := fc.req
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	if n == 0 || n > c.maxParts {
+		return 0
+	}
+	// Built outside the lock; keys repeated in r keep the last.
+	s := &fetchSession{privileged: fc.privileged, topicIDs: r.Version >= 13, created: now, lastUsed: now,
+		epoch: nextSessionEpoch(sessionInitialEpoch), parts: make(map[sessionKey]*sessionPartition, n)}
+	all := make([]sessionPartition, n)
+	n = 0
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		for j := range rt.Partitions {
+			rp, p := &rt.Partitions[j], &all[n]
+			n++
+			*p = sessionPartition{key: s.key(rt.Topic, rt.TopicID, rp.Partition),
+				fetchOffset: rp.FetchOffset, logStartOffset: rp.LogStartOffset,
+				maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch, lastFetchedEpoch: rp.LastFetchedEpoch,
+				highWatermark: -1, lastStableOffset: -1, localLogStart: -1}
+			p.update(&out.Topics[i].Partitions[j])
+			if old := s.parts[p.key]; old != nil {
+				s.unlink(old)
+			}
+			s.parts[p.key] = p
+			s.pushBack(p)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) >= c.slots && !c.evictLocked(s.privileged, len(s.parts), now) {
+		return 0
+	}
+	for s.id == 0 || c.sessions[s.id] != nil {
+		s.id = rand.Int32N(math.MaxInt32) + 1 // ids are 1..MaxInt32
+	}
+	c.sessions[s.id] = s
+	return s.id
+}
+
+// evictLocked makes room for a new session (privileged: a follower's) of
+// size partitions, by Kafka's rules (see the file comment), and reports
+// whether it did.
+// REQUIRES: c.mu held.
+func (c *fetchSessionCache) evictLocked(privileged bool, size int, now time.Time) bool {
+	var lru *fetchSession
+	for _, s := range c.sessions {
+		if lru == nil || s.lastUsed.Before(lru.lastUsed) || s.lastUsed.Equal(lru.lastUsed) && s.id < lru.id {
+			lru = s
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	if now.Sub(lru.lastUsed) > c.evictAfter {
+		delete(c.sessions, lru.id)
+		c.evictions++
+		return true
+	}
+	// evictable key order: (privileged, size, id), false before true.
+	less := func(aPriv bool, aSize int, aID int32, b *fetchSession) bool {
+		if aPriv != b.privileged {
+			return !aPriv
+		}
+		if aSize != len(b.parts) {
+			return aSize < len(b.parts)
+		}
+		return aID < b.id
+	}
+	var victim *fetchSession
+	for _, s := range c.sessions {
+		old := now.Sub(s.created) > c.evictAfter
+		if !old && (!privileged || s.privileged) {
+			continue
+		}
+		if victim == nil || less(s.privileged, len(s.parts), s.id, victim) {
+			victim = s
+		}
+	}
+	if victim == nil || less(privileged, size, 0, victim) {
+		return false
+	}
+	delete(c.sessions, victim.id)
+	c.evictions++
+	return true
+}
+
+// stats returns the number of sessions cached and the partitions in them
+// (Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached).
+func (c *fetchSessionCache) stats() (sessions, partitions int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sessions {
+		partitions += len(s.parts)
+	}
+	return len(c.sessions), partitions
+}

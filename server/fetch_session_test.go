@@ -1,0 +1,617 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/server/fetchresp"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// sessFetch is a v12 Fetch of topic t with session metadata (id, epoch):
+// parts maps partition to fetch offset; forget names partitions to drop.
+func sessFetch(t *topic, id, epoch int32, parts map[int32]int64, forget ...int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID, req.MaxBytes, req.SessionID, req.SessionEpoch = -1, 1<<20, id, epoch
+	if len(parts) > 0 {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = t.name
+		for _, p := range slices.Sorted(mapKeys(parts)) {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, parts[p], 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+	}
+	if len(forget) > 0 {
+		req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: t.name, Partitions: forget}}
+	}
+	return req
+}
+
+func mapKeys(m map[int32]int64) func(func(int32) bool) {
+	return func(yield func(int32) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// answered returns the partitions of resp (one topic at most) by number,
+// failing on a top-level error.
+func answered(tb testing.TB, resp *kmsg.FetchResponse) map[int32]kmsg.FetchResponseTopicPartition {
+	tb.Helper()
+	if resp.ErrorCode != 0 {
+		tb.Fatalf("fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	got := map[int32]kmsg.FetchResponseTopicPartition{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			got[p.Partition] = p
+		}
+	}
+	return got
+}
+
+// mustFetch runs req through handleFetch and decodes the answer (fetch's
+// decoding, for flexible versions too).
+func mustFetch(tb testing.TB, s *Server, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	tb.Helper()
+	resp, err := fetchFlexible(s, req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp
+}
+
+func fetchFlexible(s *Server, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, err := handleFetch(s, &reqCtx{}, req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	w := zerocopy.NewWriter(&buf)
+	if err := encodeResponse(w, resp); err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	body := buf.Bytes()[8:] // after size and correlation id
+	if req.IsFlexible() {
+		body = body[1:] // the header's empty tag buffer
+	}
+	out := req.ResponseKind().(*kmsg.FetchResponse)
+	out.SetVersion(req.Version)
+	return out, out.ReadFrom(body)
+}
+
+// sessionParts returns the partitions of session id in read order, nil if
+// there is no such session.
+func sessionParts(s *Server, id int32) []int32 {
+	c := s.fetchSessions
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sess := c.sessions[id]
+	if sess == nil {
+		return nil
+	}
+	parts := []int32{}
+	for p := sess.head; p != nil; p = p.next {
+		parts = append(parts, p.key.partition)
+	}
+	return parts
+}
+
+// TestFetchSession walks one session through its life: created by a full
+// fetch, incremental fetches answering only what changed, added, updated
+// and forgotten partitions, the errors that leave it untouched, and close.
+func TestFetchSession(t *testing.T) {
+	s, tp := newWideServer(t, 4)
+	resp := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0, 2: 0}))
+	id := resp.SessionID
+	if id == 0 || len(answered(t, resp)) != 3 {
+		t.Fatalf("full fetch: session %d, %d partitions", id, len(answered(t, resp)))
+	}
+	if got := sessionParts(s, id); !slices.Equal(got, []int32{0, 1, 2}) {
+		t.Fatalf("session holds %v", got)
+	}
+
+	// Nothing changed: nothing answered.
+	resp = mustFetch(t, s, sessFetch(tp, id, 1, nil))
+	if resp.SessionID != id || len(answered(t, resp)) != 0 {
+		t.Fatalf("idle incremental: session %d, %v", resp.SessionID, answered(t, resp))
+	}
+
+	// A record on partition 1: only partition 1, with it; it moves to the
+	// end of the read order.
+	if _, err := tp.parts[1].Append(context.Background(), oneRecord(), 1); err != nil {
+		t.Fatal(err)
+	}
+	got := answered(t, mustFetch(t, s, sessFetch(tp, id, 2, nil)))
+	if len(got) != 1 || len(got[1].RecordBatches) == 0 || got[1].HighWatermark != 1 {
+		t.Fatalf("after an append: %v", got)
+	}
+	if got := sessionParts(s, id); !slices.Equal(got, []int32{0, 2, 1}) {
+		t.Fatalf("session order %v, want 0 2 1", got)
+	}
+
+	// Update 1 (consumed up to 1), add 3, forget 0 and 99 (not in the
+	// session: ignored). Only the new partition has news.
+	got = answered(t, mustFetch(t, s, sessFetch(tp, id, 3, map[int32]int64{1: 1, 3: 0}, 0, 99)))
+	if _, ok := got[3]; len(got) != 1 || !ok {
+		t.Fatalf("after add/update/forget: %v", got)
+	}
+	if got := sessionParts(s, id); !slices.Equal(got, []int32{2, 1, 3}) {
+		t.Fatalf("session holds %v, want 2 1 3", got)
+	}
+
+	// Refused requests leave the session as it was.
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.FetchRequest
+		want int16
+	}{
+		{"stale epoch", sessFetch(tp, id, 3, map[int32]int64{0: 0}, 2), kerr.InvalidFetchSessionEpoch.Code},
+		{"future epoch", sessFetch(tp, id, 5, map[int32]int64{0: 0}, 2), kerr.InvalidFetchSessionEpoch.Code},
+		{"unknown id", sessFetch(tp, id+1, 4, nil), kerr.FetchSessionIDNotFound.Code},
+		{"topic ids", func() *kmsg.FetchRequest {
+			r := sessFetch(tp, id, 4, nil)
+			r.SetVersion(13)
+			return r
+		}(), kerr.FetchSessionTopicIDError.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := mustFetch(t, s, tc.req)
+			if resp.ErrorCode != tc.want || len(resp.Topics) != 0 {
+				t.Fatalf("%v, %d topics; want %v", kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics), kerr.ErrorForCode(tc.want))
+			}
+			if got := sessionParts(s, id); !slices.Equal(got, []int32{2, 1, 3}) {
+				t.Fatalf("session holds %v after a refused request", got)
+			}
+		})
+	}
+
+	// The right epoch still works; the log start offset moved by nothing,
+	// so still nothing to say.
+	if got := answered(t, mustFetch(t, s, sessFetch(tp, id, 4, nil))); len(got) != 0 {
+		t.Fatalf("epoch 4: %v", got)
+	}
+
+	// Close: epoch -1 with the id is a sessionless full fetch.
+	resp = mustFetch(t, s, sessFetch(tp, id, -1, map[int32]int64{0: 0}))
+	if resp.SessionID != 0 || len(answered(t, resp)) != 1 || sessionParts(s, id) != nil {
+		t.Fatalf("close: session %d, %d partitions, still cached %v", resp.SessionID, len(answered(t, resp)), sessionParts(s, id) != nil)
+	}
+	if resp := mustFetch(t, s, sessFetch(tp, id, 5, nil)); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("after close: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+
+	// Forgetting every partition closes the session too.
+	id = mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0})).SessionID
+	resp = mustFetch(t, s, sessFetch(tp, id, 1, nil, 0))
+	if resp.SessionID != 0 || len(answered(t, resp)) != 0 || sessionParts(s, id) != nil {
+		t.Fatalf("emptied: session %d, still cached %v", resp.SessionID, sessionParts(s, id) != nil)
+	}
+
+	// Sessionless fetches and v6 make none.
+	for _, r := range []*kmsg.FetchRequest{sessFetch(tp, 0, -1, map[int32]int64{0: 0}), func() *kmsg.FetchRequest {
+		r := sessFetch(tp, 0, 0, map[int32]int64{0: 0})
+		r.SetVersion(6)
+		return r
+	}()} {
+		if resp := mustFetch(t, s, r); resp.SessionID != 0 {
+			t.Fatalf("v%d epoch %d: session %d", r.Version, r.SessionEpoch, resp.SessionID)
+		}
+	}
+	if n, _ := s.fetchSessions.stats(); n != 0 {
+		t.Fatalf("%d sessions left", n)
+	}
+}
+
+// TestFetchSessionTopicDeleted: a session's partitions of a deleted topic
+// answer an error on every incremental fetch, and keep answering it (the
+// client forgets them); the others carry on.
+func TestFetchSessionTopicDeleted(t *testing.T) {
+	s, tp := newWideServer(t, 2)
+	s.topics.admin.Lock()
+	other, err := s.createTopicLocked(topicSpec{name: "other", partitions: 1, rf: 1})
+	s.topics.admin.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "other"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = append(req.Topics, rt)
+	id := mustFetch(t, s, req).SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	s.topics.admin.Lock()
+	err = s.deleteTopicLocked(tp)
+	s.topics.admin.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+		t.Fatal(err)
+	}
+	for epoch := int32(1); epoch <= 2; epoch++ {
+		resp := mustFetch(t, s, sessFetch(tp, id, epoch, nil))
+		if resp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+		}
+		var errs, records int
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if rt.Topic == "wide" && p.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+					errs++
+				}
+				if rt.Topic == "other" && len(p.RecordBatches) > 0 {
+					records++
+				}
+			}
+		}
+		// The client did not move its offset: the record comes again.
+		if errs != 2 || records != 1 {
+			t.Fatalf("epoch %d: %d errors, %d with records: %+v", epoch, errs, records, resp.Topics)
+		}
+	}
+}
+
+// TestFetchSessionRace: a long-polling incremental fetch overtaken by the
+// session's next request answers INVALID_FETCH_SESSION_EPOCH, and two
+// requests with the same epoch never both succeed (run with -race).
+func TestFetchSessionRace(t *testing.T) {
+	s, tp := newWideServer(t, 2)
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+	slow := sessFetch(tp, id, 1, nil)
+	slow.MaxWaitMillis, slow.MinBytes = 60_000, 1
+	res := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		resp, err := fetchFlexible(s, slow)
+		if err != nil {
+			t.Error(err)
+		}
+		res <- resp
+	}()
+	waitParked(s, 1)
+	if resp := mustFetch(t, s, sessFetch(tp, id, 2, nil)); resp.ErrorCode != 0 {
+		t.Fatalf("next epoch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if _, err := tp.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-res; resp == nil || resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code || len(resp.Topics) != 0 || resp.SessionID != id {
+		t.Fatalf("overtaken fetch: %+v", resp)
+	}
+	checkNoWatchers(t, tp)
+
+	const n = 8
+	results := make(chan int16, n)
+	for range n {
+		go func() {
+			resp, err := fetchFlexible(s, sessFetch(tp, id, 3, nil))
+			if err != nil {
+				t.Error(err)
+			}
+			results <- resp.ErrorCode
+		}()
+	}
+	ok := 0
+	for range n {
+		if <-results == 0 {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d requests with one epoch succeeded", ok, n)
+	}
+}
+
+// TestFetchSessionEviction: the cache's eviction rules (Kafka's
+// FetchSessionCacheShard.tryEvict) with two slots.
+func TestFetchSessionEviction(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	newSession := func(c *fetchSessionCache, follower bool, size int, now time.Time) int32 {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		rt := kmsg.FetchRequestTopic{Topic: "t"}
+		out := &fetchresp.Response{Topics: []fetchresp.Topic{{Name: "t"}}}
+		for i := range size {
+			rt.Partitions = append(rt.Partitions, kmsg.FetchRequestTopicPartition{Partition: int32(i)})
+			out.Topics[0].Partitions = append(out.Topics[0].Partitions, fetchresp.Partition{Partition: int32(i)})
+		}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		fc := fetchSessionCtx{kind: fetchFull, privileged: follower, req: req}
+		c.finish(&fc, out, now)
+		return out.SessionID
+	}
+	touch := func(c *fetchSessionCache, id int32, now time.Time) {
+		c.mu.Lock()
+		c.sessions[id].lastUsed = now
+		c.mu.Unlock()
+	}
+	has := func(c *fetchSessionCache, id int32) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.sessions[id] != nil
+	}
+	for _, tc := range []struct {
+		name     string
+		follower bool
+		size     int
+		at       time.Duration
+		touched  bool // the two sessions were used just before at
+		evicts   int  // 0: none created, 1: small one, 2: big one
+	}{
+		{"consumer, all young", false, 100, time.Second, true, 0},
+		{"follower evicts smallest consumer", true, 1, time.Second, true, 1},
+		{"stale lru evicted", false, 1, 121 * time.Second, false, 1},
+		{"consumer evicts old smaller", false, 3, 130 * time.Second, true, 1},
+		{"consumer does not evict old bigger", false, 1, 130 * time.Second, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFetchSessionCache(2)
+			small := newSession(c, false, 2, t0)
+			big := newSession(c, false, 3, t0)
+			if small == 0 || big == 0 {
+				t.Fatal("first two sessions not created")
+			}
+			now := t0.Add(tc.at)
+			if tc.touched {
+				touch(c, small, now)
+				touch(c, big, now)
+			} else {
+				touch(c, big, t0.Add(time.Second))
+			}
+			id := newSession(c, tc.follower, tc.size, now)
+			switch tc.evicts {
+			case 0:
+				if id != 0 || !has(c, small) || !has(c, big) {
+					t.Fatalf("created %d, small %v big %v", id, has(c, small), has(c, big))
+				}
+			case 1:
+				if id == 0 || has(c, small) || !has(c, big) {
+					t.Fatalf("created %d, small %v big %v", id, has(c, small), has(c, big))
+				}
+			}
+			if n, parts := c.stats(); n > 2 || parts > 2+3+tc.size {
+				t.Fatalf("%d sessions, %d partitions", n, parts)
+			}
+		})
+	}
+	// No slots: no sessions.
+	if id := newSession(newFetchSessionCache(0), false, 1, t0); id != 0 {
+		t.Fatalf("0 slots: session %d", id)
+	}
+}
+
+// TestFetchSessionLeaderChange: a session partition whose leadership moves
+// away answers NOT_LEADER_OR_FOLLOWER on each incremental fetch; once led
+// here again it is answered again (its error reset what the client was
+// last told), and a client that updates it with a stale leader epoch is
+// fenced.
+func TestFetchSessionLeaderChange(t *testing.T) {
+	s, tp := newWideServer(t, 2)
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+	p := tp.parts[1]
+	epoch := p.LeaderEpoch()
+	if err := p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
+		ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for e := int32(1); e <= 2; e++ {
+		got := answered(t, mustFetch(t, s, sessFetch(tp, id, e, nil)))
+		if len(got) != 1 || got[1].ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("epoch %d, led elsewhere: %+v", e, got)
+		}
+	}
+	if err := p.MakeLeader(replication.LeaderAndIsr{Leader: s.nodeID, LeaderEpoch: epoch + 2,
+		ISR: []int32{s.nodeID}, Replicas: []int32{s.nodeID}}); err != nil {
+		t.Fatal(err)
+	}
+	got := answered(t, mustFetch(t, s, sessFetch(tp, id, 3, nil)))
+	if len(got) != 1 || got[1].ErrorCode != 0 || got[1].HighWatermark != 0 {
+		t.Fatalf("led here again: %+v", got)
+	}
+	if got := answered(t, mustFetch(t, s, sessFetch(tp, id, 4, nil))); len(got) != 0 {
+		t.Fatalf("nothing new: %+v", got)
+	}
+	req := sessFetch(tp, id, 5, map[int32]int64{1: 0})
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = epoch
+	got = answered(t, mustFetch(t, s, req))
+	if len(got) != 1 || got[1].ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("stale leader epoch: %+v", got)
+	}
+}
+
+// TestFetchSessionBounded: a session cannot grow past the per-session
+// bound: a full fetch naming more makes none, and an incremental one that
+// would grow it past closes it (FETCH_SESSION_ID_NOT_FOUND, the client
+// falls back to full fetches).
+func TestFetchSessionBounded(t *testing.T) {
+	s, tp := newWideServer(t, 4)
+	s.fetchSessions.maxParts = 2
+	resp := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0, 2: 0}))
+	if resp.SessionID != 0 || len(answered(t, resp)) != 3 {
+		t.Fatalf("3 partitions over a bound of 2: session %d, %d answered", resp.SessionID, len(answered(t, resp)))
+	}
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	// Replacing one partition by another stays within the bound.
+	if got := answered(t, mustFetch(t, s, sessFetch(tp, id, 1, map[int32]int64{2: 0}, 0))); len(got) != 1 {
+		t.Fatalf("swap: %+v", got)
+	}
+	resp = mustFetch(t, s, sessFetch(tp, id, 2, map[int32]int64{3: 0}))
+	if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || sessionParts(s, id) != nil {
+		t.Fatalf("growing past the bound: %v, session kept %v", kerr.ErrorForCode(resp.ErrorCode), sessionParts(s, id) != nil)
+	}
+}
+
+// TestFetchSessionSpoofedFollower: a Fetch posing as a replica that fails
+// the follower checks (here: a single node has no followers) gets an
+// ordinary consumer session, never a privileged one that could evict
+// consumers' sessions.
+func TestFetchSessionSpoofedFollower(t *testing.T) {
+	s, tp := newWideServer(t, 1)
+	req := sessFetch(tp, 0, 0, map[int32]int64{0: 0})
+	req.ReplicaID = 5
+	resp := mustFetch(t, s, req)
+	if got := answered(t, resp); got[0].ErrorCode == 0 {
+		t.Fatalf("spoofed follower fetch served: %+v", got)
+	}
+	c := s.fetchSessions
+	c.mu.Lock()
+	sess := c.sessions[resp.SessionID]
+	c.mu.Unlock()
+	if sess == nil || sess.privileged {
+		t.Fatalf("session %d: %+v", resp.SessionID, sess)
+	}
+}
+
+// TestFetchSessionModel drives one session with random incremental
+// fetches (partitions added, moved, forgotten; records appended; now and
+// then a request with a wrong epoch) and checks it against a model of the
+// client: the session holds exactly the model's partitions, a refused
+// request changes nothing, and each answer holds exactly the partitions
+// with records past the client's offset or a high watermark the client
+// has not been told. The seed is logged; FETCH_SESSION_SEED replays one.
+func TestFetchSessionModel(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("FETCH_SESSION_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	const nparts = 8
+	s, tp := newWideServer(t, nparts)
+	type clientPart struct{ offset, toldHW int64 }
+	model := map[int32]*clientPart{0: {0, -1}}
+	var id, epoch int32
+	newSession := func() {
+		parts := map[int32]int64{}
+		for p, cp := range model {
+			parts[p] = cp.offset
+		}
+		resp := mustFetch(t, s, sessFetch(tp, 0, 0, parts))
+		for p, op := range answered(t, resp) {
+			model[p].toldHW = op.HighWatermark
+		}
+		id, epoch = resp.SessionID, 1
+		if id == 0 {
+			t.Fatal("no session")
+		}
+	}
+	newSession()
+	for step := 0; step < 300; step++ {
+		if rng.IntN(3) == 0 {
+			p := rng.Int32N(nparts)
+			if _, err := tp.parts[p].Append(context.Background(), oneRecord(), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		named := map[int32]int64{}
+		var forget []int32
+		for p := int32(0); p < nparts; p++ {
+			cp := model[p]
+			switch r := rng.IntN(10); {
+			case cp == nil && r == 0:
+				named[p] = rng.Int64N(tp.parts[p].HighWatermark() + 1)
+			case cp != nil && r == 0:
+				forget = append(forget, p)
+			case cp != nil && r < 3:
+				named[p] = rng.Int64N(tp.parts[p].HighWatermark() + 1)
+			}
+		}
+		if rng.IntN(10) == 0 {
+			before := sessionParts(s, id)
+			bad := epoch + 1 + rng.Int32N(3)
+			if rng.IntN(2) == 0 {
+				bad = epoch - 1 - rng.Int32N(3)
+			}
+			if bad == 0 || bad == -1 {
+				bad = epoch + 5
+			}
+			resp := mustFetch(t, s, sessFetch(tp, id, bad, named, forget...))
+			if resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code || !slices.Equal(sessionParts(s, id), before) {
+				t.Fatalf("step %d: epoch %d (want %d): %v, session %v -> %v", step, bad, epoch,
+					kerr.ErrorForCode(resp.ErrorCode), before, sessionParts(s, id))
+			}
+			continue
+		}
+		for p, off := range named {
+			if model[p] == nil {
+				model[p] = &clientPart{toldHW: -1}
+			}
+			model[p].offset = off
+		}
+		for _, p := range forget {
+			delete(model, p)
+		}
+		resp := mustFetch(t, s, sessFetch(tp, id, epoch, named, forget...))
+		epoch++
+		if len(model) == 0 {
+			if resp.SessionID != 0 || sessionParts(s, id) != nil {
+				t.Fatalf("step %d: emptied session %d kept", step, id)
+			}
+			model[rng.Int32N(nparts)] = &clientPart{0, -1}
+			newSession()
+			continue
+		}
+		got := answered(t, resp)
+		want := map[int32]bool{}
+		for p, cp := range model {
+			if hw := tp.parts[p].HighWatermark(); cp.offset < hw || cp.toldHW != hw {
+				want[p] = true
+			}
+		}
+		for p := range got {
+			if !want[p] {
+				t.Fatalf("step %d: partition %d answered without news: %+v (client at %+v)", step, p, got[p], *model[p])
+			}
+		}
+		for p := range want {
+			op, ok := got[p]
+			if !ok {
+				t.Fatalf("step %d: partition %d left out (client at %+v, HW %d)", step, p, *model[p], tp.parts[p].HighWatermark())
+			}
+			if (len(op.RecordBatches) > 0) != (model[p].offset < op.HighWatermark) {
+				t.Fatalf("step %d: partition %d: %d record bytes from %d, HW %d", step, p, len(op.RecordBatches), model[p].offset, op.HighWatermark)
+			}
+			model[p].toldHW = op.HighWatermark
+		}
+		var inModel []int32
+		for p := range model {
+			inModel = append(inModel, p)
+		}
+		slices.Sort(inModel)
+		inSession := slices.Clone(sessionParts(s, id))
+		slices.Sort(inSession)
+		if !slices.Equal(inModel, inSession) {
+			t.Fatalf("step %d: session holds %v, client %v", step, inSession, inModel)
+		}
+	}
+}
