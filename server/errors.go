@@ -46,7 +46,6 @@ var (
 	errInvalidRequiredAcks          = errors.New("server: acks must be -1, 0 or 1")
 	errFencedLeaderEpoch            = errors.New("server: fenced leader epoch")
 	errUnknownLeaderEpoch           = errors.New("server: unknown leader epoch")
-	errFetchSessionNotFound         = errors.New("server: fetch sessions are not kept; send full fetch requests")
 	errTransactionsUnsupported      = errors.New("server: transactions are not supported")
 	errResourceNotFound             = errors.New("server: resource not found")
 )
@@ -88,8 +87,6 @@ func errorCode(err error) int16 {
 		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, errUnknownLeaderEpoch):
 		return kerr.UnknownLeaderEpoch.Code
-	case errors.Is(err, errFetchSessionNotFound):
-		return kerr.FetchSessionIDNotFound.Code
 	case errors.Is(err, errResourceNotFound):
 		return kerr.ResourceNotFound.Code
 	case errors.Is(err, engine.ErrOffsetOutOfRange):

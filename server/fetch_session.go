@@ -481,16 +481,17 @@ func (c *fetchSessionCache) evictLocked(privileged bool, size int, now time.Time
 	return true
 }
 
-// stats returns the number of sessions cached and the partitions in them
-// (Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached).
-func (c *fetchSessionCache) stats() (sessions, partitions int) {
+// stats returns the number of sessions cached, the partitions in them and
+// the sessions evicted so far (Kafka's NumIncrementalFetchSessions,
+// NumIncrementalFetchPartitionsCached, IncrementalFetchSessionEvictions).
+func (c *fetchSessionCache) stats() (sessions, partitions int, evictions int64) {
 	if c == nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.sessions {
 		partitions += len(s.parts)
 	}
-	return len(c.sessions), partitions
+	return len(c.sessions), partitions, c.evictions
 }

@@ -217,7 +217,7 @@ func TestFetchSession(t *testing.T) {
 			t.Fatalf("v%d epoch %d: session %d", r.Version, r.SessionEpoch, resp.SessionID)
 		}
 	}
-	if n, _ := s.fetchSessions.stats(); n != 0 {
+	if n, _, _ := s.fetchSessions.stats(); n != 0 {
 		t.Fatalf("%d sessions left", n)
 	}
 }
@@ -393,7 +393,7 @@ func TestFetchSessionEviction(t *testing.T) {
 					t.Fatalf("created %d, small %v big %v", id, has(c, small), has(c, big))
 				}
 			}
-			if n, parts := c.stats(); n > 2 || parts > 2+3+tc.size {
+			if n, parts, _ := c.stats(); n > 2 || parts > 2+3+tc.size {
 				t.Fatalf("%d sessions, %d partitions", n, parts)
 			}
 		})

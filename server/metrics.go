@@ -158,6 +158,9 @@ var (
 	descLeaderCount      = gaugeDesc("kafka_server_replicamanager_leadercount", "Partitions this broker leads.")
 	descUnderReplicated  = gaugeDesc("kafka_server_replicamanager_underreplicatedpartitions", "Partitions led here whose ISR is smaller than their replica set.")
 	descUnderMinISR      = gaugeDesc("kafka_server_replicamanager_underminisrpartitioncount", "Partitions led here whose ISR is below min.insync.replicas.")
+	descFetchSessions    = gaugeDesc("kafka_server_fetchsessioncache_numincrementalfetchsessions", "Incremental fetch sessions (KIP-227) cached here.")
+	descFetchSessParts   = gaugeDesc("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached", "Partitions in the cached incremental fetch sessions.")
+	descFetchSessEvicted = prometheus.NewDesc("kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total", "Incremental fetch sessions evicted to make room for new ones.", nil, nil)
 	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas here whose log has failed (a storage error), as Kafka counts the replicas of an offline log dir.")
 	descActiveController = gaugeDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller, else 0 (a single node is its own controller).")
 	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere); on a single node, those whose log has failed.")
@@ -201,7 +204,7 @@ type stateCollector struct {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descOfflineReplicas,
-		descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
+		descFetchSessions, descFetchSessParts, descFetchSessEvicted, descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
 		descCleanTime, descRecopy, descUncleanable, descTxns} {
@@ -283,6 +286,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descUnderReplicated, float64(under))
 	gauge(descUnderMinISR, float64(underMin))
 	gauge(descOfflineReplicas, float64(offline))
+	sessions, sessParts, evicted := s.fetchSessions.stats()
+	gauge(descFetchSessions, float64(sessions))
+	gauge(descFetchSessParts, float64(sessParts))
+	ch <- prometheus.MustNewConstMetric(descFetchSessEvicted, prometheus.CounterValue, float64(evicted))
 
 	cs := s.cp.controllerStats()
 	active := 0.0

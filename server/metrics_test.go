@@ -237,6 +237,10 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		{"kafka_controller_kafkacontroller_activecontrollercount", nil, 1},
 		{"kafka_controller_kafkacontroller_offlinepartitionscount", nil, 0},
 		{"sluice_metrics_partition_series_suppressed", nil, 0},
+		// The kgo consumer keeps one incremental fetch session (KIP-227).
+		{"kafka_server_fetchsessioncache_numincrementalfetchsessions", nil, 1},
+		{"kafka_server_fetchsessioncache_numincrementalfetchpartitionscached", nil, 1},
+		{"kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total", nil, 0},
 		{"kafka_server_replicamanager_isrshrinks_total", nil, 0},
 		{"kafka_network_requestmetrics_errors_total", map[string]string{"request": "Produce", "error": "NONE"}, n},
 	} {
