@@ -283,8 +283,21 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 // watermark (read_uncommitted) or the last stable offset (read_committed,
 // with the aborted transactions). first: nothing gathered yet, so the first
 // batch may exceed the limits (KIP-74).
+//
+// Leadership and the leader epoch were checked when the request was
+// resolved, but a parked fetch fills again after a leadership change (the
+// purgatory wakes it), so they are checked again on every fill: a
+// partition no longer led here, or led in a newer epoch than the client's,
+// answers its error at once rather than reading as a follower and parking
+// until max_wait (Kafka's DelayedFetch completes on the same conditions).
 func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool) error {
 	p := ft.p
+	if !p.IsLeader() {
+		return replication.ErrNotLeader
+	}
+	if err := checkLeaderEpoch(p, ft.leaderEpoch); err != nil {
+		return err
+	}
 	// The LSO first: it never passes the HW, so the pair stays ordered.
 	op.LastStableOffset = p.LastStableOffset()
 	op.HighWatermark = p.HighWatermark()

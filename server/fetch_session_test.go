@@ -615,3 +615,73 @@ func TestFetchSessionModel(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchParkedLeaderChange: a parked consumer fetch whose partition
+// stops being led here, or is led in a newer leader epoch than the
+// client's, answers NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH when the
+// change wakes it, instead of reading as a follower and parking again
+// until max_wait. max_wait is 30 s and the test gives up after 10 s: a
+// bound that tells "woken and answered" from "waited out max_wait", not a
+// measure of speed.
+func TestFetchParkedLeaderChange(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		session bool
+		change  func(s *Server, p *partition, epoch int32) error
+		want    int16
+	}{
+		{"sessionless/led elsewhere", false, func(s *Server, p *partition, epoch int32) error {
+			return p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
+				ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}})
+		}, kerr.NotLeaderForPartition.Code},
+		{"session/led elsewhere", true, func(s *Server, p *partition, epoch int32) error {
+			return p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
+				ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}})
+		}, kerr.NotLeaderForPartition.Code},
+		{"sessionless/newer leader epoch", false, func(s *Server, p *partition, epoch int32) error {
+			return p.MakeLeader(replication.LeaderAndIsr{Leader: s.nodeID, LeaderEpoch: epoch + 1,
+				ISR: []int32{s.nodeID}, Replicas: []int32{s.nodeID}})
+		}, kerr.FencedLeaderEpoch.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, tp := newWideServer(t, 2)
+			p := tp.parts[1]
+			epoch := p.LeaderEpoch()
+			req := sessFetch(tp, 0, -1, map[int32]int64{0: 0, 1: 0})
+			if tc.session {
+				id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
+				req = sessFetch(tp, id, 1, nil)
+			} else {
+				for i := range req.Topics[0].Partitions {
+					req.Topics[0].Partitions[i].CurrentLeaderEpoch = epoch
+				}
+			}
+			req.MaxWaitMillis, req.MinBytes = 30_000, 1
+			res := make(chan *kmsg.FetchResponse, 1)
+			go func() {
+				resp, err := fetchFlexible(s, req)
+				if err != nil {
+					t.Error(err)
+				}
+				res <- resp
+			}()
+			waitParked(s, 1)
+			if err := tc.change(s, p, epoch); err != nil {
+				t.Fatal(err)
+			}
+			var resp *kmsg.FetchResponse
+			select {
+			case resp = <-res:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the fetch was not answered when leadership changed: it waits out max_wait")
+			}
+			if resp == nil {
+				t.Fatal("no response")
+			}
+			if got := answered(t, resp); got[1].ErrorCode != tc.want {
+				t.Fatalf("partition 1: %v, want %v (%+v)", kerr.ErrorForCode(got[1].ErrorCode), kerr.ErrorForCode(tc.want), got)
+			}
+			checkNoWatchers(t, tp)
+		})
+	}
+}
