@@ -52,12 +52,19 @@ package server
 // from a count in a request: the request was decoded (bounded by the frame
 // size) before we see it.
 //
-// Concurrency: one mutex guards the cache and every session in it. A
-// request takes it twice: in begin, to check and apply the request and
-// bump the epoch (so a duplicate of the request is refused), and in finish,
-// to record what the answer told the client. If another request moved the
-// session's epoch in between (a client racing itself), finish answers
-// INVALID_FETCH_SESSION_EPOCH with no partitions, as Kafka does.
+// Concurrency: each session has its own mutex (fetchSession.mu) for its
+// epoch and partitions; the cache's mutex (fetchSessionCache.mu) guards
+// the map of sessions and what eviction and stats read: each session's
+// last use and size (Kafka's cachedSize) and their total. Only O(1) work
+// and eviction's scan of the slots happen under the cache's mutex; the
+// O(session size) work happens under the session's alone, so one big
+// session does not stall every other fetch. Lock order: a session's mutex,
+// then the cache's, never the other way round. A request takes its
+// session's mutex twice: in begin, to check and apply the request and
+// bump the epoch (so a duplicate of the request is refused), and in
+// finish, to record what the answer told the client. If another request
+// moved the session's epoch in between (a client racing itself), finish
+// answers INVALID_FETCH_SESSION_EPOCH with no partitions, as Kafka does.
 
 import (
 	"math"
@@ -74,7 +81,8 @@ import (
 const (
 	// sessionEvictAfter is Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS.
 	sessionEvictAfter = 120 * time.Second
-	// sessionMaxPartitions bounds one session's partitions (~150 bytes each).
+	// sessionMaxPartitions bounds one session's partitions (~170 bytes
+	// each kept, ~650 bytes allocated per incremental fetch).
 	sessionMaxPartitions = 1 << 18
 
 	sessionInitialEpoch = 0
@@ -148,14 +156,22 @@ type fetchSession struct {
 	topicIDs   bool // made by a v13+ fetch: partitions keyed by topic id
 	created    time.Time
 
-	epoch    int32 // what the next incremental request must carry
+	// Guarded by fetchSessionCache.mu.
 	lastUsed time.Time
-	parts    map[sessionKey]*sessionPartition
+	// size is len(parts) as the cache counts it in fetchSessionCache.parts
+	// (Kafka's cachedSize): set when a request changed parts, 0 once gone.
+	size int
+	gone bool // removed from the cache
+
+	// mu guards the rest. Taken before fetchSessionCache.mu, never after.
+	mu    sync.Mutex
+	epoch int32 // what the next incremental request must carry
+	parts map[sessionKey]*sessionPartition
 	// head and tail are the read order: every partition of parts, once.
 	head, tail *sessionPartition
 }
 
-// REQUIRES: cache mu held (or s not yet shared).
+// REQUIRES: s.mu held.
 func (s *fetchSession) pushBack(p *sessionPartition) {
 	p.prev, p.next = s.tail, nil
 	if s.tail != nil {
@@ -166,7 +182,7 @@ func (s *fetchSession) pushBack(p *sessionPartition) {
 	s.tail = p
 }
 
-// REQUIRES: cache mu held; p in s.
+// REQUIRES: s.mu held; p in s.
 func (s *fetchSession) unlink(p *sessionPartition) {
 	if p.prev != nil {
 		p.prev.next = p.next
@@ -191,13 +207,14 @@ type fetchSessionCache struct {
 
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession
+	// parts is the sum of the sessions' size.
+	parts int
 	// evictions counts sessions evicted to make room (tests, metrics).
 	evictions int64
 }
 
 func newFetchSessionCache(slots int) *fetchSessionCache {
-	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, maxParts: sessionMaxPartitions,
-		sessions: map[int32]*fetchSession{}}
+	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, maxParts: sessionMaxPartitions, sessions: map[int32]*fetchSession{}}
 }
 
 // fetchSessionKind is what begin made of a request's session metadata.
@@ -234,7 +251,9 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 	if epoch == sessionInitialEpoch || epoch == sessionFinalEpoch {
 		if id != 0 && c != nil {
 			c.mu.Lock()
-			delete(c.sessions, id)
+			if s := c.sessions[id]; s != nil {
+				c.removeLocked(s)
+			}
 			c.mu.Unlock()
 		}
 		if epoch == sessionInitialEpoch {
@@ -247,12 +266,15 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 		return fc
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.sessions[id]
-	switch {
-	case s == nil:
+	c.mu.Unlock()
+	if s == nil {
 		fc.errCode = kerr.FetchSessionIDNotFound.Code
 		return fc
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
 	case s.epoch != epoch:
 		fc.errCode = kerr.InvalidFetchSessionEpoch.Code
 		return fc
@@ -260,17 +282,17 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 		fc.errCode = kerr.FetchSessionTopicIDError.Code
 		return fc
 	}
-	if !s.apply(r, c.maxParts) {
-		delete(c.sessions, id)
-		fc.errCode = kerr.FetchSessionIDNotFound.Code
+	s.apply(r)
+	c.mu.Lock()
+	fc.errCode = c.resizeLocked(s, now)
+	c.mu.Unlock()
+	if fc.errCode != 0 {
 		return fc
 	}
 	if len(s.parts) == 0 {
-		delete(c.sessions, id)
 		r.Topics = nil
 		return fc
 	}
-	s.lastUsed = now
 	s.epoch = nextSessionEpoch(s.epoch)
 	fc.kind, fc.sess, fc.epoch = fetchIncremental, s, s.epoch
 	fc.parts = make([]*sessionPartition, 0, len(s.parts))
@@ -294,12 +316,45 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 	return fc
 }
 
+// resizeLocked accounts for s after a request changed its partitions and
+// marks it used at now. It returns FETCH_SESSION_ID_NOT_FOUND, having
+// removed s, if s was evicted meanwhile or now holds more than maxParts
+// partitions; s emptied is
+// removed with no error (the request is answered sessionless).
+// REQUIRES: s.mu and c.mu held.
+func (c *fetchSessionCache) resizeLocked(s *fetchSession, now time.Time) int16 {
+	n := len(s.parts)
+	switch {
+	case s.gone:
+		return kerr.FetchSessionIDNotFound.Code
+	case n > c.maxParts:
+		c.removeLocked(s)
+		return kerr.FetchSessionIDNotFound.Code
+	case n == 0:
+		c.removeLocked(s)
+		return 0
+	}
+	c.parts += n - s.size
+	s.size, s.lastUsed = n, now
+	return 0
+}
+
+// removeLocked drops s from the cache.
+// REQUIRES: c.mu held; s in c.
+func (c *fetchSessionCache) removeLocked(s *fetchSession) {
+	delete(c.sessions, s.id)
+	c.parts -= s.size
+	s.size, s.gone = 0, true
+}
+
 // apply adds or updates r's partitions in s and drops its forgotten ones
 // (ones not in s are ignored), in Kafka's order: a partition both named
-// and forgotten is dropped. It reports false, having changed s, if s ends
-// up with more than maxParts partitions.
-// REQUIRES: cache mu held.
-func (s *fetchSession) apply(r *kmsg.FetchRequest, maxParts int) bool {
+// and forgotten is dropped. It grows s by the partitions r names at most,
+// which were decoded from a frame already; the caller checks the bounds
+// after (resizeLocked), so a request that swaps partitions at a bound is
+// fine.
+// REQUIRES: s.mu held.
+func (s *fetchSession) apply(r *kmsg.FetchRequest) {
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		for j := range rt.Partitions {
@@ -325,10 +380,6 @@ func (s *fetchSession) apply(r *kmsg.FetchRequest, maxParts int) bool {
 			}
 		}
 	}
-	// Checked after the forgotten ones are dropped, so a request that
-	// swaps partitions at the bound is fine; it grew s by what the
-	// request named at most.
-	return len(s.parts) <= maxParts
 }
 
 func (s *fetchSession) key(topic string, id [16]byte, partition int32) sessionKey {
@@ -348,9 +399,9 @@ func (c *fetchSessionCache) finish(fc *fetchSessionCtx, out *fetchresp.Response,
 	case fetchFull:
 		out.SessionID = c.create(fc, out, now)
 	case fetchIncremental:
-		c.mu.Lock()
-		defer c.mu.Unlock()
 		s := fc.sess
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		out.SessionID = s.id
 		if s.epoch != fc.epoch {
 			releaseFetch(out)
@@ -387,7 +438,9 @@ func (c *fetchSessionCache) finish(fc *fetchSessionCtx, out *fetchresp.Response,
 }
 
 // create makes a session of the full fetch fc answered by out and returns
-// its id, or 0 if the cache has no room for it.
+// its id, or 0 if the cache has no room for it. Room is found (evicting if
+// need be) before the session is built, and the session is built under
+// its own mutex only.
 func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response, now time.Time) int32 {
 	if c == nil || c.slots <= 0 {
 		return 0
@@ -400,9 +453,26 @@ func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response,
 	if n == 0 || n > c.maxParts {
 		return 0
 	}
-	// Built outside the lock; keys repeated in r keep the last.
 	s := &fetchSession{privileged: fc.privileged, topicIDs: r.Version >= 13, created: now, lastUsed: now,
-		epoch: nextSessionEpoch(sessionInitialEpoch), parts: make(map[sessionKey]*sessionPartition, n)}
+		epoch: nextSessionEpoch(sessionInitialEpoch)}
+	// Nobody else can reach s until its id is answered, but lock order is
+	// kept all the same.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.mu.Lock()
+	if !c.roomLocked(s.privileged, n, now) {
+		c.mu.Unlock()
+		return 0
+	}
+	for s.id == 0 || c.sessions[s.id] != nil {
+		s.id = rand.Int32N(math.MaxInt32) + 1 // ids are 1..MaxInt32
+	}
+	c.sessions[s.id] = s
+	s.size = n // an upper bound until built: keys repeated in r count once
+	c.parts += n
+	c.mu.Unlock()
+
+	s.parts = make(map[sessionKey]*sessionPartition, n)
 	all := make([]sessionPartition, n)
 	n = 0
 	for i := range r.Topics {
@@ -422,34 +492,50 @@ func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response,
 			s.pushBack(p)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.sessions) >= c.slots && !c.evictLocked(s.privileged, len(s.parts), now) {
-		return 0
+	if len(s.parts) != n {
+		c.mu.Lock()
+		if !s.gone {
+			c.parts += len(s.parts) - s.size
+			s.size = len(s.parts)
+		}
+		c.mu.Unlock()
 	}
-	for s.id == 0 || c.sessions[s.id] != nil {
-		s.id = rand.Int32N(math.MaxInt32) + 1 // ids are 1..MaxInt32
-	}
-	c.sessions[s.id] = s
 	return s.id
 }
 
-// evictLocked makes room for a new session (privileged: a follower's) of
-// size partitions, by Kafka's rules (see the file comment), and reports
-// whether it did.
+// roomLocked makes room for a new session (privileged: a follower's) of
+// size partitions and reports whether it did: a slot, by Kafka's rules
+// (see the file comment).
 // REQUIRES: c.mu held.
-func (c *fetchSessionCache) evictLocked(privileged bool, size int, now time.Time) bool {
+func (c *fetchSessionCache) roomLocked(privileged bool, size int, now time.Time) bool {
+	return len(c.sessions) < c.slots || c.evictLocked(privileged, size, now)
+}
+
+// lruLocked returns the least recently used session (lower id first among
+// equals), nil if there is none.
+// REQUIRES: c.mu held.
+func (c *fetchSessionCache) lruLocked() *fetchSession {
 	var lru *fetchSession
 	for _, s := range c.sessions {
 		if lru == nil || s.lastUsed.Before(lru.lastUsed) || s.lastUsed.Equal(lru.lastUsed) && s.id < lru.id {
 			lru = s
 		}
 	}
+	return lru
+}
+
+// evictLocked makes room for a new session (privileged: a follower's) of
+// size partitions, by Kafka's rules (see the file comment), and reports
+// whether it did. Sizes are the cache's (fetchSession.size): it never
+// takes a session's mutex.
+// REQUIRES: c.mu held.
+func (c *fetchSessionCache) evictLocked(privileged bool, size int, now time.Time) bool {
+	lru := c.lruLocked()
 	if lru == nil {
 		return false
 	}
 	if now.Sub(lru.lastUsed) > c.evictAfter {
-		delete(c.sessions, lru.id)
+		c.removeLocked(lru)
 		c.evictions++
 		return true
 	}
@@ -458,8 +544,8 @@ func (c *fetchSessionCache) evictLocked(privileged bool, size int, now time.Time
 		if aPriv != b.privileged {
 			return !aPriv
 		}
-		if aSize != len(b.parts) {
-			return aSize < len(b.parts)
+		if aSize != b.size {
+			return aSize < b.size
 		}
 		return aID < b.id
 	}
@@ -469,14 +555,14 @@ func (c *fetchSessionCache) evictLocked(privileged bool, size int, now time.Time
 		if !old && (!privileged || s.privileged) {
 			continue
 		}
-		if victim == nil || less(s.privileged, len(s.parts), s.id, victim) {
+		if victim == nil || less(s.privileged, s.size, s.id, victim) {
 			victim = s
 		}
 	}
 	if victim == nil || less(privileged, size, 0, victim) {
 		return false
 	}
-	delete(c.sessions, victim.id)
+	c.removeLocked(victim)
 	c.evictions++
 	return true
 }
@@ -490,8 +576,5 @@ func (c *fetchSessionCache) stats() (sessions, partitions int, evictions int64) 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range c.sessions {
-		partitions += len(s.parts)
-	}
-	return len(c.sessions), partitions, c.evictions
+	return len(c.sessions), c.parts, c.evictions
 }

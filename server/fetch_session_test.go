@@ -3,10 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,11 +107,13 @@ func fetchFlexible(s *Server, req *kmsg.FetchRequest) (*kmsg.FetchResponse, erro
 func sessionParts(s *Server, id int32) []int32 {
 	c := s.fetchSessions
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	sess := c.sessions[id]
+	c.mu.Unlock()
 	if sess == nil {
 		return nil
 	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
 	parts := []int32{}
 	for p := sess.head; p != nil; p = p.next {
 		parts = append(parts, p.key.partition)
@@ -326,24 +331,29 @@ func TestFetchSessionRace(t *testing.T) {
 	}
 }
 
+// cacheSession asks cache c for a session of a full v12 fetch of size
+// partitions of topic "t" (follower: privileged) and returns its id, 0 if
+// none was made.
+func cacheSession(c *fetchSessionCache, follower bool, size int, now time.Time) int32 {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	rt := kmsg.FetchRequestTopic{Topic: "t"}
+	out := &fetchresp.Response{Topics: []fetchresp.Topic{{Name: "t"}}}
+	for i := range size {
+		rt.Partitions = append(rt.Partitions, kmsg.FetchRequestTopicPartition{Partition: int32(i)})
+		out.Topics[0].Partitions = append(out.Topics[0].Partitions, fetchresp.Partition{Partition: int32(i)})
+	}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	fc := fetchSessionCtx{kind: fetchFull, privileged: follower, req: req}
+	c.finish(&fc, out, now)
+	return out.SessionID
+}
+
 // TestFetchSessionEviction: the cache's eviction rules (Kafka's
 // FetchSessionCacheShard.tryEvict) with two slots.
 func TestFetchSessionEviction(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	newSession := func(c *fetchSessionCache, follower bool, size int, now time.Time) int32 {
-		req := kmsg.NewPtrFetchRequest()
-		req.SetVersion(12)
-		rt := kmsg.FetchRequestTopic{Topic: "t"}
-		out := &fetchresp.Response{Topics: []fetchresp.Topic{{Name: "t"}}}
-		for i := range size {
-			rt.Partitions = append(rt.Partitions, kmsg.FetchRequestTopicPartition{Partition: int32(i)})
-			out.Topics[0].Partitions = append(out.Topics[0].Partitions, fetchresp.Partition{Partition: int32(i)})
-		}
-		req.Topics = []kmsg.FetchRequestTopic{rt}
-		fc := fetchSessionCtx{kind: fetchFull, privileged: follower, req: req}
-		c.finish(&fc, out, now)
-		return out.SessionID
-	}
+	newSession := cacheSession
 	touch := func(c *fetchSessionCache, id int32, now time.Time) {
 		c.mu.Lock()
 		c.sessions[id].lastUsed = now
@@ -683,5 +693,138 @@ func TestFetchParkedLeaderChange(t *testing.T) {
 			}
 			checkNoWatchers(t, tp)
 		})
+	}
+}
+
+// TestFetchSessionLockPerSession: a session busy with a request (its mutex
+// held, as for the O(session size) work of begin and finish) holds up
+// neither another session's fetches, nor new sessions, nor eviction, nor
+// the stats. The 10 s bound tells "done" from "blocked", nothing more.
+func TestFetchSessionLockPerSession(t *testing.T) {
+	s, tp := newWideServer(t, 2)
+	busy := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0})).SessionID
+	other := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{1: 0})).SessionID
+	c := s.fetchSessions
+	c.mu.Lock()
+	sb := c.sessions[busy]
+	c.mu.Unlock()
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			if resp, err := fetchFlexible(s, sessFetch(tp, other, 1, map[int32]int64{0: 0})); err != nil || resp.ErrorCode != 0 {
+				return fmt.Errorf("other session's fetch: %v, %+v", err, resp)
+			}
+			if resp, err := fetchFlexible(s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})); err != nil || resp.SessionID == 0 {
+				return fmt.Errorf("new session: %v, %+v", err, resp)
+			}
+			if n, parts, _ := c.stats(); n != 3 || parts != 5 {
+				return fmt.Errorf("stats: %d sessions, %d partitions; want 3, 5", n, parts)
+			}
+			// Evicting the busy session, the smallest consumer's: its
+			// size is the cache's to read.
+			c.slots = 3
+			if cacheSession(c, true, 1, time.Now()) == 0 {
+				return fmt.Errorf("a follower's session evicted nothing")
+			}
+			return nil
+		}()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked behind another session's mutex")
+	}
+	c.mu.Lock()
+	gone := sb.gone
+	c.mu.Unlock()
+	if !gone {
+		t.Fatal("the busy session, the smallest, was not evicted")
+	}
+}
+
+// TestFetchSessionConcurrent runs sessions' fetches, new sessions that
+// evict others, and closes all at once (run with -race), then checks the
+// cache's bookkeeping: the partitions it counts are those its sessions
+// hold.
+func TestFetchSessionConcurrent(t *testing.T) {
+	s, tp := newWideServer(t, 4)
+	s.fetchSessions.slots = 3
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				parts := map[int32]int64{int32(g): 0}
+				if g%2 == 0 {
+					parts[int32(g+1)] = 0
+				}
+				id := mustFetch(t, s, sessFetch(tp, 0, 0, parts)).SessionID
+				for epoch := int32(1); epoch < 4 && id != 0; epoch++ {
+					resp := mustFetch(t, s, sessFetch(tp, id, epoch, map[int32]int64{int32((g + 2) % 4): 0}))
+					if resp.ErrorCode != 0 {
+						break // evicted by another goroutine's session
+					}
+				}
+				if id != 0 {
+					mustFetch(t, s, sessFetch(tp, id, -1, map[int32]int64{0: 0}))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c := s.fetchSessions
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := 0
+	for _, sess := range c.sessions {
+		sess.mu.Lock()
+		if sess.size != len(sess.parts) {
+			t.Errorf("session %d: size %d, holds %d", sess.id, sess.size, len(sess.parts))
+		}
+		held += len(sess.parts)
+		sess.mu.Unlock()
+	}
+	if c.parts != held || len(c.sessions) > c.slots {
+		t.Fatalf("cache counts %d partitions in %d sessions; they hold %d", c.parts, len(c.sessions), held)
+	}
+}
+
+// TestFetchSessionNoRoomNoBuild: a full fetch that finds no room in the
+// cache (every slot holds a young consumer session as big) is not turned
+// into a session first: asking costs nothing per partition.
+func TestFetchSessionNoRoomNoBuild(t *testing.T) {
+	const n = 10_000
+	c := newFetchSessionCache(1)
+	now := time.Now()
+	if cacheSession(c, false, n, now) == 0 {
+		t.Fatal("first session not created")
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	rt := kmsg.FetchRequestTopic{Topic: "u"}
+	out := &fetchresp.Response{Topics: []fetchresp.Topic{{Name: "u"}}}
+	for i := range n {
+		rt.Partitions = append(rt.Partitions, kmsg.FetchRequestTopicPartition{Partition: int32(i)})
+		out.Topics[0].Partitions = append(out.Topics[0].Partitions, fetchresp.Partition{Partition: int32(i)})
+	}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	fc := fetchSessionCtx{kind: fetchFull, req: req}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	id := c.create(&fc, out, now)
+	runtime.ReadMemStats(&m1)
+	if id != 0 {
+		t.Fatal("a session made with no room")
+	}
+	// Building the session would take ~170 bytes a partition.
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > 16*n {
+		t.Fatalf("refusing a session of %d partitions allocated %d bytes", n, got)
 	}
 }
