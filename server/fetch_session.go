@@ -45,12 +45,22 @@ package server
 // fetches. The cache is small (slots, 1000 by default) so eviction scans
 // it rather than keeping Kafka's sorted indexes.
 //
-// Memory: a session holds at most sessionMaxPartitions partitions; an
-// incremental request that would grow it past that closes it
+// Memory: a session holds at most sessionMaxPartitions partitions, and
+// all sessions together at most sessionCacheMaxPartitions (~170 bytes
+// each, so ~170 MiB in all, whatever the slots). An incremental request
+// that would grow its session past either bound closes it
 // (FETCH_SESSION_ID_NOT_FOUND, after which clients fall back to full
-// fetches) and a full fetch naming more creates none. Nothing is allocated
-// from a count in a request: the request was decoded (bounded by the frame
-// size) before we see it.
+// fetches, as they do when their session was evicted); a full fetch naming
+// more than sessionMaxPartitions creates none, and one that does not fit
+// in the budget creates none unless sessions unused for sessionEvictAfter
+// can be evicted to make room (answer id 0, as when the slots are full).
+// Both bounds count partitions, not client-chosen counts: what a request
+// adds to a session was decoded from its frame (bounded by
+// socket.request.max.bytes) before we see it. But an incremental fetch of
+// a session of n partitions is served like a full fetch of n partitions
+// (r.Topics, the targets and the answer, ~650 bytes a partition) from a
+// request of a few bytes, outside queued.max.request.bytes: the bounds
+// above are what bound that work.
 //
 // Concurrency: each session has its own mutex (fetchSession.mu) for its
 // epoch and partitions; the cache's mutex (fetchSessionCache.mu) guards
@@ -84,6 +94,9 @@ const (
 	// sessionMaxPartitions bounds one session's partitions (~170 bytes
 	// each kept, ~650 bytes allocated per incremental fetch).
 	sessionMaxPartitions = 1 << 18
+	// sessionCacheMaxPartitions bounds the partitions of all sessions
+	// together: ~170 MiB kept at most, whatever the slots.
+	sessionCacheMaxPartitions = 1 << 20
 
 	sessionInitialEpoch = 0
 	sessionFinalEpoch   = -1
@@ -204,17 +217,19 @@ type fetchSessionCache struct {
 	slots      int
 	evictAfter time.Duration
 	maxParts   int // sessionMaxPartitions; tests lower it
+	maxTotal   int // sessionCacheMaxPartitions; tests lower it
 
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession
-	// parts is the sum of the sessions' size.
+	// parts is the sum of the sessions' size. Invariant: parts <= maxTotal.
 	parts int
 	// evictions counts sessions evicted to make room (tests, metrics).
 	evictions int64
 }
 
 func newFetchSessionCache(slots int) *fetchSessionCache {
-	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, maxParts: sessionMaxPartitions, sessions: map[int32]*fetchSession{}}
+	return &fetchSessionCache{slots: slots, evictAfter: sessionEvictAfter, maxParts: sessionMaxPartitions,
+		maxTotal: sessionCacheMaxPartitions, sessions: map[int32]*fetchSession{}}
 }
 
 // fetchSessionKind is what begin made of a request's session metadata.
@@ -319,7 +334,7 @@ func (c *fetchSessionCache) begin(r *kmsg.FetchRequest, follower bool, now time.
 // resizeLocked accounts for s after a request changed its partitions and
 // marks it used at now. It returns FETCH_SESSION_ID_NOT_FOUND, having
 // removed s, if s was evicted meanwhile or now holds more than maxParts
-// partitions; s emptied is
+// partitions or more than the cache's budget leaves it; s emptied is
 // removed with no error (the request is answered sessionless).
 // REQUIRES: s.mu and c.mu held.
 func (c *fetchSessionCache) resizeLocked(s *fetchSession, now time.Time) int16 {
@@ -327,7 +342,7 @@ func (c *fetchSessionCache) resizeLocked(s *fetchSession, now time.Time) int16 {
 	switch {
 	case s.gone:
 		return kerr.FetchSessionIDNotFound.Code
-	case n > c.maxParts:
+	case n > c.maxParts || c.parts-s.size+n > c.maxTotal:
 		c.removeLocked(s)
 		return kerr.FetchSessionIDNotFound.Code
 	case n == 0:
@@ -450,7 +465,7 @@ func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response,
 	for i := range r.Topics {
 		n += len(r.Topics[i].Partitions)
 	}
-	if n == 0 || n > c.maxParts {
+	if n == 0 || n > c.maxParts || n > c.maxTotal {
 		return 0
 	}
 	s := &fetchSession{privileged: fc.privileged, topicIDs: r.Version >= 13, created: now, lastUsed: now,
@@ -504,10 +519,20 @@ func (c *fetchSessionCache) create(fc *fetchSessionCtx, out *fetchresp.Response,
 }
 
 // roomLocked makes room for a new session (privileged: a follower's) of
-// size partitions and reports whether it did: a slot, by Kafka's rules
-// (see the file comment).
+// size partitions and reports whether it did: within the cache's budget
+// of partitions, by evicting sessions unused for evictAfter (least
+// recently used first) if need be; then a slot, by Kafka's rules (see the
+// file comment).
 // REQUIRES: c.mu held.
 func (c *fetchSessionCache) roomLocked(privileged bool, size int, now time.Time) bool {
+	for c.parts+size > c.maxTotal {
+		lru := c.lruLocked()
+		if lru == nil || now.Sub(lru.lastUsed) <= c.evictAfter {
+			return false
+		}
+		c.removeLocked(lru)
+		c.evictions++
+	}
 	return len(c.sessions) < c.slots || c.evictLocked(privileged, size, now)
 }
 

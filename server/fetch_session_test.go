@@ -828,3 +828,62 @@ func TestFetchSessionNoRoomNoBuild(t *testing.T) {
 		t.Fatalf("refusing a session of %d partitions allocated %d bytes", n, got)
 	}
 }
+
+// TestFetchSessionBudget: all sessions together hold at most the cache's
+// budget of partitions, whatever the slots: a full fetch that does not fit
+// makes no session (the client keeps full fetches), an incremental one
+// that would pass it closes its session (FETCH_SESSION_ID_NOT_FOUND), and
+// sessions unused for sessionEvictAfter give way to a new one.
+func TestFetchSessionBudget(t *testing.T) {
+	t.Run("server", func(t *testing.T) {
+		s, tp := newWideServer(t, 8)
+		s.fetchSessions.maxTotal = 5
+		a := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0, 2: 0})).SessionID
+		if a == 0 {
+			t.Fatal("no session within the budget")
+		}
+		resp := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{3: 0, 4: 0, 5: 0}))
+		if resp.SessionID != 0 || len(answered(t, resp)) != 3 {
+			t.Fatalf("over the budget: session %d, %d answered", resp.SessionID, len(answered(t, resp)))
+		}
+		b := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{3: 0, 4: 0})).SessionID
+		if b == 0 {
+			t.Fatal("no session filling the budget")
+		}
+		// Swapping a partition for another stays within it.
+		if resp := mustFetch(t, s, sessFetch(tp, a, 1, map[int32]int64{5: 0}, 0)); resp.ErrorCode != 0 {
+			t.Fatalf("swap at the budget: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		resp = mustFetch(t, s, sessFetch(tp, a, 2, map[int32]int64{6: 0}))
+		if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || sessionParts(s, a) != nil {
+			t.Fatalf("growing past the budget: %v, session kept %v", kerr.ErrorForCode(resp.ErrorCode), sessionParts(s, a) != nil)
+		}
+		if n, parts, _ := s.fetchSessions.stats(); n != 1 || parts != 2 {
+			t.Fatalf("%d sessions, %d partitions; want 1, 2", n, parts)
+		}
+		if mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{5: 0, 6: 0, 7: 0})).SessionID == 0 {
+			t.Fatal("no session in the room freed")
+		}
+	})
+	t.Run("stale sessions give way", func(t *testing.T) {
+		t0 := time.Unix(1_000_000, 0)
+		c := newFetchSessionCache(10)
+		c.maxTotal = 4
+		old := cacheSession(c, false, 2, t0)
+		young := cacheSession(c, false, 2, t0.Add(60*time.Second))
+		if old == 0 || young == 0 {
+			t.Fatal("sessions within the budget not created")
+		}
+		if id := cacheSession(c, false, 2, t0.Add(100*time.Second)); id != 0 {
+			t.Fatalf("session %d made over the budget with none stale", id)
+		}
+		if id := cacheSession(c, false, 2, t0.Add(125*time.Second)); id == 0 {
+			t.Fatal("a stale session did not give way")
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.sessions[old] != nil || c.sessions[young] == nil || c.parts != 4 || c.evictions != 1 {
+			t.Fatalf("old kept %v, young kept %v, %d partitions, %d evictions", c.sessions[old] != nil, c.sessions[young] != nil, c.parts, c.evictions)
+		}
+	})
+}
