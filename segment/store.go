@@ -221,6 +221,8 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	l.managed = true
+	seg.manage(openSegments)
 	l.segs = []*segment{seg}
 	s.logs[id] = l
 	return l, nil

@@ -1,0 +1,19 @@
+package segment
+
+import (
+	"os"
+	"strconv"
+)
+
+// SEGMENT_OPEN_MAX=n runs the package's tests with an open-segment cache
+// of n segments (1 makes nearly every access reopen files), so that every
+// test also exercises eviction and reopening.
+func init() {
+	if v := os.Getenv("SEGMENT_OPEN_MAX"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			panic("SEGMENT_OPEN_MAX: " + err.Error())
+		}
+		SetOpenSegmentsMax(n)
+	}
+}
