@@ -41,11 +41,11 @@ type segment struct {
 	// Open state, for the cache. hmu guards open, dead, pins and
 	// indexBytes; cache is set once, before the segment is published.
 	hmu        sync.Mutex
-	cache      *openCache // nil: unmanaged, always open
-	open       bool       // f, zf, idx and tidx are valid
-	dead       bool       // closed or removed for good: pin fails
-	pins       int32      // pins held; the cache never closes a pinned segment
-	indexBytes int        // index room a reopen maps: the active preallocation, 0 when inactive
+	cache      *openCache   // nil: unmanaged, always open
+	open       bool         // f, zf, idx and tidx are valid
+	dead       bool         // closed or removed for good: pin fails
+	pins       int32        // pins held; the cache never closes a pinned segment
+	indexBytes int          // index room a reopen maps: the active preallocation, 0 when inactive
 	pinned     atomic.Int32 // copy of pins for the evictor's sweep (a hint)
 	ref        atomic.Bool  // CLOCK reference bit, set by pin
 	slot       int          // index in cache.ring, -1 when out. REQUIRES: cache.mu
