@@ -85,7 +85,7 @@ type Log struct {
 // the log is managed (see Log.managed). Call it before publishing s.
 func (l *Log) manage(s *segment) {
 	if l.managed {
-		s.manage(openSegments)
+		s.manage(l.store.cache)
 	}
 }
 

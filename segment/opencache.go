@@ -19,36 +19,31 @@ import (
 // whatever the number of partitions.
 const DefaultOpenSegmentsMax = 1000
 
-// openSegments is the process-wide cache of open segments: file
-// descriptors and mappings are process resources, so one bound covers
-// every Store (log dir) of the process.
-var openSegments = newOpenCache(DefaultOpenSegmentsMax)
+// openSegmentsMax is the bound of the cache of each Store opened from now
+// on (see SetOpenSegmentsMax).
+var openSegmentsMax atomic.Int64
 
-// SetOpenSegmentsMax sets the bound of the open-segment cache
-// (log.segment.open.files.max); n < 1 means 1. It applies to every Store
-// of the process from the next segment opened on. Safe to call at any
-// time.
-func SetOpenSegmentsMax(n int) {
-	openSegments.mu.Lock()
-	openSegments.max = max(n, 1)
-	openSegments.mu.Unlock()
-	openSegments.evict()
-}
+func init() { openSegmentsMax.Store(DefaultOpenSegmentsMax) }
+
+// SetOpenSegmentsMax sets log.segment.open.files.max for the Stores
+// opened from now on; n < 1 means 1. A broker has one Store, so this
+// bounds the process; a Store's bound stays what it was at Open. (One
+// cache per Store, not one per process: a test that simulates a crash
+// abandons a Store and opens another on the same files, and the
+// abandoned one must never touch them again, as a dead process would not.)
+func SetOpenSegmentsMax(n int) { openSegmentsMax.Store(int64(max(n, 1))) }
 
 // OpenSegmentsMax returns the bound set by SetOpenSegmentsMax.
-func OpenSegmentsMax() int {
-	openSegments.mu.Lock()
-	defer openSegments.mu.Unlock()
-	return openSegments.max
-}
+func OpenSegmentsMax() int { return int(openSegmentsMax.Load()) }
 
-// OpenSegments returns how many segments have their files open now, and
-// how many were reopened and evicted since the process started.
-func OpenSegments() (open int, reopens, evictions int64) {
-	openSegments.mu.Lock()
-	open = len(openSegments.ring)
-	openSegments.mu.Unlock()
-	return open, openSegments.reopens.Load(), openSegments.evictions.Load()
+// OpenSegments returns how many of the store's segments have their files
+// open now, and how many were reopened and evicted since it opened.
+func (s *Store) OpenSegments() (open int, reopens, evictions int64) {
+	c := s.cache
+	c.mu.Lock()
+	open = len(c.ring)
+	c.mu.Unlock()
+	return open, c.reopens.Load(), c.evictions.Load()
 }
 
 // openCache bounds the segments whose files are open. Every segment of an

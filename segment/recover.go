@@ -144,7 +144,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 	// cache may close them as soon as they are handed to it.
 	l.managed = true
 	for _, seg := range l.segs {
-		seg.manage(openSegments)
+		seg.manage(l.store.cache)
 	}
 	return l, nil
 }
