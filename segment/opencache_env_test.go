@@ -17,3 +17,10 @@ func init() {
 		SetOpenSegmentsMax(n)
 	}
 }
+
+func init() {
+	// Stores abandoned by crash tests would otherwise checkpoint their
+	// stale recovery points into reused directories a minute later; the
+	// tests of the periodic checkpoint turn it on themselves.
+	SetRecoveryCheckpointInterval(0)
+}
