@@ -355,12 +355,20 @@ func normalize(cfg engine.LogConfig) engine.LogConfig {
 // offset, as TruncateFullyAndStartAt does.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
+	cut := offset < l.end.Load()
 	restarted, err := l.truncateLocked(offset)
 	l.appendMu.Unlock()
 	if err == nil && restarted {
 		// The start may have moved down: without the checkpoint, a
 		// crash would bring back the old start, above the new end.
 		err = l.store.checkpointStartOffsets()
+	}
+	if err == nil && cut {
+		// The recovery point moved down: a checkpoint still holding
+		// the old one (written periodically) would let recovery trust
+		// offsets rewritten since and not yet fsynced (Kafka
+		// checkpoints after truncateTo too).
+		err = l.store.checkpointRecoveryPoints()
 	}
 	return err
 }
@@ -456,7 +464,11 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if err != nil {
 		return err
 	}
-	return l.store.checkpointStartOffsets()
+	if err := l.store.checkpointStartOffsets(); err != nil {
+		return err
+	}
+	// The recovery point moved (see Truncate).
+	return l.store.checkpointRecoveryPoints()
 }
 
 // truncateFullyLocked checks the log and offset and restarts the log at
