@@ -280,3 +280,42 @@ func TestPeriodicRecoveryCheckpoint(t *testing.T) {
 	}
 	t.Log(fmt.Sprintf("recovered %d of %d bytes", st2.recoveredBytes.Load(), total))
 }
+
+// TestCloseUnchangedLogsNoFsync: a clean stop fsyncs no log that has
+// nothing past its recovery point (a reopened log, or one flushed and not
+// written since). (The checkpoints are one file per log dir already.)
+func TestCloseUnchangedLogsNoFsync(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	ids := []engine.PartitionID{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 0}}
+	rng := rand.New(rand.NewSource(4))
+	for _, id := range ids {
+		l, err := st.CreateLog(id, testCfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(t, l, rng, 3, 1)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openStore(t, dir, nil)
+	var logs []*Log
+	for _, id := range ids {
+		l, err := st.OpenLog(id, testCfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l.(*Log))
+	}
+	fill(t, logs[1], rng, 1, 1) // b changed: one fsync round
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs[0].syncer.rounds.Load(); got != 0 {
+		t.Errorf("unchanged log: %d fsync rounds at close, want 0", got)
+	}
+	if got := logs[1].syncer.rounds.Load(); got != 1 {
+		t.Errorf("changed log: %d fsync rounds at close, want 1", got)
+	}
+}
