@@ -68,11 +68,13 @@ type openCache struct {
 	ring []*segment // the open managed segments; ring[i].slot == i
 	hand int        // next ring index the sweep looks at
 
+	log  *slog.Logger
+
 	reopens   atomic.Int64
 	evictions atomic.Int64
 }
 
-func newOpenCache(max int) *openCache { return &openCache{max: max} }
+func newOpenCache(max int, log *slog.Logger) *openCache { return &openCache{max: max, log: log} }
 
 // add puts s, just opened, in the ring, then evicts while over the bound.
 func (c *openCache) add(s *segment) {
@@ -145,7 +147,7 @@ func (c *openCache) evict() {
 				// written (write(2) returned): nothing acknowledged is
 				// lost, and the next fsync of the file reports any
 				// writeback error.
-				slog.Warn("segment: closing an evicted segment", "file", v.path, "err", err)
+				c.log.Warn("segment: closing an evicted segment", "file", v.path, "err", err)
 			}
 			c.evictions.Add(1)
 		}

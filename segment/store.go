@@ -107,11 +107,11 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 		recoveryPoints: map[engine.PartitionID]int64{},
 		startOffsets:   map[engine.PartitionID]int64{},
 		unrecovered:    map[engine.PartitionID]bool{},
-		cache:          newOpenCache(OpenSegmentsMax()),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.cache = newOpenCache(OpenSegmentsMax(), s.log)
 	if s.now == nil {
 		s.now = time.Now
 	}
