@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultOpenSegmentsMax is the default of log.segment.open.files.max: how
-// many segments of the process may have their files open and their
+// many segments of a Store (a broker has one) may have their files open and their
 // indexes mapped at once. Each open segment holds 3 descriptors (.log,
 // .index, .timeindex; a .txnindex only while it is written) and 2
 // mappings, so 1,000 segments are about 3,000 descriptors and 2,000
@@ -68,7 +68,7 @@ type openCache struct {
 	ring []*segment // the open managed segments; ring[i].slot == i
 	hand int        // next ring index the sweep looks at
 
-	log  *slog.Logger
+	log *slog.Logger
 
 	reopens   atomic.Int64
 	evictions atomic.Int64
