@@ -147,6 +147,7 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	applyLimits(cfg, log)
 	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval}); err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}

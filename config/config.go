@@ -77,6 +77,16 @@ type Config struct {
 	SocketRequestMaxBytes int32         // socket.request.max.bytes
 	ConnectionsMaxIdle    time.Duration // connections.max.idle.ms
 
+	// LogFlushOffsetCheckpointInterval is log.flush.offset.checkpoint.interval.ms
+	// (Kafka's default 60000): how often the recovery points are
+	// checkpointed, bounding what a killed broker re-validates; 0: only at
+	// a clean stop.
+	LogFlushOffsetCheckpointInterval time.Duration
+	// LogSegmentOpenFilesMax is log.segment.open.files.max (Sluice's own):
+	// how many segments of the segment backend keep their files open and
+	// their indexes mapped at once (3 descriptors and 2 mappings each).
+	LogSegmentOpenFilesMax int
+
 	// log.message.timestamp.difference.max.ms (deprecated in Kafka),
 	// .before.max.ms and .after.max.ms: how far (ms) a CreateTime timestamp
 	// may lie before or after the broker's clock; math.MaxInt64 (Kafka's
@@ -251,6 +261,9 @@ func Default() Config {
 		DeleteTopicEnable:          true,
 		ProducerIDExpiration:       24 * time.Hour,
 		TransactionalIDExpiration:  7 * 24 * time.Hour,
+
+		LogFlushOffsetCheckpointInterval: 60 * time.Second,
+		LogSegmentOpenFilesMax:           1000,
 
 		TransactionStatePartitions:       50,
 		TransactionStateReplication:      3,

@@ -472,3 +472,36 @@ func TestHTTPListeners(t *testing.T) {
 		t.Error("negative metrics.partition.series.max accepted")
 	}
 }
+
+// TestScaleKeys: log.segment.open.files.max and
+// log.flush.offset.checkpoint.interval.ms parse, with their defaults.
+func TestScaleKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sets  []string
+		open  int
+		every time.Duration
+		bad   bool
+	}{
+		{"defaults", nil, 1000, 60 * time.Second, false},
+		{"set", []string{"log.segment.open.files.max=50", "log.flush.offset.checkpoint.interval.ms=0"}, 50, 0, false},
+		{"zero open files", []string{"log.segment.open.files.max=0"}, 0, 0, true},
+		{"negative interval", []string{"log.flush.offset.checkpoint.interval.ms=-5"}, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load("", tc.sets)
+			if tc.bad {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.LogSegmentOpenFilesMax != tc.open || c.LogFlushOffsetCheckpointInterval != tc.every {
+				t.Fatalf("got %d %v", c.LogSegmentOpenFilesMax, c.LogFlushOffsetCheckpointInterval)
+			}
+		})
+	}
+}

@@ -287,6 +287,12 @@ func (s *setter) set(key, v string) error {
 		}
 	case "log.flush.interval.ms":
 		c.LogFlushInterval, err = parseDuration(key, v, time.Millisecond, 0)
+	case "log.flush.offset.checkpoint.interval.ms":
+		c.LogFlushOffsetCheckpointInterval, err = parseDuration(key, v, time.Millisecond, 0)
+	case "log.segment.open.files.max":
+		var n int64
+		n, err = parseInt64(key, v, 1, math.MaxInt32)
+		c.LogSegmentOpenFilesMax = int(n)
 	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",
 		"num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.replica.fetchers", "zookeeper.connection.timeout.ms":

@@ -66,7 +66,12 @@ func (s *segment) firstBatchTimestamp() int64 {
 	ts := int64(-1)
 	var hdr [record.HeaderSize]byte
 	if size := s.size.Load(); size >= record.HeaderSize {
-		if _, err := s.f.ReadAt(hdr[:], 0); err == nil {
+		if err := s.pin(); err != nil {
+			return -1 // not cached: tried again next time
+		}
+		_, err := s.f.ReadAt(hdr[:], 0)
+		s.unpin()
+		if err == nil {
 			ts = record.Batch(hdr[:]).MaxTimestamp()
 		}
 	}
@@ -345,6 +350,7 @@ func (w *cleanWriter) Commit() error {
 	segs = append(segs, l.segs[:i]...)
 	segs = append(segs, ns)
 	segs = append(segs, l.segs[i+len(cur):]...)
+	l.manage(ns)
 	l.segs = segs
 	l.mu.Unlock()
 	w.done = true

@@ -39,6 +39,22 @@
 //   - A clean shutdown (Store.Close) writes .kafka_cleanshutdown last; Open
 //     removes it. With it present the next Open recovers nothing but still
 //     sanity-checks every index.
+//   - The recovery-point checkpoint is written every
+//     log.flush.offset.checkpoint.interval.ms (SetRecoveryCheckpointInterval,
+//     Kafka's 60 s) when a recovery point moved, after a truncation, and at
+//     Close, so a killed process re-validates only what lies past offsets
+//     fsynced before the last checkpoint.
+//
+// # Open files
+//
+// Descriptors and mappings are bounded by the Store's open-segment cache
+// (opencache.go, log.segment.open.files.max), not by the number of
+// partitions or segments: every segment, the active one included, keeps its
+// .log, .index and .timeindex open and its indexes mapped only while the
+// cache holds it, and reopens them on its next use. Closing an evicted
+// segment does not fsync it (the bytes are in the page cache); a later
+// flush reopens the file and fsyncs it, which writes those pages and
+// reports a writeback error that happened meanwhile.
 //
 // # Concurrency
 //
@@ -47,7 +63,9 @@
 // size and then the log end offset after its write returns, and readers
 // never look past them. Deleting a segment (retention, DeleteLog) unlinks
 // its files at once; a slice already handed out keeps the file open
-// (zerocopy.File reference counts) until released. Truncate, by contrast,
+// (zerocopy.File reference counts) until released; so does a segment the
+// open-segment cache closes: the slice keeps the old descriptor, the
+// segment reopens with a new one. Truncate, by contrast,
 // cuts the file in place: a slice over the cut bytes reads short, as in
 // Kafka, where only followers truncate and they serve no reads.
 package segment

@@ -122,7 +122,16 @@ func (l *Log) fsyncUnflushed() (int64, error) {
 		if i+1 < len(l.segs) && l.segs[i+1].base <= point {
 			continue
 		}
-		if err := s.flush(); err != nil {
+		// A segment the cache closed reopens: its written bytes may
+		// still be dirty in the page cache, and fsync of any descriptor
+		// of the file writes them (and reports a writeback error that
+		// happened while it was closed).
+		if err := s.pin(); err != nil {
+			return 0, err
+		}
+		err := s.flush()
+		s.unpin()
+		if err != nil {
 			return 0, err
 		}
 	}

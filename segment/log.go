@@ -74,6 +74,19 @@ type Log struct {
 
 	// cleaning is set while a cleanWriter is open (one at a time).
 	cleaning atomic.Bool
+	// managed is set once the log is loaded or created: from then on its
+	// segments go through the open-segment cache (opencache.go), and
+	// their handles are used only while pinned. REQUIRES: appendMu, or
+	// exclusive access while loading.
+	managed bool
+}
+
+// manage hands the log's new segment s to the open-segment cache, once
+// the log is managed (see Log.managed). Call it before publishing s.
+func (l *Log) manage(s *segment) {
+	if l.managed {
+		s.manage(l.store.cache)
+	}
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -171,10 +184,11 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 			return info, 0, err
 		}
 	}
-	if err := l.maybeRoll(int64(len(batches)), info.LastOffset); err != nil {
+	s, err := l.pinActive(int64(len(batches)), info.LastOffset)
+	if err != nil {
 		return info, 0, err
 	}
-	s := l.active()
+	defer s.unpin()
 	pos := s.size.Load()
 	if n, err := s.f.WriteAt(batches, pos); err != nil {
 		// Take back what may have reached the file; the log stays
@@ -237,23 +251,39 @@ func (l *Log) writeEpochs() error {
 	return writeEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile), entries)
 }
 
-// maybeRoll starts a new active segment when the next append of n bytes
-// ending at lastOffset would not fit the active one (segment.bytes), when
-// the active one is older than segment.ms, or when its indexes are full or
-// lastOffset is beyond a relative offset's reach. An empty segment never
-// rolls. REQUIRES: appendMu.
-func (l *Log) maybeRoll(n, lastOffset int64) error {
+// pinActive returns the active segment, pinned (the caller unpins it),
+// after rolling when the next append of n bytes ending at lastOffset
+// would not fit the active one (segment.bytes), when the active one is
+// older than segment.ms, or when its indexes are full or lastOffset is
+// beyond a relative offset's reach. An empty segment never rolls. A
+// segment that cannot be reopened is an error that does not fail the
+// log: nothing was written. REQUIRES: appendMu.
+func (l *Log) pinActive(n, lastOffset int64) (*segment, error) {
 	s := l.active()
+	if err := s.pin(); err != nil {
+		return nil, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+	}
 	size := s.size.Load()
 	if size == 0 {
-		return nil
+		return s, nil
 	}
 	nowMs := l.now().UnixMilli()
 	if size+n <= l.cfg.SegmentBytes && nowMs-s.rollTs < l.cfg.RollAge().Milliseconds() &&
 		!s.idx.Full() && !s.tidx.Full() && lastOffset-s.base <= math.MaxInt32 {
-		return nil
+		return s, nil
 	}
-	return l.roll(nowMs)
+	// Still pinned through the roll: roll pins it again, which cannot
+	// fail while it is open.
+	err := l.roll(nowMs)
+	s.unpin()
+	if err != nil {
+		return nil, err
+	}
+	s = l.active()
+	if err := s.pin(); err != nil {
+		return nil, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+	}
+	return s, nil
 }
 
 // roll makes a new active segment at the log end offset and flushes the
@@ -265,10 +295,18 @@ func (l *Log) roll(nowMs int64) error {
 	if err != nil {
 		return l.fail(err)
 	}
+	old := l.active()
+	if err := old.pin(); err != nil {
+		ns.close()
+		return l.fail(err)
+	}
+	l.manage(ns)
 	l.mu.Lock()
-	err = l.active().roll()
+	err = old.roll()
+	old.setIndexBytes(0)
 	l.segs = append(l.segs, ns)
 	l.mu.Unlock()
+	old.unpin()
 	if err != nil {
 		return l.fail(err)
 	}
@@ -317,12 +355,20 @@ func normalize(cfg engine.LogConfig) engine.LogConfig {
 // offset, as TruncateFullyAndStartAt does.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
+	cut := offset < l.end.Load()
 	restarted, err := l.truncateLocked(offset)
 	l.appendMu.Unlock()
 	if err == nil && restarted {
 		// The start may have moved down: without the checkpoint, a
 		// crash would bring back the old start, above the new end.
 		err = l.store.checkpointStartOffsets()
+	}
+	if err == nil && cut {
+		// The recovery point moved down: a checkpoint still holding
+		// the old one (written periodically) would let recovery trust
+		// offsets rewritten since and not yet fsynced (Kafka
+		// checkpoints after truncateTo too).
+		err = l.store.checkpointRecoveryPoints()
 	}
 	return err
 }
@@ -348,6 +394,11 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	l.mu.RLock()
 	i := l.segmentFor(offset)
 	s := l.segs[i]
+	if err := s.pin(); err != nil {
+		l.mu.RUnlock()
+		return false, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+	}
+	defer s.unpin()
 	var pos int64
 	var ok bool
 	pos, _, ok, err = s.findBatch(offset, s.size.Load())
@@ -376,6 +427,7 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	wasActive := len(dropped) == 0
 	err = s.truncateTo(pos, offset, l.gaps())
 	if err == nil && !wasActive {
+		s.setIndexBytes(l.cfg.IndexMaxBytes)
 		if err = s.idx.Resize(l.cfg.IndexMaxBytes); err == nil {
 			err = s.tidx.Resize(l.cfg.IndexMaxBytes)
 		}
@@ -412,7 +464,11 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if err != nil {
 		return err
 	}
-	return l.store.checkpointStartOffsets()
+	if err := l.store.checkpointStartOffsets(); err != nil {
+		return err
+	}
+	// The recovery point moved (see Truncate).
+	return l.store.checkpointRecoveryPoints()
 }
 
 // truncateFullyLocked checks the log and offset and restarts the log at
@@ -447,6 +503,7 @@ func (l *Log) restartAtLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
+	l.manage(ns)
 	l.mu.Lock()
 	old := l.segs
 	l.segs = []*segment{ns}

@@ -123,6 +123,11 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	}
 	i := l.segmentFor(offset)
 	s := l.segs[i]
+	if err := s.pin(); err != nil {
+		return zerocopy.Slice{}, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+	}
+	// s changes below: unpin whichever is pinned last.
+	defer func() { s.unpin() }()
 	limit := s.size.Load()
 	pos, size, ok, err := s.findBatch(offset, limit)
 	if err != nil {
@@ -132,10 +137,16 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 		// Every batch of the segment ends before offset: cleaning left
 		// a gap at its end (or removed all of it); the answer is the
 		// first batch of a later segment.
-		if i++; i >= len(l.segs) {
+		if i+1 >= len(l.segs) {
 			return zerocopy.Slice{}, nil
 		}
-		s = l.segs[i]
+		i++
+		next := l.segs[i]
+		if err := next.pin(); err != nil {
+			return zerocopy.Slice{}, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+		}
+		s.unpin()
+		s = next
 		limit = s.size.Load()
 		if pos, size, ok, err = s.findBatch(offset, limit); err != nil {
 			return zerocopy.Slice{}, err
@@ -188,6 +199,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 		if s.maxTs.Load() < ts {
 			continue
 		}
+		if err := s.pin(); err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+		}
 		from := int64(0)
 		if _, o, found := s.tidx.Lookup(ts - 1); found {
 			if _, p, found := s.idx.Lookup(o); found {
@@ -195,6 +209,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 			}
 		}
 		offset, timestamp, ok, err = l.scanForTimestamp(s, from, s.size.Load(), start, ts, false)
+		s.unpin()
 		if err != nil || ok {
 			return offset, timestamp, ok, err
 		}
@@ -215,6 +230,10 @@ func (l *Log) maxTimestampLocked(start, end int64) (int64, int64, bool, error) {
 		return 0, 0, false, nil
 	}
 	s := l.segs[best]
+	if err := s.pin(); err != nil {
+		return 0, 0, false, fmt.Errorf("%w: %w", engine.ErrStorage, err)
+	}
+	defer s.unpin()
 	maxTs := s.maxTs.Load()
 	from := int64(0)
 	if _, o, found := s.tidx.Lookup(maxTs - 1); found {

@@ -140,6 +140,12 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		}
 	}
 	l.syncer.point.Store(end)
+	// From here on the segments' files are opened on demand: the
+	// cache may close them as soon as they are handed to it.
+	l.managed = true
+	for _, seg := range l.segs {
+		seg.manage(l.store.cache)
+	}
 	return l, nil
 }
 
@@ -272,6 +278,7 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 		}
 	}
 	a := l.active()
+	a.indexBytes = l.cfg.IndexMaxBytes // not managed yet: no lock needed
 	if err := a.idx.Resize(l.cfg.IndexMaxBytes); err != nil {
 		return recovered, err
 	}

@@ -65,10 +65,17 @@ func checkIndexes(t testing.TB, l *Log, want [][]byte) {
 		if i+1 < len(l.segs) {
 			span = l.segs[i+1].base - s.base
 		}
-		if err := s.idx.Check(s.size.Load(), span); err != nil {
+		if err := s.pin(); err != nil {
+			l.mu.RUnlock()
 			t.Fatal(err)
 		}
-		if err := s.tidx.Check(span); err != nil {
+		err := s.idx.Check(s.size.Load(), span)
+		if err == nil {
+			err = s.tidx.Check(span)
+		}
+		s.unpin()
+		if err != nil {
+			l.mu.RUnlock()
 			t.Fatal(err)
 		}
 	}
@@ -202,9 +209,14 @@ func TestRecoverDamagedIndexes(t *testing.T) {
 						s, l := reopen(t, dir)
 						checkIndexes(t, l, batches)
 						l.mu.RLock()
-						if first := l.segs[0]; first.size.Load() > 2*int64(testCfg().IndexIntervalBytes) && first.idx.Entries() == 0 {
+						first := l.segs[0]
+						if err := first.pin(); err != nil {
+							t.Fatal(err)
+						}
+						if first.size.Load() > 2*int64(testCfg().IndexIntervalBytes) && first.idx.Entries() == 0 {
 							t.Errorf("first segment's offset index has no entries after reopen")
 						}
+						first.unpin()
 						l.mu.RUnlock()
 						checkLog(t, l, batches)
 						if err := s.Close(); err != nil {

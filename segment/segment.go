@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sluice/sluice/engine"
@@ -21,14 +22,33 @@ import (
 // log's mu (read) and use only size, the indexes' published entries and
 // preads below size. Remapping or cutting the indexes and closing the files
 // happen under the log's mu (write).
+//
+// Once managed by the open-segment cache (opencache.go; every segment of
+// an open Log is), the handles f, zf, idx and tidx exist only while the
+// segment is open: use them only between pin and unpin. txn and the
+// fields below them do not depend on the files being open.
 type segment struct {
 	base int64
 	path string         // the .log
+	dir  string         // the log's directory, to reopen the indexes
+	fs   FS             // opens the .log
 	f    File           // the .log, for the segment's own reads and writes
 	zf   *zerocopy.File // the segment's own reference on f.OS(); slices take more
 	idx  *mmapindex.OffsetIndex
 	tidx *mmapindex.TimeIndex
 	txn  *txnIndex
+
+	// Open state, for the cache. hmu guards open, dead, pins and
+	// indexBytes; cache is set once, before the segment is published.
+	hmu        sync.Mutex
+	cache      *openCache   // nil: unmanaged, always open
+	open       bool         // f, zf, idx and tidx are valid
+	dead       bool         // closed or removed for good: pin fails
+	pins       int32        // pins held; the cache never closes a pinned segment
+	indexBytes int          // index room a reopen maps: the active preallocation, 0 when inactive
+	pinned     atomic.Int32 // copy of pins for the evictor's sweep (a hint)
+	ref        atomic.Bool  // CLOCK reference bit, set by pin
+	slot       int          // index in cache.ring, -1 when out. REQUIRES: cache.mu
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
@@ -96,7 +116,8 @@ func openSegmentAs(fs FS, dir string, base int64, indexMaxBytes int, suffix stri
 		osf.Close()
 		return nil, fmt.Errorf("%w: %s: %d bytes, a segment holds at most 2 GiB", engine.ErrCorruptStore, path, st.Size())
 	}
-	s := &segment{base: base, path: path, f: f, next: base, maxTsOffset: -1}
+	s := &segment{base: base, path: path, dir: dir, fs: fs, f: f, next: base, maxTsOffset: -1,
+		indexBytes: indexMaxBytes, slot: -1}
 	s.maxTs.Store(-1)
 	s.firstTs.Store(math.MinInt64)
 	s.size.Store(st.Size())
@@ -189,8 +210,27 @@ func (s *segment) flush() error {
 }
 
 // close trims the indexes and drops the segment's file reference (the
-// file closes once no slice holds it).
+// file closes once no slice holds it). A managed segment leaves the cache
+// for good (pin fails from now on).
 func (s *segment) close() error {
+	if s.cache == nil {
+		return s.closeFiles()
+	}
+	s.hmu.Lock()
+	var err error
+	if !s.dead {
+		s.dead = true
+		if s.open {
+			err = s.closeHandlesLocked()
+		}
+	}
+	s.hmu.Unlock()
+	s.cache.remove(s)
+	return err
+}
+
+// closeFiles is close for a segment whose files are open.
+func (s *segment) closeFiles() error {
 	s.finishIndexes()
 	err := s.idx.Close()
 	if terr := s.tidx.Close(); err == nil {
@@ -208,6 +248,16 @@ func (s *segment) close() error {
 // remove deletes the segment's files. Slices of it stay readable: the .log
 // is unlinked now and closed when the last slice is released.
 func (s *segment) remove() error {
+	if s.cache != nil {
+		s.hmu.Lock()
+		wasOpen := s.open && !s.dead
+		s.dead, s.open = true, false
+		s.hmu.Unlock()
+		s.cache.remove(s)
+		if !wasOpen {
+			return s.removeClosed()
+		}
+	}
 	err := os.Remove(s.path)
 	if ierr := s.idx.Remove(); err == nil {
 		err = ierr
@@ -220,6 +270,24 @@ func (s *segment) remove() error {
 	}
 	if rerr := s.zf.Release(); err == nil && rerr != nil {
 		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("segment: remove %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// removeClosed deletes the files of a segment whose files the cache
+// closed.
+func (s *segment) removeClosed() error {
+	var err error
+	for _, p := range []string{s.path, segmentPath(s.dir, s.base, indexSuffix), segmentPath(s.dir, s.base, timeIndexSuffix)} {
+		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+			err = rerr
+		}
+	}
+	if xerr := s.txn.remove(); err == nil {
+		err = xerr
 	}
 	if err != nil {
 		return fmt.Errorf("segment: remove %s: %w", s.path, err)
@@ -344,7 +412,7 @@ func (s *segment) retentionTime() int64 {
 	if ts := s.maxTs.Load(); ts >= 0 {
 		return ts
 	}
-	st, err := s.f.Stat()
+	st, err := os.Stat(s.path) // by name: the file may be closed (opencache.go)
 	if err != nil {
 		return -1 // cannot tell: treat as old, as before
 	}

@@ -56,7 +56,36 @@ type Store struct {
 	recoveredBytes atomic.Int64 // for progress logs
 	stopFlush      chan struct{}
 	flushDone      chan struct{}
+	stopCkpt       chan struct{}
+	ckptDone       chan struct{}
+	// lastRP is the content of the last recovery-point checkpoint this
+	// store wrote, so that an unchanged one is not rewritten. REQUIRES:
+	// ckptMu.
+	lastRP map[engine.PartitionID]int64
+	// cache bounds the segments with open files (opencache.go).
+	cache *openCache
 }
+
+// recoveryCheckpointEvery is log.flush.offset.checkpoint.interval.ms for
+// the Stores opened from now on (0: checkpoint only at Close and when logs
+// are deleted); see SetRecoveryCheckpointInterval.
+var recoveryCheckpointEvery atomic.Int64
+
+func init() { recoveryCheckpointEvery.Store(int64(DefaultRecoveryCheckpointInterval)) }
+
+// DefaultRecoveryCheckpointInterval is Kafka's default of
+// log.flush.offset.checkpoint.interval.ms.
+const DefaultRecoveryCheckpointInterval = 60 * time.Second
+
+// SetRecoveryCheckpointInterval sets how often the Stores opened from now
+// on write recovery-point-offset-checkpoint
+// (log.flush.offset.checkpoint.interval.ms; Kafka's
+// LogManager.checkpointLogRecoveryOffsets). The recovery points written
+// only ever cover fsynced offsets (a rolled segment is fsynced in the
+// background, then its log's recovery point moves), so a killed broker
+// re-validates only what lies past the last checkpoint. d <= 0: only at
+// Close.
+func SetRecoveryCheckpointInterval(d time.Duration) { recoveryCheckpointEvery.Store(int64(d)) }
 
 // Open opens (creating if needed) the store in opts.Dir. It removes the
 // clean-shutdown marker: from now on, until a clean Close, the logs count
@@ -82,6 +111,7 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.cache = newOpenCache(OpenSegmentsMax(), s.log)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -127,6 +157,10 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
 	}
+	if every := time.Duration(recoveryCheckpointEvery.Load()); every > 0 {
+		s.stopCkpt, s.ckptDone = make(chan struct{}), make(chan struct{})
+		go s.checkpointLoop(every)
+	}
 	return s, nil
 }
 
@@ -157,6 +191,24 @@ func (s *Store) flushLoop(every time.Duration) {
 			if err := l.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {
 				s.log.Error("segment: periodic flush failed", "dir", l.dir, "err", err)
 			}
+		}
+		if err := s.checkpointRecoveryPoints(); err != nil {
+			s.log.Error("segment: recovery point checkpoint failed", "err", err)
+		}
+	}
+}
+
+// checkpointLoop writes recovery-point-offset-checkpoint each interval
+// (log.flush.offset.checkpoint.interval.ms) when a recovery point moved.
+func (s *Store) checkpointLoop(every time.Duration) {
+	defer close(s.ckptDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCkpt:
+			return
+		case <-t.C:
 		}
 		if err := s.checkpointRecoveryPoints(); err != nil {
 			s.log.Error("segment: recovery point checkpoint failed", "err", err)
@@ -221,6 +273,8 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	l.managed = true
+	seg.manage(l.store.cache)
 	l.segs = []*segment{seg}
 	s.logs[id] = l
 	return l, nil
@@ -352,12 +406,33 @@ func (s *Store) checkpointStartOffsets() error {
 	return writeOffsetCheckpoint(filepath.Join(s.dir, logStartOffsetFile), m)
 }
 
-// checkpointRecoveryPoints writes recovery-point-offset-checkpoint.
+// checkpointRecoveryPoints writes recovery-point-offset-checkpoint, unless
+// it would write what it wrote last.
 func (s *Store) checkpointRecoveryPoints() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	m := s.offsets(s.recoveryPoints, (*Log).RecoveryPoint)
-	return writeOffsetCheckpoint(filepath.Join(s.dir, recoveryPointFile), m)
+	if equalOffsets(m, s.lastRP) {
+		return nil
+	}
+	if err := writeOffsetCheckpoint(filepath.Join(s.dir, recoveryPointFile), m); err != nil {
+		s.lastRP = nil
+		return err
+	}
+	s.lastRP = m
+	return nil
+}
+
+func equalOffsets(a, b map[engine.PartitionID]int64) bool {
+	if a == nil || b == nil || len(a) != len(b) {
+		return false
+	}
+	for id, o := range a {
+		if p, ok := b[id]; !ok || p != o {
+			return false
+		}
+	}
+	return true
 }
 
 // Close implements engine.Store: every log is flushed and closed, the
@@ -374,6 +449,10 @@ func (s *Store) Close() error {
 	if s.stopFlush != nil {
 		close(s.stopFlush)
 		<-s.flushDone
+	}
+	if s.stopCkpt != nil {
+		close(s.stopCkpt)
+		<-s.ckptDone
 	}
 	var err error
 	for _, l := range s.openLogs() {

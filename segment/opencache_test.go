@@ -1,0 +1,321 @@
+package segment
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// withOpenMax opens stores with an open-segment cache of n for the test.
+func withOpenMax(t testing.TB, n int) {
+	old := OpenSegmentsMax()
+	SetOpenSegmentsMax(n)
+	t.Cleanup(func() { SetOpenSegmentsMax(old) })
+}
+
+// countFds returns the process's open descriptors and mappings.
+func countFds(t testing.TB) (fds, maps int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps:", err)
+	}
+	return len(ents), strings.Count(string(b), "\n")
+}
+
+// sendSlice puts s on a loopback TCP connection with zerocopy.Writer
+// (sendfile) and returns what arrives.
+func sendSlice(t testing.TB, s zerocopy.Slice) []byte {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := zerocopy.NewWriter(c)
+	if !w.Sendfile() {
+		t.Log("no sendfile on this connection: the copy path is tested instead")
+	}
+	w.AddSlice(s)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	return <-got
+}
+
+// TestOpenCacheEvictedSliceStaysReadable holds a slice of a segment across
+// its eviction: the slice still reads and sendfiles its bytes (the
+// descriptor lives until the slice is released), and the log reopens the
+// segment for the next read.
+func TestOpenCacheEvictedSliceStaysReadable(t *testing.T) {
+	noFsync(t)
+	withOpenMax(t, 1)
+	st := openStore(t, t.TempDir(), nil)
+	defer st.Close()
+	rng := rand.New(rand.NewSource(1))
+	la, err := st.CreateLog(engine.PartitionID{Topic: "a", Partition: 0}, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fill(t, la, rng, 5, 1)
+	sl, err := la.Read(0, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := la.(*Log).segs[0]
+	lb, err := st.CreateLog(engine.PartitionID{Topic: "b", Partition: 0}, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, lb, rng, 3, 1) // pins b's segment: a's is evicted
+	first.hmu.Lock()
+	open := first.open
+	first.hmu.Unlock()
+	if open {
+		t.Fatalf("segment of a still open with a cache of 1 (open segments: %d)", len(st.cache.ring))
+	}
+	if _, _, ev := st.OpenSegments(); ev == 0 {
+		t.Fatal("no eviction counted")
+	}
+	var wantBytes []byte
+	for _, b := range want {
+		wantBytes = append(wantBytes, b...)
+	}
+	buf := make([]byte, sl.Len())
+	if _, err := sl.ReadAt(buf, 0); err != nil {
+		t.Fatalf("read of a slice of an evicted segment: %v", err)
+	}
+	if !bytes.Equal(buf, wantBytes[:len(buf)]) {
+		t.Fatal("slice of an evicted segment reads other bytes")
+	}
+	sl2 := sl // the writer releases its slice; keep ours for sendfile
+	if got := sendSlice(t, sl2); !bytes.Equal(got, wantBytes[:len(buf)]) {
+		t.Fatalf("sendfile of an evicted segment's slice: got %d bytes, want %d", len(got), len(buf))
+	}
+	// Reopen on the next read, and append to a reopened active segment.
+	checkBytes(t, la, want)
+	fill(t, lb, rng, 1, 1) // evict a's segment again
+	want = append(want, fill(t, la, rng, 3, 1)...)
+	checkLog(t, la, want)
+	if _, re, _ := st.OpenSegments(); re == 0 {
+		t.Fatal("no reopen counted")
+	}
+}
+
+// checkBytes asserts that a sequential read of l gives exactly want.
+func checkBytes(t testing.TB, l engine.Log, want [][]byte) {
+	t.Helper()
+	var all, got []byte
+	for _, w := range want {
+		all = append(all, w...)
+	}
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		chunk := sliceBytes(t, l, off, 700, -1)
+		if len(chunk) == 0 {
+			t.Fatalf("empty read at %d", off)
+		}
+		got = append(got, chunk...)
+		off = lastBatch(chunk).NextOffset()
+	}
+	if !bytes.Equal(got, all) {
+		t.Fatalf("sequential read differs: %d bytes, want %d", len(got), len(all))
+	}
+}
+
+// TestOpenCacheManyLogs appends to and reads 2,000 logs, several segments
+// each, through a cache of 50 segments: the open descriptors and mappings
+// stay within the cache's bound, then a clean restart and a crash restart
+// find every batch.
+func TestOpenCacheManyLogs(t *testing.T) {
+	noFsync(t)
+	const logs, cacheMax = 2000, 50
+	withOpenMax(t, cacheMax)
+	dir := t.TempDir()
+	fds0, maps0 := countFds(t)
+	st := openStore(t, dir, nil)
+	rng := rand.New(rand.NewSource(2))
+	cfg := testCfg()
+	want := make([][][]byte, logs)
+	ls := make([]engine.Log, logs)
+	maxFds, maxMaps := 0, 0
+	sample := func() {
+		fds, maps := countFds(t)
+		maxFds, maxMaps = max(maxFds, fds-fds0), max(maxMaps, maps-maps0)
+	}
+	for i := range logs {
+		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+		want[i] = fill(t, l, rng, 2, 1)
+		if i%100 == 0 {
+			sample()
+		}
+	}
+	for round := range 3 {
+		for _, i := range rng.Perm(logs)[:400] {
+			want[i] = append(want[i], fill(t, ls[i], rng, 1+round, 1)...)
+		}
+		sample()
+	}
+	for i := 0; i < logs; i += 7 {
+		checkBytes(t, ls[i], want[i])
+	}
+	sample()
+	// Each open segment: 3 descriptors, 2 mappings; slack for the
+	// runtime, the test's own files and pinned segments.
+	if limit := cacheMax*3 + 32; maxFds > limit {
+		t.Errorf("open descriptors grew by %d, bound %d", maxFds, limit)
+	}
+	if limit := cacheMax*2 + 32; maxMaps > limit {
+		t.Errorf("mappings grew by %d, bound %d", maxMaps, limit)
+	}
+	open, re, ev := st.OpenSegments()
+	t.Logf("%d logs, cache %d: max +%d fds, +%d maps; open %d, reopens %d, evictions %d", logs, cacheMax, maxFds, maxMaps, open, re, ev)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openStore(t, dir, nil)
+	for i := 0; i < logs; i += 13 {
+		l, err := st.OpenLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, l, want[i])
+		want[i] = append(want[i], fill(t, l, rng, 2, 1)...)
+	}
+	// Crash: abandon the store, then recover.
+	st = openStore(t, dir, nil)
+	defer st.Close()
+	for i := 0; i < logs; i += 13 {
+		l, err := st.OpenLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLog(t, l, want[i])
+	}
+}
+
+// TestPeriodicRecoveryCheckpoint checks that the periodic checkpoint
+// (log.flush.offset.checkpoint.interval.ms) records the recovery point
+// that background flushes of rolled segments reach, so that recovery after
+// a crash validates only the segments past it.
+func TestPeriodicRecoveryCheckpoint(t *testing.T) {
+	noFsync(t)
+	SetRecoveryCheckpointInterval(5 * time.Millisecond)
+	t.Cleanup(func() { SetRecoveryCheckpointInterval(0) })
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	el, err := st.CreateLog(tp, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := el.(*Log)
+	want := fill(t, l, rand.New(rand.NewSource(3)), 60, 1)
+	l.mu.RLock()
+	nsegs := len(l.segs)
+	lastBase := l.active().base
+	var total int64
+	for _, s := range l.segs {
+		total += s.size.Load()
+	}
+	l.mu.RUnlock()
+	if nsegs < 4 {
+		t.Fatalf("only %d segments: the test needs rolls", nsegs)
+	}
+	// Wait (no time assertion: as long as it takes) for the background
+	// flushes of the rolled segments and a checkpoint that records them.
+	for {
+		m, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointFile))
+		if err == nil && m[tp] >= lastBase {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Crash: abandon st (its loop is stopped so it cannot write later).
+	close(st.stopCkpt)
+	<-st.ckptDone
+	st.stopCkpt = nil
+	SetRecoveryCheckpointInterval(0)
+	st2 := openStore(t, dir, nil)
+	defer st2.Close()
+	l2, err := st2.OpenLog(tp, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, l2, want)
+	if got := st2.recoveredBytes.Load(); got >= total || got > 4<<10 {
+		t.Fatalf("recovery validated %d bytes of %d: the checkpoint at %d should leave only the active segment", got, total, lastBase)
+	}
+	t.Log(fmt.Sprintf("recovered %d of %d bytes", st2.recoveredBytes.Load(), total))
+}
+
+// TestCloseUnchangedLogsNoFsync: a clean stop fsyncs no log that has
+// nothing past its recovery point (a reopened log, or one flushed and not
+// written since). (The checkpoints are one file per log dir already.)
+func TestCloseUnchangedLogsNoFsync(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	ids := []engine.PartitionID{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 0}}
+	rng := rand.New(rand.NewSource(4))
+	for _, id := range ids {
+		l, err := st.CreateLog(id, testCfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(t, l, rng, 3, 1)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openStore(t, dir, nil)
+	var logs []*Log
+	for _, id := range ids {
+		l, err := st.OpenLog(id, testCfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l.(*Log))
+	}
+	fill(t, logs[1], rng, 1, 1) // b changed: one fsync round
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs[0].syncer.rounds.Load(); got != 0 {
+		t.Errorf("unchanged log: %d fsync rounds at close, want 0", got)
+	}
+	if got := logs[1].syncer.rounds.Load(); got != 1 {
+		t.Errorf("changed log: %d fsync rounds at close, want 1", got)
+	}
+}
