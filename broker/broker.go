@@ -147,8 +147,9 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	applyLimits(cfg, log)
-	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval}); err != nil {
+	checkLimits(cfg, log)
+	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval,
+		OpenSegmentsMax: cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: recoveryCheckpointInterval(cfg)}); err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}
 

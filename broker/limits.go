@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,19 +23,17 @@ const (
 	fdReserve = 1024
 )
 
-// applyLimits configures the segment backend's process limits from cfg
-// (log.segment.open.files.max, log.flush.offset.checkpoint.interval.ms),
-// raises the soft RLIMIT_NOFILE to the hard one (as Kafka's packaged
-// services and most servers do; connections need descriptors too), and
-// logs what the descriptor and mapping limits allow, warning when the
-// open-segment cache cannot fit in them. It never fails the start: a
+// checkLimits raises the soft RLIMIT_NOFILE to the hard one (as Kafka's
+// packaged services and most servers do; connections need descriptors
+// too), and logs what the descriptor and mapping limits allow given the
+// segment backend's open-segment cache (log.segment.open.files.max),
+// warning when the cache cannot fit in them. It never fails the start: a
 // limit it cannot read or raise is logged.
-func applyLimits(cfg config.Config, log *slog.Logger) {
-	if cfg.LogSegmentOpenFilesMax > 0 {
-		segment.SetOpenSegmentsMax(cfg.LogSegmentOpenFilesMax)
+func checkLimits(cfg config.Config, log *slog.Logger) {
+	openSegs := cfg.LogSegmentOpenFilesMax
+	if openSegs <= 0 {
+		openSegs = segment.DefaultOpenSegmentsMax
 	}
-	segment.SetRecoveryCheckpointInterval(cfg.LogFlushOffsetCheckpointInterval)
-	openSegs := segment.OpenSegmentsMax()
 
 	var nofile unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
@@ -81,4 +80,14 @@ func readMaxMapCount() int64 {
 		return -1
 	}
 	return n
+}
+
+// recoveryCheckpointInterval is log.flush.offset.checkpoint.interval.ms
+// for engine.Options: 0 there means the backend's default, so a
+// configured 0 (checkpoint only at Close) is passed as negative.
+func recoveryCheckpointInterval(cfg config.Config) time.Duration {
+	if cfg.LogFlushOffsetCheckpointInterval <= 0 {
+		return -1
+	}
+	return cfg.LogFlushOffsetCheckpointInterval
 }

@@ -59,6 +59,14 @@ type Options struct {
 	FlushInterval time.Duration
 	// Now returns the current time; tests replace it. nil: time.Now.
 	Now func() time.Time
+	// OpenSegmentsMax bounds the segments whose files a file-based
+	// backend keeps open (log.segment.open.files.max); 0: the backend's
+	// default.
+	OpenSegmentsMax int
+	// RecoveryCheckpointInterval is how often the recovery points are
+	// checkpointed (log.flush.offset.checkpoint.interval.ms); 0: the
+	// backend's default, negative: only at Close.
+	RecoveryCheckpointInterval time.Duration
 }
 
 // Store is a set of partition logs in one directory. Safe for concurrent use.

@@ -40,7 +40,7 @@
 //     removes it. With it present the next Open recovers nothing but still
 //     sanity-checks every index.
 //   - The recovery-point checkpoint is written every
-//     log.flush.offset.checkpoint.interval.ms (SetRecoveryCheckpointInterval,
+//     log.flush.offset.checkpoint.interval.ms (engine.Options.RecoveryCheckpointInterval,
 //     Kafka's 60 s) when a recovery point moved, after a truncation, and at
 //     Close, so a killed process re-validates only what lies past offsets
 //     fsynced before the last checkpoint.

@@ -50,7 +50,7 @@ func TestKillRestartMeasure(t *testing.T) {
 	cmd.Process.Kill() // SIGKILL
 	cmd.Wait()
 	_ = ckpt
-	SetRecoveryCheckpointInterval(0)
+	setRecoveryCheckpointInterval(0)
 	began := time.Now()
 	st := openStore(t, dir, nil)
 	defer st.Close()
@@ -87,7 +87,7 @@ func TestKillRestartChild(t *testing.T) {
 	mb := envInt("SEGMENT_KILL_MB", 64)
 	parts := envInt("SEGMENT_KILL_PARTS", 200)
 	ckpt := envInt("SEGMENT_KILL_CKPT_MS", 1000)
-	SetRecoveryCheckpointInterval(time.Duration(ckpt) * time.Millisecond)
+	setRecoveryCheckpointInterval(time.Duration(ckpt) * time.Millisecond)
 	st, err := Open(engine.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)

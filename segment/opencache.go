@@ -19,22 +19,21 @@ import (
 // whatever the number of partitions.
 const DefaultOpenSegmentsMax = 1000
 
-// openSegmentsMax is the bound of the cache of each Store opened from now
-// on (see SetOpenSegmentsMax).
+// openSegmentsMax is the bound of a Store opened without
+// engine.Options.OpenSegmentsMax; tests lower it (setOpenSegmentsMax). One
+// cache per Store, not one per process: a test that simulates a crash
+// abandons a Store and opens another on the same files, and the abandoned
+// one must never touch them again, as a dead process would not.
 var openSegmentsMax atomic.Int64
 
 func init() { openSegmentsMax.Store(DefaultOpenSegmentsMax) }
 
-// SetOpenSegmentsMax sets log.segment.open.files.max for the Stores
-// opened from now on; n < 1 means 1. A broker has one Store, so this
-// bounds the process; a Store's bound stays what it was at Open. (One
-// cache per Store, not one per process: a test that simulates a crash
-// abandons a Store and opens another on the same files, and the
-// abandoned one must never touch them again, as a dead process would not.)
-func SetOpenSegmentsMax(n int) { openSegmentsMax.Store(int64(max(n, 1))) }
+// setOpenSegmentsMax sets the default bound for the Stores opened from now
+// on (tests); n < 1 means 1.
+func setOpenSegmentsMax(n int) { openSegmentsMax.Store(int64(max(n, 1))) }
 
-// OpenSegmentsMax returns the bound set by SetOpenSegmentsMax.
-func OpenSegmentsMax() int { return int(openSegmentsMax.Load()) }
+// defaultOpenSegmentsMax returns the bound of a Store opened without one.
+func defaultOpenSegmentsMax() int { return int(openSegmentsMax.Load()) }
 
 // OpenSegments returns how many of the store's segments have their files
 // open now, and how many were reopened and evicted since it opened.

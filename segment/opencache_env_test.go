@@ -14,7 +14,7 @@ func init() {
 		if err != nil {
 			panic("SEGMENT_OPEN_MAX: " + err.Error())
 		}
-		SetOpenSegmentsMax(n)
+		setOpenSegmentsMax(n)
 	}
 }
 
@@ -22,5 +22,5 @@ func init() {
 	// Stores abandoned by crash tests would otherwise checkpoint their
 	// stale recovery points into reused directories a minute later; the
 	// tests of the periodic checkpoint turn it on themselves.
-	SetRecoveryCheckpointInterval(0)
+	setRecoveryCheckpointInterval(0)
 }

@@ -18,9 +18,9 @@ import (
 
 // withOpenMax opens stores with an open-segment cache of n for the test.
 func withOpenMax(t testing.TB, n int) {
-	old := OpenSegmentsMax()
-	SetOpenSegmentsMax(n)
-	t.Cleanup(func() { SetOpenSegmentsMax(old) })
+	old := defaultOpenSegmentsMax()
+	setOpenSegmentsMax(n)
+	t.Cleanup(func() { setOpenSegmentsMax(old) })
 }
 
 // countFds returns the process's open descriptors and mappings.
@@ -233,8 +233,8 @@ func TestOpenCacheManyLogs(t *testing.T) {
 // a crash validates only the segments past it.
 func TestPeriodicRecoveryCheckpoint(t *testing.T) {
 	noFsync(t)
-	SetRecoveryCheckpointInterval(5 * time.Millisecond)
-	t.Cleanup(func() { SetRecoveryCheckpointInterval(0) })
+	setRecoveryCheckpointInterval(5 * time.Millisecond)
+	t.Cleanup(func() { setRecoveryCheckpointInterval(0) })
 	dir := t.TempDir()
 	st := openStore(t, dir, nil)
 	el, err := st.CreateLog(tp, testCfg())
@@ -267,7 +267,7 @@ func TestPeriodicRecoveryCheckpoint(t *testing.T) {
 	close(st.stopCkpt)
 	<-st.ckptDone
 	st.stopCkpt = nil
-	SetRecoveryCheckpointInterval(0)
+	setRecoveryCheckpointInterval(0)
 	st2 := openStore(t, dir, nil)
 	defer st2.Close()
 	l2, err := st2.OpenLog(tp, testCfg())

@@ -76,7 +76,7 @@ func TestScalePartitions(t *testing.T) {
 	rss := rssKiB(t)
 	open, re, ev := st.OpenSegments()
 	t.Logf("%d partitions, cache %d: fds %d (+%d), maps %d (+%d), RSS +%d KiB = %.2f KiB/partition; open segments %d, reopens %d, evictions %d",
-		n, OpenSegmentsMax(), fds, fds-fds0, maps, maps-maps0, rss-rss0, float64(rss-rss0)/float64(n), open, re, ev)
+		n, defaultOpenSegmentsMax(), fds, fds-fds0, maps, maps-maps0, rss-rss0, float64(rss-rss0)/float64(n), open, re, ev)
 	began = time.Now()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)

@@ -66,9 +66,9 @@ type Store struct {
 	cache *openCache
 }
 
-// recoveryCheckpointEvery is log.flush.offset.checkpoint.interval.ms for
-// the Stores opened from now on (0: checkpoint only at Close and when logs
-// are deleted); see SetRecoveryCheckpointInterval.
+// recoveryCheckpointEvery is the checkpoint interval of a Store opened
+// without engine.Options.RecoveryCheckpointInterval; tests change it
+// (setRecoveryCheckpointInterval).
 var recoveryCheckpointEvery atomic.Int64
 
 func init() { recoveryCheckpointEvery.Store(int64(DefaultRecoveryCheckpointInterval)) }
@@ -77,15 +77,16 @@ func init() { recoveryCheckpointEvery.Store(int64(DefaultRecoveryCheckpointInter
 // log.flush.offset.checkpoint.interval.ms.
 const DefaultRecoveryCheckpointInterval = 60 * time.Second
 
-// SetRecoveryCheckpointInterval sets how often the Stores opened from now
-// on write recovery-point-offset-checkpoint
+// setRecoveryCheckpointInterval sets the default interval for the Stores
+// opened from now on (tests); d <= 0: only at Close.
+func setRecoveryCheckpointInterval(d time.Duration) { recoveryCheckpointEvery.Store(int64(d)) }
+
+// How often a Store writes recovery-point-offset-checkpoint
 // (log.flush.offset.checkpoint.interval.ms; Kafka's
-// LogManager.checkpointLogRecoveryOffsets). The recovery points written
+// LogManager.checkpointLogRecoveryOffsets): the recovery points written
 // only ever cover fsynced offsets (a rolled segment is fsynced in the
 // background, then its log's recovery point moves), so a killed broker
-// re-validates only what lies past the last checkpoint. d <= 0: only at
-// Close.
-func SetRecoveryCheckpointInterval(d time.Duration) { recoveryCheckpointEvery.Store(int64(d)) }
+// re-validates only what lies past the last checkpoint.
 
 // Open opens (creating if needed) the store in opts.Dir. It removes the
 // clean-shutdown marker: from now on, until a clean Close, the logs count
@@ -111,7 +112,11 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.cache = newOpenCache(OpenSegmentsMax(), s.log)
+	openMax := opts.OpenSegmentsMax
+	if openMax <= 0 {
+		openMax = defaultOpenSegmentsMax()
+	}
+	s.cache = newOpenCache(openMax, s.log)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -157,7 +162,11 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
 	}
-	if every := time.Duration(recoveryCheckpointEvery.Load()); every > 0 {
+	every := opts.RecoveryCheckpointInterval
+	if every == 0 {
+		every = time.Duration(recoveryCheckpointEvery.Load())
+	}
+	if every > 0 {
 		s.stopCkpt, s.ckptDone = make(chan struct{}), make(chan struct{})
 		go s.checkpointLoop(every)
 	}
