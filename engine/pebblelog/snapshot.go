@@ -11,8 +11,10 @@ import (
 
 var _ engine.SnapshotStore = (*Log)(nil)
 
-// SaveSnapshot implements engine.SnapshotStore: one synced key (see the
-// key layout in format.go).
+// SaveSnapshot implements engine.SnapshotStore: one key (see the key
+// layout in format.go), not synced by itself: the next Flush, Close or
+// periodic flush, or the next append's sync, makes it durable. A snapshot
+// lost to a crash only means a longer replay from an older one or the log.
 func (l *Log) SaveSnapshot(offset int64, data []byte) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: snapshot of %s/%d at %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
@@ -81,7 +83,9 @@ func (l *Log) SnapshotDue() int64 {
 	return l.segs[len(l.segs)-1].base
 }
 
-// snapshotWrite commits the changes fill makes, synced.
+// snapshotWrite commits the changes fill makes, without a sync (see
+// SaveSnapshot; a lost delete leaves a snapshot that replication deletes
+// or skips again: LatestSnapshot is bounded by the log end).
 func (l *Log) snapshotWrite(what string, fill func(*pebble.Batch)) error {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -96,7 +100,7 @@ func (l *Log) snapshotWrite(what string, fill func(*pebble.Batch)) error {
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	fill(pb)
-	if err := pb.Commit(pebble.Sync); err != nil {
+	if err := l.s.commitNoSync(pb); err != nil {
 		return fmt.Errorf("pebblelog: %s: %s snapshot of %s/%d: %w", l.s.dir, what, l.id.Topic, l.id.Partition, err)
 	}
 	return nil

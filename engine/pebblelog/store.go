@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -59,6 +60,15 @@ type Store struct {
 	catalog map[engine.PartitionID]uint64 // partition -> numeric id
 	nextID  uint64
 	open    map[engine.PartitionID]*Log
+
+	// unsynced counts the batches committed without a sync (producer
+	// snapshots); synced is its value at the last WAL sync. A sync is
+	// skipped when they are equal: every other write is committed with
+	// pebble.Sync, so there is nothing to make durable. This is what makes
+	// closing 100,000 idle logs one fsync instead of 100,000 (about 40 s).
+	// Invariant: synced <= unsynced.
+	unsynced atomic.Uint64
+	synced   atomic.Uint64
 
 	stopFlush chan struct{}
 	flushDone chan struct{}
@@ -190,15 +200,37 @@ func (s *Store) sync() error {
 	return s.syncHeld()
 }
 
-// syncHeld is sync for a caller that holds s.life.
+// syncHeld is sync for a caller that holds s.life. It costs nothing when
+// every batch since the last sync was committed synced.
 // REQUIRES: s.life held.
 func (s *Store) syncHeld() error {
 	if s.closed {
 		return engine.ErrClosed
 	}
+	// Loaded before the sync: a batch counted here was committed (so is
+	// in the WAL) before LogData, which syncs everything before it.
+	n := s.unsynced.Load()
+	if n == s.synced.Load() {
+		return nil
+	}
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
 	}
+	for {
+		old := s.synced.Load()
+		if old >= n || s.synced.CompareAndSwap(old, n) {
+			return nil
+		}
+	}
+}
+
+// commitNoSync commits b without a sync and counts it for the next sync
+// (Log.Flush, Log.Close, the periodic flush, Store.Close).
+func (s *Store) commitNoSync(b *pebble.Batch) error {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	s.unsynced.Add(1)
 	return nil
 }
 
@@ -315,8 +347,9 @@ func (s *Store) forget(l *Log) {
 	}
 }
 
-// Close closes every open log, syncs the WAL and closes the DB. It waits
-// for operations in flight.
+// Close closes every open log, syncs the WAL once for all of them and
+// closes the DB. Nothing is written per log. It waits for operations in
+// flight.
 func (s *Store) Close() error {
 	if s.stopFlush != nil {
 		s.stopOnce.Do(func() {
