@@ -428,6 +428,11 @@ func run(o options) ([]row, error) {
 			r.Error = err.Error()
 		}
 		r.RSSKiB, r.FDs, r.Maps, _ = procStats(b.cmd.Process.Pid)
+		if created > 0 {
+			// After a restart nothing of the growth is left on the heap
+			// or in Pebble's memtable: the steady cost of the partitions.
+			r.RSSPerPart = float64(r.RSSKiB-baseRSS) / float64(created)
+		}
 		emit(o, &rows, r)
 		if err != nil {
 			return rows, err
