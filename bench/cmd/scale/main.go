@@ -76,6 +76,10 @@ type row struct {
 	Maps       int     `json:"maps,omitempty"`
 	MetadataMS float64 `json:"metadata_ms,omitempty"`
 	MetadataKB int     `json:"metadata_kib,omitempty"`
+	// MetadataRawMS is the broker's part: request written to last byte
+	// read on a raw connection, no decoding (MetadataMS adds franz-go
+	// decoding the response into structs).
+	MetadataRawMS float64 `json:"metadata_raw_ms,omitempty"`
 	CreateMS   float64 `json:"create_topics_ms,omitempty"`
 	CreateAllS float64 `json:"create_step_s,omitempty"`
 	Produced   int     `json:"produced,omitempty"`
@@ -282,6 +286,43 @@ func metadataAll(cl *kgo.Client) (int, time.Duration, int, error) {
 	return n, d, size, nil
 }
 
+// metadataRaw times Metadata v12 for all topics on a connection of its
+// own, from writing the request to reading the response's last byte, and
+// returns the median of runs.
+func metadataRaw(addr string, runs int) (time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = nil
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("scale"))
+	frame := f.AppendRequest(nil, req, 1)
+	var ds []time.Duration
+	var body []byte
+	for i := 0; i < runs; i++ {
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		t0 := time.Now()
+		if _, err := c.Write(frame); err != nil {
+			return 0, err
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return 0, err
+		}
+		n := int(uint32(size[0])<<24 | uint32(size[1])<<16 | uint32(size[2])<<8 | uint32(size[3]))
+		if cap(body) < n {
+			body = make([]byte, n)
+		}
+		if _, err := io.ReadFull(c, body[:n]); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return median(ds), nil
+}
+
 func median(ds []time.Duration) time.Duration {
 	slices.Sort(ds)
 	return ds[len(ds)/2]
@@ -396,6 +437,11 @@ func run(o options) ([]row, error) {
 		}
 		if len(mds) > 0 {
 			r.MetadataMS = ms(median(mds))
+		}
+		if raw, err := metadataRaw(b.kafka, o.mdRuns); err != nil {
+			r.Error = "raw metadata: " + err.Error()
+		} else {
+			r.MetadataRawMS = ms(raw)
 		}
 		r.RSSKiB, r.FDs, r.Maps, _ = procStats(b.cmd.Process.Pid)
 		r.RSSPerPart = float64(r.RSSKiB-baseRSS) / float64(created)
@@ -587,8 +633,8 @@ func wantTotal(counts map[string]map[int32]int64, assign map[string]map[int32]kg
 }
 
 func printTable(w io.Writer, o options, rows []row) {
-	fmt.Fprintf(w, "| backend | phase | partitions | RSS MiB | RSS/partition KiB | fds | maps | Metadata all ms (KiB) | CreateTopics ms | create step s | produced/fetched | seconds | error |\n")
-	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
+	fmt.Fprintf(w, "| backend | phase | partitions | RSS MiB | RSS/partition KiB | fds | maps | Metadata all ms (KiB) | raw ms | CreateTopics ms | create step s | produced/fetched | seconds | error |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
 	for _, r := range rows {
 		cell := func(ok bool, s string) string {
 			if !ok {
@@ -596,12 +642,13 @@ func printTable(w io.Writer, o options, rows []row) {
 			}
 			return s
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Backend, r.Phase, r.Partitions,
 			cell(r.RSSKiB > 0, fmt.Sprintf("%.1f", float64(r.RSSKiB)/1024)),
 			cell(r.RSSPerPart != 0, fmt.Sprintf("%.2f", r.RSSPerPart)),
 			cell(r.FDs > 0, strconv.Itoa(r.FDs)), cell(r.Maps > 0, strconv.Itoa(r.Maps)),
 			cell(r.MetadataMS > 0, fmt.Sprintf("%.1f (%d)", r.MetadataMS, r.MetadataKB)),
+			cell(r.MetadataRawMS > 0, fmt.Sprintf("%.1f", r.MetadataRawMS)),
 			cell(r.CreateMS > 0, fmt.Sprintf("%.1f", r.CreateMS)),
 			cell(r.CreateAllS > 0, fmt.Sprintf("%.1f", r.CreateAllS)),
 			cell(r.Produced > 0, fmt.Sprintf("%d/%d", r.Produced, r.Fetched)),
