@@ -376,6 +376,14 @@ func (s *Store) Close() error {
 	s.open = map[engine.PartitionID]*Log{}
 	s.mu.Unlock()
 	err := s.db.LogData(nil, pebble.Sync)
+	if err == nil {
+		// Flush the memtables so the next Open replays no WAL. Replaying
+		// it flushed them during the load of every partition, whose reads
+		// then missed the block cache while compactions rewrote the new
+		// tables: the first restart after creating 100,000 partitions took
+		// 8-10 s, a later one 2.3 s.
+		err = s.db.Flush()
+	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}

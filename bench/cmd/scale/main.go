@@ -61,6 +61,7 @@ type options struct {
 	stepTimeout  time.Duration
 	keep         bool
 	dir          string
+	noRestart    bool
 	sets         []string
 	out          io.Writer
 }
@@ -102,6 +103,7 @@ func main() {
 	flag.IntVar(&o.mdRuns, "metadata-runs", 7, "Metadata requests per measurement (the median is reported)")
 	flag.DurationVar(&o.stepTimeout, "step-timeout", 10*time.Minute, "give up a step after this long")
 	flag.BoolVar(&o.keep, "keep", false, "keep the data directory")
+	flag.BoolVar(&o.noRestart, "no-restart", false, "end after the clean stop (with --keep: to profile a restart by hand)")
 	flag.StringVar(&o.dir, "dir", "", "make the data directory under this one (default: the system temp dir)")
 	flag.StringVar(&sets, "set", "", "extra broker settings, key=value;key=value")
 	flag.StringVar(&jsonPath, "json", "", "also append the JSON lines to this file")
@@ -461,6 +463,9 @@ func run(o options) ([]row, error) {
 		r.Error = err.Error()
 	}
 	emit(o, &rows, r)
+	if o.noRestart {
+		return rows, nil
+	}
 	for _, phase := range []string{"restart", "restart_after_kill"} {
 		t0 := time.Now()
 		b, err = start(o, dir, kport, hport)
