@@ -411,6 +411,11 @@ func run(o options) ([]row, error) {
 	for _, target := range o.steps {
 		r := row{Phase: "step", Partitions: target}
 		if err := growTo(o, adm, b, &created, &topics, target, &r); err != nil {
+			// A failed request may have created some of its topics: count
+			// what the broker holds, which the stop and restarts carry.
+			if n, _, _, merr := metadataAll(cl); merr == nil && n > created {
+				created = n
+			}
 			r.Partitions = created
 			r.Error = fmt.Sprintf("growing to %d partitions: %v", target, err)
 			emit(o, &rows, r)
