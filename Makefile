@@ -11,7 +11,7 @@ RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/
 
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build run cluster test test-deps unit race rest fuzz bench bench-report vet clean
+.PHONY: all build run cluster test test-deps unit race rest fuzz bench bench-report scale vet clean
 
 all: build
 
@@ -76,6 +76,13 @@ bench:
 # (about 10 minutes on 2 cores; see scripts/bench-report.sh for knobs).
 bench-report:
 	@./scripts/bench-report.sh
+
+# Partitions at scale on one node (issue 15): segment up to 20,000 under
+# ulimit -n 20000, pebble up to 100,000; RSS per partition, fds, maps,
+# Metadata/CreateTopics latency, stop and restart (scripts/scale.sh; about
+# 15 minutes; not part of make test).
+scale:
+	@./scripts/scale.sh
 
 clean:
 	rm -rf bin

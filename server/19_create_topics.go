@@ -129,12 +129,11 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 	if err := validateTopicName(spec.name); err != nil {
 		return err
 	}
-	cn := collisionName(spec.name)
 	for _, n := range s.cp.topicNames() {
 		if n == spec.name {
 			return fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
 		}
-		if collisionName(n) == cn {
+		if collides(n, spec.name) {
 			return fmt.Errorf("%w: topic %q collides with existing topic %q", errInvalidTopic, spec.name, n)
 		}
 	}

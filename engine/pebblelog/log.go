@@ -398,26 +398,22 @@ func (l *Log) Flush() error {
 	return nil
 }
 
-// Close flushes and closes the log; the store's OpenLog opens it again.
-// Closing twice is a no-op.
+// Close closes the log; the store's OpenLog opens it again. Closing twice
+// is a no-op. It does not sync: every append, truncation and deletion was
+// committed synced, and what was not (producer snapshots, the catalog entry
+// of a new log) is made durable by the next sync of any log or by
+// Store.Close, and costs only a longer replay or a re-creation if a crash
+// loses it. A sync here made a broker's clean stop one fsync per partition
+// (34 s for 100,000 partitions).
 func (l *Log) Close() error {
-	l.s.life.RLock()
 	l.writeMu.Lock()
 	closed := l.closed
-	var err error
-	if !closed {
-		err = l.s.syncHeld()
-		if errors.Is(err, engine.ErrClosed) {
-			err = nil // the store closed first and synced
-		}
-	}
 	l.writeMu.Unlock()
-	l.s.life.RUnlock()
 	l.markClosed()
 	if !closed {
 		l.s.forget(l)
 	}
-	return err
+	return nil
 }
 
 // markClosed makes every later call fail with engine.ErrClosed.

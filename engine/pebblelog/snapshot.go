@@ -2,6 +2,7 @@ package pebblelog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,8 +12,10 @@ import (
 
 var _ engine.SnapshotStore = (*Log)(nil)
 
-// SaveSnapshot implements engine.SnapshotStore: one synced key (see the
-// key layout in format.go).
+// SaveSnapshot implements engine.SnapshotStore: one key (see the key
+// layout in format.go), not synced by itself: the next Flush, Close or
+// periodic flush, or the next append's sync, makes it durable. A snapshot
+// lost to a crash only means a longer replay from an older one or the log.
 func (l *Log) SaveSnapshot(offset int64, data []byte) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: snapshot of %s/%d at %d", engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset)
@@ -55,9 +58,8 @@ func (l *Log) LatestSnapshot(upTo int64) (offset int64, data []byte, ok bool, er
 
 // DeleteSnapshotsFrom implements engine.SnapshotStore.
 func (l *Log) DeleteSnapshotsFrom(offset int64) error {
-	return l.snapshotWrite("delete", func(pb *pebble.Batch) {
-		_ = pb.DeleteRange(newLogKey(tagSnapshot, l.n, max(offset, 0)), logKeyEnd(tagSnapshot, l.n), nil)
-	})
+	lo, hi := newLogKey(tagSnapshot, l.n, max(offset, 0)), logKeyEnd(tagSnapshot, l.n)
+	return l.deleteSnapshots(lo, hi)
 }
 
 // DeleteSnapshotsBefore implements engine.SnapshotStore.
@@ -65,9 +67,50 @@ func (l *Log) DeleteSnapshotsBefore(offset int64) error {
 	if offset <= 0 {
 		return nil
 	}
+	return l.deleteSnapshots(newLogKey(tagSnapshot, l.n, 0), newLogKey(tagSnapshot, l.n, offset))
+}
+
+// deleteSnapshots range-deletes the snapshot keys in [lo, hi), writing
+// nothing when there are none. Replication asks this of every partition
+// it opens (snapshots above the log end), nearly always for nothing, and a
+// range tombstone per partition is not free: every tombstone added to the
+// memtable makes the next iterator re-fragment them all, so 100,000 of them
+// made creating and opening partitions quadratic (minutes at 100,000).
+func (l *Log) deleteSnapshots(lo, hi []byte) error {
+	if err := l.hasKeys(lo, hi); err != nil {
+		if errors.Is(err, errNoKeys) {
+			return nil
+		}
+		return err
+	}
 	return l.snapshotWrite("delete", func(pb *pebble.Batch) {
-		_ = pb.DeleteRange(newLogKey(tagSnapshot, l.n, 0), newLogKey(tagSnapshot, l.n, offset), nil)
+		_ = pb.DeleteRange(lo, hi, nil)
 	})
+}
+
+// errNoKeys: hasKeys found no key in its range.
+var errNoKeys = errors.New("pebblelog: no keys in range")
+
+// hasKeys returns nil when some key is in [lo, hi), errNoKeys when none,
+// or the error reading.
+func (l *Log) hasKeys(lo, hi []byte) error {
+	l.s.life.RLock()
+	defer l.s.life.RUnlock()
+	if l.s.closed {
+		return l.errClosed()
+	}
+	it, err := l.s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("pebblelog: %s: snapshots of %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+	}
+	found := it.First()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblelog: %s: snapshots of %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+	}
+	if !found {
+		return errNoKeys
+	}
+	return nil
 }
 
 // SnapshotDue implements engine.SnapshotStore: the base of the newest
@@ -81,7 +124,9 @@ func (l *Log) SnapshotDue() int64 {
 	return l.segs[len(l.segs)-1].base
 }
 
-// snapshotWrite commits the changes fill makes, synced.
+// snapshotWrite commits the changes fill makes, without a sync (see
+// SaveSnapshot; a lost delete leaves a snapshot that replication deletes
+// or skips again: LatestSnapshot is bounded by the log end).
 func (l *Log) snapshotWrite(what string, fill func(*pebble.Batch)) error {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -96,7 +141,7 @@ func (l *Log) snapshotWrite(what string, fill func(*pebble.Batch)) error {
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	fill(pb)
-	if err := pb.Commit(pebble.Sync); err != nil {
+	if err := l.s.commitNoSync(pb); err != nil {
 		return fmt.Errorf("pebblelog: %s: %s snapshot of %s/%d: %w", l.s.dir, what, l.id.Topic, l.id.Partition, err)
 	}
 	return nil

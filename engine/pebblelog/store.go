@@ -16,6 +16,13 @@
 // batch, so a power loss mid-commit loses whole appends from the tail, never
 // part of one: the next Open finds dense offsets.
 //
+// What is committed without a sync can be lost without losing a record:
+// producer snapshots (a longer replay) and the catalog entry of a new,
+// empty log (the server creates it again). The next synced commit of any
+// log makes them durable, since the WAL is one ordered file, and so does
+// Store.Close, which syncs once and flushes the memtables: closing a log
+// writes nothing, so a clean stop costs the same for 10 or 100,000 logs.
+//
 // Disk assumptions are Pebble's: an fsync'd WAL record survives power loss.
 package pebblelog
 
@@ -24,6 +31,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -59,6 +67,15 @@ type Store struct {
 	catalog map[engine.PartitionID]uint64 // partition -> numeric id
 	nextID  uint64
 	open    map[engine.PartitionID]*Log
+
+	// unsynced counts the batches committed without a sync (producer
+	// snapshots); synced is its value at the last WAL sync. A sync is
+	// skipped when they are equal: every other write is committed with
+	// pebble.Sync, so there is nothing to make durable. This is what makes
+	// closing 100,000 idle logs one fsync instead of 100,000 (about 40 s).
+	// Invariant: synced <= unsynced.
+	unsynced atomic.Uint64
+	synced   atomic.Uint64
 
 	stopFlush chan struct{}
 	flushDone chan struct{}
@@ -190,20 +207,43 @@ func (s *Store) sync() error {
 	return s.syncHeld()
 }
 
-// syncHeld is sync for a caller that holds s.life.
+// syncHeld is sync for a caller that holds s.life. It costs nothing when
+// every batch since the last sync was committed synced.
 // REQUIRES: s.life held.
 func (s *Store) syncHeld() error {
 	if s.closed {
 		return engine.ErrClosed
 	}
+	// Loaded before the sync: a batch counted here was committed (so is
+	// in the WAL) before LogData, which syncs everything before it.
+	n := s.unsynced.Load()
+	if n == s.synced.Load() {
+		return nil
+	}
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
 	}
+	for {
+		old := s.synced.Load()
+		if old >= n || s.synced.CompareAndSwap(old, n) {
+			return nil
+		}
+	}
+}
+
+// commitNoSync commits b without a sync and counts it for the next sync
+// (Log.Flush, Log.Close, the periodic flush, Store.Close).
+func (s *Store) commitNoSync(b *pebble.Batch) error {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	s.unsynced.Add(1)
 	return nil
 }
 
 // CreateLog assigns the partition an id and writes its catalog entry and
-// start offset 0; engine.ErrLogExists if it exists.
+// start offset 0, without a sync of its own; engine.ErrLogExists if it
+// exists.
 func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log, error) {
 	s.life.RLock()
 	defer s.life.RUnlock()
@@ -221,7 +261,12 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 	_ = b.Set(catalogKey(id), appendU64(nil, n), nil)
 	_ = b.Set([]byte{tagNextID}, appendU64(nil, n+1), nil)
 	_ = b.Set(metaKey(n, metaStart), appendU64(nil, 0), nil)
-	if err := b.Commit(pebble.Sync); err != nil {
+	// Not synced: a topic of 100 partitions took 100 fsyncs (~150 ms at
+	// 50,000 partitions). The log is empty, so a crash loses no record,
+	// the next synced write (an append to any log) makes it durable with
+	// everything before it, and a broker that finds a topic's log missing
+	// creates it again (server.loadTopics).
+	if err := s.commitNoSync(b); err != nil {
 		return nil, fmt.Errorf("pebblelog: %s: create %s/%d: %w", s.dir, id.Topic, id.Partition, err)
 	}
 	s.catalog[id] = n
@@ -315,8 +360,9 @@ func (s *Store) forget(l *Log) {
 	}
 }
 
-// Close closes every open log, syncs the WAL and closes the DB. It waits
-// for operations in flight.
+// Close closes every open log, syncs the WAL once for all of them and
+// closes the DB. Nothing is written per log. It waits for operations in
+// flight.
 func (s *Store) Close() error {
 	if s.stopFlush != nil {
 		s.stopOnce.Do(func() {
@@ -337,6 +383,14 @@ func (s *Store) Close() error {
 	s.open = map[engine.PartitionID]*Log{}
 	s.mu.Unlock()
 	err := s.db.LogData(nil, pebble.Sync)
+	if err == nil {
+		// Flush the memtables so the next Open replays no WAL. Replaying
+		// it flushed them during the load of every partition, whose reads
+		// then missed the block cache while compactions rewrote the new
+		// tables: the first restart after creating 100,000 partitions took
+		// 8-10 s, a later one 2.3 s.
+		err = s.db.Flush()
+	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
