@@ -96,8 +96,11 @@ func (n *Node) loop() {
 			if !ok {
 				break
 			}
-			n.handle(e)
+			// Marked before the event runs: a scrape that sees what the
+			// event did (a broker's metadata updated from inside it) must
+			// not find the counts clean and return the old ones.
 			n.controllerStatsDirty(e.kind)
+			n.handle(e)
 		}
 	}
 }
