@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"regexp"
 	"sort"
@@ -11,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/metrics/metricstest"
 )
 
 // dashboardMetrics returns the metric names docs/grafana/sluice.json
@@ -98,15 +97,9 @@ func TestGrafanaDashboardMetricsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resp, err := http.Get("http://" + b.httpAddr + "/metrics")
+	families, err := metricstest.Scrape("http://" + b.httpAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
 	}
 	for _, n := range names {
 		if _, ok := families[n]; !ok {

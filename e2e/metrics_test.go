@@ -6,16 +6,15 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/metrics/metricstest"
 )
 
 // scrapeMetrics fetches http://<b.httpAddr>/metrics and parses it.
@@ -23,17 +22,7 @@ func scrapeMetrics(b *brokerProc) (map[string]*dto.MetricFamily, error) {
 	if b.httpAddr == "" {
 		return nil, fmt.Errorf("broker has no http.listeners address")
 	}
-	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get("http://" + b.httpAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
+	return metricstest.Scrape("http://" + b.httpAddr + "/metrics")
 }
 
 // gaugeOrCounter is the value of family name's only (unlabelled) series;
@@ -158,34 +147,6 @@ func TestClusterMetricsUnderReplicated(t *testing.T) {
 	c.brokers[f].running("after SIGCONT")
 }
 
-// seriesValue is the value of the gauge or counter of family name whose
-// labels include want.
-func seriesValue(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 // TestClusterMetricsConsumerLag: the group coordinator computes the lag of
 // its group on partitions led by other brokers too (asking their leaders
 // for the end offsets): a topic of 3 partitions with one replica each, so
@@ -244,12 +205,12 @@ func TestClusterMetricsConsumerLag(t *testing.T) {
 		for p := int32(0); p < 3; p++ {
 			want := int64(p + 1)
 			sum += want
-			got, ok := seriesValue(fams, "kafka_consumergroup_lag", map[string]string{"consumergroup": group, "topic": topic, "partition": strconv.Itoa(int(p))})
+			got, ok := metricstest.Value(fams, "kafka_consumergroup_lag", map[string]string{"consumergroup": group, "topic": topic, "partition": strconv.Itoa(int(p))})
 			if !ok || got != float64(want) {
 				problems = append(problems, fmt.Sprintf("lag of partition %d = %v (present %v), want %d", p, got, ok, want))
 			}
 		}
-		if got, _ := seriesValue(fams, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": group, "topic": topic}); got != float64(sum) {
+		if got, _ := metricstest.Value(fams, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": group, "topic": topic}); got != float64(sum) {
 			problems = append(problems, fmt.Sprintf("lag_sum = %v, want %d", got, sum))
 		}
 		if len(problems) == 0 {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +21,7 @@ import (
 	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/metrics/metricstest"
 	"github.com/sluice/sluice/record"
 	_ "github.com/sluice/sluice/segment"
 	"github.com/sluice/sluice/server"
@@ -81,18 +79,9 @@ func startMetricsServer(t *testing.T, backend string, mod func(*config.Config)) 
 // scrape fetches url and parses it with the Prometheus text parser.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url)
+	fams, err := metricstest.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s: %v", url, err)
 	}
 	return fams
 }
@@ -100,33 +89,7 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 // value returns the value of the series of family name whose labels
 // include want, and whether there is one.
 func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
-		}
-	}
-	return 0, false
+	return metricstest.Value(fams, name, want)
 }
 
 func mustValue(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
