@@ -34,7 +34,18 @@ func TestControllerStatsLazy(t *testing.T) {
 	if n := ctl.ctlStats.computed.Load() - before; n != 0 {
 		t.Errorf("%d recounts during the events with no scrape, want 0", n)
 	}
-	// Concurrent scrapes (run with -race) all see the events.
+	// The broker caches can show a topic before the controller's own event
+	// for it has run (ZooKeeper watches race): the counts catch up once it
+	// has.
+	waitFor(t, "the controller's counts of the topics", func() bool {
+		st := ctl.ControllerStats()
+		return st.Topics == 2 && st.Partitions == 10
+	})
+	after := ctl.ctlStats.computed.Load()
+	if after-before < 1 {
+		t.Errorf("%d recounts for the scrapes after the events, want >= 1", after-before)
+	}
+	// Concurrent scrapes (run with -race) all see the same counts.
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
@@ -46,10 +57,7 @@ func TestControllerStatsLazy(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	after := ctl.ctlStats.computed.Load()
-	if n := after - before; n < 1 || n > 4 {
-		t.Errorf("%d recounts for 4 concurrent scrapes, want 1..4", n)
-	}
+	after = ctl.ctlStats.computed.Load()
 	ctl.ControllerStats()
 	if n := ctl.ctlStats.computed.Load() - after; n != 0 {
 		t.Errorf("%d recounts for a scrape with no event since, want 0", n)

@@ -171,7 +171,9 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	var fams map[string]*dto.MetricFamily
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		fams = scrape(t, ms.metrics)
-		if v, _ := value(fams, "kafka_network_requestmetrics_requests_total", map[string]string{"request": "OffsetCommit"}); v >= 1 || time.Now().After(deadline) {
+		// A Fetch is counted under Fetch, then FetchConsumer: wait for
+		// both too.
+		if v, _ := value(fams, "kafka_network_requestmetrics_requests_total", map[string]string{"request": "OffsetCommit"}); v >= 1 && sumRequests(fams, "FetchConsumer") >= 1 || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -235,17 +237,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 
 	// Requests per API: every version seen summed.
-	sumRequests := func(api string) float64 {
-		var sum float64
-		for _, m := range fams["kafka_network_requestmetrics_requests_total"].GetMetric() {
-			for _, l := range m.Label {
-				if l.GetName() == "request" && l.GetValue() == api {
-					sum += m.Counter.GetValue()
-				}
-			}
-		}
-		return sum
-	}
+	sumRequests := func(api string) float64 { return sumRequests(fams, api) }
 	for api, min := range map[string]float64{"Produce": n, "Fetch": 1, "Metadata": 1, "ApiVersions": 2, "CreateTopics": 1,
 		"JoinGroup": 1, "SyncGroup": 1, "OffsetCommit": 1, "FindCoordinator": 1} {
 		if got := sumRequests(api); got < min {
@@ -445,4 +437,17 @@ func TestMetricsPartitionSeriesMaxZero(t *testing.T) {
 	if _, ok := value(fams, "kafka_consumergroup_lag_sum", map[string]string{"consumergroup": "g", "topic": "wide"}); !ok {
 		t.Error("no lag_sum for g: the per-topic sum stays")
 	}
+}
+
+// sumRequests is requests_total of api over all its versions.
+func sumRequests(fams map[string]*dto.MetricFamily, api string) float64 {
+	var sum float64
+	for _, m := range fams["kafka_network_requestmetrics_requests_total"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "request" && l.GetValue() == api {
+				sum += m.Counter.GetValue()
+			}
+		}
+	}
+	return sum
 }
