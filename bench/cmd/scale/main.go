@@ -81,12 +81,12 @@ type row struct {
 	// read on a raw connection, no decoding (MetadataMS adds franz-go
 	// decoding the response into structs).
 	MetadataRawMS float64 `json:"metadata_raw_ms,omitempty"`
-	CreateMS   float64 `json:"create_topics_ms,omitempty"`
-	CreateAllS float64 `json:"create_step_s,omitempty"`
-	Produced   int     `json:"produced,omitempty"`
-	Fetched    int     `json:"fetched,omitempty"`
-	Seconds    float64 `json:"seconds,omitempty"`
-	Error      string  `json:"error,omitempty"`
+	CreateMS      float64 `json:"create_topics_ms,omitempty"`
+	CreateAllS    float64 `json:"create_step_s,omitempty"`
+	Produced      int     `json:"produced,omitempty"`
+	Fetched       int     `json:"fetched,omitempty"`
+	Seconds       float64 `json:"seconds,omitempty"`
+	Error         string  `json:"error,omitempty"`
 }
 
 func main() {
