@@ -505,3 +505,21 @@ func TestScaleKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchSessionCacheSlots: max.incremental.fetch.session.cache.slots
+// defaults to Kafka's 1000, takes 0 (sessions off), refuses what is not a
+// count.
+func TestFetchSessionCacheSlots(t *testing.T) {
+	if c := Default(); c.FetchSessionCacheSlots != 1000 {
+		t.Fatalf("default %d", c.FetchSessionCacheSlots)
+	}
+	c, err := Load("", []string{"max.incremental.fetch.session.cache.slots=0"})
+	if err != nil || c.FetchSessionCacheSlots != 0 {
+		t.Fatalf("0: %d %v", c.FetchSessionCacheSlots, err)
+	}
+	for _, bad := range []string{"-1", "x", "99999999999", ""} {
+		if _, err := Load("", []string{"max.incremental.fetch.session.cache.slots=" + bad}); err == nil || !strings.Contains(err.Error(), "max.incremental.fetch.session.cache.slots") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}

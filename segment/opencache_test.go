@@ -2,7 +2,6 @@ package segment
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"math/rand"
 	"net"
@@ -278,7 +277,7 @@ func TestPeriodicRecoveryCheckpoint(t *testing.T) {
 	if got := st2.recoveredBytes.Load(); got >= total || got > 4<<10 {
 		t.Fatalf("recovery validated %d bytes of %d: the checkpoint at %d should leave only the active segment", got, total, lastBase)
 	}
-	t.Log(fmt.Sprintf("recovered %d of %d bytes", st2.recoveredBytes.Load(), total))
+	t.Logf("recovered %d of %d bytes", st2.recoveredBytes.Load(), total)
 }
 
 // TestCloseUnchangedLogsNoFsync: a clean stop fsyncs no log that has

@@ -245,12 +245,10 @@ func validateTopicName(name string) error {
 	return nil
 }
 
-// collisionName is name with '.' replaced by '_': two topics whose collision
-// names are equal would share metric names, so Kafka refuses the second.
-func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
-
-// collides reports whether collisionName(a) == collisionName(b) without
-// allocating: CreateTopics compares a new name with every existing one.
+// collides reports whether a and b are equal once '.' is read as '_': two
+// such topics would share metric names, so Kafka refuses the second.
+// Without allocating: CreateTopics compares a new name with every existing
+// one.
 func collides(a, b string) bool {
 	if len(a) != len(b) {
 		return false
