@@ -5,7 +5,7 @@
 # profile of the end-to-end benchmarks; it rewrites the generated section of
 # BENCHMARKS.md and the chart docs/bench.svg. `make bench-report` runs it.
 #
-#   scripts/bench-report.sh                  # about 10 minutes on 2 cores
+#   scripts/bench-report.sh                  # about 20 minutes on 2 cores
 #   RUNS=1 REC_1K=200000 REC_100=500000 E2E_SECS=1 PROFILE=0 \
 #       OUT=/tmp/report.md scripts/bench-report.sh    # a quick smoke run
 #
@@ -13,6 +13,14 @@
 #   - limits: dd if=/dev/zero bs=1M count=1024 (1 GiB, stays in the page
 #     cache), and `benchreport limits` (page-cache file -> sendfile ->
 #     loopback TCP, and memory -> write -> loopback TCP, reader discards);
+#   - the floor: `benchreport floor` (bench/floor): the CPU per GB of
+#     reading 1 MiB produce frames off loopback TCP, CRC-32C and pwrite, and
+#     of the segment backend's append path, on one pinned thread;
+#   - workloads: 1 KiB and 100 B records, 1 or 4 producers, acks 1 or all,
+#     one partition; one producer to 4 partitions with 1 MB batches and
+#     linger 10 ms (issue 16); consume from the start; e2e at a fixed rate;
+#   - replicated produce: scripts/bench-replication.sh (ZooKeeper and a
+#     3-broker cluster against a single node; REPL=0 skips it);
 #   - brokers: `sluice serve` per backend and `kfakeserve --data-dir`, all
 #     started at once, pinned with `taskset -c 0`; the load generator
 #     (`sluice perf`) is pinned with `taskset -c 1`. Rounds of every workload
@@ -33,6 +41,9 @@ RUNS=${RUNS:-3}
 BROKERS=${BROKERS:-"segment pebble memory kfake"}
 REC_1K=${REC_1K:-1200000}      # records per 1 KiB produce run (~2-4 s here)
 REC_100=${REC_100:-3000000}    # records per 100 B produce run
+REC_4P=${REC_4P:-1200000}      # records per 4-partition, 1 MB-batch produce run
+FLOOR_MIB=${FLOOR_MIB:-2048}   # MiB per bench/floor run
+REPL=${REPL:-1}                # 0: skip scripts/bench-replication.sh (ZooKeeper, 3 brokers)
 E2E_SECS=${E2E_SECS:-3}        # length of an e2e run
 E2E_RATE=${E2E_RATE:-10000}    # records/s of an e2e run
 PERF_TIMEOUT=${PERF_TIMEOUT:-60}
@@ -118,6 +129,10 @@ for _ in $(seq "$RUNS"); do
 done
 log "limits: sendfile and tcp x$RUNS"
 timeout 120 "$br" limits -dir "$work" -runs "$RUNS" -seconds 2 >>"$results"
+# The floor: read 1 MiB frames off loopback TCP, CRC and pwrite them, on
+# CPU 0 while CPU 1 feeds the socket (bench/floor).
+log "floor x$RUNS"
+timeout 600 "$br" floor -dir "$work" -runs "$RUNS" -total-mib "$FLOOR_MIB" -reader-cpu 0 -writer-cpu 1 >>"$results"
 
 # Brokers, all up at once on CPU 0.
 start_broker() {
@@ -196,6 +211,17 @@ for run in $(seq "$RUNS"); do
 			done
 		done
 	done
+	# The issue-16 setup: one producer, 4 partitions, 1 MB batches, linger 10 ms.
+	for acks in 1 all; do
+		for b in $BROKERS; do
+			log "round $run: $b produce 4 partitions, 1 MB batches, acks=$acks"
+			topic=p4-$acks-$run
+			measure_perf "$b" workload=produce4p size=1024 producers=1 "acks=$acks" -- \
+				produce --topic "$topic" --partitions 4 --record-size 1024 --records "$REC_4P" \
+				--linger 10ms --batch-max-bytes 1000000 --acks "$acks"
+			delete_topic "$b" "$topic"
+		done
+	done
 	for b in $BROKERS; do
 		log "round $run: $b e2e ${E2E_RATE}/s"
 		topic=e2e-$run
@@ -206,6 +232,19 @@ for run in $(seq "$RUNS"); do
 done
 
 stop_brokers
+
+# Replicated produce: a 3-broker cluster on ZooKeeper against a single node,
+# in its own run (scripts/bench-replication.sh), included as a section.
+extra=
+if [ "$REPL" != 0 ] && [ -x scripts/bench-replication.sh ]; then
+	log "replicated produce (scripts/bench-replication.sh)"
+	if RUNS=$RUNS OUT_MD="$work/replication.md" OUT_JSON="$work/replication.jsonl" BIN="$work/sluice" \
+		timeout 1200 scripts/bench-replication.sh >"$work/replication.log" 2>&1; then
+		extra=$work/replication.md
+	else
+		log "replicated produce failed: $(tail -5 "$work/replication.log")"
+	fi
+fi
 
 # Profile pass: the in-process end-to-end benchmarks of the segment backend.
 profdir=$work/prof
@@ -242,8 +281,8 @@ timeout 60 "$br" render -results "$results" -svg "$SVG" -svg-ref "$(realpath --r
 	-date "$date_start UTC" -commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 	-machine "nproc $(nproc), $cpu_model, $mem_gib GiB RAM, $fstype" \
 	-load-start "$load_start" -load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	-dd4g "${dd4g:-0}" -profiles "$profdir" \
-	-params "RUNS=$RUNS REC_1K=$REC_1K REC_100=$REC_100 E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE WARM_MB=$WARM_MB" \
+	-dd4g "${dd4g:-0}" -profiles "$profdir" -extra "$extra" \
+	-params "RUNS=$RUNS REC_1K=$REC_1K REC_100=$REC_100 REC_4P=$REC_4P FLOOR_MIB=$FLOOR_MIB E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE WARM_MB=$WARM_MB" \
 	>"$report"
 
 # Keep the raw results beside the chart, so the report can be re-rendered

@@ -138,6 +138,9 @@ type conn struct {
 
 	// lst counts the connection in its listener's metrics (nil: none).
 	lst *metrics.Listener
+
+	// lowat is the reader's SO_RCVLOWAT for large frames (rcvlowat.go).
+	lowat rcvLowat
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -154,6 +157,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		resp:    make(chan *response, maxQueuedResponses),
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		lowat:   newRcvLowat(nc),
 	}
 }
 
@@ -282,12 +286,13 @@ func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, n, want int, deadline tim
 		if err != nil {
 			return nil, err
 		}
-		m, err := io.ReadFull(rd, buf[have:])
+		m, err := c.lowat.readFrame(rd, buf[have:], n-have)
 		have += m
 		if err != nil {
 			return nil, err
 		}
 		if have == n {
+			c.lowat.reset()
 			return buf, nil
 		}
 	}

@@ -12,6 +12,11 @@
 //	    FILE with its result, the CPU seconds CMD used (its rusage, children
 //	    included) and the CPU seconds process PID (the broker) used meanwhile
 //	    (utime+stime from /proc/PID/stat)
+//	benchreport floor -dir DIR [-modes read,crc,pwrite,segment] [-runs 3]
+//	    the least CPU per GB a produce can cost here (bench/floor): a
+//	    pinned reader takes 1 MiB frames off loopback TCP and CRCs and
+//	    pwrites them, or appends them to segment logs; one JSON line per
+//	    mode and run
 //	benchreport render -results FILE -svg PATH [flags]
 //	    write the markdown report on stdout and the chart to PATH
 //
@@ -25,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|render [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|render [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -36,6 +41,8 @@ func main() {
 		err = limits(os.Args[2:])
 	case "measure":
 		err = measure(os.Args[2:])
+	case "floor":
+		err = floorCmd(os.Args[2:])
 	case "render":
 		err = render(os.Args[2:])
 	default:

@@ -10,6 +10,7 @@ import (
 // record is one line of the results file.
 //
 //	kind "limit": Name ("dd", "sendfile", "tcp") and MBps of one run.
+//	kind "floor": Name (a bench/floor mode), MBps and CPUPerGB of one run.
 //	kind "run":   one `sluice perf` run: Tags (broker, workload, size,
 //	              producers, acks), Result (perf's --json object, nil when it
 //	              printed none), Exit (its status), Wall/ClientCPU/BrokerCPU
@@ -18,6 +19,7 @@ type record struct {
 	Kind      string            `json:"kind"`
 	Name      string            `json:"name,omitempty"`
 	MBps      float64           `json:"mbps,omitempty"`
+	CPUPerGB  float64           `json:"cpu_s_per_gb,omitempty"`
 	Tags      map[string]string `json:"tags,omitempty"`
 	Exit      int               `json:"exit"`
 	Wall      float64           `json:"wall_s,omitempty"`

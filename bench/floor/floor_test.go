@@ -1,0 +1,40 @@
+package floor
+
+import (
+	"testing"
+)
+
+// BenchmarkFloor runs every mode over b.N frames of 1 MiB (4 batches of
+// 1 KiB records) and reports the reader thread's CPU per GB:
+//
+//	go test -run '^$' -bench Floor -benchtime 2000x ./bench/floor/
+func BenchmarkFloor(b *testing.B) {
+	for _, m := range Modes {
+		b.Run("mode="+m, func(b *testing.B) {
+			frame := 1 << 20
+			b.SetBytes(int64(frame))
+			res, err := Run(Config{Mode: m, Dir: b.TempDir(), FrameBytes: frame, TotalBytes: int64(b.N) * int64(frame), ReaderCPU: -1, WriterCPU: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(res.CPUPerGB, "cpu-s/GB")
+			b.ReportMetric(float64(res.Reads)/float64(b.N), "reads/frame")
+		})
+	}
+}
+
+// TestFloorModes: every mode reads and stores what the writer sent.
+func TestFloorModes(t *testing.T) {
+	for _, m := range Modes {
+		res, err := Run(Config{Mode: m, Dir: t.TempDir(), TotalBytes: 64 << 20, FileBytes: 8 << 20, ReaderCPU: -1, WriterCPU: -1})
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if res.Bytes < 60<<20 || res.Reads == 0 || res.CPUSeconds < 0 {
+			t.Fatalf("%s: %+v", m, res)
+		}
+	}
+	if _, err := Run(Config{Mode: "nope"}); err == nil {
+		t.Fatal("unknown mode accepted")
+	}
+}

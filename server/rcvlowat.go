@@ -1,0 +1,93 @@
+package server
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reading a large produce request as it trickles in costs a wake-up and a
+// read(2) per loopback segment or two (64 KiB): a producer slower than the
+// broker hands over a 1 MiB frame in about 16 pieces, and the reads then
+// cost three times what reading the frame whole costs (bench/floor's read
+// mode against the broker's profile, BENCHMARKS.md issue 16). While the
+// rest of a large frame is still to come, the connection raises the
+// socket's SO_RCVLOWAT, so the poller wakes the reader only once that much
+// has arrived; the kernel still returns whatever is there to a read (the
+// socket is non-blocking), so a low-water mark never makes a read wait for
+// bytes the client will not send: it is lowered as the frame's end nears
+// and put back to 1 before the next frame.
+const (
+	// lowatMin: below this many bytes still to come, the mark is 1.
+	lowatMin = 64 << 10
+	// lowatMax caps the mark: well under the receive buffer the kernel
+	// grows to (it raises sk_rcvbuf to twice the mark when it can), so the
+	// sender's window never closes waiting for a reader that waits for it.
+	lowatMax = 1 << 20
+)
+
+// rcvLowat sets a TCP socket's SO_RCVLOWAT; the zero value (not TCP, e.g.
+// TLS or a pipe) does nothing.
+type rcvLowat struct {
+	raw syscall.RawConn
+	cur int // the mark set now; 0 and 1 both mean the kernel's default
+}
+
+func newRcvLowat(nc net.Conn) rcvLowat {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return rcvLowat{}
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return rcvLowat{}
+	}
+	return rcvLowat{raw: raw, cur: 1}
+}
+
+// set makes the mark v (v >= 1) unless it is already; errors leave the
+// kernel's mark as it was and the reads correct either way.
+func (l *rcvLowat) set(v int) {
+	if l.raw == nil || v == l.cur {
+		return
+	}
+	var serr error
+	if err := l.raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, v)
+	}); err != nil || serr != nil {
+		l.raw = nil // not worth retrying per frame
+		return
+	}
+	l.cur = v
+}
+
+// readFrame reads len(p) bytes of a frame of which left bytes (>= len(p))
+// are still unread, holding the mark at what is still to come, within
+// [lowatMin, lowatMax], while that is large.
+func (l *rcvLowat) readFrame(rd *bufio.Reader, p []byte, left int) (int, error) {
+	got := 0
+	for got < len(p) {
+		if l.raw != nil {
+			if toCome := left - got - rd.Buffered(); toCome >= lowatMin {
+				l.set(min(toCome, lowatMax))
+			} else {
+				l.set(1)
+			}
+		}
+		n, err := rd.Read(p[got:])
+		got += n
+		if err == io.EOF {
+			return got, io.ErrUnexpectedEOF // the frame's size was read
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// reset puts the mark back to 1 between frames.
+func (l *rcvLowat) reset() { l.set(1) }
