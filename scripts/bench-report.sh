@@ -238,7 +238,7 @@ stop_brokers
 extra=
 if [ "$REPL" != 0 ] && [ -x scripts/bench-replication.sh ]; then
 	log "replicated produce (scripts/bench-replication.sh)"
-	if RUNS=$RUNS OUT_MD="$work/replication.md" OUT_JSON="$work/replication.jsonl" BIN="$work/sluice" \
+	if RUNS=$RUNS WARM_MB=0 OUT_MD="$work/replication.md" OUT_JSON="$work/replication.jsonl" BIN="$work/sluice" \
 		timeout 1200 scripts/bench-replication.sh >"$work/replication.log" 2>&1; then
 		extra=$work/replication.md
 	else
