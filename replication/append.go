@@ -219,8 +219,7 @@ func (p *Partition) runRound() {
 	if len(p.queue) > 0 {
 		p.queue[0].wake <- true // p.appending stays set: the next leader owns it
 	} else {
-		p.appending = false
-		p.idle.Broadcast()
+		p.endRoundLocked()
 	}
 	p.qmu.Unlock()
 }

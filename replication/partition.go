@@ -86,6 +86,33 @@ type Options struct {
 	OnFollowerAppend func(bytes int64)
 }
 
+// partitionOpts is what a Partition keeps of its Options: the fields read
+// after NewPartition. The rest (the starting epoch, high watermark, rules,
+// ISR settings, clock and logger) move into the partition's own state;
+// keeping the whole Options would cost every partition ~70 bytes more.
+type partitionOpts struct {
+	Topic                string
+	TopicID              [16]byte
+	Partition            int32
+	BrokerID             int32
+	FlushEveryAppend     bool
+	ProducerScanBytes    int64
+	ProducerIDExpiration time.Duration
+	AlterISR             func(ctx context.Context, topic string, partition int32, st LeaderAndIsr) (newZkVersion int32, err error)
+	OnISRChange          func(shrink bool)
+	OnFollowerAppend     func(bytes int64)
+}
+
+// kept returns the fields of o that a Partition keeps.
+func (o *Options) kept() partitionOpts {
+	return partitionOpts{
+		Topic: o.Topic, TopicID: o.TopicID, Partition: o.Partition, BrokerID: o.BrokerID,
+		FlushEveryAppend: o.FlushEveryAppend, ProducerScanBytes: o.ProducerScanBytes,
+		ProducerIDExpiration: o.ProducerIDExpiration,
+		AlterISR:             o.AlterISR, OnISRChange: o.OnISRChange, OnFollowerAppend: o.OnFollowerAppend,
+	}
+}
+
 // DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
 const DefaultReplicaLagTimeMax = 30 * time.Second
 
@@ -126,7 +153,7 @@ type AppendResult struct {
 // Lock order: fmu, then rmu, then hwMu; qmu is never held with another.
 type Partition struct {
 	log    engine.Log
-	opts   Options
+	opts   partitionOpts
 	now    func() time.Time
 	logger *slog.Logger
 
@@ -160,8 +187,10 @@ type Partition struct {
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
-	qmu       sync.Mutex
-	idle      sync.Cond // signalled (with qmu) when appending turns false
+	qmu sync.Mutex
+	// idle is signalled (with qmu) when appending turns false; nil until
+	// someone waits for it (waitIdleLocked), as most partitions never do.
+	idle      *sync.Cond
 	queue     []*appendReq
 	spare     []*appendReq // the previous round's slice, reused
 	appending bool
@@ -199,7 +228,7 @@ type Partition struct {
 // The partition starts as leader at Options.LeaderEpoch with the high
 // watermark at the log end.
 func NewPartition(log engine.Log, opts Options) (*Partition, error) {
-	p := &Partition{log: log, opts: opts, now: opts.Now, logger: opts.Logger}
+	p := &Partition{log: log, opts: opts.kept(), now: opts.Now, logger: opts.Logger}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -207,14 +236,13 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 		p.logger = slog.Default()
 	}
 	p.leaderEpoch.Store(opts.LeaderEpoch)
-	p.initReplicaState()
+	p.initReplicaState(opts.MinInsyncReplicas, opts.ReplicaLagTimeMax)
 	p.logAppendTime.Store(opts.LogAppendTime)
 	if opts.Rules != nil {
 		p.SetRules(*opts.Rules)
 	} else {
 		p.SetRules(record.DefaultRules())
 	}
-	p.idle.L = &p.qmu
 	p.txns.reset()
 	if err := p.loadProducerState(); err != nil {
 		return nil, err
@@ -232,6 +260,26 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	p.marks.reset(log.EndOffset(), hw)
 	p.resetTxnTracking()
 	return p, nil
+}
+
+// waitIdleLocked waits until no append round runs (appending is false).
+// REQUIRES: p.qmu held.
+func (p *Partition) waitIdleLocked() {
+	for p.appending {
+		if p.idle == nil {
+			p.idle = sync.NewCond(&p.qmu)
+		}
+		p.idle.Wait()
+	}
+}
+
+// endRoundLocked marks the append round over and wakes waitIdleLocked.
+// REQUIRES: p.qmu held, the queue empty.
+func (p *Partition) endRoundLocked() {
+	p.appending = false
+	if p.idle != nil {
+		p.idle.Broadcast()
+	}
 }
 
 func (p *Partition) isClosed() bool {
@@ -415,7 +463,23 @@ func (p *Partition) SetLogAppendTime(on bool) { p.logAppendTime.Store(on) }
 
 // SetRules replaces the validation limits of later appends (see
 // Options.Rules).
-func (p *Partition) SetRules(r record.Rules) { p.rules.Store(&r) }
+func (p *Partition) SetRules(r record.Rules) { p.rules.Store(internRules(r)) }
+
+// lastRules is the Rules most recently stored by a partition. Partitions
+// are created a topic at a time with the same rules, so a one-entry cache
+// lets them share one copy instead of holding 48 bytes each. Rules are
+// never modified once stored, so sharing is safe.
+var lastRules atomic.Pointer[record.Rules]
+
+// internRules returns a pointer to a Rules equal to r, shared with other
+// partitions when it equals the last one stored. Safe for concurrent use.
+func internRules(r record.Rules) *record.Rules {
+	if last := lastRules.Load(); last != nil && *last == r {
+		return last
+	}
+	lastRules.Store(&r)
+	return &r
+}
 
 // Log returns the underlying log (reads, retention, config changes).
 func (p *Partition) Log() engine.Log { return p.log }
@@ -430,9 +494,7 @@ func (p *Partition) EngineAppends() int64 { return p.appends.Load() }
 func (p *Partition) Close() error {
 	p.qmu.Lock()
 	p.qclosed = true
-	for p.appending {
-		p.idle.Wait()
-	}
+	p.waitIdleLocked()
 	p.qmu.Unlock()
 
 	p.hwMu.Lock()

@@ -63,7 +63,8 @@ type replicaState struct {
 	// epochStart is the log end offset when this replica became leader
 	// of the current epoch (Kafka's leaderEpochStartOffset).
 	epochStart int64
-	// followers holds, while leading, every replica but this one.
+	// followers holds, while leading, every replica but this one (nil
+	// when there is none: a single replica).
 	followers map[int32]*followerState
 	// inflight is the ISR change being written by AlterISR, or nil.
 	inflight *isrChange
@@ -84,7 +85,7 @@ type isrChange struct {
 	isr []int32
 }
 
-func (p *Partition) initReplicaState() {
+func (p *Partition) initReplicaState(minISR int, lagMax time.Duration) {
 	self := p.opts.BrokerID
 	p.rs = replicaState{
 		leader:    true,
@@ -92,9 +93,8 @@ func (p *Partition) initReplicaState() {
 		isr:       []int32{self},
 		replicas:  []int32{self},
 		zkVersion: -1,
-		minISR:    max(p.opts.MinInsyncReplicas, 1),
-		lagMax:    p.opts.ReplicaLagTimeMax,
-		followers: map[int32]*followerState{},
+		minISR:    max(minISR, 1),
+		lagMax:    lagMax,
 	}
 	if p.rs.lagMax <= 0 {
 		p.rs.lagMax = DefaultReplicaLagTimeMax
@@ -186,6 +186,9 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 			continue
 		}
 		if _, ok := p.rs.followers[id]; !ok {
+			if p.rs.followers == nil { // a partition that never led others holds none
+				p.rs.followers = make(map[int32]*followerState, len(st.Replicas))
+			}
 			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.now(), lastFetchLeaderLEO: -1}
 		}
 	}
@@ -223,7 +226,7 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	p.rs.isr = slices.Clone(st.ISR)
 	p.rs.replicas = slices.Clone(st.Replicas)
 	p.rs.zkVersion = st.ZkVersion
-	p.rs.followers = map[int32]*followerState{}
+	p.rs.followers = nil
 	p.rs.inflight = nil
 	p.leaderEpoch.Store(st.LeaderEpoch)
 	p.isLeader.Store(false)
@@ -234,9 +237,7 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	// Let the append round in progress (if any) finish; rounds check
 	// leadership first, so the queue drains with ErrNotLeader.
 	p.qmu.Lock()
-	for p.appending {
-		p.idle.Wait()
-	}
+	p.waitIdleLocked()
 	p.qmu.Unlock()
 
 	p.rmu.Lock()
