@@ -394,7 +394,7 @@ func (s *Server) closePartitions() error {
 				continue
 			}
 			if err := p.Close(); err != nil && first == nil {
-				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.index, err)
+				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.Index(), err)
 			}
 		}
 	}
@@ -418,14 +418,14 @@ func (s *Server) ApplyRetention() error {
 				if errors.Is(err, engine.ErrClosed) {
 					continue // deleted under us
 				}
-				s.log.Error("server: retention failed", "topic", t.name, "partition", p.index, "err", err)
+				s.log.Error("server: retention failed", "topic", t.name, "partition", p.Index(), "err", err)
 				if first == nil {
 					first = err
 				}
 				continue
 			}
 			if after > before {
-				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.index, "log_start_offset", after)
+				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.Index(), "log_start_offset", after)
 			}
 		}
 	}
