@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -60,6 +61,7 @@ type replicaState struct {
 	isr       []int32 // as committed by the controller or AlterISR
 	replicas  []int32
 	zkVersion int32
+	minISR    int32 // min.insync.replicas, at least 1
 	// epochStart is the log end offset when this replica became leader
 	// of the current epoch (Kafka's leaderEpochStartOffset).
 	epochStart int64
@@ -68,8 +70,6 @@ type replicaState struct {
 	followers map[int32]*followerState
 	// inflight is the ISR change being written by AlterISR, or nil.
 	inflight *isrChange
-	minISR   int
-	lagMax   time.Duration
 }
 
 // followerState is what the leader knows of one follower (Kafka's Replica).
@@ -85,7 +85,7 @@ type isrChange struct {
 	isr []int32
 }
 
-func (p *Partition) initReplicaState(minISR int, lagMax time.Duration) {
+func (p *Partition) initReplicaState(minISR int) {
 	self := p.opts.BrokerID
 	p.rs = replicaState{
 		leader:    true,
@@ -93,11 +93,7 @@ func (p *Partition) initReplicaState(minISR int, lagMax time.Duration) {
 		isr:       []int32{self},
 		replicas:  []int32{self},
 		zkVersion: -1,
-		minISR:    max(minISR, 1),
-		lagMax:    lagMax,
-	}
-	if p.rs.lagMax <= 0 {
-		p.rs.lagMax = DefaultReplicaLagTimeMax
+		minISR:    clampMinISR(minISR),
 	}
 	p.rs.epochStart = p.log.EndOffset()
 	p.isLeader.Store(true)
@@ -119,7 +115,7 @@ func (p *Partition) ISR() []int32 {
 func (p *Partition) ReplicaCounts() (replicas, isr, minISR int) {
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
-	return len(p.rs.replicas), len(p.rs.isr), p.rs.minISR
+	return len(p.rs.replicas), len(p.rs.isr), int(p.rs.minISR)
 }
 
 // State returns the replication state as this replica knows it.
@@ -132,11 +128,14 @@ func (p *Partition) State() LeaderAndIsr {
 	}
 }
 
+// clampMinISR is n as a min.insync.replicas: at least 1, at most MaxInt32.
+func clampMinISR(n int) int32 { return int32(min(max(n, 1), math.MaxInt32)) }
+
 // SetMinInsyncReplicas applies a changed min.insync.replicas (values below
 // 1 mean 1). Waiting acks=-1 requests are re-checked.
 func (p *Partition) SetMinInsyncReplicas(n int) {
 	p.rmu.Lock()
-	p.rs.minISR = max(n, 1)
+	p.rs.minISR = clampMinISR(n)
 	p.rmu.Unlock()
 	p.notify()
 }
@@ -318,7 +317,7 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 	var keep, out []int32
 	for _, id := range p.rs.isr {
 		f := p.rs.followers[id]
-		if id != p.opts.BrokerID && (f == nil || now.Sub(f.lastCaughtUp) > p.rs.lagMax) {
+		if id != p.opts.BrokerID && (f == nil || now.Sub(f.lastCaughtUp) > p.opts.ReplicaLagTimeMax) {
 			out = append(out, id)
 			continue
 		}
@@ -330,7 +329,7 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 	}
 	change := &isrChange{isr: keep}
 	p.rs.inflight = change
-	lagMax := p.rs.lagMax
+	lagMax := p.opts.ReplicaLagTimeMax
 	p.rmu.Unlock()
 	p.logger.Info("replication: shrinking ISR", "topic", p.opts.Topic, "partition", p.opts.Partition,
 		"out", out, "isr", keep, "lag_max", lagMax)

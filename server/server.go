@@ -54,6 +54,7 @@ import (
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -154,6 +155,10 @@ type Server struct {
 	// the scrape-time collector registered in it (metrics.go).
 	metrics          *metrics.Metrics
 	metricsCollector *stateCollector
+
+	// lastShared is the topic-wide part of the options of the partition
+	// opened last (openPartition), shared with the next ones of its topic.
+	lastShared atomic.Pointer[replication.Shared]
 
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.

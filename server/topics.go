@@ -212,6 +212,15 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 		opts.OnFollowerAppend = stats.ReplicatedIn
 	}
 	s.cp.replicaOptions(t, &opts)
+	// The partitions of a topic share the topic-wide part of their
+	// options (their function fields are the same: the server's and the
+	// topic's metrics, the control plane's): ~90 bytes a partition.
+	sh := s.lastShared.Load()
+	if !sh.Matches(&opts) {
+		sh = opts.NewShared()
+		s.lastShared.Store(sh)
+	}
+	opts.Shared = sh
 	rp, err := replication.NewPartition(log, opts)
 	if err != nil {
 		log.Close()
