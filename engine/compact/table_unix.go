@@ -38,11 +38,12 @@ func releaseWith(m *OffsetMap, mem []byte) {
 	}
 }
 
-// clearTable empties the table: a mapped one by dropping its pages (they
-// read as zero again, and are resident only once written), a heap one by
-// zeroing it.
+// clearTable empties the table: on Linux a mapped one by dropping its
+// pages (MADV_DONTNEED on a private anonymous mapping: they read as zero
+// again, and are resident only once written), otherwise by zeroing it
+// (elsewhere MADV_DONTNEED may keep the contents).
 func clearTable(table []slot, mem []byte) {
-	if mem != nil && unix.Madvise(mem, unix.MADV_DONTNEED) == nil {
+	if runtime.GOOS == "linux" && mem != nil && unix.Madvise(mem, unix.MADV_DONTNEED) == nil {
 		return
 	}
 	clear(table)
