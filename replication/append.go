@@ -86,7 +86,7 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 	}
 	if acks == -1 {
 		p.rmu.Lock()
-		isr, minISR := len(p.rs.isr), p.rs.minISR
+		isr, minISR := len(p.rs.isr), int(p.rs.minISR)
 		p.rmu.Unlock()
 		if isr < minISR {
 			return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1},
@@ -163,7 +163,7 @@ func (p *Partition) waitCommitted(ctx context.Context, hw int64, gen uint64) err
 	for {
 		ch := p.Changed()
 		p.rmu.Lock()
-		isr, minISR := len(p.rs.isr), p.rs.minISR
+		isr, minISR := len(p.rs.isr), int(p.rs.minISR)
 		p.rmu.Unlock()
 		switch {
 		case isr < minISR:
@@ -219,8 +219,7 @@ func (p *Partition) runRound() {
 	if len(p.queue) > 0 {
 		p.queue[0].wake <- true // p.appending stays set: the next leader owns it
 	} else {
-		p.appending = false
-		p.idle.Broadcast()
+		p.endRoundLocked()
 	}
 	p.qmu.Unlock()
 }

@@ -29,9 +29,7 @@ func (p *Partition) withProducers(fn func(*producerState)) {
 	p.fmu.Lock() // follower appends teach the table too
 	defer p.fmu.Unlock()
 	p.qmu.Lock()
-	for p.appending {
-		p.idle.Wait()
-	}
+	p.waitIdleLocked()
 	p.appending = true // lead an empty round: the table is ours
 	p.qmu.Unlock()
 
@@ -41,8 +39,7 @@ func (p *Partition) withProducers(fn func(*producerState)) {
 	if len(p.queue) > 0 {
 		p.queue[0].wake <- true // hand the lead on, as runRound does
 	} else {
-		p.appending = false
-		p.idle.Broadcast()
+		p.endRoundLocked()
 	}
 	p.qmu.Unlock()
 }

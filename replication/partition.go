@@ -84,6 +84,73 @@ type Options struct {
 	// successful AppendAsFollower (the broker's ReplicationBytesIn). It
 	// must not block.
 	OnFollowerAppend func(bytes int64)
+
+	// Shared, when set, is the topic-wide part of these Options made by
+	// NewShared for another partition of the topic: the partition keeps
+	// it rather than its own copy. Its function fields must be the ones
+	// these Options name; the others are checked, and a Shared that
+	// differs is not used.
+	Shared *Shared
+}
+
+// Shared is the part of Options that every partition of a topic has in
+// common: the fields read after NewPartition other than the partition
+// index. A partition keeps a pointer to one, so that the partitions of a
+// topic share a copy (~90 bytes each otherwise). Never modified once made.
+type Shared struct {
+	Topic                string
+	TopicID              [16]byte
+	BrokerID             int32
+	FlushEveryAppend     bool
+	ProducerScanBytes    int64
+	ProducerIDExpiration time.Duration
+	ReplicaLagTimeMax    time.Duration // never <= 0: DefaultReplicaLagTimeMax
+	AlterISR             func(ctx context.Context, topic string, partition int32, st LeaderAndIsr) (newZkVersion int32, err error)
+	OnISRChange          func(shrink bool)
+	OnFollowerAppend     func(bytes int64)
+}
+
+// NewShared returns the topic-wide part of o, to pass as Options.Shared
+// when opening the topic's other partitions.
+func (o *Options) NewShared() *Shared {
+	return &Shared{
+		Topic: o.Topic, TopicID: o.TopicID, BrokerID: o.BrokerID,
+		FlushEveryAppend: o.FlushEveryAppend, ProducerScanBytes: o.ProducerScanBytes,
+		ProducerIDExpiration: o.ProducerIDExpiration, ReplicaLagTimeMax: o.lagMax(),
+		AlterISR: o.AlterISR, OnISRChange: o.OnISRChange, OnFollowerAppend: o.OnFollowerAppend,
+	}
+}
+
+// lagMax is ReplicaLagTimeMax with its default.
+func (o *Options) lagMax() time.Duration {
+	if o.ReplicaLagTimeMax <= 0 {
+		return DefaultReplicaLagTimeMax
+	}
+	return o.ReplicaLagTimeMax
+}
+
+// Matches reports whether sh describes the topic-wide part of o, as far as
+// it can be compared: the function fields cannot be, and the caller
+// vouches for them.
+func (sh *Shared) Matches(o *Options) bool {
+	return sh != nil && sh.Topic == o.Topic && sh.TopicID == o.TopicID && sh.BrokerID == o.BrokerID &&
+		sh.FlushEveryAppend == o.FlushEveryAppend && sh.ProducerScanBytes == o.ProducerScanBytes &&
+		sh.ProducerIDExpiration == o.ProducerIDExpiration && sh.ReplicaLagTimeMax == o.lagMax()
+}
+
+// shared returns o.Shared when it matches o, else a new copy of o's.
+func (o *Options) shared() *Shared {
+	if o.Shared.Matches(o) {
+		return o.Shared
+	}
+	return o.NewShared()
+}
+
+// partitionOpts is what a Partition keeps of its Options: the topic-wide
+// part, shared, and its index.
+type partitionOpts struct {
+	*Shared
+	Partition int32
 }
 
 // DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
@@ -126,7 +193,7 @@ type AppendResult struct {
 // Lock order: fmu, then rmu, then hwMu; qmu is never held with another.
 type Partition struct {
 	log    engine.Log
-	opts   Options
+	opts   partitionOpts
 	now    func() time.Time
 	logger *slog.Logger
 
@@ -138,11 +205,18 @@ type Partition struct {
 	// Invariant: lso <= hw.
 	lso atomic.Int64
 
+	// The flags, side by side so that they take 8 bytes, not 32; each is
+	// guarded as the group it belongs to says.
+	isLeader     atomic.Bool // see gen
+	closed       bool        // hwMu
+	lsoFollowsHW bool        // hwMu; see lsoWatchers
+	appending    bool        // qmu; see qmu
+	qclosed      bool        // qmu
+
 	// hwMu guards changed, closed, the watcher lists and marks; hw moves
 	// only with it held.
 	hwMu    sync.Mutex
 	changed chan struct{} // closed when hw advances; nil until someone asks
-	closed  bool
 
 	// Parked fetches (watch.go): consumers wait for the high watermark,
 	// followers for the log end. marks prices HW moves in bytes. wakeGen
@@ -154,18 +228,17 @@ type Partition struct {
 	// lsoWatchers are read_committed consumers' Watches; lsoFollowsHW
 	// says the LSO equals the HW (no unstable transaction), so HW moves
 	// price LSO moves too. txns is what the LSO depends on (txn.go).
-	lsoWatchers  watchList
-	lsoFollowsHW bool
-	txns         txnTracker
+	lsoWatchers watchList
+	txns        txnTracker
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
-	qmu       sync.Mutex
-	idle      sync.Cond // signalled (with qmu) when appending turns false
-	queue     []*appendReq
-	spare     []*appendReq // the previous round's slice, reused
-	appending bool
-	qclosed   bool
+	qmu sync.Mutex
+	// idle is signalled (with qmu) when appending turns false; nil until
+	// someone waits for it (waitIdleLocked), as most partitions never do.
+	idle  *sync.Cond
+	queue []*appendReq
+	spare []*appendReq // the previous round's slice, reused
 
 	// Owned by the goroutine leading the current round (see append.go).
 	producers *producerState
@@ -173,11 +246,11 @@ type Partition struct {
 
 	appends atomic.Int64 // engine appends made, for tests and stats
 
-	// isLeader mirrors rs.leader for lock-free checks; gen counts the
-	// times leadership was lost (an acks=-1 waiter whose append was made
-	// in an older generation fails with ErrNotLeader).
-	isLeader atomic.Bool
-	gen      atomic.Uint64
+	// isLeader (with the flags above) mirrors rs.leader for lock-free
+	// checks; gen counts the times leadership was lost (an acks=-1 waiter
+	// whose append was made in an older generation fails with
+	// ErrNotLeader).
+	gen atomic.Uint64
 
 	// rmu guards rs, the replica state (see replica.go).
 	rmu sync.Mutex
@@ -199,7 +272,7 @@ type Partition struct {
 // The partition starts as leader at Options.LeaderEpoch with the high
 // watermark at the log end.
 func NewPartition(log engine.Log, opts Options) (*Partition, error) {
-	p := &Partition{log: log, opts: opts, now: opts.Now, logger: opts.Logger}
+	p := &Partition{log: log, opts: partitionOpts{Shared: opts.shared(), Partition: opts.Partition}, now: opts.Now, logger: opts.Logger}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -207,14 +280,13 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 		p.logger = slog.Default()
 	}
 	p.leaderEpoch.Store(opts.LeaderEpoch)
-	p.initReplicaState()
+	p.initReplicaState(opts.MinInsyncReplicas)
 	p.logAppendTime.Store(opts.LogAppendTime)
 	if opts.Rules != nil {
 		p.SetRules(*opts.Rules)
 	} else {
 		p.SetRules(record.DefaultRules())
 	}
-	p.idle.L = &p.qmu
 	p.txns.reset()
 	if err := p.loadProducerState(); err != nil {
 		return nil, err
@@ -232,6 +304,26 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	p.marks.reset(log.EndOffset(), hw)
 	p.resetTxnTracking()
 	return p, nil
+}
+
+// waitIdleLocked waits until no append round runs (appending is false).
+// REQUIRES: p.qmu held.
+func (p *Partition) waitIdleLocked() {
+	for p.appending {
+		if p.idle == nil {
+			p.idle = sync.NewCond(&p.qmu)
+		}
+		p.idle.Wait()
+	}
+}
+
+// endRoundLocked marks the append round over and wakes waitIdleLocked.
+// REQUIRES: p.qmu held, the queue empty.
+func (p *Partition) endRoundLocked() {
+	p.appending = false
+	if p.idle != nil {
+		p.idle.Broadcast()
+	}
 }
 
 func (p *Partition) isClosed() bool {
@@ -415,7 +507,23 @@ func (p *Partition) SetLogAppendTime(on bool) { p.logAppendTime.Store(on) }
 
 // SetRules replaces the validation limits of later appends (see
 // Options.Rules).
-func (p *Partition) SetRules(r record.Rules) { p.rules.Store(&r) }
+func (p *Partition) SetRules(r record.Rules) { p.rules.Store(internRules(r)) }
+
+// lastRules is the Rules most recently stored by a partition. Partitions
+// are created a topic at a time with the same rules, so a one-entry cache
+// lets them share one copy instead of holding 48 bytes each. Rules are
+// never modified once stored, so sharing is safe.
+var lastRules atomic.Pointer[record.Rules]
+
+// internRules returns a pointer to a Rules equal to r, shared with other
+// partitions when it equals the last one stored. Safe for concurrent use.
+func internRules(r record.Rules) *record.Rules {
+	if last := lastRules.Load(); last != nil && *last == r {
+		return last
+	}
+	lastRules.Store(&r)
+	return &r
+}
 
 // Log returns the underlying log (reads, retention, config changes).
 func (p *Partition) Log() engine.Log { return p.log }
@@ -430,9 +538,7 @@ func (p *Partition) EngineAppends() int64 { return p.appends.Load() }
 func (p *Partition) Close() error {
 	p.qmu.Lock()
 	p.qclosed = true
-	for p.appending {
-		p.idle.Wait()
-	}
+	p.waitIdleLocked()
 	p.qmu.Unlock()
 
 	p.hwMu.Lock()

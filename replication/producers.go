@@ -142,8 +142,8 @@ type stateMark struct{ undo, events int }
 // for concurrent use: only the goroutine leading the current append round
 // (or NewPartition) touches it; the round handoff orders the accesses.
 type producerState struct {
-	producers map[int64]*producerEntry
-	undo      []undoEntry // changes of the round in progress, oldest first
+	producers map[int64]*producerEntry // nil until the first entry (put)
+	undo      []undoEntry              // changes of the round in progress, oldest first
 	// events are the transactions begun and ended by the round in
 	// progress (or the follower append, or the rebuild), in log order.
 	events []txnEvent
@@ -153,7 +153,16 @@ type producerState struct {
 }
 
 func newProducerState(expire time.Duration) *producerState {
-	return &producerState{producers: make(map[int64]*producerEntry), expireMs: expire.Milliseconds()}
+	return &producerState{expireMs: expire.Milliseconds()}
+}
+
+// put adds pid's entry, making the table on the first one: most partitions
+// never see an idempotent producer, and an empty map costs ~48 bytes.
+func (s *producerState) put(pid int64, e *producerEntry) {
+	if s.producers == nil {
+		s.producers = make(map[int64]*producerEntry)
+	}
+	s.producers[pid] = e
 }
 
 // expire forgets the producers idle for expireMs at nowMs, at most every
@@ -230,7 +239,7 @@ func (s *producerState) entryForChange(pid int64, e *producerEntry, epoch int16)
 	s.undo = append(s.undo, undoEntry{pid: pid, existed: e != nil})
 	if e == nil {
 		e = newProducerEntry(epoch)
-		s.producers[pid] = e
+		s.put(pid, e)
 	} else {
 		s.undo[len(s.undo)-1].prev = *e
 	}
@@ -368,7 +377,7 @@ func (s *producerState) load(b record.Batch, nowMs int64) {
 		}
 		if e == nil {
 			e = newProducerEntry(b.ProducerEpoch())
-			s.producers[pid] = e
+			s.put(pid, e)
 		}
 		s.endTxn(pid, e, max(e.epoch, b.ProducerEpoch()), max(e.coordEpoch, m.CoordinatorEpoch), m.Type == record.ControlAbort, b.BaseOffset())
 		e.lastMs = max(e.lastMs, nowMs)
@@ -376,7 +385,7 @@ func (s *producerState) load(b record.Batch, nowMs int64) {
 	}
 	if e == nil {
 		e = newProducerEntry(b.ProducerEpoch())
-		s.producers[pid] = e
+		s.put(pid, e)
 	}
 	s.maybeBeginTxn(pid, e, b, b.BaseOffset())
 	if b.ProducerEpoch() < e.epoch {

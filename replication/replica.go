@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -60,15 +61,15 @@ type replicaState struct {
 	isr       []int32 // as committed by the controller or AlterISR
 	replicas  []int32
 	zkVersion int32
+	minISR    int32 // min.insync.replicas, at least 1
 	// epochStart is the log end offset when this replica became leader
 	// of the current epoch (Kafka's leaderEpochStartOffset).
 	epochStart int64
-	// followers holds, while leading, every replica but this one.
+	// followers holds, while leading, every replica but this one (nil
+	// when there is none: a single replica).
 	followers map[int32]*followerState
 	// inflight is the ISR change being written by AlterISR, or nil.
 	inflight *isrChange
-	minISR   int
-	lagMax   time.Duration
 }
 
 // followerState is what the leader knows of one follower (Kafka's Replica).
@@ -84,7 +85,7 @@ type isrChange struct {
 	isr []int32
 }
 
-func (p *Partition) initReplicaState() {
+func (p *Partition) initReplicaState(minISR int) {
 	self := p.opts.BrokerID
 	p.rs = replicaState{
 		leader:    true,
@@ -92,12 +93,7 @@ func (p *Partition) initReplicaState() {
 		isr:       []int32{self},
 		replicas:  []int32{self},
 		zkVersion: -1,
-		minISR:    max(p.opts.MinInsyncReplicas, 1),
-		lagMax:    p.opts.ReplicaLagTimeMax,
-		followers: map[int32]*followerState{},
-	}
-	if p.rs.lagMax <= 0 {
-		p.rs.lagMax = DefaultReplicaLagTimeMax
+		minISR:    clampMinISR(minISR),
 	}
 	p.rs.epochStart = p.log.EndOffset()
 	p.isLeader.Store(true)
@@ -119,7 +115,7 @@ func (p *Partition) ISR() []int32 {
 func (p *Partition) ReplicaCounts() (replicas, isr, minISR int) {
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
-	return len(p.rs.replicas), len(p.rs.isr), p.rs.minISR
+	return len(p.rs.replicas), len(p.rs.isr), int(p.rs.minISR)
 }
 
 // State returns the replication state as this replica knows it.
@@ -132,11 +128,14 @@ func (p *Partition) State() LeaderAndIsr {
 	}
 }
 
+// clampMinISR is n as a min.insync.replicas: at least 1, at most MaxInt32.
+func clampMinISR(n int) int32 { return int32(min(max(n, 1), math.MaxInt32)) }
+
 // SetMinInsyncReplicas applies a changed min.insync.replicas (values below
 // 1 mean 1). Waiting acks=-1 requests are re-checked.
 func (p *Partition) SetMinInsyncReplicas(n int) {
 	p.rmu.Lock()
-	p.rs.minISR = max(n, 1)
+	p.rs.minISR = clampMinISR(n)
 	p.rmu.Unlock()
 	p.notify()
 }
@@ -186,6 +185,9 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 			continue
 		}
 		if _, ok := p.rs.followers[id]; !ok {
+			if p.rs.followers == nil { // a partition that never led others holds none
+				p.rs.followers = make(map[int32]*followerState, len(st.Replicas))
+			}
 			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.now(), lastFetchLeaderLEO: -1}
 		}
 	}
@@ -223,7 +225,7 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	p.rs.isr = slices.Clone(st.ISR)
 	p.rs.replicas = slices.Clone(st.Replicas)
 	p.rs.zkVersion = st.ZkVersion
-	p.rs.followers = map[int32]*followerState{}
+	p.rs.followers = nil
 	p.rs.inflight = nil
 	p.leaderEpoch.Store(st.LeaderEpoch)
 	p.isLeader.Store(false)
@@ -234,9 +236,7 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	// Let the append round in progress (if any) finish; rounds check
 	// leadership first, so the queue drains with ErrNotLeader.
 	p.qmu.Lock()
-	for p.appending {
-		p.idle.Wait()
-	}
+	p.waitIdleLocked()
 	p.qmu.Unlock()
 
 	p.rmu.Lock()
@@ -317,7 +317,7 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 	var keep, out []int32
 	for _, id := range p.rs.isr {
 		f := p.rs.followers[id]
-		if id != p.opts.BrokerID && (f == nil || now.Sub(f.lastCaughtUp) > p.rs.lagMax) {
+		if id != p.opts.BrokerID && (f == nil || now.Sub(f.lastCaughtUp) > p.opts.ReplicaLagTimeMax) {
 			out = append(out, id)
 			continue
 		}
@@ -329,7 +329,7 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 	}
 	change := &isrChange{isr: keep}
 	p.rs.inflight = change
-	lagMax := p.rs.lagMax
+	lagMax := p.opts.ReplicaLagTimeMax
 	p.rmu.Unlock()
 	p.logger.Info("replication: shrinking ISR", "topic", p.opts.Topic, "partition", p.opts.Partition,
 		"out", out, "isr", keep, "lag_max", lagMax)

@@ -155,7 +155,7 @@ func loadSnapshot(s *producerState, entries []snapshotEntry) {
 			e.inTxn, e.txnFirst = true, se.txnFirst
 			s.events = append(s.events, txnEvent{pid: se.pid, first: se.txnFirst, marker: -1})
 		}
-		s.producers[se.pid] = e
+		s.put(se.pid, e)
 	}
 	// Open transactions in log order, as the tracker expects.
 	slices.SortFunc(s.events, func(a, b txnEvent) int { return cmp.Compare(a.first, b.first) })

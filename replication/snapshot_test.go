@@ -49,12 +49,12 @@ func (l *truncLog) SnapshotDue() int64 { return l.Log.(engine.SnapshotStore).Sna
 // and the bytes are Kafka's layout (version 1, CRC-32C, 46-byte entries).
 func TestSnapshotRoundTrip(t *testing.T) {
 	s := newProducerState(0)
-	s.producers[7] = &producerEntry{epoch: 3, lastMs: 1234, coordEpoch: 5, txnFirst: 40, inTxn: true}
+	s.put(7, &producerEntry{epoch: 3, lastMs: 1234, coordEpoch: 5, txnFirst: 40, inTxn: true})
 	s.producers[7].push(batchMeta{firstSeq: 10, lastSeq: 14, firstOffset: 40, lastOffset: 44})
-	s.producers[2] = &producerEntry{epoch: 1, lastMs: 99, coordEpoch: -1}
+	s.put(2, &producerEntry{epoch: 1, lastMs: 99, coordEpoch: -1})
 	s.producers[2].push(batchMeta{firstSeq: 0, lastSeq: 0, firstOffset: 1, lastOffset: 1})
 	s.producers[2].push(batchMeta{firstSeq: math.MaxInt32 - 1, lastSeq: 1, firstOffset: 2, lastOffset: 5})
-	s.producers[9] = &producerEntry{epoch: 8, lastMs: 7, coordEpoch: 2} // markers only
+	s.put(9, &producerEntry{epoch: 8, lastMs: 7, coordEpoch: 2}) // markers only
 
 	b := encodeSnapshot(s)
 	if len(b) != snapshotHeader+3*snapshotEntrySize || b[0] != 0 || b[1] != 1 {
@@ -117,9 +117,9 @@ func flip(b []byte, i int) []byte {
 // (last offset >= offset delta >= 0 for producers with a batch).
 func FuzzDecodeSnapshot(f *testing.F) {
 	s := newProducerState(0)
-	s.producers[7] = &producerEntry{epoch: 3, lastMs: 1234, coordEpoch: 5, txnFirst: 40, inTxn: true}
+	s.put(7, &producerEntry{epoch: 3, lastMs: 1234, coordEpoch: 5, txnFirst: 40, inTxn: true})
 	s.producers[7].push(batchMeta{firstSeq: 10, lastSeq: 14, firstOffset: 40, lastOffset: 44})
-	s.producers[9] = &producerEntry{epoch: 8, coordEpoch: -1}
+	s.put(9, &producerEntry{epoch: 8, coordEpoch: -1})
 	f.Add(encodeSnapshot(s))
 	f.Add(encodeSnapshot(newProducerState(0)))
 	f.Add([]byte{0, 1, 0, 0, 0, 0})

@@ -47,7 +47,7 @@ type TxnMarker struct {
 // txnTracker is what the LSO depends on. REQUIRES: p.hwMu held to write,
 // or to read from a goroutine that does not own the producer state.
 type txnTracker struct {
-	ongoing map[int64]int64 // producer id -> first offset of its open transaction
+	ongoing map[int64]int64 // producer id -> first offset of its open transaction; nil until one opens
 	// ended are transactions whose marker the high watermark has not
 	// passed yet, in marker order.
 	ended []endedTxn
@@ -55,7 +55,7 @@ type txnTracker struct {
 
 type endedTxn struct{ first, marker int64 }
 
-func (t *txnTracker) reset() { t.ongoing, t.ended = make(map[int64]int64), nil }
+func (t *txnTracker) reset() { t.ongoing, t.ended = nil, nil }
 
 // WriteTxnMarker appends the marker that ends producer m.ProducerID's
 // transaction in this partition (a COMMIT or ABORT control batch, as
@@ -98,6 +98,9 @@ func (p *Partition) applyTxnEvents(evs []txnEvent, index bool) error {
 	p.hwMu.Lock()
 	for _, ev := range evs {
 		if ev.marker < 0 {
+			if p.txns.ongoing == nil {
+				p.txns.ongoing = make(map[int64]int64)
+			}
 			p.txns.ongoing[ev.pid] = ev.first
 			continue
 		}

@@ -227,7 +227,7 @@ func (n *Watch) watchMark() int64 {
 // byteMarks prices high-watermark moves in bytes for consumers' Watches.
 // Kafka's DelayedFetch subtracts file positions, which engine.Log does not
 // expose; instead the partition remembers the bytes appended up to the end
-// of each of its last len(ring) appends (the HW moves in whole appends in
+// of each of its last maxByteMarks appends (the HW moves in whole appends in
 // single-node mode and usually in a cluster; a move into the middle of
 // one is priced as the whole append: an early wake-up, never a late one).
 //
@@ -235,14 +235,21 @@ func (n *Watch) watchMark() int64 {
 // ends and bytes, all counted from the last reset; when hwKnown, hwBytes
 // is at most the bytes below the high watermark.
 type byteMarks struct {
-	total   int64 // bytes appended since the last reset
-	ring    [32]byteMark
+	total int64 // bytes appended since the last reset
+	// ring grows by append up to maxByteMarks marks, then wraps: a
+	// partition that is never written holds one mark (16 bytes), not the
+	// full ring (512). Invariant: head > 0 only when
+	// len(ring) == maxByteMarks (head moves only when the ring is full).
+	ring    []byteMark
 	head, n int // ring[(head+i)%len(ring)] for i < n
 	hwBytes int64
 	hwKnown bool
 }
 
 type byteMark struct{ end, bytes int64 }
+
+// maxByteMarks is how many appends the marks remember.
+const maxByteMarks = 32
 
 // reset forgets every mark: the log was opened, truncated or failed an
 // append, so bytes below leo are unknown from here on.
@@ -255,13 +262,19 @@ func (m *byteMarks) reset(leo, hw int64) {
 // push records an append of n bytes that ended at offset end.
 func (m *byteMarks) push(end, n int64) {
 	m.total += n
+	mk := byteMark{end: end, bytes: m.total}
+	if m.n == len(m.ring) && len(m.ring) < maxByteMarks {
+		m.ring = append(m.ring, mk) // head is 0: the marks stay in order
+		m.n++
+		return
+	}
 	i := (m.head + m.n) % len(m.ring)
 	if m.n == len(m.ring) {
 		m.head = (m.head + 1) % len(m.ring)
 	} else {
 		m.n++
 	}
-	m.ring[i] = byteMark{end: end, bytes: m.total}
+	m.ring[i] = mk
 }
 
 // hwMoved returns how many bytes the high watermark's move up to hw made

@@ -252,3 +252,51 @@ func TestWatchConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestByteMarksRing: the ring, which grows by append up to maxByteMarks
+// and then wraps, holds the last maxByteMarks marks in push order across
+// resets at every fill level, and prices a high-watermark move to a mark's
+// end as the bytes appended since the previous move.
+func TestByteMarksRing(t *testing.T) {
+	for _, pushes := range []int{0, 1, 5, maxByteMarks - 1, maxByteMarks, maxByteMarks + 1, 3*maxByteMarks + 7} {
+		t.Run(fmt.Sprintf("pushes=%d", pushes), func(t *testing.T) {
+			var m byteMarks
+			for round := range 3 { // resets keep the grown ring
+				leo := int64(1000 * round)
+				m.reset(leo, leo)
+				want := []byteMark{{end: leo, bytes: 0}}
+				var total int64
+				for i := range pushes {
+					n := int64(10 + i)
+					total += n
+					m.push(leo+int64(i+1), n)
+					want = append(want, byteMark{end: leo + int64(i+1), bytes: total})
+				}
+				if len(want) > maxByteMarks {
+					want = want[len(want)-maxByteMarks:]
+				}
+				var got []byteMark
+				for i := range m.n {
+					got = append(got, m.ring[(m.head+i)%len(m.ring)])
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("round %d: marks %v, want %v", round, got, want)
+				}
+				if len(m.ring) > maxByteMarks {
+					t.Fatalf("round %d: ring of %d marks, at most %d", round, len(m.ring), maxByteMarks)
+				}
+				if pushes == 0 {
+					continue
+				}
+				// The HW was at the reset point: moving it to the newest
+				// mark makes everything since then readable, at least the
+				// bytes of the marks still held.
+				last := want[len(want)-1]
+				n, ok := m.hwMoved(last.end)
+				if !ok || n < last.bytes-want[0].bytes {
+					t.Fatalf("round %d: hwMoved(%d) = %d, %v; want >= %d, true", round, last.end, n, ok, last.bytes-want[0].bytes)
+				}
+			}
+		})
+	}
+}

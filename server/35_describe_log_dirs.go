@@ -60,11 +60,11 @@ func handleDescribeLogDirs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 		rt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		rt.Topic = t.name
 		for _, p := range t.parts {
-			if p == nil || want != nil && !want[t.name][p.index] {
+			if p == nil || want != nil && !want[t.name][p.Index()] {
 				continue
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition = p.index
+			rp.Partition = p.Index()
 			rp.Size = p.Log().Size()
 			rp.OffsetLag = max(0, p.HighWatermark()-p.LogEndOffset())
 			rt.Partitions = append(rt.Partitions, rp)

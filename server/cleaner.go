@@ -73,7 +73,7 @@ func (s *Server) cleanerTarget(t *topic, p *partition) cleaner.Target {
 	var once sync.Once
 	var last map[int64]int64
 	return cleaner.Target{
-		ID:     engine.PartitionID{Topic: t.name, Partition: p.index},
+		ID:     engine.PartitionID{Topic: t.name, Partition: p.Index()},
 		Log:    p.Log(),
 		Config: t.cfg.log,
 		// Nothing past the last stable offset (Kafka's

@@ -294,7 +294,7 @@ func (zp *zkPlane) replicaOptions(t *topic, o *replication.Options) {
 
 func (zp *zkPlane) roleChanging(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
 	zp.mu.Lock()
-	zp.partCtrlEpoch[engine.PartitionID{Topic: p.topic, Partition: p.index}] = ps.ControllerEpoch
+	zp.partCtrlEpoch[engine.PartitionID{Topic: p.Topic(), Partition: p.Index()}] = ps.ControllerEpoch
 	zp.mu.Unlock()
 	if ps.Leader == zp.s.nodeID {
 		zp.fetchers.Remove(p.Partition)
@@ -310,21 +310,21 @@ func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPar
 	default: // no live leader: wait for the next LeaderAndIsr
 		zp.fetchers.Remove(p.Partition)
 	}
-	switch p.topic {
+	switch p.Topic() {
 	case offsets.Topic:
-		zp.offsets.OnRole(p.index, leader)
+		zp.offsets.OnRole(p.Index(), leader)
 	case txn.Topic:
-		zp.s.txn.OnRole(p.index, leader)
+		zp.s.txn.OnRole(p.Index(), leader)
 	}
 }
 
 func (zp *zkPlane) replicaStopped(p *partition) {
 	zp.fetchers.Remove(p.Partition)
-	switch p.topic {
+	switch p.Topic() {
 	case offsets.Topic:
-		zp.offsets.OnStop(p.index)
+		zp.offsets.OnStop(p.Index())
 	case txn.Topic:
-		zp.s.txn.OnStop(p.index)
+		zp.s.txn.OnStop(p.Index())
 	}
 }
 
@@ -470,7 +470,7 @@ func (zp *zkPlane) checkpointHighWatermarks() {
 	}
 	m := map[engine.PartitionID]int64{}
 	zp.eachReplica(func(t *topic, p *partition) {
-		m[engine.PartitionID{Topic: t.name, Partition: p.index}] = p.HighWatermark()
+		m[engine.PartitionID{Topic: t.name, Partition: p.Index()}] = p.HighWatermark()
 	})
 	if err := hs.SaveHighWatermarks(m); err != nil {
 		zp.s.log.Error("server: checkpoint high watermarks", "err", err)

@@ -289,13 +289,13 @@ func (fp *fakePlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicP
 		role = "leader"
 	}
 	fp.mu.Lock()
-	fp.roles = append(fp.roles, p.topic+"-"+string(rune('0'+p.index))+":"+role)
+	fp.roles = append(fp.roles, p.Topic()+"-"+string(rune('0'+p.Index()))+":"+role)
 	fp.mu.Unlock()
 }
 
 func (fp *fakePlane) replicaStopped(p *partition) {
 	fp.mu.Lock()
-	fp.stopped = append(fp.stopped, p.topic)
+	fp.stopped = append(fp.stopped, p.Topic())
 	fp.mu.Unlock()
 }
 

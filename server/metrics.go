@@ -258,7 +258,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				offline++ // as /readyz counts it (readiness.go)
 			}
 			if p.IsLeader() {
-				hw[metastore.TopicPartition{Topic: t.name, Partition: p.index}] = p.HighWatermark()
+				hw[metastore.TopicPartition{Topic: t.name, Partition: p.Index()}] = p.HighWatermark()
 				leaders++
 				replicas, isr, minISR := p.ReplicaCounts()
 				if isr < replicas {
@@ -271,7 +271,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			if !perPartition {
 				continue
 			}
-			part := strconv.Itoa(int(p.index))
+			part := strconv.Itoa(int(p.Index()))
 			log := p.Log()
 			gauge(descLogSize, float64(log.Size()), t.name, part)
 			gauge(descLogStart, float64(log.StartOffset()), t.name, part)
@@ -420,7 +420,7 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
 			if p == nil {
 				continue
 			}
-			st, ok := s.cleaner.Status(engine.PartitionID{Topic: t.name, Partition: p.index})
+			st, ok := s.cleaner.Status(engine.PartitionID{Topic: t.name, Partition: p.Index()})
 			if !ok {
 				continue
 			}

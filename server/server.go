@@ -54,6 +54,7 @@ import (
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -154,6 +155,10 @@ type Server struct {
 	// the scrape-time collector registered in it (metrics.go).
 	metrics          *metrics.Metrics
 	metricsCollector *stateCollector
+
+	// lastShared is the topic-wide part of the options of the partition
+	// opened last (openPartition), shared with the next ones of its topic.
+	lastShared atomic.Pointer[replication.Shared]
 
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
@@ -394,7 +399,7 @@ func (s *Server) closePartitions() error {
 				continue
 			}
 			if err := p.Close(); err != nil && first == nil {
-				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.index, err)
+				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.Index(), err)
 			}
 		}
 	}
@@ -418,14 +423,14 @@ func (s *Server) ApplyRetention() error {
 				if errors.Is(err, engine.ErrClosed) {
 					continue // deleted under us
 				}
-				s.log.Error("server: retention failed", "topic", t.name, "partition", p.index, "err", err)
+				s.log.Error("server: retention failed", "topic", t.name, "partition", p.Index(), "err", err)
 				if first == nil {
 					first = err
 				}
 				continue
 			}
 			if after > before {
-				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.index, "log_start_offset", after)
+				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.Index(), "log_start_offset", after)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -34,6 +35,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	memProfile := fs.String("memprofile", "", "on SIGTERM/SIGINT, before shutting down, write a heap profile (after a GC) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -86,6 +88,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			logger.Warn("second signal: exiting without a clean shutdown")
 			os.Exit(1)
 		}()
+		if err := writeHeapProfile(*memProfile); err != nil {
+			logger.Error("--memprofile", "err", err)
+		}
 		if err := b.Close(); err != nil {
 			logger.Error("shutdown", "err", err)
 			return 1
@@ -116,4 +121,23 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeHeapProfile writes the heap profile of what is live now (after a
+// GC) to path; nothing when path is "". The partitions are still open, so
+// it shows what they hold (go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -3,6 +3,7 @@ package compact
 import (
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 )
 
 // HashSize is the bytes of key hash an OffsetMap keeps per key: two
@@ -60,6 +61,7 @@ type slot struct {
 // (Kafka divides log.cleaner.dedupe.buffer.size among the threads).
 type OffsetMap struct {
 	table      []slot // len(table) == Slots(); fixed at NewOffsetMap
+	mem        []byte // the mapping table lives in (newTable); nil: on the Go heap
 	entries    int    // occupied slots; Invariant: entries <= maxEntries
 	maxEntries int    // Full() once entries reaches it
 	latest     int64  // the highest offset the map covers; -1 when none
@@ -83,7 +85,9 @@ func NewOffsetMapLoad(memory int, loadFactor float64) *OffsetMap {
 	if loadFactor <= 0 || loadFactor > 1 || maxEntries < 1 {
 		panic("compact: offset map too small to hold even one key: raise log.cleaner.dedupe.buffer.size")
 	}
-	m := &OffsetMap{table: make([]slot, slots), maxEntries: maxEntries}
+	m := &OffsetMap{maxEntries: maxEntries}
+	m.table, m.mem = newTable(slots)
+	releaseWith(m, m.mem)
 	m.reset()
 	return m
 }
@@ -116,7 +120,8 @@ func (m *OffsetMap) SetLatest(offset int64) {
 // Clear empties the map for the next cleaning pass and draws new hash
 // seeds.
 func (m *OffsetMap) Clear() {
-	clear(m.table)
+	clearTable(m.table, m.mem)
+	runtime.KeepAlive(m) // see Get
 	m.reset()
 }
 
@@ -173,6 +178,9 @@ func (m *OffsetMap) Put(key []byte, offset int64) bool {
 // Get returns the latest offset recorded for key; ok is false when the key
 // is not in the map.
 func (m *OffsetMap) Get(key []byte) (offset int64, ok bool) {
+	// m must outlive the reads of s: a mapped table is unmapped once m is
+	// unreachable (releaseWith).
+	defer runtime.KeepAlive(m)
 	h1, h2 := m.hash(key)
 	for i := 0; i < len(m.table)+directProbes; i++ {
 		s := &m.table[m.position(h1, h2, i)]

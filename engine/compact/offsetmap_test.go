@@ -113,3 +113,29 @@ func BenchmarkOffsetMap(b *testing.B) {
 		}
 	})
 }
+
+// TestOffsetMapClearEmptiesTable: after Clear every slot is empty again,
+// whether the table was mapped (its pages dropped) or zeroed, for a table
+// of less than a page and one of many pages, filled to the load factor
+// twice over.
+func TestOffsetMapClearEmptiesTable(t *testing.T) {
+	for _, slots := range []int{7, 100_000} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			m := NewOffsetMap(slots * BytesPerEntry)
+			for round := range 2 {
+				for i := 0; !m.Full(); i++ {
+					m.Put([]byte(fmt.Sprintf("round-%d-key-%d", round, i)), int64(i))
+				}
+				m.Clear()
+				for i, s := range m.table {
+					if s != (slot{}) {
+						t.Fatalf("round %d: slot %d is %+v after Clear", round, i, s)
+					}
+				}
+				if m.Len() != 0 {
+					t.Fatalf("round %d: Len %d after Clear", round, m.Len())
+				}
+			}
+		})
+	}
+}

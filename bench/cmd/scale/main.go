@@ -86,7 +86,19 @@ type row struct {
 	Produced      int     `json:"produced,omitempty"`
 	Fetched       int     `json:"fetched,omitempty"`
 	Seconds       float64 `json:"seconds,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// GoHeapMiB is the broker's Go heap when RSS was read (the Go
+	// collector's go_memstats_heap_alloc_bytes: live objects and garbage
+	// not yet collected), GoHeapInuseMiB its spans in use, NextGCMiB the
+	// heap size at which the next GC ends the cycle, GoHeapHeldMiB the
+	// heap memory the runtime holds from the OS (heap_sys minus
+	// heap_released: in use, or freed and not yet returned). RSS minus
+	// GoHeapHeldMiB is memory outside the Go heap (Pebble's cache and
+	// memtables under cgo, stacks, the binary).
+	GoHeapMiB      float64 `json:"go_heap_mib,omitempty"`
+	GoHeapInuseMiB float64 `json:"go_heap_inuse_mib,omitempty"`
+	GoHeapHeldMiB  float64 `json:"go_heap_held_mib,omitempty"`
+	NextGCMiB      float64 `json:"next_gc_mib,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 func main() {
@@ -354,6 +366,45 @@ func procStats(pid int) (rss int64, fds, maps int, err error) {
 	return rss, len(ents), strings.Count(string(m), "\n"), nil
 }
 
+// goHeap fills r's Go heap fields from the broker's /metrics (left zero
+// when the scrape fails: the figures are informative).
+func (b *broker) goHeap(r *row) {
+	hc := http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get("http://" + b.httpAddr + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return
+	}
+	var sys, released float64
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "go_memstats_heap_alloc_bytes":
+			r.GoHeapMiB = v / (1 << 20)
+		case "go_memstats_heap_inuse_bytes":
+			r.GoHeapInuseMiB = v / (1 << 20)
+		case "go_memstats_next_gc_bytes":
+			r.NextGCMiB = v / (1 << 20)
+		case "go_memstats_heap_sys_bytes":
+			sys = v
+		case "go_memstats_heap_released_bytes":
+			released = v
+		}
+	}
+	r.GoHeapHeldMiB = (sys - released) / (1 << 20)
+}
+
 func emit(o options, rows *[]row, r row) {
 	r.Backend = o.backend
 	*rows = append(*rows, r)
@@ -405,7 +456,9 @@ func run(o options) ([]row, error) {
 	if err != nil {
 		return rows, err
 	}
-	emit(o, &rows, row{Phase: "baseline", RSSKiB: baseRSS, FDs: fds, Maps: maps})
+	base := row{Phase: "baseline", RSSKiB: baseRSS, FDs: fds, Maps: maps}
+	b.goHeap(&base)
+	emit(o, &rows, base)
 
 	created, topics := 0, 0
 	for _, target := range o.steps {
@@ -452,6 +505,7 @@ func run(o options) ([]row, error) {
 		}
 		r.RSSKiB, r.FDs, r.Maps, _ = procStats(b.cmd.Process.Pid)
 		r.RSSPerPart = float64(r.RSSKiB-baseRSS) / float64(created)
+		b.goHeap(&r)
 		emit(o, &rows, r)
 		if r.Error != "" {
 			break
@@ -484,6 +538,7 @@ func run(o options) ([]row, error) {
 			r.Error = err.Error()
 		}
 		r.RSSKiB, r.FDs, r.Maps, _ = procStats(b.cmd.Process.Pid)
+		b.goHeap(&r)
 		if created > 0 {
 			// After a restart nothing of the growth is left on the heap
 			// or in Pebble's memtable: the steady cost of the partitions.
