@@ -114,15 +114,19 @@ func (r *run) admin() (*kgo.Client, *kadm.Client, error) {
 	return cl, kadm.NewClient(cl), nil
 }
 
-// ensureTopic creates the topic with cfg.Partitions unless it exists, and
-// returns its end offsets.
+// ensureTopic creates the topic with cfg.Partitions and
+// cfg.ReplicationFactor unless it exists, and returns its end offsets.
 func (r *run) ensureTopic() (map[int32]int64, error) {
 	cl, adm, err := r.admin()
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, -1, r.cfg.TopicConfigs, r.cfg.Topic)
+	rf := r.cfg.ReplicationFactor
+	if rf == 0 {
+		rf = -1 // the broker's default.replication.factor
+	}
+	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, rf, r.cfg.TopicConfigs, r.cfg.Topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, fmt.Errorf("load: create topic %s: %w", r.cfg.Topic, err)
 	}
