@@ -68,6 +68,9 @@ type FetcherOptions struct {
 	Send func(ctx context.Context, brokerID int32, req kmsg.Request) (kmsg.Response, error)
 	// MaxWait is replica.fetch.wait.max.ms (0: 500ms).
 	MaxWait time.Duration
+	// MinBytes is replica.fetch.min.bytes (0: 1): the leader holds a
+	// fetch until this much is readable or MaxWait passes.
+	MinBytes int32
 	// MaxBytes is replica.fetch.response.max.bytes (0: 10 MiB).
 	MaxBytes int32
 	// PartitionMaxBytes is replica.fetch.max.bytes (0: 1 MiB).
@@ -111,6 +114,9 @@ func NewFetcherManager(opts FetcherOptions) *FetcherManager {
 	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 10 << 20
+	}
+	if opts.MinBytes <= 0 {
+		opts.MinBytes = 1
 	}
 	if opts.PartitionMaxBytes <= 0 {
 		opts.PartitionMaxBytes = 1 << 20
@@ -218,6 +224,10 @@ type fetcher struct {
 
 	conn *kconn.Conn  // owned by the goroutine
 	sess fetchSession // owned by the goroutine
+	// rbuf is the goroutine's response buffer (kconn.RequestBuffered):
+	// a response is applied before the next request, so one buffer, as
+	// large as the largest response yet, serves every fetch.
+	rbuf []byte
 }
 
 // fetchSession is a follower's KIP-227 fetch session with its leader (see
@@ -336,7 +346,7 @@ func (f *fetcher) send(req kmsg.Request) (kmsg.Response, error) {
 		}
 		f.conn = kconn.NewSecure(addr, f.m.opts.ClientID, f.m.opts.RequestTimeout, f.m.opts.ConnSecurity)
 	}
-	resp, err := f.conn.Request(ctx, req)
+	resp, err := f.conn.RequestBuffered(ctx, req, &f.rbuf)
 	if err != nil {
 		// Resolve again next time: the leader may have moved.
 		f.conn.Close()
@@ -522,7 +532,7 @@ func (f *fetcher) fetchRound() bool {
 		req.ReplicaState.Epoch = o.BrokerEpoch()
 	}
 	req.MaxWaitMillis = int32(o.MaxWait / time.Millisecond)
-	req.MinBytes = 1
+	req.MinBytes = o.MinBytes
 	req.MaxBytes = o.MaxBytes
 	sess := &f.sess
 	incremental := sess.id != 0 && sess.epoch > 0
