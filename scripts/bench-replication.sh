@@ -16,7 +16,8 @@
 # bench-report.sh does; 0: none), STRACE_REC (20000 1 KiB records of the traced run; 0: none),
 # EXTRA ("--set key=value ..." for every broker, e.g. the replica.fetch.*
 # keys), PROFILE_DIR (when set: every broker runs with --cpuprofile
-# PROFILE_DIR/<name>.cpu, written when it stops), PERF_TIMEOUT (120 s per
+# PROFILE_DIR/<name>.cpu, written when it stops), BIN (a sluice binary to
+# measure instead of bin/sluice), PERF_TIMEOUT (120 s per
 # perf run), BENCH_TMP (/tmp/repl-bench: parent of the work directory).
 #
 # Method:
@@ -36,7 +37,9 @@
 #     page faults to whichever broker writes first (see bench-report.sh);
 #   - CPU: utime+stime of every broker from /proc/PID/stat before and after
 #     each run, per GB (10^9 bytes) acknowledged; in the cluster each broker
-#     is named by its role for the topic (leader, follower);
+#     is named by its role for the topic (leader, follower); from each
+#     broker's /metrics (http.listeners on a free port) the bytes its Go heap
+#     allocated and the Produce and follower Fetch requests it served;
 #   - follower fetch efficiency: one more produce run of STRACE_REC 1 KiB
 #     records to an RF 3 topic while `strace -f` records the leader's and a
 #     follower's read/write/sendfile calls; the table sums their calls and
@@ -79,6 +82,9 @@ mkdir -p "$BENCH_TMP"
 # shellcheck source=bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 bench_setup replication
+# BIN: measure another build of sluice (e.g. an older commit's, for a
+# before/after comparison in the same conditions) instead of bin/sluice.
+[ -z "${BIN:-}" ] || bin=$(realpath "$BIN")
 timeout 300 go build -o "$work/benchreport" ./bench/cmd/benchreport
 clk=$(getconf CLK_TCK)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -87,7 +93,7 @@ date_start=$(date -u '+%Y-%m-%d %H:%M')
 # pids: every process started here but the single node (bench-lib's
 # broker_pid), in start order; ZooKeeper first, stopped last.
 declare -a pids=()
-declare -A bpid=() bport=() # by broker name: single, 1, 2, 3
+declare -A bpid=() bport=() hport=() # by broker name: single, 1, 2, 3
 strace_pids=()
 warm=
 cleanup() {
@@ -133,9 +139,10 @@ pids+=($!)
 # The single node, then the cluster brokers as soon as ZooKeeper answers.
 prof() { [ -z "$PROFILE_DIR" ] || echo "--cpuprofile=$PROFILE_DIR/$1.cpu"; }
 bport[single]=$(freeport)
+hport[single]=$(freeport)
 # shellcheck disable=SC2046
 "${pin_broker[@]}" "$bin" serve $(prof single) --set "listeners=PLAINTEXT://127.0.0.1:${bport[single]}" \
-	--set "log.dirs=$work/data-single" --set "http.listeners=" >"$work/broker.log" 2>&1 &
+	--set "log.dirs=$work/data-single" --set "http.listeners=http://127.0.0.1:${hport[single]}" >"$work/broker.log" 2>&1 &
 broker_pid=$!
 bpid[single]=$broker_pid
 
@@ -154,9 +161,10 @@ done
 sleep 1 # ruok answers a moment before sessions are served
 for id in 1 2 3; do
 	bport[$id]=$(freeport)
+	hport[$id]=$(freeport)
 	# shellcheck disable=SC2046,SC2086
 	"${pin_broker[@]}" "$bin" serve $(prof "broker-$id") --set broker.id=$id \
-		--set "listeners=PLAINTEXT://127.0.0.1:${bport[$id]}" --set "http.listeners=" \
+		--set "listeners=PLAINTEXT://127.0.0.1:${bport[$id]}" --set "http.listeners=http://127.0.0.1:${hport[$id]}" \
 		--set "log.dirs=$work/data-$id" --set "zookeeper.connect=127.0.0.1:$zk_port/sluice" \
 		--set zookeeper.session.timeout.ms=6000 $EXTRA >"$work/broker-$id.log" 2>&1 &
 	pids+=($!)
@@ -192,6 +200,17 @@ fi
 # cpu B: utime+stime of broker B in clock ticks.
 cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/${bpid[$1]}/stat"; }
 
+# counters B: a JSON object of broker B's counters from its /metrics: bytes
+# the Go heap allocated, Produce requests and follower Fetch requests served.
+counters() {
+	timeout 5 curl -sf "http://127.0.0.1:${hport[$1]}/metrics" | awk '
+		/^go_memstats_alloc_bytes_total / { a = $2 }
+		/^kafka_network_requestmetrics_requests_total\{request="Produce",/ { p += $2 }
+		/^kafka_network_requestmetrics_requests_total\{request="FetchFollower",/ { f += $2 }
+		END { printf "{\"alloc_bytes\":%.0f,\"produce_requests\":%.0f,\"follower_fetches\":%.0f}\n", a, p, f }' ||
+		echo '{"alloc_bytes":0,"produce_requests":0,"follower_fetches":0}'
+}
+
 # leader_of TOPIC: the broker id leading partition 0 of TOPIC in the cluster.
 leader_of() {
 	timeout 30 "$bin" topic describe "$1" --bootstrap-server "$cluster" |
@@ -204,28 +223,27 @@ leader_of() {
 measure() {
 	local target=$1 round=$2 workload=$3 size=$4 topic=$5
 	shift 6
-	local seeds=$cluster names=(1 2 3) b before=() after=() out rc=0 start end
+	local seeds=$cluster names=(1 2 3) b before=() after=() cbefore=() cafter=() out rc=0 start end
 	if [ "$target" = rf1 ]; then seeds=127.0.0.1:${bport[single]} names=(single); fi
-	for b in "${names[@]}"; do before+=("$(cpu "$b")"); done
+	for b in "${names[@]}"; do cbefore+=("$(counters "$b")"); before+=("$(cpu "$b")"); done
 	start=$(date +%s.%N)
 	out=$("${pin_client[@]}" timeout "$PERF_TIMEOUT" "$bin" perf "$@" --topic "$topic" --brokers "$seeds" \
 		--json --quiet --timeout "$((PERF_TIMEOUT - 5))s") || rc=$?
 	end=$(date +%s.%N)
-	for b in "${names[@]}"; do after+=("$(cpu "$b")"); done
+	for b in "${names[@]}"; do after+=("$(cpu "$b")"); cafter+=("$(counters "$b")"); done
 	[ "$rc" = 0 ] || log "run failed ($rc): $target $workload size=$size: $(echo "$out" | jq -r .first_error 2>/dev/null)"
-	local leader=single roles="{}"
-	if [ "$target" = rf3 ]; then
-		leader=$(leader_of "$topic")
-		roles=$(for i in 0 1 2; do
-			role=follower
-			[ "${names[$i]}" = "$leader" ] && role=leader
-			printf '{"broker":"%s","role":"%s","cpu_s":%s}\n' "${names[$i]}" "$role" \
-				"$(echo "${after[$i]} ${before[$i]} $clk" | awk '{ printf "%.3f", ($1 - $2) / $3 }')"
-		done | jq -s .)
-	else
-		roles=$(printf '[{"broker":"single","role":"single","cpu_s":%s}]' \
-			"$(echo "${after[0]} ${before[0]} $clk" | awk '{ printf "%.3f", ($1 - $2) / $3 }')")
-	fi
+	local leader=single roles i role
+	[ "$target" = rf1 ] || leader=$(leader_of "$topic")
+	roles=$(for i in "${!names[@]}"; do
+		role=follower
+		[ "${names[$i]}" = "$leader" ] && role=leader
+		[ "$target" = rf1 ] && role=single
+		jq -nc --arg broker "${names[$i]}" --arg role "$role" --argjson b "${cbefore[$i]}" --argjson a "${cafter[$i]}" \
+			--argjson cpu "$(echo "${after[$i]} ${before[$i]} $clk" | awk '{ printf "%.3f", ($1 - $2) / $3 }')" \
+			'{broker: $broker, role: $role, cpu_s: $cpu, alloc_bytes: ($a.alloc_bytes - $b.alloc_bytes),
+			  produce_requests: ($a.produce_requests - $b.produce_requests),
+			  follower_fetches: ($a.follower_fetches - $b.follower_fetches)}'
+	done | jq -sc .)
 	echo "${out:-null}" | jq -c --arg target "$target" --argjson round "$round" --arg workload "$workload" \
 		--argjson size "$size" --argjson exit "$rc" --argjson brokers "$roles" \
 		--argjson wall "$(echo "$end $start" | awk '{ printf "%.3f", $1 - $2 }')" \
@@ -421,6 +439,27 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 		label="produce $(($2 / 1024)) KiB"
 		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
 		printf '| %s | %s | %s | %s | %s | %s |\n' "$label" "$single" "$lead" "$fol" "$tot" "$rel"
+	done
+	echo
+	echo "Per GB acknowledged (from each broker's /metrics: go_memstats_alloc_bytes_total and" \
+		"kafka_network_requestmetrics_requests_total): MB the Go heap allocated, and the leader's" \
+		"Produce and follower Fetch requests:"
+	echo
+	echo "| workload | single node alloc MB | leader alloc MB | follower alloc MB (each) | leader Produce requests | leader follower Fetches |"
+	echo "|---|---:|---:|---:|---:|---:|"
+	for wl in "${wls[@]}"; do
+		# shellcheck disable=SC2086
+		set -- $wl
+		q="select(.workload == \"$1\" and .size == $2)"
+		per="(1e9 / .result.bytes)"
+		label="produce $(($2 / 1024)) KiB"
+		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$label" \
+			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].alloc_bytes / 1e6 * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .alloc_bytes) / 1e6 * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .alloc_bytes / 1e6 * \$k" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .produce_requests) * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .follower_fetches) * $per" | med %.0f)"
 	done
 	if [ "$STRACE_REC" != 0 ]; then
 		echo
