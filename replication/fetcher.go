@@ -228,6 +228,15 @@ type fetcher struct {
 	// a response is applied before the next request, so one buffer, as
 	// large as the largest response yet, serves every fetch.
 	rbuf []byte
+	// Maps a round fills and forgets, owned by the goroutine and cleared
+	// for the next round rather than made anew (with one leader and a few
+	// partitions, a follower otherwise made five maps per fetch):
+	// snap is snapshot's answer, topicIdx and names index the request
+	// being built, spareSent is the fetch session's previous sent map.
+	snap      map[tp]pending
+	topicIdx  map[string]int
+	names     map[[16]byte]string
+	spareSent map[tp]sentPart
 }
 
 // fetchSession is a follower's KIP-227 fetch session with its leader (see
@@ -366,22 +375,43 @@ type tp struct {
 	partition int32
 }
 
-// snapshot returns the partitions eligible for a request of the given kind.
+// snapshot returns the partitions eligible for a request of the given
+// kind, in a map the next call reuses (only the goroutine calls it, and a
+// round is done with it before the next begins).
 func (f *fetcher) snapshot(truncating bool) map[tp]pending {
 	now := time.Now()
+	out := f.snap
+	if out == nil {
+		out = map[tp]pending{}
+		f.snap = out
+	}
+	clear(out)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out map[tp]pending
 	for p, st := range f.parts {
 		if st.truncating != truncating || now.Before(st.backoffUntil) {
 			continue
 		}
-		if out == nil {
-			out = map[tp]pending{}
-		}
 		out[tp{p.Topic(), p.Index()}] = pending{p, st}
 	}
 	return out
+}
+
+// roundMaps returns the cleared maps fetchRound fills: the request's topic
+// index, the topic names by id, and the map of what it sends, which
+// becomes the session's (keepSent) or the spare again.
+func (f *fetcher) roundMaps() (topics map[string]int, names map[[16]byte]string, sent map[tp]sentPart) {
+	if f.topicIdx == nil {
+		f.topicIdx, f.names = map[string]int{}, map[[16]byte]string{}
+	}
+	sent, f.spareSent = f.spareSent, nil
+	if sent == nil {
+		sent = map[tp]sentPart{}
+	}
+	clear(f.topicIdx)
+	clear(f.names)
+	clear(sent)
+	return f.topicIdx, f.names, sent
 }
 
 // current reports whether pd is still the partition's state (not removed
@@ -537,9 +567,14 @@ func (f *fetcher) fetchRound() bool {
 	sess := &f.sess
 	incremental := sess.id != 0 && sess.epoch > 0
 	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
-	sent := make(map[tp]sentPart, len(parts))
-	topics := map[string]int{}
-	names := map[[16]byte]string{} // the answer names topics by id
+	// names: the answer names topics by id.
+	topics, names, sent := f.roundMaps()
+	keptSent := false
+	defer func() {
+		if !keptSent {
+			f.spareSent = sent
+		}
+	}()
 	for k, pd := range parts {
 		sp := sentPart{topicID: pd.p.TopicID(), fetchOffset: pd.p.LogEndOffset(), logStart: pd.p.LogStartOffset(),
 			leaderEpoch: pd.st.epoch, maxBytes: o.PartitionMaxBytes}
@@ -605,9 +640,10 @@ func (f *fetcher) fetchRound() bool {
 		sess.reset()
 	case incremental:
 		sess.epoch = nextSessionEpoch(sess.epoch)
-		sess.sent = sent
+		f.spareSent, sess.sent, keptSent = sess.sent, sent, true
 	default: // a new session
-		sess.id, sess.epoch, sess.sent = resp.SessionID, 1, sent
+		f.spareSent = sess.sent
+		sess.id, sess.epoch, sess.sent, keptSent = resp.SessionID, 1, sent, true
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -6,6 +6,7 @@
 package kconn
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -35,11 +36,30 @@ type Conn struct {
 	timeout  time.Duration
 	sec      Security
 
-	mu     sync.Mutex
-	nc     net.Conn
-	corr   int32
-	buf    []byte
+	mu   sync.Mutex
+	nc   net.Conn
+	corr int32
+	buf  []byte
+	// br reads responses from brConn, which is nc unless nc was replaced
+	// (redialed, or wrapped in TLS): then reader makes a new one.
+	br     *bufio.Reader
+	brConn net.Conn
 	closed bool
+}
+
+// readBufferSize is the size of a Conn's read buffer: a small response
+// (a follower's fetch with nothing new, an e2e record) arrives with its
+// size prefix in one read(2) instead of two; a larger one is read past the
+// buffer, straight into the response buffer, after copying at most this
+// much.
+const readBufferSize = 4 << 10
+
+// reader returns the buffered reader of c.nc. REQUIRES: c.mu held, c.nc open.
+func (c *Conn) reader() *bufio.Reader {
+	if c.br == nil || c.brConn != c.nc {
+		c.br, c.brConn = bufio.NewReaderSize(c.nc, readBufferSize), c.nc
+	}
+	return c.br
 }
 
 // New returns a Conn that dials addr (host:port) on first use. timeout
@@ -162,14 +182,14 @@ func (c *Conn) RequestBuffered(ctx context.Context, req kmsg.Request, buf *[]byt
 		c.nc = nc
 		if err := c.secure(ctx); err != nil {
 			c.nc.Close()
-			c.nc = nil
+			c.nc, c.br, c.brConn = nil, nil, nil
 			return nil, fmt.Errorf("kconn: %s: %w", c.addr, err)
 		}
 	}
 	resp, err := c.roundTrip(ctx, req, buf)
 	if err != nil {
 		c.nc.Close()
-		c.nc = nil
+		c.nc, c.br, c.brConn = nil, nil, nil
 		return nil, fmt.Errorf("kconn: %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err)
 	}
 	return resp, nil
@@ -214,8 +234,9 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request, rbuf *[]byte) (k
 		return nil, nil
 	}
 
+	r := c.reader()
 	var size [4]byte
-	if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
@@ -232,7 +253,7 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request, rbuf *[]byte) (k
 		*rbuf = make([]byte, n)
 		body = *rbuf
 	}
-	if _, err := io.ReadFull(c.nc, body); err != nil {
+	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, err
 	}
 	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
@@ -288,7 +309,7 @@ func (c *Conn) Close() error {
 	c.closed = true
 	if c.nc != nil {
 		err := c.nc.Close()
-		c.nc = nil
+		c.nc, c.br, c.brConn = nil, nil, nil
 		return err
 	}
 	return nil
