@@ -226,7 +226,9 @@ type fetcher struct {
 	sess fetchSession // owned by the goroutine
 	// rbuf is the goroutine's response buffer (kconn.RequestBuffered):
 	// a response is applied before the next request, so one buffer, as
-	// large as the largest response yet, serves every fetch.
+	// large as the largest response yet, serves every fetch. It holds at
+	// most replica.fetch.response.max.bytes (or one larger batch, KIP-74)
+	// and lives as long as the fetcher, one per leader.
 	rbuf []byte
 	// Maps a round fills and forgets, owned by the goroutine and cleared
 	// for the next round rather than made anew (with one leader and a few
