@@ -10,7 +10,7 @@
 #       OUT_MD=/tmp/repl.md scripts/bench-replication.sh   # a smoke run
 #
 # Knobs: RUNS (3), SIZES ("1024 16384": record sizes of the produce runs),
-# REC_1K (300000 1 KiB records per produce run), REC_16K (20000 16 KiB
+# REC_1K (1000000 1 KiB records per produce run), REC_16K (60000 16 KiB
 # records), E2E_SECS (5; 0: no e2e runs) and E2E_RATE (10000 records/s) of an
 # e2e run, WARM_MB (4096: memory touched and freed first, as
 # bench-report.sh does; 0: none), STRACE_REC (20000 1 KiB records of the traced run; 0: none),
@@ -54,8 +54,8 @@ set -euo pipefail
 RUNS=${RUNS:-3}
 SIZES=${SIZES:-1024 16384}
 WARM_MB=${WARM_MB:-4096}
-REC_1K=${REC_1K:-300000}
-REC_16K=${REC_16K:-20000}
+REC_1K=${REC_1K:-1000000}
+REC_16K=${REC_16K:-60000}
 E2E_SECS=${E2E_SECS:-5}
 E2E_RATE=${E2E_RATE:-10000}
 STRACE_REC=${STRACE_REC:-20000}
