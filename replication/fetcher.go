@@ -441,7 +441,7 @@ const minRetryBackoff = 10 * time.Millisecond
 // arrives, often before the leader has applied its own, and are answered
 // NOT_LEADER_OR_FOLLOWER. The ISR counts them, so for that second every
 // acks=all request waited: scripts/bench-replication.sh measured RF 3
-// produce and e2e p99 at ~1,000 ms, e2e p99 20-90 ms without the pause. Ten
+// produce and e2e p99 at ~1,000 ms, e2e p99 20-90 ms without the pause. Eight
 // retries in a row reach 1 s, so a refusal that lasts costs the leader
 // about that many more requests.
 func retryBackoff(n int, max time.Duration) time.Duration {
