@@ -205,6 +205,19 @@ type Config struct {
 	// Invariant (Validate): min <= max.
 	LogCleanerMinCompactionLagMs int64
 	LogCleanerMaxCompactionLagMs int64
+
+	// The follower fetchers' requests to their leaders (cluster mode),
+	// Kafka's keys and defaults: replica.fetch.max.bytes (per partition,
+	// 1 MiB), replica.fetch.response.max.bytes (10 MiB),
+	// replica.fetch.min.bytes (1), replica.fetch.wait.max.ms (500 ms:
+	// how long the leader holds a fetch with less than min bytes;
+	// Invariant (Validate): <= replica.lag.time.max.ms) and
+	// replica.fetch.backoff.ms (1 s, after an error).
+	ReplicaFetchMaxBytes         int32
+	ReplicaFetchResponseMaxBytes int32
+	ReplicaFetchMinBytes         int32
+	ReplicaFetchWaitMax          time.Duration
+	ReplicaFetchBackoff          time.Duration
 }
 
 // Default returns Kafka's defaults (and Sluice's for its own keys).
@@ -289,6 +302,12 @@ func Default() Config {
 		MessageTimestampDifferenceMax: math.MaxInt64,
 		MessageTimestampBeforeMax:     math.MaxInt64,
 		MessageTimestampAfterMax:      math.MaxInt64,
+
+		ReplicaFetchMaxBytes:         1 << 20,
+		ReplicaFetchResponseMaxBytes: 10 << 20,
+		ReplicaFetchMinBytes:         1,
+		ReplicaFetchWaitMax:          500 * time.Millisecond,
+		ReplicaFetchBackoff:          time.Second,
 	}
 }
 

@@ -523,3 +523,37 @@ func TestFetchSessionCacheSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaFetchKeys: the follower fetchers' keys take Kafka's defaults,
+// parse, refuse what is not a positive count, and replica.fetch.wait.max.ms
+// may not exceed replica.lag.time.max.ms (Kafka's rule).
+func TestReplicaFetchKeys(t *testing.T) {
+	c := Default()
+	if c.ReplicaFetchMaxBytes != 1048576 || c.ReplicaFetchResponseMaxBytes != 10485760 || c.ReplicaFetchMinBytes != 1 ||
+		c.ReplicaFetchWaitMax != 500*time.Millisecond || c.ReplicaFetchBackoff != time.Second {
+		t.Fatalf("defaults: %d %d %d %v %v", c.ReplicaFetchMaxBytes, c.ReplicaFetchResponseMaxBytes, c.ReplicaFetchMinBytes, c.ReplicaFetchWaitMax, c.ReplicaFetchBackoff)
+	}
+	c, err := Load("", []string{"replica.fetch.max.bytes=8388608", "replica.fetch.response.max.bytes=33554432",
+		"replica.fetch.min.bytes=4096", "replica.fetch.wait.max.ms=50", "replica.fetch.backoff.ms=200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReplicaFetchMaxBytes != 8<<20 || c.ReplicaFetchResponseMaxBytes != 32<<20 || c.ReplicaFetchMinBytes != 4096 ||
+		c.ReplicaFetchWaitMax != 50*time.Millisecond || c.ReplicaFetchBackoff != 200*time.Millisecond {
+		t.Fatalf("set: %d %d %d %v %v", c.ReplicaFetchMaxBytes, c.ReplicaFetchResponseMaxBytes, c.ReplicaFetchMinBytes, c.ReplicaFetchWaitMax, c.ReplicaFetchBackoff)
+	}
+	for _, tc := range []struct{ name, set, key string }{
+		{"zero max bytes", "replica.fetch.max.bytes=0", "replica.fetch.max.bytes"},
+		{"negative response max", "replica.fetch.response.max.bytes=-1", "replica.fetch.response.max.bytes"},
+		{"zero min bytes", "replica.fetch.min.bytes=0", "replica.fetch.min.bytes"},
+		{"zero wait", "replica.fetch.wait.max.ms=0", "replica.fetch.wait.max.ms"},
+		{"not a number", "replica.fetch.backoff.ms=soon", "replica.fetch.backoff.ms"},
+		{"wait above lag", "replica.fetch.wait.max.ms=40000", "replica.fetch.wait.max.ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Load("", []string{tc.set}); err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("%s: err = %v", tc.set, err)
+			}
+		})
+	}
+}

@@ -341,6 +341,16 @@ func (s *setter) set(key, v string) error {
 		c.MinInsyncReplicas = int(n)
 	case "replica.lag.time.max.ms":
 		c.ReplicaLagTimeMax, err = parseDuration(key, v, time.Millisecond, 1)
+	case "replica.fetch.max.bytes":
+		c.ReplicaFetchMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "replica.fetch.response.max.bytes":
+		c.ReplicaFetchResponseMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "replica.fetch.min.bytes":
+		c.ReplicaFetchMinBytes, err = parseInt32(key, v, 1, math.MaxInt32)
+	case "replica.fetch.wait.max.ms":
+		c.ReplicaFetchWaitMax, err = parseDuration(key, v, time.Millisecond, 1)
+	case "replica.fetch.backoff.ms":
+		c.ReplicaFetchBackoff, err = parseDuration(key, v, time.Millisecond, 1)
 	case "unclean.leader.election.enable":
 		c.UncleanLeaderElection, err = parseBool(key, v)
 	case "offsets.topic.replication.factor":
@@ -665,6 +675,11 @@ func (c *Config) Validate() error {
 	}
 	if len(c.LogDirs) > 1 {
 		return keyError("log.dirs", "only one log directory is supported, got %d", len(c.LogDirs))
+	}
+	if c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax {
+		// Kafka's KafkaConfig rule: a follower parked longer than the lag
+		// allowed would drop out of the ISR while caught up.
+		return keyError("replica.fetch.wait.max.ms", "%d is above replica.lag.time.max.ms %d", c.ReplicaFetchWaitMax.Milliseconds(), c.ReplicaLagTimeMax.Milliseconds())
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		return keyError("group.min.session.timeout.ms", "above group.max.session.timeout.ms")

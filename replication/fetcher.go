@@ -68,6 +68,9 @@ type FetcherOptions struct {
 	Send func(ctx context.Context, brokerID int32, req kmsg.Request) (kmsg.Response, error)
 	// MaxWait is replica.fetch.wait.max.ms (0: 500ms).
 	MaxWait time.Duration
+	// MinBytes is replica.fetch.min.bytes (0: 1): the leader holds a
+	// fetch until this much is readable or MaxWait passes.
+	MinBytes int32
 	// MaxBytes is replica.fetch.response.max.bytes (0: 10 MiB).
 	MaxBytes int32
 	// PartitionMaxBytes is replica.fetch.max.bytes (0: 1 MiB).
@@ -111,6 +114,9 @@ func NewFetcherManager(opts FetcherOptions) *FetcherManager {
 	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 10 << 20
+	}
+	if opts.MinBytes <= 0 {
+		opts.MinBytes = 1
 	}
 	if opts.PartitionMaxBytes <= 0 {
 		opts.PartitionMaxBytes = 1 << 20
@@ -200,6 +206,9 @@ type fetchPart struct {
 	epoch        int32 // the leader epoch sent as CurrentLeaderEpoch
 	truncating   bool
 	backoffUntil time.Time
+	// refusals counts the partition's backoffs in a row; an answer
+	// applied without error resets it (see retryBackoff).
+	refusals int
 }
 
 // fetcher replicates the partitions led by one broker.
@@ -218,6 +227,21 @@ type fetcher struct {
 
 	conn *kconn.Conn  // owned by the goroutine
 	sess fetchSession // owned by the goroutine
+	// rbuf is the goroutine's response buffer (kconn.RequestBuffered):
+	// a response is applied before the next request, so one buffer, as
+	// large as the largest response yet, serves every fetch. It holds at
+	// most replica.fetch.response.max.bytes (or one larger batch, KIP-74)
+	// and lives as long as the fetcher, one per leader.
+	rbuf []byte
+	// Maps a round fills and forgets, owned by the goroutine and cleared
+	// for the next round rather than made anew (with one leader and a few
+	// partitions, a follower otherwise made five maps per fetch):
+	// snap is snapshot's answer, topicIdx and names index the request
+	// being built, spareSent is the fetch session's previous sent map.
+	snap      map[tp]pending
+	topicIdx  map[string]int
+	names     map[[16]byte]string
+	spareSent map[tp]sentPart
 }
 
 // fetchSession is a follower's KIP-227 fetch session with its leader (see
@@ -336,7 +360,7 @@ func (f *fetcher) send(req kmsg.Request) (kmsg.Response, error) {
 		}
 		f.conn = kconn.NewSecure(addr, f.m.opts.ClientID, f.m.opts.RequestTimeout, f.m.opts.ConnSecurity)
 	}
-	resp, err := f.conn.Request(ctx, req)
+	resp, err := f.conn.RequestBuffered(ctx, req, &f.rbuf)
 	if err != nil {
 		// Resolve again next time: the leader may have moved.
 		f.conn.Close()
@@ -356,29 +380,77 @@ type tp struct {
 	partition int32
 }
 
-// snapshot returns the partitions eligible for a request of the given kind.
+// snapshot returns the partitions eligible for a request of the given
+// kind, in a map the next call reuses (only the goroutine calls it, and a
+// round is done with it before the next begins).
 func (f *fetcher) snapshot(truncating bool) map[tp]pending {
 	now := time.Now()
+	out := f.snap
+	if out == nil {
+		out = map[tp]pending{}
+		f.snap = out
+	}
+	clear(out)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out map[tp]pending
 	for p, st := range f.parts {
 		if st.truncating != truncating || now.Before(st.backoffUntil) {
 			continue
-		}
-		if out == nil {
-			out = map[tp]pending{}
 		}
 		out[tp{p.Topic(), p.Index()}] = pending{p, st}
 	}
 	return out
 }
 
+// roundMaps returns the cleared maps fetchRound fills: the request's topic
+// index, the topic names by id, and the map of what it sends, which
+// becomes the session's (keptSent in fetchRound) or the spare again.
+func (f *fetcher) roundMaps() (topics map[string]int, names map[[16]byte]string, sent map[tp]sentPart) {
+	if f.topicIdx == nil {
+		f.topicIdx, f.names = map[string]int{}, map[[16]byte]string{}
+	}
+	sent, f.spareSent = f.spareSent, nil
+	if sent == nil {
+		sent = map[tp]sentPart{}
+	}
+	clear(f.topicIdx)
+	clear(f.names)
+	clear(sent)
+	return f.topicIdx, f.names, sent
+}
+
 // current reports whether pd is still the partition's state (not removed
 // or re-added). REQUIRES: f.mu held.
 func (f *fetcher) current(pd pending) bool { return f.parts[pd.p] == pd.st }
 
-func (f *fetcher) backoff(st *fetchPart) { st.backoffUntil = time.Now().Add(f.m.opts.Backoff) }
+// backoff pauses a partition after a refusal or a failure to apply an
+// answer, for retryBackoff of its refusals in a row.
+func (f *fetcher) backoff(st *fetchPart) {
+	st.refusals++
+	st.backoffUntil = time.Now().Add(retryBackoff(st.refusals, f.m.opts.Backoff))
+}
+
+// minRetryBackoff is a partition's first pause after a refusal.
+const minRetryBackoff = 10 * time.Millisecond
+
+// retryBackoff is the pause after a partition's n-th refusal in a row
+// (n >= 1): minRetryBackoff, doubling, at most max (Backoff,
+// replica.fetch.backoff.ms). Kafka's fetcher pauses a refused partition for
+// the whole replica.fetch.backoff.ms (1 s), but the commonest refusal passes
+// within milliseconds: a new partition's followers fetch as soon as their LeaderAndIsr
+// arrives, often before the leader has applied its own, and are answered
+// NOT_LEADER_OR_FOLLOWER. The ISR counts them, so for that second every
+// acks=all request waited: scripts/bench-replication.sh measured RF 3
+// produce and e2e p99 at ~1,000 ms, e2e p99 20-90 ms without the pause. Eight
+// retries in a row reach 1 s, so a refusal that lasts costs the leader
+// about that many more requests.
+func retryBackoff(n int, max time.Duration) time.Duration {
+	d := minRetryBackoff
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
 
 // truncateRound runs one OffsetForLeaderEpoch round for the truncating
 // partitions. It reports whether it had any.
@@ -446,7 +518,11 @@ func (f *fetcher) truncateRound() bool {
 			}
 			delete(parts, k)
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				f.m.logger.Info("replication: OffsetForLeaderEpoch refused; backing off", "topic", rt.Topic, "partition", rp.Partition,
+				level := slog.LevelInfo
+				if pd.st.refusals > 0 {
+					level = slog.LevelDebug // said once per run of refusals
+				}
+				f.m.logger.Log(f.ctx, level, "replication: OffsetForLeaderEpoch refused; backing off", "topic", rt.Topic, "partition", rp.Partition,
 					"leader", f.leader, "epoch", pd.st.epoch, "err", err)
 				f.backoff(pd.st)
 				continue
@@ -503,7 +579,7 @@ func (f *fetcher) finishTruncation(pd pending, offset int64, why string) {
 	if why != "" {
 		f.m.logger.Info("replication: truncated by fallback", "topic", p.Topic(), "partition", p.Index(), "offset", p.LogEndOffset(), "why", why)
 	}
-	pd.st.truncating = false
+	pd.st.truncating, pd.st.refusals = false, 0
 }
 
 // fetchRound sends one Fetch for the fetching partitions and applies the
@@ -522,14 +598,19 @@ func (f *fetcher) fetchRound() bool {
 		req.ReplicaState.Epoch = o.BrokerEpoch()
 	}
 	req.MaxWaitMillis = int32(o.MaxWait / time.Millisecond)
-	req.MinBytes = 1
+	req.MinBytes = o.MinBytes
 	req.MaxBytes = o.MaxBytes
 	sess := &f.sess
 	incremental := sess.id != 0 && sess.epoch > 0
 	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
-	sent := make(map[tp]sentPart, len(parts))
-	topics := map[string]int{}
-	names := map[[16]byte]string{} // the answer names topics by id
+	// names: the answer names topics by id.
+	topics, names, sent := f.roundMaps()
+	keptSent := false
+	defer func() {
+		if !keptSent {
+			f.spareSent = sent
+		}
+	}()
 	for k, pd := range parts {
 		sp := sentPart{topicID: pd.p.TopicID(), fetchOffset: pd.p.LogEndOffset(), logStart: pd.p.LogStartOffset(),
 			leaderEpoch: pd.st.epoch, maxBytes: o.PartitionMaxBytes}
@@ -595,9 +676,10 @@ func (f *fetcher) fetchRound() bool {
 		sess.reset()
 	case incremental:
 		sess.epoch = nextSessionEpoch(sess.epoch)
-		sess.sent = sent
+		f.spareSent, sess.sent, keptSent = sess.sent, sent, true
 	default: // a new session
-		sess.id, sess.epoch, sess.sent = resp.SessionID, 1, sent
+		f.spareSent = sess.sent
+		sess.id, sess.epoch, sess.sent, keptSent = resp.SessionID, 1, sent, true
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -663,7 +745,11 @@ func (f *fetcher) applyFetch(pd pending, rp *kmsg.FetchResponseTopicPartition) {
 		f.backoff(pd.st)
 		return
 	default:
-		f.m.logger.Info("replication: fetch refused; backing off", "topic", p.Topic(), "partition", p.Index(),
+		level := slog.LevelInfo
+		if pd.st.refusals > 0 {
+			level = slog.LevelDebug // said once per run of refusals
+		}
+		f.m.logger.Log(f.ctx, level, "replication: fetch refused; backing off", "topic", p.Topic(), "partition", p.Index(),
 			"leader", f.leader, "epoch", pd.st.epoch, "err", err)
 		f.backoff(pd.st)
 		return
@@ -679,6 +765,7 @@ func (f *fetcher) applyFetch(pd pending, rp *kmsg.FetchResponseTopicPartition) {
 			return
 		}
 	}
+	pd.st.refusals = 0
 	p.UpdateFollowerHW(rp.HighWatermark)
 	p.followLogStart(rp.LogStartOffset)
 }

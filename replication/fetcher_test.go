@@ -3,8 +3,10 @@ package replication
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sluice/sluice/engine"
 )
@@ -218,4 +220,80 @@ func TestFencedFollowerWaitsForNewEpoch(t *testing.T) {
 	}
 	c.fetcher(2).Add(f, 1, 2)
 	c.waitInSync(1)
+}
+
+// TestRetryBackoff: a refused partition's pauses start short and double up
+// to replica.fetch.backoff.ms.
+func TestRetryBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		max  time.Duration
+		want time.Duration
+	}{
+		{1, time.Second, 10 * time.Millisecond},
+		{2, time.Second, 20 * time.Millisecond},
+		{3, time.Second, 40 * time.Millisecond},
+		{7, time.Second, 640 * time.Millisecond},
+		{8, time.Second, time.Second},
+		{1000, time.Second, time.Second},
+		{1, 5 * time.Millisecond, 5 * time.Millisecond},
+		{3, 30 * time.Millisecond, 30 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("n=%d/max=%v", tc.n, tc.max), func(t *testing.T) {
+			if got := retryBackoff(tc.n, tc.max); got != tc.want {
+				t.Fatalf("retryBackoff(%d, %v) = %v, want %v", tc.n, tc.max, got, tc.want)
+			}
+		})
+	}
+}
+
+// refusals returns the refusals in a row of p in broker id's fetcher (-1:
+// p is not fetching).
+func (c *testCluster) refusals(id int32, p *Partition) int {
+	m := c.fetcher(id)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.parts[p]
+	if f == nil {
+		return -1
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st := f.parts[p]; st != nil {
+		return st.refusals
+	}
+	return -1
+}
+
+// TestFollowersBeforeLeader: followers told of a new leader before it has
+// become one are refused (NOT_LEADER_OR_FOLLOWER) and retry; once it leads,
+// an acks=-1 append completes with both in the ISR, and their refusal runs
+// end, so a later refusal starts again from the shortest pause.
+func TestFollowersBeforeLeader(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		c := newTestCluster(t, backend)
+		leader := c.addBroker(1, nil, Options{})
+		c.addBroker(2, nil, Options{})
+		c.addBroker(3, nil, Options{})
+		st := c.state(1, 1, 1, 2, 3)
+		for _, id := range []int32{2, 3} {
+			c.follow(id, c.part(id), st)
+		}
+		for _, id := range []int32{2, 3} {
+			waitFor(t, fmt.Sprintf("follower %d to be refused twice", id), func() bool { return c.refusals(id, c.part(id)) >= 2 })
+		}
+		if err := leader.MakeLeader(st); err != nil {
+			t.Fatal(err)
+		}
+		res, err := leader.Append(ctx, batch(-1, 0, -1, 3), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int32{2, 3} {
+			if end := c.part(id).LogEndOffset(); end <= res.LastOffset {
+				t.Fatalf("acks=-1 returned at %d with replica %d at %d", res.LastOffset, id, end)
+			}
+			waitFor(t, fmt.Sprintf("follower %d's refusals to reset", id), func() bool { return c.refusals(id, c.part(id)) == 0 })
+		}
+	})
 }

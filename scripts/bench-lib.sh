@@ -2,7 +2,8 @@
 # and sets up what every one-run, side-by-side benchmark needs.
 #
 #   bench_setup NAME   cd to the repository, `make -s build`, bin=bin/sluice,
-#                      work=a mktemp -d .bench-NAME.XXXXXX removed at exit
+#                      work=a mktemp -d .bench-NAME.XXXXXX (in the repository,
+#                      or in $BENCH_TMP when set) removed at exit
 #                      (with the broker started by bench_serve, stopped by
 #                      its pid), and pin_broker/pin_client: taskset to CPU 0
 #                      and CPU 1 when taskset and 2 CPUs are there.
@@ -16,7 +17,7 @@ bench_setup() {
 	cd "$repo"
 	make -s build
 	bin=$repo/bin/sluice
-	work=$(mktemp -d "$repo/.bench-$1.XXXXXX")
+	work=$(mktemp -d "${BENCH_TMP:-$repo}/.bench-$1.XXXXXX")
 	broker_pid=
 	trap bench_cleanup EXIT
 	pin_broker=() pin_client=()

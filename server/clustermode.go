@@ -109,6 +109,12 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 		ConnSecurity: s.interBroker,
 		Resolve:      zp.resolve,
 		Logger:       s.log,
+
+		PartitionMaxBytes: s.cfg.ReplicaFetchMaxBytes,
+		MaxBytes:          s.cfg.ReplicaFetchResponseMaxBytes,
+		MinBytes:          s.cfg.ReplicaFetchMinBytes,
+		MaxWait:           s.cfg.ReplicaFetchWaitMax,
+		Backoff:           s.cfg.ReplicaFetchBackoff,
 	})
 	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.

@@ -77,6 +77,12 @@ type Config struct {
 	// created (produce and e2e create a missing topic). 0: 1.
 	Partitions int32
 
+	// ReplicationFactor is the replica count of each partition when the
+	// topic must be created. 0: the broker's default.replication.factor.
+	// A topic that exists keeps its own. min.insync.replicas goes in
+	// TopicConfigs.
+	ReplicationFactor int16
+
 	RecordSize int // value bytes per record, >= 16 (the stamped header). 0: 1024
 
 	// Keys > 0 gives every record an 8-byte key, a counter modulo Keys
@@ -149,6 +155,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Partitions < 0 {
 		return c, fmt.Errorf("load: partitions %d < 1", c.Partitions)
+	}
+	if c.ReplicationFactor < 0 {
+		return c, fmt.Errorf("load: replication factor %d < 1", c.ReplicationFactor)
 	}
 	if c.RecordSize == 0 {
 		c.RecordSize = 1024

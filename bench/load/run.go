@@ -20,6 +20,10 @@ import (
 // not seen yet once producing has stopped (acks=0 can lose records).
 const idleAfterProduce = 5 * time.Second
 
+// listOffsetsPatience is how long a run waits for a topic's partitions to
+// be served (a cluster takes a moment after CreateTopics to elect leaders).
+const listOffsetsPatience = 30 * time.Second
+
 // Run runs one load test as cfg says and returns its summary. It returns an
 // error only when the run could not start (bad config, topic missing for
 // consume, broker unreachable within the hard cap); failed records are
@@ -114,15 +118,19 @@ func (r *run) admin() (*kgo.Client, *kadm.Client, error) {
 	return cl, kadm.NewClient(cl), nil
 }
 
-// ensureTopic creates the topic with cfg.Partitions unless it exists, and
-// returns its end offsets.
+// ensureTopic creates the topic with cfg.Partitions and
+// cfg.ReplicationFactor unless it exists, and returns its end offsets.
 func (r *run) ensureTopic() (map[int32]int64, error) {
 	cl, adm, err := r.admin()
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, -1, r.cfg.TopicConfigs, r.cfg.Topic)
+	rf := r.cfg.ReplicationFactor
+	if rf == 0 {
+		rf = -1 // the broker's default.replication.factor
+	}
+	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, rf, r.cfg.TopicConfigs, r.cfg.Topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, fmt.Errorf("load: create topic %s: %w", r.cfg.Topic, err)
 	}
@@ -141,8 +149,11 @@ func (r *run) listOffsets(adm *kadm.Client, start, committed bool) (map[int32]in
 	}
 	var listed kadm.ListedOffsets
 	// A topic just created may not be known to every part of the broker
-	// yet: retry a few times while its partitions are unknown.
-	for attempt := 0; ; attempt++ {
+	// yet (in a cluster, not before the controller has elected its leaders
+	// and told the brokers): retry for up to listOffsetsPatience while its
+	// partitions are unknown or leaderless.
+	giveUp := time.Now().Add(listOffsetsPatience)
+	for {
 		var err error
 		listed, err = list(r.hardCtx, r.cfg.Topic)
 		if err == nil {
@@ -154,7 +165,7 @@ func (r *run) listOffsets(adm *kadm.Client, start, committed bool) (map[int32]in
 		if err == nil {
 			err = kerr.UnknownTopicOrPartition
 		}
-		if attempt == 20 || !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) {
+		if time.Now().After(giveUp) || !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) {
 			return nil, fmt.Errorf("load: list offsets of %s: %w", r.cfg.Topic, err)
 		}
 		select {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -71,6 +72,7 @@ func perf(args []string, stdout, stderr io.Writer) int {
 	commandConfig := fs.String("command-config", "", "client properties `file` in librdkafka's names, as kcat -F reads (security.protocol, sasl.*, ssl.*, bootstrap.servers)")
 	topic := fs.String("topic", "sluice-perf", "topic")
 	partitions := fs.Int("partitions", 1, "partitions of the topic when it must be created (produce, e2e)")
+	replicationFactor := fs.Int("replication-factor", 0, "replicas of each partition when the topic must be created (produce, e2e; 0: the broker's default.replication.factor); min.insync.replicas goes in --topic-config")
 	recordSize := fs.Int("record-size", 1024, "value bytes per record (>= 16: run id and produce time)")
 	records := fs.Int64("records", 0, "stop after this many records (produce: sent over all producers; consume: read)")
 	duration := fs.Duration("duration", 0, "stop after this long (produce and e2e default to 10s when --records is not given)")
@@ -104,26 +106,31 @@ func perf(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice perf: --partitions must be >= 1 and --batch-max-bytes >= 0")
 		return 2
 	}
+	if *replicationFactor < 0 || *replicationFactor > math.MaxInt16 {
+		fmt.Fprintf(stderr, "sluice perf: --replication-factor %d: want 1-%d, or 0 for the broker's default\n", *replicationFactor, math.MaxInt16)
+		return 2
+	}
 	if *txnMs < 1 {
 		fmt.Fprintln(stderr, "sluice perf: --transaction-ms must be >= 1")
 		return 2
 	}
 	cfg := load.Config{
-		Mode:          mode,
-		Topic:         *topic,
-		Partitions:    int32(*partitions),
-		RecordSize:    *recordSize,
-		Records:       *records,
-		Duration:      *duration,
-		Timeout:       *timeout,
-		Acks:          *acks,
-		Linger:        *linger,
-		BatchMaxBytes: int32(*batchMax),
-		Compression:   *compression,
-		Producers:     *producers,
-		TargetRate:    *rate,
-		Keys:          *keys,
-		TopicConfigs:  topicConfigs.m,
+		Mode:              mode,
+		Topic:             *topic,
+		Partitions:        int32(*partitions),
+		ReplicationFactor: int16(*replicationFactor),
+		RecordSize:        *recordSize,
+		Records:           *records,
+		Duration:          *duration,
+		Timeout:           *timeout,
+		Acks:              *acks,
+		Linger:            *linger,
+		BatchMaxBytes:     int32(*batchMax),
+		Compression:       *compression,
+		Producers:         *producers,
+		TargetRate:        *rate,
+		Keys:              *keys,
+		TopicConfigs:      topicConfigs.m,
 
 		TransactionalID:     *txnID,
 		TransactionInterval: time.Duration(*txnMs) * time.Millisecond,

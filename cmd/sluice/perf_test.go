@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/bench/load"
+	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/zktest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -198,11 +201,89 @@ func TestPerfUsage(t *testing.T) {
 		{"perf", "produce", "--transactional-id", "x", "--transaction-ms", "0"},
 		{"perf", "consume", "--transactional-id", "x"},
 		{"perf", "consume", "--isolation", "serializable"},
+		{"perf", "produce", "--replication-factor", "-1"},
+		{"perf", "produce", "--replication-factor", "32768"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if status := run(args, &stdout, &stderr); status != 2 {
 			t.Errorf("%q: status %d, want 2", args, status)
 		}
+	}
+}
+
+// TestPerfReplicationFactor creates the perf topic in a three-broker
+// cluster: --replication-factor sets its replicas, --topic-config its
+// min.insync.replicas, and acks=all produce and e2e runs go through the
+// ISR. Without the flag the topic gets the broker's
+// default.replication.factor (1 here).
+func TestPerfReplicationFactor(t *testing.T) {
+	zk := zktest.Start(t)
+	var bs []*broker.Broker
+	for id := int32(1); id <= 3; id++ {
+		bs = append(bs, brokertest.Start(t, "memory", func(c *config.Config) {
+			c.BrokerID = id
+			c.ZooKeeperConnect = zk.Addr() + "/sluice"
+			c.ControlledShutdownEnable = false
+			c.OffsetsTopicReplication = 1
+			c.GroupInitialRebalanceDelay = 0
+		}))
+	}
+	seeds := bs[0].Addr() + "," + bs[1].Addr()
+	common := []string{"--brokers", seeds, "--record-size", "100", "--quiet", "--timeout", "60s"}
+	res := runPerf(t, 0, append([]string{"produce", "--topic", "perf-rf3", "--records", "1000", "--partitions", "2",
+		"--replication-factor", "3", "--topic-config", "min.insync.replicas=2", "--acks", "all"}, common...)...)
+	if res.Records != 1000 || res.Errors != 0 || res.StoppedBy != "records" {
+		t.Fatalf("produce RF 3: records %d errors %d stopped by %s (%s)", res.Records, res.Errors, res.StoppedBy, res.FirstError)
+	}
+	res = runPerf(t, 0, append([]string{"e2e", "--topic", "perf-rf3-e2e", "--target-rate", "500", "--duration", "300ms",
+		"--linger", "0", "--replication-factor", "3"}, common...)...)
+	if res.Records == 0 || res.Consumed != res.Records || res.Errors != 0 || res.StoppedBy != "duration" {
+		t.Fatalf("e2e RF 3: records %d consumed %d errors %d stopped by %s", res.Records, res.Consumed, res.Errors, res.StoppedBy)
+	}
+	runPerf(t, 0, append([]string{"produce", "--topic", "perf-rf-default", "--records", "10"}, common...)...)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs[2].Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	details, err := adm.ListTopics(ctx, "perf-rf3", "perf-rf3-e2e", "perf-rf-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]struct{ partitions, replicas int }{
+		"perf-rf3": {2, 3}, "perf-rf3-e2e": {1, 3}, "perf-rf-default": {1, 1},
+	} {
+		td := details[topic]
+		if td.Err != nil || len(td.Partitions) != want.partitions {
+			t.Errorf("%s: %d partitions (err %v), want %d", topic, len(td.Partitions), td.Err, want.partitions)
+			continue
+		}
+		for _, pd := range td.Partitions {
+			if len(pd.Replicas) != want.replicas {
+				t.Errorf("%s-%d: replicas %v, want %d of them", topic, pd.Partition, pd.Replicas, want.replicas)
+			}
+		}
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "perf-rf3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("perf-rf3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var minISR string
+	for _, c := range rc.Configs {
+		if c.Key == "min.insync.replicas" {
+			minISR = c.MaybeValue()
+		}
+	}
+	if minISR != "2" {
+		t.Errorf("perf-rf3: min.insync.replicas %q, want 2", minISR)
 	}
 }
 
