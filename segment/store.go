@@ -292,11 +292,7 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 		return nil, fmt.Errorf("segment: create log: %w", err)
 	}
 	l := s.newLog(id, cfg)
-	seg, err := createSegment(s.fs, dir, 0, l.cfg, s.now().UnixMilli())
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
+	// The segment's files are created by the first append (lazySegment).
 	// The new directory and files become durable with the log's first
 	// flush (or the store's Close), not here: a machine crash before
 	// loses only an empty log, which the server creates again at start,
@@ -304,8 +300,7 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 	// CreateTopics (330 ms for 100 partitions).
 	l.newDirs.Store(newLogDir | newParentDir)
 	l.managed = true
-	seg.manage(l.store.cache)
-	l.segs = []*segment{seg}
+	l.segs = []*segment{lazySegment(s.fs, dir, 0, l.cfg, s.now().UnixMilli(), s.cache)}
 	s.logs[id] = l
 	return l, nil
 }
