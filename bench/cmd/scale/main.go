@@ -764,6 +764,7 @@ func fillKillRestart(o options, dir string, b *broker, cl *kgo.Client, created, 
 	seeds := cl.OptValue(kgo.SeedBrokers).([]string)
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(128<<10+1024), // below the small log.segment.bytes a fill run uses
 		kgo.RequestTimeoutOverhead(60*time.Second))
 	if err != nil {
 		return rows, err
@@ -778,7 +779,7 @@ func fillKillRestart(o options, dir string, b *broker, cl *kgo.Client, created, 
 	var wg sync.WaitGroup
 	// Runs of records per partition, so that batches fill (round-robin by
 	// record made one-record batches over 1,000 partitions).
-	run := max(1, (512<<10)/recSize)
+	run := max(1, (128<<10)/recSize)
 	for i := 0; i < n; i++ {
 		p := (i / run) % created
 		off := (i * recSize) % (64 << 20)
