@@ -81,7 +81,8 @@ type Store interface {
 	// DeleteLog closes (if open) and removes a log and all its data.
 	// Slices already handed out stay readable until released.
 	DeleteLog(id PartitionID) error
-	// Close flushes and closes every open log and the store. After a
+	// Close closes every open log and the store, after making every
+	// log's data durable (the logs closed before included). After a
 	// clean Close, the next Open skips recovery.
 	Close() error
 }
@@ -142,7 +143,9 @@ type Log interface {
 	SetConfig(cfg LogConfig) error
 	// Flush makes every appended batch durable.
 	Flush() error
-	// Close flushes and closes the log.
+	// Close closes the log. Its data is durable once Flush returned or
+	// the store's Close has; Close itself need not fsync (with many
+	// partitions, the store syncs them all at once).
 	Close() error
 }
 

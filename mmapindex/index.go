@@ -110,6 +110,7 @@ func openFile(path string, entrySize, maxBytes int) (*file, error) {
 		f.Close()
 		return nil, err
 	}
+	x.adviseRandom(scan)
 	n := x.scanEntries(int(scan))
 	x.n.Store(int64(n))
 	x.zeroRange(int64(n*entrySize), st.Size())
@@ -163,6 +164,24 @@ func (x *file) mapSize(size int64) error {
 	}
 	x.mm = mm
 	return nil
+}
+
+// adviseRandom marks the mapping from the page holding byte from to its
+// end MADV_RANDOM: the preallocated room past the entries, a hole in the
+// file. Without it the first touch of a page there (the next entry, the
+// open's scan, the closing time entry) reads ahead a whole window of the
+// hole into large folios and zeroes them: 2.1-2.2 ms per first write on
+// this machine's kernel (6.18, ext4) against ~10 us with the advice,
+// measured with 300 fresh 10 MiB sparse files each way. That made a
+// clean stop of 1,000 open segments spend 1.8 s CPU in finishIndexes.
+// The entries before from keep the default readahead (a sanity check
+// reads them in order). The advice is a hint: an error is ignored.
+func (x *file) adviseRandom(from int64) {
+	page := int64(os.Getpagesize())
+	from = from / page * page
+	if from < int64(len(x.mm)) {
+		_ = unix.Madvise(x.mm[from:], unix.MADV_RANDOM)
+	}
 }
 
 func (x *file) unmap() error {
@@ -321,7 +340,11 @@ func (x *file) Resize(maxBytes int) error {
 	if min := x.n.Load() * int64(x.entrySize); size < min {
 		size = min
 	}
-	return x.mapSize(size)
+	if err := x.mapSize(size); err != nil {
+		return err
+	}
+	x.adviseRandom(x.n.Load() * int64(x.entrySize))
+	return nil
 }
 
 // Trim shrinks the file to the entries it holds (a rolled or closing

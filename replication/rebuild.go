@@ -138,6 +138,11 @@ func (p *Partition) maybeSnapshot(force bool) {
 	if n := len(p.snap.kept); n > 0 && p.snap.kept[n-1] == end {
 		return
 	}
+	if end == p.log.StartOffset() && len(p.producers.producers) == 0 {
+		// An empty log: a restart without the snapshot replays nothing
+		// either (a clean stop of 20,000 partitions wrote one for each).
+		return
+	}
 	due := ss.SnapshotDue()
 	if !force && (due < 0 || due <= p.snap.due) && p.snap.since < p.snapshotEvery() {
 		return // no roll since the last snapshot, and not enough appended

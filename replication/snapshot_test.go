@@ -383,3 +383,42 @@ func snapshotFiles(t *testing.T, dir string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestSnapshotNoneForEmptyLog: closing a partition whose log is empty
+// saves no snapshot (a restart would replay nothing without one; a clean
+// stop of 20,000 new partitions wrote 20,000), and one with data does.
+func TestSnapshotNoneForEmptyLog(t *testing.T) {
+	for _, backend := range snapshotBackends {
+		t.Run("backend="+backend, func(t *testing.T) {
+			st := openStore(t, backend)
+			p, _ := newPartition(t, st, engine.LogConfig{SegmentBytes: snapSegmentBytes}, Options{Topic: "t"})
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := st.OpenLog(testID, engine.LogConfig{SegmentBytes: snapSegmentBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ss := l.(engine.SnapshotStore)
+			if off, _, ok, err := ss.LatestSnapshot(math.MaxInt64); err != nil || ok {
+				t.Fatalf("empty log closed: snapshot at %d (%v, %v), want none", off, ok, err)
+			}
+			p2, err := NewPartition(l, Options{Topic: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustAppend(t, p2, batch(1, 0, 0, 2))
+			if err := p2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l, err = st.OpenLog(testID, engine.LogConfig{SegmentBytes: snapSegmentBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			if off, _, ok, err := l.(engine.SnapshotStore).LatestSnapshot(math.MaxInt64); err != nil || !ok || off != l.EndOffset() {
+				t.Fatalf("log with data closed: snapshot at %d (%v, %v), want one at the end %d", off, ok, err, l.EndOffset())
+			}
+		})
+	}
+}

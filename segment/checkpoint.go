@@ -43,6 +43,25 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// writeFileRenamed replaces path with data like writeFileAtomic but
+// without its fsyncs: a process crash leaves the old contents or the new
+// ones; a machine crash before the data is written back may leave the
+// file missing, empty or partly written under its final name, so only
+// data whose reader detects damage (a CRC) and can do without it may be
+// written this way. Store.Close's syncfs makes it durable.
+func writeFileRenamed(path string, data []byte) error {
+	tmp := path + tmpSuffix
+	err := os.WriteFile(tmp, data, 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("segment: write %s: %w", path, err)
+	}
+	return nil
+}
+
 // syncDir fsyncs a directory, making renames and creations in it durable.
 func syncDir(dir string) error {
 	if fsyncOff.Load() {

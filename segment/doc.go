@@ -21,9 +21,19 @@
 //   - By default nothing is fsynced on the append path (Kafka's default:
 //     durability comes from replication and the page cache). A rolled
 //     segment is fsynced in the background; flush.messages and
-//     log.flush.interval.ms add fsyncs; Close fsyncs everything. The
-//     recovery point (recovery-point-offset-checkpoint) is an offset below
-//     which everything is known to be on disk.
+//     log.flush.interval.ms add fsyncs. Store.Close makes everything
+//     durable with one syncfs(2) of the log dir (Linux 5.8+, where it
+//     reports writeback errors; elsewhere each Log fsyncs its files as it
+//     closes), so Log.Close does not fsync; this assumes the partition
+//     directories are on the log dir's file system. The recovery point
+//     (recovery-point-offset-checkpoint) is an offset below which
+//     everything is known to be on disk; loading a log never raises it,
+//     recovery included (Kafka's LogLoader): a flush does.
+//   - New directories and files are not fsynced when created: the log's
+//     first flush after a creation fsyncs the directories (a machine crash
+//     before may lose an empty log, or a segment with nothing flushed).
+//     Producer-state snapshots are written without fsync (a temp file
+//     renamed; the caller checks their CRC).
 //   - A crash may leave, past the recovery point: a .log cut anywhere
 //     (even inside a batch header), zero-filled or garbage blocks after the
 //     last complete write (filesystems that extend a file before its data

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -133,6 +134,19 @@ func (l *Log) fsyncUnflushed() (int64, error) {
 		s.unpin()
 		if err != nil {
 			return 0, err
+		}
+	}
+	// The entries of files and directories created since the last
+	// flush, after the files' data: the flush is not done until a crash
+	// can no longer lose the names.
+	if d := l.newDirs.Swap(0); d != 0 {
+		if err := syncDir(l.dir); err != nil {
+			return 0, fmt.Errorf("segment: fsync %s: %w", l.dir, err)
+		}
+		if d&newParentDir != 0 {
+			if err := syncDir(l.store.dir); err != nil {
+				return 0, fmt.Errorf("segment: fsync %s: %w", l.store.dir, err)
+			}
 		}
 	}
 	return goal, nil

@@ -74,6 +74,11 @@ type Log struct {
 
 	// cleaning is set while a cleanWriter is open (one at a time).
 	cleaning atomic.Bool
+	// newDirs says which directory entries the next flush must fsync
+	// (newLogDir, newParentDir): creations since the last flush that
+	// made them durable (Kafka's LocalLog.flush fsyncs the log dir when
+	// it flushes a new segment).
+	newDirs atomic.Uint32
 	// managed is set once the log is loaded or created: from then on its
 	// segments go through the open-segment cache (opencache.go), and
 	// their handles are used only while pinned. REQUIRES: appendMu, or
@@ -90,6 +95,12 @@ func (l *Log) manage(s *segment) {
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// Bits of Log.newDirs.
+const (
+	newLogDir    = 1 << iota // files created in the log's directory
+	newParentDir             // the log's directory itself, in the log dir
+)
 
 // gaps reports whether the log's offsets may skip: its topic is compacted
 // (cleanup.policy has compact), or it was cleaned or copied a cleaned
@@ -295,6 +306,7 @@ func (l *Log) roll(nowMs int64) error {
 	if err != nil {
 		return l.fail(err)
 	}
+	l.newDirs.Or(newLogDir)
 	old := l.active()
 	if err := old.pin(); err != nil {
 		ns.close()
@@ -645,11 +657,15 @@ func (l *Log) deleteSegmentsLocked(k int, start int64) error {
 	return nil
 }
 
-// Close implements engine.Log: it flushes, closes the segments (trimming
-// their indexes) and forgets the log in its store. A failed log is closed
-// all the same, and Close returns its failure.
+// Close implements engine.Log: it closes the segments (trimming their
+// indexes) and forgets the log in its store, which makes what the log
+// holds durable at its own Close with one syncfs for every log (see
+// Store.Close): Close does not fsync, as Kafka's Log.close does not
+// (its LogManager flushes at shutdown). Where the store cannot syncfs,
+// Close flushes first. A failed log is closed all the same, and Close
+// returns its failure.
 func (l *Log) Close() error {
-	err := l.closeLog(true)
+	err := l.closeLog(l.store.dirf == nil)
 	l.store.forget(l)
 	return err
 }

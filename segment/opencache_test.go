@@ -282,7 +282,9 @@ func TestPeriodicRecoveryCheckpoint(t *testing.T) {
 
 // TestCloseUnchangedLogsNoFsync: a clean stop fsyncs no log that has
 // nothing past its recovery point (a reopened log, or one flushed and not
-// written since). (The checkpoints are one file per log dir already.)
+// written since), and with syncfs no log at all: one syncfs of the log
+// dir covers the changed ones, whose recovery points then reach their
+// ends. (The checkpoints are one file per log dir already.)
 func TestCloseUnchangedLogsNoFsync(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir, nil)
@@ -307,14 +309,73 @@ func TestCloseUnchangedLogsNoFsync(t *testing.T) {
 		}
 		logs = append(logs, l.(*Log))
 	}
-	fill(t, logs[1], rng, 1, 1) // b changed: one fsync round
+	fill(t, logs[1], rng, 1, 1) // b changed
+	ends := []int64{logs[0].EndOffset(), logs[1].EndOffset()}
+	if logs[1].RecoveryPoint() >= ends[1] {
+		t.Fatalf("changed log: recovery point %d at its end %d before Close", logs[1].RecoveryPoint(), ends[1])
+	}
+	want := int64(1) // one fsync round of b's files
+	if st.dirf != nil {
+		want = 0 // the store's syncfs
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := logs[0].syncer.rounds.Load(); got != 0 {
 		t.Errorf("unchanged log: %d fsync rounds at close, want 0", got)
 	}
-	if got := logs[1].syncer.rounds.Load(); got != 1 {
-		t.Errorf("changed log: %d fsync rounds at close, want 1", got)
+	if got := logs[1].syncer.rounds.Load(); got != want {
+		t.Errorf("changed log: %d fsync rounds at close, want %d", got, want)
+	}
+	st = openStore(t, dir, nil)
+	defer st.Close()
+	if !st.clean {
+		t.Fatal("no clean-shutdown marker")
+	}
+	for i, id := range ids {
+		if rp := st.recoveryPoints[id]; rp != ends[i] {
+			t.Errorf("%v: checkpointed recovery point %d, end %d", id, rp, ends[i])
+		}
+	}
+}
+
+// TestLogCloseLeavesSyncToStore: Log.Close (a partition closed while the
+// broker runs) keeps the log's durable recovery point, a reopen in the
+// same store does not raise it, and the store's Close raises it to the
+// end once its syncfs (or, without one, the log's own flush) is done.
+func TestLogCloseLeavesSyncToStore(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	id := engine.PartitionID{Topic: "a", Partition: 0}
+	el, err := st.CreateLog(id, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, el, rand.New(rand.NewSource(5)), 3, 1)
+	l := el.(*Log)
+	end, rp := l.EndOffset(), l.RecoveryPoint()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st.dirf != nil && st.recoveryPoints[id] != rp {
+		t.Fatalf("recovery point %d after Log.Close, was %d: raised without an fsync", st.recoveryPoints[id], rp)
+	}
+	el, err = st.OpenLog(id, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := el.(*Log).RecoveryPoint(); st.dirf != nil && got != rp {
+		t.Fatalf("recovery point %d after a reopen, was %d", got, rp)
+	}
+	if err := el.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openStore(t, dir, nil)
+	defer st.Close()
+	if !st.clean || st.recoveryPoints[id] != end {
+		t.Fatalf("clean %v, checkpointed recovery point %d, want %d", st.clean, st.recoveryPoints[id], end)
 	}
 }

@@ -14,8 +14,13 @@ import (
 // <20-digit offset>.snapshot in the partition dir, as Kafka names them. The
 // bytes are the caller's (replication writes Kafka's format); this file
 // only names, writes, finds and removes the files. A snapshot is written
-// to a temp name, fsynced and renamed (writeFileAtomic), so a crash leaves
-// no torn .snapshot, only a .snapshot.tmp that scanDir removes. Snapshots
+// to a temp name and renamed (writeFileRenamed), so a process crash leaves
+// no torn .snapshot, only a .snapshot.tmp that scanDir removes. It is not
+// fsynced: Store.Close's syncfs makes it durable (replication snapshots
+// every partition as it closes: two fsyncs each were most of a clean
+// stop), and a machine crash before that may leave it missing or torn,
+// which the caller detects (replication's format has a CRC) and pays for
+// with a longer replay (see engine.SnapshotStore). Snapshots
 // are not deleted with segments: the caller keeps the last few and drops
 // the ones above a truncation; restartAtLocked drops them all.
 
@@ -31,7 +36,7 @@ func (l *Log) SaveSnapshot(offset int64, data []byte) error {
 	if l.closed.Load() {
 		return errClosedLog
 	}
-	return writeFileAtomic(segmentPath(l.dir, offset, snapshotSuffix), data)
+	return writeFileRenamed(segmentPath(l.dir, offset, snapshotSuffix), data)
 }
 
 // LatestSnapshot implements engine.SnapshotStore.

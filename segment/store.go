@@ -64,6 +64,18 @@ type Store struct {
 	lastRP map[engine.PartitionID]int64
 	// cache bounds the segments with open files (opencache.go).
 	cache *openCache
+	// dirf is the log dir, open from Open to Close for syncFS (one
+	// syncfs(2) at Close instead of fsyncs of every log's files); nil
+	// where syncfs does not report writeback errors, and then each Log
+	// fsyncs its files when it closes. Held open so that syncfs reports
+	// every writeback error since Open (the kernel samples the file
+	// system's error sequence when the descriptor is opened).
+	dirf *os.File
+	// unsynced holds the logs closed with bytes past their recovery
+	// point (Log.Close does not fsync when dirf is set), with the end
+	// offset they closed at: Close raises their recovery points to it
+	// once syncFS has made the bytes durable. REQUIRES: mu
+	unsynced map[engine.PartitionID]int64
 }
 
 // recoveryCheckpointEvery is the checkpoint interval of a Store opened
@@ -108,6 +120,7 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 		recoveryPoints: map[engine.PartitionID]int64{},
 		startOffsets:   map[engine.PartitionID]int64{},
 		unrecovered:    map[engine.PartitionID]bool{},
+		unsynced:       map[engine.PartitionID]int64{},
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -158,6 +171,11 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	s.recoveryPoints = s.readOffsets(recoveryPointFile)
 	s.startOffsets = s.readOffsets(logStartOffsetFile)
 	s.cleanerPoints = s.readOffsets(cleanerOffsetFile)
+	if syncFSReportsErrors() && !fsyncOff.Load() {
+		if s.dirf, err = os.Open(s.dir); err != nil {
+			return nil, fmt.Errorf("segment: open %s: %w", s.dir, err)
+		}
+	}
 	if opts.FlushInterval > 0 {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
@@ -274,17 +292,15 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 		return nil, fmt.Errorf("segment: create log: %w", err)
 	}
 	l := s.newLog(id, cfg)
-	seg, err := createSegment(s.fs, dir, 0, l.cfg, s.now().UnixMilli())
-	if err == nil {
-		err = syncDir(s.dir)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
+	// The segment's files are created by the first append (lazySegment).
+	// The new directory and files become durable with the log's first
+	// flush (or the store's Close), not here: a machine crash before
+	// loses only an empty log, which the server creates again at start,
+	// and an fsync of the log dir per partition was most of a
+	// CreateTopics (330 ms for 100 partitions).
+	l.newDirs.Store(newLogDir | newParentDir)
 	l.managed = true
-	seg.manage(l.store.cache)
-	l.segs = []*segment{seg}
+	l.segs = []*segment{lazySegment(s.fs, dir, 0, l.cfg, s.now().UnixMilli(), s.cache)}
 	s.logs[id] = l
 	return l, nil
 }
@@ -313,6 +329,7 @@ func (s *Store) OpenLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log
 	}
 	s.logs[id] = l
 	delete(s.unrecovered, id)
+	delete(s.unsynced, id) // the log's recovery point says it now
 	return l, nil
 }
 
@@ -356,6 +373,7 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	delete(s.startOffsets, id)
 	s.forgetCleanerPoint(id)
 	delete(s.unrecovered, id)
+	delete(s.unsynced, id)
 	aside := dir + "." + strconv.FormatInt(time.Now().UnixNano(), 36) + deleteDirSuffix
 	err := os.Rename(dir, aside)
 	s.mu.Unlock()
@@ -378,19 +396,46 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 }
 
 // forget drops a closed log from the open set, keeping its offsets for the
-// checkpoints. A failed log counts as unrecovered from now on: its next
-// open recovers it, and Close writes no clean-shutdown marker.
+// checkpoints: its recovery point, and in unsynced its end when bytes
+// past the recovery point await Close's syncFS. A failed log counts as
+// unrecovered from now on: its next open recovers it, and Close writes no
+// clean-shutdown marker.
 func (s *Store) forget(l *Log) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.logs[l.id] == l {
 		delete(s.logs, l.id)
-		s.recoveryPoints[l.id] = l.RecoveryPoint()
+		rp, end := l.RecoveryPoint(), l.EndOffset()
+		s.recoveryPoints[l.id] = rp
 		s.startOffsets[l.id] = l.StartOffset()
 		if l.failure() != nil {
 			s.unrecovered[l.id] = true
+		} else if rp < end {
+			s.unsynced[l.id] = end
 		}
 	}
+}
+
+// syncClosed makes the bytes of every closed log durable with one
+// syncFS of the log dir and raises their recovery points to the ends
+// they closed at. On an error nothing is raised: the next Open validates
+// those logs past their old recovery points.
+func (s *Store) syncClosed() error {
+	if s.dirf == nil {
+		return nil // each log fsynced its files as it closed
+	}
+	if err := syncFS(s.dirf); err != nil {
+		return fmt.Errorf("%w: segment: syncfs %s: %w", engine.ErrStorage, s.dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, end := range s.unsynced {
+		if s.recoveryPoints[id] < end {
+			s.recoveryPoints[id] = end
+		}
+	}
+	clear(s.unsynced)
+	return nil
 }
 
 // offsets returns the checkpointed offsets merged with those of open logs.
@@ -444,9 +489,15 @@ func equalOffsets(a, b map[engine.PartitionID]int64) bool {
 	return true
 }
 
-// Close implements engine.Store: every log is flushed and closed, the
-// checkpoints written, and then, if nothing failed and every log found at
-// an unclean Open has been recovered, the clean-shutdown marker.
+// Close implements engine.Store: every log is closed, what the logs hold
+// made durable (one syncfs(2) of the log dir for all of them: the logs
+// closed before, by Log.Close, did not fsync either), the checkpoints
+// written, and then, if nothing failed and every log found at an unclean
+// Open has been recovered, the clean-shutdown marker. So the checkpoints
+// and the marker are written only after the data they vouch for is on
+// disk. Where syncfs cannot be used (see Store.dirf), each log fsyncs
+// its files as it closes, as before: 15.4 s for the 20,000 partitions of
+// `make scale`, most of which had new bytes.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -468,6 +519,15 @@ func (s *Store) Close() error {
 		if cerr := l.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if serr := s.syncClosed(); serr != nil {
+		s.log.Error("segment: making the closed logs durable failed: the next start validates them", "dir", s.dir, "err", serr)
+		if err == nil {
+			err = serr
+		}
+	}
+	if s.dirf != nil {
+		defer s.dirf.Close()
 	}
 	if cerr := s.checkpointRecoveryPoints(); err == nil {
 		err = cerr

@@ -17,6 +17,17 @@
 //
 //	scale --backend pebble --steps 1000,10000,50000,100000 [--json out.jsonl]
 //
+// With --fill-mib, after the last step it instead produces that much data
+// spread over every partition (acks=all), waits --fill-wait (so periodic
+// flushes and checkpoints can run), SIGKILLs the broker and measures the
+// restart ("restart_after_fill_kill": until /readyz and Metadata list every
+// partition), the bytes the broker's recovery validated (summed from its
+// "segment: recovered log" lines), and checks that every partition's end
+// offset is at least what was acknowledged (nothing acknowledged lost):
+//
+//	scale --backend segment --steps 1000 --fill-mib 10240 \
+//	  --set 'log.segment.bytes=1048576;log.flush.offset.checkpoint.interval.ms=-1'
+//
 // A step that fails (a CreateTopics error such as KAFKA_STORAGE_ERROR, the
 // broker exiting, --step-timeout passing) is reported with the step and the
 // error, and the run goes on to the stop and restart measurements at the
@@ -40,6 +51,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,6 +76,9 @@ type options struct {
 	noRestart    bool
 	sets         []string
 	out          io.Writer
+	fillMiB      int
+	fillRecKiB   int
+	fillWait     time.Duration
 }
 
 // row is one JSON line.
@@ -98,7 +113,15 @@ type row struct {
 	GoHeapInuseMiB float64 `json:"go_heap_inuse_mib,omitempty"`
 	GoHeapHeldMiB  float64 `json:"go_heap_held_mib,omitempty"`
 	NextGCMiB      float64 `json:"next_gc_mib,omitempty"`
-	Error          string  `json:"error,omitempty"`
+	// FillMiB is what the fill phase produced; RecoveredMiB what the
+	// restart after its SIGKILL validated.
+	FillMiB float64 `json:"fill_mib,omitempty"`
+	// CPUSeconds is the broker's utime+stime during a stop (SIGTERM to
+	// exit) or a restart (start to ready): on a shared machine a steadier
+	// figure than the wall time.
+	CPUSeconds   float64 `json:"cpu_s,omitempty"`
+	RecoveredMiB float64 `json:"recovered_mib,omitempty"`
+	Error        string  `json:"error,omitempty"`
 }
 
 func main() {
@@ -119,6 +142,9 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "make the data directory under this one (default: the system temp dir)")
 	flag.StringVar(&sets, "set", "", "extra broker settings, key=value;key=value")
 	flag.StringVar(&jsonPath, "json", "", "also append the JSON lines to this file")
+	flag.IntVar(&o.fillMiB, "fill-mib", 0, "after the steps, produce this many MiB over all partitions, SIGKILL, and time the restart (instead of the stop and restarts)")
+	flag.IntVar(&o.fillRecKiB, "fill-record-kib", 16, "record size of --fill-mib")
+	flag.DurationVar(&o.fillWait, "fill-wait", 10*time.Second, "wait between the end of --fill-mib and the SIGKILL")
 	flag.Parse()
 	for _, s := range strings.Split(steps, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -186,7 +212,11 @@ func freePort() (int, error) {
 }
 
 func start(o options, dir string, kport, hport int) (*broker, error) {
-	args := []string{"serve", "-log-level", "warn",
+	level := "warn"
+	if o.fillMiB > 0 {
+		level = "info" // the recovery's "recovered log" lines
+	}
+	args := []string{"serve", "-log-level", level,
 		"-set", "log.dirs=" + filepath.Join(dir, "data"),
 		"-set", "storage.backend=" + o.backend,
 		"-set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", kport),
@@ -223,6 +253,32 @@ func (b *broker) alive() error {
 	default:
 		return nil
 	}
+}
+
+// cpu returns the broker's utime+stime so far, in seconds: from
+// /proc/PID/stat while it runs, from its rusage once it has exited.
+func (b *broker) cpu() float64 {
+	select {
+	case <-b.exited:
+		if st := b.cmd.ProcessState; st != nil {
+			return (st.UserTime() + st.SystemTime()).Seconds()
+		}
+		return 0
+	default:
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the ")" that ends the command name: utime and stime
+	// are the 14th and 15th of the whole line.
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + stime) / 100 // USER_HZ
 }
 
 // stop sends sig and waits for the exit, at most limit.
@@ -417,6 +473,18 @@ func run(o options) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.fillMiB > 0 {
+		// The disk may be shared: filling it stops everyone's work.
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if free := int64(st.Bavail) * st.Bsize; free < 3*int64(o.fillMiB)<<20 {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("--fill-mib %d: %d MiB free in %s, want 3x the fill", o.fillMiB, free>>20, dir)
+		}
+	}
 	if o.keep {
 		fmt.Fprintf(os.Stderr, "scale: data in %s\n", dir)
 	} else {
@@ -514,10 +582,14 @@ func run(o options) ([]row, error) {
 	if err := b.alive(); err != nil {
 		return rows, err
 	}
+	if o.fillMiB > 0 {
+		return fillKillRestart(o, dir, b, cl, created, kport, hport, baseRSS, rows)
+	}
 
 	// Clean stop, restart, SIGKILL, restart.
+	cpu0 := b.cpu()
 	d, err := b.stop(syscall.SIGTERM, 5*time.Minute)
-	r := row{Phase: "stop", Partitions: created, Seconds: d.Seconds()}
+	r := row{Phase: "stop", Partitions: created, Seconds: d.Seconds(), CPUSeconds: b.cpu() - cpu0}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -533,7 +605,7 @@ func run(o options) ([]row, error) {
 		}
 		cl.PurgeTopicsFromClient()
 		err = b.ready(cl, created, 5*time.Minute)
-		r := row{Phase: phase, Partitions: created, Seconds: time.Since(t0).Seconds()}
+		r := row{Phase: phase, Partitions: created, Seconds: time.Since(t0).Seconds(), CPUSeconds: b.cpu()}
 		if err != nil {
 			r.Error = err.Error()
 		}
@@ -554,8 +626,9 @@ func run(o options) ([]row, error) {
 			}
 		}
 	}
+	cpu0 = b.cpu()
 	d, err = b.stop(syscall.SIGTERM, 5*time.Minute)
-	r = row{Phase: "stop_after_recovery", Partitions: created, Seconds: d.Seconds()}
+	r = row{Phase: "stop_after_recovery", Partitions: created, Seconds: d.Seconds(), CPUSeconds: b.cpu() - cpu0}
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -698,8 +771,8 @@ func wantTotal(counts map[string]map[int32]int64, assign map[string]map[int32]kg
 }
 
 func printTable(w io.Writer, o options, rows []row) {
-	fmt.Fprintf(w, "| backend | phase | partitions | RSS MiB | RSS/partition KiB | fds | maps | Metadata all ms (KiB) | raw ms | CreateTopics ms | create step s | produced/fetched | seconds | error |\n")
-	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
+	fmt.Fprintf(w, "| backend | phase | partitions | RSS MiB | RSS/partition KiB | fds | maps | Metadata all ms (KiB) | raw ms | CreateTopics ms | create step s | produced/fetched | seconds | CPU s | error |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
 	for _, r := range rows {
 		cell := func(ok bool, s string) string {
 			if !ok {
@@ -707,8 +780,15 @@ func printTable(w io.Writer, o options, rows []row) {
 			}
 			return s
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Backend, r.Phase, r.Partitions,
+		phase := r.Phase
+		if r.FillMiB > 0 {
+			phase += fmt.Sprintf(" (%.0f MiB)", r.FillMiB)
+		}
+		if r.RecoveredMiB != 0 {
+			phase += fmt.Sprintf(" (validated %.0f MiB)", r.RecoveredMiB)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Backend, phase, r.Partitions,
 			cell(r.RSSKiB > 0, fmt.Sprintf("%.1f", float64(r.RSSKiB)/1024)),
 			cell(r.RSSPerPart != 0, fmt.Sprintf("%.2f", r.RSSPerPart)),
 			cell(r.FDs > 0, strconv.Itoa(r.FDs)), cell(r.Maps > 0, strconv.Itoa(r.Maps)),
@@ -718,6 +798,168 @@ func printTable(w io.Writer, o options, rows []row) {
 			cell(r.CreateAllS > 0, fmt.Sprintf("%.1f", r.CreateAllS)),
 			cell(r.Produced > 0, fmt.Sprintf("%d/%d", r.Produced, r.Fetched)),
 			cell(r.Seconds > 0, fmt.Sprintf("%.2f", r.Seconds)),
+			cell(r.CPUSeconds > 0, fmt.Sprintf("%.2f", r.CPUSeconds)),
 			strings.ReplaceAll(r.Error, "|", "/"))
 	}
+}
+
+// fillKillRestart produces o.fillMiB MiB round-robin over every partition,
+// waits o.fillWait, SIGKILLs the broker, restarts it and records the
+// restart and what its recovery validated, then checks that no partition
+// ends below what was acknowledged, and stops the broker cleanly.
+func fillKillRestart(o options, dir string, b *broker, cl *kgo.Client, created, kport, hport int, baseRSS int64, rows []row) ([]row, error) {
+	// Incompressible values, each a different window of a random pool, and
+	// a producer of its own without compression: the bytes produced are
+	// the bytes on disk.
+	recSize := o.fillRecKiB << 10
+	pool := make([]byte, 64<<20+recSize)
+	rng := rand.NewChaCha8([32]byte{1})
+	rng.Read(pool)
+	n := (o.fillMiB << 20) / recSize
+	seeds := cl.OptValue(kgo.SeedBrokers).([]string)
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(128<<10+1024), // below the small log.segment.bytes a fill run uses
+		kgo.RequestTimeoutOverhead(60*time.Second))
+	if err != nil {
+		return rows, err
+	}
+	defer pcl.Close()
+	acked := map[string]map[int32]int64{} // next offset acknowledged
+	errs := make(chan error, 1)
+	var mu sync.Mutex
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	// Runs of records per partition, so that batches fill (round-robin by
+	// record made one-record batches over 1,000 partitions).
+	run := max(1, (128<<10)/recSize)
+	for i := 0; i < n; i++ {
+		p := (i / run) % created
+		off := (i * recSize) % (64 << 20)
+		rec := &kgo.Record{Topic: fmt.Sprintf("scale-%06d", p/o.perTopic), Partition: int32(p % o.perTopic), Value: pool[off : off+recSize]}
+		wg.Add(1)
+		pcl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+				return
+			}
+			mu.Lock()
+			if acked[r.Topic] == nil {
+				acked[r.Topic] = map[int32]int64{}
+			}
+			acked[r.Topic][r.Partition] = max(acked[r.Topic][r.Partition], r.Offset+1)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	fr := row{Phase: "fill", Partitions: created, FillMiB: float64(n*recSize) / (1 << 20), Seconds: time.Since(t0).Seconds()}
+	select {
+	case err := <-errs:
+		fr.Error = "produce: " + err.Error()
+		emit(o, &rows, fr)
+		return rows, err
+	default:
+	}
+	emit(o, &rows, fr)
+	time.Sleep(o.fillWait)
+	if _, err := b.stop(syscall.SIGKILL, time.Minute); err != nil {
+		return rows, err
+	}
+	logPath := filepath.Join(dir, "broker.log")
+	before, _ := os.Stat(logPath)
+	t1 := time.Now()
+	b, err = start(o, dir, kport, hport)
+	if err != nil {
+		return rows, err
+	}
+	defer b.stop(syscall.SIGKILL, 10*time.Second)
+	cl.PurgeTopicsFromClient()
+	err = b.ready(cl, created, 30*time.Minute)
+	r := row{Phase: "restart_after_fill_kill", Partitions: created, Seconds: time.Since(t1).Seconds(), CPUSeconds: b.cpu()}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	r.RSSKiB, r.FDs, r.Maps, _ = procStats(b.cmd.Process.Pid)
+	r.RSSPerPart = float64(r.RSSKiB-baseRSS) / float64(created)
+	var from int64
+	if before != nil {
+		from = before.Size()
+	}
+	r.RecoveredMiB = float64(recoveredBytes(logPath, from)) / (1 << 20)
+	if err == nil {
+		if lost, lerr := lostOffsets(cl, acked); lerr != nil {
+			r.Error = "end offsets: " + lerr.Error()
+		} else if lost != "" {
+			r.Error = "LOST acknowledged records: " + lost
+		}
+	}
+	emit(o, &rows, r)
+	if err != nil {
+		return rows, err
+	}
+	cpu0 := b.cpu()
+	d, err := b.stop(syscall.SIGTERM, 5*time.Minute)
+	sr := row{Phase: "stop_after_recovery", Partitions: created, Seconds: d.Seconds(), CPUSeconds: b.cpu() - cpu0}
+	if err != nil {
+		sr.Error = err.Error()
+	}
+	emit(o, &rows, sr)
+	return rows, nil
+}
+
+// recoveredBytes sums the bytes= of the "segment: recovered log" lines of
+// the broker log from offset from on.
+func recoveredBytes(path string, from int64) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) < from {
+		return -1
+	}
+	var total int64
+	for _, line := range strings.Split(string(data[from:]), "\n") {
+		if !strings.Contains(line, "segment: recovered log") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "bytes="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// lostOffsets lists the partitions whose end offset is below what was
+// acknowledged ("" when none).
+func lostOffsets(cl *kgo.Client, acked map[string]map[int32]int64) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var topics []string
+	for t := range acked {
+		topics = append(topics, t)
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return "", err
+	}
+	var lost []string
+	for t, ps := range acked {
+		for p, want := range ps {
+			got, ok := ends.Lookup(t, p)
+			if !ok || got.Err != nil || got.Offset < want {
+				lost = append(lost, fmt.Sprintf("%s-%d end %d < acked %d (%v)", t, p, got.Offset, want, got.Err))
+			}
+		}
+	}
+	slices.Sort(lost)
+	if len(lost) > 5 {
+		lost = append(lost[:5], fmt.Sprintf("and %d more", len(lost)-5))
+	}
+	return strings.Join(lost, "; "), nil
 }
