@@ -41,13 +41,6 @@ import (
 
 func init() { engine.Register("pebble", Backend{}) }
 
-// Pebble resource limits: modest, since the broker shares the machine with
-// the page cache that serves fetches.
-const (
-	cacheBytes    = 64 << 20
-	memTableBytes = 32 << 20
-)
-
 // Backend opens pebble stores. The zero value is ready to use.
 type Backend struct{}
 
@@ -98,12 +91,7 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       memTableBytes,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{logger.With("backend", "pebble", "dir", opts.Dir)},
-	})
+	db, err := pebble.Open(opts.Dir, pebbleOptions(cache, logger.With("backend", "pebble", "dir", opts.Dir)))
 	if err != nil {
 		return nil, fmt.Errorf("pebblelog: open %s: %w", opts.Dir, err)
 	}
