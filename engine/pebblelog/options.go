@@ -40,6 +40,19 @@ const (
 	blobTargetGarbageRatio = 0.5
 )
 
+// l0TargetFileBytes is Pebble's TargetFileSizes[0] (default 2 MiB; each
+// level below doubles it). Pebble sizes an output sstable by its keys plus
+// the blob values it refers to, so with 1 MiB batches the default cut a
+// flush or compaction output every 2-4 batches into sstables of about 1 KB,
+// and creating and syncing those files was most of what compactions still
+// cost. BenchmarkAppendLSM (1.2 GB of 1 MiB appends to one log): 700
+// sstables written per GB with the default, 276 with 16 MiB (one L0 table
+// per flush); the whole process used 15-20% less CPU (1.82-1.96 s against
+// 2.2-2.42 s utime+stime, 3 runs each, alternating). 64 MiB cut the files
+// again without a CPU difference we could measure, and would make the
+// compactions of small, inline values coarser.
+const l0TargetFileBytes = 16 << 20
+
 // pebbleOptions returns the options every store is opened with.
 //
 // Blocks keep Pebble's default Snappy compression. Turning it off (the
@@ -62,6 +75,7 @@ func pebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{logger},
 	}
+	o.TargetFileSizes[0] = l0TargetFileBytes
 	o.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{
 			Enabled:               true,
