@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // Pebble resource limits: modest, since the broker shares the machine with
@@ -55,14 +56,18 @@ const l0TargetFileBytes = 16 << 20
 
 // pebbleOptions returns the options every store is opened with.
 //
-// Blocks keep Pebble's default Snappy compression. Turning it off (the
-// values are RecordBatches, compressed already when the producer
-// compresses) was measured and lost: `sluice perf`'s records repeat one
-// random filler, so Snappy halves what the flushes write, and on this
-// shared machine a written byte (write(2), page-cache allocation,
-// writeback by the WAL's fdatasync) costs the broker more CPU than Snappy
-// does: 809-1076 ticks of broker CPU for 2.4 GB without compression
-// against 578-633 with it (BENCHMARKS.md, issue 16 section).
+// Blocks (sstables and blob files) are compressed with MinLZ instead of
+// Pebble's default Snappy: the same job for less CPU. BenchmarkAppendLSM
+// (1.2 GB), 3 alternating runs each: 2.15-2.27 s utime+stime with MinLZ
+// against 2.30-2.86 s with Snappy, and 4% fewer bytes written. No
+// compression at all was measured and lost: `sluice perf`'s records
+// repeat one random filler, so compression halves what the flushes write,
+// and on this shared machine a written byte (write(2), page-cache
+// allocation, writeback by the WAL's fdatasync) costs the broker more CPU
+// than compressing it: 809-1076 ticks of broker CPU for 2.4 GB produced
+// without compression against 578-633 with Snappy (BENCHMARKS.md, issue 16
+// section). For producers that compress their batches, compressing again
+// here is wasted CPU (not measured: sluice perf has no such mode yet).
 //
 // Stores were always opened at FormatNewest, which is FormatValueSeparation
 // in the Pebble release we build with (v2.1), so blob files need no format
@@ -84,6 +89,9 @@ func pebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
 			RewriteMinimumAge:     blobRewriteAge,
 			TargetGarbageRatio:    blobTargetGarbageRatio,
 		}
+	}
+	for i := range o.Levels {
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.MinLZCompression }
 	}
 	return o
 }
