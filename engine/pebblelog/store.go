@@ -2,7 +2,9 @@
 // a store lives in one Pebble LSM in Options.Dir (see format.go for the key
 // layout). It suits brokers with many thousands of partitions: no open file
 // or mapping per partition, and compaction instead of segment files. Reads
-// copy (there is no file range to sendfile).
+// copy (there is no file range to sendfile). The record batches, Pebble's
+// large values, are separated into blob files at flush, so compactions
+// move keys and handles, not records (options.go has the measurements).
 //
 // Durability. Every append is committed with pebble.Sync, whatever
 // FlushMessages says, and concurrent appends (across partitions: Pebble's
