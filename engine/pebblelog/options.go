@@ -42,17 +42,25 @@ const (
 )
 
 // l0TargetFileBytes is Pebble's TargetFileSizes[0] (default 2 MiB; each
-// level below doubles it). Pebble sizes an output sstable by its keys plus
-// the blob values it refers to, so with 1 MiB batches the default cut a
-// flush or compaction output every 2-4 batches into sstables of about 1 KB,
-// and creating and syncing those files was most of what compactions still
-// cost. BenchmarkAppendLSM (1.2 GB of 1 MiB appends to one log): 700
-// sstables written per GB with the default, 276 with 16 MiB (one L0 table
-// per flush); the whole process used 15-20% less CPU (1.82-1.96 s against
-// 2.2-2.42 s utime+stime, 3 runs each, alternating). 64 MiB cut the files
-// again without a CPU difference we could measure, and would make the
-// compactions of small, inline values coarser.
-const l0TargetFileBytes = 16 << 20
+// level below doubles it); 64 MiB is RocksDB's default. Pebble sizes an
+// output sstable by its keys plus the blob values it refers to, so with
+// 1 MiB batches the default cut flush and compaction outputs every 2-4
+// batches into sstables of about 1 KB, and creating and syncing those files
+// was most of what compactions still cost. BenchmarkAppendLSM, sstables
+// written per GB appended to one log, and utime+stime of the run:
+//
+//	target    1.2 GB appended              9.6 GB appended
+//	2 MiB     700                          -
+//	16 MiB    276, 1.74 s / 2.44 s         1001, 17.5 s
+//	64 MiB    103, 1.71 s / 2.49 s          576, 17.0 s
+//	before value separation (2 MiB, Snappy): 108 per GB, 20.5 s at 9.6 GB
+//
+// The count per GB still grows with the log: every flush holds the newest
+// keys of tags 0x04, 0x05 and 0x06, so its key range spans all the older
+// batch keys of the log, and the L0 -> L6 compaction rewrites (keys and
+// handles only) every sstable in between. Only a key layout whose new keys
+// sort after the old ones would stop that.
+const l0TargetFileBytes = 64 << 20
 
 // pebbleOptions returns the options every store is opened with.
 //
