@@ -28,8 +28,8 @@ func benchBatch(size int) []byte {
 	return record.AppendBatch(nil, record.BatchOptions{ProducerID: -1}, recs)
 }
 
-// BenchmarkAppend appends one batch per op as a leader, NoSync (the
-// default durability). Every 256 MiB the log is emptied with DeleteBefore
+// BenchmarkAppend appends one batch per op as a leader, committed synced as
+// every Append is. Every 256 MiB the log is emptied with DeleteBefore
 // so the benchmark measures appends, not a growing LSM.
 func BenchmarkAppend(b *testing.B) {
 	for _, sz := range benchSizes {
