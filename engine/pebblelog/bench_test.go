@@ -28,8 +28,8 @@ func benchBatch(size int) []byte {
 	return record.AppendBatch(nil, record.BatchOptions{ProducerID: -1}, recs)
 }
 
-// BenchmarkAppend appends one batch per op as a leader, NoSync (the
-// default durability). Every 256 MiB the log is emptied with DeleteBefore
+// BenchmarkAppend appends one batch per op as a leader, committed synced as
+// every Append is. Every 256 MiB the log is emptied with DeleteBefore
 // so the benchmark measures appends, not a growing LSM.
 func BenchmarkAppend(b *testing.B) {
 	for _, sz := range benchSizes {
@@ -103,5 +103,38 @@ func BenchmarkReadSequential(b *testing.B) {
 			sl.Release()
 		}
 		b.SetBytes(total / int64(b.N))
+	})
+}
+
+// BenchmarkAppendLSM appends 1 MiB batches to one log, committed synced as
+// the broker does, and reports what the LSM wrote for them: sstables
+// written by flushes and compactions per GB appended, and the compactions.
+// It records the effect of the Pebble options in options.go (value
+// separation, l0TargetFileBytes); run it with -benchtime 1200x to write
+// about 1.2 GB, as in BENCHMARKS.md.
+func BenchmarkAppendLSM(b *testing.B) {
+	b.Run("backend=pebble/batch=1MiB", func(b *testing.B) {
+		s := open(b, b.TempDir())
+		defer s.Close()
+		l, err := s.CreateLog(pid, engine.LogConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := benchBatch(1 << 20)
+		opts := engine.AppendOptions{AssignOffsets: true}
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := l.Append(buf, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		m := s.(*Store).db.Metrics()
+		t := m.Total()
+		gb := float64(b.N) * float64(len(buf)) / 1e9
+		b.ReportMetric(float64(t.TablesFlushed+t.TablesCompacted)/gb, "sstables/GB")
+		b.ReportMetric(float64(m.Compact.Count)/gb, "compactions/GB")
 	})
 }

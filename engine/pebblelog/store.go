@@ -2,7 +2,9 @@
 // a store lives in one Pebble LSM in Options.Dir (see format.go for the key
 // layout). It suits brokers with many thousands of partitions: no open file
 // or mapping per partition, and compaction instead of segment files. Reads
-// copy (there is no file range to sendfile).
+// copy (there is no file range to sendfile). The record batches, Pebble's
+// large values, are separated into blob files at flush, so compactions
+// move keys and handles, not records (options.go has the measurements).
 //
 // Durability. Every append is committed with pebble.Sync, whatever
 // FlushMessages says, and concurrent appends (across partitions: Pebble's
@@ -40,13 +42,6 @@ import (
 )
 
 func init() { engine.Register("pebble", Backend{}) }
-
-// Pebble resource limits: modest, since the broker shares the machine with
-// the page cache that serves fetches.
-const (
-	cacheBytes    = 64 << 20
-	memTableBytes = 32 << 20
-)
 
 // Backend opens pebble stores. The zero value is ready to use.
 type Backend struct{}
@@ -98,12 +93,7 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
-		Cache:              cache,
-		MemTableSize:       memTableBytes,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{logger.With("backend", "pebble", "dir", opts.Dir)},
-	})
+	db, err := pebble.Open(opts.Dir, pebbleOptions(cache, logger.With("backend", "pebble", "dir", opts.Dir)))
 	if err != nil {
 		return nil, fmt.Errorf("pebblelog: open %s: %w", opts.Dir, err)
 	}
