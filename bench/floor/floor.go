@@ -265,7 +265,6 @@ type sink struct {
 	gen   int
 	store *segment.Store
 	logs  []engine.Log
-	next  []int64
 }
 
 func newSink(cfg Config) (*sink, error) {
