@@ -140,7 +140,18 @@ func Run(cfg Config) (Result, error) {
 	}
 	defer sink.close()
 
-	res, err := read(c.(*net.TCPConn), len(body), frames, cfg, sink)
+	// The reader pins its own goroutine's thread, which exits with it.
+	type out struct {
+		res Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := read(c.(*net.TCPConn), len(body), frames, cfg, sink)
+		done <- out{res, err}
+	}()
+	o := <-done
+	res, err := o.res, o.err
 	if err != nil {
 		return res, err
 	}
@@ -162,8 +173,7 @@ func valid(mode string) bool {
 
 // feed writes frame n times to addr from a pinned thread.
 func feed(addr string, frame []byte, n int64, cpu int) error {
-	pin(cpu)
-	defer runtime.UnlockOSThread()
+	Pin(cpu)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -179,8 +189,7 @@ func feed(addr string, frame []byte, n int64, cpu int) error {
 
 // read is the measured reader: frames of size n, n frames' worth.
 func read(c *net.TCPConn, size int, frames int64, cfg Config, sink *sink) (Result, error) {
-	pin(cfg.ReaderCPU)
-	defer runtime.UnlockOSThread()
+	Pin(cfg.ReaderCPU)
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return Result{}, err
@@ -245,7 +254,11 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 func tv(t unix.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
-func pin(cpu int) {
+// Pin locks the calling goroutine to its OS thread and that thread to cpu
+// (none when cpu is negative or the machine lacks it). The thread is never
+// unlocked: it exits with the goroutine, so no other goroutine inherits its
+// affinity.
+func Pin(cpu int) {
 	runtime.LockOSThread()
 	if cpu < 0 || cpu >= runtime.NumCPU() {
 		return

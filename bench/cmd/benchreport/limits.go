@@ -8,10 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/sluice/sluice/bench/floor"
 )
 
 func freeport() error {
@@ -120,19 +119,6 @@ func writeWarmFile(path string, size int64) error {
 	return f.Close()
 }
 
-// pin locks the calling goroutine to its OS thread and that thread to cpu,
-// when the machine has it. The thread is not unlocked: it exits with the
-// goroutine.
-func pin(cpu int) {
-	runtime.LockOSThread()
-	if cpu >= runtime.NumCPU() {
-		return
-	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	_ = unix.SchedSetaffinity(0, &set) // best effort: unpinned still measures
-}
-
 // loopback connects a sender calling send until d has passed to a reader
 // that discards, and returns the reader's MB/s.
 func loopback(d time.Duration, send func(*net.TCPConn) (int64, error)) (float64, error) {
@@ -148,7 +134,7 @@ func loopback(d time.Duration, send func(*net.TCPConn) (int64, error)) (float64,
 	}
 	got := make(chan result, 1)
 	go func() {
-		pin(1)
+		floor.Pin(1)
 		c, err := ln.Accept()
 		if err != nil {
 			got <- result{err: err}
@@ -176,7 +162,7 @@ func loopback(d time.Duration, send func(*net.TCPConn) (int64, error)) (float64,
 	}()
 	sent := make(chan error, 1)
 	go func() {
-		pin(0)
+		floor.Pin(0)
 		c, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
 		if err != nil {
 			sent <- err
