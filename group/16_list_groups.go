@@ -47,12 +47,7 @@ type groupSummary struct{ name, state, protocolType string }
 
 // summaries returns every live group, sorted by name.
 func (c *Coordinator) summaries() []groupSummary {
-	c.mu.Lock()
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
-	}
-	c.mu.Unlock()
+	groups := c.groupList()
 	out := make([]groupSummary, 0, len(groups))
 	for _, g := range groups {
 		g.mu.Lock()

@@ -50,12 +50,7 @@ func (c *Coordinator) ExpireOffsets() (int, error) {
 	if code := c.status(); code != 0 {
 		return 0, nil
 	}
-	c.mu.Lock()
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
-	}
-	c.mu.Unlock()
+	groups := c.groupList()
 	now := c.clock.Now()
 	if n := c.expireProducers(now); n > 0 {
 		c.log.Debug("group: dropped idle producer epochs", "producers", n)

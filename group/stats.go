@@ -17,12 +17,7 @@ type GroupStats struct {
 // none while loading). For scrapes, not hot paths: it copies the offsets.
 // Safe for concurrent use.
 func (c *Coordinator) Stats() []GroupStats {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
+	gs := c.groupList()
 	out := make([]GroupStats, 0, len(gs))
 	for _, g := range gs {
 		g.mu.Lock()
@@ -35,4 +30,16 @@ func (c *Coordinator) Stats() []GroupStats {
 		out = append(out, st)
 	}
 	return out
+}
+
+// groupList returns the groups held now, in no order, for work that takes
+// each group's own lock afterwards (never c.mu and a g.mu together).
+func (c *Coordinator) groupList() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	return gs
 }
