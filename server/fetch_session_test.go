@@ -80,6 +80,20 @@ func mustFetch(tb testing.TB, s *Server, req *kmsg.FetchRequest) *kmsg.FetchResp
 	return resp
 }
 
+// goFetchFlexible runs fetchFlexible on its own goroutine; the response
+// arrives on the returned channel (nil after an error, which fails t).
+func goFetchFlexible(t *testing.T, s *Server, req *kmsg.FetchRequest) <-chan *kmsg.FetchResponse {
+	res := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		resp, err := fetchFlexible(s, req)
+		if err != nil {
+			t.Error(err)
+		}
+		res <- resp
+	}()
+	return res
+}
+
 func fetchFlexible(s *Server, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	resp, err := handleFetch(s, &reqCtx{}, req)
 	if err != nil {
@@ -289,14 +303,7 @@ func TestFetchSessionRace(t *testing.T) {
 	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
 	slow := sessFetch(tp, id, 1, nil)
 	slow.MaxWaitMillis, slow.MinBytes = 60_000, 1
-	res := make(chan *kmsg.FetchResponse, 1)
-	go func() {
-		resp, err := fetchFlexible(s, slow)
-		if err != nil {
-			t.Error(err)
-		}
-		res <- resp
-	}()
+	res := goFetchFlexible(t, s, slow)
 	waitParked(s, 1)
 	if resp := mustFetch(t, s, sessFetch(tp, id, 2, nil)); resp.ErrorCode != 0 {
 		t.Fatalf("next epoch: %v", kerr.ErrorForCode(resp.ErrorCode))
@@ -310,19 +317,13 @@ func TestFetchSessionRace(t *testing.T) {
 	checkNoWatchers(t, tp)
 
 	const n = 8
-	results := make(chan int16, n)
-	for range n {
-		go func() {
-			resp, err := fetchFlexible(s, sessFetch(tp, id, 3, nil))
-			if err != nil {
-				t.Error(err)
-			}
-			results <- resp.ErrorCode
-		}()
+	results := make([]<-chan *kmsg.FetchResponse, n)
+	for i := range results {
+		results[i] = goFetchFlexible(t, s, sessFetch(tp, id, 3, nil))
 	}
 	ok := 0
-	for range n {
-		if <-results == 0 {
+	for _, res := range results {
+		if resp := <-res; resp != nil && resp.ErrorCode == 0 {
 			ok++
 		}
 	}
@@ -667,14 +668,7 @@ func TestFetchParkedLeaderChange(t *testing.T) {
 				}
 			}
 			req.MaxWaitMillis, req.MinBytes = 30_000, 1
-			res := make(chan *kmsg.FetchResponse, 1)
-			go func() {
-				resp, err := fetchFlexible(s, req)
-				if err != nil {
-					t.Error(err)
-				}
-				res <- resp
-			}()
+			res := goFetchFlexible(t, s, req)
 			waitParked(s, 1)
 			if err := tc.change(s, p, epoch); err != nil {
 				t.Fatal(err)
