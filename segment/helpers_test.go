@@ -115,22 +115,7 @@ func checkLog(t testing.TB, l engine.Log, want [][]byte) {
 	if l.EndOffset() != next {
 		t.Fatalf("EndOffset = %d, want %d", l.EndOffset(), next)
 	}
-	// A sequential read returns the same bytes.
-	var all, got []byte
-	for _, w := range want {
-		all = append(all, w...)
-	}
-	for off := l.StartOffset(); off < l.EndOffset(); {
-		chunk := sliceBytes(t, l, off, 700, -1)
-		if len(chunk) == 0 {
-			t.Fatalf("empty read at %d", off)
-		}
-		got = append(got, chunk...)
-		off = lastBatch(chunk).NextOffset()
-	}
-	if !bytes.Equal(got, all) {
-		t.Fatalf("sequential read differs: %d bytes, want %d", len(got), len(all))
-	}
+	checkBytes(t, l, want) // a sequential read returns the same bytes
 	nb := mkBatch(rand.New(rand.NewSource(1)), 2, 5000, 20)
 	info, err := l.Append(nb, engine.AppendOptions{AssignOffsets: true})
 	if err != nil {
@@ -203,4 +188,24 @@ func segBases(t testing.TB, logDir string) []int64 {
 func noFsync(t testing.TB) {
 	fsyncOff.Store(true)
 	t.Cleanup(func() { fsyncOff.Store(false) })
+}
+
+// checkBytes asserts that a sequential read of l gives exactly want.
+func checkBytes(t testing.TB, l engine.Log, want [][]byte) {
+	t.Helper()
+	var all, got []byte
+	for _, w := range want {
+		all = append(all, w...)
+	}
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		chunk := sliceBytes(t, l, off, 700, -1)
+		if len(chunk) == 0 {
+			t.Fatalf("empty read at %d", off)
+		}
+		got = append(got, chunk...)
+		off = lastBatch(chunk).NextOffset()
+	}
+	if !bytes.Equal(got, all) {
+		t.Fatalf("sequential read differs: %d bytes, want %d", len(got), len(all))
+	}
 }

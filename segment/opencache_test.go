@@ -131,26 +131,6 @@ func TestOpenCacheEvictedSliceStaysReadable(t *testing.T) {
 	}
 }
 
-// checkBytes asserts that a sequential read of l gives exactly want.
-func checkBytes(t testing.TB, l engine.Log, want [][]byte) {
-	t.Helper()
-	var all, got []byte
-	for _, w := range want {
-		all = append(all, w...)
-	}
-	for off := l.StartOffset(); off < l.EndOffset(); {
-		chunk := sliceBytes(t, l, off, 700, -1)
-		if len(chunk) == 0 {
-			t.Fatalf("empty read at %d", off)
-		}
-		got = append(got, chunk...)
-		off = lastBatch(chunk).NextOffset()
-	}
-	if !bytes.Equal(got, all) {
-		t.Fatalf("sequential read differs: %d bytes, want %d", len(got), len(all))
-	}
-}
-
 // TestOpenCacheManyLogs appends to and reads 2,000 logs, several segments
 // each, through a cache of 50 segments: the open descriptors and mappings
 // stay within the cache's bound, then a clean restart and a crash restart
