@@ -20,7 +20,9 @@ import (
 // every partition as it closes: two fsyncs each were most of a clean
 // stop), and a machine crash before that may leave it missing or torn,
 // which the caller detects (replication's format has a CRC) and pays for
-// with a longer replay (see engine.SnapshotStore). Snapshots
+// with a longer replay (see engine.SnapshotStore). Where the store has no
+// syncfs (Store.dirf nil: no Close-time sync covers the file) it is
+// written with writeFileAtomic's fsyncs instead, as before. Snapshots
 // are not deleted with segments: the caller keeps the last few and drops
 // the ones above a truncation; restartAtLocked drops them all.
 
@@ -36,7 +38,11 @@ func (l *Log) SaveSnapshot(offset int64, data []byte) error {
 	if l.closed.Load() {
 		return errClosedLog
 	}
-	return writeFileRenamed(segmentPath(l.dir, offset, snapshotSuffix), data)
+	path := segmentPath(l.dir, offset, snapshotSuffix)
+	if l.store.dirf == nil {
+		return writeFileAtomic(path, data)
+	}
+	return writeFileRenamed(path, data)
 }
 
 // LatestSnapshot implements engine.SnapshotStore.

@@ -43,6 +43,11 @@ type txnIndex struct {
 	mu      sync.Mutex
 	f       *os.File // nil until the first append of this process
 	entries []engine.AbortedTxn
+	// unsynced is set when this process wrote the file since its last
+	// fsync: sync must fsync it even if the open-segment cache closed f
+	// since (opencache.go), or a flush would move the recovery point past
+	// entries still only in the page cache.
+	unsynced bool
 	// cut is how many bytes of a torn tail open removed (for the log).
 	cut int
 }
@@ -130,6 +135,7 @@ func (ix *txnIndex) append(ts ...engine.AbortedTxn) error {
 	for i, t := range ts {
 		encodeTxnEntry(buf[i*txnEntrySize:], t)
 	}
+	ix.unsynced = true
 	if _, err := ix.f.WriteAt(buf, int64(len(ix.entries))*txnEntrySize); err != nil {
 		return fmt.Errorf("segment: write %s: %w", ix.path, err)
 	}
@@ -182,6 +188,7 @@ func (ix *txnIndex) keepRange(base, next int64) (int, error) {
 	for i, t := range ix.entries {
 		encodeTxnEntry(buf[i*txnEntrySize:], t)
 	}
+	ix.unsynced = true
 	if _, err := ix.f.WriteAt(buf, 0); err != nil {
 		return dropped, fmt.Errorf("segment: write %s: %w", ix.path, err)
 	}
@@ -215,16 +222,27 @@ func (ix *txnIndex) all() []engine.AbortedTxn {
 	return append([]engine.AbortedTxn(nil), ix.entries...)
 }
 
-// sync fsyncs the file if this process wrote it.
+// sync fsyncs the file if this process wrote it since the last sync,
+// reopening it when it was closed since (an fsync through any descriptor
+// writes the file's dirty pages and reports a writeback error nobody saw).
 func (ix *txnIndex) sync() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.f == nil || fsyncOff.Load() {
+	if !ix.unsynced || fsyncOff.Load() {
 		return nil
 	}
-	if err := ix.f.Sync(); err != nil {
+	f := ix.f
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(ix.path, os.O_WRONLY, 0); err != nil {
+			return fmt.Errorf("segment: fsync %s: %w", ix.path, err)
+		}
+		defer f.Close()
+	}
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("segment: fsync %s: %w", ix.path, err)
 	}
+	ix.unsynced = false
 	return nil
 }
 
@@ -251,6 +269,9 @@ func (ix *txnIndex) remove() error {
 	if err := os.Remove(ix.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("segment: remove %s: %w", ix.path, err)
 	}
+	ix.mu.Lock()
+	ix.unsynced = false // nothing left to sync
+	ix.mu.Unlock()
 	return nil
 }
 

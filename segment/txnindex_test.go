@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,4 +132,41 @@ func FuzzDecodeTxnIndex(f *testing.F) {
 			t.Fatalf("re-encoding differs from the valid prefix")
 		}
 	})
+}
+
+// TestTxnIndexSyncAfterClose checks that entries written before the
+// open-segment cache closed the file are still fsynced by the next sync:
+// sync reopens the file (here it is gone, so the reopen must fail loudly
+// rather than report the entries durable), and once a sync succeeded it
+// has nothing left to do.
+func TestTxnIndexSyncAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "00000000000000000000"+txnIndexSuffix)
+	ix, _, err := openTxnIndex(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.append(engine.AbortedTxn{ProducerID: 1, FirstOffset: 0, LastOffset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.sync(); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("sync of a closed, written index without its file: %v, want ErrNotExist", err)
+	}
+	if err := os.Rename(path+".aside", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.sync(); err != nil {
+		t.Fatalf("sync of a closed, written index: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.sync(); err != nil {
+		t.Fatalf("sync with nothing written since the last: %v", err)
+	}
 }
