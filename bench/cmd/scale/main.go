@@ -151,6 +151,11 @@ func main() {
 		if err != nil || n <= 0 {
 			fatalf("--steps: %q is not a positive count", s)
 		}
+		// Partition i of the run is scale-<i/perTopic>, partition
+		// i%perTopic (exercise, the fill): every topic must be full.
+		if o.perTopic <= 0 || n%o.perTopic != 0 {
+			fatalf("--steps: %d is not a multiple of --partitions-per-topic %d", n, o.perTopic)
+		}
 		o.steps = append(o.steps, n)
 	}
 	if sets != "" {
@@ -637,7 +642,7 @@ func run(o options) ([]row, error) {
 }
 
 // growTo creates topics of o.perTopic partitions until *created reaches
-// target (the last topic may be smaller), recording in r the median
+// target (a multiple of o.perTopic), recording in r the median
 // latency of a request and the total time.
 func growTo(o options, adm *kadm.Client, b *broker, created, topics *int, target int, r *row) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.stepTimeout)
@@ -654,7 +659,7 @@ func growTo(o options, adm *kadm.Client, b *broker, created, topics *int, target
 			batch = 1
 		}
 		var names []string
-		parts := min(o.perTopic, target-*created)
+		parts := o.perTopic
 		for i := 0; i < batch && *created+len(names)*parts < target; i++ {
 			names = append(names, fmt.Sprintf("scale-%06d", *topics+i))
 		}
