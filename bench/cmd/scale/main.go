@@ -371,6 +371,7 @@ func metadataRaw(addr string, runs int) (time.Duration, error) {
 	}
 	defer c.Close()
 	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12 // kmsg's zero value is v0; franz-go (metadataAll) negotiates v12
 	req.Topics = nil
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("scale"))
 	frame := f.AppendRequest(nil, req, 1)
