@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sluice/sluice/bench/floor"
 )
 
 // renderOpts are render's flags.
@@ -424,7 +426,7 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("batch to its partition's file: **the floor**), `segment` (read, then `segment.Log.Append`:\n")
 	p("validation, offsets, pwrite, indexes, rolling: the segment backend's write path).\n\n")
 	p("| mode | MB/s median (min–max) | CPU s/GB median (min–max) |\n|---|---|---|\n")
-	for _, m := range []string{"read", "crc", "pwrite", "segment"} {
+	for _, m := range floor.Modes {
 		f, ok := d.floors[m]
 		if !ok {
 			continue
