@@ -125,7 +125,9 @@ func Run(cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer ln.Close()
-	frames := cfg.TotalBytes / int64(len(body))
+	// At least one frame: none would make every per-GB figure NaN, which
+	// encoding/json refuses.
+	frames := max(1, cfg.TotalBytes/int64(len(body)))
 	werr := make(chan error, 1)
 	go func() { werr <- feed(ln.Addr().String(), frame, frames, cfg.WriterCPU) }()
 	c, err := ln.Accept()
