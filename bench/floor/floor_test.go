@@ -1,6 +1,7 @@
 package floor
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -33,6 +34,14 @@ func TestFloorModes(t *testing.T) {
 		if res.Bytes < 60<<20 || res.Reads == 0 || res.CPUSeconds < 0 {
 			t.Fatalf("%s: %+v", m, res)
 		}
+	}
+	// Less than a frame still reads one: finite figures, as JSON needs.
+	res, err := Run(Config{Mode: "crc", TotalBytes: 1000, ReaderCPU: -1, WriterCPU: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := json.Marshal(res); err != nil || res.Bytes == 0 {
+		t.Fatalf("a run under one frame: %+v (%v)", res, err)
 	}
 	if _, err := Run(Config{Mode: "nope"}); err == nil {
 		t.Fatal("unknown mode accepted")

@@ -64,10 +64,10 @@ func (r *run) consume(res *Result) error {
 	if err != nil {
 		return err
 	}
-	starts, err := r.listOffsets(adm, true, false)
+	starts, err := r.listOffsets(adm, true, false, existingTopicPatience)
 	var ends map[int32]int64
 	if err == nil {
-		ends, err = r.listOffsets(adm, false, r.cfg.Isolation == "read_committed")
+		ends, err = r.listOffsets(adm, false, r.cfg.Isolation == "read_committed", existingTopicPatience)
 	}
 	admCl.Close()
 	if err != nil {

@@ -20,9 +20,14 @@ import (
 // not seen yet once producing has stopped (acks=0 can lose records).
 const idleAfterProduce = 5 * time.Second
 
-// listOffsetsPatience is how long a run waits for a topic's partitions to
-// be served (a cluster takes a moment after CreateTopics to elect leaders).
-const listOffsetsPatience = 30 * time.Second
+// How long listOffsets waits for a topic's partitions to be served: one
+// just created gets createdTopicPatience (a cluster takes a moment after
+// CreateTopics to elect leaders), one that must exist already (consume)
+// existingTopicPatience, so that a missing topic fails quickly.
+const (
+	createdTopicPatience  = 30 * time.Second
+	existingTopicPatience = 2 * time.Second
+)
 
 // Run runs one load test as cfg says and returns its summary. It returns an
 // error only when the run could not start (bad config, topic missing for
@@ -134,12 +139,12 @@ func (r *run) ensureTopic() (map[int32]int64, error) {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, fmt.Errorf("load: create topic %s: %w", r.cfg.Topic, err)
 	}
-	return r.listOffsets(adm, false, false)
+	return r.listOffsets(adm, false, false, createdTopicPatience)
 }
 
 // listOffsets returns the topic's start or end offset of every partition;
 // the end is the high watermark, or with committed the last stable offset.
-func (r *run) listOffsets(adm *kadm.Client, start, committed bool) (map[int32]int64, error) {
+func (r *run) listOffsets(adm *kadm.Client, start, committed bool, patience time.Duration) (map[int32]int64, error) {
 	list := adm.ListEndOffsets
 	switch {
 	case start:
@@ -150,9 +155,9 @@ func (r *run) listOffsets(adm *kadm.Client, start, committed bool) (map[int32]in
 	var listed kadm.ListedOffsets
 	// A topic just created may not be known to every part of the broker
 	// yet (in a cluster, not before the controller has elected its leaders
-	// and told the brokers): retry for up to listOffsetsPatience while its
+	// and told the brokers): retry for up to patience while its
 	// partitions are unknown or leaderless.
-	giveUp := time.Now().Add(listOffsetsPatience)
+	giveUp := time.Now().Add(patience)
 	for {
 		var err error
 		listed, err = list(r.hardCtx, r.cfg.Topic)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sluice/sluice/bench/floor"
 )
 
 // renderOpts are render's flags.
@@ -334,16 +336,18 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 			g.brokerPct(), g.clientPct())
 	}
 
+	replicated := false
 	if o.extra != "" {
 		if b, err := os.ReadFile(o.extra); err == nil {
 			p("\n")
 			w.Write(b)
+			replicated = true
 		} else {
 			p("\n(replicated produce: %v)\n", err)
 		}
 	}
 
-	writeTargets(w, d, dd, sf, o.extra)
+	writeTargets(w, d, dd, sf, replicated)
 
 	p("\n### Chart\n\n")
 	p("![Throughput vs record size per broker, with the machine's limits](%s)\n\n", o.svgRef)
@@ -424,7 +428,7 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("batch to its partition's file: **the floor**), `segment` (read, then `segment.Log.Append`:\n")
 	p("validation, offsets, pwrite, indexes, rolling: the segment backend's write path).\n\n")
 	p("| mode | MB/s median (min–max) | CPU s/GB median (min–max) |\n|---|---|---|\n")
-	for _, m := range []string{"read", "crc", "pwrite", "segment"} {
+	for _, m := range floor.Modes {
 		f, ok := d.floors[m]
 		if !ok {
 			continue
@@ -476,7 +480,8 @@ func writeFloor(w io.Writer, d *data, runs int) {
 
 // writeTargets checks the brokers against the targets of issue 16 (and
 // the earlier ones of issue 5 that still hold).
-func writeTargets(w io.Writer, d *data, dd, sf stat, extra string) {
+// replicated says the replicated produce section was included above.
+func writeTargets(w io.Writer, d *data, dd, sf stat, replicated bool) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("\n### Targets (1 KiB records; recorded, not asserted)\n\n")
 	p("| target | measured | met |\n|---|---|---|\n")
@@ -522,7 +527,7 @@ func writeTargets(w io.Writer, d *data, dd, sf stat, extra string) {
 			d.get("broker", "pebble", "workload", "produce4p", "size", "1024", "producers", "1", "acks", acks),
 			d.get("broker", "kfake", "workload", "produce4p", "size", "1024", "producers", "1", "acks", acks))
 	}
-	if extra != "" {
+	if replicated {
 		p("| replicated produce (RF 3) >= 0.4x the single node | see \"Replicated produce\" above | (there) |\n")
 	}
 	g := d.get("broker", "segment", "workload", "consume", "size", "1024")

@@ -151,6 +151,11 @@ func main() {
 		if err != nil || n <= 0 {
 			fatalf("--steps: %q is not a positive count", s)
 		}
+		// Partition i of the run is scale-<i/perTopic>, partition
+		// i%perTopic (exercise, the fill): every topic must be full.
+		if o.perTopic <= 0 || n%o.perTopic != 0 {
+			fatalf("--steps: %d is not a multiple of --partitions-per-topic %d", n, o.perTopic)
+		}
 		o.steps = append(o.steps, n)
 	}
 	if sets != "" {
@@ -333,8 +338,8 @@ func (b *broker) ready(cl *kgo.Client, want int, limit time.Duration) error {
 }
 
 // metadataAll asks for every topic and returns the partitions of scale
-// topics with no error, the latency and the response size.
-func metadataAll(cl *kgo.Client) (int, time.Duration, int, error) {
+// topics with no error, the latency and the response.
+func metadataAll(cl *kgo.Client) (int, time.Duration, *kmsg.MetadataResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()
@@ -343,7 +348,7 @@ func metadataAll(cl *kgo.Client) (int, time.Duration, int, error) {
 	resp, err := req.RequestWith(ctx, cl)
 	d := time.Since(t0)
 	if err != nil {
-		return 0, d, 0, err
+		return 0, d, nil, err
 	}
 	n := 0
 	for _, t := range resp.Topics {
@@ -352,8 +357,7 @@ func metadataAll(cl *kgo.Client) (int, time.Duration, int, error) {
 		}
 		n += len(t.Partitions)
 	}
-	size := len(resp.AppendTo(nil))
-	return n, d, size, nil
+	return n, d, resp, nil
 }
 
 // metadataRaw times Metadata v12 for all topics on a connection of its
@@ -366,6 +370,7 @@ func metadataRaw(addr string, runs int) (time.Duration, error) {
 	}
 	defer c.Close()
 	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12 // kmsg's zero value is v0; franz-go (metadataAll) negotiates v12
 	req.Topics = nil
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("scale"))
 	frame := f.AppendRequest(nil, req, 1)
@@ -552,7 +557,7 @@ func run(o options) ([]row, error) {
 		}
 		var mds []time.Duration
 		for i := 0; i < o.mdRuns; i++ {
-			n, d, size, err := metadataAll(cl)
+			n, d, resp, err := metadataAll(cl)
 			if err == nil && n != created {
 				err = fmt.Errorf("metadata lists %d partitions, want %d", n, created)
 			}
@@ -560,8 +565,12 @@ func run(o options) ([]row, error) {
 				r.Error = "metadata: " + err.Error()
 				break
 			}
+			if len(mds) == 0 {
+				// Re-encoded once: ready's polls and the other runs
+				// need no size.
+				r.MetadataKB = len(resp.AppendTo(nil)) / 1024
+			}
 			mds = append(mds, d)
-			r.MetadataKB = size / 1024
 		}
 		if len(mds) > 0 {
 			r.MetadataMS = ms(median(mds))
@@ -637,7 +646,7 @@ func run(o options) ([]row, error) {
 }
 
 // growTo creates topics of o.perTopic partitions until *created reaches
-// target (the last topic may be smaller), recording in r the median
+// target (a multiple of o.perTopic), recording in r the median
 // latency of a request and the total time.
 func growTo(o options, adm *kadm.Client, b *broker, created, topics *int, target int, r *row) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.stepTimeout)
@@ -654,7 +663,7 @@ func growTo(o options, adm *kadm.Client, b *broker, created, topics *int, target
 			batch = 1
 		}
 		var names []string
-		parts := min(o.perTopic, target-*created)
+		parts := o.perTopic
 		for i := 0; i < batch && *created+len(names)*parts < target; i++ {
 			names = append(names, fmt.Sprintf("scale-%06d", *topics+i))
 		}
