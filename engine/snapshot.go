@@ -18,11 +18,12 @@ package engine
 type SnapshotStore interface {
 	// SaveSnapshot stores data as the snapshot at offset (>= 0),
 	// replacing one at the same offset: once it returns, a process crash
-	// leaves the new snapshot (never a mix of old and new). It need not
-	// be durable against a machine crash until the store's Close (or the
-	// log's Flush): a machine crash before may leave it missing or
-	// damaged, so the caller must detect damage (a checksum) and be able
-	// to do without it. data is not retained.
+	// leaves the new snapshot (never a mix of old and new). It is
+	// durable against a machine crash once the store's Close returns, and
+	// not necessarily before (the log's Flush need not cover it: segment's
+	// does not, pebble's does): a machine crash before may leave it
+	// missing or damaged, so the caller must detect damage (a checksum)
+	// and be able to do without it. data is not retained.
 	SaveSnapshot(offset int64, data []byte) error
 	// LatestSnapshot returns the snapshot with the largest offset <=
 	// upTo; ok is false when there is none. data is a new slice the
