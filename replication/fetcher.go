@@ -616,8 +616,17 @@ func (f *fetcher) fetchRound() bool {
 			leaderEpoch: pd.st.epoch, maxBytes: o.PartitionMaxBytes}
 		sent[k] = sp
 		names[sp.topicID] = k.topic
-		if old, ok := sess.sent[k]; incremental && ok && old == sp {
-			continue // the leader's session has it as it is
+		if old, ok := sess.sent[k]; incremental && ok {
+			if old == sp {
+				continue // the leader's session has it as it is
+			}
+			if old.topicID != sp.topicID {
+				// The topic was re-created between two rounds: the
+				// leader's session holds the old id's partition, which
+				// it would answer with an error (news) on every round.
+				req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{
+					Topic: k.topic, TopicID: old.topicID, Partitions: []int32{k.partition}})
+			}
 		}
 		i, ok := topics[k.topic]
 		if !ok {
