@@ -44,8 +44,9 @@ import (
 //     MaxWait passes.
 //
 // Errors: FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
-// and the like back the partition off for Backoff and retry (the
-// controller's next LeaderAndIsr re-adds it with the new leader and epoch).
+// and the like back the partition off and retry, after 10 ms doubling up
+// to Backoff while the refusals last (retryBackoff; the controller's next
+// LeaderAndIsr re-adds it with the new leader and epoch).
 // OFFSET_OUT_OF_RANGE below the leader's log start restarts this log at the
 // leader's log start; otherwise the partition truncates again. A failed
 // request backs off every partition of that leader and reconnects.
