@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -94,8 +95,12 @@ func produceThroughKills(t *testing.T, backend string, rng *rand.Rand) {
 	var (
 		mu       sync.Mutex
 		acked    = map[int]producedAt{}
-		failed   int
+		failed   int // records failed by stopProducing (context.Canceled)
 		firstErr error
+		// lost counts the records failed otherwise: the producer must
+		// ride out every restart, so any is a failure of the test.
+		lost      int
+		firstLost error
 	)
 	prodCtx, stopProducing := context.WithCancel(context.Background())
 	defer stopProducing()
@@ -115,9 +120,16 @@ func produceThroughKills(t *testing.T, backend string, rng *rand.Rand) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					failed++
-					if firstErr == nil {
-						firstErr = err
+					if errors.Is(err, context.Canceled) {
+						failed++
+						if firstErr == nil {
+							firstErr = err
+						}
+						return
+					}
+					lost++
+					if firstLost == nil {
+						firstLost = err
 					}
 					return
 				}
@@ -126,12 +138,16 @@ func produceThroughKills(t *testing.T, backend string, rng *rand.Rand) {
 		}
 	}()
 
+	var atLastKill int // acknowledged when the last kill was done
 	for k := 1; k <= kills; k++ {
 		time.Sleep(time.Duration(500+rng.Intn(1500)) * time.Millisecond)
 		mu.Lock()
 		before := len(acked)
 		mu.Unlock()
 		b.kill()
+		mu.Lock()
+		atLastKill = len(acked)
+		mu.Unlock()
 		b.restart()
 		t.Logf("kill %d: %d records acknowledged before it", k, before)
 	}
@@ -150,6 +166,12 @@ func produceThroughKills(t *testing.T, backend string, rng *rand.Rand) {
 	mu.Unlock()
 	if len(acked) == 0 {
 		t.Fatal("nothing was acknowledged: the kills tested nothing")
+	}
+	if lost > 0 {
+		t.Errorf("%d records failed across the restarts (first error: %v)", lost, firstLost)
+	}
+	if len(acked) <= atLastKill {
+		t.Errorf("no record acknowledged after the last restart (%d before it, %d in all): the producer did not ride out the kills", atLastKill, len(acked))
 	}
 
 	seen := readProduceCrashTopic(t, b.addr, topic, partitions)

@@ -44,8 +44,9 @@ import (
 //     MaxWait passes.
 //
 // Errors: FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
-// and the like back the partition off for Backoff and retry (the
-// controller's next LeaderAndIsr re-adds it with the new leader and epoch).
+// and the like back the partition off and retry, after 10 ms doubling up
+// to Backoff while the refusals last (retryBackoff; the controller's next
+// LeaderAndIsr re-adds it with the new leader and epoch).
 // OFFSET_OUT_OF_RANGE below the leader's log start restarts this log at the
 // leader's log start; otherwise the partition truncates again. A failed
 // request backs off every partition of that leader and reconnects.
@@ -616,8 +617,17 @@ func (f *fetcher) fetchRound() bool {
 			leaderEpoch: pd.st.epoch, maxBytes: o.PartitionMaxBytes}
 		sent[k] = sp
 		names[sp.topicID] = k.topic
-		if old, ok := sess.sent[k]; incremental && ok && old == sp {
-			continue // the leader's session has it as it is
+		if old, ok := sess.sent[k]; incremental && ok {
+			if old == sp {
+				continue // the leader's session has it as it is
+			}
+			if old.topicID != sp.topicID {
+				// The topic was re-created between two rounds: the
+				// leader's session holds the old id's partition, which
+				// it would answer with an error (news) on every round.
+				req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{
+					Topic: k.topic, TopicID: old.topicID, Partitions: []int32{k.partition}})
+			}
 		}
 		i, ok := topics[k.topic]
 		if !ok {

@@ -2,12 +2,15 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/engine"
 )
 
 // sessionLeader is a fake leader that keeps one KIP-227 fetch session
@@ -146,5 +149,44 @@ func TestFollowerFetchSession(t *testing.T) {
 	}
 	if idle == 0 {
 		t.Fatalf("no incremental fetch left the unchanged partition out: %+v", seen)
+	}
+}
+
+// TestFetchSessionForgetsReplacedTopicID: when a partition's topic was
+// re-created (a new topic id, same name and index) since the leader's
+// session last had it, the next incremental Fetch names it under the new
+// id and forgets the old id's partition, which the leader would otherwise
+// keep reading and answer with an error, waking every fetch at once.
+func TestFetchSessionForgetsReplacedTopicID(t *testing.T) {
+	oldID, newID := [16]byte{1}, [16]byte{2}
+	p, _ := newPartition(t, openStore(t, "memory"), engine.LogConfig{}, Options{Topic: testID.Topic, TopicID: newID, BrokerID: 2})
+	var got *kmsg.FetchRequest
+	m := NewFetcherManager(FetcherOptions{BrokerID: 2, Logger: quietLogger, Backoff: time.Millisecond,
+		Send: func(ctx context.Context, to int32, req kmsg.Request) (kmsg.Response, error) {
+			got = req.(*kmsg.FetchRequest)
+			return nil, errors.New("stop here")
+		}})
+	t.Cleanup(m.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := &fetcher{m: m, leader: 1, ctx: ctx, cancel: cancel, parts: map[*Partition]*fetchPart{p: {epoch: 1}}}
+	k := tp{testID.Topic, testID.Partition}
+	f.sess = fetchSession{id: 7, epoch: 3, sent: map[tp]sentPart{k: {topicID: oldID,
+		fetchOffset: p.LogEndOffset(), logStart: p.LogStartOffset(), leaderEpoch: 1, maxBytes: m.opts.PartitionMaxBytes}}}
+	f.fetchRound()
+
+	if got == nil {
+		t.Fatal("no Fetch sent")
+	}
+	if got.SessionID != 7 || got.SessionEpoch != 3 {
+		t.Fatalf("session %d epoch %d, want an incremental Fetch of session 7 at 3", got.SessionID, got.SessionEpoch)
+	}
+	if len(got.Topics) != 1 || got.Topics[0].TopicID != newID || len(got.Topics[0].Partitions) != 1 ||
+		got.Topics[0].Partitions[0].Partition != testID.Partition {
+		t.Fatalf("topics %+v, want partition %d under the new id", got.Topics, testID.Partition)
+	}
+	if len(got.ForgottenTopics) != 1 || got.ForgottenTopics[0].TopicID != oldID ||
+		len(got.ForgottenTopics[0].Partitions) != 1 || got.ForgottenTopics[0].Partitions[0] != testID.Partition {
+		t.Fatalf("forgotten %+v, want partition %d of the old id", got.ForgottenTopics, testID.Partition)
 	}
 }
