@@ -213,12 +213,23 @@ type Config struct {
 	// how long the leader holds a fetch with less than min bytes;
 	// Invariant (Validate): <= replica.lag.time.max.ms) and
 	// replica.fetch.backoff.ms (1 s, after an error).
+	// replica.fetch.response.max.bytes is at most
+	// ReplicaFetchResponseMaxBytesLimit.
 	ReplicaFetchMaxBytes         int32
 	ReplicaFetchResponseMaxBytes int32
 	ReplicaFetchMinBytes         int32
 	ReplicaFetchWaitMax          time.Duration
 	ReplicaFetchBackoff          time.Duration
 }
+
+// ReplicaFetchResponseMaxBytesLimit bounds replica.fetch.response.max.bytes
+// (Kafka has no bound): a follower reads its leader's answers through
+// internal/kconn, which refuses one larger than kconn.MaxResponseBytes
+// (256 MiB) and drops the connection, so a follower catching up over many
+// partitions with a larger setting would be refused the same answer on
+// every retry and never catch up. Half of kconn's bound leaves room for
+// the partitions' headers beside the records.
+const ReplicaFetchResponseMaxBytesLimit = 128 << 20
 
 // Default returns Kafka's defaults (and Sluice's for its own keys).
 func Default() Config {

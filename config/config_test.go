@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/kconn"
 )
 
 func TestDefaultsAreKafkas(t *testing.T) {
@@ -533,6 +535,12 @@ func TestReplicaFetchKeys(t *testing.T) {
 		c.ReplicaFetchWaitMax != 500*time.Millisecond || c.ReplicaFetchBackoff != time.Second {
 		t.Fatalf("defaults: %d %d %d %v %v", c.ReplicaFetchMaxBytes, c.ReplicaFetchResponseMaxBytes, c.ReplicaFetchMinBytes, c.ReplicaFetchWaitMax, c.ReplicaFetchBackoff)
 	}
+	if ReplicaFetchResponseMaxBytesLimit >= kconn.MaxResponseBytes {
+		t.Fatalf("replica.fetch.response.max.bytes limit %d not below kconn.MaxResponseBytes %d", ReplicaFetchResponseMaxBytesLimit, kconn.MaxResponseBytes)
+	}
+	if _, err := Load("", []string{"replica.fetch.response.max.bytes=134217728"}); err != nil {
+		t.Fatalf("the limit itself: %v", err)
+	}
 	c, err := Load("", []string{"replica.fetch.max.bytes=8388608", "replica.fetch.response.max.bytes=33554432",
 		"replica.fetch.min.bytes=4096", "replica.fetch.wait.max.ms=50", "replica.fetch.backoff.ms=200"})
 	if err != nil {
@@ -545,6 +553,7 @@ func TestReplicaFetchKeys(t *testing.T) {
 	for _, tc := range []struct{ name, set, key string }{
 		{"zero max bytes", "replica.fetch.max.bytes=0", "replica.fetch.max.bytes"},
 		{"negative response max", "replica.fetch.response.max.bytes=-1", "replica.fetch.response.max.bytes"},
+		{"response max above kconn's bound", "replica.fetch.response.max.bytes=268435456", "replica.fetch.response.max.bytes"},
 		{"zero min bytes", "replica.fetch.min.bytes=0", "replica.fetch.min.bytes"},
 		{"zero wait", "replica.fetch.wait.max.ms=0", "replica.fetch.wait.max.ms"},
 		{"not a number", "replica.fetch.backoff.ms=soon", "replica.fetch.backoff.ms"},

@@ -344,7 +344,7 @@ func (s *setter) set(key, v string) error {
 	case "replica.fetch.max.bytes":
 		c.ReplicaFetchMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
 	case "replica.fetch.response.max.bytes":
-		c.ReplicaFetchResponseMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
+		c.ReplicaFetchResponseMaxBytes, err = parseInt32(key, v, 1, ReplicaFetchResponseMaxBytesLimit)
 	case "replica.fetch.min.bytes":
 		c.ReplicaFetchMinBytes, err = parseInt32(key, v, 1, math.MaxInt32)
 	case "replica.fetch.wait.max.ms":

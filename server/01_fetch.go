@@ -88,13 +88,11 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.FetchRequest)
 	out := &fetchresp.Response{}
 	version := r.Version
+	replicaID, replicaEpoch := fetchReplica(r)
 	if s.metrics != nil && rc != nil {
 		// Kafka records a Fetch also as FetchConsumer or FetchFollower.
-		id, _ := fetchReplica(r)
-		rc.also = s.metrics.FetchRequest(id >= 0)
+		rc.also = s.metrics.FetchRequest(replicaID >= 0)
 	}
-
-	replicaID, replicaEpoch := fetchReplica(r)
 	var followerErr error
 	if replicaID >= 0 {
 		if !s.allowedCluster(rc, acl.OpClusterAction) {

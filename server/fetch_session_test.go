@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"runtime"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
@@ -95,7 +97,12 @@ func goFetchFlexible(t *testing.T, s *Server, req *kmsg.FetchRequest) <-chan *km
 }
 
 func fetchFlexible(s *Server, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
-	resp, err := handleFetch(s, &reqCtx{}, req)
+	return fetchFlexibleAs(s, &reqCtx{}, req)
+}
+
+// fetchFlexibleAs is fetchFlexible for the client of rc.
+func fetchFlexibleAs(s *Server, rc *reqCtx, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, err := handleFetch(s, rc, req)
 	if err != nil {
 		return nil, err
 	}
@@ -880,4 +887,56 @@ func TestFetchSessionBudget(t *testing.T) {
 			t.Fatalf("old kept %v, young kept %v, %d partitions, %d evictions", c.sessions[old] != nil, c.sessions[young] != nil, c.parts, c.evictions)
 		}
 	})
+}
+
+// TestFetchSessionReauthorized: a session does not carry its creator's
+// rights. Session ids are global to the broker, so another principal who
+// names one is answered over the session's partitions, and every
+// incremental fetch checks Read on them again: TOPIC_AUTHORIZATION_FAILED
+// for a principal without it, and for the creator once its ACL is gone.
+func TestFetchSessionReauthorized(t *testing.T) {
+	s, tp := newWideServer(t, 2)
+	a := acl.New(acl.Config{})
+	allowAlice := acl.Binding{
+		Pattern: acl.ResourcePattern{Type: acl.ResourceTopic, Name: tp.name, PatternType: acl.PatternLiteral},
+		Entry:   acl.Entry{Principal: "User:alice", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow},
+	}
+	a.Load([]acl.Binding{allowAlice})
+	s.authz = a
+	as := func(principal string) *reqCtx {
+		c := &conn{ip: netip.MustParseAddr("127.0.0.1")}
+		c.auth.principal = principal
+		return &reqCtx{conn: c}
+	}
+	fetchAs := func(rc *reqCtx, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+		t.Helper()
+		resp, err := fetchFlexibleAs(s, rc, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if _, err := tp.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := fetchAs(as("User:alice"), sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0}))
+	id := resp.SessionID
+	if id == 0 {
+		t.Fatal("no session made")
+	}
+	for p, got := range answered(t, resp) {
+		if got.ErrorCode != 0 {
+			t.Fatalf("alice's full fetch, partition %d: %v", p, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	if got := answered(t, fetchAs(as("User:bob"), sessFetch(tp, id, 1, nil))); len(got) != 2 ||
+		got[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || got[1].ErrorCode != kerr.TopicAuthorizationFailed.Code || len(got[0].RecordBatches) != 0 {
+		t.Fatalf("bob's incremental fetch on alice's session: %+v", got)
+	}
+	a.Load(nil)
+	if got := answered(t, fetchAs(as("User:alice"), sessFetch(tp, id, 2, nil))); len(got) != 2 ||
+		got[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || got[1].ErrorCode != kerr.TopicAuthorizationFailed.Code || len(got[0].RecordBatches) != 0 {
+		t.Fatalf("alice's incremental fetch after her ACL went: %+v", got)
+	}
 }

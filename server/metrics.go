@@ -246,8 +246,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descSuppressed, suppressed)
 
-	// hw is the high watermark of each partition led here, for the lag.
-	hw := make(map[metastore.TopicPartition]int64, local)
 	var leaders, under, underMin, offline int
 	for _, t := range topics {
 		for _, p := range t.parts {
@@ -258,7 +256,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				offline++ // as /readyz counts it (readiness.go)
 			}
 			if p.IsLeader() {
-				hw[metastore.TopicPartition{Topic: t.name, Partition: p.Index()}] = p.HighWatermark()
 				leaders++
 				replicas, isr, minISR := p.ReplicaCounts()
 				if isr < replicas {
@@ -301,7 +298,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descGlobalTopics, float64(cs.Topics))
 	gauge(descGlobalPartitions, float64(cs.Partitions))
 
-	c.collectGroups(ch, hw, limit)
+	c.collectGroups(ch, limit)
 	c.collectCleaner(ch)
 	txns := s.txn.CountByState()
 	for st := txn.Empty; st <= txn.PrepareEpochFence; st++ {
@@ -330,10 +327,13 @@ func exportedGroups(groups []group.GroupStats) []group.GroupStats {
 }
 
 // collectGroups emits the consumer-group gauges of the groups coordinated
-// here, with the lag over the high watermarks hw of the partitions led
-// here and, for the others, the leaders' (metrics_lag.go). limit is
+// here, with the lag over the high watermarks of the partitions they
+// committed to: the local replica's where it leads, else the leader's
+// (metrics_lag.go). Only those partitions are looked up, not every
+// partition here (a scrape at 100,000 partitions and a few groups would
+// otherwise build a map of them all). limit is
 // metrics.partition.series.max.
-func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metastore.TopicPartition]int64, limit int) {
+func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		for i := range labels {
 			labels[i] = metrics.LabelValue(labels[i])
@@ -357,13 +357,21 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, hw map[metas
 	groups = exportedGroups(groups)
 	gauge(descGroupsSuppressed, float64(all-len(groups)))
 	pairs := 0 // group x partition: the per-partition lag series
+	// hw: the high watermarks of the partitions led here that the groups
+	// committed to; missing: the others.
+	hw := map[metastore.TopicPartition]int64{}
 	var missing []metastore.TopicPartition
 	seen := map[metastore.TopicPartition]bool{}
 	for _, g := range groups {
 		pairs += len(g.Offsets)
 		for tp := range g.Offsets {
-			if _, ok := hw[tp]; !ok && !seen[tp] {
-				seen[tp] = true
+			if seen[tp] {
+				continue
+			}
+			seen[tp] = true
+			if p := c.s.partition(tp.Topic, tp.Partition); p != nil && p.IsLeader() {
+				hw[tp] = p.HighWatermark()
+			} else {
 				missing = append(missing, tp)
 			}
 		}
