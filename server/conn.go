@@ -292,7 +292,9 @@ func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, n, want int, deadline tim
 			return nil, err
 		}
 		if have == n {
-			c.lowat.reset()
+			if err := c.lowat.reset(); err != nil {
+				return nil, err
+			}
 			return buf, nil
 		}
 	}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -48,20 +50,29 @@ func newRcvLowat(nc net.Conn) rcvLowat {
 	return rcvLowat{raw: raw, cur: 1}
 }
 
-// set makes the mark v (v >= 1) unless it is already; errors leave the
-// kernel's mark as it was and the reads correct either way.
-func (l *rcvLowat) set(v int) {
+// set makes the mark v (v >= 1) unless it is already. A failure to raise
+// it only ends the marks on this connection (reads are correct either
+// way); a failure to lower a raised mark is an error, since the poller
+// could then sit on a small request until the read timeout: the
+// connection is closed instead.
+func (l *rcvLowat) set(v int) error {
 	if l.raw == nil || v == l.cur {
-		return
+		return nil
 	}
 	var serr error
-	if err := l.raw.Control(func(fd uintptr) {
+	err := l.raw.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, v)
-	}); err != nil || serr != nil {
+	})
+	if err = errors.Join(err, serr); err != nil {
+		raised := l.cur > 1
 		l.raw = nil // not worth retrying per frame
-		return
+		if raised {
+			return fmt.Errorf("server: lowering SO_RCVLOWAT from %d: %w", l.cur, err)
+		}
+		return nil
 	}
 	l.cur = v
+	return nil
 }
 
 // readFrame reads len(p) bytes of a frame of which left bytes (>= len(p))
@@ -71,10 +82,12 @@ func (l *rcvLowat) readFrame(rd *bufio.Reader, p []byte, left int) (int, error) 
 	got := 0
 	for got < len(p) {
 		if l.raw != nil {
+			mark := 1
 			if toCome := left - got - rd.Buffered(); toCome >= lowatMin {
-				l.set(min(toCome, lowatMax))
-			} else {
-				l.set(1)
+				mark = min(toCome, lowatMax)
+			}
+			if err := l.set(mark); err != nil {
+				return got, err
 			}
 		}
 		n, err := rd.Read(p[got:])
@@ -90,4 +103,4 @@ func (l *rcvLowat) readFrame(rd *bufio.Reader, p []byte, left int) (int, error) 
 }
 
 // reset puts the mark back to 1 between frames.
-func (l *rcvLowat) reset() { l.set(1) }
+func (l *rcvLowat) reset() error { return l.set(1) }
