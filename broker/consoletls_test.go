@@ -74,6 +74,8 @@ func TestConsoleTLSPerHostCertificates(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Broker 1 is dialled by IP here, which its certificate does not name.
+	brokertest.WaitForBrokers(t, 2, []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, bs[1])
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "spread", -1, -1

@@ -77,8 +77,9 @@ func TestInterBrokerMutualTLS(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated"); err != nil {
-		t.Fatal(err)
+	brokertest.WaitForBrokers(t, 2, []kgo.Opt{kgo.DialTLSConfig(tcfg)}, bs...)
+	if r, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	for i := range 50 {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {

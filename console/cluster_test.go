@@ -33,6 +33,7 @@ func TestClusterView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := kclient(t, bs[0].Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	brokertest.WaitForBrokers(t, 2, nil, bs...)
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 2, nil, "rep"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}

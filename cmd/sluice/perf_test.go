@@ -16,7 +16,6 @@ import (
 	"github.com/sluice/sluice/internal/zktest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // runPerf runs `sluice perf args...` in-process and decodes its --json
@@ -236,27 +235,7 @@ func TestPerfReplicationFactor(t *testing.T) {
 		}))
 	}
 	seeds := bs[0].Addr() + "," + bs[1].Addr()
-	// CreateTopics needs all three registered in the controller's view:
-	// wait until every broker's metadata lists three and a controller.
-	// (A raw request: kadm answers from the client's metadata cache.)
-	deadline := time.Now().Add(30 * time.Second)
-	for _, b := range bs {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl.SeedBrokers()[0])
-			if err == nil && len(m.Brokers) == 3 && m.ControllerID >= 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("broker %s: metadata %+v, %v: want 3 brokers and a controller", b.Addr(), m, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		cl.Close()
-	}
+	brokertest.WaitForBrokers(t, 3, nil, bs...)
 	common := []string{"--brokers", seeds, "--record-size", "100", "--quiet", "--timeout", "60s"}
 	res := runPerf(t, 0, append([]string{"produce", "--topic", "perf-rf3", "--records", "1000", "--partitions", "2",
 		"--replication-factor", "3", "--topic-config", "min.insync.replicas=2", "--acks", "all"}, common...)...)
