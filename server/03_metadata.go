@@ -77,7 +77,9 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 				resp.Topics = append(resp.Topics, s.metadataTopic(t.name, live))
 			}
 		}
-		return kresp(resp), nil
+		out := kresp(resp)
+		out.sizeHint = localMetadataSize(r.Version, resp)
+		return out, nil
 	}
 	if all {
 		names := s.cp.topicNames()
@@ -232,6 +234,53 @@ func online(parts []cluster.PartitionInfo, live []cluster.Broker) bool {
 		}
 	}
 	return true
+}
+
+// localMetadataSize returns a close upper bound of the encoded size of
+// resp, a single-node answer at version v: each partition has one
+// replica, that replica as the ISR and no offline replica. It is a hint
+// (response.sizeHint): a wrong one costs a reallocation, not a wrong
+// answer.
+func localMetadataSize(v int16, resp *kmsg.MetadataResponse) int {
+	flexible := v >= 9
+	arrayLen := 4 // int32 length; a compact (uvarint) one is at most 5 bytes
+	if flexible {
+		arrayLen = 5
+	}
+	// ErrorCode, Partition, Leader, then LeaderEpoch, the one-entry
+	// Replicas and ISR, the empty OfflineReplicas, tags.
+	part := 2 + 4 + 4
+	if v >= 7 {
+		part += 4
+	}
+	if flexible {
+		part += 2*(1+4) + 1 + 1
+	} else {
+		part += 2 * (4 + 4)
+		if v >= 5 {
+			part += 4
+		}
+	}
+	n := 64 + arrayLen // throttle, cluster id and controller, arrays, tags
+	for _, b := range resp.Brokers {
+		n += 4 + 2 + len(b.Host) + arrayLen + 4 + 3
+		if b.Rack != nil {
+			n += len(*b.Rack)
+		}
+	}
+	if resp.ClusterID != nil {
+		n += len(*resp.ClusterID)
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		// ErrorCode, name, TopicID, IsInternal, partitions, authorized
+		// operations, tags.
+		n += 2 + arrayLen + 16 + 1 + arrayLen + 4 + 1 + len(t.Partitions)*part
+		if t.Topic != nil {
+			n += len(*t.Topic)
+		}
+	}
+	return n
 }
 
 // metadataCache is a single-node topic's Metadata answer, built once and

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +98,12 @@ type response struct {
 	release func()
 	// close: close the connection after writing what came before.
 	close bool
+	// sizeHint, when > 0, is about how many bytes kresp encodes to: the
+	// frame buffer is grown to it once instead of by append as the
+	// encoder goes. Metadata for all of 100,000 partitions is 2.6 MB, and
+	// growing a buffer to that by append allocated ~13 MB per request
+	// (half of all the garbage while growing to that many partitions).
+	sizeHint int
 
 	// api and timing are the request's metrics (api nil: none kept); the
 	// writer completes timing and counts it once the response is sent,
@@ -570,7 +577,11 @@ func encodeResponse(w *zerocopy.Writer, r *response) error {
 	if r.kresp == nil {
 		return nil
 	}
-	w.SetFrame(appendKmsgFrame(w.Frame(), r.corr, r.kresp))
+	dst := w.Frame()
+	if r.sizeHint > 0 {
+		dst = slices.Grow(dst, r.sizeHint+16) // + size, correlation id, header tags
+	}
+	w.SetFrame(appendKmsgFrame(dst, r.corr, r.kresp))
 	return nil
 }
 
