@@ -164,9 +164,10 @@ func (s *producerState) len() int {
 	return len(s.producers)
 }
 
-// empty reports whether s holds nothing: no producer, nothing pending.
+// empty reports whether s holds nothing: no producer, nothing pending
+// (nil s: nothing).
 func (s *producerState) empty() bool {
-	return s.producers == nil && len(s.undo) == 0 && len(s.events) == 0 && s.nextSweep == 0
+	return s == nil || s.producers == nil && len(s.undo) == 0 && len(s.events) == 0 && s.nextSweep == 0
 }
 
 // producerTable returns p's producer table, making it on first use: a

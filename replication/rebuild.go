@@ -73,9 +73,11 @@ func (p *Partition) noteAppended(n int64) { p.snap.since += n }
 // returned; the error is the log's. REQUIRES: the caller owns
 // p.producers (NewPartition, the append round's leader, or p.fmu held as
 // a follower).
+//
+// The table is made only when there is something to load (producerTable):
+// a new, empty log leaves it nil.
 func (p *Partition) loadProducerState() error {
-	s := newProducerState(p.opts.ProducerIDExpiration)
-	p.producers, p.snap = s, snapState{due: -1}
+	p.producers, p.snap = nil, snapState{due: -1}
 	from := int64(-1)
 	ss, ok := p.log.(engine.SnapshotStore)
 	if ok {
@@ -86,13 +88,15 @@ func (p *Partition) loadProducerState() error {
 		if p.opts.ProducerScanBytes < 0 {
 			return nil // told not to scan
 		}
-		if start, end := p.log.StartOffset(), p.log.EndOffset(); end > start {
-			p.opts.Logger.Info("replication: no producer snapshot, rebuilding producer state from the whole log", "topic", p.opts.Topic, "partition", p.index, "start", start, "end", end, "bytes", p.log.Size())
+		start, end := p.log.StartOffset(), p.log.EndOffset()
+		if end <= start {
+			return nil // nothing to replay
 		}
-		return replayProducers(s, p.log, p.log.StartOffset())
+		p.opts.Logger.Info("replication: no producer snapshot, rebuilding producer state from the whole log", "topic", p.opts.Topic, "partition", p.index, "start", start, "end", end, "bytes", p.log.Size())
+		return replayProducers(p.producerTable(), p.log, start)
 	}
 	p.snap.kept = []int64{from}
-	return replayProducers(s, p.log, max(from, p.log.StartOffset()))
+	return replayProducers(p.producerTable(), p.log, max(from, p.log.StartOffset()))
 }
 
 // loadLatestSnapshot loads the latest valid snapshot at or below the log
@@ -117,7 +121,7 @@ func (p *Partition) loadLatestSnapshot(ss engine.SnapshotStore) int64 {
 			upTo = off - 1
 			continue
 		}
-		loadSnapshot(p.producers, entries)
+		loadSnapshot(p.producerTable(), entries)
 		p.opts.Logger.Debug("replication: producer state loaded from snapshot", "topic", p.opts.Topic, "partition", p.index, "offset", off, "producers", len(entries))
 		return off
 	}

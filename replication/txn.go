@@ -271,12 +271,18 @@ func (p *Partition) computeLSOLocked() int64 {
 // pending events (a rebuild from the log: the index already has the
 // aborts). REQUIRES: the caller owns the producer state.
 func (p *Partition) resetTxnTracking() {
-	p.repairAbortedIndex(p.producers.events)
+	var evs []txnEvent
+	if p.producers != nil { // nil: nothing was loaded
+		evs = p.producers.events
+	}
+	p.repairAbortedIndex(evs)
 	p.hwMu.Lock()
 	p.txns = nil
 	p.hwMu.Unlock()
-	_ = p.applyTxnEvents(p.producers.events, false) // no index write: no error
-	p.producers.events = p.producers.events[:0]
+	_ = p.applyTxnEvents(evs, false) // no index write: no error
+	if p.producers != nil {
+		p.producers.events = p.producers.events[:0]
+	}
 	p.hwMu.Lock()
 	p.lso.Store(p.computeLSOLocked())
 	p.lsoFollowsHW = p.lso.Load() == p.hw.Load()
