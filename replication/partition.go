@@ -542,10 +542,12 @@ var lastRules atomic.Pointer[record.Rules]
 // partitions when it equals the last one stored. Safe for concurrent use.
 func internRules(r record.Rules) *record.Rules {
 	if last := lastRules.Load(); last != nil && *last == r {
-		return last
+		return last // no allocation: r does not escape on this path
 	}
-	lastRules.Store(&r)
-	return &r
+	nr := new(record.Rules)
+	*nr = r
+	lastRules.Store(nr)
+	return nr
 }
 
 // Log returns the underlying log (reads, retention, config changes).

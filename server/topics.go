@@ -221,16 +221,18 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 		BrokerID:             s.nodeID,
 	}
 	stats := s.metrics.Topic(t.name)
-	if s.metrics != nil {
-		opts.OnISRChange = s.metrics.ISRChanged
-		opts.OnFollowerAppend = stats.ReplicatedIn
-	}
 	opts = s.cp.replicaOptions(t, opts)
 	// The partitions of a topic share the topic-wide part of their
 	// options (their function fields are the same: the server's and the
 	// topic's metrics, the control plane's): ~90 bytes a partition.
 	sh := s.lastShared.Load()
 	if !sh.Matches(&opts) {
+		// The metrics callbacks are set only for a new Shared: each
+		// method value is an allocation, garbage when sh is kept.
+		if s.metrics != nil {
+			opts.OnISRChange = s.metrics.ISRChanged
+			opts.OnFollowerAppend = stats.ReplicatedIn
+		}
 		sh = opts.NewShared()
 		s.lastShared.Store(sh)
 	}
