@@ -256,7 +256,10 @@ type Partition struct {
 	// says the LSO equals the HW (no unstable transaction), so HW moves
 	// price LSO moves too. txns is what the LSO depends on (txn.go).
 	lsoWatchers watchList
-	txns        *txnTracker // nil until a transaction begins here
+	// txns is nil until a transaction event arrives: made by
+	// applyTxnEvents, dropped by resetTxnTracking, both by the producer
+	// table's owner with hwMu held (so the owner may read it without).
+	txns *txnTracker
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.

@@ -31,7 +31,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"slices"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -305,7 +304,8 @@ func (m *localMetadata) response(resp *kmsg.MetadataResponse) *response {
 	}
 	hint := localMetadataSize(resp.Version, resp, m.topics)
 	out.encode = func(w *zerocopy.Writer, corr int32) error {
-		dst := slices.Grow(w.Frame(), hint+16) // + size, correlation id, header tags
+		w.GrowFrame(hint + 16) // + size, correlation id, header tags
+		dst := w.Frame()
 		start := len(dst)
 		dst = append(dst, 0, 0, 0, 0)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(corr))

@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -577,11 +576,10 @@ func encodeResponse(w *zerocopy.Writer, r *response) error {
 	if r.kresp == nil {
 		return nil
 	}
-	dst := w.Frame()
 	if r.sizeHint > 0 {
-		dst = slices.Grow(dst, r.sizeHint+16) // + size, correlation id, header tags
+		w.GrowFrame(r.sizeHint + 16) // + size, correlation id, header tags
 	}
-	w.SetFrame(appendKmsgFrame(dst, r.corr, r.kresp))
+	w.SetFrame(appendKmsgFrame(w.Frame(), r.corr, r.kresp))
 	return nil
 }
 
