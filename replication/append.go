@@ -90,7 +90,7 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 		p.rmu.Unlock()
 		if isr < minISR {
 			return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1},
-				fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.opts.Topic, p.opts.Partition, isr, minISR)
+				fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.opts.Topic, p.index, isr, minISR)
 		}
 	}
 	r := reqPool.Get().(*appendReq)
@@ -103,7 +103,10 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 		reqPool.Put(r)
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrClosed
 	}
-	p.queue = append(p.queue, r)
+	if p.q == nil {
+		p.q = new(appendQueue)
+	}
+	p.q.queue = append(p.q.queue, r)
 	lead := !p.appending
 	p.appending = true
 	p.qmu.Unlock()
@@ -136,7 +139,7 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 func (p *Partition) checkClientBatches(batches []byte) error {
 	r := *p.rules.Load()
 	r.LogAppendTime = p.logAppendTime.Load()
-	r.Now = p.now().UnixMilli()
+	r.Now = p.opts.Now().UnixMilli()
 	if _, _, err := record.ValidateAppend(batches, &r); err != nil {
 		return err
 	}
@@ -167,7 +170,7 @@ func (p *Partition) waitCommitted(ctx context.Context, hw int64, gen uint64) err
 		p.rmu.Unlock()
 		switch {
 		case isr < minISR:
-			return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicasAfterAppend, p.opts.Topic, p.opts.Partition, isr, minISR)
+			return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicasAfterAppend, p.opts.Topic, p.index, isr, minISR)
 		case p.hw.Load() >= hw:
 			return nil
 		case p.isClosed():
@@ -188,8 +191,8 @@ func (p *Partition) waitCommitted(ctx context.Context, hw int64, gen uint64) err
 // REQUIRES: the caller leads (p.appending was set on its behalf).
 func (p *Partition) runRound() {
 	p.qmu.Lock()
-	round := p.queue
-	p.queue = p.spare[:0]
+	round := p.q.queue // not nil: the caller queued a request
+	p.q.queue = p.q.spare[:0]
 	closed := p.qclosed
 	p.qmu.Unlock()
 
@@ -198,8 +201,8 @@ func (p *Partition) runRound() {
 			r.err = ErrClosed
 		}
 	} else if err := p.safeAppendRound(round); err != nil && len(round) > 1 && !errors.Is(err, engine.ErrClosed) && !errors.Is(err, safe.ErrPanic) {
-		p.logger.Warn("replication: coalesced append failed, retrying each request alone",
-			"topic", p.opts.Topic, "partition", p.opts.Partition, "requests", len(round), "err", err)
+		p.opts.Logger.Warn("replication: coalesced append failed, retrying each request alone",
+			"topic", p.opts.Topic, "partition", p.index, "requests", len(round), "err", err)
 		// One request may have poisoned the round: the round's producer
 		// changes were rolled back, so retry every request alone, checks
 		// included (a duplicate may have pointed into the failed round).
@@ -215,9 +218,9 @@ func (p *Partition) runRound() {
 		r.wake <- false
 	}
 	p.qmu.Lock()
-	p.spare = round[:0]
-	if len(p.queue) > 0 {
-		p.queue[0].wake <- true // p.appending stays set: the next leader owns it
+	p.q.spare = round[:0]
+	if len(p.q.queue) > 0 {
+		p.q.queue[0].wake <- true // p.appending stays set: the next leader owns it
 	} else {
 		p.endRoundLocked()
 	}
@@ -235,10 +238,10 @@ func (p *Partition) runRound() {
 // for the new log end. REQUIRES: the caller leads the round.
 func (p *Partition) safeAppendRound(round []*appendReq) error {
 	before := p.log.EndOffset()
-	err := safe.Call(p.logger, "replication: append round", func() error { return p.appendRound(round) })
+	err := safe.Call(p.opts.Logger, "replication: append round", func() error { return p.appendRound(round) })
 	if errors.Is(err, safe.ErrPanic) {
 		if end := p.log.EndOffset(); end == before {
-			p.producers.rollback(stateMark{})
+			p.producerTable().rollback(stateMark{})
 		} else {
 			p.rebuildProducerState("a panic in an append round")
 			p.lowerHW(end) // resets the byte marks to the log end
@@ -248,7 +251,7 @@ func (p *Partition) safeAppendRound(round []*appendReq) error {
 		}
 		for _, r := range round {
 			r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-			r.err = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+			r.err = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.index, err)
 		}
 	}
 	return err
@@ -266,13 +269,13 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		}
 		return nil
 	}
-	ps := p.producers
+	ps := p.producerTable()
 	base := p.log.EndOffset()
 	next := base
-	nowMs := p.now().UnixMilli()
+	nowMs := p.opts.Now().UnixMilli()
 	var single []byte // the one request's batches when only one writes
 	writers := 0
-	buf := p.roundBuf[:0]
+	buf := p.q.roundBuf[:0]
 	for _, r := range round {
 		r.res = AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 		r.err = nil
@@ -319,11 +322,11 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	// Every request was validated (CRC included) before it was queued.
 	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load(), Prevalidated: true}
 	if p.logAppendTime.Load() {
-		opts.LogAppendTime = p.now().UnixMilli()
+		opts.LogAppendTime = p.opts.Now().UnixMilli()
 	}
 	info, err := p.log.Append(data, opts)
 	if cap(buf) <= maxKeptRoundBuf {
-		p.roundBuf = buf[:0]
+		p.q.roundBuf = buf[:0]
 	}
 	if err == nil && info.FirstOffset != base {
 		// Someone appended behind the partition's back; the producer
@@ -336,7 +339,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	if err != nil {
 		ps.rollback(stateMark{})
 		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
-		err = fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+		err = fmt.Errorf("replication: append to %s-%d: %w", p.opts.Topic, p.index, err)
 		for _, r := range round {
 			if r.write {
 				r.err = err
@@ -348,7 +351,7 @@ func (p *Partition) appendRound(round []*appendReq) error {
 	// then the LSO tracking (txn.go), before the HW can be moved here.
 	if len(ps.events) > 0 {
 		if terr := p.applyTxnEvents(ps.events, true); terr != nil {
-			terr = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.opts.Partition, terr)
+			terr = fmt.Errorf("replication: %s-%d: %w", p.opts.Topic, p.index, terr)
 			for _, r := range round {
 				if r.write && r.marker != nil {
 					r.err = terr
@@ -374,6 +377,21 @@ func (p *Partition) appendRound(round []*appendReq) error {
 		}
 	}
 	return nil
+}
+
+// appendQueue is a partition's append queue, made when the first append
+// is queued (a partition that is never written holds none: 72 bytes).
+type appendQueue struct {
+	// queue holds the requests waiting for the next round; spare is the
+	// previous round's slice, reused. REQUIRES: Partition.qmu.
+	queue, spare []*appendReq
+	// roundBuf concatenates the batches of a round's requests. Owned by
+	// the goroutine leading the current round.
+	roundBuf []byte
+	// idle is signalled (with qmu) when Partition.appending turns false;
+	// nil until someone waits for it (waitIdleLocked), as most
+	// partitions never do.
+	idle *sync.Cond
 }
 
 // maxKeptRoundBuf bounds the concatenation buffer kept between rounds.

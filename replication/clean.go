@@ -33,11 +33,11 @@ func (p *Partition) withProducers(fn func(*producerState)) {
 	p.appending = true // lead an empty round: the table is ours
 	p.qmu.Unlock()
 
-	fn(p.producers)
+	fn(p.producerTable())
 
 	p.qmu.Lock()
-	if len(p.queue) > 0 {
-		p.queue[0].wake <- true // hand the lead on, as runRound does
+	if p.q != nil && len(p.q.queue) > 0 {
+		p.q.queue[0].wake <- true // hand the lead on, as runRound does
 	} else {
 		p.endRoundLocked()
 	}

@@ -806,7 +806,7 @@ func (p *Partition) followLogStart(leaderStart int64) {
 	}
 	if off := min(leaderStart, p.hw.Load()); off > p.log.StartOffset() {
 		if err := p.log.DeleteBefore(off); err != nil {
-			p.logger.Warn("replication: following the leader's log start failed", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", off, "err", err)
+			p.opts.Logger.Warn("replication: following the leader's log start failed", "topic", p.opts.Topic, "partition", p.index, "offset", off, "err", err)
 		}
 	}
 }

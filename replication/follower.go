@@ -31,20 +31,21 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 	}
 	if _, err := p.log.Append(batches, engine.AppendOptions{AssignOffsets: false}); err != nil {
 		p.lowerHW(p.log.EndOffset()) // what reached the log is unknown: reset the byte marks
-		return fmt.Errorf("replication: follower append to %s-%d at %d: %w", p.opts.Topic, p.opts.Partition, p.log.EndOffset(), err)
+		return fmt.Errorf("replication: follower append to %s-%d at %d: %w", p.opts.Topic, p.index, p.log.EndOffset(), err)
 	}
-	nowMs := p.now().UnixMilli() // one clock read and one sweep per append
-	p.producers.expire(nowMs)
+	nowMs := p.opts.Now().UnixMilli() // one clock read and one sweep per append
+	ps := p.producerTable()
+	ps.expire(nowMs)
 	for pos := 0; pos < len(batches); {
 		b := record.Batch(batches[pos:])
-		p.producers.load(b, nowMs)
+		ps.load(b, nowMs)
 		pos += b.Size()
 	}
-	if evs := p.producers.events; len(evs) > 0 {
+	if evs := ps.events; len(evs) > 0 {
 		err := p.applyTxnEvents(evs, true)
-		p.producers.events = evs[:0]
+		ps.events = evs[:0]
 		if err != nil {
-			return fmt.Errorf("replication: follower append to %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+			return fmt.Errorf("replication: follower append to %s-%d: %w", p.opts.Topic, p.index, err)
 		}
 	}
 	p.noteAppended(int64(len(batches)))
@@ -52,7 +53,7 @@ func (p *Partition) AppendAsFollower(batches []byte) error {
 	if p.opts.FlushEveryAppend {
 		if err := p.log.Flush(); err != nil {
 			p.lowerHW(p.log.EndOffset()) // the batches are in the log, unpriced
-			return fmt.Errorf("replication: follower flush of %s-%d: %w", p.opts.Topic, p.opts.Partition, err)
+			return fmt.Errorf("replication: follower flush of %s-%d: %w", p.opts.Topic, p.index, err)
 		}
 	}
 	p.appends.Add(1)
@@ -100,7 +101,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 		err = p.log.Truncate(offset)
 	}
 	if err != nil {
-		return fmt.Errorf("replication: truncate %s-%d to %d: %w", p.opts.Topic, p.opts.Partition, offset, err)
+		return fmt.Errorf("replication: truncate %s-%d to %d: %w", p.opts.Topic, p.index, offset, err)
 	}
 	p.afterTruncate(end)
 	return nil
@@ -128,10 +129,10 @@ func (p *Partition) RestartAt(offset int64) error {
 		err = fmt.Errorf("%w: the %T log cannot restart above its start offset %d", engine.ErrOffsetOutOfRange, p.log, p.log.StartOffset())
 	}
 	if err != nil {
-		return fmt.Errorf("replication: restart %s-%d at %d: %w", p.opts.Topic, p.opts.Partition, offset, err)
+		return fmt.Errorf("replication: restart %s-%d at %d: %w", p.opts.Topic, p.index, offset, err)
 	}
 	p.afterTruncate(end)
-	p.logger.Warn("replication: follower log restarted", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", offset, "old_end", end)
+	p.opts.Logger.Warn("replication: follower log restarted", "topic", p.opts.Topic, "partition", p.index, "offset", offset, "old_end", end)
 	return nil
 }
 
@@ -142,7 +143,7 @@ func (p *Partition) afterTruncate(oldEnd int64) {
 	p.lowerHW(end)
 	p.rebuildProducerState("truncation")
 	if end != oldEnd {
-		p.logger.Info("replication: follower truncated", "topic", p.opts.Topic, "partition", p.opts.Partition, "from", oldEnd, "to", end)
+		p.opts.Logger.Info("replication: follower truncated", "topic", p.opts.Topic, "partition", p.index, "from", oldEnd, "to", end)
 	}
 }
 

@@ -122,7 +122,10 @@ func setSequence(b []byte, seq int32) {
 func (p *Partition) queued() int {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
-	return len(p.queue)
+	if p.q == nil {
+		return 0
+	}
+	return len(p.q.queue)
 }
 
 // readAll returns every batch of the log (all of it, below the HW or not).

@@ -108,6 +108,11 @@ type Shared struct {
 	AlterISR             func(ctx context.Context, topic string, partition int32, st LeaderAndIsr) (newZkVersion int32, err error)
 	OnISRChange          func(shrink bool)
 	OnFollowerAppend     func(bytes int64)
+	// Now and Logger are Options.Now and Options.Logger with their
+	// defaults (time.Now, slog.Default()). Now is a function field;
+	// Logger is compared.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // NewShared returns the topic-wide part of o, to pass as Options.Shared
@@ -118,7 +123,24 @@ func (o *Options) NewShared() *Shared {
 		FlushEveryAppend: o.FlushEveryAppend, ProducerScanBytes: o.ProducerScanBytes,
 		ProducerIDExpiration: o.ProducerIDExpiration, ReplicaLagTimeMax: o.lagMax(),
 		AlterISR: o.AlterISR, OnISRChange: o.OnISRChange, OnFollowerAppend: o.OnFollowerAppend,
+		Now: o.now(), Logger: o.logger(),
 	}
+}
+
+// now is Now with its default.
+func (o *Options) now() func() time.Time {
+	if o.Now == nil {
+		return time.Now
+	}
+	return o.Now
+}
+
+// logger is Logger with its default.
+func (o *Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
 }
 
 // lagMax is ReplicaLagTimeMax with its default.
@@ -135,7 +157,8 @@ func (o *Options) lagMax() time.Duration {
 func (sh *Shared) Matches(o *Options) bool {
 	return sh != nil && sh.Topic == o.Topic && sh.TopicID == o.TopicID && sh.BrokerID == o.BrokerID &&
 		sh.FlushEveryAppend == o.FlushEveryAppend && sh.ProducerScanBytes == o.ProducerScanBytes &&
-		sh.ProducerIDExpiration == o.ProducerIDExpiration && sh.ReplicaLagTimeMax == o.lagMax()
+		sh.ProducerIDExpiration == o.ProducerIDExpiration && sh.ReplicaLagTimeMax == o.lagMax() &&
+		sh.Logger == o.logger()
 }
 
 // shared returns o.Shared when it matches o, else a new copy of o's.
@@ -147,10 +170,9 @@ func (o *Options) shared() *Shared {
 }
 
 // partitionOpts is what a Partition keeps of its Options: the topic-wide
-// part, shared, and its index.
+// part, shared (the partition's index is Partition.index).
 type partitionOpts struct {
 	*Shared
-	Partition int32
 }
 
 // DefaultReplicaLagTimeMax is Kafka's replica.lag.time.max.ms.
@@ -191,27 +213,32 @@ type AppendResult struct {
 // fetcher feeds (follower.go). Safe for concurrent use.
 //
 // Lock order: fmu, then rmu, then hwMu; qmu is never held with another.
+//
+// Size: 384 bytes, a size class of its own (TestPartitionSize); a broker
+// holds one per partition, 100,000 of them on the pebble backend. What
+// most partitions never use is made on first use (the append queue, the
+// transaction tracker, the producer table); what every partition of a
+// topic shares is in opts.
 type Partition struct {
-	log    engine.Log
-	opts   partitionOpts
-	now    func() time.Time
-	logger *slog.Logger
+	log  engine.Log
+	opts partitionOpts // opts.Now and opts.Logger are the clock and logger
 
-	leaderEpoch   atomic.Int32
-	logAppendTime atomic.Bool
-	rules         atomic.Pointer[record.Rules] // never nil; never modified once stored
-	hw            atomic.Int64
+	leaderEpoch atomic.Int32
+	index       int32                        // the partition's number in its topic
+	rules       atomic.Pointer[record.Rules] // never nil; never modified once stored
+	hw          atomic.Int64
 	// lso is the last stable offset (txn.go); it moves with hwMu held.
 	// Invariant: lso <= hw.
 	lso atomic.Int64
 
 	// The flags, side by side so that they take 8 bytes, not 32; each is
 	// guarded as the group it belongs to says.
-	isLeader     atomic.Bool // see gen
-	closed       bool        // hwMu
-	lsoFollowsHW bool        // hwMu; see lsoWatchers
-	appending    bool        // qmu; see qmu
-	qclosed      bool        // qmu
+	logAppendTime atomic.Bool
+	isLeader      atomic.Bool // see gen
+	closed        bool        // hwMu
+	lsoFollowsHW  bool        // hwMu; see lsoWatchers
+	appending     bool        // qmu; see qmu
+	qclosed       bool        // qmu
 
 	// hwMu guards changed, closed, the watcher lists and marks; hw moves
 	// only with it held.
@@ -229,20 +256,20 @@ type Partition struct {
 	// says the LSO equals the HW (no unstable transaction), so HW moves
 	// price LSO moves too. txns is what the LSO depends on (txn.go).
 	lsoWatchers watchList
-	txns        txnTracker
+	// txns is nil until a transaction event arrives: made by
+	// applyTxnEvents, dropped by resetTxnTracking, both by the producer
+	// table's owner with hwMu held (so the owner may read it without).
+	txns *txnTracker
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
 	qmu sync.Mutex
-	// idle is signalled (with qmu) when appending turns false; nil until
-	// someone waits for it (waitIdleLocked), as most partitions never do.
-	idle  *sync.Cond
-	queue []*appendReq
-	spare []*appendReq // the previous round's slice, reused
+	q   *appendQueue // nil until the first append is queued
 
 	// Owned by the goroutine leading the current round (see append.go).
+	// nil while empty: most partitions never see an idempotent producer
+	// (see producerTable).
 	producers *producerState
-	roundBuf  []byte
 
 	appends atomic.Int64 // engine appends made, for tests and stats
 
@@ -272,13 +299,7 @@ type Partition struct {
 // The partition starts as leader at Options.LeaderEpoch with the high
 // watermark at the log end.
 func NewPartition(log engine.Log, opts Options) (*Partition, error) {
-	p := &Partition{log: log, opts: partitionOpts{Shared: opts.shared(), Partition: opts.Partition}, now: opts.Now, logger: opts.Logger}
-	if p.now == nil {
-		p.now = time.Now
-	}
-	if p.logger == nil {
-		p.logger = slog.Default()
-	}
+	p := &Partition{log: log, opts: partitionOpts{Shared: opts.shared()}, index: opts.Partition}
 	p.leaderEpoch.Store(opts.LeaderEpoch)
 	p.initReplicaState(opts.MinInsyncReplicas)
 	p.logAppendTime.Store(opts.LogAppendTime)
@@ -287,12 +308,11 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	} else {
 		p.SetRules(record.DefaultRules())
 	}
-	p.txns.reset()
 	if err := p.loadProducerState(); err != nil {
 		return nil, err
 	}
-	p.logger.Debug("replication: partition open", "topic", opts.Topic, "partition", opts.Partition,
-		"start", log.StartOffset(), "end", log.EndOffset(), "producers", len(p.producers.producers))
+	p.opts.Logger.Debug("replication: partition open", "topic", opts.Topic, "partition", opts.Partition,
+		"start", log.StartOffset(), "end", log.EndOffset(), "producers", p.producers.len())
 	// Everything in the local log is committed, as in single-node mode,
 	// unless the broker restores the high watermark it checkpointed
 	// (cluster mode).
@@ -303,6 +323,9 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 	p.hw.Store(hw)
 	p.marks.reset(log.EndOffset(), hw)
 	p.resetTxnTracking()
+	if p.producers.empty() {
+		p.producers = nil // made again by the first append (producerTable)
+	}
 	return p, nil
 }
 
@@ -310,10 +333,13 @@ func NewPartition(log engine.Log, opts Options) (*Partition, error) {
 // REQUIRES: p.qmu held.
 func (p *Partition) waitIdleLocked() {
 	for p.appending {
-		if p.idle == nil {
-			p.idle = sync.NewCond(&p.qmu)
+		if p.q == nil {
+			p.q = new(appendQueue) // an empty round led by withProducers
 		}
-		p.idle.Wait()
+		if p.q.idle == nil {
+			p.q.idle = sync.NewCond(&p.qmu)
+		}
+		p.q.idle.Wait()
 	}
 }
 
@@ -321,8 +347,8 @@ func (p *Partition) waitIdleLocked() {
 // REQUIRES: p.qmu held, the queue empty.
 func (p *Partition) endRoundLocked() {
 	p.appending = false
-	if p.idle != nil {
-		p.idle.Broadcast()
+	if p.q != nil && p.q.idle != nil {
+		p.q.idle.Broadcast()
 	}
 }
 
@@ -500,7 +526,7 @@ func (p *Partition) Topic() string { return p.opts.Topic }
 func (p *Partition) TopicID() [16]byte { return p.opts.TopicID }
 
 // Index returns the partition's number within its topic.
-func (p *Partition) Index() int32 { return p.opts.Partition }
+func (p *Partition) Index() int32 { return p.index }
 
 // SetLogAppendTime switches message.timestamp.type for later appends.
 func (p *Partition) SetLogAppendTime(on bool) { p.logAppendTime.Store(on) }
@@ -519,10 +545,12 @@ var lastRules atomic.Pointer[record.Rules]
 // partitions when it equals the last one stored. Safe for concurrent use.
 func internRules(r record.Rules) *record.Rules {
 	if last := lastRules.Load(); last != nil && *last == r {
-		return last
+		return last // no allocation: r does not escape on this path
 	}
-	lastRules.Store(&r)
-	return &r
+	nr := new(record.Rules)
+	*nr = r
+	lastRules.Store(nr)
+	return nr
 }
 
 // Log returns the underlying log (reads, retention, config changes).

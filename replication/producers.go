@@ -156,6 +156,30 @@ func newProducerState(expire time.Duration) *producerState {
 	return &producerState{expireMs: expire.Milliseconds()}
 }
 
+// len returns how many producers the table holds (nil s: none).
+func (s *producerState) len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.producers)
+}
+
+// empty reports whether s holds nothing: no producer, nothing pending
+// (nil s: nothing).
+func (s *producerState) empty() bool {
+	return s == nil || s.producers == nil && len(s.undo) == 0 && len(s.events) == 0 && s.nextSweep == 0
+}
+
+// producerTable returns p's producer table, making it on first use: a
+// partition keeps none (80 bytes) until it is written to. REQUIRES: the
+// caller owns p.producers.
+func (p *Partition) producerTable() *producerState {
+	if p.producers == nil {
+		p.producers = newProducerState(p.opts.ProducerIDExpiration)
+	}
+	return p.producers
+}
+
 // put adds pid's entry, making the table on the first one: most partitions
 // never see an idempotent producer, and an empty map costs ~48 bytes.
 func (s *producerState) put(pid int64, e *producerEntry) {

@@ -73,9 +73,11 @@ func (p *Partition) noteAppended(n int64) { p.snap.since += n }
 // returned; the error is the log's. REQUIRES: the caller owns
 // p.producers (NewPartition, the append round's leader, or p.fmu held as
 // a follower).
+//
+// The table is made only when there is something to load (producerTable):
+// a new, empty log leaves it nil.
 func (p *Partition) loadProducerState() error {
-	s := newProducerState(p.opts.ProducerIDExpiration)
-	p.producers, p.snap = s, snapState{due: -1}
+	p.producers, p.snap = nil, snapState{due: -1}
 	from := int64(-1)
 	ss, ok := p.log.(engine.SnapshotStore)
 	if ok {
@@ -86,13 +88,15 @@ func (p *Partition) loadProducerState() error {
 		if p.opts.ProducerScanBytes < 0 {
 			return nil // told not to scan
 		}
-		if start, end := p.log.StartOffset(), p.log.EndOffset(); end > start {
-			p.logger.Info("replication: no producer snapshot, rebuilding producer state from the whole log", "topic", p.opts.Topic, "partition", p.opts.Partition, "start", start, "end", end, "bytes", p.log.Size())
+		start, end := p.log.StartOffset(), p.log.EndOffset()
+		if end <= start {
+			return nil // nothing to replay
 		}
-		return replayProducers(s, p.log, p.log.StartOffset())
+		p.opts.Logger.Info("replication: no producer snapshot, rebuilding producer state from the whole log", "topic", p.opts.Topic, "partition", p.index, "start", start, "end", end, "bytes", p.log.Size())
+		return replayProducers(p.producerTable(), p.log, start)
 	}
 	p.snap.kept = []int64{from}
-	return replayProducers(s, p.log, max(from, p.log.StartOffset()))
+	return replayProducers(p.producerTable(), p.log, max(from, p.log.StartOffset()))
 }
 
 // loadLatestSnapshot loads the latest valid snapshot at or below the log
@@ -100,12 +104,12 @@ func (p *Partition) loadProducerState() error {
 func (p *Partition) loadLatestSnapshot(ss engine.SnapshotStore) int64 {
 	end := p.log.EndOffset()
 	if err := ss.DeleteSnapshotsFrom(end + 1); err != nil {
-		p.logger.Warn("replication: deleting producer snapshots above the log end", "topic", p.opts.Topic, "partition", p.opts.Partition, "end", end, "err", err)
+		p.opts.Logger.Warn("replication: deleting producer snapshots above the log end", "topic", p.opts.Topic, "partition", p.index, "end", end, "err", err)
 	}
 	for upTo := end; upTo >= 0; {
 		off, data, ok, err := ss.LatestSnapshot(upTo)
 		if err != nil {
-			p.logger.Warn("replication: reading producer snapshots", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+			p.opts.Logger.Warn("replication: reading producer snapshots", "topic", p.opts.Topic, "partition", p.index, "err", err)
 			return -1
 		}
 		if !ok {
@@ -113,12 +117,12 @@ func (p *Partition) loadLatestSnapshot(ss engine.SnapshotStore) int64 {
 		}
 		entries, err := decodeSnapshot(data)
 		if err != nil {
-			p.logger.Warn("replication: skipping a damaged producer snapshot", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", off, "err", err)
+			p.opts.Logger.Warn("replication: skipping a damaged producer snapshot", "topic", p.opts.Topic, "partition", p.index, "offset", off, "err", err)
 			upTo = off - 1
 			continue
 		}
-		loadSnapshot(p.producers, entries)
-		p.logger.Debug("replication: producer state loaded from snapshot", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", off, "producers", len(entries))
+		loadSnapshot(p.producerTable(), entries)
+		p.opts.Logger.Debug("replication: producer state loaded from snapshot", "topic", p.opts.Topic, "partition", p.index, "offset", off, "producers", len(entries))
 		return off
 	}
 	return -1
@@ -138,7 +142,7 @@ func (p *Partition) maybeSnapshot(force bool) {
 	if n := len(p.snap.kept); n > 0 && p.snap.kept[n-1] == end {
 		return
 	}
-	if end == p.log.StartOffset() && len(p.producers.producers) == 0 {
+	if end == p.log.StartOffset() && p.producers.len() == 0 {
 		// An empty log: a restart without the snapshot replays nothing
 		// either (a clean stop of 20,000 partitions wrote one for each).
 		return
@@ -147,8 +151,8 @@ func (p *Partition) maybeSnapshot(force bool) {
 	if !force && (due < 0 || due <= p.snap.due) && p.snap.since < p.snapshotEvery() {
 		return // no roll since the last snapshot, and not enough appended
 	}
-	if err := ss.SaveSnapshot(end, encodeSnapshot(p.producers)); err != nil {
-		p.logger.Warn("replication: saving a producer snapshot", "topic", p.opts.Topic, "partition", p.opts.Partition, "offset", end, "err", err)
+	if err := ss.SaveSnapshot(end, encodeSnapshot(p.producerTable())); err != nil {
+		p.opts.Logger.Warn("replication: saving a producer snapshot", "topic", p.opts.Topic, "partition", p.index, "offset", end, "err", err)
 		return
 	}
 	p.snap.due, p.snap.since = due, 0
@@ -156,7 +160,7 @@ func (p *Partition) maybeSnapshot(force bool) {
 	if n := len(p.snap.kept); n > keepSnapshots {
 		p.snap.kept = p.snap.kept[n-keepSnapshots:]
 		if err := ss.DeleteSnapshotsBefore(p.snap.kept[0]); err != nil {
-			p.logger.Warn("replication: deleting old producer snapshots", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+			p.opts.Logger.Warn("replication: deleting old producer snapshots", "topic", p.opts.Topic, "partition", p.index, "err", err)
 		}
 	}
 }
@@ -207,7 +211,7 @@ func replayProducers(s *producerState, log engine.Log, start int64) error {
 // p.fmu as a follower).
 func (p *Partition) rebuildProducerState(after string) {
 	if err := p.loadProducerState(); err != nil {
-		p.logger.Warn("replication: rebuilding producer state failed", "after", after, "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+		p.opts.Logger.Warn("replication: rebuilding producer state failed", "after", after, "topic", p.opts.Topic, "partition", p.index, "err", err)
 	}
 	p.resetTxnTracking()
 }

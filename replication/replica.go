@@ -151,7 +151,7 @@ func (p *Partition) SetMinInsyncReplicas(n int) {
 // follower operation in progress.
 func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 	if st.Leader != p.opts.BrokerID {
-		return fmt.Errorf("replication: %s-%d: MakeLeader names leader %d, this broker is %d", p.opts.Topic, p.opts.Partition, st.Leader, p.opts.BrokerID)
+		return fmt.Errorf("replication: %s-%d: MakeLeader names leader %d, this broker is %d", p.opts.Topic, p.index, st.Leader, p.opts.BrokerID)
 	}
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
@@ -162,7 +162,7 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 	cur := p.leaderEpoch.Load()
 	if st.LeaderEpoch < cur {
 		p.rmu.Unlock()
-		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than %d", ErrStaleLeaderEpoch, p.opts.Topic, p.opts.Partition, st.LeaderEpoch, cur)
+		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than %d", ErrStaleLeaderEpoch, p.opts.Topic, p.index, st.LeaderEpoch, cur)
 	}
 	same := p.rs.leader && st.LeaderEpoch == cur
 	p.rs.isr = slices.Clone(st.ISR)
@@ -176,7 +176,7 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 		p.rs.followers = make(map[int32]*followerState, len(st.Replicas))
 		p.leaderEpoch.Store(st.LeaderEpoch)
 		p.isLeader.Store(true)
-		p.logger.Info("replication: became leader", "topic", p.opts.Topic, "partition", p.opts.Partition,
+		p.opts.Logger.Info("replication: became leader", "topic", p.opts.Topic, "partition", p.index,
 			"epoch", st.LeaderEpoch, "start", p.rs.epochStart, "hw", p.hw.Load(), "isr", st.ISR)
 	}
 	// Followers: every replica but self (new ones keep no state).
@@ -188,7 +188,7 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 			if p.rs.followers == nil { // a partition that never led others holds none
 				p.rs.followers = make(map[int32]*followerState, len(st.Replicas))
 			}
-			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.now(), lastFetchLeaderLEO: -1}
+			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.opts.Now(), lastFetchLeaderLEO: -1}
 		}
 	}
 	for id := range p.rs.followers {
@@ -217,7 +217,7 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	cur := p.leaderEpoch.Load()
 	if st.LeaderEpoch < cur {
 		p.rmu.Unlock()
-		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than %d", ErrStaleLeaderEpoch, p.opts.Topic, p.opts.Partition, st.LeaderEpoch, cur)
+		return fmt.Errorf("%w: %s-%d: leader epoch %d is older than %d", ErrStaleLeaderEpoch, p.opts.Topic, p.index, st.LeaderEpoch, cur)
 	}
 	wasLeader := p.rs.leader
 	p.rs.leader = false
@@ -245,7 +245,7 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	}
 	p.rmu.Unlock()
 	if wasLeader {
-		p.logger.Info("replication: became follower", "topic", p.opts.Topic, "partition", p.opts.Partition,
+		p.opts.Logger.Info("replication: became follower", "topic", p.opts.Topic, "partition", p.index,
 			"leader", st.Leader, "epoch", st.LeaderEpoch, "end", p.log.EndOffset(), "hw", p.hw.Load())
 	}
 	return nil
@@ -276,7 +276,7 @@ func (p *Partition) UpdateFollowerState(replicaID int32, fetchOffset int64, now 
 	}
 	if start, end := p.log.StartOffset(), p.log.EndOffset(); fetchOffset < start || fetchOffset > end {
 		p.rmu.Unlock()
-		return p.hw.Load(), fmt.Errorf("%w: %s-%d replica %d fetch offset %d outside [%d, %d]", engine.ErrOffsetOutOfRange, p.opts.Topic, p.opts.Partition, replicaID, fetchOffset, start, end)
+		return p.hw.Load(), fmt.Errorf("%w: %s-%d replica %d fetch offset %d outside [%d, %d]", engine.ErrOffsetOutOfRange, p.opts.Topic, p.index, replicaID, fetchOffset, start, end)
 	}
 	leo := p.log.EndOffset()
 	switch {
@@ -331,7 +331,7 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 	p.rs.inflight = change
 	lagMax := p.opts.ReplicaLagTimeMax
 	p.rmu.Unlock()
-	p.logger.Info("replication: shrinking ISR", "topic", p.opts.Topic, "partition", p.opts.Partition,
+	p.opts.Logger.Info("replication: shrinking ISR", "topic", p.opts.Topic, "partition", p.index,
 		"out", out, "isr", keep, "lag_max", lagMax)
 	p.alterISR(change, "shrink")
 }
@@ -352,7 +352,7 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 	version, err := st.ZkVersion, error(nil)
 	if p.opts.AlterISR != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), alterISRTimeout)
-		version, err = p.opts.AlterISR(ctx, p.opts.Topic, p.opts.Partition, st)
+		version, err = p.opts.AlterISR(ctx, p.opts.Topic, p.index, st)
 		cancel()
 	}
 	p.rmu.Lock()
@@ -365,7 +365,7 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 	p.rs.inflight = nil
 	if err != nil {
 		p.rmu.Unlock()
-		p.logger.Warn("replication: ISR change failed; will retry", "topic", p.opts.Topic, "partition", p.opts.Partition,
+		p.opts.Logger.Warn("replication: ISR change failed; will retry", "topic", p.opts.Topic, "partition", p.index,
 			"change", kind, "isr", st.ISR, "zk_version", st.ZkVersion, "err", err)
 		return
 	}
@@ -373,7 +373,7 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 	p.rs.zkVersion = version
 	p.maybeAdvanceHWLocked()
 	p.rmu.Unlock()
-	p.logger.Info("replication: ISR changed", "topic", p.opts.Topic, "partition", p.opts.Partition,
+	p.opts.Logger.Info("replication: ISR changed", "topic", p.opts.Topic, "partition", p.index,
 		"change", kind, "isr", st.ISR, "zk_version", version)
 	if f := p.opts.OnISRChange; f != nil {
 		f(kind == "shrink")

@@ -22,9 +22,9 @@ func (p *Partition) CheckLeaderEpoch(current int32, requireLeader bool) error {
 	le := p.leaderEpoch.Load()
 	switch {
 	case current >= 0 && current < le:
-		return fmt.Errorf("%w: %s-%d request epoch %d, partition epoch %d", ErrFencedLeaderEpoch, p.opts.Topic, p.opts.Partition, current, le)
+		return fmt.Errorf("%w: %s-%d request epoch %d, partition epoch %d", ErrFencedLeaderEpoch, p.opts.Topic, p.index, current, le)
 	case current > le:
-		return fmt.Errorf("%w: %s-%d request epoch %d, partition epoch %d", ErrUnknownLeaderEpoch, p.opts.Topic, p.opts.Partition, current, le)
+		return fmt.Errorf("%w: %s-%d request epoch %d, partition epoch %d", ErrUnknownLeaderEpoch, p.opts.Topic, p.index, current, le)
 	case requireLeader && !p.isLeader.Load():
 		return ErrNotLeader
 	}
@@ -67,9 +67,9 @@ func (p *Partition) HandleReplicaFetch(replicaID, currentLeaderEpoch int32, fetc
 		// Kafka's followerReplicaOrThrow: the follower retries, and a
 		// stranger learns nothing past the high watermark.
 		if currentLeaderEpoch >= 0 {
-			return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrUnknownLeaderEpoch, p.opts.Topic, p.opts.Partition, replicaID)
+			return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrUnknownLeaderEpoch, p.opts.Topic, p.index, replicaID)
 		}
-		return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrNotLeader, p.opts.Topic, p.opts.Partition, replicaID)
+		return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrNotLeader, p.opts.Topic, p.index, replicaID)
 	case err != nil: // the offset is out of range
 		res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.log.StartOffset(), p.log.EndOffset(), hw
 		return res, err

@@ -3,6 +3,7 @@ package replication
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/sluice/sluice/engine"
 )
@@ -53,5 +54,15 @@ func TestSharedOptions(t *testing.T) {
 				t.Fatalf("partition options %+v (index %d) do not describe %+v", *p.opts.Shared, p.Index(), o)
 			}
 		})
+	}
+}
+
+// TestPartitionSize: a Partition fits the 384-byte size class (a broker
+// holds one per partition: 100,000 on the pebble backend). A field added
+// to it should be one most partitions need; the rest can be made on first
+// use, as the append queue and the transaction tracker are.
+func TestPartitionSize(t *testing.T) {
+	if n := unsafe.Sizeof(Partition{}); n > 384 {
+		t.Fatalf("Partition is %d bytes, more than 384", n)
 	}
 }

@@ -55,7 +55,13 @@ type txnTracker struct {
 
 type endedTxn struct{ first, marker int64 }
 
-func (t *txnTracker) reset() { t.ongoing, t.ended = nil, nil }
+// open returns the open transactions (nil t: none). The map is only read.
+func (t *txnTracker) open() map[int64]int64 {
+	if t == nil {
+		return nil
+	}
+	return t.ongoing
+}
 
 // WriteTxnMarker appends the marker that ends producer m.ProducerID's
 // transaction in this partition (a COMMIT or ABORT control batch, as
@@ -74,7 +80,7 @@ func (p *Partition) WriteTxnMarker(ctx context.Context, m TxnMarker) (int64, err
 	}
 	buf := record.AppendEndTxnMarker(nil, record.MarkerOptions{
 		LeaderEpoch: p.leaderEpoch.Load(), ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		Timestamp: p.now().UnixMilli(),
+		Timestamp: p.opts.Now().UnixMilli(),
 	}, record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
 	res, err := p.appendQueued(ctx, buf, -1, &m)
 	if err != nil {
@@ -96,6 +102,9 @@ func (p *Partition) applyTxnEvents(evs []txnEvent, index bool) error {
 		}
 	}
 	p.hwMu.Lock()
+	if p.txns == nil && len(evs) > 0 {
+		p.txns = new(txnTracker)
+	}
 	for _, ev := range evs {
 		if ev.marker < 0 {
 			if p.txns.ongoing == nil {
@@ -121,8 +130,8 @@ func (p *Partition) indexAborted(evs []txnEvent) error {
 	if !ok {
 		return fmt.Errorf("replication: the %T log keeps no aborted-transaction index", p.log)
 	}
-	view := make(map[int64]int64, len(p.txns.ongoing)+1)
-	for pid, f := range p.txns.ongoing { // only the owner writes it
+	view := make(map[int64]int64, len(p.txns.open())+1)
+	for pid, f := range p.txns.open() { // only the owner writes it
 		view[pid] = f
 	}
 	for _, a := range abortedEntries(view, evs) {
@@ -186,7 +195,7 @@ func (p *Partition) repairAbortedIndex(evs []txnEvent) {
 	for _, a := range abortedEntries(make(map[int64]int64), evs) {
 		have, err := ix.AbortedTxns(a.LastOffset, math.MaxInt64)
 		if err != nil {
-			p.logger.Warn("replication: checking the aborted-transaction index", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+			p.opts.Logger.Warn("replication: checking the aborted-transaction index", "topic", p.opts.Topic, "partition", p.index, "err", err)
 			return
 		}
 		found, later := false, false
@@ -197,10 +206,10 @@ func (p *Partition) repairAbortedIndex(evs []txnEvent) {
 		if found || later {
 			continue
 		}
-		p.logger.Warn("replication: restoring a lost aborted-transaction index entry", "topic", p.opts.Topic, "partition", p.opts.Partition,
+		p.opts.Logger.Warn("replication: restoring a lost aborted-transaction index entry", "topic", p.opts.Topic, "partition", p.index,
 			"producer_id", a.ProducerID, "first_offset", a.FirstOffset, "marker_offset", a.LastOffset)
 		if err := ix.AppendAbortedTxn(a); err != nil {
-			p.logger.Warn("replication: restoring an aborted-transaction index entry", "topic", p.opts.Topic, "partition", p.opts.Partition, "err", err)
+			p.opts.Logger.Warn("replication: restoring an aborted-transaction index entry", "topic", p.opts.Topic, "partition", p.index, "err", err)
 			return
 		}
 	}
@@ -235,7 +244,10 @@ func (p *Partition) updateLSOLocked(priced bool, hwBytes int64) {
 // passed and returns the LSO. REQUIRES: p.hwMu held.
 func (p *Partition) computeLSOLocked() int64 {
 	hw := p.hw.Load()
-	t := &p.txns
+	t := p.txns
+	if t == nil {
+		return hw // no transaction was ever seen here
+	}
 	k := 0
 	for _, x := range t.ended {
 		if x.marker >= hw {
@@ -259,12 +271,18 @@ func (p *Partition) computeLSOLocked() int64 {
 // pending events (a rebuild from the log: the index already has the
 // aborts). REQUIRES: the caller owns the producer state.
 func (p *Partition) resetTxnTracking() {
-	p.repairAbortedIndex(p.producers.events)
+	var evs []txnEvent
+	if p.producers != nil { // nil: nothing was loaded
+		evs = p.producers.events
+	}
+	p.repairAbortedIndex(evs)
 	p.hwMu.Lock()
-	p.txns.reset()
+	p.txns = nil
 	p.hwMu.Unlock()
-	_ = p.applyTxnEvents(p.producers.events, false) // no index write: no error
-	p.producers.events = p.producers.events[:0]
+	_ = p.applyTxnEvents(evs, false) // no index write: no error
+	if p.producers != nil {
+		p.producers.events = p.producers.events[:0]
+	}
 	p.hwMu.Lock()
 	p.lso.Store(p.computeLSOLocked())
 	p.lsoFollowsHW = p.lso.Load() == p.hw.Load()

@@ -241,8 +241,8 @@ type byteMarks struct {
 	// full ring (512). Invariant: head > 0 only when
 	// len(ring) == maxByteMarks (head moves only when the ring is full).
 	ring    []byteMark
-	head, n int // ring[(head+i)%len(ring)] for i < n
 	hwBytes int64
+	head, n uint8 // ring[(head+i)%len(ring)] for i < n; both < maxByteMarks <= 255
 	hwKnown bool
 }
 
@@ -263,14 +263,14 @@ func (m *byteMarks) reset(leo, hw int64) {
 func (m *byteMarks) push(end, n int64) {
 	m.total += n
 	mk := byteMark{end: end, bytes: m.total}
-	if m.n == len(m.ring) && len(m.ring) < maxByteMarks {
+	if int(m.n) == len(m.ring) && len(m.ring) < maxByteMarks {
 		m.ring = append(m.ring, mk) // head is 0: the marks stay in order
 		m.n++
 		return
 	}
-	i := (m.head + m.n) % len(m.ring)
-	if m.n == len(m.ring) {
-		m.head = (m.head + 1) % len(m.ring)
+	i := (int(m.head) + int(m.n)) % len(m.ring)
+	if int(m.n) == len(m.ring) {
+		m.head = uint8((int(m.head) + 1) % len(m.ring))
 	} else {
 		m.n++
 	}
@@ -281,8 +281,8 @@ func (m *byteMarks) push(end, n int64) {
 // readable (at least that many), or ok false when the marks cannot tell.
 func (m *byteMarks) hwMoved(hw int64) (n int64, ok bool) {
 	lower, upper := int64(-1), int64(-1)
-	for i := 0; i < m.n; i++ {
-		mk := m.ring[(m.head+i)%len(m.ring)]
+	for i := 0; i < int(m.n); i++ {
+		mk := m.ring[(int(m.head)+i)%len(m.ring)]
 		if mk.end <= hw {
 			lower = mk.bytes
 		}

@@ -276,8 +276,8 @@ func TestByteMarksRing(t *testing.T) {
 					want = want[len(want)-maxByteMarks:]
 				}
 				var got []byteMark
-				for i := range m.n {
-					got = append(got, m.ring[(m.head+i)%len(m.ring)])
+				for i := range int(m.n) {
+					got = append(got, m.ring[(int(m.head)+i)%len(m.ring)])
 				}
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("round %d: marks %v, want %v", round, got, want)

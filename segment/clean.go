@@ -124,7 +124,7 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 		l.appendMu.Unlock()
 		return nil, err
 	}
-	cfg := l.cfg
+	cfg := l.cfg.Get()
 	l.mu.RLock()
 	_, old := l.covering(from, to)
 	old = append([]*segment(nil), old...)
@@ -437,10 +437,10 @@ func (l *Log) completeSwaps() error {
 			// scanDir removes it as a leftover. (A cleaning whose
 			// group held no batch writes an empty file; rolling it
 			// back loses nothing.)
-			l.log.Warn("segment: ignoring a .swap file that holds no whole batches", "swap", swap)
+			l.store.log.Warn("segment: ignoring a .swap file that holds no whole batches", "swap", swap)
 			continue
 		}
-		l.log.Warn("segment: completing an interrupted cleaning", "swap", swap, "replaces", fmt.Sprintf("[%d, %d]", base, end))
+		l.store.log.Warn("segment: completing an interrupted cleaning", "swap", swap, "replaces", fmt.Sprintf("[%d, %d]", base, end))
 		for _, b := range logs {
 			if b < base || b > end {
 				continue

@@ -3,7 +3,6 @@ package segment
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"path/filepath"
 	"sync"
@@ -44,11 +43,9 @@ type Log struct {
 	store *Store
 	id    engine.PartitionID
 	dir   string
-	log   *slog.Logger
-	now   func() time.Time
 
 	appendMu sync.Mutex
-	cfg      engine.LogConfig // REQUIRES: appendMu
+	cfg      engine.SharedLogConfig // normalized; one copy per distinct config. REQUIRES: appendMu
 	// unflushed counts records appended since the last flush.messages
 	// fsync. REQUIRES: appendMu
 	unflushed int64
@@ -109,7 +106,7 @@ const (
 // later keeps them valid). Recovery of any other log insists on dense
 // offsets, which catches a damaged baseOffset (the CRC does not cover it).
 // REQUIRES: appendMu, or exclusive access while loading.
-func (l *Log) gaps() bool { return l.cfg.Compact || l.store.hasCleanerPoint(l.id) }
+func (l *Log) gaps() bool { return l.cfg.Get().Compact || l.store.hasCleanerPoint(l.id) }
 
 // fail makes err the log's sticky failure, unless one is already set, and
 // returns the failure that is set: the first one wins. The failure is
@@ -119,7 +116,7 @@ func (l *Log) fail(err error) error {
 		err = fmt.Errorf("%w: %w", engine.ErrStorage, err)
 	}
 	if l.failed.CompareAndSwap(nil, &err) {
-		l.log.Error("segment: log failed: it refuses writes until reopened", "dir", l.dir, "err", err)
+		l.store.log.Error("segment: log failed: it refuses writes until reopened", "dir", l.dir, "err", err)
 		return err
 	}
 	return *l.failed.Load()
@@ -184,7 +181,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		return engine.AppendInfo{}, 0, err
 	}
 	next := l.end.Load()
-	info, err := engine.PrepareAppend(batches, next, opts, l.cfg.MaxBatchBytes)
+	info, err := engine.PrepareAppend(batches, next, opts, l.cfg.Get().MaxBatchBytes)
 	if err != nil {
 		return info, 0, err
 	}
@@ -211,7 +208,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		}
 		return info, 0, l.fail(err)
 	}
-	interval := int64(l.cfg.IndexIntervalBytes)
+	interval := int64(l.cfg.Get().IndexIntervalBytes)
 	epochChanged := false
 	l.epochMu.Lock()
 	for p := 0; p < len(batches); {
@@ -230,9 +227,9 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 			return info, 0, l.fail(err)
 		}
 	}
-	if l.cfg.FlushMessages > 0 {
+	if l.cfg.Get().FlushMessages > 0 {
 		l.unflushed += info.Records
-		if l.unflushed >= l.cfg.FlushMessages {
+		if l.unflushed >= l.cfg.Get().FlushMessages {
 			l.unflushed = 0
 			return info, info.LastOffset + 1, nil
 		}
@@ -278,8 +275,8 @@ func (l *Log) pinActive(n, lastOffset int64) (*segment, error) {
 	if size == 0 {
 		return s, nil
 	}
-	nowMs := l.now().UnixMilli()
-	if size+n <= l.cfg.SegmentBytes && nowMs-s.rollTs < l.cfg.RollAge().Milliseconds() &&
+	nowMs := l.store.now().UnixMilli()
+	if size+n <= l.cfg.Get().SegmentBytes && nowMs-s.rollTs < l.cfg.Get().RollAge().Milliseconds() &&
 		!s.idx.Full() && !s.tidx.Full() && lastOffset-s.base <= math.MaxInt32 {
 		return s, nil
 	}
@@ -302,7 +299,7 @@ func (l *Log) pinActive(n, lastOffset int64) (*segment, error) {
 // up without an fsync on the append path. REQUIRES: appendMu.
 func (l *Log) roll(nowMs int64) error {
 	base := l.end.Load()
-	ns, err := createSegment(l.store.fs, l.dir, base, l.cfg, nowMs)
+	ns, err := createSegment(l.store.fs, l.dir, base, l.cfg.Get(), nowMs)
 	if err != nil {
 		return l.fail(err)
 	}
@@ -326,7 +323,7 @@ func (l *Log) roll(nowMs int64) error {
 	go func() {
 		defer l.bg.Done()
 		if err := l.syncTo(base); err != nil && !errors.Is(err, engine.ErrClosed) {
-			l.log.Error("segment: flush after roll failed", "dir", l.dir, "err", err)
+			l.store.log.Error("segment: flush after roll failed", "dir", l.dir, "err", err)
 		}
 	}()
 	return nil
@@ -348,7 +345,7 @@ func (l *Log) SetConfig(cfg engine.LogConfig) error {
 	if l.closed.Load() {
 		return errClosedLog
 	}
-	l.cfg = normalize(cfg)
+	l.cfg = engine.ShareLogConfig(normalize(cfg))
 	return nil
 }
 
@@ -439,9 +436,9 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	wasActive := len(dropped) == 0
 	err = s.truncateTo(pos, offset, l.gaps())
 	if err == nil && !wasActive {
-		s.setIndexBytes(l.cfg.IndexMaxBytes)
-		if err = s.idx.Resize(l.cfg.IndexMaxBytes); err == nil {
-			err = s.tidx.Resize(l.cfg.IndexMaxBytes)
+		s.setIndexBytes(l.cfg.Get().IndexMaxBytes)
+		if err = s.idx.Resize(l.cfg.Get().IndexMaxBytes); err == nil {
+			err = s.tidx.Resize(l.cfg.Get().IndexMaxBytes)
 		}
 	}
 	l.end.Store(offset)
@@ -511,7 +508,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // the new start and end). The caller checkpoints the start offset.
 // REQUIRES: appendMu.
 func (l *Log) restartAtLocked(offset int64) error {
-	ns, err := createSegment(l.store.fs, l.dir, offset, l.cfg, l.now().UnixMilli())
+	ns, err := createSegment(l.store.fs, l.dir, offset, l.cfg.Get(), l.store.now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -611,7 +608,7 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 		l.appendMu.Unlock()
 		return l.start.Load(), err
 	}
-	k := engine.RetentionCut(l.cfg, now, len(l.segs), func(i int) (int64, int64) {
+	k := engine.RetentionCut(l.cfg.Get(), now, len(l.segs), func(i int) (int64, int64) {
 		return l.segs[i].retentionTime(), l.segs[i].size.Load()
 	})
 	var err error

@@ -72,7 +72,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 	for i, base := range bases {
 		maxBytes := 0
 		if i == len(bases)-1 {
-			maxBytes = l.cfg.IndexMaxBytes
+			maxBytes = l.cfg.Get().IndexMaxBytes
 		}
 		seg, err := openSegment(s.fs, l.dir, base, maxBytes)
 		if err != nil {
@@ -83,7 +83,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 	}
 	cached, epochErr := readEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile))
 	if epochErr != nil {
-		l.log.Warn("segment: rebuilding leader epochs from the log", "err", epochErr)
+		l.store.log.Warn("segment: rebuilding leader epochs from the log", "err", epochErr)
 	}
 	l.epochs = engine.NewEpochCache(cached)
 	began := time.Now()
@@ -97,7 +97,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		for _, seg := range recovered {
 			bytes += seg.size.Load()
 		}
-		l.log.Info("segment: recovered log", "dir", l.dir, "recoveryPoint", rp, "segments", len(recovered),
+		l.store.log.Info("segment: recovered log", "dir", l.dir, "recoveryPoint", rp, "segments", len(recovered),
 			"bytes", bytes, "endOffset", l.active().next, "took", time.Since(began).Round(time.Millisecond))
 	}
 	start := s.startOffsets[id]
@@ -105,7 +105,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 		// No segment files (a log never written, or all cut): an empty
 		// segment at the start offset, its files created on first use.
 		// scanDir removed any index file without its .log.
-		l.segs = []*segment{lazySegment(s.fs, l.dir, start, l.cfg, s.now().UnixMilli(), s.cache)}
+		l.segs = []*segment{lazySegment(s.fs, l.dir, start, l.cfg.Get(), s.now().UnixMilli(), s.cache)}
 		l.newDirs.Or(newLogDir)
 	}
 	if start < l.segs[0].base {
@@ -184,7 +184,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		case e.IsDir() && !strings.HasSuffix(name, logSuffix):
 		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, cleanedSuffix),
 			strings.HasSuffix(name, swapSuffix), strings.HasSuffix(name, tmpSuffix):
-			l.log.Info("segment: removing leftover", "path", path)
+			l.store.log.Info("segment: removing leftover", "path", path)
 			if err := os.Remove(path); err != nil {
 				return nil, fmt.Errorf("segment: remove leftover: %w", err)
 			}
@@ -205,7 +205,7 @@ func (l *Log) scanDir() ([]int64, error) {
 			continue
 		}
 		path := filepath.Join(l.dir, name)
-		l.log.Warn("segment: removing index without a log", "path", path)
+		l.store.log.Warn("segment: removing index without a log", "path", path)
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("segment: remove %s: %w", path, err)
 		}
@@ -231,11 +231,11 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 	for i, seg := range all {
 		last := i == len(all)-1
 		if prev := kept; !cut && len(prev) > 0 && (seg.base < prev[len(prev)-1].next || (!l.gaps() && seg.base != prev[len(prev)-1].next)) {
-			l.log.Warn("segment: segment overlaps the one before", "file", seg.path, "previousEnd", kept[len(kept)-1].next, "base", seg.base)
+			l.store.log.Warn("segment: segment overlaps the one before", "file", seg.path, "previousEnd", kept[len(kept)-1].next, "base", seg.base)
 			cut = true
 		}
 		if cut {
-			l.log.Warn("segment: deleting segment after a damaged one", "file", seg.path, "bytes", seg.size.Load())
+			l.store.log.Warn("segment: deleting segment after a damaged one", "file", seg.path, "bytes", seg.size.Load())
 			if err := seg.remove(); err != nil {
 				return recovered, err
 			}
@@ -244,7 +244,7 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 		need := !clean && (last || all[i+1].base > rp)
 		if !need {
 			if err := l.checkSegment(seg, all, i); err != nil {
-				l.log.Warn("segment: index failed its sanity check, recovering segment", "file", seg.path, "reason", err)
+				l.store.log.Warn("segment: index failed its sanity check, recovering segment", "file", seg.path, "reason", err)
 				need = true
 			}
 		}
@@ -269,7 +269,7 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 			}
 		}
 		if seg.txn.cut > 0 {
-			l.log.Warn("segment: cut a torn aborted-transaction index", "file", seg.txn.path, "bytes", seg.txn.cut)
+			l.store.log.Warn("segment: cut a torn aborted-transaction index", "file", seg.txn.path, "bytes", seg.txn.cut)
 		}
 		kept = append(kept, seg)
 	}
@@ -289,11 +289,11 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 		}
 	}
 	a := l.active()
-	a.indexBytes = l.cfg.IndexMaxBytes // not managed yet: no lock needed
-	if err := a.idx.Resize(l.cfg.IndexMaxBytes); err != nil {
+	a.indexBytes = l.cfg.Get().IndexMaxBytes // not managed yet: no lock needed
+	if err := a.idx.Resize(l.cfg.Get().IndexMaxBytes); err != nil {
 		return recovered, err
 	}
-	return recovered, a.tidx.Resize(l.cfg.IndexMaxBytes)
+	return recovered, a.tidx.Resize(l.cfg.Get().IndexMaxBytes)
 }
 
 // checkTxnIndex drops the aborted-transaction entries of a recovered
@@ -305,7 +305,7 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 func (l *Log) checkTxnIndex(seg *segment) error {
 	dropped, err := seg.txn.keepRange(seg.base, seg.next)
 	if dropped > 0 {
-		l.log.Warn("segment: dropping aborted-transaction entries outside the segment", "file", seg.txn.path, "entries", dropped, "end", seg.next)
+		l.store.log.Warn("segment: dropping aborted-transaction entries outside the segment", "file", seg.txn.path, "entries", dropped, "end", seg.next)
 	}
 	return err
 }
@@ -323,7 +323,7 @@ func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
 	if err := seg.tidx.Check(span); err != nil {
 		return err
 	}
-	if err := seg.restoreState(int64(l.cfg.IndexIntervalBytes), l.gaps()); err != nil {
+	if err := seg.restoreState(int64(l.cfg.Get().IndexIntervalBytes), l.gaps()); err != nil {
 		return err
 	}
 	if span >= 0 && (seg.next > segs[i+1].base || (!l.gaps() && seg.next != segs[i+1].base)) {
@@ -337,16 +337,16 @@ func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
 // logs what it cut and why), and rebuilds the indexes and writer state.
 // It reports whether it cut anything. Only I/O failures are errors.
 func (l *Log) recoverSegment(seg *segment, br *bufio.Reader, big *[]byte) (bool, error) {
-	if err := seg.idx.Resize(l.cfg.IndexMaxBytes); err != nil {
+	if err := seg.idx.Resize(l.cfg.Get().IndexMaxBytes); err != nil {
 		return false, err
 	}
-	if err := seg.tidx.Resize(l.cfg.IndexMaxBytes); err != nil {
+	if err := seg.tidx.Resize(l.cfg.Get().IndexMaxBytes); err != nil {
 		return false, err
 	}
 	seg.resetState()
 	size := seg.size.Load()
 	br.Reset(io.NewSectionReader(seg.f, 0, size))
-	interval := int64(l.cfg.IndexIntervalBytes)
+	interval := int64(l.cfg.Get().IndexIntervalBytes)
 	readErr := func(err error) (bool, error) {
 		return false, fmt.Errorf("%w: read %s: %v", engine.ErrCorruptStore, seg.path, err)
 	}
@@ -403,13 +403,13 @@ func (l *Log) recoverSegment(seg *segment, br *bufio.Reader, big *[]byte) (bool,
 		pos += int64(n)
 		total := l.store.recoveredBytes.Add(int64(n))
 		if total/progressEvery != (total-int64(n))/progressEvery {
-			l.log.Info("segment: recovery progress", "dir", l.dir, "file", seg.path, "recoveredMiB", total>>20)
+			l.store.log.Info("segment: recovery progress", "dir", l.dir, "file", seg.path, "recoveredMiB", total>>20)
 		}
 	}
 	if pos == size {
 		return false, nil
 	}
-	l.log.Warn("segment: truncating damaged log", "file", seg.path, "position", pos, "bytes", size-pos, "reason", reason)
+	l.store.log.Warn("segment: truncating damaged log", "file", seg.path, "position", pos, "bytes", size-pos, "reason", reason)
 	if err := seg.f.Truncate(pos); err != nil {
 		return false, fmt.Errorf("%w: truncate %s to %d: %v", engine.ErrCorruptStore, seg.path, pos, err)
 	}

@@ -139,7 +139,7 @@ func (l *Log) snapshotOffsets() ([]int64, error) {
 		}
 		off, err := parseSegmentName(strings.TrimSuffix(name, snapshotSuffix))
 		if err != nil {
-			l.log.Warn("segment: ignoring a snapshot file with a bad name", "path", filepath.Join(l.dir, name))
+			l.store.log.Warn("segment: ignoring a snapshot file with a bad name", "path", filepath.Join(l.dir, name))
 			continue
 		}
 		offs = append(offs, off)

@@ -265,7 +265,7 @@ func checkID(id engine.PartitionID) error {
 }
 
 func (s *Store) newLog(id engine.PartitionID, cfg engine.LogConfig) *Log {
-	l := &Log{store: s, id: id, dir: s.logDir(id), log: s.log, now: s.now, cfg: normalize(cfg)}
+	l := &Log{store: s, id: id, dir: s.logDir(id), cfg: engine.ShareLogConfig(normalize(cfg))}
 	l.syncer.cond.L = &l.syncer.mu
 	l.epochs = engine.NewEpochCache(nil)
 	return l
@@ -300,7 +300,8 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 	// CreateTopics (330 ms for 100 partitions).
 	l.newDirs.Store(newLogDir | newParentDir)
 	l.managed = true
-	l.segs = []*segment{lazySegment(s.fs, dir, 0, l.cfg, s.now().UnixMilli(), s.cache)}
+	// l.dir, not dir: one copy of the path per log (~64 bytes).
+	l.segs = []*segment{lazySegment(s.fs, l.dir, 0, l.cfg.Get(), s.now().UnixMilli(), s.cache)}
 	s.logs[id] = l
 	return l, nil
 }

@@ -290,12 +290,13 @@ func (zp *zkPlane) topicAssignment(name string) ([16]byte, [][]int32, map[string
 // min.insync.replicas, writes ISR changes to ZooKeeper, and restarts its
 // high watermark at the checkpointed one (never past what was committed
 // before the restart; missing clamps to the log start).
-func (zp *zkPlane) replicaOptions(t *topic, o *replication.Options) {
+func (zp *zkPlane) replicaOptions(t *topic, o replication.Options) replication.Options {
 	o.MinInsyncReplicas = t.cfg.minISR
 	o.ReplicaLagTimeMax = zp.s.cfg.ReplicaLagTimeMax
 	o.AlterISR = zp.alterISR
 	o.RestoreHighWatermark = true
 	o.HighWatermark = zp.savedHW[engine.PartitionID{Topic: o.Topic, Partition: o.Partition}]
+	return o
 }
 
 func (zp *zkPlane) roleChanging(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice/sluice/config"
@@ -284,12 +285,24 @@ func (s *Server) configValue(overrides map[string]string, name string) (v string
 	}
 	d, _ := findTopicConfig(name)
 	v = d.def(&s.cfg)
-	def := config.Default()
-	if d.def(&def) != v {
+	if topicConfigDefaults()[name] != v {
 		return v, sourceStaticBroker
 	}
 	return v, sourceDefault
 }
+
+// topicConfigDefaults maps each topic config to its value under
+// config.Default(): built once, read-only. configValue ran per config of
+// every topic created (CreateTopics answers all of them), and building
+// config.Default() each time was ~25 KB of garbage per topic.
+var topicConfigDefaults = sync.OnceValue(func() map[string]string {
+	def := config.Default()
+	m := make(map[string]string, len(topicConfigDefs))
+	for _, d := range topicConfigDefs {
+		m[d.name] = d.def(&def)
+	}
+	return m
+})
 
 // effectiveConfig parses the effective config of a topic with overrides.
 // Overrides must have passed checkTopicConfigs; a stored value that no

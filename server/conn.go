@@ -97,6 +97,12 @@ type response struct {
 	release func()
 	// close: close the connection after writing what came before.
 	close bool
+	// sizeHint, when > 0, is about how many bytes kresp encodes to: the
+	// frame buffer is grown to it once instead of by append as the
+	// encoder goes. Metadata for all of 100,000 partitions is 2.6 MB, and
+	// growing a buffer to that by append allocated ~13 MB per request
+	// (half of all the garbage while growing to that many partitions).
+	sizeHint int
 
 	// api and timing are the request's metrics (api nil: none kept); the
 	// writer completes timing and counts it once the response is sent,
@@ -569,6 +575,9 @@ func encodeResponse(w *zerocopy.Writer, r *response) error {
 	}
 	if r.kresp == nil {
 		return nil
+	}
+	if r.sizeHint > 0 {
+		w.GrowFrame(r.sizeHint + 16) // + size, correlation id, header tags
 	}
 	w.SetFrame(appendKmsgFrame(w.Frame(), r.corr, r.kresp))
 	return nil

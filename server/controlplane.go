@@ -105,9 +105,11 @@ type controlPlane interface {
 	// topicAssignment returns a topic's id, replica assignment and config
 	// overrides, for opening a local replica the controller names.
 	topicAssignment(name string) (id [16]byte, assignment [][]int32, configs map[string]string, err error)
-	// replicaOptions adds the mode's settings to the options of a local
-	// partition being opened.
-	replicaOptions(t *topic, o *replication.Options)
+	// replicaOptions returns o with the mode's settings added, for a
+	// local partition being opened. (By value: a pointer through this
+	// interface made every partition's Options escape, ~240 bytes of
+	// garbage per partition created.)
+	replicaOptions(t *topic, o replication.Options) replication.Options
 	// controllerStats is the controller's counts for the metrics
 	// (kafka_controller_kafkacontroller_*).
 	controllerStats() cluster.ControllerStats
@@ -323,7 +325,7 @@ func (lp localPlane) topicAssignment(string) ([16]byte, [][]int32, map[string]st
 	return [16]byte{}, nil, nil, errClusterOnly
 }
 
-func (lp localPlane) replicaOptions(*topic, *replication.Options) {}
+func (lp localPlane) replicaOptions(_ *topic, o replication.Options) replication.Options { return o }
 
 func (lp localPlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 

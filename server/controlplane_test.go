@@ -273,8 +273,9 @@ func (fp *fakePlane) topicAssignment(name string) ([16]byte, [][]int32, map[stri
 	return t.id, asg, t.configs, nil
 }
 
-func (fp *fakePlane) replicaOptions(t *topic, o *replication.Options) {
+func (fp *fakePlane) replicaOptions(t *topic, o replication.Options) replication.Options {
 	o.MinInsyncReplicas = t.cfg.minISR
+	return o
 }
 
 func (fp *fakePlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}

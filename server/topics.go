@@ -87,6 +87,20 @@ func (r *topicRegistry) all() []*topic {
 	return r.sorted
 }
 
+// eachName calls fn with the name of every topic, in no order, until fn
+// returns false, with r.mu held for reading: fn must not call back into r.
+// Unlike all it neither copies nor sorts, so a check per created topic
+// costs no garbage (all is rebuilt after every creation).
+func (r *topicRegistry) eachName(fn func(name string) bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for name := range r.byName {
+		if !fn(name) {
+			return
+		}
+	}
+}
+
 // publish installs t (replacing a topic of the same name).
 func (r *topicRegistry) publish(t *topic) {
 	r.mu.Lock()
@@ -207,16 +221,18 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 		BrokerID:             s.nodeID,
 	}
 	stats := s.metrics.Topic(t.name)
-	if s.metrics != nil {
-		opts.OnISRChange = s.metrics.ISRChanged
-		opts.OnFollowerAppend = stats.ReplicatedIn
-	}
-	s.cp.replicaOptions(t, &opts)
+	opts = s.cp.replicaOptions(t, opts)
 	// The partitions of a topic share the topic-wide part of their
 	// options (their function fields are the same: the server's and the
 	// topic's metrics, the control plane's): ~90 bytes a partition.
 	sh := s.lastShared.Load()
 	if !sh.Matches(&opts) {
+		// The metrics callbacks are set only for a new Shared: each
+		// method value is an allocation, garbage when sh is kept.
+		if s.metrics != nil {
+			opts.OnISRChange = s.metrics.ISRChanged
+			opts.OnFollowerAppend = stats.ReplicatedIn
+		}
 		sh = opts.NewShared()
 		s.lastShared.Store(sh)
 	}
@@ -329,6 +345,7 @@ func (s *Server) createTopicLocked(spec topicSpec) (*topic, error) {
 		return nil, fmt.Errorf("server: store topic %q: %w", spec.name, err)
 	}
 	t := &topic{name: m.Name, id: m.ID, meta: m, cfg: s.effectiveConfig(internalOverrides(m.Name, m.Configs)), md: new(metadataCache)}
+	t.parts = make([]*partition, 0, m.Partitions)
 	for i := int32(0); i < m.Partitions; i++ {
 		p, err := s.openPartition(t, i, openNew)
 		if err != nil {
@@ -393,8 +410,7 @@ func (s *Server) setTopicConfigsLocked(t *topic, overrides map[string]string) er
 	nt := *t
 	nt.meta = m
 	nt.cfg = s.effectiveConfig(internalOverrides(t.name, overrides))
-	var opts replication.Options
-	s.cp.replicaOptions(&nt, &opts)
+	opts := s.cp.replicaOptions(&nt, replication.Options{})
 	var first error
 	for _, p := range nt.parts {
 		if p == nil {

@@ -328,3 +328,39 @@ func BenchmarkFetchWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestGrowFrameBigFrames: frames larger than maxRetainFrame, written one
+// after another through Writers that grow their buffer with GrowFrame
+// (and so may reuse one a Flush let go), come out whole and in order, with
+// nothing of an earlier frame in a later one; a Writer keeps no such
+// buffer after its Flush.
+func TestGrowFrameBigFrames(t *testing.T) {
+	var out bytes.Buffer
+	var want []byte
+	for i, n := range []int{maxRetainFrame + 1, 3 * maxRetainFrame, 2 * maxRetainFrame, maxRetainFrame + 7} {
+		w := NewWriter(&out)
+		w.GrowFrame(n)
+		if room := cap(w.Frame()) - len(w.Frame()); room < n {
+			t.Fatalf("frame %d: room for %d bytes after GrowFrame(%d)", i, room, n)
+		}
+		frame := bytes.Repeat([]byte{byte('a' + i)}, n)
+		w.SetFrame(append(w.Frame(), frame...))
+		want = append(want, frame...)
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if w.Frame() != nil {
+			t.Fatalf("frame %d: the Writer keeps a %d-byte buffer after Flush", i, cap(w.Frame()))
+		}
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("wrote %d bytes, want %d (or their content differs)", out.Len(), len(want))
+	}
+	// A small frame on a Writer with pending bytes grows by append.
+	w := NewWriter(&out)
+	w.SetFrame(append(w.Frame(), "x"...))
+	w.GrowFrame(16)
+	if string(w.Frame()) != "x" || cap(w.Frame()) < 17 {
+		t.Fatalf("GrowFrame lost pending bytes: %q (cap %d)", w.Frame(), cap(w.Frame()))
+	}
+}

@@ -35,7 +35,7 @@ type Log struct {
 	replacing bool   // a SegmentWriter is open; REQUIRES: writeMu
 
 	mu    sync.RWMutex
-	cfg   engine.LogConfig // defaults filled
+	cfg   engine.SharedLogConfig // one copy per distinct config, shared by the logs
 	start int64
 	end   int64 // segs[len-1].next, or start when there is no segment
 	// segs are ascending and cover the offsets densely: segs[i].next ==
@@ -48,7 +48,7 @@ type Log struct {
 }
 
 func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Log {
-	return &Log{s: s, id: id, n: n, cfg: cfg.WithDefaults()}
+	return &Log{s: s, id: id, n: n, cfg: engine.ShareLogConfig(cfg)}
 }
 
 func (l *Log) errClosed() error {
@@ -183,7 +183,7 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	if l.failed != nil {
 		return engine.AppendInfo{}, l.failed
 	}
-	cfg := l.cfg
+	cfg := l.cfg.Get()
 	info, err := engine.PrepareAppend(batches, l.end, opts, cfg.MaxBatchBytes)
 	if err != nil {
 		return engine.AppendInfo{}, fmt.Errorf("pebblelog: append to %s/%d: %w", l.id.Topic, l.id.Partition, err)
@@ -378,7 +378,7 @@ func (l *Log) SetConfig(cfg engine.LogConfig) error {
 	if l.closed {
 		return l.errClosed()
 	}
-	l.cfg = cfg.WithDefaults()
+	l.cfg = engine.ShareLogConfig(cfg)
 	return nil
 }
 

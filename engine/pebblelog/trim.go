@@ -280,7 +280,7 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 	if l.closed {
 		return 0, l.errClosed()
 	}
-	n := engine.RetentionCut(l.cfg, now, len(l.segs), func(i int) (int64, int64) {
+	n := engine.RetentionCut(l.cfg.Get(), now, len(l.segs), func(i int) (int64, int64) {
 		return l.segs[i].retentionTime(), l.segs[i].bytes
 	})
 	if n == 0 {

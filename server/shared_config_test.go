@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/engine"
+	_ "github.com/sluice/sluice/engine/pebblelog"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/record"
+	_ "github.com/sluice/sluice/segment"
+)
+
+// TestAlterConfigsReachesEveryPartition: the logs of a topic share one
+// interned LogConfig (engine.SharedLogConfig) with every other log of the
+// same configuration, here those of another topic. AlterConfigs on one
+// topic must reach all of its partitions and none of the other topic's:
+// with segment.bytes and retention.bytes made tiny on topic "a", retention
+// cuts every partition of "a" and no partition of "b". On every
+// persistent backend.
+func TestAlterConfigsReachesEveryPartition(t *testing.T) {
+	for _, backend := range []string{"segment", "pebble"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			s := newBackendTestServer(t, backend)
+			const parts = 4
+			s.topics.admin.Lock()
+			for _, name := range []string{"a", "b"} {
+				if _, err := s.createTopicLocked(topicSpec{name: name, partitions: parts, rf: 1}); err != nil {
+					s.topics.admin.Unlock()
+					t.Fatal(err)
+				}
+			}
+			s.topics.admin.Unlock()
+
+			req := kmsg.NewPtrAlterConfigsRequest()
+			res := kmsg.NewAlterConfigsRequestResource()
+			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a"
+			for k, v := range map[string]string{"segment.bytes": "14", "retention.bytes": "1"} {
+				c := kmsg.NewAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(v)
+				res.Configs = append(res.Configs, c)
+			}
+			req.Resources = append(req.Resources, res)
+			resp := mustCall(t, s, 2, req).(*kmsg.AlterConfigsResponse)
+			if ec := resp.Resources[0].ErrorCode; ec != 0 {
+				t.Fatalf("AlterConfigs: %s", code(ec))
+			}
+
+			now := time.Now()
+			for _, name := range []string{"a", "b"} {
+				tp := s.topics.get(name)
+				if len(tp.parts) != parts {
+					t.Fatalf("topic %s: %d partitions", name, len(tp.parts))
+				}
+				for _, p := range tp.parts {
+					for i := range 3 {
+						if _, err := p.Append(context.Background(), oneRecordBatch(now.UnixMilli()+int64(i)), 1); err != nil {
+							t.Fatalf("%s-%d: append: %v", name, p.Index(), err)
+						}
+					}
+					if _, err := p.Log().ApplyRetention(now); err != nil {
+						t.Fatalf("%s-%d: retention: %v", name, p.Index(), err)
+					}
+					start := p.Log().StartOffset()
+					if cut := start > 0; cut != (name == "a") {
+						t.Errorf("%s-%d: log start %d after retention: the altered config %s", name, p.Index(), start,
+							map[bool]string{true: "reached it", false: "did not reach it"}[name == "a" && cut || name == "b" && !cut])
+					}
+				}
+			}
+		})
+	}
+}
+
+// newBackendTestServer is newTestServer on a store of backend.
+func newBackendTestServer(t *testing.T, backend string) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := engine.Open(backend, engine.Options{Dir: filepath.Join(dir, "logs")})
+	if err != nil {
+		meta.Close()
+		t.Fatal(err)
+	}
+	s, err := New(Options{Config: config.Default(), Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store,
+		ClusterID: fmt.Sprintf("shared-%s", backend), AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
+	if err != nil {
+		store.Close()
+		meta.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		store.Close()
+		meta.Close()
+	})
+	return s
+}
+
+// oneRecordBatch returns a batch of one record with timestamp ts.
+func oneRecordBatch(ts int64) []byte {
+	return record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]record.BuildRecord{{Key: []byte("k"), Value: []byte("v"), Timestamp: ts}})
+}
