@@ -73,6 +73,7 @@ type dataFile struct {
 	dirty   atomic.Bool  // written since the last fdatasync
 	used    atomic.Bool  // CLOCK reference bit
 	pending atomic.Bool  // punches wait: len(punches) > 0
+	created atomic.Bool  // created since the directory was last synced
 	msgs    int64        // records appended since the last flush; REQUIRES: owning Log's writeMu
 
 	mu      sync.Mutex
@@ -97,11 +98,14 @@ func (d *dataFile) acquire(create bool) (*zerocopy.File, *os.File, error) {
 	}
 	opened := false
 	if d.zf == nil {
-		flag := os.O_RDWR
-		if create {
-			flag |= os.O_CREATE
+		f, err := os.OpenFile(d.path, os.O_RDWR, 0)
+		if create && errors.Is(err, os.ErrNotExist) {
+			// The directory entry is made durable by the next sync.
+			f, err = os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o644)
+			if err == nil {
+				d.created.Store(true)
+			}
 		}
-		f, err := os.OpenFile(d.path, flag, 0o644)
 		if err != nil {
 			d.mu.Unlock()
 			return nil, nil, fmt.Errorf("pebblelog: open data file: %w", err)
@@ -216,6 +220,13 @@ func (d *dataFile) sync() (int64, error) {
 	if err := unix.Fdatasync(int(f.Fd())); err != nil {
 		d.dirty.Store(true)
 		return 0, fmt.Errorf("pebblelog: fdatasync %s: %w", d.path, err)
+	}
+	if d.created.Swap(false) {
+		if err := syncDir(filepath.Dir(d.path)); err != nil {
+			d.created.Store(true)
+			d.dirty.Store(true)
+			return 0, err
+		}
 	}
 	for {
 		old := d.flushed.Load()
@@ -399,4 +410,17 @@ func (d *dataFile) grow(n int64) {
 			return
 		}
 	}
+}
+
+// syncDir fsyncs a directory, making the entries created in it durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("pebblelog: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("pebblelog: fsync %s: %w", dir, err)
+	}
+	return nil
 }
