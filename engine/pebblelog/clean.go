@@ -81,12 +81,13 @@ func (l *Log) summaryAt(it *pebble.Iterator, valid bool) (batchSummary, bool, er
 // base of an inactive segment and the next of a later (or the same)
 // inactive segment. The writer builds one Pebble batch that range-deletes
 // the batches, batch index entries and segment summaries of [from, to)
-// and puts the batches it is given, their index entries and one segment
-// summary covering [from, to); Commit applies it, synced, if the segments
-// are still the very ones they were now (by segment.gen), or returns
-// engine.ErrCleanConflict. Until Commit the batch lives in memory: a
-// group is at most segment.bytes (the cleaner's grouping), and Pebble
-// applies a batch larger than half a memtable as its own flushable unit.
+// and puts the index entries of the batches it is given and one segment
+// summary covering [from, to). Commit, if the segments are still the very
+// ones they were now (by segment.gen; else engine.ErrCleanConflict),
+// appends the batches to the data file, fdatasyncs it, applies the Pebble
+// batch with their pointers, synced, and then punches the replaced
+// batches' bytes out of the file. Until Commit the batches live in memory:
+// a group is at most segment.bytes (the cleaner's grouping).
 func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()

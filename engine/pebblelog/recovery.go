@@ -96,6 +96,7 @@ func (s *Store) checkShutdown() error {
 // positions and the clean-shutdown key with one WAL sync, and closes the
 // files. REQUIRES: s.life held exclusively (Close).
 func (s *Store) closeFiles() error {
+	defer s.cache.closeAll()
 	pb := s.db.NewBatch()
 	defer pb.Close()
 	for n, d := range s.files {
@@ -112,9 +113,7 @@ func (s *Store) closeFiles() error {
 		_ = pb.Set(metaKey(n, metaFlushed), appendU64(nil, uint64(p)), nil)
 	}
 	_ = pb.Set([]byte{tagClean}, nil, nil)
-	err := pb.Commit(pebble.Sync)
-	s.cache.closeAll()
-	return err
+	return pb.Commit(pebble.Sync)
 }
 
 // recover repairs the log after an unclean shutdown (see above).
