@@ -163,14 +163,7 @@ func (d *dataFile) punchLocked() {
 	if len(d.punches) == 0 || d.gone {
 		return
 	}
-	live := d.old[:0]
-	for _, zf := range d.old {
-		if zf.Refs() > 0 {
-			live = append(live, zf)
-		}
-	}
-	clear(d.old[len(live):])
-	d.old = live
+	d.pruneLocked()
 	if len(d.old) > 0 || (d.zf != nil && d.zf.Refs() > 1) {
 		return
 	}
@@ -236,6 +229,19 @@ func (d *dataFile) sync() (int64, error) {
 	}
 }
 
+// pruneLocked forgets the evicted descriptors no reader holds any more.
+// REQUIRES: d.mu held.
+func (d *dataFile) pruneLocked() {
+	live := d.old[:0]
+	for _, zf := range d.old {
+		if zf.Refs() > 0 {
+			live = append(live, zf)
+		}
+	}
+	clear(d.old[len(live):])
+	d.old = live
+}
+
 // closeLocked drops the cache's reference, keeping the descriptor in old
 // while a reader holds it. REQUIRES: d.mu held; d not in the cache's ring.
 func (d *dataFile) closeLocked() {
@@ -243,6 +249,7 @@ func (d *dataFile) closeLocked() {
 		return
 	}
 	d.punchLocked()
+	d.pruneLocked()
 	if d.zf.Refs() > 1 {
 		d.old = append(d.old, d.zf)
 	}

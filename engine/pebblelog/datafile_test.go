@@ -167,7 +167,13 @@ func TestRecoverUnindexedTail(t *testing.T) {
 	}
 	want := stateOf(t, l)
 
-	s2 := open(t, crashImage(t, early, dir))
+	img := crashImage(t, early, dir)
+	// A store closed before the log was opened stays unclean.
+	s2 := open(t, img)
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 = open(t, img)
 	defer s2.Close()
 	l2, err := s2.OpenLog(pid, cfg)
 	if err != nil {

@@ -174,6 +174,9 @@ func encodePointer(dst []byte, pos int64, size int, lastOffsetDelta int32) []byt
 	return dst
 }
 
+// maxFilePos bounds a pointer's position, so that pos+size never overflows.
+const maxFilePos = 1 << 62
+
 // batchPointer is a decoded 0x06 value of pointerLen bytes.
 type batchPointer struct {
 	pos             int64
@@ -193,7 +196,7 @@ func decodePointer(v []byte) (p batchPointer, ok, bad bool) {
 		size:            int(binary.BigEndian.Uint32(v[8:])),
 		lastOffsetDelta: int32(binary.BigEndian.Uint32(v[12:])),
 	}
-	if p.pos < 0 || p.size < record.HeaderSize || p.lastOffsetDelta < 0 {
+	if p.pos < 0 || p.pos > maxFilePos || p.size < record.HeaderSize || p.lastOffsetDelta < 0 {
 		return batchPointer{}, false, true
 	}
 	return p, true, false

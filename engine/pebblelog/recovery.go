@@ -112,7 +112,11 @@ func (s *Store) closeFiles() error {
 		}
 		_ = pb.Set(metaKey(n, metaFlushed), appendU64(nil, uint64(p)), nil)
 	}
-	_ = pb.Set([]byte{tagClean}, nil, nil)
+	// A log recovery did not reach (never opened since the unclean
+	// shutdown) keeps the store unclean, so the next Open recovers it.
+	if len(s.recovering) == 0 {
+		_ = pb.Set([]byte{tagClean}, nil, nil)
+	}
 	return pb.Commit(pebble.Sync)
 }
 
