@@ -194,6 +194,27 @@ func (d *dataFile) punchLocked() {
 	d.pending.Store(false)
 }
 
+// beginSync starts a sync of the file by other means (syncfs): it returns
+// the position that sync will make durable, for endSync; ok is false when
+// the file is not dirty. A failed sync calls d.dirty.Store(true).
+func (d *dataFile) beginSync() (p int64, ok bool) {
+	if !d.dirty.Swap(false) {
+		return 0, false
+	}
+	return d.pos.Load(), true // every byte below was written before this load
+}
+
+// endSync records that a sync begun by beginSync succeeded.
+func (d *dataFile) endSync(p int64) {
+	d.created.Store(false)
+	for {
+		old := d.flushed.Load()
+		if old >= p || d.flushed.CompareAndSwap(old, p) {
+			return
+		}
+	}
+}
+
 // sync fdatasyncs the file if it was written since the last sync, and
 // returns the position below which every byte is now durable.
 func (d *dataFile) sync() (int64, error) {

@@ -99,18 +99,21 @@ func (s *Store) closeFiles() error {
 	defer s.cache.closeAll()
 	pb := s.db.NewBatch()
 	defer pb.Close()
-	for n, d := range s.files {
+	var dirty []*dataFile
+	for _, d := range s.files {
 		if d.pending.Load() {
 			d.retryPunches()
 		}
-		if !d.dirty.Load() {
-			continue
+		if d.dirty.Load() {
+			dirty = append(dirty, d)
 		}
-		p, err := d.sync()
-		if err != nil {
-			return err
-		}
-		_ = pb.Set(metaKey(n, metaFlushed), appendU64(nil, uint64(p)), nil)
+	}
+	flushed, err := s.syncFiles(dirty)
+	if err != nil {
+		return err
+	}
+	for i, d := range dirty {
+		_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
 	}
 	// A log recovery did not reach (never opened since the unclean
 	// shutdown) keeps the store unclean, so the next Open recovers it.

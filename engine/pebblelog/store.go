@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,9 @@ type Store struct {
 
 	dataDir string
 	cache   *fileCache
+	// dirf is the data directory, open from Open to Close for syncFS; nil
+	// where syncfs does not report writeback errors.
+	dirf *os.File
 
 	// unsynced counts the batches committed without a sync (appends,
 	// producer snapshots, new logs); synced is its value at the last WAL
@@ -128,6 +132,12 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 	if err := s.checkShutdown(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if syncFSReportsErrors() {
+		if s.dirf, err = os.Open(s.dataDir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("pebblelog: %w", err)
+		}
 	}
 	// Data files are flushed every FlushInterval, or else every
 	// recovery checkpoint interval (Kafka's recovery point advances with
@@ -274,13 +284,9 @@ func (s *Store) syncHeld() error {
 	}
 	s.mu.Unlock()
 	if len(dirty) > 0 {
-		flushed := make([]int64, len(dirty))
-		for i, d := range dirty {
-			p, err := d.sync()
-			if err != nil {
-				return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
-			}
-			flushed[i] = p
+		flushed, err := s.syncFiles(dirty)
+		if err != nil {
+			return err
 		}
 		// Under s.mu, so that no deleted log gets a key back.
 		s.mu.Lock()
@@ -312,6 +318,42 @@ func (s *Store) syncHeld() error {
 			return nil
 		}
 	}
+}
+
+// syncFiles makes the data files durable and returns, for each, the
+// position below which it is: one syncfs(2) when there are many and the
+// kernel reports writeback errors from it, else an fdatasync each.
+func (s *Store) syncFiles(files []*dataFile) ([]int64, error) {
+	flushed := make([]int64, len(files))
+	if len(files) >= syncFSMin && s.dirf != nil {
+		var began []int
+		for i, d := range files {
+			if p, ok := d.beginSync(); ok {
+				flushed[i] = p
+				began = append(began, i)
+			} else {
+				flushed[i] = d.flushed.Load()
+			}
+		}
+		if err := syncFS(s.dirf); err != nil {
+			for _, i := range began {
+				files[i].dirty.Store(true)
+			}
+			return nil, fmt.Errorf("pebblelog: %s: syncfs: %w", s.dataDir, err)
+		}
+		for _, i := range began {
+			files[i].endSync(flushed[i])
+		}
+		return flushed, nil
+	}
+	for i, d := range files {
+		p, err := d.sync()
+		if err != nil {
+			return nil, fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+		}
+		flushed[i] = p
+	}
+	return flushed, nil
 }
 
 // commitSynced commits b with a sync, which makes every batch committed
@@ -509,6 +551,9 @@ func (s *Store) Close() error {
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
+	}
+	if s.dirf != nil {
+		s.dirf.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("pebblelog: close %s: %w", s.dir, err)
