@@ -522,14 +522,14 @@ func TestOpenFilesBound(t *testing.T) {
 		t.Fatalf("%d data files in the cache, bound 5", n)
 	}
 	fds, _ := os.ReadDir("/proc/self/fd")
-	open := 0
+	nfd := 0
 	for _, e := range fds {
 		if p, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(p, filepath.Join(dir, dataDirName)) && strings.HasSuffix(p, ".data") {
-			open++
+			nfd++
 		}
 	}
-	if open > 5 {
-		t.Fatalf("%d descriptors on data files, bound 5", open)
+	if nfd > 5 {
+		t.Fatalf("%d descriptors on data files, bound 5", nfd)
 	}
 	// 60 dirty files: Close syncs them with one syncfs and stores each
 	// one's flushed position.
