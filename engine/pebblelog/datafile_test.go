@@ -537,6 +537,7 @@ func TestOpenFilesBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = open(t, dir)
+	defer s.Close()
 	for p := int32(0); p < 60; p++ {
 		l, err := s.OpenLog(engine.PartitionID{Topic: "b", Partition: p}, engine.LogConfig{})
 		if err != nil {
