@@ -299,11 +299,11 @@ func (l *Log) writeCleaned(pb *pebble.Batch, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	d := l.dataFileLocked()
-	pos := d.pos.Load()
-	if err := d.write(data, pos); err != nil {
+	pos, err := l.writeLocked(data)
+	if err != nil {
 		return err
 	}
+	d := l.df
 	p, err := d.sync()
 	if err != nil {
 		return err

@@ -67,14 +67,15 @@ type dataFile struct {
 	path string
 	c    *fileCache
 
-	pos     atomic.Int64 // append position; written holding the owning Log's writeMu
-	flushed atomic.Int64 // bytes known durable
-	size    atomic.Int64 // bytes the file is known to hold: reads past it are corrupt
-	dirty   atomic.Bool  // written since the last fdatasync
-	used    atomic.Bool  // CLOCK reference bit
-	pending atomic.Bool  // punches wait: len(punches) > 0
-	created atomic.Bool  // created since the directory was last synced
-	msgs    int64        // records appended since the last flush; REQUIRES: owning Log's writeMu
+	pos      atomic.Int64 // append position; written holding the owning Log's writeMu
+	flushed  atomic.Int64 // bytes known durable
+	size     atomic.Int64 // bytes the file is known to hold: reads past it are corrupt
+	dirty    atomic.Bool  // written since the last fdatasync
+	used     atomic.Bool  // CLOCK reference bit
+	pending  atomic.Bool  // punches wait: len(punches) > 0
+	created  atomic.Bool  // created since the directory was last synced
+	flushing atomic.Bool  // a background flush (Log.flushRolled) runs
+	msgs     int64        // records appended since the last flush; REQUIRES: owning Log's writeMu
 
 	mu      sync.Mutex
 	zf      *zerocopy.File   // the cache's reference, nil when closed

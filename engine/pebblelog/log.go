@@ -203,19 +203,35 @@ func (l *Log) loadDataFile() error {
 	return nil
 }
 
-// dataFileLocked returns the log's data file, attaching one if it has none.
-// REQUIRES: s.life and l.writeMu held.
+// dataFileLocked returns the log's data file; a log without one gets it
+// attached by writeLocked once the file exists, so that no Read looks for a
+// file not yet created. REQUIRES: s.life and l.writeMu held.
 func (l *Log) dataFileLocked() *dataFile {
 	if l.df != nil {
 		return l.df
 	}
 	l.s.mu.Lock()
-	d := l.s.fileLocked(l.n)
-	l.s.mu.Unlock()
-	l.mu.Lock()
-	l.df = d
-	l.mu.Unlock()
-	return d
+	defer l.s.mu.Unlock()
+	return l.s.fileLocked(l.n)
+}
+
+// writeLocked writes b at the append position of the log's data file and
+// returns that position. REQUIRES: s.life and l.writeMu held.
+func (l *Log) writeLocked(b []byte) (int64, error) {
+	d := l.dataFileLocked()
+	if d.pending.Load() {
+		d.retryPunches()
+	}
+	pos := d.pos.Load()
+	if err := d.write(b, pos); err != nil {
+		return 0, err
+	}
+	if l.df == nil {
+		l.mu.Lock()
+		l.df = d
+		l.mu.Unlock()
+	}
+	return pos, nil
 }
 
 // staged is what an append changes in memory, installed after its commit.
@@ -340,12 +356,8 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	}
 	nowMs := l.s.now().UnixMilli()
 
-	d := l.dataFileLocked()
-	if d.pending.Load() {
-		d.retryPunches()
-	}
-	pos := d.pos.Load()
-	if err := d.write(batches, pos); err != nil {
+	pos, err := l.writeLocked(batches)
+	if err != nil {
 		l.failed = fmt.Errorf("%w: pebblelog: append to %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
 		return engine.AppendInfo{}, l.failed
 	}
@@ -358,7 +370,14 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		return engine.AppendInfo{}, l.failed
 	}
 	l.install(st)
+	if len(st.added) > 0 && st.hasTail {
+		// A segment rolled: flush what came before it in the
+		// background, as Kafka and the segment backend do, so that
+		// recovery after a power loss checks about one segment.
+		l.flushRolled(pos)
+	}
 	if fm := l.cfg.FlushMessages; fm > 0 {
+		d := l.df
 		if d.msgs += info.Records; d.msgs >= fm {
 			d.msgs = 0
 			if err := l.flushLocked(); err != nil {
@@ -443,7 +462,7 @@ func (l *Log) read(d *dataFile, zf *zerocopy.File, offset int64, maxBytes int, u
 		}
 		ok = it.First()
 	}
-	var out []byte              // inline batches
+	var out []byte             // inline batches
 	fpos, flen := int64(-1), 0 // the file run, when fpos >= 0
 	var fileSize int64
 	for ; ok; ok = it.Next() {
@@ -566,6 +585,45 @@ func (l *Log) Flush() error {
 		return l.errClosed()
 	}
 	return l.flushLocked()
+}
+
+// flushRolled starts a background fdatasync of the data file, which
+// stores the flushed position (at least upTo) without a sync of its own
+// once done; the next sync of the WAL makes it durable. At most one runs
+// per data file: a roll meanwhile is covered by the next one.
+// REQUIRES: s.life and l.writeMu held.
+func (l *Log) flushRolled(upTo int64) {
+	d := l.df
+	if d.flushed.Load() >= upTo || !d.flushing.CompareAndSwap(false, true) {
+		return
+	}
+	s := l.s
+	go func() {
+		defer d.flushing.Store(false)
+		s.life.RLock()
+		defer s.life.RUnlock()
+		if s.closed {
+			return
+		}
+		p, err := d.sync()
+		if err != nil {
+			// The next flush (interval, Flush, Close) tries again
+			// and fails the log or the store with the error.
+			s.logger.Warn("pebblelog: background flush of a rolled segment", "file", d.path, "err", err)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.files[d.n] != d { // deleted meanwhile
+			return
+		}
+		pb := s.db.NewBatch()
+		defer pb.Close()
+		_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(p)), nil)
+		if err := s.commitNoSync(pb); err != nil {
+			s.logger.Warn("pebblelog: store flushed position", "file", d.path, "err", err)
+		}
+	}()
 }
 
 // flushLocked is Flush. The data file goes first, so the WAL never durably

@@ -26,7 +26,9 @@ import (
 //     file or not. So the batches indexed at or past the flushed position
 //     (metaFlushed: every byte below it was fdatasync'd before it was
 //     stored) are read back and checked (size, CRC, offsets); the index is
-//     truncated at the first that fails.
+//     truncated at the first that fails. The flushed position advances at
+//     each segment roll (Log.flushRolled) and each flush, so this reads
+//     about the active segment of each log written since.
 //
 //  2. Process crash. Append commits are not synced, so the index may end
 //     before the data file does. The file is scanned from the stored append

@@ -15,7 +15,8 @@
 // data file past its stored append position and indexes the batches that
 // continue the log. Flushes (FlushMessages, FlushInterval, Flush, Close)
 // fdatasync the dirty data files first and then sync the WAL, storing the
-// flushed position; after a power loss, recovery checks the batches indexed
+// flushed position; a segment roll flushes the log's data file in the
+// background, as Kafka does, without a WAL sync of its own; after a power loss, recovery checks the batches indexed
 // past it and drops the index from the first one whose bytes did not
 // survive. Truncations, deletions and metadata are committed synced.
 //
@@ -139,26 +140,12 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 			return nil, fmt.Errorf("pebblelog: %w", err)
 		}
 	}
-	// Data files are flushed every FlushInterval, or else every
-	// recovery checkpoint interval (Kafka's recovery point advances with
-	// its flushes), so that recovery after a power loss checks a bounded
-	// tail.
-	every := opts.FlushInterval
-	if every <= 0 {
-		every = opts.RecoveryCheckpointInterval
-		if every == 0 {
-			every = defaultCheckpointInterval
-		}
-	}
-	if every > 0 {
+	if opts.FlushInterval > 0 {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
-		go s.flushLoop(every)
+		go s.flushLoop(opts.FlushInterval)
 	}
 	return s, nil
 }
-
-// defaultCheckpointInterval is Kafka's log.flush.offset.checkpoint.interval.ms.
-const defaultCheckpointInterval = time.Minute
 
 // fileLocked returns the dataFile of log id n, creating it.
 // REQUIRES: s.mu held.
