@@ -334,7 +334,8 @@ func (l *Log) install(st staged) {
 // Append validates batches with engine.PrepareAppend, writes them to the
 // log's data file with one pwrite at its append position, then commits
 // their index entries (pointers into the file) and the segment summaries
-// they change in one Pebble batch, without a sync: once pwrite returned,
+// they change in one Pebble batch, without a sync (but for the log's first
+// append, which makes its catalog entry durable): once pwrite returned,
 // the records are in the page cache and survive a process crash (recovery.go
 // re-indexes them if the commit was lost). It syncs per
 // LogConfig.FlushMessages. A write or commit error is sticky: the log
@@ -365,7 +366,15 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	st := l.stage(pb, batches, pos, nowMs)
-	if err := l.s.commitNoSync(pb); err != nil {
+	commit := l.s.commitNoSync
+	if pos == 0 {
+		// The log's first bytes: recovery only scans the data files of
+		// logs in the catalog (it removes the others), and CreateLog
+		// committed the catalog entry without a sync. This commit makes
+		// it durable, once per log.
+		commit = l.s.commitSynced
+	}
+	if err := commit(pb); err != nil {
 		l.failed = fmt.Errorf("%w: pebblelog: %s: append to %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
 		return engine.AppendInfo{}, l.failed
 	}
