@@ -13,19 +13,24 @@
 // (SIGKILL, OOM) may lose index entries whose bytes are in the data file:
 // after an unclean shutdown (no clean-shutdown key) recovery.go scans each
 // data file past its stored append position and indexes the batches that
-// continue the log. Flushes (FlushMessages, FlushInterval, Flush, Close)
-// fdatasync the dirty data files first and then sync the WAL, storing the
-// flushed position; a segment roll flushes the log's data file in the
-// background, as Kafka does, without a WAL sync of its own; after a power loss, recovery checks the batches indexed
-// past it and drops the index from the first one whose bytes did not
-// survive. Truncations, deletions and metadata are committed synced.
+// continue the log. A log's first append is committed synced, which makes
+// its catalog entry (committed unsynced by CreateLog) durable: recovery
+// removes the data files of logs missing from the catalog.
+//
+// Flushes (FlushMessages, FlushInterval, Flush, Close) fdatasync the
+// dirty data files first (one syncfs when there are many) and then sync
+// the WAL, storing each file's flushed position; a segment roll flushes
+// the log's data file in the background, as Kafka does. After a power
+// loss, recovery checks the batches indexed past the flushed position and
+// drops the index from the first one whose bytes did not survive.
+// Truncations, deletions and metadata are committed synced.
 //
 // What is committed without a sync can be lost without losing a record:
 // producer snapshots (a longer replay), the catalog entry of a new, empty
 // log (the server creates it again), and append index entries (rebuilt
 // from the data file). Closing a log writes nothing, so a clean stop
-// costs one fdatasync per data file written since the last flush and one
-// WAL sync, for 10 or 100,000 logs.
+// costs one syncfs (or an fdatasync per data file written since the last
+// flush, when they are few) and one WAL sync, for 10 or 100,000 logs.
 //
 // Disk assumptions: Pebble's (an fsync'd WAL record survives power loss),
 // and that fdatasync of a data file makes every byte written to it before
