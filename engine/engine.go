@@ -60,8 +60,8 @@ type Options struct {
 	// Now returns the current time; tests replace it. nil: time.Now.
 	Now func() time.Time
 	// OpenSegmentsMax bounds the segments whose files a file-based
-	// backend keeps open (log.segment.open.files.max); 0: the backend's
-	// default.
+	// backend keeps open (log.segment.open.files.max; for "pebble", its
+	// per-log data files); 0: the backend's default.
 	OpenSegmentsMax int
 	// RecoveryCheckpointInterval is how often the recovery points are
 	// checkpointed (log.flush.offset.checkpoint.interval.ms); 0: the

@@ -47,6 +47,11 @@ func (f *File) Release() error {
 	return nil
 }
 
+// Refs returns the number of references held now: 0 once the file is
+// closed. A backend that must not change the file's bytes under a reader
+// (punching a hole) checks it while no new reference can be taken.
+func (f *File) Refs() int64 { return f.refs.Load() }
+
 // Slice is a run of record-batch bytes: either [Pos, Pos+N) of a File, or Buf.
 // The zero Slice is empty. A Slice from a backend must be Released once the
 // caller is done with it; copies of a Slice share that one obligation.

@@ -94,9 +94,9 @@ func BenchmarkReadSequential(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			bs := sl.Bytes()
-			total += int64(len(bs))
-			next += int64(len(bs)/len(buf)) * int64(record.Batch(buf).RecordCount())
+			n := sl.Len()
+			total += n
+			next += n / int64(len(buf)) * int64(record.Batch(buf).RecordCount())
 			if next >= l.EndOffset() {
 				next = 0
 			}

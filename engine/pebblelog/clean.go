@@ -3,6 +3,7 @@ package pebblelog
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -80,12 +81,13 @@ func (l *Log) summaryAt(it *pebble.Iterator, valid bool) (batchSummary, bool, er
 // base of an inactive segment and the next of a later (or the same)
 // inactive segment. The writer builds one Pebble batch that range-deletes
 // the batches, batch index entries and segment summaries of [from, to)
-// and puts the batches it is given, their index entries and one segment
-// summary covering [from, to); Commit applies it, synced, if the segments
-// are still the very ones they were now (by segment.gen), or returns
-// engine.ErrCleanConflict. Until Commit the batch lives in memory: a
-// group is at most segment.bytes (the cleaner's grouping), and Pebble
-// applies a batch larger than half a memtable as its own flushable unit.
+// and puts the index entries of the batches it is given and one segment
+// summary covering [from, to). Commit, if the segments are still the very
+// ones they were now (by segment.gen; else engine.ErrCleanConflict),
+// appends the batches to the data file, fdatasyncs it, applies the Pebble
+// batch with their pointers, synced, and then punches the replaced
+// batches' bytes out of the file. Until Commit the batches live in memory:
+// a group is at most segment.bytes (the cleaner's grouping).
 func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -181,6 +183,7 @@ type segmentWriter struct {
 	gens []uint64      // the replaced segments' gens, as ReplaceSegments saw them
 	seg  segment       // the replacement's summary
 	next int64         // the lowest offset the next batch may have
+	data []byte        // the batches written, for the data file at Commit
 	err  error         // sticky
 	// checkpoint >= 0: Commit sets the cleaner checkpoint to it, in the
 	// same Pebble batch.
@@ -205,6 +208,7 @@ func (w *segmentWriter) Write(batches []byte) error {
 	l := w.l
 	var key [logKeyLen]byte
 	var sum [batchSummaryLen]byte
+	w.data = slices.Grow(w.data, len(batches))
 	for pos := 0; pos < len(batches); {
 		size, ok := record.PeekSize(batches[pos:])
 		if !ok || size < record.HeaderSize || size > len(batches)-pos {
@@ -218,7 +222,7 @@ func (w *segmentWriter) Write(batches []byte) error {
 				base, b.LastOffset(), w.next, w.seg.next)
 			return w.err
 		}
-		_ = w.pb.Set(logKey(key[:], tagBatch, l.n, base), b, nil)
+		w.data = append(w.data, b...)
 		_ = w.pb.Set(logKey(key[:], tagBatchIdx, l.n, base), encodeBatchSummary(sum[:], b.LastOffsetDelta(), size, b.MaxTimestamp()), nil)
 		w.seg.bytes += int64(size)
 		w.seg.maxTs = max(w.seg.maxTs, b.MaxTimestamp())
@@ -265,15 +269,55 @@ func (w *segmentWriter) Commit() error {
 		checkpoint = w.checkpoint
 		_ = pb.Set(metaKey(l.n, metaCleaner), appendU64(nil, uint64(checkpoint)), nil)
 	}
-	if err := pb.Commit(pebble.Sync); err != nil {
+	punch, err := l.pointerRanges(w.seg.base, w.seg.next)
+	if err != nil {
+		return err
+	}
+	if err := l.writeCleaned(pb, w.data); err != nil {
 		return fmt.Errorf("pebblelog: %s: replace segments [%d, %d) of %s/%d: %w", l.s.dir, w.seg.base, w.seg.next, l.id.Topic, l.id.Partition, err)
 	}
+	if err := l.s.commitSynced(pb); err != nil {
+		return fmt.Errorf("pebblelog: %s: replace segments [%d, %d) of %s/%d: %w", l.s.dir, w.seg.base, w.seg.next, l.id.Topic, l.id.Partition, err)
+	}
+	defer l.punch(punch)
 	w.seg.gen = l.newGen()
 	segs := make([]segment, 0, len(l.segs)-(j-i)+1)
 	segs = append(segs, l.segs[:i]...)
 	segs = append(segs, w.seg)
 	segs = append(segs, l.segs[j:]...)
 	l.publish(l.start, l.end, segs, l.epochs, checkpoint)
+	return nil
+}
+
+// writeCleaned appends the cleaned batches to the data file, fdatasyncs it
+// and adds their pointers, the new append position and the flushed one (the
+// whole file is durable now) to pb. The cleaned batches lie past every
+// batch appended after them in the file, which is why the file is made
+// durable here (recovery.go relies on it). REQUIRES: s.life and
+// l.writeMu held.
+func (l *Log) writeCleaned(pb *pebble.Batch, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	pos, err := l.writeLocked(data)
+	if err != nil {
+		return err
+	}
+	d := l.df
+	p, err := d.sync()
+	if err != nil {
+		return err
+	}
+	var key [logKeyLen]byte
+	var ptr [pointerLen]byte
+	for off := 0; off < len(data); {
+		b := record.Batch(data[off:])
+		size := b.Size()
+		_ = pb.Set(logKey(key[:], tagBatch, l.n, b.BaseOffset()), encodePointer(ptr[:], pos+int64(off), size, b.LastOffsetDelta()), nil)
+		off += size
+	}
+	_ = pb.Set(metaKey(l.n, metaPos), appendU64(nil, uint64(d.pos.Load())), nil)
+	_ = pb.Set(metaKey(l.n, metaFlushed), appendU64(nil, uint64(p)), nil)
 	return nil
 }
 

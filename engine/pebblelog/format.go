@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
 )
 
 // Key layout. Every partition of the store lives in one Pebble DB; a
@@ -36,8 +37,8 @@ import (
 //	          | 0x05 | id u64 | baseOffset u64  |       -> batch summary (16 bytes)
 //	          +------+--------+-----------------+
 //	batch     +------+--------+-----------------+
-//	          | 0x06 | id u64 | baseOffset u64  |       -> RecordBatch v2 bytes, as stored
-//	          +------+--------+-----------------+
+//	          | 0x06 | id u64 | baseOffset u64  |       -> batch pointer (16 bytes), or
+//	          +------+--------+-----------------+          RecordBatch v2 bytes (inline)
 //	high      +------+
 //	watermarks| 0x07 |                                  -> high watermarks, see below
 //	          +------+
@@ -47,12 +48,18 @@ import (
 //	snapshot  +------+--------+-----------------+
 //	          | 0x09 | id u64 | offset u64      |       -> snapshot bytes, as given
 //	          +------+--------+-----------------+
+//	clean     +------+
+//	          | 0x0a |                                  -> empty: the last Close was clean
+//	          +------+
 //
 // Values:
 //
 //	metaStart   i64 log start offset
 //	metaEpochs  n x (i32 epoch, i64 startOffset), ascending (engine.EpochCache)
 //	metaCleaner i64 cleaner checkpoint (engine.Compactable); missing: 0
+//	metaPos     u64 append position of the log's data file; missing: 0
+//	metaFlushed u64 data file bytes made durable (fdatasync) before a sync
+//	            of the DB; missing: 0
 //	segment     +----------+-----------+--------+-------------+-----------+
 //	summary     | next i64 | bytes i64 | maxTs  | createdMs   | writeMs   |
 //	            |          |           | i64    | i64         | i64       |
@@ -60,6 +67,9 @@ import (
 //	batch       +--------------------+----------+-----------+
 //	summary     | lastOffsetDelta u32| size u32 | maxTs i64 |
 //	            +--------------------+----------+-----------+
+//	batch       +--------+----------+--------------------+
+//	pointer     | pos u64| size u32 | lastOffsetDelta u32|
+//	            +--------+----------+--------------------+
 //
 //	high        +-----------+  then count entries, ascending by (topic, partition):
 //	watermarks  | count u32 |  +----------+-------+-----------+-----------+
@@ -108,11 +118,27 @@ import (
 // segment summaries of [from, to) in one Pebble batch.
 //
 // Logs written before cleaning existed have dense offsets, which this
-// layout still describes, so formatVersion is still 1; builds that
-// required dense offsets refuse a store with gaps as corrupt at OpenLog
-// rather than misread it.
+// layout still describes; builds that required dense offsets refuse a
+// store with gaps as corrupt at OpenLog rather than misread it.
+//
+// Data files (format version 2). The bytes of a batch appended by version
+// 2 live in the log's data file, <Dir>/records/<id>.data (id in decimal),
+// and its 0x06 value is a pointer to them: size bytes at file position pos.
+// A data file is append-only: the append position only grows and is
+// stored under metaPos with every append, so a position is never reused for
+// other bytes while an index entry may name it, and bytes no longer indexed
+// (truncated, retained away, cleaned) are punched out of the file. Version
+// 1 stores held every batch inline in its 0x06 value; version 2 reads them
+// as they are (a RecordBatch is at least 61 bytes, a pointer 16), so a
+// store opened by version 2 mixes both, and version 2 rewrites the version
+// key at open so that a version 1 build refuses the store instead of
+// misreading pointers as batches. Appends commit without a sync (the
+// record bytes are in the page cache once pwrite returns); recovery.go
+// describes how an unclean shutdown is repaired from the data files.
 const (
-	formatVersion = 1
+	formatVersion = 2
+	// oldFormatVersion is the version before data files, still read.
+	oldFormatVersion = 1
 
 	tagVersion  = 0x00
 	tagCatalog  = 0x01
@@ -124,16 +150,57 @@ const (
 	tagHighWM   = 0x07
 	tagAborted  = 0x08
 	tagSnapshot = 0x09
+	tagClean    = 0x0a
 
 	metaStart   = 0x01
 	metaEpochs  = 0x02
 	metaCleaner = 0x03
+	metaPos     = 0x04
+	metaFlushed = 0x05
 
 	logKeyLen       = 1 + 8 + 8 // tag, id, offset
 	segSummaryLen   = 40
 	abortedTxnLen   = 34
 	batchSummaryLen = 16
+	pointerLen      = 16
 )
+
+// encodePointer encodes a batch pointer into dst (len >= pointerLen).
+func encodePointer(dst []byte, pos int64, size int, lastOffsetDelta int32) []byte {
+	dst = dst[:pointerLen]
+	binary.BigEndian.PutUint64(dst[0:], uint64(pos))
+	binary.BigEndian.PutUint32(dst[8:], uint32(size))
+	binary.BigEndian.PutUint32(dst[12:], uint32(lastOffsetDelta))
+	return dst
+}
+
+// maxFilePos bounds a pointer's position, so that pos+size never overflows.
+const maxFilePos = 1 << 62
+
+// batchPointer is a decoded 0x06 value of pointerLen bytes.
+type batchPointer struct {
+	pos             int64
+	size            int
+	lastOffsetDelta int32
+}
+
+// decodePointer decodes v if it is a pointer (pointerLen bytes); an inline
+// batch is longer. A pointer with a negative position or a size below a
+// batch header is corrupt and reported as not ok with bad set.
+func decodePointer(v []byte) (p batchPointer, ok, bad bool) {
+	if len(v) != pointerLen {
+		return batchPointer{}, false, false
+	}
+	p = batchPointer{
+		pos:             int64(binary.BigEndian.Uint64(v[0:])),
+		size:            int(binary.BigEndian.Uint32(v[8:])),
+		lastOffsetDelta: int32(binary.BigEndian.Uint32(v[12:])),
+	}
+	if p.pos < 0 || p.pos > maxFilePos || p.size < record.HeaderSize || p.lastOffsetDelta < 0 {
+		return batchPointer{}, false, true
+	}
+	return p, true, false
+}
 
 // catalogKey returns the catalog key of a partition.
 func catalogKey(id engine.PartitionID) []byte {

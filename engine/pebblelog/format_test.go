@@ -15,6 +15,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(catalogKey(engine.PartitionID{Topic: "orders", Partition: 7}), make([]byte, 40))
 	f.Add(newLogKey(tagBatchIdx, 3, 42), encodeBatchSummary(make([]byte, 16), 4, 100, 12345))
 	f.Add([]byte{tagCatalog, 0xff, 0xff}, encodeEpochs([]engine.EpochEntry{{Epoch: 1, StartOffset: 5}}))
+	f.Add(newLogKey(tagBatch, 3, 42), encodePointer(make([]byte, pointerLen), 1<<40, 1000, 7))
 	f.Add([]byte{tagHighWM}, encodeHighWatermarks(map[engine.PartitionID]int64{{Topic: "a", Partition: 1}: 9, {Topic: "", Partition: 0}: 0}))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		if id, err := parseCatalogKey(k); err == nil && !bytes.Equal(catalogKey(id), k) {
@@ -33,6 +34,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		if hw, err := decodeHighWatermarks(v); err == nil && !bytes.Equal(encodeHighWatermarks(hw), v) {
 			t.Fatalf("high watermarks %x do not round-trip", v)
+		}
+		if p, ok, _ := decodePointer(v); ok && !bytes.Equal(encodePointer(make([]byte, pointerLen), p.pos, p.size, p.lastOffsetDelta), v) {
+			t.Fatalf("batch pointer %x does not round-trip", v)
 		}
 	})
 }

@@ -45,6 +45,9 @@ type Log struct {
 	epochs     *engine.EpochCache
 	checkpoint int64 // the cleaner checkpoint, as stored under metaCleaner
 	closed     bool
+	// df is the log's data file, nil until the log has one (set once,
+	// holding writeMu and mu).
+	df *dataFile
 }
 
 func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Log {
@@ -95,6 +98,9 @@ func (l *Log) load() error {
 		}
 	}
 	l.epochs = engine.NewEpochCache(entries)
+	if err := l.loadDataFile(); err != nil {
+		return err
+	}
 
 	it, err := l.s.db.NewIter(&pebble.IterOptions{
 		LowerBound: newLogKey(tagSegment, l.n, 0),
@@ -168,10 +174,172 @@ func (l *Log) lastBatch() (batchSummary, bool, error) {
 	return bs, err == nil, err
 }
 
-// Append validates batches with engine.PrepareAppend and writes them, their
-// index entries and the segment summaries they change in one Pebble batch:
-// all or none. It syncs per LogConfig.FlushMessages (see the package doc).
-// A commit error is sticky: the log refuses later appends with it.
+// loadDataFile reads the data file positions of the log and attaches its
+// dataFile when it has one (or may have one: recovery pending).
+// REQUIRES: s.life and s.mu held.
+func (l *Log) loadDataFile() error {
+	pos, err := l.s.getU64(metaKey(l.n, metaPos))
+	if err != nil {
+		return err
+	}
+	flushed, err := l.s.getU64(metaKey(l.n, metaFlushed))
+	if err != nil {
+		return err
+	}
+	if pos == 0 && !l.s.recovering[l.n] && l.s.files[l.n] == nil {
+		return nil
+	}
+	if int64(pos) < 0 || flushed > pos {
+		return l.corrupt("data file positions: append %d, flushed %d", pos, flushed)
+	}
+	d := l.s.fileLocked(l.n)
+	if d.pos.Load() < int64(pos) {
+		d.pos.Store(int64(pos))
+	}
+	if d.flushed.Load() < int64(flushed) {
+		d.flushed.Store(int64(flushed))
+	}
+	l.df = d
+	return nil
+}
+
+// dataFileLocked returns the log's data file; a log without one gets it
+// attached by writeLocked once the file exists, so that no Read looks for a
+// file not yet created. REQUIRES: s.life and l.writeMu held.
+func (l *Log) dataFileLocked() *dataFile {
+	if l.df != nil {
+		return l.df
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.s.fileLocked(l.n)
+}
+
+// writeLocked writes b at the append position of the log's data file and
+// returns that position. REQUIRES: s.life and l.writeMu held.
+func (l *Log) writeLocked(b []byte) (int64, error) {
+	d := l.dataFileLocked()
+	if d.pending.Load() {
+		d.retryPunches()
+	}
+	pos := d.pos.Load()
+	if err := d.write(b, pos); err != nil {
+		return 0, err
+	}
+	if l.df == nil {
+		l.mu.Lock()
+		l.df = d
+		l.mu.Unlock()
+	}
+	return pos, nil
+}
+
+// staged is what an append changes in memory, installed after its commit.
+type staged struct {
+	tail    segment
+	hasTail bool
+	added   []segment // segments the append opens
+	epochs  *engine.EpochCache
+	end     int64
+	bytes   int64
+}
+
+// stage adds to pb the index entries of batches (whole, valid, offsets
+// assigned) written at data file position pos, and the segment summaries
+// and epoch history they change. pos < 0 stores the batches inline, as
+// format version 1 did (tests build such stores with it).
+// REQUIRES: s.life and l.writeMu held.
+func (l *Log) stage(pb *pebble.Batch, batches []byte, pos int64, nowMs int64) staged {
+	cfg := l.cfg.Get()
+	var st staged
+	st.hasTail = len(l.segs) > 0
+	if st.hasTail {
+		st.tail = l.segs[len(l.segs)-1]
+	}
+	cur := &st.tail
+	if !st.hasTail {
+		cur = nil
+	}
+	end := l.end
+	latest := l.epochs.Latest()
+	var ptr [pointerLen]byte
+	for off := 0; off < len(batches); {
+		b := record.Batch(batches[off:])
+		size := b.Size()
+		b = b[:size]
+		base := b.BaseOffset()
+		if cur == nil || (cur.bytes > 0 && (cur.bytes+int64(size) > cfg.SegmentBytes || nowMs-cur.createdMs >= cfg.RollAge().Milliseconds())) {
+			// The new segment starts where the one before ends (at
+			// the log end when there is none), so that segments
+			// cover the offsets densely even when a follower's
+			// batch starts past it.
+			segBase := end
+			if cur != nil {
+				segBase = cur.next
+			}
+			st.added = append(st.added, segment{base: segBase, maxTs: -1, createdMs: nowMs, gen: l.newGen()})
+			cur = &st.added[len(st.added)-1]
+		}
+		if pos >= 0 {
+			_ = pb.Set(logKey(l.keyBuf[:], tagBatch, l.n, base), encodePointer(ptr[:], pos+int64(off), size, b.LastOffsetDelta()), nil)
+		} else {
+			_ = pb.Set(logKey(l.keyBuf[:], tagBatch, l.n, base), b, nil)
+		}
+		_ = pb.Set(logKey(l.keyBuf[:], tagBatchIdx, l.n, base), encodeBatchSummary(l.sumBuf[:], b.LastOffsetDelta(), size, b.MaxTimestamp()), nil)
+		cur.next = b.NextOffset()
+		cur.bytes += int64(size)
+		cur.maxTs = max(cur.maxTs, b.MaxTimestamp())
+		cur.writeMs = nowMs
+		if e := b.LeaderEpoch(); e > latest || st.epochs != nil {
+			if st.epochs == nil {
+				st.epochs = engine.NewEpochCache(l.epochs.Entries())
+			}
+			st.epochs.Assign(e, base)
+		}
+		end = b.NextOffset()
+		off += size
+	}
+	if st.hasTail && st.tail.bytes != l.segs[len(l.segs)-1].bytes {
+		_ = pb.Set(logKey(l.keyBuf[:], tagSegment, l.n, st.tail.base), st.tail.encode(l.sumBuf[:]), nil)
+	}
+	for i := range st.added {
+		_ = pb.Set(logKey(l.keyBuf[:], tagSegment, l.n, st.added[i].base), st.added[i].encode(l.sumBuf[:]), nil)
+	}
+	if st.epochs != nil {
+		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(st.epochs.Entries()), nil)
+	}
+	if pos >= 0 {
+		_ = pb.Set(metaKey(l.n, metaPos), appendU64(l.sumBuf[:0], uint64(pos+int64(len(batches)))), nil)
+	}
+	st.end, st.bytes = end, int64(len(batches))
+	return st
+}
+
+// install publishes what stage prepared, after its commit.
+// REQUIRES: l.writeMu held.
+func (l *Log) install(st staged) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st.hasTail {
+		l.segs[len(l.segs)-1] = st.tail
+	}
+	l.segs = append(l.segs, st.added...)
+	l.size += st.bytes
+	l.end = st.end
+	if st.epochs != nil {
+		l.epochs = st.epochs
+	}
+}
+
+// Append validates batches with engine.PrepareAppend, writes them to the
+// log's data file with one pwrite at its append position, then commits
+// their index entries (pointers into the file) and the segment summaries
+// they change in one Pebble batch, without a sync (but for the log's first
+// append, which makes its catalog entry durable): once pwrite returned,
+// the records are in the page cache and survive a process crash (recovery.go
+// re-indexes them if the commit was lost). It syncs per
+// LogConfig.FlushMessages. A write or commit error is sticky: the log
+// refuses later appends with it (engine.ErrStorage).
 func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendInfo, error) {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -190,79 +358,43 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	}
 	nowMs := l.s.now().UnixMilli()
 
-	pb := l.s.db.NewBatch()
-	defer pb.Close()
-	// tail is a copy of the last segment; added are segments this append
-	// opens. Both are published only after the commit.
-	var tail segment
-	hasTail := len(l.segs) > 0
-	if hasTail {
-		tail = l.segs[len(l.segs)-1]
-	}
-	var added []segment
-	cur := &tail
-	if !hasTail {
-		cur = nil
-	}
-	var epochs *engine.EpochCache // a changed copy of l.epochs, if any batch starts an epoch
-	latest := l.epochs.Latest()
-	for pos := 0; pos < len(batches); {
-		b := record.Batch(batches[pos:])
-		size := b.Size()
-		b = b[:size]
-		pos += size
-		base := b.BaseOffset()
-		if cur == nil || (cur.bytes > 0 && (cur.bytes+int64(size) > cfg.SegmentBytes || nowMs-cur.createdMs >= cfg.RollAge().Milliseconds())) {
-			// The new segment starts where the one before ends (at
-			// the log end when there is none), so that segments
-			// cover the offsets densely even when a follower's
-			// batch starts past it.
-			segBase := l.end
-			if cur != nil {
-				segBase = cur.next
-			}
-			added = append(added, segment{base: segBase, maxTs: -1, createdMs: nowMs, gen: l.newGen()})
-			cur = &added[len(added)-1]
-		}
-		_ = pb.Set(logKey(l.keyBuf[:], tagBatch, l.n, base), b, nil)
-		_ = pb.Set(logKey(l.keyBuf[:], tagBatchIdx, l.n, base), encodeBatchSummary(l.sumBuf[:], b.LastOffsetDelta(), size, b.MaxTimestamp()), nil)
-		cur.next = b.NextOffset()
-		cur.bytes += int64(size)
-		cur.maxTs = max(cur.maxTs, b.MaxTimestamp())
-		cur.writeMs = nowMs
-		if e := b.LeaderEpoch(); e > latest || epochs != nil {
-			if epochs == nil {
-				epochs = engine.NewEpochCache(l.epochs.Entries())
-			}
-			epochs.Assign(e, base)
-		}
-	}
-	if hasTail && tail.bytes != l.segs[len(l.segs)-1].bytes {
-		_ = pb.Set(logKey(l.keyBuf[:], tagSegment, l.n, tail.base), tail.encode(l.sumBuf[:]), nil)
-	}
-	for i := range added {
-		_ = pb.Set(logKey(l.keyBuf[:], tagSegment, l.n, added[i].base), added[i].encode(l.sumBuf[:]), nil)
-	}
-	if epochs != nil {
-		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
-	}
-	// Every append is synced: see "Durability" in the package doc for why
-	// NoSync would lose acknowledged records on a mere process crash.
-	if err := pb.Commit(pebble.Sync); err != nil {
-		l.failed = fmt.Errorf("pebblelog: %s: append to %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+	pos, err := l.writeLocked(batches)
+	if err != nil {
+		l.failed = fmt.Errorf("%w: pebblelog: append to %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
 		return engine.AppendInfo{}, l.failed
 	}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if hasTail {
-		l.segs[len(l.segs)-1] = tail
+	pb := l.s.db.NewBatch()
+	defer pb.Close()
+	st := l.stage(pb, batches, pos, nowMs)
+	commit := l.s.commitNoSync
+	if pos == 0 {
+		// The log's first bytes: recovery only scans the data files of
+		// logs in the catalog (it removes the others), and CreateLog
+		// committed the catalog entry without a sync. This commit makes
+		// it durable, once per log.
+		commit = l.s.commitSynced
 	}
-	l.segs = append(l.segs, added...)
-	l.size += int64(len(batches))
-	l.end = info.LastOffset + 1
-	if epochs != nil {
-		l.epochs = epochs
+	if err := commit(pb); err != nil {
+		l.failed = fmt.Errorf("%w: pebblelog: %s: append to %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
+		return engine.AppendInfo{}, l.failed
+	}
+	l.install(st)
+	if len(st.added) > 0 && st.hasTail {
+		// A segment rolled: flush what came before it in the
+		// background, as Kafka and the segment backend do, so that
+		// recovery after a power loss checks about one segment.
+		l.flushRolled(pos)
+	}
+	if fm := cfg.FlushMessages; fm > 0 {
+		d := l.df
+		if d.msgs += info.Records; d.msgs >= fm {
+			d.msgs = 0
+			if err := l.flushLocked(); err != nil {
+				l.failed = fmt.Errorf("%w: %w", engine.ErrStorage, err)
+				return engine.AppendInfo{}, l.failed
+			}
+		}
 	}
 	return info, nil
 }
@@ -270,31 +402,64 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 // Read returns whole batches from the one holding offset (or the first
 // after it when offset lies in a gap of a compacted log), as documented on
 // engine.Log. It seeks to the last batch key <= offset (the first key when
-// there is none) and copies batches out of the iterator (its memory is not
-// stable) into one new buffer, which the returned BytesSlice owns.
+// there is none). Batches in the data file come back as one file slice
+// over the contiguous run of them from there (up to maxBytes, the first
+// always), for sendfile; a run ends at a gap in the file or at an inline
+// batch (written by format version 1), so a read may return less than
+// maxBytes while more follows. Inline batches are copied out of the
+// iterator (its memory is not stable) into one new buffer.
+//
+// The data file reference is taken before the Pebble iterator is opened:
+// a trim punches the bytes it unindexed only while no such reference is
+// held (see dataFile), so the bytes a read's index names stay there.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
-	l.mu.RLock()
-	closed, start, end, size := l.closed, l.start, l.end, l.size
-	l.mu.RUnlock()
-	if closed {
-		return zerocopy.Slice{}, l.errClosed()
+	for attempt := 0; ; attempt++ {
+		l.mu.RLock()
+		closed, start, end, size, d := l.closed, l.start, l.end, l.size, l.df
+		l.mu.RUnlock()
+		if closed {
+			return zerocopy.Slice{}, l.errClosed()
+		}
+		if offset < start || offset > end {
+			return zerocopy.Slice{}, fmt.Errorf("%w: offset %d, log %s/%d holds [%d, %d)",
+				engine.ErrOffsetOutOfRange, offset, l.id.Topic, l.id.Partition, start, end)
+		}
+		if offset == end || (upTo >= 0 && offset >= upTo) {
+			return zerocopy.Slice{}, nil
+		}
+		var zf *zerocopy.File
+		if d != nil {
+			var err error
+			if zf, _, err = d.acquire(false); err != nil {
+				if errors.Is(err, errGone) {
+					return zerocopy.Slice{}, l.errClosed()
+				}
+				return zerocopy.Slice{}, fmt.Errorf("%w: pebblelog: %s: read %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
+			}
+		}
+		s, retry, err := l.read(d, zf, offset, maxBytes, upTo, end, size)
+		if zf != nil {
+			zf.Release()
+		}
+		// retry: the log got its data file after the state was read.
+		if !retry || attempt > 0 {
+			return s, err
+		}
 	}
-	if offset < start || offset > end {
-		return zerocopy.Slice{}, fmt.Errorf("%w: offset %d, log %s/%d holds [%d, %d)",
-			engine.ErrOffsetOutOfRange, offset, l.id.Topic, l.id.Partition, start, end)
-	}
-	if offset == end || (upTo >= 0 && offset >= upTo) {
-		return zerocopy.Slice{}, nil
-	}
+}
+
+// read is Read over the index, with the data file d (nil: none when the
+// log state was read) and the reference zf taken on it.
+func (l *Log) read(d *dataFile, zf *zerocopy.File, offset int64, maxBytes int, upTo, end, size int64) (s zerocopy.Slice, retry bool, err error) {
 	var keys [3 * logKeyLen]byte
 	it, err := l.s.db.NewIter(&pebble.IterOptions{
 		LowerBound: logKey(keys[0:], tagBatch, l.n, 0),
 		UpperBound: logKey(keys[logKeyLen:], tagBatch, l.n, end),
 	})
 	if err != nil {
-		return zerocopy.Slice{}, err
+		return zerocopy.Slice{}, false, err
 	}
 	defer it.Close()
 	// The batch holding offset is the last one whose base is <= offset;
@@ -303,40 +468,76 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	ok := it.SeekLT(logKey(keys[2*logKeyLen:], tagBatch, l.n, offset+1))
 	if !ok {
 		if err := it.Error(); err != nil {
-			return zerocopy.Slice{}, err
+			return zerocopy.Slice{}, false, err
 		}
 		ok = it.First()
 	}
-	var out []byte
+	var out []byte             // inline batches
+	fpos, flen := int64(-1), 0 // the file run, when fpos >= 0
+	var fileSize int64
 	for ; ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return zerocopy.Slice{}, err
+			return zerocopy.Slice{}, false, err
 		}
-		if size, ok := record.PeekSize(v); !ok || size != len(v) || len(v) < record.HeaderSize {
-			base, _ := keyOffset(it.Key())
-			return zerocopy.Slice{}, l.corrupt("batch at %d: %d bytes, header says %d", base, len(v), size)
+		base, _ := keyOffset(it.Key())
+		p, isPtr, bad := decodePointer(v)
+		var last int64
+		switch {
+		case bad:
+			return zerocopy.Slice{}, false, l.corrupt("batch pointer at %d: %x", base, v)
+		case isPtr:
+			last = base + int64(p.lastOffsetDelta)
+		default:
+			if n, ok := record.PeekSize(v); !ok || n != len(v) || len(v) < record.HeaderSize {
+				return zerocopy.Slice{}, false, l.corrupt("batch at %d: %d bytes, header says %d", base, len(v), n)
+			}
+			last = record.Batch(v).LastOffset()
 		}
-		last := record.Batch(v).LastOffset()
 		if upTo >= 0 && last >= upTo {
 			break
 		}
-		if out == nil {
+		if out == nil && fpos < 0 {
 			if last < offset { // a gap, or offsets below start
 				continue
 			}
-			// One allocation: maxBytes bounds what follows the first
-			// batch, and the log's size bounds it all.
-			out = make([]byte, 0, max(len(v), int(min(int64(maxBytes), size))))
-		} else if len(out)+len(v) > maxBytes {
+			if !isPtr {
+				// One allocation: maxBytes bounds what follows the
+				// first batch, and the log's size bounds it all.
+				out = make([]byte, 0, max(len(v), int(min(int64(maxBytes), size))))
+				out = append(out, v...)
+				continue
+			}
+			if zf == nil {
+				return zerocopy.Slice{}, true, nil
+			}
+			fileSize = d.size.Load()
+			if p.pos+int64(p.size) > fileSize {
+				return zerocopy.Slice{}, false, l.corrupt("batch at %d: index names bytes [%d, %d) of %s, which holds %d",
+					base, p.pos, p.pos+int64(p.size), d.path, fileSize)
+			}
+			fpos, flen = p.pos, p.size
+			continue
+		}
+		if fpos >= 0 {
+			if !isPtr || p.pos != fpos+int64(flen) || flen+p.size > maxBytes || p.pos+int64(p.size) > fileSize {
+				break
+			}
+			flen += p.size
+			continue
+		}
+		if isPtr || len(out)+len(v) > maxBytes {
 			break
 		}
 		out = append(out, v...)
 	}
 	if err := it.Error(); err != nil {
-		return zerocopy.Slice{}, err
+		return zerocopy.Slice{}, false, err
 	}
-	return zerocopy.BytesSlice(out), nil
+	if fpos >= 0 {
+		return zerocopy.FileSlice(zf, fpos, int64(flen)), false, nil
+	}
+	return zerocopy.BytesSlice(out), false, nil
 }
 
 // StartOffset returns the log start offset.
@@ -382,8 +583,9 @@ func (l *Log) SetConfig(cfg engine.LogConfig) error {
 	return nil
 }
 
-// Flush syncs the store's WAL, which makes every append so far durable
-// (this log's and every other's).
+// Flush makes every append so far durable: it fdatasyncs the log's data
+// file, then commits the flushed position with a sync of the store's WAL
+// (which makes every other log's index durable too, not their data files).
 func (l *Log) Flush() error {
 	l.s.life.RLock()
 	defer l.s.life.RUnlock()
@@ -392,19 +594,74 @@ func (l *Log) Flush() error {
 	if l.closed {
 		return l.errClosed()
 	}
-	if err := l.s.syncHeld(); err != nil {
-		return err
+	return l.flushLocked()
+}
+
+// flushRolled starts a background fdatasync of the data file, which
+// stores the flushed position (at least upTo) without a sync of its own
+// once done; the next sync of the WAL makes it durable. At most one runs
+// per data file: a roll meanwhile is covered by the next one.
+// REQUIRES: s.life and l.writeMu held.
+func (l *Log) flushRolled(upTo int64) {
+	d := l.df
+	if d.flushed.Load() >= upTo || !d.flushing.CompareAndSwap(false, true) {
+		return
 	}
-	return nil
+	s := l.s
+	go func() {
+		defer d.flushing.Store(false)
+		s.life.RLock()
+		defer s.life.RUnlock()
+		if s.closed {
+			return
+		}
+		p, err := d.sync()
+		if err != nil {
+			// The next flush (interval, Flush, Close) tries again
+			// and fails the log or the store with the error.
+			s.logger.Warn("pebblelog: background flush of a rolled segment", "file", d.path, "err", err)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.files[d.n] != d { // deleted meanwhile
+			return
+		}
+		pb := s.db.NewBatch()
+		defer pb.Close()
+		_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(p)), nil)
+		if err := s.commitNoSync(pb); err != nil {
+			s.logger.Warn("pebblelog: store flushed position", "file", d.path, "err", err)
+		}
+	}()
+}
+
+// flushLocked is Flush. The data file goes first, so the WAL never durably
+// names bytes that are not. REQUIRES: s.life and l.writeMu held.
+func (l *Log) flushLocked() error {
+	if l.df != nil && l.df.dirty.Load() {
+		p, err := l.df.sync()
+		if err != nil {
+			return fmt.Errorf("pebblelog: %s: flush %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+		}
+		pb := l.s.db.NewBatch()
+		defer pb.Close()
+		_ = pb.Set(metaKey(l.n, metaFlushed), appendU64(nil, uint64(p)), nil)
+		if err := l.s.commitSynced(pb); err != nil {
+			return fmt.Errorf("pebblelog: %s: flush %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
+		}
+		return nil
+	}
+	return l.s.syncHeld()
 }
 
 // Close closes the log; the store's OpenLog opens it again. Closing twice
-// is a no-op. It does not sync: every append, truncation and deletion was
-// committed synced, and what was not (producer snapshots, the catalog entry
-// of a new log) is made durable by the next sync of any log or by
-// Store.Close, and costs only a longer replay or a re-creation if a crash
-// loses it. A sync here made a broker's clean stop one fsync per partition
-// (34 s for 100,000 partitions).
+// is a no-op. It does not sync: appends are in the page cache, truncations
+// and deletions were committed synced, and the next flush of the store (the
+// flush interval, Store.Close) syncs the data file and the WAL; a crash
+// before that is repaired by recovery (recovery.go). A sync here made a
+// broker's clean stop one fsync per partition (34 s for 100,000
+// partitions). The log's data file stays in the store's file cache.
 func (l *Log) Close() error {
 	l.writeMu.Lock()
 	closed := l.closed

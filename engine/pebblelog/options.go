@@ -16,9 +16,11 @@ const (
 )
 
 // Value separation (Pebble's blob files). A flush writes every value of at
-// least blobMinValueBytes (in practice: the stored RecordBatches; summaries
-// and metadata are 8-40 bytes) into a blob file once, and the sstables keep
-// a small handle. Compactions then move keys and handles only, instead of
+// least blobMinValueBytes (in practice: RecordBatches stored inline by
+// format version 1, and producer snapshots; batch pointers, summaries and
+// metadata are 8-40 bytes) into a blob file once, and the sstables keep a
+// small handle. Since format version 2 new batches live in data files and
+// this matters only for stores written before. Compactions then move keys and handles only, instead of
 // rewriting every record batch at each level they pass through.
 //
 // Why: a profile of `sluice serve` under 1 KiB produce (BENCHMARKS.md,

@@ -54,8 +54,11 @@ func readAll(t testing.TB, l engine.Log) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := s.Bytes()
+		b, err := s.AppendTo(nil)
 		s.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(b) == 0 {
 			t.Fatalf("empty read at %d below end %d", off, l.EndOffset())
 		}
@@ -204,6 +207,10 @@ func copyDir(t *testing.T, from, to string) {
 	}
 	for _, e := range ents {
 		if e.IsDir() {
+			if err := os.MkdirAll(filepath.Join(to, e.Name()), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			copyDir(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
 			continue
 		}
 		src, err := os.Open(filepath.Join(from, e.Name()))
@@ -298,7 +305,11 @@ func TestConcurrentAppendRead(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				b := sl.Bytes()
+				b, err := sl.AppendTo(nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				if _, _, err := record.ValidateAll(b); len(b) > 0 && err != nil {
 					t.Error(err)
 					return

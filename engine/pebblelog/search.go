@@ -159,6 +159,13 @@ func (l *Log) records(base int64, fn func(*record.Iter) bool) error {
 		return err
 	}
 	defer closer.Close()
+	if p, isPtr, bad := decodePointer(v); bad {
+		return l.corrupt("batch pointer at %d: %x", base, v)
+	} else if isPtr {
+		if v, err = l.readBatch(base, p); err != nil {
+			return err
+		}
+	}
 	if _, err := record.ValidateStored(v); err != nil { // cleaned batches may have lost records
 		return fmt.Errorf("%w: %v", l.corrupt("batch at %d", base), err)
 	}
@@ -173,4 +180,25 @@ func (l *Log) records(base int64, fn func(*record.Iter) bool) error {
 		return fmt.Errorf("%w: %v", l.corrupt("batch at %d", base), err)
 	}
 	return nil
+}
+
+// readBatch reads the batch a pointer names into a new buffer.
+// REQUIRES: s.life held.
+func (l *Log) readBatch(base int64, p batchPointer) ([]byte, error) {
+	l.mu.RLock()
+	d := l.df
+	l.mu.RUnlock()
+	if d == nil {
+		return nil, l.corrupt("batch pointer at %d, no data file", base)
+	}
+	zf, f, err := d.acquire(false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pebblelog: %s: read %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
+	}
+	defer zf.Release()
+	buf := make([]byte, p.size)
+	if _, err := f.ReadAt(buf, p.pos); err != nil {
+		return nil, l.corrupt("batch at %d: read %s [%d, %d): %v", base, d.path, p.pos, p.pos+int64(p.size), err)
+	}
+	return buf, nil
 }

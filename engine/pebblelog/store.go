@@ -1,37 +1,49 @@
-// Package pebblelog is the "pebble" storage backend: every partition log of
-// a store lives in one Pebble LSM in Options.Dir (see format.go for the key
-// layout). It suits brokers with many thousands of partitions: no open file
-// or mapping per partition, and compaction instead of segment files. Reads
-// copy (there is no file range to sendfile). The record batches, Pebble's
-// large values, are separated into blob files at flush, so compactions
-// move keys and handles, not records (options.go has the measurements).
+// Package pebblelog is the "pebble" storage backend: the index and state of
+// every partition log of a store live in one Pebble LSM in Options.Dir (see
+// format.go for the key layout), and the record batches of a log in one
+// append-only data file under Options.Dir/records, created on the log's
+// first append. It suits brokers with many thousands of partitions: the
+// data files are opened on demand, at most log.segment.open.files.max at a
+// time (datafile.go), and reads hand out file slices for sendfile.
 //
-// Durability. Every append is committed with pebble.Sync, whatever
-// FlushMessages says, and concurrent appends (across partitions: Pebble's
-// commit pipeline) share one fsync. The reason is Pebble's WAL writer: it
-// hands a partially filled 32 KiB block to the OS only when a sync is
-// requested, so a NoSync append is not even in the page cache, and a plain
-// process crash (SIGKILL, OOM) would lose acknowledged records that a
-// segment log keeps. Kafka's promise that acknowledged records survive a
-// broker crash therefore costs the pebble backend one fsync per append
-// round (about 0.5 ms on this project's machines). Each Append is one Pebble
-// batch, so a power loss mid-commit loses whole appends from the tail, never
-// part of one: the next Open finds dense offsets.
+// Durability. An append writes its batches with one pwrite, then commits
+// their index entries without a sync; it is acknowledged once the bytes
+// are in the page cache, as a segment log's are. Pebble's WAL writer hands
+// a NoSync commit to the OS only with a later sync, so a process crash
+// (SIGKILL, OOM) may lose index entries whose bytes are in the data file:
+// after an unclean shutdown (no clean-shutdown key) recovery.go scans each
+// data file past its stored append position and indexes the batches that
+// continue the log. A log's first append is committed synced, which makes
+// its catalog entry (committed unsynced by CreateLog) durable: recovery
+// removes the data files of logs missing from the catalog.
+//
+// Flushes (FlushMessages, FlushInterval, Flush, Close) fdatasync the
+// dirty data files first (one syncfs when there are many) and then sync
+// the WAL, storing each file's flushed position; a segment roll flushes
+// the log's data file in the background, as Kafka does. After a power
+// loss, recovery checks the batches indexed past the flushed position and
+// drops the index from the first one whose bytes did not survive.
+// Truncations, deletions and metadata are committed synced.
 //
 // What is committed without a sync can be lost without losing a record:
-// producer snapshots (a longer replay) and the catalog entry of a new,
-// empty log (the server creates it again). The next synced commit of any
-// log makes them durable, since the WAL is one ordered file, and so does
-// Store.Close, which syncs once and flushes the memtables: closing a log
-// writes nothing, so a clean stop costs the same for 10 or 100,000 logs.
+// producer snapshots (a longer replay), the catalog entry of a new, empty
+// log (the server creates it again), and append index entries (rebuilt
+// from the data file). Closing a log writes nothing, so a clean stop
+// costs one syncfs (or an fdatasync per data file written since the last
+// flush, when they are few) and one WAL sync, for 10 or 100,000 logs.
 //
-// Disk assumptions are Pebble's: an fsync'd WAL record survives power loss.
+// Disk assumptions: Pebble's (an fsync'd WAL record survives power loss),
+// and that fdatasync of a data file makes every byte written to it before
+// durable. Without a flush, a power loss may lose acknowledged records, as
+// with segment files and Kafka.
 package pebblelog
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,13 +74,25 @@ type Store struct {
 	catalog map[engine.PartitionID]uint64 // partition -> numeric id
 	nextID  uint64
 	open    map[engine.PartitionID]*Log
+	// files holds the data file of every log id that has one, loaded or
+	// written since Open, until DeleteLog.
+	files map[uint64]*dataFile
+	// recovering holds the log ids whose data files recovery must scan at
+	// their next OpenLog (an unclean shutdown). Guarded by mu.
+	recovering map[uint64]bool
 
-	// unsynced counts the batches committed without a sync (producer
-	// snapshots); synced is its value at the last WAL sync. A sync is
-	// skipped when they are equal: every other write is committed with
-	// pebble.Sync, so there is nothing to make durable. This is what makes
-	// closing 100,000 idle logs one fsync instead of 100,000 (about 40 s).
-	// Invariant: synced <= unsynced.
+	dataDir string
+	cache   *fileCache
+	// dirf is the data directory, open from Open to Close for syncFS; nil
+	// where syncfs does not report writeback errors.
+	dirf *os.File
+
+	// unsynced counts the batches committed without a sync (appends,
+	// producer snapshots, new logs); synced is its value at the last WAL
+	// sync. A WAL sync is skipped when they are equal and no data file is
+	// dirty: every other write is committed with pebble.Sync, so there is
+	// nothing to make durable. This is what makes closing 100,000 idle logs
+	// one fsync instead of 100,000 (about 40 s). Invariant: synced <= unsynced.
 	unsynced atomic.Uint64
 	synced   atomic.Uint64
 
@@ -78,7 +102,8 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the Pebble DB in opts.Dir and loads the
-// catalog. Pebble replays its WAL, so an unclean shutdown needs nothing more.
+// catalog. Pebble replays its WAL; after an unclean shutdown, each log's
+// data file is then checked at its OpenLog (recovery.go).
 func (Backend) Open(opts engine.Options) (engine.Store, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("pebblelog: Options.Dir is required")
@@ -99,18 +124,43 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 	}
 	s := &Store{
 		db: db, dir: opts.Dir, logger: logger, now: now,
-		catalog: map[engine.PartitionID]uint64{},
-		open:    map[engine.PartitionID]*Log{},
+		catalog:    map[engine.PartitionID]uint64{},
+		open:       map[engine.PartitionID]*Log{},
+		files:      map[uint64]*dataFile{},
+		recovering: map[uint64]bool{},
+		dataDir:    filepath.Join(opts.Dir, dataDirName),
+		cache:      newFileCache(opts.OpenSegmentsMax, logger),
 	}
 	if err := s.load(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if err := s.checkShutdown(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if syncFSReportsErrors() {
+		if s.dirf, err = os.Open(s.dataDir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("pebblelog: %w", err)
+		}
 	}
 	if opts.FlushInterval > 0 {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
 	}
 	return s, nil
+}
+
+// fileLocked returns the dataFile of log id n, creating it.
+// REQUIRES: s.mu held.
+func (s *Store) fileLocked(n uint64) *dataFile {
+	d := s.files[n]
+	if d == nil {
+		d = &dataFile{n: n, path: dataFilePath(s.dataDir, n), c: s.cache, slot: -1}
+		s.files[n] = d
+	}
+	return d
 }
 
 // load checks the format version (writing it into a new store) and reads
@@ -125,10 +175,18 @@ func (s *Store) load() error {
 	case err != nil:
 		return fmt.Errorf("pebblelog: %s: read version: %w", s.dir, err)
 	default:
-		ok := len(v) == 4 && v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == formatVersion
+		ok := len(v) == 4 && v[0] == 0 && v[1] == 0 && v[2] == 0 && (v[3] == formatVersion || v[3] == oldFormatVersion)
+		old := ok && v[3] == oldFormatVersion
 		closer.Close()
 		if !ok {
-			return fmt.Errorf("%w: %s: format version %x, this build reads %d", engine.ErrCorruptStore, s.dir, v, formatVersion)
+			return fmt.Errorf("%w: %s: format version %x, this build reads %d and %d", engine.ErrCorruptStore, s.dir, v, oldFormatVersion, formatVersion)
+		}
+		if old {
+			// From now on the store may hold pointers, which a
+			// version 1 build would misread: make it refuse.
+			if err := s.db.Set([]byte{tagVersion}, []byte{0, 0, 0, formatVersion}, pebble.Sync); err != nil {
+				return fmt.Errorf("pebblelog: %s: write version: %w", s.dir, err)
+			}
 		}
 	}
 	next, err := s.getU64([]byte{tagNextID})
@@ -197,12 +255,45 @@ func (s *Store) sync() error {
 	return s.syncHeld()
 }
 
-// syncHeld is sync for a caller that holds s.life. It costs nothing when
-// every batch since the last sync was committed synced.
+// syncHeld is sync for a caller that holds s.life: it fdatasyncs every
+// data file written since its last sync, then commits their flushed
+// positions with a WAL sync. It costs nothing when no data file is dirty
+// and every batch since the last sync was committed synced.
 // REQUIRES: s.life held.
 func (s *Store) syncHeld() error {
 	if s.closed {
 		return engine.ErrClosed
+	}
+	s.mu.Lock()
+	var dirty []*dataFile
+	for _, d := range s.files {
+		if d.dirty.Load() {
+			dirty = append(dirty, d)
+		}
+		if d.pending.Load() {
+			defer d.retryPunches()
+		}
+	}
+	s.mu.Unlock()
+	if len(dirty) > 0 {
+		flushed, err := s.syncFiles(dirty)
+		if err != nil {
+			return err
+		}
+		// Under s.mu, so that no deleted log gets a key back.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		pb := s.db.NewBatch()
+		defer pb.Close()
+		for i, d := range dirty {
+			if s.files[d.n] == d {
+				_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+			}
+		}
+		if err := s.commitSynced(pb); err != nil {
+			return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+		}
+		return nil
 	}
 	// Loaded before the sync: a batch counted here was committed (so is
 	// in the WAL) before LogData, which syncs everything before it.
@@ -212,6 +303,57 @@ func (s *Store) syncHeld() error {
 	}
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+	}
+	for {
+		old := s.synced.Load()
+		if old >= n || s.synced.CompareAndSwap(old, n) {
+			return nil
+		}
+	}
+}
+
+// syncFiles makes the data files durable and returns, for each, the
+// position below which it is: one syncfs(2) when there are many and the
+// kernel reports writeback errors from it, else an fdatasync each.
+func (s *Store) syncFiles(files []*dataFile) ([]int64, error) {
+	flushed := make([]int64, len(files))
+	if len(files) >= syncFSMin && s.dirf != nil {
+		var began []int
+		for i, d := range files {
+			if p, ok := d.beginSync(); ok {
+				flushed[i] = p
+				began = append(began, i)
+			} else {
+				flushed[i] = d.flushed.Load()
+			}
+		}
+		if err := syncFS(s.dirf); err != nil {
+			for _, i := range began {
+				files[i].dirty.Store(true)
+			}
+			return nil, fmt.Errorf("pebblelog: %s: syncfs: %w", s.dataDir, err)
+		}
+		for _, i := range began {
+			files[i].endSync(flushed[i])
+		}
+		return flushed, nil
+	}
+	for i, d := range files {
+		p, err := d.sync()
+		if err != nil {
+			return nil, fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+		}
+		flushed[i] = p
+	}
+	return flushed, nil
+}
+
+// commitSynced commits b with a sync, which makes every batch committed
+// before it durable too.
+func (s *Store) commitSynced(b *pebble.Batch) error {
+	n := s.unsynced.Load()
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
 	}
 	for {
 		old := s.synced.Load()
@@ -289,6 +431,12 @@ func (s *Store) OpenLog(id engine.PartitionID, cfg engine.LogConfig) (engine.Log
 	if err := l.load(); err != nil {
 		return nil, err
 	}
+	if s.recovering[n] {
+		if err := l.recover(); err != nil {
+			return nil, err
+		}
+		delete(s.recovering, n)
+	}
 	s.open[id] = l
 	return l, nil
 }
@@ -310,8 +458,8 @@ func (s *Store) ListLogs() ([]engine.PartitionID, error) {
 }
 
 // DeleteLog closes the log if open and deletes its keys with range
-// deletes and its catalog entry, in one Pebble batch. Slices handed out
-// are copies and stay readable.
+// deletes and its catalog entry, in one synced Pebble batch, then unlinks
+// its data file. Slices handed out stay readable: they hold the file open.
 func (s *Store) DeleteLog(id engine.PartitionID) error {
 	s.life.RLock()
 	defer s.life.RUnlock()
@@ -334,10 +482,21 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	for _, tag := range []byte{tagMeta, tagSegment, tagBatchIdx, tagBatch, tagAborted, tagSnapshot} {
 		_ = b.DeleteRange(newLogKey(tag, n, 0)[:9], logKeyEnd(tag, n), nil)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.commitSynced(b); err != nil {
 		return fmt.Errorf("pebblelog: %s: delete %s/%d: %w", s.dir, id.Topic, id.Partition, err)
 	}
 	delete(s.catalog, id)
+	delete(s.recovering, n)
+	// A crash before the unlink leaves an orphan file, which the next
+	// unclean Open removes (a log id is never reused).
+	d := s.files[n]
+	delete(s.files, n)
+	if d == nil {
+		d = &dataFile{n: n, path: dataFilePath(s.dataDir, n), c: s.cache, slot: -1}
+	}
+	if err := d.remove(); err != nil {
+		return fmt.Errorf("pebblelog: %s: delete %s/%d: %w", s.dir, id.Topic, id.Partition, err)
+	}
 	return nil
 }
 
@@ -350,8 +509,9 @@ func (s *Store) forget(l *Log) {
 	}
 }
 
-// Close closes every open log, syncs the WAL once for all of them and
-// closes the DB. Nothing is written per log. It waits for operations in
+// Close closes every open log, fdatasyncs the data files written since
+// their last flush, commits their flushed positions and the clean-shutdown
+// key with one WAL sync, and closes the DB. It waits for operations in
 // flight.
 func (s *Store) Close() error {
 	if s.stopFlush != nil {
@@ -372,7 +532,7 @@ func (s *Store) Close() error {
 	}
 	s.open = map[engine.PartitionID]*Log{}
 	s.mu.Unlock()
-	err := s.db.LogData(nil, pebble.Sync)
+	err := s.closeFiles()
 	if err == nil {
 		// Flush the memtables so the next Open replays no WAL. Replaying
 		// it flushed them during the load of every partition, whose reads
@@ -383,6 +543,9 @@ func (s *Store) Close() error {
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
+	}
+	if s.dirf != nil {
+		s.dirf.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("pebblelog: close %s: %w", s.dir, err)

@@ -26,6 +26,11 @@ func (l *Log) Truncate(offset int64) error {
 	if l.closed {
 		return l.errClosed()
 	}
+	return l.truncateLocked(offset)
+}
+
+// truncateLocked is Truncate. REQUIRES: s.life and l.writeMu held.
+func (l *Log) truncateLocked(offset int64) error {
 	if offset >= l.end {
 		return nil
 	}
@@ -44,6 +49,10 @@ func (l *Log) Truncate(offset int64) error {
 	if found && bs.base < offset && bs.last >= offset {
 		return fmt.Errorf("%w: truncate %s/%d to %d: inside batch [%d, %d]",
 			engine.ErrOffsetOutOfRange, l.id.Topic, l.id.Partition, offset, bs.base, bs.last)
+	}
+	punch, err := l.pointerRanges(offset, l.end)
+	if err != nil {
+		return err
 	}
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
@@ -66,10 +75,12 @@ func (l *Log) Truncate(offset int64) error {
 	if checkpoint != l.checkpoint {
 		_ = pb.Set(metaKey(l.n, metaCleaner), appendU64(nil, uint64(checkpoint)), nil)
 	}
-	if err := pb.Commit(pebble.Sync); err != nil {
+	l.setPos(pb)
+	if err := l.s.commitSynced(pb); err != nil {
 		return fmt.Errorf("pebblelog: %s: truncate %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 	}
 	l.publish(l.start, offset, segs, epochs, checkpoint)
+	l.punch(punch)
 	return nil
 }
 
@@ -104,11 +115,62 @@ func (l *Log) restartAtLocked(offset int64) error {
 	_ = pb.Set(metaKey(l.n, metaStart), appendU64(nil, uint64(offset)), nil)
 	_ = pb.Delete(metaKey(l.n, metaEpochs), nil)
 	_ = pb.Delete(metaKey(l.n, metaCleaner), nil)
-	if err := pb.Commit(pebble.Sync); err != nil {
+	l.setPos(pb)
+	if err := l.s.commitSynced(pb); err != nil {
 		return fmt.Errorf("pebblelog: %s: restart %s/%d at %d: %w", l.s.dir, l.id.Topic, l.id.Partition, offset, err)
 	}
 	l.publish(offset, offset, nil, engine.NewEpochCache(nil), 0)
+	if l.df != nil {
+		// Every byte below the append position belonged to a batch
+		// deleted now, or to none.
+		l.df.punch(0, l.df.pos.Load())
+	}
 	return nil
+}
+
+// setPos adds the data file's append position to pb, so that a synced trim
+// carries it (recovery.go). REQUIRES: l.writeMu held.
+func (l *Log) setPos(pb *pebble.Batch) {
+	if l.df != nil {
+		_ = pb.Set(metaKey(l.n, metaPos), appendU64(nil, uint64(l.df.pos.Load())), nil)
+	}
+}
+
+// pointerRanges returns the data file ranges of the batch pointers with
+// base offset in [from, to), adjacent ranges merged. REQUIRES: s.life held.
+func (l *Log) pointerRanges(from, to int64) ([][2]int64, error) {
+	if l.df == nil || from >= to {
+		return nil, nil
+	}
+	it, err := l.s.db.NewIter(&pebble.IterOptions{
+		LowerBound: newLogKey(tagBatch, l.n, from),
+		UpperBound: newLogKey(tagBatch, l.n, to),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out [][2]int64
+	for ok := it.First(); ok; ok = it.Next() {
+		p, isPtr, _ := decodePointer(it.Value())
+		if !isPtr {
+			continue
+		}
+		if k := len(out); k > 0 && out[k-1][1] == p.pos {
+			out[k-1][1] += int64(p.size)
+		} else {
+			out = append(out, [2]int64{p.pos, p.pos + int64(p.size)})
+		}
+	}
+	return out, it.Error()
+}
+
+// punch punches ranges out of the data file (deferred while readers hold
+// it), after the commit that unindexed them. REQUIRES: l.writeMu held.
+func (l *Log) punch(ranges [][2]int64) {
+	for _, r := range ranges {
+		l.df.punch(r[0], r[1]-r[0])
+	}
 }
 
 // deleteFrom adds range deletes of every batch, batch index entry, aborted
@@ -249,6 +311,16 @@ func (l *Log) advanceStart(start int64) error {
 	for k < len(l.segs) && l.segs[k].next <= start {
 		k++
 	}
+	var punch [][2]int64
+	var err error
+	if k == len(l.segs) {
+		punch, err = l.pointerRanges(0, l.end)
+	} else if k > 0 {
+		punch, err = l.pointerRanges(0, l.segs[k].base)
+	}
+	if err != nil {
+		return err
+	}
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	if k == len(l.segs) {
@@ -261,10 +333,12 @@ func (l *Log) advanceStart(start int64) error {
 	if epochs.TruncateFromStart(start) {
 		_ = pb.Set(metaKey(l.n, metaEpochs), encodeEpochs(epochs.Entries()), nil)
 	}
-	if err := pb.Commit(pebble.Sync); err != nil {
+	l.setPos(pb)
+	if err := l.s.commitSynced(pb); err != nil {
 		return fmt.Errorf("pebblelog: %s: advance start of %s/%d to %d: %w", l.s.dir, l.id.Topic, l.id.Partition, start, err)
 	}
 	l.publish(start, l.end, append([]segment(nil), l.segs[k:]...), epochs, l.checkpoint)
+	l.punch(punch)
 	return nil
 }
 

@@ -1,0 +1,455 @@
+package pebblelog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluice/sluice/zerocopy"
+)
+
+// dataDirName is the directory under Options.Dir holding the data files.
+// Part of the on-disk format: do not change.
+const dataDirName = "records"
+
+// defaultOpenFilesMax is the bound on open data files of a Store opened
+// without engine.Options.OpenSegmentsMax (log.segment.open.files.max).
+const defaultOpenFilesMax = 1000
+
+// dataFilePath returns the path of log n's data file under dir.
+func dataFilePath(dir string, n uint64) string {
+	return filepath.Join(dir, strconv.FormatUint(n, 10)+".data")
+}
+
+// parseDataFileName returns the log id of a data file name.
+func parseDataFileName(name string) (uint64, bool) {
+	const ext = ".data"
+	if len(name) <= len(ext) || name[len(name)-len(ext):] != ext {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name[:len(name)-len(ext)], 10, 64)
+	return n, err == nil
+}
+
+// dataFile is the data file of one log: the bytes of its batches whose
+// 0x06 values are pointers. One dataFile exists per log id in a Store
+// (Store.files) from the log's first load or append with data until
+// DeleteLog, shared by every Log opened on that id.
+//
+// Positions. pos is the append position: the next batch goes there, and
+// every byte at or after it is not indexed. It only grows (format.go), is
+// written by the owning Log holding writeMu, and read atomically by
+// flushes. flushed is a position below which every byte was fdatasync'd.
+//
+// Descriptors. The file is opened on demand and closed by the Store's
+// fileCache (CLOCK) when more than its bound are open. A user takes a
+// reference with acquire and drops it with Release on the zerocopy.File; a
+// read hands its reference on inside a zerocopy.Slice, so an evicted
+// descriptor stays open until the last slice of it is released.
+//
+// Punching. Bytes no longer indexed are punched out (fallocate
+// PUNCH_HOLE|KEEP_SIZE) only while no reference but the cache's is held on
+// any descriptor of the file: a Read takes its reference before it opens its
+// Pebble iterator, and a trim commits its index change before it punches,
+// so a reader either sees the new index or holds a reference that defers
+// the punch. Deferred punches are retried by later appends, flushes and
+// evictions; a crash forgets them (the space stays allocated, nothing
+// indexed is lost).
+type dataFile struct {
+	n    uint64
+	path string
+	c    *fileCache
+
+	pos      atomic.Int64 // append position; written holding the owning Log's writeMu
+	flushed  atomic.Int64 // bytes known durable
+	size     atomic.Int64 // bytes the file is known to hold: reads past it are corrupt
+	dirty    atomic.Bool  // written since the last fdatasync
+	used     atomic.Bool  // CLOCK reference bit
+	pending  atomic.Bool  // punches wait: len(punches) > 0
+	created  atomic.Bool  // created since the directory was last synced
+	flushing atomic.Bool  // a background flush (Log.flushRolled) runs
+	msgs     int64        // records appended since the last flush; REQUIRES: owning Log's writeMu
+
+	mu      sync.Mutex
+	zf      *zerocopy.File   // the cache's reference, nil when closed
+	f       *os.File         // zf's file
+	old     []*zerocopy.File // evicted descriptors a reader may still hold
+	punches [][2]int64       // [pos, pos+n) to punch once no reader holds the file
+	gone    bool             // deleted: never opened again
+	slot    int              // index in c.ring, -1 when not there; REQUIRES: c.mu
+}
+
+// errGone is returned by acquire on a deleted data file.
+var errGone = errors.New("pebblelog: data file deleted")
+
+// acquire returns the open file with a reference the caller must Release,
+// opening it (and creating it when create is set) if the cache closed it.
+func (d *dataFile) acquire(create bool) (*zerocopy.File, *os.File, error) {
+	d.mu.Lock()
+	if d.gone {
+		d.mu.Unlock()
+		return nil, nil, errGone
+	}
+	opened := false
+	if d.zf == nil {
+		f, err := os.OpenFile(d.path, os.O_RDWR, 0)
+		if create && errors.Is(err, os.ErrNotExist) {
+			// The directory entry is made durable by the next sync.
+			f, err = os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o644)
+			if err == nil {
+				d.created.Store(true)
+			}
+		}
+		if err != nil {
+			d.mu.Unlock()
+			return nil, nil, fmt.Errorf("pebblelog: open data file: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			d.mu.Unlock()
+			return nil, nil, fmt.Errorf("pebblelog: stat data file: %w", err)
+		}
+		d.grow(st.Size())
+		d.zf, d.f, opened = zerocopy.NewFile(f), f, true
+	}
+	zf, f := d.zf, d.f
+	zf.Acquire()
+	d.used.Store(true)
+	d.mu.Unlock()
+	if opened {
+		d.c.add(d)
+	}
+	return zf, f, nil
+}
+
+// punch queues [pos, pos+n) to be punched and punches what is queued if no
+// reader holds the file.
+func (d *dataFile) punch(pos, n int64) {
+	if n <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gone {
+		return
+	}
+	if k := len(d.punches); k > 0 && d.punches[k-1][1] == pos {
+		d.punches[k-1][1] = pos + n
+	} else {
+		d.punches = append(d.punches, [2]int64{pos, pos + n})
+	}
+	d.pending.Store(true)
+	d.punchLocked()
+}
+
+// retryPunches punches what earlier punch calls deferred, if no reader
+// holds the file now.
+func (d *dataFile) retryPunches() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.punchLocked()
+}
+
+// punchLocked punches the queued ranges unless a reference other than the
+// cache's is held on any descriptor of the file. REQUIRES: d.mu held.
+func (d *dataFile) punchLocked() {
+	if len(d.punches) == 0 || d.gone {
+		return
+	}
+	d.pruneLocked()
+	if len(d.old) > 0 || (d.zf != nil && d.zf.Refs() > 1) {
+		return
+	}
+	f := d.f
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(d.path, os.O_RDWR, 0); err != nil {
+			d.c.log.Warn("pebblelog: cannot open data file to punch", "file", d.path, "err", err)
+			d.punches = nil
+			d.pending.Store(false)
+			return
+		}
+		defer f.Close()
+	}
+	for _, r := range d.punches {
+		err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, r[0], r[1]-r[0])
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTSUP) {
+			if d.c.noPunch.CompareAndSwap(false, true) {
+				d.c.log.Warn("pebblelog: the file system cannot punch holes: space of deleted records is reclaimed only when their log is deleted", "file", d.path, "err", err)
+			}
+			break
+		}
+		if err != nil {
+			d.c.log.Warn("pebblelog: punch hole in data file", "file", d.path, "pos", r[0], "bytes", r[1]-r[0], "err", err)
+		}
+	}
+	d.punches = nil
+	d.pending.Store(false)
+}
+
+// beginSync starts a sync of the file by other means (syncfs): it returns
+// the position that sync will make durable, for endSync; ok is false when
+// the file is not dirty. A failed sync calls d.dirty.Store(true).
+func (d *dataFile) beginSync() (p int64, ok bool) {
+	if !d.dirty.Swap(false) {
+		return 0, false
+	}
+	return d.pos.Load(), true // every byte below was written before this load
+}
+
+// endSync records that a sync begun by beginSync succeeded.
+func (d *dataFile) endSync(p int64) {
+	d.created.Store(false)
+	for {
+		old := d.flushed.Load()
+		if old >= p || d.flushed.CompareAndSwap(old, p) {
+			return
+		}
+	}
+}
+
+// sync fdatasyncs the file if it was written since the last sync, and
+// returns the position below which every byte is now durable.
+func (d *dataFile) sync() (int64, error) {
+	if !d.dirty.Swap(false) {
+		return d.flushed.Load(), nil
+	}
+	p := d.pos.Load() // every byte below was written before this load
+	zf, f, err := d.acquire(false)
+	if errors.Is(err, errGone) {
+		return p, nil
+	}
+	if err != nil {
+		d.dirty.Store(true)
+		return 0, err
+	}
+	defer zf.Release()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		d.dirty.Store(true)
+		return 0, fmt.Errorf("pebblelog: fdatasync %s: %w", d.path, err)
+	}
+	if d.created.Swap(false) {
+		if err := syncDir(filepath.Dir(d.path)); err != nil {
+			d.created.Store(true)
+			d.dirty.Store(true)
+			return 0, err
+		}
+	}
+	for {
+		old := d.flushed.Load()
+		if old >= p || d.flushed.CompareAndSwap(old, p) {
+			return max(old, p), nil
+		}
+	}
+}
+
+// pruneLocked forgets the evicted descriptors no reader holds any more.
+// REQUIRES: d.mu held.
+func (d *dataFile) pruneLocked() {
+	live := d.old[:0]
+	for _, zf := range d.old {
+		if zf.Refs() > 0 {
+			live = append(live, zf)
+		}
+	}
+	clear(d.old[len(live):])
+	d.old = live
+}
+
+// closeLocked drops the cache's reference, keeping the descriptor in old
+// while a reader holds it. REQUIRES: d.mu held; d not in the cache's ring.
+func (d *dataFile) closeLocked() {
+	if d.zf == nil {
+		return
+	}
+	d.punchLocked()
+	d.pruneLocked()
+	if d.zf.Refs() > 1 {
+		d.old = append(d.old, d.zf)
+	}
+	if err := d.zf.Release(); err != nil {
+		d.c.log.Warn("pebblelog: close data file", "file", d.path, "err", err)
+	}
+	d.zf, d.f = nil, nil
+}
+
+// remove deletes the file: it is closed (readers holding a slice keep
+// reading the unlinked file) and unlinked, and never opened again.
+func (d *dataFile) remove() error {
+	d.c.remove(d)
+	d.mu.Lock()
+	d.gone = true
+	d.punches = nil
+	d.pending.Store(false)
+	if d.zf != nil {
+		d.zf.Release()
+		d.zf, d.f = nil, nil
+	}
+	d.old = nil
+	d.mu.Unlock()
+	if err := os.Remove(d.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pebblelog: remove data file: %w", err)
+	}
+	return nil
+}
+
+// fileCache bounds the open data files of a Store. Replacement is CLOCK, as
+// segment's openCache: a hit sets the file's used bit without a global
+// lock; the sweep clears set bits and closes the first file whose bit is
+// clear. A file held by a reader is closed all the same: its descriptor
+// lives on in the reader's slice, so the bound may be exceeded by the files
+// of reads in flight.
+//
+// Locking: mu guards ring, hand and every file's slot; a file's mu is never
+// taken while holding mu.
+type fileCache struct {
+	mu   sync.Mutex
+	max  int
+	ring []*dataFile
+	hand int
+
+	log     *slog.Logger
+	noPunch atomic.Bool // the file system refused a punch (logged once)
+}
+
+func newFileCache(max int, log *slog.Logger) *fileCache {
+	if max <= 0 {
+		max = defaultOpenFilesMax
+	}
+	return &fileCache{max: max, log: log}
+}
+
+// open returns how many data files are open (in the ring) now.
+func (c *fileCache) open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.ring)
+}
+
+// add puts d, just opened, in the ring and evicts while over the bound.
+func (c *fileCache) add(d *dataFile) {
+	c.mu.Lock()
+	if d.slot < 0 {
+		d.slot = len(c.ring)
+		c.ring = append(c.ring, d)
+	}
+	over := len(c.ring) > c.max
+	c.mu.Unlock()
+	if over {
+		c.evict()
+	}
+}
+
+// remove takes d out of the ring, if it is there.
+func (c *fileCache) remove(d *dataFile) {
+	c.mu.Lock()
+	c.removeLocked(d)
+	c.mu.Unlock()
+}
+
+// removeLocked swaps d out of the ring. REQUIRES: c.mu held.
+func (c *fileCache) removeLocked(d *dataFile) {
+	i := d.slot
+	if i < 0 {
+		return
+	}
+	last := len(c.ring) - 1
+	c.ring[i] = c.ring[last]
+	c.ring[i].slot = i
+	c.ring[last] = nil
+	c.ring = c.ring[:last]
+	d.slot = -1
+}
+
+// evict closes files, least recently used first, until within the bound.
+func (c *fileCache) evict() {
+	for {
+		c.mu.Lock()
+		var v *dataFile
+		for tries := 2*len(c.ring) + 1; tries > 0 && len(c.ring) > c.max; tries-- {
+			if c.hand >= len(c.ring) {
+				c.hand = 0
+			}
+			d := c.ring[c.hand]
+			if d.used.Swap(false) {
+				c.hand++
+				continue
+			}
+			v = d
+			c.removeLocked(d)
+			break
+		}
+		c.mu.Unlock()
+		if v == nil {
+			return
+		}
+		v.mu.Lock()
+		v.closeLocked()
+		v.mu.Unlock()
+	}
+}
+
+// closeAll closes every file (Store.Close), punching what waits if it can.
+func (c *fileCache) closeAll() {
+	c.mu.Lock()
+	ring := c.ring
+	for _, d := range ring {
+		d.slot = -1
+	}
+	c.ring, c.hand = nil, 0
+	c.mu.Unlock()
+	for _, d := range ring {
+		d.mu.Lock()
+		d.closeLocked()
+		d.mu.Unlock()
+	}
+}
+
+// write writes b at pos, the append position, and advances the append
+// position past it. REQUIRES: the owning Log's writeMu held.
+func (d *dataFile) write(b []byte, pos int64) error {
+	zf, f, err := d.acquire(true)
+	if err != nil {
+		return err
+	}
+	defer zf.Release()
+	if _, err := f.WriteAt(b, pos); err != nil {
+		return fmt.Errorf("pebblelog: write %s at %d: %w", d.path, pos, err)
+	}
+	end := pos + int64(len(b))
+	d.grow(end)
+	d.pos.Store(end)
+	d.dirty.Store(true)
+	return nil
+}
+
+// grow raises the known size of the file to n.
+func (d *dataFile) grow(n int64) {
+	for {
+		old := d.size.Load()
+		if old >= n || d.size.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// syncDir fsyncs a directory, making the entries created in it durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("pebblelog: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("pebblelog: fsync %s: %w", dir, err)
+	}
+	return nil
+}
