@@ -13,20 +13,30 @@ import (
 	"github.com/sluice/sluice/segment"
 )
 
-// Per open segment of the segment backend: .log, .index and .timeindex
-// descriptors, and the two index mappings (segment/opencache.go).
-const (
-	fdsPerOpenSegment  = 3
-	mapsPerOpenSegment = 2
-	// fdReserve is what the broker needs besides segments: connections,
-	// the metastore (Pebble), checkpoints being written, ZooKeeper.
-	fdReserve = 1024
-)
+// What one entry of a backend's open-file cache (log.segment.open.files.max)
+// holds: for segment an open segment's .log, .index and .timeindex
+// descriptors and its two index mappings (segment/opencache.go); for pebble
+// one partition's data file (engine/pebblelog/datafile.go); memory keeps no
+// files.
+func openFileCost(backend string) (fds, maps int) {
+	switch backend {
+	case "segment", "":
+		return 3, 2
+	case "pebble":
+		return 1, 0
+	default:
+		return 0, 0
+	}
+}
+
+// fdReserve is what the broker needs besides the backend's cache:
+// connections, the metastore (Pebble), checkpoints being written, ZooKeeper.
+const fdReserve = 1024
 
 // checkLimits raises the soft RLIMIT_NOFILE to the hard one (as Kafka's
 // packaged services and most servers do; connections need descriptors
 // too), and logs what the descriptor and mapping limits allow given the
-// segment backend's open-segment cache (log.segment.open.files.max),
+// storage backend's open-file cache (log.segment.open.files.max),
 // warning when the cache cannot fit in them. It never fails the start: a
 // limit it cannot read or raise is logged.
 func checkLimits(cfg config.Config, log *slog.Logger) {
@@ -51,12 +61,13 @@ func checkLimits(cfg config.Config, log *slog.Logger) {
 		}
 	}
 	maxMaps := readMaxMapCount()
-	needFds := uint64(openSegs*fdsPerOpenSegment + fdReserve)
-	needMaps := int64(openSegs * mapsPerOpenSegment)
+	fds, maps := openFileCost(cfg.StorageBackend)
+	needFds := uint64(openSegs*fds + fdReserve)
+	needMaps := int64(openSegs * maps)
 	log.Info("broker: file and mapping limits",
 		"nofileSoft", nofile.Cur, "nofileHard", nofile.Max, "vmMaxMapCount", maxMaps,
-		"log.segment.open.files.max", openSegs,
-		"segmentFds", openSegs*fdsPerOpenSegment, "segmentMaps", needMaps,
+		"storage.backend", cfg.StorageBackend, "log.segment.open.files.max", openSegs,
+		"storageFds", openSegs*fds, "storageMaps", needMaps,
 		"connectionsLeft", int64(nofile.Cur)-int64(needFds))
 	if nofile.Cur != unix.RLIM_INFINITY && nofile.Cur < needFds {
 		log.Warn("broker: RLIMIT_NOFILE is below what log.segment.open.files.max needs; lower it or raise ulimit -n",
