@@ -59,7 +59,7 @@ FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidate
 	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \
 	./acl/:FuzzDecodeZNode ./auth/sasl/:FuzzDecodeCredential ./metastore/:FuzzDecodeACLValue \
 	./auth/tlsconf/:FuzzFormatDN ./auth/tlsconf/:FuzzPrincipalMappingRules \
-	./engine/compact/:FuzzFilter
+	./engine/compact/:FuzzFilter ./engine/pebblelog/:FuzzRecoverTail
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
