@@ -18,15 +18,25 @@
 # keys), PROFILE_DIR (when set: every broker runs with --cpuprofile
 # PROFILE_DIR/<name>.cpu, written when it stops), BIN (a sluice binary to
 # measure instead of bin/sluice), PERF_TIMEOUT (120 s per
-# perf run), BENCH_TMP (/tmp/repl-bench: parent of the work directory).
+# perf run), BENCH_TMP (/tmp/repl-bench: parent of the work directory),
+# BROKER_CPUS and CLIENT_CPUS (CPU placement, below).
+#
+# CPU placement: BROKER_CPUS (taskset -c list; default 0) for ZooKeeper and
+# every broker, the single node included, and CLIENT_CPUS for the load
+# generator (default 1 when the brokers are on CPU 0, else the brokers'
+# CPUs). The default keeps the brokers on one core and the client on the
+# other, so broker CPU per GB is not blurred by the client; BROKER_CPUS=0,1
+# is issue 16's wording, "on 2 cores, where three brokers share the CPU":
+# brokers and client share both cores, the single node with its client as
+# much as the cluster with its.
 #
 # Method:
 #   - one ZooKeeper (Debian's, ZooKeeperServerMain as scripts/cluster.sh
 #     and the e2e tests run it), three `sluice serve` in cluster mode (ids
 #     1-3) and one single-node `sluice serve`, all started at once, all on
 #     127.0.0.1 free ports, segment backend, data under one mktemp -d;
-#     brokers and ZooKeeper pinned with `taskset -c 0`, the load generator
-#     with `taskset -c 1` (bench-lib.sh's pin_broker and pin_client);
+#     brokers and ZooKeeper pinned with `taskset -c $BROKER_CPUS` (0), the
+#     load generator with `taskset -c $CLIENT_CPUS` (1);
 #   - RUNS rounds, each: produce REC_1K x 1 KiB and REC_16K x 16 KiB records
 #     (one producer, acks=all, one partition) to the single node (RF 1) and
 #     to the cluster (RF 3, min.insync.replicas=2, created by perf's
@@ -82,6 +92,13 @@ mkdir -p "$BENCH_TMP"
 # shellcheck source=bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 bench_setup replication
+BROKER_CPUS=${BROKER_CPUS:-0}
+if [ -z "${CLIENT_CPUS:-}" ]; then
+	CLIENT_CPUS=$BROKER_CPUS
+	[ "$BROKER_CPUS" != 0 ] || CLIENT_CPUS=1
+fi
+pin_broker=(taskset -c "$BROKER_CPUS") pin_client=(taskset -c "$CLIENT_CPUS")
+broker_ncpu=$(taskset -c "$BROKER_CPUS" nproc)
 # BIN: measure another build of sluice (e.g. an older commit's, for a
 # before/after comparison in the same conditions) instead of bin/sluice.
 [ -z "${BIN:-}" ] || bin=$(realpath "$BIN")
@@ -379,9 +396,11 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 		"nproc $(nproc), load average $load_start at start, $load_end at end."
 	echo "Each figure: median of $RUNS rounds (min–max); one producer, one partition, acks=all."
 	echo
-	echo "\"CPU 0 busy\": the brokers' CPU seconds (all three for RF 3) over the run's seconds; all brokers share CPU 0."
+	echo "Placement: brokers and ZooKeeper on CPU $BROKER_CPUS, the load generator on CPU $CLIENT_CPUS." \
+		"\"Broker CPUs busy\": the brokers' CPU seconds (all three for RF 3) over the run's seconds," \
+		"as a share of the $broker_ncpu CPU(s) they may use."
 	echo
-	echo "| records | RF 1 MB/s | RF 3 MB/s | RF 3 / RF 1 | RF 1 produce p99 ms | RF 3 produce p99 ms | CPU 0 busy RF 1 | RF 3 |"
+	echo "| records | RF 1 MB/s | RF 3 MB/s | RF 3 / RF 1 | RF 1 produce p99 ms | RF 3 produce p99 ms | broker CPUs busy RF 1 | RF 3 |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 	for size in $SIZES; do
 		q="select(.workload == \"produce\" and .size == $size)"
@@ -395,8 +414,8 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 			"$(sel "$q | select(.target == \"rf3\") | .result.mb_per_sec" | med %.0f)" "$ratio" \
 			"$(sel "$q | select(.target == \"rf1\") | .result.produce_latency_ms.p99" | med %.1f)" \
 			"$(sel "$q | select(.target == \"rf3\") | .result.produce_latency_ms.p99" | med %.1f)" \
-			"$(sel "$q | select(.target == \"rf1\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds" | med %.0f%%)" \
-			"$(sel "$q | select(.target == \"rf3\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds" | med %.0f%%)"
+			"$(sel "$q | select(.target == \"rf1\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds / $broker_ncpu" | med %.0f%%)" \
+			"$(sel "$q | select(.target == \"rf3\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds / $broker_ncpu" | med %.0f%%)"
 	done
 	[ "$E2E_SECS" = 0 ] || {
 	echo
@@ -479,7 +498,7 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 			"| \(.[0]) | \(.[1]) | \(.[2] * 10 | round / 10) | \(.[3]) | \(.[4] * 10 | round / 10) | \(.[5]) | \(.[6] * 10 | round / 10) |"' "$results"
 	fi
 	echo
-	echo "Command: \`RUNS=$RUNS SIZES='$SIZES' WARM_MB=$WARM_MB REC_1K=$REC_1K REC_16K=$REC_16K E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE" \
+	echo "Command: \`BROKER_CPUS=$BROKER_CPUS CLIENT_CPUS=$CLIENT_CPUS RUNS=$RUNS SIZES='$SIZES' WARM_MB=$WARM_MB REC_1K=$REC_1K REC_16K=$REC_16K E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE" \
 		"STRACE_REC=$STRACE_REC${EXTRA:+ EXTRA='$EXTRA'} scripts/bench-replication.sh\`"
 } >"$OUT_MD"
 log "wrote ${OUT_MD}${OUT_JSON:+ and $OUT_JSON} ($(date -u '+%H:%M') UTC, started $date_start)"
