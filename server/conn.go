@@ -144,6 +144,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
+	tuneLoopback(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
 		ctx:     ctx,
