@@ -74,12 +74,46 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 	if err := p.checkClientBatches(batches); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
-	return p.appendQueued(ctx, batches, acks, nil)
+	res, err := p.appendQueued(batches, acks, nil)
+	if err != nil || acks != -1 {
+		return res, err
+	}
+	return res, p.WaitCommitted(ctx, &res)
+}
+
+// AppendLocal is Append with acks -1 up to the local append: the
+// min.insync.replicas check, validation and the append itself, with the
+// same errors. It does not wait for the ISR: WaitCommitted does, and the
+// request must not be acknowledged before WaitCommitted returns nil.
+// Splitting the two lets a connection append its next produce request
+// while this one is being replicated (server: pipelined acks=all produce)
+// instead of leaving the leader idle for a follower round trip per
+// request. Safe for concurrent use.
+func (p *Partition) AppendLocal(batches []byte) (AppendResult, error) {
+	if err := p.checkClientBatches(batches); err != nil {
+		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
+	}
+	return p.appendQueued(batches, -1, nil)
+}
+
+// WaitCommitted waits, for res from an AppendLocal (or an acks -1 append)
+// that returned no error, until the high watermark passes res.LastOffset:
+// the ISR has the records. It fails with ErrNotEnoughReplicasAfterAppend
+// when the ISR shrinks below min.insync.replicas, ErrNotLeader when
+// leadership moved since the append, ErrClosed, or ctx.Err(); the records
+// stay in the log in every case. It adds the time waited to res.Waited.
+// Safe for concurrent use.
+func (p *Partition) WaitCommitted(ctx context.Context, res *AppendResult) error {
+	start := time.Now()
+	err := p.waitCommitted(ctx, res.LastOffset+1, res.gen)
+	res.Waited += time.Since(start)
+	return err
 }
 
 // appendQueued is Append after validation: client batches (marker nil) or
 // one marker's control batch (WriteTxnMarker).
-func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16, marker *TxnMarker) (AppendResult, error) {
+// It does not wait for the ISR (WaitCommitted).
+func (p *Partition) appendQueued(batches []byte, acks int16, marker *TxnMarker) (AppendResult, error) {
 	gen := p.gen.Load()
 	if !p.isLeader.Load() {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrNotLeader
@@ -119,12 +153,7 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 	*r = appendReq{wake: r.wake}
 	reqPool.Put(r)
 	res.Appended = err == nil && !res.Duplicate
-	if err != nil || acks != -1 {
-		return res, err
-	}
-	start := time.Now()
-	err = p.waitCommitted(ctx, res.LastOffset+1, gen)
-	res.Waited = time.Since(start)
+	res.gen = gen
 	return res, err
 }
 

@@ -184,6 +184,10 @@ type AppendResult struct {
 	// Waited is how long an acks=-1 append waited for the ISR after the
 	// local append (the request's remote time in the broker's metrics).
 	Waited time.Duration
+
+	// gen is the partition's generation at the append (AppendLocal):
+	// WaitCommitted fails with ErrNotLeader if leadership moved since.
+	gen uint64
 }
 
 // Partition is one partition replica: the leader, which appends produce

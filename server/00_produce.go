@@ -29,6 +29,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -86,7 +87,18 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	// REQUEST_TIMED_OUT), as Kafka's DelayedProduce does, never waits
 	// forever.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
-	defer cancel()
+	cancelled := false
+	defer func() {
+		if !cancelled {
+			cancel()
+		}
+	}()
+	// acks=-1 on a connection: append now, wait for the ISR in the
+	// connection's writer (pipelined, below).
+	var pipe *producePipe
+	if r.Acks == -1 && reqErr == nil && rc != nil && rc.conn != nil {
+		pipe = &producePipe{}
+	}
 
 	var wg sync.WaitGroup
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
@@ -113,13 +125,13 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				continue
 			}
 			if n == 1 {
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp, pipe)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp, pipe)
 			}()
 		}
 	}
@@ -135,14 +147,87 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 		return nil, nil
 	}
-	return kresp(resp), nil
+	out := kresp(resp)
+	if pipe != nil && len(pipe.waits) > 0 {
+		cancelled = true
+		out.wait = func() time.Duration {
+			defer cancel()
+			pipe.wait(ctx, s, rc)
+			return time.Duration(rc.remote.Load())
+		}
+		out.release = cancel
+	}
+	return out, nil
+}
+
+// Pipelined acks=all produce. Kafka reads a connection's next request only
+// after answering the one before, so an acks=all producer with several
+// requests in flight still has them appended one ISR round trip apart: the
+// leader appends, waits for its followers to fetch and fetch again, answers,
+// and only then reads the next request, and its followers fetch one
+// request's bytes at a time. A connection here appends its next produce
+// request while the one before waits for its ISR: the handler appends
+// (Partition.AppendLocal) and returns a response whose wait
+// (Partition.WaitCommitted) the connection's writer runs before encoding
+// it, so responses still leave in request order, and each only once the
+// ISR has its records (or with the error the wait ended in). What is not
+// yet acknowledged is exactly what Kafka would have in the log had the
+// producer sent those requests on several connections; the records of a
+// request whose wait fails stay in the log, as in Kafka. The pipeline is
+// as deep as the requests the client sends before reading an answer
+// (max.in.flight.requests.per.connection, 5 for an idempotent producer)
+// and the connection's response queue.
+//
+// With scripts/bench-replication.sh (RF 3, min.insync.replicas=2, one
+// producer): see the commit that added this for the measurements.
+
+// producePipe collects the acks=-1 waits of one produce request's
+// partitions. Safe for concurrent use by the request's partitions.
+type producePipe struct {
+	mu    sync.Mutex
+	waits []produceWait
+}
+
+type produceWait struct {
+	p     *partition
+	res   replication.AppendResult
+	sp    *kmsg.ProduceResponseTopicPartition
+	topic string
+}
+
+func (pp *producePipe) add(w produceWait) {
+	pp.mu.Lock()
+	pp.waits = append(pp.waits, w)
+	pp.mu.Unlock()
+}
+
+// wait waits for every partition's ISR in turn (they replicate
+// concurrently, so the request waits for the slowest), filling the error
+// of those whose wait fails, as producePartition does for an unpipelined
+// append. A panic (a bug) fails that partition only.
+func (pp *producePipe) wait(ctx context.Context, s *Server, rc *reqCtx) {
+	for i := range pp.waits {
+		w := &pp.waits[i]
+		err := safe.Call(s.log, "server: produce", func() error {
+			err := w.p.WaitCommitted(ctx, &w.res)
+			rc.addRemote(w.res.Waited)
+			return err
+		})
+		if errors.Is(err, safe.ErrPanic) {
+			s.panics.Add(1)
+		}
+		if err != nil {
+			s.fillProduceError(w.sp, w.topic, err)
+		}
+	}
 }
 
 // producePartition appends one partition's batches and fills its response.
 // A panic (a bug) fails this partition only.
-func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+// With pipe (acks -1 only) the ISR wait is left to pipe.
+func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe) {
 	err := safe.Call(s.log, "server: produce", func() error {
-		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, sp)
+		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, sp, pipe)
 		return nil
 	})
 	if err != nil {
@@ -151,7 +236,7 @@ func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t
 	}
 }
 
-func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe) {
 	t := s.topics.get(topicName)
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
@@ -178,8 +263,14 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		countProduceError(p.stats, sp.ErrorCode)
 		return
 	}
-	res, err := p.Append(ctx, rp.Records, acks)
-	rc.addRemote(res.Waited)
+	var res replication.AppendResult
+	var err error
+	if pipe != nil {
+		res, err = p.AppendLocal(rp.Records)
+	} else {
+		res, err = p.Append(ctx, rp.Records, acks)
+		rc.addRemote(res.Waited)
+	}
 	// Counted at the local append, as Kafka does: records appended whose
 	// acks=-1 wait then failed are in the log all the same.
 	switch {
@@ -198,6 +289,9 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
+	if pipe != nil {
+		pipe.add(produceWait{p: p, res: res, sp: sp, topic: topicName})
+	}
 }
 
 // fillProduceError sets a partition's error and the -1 offsets Kafka sends

@@ -97,6 +97,12 @@ type response struct {
 	release func()
 	// close: close the connection after writing what came before.
 	close bool
+	// wait, when set, must return before the response is encoded: the
+	// writer calls it once, in order, after sending the responses before
+	// it (a pipelined acks=all produce waiting for its ISR, 00_produce.go).
+	// It returns the request's remote time so far. release, when set, is
+	// still called if the response is dropped instead.
+	wait func() time.Duration
 
 	// api and timing are the request's metrics (api nil: none kept); the
 	// writer completes timing and counts it once the response is sent,
@@ -450,7 +456,7 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 			rc.also.Done(r.version, &t)
 		} else {
 			out.api, out.also, out.version, out.timing = api, rc.also, r.version, t
-			if out.kresp != nil {
+			if out.kresp != nil && out.wait == nil { // else counted after the wait
 				countResponseErrors(api, r.key, out.kresp)
 			}
 		}
@@ -509,6 +515,14 @@ func (c *conn) writeLoop() {
 		}
 		// Batch: encode everything already queued, then flush once.
 		for {
+			if r.wait != nil {
+				// Send what is ready before waiting on this one.
+				if err := c.flushTimed(w, &timed); err != nil {
+					dropResponse(r)
+					return
+				}
+				awaitResponse(r)
+			}
 			if r.close {
 				encodeResponse(w, r) // its answer, if it has one, goes first
 				c.flush(w)
@@ -533,19 +547,43 @@ func (c *conn) writeLoop() {
 			}
 			break
 		}
-		if err := c.flush(w); err != nil {
+		if err := c.flushTimed(w, &timed); err != nil {
 			return
 		}
-		if len(timed) > 0 {
-			sent := metrics.Now()
-			for i, r := range timed {
-				r.timing.Sent = sent
-				r.api.Done(r.version, &r.timing)
-				r.also.Done(r.version, &r.timing)
-				timed[i] = nil
-			}
-			timed = timed[:0]
+	}
+}
+
+// flushTimed flushes w and counts the metrics of the responses it sent
+// (timed, emptied for reuse).
+func (c *conn) flushTimed(w *zerocopy.Writer, timed *[]*response) error {
+	if err := c.flush(w); err != nil {
+		return err
+	}
+	if len(*timed) > 0 {
+		sent := metrics.Now()
+		for i, r := range *timed {
+			r.timing.Sent = sent
+			r.api.Done(r.version, &r.timing)
+			r.also.Done(r.version, &r.timing)
+			(*timed)[i] = nil
 		}
+		*timed = (*timed)[:0]
+	}
+	return nil
+}
+
+// awaitResponse runs r.wait and completes r's metrics with it: the wait is
+// part of the request's handling (remote time), and errors it put in the
+// response are counted now.
+func awaitResponse(r *response) {
+	remote := r.wait()
+	r.wait = nil
+	if r.api == nil {
+		return
+	}
+	r.timing.Handled, r.timing.Remote = metrics.Now(), remote
+	if r.kresp != nil {
+		countResponseErrors(r.api, apiKeyProduce, r.kresp)
 	}
 }
 
