@@ -46,7 +46,8 @@
 #     VM's memory is backed by the host on first touch, which would charge
 #     page faults to whichever broker writes first (see bench-report.sh);
 #   - CPU: utime+stime of every broker from /proc/PID/stat before and after
-#     each run, per GB (10^9 bytes) acknowledged; in the cluster each broker
+#     each run, per GB (10^9 bytes) acknowledged, and its system calls
+#     (/proc/PID/io syscr, syscw); in the cluster each broker
 #     is named by its role for the topic (leader, follower); from each
 #     broker's /metrics (http.listeners on a free port) the bytes its Go heap
 #     allocated and the Produce and follower Fetch requests it served;
@@ -217,6 +218,14 @@ fi
 # cpu B: utime+stime of broker B in clock ticks.
 cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/${bpid[$1]}/stat"; }
 
+# sysc B: broker B's read-like and write-like system calls so far
+# (/proc/PID/io syscr and syscw: every read/recv and write/send/sendfile
+# call, whatever its size) as a JSON object; zeros when unreadable.
+sysc() {
+	awk '/^syscr:/ { r = $2 } /^syscw:/ { w = $2 } END { printf "{\"r\":%d,\"w\":%d}\n", r, w }' "/proc/${bpid[$1]}/io" 2>/dev/null ||
+		echo '{"r":0,"w":0}'
+}
+
 # counters B: a JSON object of broker B's counters from its /metrics: bytes
 # the Go heap allocated, Produce requests and follower Fetch requests served.
 counters() {
@@ -240,14 +249,14 @@ leader_of() {
 measure() {
 	local target=$1 round=$2 workload=$3 size=$4 topic=$5
 	shift 6
-	local seeds=$cluster names=(1 2 3) b before=() after=() cbefore=() cafter=() out rc=0 start end
+	local seeds=$cluster names=(1 2 3) b before=() after=() cbefore=() cafter=() sbefore=() safter=() out rc=0 start end
 	if [ "$target" = rf1 ]; then seeds=127.0.0.1:${bport[single]} names=(single); fi
-	for b in "${names[@]}"; do cbefore+=("$(counters "$b")"); before+=("$(cpu "$b")"); done
+	for b in "${names[@]}"; do cbefore+=("$(counters "$b")"); sbefore+=("$(sysc "$b")"); before+=("$(cpu "$b")"); done
 	start=$(date +%s.%N)
 	out=$("${pin_client[@]}" timeout "$PERF_TIMEOUT" "$bin" perf "$@" --topic "$topic" --brokers "$seeds" \
 		--json --quiet --timeout "$((PERF_TIMEOUT - 5))s") || rc=$?
 	end=$(date +%s.%N)
-	for b in "${names[@]}"; do after+=("$(cpu "$b")"); cafter+=("$(counters "$b")"); done
+	for b in "${names[@]}"; do after+=("$(cpu "$b")"); safter+=("$(sysc "$b")"); cafter+=("$(counters "$b")"); done
 	[ "$rc" = 0 ] || log "run failed ($rc): $target $workload size=$size: $(echo "$out" | jq -r .first_error 2>/dev/null)"
 	local leader=single roles i role
 	[ "$target" = rf1 ] || leader=$(leader_of "$topic")
@@ -256,16 +265,19 @@ measure() {
 		[ "${names[$i]}" = "$leader" ] && role=leader
 		[ "$target" = rf1 ] && role=single
 		jq -nc --arg broker "${names[$i]}" --arg role "$role" --argjson b "${cbefore[$i]}" --argjson a "${cafter[$i]}" \
+			--argjson sb "${sbefore[$i]}" --argjson sa "${safter[$i]}" \
 			--argjson cpu "$(echo "${after[$i]} ${before[$i]} $clk" | awk '{ printf "%.3f", ($1 - $2) / $3 }')" \
 			'{broker: $broker, role: $role, cpu_s: $cpu, alloc_bytes: ($a.alloc_bytes - $b.alloc_bytes),
 			  produce_requests: ($a.produce_requests - $b.produce_requests),
-			  follower_fetches: ($a.follower_fetches - $b.follower_fetches)}'
+			  follower_fetches: ($a.follower_fetches - $b.follower_fetches),
+			  syscr: ($sa.r - $sb.r), syscw: ($sa.w - $sb.w)}'
 	done | jq -sc .)
 	echo "${out:-null}" | jq -c --arg target "$target" --argjson round "$round" --arg workload "$workload" \
 		--argjson size "$size" --argjson exit "$rc" --argjson brokers "$roles" \
 		--argjson wall "$(echo "$end $start" | awk '{ printf "%.3f", $1 - $2 }')" \
+		--arg bcpus "$BROKER_CPUS" --arg ccpus "$CLIENT_CPUS" \
 		'{kind: "run", target: $target, round: $round, workload: $workload, size: $size, exit: $exit,
-		  wall_s: $wall, brokers: $brokers, result: .}' >>"$results"
+		  wall_s: $wall, broker_cpus: $bcpus, client_cpus: $ccpus, brokers: $brokers, result: .}' >>"$results"
 	delete_topic "$target" "$topic"
 }
 
@@ -479,6 +491,27 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .alloc_bytes / 1e6 * \$k" | med %.0f)" \
 			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .produce_requests) * $per" | med %.0f)" \
 			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .follower_fetches) * $per" | med %.0f)"
+	done
+	echo
+	echo "System calls per GB acknowledged (/proc/PID/io syscr and syscw: read-like and write-like calls," \
+		"sendfile included, whatever their size), read / write:"
+	echo
+	echo "| workload | single node | leader | follower (each) |"
+	echo "|---|---:|---:|---:|"
+	for wl in "${wls[@]}"; do
+		# shellcheck disable=SC2086
+		set -- $wl
+		q="select(.workload == \"$1\" and .size == $2)"
+		per="(1e9 / .result.bytes)"
+		label="produce $(($2 / 1024)) KiB"
+		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
+		printf '| %s | %s / %s | %s / %s | %s / %s |\n' "$label" \
+			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].syscr * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].syscw * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .syscr) * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .syscw) * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .syscr * \$k" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .syscw * \$k" | med %.0f)"
 	done
 	if [ "$STRACE_REC" != 0 ]; then
 		echo
