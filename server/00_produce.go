@@ -178,8 +178,12 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 // (max.in.flight.requests.per.connection, 5 for an idempotent producer)
 // and the connection's response queue.
 //
-// With scripts/bench-replication.sh (RF 3, min.insync.replicas=2, one
-// producer): see the commit that added this for the measurements.
+// What it does not change: a follower still fetches one request's bytes
+// per fetch (one follower Fetch per produce request per follower in
+// scripts/bench-replication.sh, as before), since it is woken by the first
+// append after its last fetch. What it removes is the leader's idle time
+// between requests, which shows when the brokers have more than one core
+// to run on (BROKER_CPUS=0,1 in that script).
 
 // producePipe collects the acks=-1 waits of one produce request's
 // partitions. Safe for concurrent use by the request's partitions.
