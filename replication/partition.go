@@ -185,8 +185,8 @@ type AppendResult struct {
 	// local append (the request's remote time in the broker's metrics).
 	Waited time.Duration
 
-	// gen is the partition's generation at the append (AppendLocal):
-	// WaitCommitted fails with ErrNotLeader if leadership moved since.
+	// gen is the partition's generation at the append: an acks=-1
+	// wait fails with ErrNotLeader if leadership moved since.
 	gen uint64
 }
 
@@ -234,6 +234,12 @@ type Partition struct {
 	// price LSO moves too. txns is what the LSO depends on (txn.go).
 	lsoWatchers watchList
 	txns        txnTracker
+	// acks are the acks=-1 requests waiting for the HW (ackwait.go),
+	// decided with hwMu held when the HW, leadership, ISR or closing
+	// changes. isrSizes mirrors len(rs.isr)<<32 | rs.minISR for them
+	// (written with rmu held, read with hwMu held).
+	acks     ackList
+	isrSizes atomic.Int64
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
@@ -350,6 +356,9 @@ func (p *Partition) advanceHW(hw int64) {
 			p.hwWatchers.wake()
 		}
 		p.updateLSOLocked(ok, n)
+		if p.acks.head != nil {
+			p.settleAcksLocked()
+		}
 	}
 	p.hwMu.Unlock()
 }
@@ -397,6 +406,7 @@ func (p *Partition) notify() {
 // REQUIRES: p.hwMu held.
 func (p *Partition) notifyLocked() {
 	p.closeChangedLocked()
+	p.settleAcksLocked()
 	p.wakeGen.Add(1)
 	p.hwWatchers.wake()
 	p.endWatchers.wake()

@@ -78,7 +78,7 @@ func (p *Partition) WriteTxnMarker(ctx context.Context, m TxnMarker) (int64, err
 	}, record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
 	res, err := p.appendQueued(buf, -1, &m)
 	if err == nil {
-		err = p.WaitCommitted(ctx, &res)
+		err = p.waitAppended(ctx, &res, res.gen)
 	}
 	if err != nil {
 		return -1, err

@@ -32,7 +32,10 @@ const maxQueuedRequests = 2
 
 // maxQueuedResponses is how many responses may wait for the writer. They
 // are small (fetch data is referenced, not copied), so the writer can batch
-// many into one writev.
+// many into one writev. It also bounds a connection's pipelined acks=all
+// produce requests (00_produce.go): at most maxQueuedResponses responses
+// waiting for their ISR, plus the one the writer waits on and the one the
+// handler holds while the queue is full.
 const maxQueuedResponses = 32
 
 // requestHeaderMin is the smallest request header: api key, api version,
@@ -100,9 +103,10 @@ type response struct {
 	// wait, when set, must return before the response is encoded: the
 	// writer calls it once, in order, after sending the responses before
 	// it (a pipelined acks=all produce waiting for its ISR, 00_produce.go).
-	// It returns the request's remote time so far. release, when set, is
-	// still called if the response is dropped instead.
-	wait func() time.Duration
+	// It returns when the request's outcome was decided (its Handled) and
+	// its remote time. release, when set, is still called if the response
+	// is dropped instead.
+	wait func() (metrics.Stamp, time.Duration)
 
 	// api and timing are the request's metrics (api nil: none kept); the
 	// writer completes timing and counts it once the response is sent,
@@ -138,6 +142,21 @@ type conn struct {
 	// waiting for a rebalance, give up on it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// ackCtx is cancelled when the client went away (the reader stopped
+	// other than by stopReading) or the writer quit: pipelined acks=all
+	// waits end, and acks=all produce requests still queued are not
+	// appended (00_produce.go).
+	ackCtx    context.Context
+	ackCancel context.CancelFunc
+	// ackWake wakes the writer when a pipelined produce's AckGroup is done
+	// (shared by the connection's requests; capacity 1).
+	ackWake chan struct{}
+	// pipelined counts the responses with a wait the handler queued and
+	// the writer has not finished waiting for; pipeIdle (capacity 1)
+	// receives when it drops to 0. The handler waits for 0 before any
+	// request but a Produce (awaitPipeline).
+	pipelined atomic.Int32
+	pipeIdle  chan struct{}
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stopReading
@@ -152,9 +171,14 @@ type conn struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	tuneLoopback(nc)
 	ctx, cancel := context.WithCancel(context.Background())
+	ackCtx, ackCancel := context.WithCancel(context.Background())
 	return &conn{
-		ctx:     ctx,
-		cancel:  cancel,
+		ctx:       ctx,
+		cancel:    cancel,
+		ackCtx:    ackCtx,
+		ackCancel: ackCancel,
+		ackWake:   make(chan struct{}, 1),
+		pipeIdle:  make(chan struct{}, 1),
 		s:       s,
 		nc:      nc,
 		pool:    s.limits.pool,
@@ -200,6 +224,13 @@ const readBufferSize = 4 << 10
 func (c *conn) readLoop() {
 	defer close(c.reqs)
 	defer c.cancel()
+	defer func() {
+		select {
+		case <-c.stopped: // graceful: requests read are still answered
+		default:
+			c.ackCancel()
+		}
+	}()
 	// A small request (a produce of one batch, a fetch, a heartbeat) and
 	// the size before it arrive with one read instead of two; a body larger
 	// than the buffer is read straight into its frame (bufio does not copy
@@ -390,7 +421,10 @@ func (c *conn) handleLoop() {
 	defer close(c.resp)
 	stop := false
 	for r := range c.reqs {
-		if stop {
+		if !stop && r.key != apiKeyProduce && !c.awaitPipeline() {
+			stop = true
+		}
+		if stop || c.skipProduce(r) {
 			r.putFrame()
 			continue // drain so the reader is never stuck
 		}
@@ -399,10 +433,16 @@ func (c *conn) handleLoop() {
 		if resp == nil {
 			continue
 		}
+		if resp.wait != nil {
+			c.pipelined.Add(1)
+		}
 		select {
 		case c.resp <- resp:
 		case <-c.done:
 			stop = true
+			if resp.wait != nil {
+				c.pipelined.Add(-1)
+			}
 			dropResponse(resp)
 			continue
 		}
@@ -410,6 +450,33 @@ func (c *conn) handleLoop() {
 			stop = true
 		}
 	}
+}
+
+// awaitPipeline waits until no pipelined produce request of the
+// connection is still waiting for its ISR, so that the request about to
+// be handled sees their outcome (read your writes, as Kafka's one request
+// at a time per connection gives). false: the writer quit.
+func (c *conn) awaitPipeline() bool {
+	for c.pipelined.Load() > 0 {
+		select {
+		case <-c.pipeIdle:
+		case <-c.done:
+			return false
+		}
+	}
+	return true
+}
+
+// skipProduce reports whether r is an acks=all produce request taken after
+// the client went away: its answer could not be delivered, so it is not
+// appended. (acks 0 and 1 are appended as Kafka does: a client may send
+// acks=0 records and close.)
+func (c *conn) skipProduce(r *request) bool {
+	if r.key != apiKeyProduce || c.ackCtx.Err() == nil {
+		return false
+	}
+	pr, ok := r.kreq.(*kmsg.ProduceRequest)
+	return ok && pr.Acks == -1
 }
 
 // handleRequest runs one request; nil means nothing to write. A panic in a
@@ -500,6 +567,7 @@ func (c *conn) writeLoop() {
 	// counted once it is sent; reused, so it stops growing.
 	var timed []*response
 	defer func() {
+		c.ackCancel() // nobody waits for the pipelined requests now
 		w.Rollback(zerocopy.Mark{})
 		c.nc.Close()
 		close(c.done)
@@ -522,6 +590,12 @@ func (c *conn) writeLoop() {
 					return
 				}
 				awaitResponse(r)
+				if c.pipelined.Add(-1) == 0 {
+					select {
+					case c.pipeIdle <- struct{}{}:
+					default:
+					}
+				}
 			}
 			if r.close {
 				encodeResponse(w, r) // its answer, if it has one, goes first
@@ -572,16 +646,18 @@ func (c *conn) flushTimed(w *zerocopy.Writer, timed *[]*response) error {
 	return nil
 }
 
-// awaitResponse runs r.wait and completes r's metrics with it: the wait is
-// part of the request's handling (remote time), and errors it put in the
-// response are counted now.
+// awaitResponse runs r.wait and completes r's metrics with it: the request
+// was handled when its outcome was decided, its wait from its appends to
+// then is remote time (the time from then until the writer got to it is
+// response queue time), and errors the wait put in the response are
+// counted now.
 func awaitResponse(r *response) {
-	remote := r.wait()
+	handled, remote := r.wait()
 	r.wait = nil
 	if r.api == nil {
 		return
 	}
-	r.timing.Handled, r.timing.Remote = metrics.Now(), remote
+	r.timing.Handled, r.timing.Remote = max(handled, r.timing.Handled), remote
 	if r.kresp != nil {
 		countResponseErrors(r.api, apiKeyProduce, r.kresp)
 	}
