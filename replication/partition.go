@@ -217,8 +217,8 @@ type Partition struct {
 	appending    bool        // qmu; see qmu
 	qclosed      bool        // qmu
 
-	// hwMu guards changed, closed, the watcher lists and marks; hw moves
-	// only with it held.
+	// hwMu guards changed, closed, the watcher lists (acks included) and
+	// marks; hw moves only with it held.
 	hwMu    sync.Mutex
 	changed chan struct{} // closed when hw advances; nil until someone asks
 
@@ -448,7 +448,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Changed returns a channel closed the next time the high watermark or the
 // log end offset moves, the ISR or leadership changes, or the partition
-// closes. acks=-1 produce requests wait on it for the HW. Fetches park on
+// closes. Waiters that look at the partition after each change use it;
+// acks=-1 appends do not (their outcome is decided by the partition as
+// things change: ackwait.go). Fetches park on
 // Watches instead (watch.go): one wake-up however many partitions they
 // read, and only once their min bytes are met.
 func (p *Partition) Changed() <-chan struct{} {

@@ -421,7 +421,7 @@ func (c *conn) handleLoop() {
 	defer close(c.resp)
 	stop := false
 	for r := range c.reqs {
-		if !stop && r.key != apiKeyProduce && !c.awaitPipeline() {
+		if !stop && (r.key != apiKeyProduce || r.raw) && !c.awaitPipeline() {
 			stop = true
 		}
 		if stop || c.skipProduce(r) {
@@ -472,7 +472,7 @@ func (c *conn) awaitPipeline() bool {
 // appended. (acks 0 and 1 are appended as Kafka does: a client may send
 // acks=0 records and close.)
 func (c *conn) skipProduce(r *request) bool {
-	if r.key != apiKeyProduce || c.ackCtx.Err() == nil {
+	if r.key != apiKeyProduce || r.raw || c.ackCtx.Err() == nil {
 		return false
 	}
 	pr, ok := r.kreq.(*kmsg.ProduceRequest)
