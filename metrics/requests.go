@@ -305,3 +305,7 @@ func collectVersions(ch chan<- prometheus.Metric, a *API, name string) {
 		}
 	}
 }
+
+// StampAt is t as a Stamp (a time taken by another clock reading than
+// Now, such as when a pipelined request's outcome was decided); never 0.
+func StampAt(t time.Time) Stamp { return max(Stamp(t.Sub(base)), 0) + 1 }

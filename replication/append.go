@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/safe"
@@ -74,12 +73,40 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 	if err := p.checkClientBatches(batches); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
-	return p.appendQueued(ctx, batches, acks, nil)
+	res, err := p.appendQueued(batches, acks, nil)
+	if err != nil || acks != -1 {
+		return res, err
+	}
+	return res, p.waitAppended(ctx, &res, res.gen)
+}
+
+// AppendLocal is Append with acks -1 up to the local append: the
+// min.insync.replicas check, validation and the append itself, with the
+// same errors. It does not wait for the ISR: when it returns no error it
+// has linked w (owned by the caller until g is done) in group g, and the
+// partition decides w's outcome (ackwait.go) when the high watermark
+// passes the records, leadership is lost, the ISR is too small or the
+// partition closes; the request must not be acknowledged before g is done
+// and w.Err() is nil, and a caller that stops waiting cancels w. Splitting
+// the two lets a connection append its next produce request while this
+// one is being replicated (server: pipelined acks=all produce) instead of
+// leaving the leader idle for a follower round trip per request. On error
+// w is not linked. Safe for concurrent use.
+func (p *Partition) AppendLocal(batches []byte, w *AckWatch, g *AckGroup) (AppendResult, error) {
+	if err := p.checkClientBatches(batches); err != nil {
+		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
+	}
+	res, err := p.appendQueued(batches, -1, nil)
+	if err == nil {
+		p.watchCommit(w, g, res.LastOffset+1, res.gen)
+	}
+	return res, err
 }
 
 // appendQueued is Append after validation: client batches (marker nil) or
 // one marker's control batch (WriteTxnMarker).
-func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16, marker *TxnMarker) (AppendResult, error) {
+// It does not wait for the ISR (waitAppended, AppendLocal).
+func (p *Partition) appendQueued(batches []byte, acks int16, marker *TxnMarker) (AppendResult, error) {
 	gen := p.gen.Load()
 	if !p.isLeader.Load() {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, ErrNotLeader
@@ -122,12 +149,7 @@ func (p *Partition) appendQueued(ctx context.Context, batches []byte, acks int16
 	*r = appendReq{wake: r.wake}
 	reqPool.Put(r)
 	res.Appended = err == nil && !res.Duplicate
-	if err != nil || acks != -1 {
-		return res, err
-	}
-	start := time.Now()
-	err = p.waitCommitted(ctx, res.LastOffset+1, gen)
-	res.Waited = time.Since(start)
+	res.gen = gen
 	return res, err
 }
 
@@ -153,37 +175,10 @@ func (p *Partition) checkClientBatches(batches []byte) error {
 	return nil
 }
 
-// waitHW waits until the high watermark reaches hw (see waitCommitted).
+// waitHW waits until the high watermark reaches hw, as an acks=-1 append
+// of the current generation whose last offset is hw-1 (waitAppended).
 func (p *Partition) waitHW(ctx context.Context, hw int64) error {
-	return p.waitCommitted(ctx, hw, p.gen.Load())
-}
-
-// waitCommitted waits until the high watermark reaches hw, for a request
-// appended while leading in generation gen: ErrNotLeader once leadership
-// was lost since, ErrNotEnoughReplicasAfterAppend when the ISR is (or
-// shrinks) below min.insync.replicas, ErrClosed, or ctx.Err().
-func (p *Partition) waitCommitted(ctx context.Context, hw int64, gen uint64) error {
-	for {
-		ch := p.Changed()
-		p.rmu.Lock()
-		isr, minISR := len(p.rs.isr), int(p.rs.minISR)
-		p.rmu.Unlock()
-		switch {
-		case isr < minISR:
-			return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicasAfterAppend, p.opts.Topic, p.index, isr, minISR)
-		case p.hw.Load() >= hw:
-			return nil
-		case p.isClosed():
-			return ErrClosed
-		case p.gen.Load() != gen || !p.isLeader.Load():
-			return ErrNotLeader
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return p.waitAppended(ctx, &AppendResult{LastOffset: hw - 1}, p.gen.Load())
 }
 
 // runRound takes every queued request, appends them in one engine call,

@@ -206,6 +206,10 @@ type AppendResult struct {
 	// Waited is how long an acks=-1 append waited for the ISR after the
 	// local append (the request's remote time in the broker's metrics).
 	Waited time.Duration
+
+	// gen is the partition's generation at the append: an acks=-1
+	// wait fails with ErrNotLeader if leadership moved since.
+	gen uint64
 }
 
 // Partition is one partition replica: the leader, which appends produce
@@ -214,7 +218,7 @@ type AppendResult struct {
 //
 // Lock order: fmu, then rmu, then hwMu; qmu is never held with another.
 //
-// Size: 384 bytes, a size class of its own (TestPartitionSize); a broker
+// Size: 408 bytes, in the 416-byte size class (TestPartitionSize); a broker
 // holds one per partition, 100,000 of them on the pebble backend. What
 // most partitions never use is made on first use (the append queue, the
 // transaction tracker, the producer table); what every partition of a
@@ -240,8 +244,8 @@ type Partition struct {
 	appending     bool        // qmu; see qmu
 	qclosed       bool        // qmu
 
-	// hwMu guards changed, closed, the watcher lists and marks; hw moves
-	// only with it held.
+	// hwMu guards changed, closed, the watcher lists (acks included) and
+	// marks; hw moves only with it held.
 	hwMu    sync.Mutex
 	changed chan struct{} // closed when hw advances; nil until someone asks
 
@@ -260,6 +264,12 @@ type Partition struct {
 	// applyTxnEvents, dropped by resetTxnTracking, both by the producer
 	// table's owner with hwMu held (so the owner may read it without).
 	txns *txnTracker
+	// acks are the acks=-1 requests waiting for the HW (ackwait.go),
+	// decided with hwMu held when the HW, leadership, ISR or closing
+	// changes. isrSizes mirrors len(rs.isr)<<32 | rs.minISR for them
+	// (written with rmu held, read with hwMu held).
+	acks     ackList
+	isrSizes atomic.Int64
 
 	// qmu guards the append queue. Invariant: appending is true while a
 	// round runs or is handed over, and the queue is empty when it is false.
@@ -372,6 +382,9 @@ func (p *Partition) advanceHW(hw int64) {
 			p.hwWatchers.wake()
 		}
 		p.updateLSOLocked(ok, n)
+		if p.acks.head != nil {
+			p.settleAcksLocked()
+		}
 	}
 	p.hwMu.Unlock()
 }
@@ -419,6 +432,7 @@ func (p *Partition) notify() {
 // REQUIRES: p.hwMu held.
 func (p *Partition) notifyLocked() {
 	p.closeChangedLocked()
+	p.settleAcksLocked()
 	p.wakeGen.Add(1)
 	p.hwWatchers.wake()
 	p.endWatchers.wake()
@@ -460,7 +474,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Changed returns a channel closed the next time the high watermark or the
 // log end offset moves, the ISR or leadership changes, or the partition
-// closes. acks=-1 produce requests wait on it for the HW. Fetches park on
+// closes. Waiters that look at the partition after each change use it;
+// acks=-1 appends do not (their outcome is decided by the partition as
+// things change: ackwait.go). Fetches park on
 // Watches instead (watch.go): one wake-up however many partitions they
 // read, and only once their min bytes are met.
 func (p *Partition) Changed() <-chan struct{} {

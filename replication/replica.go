@@ -97,6 +97,7 @@ func (p *Partition) initReplicaState(minISR int) {
 	}
 	p.rs.epochStart = p.log.EndOffset()
 	p.isLeader.Store(true)
+	p.noteISRLocked()
 }
 
 // IsLeader reports whether the replica currently leads the partition.
@@ -136,6 +137,7 @@ func clampMinISR(n int) int32 { return int32(min(max(n, 1), math.MaxInt32)) }
 func (p *Partition) SetMinInsyncReplicas(n int) {
 	p.rmu.Lock()
 	p.rs.minISR = clampMinISR(n)
+	p.noteISRLocked()
 	p.rmu.Unlock()
 	p.notify()
 }
@@ -166,6 +168,7 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 	}
 	same := p.rs.leader && st.LeaderEpoch == cur
 	p.rs.isr = slices.Clone(st.ISR)
+	p.noteISRLocked()
 	p.rs.replicas = slices.Clone(st.Replicas)
 	p.rs.zkVersion = st.ZkVersion
 	p.rs.leaderID = st.Leader
@@ -223,15 +226,19 @@ func (p *Partition) MakeFollower(st LeaderAndIsr) error {
 	p.rs.leader = false
 	p.rs.leaderID = st.Leader
 	p.rs.isr = slices.Clone(st.ISR)
+	p.noteISRLocked()
 	p.rs.replicas = slices.Clone(st.Replicas)
 	p.rs.zkVersion = st.ZkVersion
 	p.rs.followers = nil
 	p.rs.inflight = nil
 	p.leaderEpoch.Store(st.LeaderEpoch)
-	p.isLeader.Store(false)
+	// The generation moves before isLeader turns false: whoever sees a
+	// follower (and so a follower's HW) sees the new generation
+	// (ackOutcomeLocked).
 	p.gen.Add(1)
+	p.isLeader.Store(false)
 	p.rmu.Unlock()
-	p.notify() // acks=-1 waiters see they lost leadership
+	p.notify() // acks=-1 waiters fail with ErrNotLeader now
 
 	// Let the append round in progress (if any) finish; rounds check
 	// leadership first, so the queue drains with ErrNotLeader.
@@ -370,6 +377,7 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 		return
 	}
 	p.rs.isr = change.isr
+	p.noteISRLocked()
 	p.rs.zkVersion = version
 	p.maybeAdvanceHWLocked()
 	p.rmu.Unlock()

@@ -82,7 +82,10 @@ func (p *Partition) WriteTxnMarker(ctx context.Context, m TxnMarker) (int64, err
 		LeaderEpoch: p.leaderEpoch.Load(), ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 		Timestamp: p.opts.Now().UnixMilli(),
 	}, record.EndTxnMarker{Type: typ, CoordinatorEpoch: m.CoordinatorEpoch})
-	res, err := p.appendQueued(ctx, buf, -1, &m)
+	res, err := p.appendQueued(buf, -1, &m)
+	if err == nil {
+		err = p.waitAppended(ctx, &res, res.gen)
+	}
 	if err != nil {
 		return -1, err
 	}

@@ -18,15 +18,25 @@
 # keys), PROFILE_DIR (when set: every broker runs with --cpuprofile
 # PROFILE_DIR/<name>.cpu, written when it stops), BIN (a sluice binary to
 # measure instead of bin/sluice), PERF_TIMEOUT (120 s per
-# perf run), BENCH_TMP (/tmp/repl-bench: parent of the work directory).
+# perf run), BENCH_TMP (/tmp/repl-bench: parent of the work directory),
+# BROKER_CPUS and CLIENT_CPUS (CPU placement, below).
+#
+# CPU placement: BROKER_CPUS (taskset -c list; default 0) for ZooKeeper and
+# every broker, the single node included, and CLIENT_CPUS for the load
+# generator (default 1 when the brokers are on CPU 0, else the brokers'
+# CPUs). The default keeps the brokers on one core and the client on the
+# other, so broker CPU per GB is not blurred by the client; BROKER_CPUS=0,1
+# is issue 16's wording, "on 2 cores, where three brokers share the CPU":
+# brokers and client share both cores, the single node with its client as
+# much as the cluster with its.
 #
 # Method:
 #   - one ZooKeeper (Debian's, ZooKeeperServerMain as scripts/cluster.sh
 #     and the e2e tests run it), three `sluice serve` in cluster mode (ids
 #     1-3) and one single-node `sluice serve`, all started at once, all on
 #     127.0.0.1 free ports, segment backend, data under one mktemp -d;
-#     brokers and ZooKeeper pinned with `taskset -c 0`, the load generator
-#     with `taskset -c 1` (bench-lib.sh's pin_broker and pin_client);
+#     brokers and ZooKeeper pinned with `taskset -c $BROKER_CPUS` (0), the
+#     load generator with `taskset -c $CLIENT_CPUS` (1);
 #   - RUNS rounds, each: produce REC_1K x 1 KiB and REC_16K x 16 KiB records
 #     (one producer, acks=all, one partition) to the single node (RF 1) and
 #     to the cluster (RF 3, min.insync.replicas=2, created by perf's
@@ -36,7 +46,8 @@
 #     VM's memory is backed by the host on first touch, which would charge
 #     page faults to whichever broker writes first (see bench-report.sh);
 #   - CPU: utime+stime of every broker from /proc/PID/stat before and after
-#     each run, per GB (10^9 bytes) acknowledged; in the cluster each broker
+#     each run, per GB (10^9 bytes) acknowledged, and its system calls
+#     (/proc/PID/io syscr, syscw); in the cluster each broker
 #     is named by its role for the topic (leader, follower); from each
 #     broker's /metrics (http.listeners on a free port) the bytes its Go heap
 #     allocated and the Produce and follower Fetch requests it served;
@@ -82,6 +93,13 @@ mkdir -p "$BENCH_TMP"
 # shellcheck source=bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 bench_setup replication
+BROKER_CPUS=${BROKER_CPUS:-0}
+if [ -z "${CLIENT_CPUS:-}" ]; then
+	CLIENT_CPUS=$BROKER_CPUS
+	[ "$BROKER_CPUS" != 0 ] || CLIENT_CPUS=1
+fi
+pin_broker=(taskset -c "$BROKER_CPUS") pin_client=(taskset -c "$CLIENT_CPUS")
+broker_ncpu=$(taskset -c "$BROKER_CPUS" nproc)
 # BIN: measure another build of sluice (e.g. an older commit's, for a
 # before/after comparison in the same conditions) instead of bin/sluice.
 [ -z "${BIN:-}" ] || bin=$(realpath "$BIN")
@@ -200,6 +218,14 @@ fi
 # cpu B: utime+stime of broker B in clock ticks.
 cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/${bpid[$1]}/stat"; }
 
+# sysc B: broker B's read-like and write-like system calls so far
+# (/proc/PID/io syscr and syscw: every read/recv and write/send/sendfile
+# call, whatever its size) as a JSON object; zeros when unreadable.
+sysc() {
+	awk '/^syscr:/ { r = $2 } /^syscw:/ { w = $2 } END { printf "{\"r\":%d,\"w\":%d}\n", r, w }' "/proc/${bpid[$1]}/io" 2>/dev/null ||
+		echo '{"r":0,"w":0}'
+}
+
 # counters B: a JSON object of broker B's counters from its /metrics: bytes
 # the Go heap allocated, Produce requests and follower Fetch requests served.
 counters() {
@@ -223,14 +249,14 @@ leader_of() {
 measure() {
 	local target=$1 round=$2 workload=$3 size=$4 topic=$5
 	shift 6
-	local seeds=$cluster names=(1 2 3) b before=() after=() cbefore=() cafter=() out rc=0 start end
+	local seeds=$cluster names=(1 2 3) b before=() after=() cbefore=() cafter=() sbefore=() safter=() out rc=0 start end
 	if [ "$target" = rf1 ]; then seeds=127.0.0.1:${bport[single]} names=(single); fi
-	for b in "${names[@]}"; do cbefore+=("$(counters "$b")"); before+=("$(cpu "$b")"); done
+	for b in "${names[@]}"; do cbefore+=("$(counters "$b")"); sbefore+=("$(sysc "$b")"); before+=("$(cpu "$b")"); done
 	start=$(date +%s.%N)
 	out=$("${pin_client[@]}" timeout "$PERF_TIMEOUT" "$bin" perf "$@" --topic "$topic" --brokers "$seeds" \
 		--json --quiet --timeout "$((PERF_TIMEOUT - 5))s") || rc=$?
 	end=$(date +%s.%N)
-	for b in "${names[@]}"; do after+=("$(cpu "$b")"); cafter+=("$(counters "$b")"); done
+	for b in "${names[@]}"; do after+=("$(cpu "$b")"); safter+=("$(sysc "$b")"); cafter+=("$(counters "$b")"); done
 	[ "$rc" = 0 ] || log "run failed ($rc): $target $workload size=$size: $(echo "$out" | jq -r .first_error 2>/dev/null)"
 	local leader=single roles i role
 	[ "$target" = rf1 ] || leader=$(leader_of "$topic")
@@ -239,16 +265,19 @@ measure() {
 		[ "${names[$i]}" = "$leader" ] && role=leader
 		[ "$target" = rf1 ] && role=single
 		jq -nc --arg broker "${names[$i]}" --arg role "$role" --argjson b "${cbefore[$i]}" --argjson a "${cafter[$i]}" \
+			--argjson sb "${sbefore[$i]}" --argjson sa "${safter[$i]}" \
 			--argjson cpu "$(echo "${after[$i]} ${before[$i]} $clk" | awk '{ printf "%.3f", ($1 - $2) / $3 }')" \
 			'{broker: $broker, role: $role, cpu_s: $cpu, alloc_bytes: ($a.alloc_bytes - $b.alloc_bytes),
 			  produce_requests: ($a.produce_requests - $b.produce_requests),
-			  follower_fetches: ($a.follower_fetches - $b.follower_fetches)}'
+			  follower_fetches: ($a.follower_fetches - $b.follower_fetches),
+			  syscr: ($sa.r - $sb.r), syscw: ($sa.w - $sb.w)}'
 	done | jq -sc .)
 	echo "${out:-null}" | jq -c --arg target "$target" --argjson round "$round" --arg workload "$workload" \
 		--argjson size "$size" --argjson exit "$rc" --argjson brokers "$roles" \
 		--argjson wall "$(echo "$end $start" | awk '{ printf "%.3f", $1 - $2 }')" \
+		--arg bcpus "$BROKER_CPUS" --arg ccpus "$CLIENT_CPUS" \
 		'{kind: "run", target: $target, round: $round, workload: $workload, size: $size, exit: $exit,
-		  wall_s: $wall, brokers: $brokers, result: .}' >>"$results"
+		  wall_s: $wall, broker_cpus: $bcpus, client_cpus: $ccpus, brokers: $brokers, result: .}' >>"$results"
 	delete_topic "$target" "$topic"
 }
 
@@ -379,9 +408,11 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 		"nproc $(nproc), load average $load_start at start, $load_end at end."
 	echo "Each figure: median of $RUNS rounds (min–max); one producer, one partition, acks=all."
 	echo
-	echo "\"CPU 0 busy\": the brokers' CPU seconds (all three for RF 3) over the run's seconds; all brokers share CPU 0."
+	echo "Placement: brokers and ZooKeeper on CPU $BROKER_CPUS, the load generator on CPU $CLIENT_CPUS." \
+		"\"Broker CPUs busy\": the brokers' CPU seconds (all three for RF 3) over the run's seconds," \
+		"as a share of the $broker_ncpu CPU(s) they may use."
 	echo
-	echo "| records | RF 1 MB/s | RF 3 MB/s | RF 3 / RF 1 | RF 1 produce p99 ms | RF 3 produce p99 ms | CPU 0 busy RF 1 | RF 3 |"
+	echo "| records | RF 1 MB/s | RF 3 MB/s | RF 3 / RF 1 | RF 1 produce p99 ms | RF 3 produce p99 ms | broker CPUs busy RF 1 | RF 3 |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 	for size in $SIZES; do
 		q="select(.workload == \"produce\" and .size == $size)"
@@ -395,8 +426,8 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 			"$(sel "$q | select(.target == \"rf3\") | .result.mb_per_sec" | med %.0f)" "$ratio" \
 			"$(sel "$q | select(.target == \"rf1\") | .result.produce_latency_ms.p99" | med %.1f)" \
 			"$(sel "$q | select(.target == \"rf3\") | .result.produce_latency_ms.p99" | med %.1f)" \
-			"$(sel "$q | select(.target == \"rf1\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds" | med %.0f%%)" \
-			"$(sel "$q | select(.target == \"rf3\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds" | med %.0f%%)"
+			"$(sel "$q | select(.target == \"rf1\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds / $broker_ncpu" | med %.0f%%)" \
+			"$(sel "$q | select(.target == \"rf3\") | 100 * ([.brokers[].cpu_s] | add) / .result.seconds / $broker_ncpu" | med %.0f%%)"
 	done
 	[ "$E2E_SECS" = 0 ] || {
 	echo
@@ -461,6 +492,27 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .produce_requests) * $per" | med %.0f)" \
 			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .follower_fetches) * $per" | med %.0f)"
 	done
+	echo
+	echo "System calls per GB acknowledged (/proc/PID/io syscr and syscw: read-like and write-like calls," \
+		"sendfile included, whatever their size), read / write:"
+	echo
+	echo "| workload | single node | leader | follower (each) |"
+	echo "|---|---:|---:|---:|"
+	for wl in "${wls[@]}"; do
+		# shellcheck disable=SC2086
+		set -- $wl
+		q="select(.workload == \"$1\" and .size == $2)"
+		per="(1e9 / .result.bytes)"
+		label="produce $(($2 / 1024)) KiB"
+		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
+		printf '| %s | %s / %s | %s / %s | %s / %s |\n' "$label" \
+			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].syscr * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].syscw * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .syscr) * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .syscw) * $per" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .syscr * \$k" | med %.0f)" \
+			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .syscw * \$k" | med %.0f)"
+	done
 	if [ "$STRACE_REC" != 0 ]; then
 		echo
 		echo "Follower fetch efficiency: syscalls of the leader and of one follower (\`strace -f -p\`) while" \
@@ -479,7 +531,7 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 			"| \(.[0]) | \(.[1]) | \(.[2] * 10 | round / 10) | \(.[3]) | \(.[4] * 10 | round / 10) | \(.[5]) | \(.[6] * 10 | round / 10) |"' "$results"
 	fi
 	echo
-	echo "Command: \`RUNS=$RUNS SIZES='$SIZES' WARM_MB=$WARM_MB REC_1K=$REC_1K REC_16K=$REC_16K E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE" \
+	echo "Command: \`BROKER_CPUS=$BROKER_CPUS CLIENT_CPUS=$CLIENT_CPUS RUNS=$RUNS SIZES='$SIZES' WARM_MB=$WARM_MB REC_1K=$REC_1K REC_16K=$REC_16K E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE" \
 		"STRACE_REC=$STRACE_REC${EXTRA:+ EXTRA='$EXTRA'} scripts/bench-replication.sh\`"
 } >"$OUT_MD"
 log "wrote ${OUT_MD}${OUT_JSON:+ and $OUT_JSON} ($(date -u '+%H:%M') UTC, started $date_start)"

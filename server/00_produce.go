@@ -29,6 +29,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/internal/safe"
+	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
 )
@@ -81,19 +83,33 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		reqErr = fmt.Errorf("%w: transactional records without a transactional id", errTransactionalIDAuthorization)
 	}
 
-	// acks=-1 waits at most timeout_ms for the ISR; a timeout of 0 or
-	// less answers at once with what is already replicated (the rest
-	// REQUEST_TIMED_OUT), as Kafka's DelayedProduce does, never waits
-	// forever.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
-	defer cancel()
-
-	var wg sync.WaitGroup
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
 	n := 0
 	for i := range r.Topics {
 		n += len(r.Topics[i].Partitions)
 	}
+	// acks=-1 waits at most timeout_ms for the ISR; a timeout of 0 or
+	// less answers at once with what is already replicated (the rest
+	// REQUEST_TIMED_OUT), as Kafka's DelayedProduce does, never waits
+	// forever. On a connection the wait is pipelined (below) and also
+	// ends when the client goes away.
+	parent := context.Background()
+	var pipe *producePipe
+	if r.Acks == -1 && reqErr == nil && rc != nil && rc.conn != nil {
+		parent = rc.conn.ackCtx
+		pipe = &producePipe{waits: make([]produceWait, n)}
+		pipe.g.Reset(rc.conn.ackWake)
+	}
+	ctx, cancel := context.WithTimeout(parent, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
+	cancelled := false
+	defer func() {
+		if !cancelled {
+			cancel()
+		}
+	}()
+
+	var wg sync.WaitGroup
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	k := 0 // the partition's position in the request: pipe.waits[k]
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		st := &resp.Topics[i]
@@ -106,6 +122,8 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
+			pw := pipe.at(k)
+			k++
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			if topicErr != nil {
@@ -113,17 +131,25 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				continue
 			}
 			if n == 1 {
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp, pipe, pw)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, sp, pipe, pw)
 			}()
 		}
 	}
 	wg.Wait()
+	pipelined := false
+	if pipe != nil {
+		pipe.appended = time.Now()
+		pipe.g.Seal()
+		for i := range pipe.waits {
+			pipelined = pipelined || pipe.waits[i].p != nil
+		}
+	}
 
 	if r.Acks == 0 {
 		for _, st := range resp.Topics {
@@ -135,14 +161,143 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 		return nil, nil
 	}
-	return kresp(resp), nil
+	out := kresp(resp)
+	if pipelined {
+		cancelled = true
+		out.wait = func() (metrics.Stamp, time.Duration) {
+			defer cancel()
+			return pipe.wait(ctx, s)
+		}
+		out.release = func() {
+			cancel()
+			pipe.cancel(errClientGone)
+		}
+	}
+	return out, nil
+}
+
+// Pipelined acks=all produce. Kafka reads a connection's next request only
+// after answering the one before, so an acks=all producer with several
+// requests in flight still has them appended one ISR round trip apart: the
+// leader appends, waits for its followers to fetch and fetch again, answers,
+// and only then reads the next request, and its followers fetch one
+// request's bytes at a time. A connection here appends its next produce
+// request while the one before waits for its ISR: the handler appends
+// (Partition.AppendLocal, which links each partition's AckWatch with the
+// append) and returns a response whose wait the connection's writer runs
+// before encoding it, so responses still leave in request order, and each
+// only once the ISR has its records (or with the error the wait ended
+// in). The outcome of each partition is decided by the partition when it
+// is known (the HW passed the records, leadership was lost, the ISR
+// shrank, the partition closed: replication/ackwait.go), not when the
+// writer gets to the response, which may be a full timeout later: by then
+// the partition may have become a follower, truncated the records and
+// moved its HW past them. The writer only blocks until the request's
+// AckGroup is done or its timeout passes. What is not
+// yet acknowledged is exactly what Kafka would have in the log had the
+// producer sent those requests on several connections; the records of a
+// request whose wait fails stay in the log, as in Kafka. The pipeline is
+// as deep as the requests the client sends before reading an answer
+// (max.in.flight.requests.per.connection, 5 for an idempotent producer)
+// and the connection's response queue (maxQueuedResponses, 32): the
+// handler stops reading requests while that queue is full.
+//
+// Only Produce is pipelined after Produce: the handler waits for the
+// pipelined produce requests of the connection to be decided before it
+// handles any other request (conn.awaitPipeline), so a ListOffsets, Fetch,
+// EndTxn... sent after a produce sees it, as Kafka, which handles a
+// connection's requests one at a time, answers. Produce after produce
+// keeps the order of the appends, so idempotent sequences are checked in
+// the order sent. A client that goes away ends the waits (its requests
+// stay appended), and acks=-1 produce requests the handler takes after
+// that are not appended (conn.ackCtx).
+//
+// Metrics: the request's remote time is its own wait, from the appends to
+// the outcome (Handled); the time until the writer takes the response,
+// behind the waits of the requests before it, is response queue time.
+//
+// What it does not change: a follower still fetches one request's bytes
+// per fetch (one follower Fetch per produce request per follower in
+// scripts/bench-replication.sh, as before), since it is woken by the first
+// append after its last fetch. What it removes is the leader's idle time
+// between requests, which shows when the brokers have more than one core
+// to run on (BROKER_CPUS=0,1 in that script).
+
+// producePipe is one pipelined produce request's wait for its ISRs: one
+// AckGroup, and one AckWatch per partition of the request, by position
+// (one allocation per request; the watches are linked on the partitions,
+// so the slice never grows). Each partition's goroutine writes its own
+// entry; the group is sealed once they are all done.
+type producePipe struct {
+	g        replication.AckGroup
+	waits    []produceWait
+	appended time.Time // when the appends were done (the wait's start)
+}
+
+// produceWait is one partition's wait; p nil: none (the append failed or
+// never ran).
+type produceWait struct {
+	w     replication.AckWatch
+	p     *partition
+	sp    *kmsg.ProduceResponseTopicPartition
+	topic string
+}
+
+// errClientGone ends the waits of a connection whose client went away;
+// the records stay in the log. The response is normally dropped; should
+// it be written, it says REQUEST_TIMED_OUT, never success.
+var errClientGone = fmt.Errorf("server: the client went away while the request waited for its ISR: %w", context.DeadlineExceeded)
+
+// at returns the k-th partition's entry (nil for a nil pipe).
+func (pp *producePipe) at(k int) *produceWait {
+	if pp == nil {
+		return nil
+	}
+	return &pp.waits[k]
+}
+
+// wait waits until every partition's outcome is decided (they replicate
+// concurrently, so the request waits for the slowest) or ctx ends, which
+// decides those left (REQUEST_TIMED_OUT), and fills the error of the
+// partitions that failed, as producePartition does for an unpipelined
+// append. It returns when the outcome was decided and how long the
+// request waited for it since its appends.
+func (pp *producePipe) wait(ctx context.Context, s *Server) (metrics.Stamp, time.Duration) {
+	if err := pp.g.Wait(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			err = errClientGone
+		}
+		pp.cancel(err)
+	}
+	for i := range pp.waits {
+		w := &pp.waits[i]
+		if w.p == nil {
+			continue
+		}
+		if err := w.w.Err(); err != nil {
+			s.fillProduceError(w.sp, w.topic, err)
+		}
+	}
+	at := pp.g.DecidedAt()
+	return metrics.StampAt(at), at.Sub(pp.appended)
+}
+
+// cancel decides with err every partition's wait still undecided.
+func (pp *producePipe) cancel(err error) {
+	for i := range pp.waits {
+		if pp.waits[i].p != nil {
+			pp.waits[i].w.Cancel(err)
+		}
+	}
 }
 
 // producePartition appends one partition's batches and fills its response.
 // A panic (a bug) fails this partition only.
-func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+// With pipe (acks -1 only) the ISR wait is left to pipe, through pw, the
+// partition's entry.
+func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
 	err := safe.Call(s.log, "server: produce", func() error {
-		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, sp)
+		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, sp, pipe, pw)
 		return nil
 	})
 	if err != nil {
@@ -151,7 +306,7 @@ func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t
 	}
 }
 
-func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
 	t := s.topics.get(topicName)
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
@@ -178,8 +333,17 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		countProduceError(p.stats, sp.ErrorCode)
 		return
 	}
-	res, err := p.Append(ctx, rp.Records, acks)
-	rc.addRemote(res.Waited)
+	var res replication.AppendResult
+	var err error
+	if pipe != nil {
+		res, err = p.AppendLocal(rp.Records, &pw.w, &pipe.g)
+		if err == nil { // pw.w is linked: the writer waits for it
+			pw.p, pw.sp, pw.topic = p, sp, topicName // read after pipe.g is sealed
+		}
+	} else {
+		res, err = p.Append(ctx, rp.Records, acks)
+		rc.addRemote(res.Waited)
+	}
 	// Counted at the local append, as Kafka does: records appended whose
 	// acks=-1 wait then failed are in the log all the same.
 	switch {

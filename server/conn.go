@@ -32,7 +32,10 @@ const maxQueuedRequests = 2
 
 // maxQueuedResponses is how many responses may wait for the writer. They
 // are small (fetch data is referenced, not copied), so the writer can batch
-// many into one writev.
+// many into one writev. It also bounds a connection's pipelined acks=all
+// produce requests (00_produce.go): at most maxQueuedResponses responses
+// waiting for their ISR, plus the one the writer waits on and the one the
+// handler holds while the queue is full.
 const maxQueuedResponses = 32
 
 // requestHeaderMin is the smallest request header: api key, api version,
@@ -103,6 +106,13 @@ type response struct {
 	// growing a buffer to that by append allocated ~13 MB per request
 	// (half of all the garbage while growing to that many partitions).
 	sizeHint int
+	// wait, when set, must return before the response is encoded: the
+	// writer calls it once, in order, after sending the responses before
+	// it (a pipelined acks=all produce waiting for its ISR, 00_produce.go).
+	// It returns when the request's outcome was decided (its Handled) and
+	// its remote time. release, when set, is still called if the response
+	// is dropped instead.
+	wait func() (metrics.Stamp, time.Duration)
 
 	// api and timing are the request's metrics (api nil: none kept); the
 	// writer completes timing and counts it once the response is sent,
@@ -138,6 +148,21 @@ type conn struct {
 	// waiting for a rebalance, give up on it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// ackCtx is cancelled when the client went away (the reader stopped
+	// other than by stopReading) or the writer quit: pipelined acks=all
+	// waits end, and acks=all produce requests still queued are not
+	// appended (00_produce.go).
+	ackCtx    context.Context
+	ackCancel context.CancelFunc
+	// ackWake wakes the writer when a pipelined produce's AckGroup is done
+	// (shared by the connection's requests; capacity 1).
+	ackWake chan struct{}
+	// pipelined counts the responses with a wait the handler queued and
+	// the writer has not finished waiting for; pipeIdle (capacity 1)
+	// receives when it drops to 0. The handler waits for 0 before any
+	// request but a Produce (awaitPipeline).
+	pipelined atomic.Int32
+	pipeIdle  chan struct{}
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stopReading
@@ -150,20 +175,26 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
+	tuneLoopback(nc)
 	ctx, cancel := context.WithCancel(context.Background())
+	ackCtx, ackCancel := context.WithCancel(context.Background())
 	return &conn{
-		ctx:     ctx,
-		cancel:  cancel,
-		s:       s,
-		nc:      nc,
-		pool:    s.limits.pool,
-		log:     s.log.With("remote", nc.RemoteAddr().String()),
-		reqs:    make(chan *request, maxQueuedRequests),
-		rawMore: make(chan bool, 1),
-		resp:    make(chan *response, maxQueuedResponses),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		lowat:   newRcvLowat(nc),
+		ctx:       ctx,
+		cancel:    cancel,
+		ackCtx:    ackCtx,
+		ackCancel: ackCancel,
+		ackWake:   make(chan struct{}, 1),
+		pipeIdle:  make(chan struct{}, 1),
+		s:         s,
+		nc:        nc,
+		pool:      s.limits.pool,
+		log:       s.log.With("remote", nc.RemoteAddr().String()),
+		reqs:      make(chan *request, maxQueuedRequests),
+		rawMore:   make(chan bool, 1),
+		resp:      make(chan *response, maxQueuedResponses),
+		done:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		lowat:     newRcvLowat(nc),
 	}
 }
 
@@ -199,6 +230,13 @@ const readBufferSize = 4 << 10
 func (c *conn) readLoop() {
 	defer close(c.reqs)
 	defer c.cancel()
+	defer func() {
+		select {
+		case <-c.stopped: // graceful: requests read are still answered
+		default:
+			c.ackCancel()
+		}
+	}()
 	// A small request (a produce of one batch, a fetch, a heartbeat) and
 	// the size before it arrive with one read instead of two; a body larger
 	// than the buffer is read straight into its frame (bufio does not copy
@@ -389,7 +427,10 @@ func (c *conn) handleLoop() {
 	defer close(c.resp)
 	stop := false
 	for r := range c.reqs {
-		if stop {
+		if !stop && (r.key != apiKeyProduce || r.raw) && !c.awaitPipeline() {
+			stop = true
+		}
+		if stop || c.skipProduce(r) {
 			r.putFrame()
 			continue // drain so the reader is never stuck
 		}
@@ -398,10 +439,16 @@ func (c *conn) handleLoop() {
 		if resp == nil {
 			continue
 		}
+		if resp.wait != nil {
+			c.pipelined.Add(1)
+		}
 		select {
 		case c.resp <- resp:
 		case <-c.done:
 			stop = true
+			if resp.wait != nil {
+				c.pipelined.Add(-1)
+			}
 			dropResponse(resp)
 			continue
 		}
@@ -409,6 +456,33 @@ func (c *conn) handleLoop() {
 			stop = true
 		}
 	}
+}
+
+// awaitPipeline waits until no pipelined produce request of the
+// connection is still waiting for its ISR, so that the request about to
+// be handled sees their outcome (read your writes, as Kafka's one request
+// at a time per connection gives). false: the writer quit.
+func (c *conn) awaitPipeline() bool {
+	for c.pipelined.Load() > 0 {
+		select {
+		case <-c.pipeIdle:
+		case <-c.done:
+			return false
+		}
+	}
+	return true
+}
+
+// skipProduce reports whether r is an acks=all produce request taken after
+// the client went away: its answer could not be delivered, so it is not
+// appended. (acks 0 and 1 are appended as Kafka does: a client may send
+// acks=0 records and close.)
+func (c *conn) skipProduce(r *request) bool {
+	if r.key != apiKeyProduce || r.raw || c.ackCtx.Err() == nil {
+		return false
+	}
+	pr, ok := r.kreq.(*kmsg.ProduceRequest)
+	return ok && pr.Acks == -1
 }
 
 // handleRequest runs one request; nil means nothing to write. A panic in a
@@ -455,7 +529,7 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 			rc.also.Done(r.version, &t)
 		} else {
 			out.api, out.also, out.version, out.timing = api, rc.also, r.version, t
-			if out.kresp != nil {
+			if out.kresp != nil && out.wait == nil { // else counted after the wait
 				countResponseErrors(api, r.key, out.kresp)
 			}
 		}
@@ -499,6 +573,7 @@ func (c *conn) writeLoop() {
 	// counted once it is sent; reused, so it stops growing.
 	var timed []*response
 	defer func() {
+		c.ackCancel() // nobody waits for the pipelined requests now
 		w.Rollback(zerocopy.Mark{})
 		c.nc.Close()
 		close(c.done)
@@ -514,6 +589,20 @@ func (c *conn) writeLoop() {
 		}
 		// Batch: encode everything already queued, then flush once.
 		for {
+			if r.wait != nil {
+				// Send what is ready before waiting on this one.
+				if err := c.flushTimed(w, &timed); err != nil {
+					dropResponse(r)
+					return
+				}
+				awaitResponse(r)
+				if c.pipelined.Add(-1) == 0 {
+					select {
+					case c.pipeIdle <- struct{}{}:
+					default:
+					}
+				}
+			}
 			if r.close {
 				encodeResponse(w, r) // its answer, if it has one, goes first
 				c.flush(w)
@@ -538,19 +627,45 @@ func (c *conn) writeLoop() {
 			}
 			break
 		}
-		if err := c.flush(w); err != nil {
+		if err := c.flushTimed(w, &timed); err != nil {
 			return
 		}
-		if len(timed) > 0 {
-			sent := metrics.Now()
-			for i, r := range timed {
-				r.timing.Sent = sent
-				r.api.Done(r.version, &r.timing)
-				r.also.Done(r.version, &r.timing)
-				timed[i] = nil
-			}
-			timed = timed[:0]
+	}
+}
+
+// flushTimed flushes w and counts the metrics of the responses it sent
+// (timed, emptied for reuse).
+func (c *conn) flushTimed(w *zerocopy.Writer, timed *[]*response) error {
+	if err := c.flush(w); err != nil {
+		return err
+	}
+	if len(*timed) > 0 {
+		sent := metrics.Now()
+		for i, r := range *timed {
+			r.timing.Sent = sent
+			r.api.Done(r.version, &r.timing)
+			r.also.Done(r.version, &r.timing)
+			(*timed)[i] = nil
 		}
+		*timed = (*timed)[:0]
+	}
+	return nil
+}
+
+// awaitResponse runs r.wait and completes r's metrics with it: the request
+// was handled when its outcome was decided, its wait from its appends to
+// then is remote time (the time from then until the writer got to it is
+// response queue time), and errors the wait put in the response are
+// counted now.
+func awaitResponse(r *response) {
+	handled, remote := r.wait()
+	r.wait = nil
+	if r.api == nil {
+		return
+	}
+	r.timing.Handled, r.timing.Remote = max(handled, r.timing.Handled), remote
+	if r.kresp != nil {
+		countResponseErrors(r.api, apiKeyProduce, r.kresp)
 	}
 }
 
