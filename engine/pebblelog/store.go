@@ -466,16 +466,32 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	if s.closed {
 		return engine.ErrClosed
 	}
+	// Lock order (Log): writeMu before s.mu. The open log is closed
+	// without s.mu held, which a first Append or a Flush may be waiting
+	// for holding writeMu; then the lookup is done again, as the log may
+	// have been closed and opened again meanwhile.
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, ok := s.catalog[id]
-	if !ok {
-		return fmt.Errorf("%w: %s/%d", engine.ErrNoLog, id.Topic, id.Partition)
-	}
-	if l := s.open[id]; l != nil {
+	var closed *Log
+	for {
+		if _, ok := s.catalog[id]; !ok {
+			s.mu.Unlock()
+			return fmt.Errorf("%w: %s/%d", engine.ErrNoLog, id.Topic, id.Partition)
+		}
+		l := s.open[id]
+		if l == nil {
+			break
+		}
+		if l == closed {
+			delete(s.open, id)
+			break
+		}
+		s.mu.Unlock()
 		l.markClosed()
-		delete(s.open, id)
+		s.mu.Lock()
+		closed = l
 	}
+	defer s.mu.Unlock()
+	n := s.catalog[id]
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(catalogKey(id), nil)
@@ -527,11 +543,12 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Lock()
-	for _, l := range s.open {
-		l.markClosed()
-	}
+	open := s.open
 	s.open = map[engine.PartitionID]*Log{}
 	s.mu.Unlock()
+	for _, l := range open { // writeMu after s.mu is released (lock order: Log)
+		l.markClosed()
+	}
 	err := s.closeFiles()
 	if err == nil {
 		// Flush the memtables so the next Open replays no WAL. Replaying
