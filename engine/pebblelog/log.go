@@ -371,6 +371,18 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		return engine.AppendInfo{}, l.failed
 	}
 
+	if d := l.df; d.created.Swap(false) {
+		// The file was just created: its directory entry is made
+		// durable before any commit names it, as a synced commit (the
+		// first append's, or any log's later) would make the index
+		// durable without it.
+		if err := syncDir(l.s.dataDir); err != nil {
+			d.created.Store(true)
+			l.failed = fmt.Errorf("%w: pebblelog: append to %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
+			return engine.AppendInfo{}, l.failed
+		}
+	}
+
 	pb := l.s.db.NewBatch()
 	defer pb.Close()
 	st := l.stage(pb, batches, pos, nowMs)

@@ -55,7 +55,16 @@ import (
 // unclean shutdown lists the data files to recover and removes orphans.
 // REQUIRES: called from Open, before any log is opened.
 func (s *Store) checkShutdown() error {
-	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
+	if _, err := os.Stat(s.dataDir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
+			return fmt.Errorf("pebblelog: %w", err)
+		}
+		// The data files' directory must survive a power loss with
+		// the first file created in it.
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return fmt.Errorf("pebblelog: %w", err)
 	}
 	_, closer, err := s.db.Get([]byte{tagClean})
@@ -76,6 +85,16 @@ func (s *Store) checkShutdown() error {
 	known := make(map[uint64]bool, len(s.catalog))
 	for _, n := range s.catalog {
 		known[n] = true
+		// A log with an append position had a data file: recover it
+		// even when the file is missing (its directory entry lost
+		// with a power loss), which verifyUnflushed reads as no data.
+		pos, err := s.getU64(metaKey(n, metaPos))
+		if err != nil {
+			return err
+		}
+		if pos > 0 {
+			s.recovering[n] = true
+		}
 	}
 	for _, e := range ents {
 		n, ok := parseDataFileName(e.Name())
@@ -91,7 +110,9 @@ func (s *Store) checkShutdown() error {
 			return fmt.Errorf("pebblelog: %w", err)
 		}
 	}
-	return nil
+	// The files recovery found (and the removals) are made durable
+	// before any index entry naming them is committed.
+	return syncDir(s.dataDir)
 }
 
 // closeFiles fdatasyncs every dirty data file, then commits the flushed
