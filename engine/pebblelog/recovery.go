@@ -35,15 +35,18 @@ import (
 //     position (metaPos, committed with every append): each whole batch
 //     with a valid CRC whose base offset is the log end offset is indexed,
 //     in synced commits; the file is cut (ftruncate) at the first byte
-//     that is not such a batch.
+//     that is not such a batch. When step 1 cut the index, step 2 is
+//     skipped and the file is cut at the append position instead: the
+//     bytes past it belong to the history step 1 removed.
 //
 // Why step 2 never brings back truncated records: the append position only
 // grows, every commit that removes batches (truncation, retention,
 // cleaning, DeleteLog) is synced, and the WAL is replayed in order, so a
 // removal that survived comes with every append committed before it, hence
 // with an append position past the removed bytes; the scan starts there.
-// Step 1 runs first, and if it cut the index, step 2 does not index
-// anything past the cut (its batches would not continue the log).
+// Step 1 runs first; if it cut the index, step 2 does not run and the file
+// is cut at the append position, so that no byte of the cut history stays
+// past it for a later tail scan to find once new appends reach it.
 //
 // Ordering of flushes: the flushed position is only stored after the
 // fdatasync of the bytes below it, and cleaning fdatasyncs its output
@@ -155,10 +158,55 @@ func (l *Log) recover() error {
 		return nil
 	}
 	cut, err := l.verifyUnflushed()
-	if err != nil || cut {
+	if err != nil {
 		return err
 	}
+	if cut {
+		// The bytes past the append position belong to the history
+		// just cut: remove them, or new appends that end where one of
+		// them starts would let the tail scan of a later recovery
+		// index it after them.
+		return l.cutTail()
+	}
 	return l.recoverTail()
+}
+
+// cutTail cuts the data file at the append position, durably.
+// REQUIRES: s.life and l.writeMu held.
+func (l *Log) cutTail() error {
+	d := l.df
+	zf, f, err := d.acquire(false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer zf.Release()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("pebblelog: %w", err)
+	}
+	pos := d.pos.Load()
+	if st.Size() <= pos {
+		return nil
+	}
+	l.s.logger.Warn("pebblelog: recovery: cutting the data file at the append position after a cut of the index",
+		"file", d.path, "topic", l.id.Topic, "partition", l.id.Partition, "at", pos, "bytes", st.Size()-pos)
+	return cutFile(d, f, pos)
+}
+
+// cutFile truncates d's file f at pos and fsyncs it, so that a power loss
+// does not bring the bytes back.
+func cutFile(d *dataFile, f *os.File, pos int64) error {
+	if err := f.Truncate(pos); err != nil {
+		return fmt.Errorf("pebblelog: cut %s at %d: %w", d.path, pos, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("pebblelog: cut %s at %d: %w", d.path, pos, err)
+	}
+	d.size.Store(pos)
+	return nil
 }
 
 // verifyUnflushed checks the batches indexed at or past the flushed
@@ -317,10 +365,9 @@ func (l *Log) recoverTail() error {
 	if cur < fsize {
 		l.s.logger.Warn("pebblelog: recovery: cutting the data file after the last whole batch",
 			"file", d.path, "topic", l.id.Topic, "partition", l.id.Partition, "at", cur, "bytes", fsize-cur, "reason", reason)
-		if err := f.Truncate(cur); err != nil {
-			return fmt.Errorf("pebblelog: cut %s at %d: %w", d.path, cur, err)
+		if err := cutFile(d, f, cur); err != nil {
+			return err
 		}
-		d.size.Store(cur)
 	}
 	return nil
 }
