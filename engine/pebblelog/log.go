@@ -61,6 +61,13 @@ func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Lo
 	return &Log{s: s, id: id, n: n, cfg: engine.ShareLogConfig(cfg)}
 }
 
+// gaps reports whether the log's batches may skip offsets: a compacted
+// log (a follower appends a compacted leader's batches as they are) or
+// one the cleaner has run on, as segment.Log.gaps. Recovery accepts a
+// batch past the log end only then. REQUIRES: writeMu held, or the log
+// not yet published.
+func (l *Log) gaps() bool { return l.cfg.Get().Compact || l.checkpoint > 0 }
+
 func (l *Log) errClosed() error {
 	return fmt.Errorf("%w: log %s/%d", engine.ErrClosed, l.id.Topic, l.id.Partition)
 }

@@ -33,7 +33,9 @@ import (
 //  2. Process crash. Append commits are not synced, so the index may end
 //     before the data file does. The file is scanned from the stored append
 //     position (metaPos, committed with every append): each whole batch
-//     with a valid CRC whose base offset is the log end offset is indexed,
+//     with a valid CRC whose base offset is the log end offset (at or past
+//     it in a log that may have gaps, Log.gaps: a follower copies a
+//     compacted leader's batches as they are) is indexed,
 //     in synced commits; the file is cut (ftruncate) at the first byte
 //     that is not such a batch. When step 1 cut the index, step 2 is
 //     skipped and the file is cut at the append position instead: the
@@ -318,6 +320,7 @@ func (l *Log) recoverTail() error {
 	cur, chunkPos := pos, pos
 	var chunk []byte
 	next := l.end
+	gaps := l.gaps()
 	var hdr [record.LogOverhead]byte
 	reason := ""
 	for cur < fsize {
@@ -340,7 +343,7 @@ func (l *Log) recoverTail() error {
 			chunk, reason = chunk[:start], err.Error()
 			break
 		}
-		if b.BaseOffset() != next {
+		if b.BaseOffset() < next || (!gaps && b.BaseOffset() != next) {
 			chunk, reason = chunk[:start], fmt.Sprintf("batch at offset %d, log end %d", b.BaseOffset(), next)
 			break
 		}
