@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/record"
@@ -408,5 +409,83 @@ func TestDeleteLogVsFlushLockOrder(t *testing.T) {
 		<-deleted
 	case <-time.After(3 * time.Second):
 		t.Fatalf("Flush (writeMu held, data file clean) waits for s.mu in syncHeld, held by DeleteLog waiting for writeMu: deadlock")
+	}
+}
+
+// TestFailedSyncFailsLog: a failed fdatasync of a data file is never
+// retried and trusted (after one the kernel may have dropped the pages and
+// cleared the error): the log refuses appends and flushes with
+// engine.ErrStorage from then on, its flushed position stays where it was,
+// the store's other logs go on, and the store closes unclean so that the
+// next Open verifies the log.
+func TestFailedSyncFailsLog(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flush func(s engine.Store, l engine.Log) error
+	}{
+		{"Flush", func(_ engine.Store, l engine.Log) error { return l.Flush() }},
+		{"StoreFlush", func(s engine.Store, _ engine.Log) error { return s.(*Store).sync() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir)
+			l, _ := s.CreateLog(pid, engine.LogConfig{})
+			other, _ := s.CreateLog(engine.PartitionID{Topic: "other"}, engine.LogConfig{})
+			mustAppend(t, l, batch(2, 0, "a"), 1)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			mustAppend(t, l, batch(2, 10, "b"), 1)
+			mustAppend(t, other, batch(2, 10, "o"), 1)
+			n := l.(*Log).n
+			flushedBefore, err := s.(*Store).getU64(metaKey(n, metaFlushed))
+			if err != nil || flushedBefore == 0 {
+				t.Fatalf("flushed position before: %d, %v", flushedBefore, err)
+			}
+
+			bad := l.(*Log).df
+			defer func(f func(*os.File) error) { fdatasync = f }(fdatasync)
+			ok := fdatasync
+			fdatasync = func(f *os.File) error {
+				if f.Name() == bad.path {
+					fdatasync = ok // one failure: a retry would succeed
+					return unix.EIO
+				}
+				return ok(f)
+			}
+			if err := tc.flush(s, l); err == nil {
+				t.Fatal("flush over a failed fdatasync succeeded")
+			}
+			if _, err := l.Append(batch(1, 20, "c"), engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}); !errors.Is(err, engine.ErrStorage) {
+				t.Errorf("append after a failed sync: %v, want ErrStorage", err)
+			}
+			if err := l.Flush(); !errors.Is(err, engine.ErrStorage) {
+				t.Errorf("flush after a failed sync (the retry would succeed): %v, want ErrStorage", err)
+			}
+			mustAppend(t, other, batch(1, 20, "o"), 1)
+			if err := other.Flush(); err != nil {
+				t.Errorf("another log's flush: %v", err)
+			}
+			if err := s.(*Store).sync(); err != nil {
+				t.Errorf("store flush after the failure was reported: %v", err)
+			}
+			if got, err := s.(*Store).getU64(metaKey(n, metaFlushed)); err != nil || got != flushedBefore {
+				t.Errorf("flushed position %d (%v), want it left at %d", got, err, flushedBefore)
+			}
+			s.Close()
+
+			s2 := open(t, dir)
+			defer s2.Close()
+			if !s2.(*Store).recovering[n] {
+				t.Errorf("the store closed clean over a failed sync: the log is not verified at the next open")
+			}
+			l2, err := s2.OpenLog(pid, engine.LogConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l2.EndOffset() != 4 {
+				t.Errorf("after reopen: end %d, want 4 (the page cache held the bytes)", l2.EndOffset())
+			}
+		})
 	}
 }

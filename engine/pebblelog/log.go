@@ -68,6 +68,19 @@ func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Lo
 // not yet published.
 func (l *Log) gaps() bool { return l.cfg.Get().Compact || l.checkpoint > 0 }
 
+// failure returns the log's sticky error: a failed write or commit, or a
+// failed sync of its data file (by any flush: Flush, FlushMessages, a
+// roll's background flush, the store's periodic flush), which makes it
+// fail here from then on (dataFile.fail). REQUIRES: writeMu held.
+func (l *Log) failure() error {
+	if l.failed == nil && l.df != nil {
+		if err := l.df.failure(); err != nil {
+			l.failed = fmt.Errorf("%w: pebblelog: %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
+		}
+	}
+	return l.failed
+}
+
 func (l *Log) errClosed() error {
 	return fmt.Errorf("%w: log %s/%d", engine.ErrClosed, l.id.Topic, l.id.Partition)
 }
@@ -362,8 +375,8 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	if l.closed {
 		return engine.AppendInfo{}, l.errClosed()
 	}
-	if l.failed != nil {
-		return engine.AppendInfo{}, l.failed
+	if err := l.failure(); err != nil {
+		return engine.AppendInfo{}, err
 	}
 	cfg := l.cfg.Get()
 	info, err := engine.PrepareAppend(batches, l.end, opts, cfg.MaxBatchBytes)
@@ -417,7 +430,9 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		if d.msgs += info.Records; d.msgs >= fm {
 			d.msgs = 0
 			if err := l.flushLocked(); err != nil {
-				l.failed = fmt.Errorf("%w: %w", engine.ErrStorage, err)
+				if l.failed == nil {
+					l.failed = fmt.Errorf("%w: %w", engine.ErrStorage, err)
+				}
 				return engine.AppendInfo{}, l.failed
 			}
 		}
@@ -643,9 +658,9 @@ func (l *Log) flushRolled(upTo int64) {
 		}
 		p, err := d.sync()
 		if err != nil {
-			// The next flush (interval, Flush, Close) tries again
-			// and fails the log or the store with the error.
-			s.logger.Warn("pebblelog: background flush of a rolled segment", "file", d.path, "err", err)
+			// The file is failed for good (dataFile.fail): the
+			// log's next append or flush returns the error.
+			s.logger.Error("pebblelog: background flush of a rolled segment failed; the log refuses appends from now on", "file", d.path, "err", err)
 			return
 		}
 		s.mu.Lock()
@@ -665,9 +680,15 @@ func (l *Log) flushRolled(upTo int64) {
 // flushLocked is Flush. The data file goes first, so the WAL never durably
 // names bytes that are not. REQUIRES: s.life and l.writeMu held.
 func (l *Log) flushLocked() error {
+	if err := l.failure(); err != nil {
+		return err
+	}
 	if l.df != nil && l.df.dirty.Load() {
 		p, err := l.df.sync()
 		if err != nil {
+			if ferr := l.failure(); ferr != nil {
+				return ferr
+			}
 			return fmt.Errorf("pebblelog: %s: flush %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 		}
 		pb := l.s.db.NewBatch()
@@ -678,7 +699,10 @@ func (l *Log) flushLocked() error {
 		}
 		return nil
 	}
-	return l.s.syncHeld()
+	// Another log's data file failing its sync fails that log, not
+	// this flush.
+	_, err := l.s.syncAll()
+	return err
 }
 
 // Close closes the log; the store's OpenLog opens it again. Closing twice

@@ -128,27 +128,34 @@ func (s *Store) closeFiles() error {
 	pb := s.db.NewBatch()
 	defer pb.Close()
 	var dirty []*dataFile
+	failed := false
 	for _, d := range s.files {
 		if d.pending.Load() {
 			d.retryPunches()
 		}
-		if d.dirty.Load() {
+		if d.failure() != nil {
+			failed = true
+		} else if d.dirty.Load() {
 			dirty = append(dirty, d)
 		}
 	}
-	flushed, err := s.syncFiles(dirty)
-	if err != nil {
-		return err
-	}
+	flushed, serr := s.syncFiles(dirty)
 	for i, d := range dirty {
-		_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+		if flushed[i] > 0 {
+			_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+		}
 	}
 	// A log recovery did not reach (never opened since the unclean
-	// shutdown) keeps the store unclean, so the next Open recovers it.
-	if len(s.recovering) == 0 {
+	// shutdown) keeps the store unclean, so the next Open recovers it,
+	// and so does a data file whose sync failed: the next Open verifies
+	// what was written past its flushed position.
+	if len(s.recovering) == 0 && !failed && serr == nil {
 		_ = pb.Set([]byte{tagClean}, nil, nil)
 	}
-	return pb.Commit(pebble.Sync)
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	return serr
 }
 
 // recover repairs the log after an unclean shutdown (see above).
