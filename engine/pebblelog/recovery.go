@@ -258,8 +258,17 @@ func (l *Log) verifyUnflushed() (cut bool, err error) {
 	if zf != nil {
 		defer zf.Release()
 	}
+	var fsize int64
+	if f != nil {
+		st, err := f.Stat()
+		if err != nil {
+			it.Close()
+			return false, fmt.Errorf("pebblelog: %w", err)
+		}
+		fsize = st.Size()
+	}
 	bad, why := int64(-1), ""
-	var buf []byte
+	var buf []byte // reused: sizes are checked against the file first
 	for ok := it.SeekGE(newLogKey(tagBatch, l.n, from)); ok && bad < 0; ok = it.Next() {
 		base, _ := keyOffset(it.Key())
 		p, isPtr, badPtr := decodePointer(it.Value())
@@ -270,8 +279,14 @@ func (l *Log) verifyUnflushed() (cut bool, err error) {
 		case f == nil:
 			bad, why = base, "no data file"
 			continue
+		case p.pos+int64(p.size) > fsize:
+			bad, why = base, fmt.Sprintf("index names bytes [%d, %d), the file holds %d", p.pos, p.pos+int64(p.size), fsize)
+			continue
 		}
-		buf = append(buf[:0], make([]byte, p.size)...)
+		if cap(buf) < p.size {
+			buf = make([]byte, p.size)
+		}
+		buf = buf[:p.size]
 		if _, err := f.ReadAt(buf, p.pos); err != nil {
 			bad, why = base, err.Error()
 			continue
@@ -336,7 +351,7 @@ func (l *Log) recoverTail() error {
 			break
 		}
 		size, _ := record.PeekSize(hdr[:])
-		if size < record.HeaderSize || int64(size) > fsize-cur {
+		if size < record.HeaderSize || size > record.LogOverhead+record.MaxBatchSize || int64(size) > fsize-cur {
 			reason = fmt.Sprintf("batch size %d at %d, file size %d", size, cur, fsize)
 			break
 		}
