@@ -489,3 +489,37 @@ func TestFailedSyncFailsLog(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPointerWithoutDataFile: a read that meets a batch pointer in a
+// log without a data file (a damaged append position) fails with
+// engine.ErrStorage instead of returning nothing.
+func TestReadPointerWithoutDataFile(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	l, _ := s.CreateLog(pid, engine.LogConfig{})
+	mustAppend(t, l, batch(2, 0, "a"), 1)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n := l.(*Log).n
+	if err := s.(*Store).db.Set(metaKey(n, metaPos), appendU64(nil, 0), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	defer s.Close()
+	l, err := s.OpenLog(pid, engine.LogConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.(*Log).df != nil {
+		t.Fatal("the log has a data file: the test needs one without")
+	}
+	sl, err := l.Read(0, 1<<20, -1)
+	if !errors.Is(err, engine.ErrStorage) {
+		t.Errorf("read of a pointer without a data file: %d bytes, %v; want ErrStorage", sl.Len(), err)
+	}
+	sl.Release()
+}

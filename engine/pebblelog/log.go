@@ -485,8 +485,12 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 			zf.Release()
 		}
 		// retry: the log got its data file after the state was read.
-		if !retry || attempt > 0 {
+		if !retry {
 			return s, err
+		}
+		if attempt > 0 {
+			return zerocopy.Slice{}, fmt.Errorf("%w: pebblelog: %s: read %s/%d at %d: the index names the data file, which the log does not have",
+				engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, offset)
 		}
 	}
 }
