@@ -13,9 +13,11 @@ import (
 
 // Recovery. Store.Close writes the clean-shutdown key (tagClean) in its
 // last, synced commit; Open deletes it (synced) and, when it was missing,
-// marks every log with a data file for recovery at its OpenLog and removes
-// the data files of log ids the catalog does not hold (a DeleteLog or a
-// CreateLog cut short; ids are never reused).
+// marks every log with a data file or an append position for recovery at
+// its OpenLog (a data file whose directory entry a power loss dropped
+// reads as empty, and step 1 cuts the index), removes the data files of
+// log ids the catalog does not hold (a DeleteLog or a CreateLog cut short;
+// ids are never reused), and fsyncs the records directory.
 //
 // Recovery of a log has two steps, each as the segment backend does with a
 // segment past its recovery point:

@@ -13,9 +13,11 @@
 // (SIGKILL, OOM) may lose index entries whose bytes are in the data file:
 // after an unclean shutdown (no clean-shutdown key) recovery.go scans each
 // data file past its stored append position and indexes the batches that
-// continue the log. A log's first append is committed synced, which makes
-// its catalog entry (committed unsynced by CreateLog) durable: recovery
-// removes the data files of logs missing from the catalog.
+// continue the log. A log's first append fsyncs the records directory (the
+// new file's entry) and is committed synced, which makes its catalog entry
+// (committed unsynced by CreateLog) durable: recovery removes the data
+// files of logs missing from the catalog, and no durable index entry names
+// a file whose directory entry may not be.
 //
 // Flushes (FlushMessages, FlushInterval, Flush, Close) fdatasync the
 // dirty data files first (one syncfs when there are many) and then sync
@@ -23,7 +25,11 @@
 // the log's data file in the background, as Kafka does. After a power
 // loss, recovery checks the batches indexed past the flushed position and
 // drops the index from the first one whose bytes did not survive.
-// Truncations, deletions and metadata are committed synced.
+// Truncations, deletions and metadata are committed synced. A failed
+// fdatasync (or syncfs) of a data file is never retried: the kernel may
+// have dropped its pages, so the file's flushed position stays, its log
+// refuses appends with engine.ErrStorage, and the store closes unclean
+// (dataFile.fail).
 //
 // What is committed without a sync can be lost without losing a record:
 // producer snapshots (a longer replay), the catalog entry of a new, empty
