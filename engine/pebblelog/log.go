@@ -22,12 +22,13 @@ import (
 // written holding both locks and read holding either.
 //
 // Lock order: s.life, writeMu, mu, s.mu, then a dataFile's mu or the
-// fileCache's mu (never both, datafile.go). Holding writeMu, a log takes s.mu (its first append
-// registers its data file, a flush syncs the store), so nothing may take
-// a published log's writeMu holding s.mu: DeleteLog and Store.Close look
-// the log up under s.mu, release it, and then close the log (markClosed).
-// The one exception is OpenLog, which recovers a log holding s.mu before
-// publishing it: no one else can hold that log's locks.
+// fileCache's mu (never both, datafile.go). Holding writeMu, a log takes
+// s.mu (its first append registers its data file, a flush syncs the
+// store), so nothing may take a published log's writeMu holding s.mu:
+// DeleteLog and Store.Close look the log up under s.mu, release it, and
+// then close the log (markClosed). The one exception is OpenLog, which
+// recovers a log holding s.mu before publishing it: no one else can hold
+// that log's locks.
 type Log struct {
 	s  *Store
 	id engine.PartitionID

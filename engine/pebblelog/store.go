@@ -502,9 +502,12 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	// for holding writeMu; then the lookup is done again, as the log may
 	// have been closed and opened again meanwhile.
 	s.mu.Lock()
+	n, ok := s.catalog[id]
 	var closed *Log
 	for {
-		if _, ok := s.catalog[id]; !ok {
+		// Deleted (and maybe created again) meanwhile: the log asked
+		// for is gone.
+		if m, ok2 := s.catalog[id]; !ok || !ok2 || m != n {
 			s.mu.Unlock()
 			return fmt.Errorf("%w: %s/%d", engine.ErrNoLog, id.Topic, id.Partition)
 		}
@@ -522,7 +525,6 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 		closed = l
 	}
 	defer s.mu.Unlock()
-	n := s.catalog[id]
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(catalogKey(id), nil)
