@@ -1,7 +1,8 @@
 package pebblelog
 
-// Tests from the review of the data-file rewrite (branch pebfile). Each
-// asserts the behaviour the store must have; each failed before its fix.
+// Tests of the holes a review of the data-file rewrite (branch pebfile)
+// found: each asserts the behaviour the store must have and failed before
+// its fix. Their comments describe the hole as it was.
 
 import (
 	"bytes"
