@@ -76,6 +76,8 @@ type dataFile struct {
 	created  atomic.Bool  // created since the directory was last synced
 	flushing atomic.Bool  // a background flush (Log.flushRolled) runs
 	msgs     int64        // records appended since the last flush; REQUIRES: owning Log's writeMu
+	// syncErr is the first failed sync of the file, sticky: see fail.
+	syncErr atomic.Pointer[error]
 
 	mu      sync.Mutex
 	zf      *zerocopy.File   // the cache's reference, nil when closed
@@ -195,11 +197,33 @@ func (d *dataFile) punchLocked() {
 	d.pending.Store(false)
 }
 
+// fdatasync is unix.Fdatasync of f; tests replace it to inject failures.
+var fdatasync = func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+
+// failure returns the error of the file's first failed sync, nil if none.
+func (d *dataFile) failure() error {
+	if p := d.syncErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records a failed sync of the file, for good. After a failed
+// fdatasync (or syncfs) the kernel may have dropped the dirty pages and
+// cleared the error, so a retry would return 0 over lost bytes (the
+// "fsyncgate" of PostgreSQL 2018): the file is never synced again, its
+// flushed position never advances, and its log refuses appends
+// (engine.ErrStorage), as a segment log does (segment/flush.go). Recovery
+// at the next Open verifies what was written past the flushed position.
+func (d *dataFile) fail(err error) {
+	d.syncErr.CompareAndSwap(nil, &err)
+}
+
 // beginSync starts a sync of the file by other means (syncfs): it returns
 // the position that sync will make durable, for endSync; ok is false when
-// the file is not dirty. A failed sync calls d.dirty.Store(true).
+// the file is not dirty or failed. A failed sync calls d.fail.
 func (d *dataFile) beginSync() (p int64, ok bool) {
-	if !d.dirty.Swap(false) {
+	if d.failure() != nil || !d.dirty.Swap(false) {
 		return 0, false
 	}
 	return d.pos.Load(), true // every byte below was written before this load
@@ -217,8 +241,13 @@ func (d *dataFile) endSync(p int64) {
 }
 
 // sync fdatasyncs the file if it was written since the last sync, and
-// returns the position below which every byte is now durable.
+// returns the position below which every byte is now durable. A failed
+// sync fails the file for good (see fail): this and every later call
+// return that error.
 func (d *dataFile) sync() (int64, error) {
+	if err := d.failure(); err != nil {
+		return 0, err
+	}
 	if !d.dirty.Swap(false) {
 		return d.flushed.Load(), nil
 	}
@@ -232,14 +261,14 @@ func (d *dataFile) sync() (int64, error) {
 		return 0, err
 	}
 	defer zf.Release()
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		d.dirty.Store(true)
-		return 0, fmt.Errorf("pebblelog: fdatasync %s: %w", d.path, err)
+	if err := fdatasync(f); err != nil {
+		err = fmt.Errorf("pebblelog: fdatasync %s: %w", d.path, err)
+		d.fail(err)
+		return 0, err
 	}
 	if d.created.Swap(false) {
 		if err := syncDir(filepath.Dir(d.path)); err != nil {
-			d.created.Store(true)
-			d.dirty.Store(true)
+			d.fail(err)
 			return 0, err
 		}
 	}

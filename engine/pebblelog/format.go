@@ -186,7 +186,9 @@ type batchPointer struct {
 
 // decodePointer decodes v if it is a pointer (pointerLen bytes); an inline
 // batch is longer. A pointer with a negative position or a size below a
-// batch header is corrupt and reported as not ok with bad set.
+// batch header or above the largest batch (record.MaxBatchSize) is corrupt
+// and reported as not ok with bad set. Users still check the size against
+// the file before they read (or allocate) it.
 func decodePointer(v []byte) (p batchPointer, ok, bad bool) {
 	if len(v) != pointerLen {
 		return batchPointer{}, false, false
@@ -196,7 +198,7 @@ func decodePointer(v []byte) (p batchPointer, ok, bad bool) {
 		size:            int(binary.BigEndian.Uint32(v[8:])),
 		lastOffsetDelta: int32(binary.BigEndian.Uint32(v[12:])),
 	}
-	if p.pos < 0 || p.pos > maxFilePos || p.size < record.HeaderSize || p.lastOffsetDelta < 0 {
+	if p.pos < 0 || p.pos > maxFilePos || p.size < record.HeaderSize || p.size > record.LogOverhead+record.MaxBatchSize || p.lastOffsetDelta < 0 {
 		return batchPointer{}, false, true
 	}
 	return p, true, false

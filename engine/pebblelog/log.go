@@ -19,8 +19,16 @@ import (
 // serializes mutations (Append, Truncate, DeleteBefore, ApplyRetention,
 // SetConfig, Close); a mutation commits its Pebble batch holding writeMu,
 // then publishes the new in-memory state under mu. Fields under mu are
-// written holding both locks and read holding either. Lock order:
-// s.life, writeMu, mu, s.mu.
+// written holding both locks and read holding either.
+//
+// Lock order: s.life, writeMu, mu, s.mu, then a dataFile's mu or the
+// fileCache's mu (never both, datafile.go). Holding writeMu, a log takes
+// s.mu (its first append registers its data file, a flush syncs the
+// store), so nothing may take a published log's writeMu holding s.mu:
+// DeleteLog and Store.Close look the log up under s.mu, release it, and
+// then close the log (markClosed). The one exception is OpenLog, which
+// recovers a log holding s.mu before publishing it: no one else can hold
+// that log's locks.
 type Log struct {
 	s  *Store
 	id engine.PartitionID
@@ -52,6 +60,26 @@ type Log struct {
 
 func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Log {
 	return &Log{s: s, id: id, n: n, cfg: engine.ShareLogConfig(cfg)}
+}
+
+// gaps reports whether the log's batches may skip offsets: a compacted
+// log (a follower appends a compacted leader's batches as they are) or
+// one the cleaner has run on, as segment.Log.gaps. Recovery accepts a
+// batch past the log end only then. REQUIRES: writeMu held, or the log
+// not yet published.
+func (l *Log) gaps() bool { return l.cfg.Get().Compact || l.checkpoint > 0 }
+
+// failure returns the log's sticky error: a failed write or commit, or a
+// failed sync of its data file (by any flush: Flush, FlushMessages, a
+// roll's background flush, the store's periodic flush), which makes it
+// fail here from then on (dataFile.fail). REQUIRES: writeMu held.
+func (l *Log) failure() error {
+	if l.failed == nil && l.df != nil {
+		if err := l.df.failure(); err != nil {
+			l.failed = fmt.Errorf("%w: pebblelog: %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
+		}
+	}
+	return l.failed
 }
 
 func (l *Log) errClosed() error {
@@ -348,8 +376,8 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	if l.closed {
 		return engine.AppendInfo{}, l.errClosed()
 	}
-	if l.failed != nil {
-		return engine.AppendInfo{}, l.failed
+	if err := l.failure(); err != nil {
+		return engine.AppendInfo{}, err
 	}
 	cfg := l.cfg.Get()
 	info, err := engine.PrepareAppend(batches, l.end, opts, cfg.MaxBatchBytes)
@@ -362,6 +390,18 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	if err != nil {
 		l.failed = fmt.Errorf("%w: pebblelog: append to %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
 		return engine.AppendInfo{}, l.failed
+	}
+
+	if d := l.df; d.created.Swap(false) {
+		// The file was just created: its directory entry is made
+		// durable before any commit names it, as a synced commit (the
+		// first append's, or any log's later) would make the index
+		// durable without it.
+		if err := syncDir(l.s.dataDir); err != nil {
+			d.created.Store(true)
+			l.failed = fmt.Errorf("%w: pebblelog: append to %s/%d: %w", engine.ErrStorage, l.id.Topic, l.id.Partition, err)
+			return engine.AppendInfo{}, l.failed
+		}
 	}
 
 	pb := l.s.db.NewBatch()
@@ -391,7 +431,9 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		if d.msgs += info.Records; d.msgs >= fm {
 			d.msgs = 0
 			if err := l.flushLocked(); err != nil {
-				l.failed = fmt.Errorf("%w: %w", engine.ErrStorage, err)
+				if l.failed == nil {
+					l.failed = fmt.Errorf("%w: %w", engine.ErrStorage, err)
+				}
 				return engine.AppendInfo{}, l.failed
 			}
 		}
@@ -444,8 +486,12 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 			zf.Release()
 		}
 		// retry: the log got its data file after the state was read.
-		if !retry || attempt > 0 {
+		if !retry {
 			return s, err
+		}
+		if attempt > 0 {
+			return zerocopy.Slice{}, fmt.Errorf("%w: pebblelog: %s: read %s/%d at %d: the index names the data file, which the log does not have",
+				engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, offset)
 		}
 	}
 }
@@ -617,9 +663,9 @@ func (l *Log) flushRolled(upTo int64) {
 		}
 		p, err := d.sync()
 		if err != nil {
-			// The next flush (interval, Flush, Close) tries again
-			// and fails the log or the store with the error.
-			s.logger.Warn("pebblelog: background flush of a rolled segment", "file", d.path, "err", err)
+			// The file is failed for good (dataFile.fail): the
+			// log's next append or flush returns the error.
+			s.logger.Error("pebblelog: background flush of a rolled segment failed; the log refuses appends from now on", "file", d.path, "err", err)
 			return
 		}
 		s.mu.Lock()
@@ -639,9 +685,15 @@ func (l *Log) flushRolled(upTo int64) {
 // flushLocked is Flush. The data file goes first, so the WAL never durably
 // names bytes that are not. REQUIRES: s.life and l.writeMu held.
 func (l *Log) flushLocked() error {
+	if err := l.failure(); err != nil {
+		return err
+	}
 	if l.df != nil && l.df.dirty.Load() {
 		p, err := l.df.sync()
 		if err != nil {
+			if ferr := l.failure(); ferr != nil {
+				return ferr
+			}
 			return fmt.Errorf("pebblelog: %s: flush %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 		}
 		pb := l.s.db.NewBatch()
@@ -652,7 +704,10 @@ func (l *Log) flushLocked() error {
 		}
 		return nil
 	}
-	return l.s.syncHeld()
+	// Another log's data file failing its sync fails that log, not
+	// this flush.
+	_, err := l.s.syncAll()
+	return err
 }
 
 // Close closes the log; the store's OpenLog opens it again. Closing twice

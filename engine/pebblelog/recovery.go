@@ -13,9 +13,11 @@ import (
 
 // Recovery. Store.Close writes the clean-shutdown key (tagClean) in its
 // last, synced commit; Open deletes it (synced) and, when it was missing,
-// marks every log with a data file for recovery at its OpenLog and removes
-// the data files of log ids the catalog does not hold (a DeleteLog or a
-// CreateLog cut short; ids are never reused).
+// marks every log with a data file or an append position for recovery at
+// its OpenLog (a data file whose directory entry a power loss dropped
+// reads as empty, and step 1 cuts the index), removes the data files of
+// log ids the catalog does not hold (a DeleteLog or a CreateLog cut short;
+// ids are never reused), and fsyncs the records directory.
 //
 // Recovery of a log has two steps, each as the segment backend does with a
 // segment past its recovery point:
@@ -33,17 +35,22 @@ import (
 //  2. Process crash. Append commits are not synced, so the index may end
 //     before the data file does. The file is scanned from the stored append
 //     position (metaPos, committed with every append): each whole batch
-//     with a valid CRC whose base offset is the log end offset is indexed,
+//     with a valid CRC whose base offset is the log end offset (at or past
+//     it in a log that may have gaps, Log.gaps: a follower copies a
+//     compacted leader's batches as they are) is indexed,
 //     in synced commits; the file is cut (ftruncate) at the first byte
-//     that is not such a batch.
+//     that is not such a batch. When step 1 cut the index, step 2 is
+//     skipped and the file is cut at the append position instead: the
+//     bytes past it belong to the history step 1 removed.
 //
 // Why step 2 never brings back truncated records: the append position only
 // grows, every commit that removes batches (truncation, retention,
 // cleaning, DeleteLog) is synced, and the WAL is replayed in order, so a
 // removal that survived comes with every append committed before it, hence
 // with an append position past the removed bytes; the scan starts there.
-// Step 1 runs first, and if it cut the index, step 2 does not index
-// anything past the cut (its batches would not continue the log).
+// Step 1 runs first; if it cut the index, step 2 does not run and the file
+// is cut at the append position, so that no byte of the cut history stays
+// past it for a later tail scan to find once new appends reach it.
 //
 // Ordering of flushes: the flushed position is only stored after the
 // fdatasync of the bytes below it, and cleaning fdatasyncs its output
@@ -55,7 +62,16 @@ import (
 // unclean shutdown lists the data files to recover and removes orphans.
 // REQUIRES: called from Open, before any log is opened.
 func (s *Store) checkShutdown() error {
-	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
+	if _, err := os.Stat(s.dataDir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
+			return fmt.Errorf("pebblelog: %w", err)
+		}
+		// The data files' directory must survive a power loss with
+		// the first file created in it.
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return fmt.Errorf("pebblelog: %w", err)
 	}
 	_, closer, err := s.db.Get([]byte{tagClean})
@@ -76,6 +92,16 @@ func (s *Store) checkShutdown() error {
 	known := make(map[uint64]bool, len(s.catalog))
 	for _, n := range s.catalog {
 		known[n] = true
+		// A log with an append position had a data file: recover it
+		// even when the file is missing (its directory entry lost
+		// with a power loss), which verifyUnflushed reads as no data.
+		pos, err := s.getU64(metaKey(n, metaPos))
+		if err != nil {
+			return err
+		}
+		if pos > 0 {
+			s.recovering[n] = true
+		}
 	}
 	for _, e := range ents {
 		n, ok := parseDataFileName(e.Name())
@@ -91,7 +117,9 @@ func (s *Store) checkShutdown() error {
 			return fmt.Errorf("pebblelog: %w", err)
 		}
 	}
-	return nil
+	// The files recovery found (and the removals) are made durable
+	// before any index entry naming them is committed.
+	return syncDir(s.dataDir)
 }
 
 // closeFiles fdatasyncs every dirty data file, then commits the flushed
@@ -102,27 +130,34 @@ func (s *Store) closeFiles() error {
 	pb := s.db.NewBatch()
 	defer pb.Close()
 	var dirty []*dataFile
+	failed := false
 	for _, d := range s.files {
 		if d.pending.Load() {
 			d.retryPunches()
 		}
-		if d.dirty.Load() {
+		if d.failure() != nil {
+			failed = true
+		} else if d.dirty.Load() {
 			dirty = append(dirty, d)
 		}
 	}
-	flushed, err := s.syncFiles(dirty)
-	if err != nil {
-		return err
-	}
+	flushed, serr := s.syncFiles(dirty)
 	for i, d := range dirty {
-		_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+		if flushed[i] > 0 {
+			_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+		}
 	}
 	// A log recovery did not reach (never opened since the unclean
-	// shutdown) keeps the store unclean, so the next Open recovers it.
-	if len(s.recovering) == 0 {
+	// shutdown) keeps the store unclean, so the next Open recovers it,
+	// and so does a data file whose sync failed: the next Open verifies
+	// what was written past its flushed position.
+	if len(s.recovering) == 0 && !failed && serr == nil {
 		_ = pb.Set([]byte{tagClean}, nil, nil)
 	}
-	return pb.Commit(pebble.Sync)
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	return serr
 }
 
 // recover repairs the log after an unclean shutdown (see above).
@@ -134,10 +169,55 @@ func (l *Log) recover() error {
 		return nil
 	}
 	cut, err := l.verifyUnflushed()
-	if err != nil || cut {
+	if err != nil {
 		return err
 	}
+	if cut {
+		// The bytes past the append position belong to the history
+		// just cut: remove them, or new appends that end where one of
+		// them starts would let the tail scan of a later recovery
+		// index it after them.
+		return l.cutTail()
+	}
 	return l.recoverTail()
+}
+
+// cutTail cuts the data file at the append position, durably.
+// REQUIRES: s.life and l.writeMu held.
+func (l *Log) cutTail() error {
+	d := l.df
+	zf, f, err := d.acquire(false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer zf.Release()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("pebblelog: %w", err)
+	}
+	pos := d.pos.Load()
+	if st.Size() <= pos {
+		return nil
+	}
+	l.s.logger.Warn("pebblelog: recovery: cutting the data file at the append position after a cut of the index",
+		"file", d.path, "topic", l.id.Topic, "partition", l.id.Partition, "at", pos, "bytes", st.Size()-pos)
+	return cutFile(d, f, pos)
+}
+
+// cutFile truncates d's file f at pos and fsyncs it, so that a power loss
+// does not bring the bytes back.
+func cutFile(d *dataFile, f *os.File, pos int64) error {
+	if err := f.Truncate(pos); err != nil {
+		return fmt.Errorf("pebblelog: cut %s at %d: %w", d.path, pos, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("pebblelog: cut %s at %d: %w", d.path, pos, err)
+	}
+	d.size.Store(pos)
+	return nil
 }
 
 // verifyUnflushed checks the batches indexed at or past the flushed
@@ -180,8 +260,17 @@ func (l *Log) verifyUnflushed() (cut bool, err error) {
 	if zf != nil {
 		defer zf.Release()
 	}
+	var fsize int64
+	if f != nil {
+		st, err := f.Stat()
+		if err != nil {
+			it.Close()
+			return false, fmt.Errorf("pebblelog: %w", err)
+		}
+		fsize = st.Size()
+	}
 	bad, why := int64(-1), ""
-	var buf []byte
+	var buf []byte // reused: sizes are checked against the file first
 	for ok := it.SeekGE(newLogKey(tagBatch, l.n, from)); ok && bad < 0; ok = it.Next() {
 		base, _ := keyOffset(it.Key())
 		p, isPtr, badPtr := decodePointer(it.Value())
@@ -192,8 +281,14 @@ func (l *Log) verifyUnflushed() (cut bool, err error) {
 		case f == nil:
 			bad, why = base, "no data file"
 			continue
+		case p.pos+int64(p.size) > fsize:
+			bad, why = base, fmt.Sprintf("index names bytes [%d, %d), the file holds %d", p.pos, p.pos+int64(p.size), fsize)
+			continue
 		}
-		buf = append(buf[:0], make([]byte, p.size)...)
+		if cap(buf) < p.size {
+			buf = make([]byte, p.size)
+		}
+		buf = buf[:p.size]
 		if _, err := f.ReadAt(buf, p.pos); err != nil {
 			bad, why = base, err.Error()
 			continue
@@ -249,6 +344,7 @@ func (l *Log) recoverTail() error {
 	cur, chunkPos := pos, pos
 	var chunk []byte
 	next := l.end
+	gaps := l.gaps()
 	var hdr [record.LogOverhead]byte
 	reason := ""
 	for cur < fsize {
@@ -257,7 +353,7 @@ func (l *Log) recoverTail() error {
 			break
 		}
 		size, _ := record.PeekSize(hdr[:])
-		if size < record.HeaderSize || int64(size) > fsize-cur {
+		if size < record.HeaderSize || size > record.LogOverhead+record.MaxBatchSize || int64(size) > fsize-cur {
 			reason = fmt.Sprintf("batch size %d at %d, file size %d", size, cur, fsize)
 			break
 		}
@@ -271,7 +367,7 @@ func (l *Log) recoverTail() error {
 			chunk, reason = chunk[:start], err.Error()
 			break
 		}
-		if b.BaseOffset() != next {
+		if b.BaseOffset() < next || (!gaps && b.BaseOffset() != next) {
 			chunk, reason = chunk[:start], fmt.Sprintf("batch at offset %d, log end %d", b.BaseOffset(), next)
 			break
 		}
@@ -296,10 +392,9 @@ func (l *Log) recoverTail() error {
 	if cur < fsize {
 		l.s.logger.Warn("pebblelog: recovery: cutting the data file after the last whole batch",
 			"file", d.path, "topic", l.id.Topic, "partition", l.id.Partition, "at", cur, "bytes", fsize-cur, "reason", reason)
-		if err := f.Truncate(cur); err != nil {
-			return fmt.Errorf("pebblelog: cut %s at %d: %w", d.path, cur, err)
+		if err := cutFile(d, f, cur); err != nil {
+			return err
 		}
-		d.size.Store(cur)
 	}
 	return nil
 }

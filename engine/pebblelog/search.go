@@ -196,6 +196,12 @@ func (l *Log) readBatch(base int64, p batchPointer) ([]byte, error) {
 		return nil, fmt.Errorf("%w: pebblelog: %s: read %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
 	}
 	defer zf.Release()
+	// Checked before allocating: a damaged size must not allocate up
+	// to 1 GiB. acquire raised d.size to the file's size.
+	if fsize := d.size.Load(); p.pos+int64(p.size) > fsize {
+		return nil, l.corrupt("batch at %d: index names bytes [%d, %d) of %s, which holds %d",
+			base, p.pos, p.pos+int64(p.size), d.path, fsize)
+	}
 	buf := make([]byte, p.size)
 	if _, err := f.ReadAt(buf, p.pos); err != nil {
 		return nil, l.corrupt("batch at %d: read %s [%d, %d): %v", base, d.path, p.pos, p.pos+int64(p.size), err)

@@ -13,9 +13,11 @@
 // (SIGKILL, OOM) may lose index entries whose bytes are in the data file:
 // after an unclean shutdown (no clean-shutdown key) recovery.go scans each
 // data file past its stored append position and indexes the batches that
-// continue the log. A log's first append is committed synced, which makes
-// its catalog entry (committed unsynced by CreateLog) durable: recovery
-// removes the data files of logs missing from the catalog.
+// continue the log. A log's first append fsyncs the records directory (the
+// new file's entry) and is committed synced, which makes its catalog entry
+// (committed unsynced by CreateLog) durable: recovery removes the data
+// files of logs missing from the catalog, and no durable index entry names
+// a file whose directory entry may not be.
 //
 // Flushes (FlushMessages, FlushInterval, Flush, Close) fdatasync the
 // dirty data files first (one syncfs when there are many) and then sync
@@ -23,7 +25,11 @@
 // the log's data file in the background, as Kafka does. After a power
 // loss, recovery checks the batches indexed past the flushed position and
 // drops the index from the first one whose bytes did not survive.
-// Truncations, deletions and metadata are committed synced.
+// Truncations, deletions and metadata are committed synced. A failed
+// fdatasync (or syncfs) of a data file is never retried: the kernel may
+// have dropped its pages, so the file's flushed position stays, its log
+// refuses appends with engine.ErrStorage, and the store closes unclean
+// (dataFile.fail).
 //
 // What is committed without a sync can be lost without losing a record:
 // producer snapshots (a longer replay), the catalog entry of a new, empty
@@ -259,10 +265,21 @@ func (s *Store) sync() error {
 // data file written since its last sync, then commits their flushed
 // positions with a WAL sync. It costs nothing when no data file is dirty
 // and every batch since the last sync was committed synced.
-// REQUIRES: s.life held.
+// A data file whose sync fails fails its log (dataFile.fail) and is
+// skipped from then on. REQUIRES: s.life held.
 func (s *Store) syncHeld() error {
+	fileErr, err := s.syncAll()
+	if err != nil {
+		return err
+	}
+	return fileErr
+}
+
+// syncAll is syncHeld; fileErr is the first new failure of a data file's
+// sync, err any other. REQUIRES: s.life held.
+func (s *Store) syncAll() (fileErr, err error) {
 	if s.closed {
-		return engine.ErrClosed
+		return nil, engine.ErrClosed
 	}
 	s.mu.Lock()
 	var dirty []*dataFile
@@ -276,45 +293,48 @@ func (s *Store) syncHeld() error {
 	}
 	s.mu.Unlock()
 	if len(dirty) > 0 {
-		flushed, err := s.syncFiles(dirty)
-		if err != nil {
-			return err
-		}
+		// A file that fails its sync fails its log (dataFile.fail);
+		// the others' flushed positions are stored all the same.
+		flushed, serr := s.syncFiles(dirty)
 		// Under s.mu, so that no deleted log gets a key back.
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		pb := s.db.NewBatch()
 		defer pb.Close()
 		for i, d := range dirty {
-			if s.files[d.n] == d {
+			if s.files[d.n] == d && flushed[i] > 0 {
 				_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
 			}
 		}
 		if err := s.commitSynced(pb); err != nil {
-			return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+			return serr, fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
 		}
-		return nil
+		return serr, nil
 	}
 	// Loaded before the sync: a batch counted here was committed (so is
 	// in the WAL) before LogData, which syncs everything before it.
 	n := s.unsynced.Load()
 	if n == s.synced.Load() {
-		return nil
+		return nil, nil
 	}
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		return fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+		return nil, fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
 	}
 	for {
 		old := s.synced.Load()
 		if old >= n || s.synced.CompareAndSwap(old, n) {
-			return nil
+			return nil, nil
 		}
 	}
 }
 
 // syncFiles makes the data files durable and returns, for each, the
 // position below which it is: one syncfs(2) when there are many and the
-// kernel reports writeback errors from it, else an fdatasync each.
+// kernel reports writeback errors from it, else an fdatasync each. A file
+// whose sync fails (or failed before) is failed for good (dataFile.fail)
+// and gets its last flushed position; the error returned is the first new
+// failure. A failed syncfs does not say which file lost bytes, so it
+// fails every file it was to sync.
 func (s *Store) syncFiles(files []*dataFile) ([]int64, error) {
 	flushed := make([]int64, len(files))
 	if len(files) >= syncFSMin && s.dirf != nil {
@@ -328,24 +348,35 @@ func (s *Store) syncFiles(files []*dataFile) ([]int64, error) {
 			}
 		}
 		if err := syncFS(s.dirf); err != nil {
+			err = fmt.Errorf("pebblelog: %s: syncfs: %w", s.dataDir, err)
 			for _, i := range began {
-				files[i].dirty.Store(true)
+				files[i].fail(err)
+				flushed[i] = files[i].flushed.Load()
 			}
-			return nil, fmt.Errorf("pebblelog: %s: syncfs: %w", s.dataDir, err)
+			return flushed, err
 		}
 		for _, i := range began {
 			files[i].endSync(flushed[i])
 		}
 		return flushed, nil
 	}
+	var first error
 	for i, d := range files {
+		if d.failure() != nil {
+			flushed[i] = d.flushed.Load()
+			continue
+		}
 		p, err := d.sync()
 		if err != nil {
-			return nil, fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+			flushed[i] = d.flushed.Load()
+			if first == nil {
+				first = fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
+			}
+			continue
 		}
 		flushed[i] = p
 	}
-	return flushed, nil
+	return flushed, first
 }
 
 // commitSynced commits b with a sync, which makes every batch committed
@@ -466,16 +497,34 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 	if s.closed {
 		return engine.ErrClosed
 	}
+	// Lock order (Log): writeMu before s.mu. The open log is closed
+	// without s.mu held, which a first Append or a Flush may be waiting
+	// for holding writeMu; then the lookup is done again, as the log may
+	// have been closed and opened again meanwhile.
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	n, ok := s.catalog[id]
-	if !ok {
-		return fmt.Errorf("%w: %s/%d", engine.ErrNoLog, id.Topic, id.Partition)
-	}
-	if l := s.open[id]; l != nil {
+	var closed *Log
+	for {
+		// Deleted (and maybe created again) meanwhile: the log asked
+		// for is gone.
+		if m, ok2 := s.catalog[id]; !ok || !ok2 || m != n {
+			s.mu.Unlock()
+			return fmt.Errorf("%w: %s/%d", engine.ErrNoLog, id.Topic, id.Partition)
+		}
+		l := s.open[id]
+		if l == nil {
+			break
+		}
+		if l == closed {
+			delete(s.open, id)
+			break
+		}
+		s.mu.Unlock()
 		l.markClosed()
-		delete(s.open, id)
+		s.mu.Lock()
+		closed = l
 	}
+	defer s.mu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(catalogKey(id), nil)
@@ -527,11 +576,12 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Lock()
-	for _, l := range s.open {
-		l.markClosed()
-	}
+	open := s.open
 	s.open = map[engine.PartitionID]*Log{}
 	s.mu.Unlock()
+	for _, l := range open { // writeMu after s.mu is released (lock order: Log)
+		l.markClosed()
+	}
 	err := s.closeFiles()
 	if err == nil {
 		// Flush the memtables so the next Open replays no WAL. Replaying
