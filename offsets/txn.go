@@ -164,27 +164,14 @@ func (c *Coordinator) PersistTxn(ctx context.Context, name string, pid int64, ep
 		}
 		return 0, fmt.Errorf("offsets: append transactional offsets to %s-%d: %w", p.Topic(), p.Index(), err)
 	}
-	if err := waitCommitted(ctx, p, res.LastOffset+1); err != nil {
-		return 0, err
+	// Decided by the partition (replication.WaitCommitted), not by
+	// polling the HW: a follower's HW passing these offsets after a
+	// leader change and truncation must not count as their commit.
+	if err := p.WaitCommitted(ctx, res); err != nil {
+		if errors.Is(err, replication.ErrNotLeader) || errors.Is(err, replication.ErrClosed) {
+			return 0, fmt.Errorf("%w: %s-%d: leadership lost before commit", group.ErrNotCoordinator, p.Topic(), p.Index())
+		}
+		return 0, fmt.Errorf("offsets: wait for %s-%d to commit: %w", p.Topic(), p.Index(), err)
 	}
 	return res.BaseOffset, nil
-}
-
-// waitCommitted waits until p's high watermark reaches hw, p stops leading
-// (group.ErrNotCoordinator), or ctx ends.
-func waitCommitted(ctx context.Context, p *replication.Partition, hw int64) error {
-	for {
-		ch := p.Changed()
-		if p.HighWatermark() >= hw {
-			return nil
-		}
-		if !p.IsLeader() {
-			return fmt.Errorf("%w: %s-%d: leadership lost before commit", group.ErrNotCoordinator, p.Topic(), p.Index())
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("offsets: wait for %s-%d to commit: %w", p.Topic(), p.Index(), ctx.Err())
-		}
-	}
 }

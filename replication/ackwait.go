@@ -279,6 +279,18 @@ type ackSingle struct {
 
 var ackSinglePool = sync.Pool{New: func() any { return &ackSingle{} }}
 
+// WaitCommitted waits for the records of res, the result of an Append
+// with acks 0 or 1 made by this caller, as that Append would have with acks
+// -1: until the high watermark passes them, with ErrNotLeader when
+// leadership was lost since the append (even if a later leader's records
+// took their offsets and the HW passed them), ErrNotEnoughReplicasAfterAppend
+// when the ISR is below min.insync.replicas, ErrClosed, or ctx's error.
+// For callers that must not hold their own lock across the wait (the
+// transactional offset commit of package offsets).
+func (p *Partition) WaitCommitted(ctx context.Context, res AppendResult) error {
+	return p.waitAppended(ctx, &res, res.gen)
+}
+
 // waitAppended waits for res (an acks=-1 append made in generation gen)
 // like a pipelined request, in the caller's goroutine: linked at once,
 // decided by the partition, or ended by ctx.
