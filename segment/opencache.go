@@ -3,9 +3,9 @@ package segment
 import (
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
+	"github.com/sluice/sluice/internal/clockring"
 	"github.com/sluice/sluice/mmapindex"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -39,10 +39,7 @@ func defaultOpenSegmentsMax() int { return int(openSegmentsMax.Load()) }
 // open now, and how many were reopened and evicted since it opened.
 func (s *Store) OpenSegments() (open int, reopens, evictions int64) {
 	c := s.cache
-	c.mu.Lock()
-	open = len(c.ring)
-	c.mu.Unlock()
-	return open, c.reopens.Load(), c.evictions.Load()
+	return c.ring.Len(), c.reopens.Load(), c.evictions.Load()
 }
 
 // openCache bounds the segments whose files are open. Every segment of an
@@ -50,22 +47,17 @@ func (s *Store) OpenSegments() (open int, reopens, evictions int64) {
 // mostly idle partitions do not hold 20,000 descriptors: a segment whose
 // files are closed reopens them (and remaps its indexes) on the next pin.
 //
-// Replacement is CLOCK, an approximation of LRU that needs no global lock
-// on a hit: pin sets the segment's ref bit; the evictor sweeps the ring,
-// clearing set bits and evicting the first segment whose bit is clear and
-// that nobody pins. A pinned segment is never closed, so the bound can be
-// exceeded by the segments pinned at one time (one per reader or
-// appender in flight).
+// Replacement is CLOCK (internal/clockring): pin sets the segment's ref
+// bit; the sweep skips a segment whose bit was set (clearing it) or that
+// somebody pins, and evicts the first other. A pinned segment is never
+// closed, so the bound can be exceeded by the segments pinned at one time
+// (one per reader or appender in flight).
 //
-// Locking: mu guards max, ring, hand and every managed segment's slot. A
-// segment's hmu is never taken while holding mu (the evictor takes a
-// victim out of the ring under mu, releases mu, then takes the victim's
-// hmu).
+// Locking: the ring's lock guards every managed segment's slot. A
+// segment's hmu is never taken while holding it (the evictor takes a
+// victim out of the ring, then takes the victim's hmu).
 type openCache struct {
-	mu   sync.Mutex
-	max  int
-	ring []*segment // the open managed segments; ring[i].slot == i
-	hand int        // next ring index the sweep looks at
+	ring *clockring.Ring[*segment]
 
 	log *slog.Logger
 
@@ -73,64 +65,33 @@ type openCache struct {
 	evictions atomic.Int64
 }
 
-func newOpenCache(max int, log *slog.Logger) *openCache { return &openCache{max: max, log: log} }
+func newOpenCache(max int, log *slog.Logger) *openCache {
+	return &openCache{ring: clockring.New[*segment](max), log: log}
+}
+
+// ClockSlot implements clockring.Entry.
+func (s *segment) ClockSlot() *int { return &s.slot }
+
+// ClockSkip implements clockring.Entry: used since the sweep last looked,
+// or pinned.
+func (s *segment) ClockSkip() bool { return s.ref.Swap(false) || s.pinned.Load() > 0 }
 
 // add puts s, just opened, in the ring, then evicts while over the bound.
 func (c *openCache) add(s *segment) {
-	c.mu.Lock()
-	if s.slot < 0 {
-		s.slot = len(c.ring)
-		c.ring = append(c.ring, s)
-	}
-	over := len(c.ring) > c.max
-	c.mu.Unlock()
-	if over {
+	if c.ring.Add(s) {
 		c.evict()
 	}
 }
 
 // remove takes s out of the ring, if it is there.
-func (c *openCache) remove(s *segment) {
-	c.mu.Lock()
-	c.removeLocked(s)
-	c.mu.Unlock()
-}
-
-// removeLocked swaps s out of the ring. REQUIRES: c.mu held.
-func (c *openCache) removeLocked(s *segment) {
-	i := s.slot
-	if i < 0 {
-		return
-	}
-	last := len(c.ring) - 1
-	c.ring[i] = c.ring[last]
-	c.ring[i].slot = i
-	c.ring[last] = nil
-	c.ring = c.ring[:last]
-	s.slot = -1
-}
+func (c *openCache) remove(s *segment) { c.ring.Remove(s) }
 
 // evict closes unpinned segments, least recently used first (CLOCK),
 // until the ring is within the bound or every segment left is pinned.
 func (c *openCache) evict() {
 	for {
-		c.mu.Lock()
-		var v *segment
-		for tries := 2*len(c.ring) + 1; tries > 0 && len(c.ring) > c.max; tries-- {
-			if c.hand >= len(c.ring) {
-				c.hand = 0
-			}
-			s := c.ring[c.hand]
-			if s.ref.Swap(false) || s.pinned.Load() > 0 {
-				c.hand++
-				continue
-			}
-			v = s
-			c.removeLocked(s)
-			break
-		}
-		c.mu.Unlock()
-		if v == nil {
+		v, ok := c.ring.Victim()
+		if !ok {
 			return
 		}
 		v.hmu.Lock()

@@ -101,7 +101,7 @@ func TestOpenCacheEvictedSliceStaysReadable(t *testing.T) {
 	open := first.open
 	first.hmu.Unlock()
 	if open {
-		t.Fatalf("segment of a still open with a cache of 1 (open segments: %d)", len(st.cache.ring))
+		t.Fatalf("segment of a still open with a cache of 1 (open segments: %d)", st.cache.ring.Len())
 	}
 	if _, _, ev := st.OpenSegments(); ev == 0 {
 		t.Fatal("no eviction counted")

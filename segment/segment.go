@@ -48,7 +48,7 @@ type segment struct {
 	indexBytes int          // index room a reopen maps: the active preallocation, 0 when inactive
 	pinned     atomic.Int32 // copy of pins for the evictor's sweep (a hint)
 	ref        atomic.Bool  // CLOCK reference bit, set by pin
-	slot       int          // index in cache.ring, -1 when out. REQUIRES: cache.mu
+	slot       int          // index in cache.ring, -1 when out (clockring.Entry)
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it

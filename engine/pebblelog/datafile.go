@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluice/sluice/internal/clockring"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -85,7 +86,7 @@ type dataFile struct {
 	old     []*zerocopy.File // evicted descriptors a reader may still hold
 	punches [][2]int64       // [pos, pos+n) to punch once no reader holds the file
 	gone    bool             // deleted: never opened again
-	slot    int              // index in c.ring, -1 when not there; REQUIRES: c.mu
+	slot    int              // index in c.ring, -1 when not there (clockring.Entry)
 }
 
 // errGone is returned by acquire on a deleted data file.
@@ -330,20 +331,17 @@ func (d *dataFile) remove() error {
 	return nil
 }
 
-// fileCache bounds the open data files of a Store. Replacement is CLOCK, as
-// segment's openCache: a hit sets the file's used bit without a global
-// lock; the sweep clears set bits and closes the first file whose bit is
-// clear. A file held by a reader is closed all the same: its descriptor
-// lives on in the reader's slice, so the bound may be exceeded by the files
-// of reads in flight.
+// fileCache bounds the open data files of a Store. Replacement is CLOCK
+// (internal/clockring, as segment's openCache): a hit sets the file's used
+// bit without a global lock; the sweep clears set bits and closes the first
+// file whose bit is clear. A file held by a reader is closed all the same:
+// its descriptor lives on in the reader's slice, so the bound may be
+// exceeded by the files of reads in flight.
 //
-// Locking: mu guards ring, hand and every file's slot; a file's mu is never
-// taken while holding mu.
+// Locking: the ring's lock guards every file's slot; a file's mu is never
+// taken while holding it.
 type fileCache struct {
-	mu   sync.Mutex
-	max  int
-	ring []*dataFile
-	hand int
+	ring *clockring.Ring[*dataFile]
 
 	log     *slog.Logger
 	noPunch atomic.Bool // the file system refused a punch (logged once)
@@ -353,71 +351,33 @@ func newFileCache(max int, log *slog.Logger) *fileCache {
 	if max <= 0 {
 		max = defaultOpenFilesMax
 	}
-	return &fileCache{max: max, log: log}
+	return &fileCache{ring: clockring.New[*dataFile](max), log: log}
 }
 
+// ClockSlot implements clockring.Entry.
+func (d *dataFile) ClockSlot() *int { return &d.slot }
+
+// ClockSkip implements clockring.Entry: used since the sweep last looked.
+func (d *dataFile) ClockSkip() bool { return d.used.Swap(false) }
+
 // open returns how many data files are open (in the ring) now.
-func (c *fileCache) open() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.ring)
-}
+func (c *fileCache) open() int { return c.ring.Len() }
 
 // add puts d, just opened, in the ring and evicts while over the bound.
 func (c *fileCache) add(d *dataFile) {
-	c.mu.Lock()
-	if d.slot < 0 {
-		d.slot = len(c.ring)
-		c.ring = append(c.ring, d)
-	}
-	over := len(c.ring) > c.max
-	c.mu.Unlock()
-	if over {
+	if c.ring.Add(d) {
 		c.evict()
 	}
 }
 
 // remove takes d out of the ring, if it is there.
-func (c *fileCache) remove(d *dataFile) {
-	c.mu.Lock()
-	c.removeLocked(d)
-	c.mu.Unlock()
-}
-
-// removeLocked swaps d out of the ring. REQUIRES: c.mu held.
-func (c *fileCache) removeLocked(d *dataFile) {
-	i := d.slot
-	if i < 0 {
-		return
-	}
-	last := len(c.ring) - 1
-	c.ring[i] = c.ring[last]
-	c.ring[i].slot = i
-	c.ring[last] = nil
-	c.ring = c.ring[:last]
-	d.slot = -1
-}
+func (c *fileCache) remove(d *dataFile) { c.ring.Remove(d) }
 
 // evict closes files, least recently used first, until within the bound.
 func (c *fileCache) evict() {
 	for {
-		c.mu.Lock()
-		var v *dataFile
-		for tries := 2*len(c.ring) + 1; tries > 0 && len(c.ring) > c.max; tries-- {
-			if c.hand >= len(c.ring) {
-				c.hand = 0
-			}
-			d := c.ring[c.hand]
-			if d.used.Swap(false) {
-				c.hand++
-				continue
-			}
-			v = d
-			c.removeLocked(d)
-			break
-		}
-		c.mu.Unlock()
-		if v == nil {
+		v, ok := c.ring.Victim()
+		if !ok {
 			return
 		}
 		v.mu.Lock()
@@ -428,14 +388,7 @@ func (c *fileCache) evict() {
 
 // closeAll closes every file (Store.Close), punching what waits if it can.
 func (c *fileCache) closeAll() {
-	c.mu.Lock()
-	ring := c.ring
-	for _, d := range ring {
-		d.slot = -1
-	}
-	c.ring, c.hand = nil, 0
-	c.mu.Unlock()
-	for _, d := range ring {
+	for _, d := range c.ring.TakeAll() {
 		d.mu.Lock()
 		d.closeLocked()
 		d.mu.Unlock()
