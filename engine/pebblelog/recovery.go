@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/zerocopy"
 )
 
 // Recovery. Store.Close writes the clean-shutdown key (tagClean) in its
@@ -186,25 +187,36 @@ func (l *Log) recover() error {
 // REQUIRES: s.life and l.writeMu held.
 func (l *Log) cutTail() error {
 	d := l.df
-	zf, f, err := d.acquire(false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	zf, f, fsize, err := d.acquireForRecovery()
+	if err != nil || zf == nil {
 		return err
 	}
 	defer zf.Release()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("pebblelog: %w", err)
-	}
 	pos := d.pos.Load()
-	if st.Size() <= pos {
+	if fsize <= pos {
 		return nil
 	}
 	l.s.logger.Warn("pebblelog: recovery: cutting the data file at the append position after a cut of the index",
-		"file", d.path, "topic", l.id.Topic, "partition", l.id.Partition, "at", pos, "bytes", st.Size()-pos)
+		"file", d.path, "topic", l.id.Topic, "partition", l.id.Partition, "at", pos, "bytes", fsize-pos)
 	return cutFile(d, f, pos)
+}
+
+// acquireForRecovery is acquire(false) with the file's size; a missing file
+// is no error and no file (zf nil).
+func (d *dataFile) acquireForRecovery() (zf *zerocopy.File, f *os.File, size int64, err error) {
+	zf, f, err = d.acquire(false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, 0, nil
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		zf.Release()
+		return nil, nil, 0, fmt.Errorf("pebblelog: %w", err)
+	}
+	return zf, f, st.Size(), nil
 }
 
 // cutFile truncates d's file f at pos and fsyncs it, so that a power loss
@@ -327,19 +339,11 @@ const recoverChunk = 4 << 20
 // REQUIRES: s.life and l.writeMu held.
 func (l *Log) recoverTail() error {
 	d := l.df
-	zf, f, err := d.acquire(false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	zf, f, fsize, err := d.acquireForRecovery()
+	if err != nil || zf == nil {
 		return err
 	}
 	defer zf.Release()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("pebblelog: %w", err)
-	}
-	fsize := st.Size()
 	pos := d.pos.Load()
 	cur, chunkPos := pos, pos
 	var chunk []byte
