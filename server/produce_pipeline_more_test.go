@@ -25,26 +25,7 @@ func TestProducePipelineAckAfterTruncation(t *testing.T) {
 	n := rc.Send(produceReq("a", 0, -1, 1500))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
 	pb := s.partition("b", 0)
-	for deadline := time.Now().Add(10 * time.Second); pb.Log().EndOffset() < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("b not appended")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// What LeaderAndIsr + the fetcher do when broker 2 takes over b.
-	if err := pb.MakeFollower(replication.LeaderAndIsr{Leader: 2, LeaderEpoch: 2, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond) // the fetcher's round trip to the new leader
-	if err := pb.TruncateTo(0); err != nil {
-		t.Fatal(err)
-	}
-	other := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
-		[]record.BuildRecord{{Key: []byte("x"), Value: []byte("other producer"), Timestamp: 2}, {Key: []byte("y"), Value: []byte("z"), Timestamp: 2}})
-	if err := pb.AppendAsFollower(other); err != nil {
-		t.Fatal(err)
-	}
-	pb.UpdateFollowerHW(2)
+	takeOverAndTruncate(t, pb.Partition)
 
 	ra := kmsg.NewPtrProduceResponse()
 	ra.Version = 9
@@ -185,25 +166,7 @@ func TestProducePipelineMultiPartitionAckAfterTruncation(t *testing.T) {
 	req.Topics = append(req.Topics, produceReq("b", 0, -1, 1500).Topics[0])
 	n := rc.Send(req)
 	pb := s.partition("b", 0)
-	for deadline := time.Now().Add(10 * time.Second); pb.Log().EndOffset() < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("b not appended")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := pb.MakeFollower(replication.LeaderAndIsr{Leader: 2, LeaderEpoch: 2, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond) // the fetcher's round trip to the new leader
-	if err := pb.TruncateTo(0); err != nil {
-		t.Fatal(err)
-	}
-	other := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
-		[]record.BuildRecord{{Key: []byte("x"), Value: []byte("other"), Timestamp: 2}, {Key: []byte("y"), Value: []byte("z"), Timestamp: 2}})
-	if err := pb.AppendAsFollower(other); err != nil {
-		t.Fatal(err)
-	}
-	pb.UpdateFollowerHW(2)
+	takeOverAndTruncate(t, pb.Partition)
 	ra := kmsg.NewPtrProduceResponse()
 	ra.Version = 9
 	rc.Recv(n, ra)
@@ -281,4 +244,32 @@ func TestProducePipelinePartitionClosedWhileQueued(t *testing.T) {
 	if rb.Topics[0].Partitions[0].ErrorCode == 0 {
 		t.Error("b acknowledged after its partition closed")
 	}
+}
+
+// takeOverAndTruncate waits until pb has the record a pipelined produce
+// appended, then does to pb what LeaderAndIsr and the fetcher do when
+// broker 2 takes it over: follower of epoch 2, truncated to 0, two records
+// of another producer copied from the new leader, and a follower HW of 2
+// that passes the offsets the produce had.
+func takeOverAndTruncate(t *testing.T, pb *replication.Partition) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); pb.Log().EndOffset() < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("not appended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := pb.MakeFollower(replication.LeaderAndIsr{Leader: 2, LeaderEpoch: 2, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the fetcher's round trip to the new leader
+	if err := pb.TruncateTo(0); err != nil {
+		t.Fatal(err)
+	}
+	other := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]record.BuildRecord{{Key: []byte("x"), Value: []byte("other producer"), Timestamp: 2}, {Key: []byte("y"), Value: []byte("z"), Timestamp: 2}})
+	if err := pb.AppendAsFollower(other); err != nil {
+		t.Fatal(err)
+	}
+	pb.UpdateFollowerHW(2)
 }
