@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 )
 
 // errBadCheckpoint marks a checkpoint file that does not parse.
@@ -62,20 +63,13 @@ func writeFileRenamed(path string, data []byte) error {
 	return nil
 }
 
-// syncDir fsyncs a directory, making renames and creations in it durable.
+// syncDir fsyncs a directory, making renames and creations in it durable
+// (fsutil.SyncDir; nothing when tests turned fsync off).
 func syncDir(dir string) error {
 	if fsyncOff.Load() {
 		return nil
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsutil.SyncDir(dir)
 }
 
 // readCheckpoint reads the checkpoint file at path; ok is false when there

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 )
 
 func init() { engine.Register("segment", backend{}) }
@@ -64,7 +65,7 @@ type Store struct {
 	lastRP map[engine.PartitionID]int64
 	// cache bounds the segments with open files (opencache.go).
 	cache *openCache
-	// dirf is the log dir, open from Open to Close for syncFS (one
+	// dirf is the log dir, open from Open to Close for fsutil.SyncFS (one
 	// syncfs(2) at Close instead of fsyncs of every log's files); nil
 	// where syncfs does not report writeback errors, and then each Log
 	// fsyncs its files when it closes. Held open so that syncfs reports
@@ -74,7 +75,7 @@ type Store struct {
 	// unsynced holds the logs closed with bytes past their recovery
 	// point (Log.Close does not fsync when dirf is set), with the end
 	// offset they closed at: Close raises their recovery points to it
-	// once syncFS has made the bytes durable. REQUIRES: mu
+	// once fsutil.SyncFS has made the bytes durable. REQUIRES: mu
 	unsynced map[engine.PartitionID]int64
 }
 
@@ -171,7 +172,7 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	s.recoveryPoints = s.readOffsets(recoveryPointFile)
 	s.startOffsets = s.readOffsets(logStartOffsetFile)
 	s.cleanerPoints = s.readOffsets(cleanerOffsetFile)
-	if syncFSReportsErrors() && !fsyncOff.Load() {
+	if fsutil.SyncFSReportsErrors() && !fsyncOff.Load() {
 		if s.dirf, err = os.Open(s.dir); err != nil {
 			return nil, fmt.Errorf("segment: open %s: %w", s.dir, err)
 		}
@@ -398,7 +399,7 @@ func (s *Store) DeleteLog(id engine.PartitionID) error {
 
 // forget drops a closed log from the open set, keeping its offsets for the
 // checkpoints: its recovery point, and in unsynced its end when bytes
-// past the recovery point await Close's syncFS. A failed log counts as
+// past the recovery point await Close's fsutil.SyncFS. A failed log counts as
 // unrecovered from now on: its next open recovers it, and Close writes no
 // clean-shutdown marker.
 func (s *Store) forget(l *Log) {
@@ -418,14 +419,14 @@ func (s *Store) forget(l *Log) {
 }
 
 // syncClosed makes the bytes of every closed log durable with one
-// syncFS of the log dir and raises their recovery points to the ends
+// fsutil.SyncFS of the log dir and raises their recovery points to the ends
 // they closed at. On an error nothing is raised: the next Open validates
 // those logs past their old recovery points.
 func (s *Store) syncClosed() error {
 	if s.dirf == nil {
 		return nil // each log fsynced its files as it closed
 	}
-	if err := syncFS(s.dirf); err != nil {
+	if err := fsutil.SyncFS(s.dirf); err != nil {
 		return fmt.Errorf("%w: segment: syncfs %s: %w", engine.ErrStorage, s.dir, err)
 	}
 	s.mu.Lock()

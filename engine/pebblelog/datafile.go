@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice/sluice/internal/clockring"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -425,12 +426,7 @@ func (d *dataFile) grow(n int64) {
 
 // syncDir fsyncs a directory, making the entries created in it durable.
 func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("pebblelog: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		return fmt.Errorf("pebblelog: fsync %s: %w", dir, err)
 	}
 	return nil

@@ -1,0 +1,33 @@
+package fsutil
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// SyncFS makes everything written to the file system holding f durable
+// with one syncfs(2): the data and metadata of every file on it, the pages
+// dirtied through shared mappings included, and the directories. It
+// returns a writeback error that happened on the file system since f was
+// opened (or earlier, if nobody saw it yet) only where SyncFSReportsErrors.
+func SyncFS(f *os.File) error {
+	for {
+		err := unix.Syncfs(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// SyncFSReportsErrors reports whether this kernel's syncfs(2) returns the
+// writeback errors of the file system (Linux 5.8 and later: the
+// superblock's errseq_t). Before that it only returned errors of the call
+// itself, and a caller that must see them fsyncs each file instead.
+func SyncFSReportsErrors() bool {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return false
+	}
+	return kernelAtLeast(unix.ByteSliceToString(u.Release[:]), 5, 8)
+}
