@@ -65,7 +65,6 @@ func init() { engine.Register("pebble", Backend{}) }
 // Backend opens pebble stores. The zero value is ready to use.
 type Backend struct{}
 
-// Store is a Pebble DB holding partition logs. Safe for concurrent use.
 // syncFSMin is how many dirty data files make a store-wide flush use one
 // syncfs(2) of the data directory's file system instead of one fdatasync
 // per file: a broker stopping with 100,000 written partitions would
@@ -73,6 +72,7 @@ type Backend struct{}
 // does the same).
 const syncFSMin = 32
 
+// Store is a Pebble DB holding partition logs. Safe for concurrent use.
 type Store struct {
 	db     *pebble.DB
 	dir    string
