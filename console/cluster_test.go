@@ -9,9 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
-	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/internal/zktest"
 )
 
@@ -20,20 +18,10 @@ import (
 // and /readyz checks the ZooKeeper registration.
 func TestClusterView(t *testing.T) {
 	zk := zktest.Start(t)
-	var bs []*broker.Broker
-	for id := int32(1); id <= 2; id++ {
-		bs = append(bs, brokertest.Start(t, "memory", func(c *config.Config) {
-			c.BrokerID = id
-			c.ZooKeeperConnect = zk.Addr() + "/sluice"
-			c.ControlledShutdownEnable = false
-			c.OffsetsTopicReplication = 1
-			c.GroupInitialRebalanceDelay = 0
-		}))
-	}
+	bs := brokertest.StartCluster(t, 2, "memory", zk.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := kclient(t, bs[0].Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	brokertest.WaitForBrokers(t, 2, nil, bs...)
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 2, nil, "rep"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}

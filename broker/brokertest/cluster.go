@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/broker"
+	"github.com/sluice/sluice/config"
 )
 
 // WaitForBrokers waits (up to 30 s) until every one of bs answers Metadata
@@ -42,4 +43,27 @@ func WaitForBrokers(t testing.TB, n int, opts []kgo.Opt, bs ...*broker.Broker) {
 		}
 		cl.Close()
 	}
+}
+
+// StartCluster starts n in-process brokers in cluster mode (ids 1..n) on
+// the ZooKeeper at zkAddr, under the chroot /sluice, with what the tests of
+// a small cluster want (no controlled shutdown, offsets topic RF 1, no
+// initial rebalance delay), then overrides; it returns once every broker
+// sees all n (WaitForBrokers), so replicated topics can be created at once.
+// The brokers use PLAINTEXT listeners unless overrides change that, in
+// which case the caller waits itself with the client options it needs.
+func StartCluster(t testing.TB, n int, backend, zkAddr string, overrides ...func(*config.Config)) []*broker.Broker {
+	t.Helper()
+	var bs []*broker.Broker
+	for id := int32(1); id <= int32(n); id++ {
+		bs = append(bs, Start(t, backend, append([]func(*config.Config){func(c *config.Config) {
+			c.BrokerID = id
+			c.ZooKeeperConnect = zkAddr + "/sluice"
+			c.ControlledShutdownEnable = false
+			c.OffsetsTopicReplication = 1
+			c.GroupInitialRebalanceDelay = 0
+		}}, overrides...)...))
+	}
+	WaitForBrokers(t, n, nil, bs...)
+	return bs
 }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/bench/load"
-	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
-	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/internal/zktest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -224,18 +222,8 @@ func TestPerfUsage(t *testing.T) {
 // default.replication.factor (1 here).
 func TestPerfReplicationFactor(t *testing.T) {
 	zk := zktest.Start(t)
-	var bs []*broker.Broker
-	for id := int32(1); id <= 3; id++ {
-		bs = append(bs, brokertest.Start(t, "memory", func(c *config.Config) {
-			c.BrokerID = id
-			c.ZooKeeperConnect = zk.Addr() + "/sluice"
-			c.ControlledShutdownEnable = false
-			c.OffsetsTopicReplication = 1
-			c.GroupInitialRebalanceDelay = 0
-		}))
-	}
+	bs := brokertest.StartCluster(t, 3, "memory", zk.Addr())
 	seeds := bs[0].Addr() + "," + bs[1].Addr()
-	brokertest.WaitForBrokers(t, 3, nil, bs...)
 	common := []string{"--brokers", seeds, "--record-size", "100", "--quiet", "--timeout", "60s"}
 	res := runPerf(t, 0, append([]string{"produce", "--topic", "perf-rf3", "--records", "1000", "--partitions", "2",
 		"--replication-factor", "3", "--topic-config", "min.insync.replicas=2", "--acks", "all"}, common...)...)
