@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice/sluice/config"
-	"github.com/sluice/sluice/segment"
+	"github.com/sluice/sluice/engine"
 )
 
 // What one entry of a backend's open-file cache (log.segment.open.files.max)
@@ -42,7 +42,7 @@ const fdReserve = 1024
 func checkLimits(cfg config.Config, log *slog.Logger) {
 	openSegs := cfg.LogSegmentOpenFilesMax
 	if openSegs <= 0 {
-		openSegs = segment.DefaultOpenSegmentsMax
+		openSegs = engine.DefaultOpenFilesMax
 	}
 
 	var nofile unix.Rlimit

@@ -49,6 +49,11 @@ type Backend interface {
 	Open(opts Options) (Store, error)
 }
 
+// DefaultOpenFilesMax is the default of log.segment.open.files.max
+// (Options.OpenSegmentsMax): open segments for "segment" (3 descriptors
+// and 2 mappings each), open data files for "pebble" (1 descriptor each).
+const DefaultOpenFilesMax = 1000
+
 // Options configure a Store. Zero values mean the documented default.
 type Options struct {
 	Dir    string
@@ -61,7 +66,7 @@ type Options struct {
 	Now func() time.Time
 	// OpenSegmentsMax bounds the segments whose files a file-based
 	// backend keeps open (log.segment.open.files.max; for "pebble", its
-	// per-log data files); 0: the backend's default.
+	// per-log data files); 0: DefaultOpenFilesMax.
 	OpenSegmentsMax int
 	// RecoveryCheckpointInterval is how often the recovery points are
 	// checkpointed (log.flush.offset.checkpoint.interval.ms); 0: the

@@ -181,7 +181,8 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		return engine.AppendInfo{}, 0, err
 	}
 	next := l.end.Load()
-	info, err := engine.PrepareAppend(batches, next, opts, l.cfg.Get().MaxBatchBytes)
+	cfg := l.cfg.Get()
+	info, err := engine.PrepareAppend(batches, next, opts, cfg.MaxBatchBytes)
 	if err != nil {
 		return info, 0, err
 	}
@@ -208,7 +209,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		}
 		return info, 0, l.fail(err)
 	}
-	interval := int64(l.cfg.Get().IndexIntervalBytes)
+	interval := int64(cfg.IndexIntervalBytes)
 	epochChanged := false
 	l.epochMu.Lock()
 	for p := 0; p < len(batches); {
@@ -227,9 +228,9 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 			return info, 0, l.fail(err)
 		}
 	}
-	if l.cfg.Get().FlushMessages > 0 {
+	if cfg.FlushMessages > 0 {
 		l.unflushed += info.Records
-		if l.unflushed >= l.cfg.Get().FlushMessages {
+		if l.unflushed >= cfg.FlushMessages {
 			l.unflushed = 0
 			return info, info.LastOffset + 1, nil
 		}
@@ -276,7 +277,7 @@ func (l *Log) pinActive(n, lastOffset int64) (*segment, error) {
 		return s, nil
 	}
 	nowMs := l.store.now().UnixMilli()
-	if size+n <= l.cfg.Get().SegmentBytes && nowMs-s.rollTs < l.cfg.Get().RollAge().Milliseconds() &&
+	if cfg := l.cfg.Get(); size+n <= cfg.SegmentBytes && nowMs-s.rollTs < cfg.RollAge().Milliseconds() &&
 		!s.idx.Full() && !s.tidx.Full() && lastOffset-s.base <= math.MaxInt32 {
 		return s, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/clockring"
 	"github.com/sluice/sluice/mmapindex"
 	"github.com/sluice/sluice/zerocopy"
@@ -17,7 +18,7 @@ import (
 // mappings, so 1,000 segments are about 3,000 descriptors and 2,000
 // mappings, well inside `ulimit -n` 20000 and vm.max_map_count 65530
 // whatever the number of partitions.
-const DefaultOpenSegmentsMax = 1000
+const DefaultOpenSegmentsMax = engine.DefaultOpenFilesMax
 
 // openSegmentsMax is the bound of a Store opened without
 // engine.Options.OpenSegmentsMax; tests lower it (setOpenSegmentsMax). One

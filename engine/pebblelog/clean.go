@@ -317,7 +317,7 @@ func (l *Log) writeCleaned(pb *pebble.Batch, data []byte) error {
 		off += size
 	}
 	_ = pb.Set(metaKey(l.n, metaPos), appendU64(nil, uint64(d.pos.Load())), nil)
-	_ = pb.Set(metaKey(l.n, metaFlushed), appendU64(nil, uint64(p)), nil)
+	setFlushed(pb, l.n, p)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/clockring"
 	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/zerocopy"
@@ -20,10 +21,6 @@ import (
 // dataDirName is the directory under Options.Dir holding the data files.
 // Part of the on-disk format: do not change.
 const dataDirName = "records"
-
-// defaultOpenFilesMax is the bound on open data files of a Store opened
-// without engine.Options.OpenSegmentsMax (log.segment.open.files.max).
-const defaultOpenFilesMax = 1000
 
 // dataFilePath returns the path of log n's data file under dir.
 func dataFilePath(dir string, n uint64) string {
@@ -234,12 +231,7 @@ func (d *dataFile) beginSync() (p int64, ok bool) {
 // endSync records that a sync begun by beginSync succeeded.
 func (d *dataFile) endSync(p int64) {
 	d.created.Store(false)
-	for {
-		old := d.flushed.Load()
-		if old >= p || d.flushed.CompareAndSwap(old, p) {
-			return
-		}
-	}
+	raise(&d.flushed, p)
 }
 
 // sync fdatasyncs the file if it was written since the last sync, and
@@ -274,12 +266,7 @@ func (d *dataFile) sync() (int64, error) {
 			return 0, err
 		}
 	}
-	for {
-		old := d.flushed.Load()
-		if old >= p || d.flushed.CompareAndSwap(old, p) {
-			return max(old, p), nil
-		}
-	}
+	return raise(&d.flushed, p), nil
 }
 
 // pruneLocked forgets the evicted descriptors no reader holds any more.
@@ -350,7 +337,7 @@ type fileCache struct {
 
 func newFileCache(max int, log *slog.Logger) *fileCache {
 	if max <= 0 {
-		max = defaultOpenFilesMax
+		max = engine.DefaultOpenFilesMax
 	}
 	return &fileCache{ring: clockring.New[*dataFile](max), log: log}
 }
@@ -415,11 +402,18 @@ func (d *dataFile) write(b []byte, pos int64) error {
 }
 
 // grow raises the known size of the file to n.
-func (d *dataFile) grow(n int64) {
+func (d *dataFile) grow(n int64) { raise(&d.size, n) }
+
+// raise sets a (an *atomic.Int64 or *atomic.Uint64) to v if v is larger,
+// and returns what a holds then.
+func raise[T int64 | uint64](a interface {
+	Load() T
+	CompareAndSwap(old, new T) bool
+}, v T) T {
 	for {
-		old := d.size.Load()
-		if old >= n || d.size.CompareAndSwap(old, n) {
-			return
+		old := a.Load()
+		if old >= v || a.CompareAndSwap(old, v) {
+			return max(old, v)
 		}
 	}
 }

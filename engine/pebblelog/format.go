@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/record"
 )
@@ -226,6 +227,11 @@ func parseCatalogKey(k []byte) (engine.PartitionID, error) {
 }
 
 // metaKey returns the key of one metadata field of log id.
+// setFlushed sets log n's flushed position (metaFlushed) to p in b.
+func setFlushed(b *pebble.Batch, n uint64, p int64) {
+	_ = b.Set(metaKey(n, metaFlushed), appendU64(nil, uint64(p)), nil)
+}
+
 func metaKey(id uint64, field byte) []byte {
 	k := make([]byte, 0, 10)
 	k = append(k, tagMeta)

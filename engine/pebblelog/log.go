@@ -675,7 +675,7 @@ func (l *Log) flushRolled(upTo int64) {
 		}
 		pb := s.db.NewBatch()
 		defer pb.Close()
-		_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(p)), nil)
+		setFlushed(pb, d.n, p)
 		if err := s.commitNoSync(pb); err != nil {
 			s.logger.Warn("pebblelog: store flushed position", "file", d.path, "err", err)
 		}
@@ -698,7 +698,7 @@ func (l *Log) flushLocked() error {
 		}
 		pb := l.s.db.NewBatch()
 		defer pb.Close()
-		_ = pb.Set(metaKey(l.n, metaFlushed), appendU64(nil, uint64(p)), nil)
+		setFlushed(pb, l.n, p)
 		if err := l.s.commitSynced(pb); err != nil {
 			return fmt.Errorf("pebblelog: %s: flush %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 		}

@@ -145,7 +145,7 @@ func (s *Store) closeFiles() error {
 	flushed, serr := s.syncFiles(dirty)
 	for i, d := range dirty {
 		if flushed[i] > 0 {
-			_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+			setFlushed(pb, d.n, flushed[i])
 		}
 	}
 	// A log recovery did not reach (never opened since the unclean
@@ -264,22 +264,13 @@ func (l *Log) verifyUnflushed() (cut bool, err error) {
 	if from < 0 {
 		return false, it.Close()
 	}
-	zf, f, err := d.acquire(false)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	zf, f, fsize, err := d.acquireForRecovery()
+	if err != nil {
 		it.Close()
 		return false, err
 	}
 	if zf != nil {
 		defer zf.Release()
-	}
-	var fsize int64
-	if f != nil {
-		st, err := f.Stat()
-		if err != nil {
-			it.Close()
-			return false, fmt.Errorf("pebblelog: %w", err)
-		}
-		fsize = st.Size()
 	}
 	bad, why := int64(-1), ""
 	var buf []byte // reused: sizes are checked against the file first

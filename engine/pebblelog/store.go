@@ -311,7 +311,7 @@ func (s *Store) syncAll() (fileErr, err error) {
 		defer pb.Close()
 		for i, d := range dirty {
 			if s.files[d.n] == d && flushed[i] > 0 {
-				_ = pb.Set(metaKey(d.n, metaFlushed), appendU64(nil, uint64(flushed[i])), nil)
+				setFlushed(pb, d.n, flushed[i])
 			}
 		}
 		if err := s.commitSynced(pb); err != nil {
@@ -328,12 +328,8 @@ func (s *Store) syncAll() (fileErr, err error) {
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return nil, fmt.Errorf("pebblelog: %s: sync: %w", s.dir, err)
 	}
-	for {
-		old := s.synced.Load()
-		if old >= n || s.synced.CompareAndSwap(old, n) {
-			return nil, nil
-		}
-	}
+	raise(&s.synced, n)
+	return nil, nil
 }
 
 // syncFiles makes the data files durable and returns, for each, the
@@ -394,12 +390,8 @@ func (s *Store) commitSynced(b *pebble.Batch) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
-	for {
-		old := s.synced.Load()
-		if old >= n || s.synced.CompareAndSwap(old, n) {
-			return nil
-		}
-	}
+	raise(&s.synced, n)
+	return nil
 }
 
 // commitNoSync commits b without a sync and counts it for the next sync
