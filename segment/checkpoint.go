@@ -18,14 +18,26 @@ var errBadCheckpoint = errors.New("segment: bad checkpoint file")
 // writeFileAtomic replaces path with data: write path.tmp, fsync, rename,
 // fsync the directory (etcd's wal.go), so a crash leaves the old or the new
 // contents.
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(path string, data []byte) error { return writeFile(path, data, true) }
+
+// writeFileRenamed replaces path with data like writeFileAtomic but
+// without its fsyncs: a process crash leaves the old contents or the new
+// ones; a machine crash before the data is written back may leave the
+// file missing, empty or partly written under its final name, so only
+// data whose reader detects damage (a CRC) and can do without it may be
+// written this way. Store.Close's syncfs makes it durable.
+func writeFileRenamed(path string, data []byte) error { return writeFile(path, data, false) }
+
+// writeFile writes data to path.tmp and renames it to path, with the
+// fsyncs of the file and the directory when durable.
+func writeFile(path string, data []byte, durable bool) error {
 	tmp := path + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("segment: checkpoint: %w", err)
+		return fmt.Errorf("segment: write %s: %w", path, err)
 	}
 	_, err = f.Write(data)
-	if err == nil && !fsyncOff.Load() {
+	if err == nil && durable && !fsyncOff.Load() {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -34,27 +46,8 @@ func writeFileAtomic(path string, data []byte) error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("segment: checkpoint %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileRenamed replaces path with data like writeFileAtomic but
-// without its fsyncs: a process crash leaves the old contents or the new
-// ones; a machine crash before the data is written back may leave the
-// file missing, empty or partly written under its final name, so only
-// data whose reader detects damage (a CRC) and can do without it may be
-// written this way. Store.Close's syncfs makes it durable.
-func writeFileRenamed(path string, data []byte) error {
-	tmp := path + tmpSuffix
-	err := os.WriteFile(tmp, data, 0o644)
-	if err == nil {
-		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
