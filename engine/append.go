@@ -78,3 +78,11 @@ func checkFraming(buf []byte) error {
 	}
 	return nil
 }
+
+// ContinuesLog reports whether a batch at base may follow a log whose next
+// offset is next: at next exactly, or past it when the log has gaps (it is
+// compacted, or a follower copies a compacted leader). Recovery scans stop
+// at the first batch that does not.
+func ContinuesLog(base, next int64, gaps bool) bool {
+	return base == next || (gaps && base > next)
+}

@@ -176,3 +176,21 @@ func TestPrepareAppendPrevalidatedChecksFraming(t *testing.T) {
 		})
 	}
 }
+
+func TestContinuesLog(t *testing.T) {
+	for _, tc := range []struct {
+		base, next int64
+		gaps, want bool
+	}{
+		{10, 10, false, true},
+		{10, 10, true, true},
+		{11, 10, false, false},
+		{11, 10, true, true},
+		{9, 10, false, false},
+		{9, 10, true, false},
+	} {
+		if got := ContinuesLog(tc.base, tc.next, tc.gaps); got != tc.want {
+			t.Errorf("ContinuesLog(%d, %d, %v) = %v, want %v", tc.base, tc.next, tc.gaps, got, tc.want)
+		}
+	}
+}

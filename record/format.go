@@ -150,3 +150,11 @@ func PeekSize(b []byte) (size int, ok bool) {
 	}
 	return LogOverhead + int(int32(binary.BigEndian.Uint32(b[offBatchLength:]))), true
 }
+
+// StoredSizeFits reports whether n, a stored batch's size with its log
+// overhead (PeekSize), is one a batch can have (a header at least,
+// MaxBatchSize of batch at most) and fits in the left bytes that remain:
+// what a scanner of a file checks before it reads or allocates the batch.
+func StoredSizeFits(n int, left int64) bool {
+	return n >= HeaderSize && n <= LogOverhead+MaxBatchSize && int64(n) <= left
+}

@@ -362,7 +362,7 @@ func (l *Log) recoverSegment(seg *segment, br *bufio.Reader, big *[]byte) (bool,
 			break
 		}
 		n, _ := record.PeekSize(hdr)
-		if n < record.HeaderSize || n > record.MaxBatchSize+record.LogOverhead || int64(n) > size-pos {
+		if !record.StoredSizeFits(n, size-pos) {
 			reason = fmt.Sprintf("batch length %d does not fit the %d bytes left (torn write?)", n-record.LogOverhead, size-pos)
 			break
 		}
@@ -385,7 +385,7 @@ func (l *Log) recoverSegment(seg *segment, br *bufio.Reader, big *[]byte) (bool,
 			break
 		}
 		b := record.Batch(batch)
-		if b.BaseOffset() < seg.next || (!l.gaps() && b.BaseOffset() != seg.next) {
+		if !engine.ContinuesLog(b.BaseOffset(), seg.next, l.gaps()) {
 			reason = fmt.Sprintf("batch offset %d, expected %d", b.BaseOffset(), seg.next)
 			break
 		}

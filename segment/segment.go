@@ -386,10 +386,10 @@ func (s *segment) restoreState(interval int64, gaps bool) error {
 			return err
 		}
 		b := record.Batch(hdr[:])
-		if pos == 0 && (b.BaseOffset() < s.base || (!gaps && b.BaseOffset() != s.base)) {
+		if pos == 0 && !engine.ContinuesLog(b.BaseOffset(), s.base, gaps) {
 			return fmt.Errorf("first batch has offset %d, segment base is %d", b.BaseOffset(), s.base)
 		}
-		if pos > from && (b.BaseOffset() < s.next || (!gaps && b.BaseOffset() != s.next)) {
+		if pos > from && !engine.ContinuesLog(b.BaseOffset(), s.next, gaps) {
 			return fmt.Errorf("batch at %d has offset %d, expected %d", pos, b.BaseOffset(), s.next)
 		}
 		if n := s.idx.Entries(); n > 0 {

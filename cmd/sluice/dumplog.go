@@ -109,7 +109,7 @@ func dumpSegment(w io.Writer, path string, deep, data bool) error {
 			return nil
 		}
 		size, _ := record.PeekSize(head[:])
-		if size < record.HeaderSize || size > record.MaxBatchSize || int64(size) > st.Size()-pos {
+		if !record.StoredSizeFits(size, st.Size()-pos) {
 			fmt.Fprintf(w, "Found %d invalid bytes at the end of %s (batch at position %d claims %d bytes)\n", st.Size()-pos, filepath.Base(path), pos, size)
 			return nil
 		}

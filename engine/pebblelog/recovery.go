@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -348,7 +349,7 @@ func (l *Log) recoverTail() error {
 			break
 		}
 		size, _ := record.PeekSize(hdr[:])
-		if size < record.HeaderSize || size > record.LogOverhead+record.MaxBatchSize || int64(size) > fsize-cur {
+		if !record.StoredSizeFits(size, fsize-cur) {
 			reason = fmt.Sprintf("batch size %d at %d, file size %d", size, cur, fsize)
 			break
 		}
@@ -362,7 +363,7 @@ func (l *Log) recoverTail() error {
 			chunk, reason = chunk[:start], err.Error()
 			break
 		}
-		if b.BaseOffset() < next || (!gaps && b.BaseOffset() != next) {
+		if !engine.ContinuesLog(b.BaseOffset(), next, gaps) {
 			chunk, reason = chunk[:start], fmt.Sprintf("batch at offset %d, log end %d", b.BaseOffset(), next)
 			break
 		}
