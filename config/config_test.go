@@ -558,9 +558,12 @@ func TestReplicaFetchKeys(t *testing.T) {
 		{"zero wait", "replica.fetch.wait.max.ms=0", "replica.fetch.wait.max.ms"},
 		{"not a number", "replica.fetch.backoff.ms=soon", "replica.fetch.backoff.ms"},
 		{"wait above lag", "replica.fetch.wait.max.ms=40000", "replica.fetch.wait.max.ms"},
+		// Under a lag bound that allows it, still no more than the
+		// fetch request's int32 MaxWaitMillis holds.
+		{"wait above int32", "replica.lag.time.max.ms=4294967296 replica.fetch.wait.max.ms=2147483648", "replica.fetch.wait.max.ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Load("", []string{tc.set}); err == nil || !strings.Contains(err.Error(), tc.key) {
+			if _, err := Load("", strings.Fields(tc.set)); err == nil || !strings.Contains(err.Error(), tc.key) {
 				t.Fatalf("%s: err = %v", tc.set, err)
 			}
 		})

@@ -348,7 +348,10 @@ func (s *setter) set(key, v string) error {
 	case "replica.fetch.min.bytes":
 		c.ReplicaFetchMinBytes, err = parseInt32(key, v, 1, math.MaxInt32)
 	case "replica.fetch.wait.max.ms":
-		c.ReplicaFetchWaitMax, err = parseDuration(key, v, time.Millisecond, 1)
+		// An INT in Kafka, and sent as the fetch's int32 MaxWaitMillis.
+		var n int32
+		n, err = parseInt32(key, v, 1, math.MaxInt32)
+		c.ReplicaFetchWaitMax = time.Duration(n) * time.Millisecond
 	case "replica.fetch.backoff.ms":
 		c.ReplicaFetchBackoff, err = parseDuration(key, v, time.Millisecond, 1)
 	case "unclean.leader.election.enable":
