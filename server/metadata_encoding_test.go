@@ -49,7 +49,7 @@ func TestLocalMetadataEncoding(t *testing.T) {
 		}
 		return ts
 	}
-	for v := int16(0); v <= 12; v++ {
+	for v := int16(0); v <= apis[apiKeyMetadata].max; v++ {
 		for _, which := range []string{"all", "named"} {
 			t.Run(fmt.Sprintf("v=%d/topics=%s", v, which), func(t *testing.T) {
 				req := kmsg.NewPtrMetadataRequest()
