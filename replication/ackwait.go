@@ -198,18 +198,16 @@ func (p *Partition) ackOutcomeLocked(w *AckWatch) (bool, error) {
 	switch {
 	case p.gen.Load() != w.gen || !p.isLeader.Load():
 		return true, ErrNotLeader
-	case hw >= w.target:
-		if short, isr, minISR := p.isrShortNow(); short {
-			return true, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicasAfterAppend, p.opts.Topic, p.index, isr, minISR)
-		}
-		return true, nil
-	case p.closed:
+	case hw < w.target && p.closed:
 		return true, ErrClosed
 	}
+	// Kafka's checkEnoughReplicasReachOffset: an ISR below
+	// min.insync.replicas fails the request whether or not the HW passed
+	// it; otherwise the HW passing it is success.
 	if short, isr, minISR := p.isrShortNow(); short {
 		return true, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicasAfterAppend, p.opts.Topic, p.index, isr, minISR)
 	}
-	return false, nil
+	return hw >= w.target, nil
 }
 
 // isrShortNow reports whether the ISR is smaller than min.insync.replicas,
@@ -258,7 +256,7 @@ func (p *Partition) settleAcksLocked() {
 }
 
 // AckWatchers returns how many acks=-1 watches wait on p (Kafka's produce
-// purgatory size, per partition): for tests and metrics.
+// purgatory size, per partition), for tests.
 func (p *Partition) AckWatchers() int {
 	p.hwMu.Lock()
 	defer p.hwMu.Unlock()
