@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/record"
 )
 
@@ -199,7 +200,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	}
 	defer s.unpin()
 	pos := s.size.Load()
-	if n, err := s.f.WriteAt(batches, pos); err != nil {
+	if n, err := fsutil.WriteAt(s.f, batches, pos); err != nil {
 		// Take back what may have reached the file; the log stays
 		// failed either way, and recovery cuts what the truncation
 		// could not.

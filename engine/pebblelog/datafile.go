@@ -391,7 +391,7 @@ func (d *dataFile) write(b []byte, pos int64) error {
 		return err
 	}
 	defer zf.Release()
-	if _, err := f.WriteAt(b, pos); err != nil {
+	if _, err := fsutil.WriteAt(f, b, pos); err != nil {
 		return fmt.Errorf("pebblelog: write %s at %d: %w", d.path, pos, err)
 	}
 	end := pos + int64(len(b))
