@@ -50,7 +50,7 @@ race:
 # Short fuzzing passes over every decoder and recovery scanner (the seed
 # corpora of these targets also run as ordinary tests in `make test`).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidateAppend \
+FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidateAppend ./record/:FuzzScanRecord \
 	./record/:FuzzValidateCompressed ./segment/:FuzzRecoverTail \
 	./metastore/:FuzzDecodeValues ./engine/pebblelog/:FuzzDecode ./server/fetchresp/:FuzzWrite \
 	./replication/:FuzzProducerState ./server/:FuzzDispatch \

@@ -181,3 +181,107 @@ func (it *Iter) Timestamp() int64 {
 
 // Err reports the first error met.
 func (it *Iter) Err() error { return it.err }
+
+// varint2 decodes the zig-zag varint at b[p:] when it takes one or two
+// bytes (values in [-8192, 8191]: every length, delta and count of a
+// record of up to 8 KiB), and returns n == 0 otherwise, for the caller
+// to decode with varint. Small enough to inline.
+func varint2(b []byte, p int) (v int64, n int) {
+	if p < 0 || p+1 >= len(b) {
+		return 0, 0
+	}
+	u := uint64(b[p])
+	if u < 0x80 {
+		return int64(u>>1) ^ -int64(u&1), 1
+	}
+	if c := b[p+1]; c < 0x80 {
+		u = u&0x7f | uint64(c)<<7
+		return int64(u>>1) ^ -int64(u&1), 2
+	}
+	return 0, 0
+}
+
+// varintAt decodes the zig-zag varint at b[p:]: n <= 0 means malformed.
+// Callers try varint2 first.
+func varintAt(b []byte, p int) (int64, int) {
+	if p < 0 || p > len(b) {
+		return 0, 0
+	}
+	return varint(b[p:])
+}
+
+// scanRecord is parseRecord for the validator: the size of the record at
+// the start of b, its timestamp and offset deltas and whether its key is
+// null, without filling a Record. ok is false exactly where parseRecord
+// fails; walkRecords then asks parseRecord why.
+func scanRecord(b []byte) (size int, tsDelta, offsetDelta int64, nullKey, ok bool) {
+	length, n := varint2(b, 0)
+	if n == 0 {
+		length, n = varintAt(b, 0)
+	}
+	if n <= 0 || length < 1 || length > int64(len(b)-n) {
+		return
+	}
+	size = n + int(length)
+	body := b[n:size]
+	p := 1 // attributes
+	if tsDelta, n = varint2(body, p); n == 0 {
+		tsDelta, n = varintAt(body, p)
+	}
+	if n <= 0 {
+		return
+	}
+	p += n
+	if offsetDelta, n = varint2(body, p); n == 0 {
+		offsetDelta, n = varintAt(body, p)
+	}
+	if n <= 0 || offsetDelta < 0 {
+		return
+	}
+	p += n
+	// Key, value, then each header's key (never null) and value.
+	kl, n := varint2(body, p)
+	if n == 0 {
+		kl, n = varintAt(body, p)
+	}
+	if n <= 0 || kl < -1 || kl > int64(len(body)-p-n) {
+		return
+	}
+	p += n + max(0, int(kl))
+	nullKey = kl == -1
+	vl, n := varint2(body, p)
+	if n == 0 {
+		vl, n = varintAt(body, p)
+	}
+	if n <= 0 || vl < -1 || vl > int64(len(body)-p-n) {
+		return
+	}
+	p += n + max(0, int(vl))
+	hc, n := varint2(body, p)
+	if n == 0 {
+		hc, n = varintAt(body, p)
+	}
+	if n <= 0 || hc < 0 || hc > int64(len(body)-p-n) {
+		return
+	}
+	p += n
+	for i := int64(0); i < hc; i++ {
+		hk, n := varint2(body, p)
+		if n == 0 {
+			hk, n = varintAt(body, p)
+		}
+		if n <= 0 || hk < 0 || hk > int64(len(body)-p-n) {
+			return
+		}
+		p += n + int(hk)
+		hv, n := varint2(body, p)
+		if n == 0 {
+			hv, n = varintAt(body, p)
+		}
+		if n <= 0 || hv < -1 || hv > int64(len(body)-p-n) {
+			return
+		}
+		p += n + max(0, int(hv))
+	}
+	return size, tsDelta, offsetDelta, nullKey, p == len(body)
+}

@@ -166,12 +166,16 @@ func (w tsWindow) check(i int32, ts int64) error {
 // and, when requireKey, a non-null key, without allocating.
 func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow, requireKey bool) error {
 	for i := int32(0); i < count; i++ {
-		var r Record
-		n, err := parseRecord(raw, &r)
-		if err != nil {
+		n, tsDelta, offsetDelta, nullKey, ok := scanRecord(raw)
+		if !ok {
+			var r Record
+			_, err := parseRecord(raw, &r)
+			if err == nil { // scanRecord and parseRecord disagree: a bug
+				err = errors.New("malformed")
+			}
 			return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
 		}
-		if err := checkRecord(i, r.OffsetDelta, baseTs+r.TimestampDelta, w, requireKey && r.Key == nil); err != nil {
+		if err := checkRecord(i, offsetDelta, baseTs+tsDelta, w, requireKey && nullKey); err != nil {
 			return err
 		}
 		raw = raw[n:]
