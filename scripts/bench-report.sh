@@ -213,6 +213,11 @@ for run in $(seq "$RUNS"); do
 	done
 	# The issue-16 setup: one producer, 4 partitions, 1 MB batches, linger 10 ms.
 	for acks in 1 all; do
+		# The floor again, in the conditions the brokers meet next
+		# (render pools it with the runs above).
+		log "round $run: floor (pwrite) before the 4-partition runs, acks=$acks"
+		timeout 120 "$br" floor -dir "$work" -runs 1 -total-mib "$FLOOR_MIB" -modes pwrite \
+			-reader-cpu 0 -writer-cpu 1 >>"$results" || log "floor run failed"
 		for b in $BROKERS; do
 			log "round $run: $b produce 4 partitions, 1 MB batches, acks=$acks"
 			topic=p4-$acks-$run

@@ -426,7 +426,10 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("CPU 1; CPU is the reading thread's own (RUSAGE_THREAD). Each mode adds a step: `read`\n")
 	p("(read(2) into one buffer), `crc` (+ CRC-32C of each batch), `pwrite` (+ pwrite(2) of each\n")
 	p("batch to its partition's file: **the floor**), `segment` (read, then `segment.Log.Append`:\n")
-	p("validation, offsets, pwrite, indexes, rolling: the segment backend's write path).\n\n")
+	p("validation, offsets, pwrite, indexes, rolling: the segment backend's write path).\n")
+	p("The `pwrite` row pools the runs of all modes' block with one run right before the brokers'\n")
+	p("4-partition runs in every round: on this VM the CPU of filling fresh page-cache memory\n")
+	p("depends on what was freed just before, so the floor is sampled in the brokers' conditions.\n\n")
 	p("| mode | MB/s median (min–max) | CPU s/GB median (min–max) |\n|---|---|---|\n")
 	for _, m := range floor.Modes {
 		f, ok := d.floors[m]
