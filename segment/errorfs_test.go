@@ -24,10 +24,20 @@ const (
 type errorFS struct {
 	mu    sync.Mutex
 	armed map[fsOp]bool
-	fired []error // the injected errors, in order
+	skip  map[fsOp]int // calls of an armed op that still succeed first
+	fired []error      // the injected errors, in order
 }
 
-func newErrorFS() *errorFS { return &errorFS{armed: map[fsOp]bool{}} }
+func newErrorFS() *errorFS { return &errorFS{armed: map[fsOp]bool{}, skip: map[fsOp]int{}} }
+
+// injectAfter arms op to fail once, after n more calls of it succeed: a
+// write torn in a later pwrite of one append (fsutil.WriteAt).
+func (fs *errorFS) injectAfter(op fsOp, n int) {
+	fs.mu.Lock()
+	fs.armed[op] = true
+	fs.skip[op] = n
+	fs.mu.Unlock()
+}
 
 // inject arms op to fail once.
 func (fs *errorFS) inject(op fsOp) {
@@ -42,6 +52,10 @@ func (fs *errorFS) take(op fsOp, path string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if !fs.armed[op] {
+		return nil
+	}
+	if fs.skip[op] > 0 {
+		fs.skip[op]--
 		return nil
 	}
 	delete(fs.armed, op)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 )
 
 // TestFailureIsSticky injects one I/O failure through errorFS (each
@@ -38,6 +39,18 @@ func TestFailureIsSticky(t *testing.T) {
 		{"write torn", func(t *testing.T, l *Log, fs *errorFS, rng *rand.Rand) (error, [][]byte) {
 			fs.inject(opWrite)
 			_, err := l.Append(mkBatch(rng, 3, 7000, 100), engine.AppendOptions{AssignOffsets: true})
+			return err, nil
+		}},
+		{"write torn in a later piece of a large append", func(t *testing.T, l *Log, fs *errorFS, rng *rand.Rand) (error, [][]byte) {
+			// 600 KB goes to the file in 256 KiB pwrites: the first
+			// lands whole, the second tears; nothing of the batch may
+			// stay readable or survive recovery.
+			fs.injectAfter(opWrite, 1)
+			b := mkBatch(rng, 3, 7000, 200_000)
+			if len(b) <= fsutil.WriteChunk {
+				t.Fatalf("batch of %d bytes fits one pwrite", len(b))
+			}
+			_, err := l.Append(b, engine.AppendOptions{AssignOffsets: true})
 			return err, nil
 		}},
 		{"write torn and truncating back fails", func(t *testing.T, l *Log, fs *errorFS, rng *rand.Rand) (error, [][]byte) {
