@@ -262,7 +262,10 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 	p("Warm-up: before anything is measured, WARM_MB of memory is written to /dev/shm and freed.\n")
 	p("This machine is a VM whose memory the host backs on first touch: on a fresh VM three\n")
 	p("successive 1 GiB dd runs gave 272, 924 and 3800 MB/s, so without it whichever broker\n")
-	p("ran first would pay for the VM's page faults.\n\n")
+	p("ran first would pay for the VM's page faults. It helps only the first runs: the VM\n")
+	p("hands freed memory back to the host within seconds (free page reporting), so every run\n")
+	p("that writes fresh page cache may pay again; \"The floor\" below samples the floor beside\n")
+	p("the brokers for that reason.\n\n")
 
 	p("### Limits of this machine\n\n")
 	p("| limit | MB/s median (min–max) |\n|---|---|\n")
