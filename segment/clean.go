@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/record"
 )
 
@@ -225,7 +226,7 @@ func (w *cleanWriter) Write(batches []byte) error {
 		next = b.NextOffset()
 		p += n
 	}
-	if _, err := w.seg.f.WriteAt(batches, w.pos); err != nil {
+	if _, err := fsutil.WriteAt(w.seg.f, batches, w.pos); err != nil {
 		return fmt.Errorf("segment: write %s: %w", w.seg.path, err)
 	}
 	for p := 0; p < len(batches); {
