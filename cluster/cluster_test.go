@@ -23,7 +23,9 @@ import (
 // fakeNet stands in for the network between brokers: it records every
 // request per destination broker, applies UpdateMetadata to that broker's
 // MetadataCache, and routes ControlledShutdown to the destination Node.
-// Requests to a broker marked down fail.
+// Requests to a broker marked down fail, and so do those to a broker the
+// net does not know (one a test registered in ZooKeeper by hand, or one
+// whose Node is not started yet), as a connection refused would.
 type fakeNet struct {
 	mu     sync.Mutex
 	reqs   map[int32][]kmsg.Request
@@ -48,6 +50,9 @@ func (f *fakeNet) send(ctx context.Context, to int32, addr string, req kmsg.Requ
 	f.mu.Unlock()
 	switch r := req.(type) {
 	case *kmsg.UpdateMetadataRequest:
+		if cache == nil {
+			return nil, fmt.Errorf("fake: no broker %d", to)
+		}
 		cache.Apply(r)
 		return &kmsg.UpdateMetadataResponse{Version: r.Version}, nil
 	case *kmsg.LeaderAndISRRequest:
@@ -55,6 +60,9 @@ func (f *fakeNet) send(ctx context.Context, to int32, addr string, req kmsg.Requ
 	case *kmsg.StopReplicaRequest:
 		return &kmsg.StopReplicaResponse{Version: r.Version}, nil
 	case *kmsg.ControlledShutdownRequest:
+		if node == nil {
+			return nil, fmt.Errorf("fake: broker %d not started", to)
+		}
 		resp := &kmsg.ControlledShutdownResponse{Version: r.Version}
 		rem, err := node.HandleControlledShutdown(r.BrokerID, r.BrokerEpoch)
 		if err != nil {
