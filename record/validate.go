@@ -168,12 +168,7 @@ func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow, requireKey b
 	for i := int32(0); i < count; i++ {
 		n, tsDelta, offsetDelta, nullKey, ok := scanRecord(raw)
 		if !ok {
-			var r Record
-			_, err := parseRecord(raw, &r)
-			if err == nil { // scanRecord and parseRecord disagree: a bug
-				err = errors.New("malformed")
-			}
-			return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
+			return corruptRecord(i, raw)
 		}
 		if err := checkRecord(i, offsetDelta, baseTs+tsDelta, w, requireKey && nullKey); err != nil {
 			return err
@@ -184,6 +179,17 @@ func walkRecords(raw []byte, count int32, baseTs int64, w tsWindow, requireKey b
 		return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("%d bytes after the last record", len(raw))}
 	}
 	return nil
+}
+
+// corruptRecord is the error for record i at the start of raw, which
+// scanRecord refused; parseRecord says why.
+func corruptRecord(i int32, raw []byte) error {
+	var r Record
+	_, err := parseRecord(raw, &r)
+	if err == nil { // scanRecord and parseRecord disagree: a bug
+		err = errors.New("malformed")
+	}
+	return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
 }
 
 // checkRecord applies the rules on one record's offset delta, timestamp
@@ -254,15 +260,14 @@ func ValidateStored(b []byte) (int, error) {
 	if bt.Codec() == CodecNone {
 		raw, prev := bt.Records(), int64(-1)
 		for i := int32(0); i < int32(count); i++ {
-			var r Record
-			n, err := parseRecord(raw, &r)
-			if err != nil {
-				return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: %v", i, err)}
+			n, _, offsetDelta, _, ok := scanRecord(raw)
+			if !ok {
+				return 0, corruptRecord(i, raw)
 			}
-			if r.OffsetDelta <= prev || r.OffsetDelta > lod {
-				return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: offset delta %d after %d, lastOffsetDelta %d", i, r.OffsetDelta, prev, lod)}
+			if offsetDelta <= prev || offsetDelta > lod {
+				return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: offset delta %d after %d, lastOffsetDelta %d", i, offsetDelta, prev, lod)}
 			}
-			prev = r.OffsetDelta
+			prev = offsetDelta
 			raw = raw[n:]
 		}
 		if len(raw) != 0 {
