@@ -419,7 +419,8 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 		ratio=$(for round in $(seq "$RUNS"); do
 			a=$(sel "$q | select(.target == \"rf1\" and .round == $round) | .result.mb_per_sec")
 			c=$(sel "$q | select(.target == \"rf3\" and .round == $round) | .result.mb_per_sec")
-			if [ -n "$a" ] && [ -n "$c" ]; then echo "$c $a" | awk '{ printf "%.3f\n", $1 / $2 }'; fi
+			# Full precision: rounding here and again in med turned 0.3946 into "0.40x".
+			if [ -n "$a" ] && [ -n "$c" ]; then echo "$c $a" | awk '{ printf "%.6f\n", $1 / $2 }'; fi
 		done | med "%.2fx")
 		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$((size / 1024)) KiB" \
 			"$(sel "$q | select(.target == \"rf1\") | .result.mb_per_sec" | med %.0f)" \

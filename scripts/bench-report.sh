@@ -19,7 +19,8 @@
 #   - workloads: 1 KiB and 100 B records, 1 or 4 producers, acks 1 or all,
 #     one partition; one producer to 4 partitions with 1 MB batches and
 #     linger 10 ms (issue 16); consume from the start; e2e at a fixed rate;
-#   - replicated produce: scripts/bench-replication.sh (ZooKeeper and a
+#   - replicated produce: scripts/bench-replication.sh twice (brokers on CPU 0
+#     and the client on CPU 1, then all sharing both cores; ZooKeeper and a
 #     3-broker cluster against a single node; REPL=0 skips it);
 #   - brokers: `sluice serve` per backend and `kfakeserve --data-dir`, all
 #     started at once, pinned with `taskset -c 0`; the load generator
@@ -239,16 +240,37 @@ done
 stop_brokers
 
 # Replicated produce: a 3-broker cluster on ZooKeeper against a single node,
-# in its own run (scripts/bench-replication.sh), included as a section.
+# in its own runs (scripts/bench-replication.sh), included as a section: once
+# with every broker on CPU 0 and the client on CPU 1, once with brokers and
+# client sharing both cores (the issue's "on 2 cores, where three brokers
+# share the CPU").
 extra=
+repl_json=
 if [ "$REPL" != 0 ] && [ -x scripts/bench-replication.sh ]; then
-	log "replicated produce (scripts/bench-replication.sh)"
-	if RUNS=$RUNS WARM_MB=0 OUT_MD="$work/replication.md" OUT_JSON="$work/replication.jsonl" BIN="$work/sluice" \
-		timeout 1200 scripts/bench-replication.sh >"$work/replication.log" 2>&1; then
-		extra=$work/replication.md
-	else
-		log "replicated produce failed: $(tail -5 "$work/replication.log")"
-	fi
+	{
+		echo "### Replicated produce (\`scripts/bench-replication.sh\`)"
+		echo
+	} >"$work/replication.md"
+	: >"$work/replication.jsonl"
+	for placement in "0 1" "0,1 0,1"; do
+		set -- $placement
+		log "replicated produce, brokers on CPU $1, client on CPU $2 (scripts/bench-replication.sh)"
+		if BROKER_CPUS=$1 CLIENT_CPUS=$2 RUNS=$RUNS WARM_MB=0 OUT_MD="$work/replication-part.md" \
+			OUT_JSON="$work/replication-part.jsonl" BIN="$work/sluice" \
+			timeout 1200 scripts/bench-replication.sh >"$work/replication.log" 2>&1; then
+			{
+				echo "#### Brokers on CPU $1, client on CPU $2"
+				echo
+				cat "$work/replication-part.md"
+				echo
+			} >>"$work/replication.md"
+			cat "$work/replication-part.jsonl" >>"$work/replication.jsonl"
+			extra=$work/replication.md
+			repl_json=$work/replication.jsonl
+		else
+			log "replicated produce failed: $(tail -5 "$work/replication.log")"
+		fi
+	done
 fi
 
 # Profile pass: the in-process end-to-end benchmarks of the segment backend.
@@ -286,13 +308,14 @@ timeout 60 "$br" render -results "$results" -svg "$SVG" -svg-ref "$(realpath --r
 	-date "$date_start UTC" -commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 	-machine "nproc $(nproc), $cpu_model, $mem_gib GiB RAM, $fstype" \
 	-load-start "$load_start" -load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	-dd4g "${dd4g:-0}" -profiles "$profdir" -extra "$extra" \
+	-dd4g "${dd4g:-0}" -profiles "$profdir" -extra "$extra" -repl-results "$repl_json" \
 	-params "RUNS=$RUNS REC_1K=$REC_1K REC_100=$REC_100 REC_4P=$REC_4P FLOOR_MIB=$FLOOR_MIB E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE WARM_MB=$WARM_MB" \
 	>"$report"
 
 # Keep the raw results beside the chart, so the report can be re-rendered
 # (benchreport render -results ...) or checked without a re-run.
 cp "$results" "$(dirname "$SVG")/bench-results.jsonl"
+[ -z "$repl_json" ] || cp "$repl_json" "$(dirname "$SVG")/bench-replication-results.jsonl"
 
 # Replace the generated section of OUT (between the markers) or append it.
 begin='<!-- bench-report:begin -->'

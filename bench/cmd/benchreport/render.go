@@ -20,6 +20,7 @@ type renderOpts struct {
 	date, commit, machine      string
 	loadStart, loadEnd, params string
 	profiles, extra            string
+	replResults                string
 	dd4g                       float64
 }
 
@@ -176,6 +177,7 @@ func render(args []string) error {
 	fs.StringVar(&o.profiles, "profiles", "", "directory of pprof -top outputs")
 	fs.Float64Var(&o.dd4g, "dd4g", 0, "the storage section's 4 GiB dd MB/s (0: unknown)")
 	fs.StringVar(&o.extra, "extra", "", "a markdown file (the replicated produce section) included after the latency table")
+	fs.StringVar(&o.replResults, "repl-results", "", "scripts/bench-replication.sh's JSON lines, for the targets table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -350,7 +352,14 @@ func writeReport(w io.Writer, d *data, o *renderOpts) {
 		}
 	}
 
-	writeTargets(w, d, dd, sf, replicated)
+	var repl []replRatio
+	if replicated && o.replResults != "" {
+		var err error
+		if repl, err = loadReplication(o.replResults); err != nil {
+			p("\n(replicated produce results: %v)\n", err)
+		}
+	}
+	writeTargets(w, d, dd, sf, replicated, repl)
 
 	p("\n### Chart\n\n")
 	p("![Throughput vs record size per broker, with the machine's limits](%s)\n\n", o.svgRef)
@@ -487,7 +496,7 @@ func writeFloor(w io.Writer, d *data, runs int) {
 // writeTargets checks the brokers against the targets of issue 16 (and
 // the earlier ones of issue 5 that still hold).
 // replicated says the replicated produce section was included above.
-func writeTargets(w io.Writer, d *data, dd, sf stat, replicated bool) {
+func writeTargets(w io.Writer, d *data, dd, sf stat, replicated bool, repl []replRatio) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("\n### Targets (1 KiB records; recorded, not asserted)\n\n")
 	p("| target | measured | met |\n|---|---|---|\n")
@@ -533,7 +542,9 @@ func writeTargets(w io.Writer, d *data, dd, sf stat, replicated bool) {
 			d.get("broker", "pebble", "workload", "produce4p", "size", "1024", "producers", "1", "acks", acks),
 			d.get("broker", "kfake", "workload", "produce4p", "size", "1024", "producers", "1", "acks", acks))
 	}
-	if replicated {
+	if len(repl) > 0 {
+		writeReplTargets(w, repl)
+	} else if replicated {
 		p("| replicated produce (RF 3) >= 0.4x the single node | see \"Replicated produce\" above | (there) |\n")
 	}
 	g := d.get("broker", "segment", "workload", "consume", "size", "1024")
