@@ -454,23 +454,34 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 	wls=()
 	for size in $SIZES; do wls+=("produce $size"); done
 	[ "$E2E_SECS" = 0 ] || wls+=("e2e 1024")
+	# per_gb ROLE EXPR FMT: the median (min–max) per GB acknowledged of EXPR,
+	# a jq expression on one broker's entry, for the single node (ROLE
+	# single), the cluster's leader or each of its followers, in the
+	# workload $q selects.
+	per_gb() {
+		local per="(1e9 / .result.bytes)"
+		case $1 in
+		single) sel "$q | select(.target == \"rf1\") | $per as \$k | .brokers[0] | ($2) * \$k" ;;
+		*) sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"$1\") | ($2) * \$k" ;;
+		esac | med "$3"
+	}
+	# wl_label WORKLOAD SIZE: a workload's row name.
+	wl_label() {
+		if [ "$1" = e2e ]; then echo "e2e $E2E_RATE/s"; else echo "produce $(($2 / 1024)) KiB"; fi
+	}
 	for wl in "${wls[@]}"; do
 		# shellcheck disable=SC2086
 		set -- $wl
 		q="select(.workload == \"$1\" and .size == $2)"
 		per="(1e9 / .result.bytes)"
-		single=$(sel "$q | select(.target == \"rf1\") | .brokers[0].cpu_s * $per" | med %.2f)
-		lead=$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .cpu_s) * $per" | med %.2f)
-		fol=$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .cpu_s * \$k" | med %.2f)
 		tot=$(sel "$q | select(.target == \"rf3\") | ([.brokers[].cpu_s] | add) * $per" | med %.2f)
 		rel=$(for round in $(seq "$RUNS"); do
 			a=$(sel "$q | select(.target == \"rf1\" and .round == $round) | .brokers[0].cpu_s * $per")
 			c=$(sel "$q | select(.target == \"rf3\" and .round == $round) | ([.brokers[].cpu_s] | add) * $per")
-			if [ -n "$a" ] && [ -n "$c" ]; then echo "$c $a" | awk '$2 > 0 { printf "%.3f\n", $1 / $2 }'; fi
+			if [ -n "$a" ] && [ -n "$c" ]; then echo "$c $a" | awk '$2 > 0 { printf "%.6f\n", $1 / $2 }'; fi
 		done | med "%.1fx")
-		label="produce $(($2 / 1024)) KiB"
-		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
-		printf '| %s | %s | %s | %s | %s | %s |\n' "$label" "$single" "$lead" "$fol" "$tot" "$rel"
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$(wl_label "$1" "$2")" "$(per_gb single .cpu_s %.2f)" \
+			"$(per_gb leader .cpu_s %.2f)" "$(per_gb follower .cpu_s %.2f)" "$tot" "$rel"
 	done
 	echo
 	echo "Per GB acknowledged (from each broker's /metrics: go_memstats_alloc_bytes_total and" \
@@ -483,15 +494,10 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 		# shellcheck disable=SC2086
 		set -- $wl
 		q="select(.workload == \"$1\" and .size == $2)"
-		per="(1e9 / .result.bytes)"
-		label="produce $(($2 / 1024)) KiB"
-		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
-		printf '| %s | %s | %s | %s | %s | %s |\n' "$label" \
-			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].alloc_bytes / 1e6 * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .alloc_bytes) / 1e6 * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .alloc_bytes / 1e6 * \$k" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .produce_requests) * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .follower_fetches) * $per" | med %.0f)"
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$(wl_label "$1" "$2")" \
+			"$(per_gb single '.alloc_bytes / 1e6' %.0f)" "$(per_gb leader '.alloc_bytes / 1e6' %.0f)" \
+			"$(per_gb follower '.alloc_bytes / 1e6' %.0f)" \
+			"$(per_gb leader .produce_requests %.0f)" "$(per_gb leader .follower_fetches %.0f)"
 	done
 	echo
 	echo "System calls per GB acknowledged (/proc/PID/io syscr and syscw: read-like and write-like calls," \
@@ -503,16 +509,10 @@ sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 		# shellcheck disable=SC2086
 		set -- $wl
 		q="select(.workload == \"$1\" and .size == $2)"
-		per="(1e9 / .result.bytes)"
-		label="produce $(($2 / 1024)) KiB"
-		[ "$1" = e2e ] && label="e2e $E2E_RATE/s"
-		printf '| %s | %s / %s | %s / %s | %s / %s |\n' "$label" \
-			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].syscr * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf1\") | .brokers[0].syscw * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .syscr) * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | (.brokers[] | select(.role == \"leader\") | .syscw) * $per" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .syscr * \$k" | med %.0f)" \
-			"$(sel "$q | select(.target == \"rf3\") | $per as \$k | .brokers[] | select(.role == \"follower\") | .syscw * \$k" | med %.0f)"
+		printf '| %s | %s / %s | %s / %s | %s / %s |\n' "$(wl_label "$1" "$2")" \
+			"$(per_gb single .syscr %.0f)" "$(per_gb single .syscw %.0f)" \
+			"$(per_gb leader .syscr %.0f)" "$(per_gb leader .syscw %.0f)" \
+			"$(per_gb follower .syscr %.0f)" "$(per_gb follower .syscw %.0f)"
 	done
 	if [ "$STRACE_REC" != 0 ]; then
 		echo
