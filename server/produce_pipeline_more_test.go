@@ -16,12 +16,7 @@ import (
 // record: this broker truncated it and replicated broker 2's records, and
 // its HW passed N+1's offset. N+1 must not be acknowledged.
 func TestProducePipelineAckAfterTruncation(t *testing.T) {
-	s, fp, _ := newFakeClusterMetricsServer(t, nil)
-	ida := fp.addTopic("a", 1)
-	idb := fp.addTopic("b", 1)
-	mustCall(t, s, 5, leaderAndIsr("a", ida, 0, 1, 1, 5))
-	mustCall(t, s, 5, leaderAndIsr("b", idb, 0, 1, 1, 5))
-	rc := serveFake(t, s)
+	s, _, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 1500))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
 	pb := s.partition("b", 0)
@@ -44,21 +39,11 @@ func TestProducePipelineAckAfterTruncation(t *testing.T) {
 // (1 s); that head-of-line time is not work of the broker on N+1 but shows
 // up as its LocalTimeMs.
 func TestProducePipelineLocalTime(t *testing.T) {
-	s, fp, m := newFakeClusterMetricsServer(t, nil)
-	ida := fp.addTopic("a", 1)
-	idb := fp.addTopic("b", 1)
-	mustCall(t, s, 5, leaderAndIsr("a", ida, 0, 1, 1, 5))
-	mustCall(t, s, 5, leaderAndIsr("b", idb, 0, 1, 1, 5))
-	rc := serveFake(t, s)
+	s, m, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 1000))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
 	pb := s.partition("b", 0)
-	for deadline := time.Now().Add(10 * time.Second); pb.Log().EndOffset() < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("b not appended")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLogEnd(t, pb, 1, "b not appended")
 	for _, r := range []int32{2, 3} {
 		res, err := pb.HandleReplicaFetch(r, 1, 1, 1<<20, time.Now())
 		if err != nil {
@@ -124,12 +109,7 @@ func TestProducePipelineReadYourWrites(t *testing.T) {
 	lo.Topics = append(lo.Topics, lt)
 	b := rc.Send(lo)
 	p := s.partition("t", 0)
-	for deadline := time.Now().Add(10 * time.Second); p.Log().EndOffset() < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("not appended")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLogEnd(t, p, 1, "not appended")
 	time.Sleep(200 * time.Millisecond) // let the ListOffsets be handled (as it would be, pipelined)
 	for _, r := range []int32{2, 3} {
 		res, err := p.HandleReplicaFetch(r, 1, 1, 1<<20, time.Now())
@@ -156,12 +136,7 @@ func TestProducePipelineReadYourWrites(t *testing.T) {
 // the client) with partitions a-0 (ISR never catches up) and b-0: b's wait
 // now runs after a's, and acknowledges b's truncated record.
 func TestProducePipelineMultiPartitionAckAfterTruncation(t *testing.T) {
-	s, fp, _ := newFakeClusterMetricsServer(t, nil)
-	ida := fp.addTopic("a", 1)
-	idb := fp.addTopic("b", 1)
-	mustCall(t, s, 5, leaderAndIsr("a", ida, 0, 1, 1, 5))
-	mustCall(t, s, 5, leaderAndIsr("b", idb, 0, 1, 1, 5))
-	rc := serveFake(t, s)
+	s, _, rc := pipelineAB(t)
 	req := produceReq("a", 0, -1, 1500)
 	req.Topics = append(req.Topics, produceReq("b", 0, -1, 1500).Topics[0])
 	n := rc.Send(req)
@@ -189,12 +164,7 @@ func TestProducePipelineCloseWithWaitsPending(t *testing.T) {
 		rc.Send(kmsg.NewPtrMetadataRequest())
 	}
 	p := s.partition("t", 0)
-	for deadline := time.Now().Add(10 * time.Second); p.Log().EndOffset() < 10; {
-		if time.Now().After(deadline) {
-			t.Fatalf("appended %d", p.Log().EndOffset())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLogEnd(t, p, 10, "not appended")
 	time.Sleep(100 * time.Millisecond)
 	before := p.Log().EndOffset()
 	t.Logf("appended before the first answer: %d", before)
@@ -225,21 +195,11 @@ func TestProducePipelineCloseWithWaitsPending(t *testing.T) {
 // TestProducePipelinePartitionClosedWhileQueued: b's partition is closed (deleted)
 // while its pipelined wait is queued behind a's.
 func TestProducePipelinePartitionClosedWhileQueued(t *testing.T) {
-	s, fp, _ := newFakeClusterMetricsServer(t, nil)
-	ida := fp.addTopic("a", 1)
-	idb := fp.addTopic("b", 1)
-	mustCall(t, s, 5, leaderAndIsr("a", ida, 0, 1, 1, 5))
-	mustCall(t, s, 5, leaderAndIsr("b", idb, 0, 1, 1, 5))
-	rc := serveFake(t, s)
+	s, _, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 800))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
 	pb := s.partition("b", 0)
-	for deadline := time.Now().Add(10 * time.Second); pb.Log().EndOffset() < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("b not appended")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLogEnd(t, pb, 1, "b not appended")
 	if err := pb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +222,7 @@ func TestProducePipelinePartitionClosedWhileQueued(t *testing.T) {
 // that passes the offsets the produce had.
 func takeOverAndTruncate(t *testing.T, pb *replication.Partition) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); pb.Log().EndOffset() < 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("not appended")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLogEnd(t, pb, 1, "not appended")
 	if err := pb.MakeFollower(replication.LeaderAndIsr{Leader: 2, LeaderEpoch: 2, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/kraw"
+	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
 )
 
@@ -23,6 +25,30 @@ func serveFake(t *testing.T, s *Server) *kraw.Conn {
 	}
 	go s.ServeListener(ln, "PLAINTEXT")
 	return kraw.Dial(t, ln.Addr().String())
+}
+
+// pipelineAB starts a fake-cluster server leading topics a and b (one
+// partition each; ISR 1, 2, 3, so acks=all waits for followers that never
+// fetch unless the test fetches for them) and a raw connection to it.
+func pipelineAB(t *testing.T) (*Server, *metrics.Metrics, *kraw.Conn) {
+	t.Helper()
+	s, fp, m := newFakeClusterMetricsServer(t, nil)
+	ida := fp.addTopic("a", 1)
+	idb := fp.addTopic("b", 1)
+	mustCall(t, s, 5, leaderAndIsr("a", ida, 0, 1, 1, 5))
+	mustCall(t, s, 5, leaderAndIsr("b", idb, 0, 1, 1, 5))
+	return s, m, serveFake(t, s)
+}
+
+// waitLogEnd waits up to 10 s for p's log to reach end, failing with what.
+func waitLogEnd(t *testing.T, p interface{ Log() engine.Log }, end int64, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); p.Log().EndOffset() < end; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (log end %d, want %d)", what, p.Log().EndOffset(), end)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func produceReq(topic string, p int32, acks int16, timeoutMs int32) *kmsg.ProduceRequest {
@@ -56,12 +82,7 @@ func TestProducePipelinedAcksAll(t *testing.T) {
 	c := rc.Send(mreq)
 
 	p := s.partition("t", 0)
-	for deadline := time.Now().Add(10 * time.Second); p.Log().EndOffset() < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("log end %d: the second request was not appended while the first waited for the ISR", p.Log().EndOffset())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLogEnd(t, p, 2, "the second request was not appended while the first waited for the ISR")
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("high watermark %d before any follower fetched", hw)
 	}
