@@ -611,19 +611,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 	s, fp := newFakeClusterServer(t)
 	id := fp.addTopic("t", 1, 2)
 
-	produce := func(p int32) int16 {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = 1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = p
-		rp.Records = record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
-			[]record.BuildRecord{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}})
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		return mustCall(t, s, 9, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-	}
+	produce := func(p int32) int16 { return produceOne(t, s, "t", p, 1, 5000) }
 	listOffsets := func(p int32) int16 {
 		req := kmsg.NewPtrListOffsetsRequest()
 		rt := kmsg.NewListOffsetsRequestTopic()

@@ -22,13 +22,20 @@ import (
 // and Logger are filled in (cfg nil: the defaults).
 func newTestServer(t testing.TB, cfg *config.Config, opts Options) *Server {
 	t.Helper()
+	return newTestServerOn(t, "memory", cfg, opts)
+}
+
+// newTestServerOn is newTestServer on a store of backend.
+func newTestServerOn(t testing.TB, backend string, cfg *config.Config, opts Options) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := engine.Open("memory", engine.Options{Dir: filepath.Join(dir, "logs")})
+	store, err := engine.Open(backend, engine.Options{Dir: filepath.Join(dir, "logs")})
 	if err != nil {
+		meta.Close()
 		t.Fatal(err)
 	}
 	opts.Config = config.Default()
@@ -38,6 +45,8 @@ func newTestServer(t testing.TB, cfg *config.Config, opts Options) *Server {
 	opts.Logger, opts.Meta, opts.Store = slog.New(slog.DiscardHandler), meta, store
 	s, err := New(opts)
 	if err != nil {
+		store.Close()
+		meta.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

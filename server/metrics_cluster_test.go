@@ -22,7 +22,6 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
-	"github.com/sluice/sluice/record"
 )
 
 // newFakeClusterMetricsServer is newFakeClusterServer with metrics on;
@@ -92,17 +91,7 @@ next:
 // partition's error code.
 func produceOne(t *testing.T, s *Server, topic string, p int32, acks int16, timeoutMs int32) int16 {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, timeoutMs
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition = p
-	rp.Records = record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
-		[]record.BuildRecord{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}})
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return mustCall(t, s, 9, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	return mustCall(t, s, 9, produceReq(topic, p, acks, timeoutMs)).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 // stopReplicas sends StopReplica (delete) for topic's partitions.

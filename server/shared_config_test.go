@@ -3,17 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/config"
-	"github.com/sluice/sluice/engine"
 	_ "github.com/sluice/sluice/engine/pebblelog"
-	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	_ "github.com/sluice/sluice/segment"
 )
@@ -82,29 +77,8 @@ func TestAlterConfigsReachesEveryPartition(t *testing.T) {
 // newBackendTestServer is newTestServer on a store of backend.
 func newBackendTestServer(t *testing.T, backend string) *Server {
 	t.Helper()
-	dir := t.TempDir()
-	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := engine.Open(backend, engine.Options{Dir: filepath.Join(dir, "logs")})
-	if err != nil {
-		meta.Close()
-		t.Fatal(err)
-	}
-	s, err := New(Options{Config: config.Default(), Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store,
-		ClusterID: fmt.Sprintf("shared-%s", backend), AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
-	if err != nil {
-		store.Close()
-		meta.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		store.Close()
-		meta.Close()
-	})
-	return s
+	return newTestServerOn(t, backend, nil, Options{ClusterID: fmt.Sprintf("shared-%s", backend),
+		AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
 }
 
 // oneRecordBatch returns a batch of one record with timestamp ts.
