@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -82,10 +83,7 @@ func loadReplication(path string) ([]replRatio, error) {
 		out = append(out, replRatio{brokerCPUs: p.broker, clientCPUs: p.client, size: p.size, ratio: statOf(v)})
 	}
 	slices.SortFunc(out, func(a, b replRatio) int {
-		if a.brokerCPUs != b.brokerCPUs {
-			return len(a.brokerCPUs) - len(b.brokerCPUs) // "0" before "0,1"
-		}
-		return a.size - b.size
+		return cmp.Or(cmp.Compare(a.brokerCPUs, b.brokerCPUs), cmp.Compare(a.size, b.size)) // "0" before "0,1"
 	})
 	return out, nil
 }
