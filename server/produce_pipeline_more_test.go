@@ -44,13 +44,7 @@ func TestProducePipelineLocalTime(t *testing.T) {
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
 	pb := s.partition("b", 0)
 	waitLogEnd(t, pb, 1, "b not appended")
-	for _, r := range []int32{2, 3} {
-		res, err := pb.HandleReplicaFetch(r, 1, 1, 1<<20, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Records.Release()
-	}
+	followersFetch(t, pb.Partition, 1)
 	ra := kmsg.NewPtrProduceResponse()
 	ra.Version = 9
 	rc.Recv(n, ra)
@@ -111,13 +105,7 @@ func TestProducePipelineReadYourWrites(t *testing.T) {
 	p := s.partition("t", 0)
 	waitLogEnd(t, p, 1, "not appended")
 	time.Sleep(200 * time.Millisecond) // let the ListOffsets be handled (as it would be, pipelined)
-	for _, r := range []int32{2, 3} {
-		res, err := p.HandleReplicaFetch(r, 1, 1, 1<<20, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Records.Release()
-	}
+	followersFetch(t, p.Partition, 1)
 	ra := kmsg.NewPtrProduceResponse()
 	ra.Version = 9
 	rc.Recv(a, ra)

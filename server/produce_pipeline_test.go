@@ -13,6 +13,7 @@ import (
 	"github.com/sluice/sluice/internal/kraw"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replication"
 )
 
 // serveFake serves s on a loopback listener and returns a raw connection to
@@ -48,6 +49,19 @@ func waitLogEnd(t *testing.T, p interface{ Log() engine.Log }, end int64, what s
 			t.Fatalf("%s (log end %d, want %d)", what, p.Log().EndOffset(), end)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// followersFetch has followers 2 and 3 fetch p (leader epoch 1) from
+// offset, as their fetchers would, which moves the high watermark to it.
+func followersFetch(t *testing.T, p *replication.Partition, offset int64) {
+	t.Helper()
+	for _, r := range []int32{2, 3} {
+		res, err := p.HandleReplicaFetch(r, 1, offset, 1<<20, time.Now())
+		if err != nil {
+			t.Fatalf("replica %d fetch: %v", r, err)
+		}
+		res.Records.Release()
 	}
 }
 
@@ -94,13 +108,7 @@ func TestProducePipelinedAcksAll(t *testing.T) {
 
 	// Followers 2 and 3 fetch from offset 1: the first request is
 	// committed, the second is not.
-	for _, r := range []int32{2, 3} {
-		res, err := p.HandleReplicaFetch(r, 1, 1, 1<<20, time.Now())
-		if err != nil {
-			t.Fatalf("replica %d fetch: %v", r, err)
-		}
-		res.Records.Release()
-	}
+	followersFetch(t, p.Partition, 1)
 	ra := kmsg.NewPtrProduceResponse()
 	ra.Version = 9
 	rc.Recv(a, ra)
