@@ -65,7 +65,7 @@ func BenchmarkValidateAppend(b *testing.B) {
 				b.SetBytes(int64(raw))
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
-					if _, err := validateShallow(batch); err != nil {
+					if _, err := validateShallow(batch, true); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -64,7 +64,7 @@ func (e *BatchError) Unwrap() error { return e.Kind }
 // what a follower's append runs; a batch a client sends gets ValidateAppend,
 // which adds the compressed records and the topic's timestamp rules.
 func Validate(b []byte) (int, error) {
-	size, err := validateShallow(b)
+	size, err := validateShallow(b, true)
 	if err != nil {
 		return 0, err
 	}
@@ -77,10 +77,14 @@ func Validate(b []byte) (int, error) {
 	return size, nil
 }
 
-// validateShallow checks everything but the records and returns the batch
-// size.
-func validateShallow(b []byte) (int, error) {
-	size, err := validateFramed(b)
+// validateShallow checks everything but the records (and the CRC unless
+// crc) and returns the batch size.
+func validateShallow(b []byte, crc bool) (int, error) {
+	check := validateHeader
+	if crc {
+		check = validateFramed
+	}
+	size, err := check(b)
 	if err != nil {
 		return 0, err
 	}

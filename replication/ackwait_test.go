@@ -12,7 +12,7 @@ import (
 func appendLocal(t *testing.T, p *Partition, b []byte) (AppendResult, *AckWatch, *AckGroup) {
 	t.Helper()
 	w, g := &AckWatch{}, NewAckGroup(nil)
-	res, err := p.AppendLocal(b, w, g)
+	res, err := p.AppendLocal(b, Checked{}, w, g)
 	g.Seal()
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,21 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool
 // last 5 batches is not an error: Duplicate is set and BaseOffset is the
 // original one. Safe for concurrent use.
 func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
-	if err := p.checkClientBatches(batches); err != nil {
+	return p.AppendChecked(ctx, batches, acks, Checked{})
+}
+
+// Checked is what the caller of AppendChecked or AppendLocal has already
+// checked of a client's batches, so the partition does not again.
+type Checked struct {
+	// CRC: every batch's CRC-32C matched these very bytes
+	// (record.Rules.CRCChecked).
+	CRC bool
+}
+
+// AppendChecked is Append for batches of which the caller has checked
+// what checked says.
+func (p *Partition) AppendChecked(ctx context.Context, batches []byte, acks int16, checked Checked) (AppendResult, error) {
+	if err := p.checkClientBatches(batches, checked); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
 	res, err := p.appendQueued(batches, acks, nil)
@@ -80,7 +94,7 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 	return res, p.waitAppended(ctx, &res, res.gen)
 }
 
-// AppendLocal is Append with acks -1 up to the local append: the
+// AppendLocal is AppendChecked with acks -1 up to the local append: the
 // min.insync.replicas check, validation and the append itself, with the
 // same errors. It does not wait for the ISR: when it returns no error it
 // has linked w (owned by the caller until g is done) in group g, and the
@@ -92,8 +106,8 @@ func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (App
 // one is being replicated (server: pipelined acks=all produce) instead of
 // leaving the leader idle for a follower round trip per request. On error
 // w is not linked. Safe for concurrent use.
-func (p *Partition) AppendLocal(batches []byte, w *AckWatch, g *AckGroup) (AppendResult, error) {
-	if err := p.checkClientBatches(batches); err != nil {
+func (p *Partition) AppendLocal(batches []byte, checked Checked, w *AckWatch, g *AckGroup) (AppendResult, error) {
+	if err := p.checkClientBatches(batches, checked); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
 	res, err := p.appendQueued(batches, -1, nil)
@@ -157,9 +171,10 @@ func (p *Partition) appendQueued(batches []byte, acks int16, marker *TxnMarker) 
 // whole, compressed records included, against the topic's rules
 // (record.ValidateAppend); no control batch (Kafka's LogValidator: only
 // the broker writes markers) and no transactional batch without a
-// producer id.
-func (p *Partition) checkClientBatches(batches []byte) error {
+// producer id. What checked vouches for is not checked again.
+func (p *Partition) checkClientBatches(batches []byte, checked Checked) error {
 	r := *p.rules.Load()
+	r.CRCChecked = checked.CRC
 	r.LogAppendTime = p.logAppendTime.Load()
 	r.Now = p.opts.Now().UnixMilli()
 	if _, _, err := record.ValidateAppend(batches, &r); err != nil {

@@ -65,6 +65,10 @@ type request struct {
 	// received is when the frame was read whole (set only with metrics:
 	// the start of the request's queue time).
 	received metrics.Stamp
+	// crc is what the read found of a Produce request's batch CRCs
+	// (crcscan.go), over crcFrame, the bytes kreq was decoded from.
+	crc      crcScan
+	crcFrame []byte
 }
 
 // recyclable reports whether a request of this key is done with its frame
@@ -278,7 +282,11 @@ func (c *conn) readLoop() {
 			return
 		}
 		var frame frameBuf
-		body, err := c.readBody(rd, &frame, int(n), last, deadline)
+		var scan crcScan
+		if raw {
+			scan.off = true
+		}
+		body, err := c.readBody(rd, &frame, &scan, int(n), last, deadline)
 		if err != nil {
 			frame.free(c.pool, false)
 			c.logReadErr(err, true)
@@ -290,6 +298,9 @@ func (c *conn) readLoop() {
 			r = &request{raw: true, body: body}
 		} else {
 			r = c.s.decodeRequest(body)
+			if r.key == apiKeyProduce && r.kreq != nil {
+				r.crc, r.crcFrame = scan, body
+			}
 		}
 		r.frame, r.pool = frame, c.pool
 		if c.s.metrics != nil {
@@ -323,14 +334,14 @@ func (c *conn) readLoop() {
 // max(minFrameClass, want) bytes, want being the size of its previous
 // frame, which it has shown it can send. On error f may hold bytes; the
 // caller frees it.
-func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, n, want int, deadline time.Time) ([]byte, error) {
+func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, scan *crcScan, n, want int, deadline time.Time) ([]byte, error) {
 	have := 0
 	for {
 		buf, err := f.grow(c.pool, n, have, want, deadline, c.stopped, c.done)
 		if err != nil {
 			return nil, err
 		}
-		m, err := c.lowat.readFrame(rd, buf[have:], n-have)
+		m, err := c.lowat.readFrame(rd, buf, have, n-have, scan)
 		have += m
 		if err != nil {
 			return nil, err
@@ -515,7 +526,7 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 	if r.kreq == nil { // ApiVersions at a version we do not serve
 		return &response{corr: r.corr, kresp: s.apiVersionsUnsupported()}
 	}
-	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version}
+	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version, req: r}
 	var started metrics.Stamp
 	if s.metrics != nil {
 		started = metrics.Now()
@@ -725,6 +736,18 @@ type reqCtx struct {
 	// also is a second request-metrics handle the handler chose (a Fetch's
 	// FetchConsumer or FetchFollower); nil: none.
 	also *metrics.API
+	// req is the request being handled; nil in FuzzDispatch and direct
+	// handler tests.
+	req *request
+}
+
+// crcChecked reports whether the k-th records field of the Produce request
+// being handled had every batch's CRC checked as it was read (crcScan).
+func (rc *reqCtx) crcChecked(k int, records []byte) bool {
+	if rc == nil || rc.req == nil {
+		return false
+	}
+	return rc.req.crc.checked(rc.req.crcFrame, k, records)
 }
 
 // addRemote notes a wait of d by one of a request's partitions. Partitions

@@ -75,11 +75,15 @@ func (l *rcvLowat) set(v int) error {
 	return nil
 }
 
-// readFrame reads len(p) bytes of a frame of which left bytes (>= len(p))
-// are still unread, holding the mark at what is still to come, within
-// [lowatMin, lowatMax], while that is large.
-func (l *rcvLowat) readFrame(rd *bufio.Reader, p []byte, left int) (int, error) {
+// readFrame reads into frame[from:], up to the end of the buffer
+// (len(frame) may be short of the frame, which is left bytes from from
+// on), holding the mark at what is still to come, within [lowatMin,
+// lowatMax], while that is large. scan, unless off, goes on with each
+// piece as it arrives, and pieces are then at most scanPiece bytes, so
+// that it checks them while they are in the CPU's cache.
+func (l *rcvLowat) readFrame(rd *bufio.Reader, frame []byte, from, left int, scan *crcScan) (int, error) {
 	got := 0
+	p := frame[from:]
 	for got < len(p) {
 		if l.raw != nil {
 			mark := 1
@@ -90,8 +94,15 @@ func (l *rcvLowat) readFrame(rd *bufio.Reader, p []byte, left int) (int, error) 
 				return got, err
 			}
 		}
-		n, err := rd.Read(p[got:])
+		end := len(p)
+		if !scan.off {
+			end = min(end, got+scanPiece)
+		}
+		n, err := rd.Read(p[got:end])
 		got += n
+		if n > 0 && !scan.off {
+			scan.advance(frame[:from+got])
+		}
 		if err == io.EOF {
 			return got, io.ErrUnexpectedEOF // the frame's size was read
 		}

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/record"
+)
+
+// scanFrame is the body of a request frame (header and request) as a
+// client sends it after the size.
+func scanFrame(req kmsg.Request, clientID string) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, 42)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
+	b = append(b, clientID...)
+	if req.IsFlexible() {
+		b = append(b, 0) // no header tags
+	}
+	return req.AppendTo(b)
+}
+
+// scanBatches is n valid batches of recs records each, record.AppendBatch's.
+func scanBatches(n, recs int) []byte {
+	val := bytes.Repeat([]byte("v"), 100)
+	rs := make([]record.BuildRecord, recs)
+	for i := range rs {
+		rs[i] = record.BuildRecord{Key: []byte{byte(i)}, Value: val, Timestamp: 1700000000000}
+	}
+	var b []byte
+	for range n {
+		b = record.AppendBatch(b, record.BatchOptions{ProducerID: -1, BaseSequence: -1}, rs)
+	}
+	return b
+}
+
+// scanProduce is a Produce request of version v: two topics, the first
+// with partitions holding parts[i] (nil: null records).
+func scanProduce(v int16, parts ...[]byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(v)
+	req.Acks, req.TimeoutMillis = -1, 5000
+	tid := "txn"
+	req.TransactionID = &tid
+	for ti, name := range []string{"first", "second-topic"} {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = name
+		for i, recs := range parts {
+			if ti == 1 && i > 0 {
+				break
+			}
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition = int32(i)
+			rp.Records = recs
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// scanIn feeds frame to a new scan in pieces of random sizes up to max.
+func scanIn(frame []byte, rng *rand.Rand, max int) *crcScan {
+	var s crcScan
+	for have := 0; have < len(frame); {
+		have = min(len(frame), have+1+rng.IntN(max))
+		s.advance(frame[:have])
+		s.advance(frame[:have]) // again with nothing new: no change
+	}
+	return &s
+}
+
+// vouched decodes frame as the server does and lists, per records field in
+// request order, whether the scan vouches for it.
+func vouched(t *testing.T, s *crcScan, frame []byte) []bool {
+	t.Helper()
+	r := (&Server{}).decodeRequest(frame)
+	if r.closeErr != nil {
+		t.Fatalf("decode: %v", r.closeErr)
+	}
+	var got []bool
+	k := 0
+	for _, rt := range r.kreq.(*kmsg.ProduceRequest).Topics {
+		for _, rp := range rt.Partitions {
+			got = append(got, s.checked(frame, k, rp.Records))
+			k++
+		}
+	}
+	return got
+}
+
+func TestCRCScanVouchesForWholeValidBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	good := scanBatches(3, 20)
+	badCRC := scanBatches(2, 5)
+	badCRC[len(badCRC)-1] ^= 1 // the second batch's last byte
+	pastEnd := scanBatches(1, 5)
+	binary.BigEndian.PutUint32(pastEnd[8:], uint32(len(pastEnd))) // batchLength too long by 12
+	badMagic := scanBatches(1, 5)
+	badMagic[16] = 1
+	trailing := append(scanBatches(1, 5), 1, 2, 3) // bytes after the last batch that no batch frames
+	shortHeader := scanBatches(1, 5)[:20]
+	parts := [][]byte{good, badCRC, nil, {}, pastEnd, badMagic, trailing, shortHeader, scanBatches(1, 1)}
+	want := []bool{true, false, false, false, false, false, false, false, true, true}
+	for v := int16(3); v <= 11; v++ {
+		frame := scanFrame(scanProduce(v, parts...), "client")
+		for _, piece := range []int{1, 7, 300, 1 << 20} {
+			s := scanIn(frame, rng, piece)
+			if s.off || s.step != scanDone {
+				t.Fatalf("v%d pieces %d: scan off %v, step %d", v, piece, s.off, s.step)
+			}
+			got := vouched(t, s, frame)
+			if len(got) != len(want) {
+				t.Fatalf("v%d: %d records fields, want %d", v, len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("v%d pieces %d: records field %d vouched %v, want %v", v, piece, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// A batch's bytes are vouched for only where the handler finds them: other
+// bytes of the same length, or the same bytes under another index, are not.
+func TestCRCScanChecksIdentity(t *testing.T) {
+	good := scanBatches(1, 3)
+	frame := scanFrame(scanProduce(9, good, good), "")
+	s := scanIn(frame, rand.New(rand.NewPCG(3, 4)), 64)
+	if got := vouched(t, s, frame); !got[0] || !got[1] {
+		t.Fatalf("vouched %v, want both", got)
+	}
+	copyOf := bytes.Clone(good)
+	if s.checked(frame, 0, copyOf) {
+		t.Error("a copy of the bytes was vouched for")
+	}
+	r := (&Server{}).decodeRequest(frame)
+	second := r.kreq.(*kmsg.ProduceRequest).Topics[0].Partitions[1].Records
+	if s.checked(frame, 0, second) || s.checked(frame, 99, second) || s.checked(frame, 1, nil) {
+		t.Error("records were vouched for under another index")
+	}
+}
+
+func TestCRCScanOtherRequests(t *testing.T) {
+	for _, req := range []kmsg.Request{kmsg.NewPtrFetchRequest(), kmsg.NewPtrMetadataRequest()} {
+		frame := scanFrame(req, "c")
+		s := scanIn(frame, rand.New(rand.NewPCG(5, 6)), 3)
+		if !s.off {
+			t.Errorf("%s: scan still on", kmsg.NameForKey(req.Key()))
+		}
+	}
+	old := scanProduce(3, scanBatches(1, 1))
+	old.SetVersion(2) // below what the broker serves
+	frame := scanFrame(old, "c")
+	if s := scanIn(frame, rand.New(rand.NewPCG(7, 8)), 5); !s.off {
+		t.Error("Produce v2: scan still on")
+	}
+}
+
+// A hostile request claims huge counts and lengths: the scan neither
+// allocates for them nor vouches for anything, and ends with the bytes.
+func TestCRCScanHostileCounts(t *testing.T) {
+	frame := scanFrame(scanProduce(7, scanBatches(1, 2)), "c")
+	// The topics count of v7 follows the header (2+2+4+2+1), the
+	// transactional id (2+3), acks and timeout (6).
+	at := 2 + 2 + 4 + 2 + 1 + 2 + 3 + 6
+	if got := int32(binary.BigEndian.Uint32(frame[at:])); got != 2 {
+		t.Fatalf("topics count at %d reads %d, want 2", at, got)
+	}
+	binary.BigEndian.PutUint32(frame[at:], 1<<31-1)
+	s := scanIn(frame, rand.New(rand.NewPCG(9, 10)), 100)
+	if s.step == scanDone {
+		t.Error("scan finished a request that promised 2^31-1 topics")
+	}
+	if len(s.spans) > 3 {
+		t.Errorf("%d spans from a 3-partition request", len(s.spans))
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		var s crcScan
+		s.advance(frame)
+	})
+	if allocs > 3 {
+		t.Errorf("%.0f allocations per scan, want at most 3 (the list of spans growing)", allocs)
+	}
+}
+
+// crcScanSeeds are Produce requests of the three shapes (v3-8, v9-10,
+// v11) the fuzzer and the mutation test start from.
+func crcScanSeeds() [][]byte {
+	return [][]byte{
+		scanFrame(scanProduce(3, scanBatches(2, 3), nil), "c"),
+		scanFrame(scanProduce(9, scanBatches(1, 4)), ""),
+		scanFrame(scanProduce(11, scanBatches(3, 1), scanBatches(1, 2)), "x"),
+	}
+}
+
+// checkCRCScan is FuzzCRCScan's property on one input.
+func checkCRCScan(t *testing.T, frame []byte) {
+	var whole crcScan
+	whole.advance(frame)
+	seed := uint64(len(frame))
+	pieces := scanIn(frame, rand.New(rand.NewPCG(seed, seed)), 17)
+	if whole.off != pieces.off || whole.step != pieces.step || len(whole.spans) != len(pieces.spans) {
+		t.Fatalf("whole: off %v step %d spans %d; in pieces: off %v step %d spans %d",
+			whole.off, whole.step, len(whole.spans), pieces.off, pieces.step, len(pieces.spans))
+	}
+	for i, sp := range whole.spans {
+		if sp != pieces.spans[i] {
+			t.Fatalf("span %d: whole %+v, in pieces %+v", i, sp, pieces.spans[i])
+		}
+		if !sp.ok {
+			continue
+		}
+		recs := frame[sp.start:sp.end]
+		for pos := 0; pos < len(recs); {
+			b := record.Batch(recs[pos:])
+			size := b.Size()
+			if size < record.HeaderSize || size > len(recs)-pos || b.Magic() != record.Magic || b.ComputeCRC() != b.CRC() {
+				t.Fatalf("span %d vouched for, batch at %d: size %d magic %d", i, pos, size, b.Magic())
+			}
+			pos += size
+		}
+	}
+}
+
+// TestCRCScanMutations runs FuzzCRCScan's property over seeded mutations
+// of the seeds: bytes overwritten (with a fuzzer's favourite values among
+// them), inserted and cut off.
+func TestCRCScanMutations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	seeds := crcScanSeeds()
+	vals := []uint32{0, 1, 0x7f, 0x80, 0xff, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 0x10000}
+	for range 20000 {
+		f := bytes.Clone(seeds[rng.IntN(len(seeds))])
+		for range 1 + rng.IntN(4) {
+			switch rng.IntN(3) {
+			case 0:
+				f[rng.IntN(len(f))] = byte(rng.Uint32())
+			case 1:
+				binary.BigEndian.PutUint32(f[rng.IntN(len(f)-4):], vals[rng.IntN(len(vals))])
+			case 2:
+				p := rng.IntN(len(f))
+				f = append(f[:p], append([]byte{byte(rng.Uint32())}, f[p:]...)...)
+			}
+		}
+		if rng.IntN(3) == 0 {
+			f = f[:rng.IntN(len(f))]
+		}
+		checkCRCScan(t, f)
+	}
+}
+
+// FuzzCRCScan: on any bytes, in any pieces, the scan never panics, reaches
+// the same verdicts whole and in pieces, and vouches only for records every
+// batch of which record.Validate frames with a matching CRC.
+func FuzzCRCScan(f *testing.F) {
+	for _, seed := range crcScanSeeds() {
+		f.Add(seed)
+	}
+	f.Fuzz(checkCRCScan)
+}
