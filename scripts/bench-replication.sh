@@ -113,10 +113,9 @@ date_start=$(date -u '+%Y-%m-%d %H:%M')
 declare -a pids=()
 declare -A bpid=() bport=() hport=() # by broker name: single, 1, 2, 3
 strace_pids=()
-warm=
 cleanup() {
 	local p
-	[ -z "$warm" ] || rm -f "$warm"
+	bench_vm_restore
 	for p in "${strace_pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for ((i = ${#pids[@]} - 1; i >= 1; i--)); do kill "${pids[$i]}" 2>/dev/null || true; done
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
@@ -207,13 +206,7 @@ done
 results=$work/results.jsonl
 : >"$results"
 
-if [ "$WARM_MB" -gt 0 ] && [ -d /dev/shm ]; then
-	log "warm-up: touching $WARM_MB MB of memory"
-	warm=$(mktemp /dev/shm/repl-warm.XXXXXX)
-	timeout 300 dd if=/dev/zero of="$warm" bs=1M count="$WARM_MB" status=none ||
-		log "warm-up incomplete (is /dev/shm smaller than $WARM_MB MB?)"
-	rm -f "$warm"
-fi
+bench_warm "$work/benchreport" # scripts/bench-lib.sh
 
 # cpu B: utime+stime of broker B in clock ticks.
 cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/${bpid[$1]}/stat"; }

@@ -49,7 +49,8 @@ E2E_SECS=${E2E_SECS:-3}        # length of an e2e run
 E2E_RATE=${E2E_RATE:-10000}    # records/s of an e2e run
 PERF_TIMEOUT=${PERF_TIMEOUT:-60}
 PROFILE=${PROFILE:-1}          # 0: skip the go test profile pass
-WARM_MB=${WARM_MB:-8192}       # memory touched (and freed) before measuring; 0: none
+WARM_MB=${WARM_MB:-8192}       # memory touched through /dev/shm when QUIET_VM=0 or unavailable; 0: none
+QUIET_VM=${QUIET_VM:-1}        # 1: pause free page reporting for the run (bench-lib.sh: bench_warm)
 PROFILE_BENCHTIME=${PROFILE_BENCHTIME:-1000x}
 OUT=${OUT:-$repo/BENCHMARKS.md}
 SVG=${SVG:-$repo/docs/bench.svg}
@@ -75,11 +76,12 @@ stop_brokers() {
 		unset "broker_pid[$b]"
 	done
 }
-warm=
+# shellcheck source=bench-lib.sh
+. "$repo/scripts/bench-lib.sh"
 cleanup() {
 	stop_brokers
 	rm -rf "$work"
-	[ -z "$warm" ] || rm -f "$warm"
+	bench_vm_restore
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -106,17 +108,11 @@ timeout 300 "$GO" build -o "$work/benchreport" ./bench/cmd/benchreport
 br=$work/benchreport
 clk=$(getconf CLK_TCK)
 
-# Warm-up. A VM's memory is backed by the host when first touched: on a
-# freshly booted one, three 1 GiB dd runs in a row gave 272, 924 and 3800
-# MB/s. Touch (and free) WARM_MB of memory through tmpfs first, so no broker
-# pays for that and dd measures the page cache, not the hypervisor.
-if [ "$WARM_MB" -gt 0 ] && [ -d /dev/shm ]; then
-	log "warm-up: touching $WARM_MB MB of memory"
-	warm=$(mktemp /dev/shm/sluice-warm.XXXXXX)
-	timeout 300 dd if=/dev/zero of="$warm" bs=1M count="$WARM_MB" status=none ||
-		log "warm-up incomplete (is /dev/shm smaller than $WARM_MB MB?)"
-	rm -f "$warm"
-fi
+# Warm-up (scripts/bench-lib.sh: bench_warm): free page reporting paused
+# for the run and the memory touched once, or WARM_MB through /dev/shm.
+bench_warm "$br"
+vm_state="free page reporting left on; warm-up ${WARM_MB} MB through /dev/shm"
+[ -z "$bench_vm_order" ] || vm_state="free page reporting paused for the run (page_reporting_order $bench_vm_order -> 11), all memory but 3 GiB touched first"
 
 # Limits. dd's summary line is "N bytes (...) copied, S s, R MB/s".
 log "limits: dd 1 GiB x$RUNS"
@@ -306,10 +302,10 @@ cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)
 timeout 60 "$br" render -results "$results" -svg "$SVG" -svg-ref "$(realpath --relative-to="$(dirname "$OUT")" "$SVG")" \
 	-date "$date_start UTC" -commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-	-machine "nproc $(nproc), $cpu_model, $mem_gib GiB RAM, $fstype" \
+	-machine "nproc $(nproc), $cpu_model, $mem_gib GiB RAM, $fstype; $vm_state" \
 	-load-start "$load_start" -load-end "$(cut -d' ' -f1-3 /proc/loadavg)" \
 	-dd4g "${dd4g:-0}" -profiles "$profdir" -extra "$extra" -repl-results "$repl_json" \
-	-params "RUNS=$RUNS REC_1K=$REC_1K REC_100=$REC_100 REC_4P=$REC_4P FLOOR_MIB=$FLOOR_MIB E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE WARM_MB=$WARM_MB" \
+	-params "RUNS=$RUNS REC_1K=$REC_1K REC_100=$REC_100 REC_4P=$REC_4P FLOOR_MIB=$FLOOR_MIB E2E_SECS=$E2E_SECS E2E_RATE=$E2E_RATE QUIET_VM=$QUIET_VM WARM_MB=$WARM_MB" \
 	>"$report"
 
 # Keep the raw results beside the chart, so the report can be re-rendered

@@ -17,6 +17,8 @@
 //	    pinned reader takes 1 MiB frames off loopback TCP and CRCs and
 //	    pwrites them, or appends them to segment logs; one JSON line per
 //	    mode and run
+//	benchreport warm [-mib N] [-leave-mib 3072]
+//	    touch (and free) all of MemAvailable but -leave-mib, or N MiB
 //	benchreport render -results FILE -svg PATH [flags]
 //	    write the markdown report on stdout and the chart to PATH
 //
@@ -30,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|render [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -43,6 +45,8 @@ func main() {
 		err = measure(os.Args[2:])
 	case "floor":
 		err = floorCmd(os.Args[2:])
+	case "warm":
+		err = warmCmd(os.Args[2:])
 	case "render":
 		err = render(os.Args[2:])
 	default:
