@@ -53,7 +53,7 @@ FUZZTIME ?= 20s
 FUZZ_TARGETS := ./record/:FuzzValidate ./record/:FuzzIter ./record/:FuzzValidateAppend ./record/:FuzzScanRecord \
 	./record/:FuzzValidateCompressed ./segment/:FuzzRecoverTail \
 	./metastore/:FuzzDecodeValues ./engine/pebblelog/:FuzzDecode ./server/fetchresp/:FuzzWrite \
-	./replication/:FuzzProducerState ./server/:FuzzDispatch \
+	./replication/:FuzzProducerState ./server/:FuzzDispatch ./server/:FuzzCRCScan \
 	./segment/:FuzzParseOffsetCheckpoint ./segment/:FuzzParseEpochCheckpoint \
 	./mmapindex/:FuzzOpen ./cluster/:FuzzDecodeZnodes \
 	./offsets/:FuzzOffsetKey ./offsets/:FuzzOffsetValue ./offsets/:FuzzGroupValue \

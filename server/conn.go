@@ -347,6 +347,9 @@ func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, scan *crcScan, n, want in
 			return nil, err
 		}
 		if have == n {
+			if !scan.off {
+				scan.finish(buf[:n])
+			}
 			if err := c.lowat.reset(); err != nil {
 				return nil, err
 			}

@@ -42,6 +42,13 @@ type crcScan struct {
 	// spans are the records fields of the frame, in order, each with
 	// whether every batch in it was checked.
 	spans []scanSpan
+	// retryAt: a unit that was short of bytes is read again from its
+	// start only once the frame has this many, twice what it had, so a
+	// unit arriving in many small pieces (a header of many tagged fields
+	// over TLS, a byte per record) costs linear time, not quadratic.
+	// reread counts the bytes read again (tests).
+	retryAt int
+	reread  int
 }
 
 type scanSpan struct {
@@ -70,11 +77,21 @@ const scanPiece = 256 << 10
 // advance goes on with frame[:have] (the frame read so far; bytes already
 // seen never change). It may be called with the same have again.
 func (s *crcScan) advance(frame []byte) {
+	if len(frame) < s.retryAt {
+		return
+	}
 	for !s.off && s.step != scanDone {
 		if !s.next(frame) {
 			return
 		}
 	}
+}
+
+// finish goes on with the whole frame, whatever retryAt says: no more
+// bytes will come.
+func (s *crcScan) finish(frame []byte) {
+	s.retryAt = 0
+	s.advance(frame)
 }
 
 // next takes one step; false: it needs bytes not yet read. A step reads
@@ -191,6 +208,8 @@ func (s *crcScan) commit(c *scanCursor) bool {
 		return false
 	}
 	if c.short {
+		s.reread += len(c.b) - s.pos
+		s.retryAt = s.pos + 2*(len(c.b)-s.pos) + 1
 		return false
 	}
 	s.pos = c.p
