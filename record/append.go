@@ -56,11 +56,57 @@ type Rules struct {
 	// record must have a key (a null key is ErrNoKey; an empty key
 	// passes), as Kafka's LogValidator.validateKey has it.
 	RequireKeys bool
-	// CRCChecked: the caller has already checked every batch's CRC-32C
-	// against these very bytes (the server does as a Produce request
-	// arrives, while its bytes are in the CPU's cache); the rest is still
-	// checked. Set per call, never in a topic's stored rules.
-	CRCChecked bool
+	// Pre is what the caller has already checked of these very bytes;
+	// set per call, never in a topic's stored rules.
+	Pre Prechecked
+}
+
+// Prechecked is what a caller checked of a records field as it read it:
+// the server does while a Produce request arrives, when its bytes are in
+// the CPU's cache, which they no longer are when the partition validates
+// them (server/crcscan.go). ValidateAppend then checks the rest.
+type Prechecked struct {
+	// CRC: every batch's CRC-32C matched.
+	CRC bool
+	// Records: every batch is uncompressed and its records were walked
+	// whole (ScanRecord): well formed, offset deltas 0..recordCount-1,
+	// ending at the batch's end. MinTs and MaxTs then bound the records'
+	// timestamps other than NoTimestamp (MinTs > MaxTs: there were none)
+	// and NullKey says whether one of them had a null key: all that a
+	// topic's rules ask of the records.
+	Records      bool
+	MinTs, MaxTs int64
+	NullKey      bool
+}
+
+// StartRecords starts p's record facts: Records set, no timestamps, no
+// null key.
+func (p *Prechecked) StartRecords() {
+	p.Records, p.MinTs, p.MaxTs, p.NullKey = true, math.MaxInt64, math.MinInt64, false
+}
+
+// Note adds one walked record, its timestamp and whether its key is null.
+func (p *Prechecked) Note(ts int64, nullKey bool) {
+	if ts != NoTimestamp {
+		p.MinTs, p.MaxTs = min(p.MinTs, ts), max(p.MaxTs, ts)
+	}
+	p.NullKey = p.NullKey || nullKey
+}
+
+// fits reports whether the walked records pass the window and the key
+// rule: when they do not, the records are walked again for the error.
+func (p *Prechecked) fits(w tsWindow, requireKeys bool) bool {
+	if !p.Records || requireKeys && p.NullKey {
+		return false
+	}
+	return !w.on || p.MinTs > p.MaxTs || p.MinTs >= w.lo && p.MaxTs <= w.hi
+}
+
+// ScanRecord reads the record at the start of b as ValidateAppend's walk
+// does: its size, timestamp and offset deltas, whether its key is null,
+// and ok false where the record is malformed. It does not allocate.
+func ScanRecord(b []byte) (size int, tsDelta, offsetDelta int64, nullKey, ok bool) {
+	return scanRecord(b)
 }
 
 // DefaultRules are Kafka's defaults: CreateTime, no timestamp bounds, the
@@ -121,7 +167,7 @@ func ValidateAppend(buf []byte, r *Rules) (batches int, records int64, err error
 }
 
 func validateAppend(b []byte, r *Rules, w tsWindow) (int, error) {
-	size, err := validateShallow(b, !r.CRCChecked)
+	size, err := validateShallow(b, !r.Pre.CRC)
 	if err != nil {
 		return 0, err
 	}
@@ -130,7 +176,9 @@ func validateAppend(b []byte, r *Rules, w tsWindow) (int, error) {
 		return 0, err
 	}
 	if bt.Codec() == CodecNone {
-		err = walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), w, r.RequireKeys)
+		if !r.Pre.fits(w, r.RequireKeys) {
+			err = walkRecords(bt.Records(), bt.RecordCount(), bt.BaseTimestamp(), w, r.RequireKeys)
+		}
 	} else {
 		err = walkCompressed(bt, r.MaxDecompressed, w, r.RequireKeys)
 	}

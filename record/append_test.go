@@ -440,3 +440,69 @@ func TestValidateAppendRequireKeysNoAlloc(t *testing.T) {
 		})
 	}
 }
+
+// What a caller vouches for (Rules.Pre) is not checked again, and the rest
+// still is: a CRC the caller checked, records it walked whose facts fit
+// the rules; facts that do not fit send the records to the walk, which
+// reports the error as without them.
+func TestValidateAppendPrechecked(t *testing.T) {
+	recs := []BuildRecord{
+		{Key: []byte("k"), Value: []byte("a"), Timestamp: 1000},
+		{Value: []byte("b"), Timestamp: 3000},
+	}
+	b := AppendBatch(nil, BatchOptions{ProducerID: -1, BaseSequence: -1}, recs)
+	walked := Prechecked{CRC: true}
+	walked.StartRecords()
+	walked.Note(1000, false)
+	walked.Note(3000, true)
+
+	badCRC := bytes.Clone(b)
+	badCRC[bytes.LastIndexByte(badCRC, 'b')] = 'c' // a value byte: the records still parse
+	r := DefaultRules()
+	if _, _, err := ValidateAppend(badCRC, &r); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bad CRC, nothing vouched: %v, want ErrCorrupt", err)
+	}
+	r.Pre = Prechecked{CRC: true}
+	if _, _, err := ValidateAppend(badCRC, &r); err != nil {
+		t.Fatalf("bad CRC the caller vouched for: %v", err)
+	}
+
+	// A batch whose records the walk refuses, vouched for: the walk is
+	// skipped only when the facts are given.
+	tooFew := bytes.Clone(b)
+	binary.BigEndian.PutUint32(tooFew[offRecordCount:], 3)
+	binary.BigEndian.PutUint32(tooFew[offLastOffsetDelta:], 2)
+	binary.BigEndian.PutUint32(tooFew[offCRC:], Batch(tooFew).ComputeCRC())
+	r = DefaultRules()
+	r.Pre = Prechecked{CRC: true}
+	if _, _, err := ValidateAppend(tooFew, &r); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("records walked here: %v, want ErrCorrupt", err)
+	}
+
+	for _, tc := range []struct {
+		name          string
+		before, after int64 // the window around Now = 2000
+		keys          bool
+		pre           Prechecked
+		want          error
+	}{
+		{"no rules", NoTimestampLimit, NoTimestampLimit, false, walked, nil},
+		{"window holds them", 1000, 1000, false, walked, nil},
+		{"one before the window", 999, 1000, false, walked, ErrInvalidTimestamp},
+		{"one after the window", 1000, 999, false, walked, ErrInvalidTimestamp},
+		{"a null key on a compacted topic", NoTimestampLimit, NoTimestampLimit, true, walked, ErrNoKey},
+		{"not walked", 999, 1000, false, Prechecked{CRC: true}, ErrInvalidTimestamp},
+	} {
+		r := DefaultRules()
+		r.Now, r.TimestampBeforeMax, r.TimestampAfterMax, r.RequireKeys = 2000, tc.before, tc.after, tc.keys
+		r.Pre = tc.pre
+		_, _, err := ValidateAppend(b, &r)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		var be *BatchError
+		if tc.want != nil && errors.As(err, &be) && !strings.Contains(be.Reason, "record ") {
+			t.Errorf("%s: %q does not name the record, as the walk's error does", tc.name, be.Reason)
+		}
+	}
+}

@@ -6,13 +6,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/record"
 )
 
 // appendLocal appends b with AppendLocal in a group of its own, sealed.
 func appendLocal(t *testing.T, p *Partition, b []byte) (AppendResult, *AckWatch, *AckGroup) {
 	t.Helper()
 	w, g := &AckWatch{}, NewAckGroup(nil)
-	res, err := p.AppendLocal(b, Checked{}, w, g)
+	res, err := p.AppendLocal(b, record.Prechecked{}, w, g)
 	g.Seal()
 	if err != nil {
 		t.Fatal(err)

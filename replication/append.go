@@ -70,21 +70,13 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool
 // last 5 batches is not an error: Duplicate is set and BaseOffset is the
 // original one. Safe for concurrent use.
 func (p *Partition) Append(ctx context.Context, batches []byte, acks int16) (AppendResult, error) {
-	return p.AppendChecked(ctx, batches, acks, Checked{})
+	return p.AppendChecked(ctx, batches, acks, record.Prechecked{})
 }
 
-// Checked is what the caller of AppendChecked or AppendLocal has already
-// checked of a client's batches, so the partition does not again.
-type Checked struct {
-	// CRC: every batch's CRC-32C matched these very bytes
-	// (record.Rules.CRCChecked).
-	CRC bool
-}
-
-// AppendChecked is Append for batches of which the caller has checked
-// what checked says.
-func (p *Partition) AppendChecked(ctx context.Context, batches []byte, acks int16, checked Checked) (AppendResult, error) {
-	if err := p.checkClientBatches(batches, checked); err != nil {
+// AppendChecked is Append for batches of which the caller has already
+// checked what pre says (record.Prechecked); the partition checks the rest.
+func (p *Partition) AppendChecked(ctx context.Context, batches []byte, acks int16, pre record.Prechecked) (AppendResult, error) {
+	if err := p.checkClientBatches(batches, pre); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
 	res, err := p.appendQueued(batches, acks, nil)
@@ -106,8 +98,8 @@ func (p *Partition) AppendChecked(ctx context.Context, batches []byte, acks int1
 // one is being replicated (server: pipelined acks=all produce) instead of
 // leaving the leader idle for a follower round trip per request. On error
 // w is not linked. Safe for concurrent use.
-func (p *Partition) AppendLocal(batches []byte, checked Checked, w *AckWatch, g *AckGroup) (AppendResult, error) {
-	if err := p.checkClientBatches(batches, checked); err != nil {
+func (p *Partition) AppendLocal(batches []byte, pre record.Prechecked, w *AckWatch, g *AckGroup) (AppendResult, error) {
+	if err := p.checkClientBatches(batches, pre); err != nil {
 		return AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, err
 	}
 	res, err := p.appendQueued(batches, -1, nil)
@@ -171,10 +163,10 @@ func (p *Partition) appendQueued(batches []byte, acks int16, marker *TxnMarker) 
 // whole, compressed records included, against the topic's rules
 // (record.ValidateAppend); no control batch (Kafka's LogValidator: only
 // the broker writes markers) and no transactional batch without a
-// producer id. What checked vouches for is not checked again.
-func (p *Partition) checkClientBatches(batches []byte, checked Checked) error {
+// producer id. What pre vouches for is not checked again.
+func (p *Partition) checkClientBatches(batches []byte, pre record.Prechecked) error {
 	r := *p.rules.Load()
-	r.CRCChecked = checked.CRC
+	r.Pre = pre
 	r.LogAppendTime = p.logAppendTime.Load()
 	r.Now = p.opts.Now().UnixMilli()
 	if _, _, err := record.ValidateAppend(batches, &r); err != nil {

@@ -123,7 +123,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			pw := pipe.at(k)
-			checked := replication.Checked{CRC: rc.crcChecked(k, rp.Records)}
+			pre := rc.prechecked(k, rp.Records)
 			k++
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -132,13 +132,13 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				continue
 			}
 			if n == 1 {
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, checked, sp, pipe, pw)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, pre, sp, pipe, pw)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, checked, sp, pipe, pw)
+				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, pre, sp, pipe, pw)
 			}()
 		}
 	}
@@ -296,9 +296,9 @@ func (pp *producePipe) cancel(err error) {
 // A panic (a bug) fails this partition only.
 // With pipe (acks -1 only) the ISR wait is left to pipe, through pw, the
 // partition's entry.
-func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, checked replication.Checked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
+func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
 	err := safe.Call(s.log, "server: produce", func() error {
-		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, checked, sp, pipe, pw)
+		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, pre, sp, pipe, pw)
 		return nil
 	})
 	if err != nil {
@@ -307,7 +307,7 @@ func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t
 	}
 }
 
-func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, checked replication.Checked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
+func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
 	t := s.topics.get(topicName)
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
@@ -337,12 +337,12 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	var res replication.AppendResult
 	var err error
 	if pipe != nil {
-		res, err = p.AppendLocal(rp.Records, checked, &pw.w, &pipe.g)
+		res, err = p.AppendLocal(rp.Records, pre, &pw.w, &pipe.g)
 		if err == nil { // pw.w is linked: the writer waits for it
 			pw.p, pw.sp, pw.topic = p, sp, topicName // read after pipe.g is sealed
 		}
 	} else {
-		res, err = p.AppendChecked(ctx, rp.Records, acks, checked)
+		res, err = p.AppendChecked(ctx, rp.Records, acks, pre)
 		rc.addRemote(res.Waited)
 	}
 	// Counted at the local append, as Kafka does: records appended whose

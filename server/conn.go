@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -744,11 +745,11 @@ type reqCtx struct {
 	req *request
 }
 
-// crcChecked reports whether the k-th records field of the Produce request
-// being handled had every batch's CRC checked as it was read (crcScan).
-func (rc *reqCtx) crcChecked(k int, records []byte) bool {
+// prechecked is what was checked of the k-th records field of the Produce
+// request being handled as it was read (crcScan).
+func (rc *reqCtx) prechecked(k int, records []byte) record.Prechecked {
 	if rc == nil || rc.req == nil {
-		return false
+		return record.Prechecked{}
 	}
 	return rc.req.crc.checked(rc.req.crcFrame, k, records)
 }

@@ -34,13 +34,21 @@ type crcScan struct {
 	pos      int   // where the next unit starts, in the frame
 	topics   int64 // topics left, counting the current one
 	parts    int64 // partitions left in the current topic, counting the current one
-	// The current partition's records, and the batch being checked.
+	// The current partition's records, what is vouched for of them so far
+	// (pre.CRC false: nothing), and the batch being checked.
 	recStart, recEnd int
-	recOK            bool
+	pre              record.Prechecked
 	batchEnd, crcAt  int
 	crc, want        uint32
+	// The current batch's records walk: header read (the batch's first
+	// HeaderSize bytes), the next record's start, records walked so far,
+	// the batch's recordCount and base timestamp.
+	walkHeader    bool
+	walkAt        int
+	walked, count int64
+	baseTs        int64
 	// spans are the records fields of the frame, in order, each with
-	// whether every batch in it was checked.
+	// what was checked of it.
 	spans []scanSpan
 	// retryAt: a unit that was short of bytes is read again from its
 	// start only once the frame has this many, twice what it had, so a
@@ -53,7 +61,7 @@ type crcScan struct {
 
 type scanSpan struct {
 	start, end int
-	ok         bool
+	pre        record.Prechecked
 }
 
 type scanStep uint8
@@ -150,16 +158,21 @@ func (s *crcScan) next(frame []byte) bool {
 		if !s.commit(&c) {
 			return c.bad
 		}
-		s.recStart, s.recEnd, s.recOK, s.step = s.pos, s.pos+n, true, scanBatch
+		s.recStart, s.recEnd, s.step = s.pos, s.pos+n, scanBatch
+		s.pre = record.Prechecked{CRC: n > 0}
+		s.pre.StartRecords()
 	case scanBatch:
 		if s.pos >= s.recEnd {
-			s.spans = append(s.spans, scanSpan{s.recStart, s.recEnd, s.recOK && s.recEnd > s.recStart})
+			if !s.pre.CRC {
+				s.pre = record.Prechecked{}
+			}
+			s.spans = append(s.spans, scanSpan{s.recStart, s.recEnd, s.pre})
 			s.pos, s.step = s.recEnd, scanAfterRecords
 			return true
 		}
 		const crcStart = 21 // baseOffset, batchLength, leaderEpoch, magic, crc
 		if s.recEnd-s.pos < crcStart {
-			s.recOK, s.pos = false, s.recEnd // a header runs past the records
+			s.pre.CRC, s.pos = false, s.recEnd // a header runs past the records
 			return true
 		}
 		if len(frame)-s.pos < crcStart {
@@ -168,11 +181,12 @@ func (s *crcScan) next(frame []byte) bool {
 		b := frame[s.pos:]
 		size := record.LogOverhead + int64(int32(binary.BigEndian.Uint32(b[8:])))
 		if size < record.HeaderSize || size > int64(s.recEnd-s.pos) || int8(b[16]) != record.Magic {
-			s.recOK, s.pos = false, s.recEnd // record.Batch would not frame it so either
+			s.pre.CRC, s.pos = false, s.recEnd // record.Batch would not frame it so either
 			return true
 		}
 		s.want = binary.BigEndian.Uint32(b[17:])
 		s.crc, s.crcAt, s.batchEnd = 0, s.pos+crcStart, s.pos+int(size)
+		s.walkHeader = false
 		s.step = scanCRC
 	case scanCRC:
 		upto := min(len(frame), s.batchEnd)
@@ -181,11 +195,15 @@ func (s *crcScan) next(frame []byte) bool {
 		}
 		s.crc = crc32.Update(s.crc, crcTable, frame[s.crcAt:upto])
 		s.crcAt = upto
+		s.walk(frame[:upto])
 		if upto < s.batchEnd {
 			return false
 		}
 		if s.crc != s.want {
-			s.recOK = false
+			s.pre.CRC = false
+		}
+		if s.pre.Records && (s.walkAt != s.batchEnd || s.walked != s.count) {
+			s.pre.Records = false // too few records, or bytes after the last
 		}
 		s.pos, s.step = s.batchEnd, scanBatch
 	case scanAfterRecords: // the partition's tagged fields
@@ -198,6 +216,52 @@ func (s *crcScan) next(frame []byte) bool {
 		s.parts, s.step = s.parts-1, scanPartition
 	}
 	return true
+}
+
+// walk goes on with the current batch's records in b (the frame up to the
+// bytes read so far), as record.ValidateAppend's walk would: each record
+// whole and well formed (record.ScanRecord), offset deltas 0, 1, ... up to
+// recordCount; s.pre gathers their timestamps and null keys. A compressed
+// batch, or anything the walk refuses, leaves the records to the
+// partition (s.pre.Records false).
+func (s *crcScan) walk(b []byte) {
+	if !s.pre.Records {
+		return
+	}
+	if !s.walkHeader {
+		if len(b) < s.pos+record.HeaderSize {
+			return
+		}
+		bt := record.Batch(b[s.pos:])
+		if bt.Codec() != record.CodecNone {
+			s.pre.Records = false
+			return
+		}
+		s.walkHeader, s.walkAt = true, s.pos+record.HeaderSize
+		s.walked, s.count, s.baseTs = 0, int64(bt.RecordCount()), bt.BaseTimestamp()
+	}
+	for s.walkAt < len(b) {
+		length, n := binary.Varint(b[s.walkAt:])
+		if n == 0 {
+			return // the length is not all here yet
+		}
+		if n < 0 || length < 1 || length > int64(s.batchEnd-s.walkAt-n) {
+			s.pre.Records = false
+			return
+		}
+		end := s.walkAt + n + int(length)
+		if end > len(b) {
+			return
+		}
+		size, tsDelta, offsetDelta, nullKey, ok := record.ScanRecord(b[s.walkAt:end])
+		if !ok || size != end-s.walkAt || offsetDelta != s.walked || s.walked >= s.count {
+			s.pre.Records = false
+			return
+		}
+		s.pre.Note(s.baseTs+tsDelta, nullKey)
+		s.walked++
+		s.walkAt = end
+	}
 }
 
 // commit moves the scan past what c read, if c read it whole; a length no
@@ -216,16 +280,19 @@ func (s *crcScan) commit(c *scanCursor) bool {
 	return true
 }
 
-// checked reports whether records, the k-th records field of the request
-// decoded from frame, is the span the scan checked whole. The identity of
-// the bytes is checked, not assumed: kmsg's decode hands out subslices of
-// the frame, in the order the scan saw them.
-func (s *crcScan) checked(frame []byte, k int, records []byte) bool {
+// checked is what the scan vouches for of records, the k-th records field
+// of the request decoded from frame (nothing: the zero Prechecked). The
+// identity of the bytes is checked, not assumed: kmsg's decode hands out
+// subslices of the frame, in the order the scan saw them.
+func (s *crcScan) checked(frame []byte, k int, records []byte) record.Prechecked {
 	if s.off || k >= len(s.spans) || len(records) == 0 {
-		return false
+		return record.Prechecked{}
 	}
 	sp := s.spans[k]
-	return sp.ok && sp.end <= len(frame) && len(records) == sp.end-sp.start && &records[0] == &frame[sp.start]
+	if sp.end > len(frame) || len(records) != sp.end-sp.start || &records[0] != &frame[sp.start] {
+		return record.Prechecked{}
+	}
+	return sp.pre
 }
 
 // scanCursor reads Kafka's primitive types from b at p. short: b ended

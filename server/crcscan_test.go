@@ -77,14 +77,14 @@ func scanIn(frame []byte, rng *rand.Rand, max int) *crcScan {
 }
 
 // vouched decodes frame as the server does and lists, per records field in
-// request order, whether the scan vouches for it.
-func vouched(t *testing.T, s *crcScan, frame []byte) []bool {
+// request order, what the scan vouches for.
+func vouched(t *testing.T, s *crcScan, frame []byte) []record.Prechecked {
 	t.Helper()
 	r := (&Server{}).decodeRequest(frame)
 	if r.closeErr != nil {
 		t.Fatalf("decode: %v", r.closeErr)
 	}
-	var got []bool
+	var got []record.Prechecked
 	k := 0
 	for _, rt := range r.kreq.(*kmsg.ProduceRequest).Topics {
 		for _, rp := range rt.Partitions {
@@ -93,6 +93,12 @@ func vouched(t *testing.T, s *crcScan, frame []byte) []bool {
 		}
 	}
 	return got
+}
+
+// reCRC recomputes a batch's CRC after a test changed its bytes.
+func reCRC(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], record.Batch(b).ComputeCRC())
+	return b
 }
 
 func TestCRCScanVouchesForWholeValidBatches(t *testing.T) {
@@ -106,8 +112,26 @@ func TestCRCScanVouchesForWholeValidBatches(t *testing.T) {
 	badMagic[16] = 1
 	trailing := append(scanBatches(1, 5), 1, 2, 3) // bytes after the last batch that no batch frames
 	shortHeader := scanBatches(1, 5)[:20]
-	parts := [][]byte{good, badCRC, nil, {}, pastEnd, badMagic, trailing, shortHeader, scanBatches(1, 1)}
-	want := []bool{true, false, false, false, false, false, false, false, true, true}
+	// A CRC that matches over records the walk refuses: one record
+	// fewer than recordCount, then a last record cut short.
+	tooFew := scanBatches(1, 5)
+	binary.BigEndian.PutUint32(tooFew[57:], 6)
+	reCRC(tooFew)
+	cut := scanBatches(1, 5)
+	cut = cut[:len(cut)-1]
+	binary.BigEndian.PutUint32(cut[8:], uint32(len(cut)-12))
+	reCRC(cut)
+	zipped := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, BaseSequence: -1, Codec: record.CodecGzip},
+		[]record.BuildRecord{{Value: []byte("z"), Timestamp: 5}})
+	nullKey := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, BaseSequence: -1}, []record.BuildRecord{
+		{Key: []byte("k"), Value: []byte("a"), Timestamp: 1700000000300},
+		{Value: []byte("b"), Timestamp: 1700000000100},
+		{Key: []byte("k"), Value: []byte("c"), Timestamp: record.NoTimestamp},
+	})
+	parts := [][]byte{good, badCRC, nil, {}, pastEnd, badMagic, trailing, shortHeader, scanBatches(1, 1), tooFew, cut, zipped, nullKey}
+	type want struct{ crc, records bool }
+	wants := []want{{true, true}, {}, {}, {}, {}, {}, {}, {}, {true, true}, {true, false}, {true, false}, {true, false}, {true, true},
+		{true, true}} // the second topic's one partition: good
 	for v := int16(3); v <= 11; v++ {
 		frame := scanFrame(scanProduce(v, parts...), "client")
 		for _, piece := range []int{1, 7, 300, 1 << 20} {
@@ -116,13 +140,20 @@ func TestCRCScanVouchesForWholeValidBatches(t *testing.T) {
 				t.Fatalf("v%d pieces %d: scan off %v, step %d", v, piece, s.off, s.step)
 			}
 			got := vouched(t, s, frame)
-			if len(got) != len(want) {
-				t.Fatalf("v%d: %d records fields, want %d", v, len(got), len(want))
+			if len(got) != len(wants) {
+				t.Fatalf("v%d: %d records fields, want %d", v, len(got), len(wants))
 			}
-			for i := range want {
-				if got[i] != want[i] {
-					t.Errorf("v%d pieces %d: records field %d vouched %v, want %v", v, piece, i, got[i], want[i])
+			for i, w := range wants {
+				if got[i].CRC != w.crc || got[i].Records != w.records {
+					t.Errorf("v%d pieces %d: records field %d vouched CRC %v records %v, want %v %v",
+						v, piece, i, got[i].CRC, got[i].Records, w.crc, w.records)
 				}
+			}
+			if g := got[0]; g.MinTs != 1700000000000 || g.MaxTs != 1700000000000 || g.NullKey {
+				t.Errorf("v%d: good batches: %+v", v, g)
+			}
+			if g := got[12]; g.MinTs != 1700000000100 || g.MaxTs != 1700000000300 || !g.NullKey {
+				t.Errorf("v%d: null key batch: %+v", v, g)
 			}
 		}
 	}
@@ -134,16 +165,16 @@ func TestCRCScanChecksIdentity(t *testing.T) {
 	good := scanBatches(1, 3)
 	frame := scanFrame(scanProduce(9, good, good), "")
 	s := scanIn(frame, rand.New(rand.NewPCG(3, 4)), 64)
-	if got := vouched(t, s, frame); !got[0] || !got[1] {
-		t.Fatalf("vouched %v, want both", got)
+	if got := vouched(t, s, frame); !got[0].CRC || !got[1].CRC {
+		t.Fatalf("vouched %+v, want both", got)
 	}
 	copyOf := bytes.Clone(good)
-	if s.checked(frame, 0, copyOf) {
+	if s.checked(frame, 0, copyOf).CRC {
 		t.Error("a copy of the bytes was vouched for")
 	}
 	r := (&Server{}).decodeRequest(frame)
 	second := r.kreq.(*kmsg.ProduceRequest).Topics[0].Partitions[1].Records
-	if s.checked(frame, 0, second) || s.checked(frame, 99, second) || s.checked(frame, 1, nil) {
+	if s.checked(frame, 0, second).CRC || s.checked(frame, 99, second).CRC || s.checked(frame, 1, nil).CRC {
 		t.Error("records were vouched for under another index")
 	}
 }
@@ -215,17 +246,39 @@ func checkCRCScan(t *testing.T, frame []byte) {
 		if sp != pieces.spans[i] {
 			t.Fatalf("span %d: whole %+v, in pieces %+v", i, sp, pieces.spans[i])
 		}
-		if !sp.ok {
+		if !sp.pre.CRC {
+			if sp.pre.Records {
+				t.Fatalf("span %d: records vouched for without the CRCs", i)
+			}
 			continue
 		}
 		recs := frame[sp.start:sp.end]
+		facts := record.Prechecked{CRC: true}
+		facts.StartRecords()
 		for pos := 0; pos < len(recs); {
 			b := record.Batch(recs[pos:])
 			size := b.Size()
 			if size < record.HeaderSize || size > len(recs)-pos || b.Magic() != record.Magic || b.ComputeCRC() != b.CRC() {
 				t.Fatalf("span %d vouched for, batch at %d: size %d magic %d", i, pos, size, b.Magic())
 			}
+			b = b[:size]
+			if b.Codec() != record.CodecNone {
+				facts.Records = false
+			} else if _, err := record.Validate(b); err != nil {
+				facts.Records = false
+			} else {
+				var it record.Iter
+				for it.Reset(b); it.Next(); {
+					facts.Note(b.BaseTimestamp()+it.Record().TimestampDelta, it.Record().Key == nil)
+				}
+			}
 			pos += size
+		}
+		if !facts.Records {
+			facts = record.Prechecked{CRC: true}
+		}
+		if sp.pre.Records != facts.Records || sp.pre.Records && sp.pre != facts {
+			t.Fatalf("span %d: scan vouched %+v, the records are %+v", i, sp.pre, facts)
 		}
 	}
 }
@@ -340,8 +393,8 @@ func TestCRCScanSmallPiecesLinear(t *testing.T) {
 	if s.off || s.step != scanDone {
 		t.Fatalf("scan off %v, step %d", s.off, s.step)
 	}
-	if got := vouched(t, &s, frame); !got[0] {
-		t.Errorf("vouched %v, want the first records", got)
+	if got := vouched(t, &s, frame); !got[0].CRC || !got[0].Records {
+		t.Errorf("vouched %+v, want the first records", got)
 	}
 	if s.reread > 4*len(frame) {
 		t.Errorf("read %d bytes again for a %d-byte frame", s.reread, len(frame))
