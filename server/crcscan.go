@@ -144,10 +144,7 @@ func (s *crcScan) next(frame []byte) bool {
 		s.parts, s.step = parts, scanPartition
 	case scanPartition:
 		if s.parts <= 0 { // the topic's tagged fields
-			if s.flexible {
-				c.tags()
-			}
-			if !s.commit(&c) {
+			if !s.commitTags(&c) {
 				return c.bad
 			}
 			s.topics, s.step = s.topics-1, scanTopic
@@ -207,10 +204,7 @@ func (s *crcScan) next(frame []byte) bool {
 		}
 		s.pos, s.step = s.batchEnd, scanBatch
 	case scanAfterRecords: // the partition's tagged fields
-		if s.flexible {
-			c.tags()
-		}
-		if !s.commit(&c) {
+		if !s.commitTags(&c) {
 			return c.bad
 		}
 		s.parts, s.step = s.parts-1, scanPartition
@@ -262,6 +256,15 @@ func (s *crcScan) walk(b []byte) {
 		s.walked++
 		s.walkAt = end
 	}
+}
+
+// commitTags reads a flexible version's tagged fields, if any, and
+// commits.
+func (s *crcScan) commitTags(c *scanCursor) bool {
+	if s.flexible {
+		c.tags()
+	}
+	return s.commit(c)
 }
 
 // commit moves the scan past what c read, if c read it whole; a length no
