@@ -16,17 +16,19 @@ import (
 // buffer 0.05 s/GB hot, 0.15 once 16 MiB passed through the cache).
 //
 // crcScan follows a Produce request (v3-v11) while its frame arrives,
-// checking each batch's CRC over the bytes just read, and records which
-// partitions' records were checked whole: every batch framed as
-// record.Batch frames it (batchLength within the records, magic 2) and its
-// CRC matching. The handler then tells the partition not to check those
-// CRCs again (replication.Checked); everything else about the batches is
-// still validated there. A records field the scan could not follow or
-// whose CRC did not match is simply not vouched for: the partition checks
-// it and reports the error as before. Bytes that do not parse as a Produce
-// request stop the scan (kmsg's decode refuses them later). The scan
-// allocates only its list of checked spans, reads each byte once, and
-// does work bounded by the frame's length whatever its counts claim.
+// checking each batch's CRC over the bytes just read and walking the
+// records of uncompressed batches (record.ScanRecord), and records what
+// it checked of each partition's records: record.Prechecked, the CRCs
+// when every batch is framed as record.Batch frames it (batchLength within
+// the records, magic 2) and its CRC matches, and the records walk with
+// the timestamps and null keys a topic's rules need. The handler hands
+// that to the partition (replication.AppendChecked), which checks the
+// rest. A records field the scan could not follow or whose CRC did not
+// match is simply not vouched for: the partition checks it and reports the
+// error as before. Bytes that do not parse as a Produce request stop the
+// scan (kmsg's decode refuses them later). The scan allocates only its
+// list of spans, and its work is linear in the frame's length whatever
+// its counts claim and however the bytes are split across reads.
 type crcScan struct {
 	flexible bool
 	off      bool // not a Produce request this scan follows, or it stopped making sense
@@ -78,8 +80,8 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// scanPiece is the most a read hands the scan at once: a quarter of this
-// machine's L2 (512 KiB), so a piece is checked while it is there.
+// scanPiece is the most a read hands the scan at once: half of this
+// machine's L2 per core (512 KiB), so a piece is checked while it is there.
 const scanPiece = 256 << 10
 
 // advance goes on with frame[:have] (the frame read so far; bytes already
