@@ -124,6 +124,12 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 			sp := &st.Partitions[j]
 			pw := pipe.at(k)
 			pre := rc.prechecked(k, rp.Records)
+			if pre.CRC {
+				s.precheckedCRC.Add(1)
+				if pre.Records {
+					s.precheckedRecords.Add(1)
+				}
+			}
 			k++
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition

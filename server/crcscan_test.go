@@ -2,10 +2,15 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/record"
@@ -398,5 +403,60 @@ func TestCRCScanSmallPiecesLinear(t *testing.T) {
 	}
 	if s.reread > 4*len(frame) {
 		t.Errorf("read %d bytes again for a %d-byte frame", s.reread, len(frame))
+	}
+}
+
+// Through a real connection, a real client's batches are checked as they
+// arrive (and not again by the partition): their CRCs whatever the codec,
+// their records when uncompressed; a batch whose CRC does not match is
+// refused as before.
+func TestProduceChecksCRCsOnTheRead(t *testing.T) {
+	s, addr := startTxnServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var cl *kgo.Client
+	for _, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.SnappyCompression()} {
+		var err error
+		cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchCompression(codec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if codec == kgo.NoCompression() {
+			if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "scanned"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		crcs, walked := s.precheckedCRC.Load(), s.precheckedRecords.Load()
+		var recs []*kgo.Record
+		for i := range 200 {
+			recs = append(recs, &kgo.Record{Topic: "scanned", Partition: int32(i % 2), Value: bytes.Repeat([]byte{byte(i)}, 1000)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		compressed := codec != kgo.NoCompression()
+		if s.precheckedCRC.Load() == crcs {
+			t.Errorf("compressed %v: no records field had its CRCs checked on the read", compressed)
+		}
+		if got := s.precheckedRecords.Load() != walked; got == compressed {
+			t.Errorf("compressed %v: records walked on the read: %v", compressed, got)
+		}
+	}
+
+	bad := scanBatches(1, 3)
+	bad[bytes.LastIndexByte(bad, 'v')] = 'w' // a value byte: the records still parse
+	before := s.precheckedCRC.Load()
+	req := produceReq("scanned", 0, -1, 5000)
+	req.Topics[0].Partitions[0].Records = bad
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.CorruptMessage.Code {
+		t.Errorf("a batch with a bad CRC: error %d, want CORRUPT_MESSAGE", got)
+	}
+	if s.precheckedCRC.Load() != before {
+		t.Error("a batch with a bad CRC was vouched for")
 	}
 }

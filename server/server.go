@@ -163,6 +163,10 @@ type Server struct {
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
 	panics atomic.Int64
+	// precheckedCRC and precheckedRecords count the records fields of
+	// Produce requests whose CRCs, and whose records, were checked as they
+	// were read (crcscan.go), for tests.
+	precheckedCRC, precheckedRecords atomic.Int64
 
 	// fetchSessions holds the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
