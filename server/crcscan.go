@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/crc32"
+	"slices"
 
 	"github.com/sluice/sluice/record"
 )
@@ -49,9 +51,13 @@ type crcScan struct {
 	walkAt        int
 	walked, count int64
 	baseTs        int64
-	// spans are the records fields of the frame, in order, each with
-	// what was checked of it.
-	spans []scanSpan
+	// spans are the records fields of the frame vouched for (pre.CRC), in
+	// order, each with its index among all the request's records fields
+	// (fields counts them) and what was checked of it. A field vouched for
+	// holds a batch, 61 bytes at least, so the list stays well under the
+	// frame's size, whatever null fields a request is made of.
+	spans  []scanSpan
+	fields int
 	// retryAt: a unit that was short of bytes is read again from its
 	// start only once the frame has this many, twice what it had, so a
 	// unit arriving in many small pieces (a header of many tagged fields
@@ -62,8 +68,8 @@ type crcScan struct {
 }
 
 type scanSpan struct {
-	start, end int
-	pre        record.Prechecked
+	k, start, end int
+	pre           record.Prechecked
 }
 
 type scanStep uint8
@@ -162,10 +168,10 @@ func (s *crcScan) next(frame []byte) bool {
 		s.pre.StartRecords()
 	case scanBatch:
 		if s.pos >= s.recEnd {
-			if !s.pre.CRC {
-				s.pre = record.Prechecked{}
+			if s.pre.CRC {
+				s.spans = append(s.spans, scanSpan{s.fields, s.recStart, s.recEnd, s.pre})
 			}
-			s.spans = append(s.spans, scanSpan{s.recStart, s.recEnd, s.pre})
+			s.fields++
 			s.pos, s.step = s.recEnd, scanAfterRecords
 			return true
 		}
@@ -290,10 +296,11 @@ func (s *crcScan) commit(c *scanCursor) bool {
 // identity of the bytes is checked, not assumed: kmsg's decode hands out
 // subslices of the frame, in the order the scan saw them.
 func (s *crcScan) checked(frame []byte, k int, records []byte) record.Prechecked {
-	if s.off || k >= len(s.spans) || len(records) == 0 {
+	i, found := slices.BinarySearchFunc(s.spans, k, func(sp scanSpan, k int) int { return cmp.Compare(sp.k, k) })
+	if s.off || !found || len(records) == 0 {
 		return record.Prechecked{}
 	}
-	sp := s.spans[k]
+	sp := s.spans[i]
 	if sp.end > len(frame) || len(records) != sp.end-sp.start || &records[0] != &frame[sp.start] {
 		return record.Prechecked{}
 	}
