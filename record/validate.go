@@ -80,11 +80,13 @@ func Validate(b []byte) (int, error) {
 // validateShallow checks everything but the records (and the CRC unless
 // crc) and returns the batch size.
 func validateShallow(b []byte, crc bool) (int, error) {
-	check := validateHeader
+	var size int
+	var err error
 	if crc {
-		check = validateFramed
+		size, err = validateFramed(b)
+	} else {
+		size, err = validateHeader(b)
 	}
-	size, err := check(b)
 	if err != nil {
 		return 0, err
 	}

@@ -66,8 +66,9 @@ type request struct {
 	// received is when the frame was read whole (set only with metrics:
 	// the start of the request's queue time).
 	received metrics.Stamp
-	// crc is what the read found of a Produce request's batch CRCs
-	// (crcscan.go), over crcFrame, the bytes kreq was decoded from.
+	// crc is what the read checked of a Produce request's batches, CRCs
+	// and records (crcscan.go), over crcFrame, the bytes kreq was decoded
+	// from.
 	crc      crcScan
 	crcFrame []byte
 }

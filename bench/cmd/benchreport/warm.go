@@ -23,13 +23,15 @@ func warmCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	avail, err := memAvailableMiB()
+	if err != nil {
+		return err
+	}
 	n := *mib
 	if n <= 0 {
-		avail, err := memAvailableMiB()
-		if err != nil {
-			return err
-		}
 		n = avail - *leave
+	} else if n > avail-512 {
+		return fmt.Errorf("-mib %d: only %d MiB available, and 512 must stay free", n, avail)
 	}
 	if n <= 0 {
 		return nil
