@@ -26,8 +26,10 @@ func PrepareAppend(buf []byte, next int64, opts AppendOptions, maxBatchBytes int
 		if _, _, err := record.ValidateAll(buf); err != nil {
 			return info, err
 		}
-	} else if _, _, err := record.ValidateAllStored(buf); err != nil {
-		// A follower copies the leader's log, which may be cleaned.
+	} else if _, _, err := record.ValidateAllReplicated(buf); err != nil {
+		// A follower copies the leader's log, which may be cleaned; it
+		// checks CRCs but does not walk data batches' records, as Kafka's
+		// follower does not (record.ValidateReplicated).
 		return info, err
 	}
 	info.FirstOffset = next

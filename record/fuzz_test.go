@@ -211,6 +211,28 @@ func FuzzValidate(f *testing.F) {
 		if _, _, err := ValidateAll(data); err != nil && !isKind(err) {
 			t.Fatalf("ValidateAll error %v is not classified", err)
 		}
+		// Each check takes what the stricter one takes, at the same size:
+		// Validate (a producer's batch, records walked) within
+		// ValidateStored (cleaned batches allowed) within
+		// ValidateReplicated (a data batch's records not walked).
+		ns, errS := ValidateStored(data)
+		nr, errR := ValidateReplicated(data)
+		if errS != nil && !isKind(errS) || errR != nil && !isKind(errR) {
+			t.Fatalf("ValidateStored %v or ValidateReplicated %v is not classified", errS, errR)
+		}
+		if err == nil && (errS != nil || ns != n) || errS == nil && (errR != nil || nr != ns) {
+			t.Fatalf("Validate %d, %v; ValidateStored %d, %v; ValidateReplicated %d, %v", n, err, ns, errS, nr, errR)
+		}
+		if errR == nil {
+			// What a follower took may reach a consumer or the cleaner:
+			// reading it fails cleanly, never panics.
+			it.Reset(Batch(data[:nr:nr]))
+			for it.Next() {
+			}
+			if e := it.Err(); e != nil && !isKind(e) {
+				t.Fatalf("Iter error %v on a replicated batch is not classified", e)
+			}
+		}
 	})
 }
 

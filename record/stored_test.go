@@ -67,3 +67,83 @@ func rebuild(t *testing.T, b []byte, keep []int) []byte {
 	bt.setCRC(bt.ComputeCRC())
 	return out
 }
+
+// A follower checks what its leader sends as Kafka's does: framing, counts
+// and CRC, not the records of a data batch (the leader walked them), while
+// a control batch, whose marker the follower reads, is walked.
+func TestValidateReplicated(t *testing.T) {
+	recs := []BuildRecord{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}, {Key: []byte("c"), Value: []byte("3")}}
+	full := AppendBatch(nil, BatchOptions{BaseOffset: 10}, recs)
+	cleaned := rebuild(t, full, []int{0, 2})
+	for name, b := range map[string][]byte{"whole": full, "cleaned": cleaned, "empty": rebuild(t, full, nil)} {
+		if _, err := ValidateReplicated(b); err != nil {
+			t.Errorf("%s: ValidateReplicated = %v", name, err)
+		}
+	}
+
+	// Records that do not walk, under a CRC that matches them: refused
+	// by ValidateStored (recovery), taken by a follower.
+	garbled := append([]byte(nil), full...)
+	for i := HeaderSize; i < len(garbled); i++ {
+		garbled[i] = 0xff
+	}
+	Batch(garbled).setCRC(Batch(garbled).ComputeCRC())
+	if _, err := ValidateStored(garbled); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ValidateStored(garbled records) = %v, want ErrCorrupt", err)
+	}
+	if n, err := ValidateReplicated(garbled); err != nil || n != len(garbled) {
+		t.Fatalf("ValidateReplicated(garbled records) = %d, %v; want %d, nil", n, err, len(garbled))
+	}
+
+	// What the header says is still checked.
+	bad := append([]byte(nil), full...)
+	Batch(bad).setCRC(Batch(bad).CRC() ^ 1)
+	tooMany := append([]byte(nil), full...)
+	binary.BigEndian.PutUint32(tooMany[offRecordCount:], 4) // lastOffsetDelta is 2
+	Batch(tooMany).setCRC(Batch(tooMany).ComputeCRC())
+	codec := append([]byte(nil), full...)
+	binary.BigEndian.PutUint16(codec[offAttributes:], 7)
+	Batch(codec).setCRC(Batch(codec).ComputeCRC())
+	for name, c := range map[string]struct {
+		b    []byte
+		kind error
+	}{
+		"bad crc":         {bad, ErrCorrupt},
+		"count > span":    {tooMany, ErrCorrupt},
+		"unknown codec":   {codec, ErrInvalid},
+		"short":           {full[:HeaderSize-1], ErrCorrupt},
+		"length past end": {full[:len(full)-1], ErrCorrupt},
+	} {
+		if _, err := ValidateReplicated(c.b); !errors.Is(err, c.kind) {
+			t.Errorf("%s: ValidateReplicated = %v, want %v", name, err, c.kind)
+		}
+	}
+
+	// A control batch with garbled records is refused.
+	marker := AppendEndTxnMarker(nil, MarkerOptions{BaseOffset: 20, ProducerID: 7}, EndTxnMarker{Type: ControlCommit})
+	if _, err := ValidateReplicated(marker); err != nil {
+		t.Fatalf("marker: %v", err)
+	}
+	gm := append([]byte(nil), marker...)
+	for i := HeaderSize; i < len(gm); i++ {
+		gm[i] = 0xff
+	}
+	Batch(gm).setCRC(Batch(gm).ComputeCRC())
+	if _, err := ValidateReplicated(gm); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("marker with garbled records: %v, want ErrCorrupt", err)
+	}
+	if _, _, err := ValidateAllReplicated(concat2(full, marker, garbled)); err != nil {
+		t.Fatalf("ValidateAllReplicated: %v", err)
+	}
+	if _, _, err := ValidateAllReplicated(concat2(full, gm)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ValidateAllReplicated with a garbled marker: %v", err)
+	}
+}
+
+func concat2(bs ...[]byte) []byte {
+	var out []byte
+	for _, b := range bs {
+		out = append(out, b...)
+	}
+	return out
+}

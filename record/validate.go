@@ -256,13 +256,10 @@ func ValidateStored(b []byte) (int, error) {
 		return 0, err
 	}
 	bt := Batch(b[:size])
+	if err := storedCounts(bt); err != nil {
+		return 0, err
+	}
 	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
-	if lod < 0 || count < 0 || count > lod+1 {
-		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d outside [0, lastOffsetDelta+1 = %d]", count, lod+1)}
-	}
-	if bt.Codec() > CodecZstd {
-		return 0, &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
-	}
 	if bt.Codec() == CodecNone {
 		raw, prev := bt.Records(), int64(-1)
 		for i := int32(0); i < int32(count); i++ {
@@ -283,8 +280,50 @@ func ValidateStored(b []byte) (int, error) {
 	return size, nil
 }
 
+// storedCounts checks a stored batch's record count against its offset
+// span (ValidateStored's allowance for cleaned batches) and its codec.
+func storedCounts(bt Batch) error {
+	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
+	if lod < 0 || count < 0 || count > lod+1 {
+		return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d outside [0, lastOffsetDelta+1 = %d]", count, lod+1)}
+	}
+	if bt.Codec() > CodecZstd {
+		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
+	}
+	return nil
+}
+
 // ValidateAllStored is ValidateAll with ValidateStored's allowance for
 // cleaned batches.
 func ValidateAllStored(buf []byte) (batches int, records int64, err error) {
 	return validateAll(buf, ValidateStored)
+}
+
+// ValidateReplicated checks a batch a follower copies from its leader, as
+// Kafka's follower append does (UnifiedLog.analyzeAndValidateRecords with
+// AppendOrigin.REPLICATION: DefaultRecordBatch.isValid, size and CRC): the
+// header and CRC as ValidateStored checks them, with its allowance for
+// cleaned batches, but the records of a data batch are not walked; the
+// leader walked them when a producer sent them (ValidateAppend), and the
+// CRC vouches that these are its bytes. A control batch's records are
+// walked as ValidateStored does: the follower reads its marker.
+func ValidateReplicated(b []byte) (int, error) {
+	if len(b) >= HeaderSize && Batch(b).Control() {
+		return ValidateStored(b)
+	}
+	size, err := validateFramed(b)
+	if err != nil {
+		return 0, err
+	}
+	bt := Batch(b[:size])
+	if err := storedCounts(bt); err != nil {
+		return 0, err
+	}
+	return size, nil
+}
+
+// ValidateAllReplicated is ValidateAll with ValidateReplicated's checks:
+// what a follower's append runs on a fetched response.
+func ValidateAllReplicated(buf []byte) (batches int, records int64, err error) {
+	return validateAll(buf, ValidateReplicated)
 }
