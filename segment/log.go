@@ -200,6 +200,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 	}
 	defer s.unpin()
 	pos := s.size.Load()
+	s.reserved = l.store.reserve.Reserve(s.f.OS(), pos, int64(len(batches)), s.reserved, int64(cfg.SegmentBytes))
 	if n, err := fsutil.WriteAt(s.f, batches, pos); err != nil {
 		// Take back what may have reached the file; the log stays
 		// failed either way, and recovery cuts what the truncation

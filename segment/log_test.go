@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -623,4 +624,96 @@ func TestTruncateBelowStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The active segment reserves blocks ahead of its end once it holds a
+// MiB (fsutil.Reserver) without changing the .log's size, which stays the
+// end of its data as Kafka's layout has it, and hands them back when it
+// rolls, closes or is truncated.
+func TestSegmentReservesBlocksAhead(t *testing.T) {
+	cfg := testCfg()
+	cfg.SegmentBytes = 8 << 20
+	cfg.IndexMaxBytes = 1 << 20
+	st, l := newLog(t, cfg, nil)
+	rng := rand.New(rand.NewSource(9))
+	var batches [][]byte
+	var written int64
+	for written < 3<<20 {
+		b := mkBatch(rng, 64, 1000, 1000)
+		if _, err := l.Append(b, engine.AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+		written += int64(len(b))
+	}
+	active := segmentPath(l.dir, 0, logSuffix)
+	size, blocks := blockBytes(t, active)
+	if size != written {
+		t.Fatalf(".log is %d bytes, its data %d", size, written)
+	}
+	if st.reserve.Off() {
+		t.Skip("this file system has no fallocate")
+	}
+	if blocks < size+1<<20 {
+		t.Fatalf("%d bytes of blocks for %d of data: nothing reserved ahead", blocks, size)
+	}
+
+	// Truncation releases: a follower's truncation cuts the active segment.
+	if err := l.Truncate(int64(len(batches)/2) * 64); err != nil {
+		t.Fatal(err)
+	}
+	batches = batches[:len(batches)/2]
+	size, blocks = blockBytes(t, active)
+	if blocks > size+64<<10 {
+		t.Fatalf("after truncation to %d bytes, %d bytes of blocks", size, blocks)
+	}
+
+	// Grow past the reservation point again, then roll by size.
+	for {
+		b := mkBatch(rng, 64, 1000, 1000)
+		if _, err := l.Append(b, engine.AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+		if len(segBases(t, l.dir)) > 1 {
+			break
+		}
+	}
+	size, blocks = blockBytes(t, active)
+	if blocks > size+64<<10 {
+		t.Fatalf("rolled segment of %d bytes keeps %d bytes of blocks", size, blocks)
+	}
+	checkLog(t, l, batches)
+
+	// Close releases what the new active segment reserved.
+	for i := 0; i < 40; i++ {
+		b := mkBatch(rng, 64, 1000, 1000)
+		if _, err := l.Append(b, engine.AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+	}
+	bases := segBases(t, l.dir)
+	last := segmentPath(l.dir, bases[len(bases)-1], logSuffix)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	size, blocks = blockBytes(t, last)
+	if blocks > size+64<<10 {
+		t.Fatalf("closed active segment of %d bytes keeps %d bytes of blocks", size, blocks)
+	}
+}
+
+// blockBytes returns a file's size and the bytes of the blocks it holds.
+func blockBytes(t *testing.T, path string) (size, blocks int64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Skip("no block count here")
+	}
+	return fi.Size(), sys.Blocks * 512
 }

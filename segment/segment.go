@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/mmapindex"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
@@ -72,6 +73,11 @@ type segment struct {
 	maxTsOffset     int64 // last offset of the first batch with maxTs
 	bytesSinceIndex int64 // log bytes since the last offset index entry
 	rollTs          int64 // ms; segment.ms counts from here
+	// reserved is where the blocks reserved ahead of the .log's end end
+	// (fsutil.Reserver; 0: none known). The reservation is released, by
+	// truncating the file to its size, when the segment rolls, closes or
+	// is truncated.
+	reserved int64
 }
 
 // createSegment creates an empty segment at base, replacing leftover files
@@ -202,11 +208,26 @@ func (s *segment) finishIndexes() {
 // roll makes the segment inactive: final time entry, indexes trimmed.
 // REQUIRES: the log's mu held for writing.
 func (s *segment) roll() error {
+	s.releaseReserved()
 	s.finishIndexes()
 	if err := s.idx.Trim(); err != nil {
 		return err
 	}
 	return s.tidx.Trim()
+}
+
+// releaseReserved hands the blocks reserved past the .log's end back to
+// the file system (fsutil.ReleaseReserved). It is always called when the
+// segment rolls, as a reservation may have been left by a run that
+// crashed. Failing costs only the reserved space, kept until the segment
+// is deleted, so the error is dropped. REQUIRES: the writer's side (the
+// log's appendMu, or the segment closing unpinned). It goes to the
+// operating-system file, not through the FS seam: the seam's injected
+// failures are for the writes and truncations that decide what the log
+// holds, and this one decides nothing.
+func (s *segment) releaseReserved() {
+	_ = fsutil.ReleaseReserved(s.f.OS(), s.size.Load())
+	s.reserved = 0
 }
 
 // flush fsyncs the log and both indexes.
@@ -248,6 +269,9 @@ func (s *segment) close() error {
 
 // closeFiles is close for a segment whose files are open.
 func (s *segment) closeFiles() error {
+	if s.reserved > 0 {
+		s.releaseReserved()
+	}
 	s.finishIndexes()
 	err := s.idx.Close()
 	if terr := s.tidx.Close(); err == nil {
@@ -319,6 +343,7 @@ func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 	if err := s.f.Truncate(pos); err != nil {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.path, pos, err)
 	}
+	s.reserved = 0 // the truncation released the blocks past pos
 	s.size.Store(pos)
 	s.gen++
 	s.firstTs.Store(math.MinInt64)

@@ -1,6 +1,8 @@
 package fsutil
 
 import (
+	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -30,4 +32,22 @@ func SyncFSReportsErrors() bool {
 		return false
 	}
 	return kernelAtLeast(unix.ByteSliceToString(u.Release[:]), 5, 8)
+}
+
+// errNoFallocate marks a file system without fallocate(2) (Reserver stops
+// trying on it).
+var errNoFallocate = errors.New("fsutil: fallocate unsupported")
+
+// fallocateKeepSize allocates [off, off+n) of f without changing its size.
+func fallocateKeepSize(f *os.File, off, n int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, off, n)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EOPNOTSUPP || err == unix.ENOSYS:
+			return fmt.Errorf("%w: %w", errNoFallocate, err)
+		}
+		return err
+	}
 }

@@ -1,0 +1,128 @@
+package fsutil
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+)
+
+// The reservation's policy: nothing below ReserveFrom, then as far ahead
+// as the file holds, at most ReserveMax, never past limit unless the
+// append itself goes past it, and no call while the append lies in what
+// is already reserved.
+func TestReservePolicy(t *testing.T) {
+	type call struct{ off, n int64 }
+	var calls []call
+	r := &Reserver{fallocate: func(_ *os.File, off, n int64) error {
+		calls = append(calls, call{off, n})
+		return nil
+	}}
+	const MiB = 1 << 20
+	for _, tc := range []struct {
+		name                    string
+		pos, n, reserved, limit int64
+		want                    int64
+		call                    *call
+	}{
+		{"small file", 0, 4096, 0, 1 << 30, 0, nil},
+		{"just below", ReserveFrom - 1, 1, 0, 1 << 30, 0, nil},
+		{"from 1 MiB", ReserveFrom, 4096, 0, 1 << 30, 2 * MiB, &call{MiB, MiB}},
+		{"as much as it holds", 5 * MiB, MiB, 0, 1 << 30, 10 * MiB, &call{5 * MiB, 5 * MiB}},
+		{"at most ReserveMax", 100 * MiB, MiB, 0, 1 << 30, 116 * MiB, &call{100 * MiB, 16 * MiB}},
+		{"inside the reservation", 100 * MiB, MiB, 116 * MiB, 1 << 30, 116 * MiB, nil},
+		{"from the reserved end", 110 * MiB, 8 * MiB, 116 * MiB, 1 << 30, 126 * MiB, &call{116 * MiB, 10 * MiB}},
+		{"capped at limit", 60 * MiB, MiB, 0, 64 * MiB, 64 * MiB, &call{60 * MiB, 4 * MiB}},
+		{"an append past limit", 63 * MiB, 2 * MiB, 0, 64 * MiB, 65 * MiB, &call{63 * MiB, 2 * MiB}},
+		{"an append larger than ahead", 2 * MiB, 8 * MiB, 0, 1 << 30, 10 * MiB, &call{2 * MiB, 8 * MiB}},
+	} {
+		calls = calls[:0]
+		got := r.Reserve(nil, tc.pos, tc.n, tc.reserved, tc.limit)
+		if got != tc.want {
+			t.Errorf("%s: Reserve(pos %d, n %d, reserved %d, limit %d) = %d, want %d", tc.name, tc.pos, tc.n, tc.reserved, tc.limit, got, tc.want)
+		}
+		switch {
+		case tc.call == nil && len(calls) != 0:
+			t.Errorf("%s: fallocate %v, want none", tc.name, calls)
+		case tc.call != nil && (len(calls) != 1 || calls[0] != *tc.call):
+			t.Errorf("%s: fallocate %v, want %v", tc.name, calls, *tc.call)
+		}
+	}
+}
+
+// A file system without fallocate is asked once; any other refusal (no
+// space) is asked again for the next stretch, and neither stops a write.
+func TestReserveRefused(t *testing.T) {
+	n := 0
+	r := &Reserver{fallocate: func(*os.File, int64, int64) error { n++; return syscall.ENOSPC }}
+	end := r.Reserve(nil, 2<<20, 4096, 0, 1<<30)
+	if end != 4<<20 || n != 1 {
+		t.Fatalf("ENOSPC: end %d after %d calls", end, n)
+	}
+	r.Reserve(nil, end, 4096, end, 1<<30)
+	if n != 2 {
+		t.Fatalf("ENOSPC was not asked again past the end it aimed at: %d calls", n)
+	}
+	n = 0
+	r = &Reserver{fallocate: func(*os.File, int64, int64) error { n++; return errNoFallocate }}
+	for pos := int64(2 << 20); pos < 100<<20; pos += 8 << 20 {
+		r.Reserve(nil, pos, 8<<20, 0, 1<<30)
+	}
+	if n != 1 {
+		t.Fatalf("unsupported fallocate asked %d times, want once", n)
+	}
+}
+
+// On a real file the reservation allocates blocks past the end without
+// changing the size, and ReleaseReserved hands them back.
+func TestReserveRealFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("fallocate(2) is Linux's")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data := make([]byte, 2<<20)
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	var r Reserver
+	end := r.Reserve(f, int64(len(data)), 4096, 0, 1<<30)
+	if r.off.Load() {
+		t.Skip("this file system has no fallocate")
+	}
+	if end != 4<<20 {
+		t.Fatalf("reserved end %d, want %d", end, 4<<20)
+	}
+	size, blocks := stat(t, f)
+	if size != int64(len(data)) {
+		t.Fatalf("size %d after the reservation, want %d", size, len(data))
+	}
+	if blocks < end {
+		t.Fatalf("%d bytes of blocks after reserving up to %d", blocks, end)
+	}
+	if err := ReleaseReserved(f, size); err != nil {
+		t.Fatal(err)
+	}
+	size, blocks = stat(t, f)
+	if size != int64(len(data)) || blocks >= end {
+		t.Fatalf("after release: size %d, %d bytes of blocks (reserved end was %d)", size, blocks, end)
+	}
+}
+
+func stat(t *testing.T, f *os.File) (size, blockBytes int64) {
+	t.Helper()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Skip("no block count here")
+	}
+	return fi.Size(), st.Blocks * 512
+}
+
