@@ -55,14 +55,15 @@ type Store struct {
 	unrecovered map[engine.PartitionID]bool
 
 	recoveredBytes atomic.Int64 // for progress logs
-	// reserve reserves blocks ahead of the active segments' ends
-	// (appendLocked); it stops trying on a file system without
-	// fallocate(2).
-	reserve fsutil.Reserver
 	stopFlush      chan struct{}
 	flushDone      chan struct{}
 	stopCkpt       chan struct{}
 	ckptDone       chan struct{}
+
+	// reserve reserves blocks ahead of the active segments' ends
+	// (appendLocked); it stops trying on a file system without
+	// fallocate(2).
+	reserve fsutil.Reserver
 	// lastRP is the content of the last recovery-point checkpoint this
 	// store wrote, so that an unchanged one is not rewritten. REQUIRES:
 	// ckptMu.

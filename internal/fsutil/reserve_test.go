@@ -125,4 +125,3 @@ func stat(t *testing.T, f *os.File) (size, blockBytes int64) {
 	}
 	return fi.Size(), st.Blocks * 512
 }
-
