@@ -212,8 +212,8 @@ for run in $(seq "$RUNS"); do
 	for acks in 1 all; do
 		# The floor again, in the conditions the brokers meet next
 		# (render pools it with the runs above).
-		log "round $run: floor (pwrite) before the 4-partition runs, acks=$acks"
-		timeout 120 "$br" floor -dir "$work" -runs 1 -total-mib "$FLOOR_MIB" -modes pwrite \
+		log "round $run: floor (pwrite, reserve) before the 4-partition runs, acks=$acks"
+		timeout 120 "$br" floor -dir "$work" -runs 1 -total-mib "$FLOOR_MIB" -modes pwrite,reserve \
 			-reader-cpu 0 -writer-cpu 1 >>"$results" || log "floor run failed"
 		for b in $BROKERS; do
 			log "round $run: $b produce 4 partitions, 1 MB batches, acks=$acks"

@@ -11,6 +11,10 @@
 //	pwrite   read, CRC, then pwrite(2) of every batch to the end of its
 //	         partition's file (one file per partition, a new file every
 //	         FileBytes, as a log rolls segments)
+//	reserve  pwrite into blocks reserved ahead of each file's end
+//	         (fsutil.Reserver, fallocate(2) that keeps the size), as the
+//	         segment backend writes: the floor of a write path that
+//	         reserves, beside the (pwrite)
 //	segment  read, then segment.Log.Append of every batch: the segment
 //	         backend's real write path (validation, offset assignment,
 //	         pwrite, sparse indexes, rolling)
@@ -34,17 +38,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/segment"
 )
 
 // Modes in the order they add work.
-var Modes = []string{"read", "crc", "pwrite", "segment"}
+var Modes = []string{"read", "crc", "pwrite", "reserve", "segment"}
 
 // Config is one measurement.
 type Config struct {
 	Mode       string
-	Dir        string // files of the pwrite and segment modes
+	Dir        string // files of the pwrite, reserve and segment modes
 	FrameBytes int    // size of one frame (a produce request's batches); default 1 MiB
 	Partitions int    // batches per frame, each to its own file or log; default 4
 	RecordSize int    // value bytes per record; default 1024
@@ -274,17 +279,22 @@ type sink struct {
 	cfg   Config
 	files []*os.File
 	ends  []int64
-	gen   int
-	store *segment.Store
-	logs  []engine.Log
+	// reserved and reserver: the reserve mode's blocks reserved ahead of
+	// each file's end (fsutil.Reserver, as the segment backend does).
+	reserved []int64
+	reserver fsutil.Reserver
+	gen      int
+	store    *segment.Store
+	logs     []engine.Log
 }
 
 func newSink(cfg Config) (*sink, error) {
 	s := &sink{cfg: cfg}
 	switch cfg.Mode {
-	case "pwrite":
+	case "pwrite", "reserve":
 		s.files = make([]*os.File, cfg.Partitions)
 		s.ends = make([]int64, cfg.Partitions)
+		s.reserved = make([]int64, cfg.Partitions)
 		for p := range s.files {
 			if err := s.rotate(p); err != nil {
 				s.close()
@@ -323,7 +333,7 @@ func (s *sink) rotate(p int) error {
 	if err != nil {
 		return err
 	}
-	s.files[p], s.ends[p] = f, 0
+	s.files[p], s.ends[p], s.reserved[p] = f, 0, 0
 	return nil
 }
 
@@ -337,15 +347,18 @@ func (s *sink) put(body []byte) error {
 		size := b.Size()
 		b = b[:size]
 		switch s.cfg.Mode {
-		case "crc", "pwrite":
+		case "crc", "pwrite", "reserve":
 			if b.ComputeCRC() != b.CRC() {
 				return errors.New("floor: CRC mismatch")
 			}
-			if s.cfg.Mode == "pwrite" {
+			if s.cfg.Mode != "crc" {
 				if s.ends[p] >= s.cfg.FileBytes {
 					if err := s.rotate(p); err != nil {
 						return err
 					}
+				}
+				if s.cfg.Mode == "reserve" {
+					s.reserved[p] = s.reserver.Reserve(s.files[p], s.ends[p], int64(size), s.reserved[p], s.cfg.FileBytes)
 				}
 				if _, err := s.files[p].WriteAt(b, s.ends[p]); err != nil {
 					return err

@@ -437,9 +437,11 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("producer with 1 MB batches sends them, from a loopback TCP socket fed by a thread on\n")
 	p("CPU 1; CPU is the reading thread's own (RUSAGE_THREAD). Each mode adds a step: `read`\n")
 	p("(read(2) into one buffer), `crc` (+ CRC-32C of each batch), `pwrite` (+ pwrite(2) of each\n")
-	p("batch to its partition's file: **the floor**), `segment` (read, then `segment.Log.Append`:\n")
-	p("validation, offsets, pwrite, indexes, rolling: the segment backend's write path).\n")
-	p("The `pwrite` row pools the runs of all modes' block with one run right before the brokers'\n")
+	p("batch to its partition's file: **the floor**), `reserve` (the same pwrites into blocks\n")
+	p("reserved ahead of each file's end with fallocate(2), as the segment backend writes: the\n")
+	p("floor of a write path that reserves), `segment` (read, then `segment.Log.Append`:\n")
+	p("validation, offsets, reserved pwrite, indexes, rolling: the segment backend's write path).\n")
+	p("The `pwrite` and `reserve` rows pool the runs of all modes' block with one run each right before the brokers'\n")
 	p("4-partition runs in every round: on this VM the CPU of filling fresh page-cache memory\n")
 	p("depends on what was freed just before, so the floor is sampled in the brokers' conditions.\n\n")
 	p("| mode | MB/s median (min–max) | CPU s/GB median (min–max) |\n|---|---|---|\n")
@@ -455,19 +457,20 @@ func writeFloor(w io.Writer, d *data, runs int) {
 		p("| %s | %s | %.3f (%.3f–%.3f) |\n", name, mbCell(f.mbps, runs), f.cpuPerGB.med, f.cpuPerGB.min, f.cpuPerGB.max)
 	}
 	fl := d.floors[floorMode].cpuPerGB.med
+	rf := d.floors["reserve"].cpuPerGB.med
 	p("\nBrokers beside it: `sluice perf produce --partitions 4 --record-size 1024 --linger 10ms\n")
 	p("--batch-max-bytes 1000000 --acks A` (one producer: 4 partitions, large batches) and the\n")
 	p("Produce table's one-partition runs (`--partitions 1`, linger 5 ms, franz-go's batches).\n")
-	p("\"vs floor\" is the broker's CPU per GB over the floor's; \"vs kfake\" its CPU per GB over\n")
-	p("kfake's in the same run.\n\n")
-	p("| partitions | acks | broker | MB/s median (min–max) | MB/s vs kfake | broker CPU s/GB median (min–max) | vs floor | CPU vs kfake |\n")
-	p("|---|---|---|---|---|---|---|---|\n")
+	p("\"vs floor\" is the broker's CPU per GB over the floor's (`pwrite`, the issue's), \"vs reserve\"\n")
+	p("over the `reserve` floor's; \"vs kfake\" its CPU per GB over kfake's in the same run.\n\n")
+	p("| partitions | acks | broker | MB/s median (min–max) | MB/s vs kfake | broker CPU s/GB median (min–max) | vs floor | vs reserve | CPU vs kfake |\n")
+	p("|---|---|---|---|---|---|---|---|---|\n")
 	row := func(parts, acks, b string, g, kf *group) {
 		if g == nil {
 			return
 		}
 		if len(g.runs) == 0 {
-			p("| %s | %s | %s | failed (%d runs) | | | | |\n", parts, acks, b, g.failed)
+			p("| %s | %s | %s | failed (%d runs) | | | | | |\n", parts, acks, b, g.failed)
 			return
 		}
 		cpu := g.stat(func(r record) float64 { return cpuPerGB(r.BrokerCPU, r) })
@@ -475,8 +478,8 @@ func writeFloor(w io.Writer, d *data, runs int) {
 		if kf != nil && len(kf.runs) > 0 {
 			kfMB, kfCPU = kf.mbps().med, kf.brokerPerGB()
 		}
-		p("| %s | %s | %s | %s | %s | %.3f (%.3f–%.3f) | %s | %s |\n", parts, acks, b, mbCell(g.mbps(), runs),
-			ratio(g.mbps().med, kfMB), cpu.med, cpu.min, cpu.max, ratio(cpu.med, fl), ratio(cpu.med, kfCPU))
+		p("| %s | %s | %s | %s | %s | %.3f (%.3f–%.3f) | %s | %s | %s |\n", parts, acks, b, mbCell(g.mbps(), runs),
+			ratio(g.mbps().med, kfMB), cpu.med, cpu.min, cpu.max, ratio(cpu.med, fl), ratio(cpu.med, rf), ratio(cpu.med, kfCPU))
 	}
 	for _, acks := range []string{"1", "all"} {
 		kf := d.get("broker", "kfake", "workload", "produce4p", "size", "1024", "producers", "1", "acks", acks)
