@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,6 +76,10 @@ type dataFile struct {
 	created  atomic.Bool  // created since the directory was last synced
 	flushing atomic.Bool  // a background flush (Log.flushRolled) runs
 	msgs     int64        // records appended since the last flush; REQUIRES: owning Log's writeMu
+	// reserved is where the blocks reserved past the file's end end
+	// (fsutil.Reserver; 0: none known). The writer raises it; closeLocked
+	// hands the blocks back when nobody but the cache holds the file.
+	reserved atomic.Int64
 	// syncErr is the first failed sync of the file, sticky: see fail.
 	syncErr atomic.Pointer[error]
 
@@ -316,6 +321,7 @@ func (d *dataFile) closeLocked() {
 	}
 	d.punchLocked()
 	d.pruneLocked()
+	d.releaseReservedLocked()
 	if d.zf.Refs() > 1 {
 		d.old = append(d.old, d.zf)
 	}
@@ -323,6 +329,22 @@ func (d *dataFile) closeLocked() {
 		d.c.log.Warn("pebblelog: close data file", "file", d.path, "err", err)
 	}
 	d.zf, d.f = nil, nil
+}
+
+// releaseReservedLocked truncates the file to its size, handing back the
+// blocks reserved past its end, when nobody but the cache holds any of its
+// descriptors: a writer holds one for as long as it writes, so no write is
+// in flight, and none starts before d.mu is released (acquire). The bytes
+// below the size are untouched. Otherwise the blocks stay reserved until a
+// later close. REQUIRES: d.mu held, d.zf open, pruneLocked just run.
+func (d *dataFile) releaseReservedLocked() {
+	if d.reserved.Load() == 0 || len(d.old) > 0 || d.zf.Refs() > 1 {
+		return
+	}
+	if err := fsutil.ReleaseReserved(d.f, d.size.Load()); err != nil {
+		d.c.log.Warn("pebblelog: releasing blocks reserved past the data file's end", "file", d.path, "err", err)
+	}
+	d.reserved.Store(0)
 }
 
 // remove deletes the file: it is closed (readers holding a slice keep
@@ -359,6 +381,9 @@ type fileCache struct {
 
 	log     *slog.Logger
 	noPunch atomic.Bool // the file system refused a punch (logged once)
+	// reserve reserves blocks ahead of the data files' ends as they are
+	// appended to (dataFile.write).
+	reserve fsutil.Reserver
 }
 
 func newFileCache(max int, log *slog.Logger) *fileCache {
@@ -417,6 +442,7 @@ func (d *dataFile) write(b []byte, pos int64) error {
 		return err
 	}
 	defer zf.Release()
+	d.reserved.Store(d.c.reserve.Reserve(f, pos, int64(len(b)), d.reserved.Load(), math.MaxInt64))
 	if _, err := fsutil.WriteAt(f, b, pos); err != nil {
 		return fmt.Errorf("pebblelog: write %s at %d: %w", d.path, pos, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -751,4 +752,72 @@ func TestNewLogSurvivesCrash(t *testing.T) {
 	if got := stateOf(t, l2); !got.equal(want) {
 		t.Fatalf("after crash: end %d, want %d", got.end, want.end)
 	}
+}
+
+// A data file reserves blocks past its end as it grows (fsutil.Reserver),
+// keeping its size the end of its data, and hands them back when the cache
+// closes it with nobody else holding it; a held slice defers that to a
+// later close.
+func TestDataFileReservesBlocksAhead(t *testing.T) {
+	dir := t.TempDir()
+	s, err := engine.Open("pebble", engine.Options{Dir: dir, OpenSegmentsMax: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, _ := s.CreateLog(engine.PartitionID{Topic: "a", Partition: 0}, engine.LogConfig{})
+	var want []byte
+	big := batch(100, 1, strings.Repeat("v", 1000)) // ~100 KB: the reservation runs ahead of it
+	for len(want) < 3<<20 {
+		b := bytes.Clone(big)
+		mustAppend(t, a, b, 1)
+		want = append(want, b...)
+	}
+	path := dataFileOf(t, dir, a)
+	size, blocks := fileBlocks(t, path)
+	if s.(*Store).cache.reserve.Off() {
+		t.Skip("this file system has no fallocate")
+	}
+	if blocks < size+1<<20 {
+		t.Fatalf("data file of %d bytes holds %d bytes of blocks: nothing reserved", size, blocks)
+	}
+
+	// A held slice keeps the blocks through an eviction.
+	held, err := a.Read(0, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := s.CreateLog(engine.PartitionID{Topic: "b", Partition: 0}, engine.LogConfig{})
+	mustAppend(t, other, batch(10, 1, "x"), 1) // opens b's file: a's is evicted
+	if _, blocks2 := fileBlocks(t, path); blocks2 != blocks {
+		t.Fatalf("blocks %d -> %d while a slice is held", blocks, blocks2)
+	}
+	held.Release()
+
+	// Opened again and evicted with nobody holding it: handed back.
+	if got := readAll(t, a); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want %d", len(got), len(want))
+	}
+	mustAppend(t, other, batch(10, 1, "y"), 1)
+	size, blocks = fileBlocks(t, path)
+	if blocks > size+64<<10 {
+		t.Fatalf("evicted data file of %d bytes keeps %d bytes of blocks", size, blocks)
+	}
+	if got := readAll(t, a); !bytes.Equal(got, want) {
+		t.Fatalf("after the release: read %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// fileBlocks returns a file's size and the bytes of the blocks it holds.
+func fileBlocks(t *testing.T, path string) (size, blocks int64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Skip("no block count here")
+	}
+	return fi.Size(), st.Blocks * 512
 }
