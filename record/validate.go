@@ -247,50 +247,45 @@ func validateAll(buf []byte, validate func([]byte) (int, error)) (batches int, r
 // deltas of uncompressed records must increase strictly within
 // [0, lastOffsetDelta], gaps allowed. Kafka's DefaultRecordBatch.ensureValid
 // allows the same: a cleaned batch keeps its offset span and loses records,
-// and a batch kept only for its producer's state has none. Recovery, a
-// follower's append and dump-log use it; a producer's batch gets
-// ValidateAppend.
-func ValidateStored(b []byte) (int, error) {
+// and a batch kept only for its producer's state has none. Recovery and
+// dump-log use it; a follower's append uses ValidateReplicated and a
+// producer's batch gets ValidateAppend.
+func ValidateStored(b []byte) (int, error) { return validateStored(b, true) }
+
+// validateStored is ValidateStored, walking an uncompressed batch's
+// records only when walk is set.
+func validateStored(b []byte, walk bool) (int, error) {
 	size, err := validateFramed(b)
 	if err != nil {
 		return 0, err
 	}
 	bt := Batch(b[:size])
-	if err := storedCounts(bt); err != nil {
-		return 0, err
-	}
-	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
-	if bt.Codec() == CodecNone {
-		raw, prev := bt.Records(), int64(-1)
-		for i := int32(0); i < int32(count); i++ {
-			n, _, offsetDelta, _, ok := scanRecord(raw)
-			if !ok {
-				return 0, corruptRecord(i, raw)
-			}
-			if offsetDelta <= prev || offsetDelta > lod {
-				return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: offset delta %d after %d, lastOffsetDelta %d", i, offsetDelta, prev, lod)}
-			}
-			prev = offsetDelta
-			raw = raw[n:]
-		}
-		if len(raw) != 0 {
-			return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("%d bytes after the last record", len(raw))}
-		}
-	}
-	return size, nil
-}
-
-// storedCounts checks a stored batch's record count against its offset
-// span (ValidateStored's allowance for cleaned batches) and its codec.
-func storedCounts(bt Batch) error {
 	lod, count := int64(bt.LastOffsetDelta()), int64(bt.RecordCount())
 	if lod < 0 || count < 0 || count > lod+1 {
-		return &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d outside [0, lastOffsetDelta+1 = %d]", count, lod+1)}
+		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("recordCount %d outside [0, lastOffsetDelta+1 = %d]", count, lod+1)}
 	}
 	if bt.Codec() > CodecZstd {
-		return &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
+		return 0, &BatchError{Kind: ErrInvalid, Reason: fmt.Sprintf("unknown compression codec %d", bt.Codec())}
 	}
-	return nil
+	if !walk || bt.Codec() != CodecNone {
+		return size, nil
+	}
+	raw, prev := bt.Records(), int64(-1)
+	for i := int32(0); i < int32(count); i++ {
+		n, _, offsetDelta, _, ok := scanRecord(raw)
+		if !ok {
+			return 0, corruptRecord(i, raw)
+		}
+		if offsetDelta <= prev || offsetDelta > lod {
+			return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("record %d: offset delta %d after %d, lastOffsetDelta %d", i, offsetDelta, prev, lod)}
+		}
+		prev = offsetDelta
+		raw = raw[n:]
+	}
+	if len(raw) != 0 {
+		return 0, &BatchError{Kind: ErrCorrupt, Reason: fmt.Sprintf("%d bytes after the last record", len(raw))}
+	}
+	return size, nil
 }
 
 // ValidateAllStored is ValidateAll with ValidateStored's allowance for
@@ -308,18 +303,7 @@ func ValidateAllStored(buf []byte) (batches int, records int64, err error) {
 // CRC vouches that these are its bytes. A control batch's records are
 // walked as ValidateStored does: the follower reads its marker.
 func ValidateReplicated(b []byte) (int, error) {
-	if len(b) >= HeaderSize && Batch(b).Control() {
-		return ValidateStored(b)
-	}
-	size, err := validateFramed(b)
-	if err != nil {
-		return 0, err
-	}
-	bt := Batch(b[:size])
-	if err := storedCounts(bt); err != nil {
-		return 0, err
-	}
-	return size, nil
+	return validateStored(b, len(b) >= HeaderSize && Batch(b).Control())
 }
 
 // ValidateAllReplicated is ValidateAll with ValidateReplicated's checks:

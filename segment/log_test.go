@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/record"
 )
 
@@ -706,14 +706,9 @@ func TestSegmentReservesBlocksAhead(t *testing.T) {
 
 // blockBytes returns a file's size and the bytes of the blocks it holds.
 func blockBytes(t *testing.T, path string) (size, blocks int64) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
+	size, blocks, ok, err := fsutil.Allocated(path)
+	if err != nil || !ok {
+		t.Fatalf("blocks of %s: %v (counted: %v)", path, err, ok)
 	}
-	sys, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		t.Skip("no block count here")
-	}
-	return fi.Size(), sys.Blocks * 512
+	return size, blocks
 }

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/record"
 )
 
@@ -810,14 +810,9 @@ func TestDataFileReservesBlocksAhead(t *testing.T) {
 
 // fileBlocks returns a file's size and the bytes of the blocks it holds.
 func fileBlocks(t *testing.T, path string) (size, blocks int64) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
+	size, blocks, ok, err := fsutil.Allocated(path)
+	if err != nil || !ok {
+		t.Fatalf("blocks of %s: %v (counted: %v)", path, err, ok)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		t.Skip("no block count here")
-	}
-	return fi.Size(), st.Blocks * 512
+	return size, blocks
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync/atomic"
+	"syscall"
 )
 
 // Block reservation ahead of an append-only file's end.
@@ -79,3 +80,18 @@ func ReleaseReserved(f *os.File, size int64) error {
 // Off reports whether the file system refused fallocate(2), so nothing is
 // reserved any more.
 func (r *Reserver) Off() bool { return r.off.Load() }
+
+// Allocated returns the size of the file at path and the bytes of disk
+// blocks it holds (st_blocks), which exceed the size by what is reserved
+// past the end. ok is false where the system does not count blocks.
+func Allocated(path string) (size, blocks int64, ok bool, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fi.Size(), 0, false, nil
+	}
+	return fi.Size(), st.Blocks * 512, true, nil
+}

@@ -113,15 +113,10 @@ func TestReserveRealFile(t *testing.T) {
 	}
 }
 
-func stat(t *testing.T, f *os.File) (size, blockBytes int64) {
-	t.Helper()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
+func stat(t *testing.T, f *os.File) (size, blocks int64) {
+	size, blocks, ok, err := Allocated(f.Name())
+	if err != nil || !ok {
+		t.Fatalf("blocks of %s: %v (counted: %v)", f.Name(), err, ok)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		t.Skip("no block count here")
-	}
-	return fi.Size(), st.Blocks * 512
+	return size, blocks
 }
