@@ -13,10 +13,13 @@ import (
 // other delayed-allocation file systems) reserve space, charge quota and
 // record a delayed extent for every block the write touches, and
 // writeback then allocates the blocks. Writes into blocks already
-// allocated (fallocate(2)) skip that: on this project's machines a 1 GiB
-// file written in 256 KiB pwrites cost the writing thread 0.29 s/GB
-// without and 0.19 with its blocks reserved first, and the whole machine,
-// writeback and its fdatasync included, 0.50 against 0.35 (BENCHMARKS.md,
+// allocated (fallocate(2)) skip that: on this project's machines 64 MiB
+// files written in 256 KiB pwrites cost the writing thread 0.42 s/GB
+// without and 0.33 with blocks reserved as below, and the whole machine,
+// writeback and its fdatasync included, 0.62 against 0.50
+// (BenchmarkWriteReserved; a 1 GiB file reserved whole: 0.29 against
+// 0.19, and 0.50 against 0.35), so the work is saved, not moved to the
+// flusher threads (BENCHMARKS.md,
 // "Block reservation"). FALLOC_FL_KEEP_SIZE leaves the file's size alone,
 // so the file still ends where its data does, as recovery, readers and
 // Kafka's tools expect; the blocks past the end show only in du, and
