@@ -695,6 +695,9 @@ func TestSegmentReservesBlocksAhead(t *testing.T) {
 	}
 	bases := segBases(t, l.dir)
 	last := segmentPath(l.dir, bases[len(bases)-1], logSuffix)
+	if size, blocks := blockBytes(t, last); blocks < size+1<<20 {
+		t.Fatalf("new active segment of %d bytes holds %d bytes of blocks: nothing reserved", size, blocks)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
