@@ -42,13 +42,15 @@ func TestFailureIsSticky(t *testing.T) {
 			return err, nil
 		}},
 		{"write torn in a later piece of a large append", func(t *testing.T, l *Log, fs *errorFS, rng *rand.Rand) (error, [][]byte) {
-			// 600 KB goes to the file in 256 KiB pwrites: the first
-			// lands whole, the second tears; nothing of the batch may
-			// stay readable or survive recovery.
+			// Two batches of 0.6 WriteChunk in one append (each
+			// within max.message.bytes) go to the file in two
+			// pwrites: the first lands whole, the second tears;
+			// nothing of the append may stay readable or survive
+			// recovery.
 			fs.injectAfter(opWrite, 1)
-			b := mkBatch(rng, 3, 7000, 200_000)
+			b := append(mkBatch(rng, 3, 7000, fsutil.WriteChunk/5), mkBatch(rng, 3, 7003, fsutil.WriteChunk/5)...)
 			if len(b) <= fsutil.WriteChunk {
-				t.Fatalf("batch of %d bytes fits one pwrite", len(b))
+				t.Fatalf("append of %d bytes fits one pwrite", len(b))
 			}
 			_, err := l.Append(b, engine.AppendOptions{AssignOffsets: true})
 			return err, nil

@@ -14,12 +14,12 @@ import (
 // record a delayed extent for every block the write touches, and
 // writeback then allocates the blocks. Writes into blocks already
 // allocated (fallocate(2)) skip that: on this project's machines 64 MiB
-// files written in 256 KiB pwrites cost the writing thread 0.42 s/GB
-// without and 0.33 with blocks reserved as below, and the whole machine,
-// writeback and its fdatasync included, 0.62 against 0.50
-// (BenchmarkWriteReserved; a 1 GiB file reserved whole: 0.29 against
-// 0.19, and 0.50 against 0.35), so the work is saved, not moved to the
-// flusher threads (BENCHMARKS.md,
+// files written in 1 MiB pwrites (WriteChunk) cost the writing thread
+// 0.235 s/GB without and 0.203 with blocks reserved as below, and the
+// whole machine, writeback and its fdatasync included, 0.446 against
+// 0.362 (BenchmarkWriteReserved, medians of 4; in 256 KiB pwrites 0.42
+// against 0.33 and 0.62 against 0.50), so the work is saved, not moved
+// to the flusher threads (BENCHMARKS.md,
 // "Block reservation"). FALLOC_FL_KEEP_SIZE leaves the file's size alone,
 // so the file still ends where its data does, as recovery, readers and
 // Kafka's tools expect; the blocks past the end show only in du, and

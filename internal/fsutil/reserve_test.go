@@ -122,7 +122,7 @@ func stat(t *testing.T, f *os.File) (size, blocks int64) {
 	return size, blocks
 }
 
-// BenchmarkWriteReserved writes 64 MiB files in 256 KiB pwrites (WriteAt),
+// BenchmarkWriteReserved writes 64 MiB files in WriteChunk pwrites (WriteAt),
 // then fdatasyncs them, with and without blocks reserved ahead
 // (mode=reserve: Reserver.Reserve before each write, as the segment
 // backend does). Besides ns/op it reports the writing thread's CPU per GB
@@ -135,7 +135,7 @@ func BenchmarkWriteReserved(b *testing.B) {
 		b.Skip("fallocate(2) and /proc/stat are Linux's")
 	}
 	const fileBytes = 64 << 20
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, WriteChunk)
 	for i := range buf {
 		buf[i] = byte(i * 7)
 	}
