@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -83,11 +84,7 @@ func TestValidateReplicated(t *testing.T) {
 
 	// Records that do not walk, under a CRC that matches them: refused
 	// by ValidateStored (recovery), taken by a follower.
-	garbled := append([]byte(nil), full...)
-	for i := HeaderSize; i < len(garbled); i++ {
-		garbled[i] = 0xff
-	}
-	Batch(garbled).setCRC(Batch(garbled).ComputeCRC())
+	garbled := garbleRecords(full)
 	if _, err := ValidateStored(garbled); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("ValidateStored(garbled records) = %v, want ErrCorrupt", err)
 	}
@@ -124,26 +121,25 @@ func TestValidateReplicated(t *testing.T) {
 	if _, err := ValidateReplicated(marker); err != nil {
 		t.Fatalf("marker: %v", err)
 	}
-	gm := append([]byte(nil), marker...)
-	for i := HeaderSize; i < len(gm); i++ {
-		gm[i] = 0xff
-	}
-	Batch(gm).setCRC(Batch(gm).ComputeCRC())
+	gm := garbleRecords(marker)
 	if _, err := ValidateReplicated(gm); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("marker with garbled records: %v, want ErrCorrupt", err)
 	}
-	if _, _, err := ValidateAllReplicated(concat2(full, marker, garbled)); err != nil {
+	if _, _, err := ValidateAllReplicated(bytes.Join([][]byte{full, marker, garbled}, nil)); err != nil {
 		t.Fatalf("ValidateAllReplicated: %v", err)
 	}
-	if _, _, err := ValidateAllReplicated(concat2(full, gm)); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := ValidateAllReplicated(bytes.Join([][]byte{full, gm}, nil)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("ValidateAllReplicated with a garbled marker: %v", err)
 	}
 }
 
-func concat2(bs ...[]byte) []byte {
-	var out []byte
-	for _, b := range bs {
-		out = append(out, b...)
+// garbleRecords returns a copy of batch b with every byte after the header
+// 0xff and the CRC fixed to match: records that do not parse, vouched for.
+func garbleRecords(b []byte) []byte {
+	g := bytes.Clone(b)
+	for i := HeaderSize; i < len(g); i++ {
+		g[i] = 0xff
 	}
-	return out
+	Batch(g).setCRC(Batch(g).ComputeCRC())
+	return g
 }

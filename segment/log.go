@@ -313,6 +313,7 @@ func (l *Log) roll(nowMs int64) error {
 		return l.fail(err)
 	}
 	l.manage(ns)
+	old.releaseReserved()
 	l.mu.Lock()
 	err = old.roll()
 	old.setIndexBytes(0)

@@ -208,7 +208,6 @@ func (s *segment) finishIndexes() {
 // roll makes the segment inactive: final time entry, indexes trimmed.
 // REQUIRES: the log's mu held for writing.
 func (s *segment) roll() error {
-	s.releaseReserved()
 	s.finishIndexes()
 	if err := s.idx.Trim(); err != nil {
 		return err
@@ -217,9 +216,9 @@ func (s *segment) roll() error {
 }
 
 // releaseReserved hands the blocks reserved past the .log's end back to
-// the file system (fsutil.ReleaseReserved). It is always called when the
-// segment rolls, as a reservation may have been left by a run that
-// crashed. Failing costs only the reserved space, kept until the segment
+// the file system (fsutil.ReleaseReserved). Log.roll always calls it on
+// the segment it makes inactive, as a reservation may have been left by a
+// run that crashed. Failing costs only the reserved space, kept until the segment
 // is deleted, so the error is dropped. REQUIRES: the writer's side (the
 // log's appendMu, or the segment closing unpinned). It goes to the
 // operating-system file, not through the FS seam: the seam's injected

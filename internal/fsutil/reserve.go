@@ -67,7 +67,7 @@ func (r *Reserver) Reserve(f *os.File, pos, n, reserved, limit int64) int64 {
 	if call == nil {
 		call = fallocateKeepSize
 	}
-	if err := call(f, from, to-from); err != nil && errors.Is(err, errNoFallocate) {
+	if err := call(f, from, to-from); errors.Is(err, errNoFallocate) {
 		r.off.Store(true)
 	}
 	return to
