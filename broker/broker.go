@@ -149,7 +149,8 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	}
 	checkLimits(cfg, log)
 	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval,
-		OpenSegmentsMax: cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: recoveryCheckpointInterval(cfg)}); err != nil {
+		OpenSegmentsMax: cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: recoveryCheckpointInterval(cfg),
+		DeleteDelay: cfg.LogSegmentDeleteDelay}); err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}
 

@@ -86,6 +86,14 @@ type Config struct {
 	// how many segments of the segment backend keep their files open and
 	// their indexes mapped at once (3 descriptors and 2 mappings each).
 	LogSegmentOpenFilesMax int
+	// LogSegmentDeleteDelay is log.segment.delete.delay.ms (Kafka's default
+	// 60000): how long bytes a log no longer indexes stay on disk before
+	// they are removed. The pebble backend punches them out of its data
+	// files only this long after retention, truncation or the cleaner let
+	// go of them, so a fetch response sendfile(2) handed to a socket before
+	// cannot be zeroed under it; the segment backend unlinks segment files
+	// at once (an unlinked file's pages stay intact for whoever holds them).
+	LogSegmentDeleteDelay time.Duration
 
 	// log.message.timestamp.difference.max.ms (deprecated in Kafka),
 	// .before.max.ms and .after.max.ms: how far (ms) a CreateTime timestamp
@@ -288,6 +296,7 @@ func Default() Config {
 
 		LogFlushOffsetCheckpointInterval: 60 * time.Second,
 		LogSegmentOpenFilesMax:           1000,
+		LogSegmentDeleteDelay:            60 * time.Second,
 
 		TransactionStatePartitions:       50,
 		TransactionStateReplication:      3,

@@ -508,6 +508,26 @@ func TestScaleKeys(t *testing.T) {
 	}
 }
 
+// TestSegmentDeleteDelay: log.segment.delete.delay.ms defaults to Kafka's
+// 60000, takes 0 (at once), refuses a negative delay and what is not a
+// number.
+func TestSegmentDeleteDelay(t *testing.T) {
+	if c := Default(); c.LogSegmentDeleteDelay != time.Minute {
+		t.Fatalf("default %v", c.LogSegmentDeleteDelay)
+	}
+	for v, want := range map[string]time.Duration{"0": 0, "1500": 1500 * time.Millisecond} {
+		c, err := Load("", []string{"log.segment.delete.delay.ms=" + v})
+		if err != nil || c.LogSegmentDeleteDelay != want {
+			t.Fatalf("%s: %v %v", v, c.LogSegmentDeleteDelay, err)
+		}
+	}
+	for _, bad := range []string{"-1", "soon", ""} {
+		if _, err := Load("", []string{"log.segment.delete.delay.ms=" + bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 // TestFetchSessionCacheSlots: max.incremental.fetch.session.cache.slots
 // defaults to Kafka's 1000, takes 0 (sessions off), refuses what is not a
 // count.

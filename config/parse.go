@@ -293,6 +293,8 @@ func (s *setter) set(key, v string) error {
 		var n int64
 		n, err = parseInt64(key, v, 1, math.MaxInt32)
 		c.LogSegmentOpenFilesMax = int(n)
+	case "log.segment.delete.delay.ms":
+		c.LogSegmentDeleteDelay, err = parseDuration(key, v, time.Millisecond, 0)
 	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",
 		"num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
 		"socket.receive.buffer.bytes", "num.replica.fetchers", "zookeeper.connection.timeout.ms":

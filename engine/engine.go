@@ -72,6 +72,11 @@ type Options struct {
 	// checkpointed (log.flush.offset.checkpoint.interval.ms); 0: the
 	// backend's default, negative: only at Close.
 	RecoveryCheckpointInterval time.Duration
+	// DeleteDelay is how long bytes a log stopped indexing (retention,
+	// truncation, the cleaner) stay on disk before a backend that reclaims
+	// them in place removes them (log.segment.delete.delay.ms; "pebble"
+	// punches its data files); 0: at once.
+	DeleteDelay time.Duration
 }
 
 // Store is a set of partition logs in one directory. Safe for concurrent use.

@@ -7,9 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -62,6 +64,16 @@ func parseDataFileName(name string) (uint64, bool) {
 // the punch. Deferred punches are retried by later appends, flushes and
 // evictions; a crash forgets them (the space stays allocated, nothing
 // indexed is lost).
+//
+// And only once the range has been unindexed for the store's delete delay
+// (log.segment.delete.delay.ms, Kafka's 60 s before it deletes a segment
+// file). A read releases its reference when sendfile(2) returns, but the
+// socket still holds the file's pages until the peer has read them, and
+// a punch that cuts through a large folio the socket holds, which then
+// cannot be split, zeroes the punched part in place (pageAlign): the
+// delay gives the consumer that long to take the bytes, as Kafka gives
+// readers of a deleted segment. A timer (punchTimer) punches what comes
+// due on a log nobody appends to; Close punches what still waits.
 type dataFile struct {
 	n    uint64
 	path string
@@ -87,10 +99,21 @@ type dataFile struct {
 	zf      *zerocopy.File   // the cache's reference, nil when closed
 	f       *os.File         // zf's file
 	old     []*zerocopy.File // evicted descriptors a reader may still hold
-	punches [][2]int64       // [pos, pos+n) to punch once no reader holds the file
+	punches []punchRange     // to punch once due and no reader holds the file
+	timer   *time.Timer      // runs punchTimer while punches wait; nil: none armed
 	gone    bool             // deleted: never opened again
 	slot    int              // index in c.ring, -1 when not there (clockring.Entry)
 }
+
+// punchRange is [lo, hi) of a data file, to be punched at due or later.
+type punchRange struct {
+	lo, hi int64
+	due    time.Time
+}
+
+// punchRetry is how soon a punch that waited for readers is tried again
+// when nothing else (an append, a flush, an eviction) tries it first.
+const punchRetry = time.Second
 
 // errGone is returned by acquire on a deleted data file.
 var errGone = errors.New("pebblelog: data file deleted")
@@ -147,32 +170,86 @@ func (d *dataFile) punch(pos, n int64) {
 	if d.gone {
 		return
 	}
-	if k := len(d.punches); k > 0 && d.punches[k-1][1] == pos {
-		d.punches[k-1][1] = pos + n
+	due := time.Now().Add(d.c.delay)
+	if k := len(d.punches); k > 0 && d.punches[k-1].hi == pos {
+		d.punches[k-1].hi, d.punches[k-1].due = pos+n, due
 	} else {
-		d.punches = append(d.punches, [2]int64{pos, pos + n})
+		d.punches = append(d.punches, punchRange{pos, pos + n, due})
 	}
 	d.pending.Store(true)
-	d.punchLocked()
+	d.punchLocked(false)
 }
 
-// retryPunches punches what earlier punch calls deferred, if no reader
-// holds the file now.
+// retryPunches punches what earlier punch calls deferred and is due, if no
+// reader holds the file now.
 func (d *dataFile) retryPunches() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.punchLocked()
+	d.punchLocked(false)
 }
 
-// punchLocked punches the queued ranges unless a reference other than the
-// cache's is held on any descriptor of the file. REQUIRES: d.mu held.
-func (d *dataFile) punchLocked() {
+// punchAll punches every queued range, due or not, if no reader holds the
+// file, and disarms the timer: the store is closing (Store.closeFiles,
+// which sets c.closed first, so no timer is armed again).
+func (d *dataFile) punchAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopTimerLocked()
+	d.punchLocked(true)
+}
+
+// punchTimer is d.timer's function: it punches what is due, arming the
+// timer again for what is not (punchLocked).
+func (d *dataFile) punchTimer() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.timer = nil
+	if !d.c.closed.Load() {
+		d.punchLocked(false)
+	}
+}
+
+// stopTimerLocked disarms d.timer. REQUIRES: d.mu held.
+func (d *dataFile) stopTimerLocked() {
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+}
+
+// punchLocked punches the queued ranges that are due (all of them with
+// force: the store is closing) unless a reference other than the cache's
+// is held on any descriptor of the file; while ranges wait, d.timer is
+// armed to try again. REQUIRES: d.mu held.
+func (d *dataFile) punchLocked(force bool) {
 	if len(d.punches) == 0 || d.gone {
 		return
 	}
+	now := time.Now()
+	n := len(d.punches) // the ranges due: a prefix, since due only grows
+	if !force {
+		n = sort.Search(len(d.punches), func(i int) bool { return d.punches[i].due.After(now) })
+	}
 	d.pruneLocked()
 	if len(d.old) > 0 || (d.zf != nil && d.zf.Refs() > 1) {
+		n = 0
+	}
+	defer func() {
+		d.pending.Store(len(d.punches) > 0)
+		if len(d.punches) > 0 && d.timer == nil && !d.c.closed.Load() {
+			wait := punchRetry // readers held it past the first range's due
+			if d.punches[0].due.After(now) {
+				wait = d.punches[0].due.Sub(now)
+			}
+			d.timer = time.AfterFunc(wait, d.punchTimer)
+		}
+	}()
+	if n == 0 {
 		return
+	}
+	due := d.punches[:n]
+	if d.punches = d.punches[n:]; len(d.punches) == 0 {
+		d.punches = nil
 	}
 	f := d.f
 	if f == nil {
@@ -180,13 +257,12 @@ func (d *dataFile) punchLocked() {
 		if f, err = os.OpenFile(d.path, os.O_RDWR, 0); err != nil {
 			d.c.log.Warn("pebblelog: cannot open data file to punch", "file", d.path, "err", err)
 			d.punches = nil
-			d.pending.Store(false)
 			return
 		}
 		defer f.Close()
 	}
-	for _, r := range d.punches {
-		lo, hi := pageAlign(r[0], r[1])
+	for _, r := range due {
+		lo, hi := pageAlign(r.lo, r.hi)
 		if lo >= hi {
 			continue
 		}
@@ -198,11 +274,9 @@ func (d *dataFile) punchLocked() {
 			break
 		}
 		if err != nil {
-			d.c.log.Warn("pebblelog: punch hole in data file", "file", d.path, "pos", r[0], "bytes", r[1]-r[0], "err", err)
+			d.c.log.Warn("pebblelog: punch hole in data file", "file", d.path, "pos", r.lo, "bytes", r.hi-r.lo, "err", err)
 		}
 	}
-	d.punches = nil
-	d.pending.Store(false)
 }
 
 // pageAlign shrinks [lo, hi) to the whole pages it covers. Only whole
@@ -217,8 +291,9 @@ func (d *dataFile) punchLocked() {
 // in place over the punched pages: those pages hold only unindexed bytes,
 // but a sendfile still in flight could have taken them; the e2e test
 // (TestCompactionPerBackend/pebble, 1 run in 15-40 failed before) passes
-// 75 runs in a row with this, and a reference held until the socket's send
-// queue drains would close what is left.
+// 75 runs in a row with this. The delete delay (punchRange.due) closes
+// what is left: a socket holds a page only until its peer reads it, and a
+// consumer that has not read a response for that long has timed it out.
 func pageAlign(lo, hi int64) (int64, int64) {
 	ps := int64(pageSize)
 	return (lo + ps - 1) / ps * ps, hi / ps * ps
@@ -319,7 +394,7 @@ func (d *dataFile) closeLocked() {
 	if d.zf == nil {
 		return
 	}
-	d.punchLocked()
+	d.punchLocked(false)
 	d.pruneLocked()
 	d.releaseReservedLocked()
 	if d.zf.Refs() > 1 {
@@ -355,6 +430,7 @@ func (d *dataFile) remove() error {
 	d.gone = true
 	d.punches = nil
 	d.pending.Store(false)
+	d.stopTimerLocked()
 	if d.zf != nil {
 		d.zf.Release()
 		d.zf, d.f = nil, nil
@@ -381,6 +457,12 @@ type fileCache struct {
 
 	log     *slog.Logger
 	noPunch atomic.Bool // the file system refused a punch (logged once)
+	// delay is how long an unindexed range waits before it is punched
+	// (engine.Options.DeleteDelay).
+	delay time.Duration
+	// closed is set when the store closes: no punch timer is armed
+	// after it, and one that fires does nothing.
+	closed atomic.Bool
 	// reserve reserves blocks ahead of the data files' ends as they are
 	// appended to (dataFile.write).
 	reserve fsutil.Reserver
@@ -426,7 +508,9 @@ func (c *fileCache) evict() {
 }
 
 // closeAll closes every file (Store.Close), punching what waits if it can.
+// REQUIRES: every dataFile of the store given to punchAll first.
 func (c *fileCache) closeAll() {
+	c.closed.Store(true)
 	for _, d := range c.ring.TakeAll() {
 		d.mu.Lock()
 		d.closeLocked()

@@ -816,3 +816,67 @@ func fileBlocks(t *testing.T, path string) (size, blocks int64) {
 	}
 	return size, blocks
 }
+
+// TestPunchWaitsForDeleteDelay: with a delete delay (log.segment.delete.delay.ms)
+// the bytes retention lets go of stay allocated until it has passed, are
+// then punched by the timer with no append to retry them, and what still
+// waits when the store closes is punched by Close.
+func TestPunchWaitsForDeleteDelay(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	dir := t.TempDir()
+	s, err := engine.Open("pebble", engine.Options{Dir: dir, DeleteDelay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cfg := engine.LogConfig{SegmentBytes: 16 << 10, RetentionMs: -1, RetentionBytes: 1}
+	l, _ := s.CreateLog(pid, cfg)
+	value := strings.Repeat("x", 1000)
+	for i := 0; i < 150; i++ { // ~600 KB: below fsutil.ReserveFrom, nothing reserved ahead
+		mustAppend(t, l, batch(4, int64(i), value), 1)
+	}
+	d := l.(*Log).df
+	_, before := fileBlocks(t, d.path)
+
+	trimmed := time.Now()
+	if _, err := l.ApplyRetention(trimmed); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() == 0 {
+		t.Fatal("retention deleted nothing")
+	}
+	if _, now := fileBlocks(t, d.path); now != before || !d.pending.Load() {
+		t.Fatalf("blocks %d -> %d (pending %v) at once: the punch did not wait", before, now, d.pending.Load())
+	}
+	var after int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, after = fileBlocks(t, d.path); after < before/2 {
+			break
+		}
+	}
+	if waited := time.Since(trimmed); after >= before/2 || waited < delay {
+		t.Fatalf("blocks %d -> %d after %v (delay %v): not punched by the timer", before, after, waited, delay)
+	}
+	if d.pending.Load() {
+		t.Fatal("punched, still pending")
+	}
+
+	// What waits at Close is punched by Close.
+	for i := 0; i < 150; i++ {
+		mustAppend(t, l, batch(4, int64(i), value), 1)
+	}
+	_, before = fileBlocks(t, d.path)
+	s.(*Store).cache.delay = time.Hour
+	if _, err := l.ApplyRetention(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !d.pending.Load() {
+		t.Fatal("nothing waits an hour")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, after = fileBlocks(t, d.path); after >= before-before/4 {
+		t.Fatalf("blocks %d -> %d: Close did not punch what waited", before, after)
+	}
+}

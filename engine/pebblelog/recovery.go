@@ -133,10 +133,9 @@ func (s *Store) closeFiles() error {
 	defer pb.Close()
 	var dirty []*dataFile
 	failed := false
+	s.cache.closed.Store(true) // no punch timer armed from here on
 	for _, d := range s.files {
-		if d.pending.Load() {
-			d.retryPunches()
-		}
+		d.punchAll()
 		if d.failure() != nil {
 			failed = true
 		} else if d.dirty.Load() {

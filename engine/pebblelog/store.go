@@ -145,6 +145,7 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 		dataDir:    filepath.Join(opts.Dir, dataDirName),
 		cache:      newFileCache(opts.OpenSegmentsMax, logger),
 	}
+	s.cache.delay = max(opts.DeleteDelay, 0)
 	if err := s.load(); err != nil {
 		db.Close()
 		return nil, err
