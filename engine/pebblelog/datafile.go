@@ -1,6 +1,7 @@
 package pebblelog
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice/sluice/engine"
@@ -72,8 +74,11 @@ func parseDataFileName(name string) (uint64, bool) {
 // a punch that cuts through a large folio the socket holds, which then
 // cannot be split, zeroes the punched part in place (pageAlign): the
 // delay gives the consumer that long to take the bytes, as Kafka gives
-// readers of a deleted segment. A timer (punchTimer) punches what comes
-// due on a log nobody appends to; Close punches what still waits.
+// readers of a deleted segment. The store's punch worker (punchLoop)
+// punches what comes due on a log nobody appends to. Close punches what is
+// due and stores what is not under metaPunch; the log's next load queues
+// it again, to be punched a delay later (Kafka likewise finishes deleting
+// its .deleted files at the next start).
 type dataFile struct {
 	n    uint64
 	path string
@@ -100,9 +105,14 @@ type dataFile struct {
 	f       *os.File         // zf's file
 	old     []*zerocopy.File // evicted descriptors a reader may still hold
 	punches []punchRange     // to punch once due and no reader holds the file
-	timer   *time.Timer      // runs punchTimer while punches wait; nil: none armed
-	gone    bool             // deleted: never opened again
-	slot    int              // index in c.ring, -1 when not there (clockring.Entry)
+	// retryAt is when punches may next be tried (UnixNano): the first
+	// range's due, or a punchRetry later when readers held the file.
+	retryAt atomic.Int64
+	// punchKey: metaPunch may hold ranges for this log (loaded, or
+	// written by a Close); guarded by mu.
+	punchKey bool
+	gone     bool // deleted: never opened again
+	slot     int  // index in c.ring, -1 when not there (clockring.Entry)
 }
 
 // punchRange is [lo, hi) of a data file, to be punched at due or later.
@@ -111,8 +121,9 @@ type punchRange struct {
 	due    time.Time
 }
 
-// punchRetry is how soon a punch that waited for readers is tried again
-// when nothing else (an append, a flush, an eviction) tries it first.
+// punchRetry is how soon a punch that waited for readers is tried again,
+// and how often the punch worker looks for what is due. Ranges queued
+// within it of each other may merge into one.
 const punchRetry = time.Second
 
 // errGone is returned by acquire on a deleted data file.
@@ -170,14 +181,22 @@ func (d *dataFile) punch(pos, n int64) {
 	if d.gone {
 		return
 	}
-	due := time.Now().Add(d.c.delay)
-	if k := len(d.punches); k > 0 && d.punches[k-1].hi == pos {
+	d.queueLocked(pos, n, time.Now().Add(d.c.delay))
+	d.punchLocked()
+}
+
+// queueLocked queues [pos, pos+n) to be punched at due. A range that
+// continues the last one merges into it when their dues are within
+// punchRetry (the merged range waits for the later); otherwise a
+// log trimmed more often than the delay would push its first bytes' due
+// forward for ever. REQUIRES: d.mu held; due not before any queued due.
+func (d *dataFile) queueLocked(pos, n int64, due time.Time) {
+	if k := len(d.punches); k > 0 && d.punches[k-1].hi == pos && due.Sub(d.punches[k-1].due) < punchRetry {
 		d.punches[k-1].hi, d.punches[k-1].due = pos+n, due
 	} else {
 		d.punches = append(d.punches, punchRange{pos, pos + n, due})
 	}
 	d.pending.Store(true)
-	d.punchLocked(false)
 }
 
 // retryPunches punches what earlier punch calls deferred and is due, if no
@@ -185,81 +204,111 @@ func (d *dataFile) punch(pos, n int64) {
 func (d *dataFile) retryPunches() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.punchLocked(false)
+	d.punchLocked()
 }
 
-// punchAll punches every queued range, due or not, if no reader holds the
-// file, and disarms the timer: the store is closing (Store.closeFiles,
-// which sets c.closed first, so no timer is armed again).
-func (d *dataFile) punchAll() {
+// savePunches punches what is due and puts what is not under metaPunch in
+// b (Store.closeFiles), or deletes a metaPunch left from before when
+// nothing waits: the next load punches it a delay later.
+func (d *dataFile) savePunches(b *pebble.Batch) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.stopTimerLocked()
-	d.punchLocked(true)
+	d.punchLocked()
+	if len(d.punches) == 0 {
+		if d.punchKey {
+			_ = b.Delete(metaKey(d.n, metaPunch), nil)
+			d.punchKey = false
+		}
+		return
+	}
+	v := make([]byte, 0, 16*len(d.punches))
+	for _, r := range d.punches {
+		v = binary.BigEndian.AppendUint64(v, uint64(r.lo))
+		v = binary.BigEndian.AppendUint64(v, uint64(r.hi))
+	}
+	_ = b.Set(metaKey(d.n, metaPunch), v, nil)
+	d.punchKey = true
 }
 
-// punchTimer is d.timer's function: it punches what is due, arming the
-// timer again for what is not (punchLocked).
-func (d *dataFile) punchTimer() {
+// loadPunches queues the ranges a Close stored under metaPunch (v), to be
+// punched a delay from now. Only ranges below the append position pos,
+// which no index entry can name again, are taken; a malformed value is
+// reported and ignored (the space stays allocated, nothing is lost), and
+// the next Close replaces it.
+func (d *dataFile) loadPunches(v []byte, pos int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.timer = nil
-	if !d.c.closed.Load() {
-		d.punchLocked(false)
+	d.punchKey = true
+	if len(v)%16 != 0 {
+		d.c.log.Warn("pebblelog: ignoring malformed ranges to punch", "file", d.path, "bytes", len(v))
+		return
 	}
+	due := time.Now().Add(d.c.delay)
+	for ; len(v) > 0; v = v[16:] {
+		lo, hi := int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+		if lo < 0 || lo >= hi || hi > pos {
+			d.c.log.Warn("pebblelog: ignoring an invalid range to punch (empty, inverted or past the data file's append position)", "file", d.path, "lo", lo, "hi", hi, "pos", pos)
+			continue
+		}
+		d.queueLocked(lo, hi-lo, due)
+	}
+	d.punchLocked()
 }
 
-// stopTimerLocked disarms d.timer. REQUIRES: d.mu held.
-func (d *dataFile) stopTimerLocked() {
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
-	}
+// punchDue reports whether the queued punches may be tried at now (UnixNano).
+func (d *dataFile) punchDue(now int64) bool {
+	return d.pending.Load() && now >= d.retryAt.Load()
 }
 
-// punchLocked punches the queued ranges that are due (all of them with
-// force: the store is closing) unless a reference other than the cache's
-// is held on any descriptor of the file; while ranges wait, d.timer is
-// armed to try again. REQUIRES: d.mu held.
-func (d *dataFile) punchLocked(force bool) {
+// punchLocked punches the queued ranges that are due unless a reference
+// other than the cache's is held on any descriptor of the file, and sets
+// when to try again (retryAt) and whether the punch worker should look at
+// the file (fileCache.waiting). REQUIRES: d.mu held.
+func (d *dataFile) punchLocked() {
 	if len(d.punches) == 0 || d.gone {
 		return
 	}
 	now := time.Now()
-	n := len(d.punches) // the ranges due: a prefix, since due only grows
-	if !force {
-		n = sort.Search(len(d.punches), func(i int) bool { return d.punches[i].due.After(now) })
-	}
+	// The ranges due: a prefix, since dues only grow.
+	n := sort.Search(len(d.punches), func(i int) bool { return d.punches[i].due.After(now) })
 	d.pruneLocked()
 	if len(d.old) > 0 || (d.zf != nil && d.zf.Refs() > 1) {
 		n = 0
 	}
 	defer func() {
-		d.pending.Store(len(d.punches) > 0)
-		if len(d.punches) > 0 && d.timer == nil && !d.c.closed.Load() {
-			wait := punchRetry // readers held it past the first range's due
-			if d.punches[0].due.After(now) {
-				wait = d.punches[0].due.Sub(now)
-			}
-			d.timer = time.AfterFunc(wait, d.punchTimer)
+		if len(d.punches) == 0 {
+			d.pending.Store(false)
+			d.c.unwait(d)
+			return
 		}
+		retry := d.punches[0].due
+		if !retry.After(now) { // readers held it past the first range's due
+			retry = now.Add(punchRetry)
+		}
+		d.retryAt.Store(retry.UnixNano())
+		d.pending.Store(true)
+		d.c.wait(d)
 	}()
 	if n == 0 {
 		return
-	}
-	due := d.punches[:n]
-	if d.punches = d.punches[n:]; len(d.punches) == 0 {
-		d.punches = nil
 	}
 	f := d.f
 	if f == nil {
 		var err error
 		if f, err = os.OpenFile(d.path, os.O_RDWR, 0); err != nil {
+			// Tried again a punchRetry later (say, out of descriptors);
+			// a file that is not there has nothing to punch.
 			d.c.log.Warn("pebblelog: cannot open data file to punch", "file", d.path, "err", err)
-			d.punches = nil
+			if errors.Is(err, os.ErrNotExist) {
+				d.punches = nil
+			}
 			return
 		}
 		defer f.Close()
+	}
+	due := d.punches[:n]
+	if d.punches = d.punches[n:]; len(d.punches) == 0 {
+		d.punches = nil
 	}
 	for _, r := range due {
 		lo, hi := pageAlign(r.lo, r.hi)
@@ -394,7 +443,7 @@ func (d *dataFile) closeLocked() {
 	if d.zf == nil {
 		return
 	}
-	d.punchLocked(false)
+	d.punchLocked()
 	d.pruneLocked()
 	d.releaseReservedLocked()
 	if d.zf.Refs() > 1 {
@@ -430,7 +479,7 @@ func (d *dataFile) remove() error {
 	d.gone = true
 	d.punches = nil
 	d.pending.Store(false)
-	d.stopTimerLocked()
+	d.c.unwait(d)
 	if d.zf != nil {
 		d.zf.Release()
 		d.zf, d.f = nil, nil
@@ -460,9 +509,10 @@ type fileCache struct {
 	// delay is how long an unindexed range waits before it is punched
 	// (engine.Options.DeleteDelay).
 	delay time.Duration
-	// closed is set when the store closes: no punch timer is armed
-	// after it, and one that fires does nothing.
-	closed atomic.Bool
+	// waiting holds the files with punches queued, for the punch worker
+	// (Store.punchLoop). Lock order: a file's mu before waitMu.
+	waitMu  sync.Mutex
+	waiting map[*dataFile]struct{}
 	// reserve reserves blocks ahead of the data files' ends as they are
 	// appended to (dataFile.write).
 	reserve fsutil.Reserver
@@ -472,7 +522,34 @@ func newFileCache(max int, log *slog.Logger) *fileCache {
 	if max <= 0 {
 		max = engine.DefaultOpenFilesMax
 	}
-	return &fileCache{ring: clockring.New[*dataFile](max), log: log}
+	return &fileCache{ring: clockring.New[*dataFile](max), log: log, waiting: map[*dataFile]struct{}{}}
+}
+
+// wait and unwait add d to and take it from the files the punch worker
+// looks at.
+func (c *fileCache) wait(d *dataFile) {
+	c.waitMu.Lock()
+	c.waiting[d] = struct{}{}
+	c.waitMu.Unlock()
+}
+
+func (c *fileCache) unwait(d *dataFile) {
+	c.waitMu.Lock()
+	delete(c.waiting, d)
+	c.waitMu.Unlock()
+}
+
+// due returns the waiting files whose punches may be tried at now.
+func (c *fileCache) due(now time.Time) []*dataFile {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	var out []*dataFile
+	for d := range c.waiting {
+		if d.punchDue(now.UnixNano()) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ClockSlot implements clockring.Entry.
@@ -507,10 +584,8 @@ func (c *fileCache) evict() {
 	}
 }
 
-// closeAll closes every file (Store.Close), punching what waits if it can.
-// REQUIRES: every dataFile of the store given to punchAll first.
+// closeAll closes every file (Store.Close), punching what is due if it can.
 func (c *fileCache) closeAll() {
-	c.closed.Store(true)
 	for _, d := range c.ring.TakeAll() {
 		d.mu.Lock()
 		d.closeLocked()

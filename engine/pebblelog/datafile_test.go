@@ -2,6 +2,7 @@ package pebblelog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -818,25 +819,30 @@ func fileBlocks(t *testing.T, path string) (size, blocks int64) {
 }
 
 // TestPunchWaitsForDeleteDelay: with a delete delay (log.segment.delete.delay.ms)
-// the bytes retention lets go of stay allocated until it has passed, are
-// then punched by the timer with no append to retry them, and what still
-// waits when the store closes is punched by Close.
+// the bytes retention lets go of stay allocated until it has passed and
+// are then punched by the store's punch worker, with no append to retry
+// them; what is not due at Close stays allocated, is stored, and is
+// punched a delay after the log's next load.
 func TestPunchWaitsForDeleteDelay(t *testing.T) {
-	const delay = 300 * time.Millisecond
+	const delay = time.Second
 	dir := t.TempDir()
 	s, err := engine.Open("pebble", engine.Options{Dir: dir, DeleteDelay: delay})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { s.Close() }()
 	cfg := engine.LogConfig{SegmentBytes: 16 << 10, RetentionMs: -1, RetentionBytes: 1}
 	l, _ := s.CreateLog(pid, cfg)
 	value := strings.Repeat("x", 1000)
-	for i := 0; i < 150; i++ { // ~600 KB: below fsutil.ReserveFrom, nothing reserved ahead
-		mustAppend(t, l, batch(4, int64(i), value), 1)
+	appendSome := func() { // ~410 KB: twice stays below fsutil.ReserveFrom, nothing reserved ahead
+		for i := 0; i < 100; i++ {
+			mustAppend(t, l, batch(4, int64(i), value), 1)
+		}
 	}
+	appendSome()
 	d := l.(*Log).df
-	_, before := fileBlocks(t, d.path)
+	path := d.path
+	_, before := fileBlocks(t, path)
 
 	trimmed := time.Now()
 	if _, err := l.ApplyRetention(trimmed); err != nil {
@@ -845,38 +851,109 @@ func TestPunchWaitsForDeleteDelay(t *testing.T) {
 	if l.StartOffset() == 0 {
 		t.Fatal("retention deleted nothing")
 	}
-	if _, now := fileBlocks(t, d.path); now != before || !d.pending.Load() {
+	if _, now := fileBlocks(t, path); now != before || !d.pending.Load() {
 		t.Fatalf("blocks %d -> %d (pending %v) at once: the punch did not wait", before, now, d.pending.Load())
 	}
-	var after int64
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, after = fileBlocks(t, d.path); after < before/2 {
-			break
+	waitPunched := func(what string, before int64, since time.Time) {
+		t.Helper()
+		var after int64
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, after = fileBlocks(t, path); after < before/2 {
+				break
+			}
+		}
+		if waited := time.Since(since); after >= before/2 || waited < delay {
+			t.Fatalf("%s: blocks %d -> %d after %v (delay %v): not punched by the worker", what, before, after, waited, delay)
 		}
 	}
-	if waited := time.Since(trimmed); after >= before/2 || waited < delay {
-		t.Fatalf("blocks %d -> %d after %v (delay %v): not punched by the timer", before, after, waited, delay)
-	}
+	waitPunched("retention", before, trimmed)
 	if d.pending.Load() {
 		t.Fatal("punched, still pending")
 	}
 
-	// What waits at Close is punched by Close.
-	for i := 0; i < 150; i++ {
-		mustAppend(t, l, batch(4, int64(i), value), 1)
-	}
-	_, before = fileBlocks(t, d.path)
+	// Not due at Close: kept, stored, punched a delay after the next load.
+	appendSome()
+	_, before = fileBlocks(t, path)
 	s.(*Store).cache.delay = time.Hour
 	if _, err := l.ApplyRetention(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if !d.pending.Load() {
-		t.Fatal("nothing waits an hour")
-	}
+	want := readAll(t, l)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, after = fileBlocks(t, d.path); after >= before-before/4 {
-		t.Fatalf("blocks %d -> %d: Close did not punch what waited", before, after)
+	if _, after := fileBlocks(t, path); after != before {
+		t.Fatalf("blocks %d -> %d: Close punched ranges not due", before, after)
+	}
+	if s, err = engine.Open("pebble", engine.Options{Dir: dir, DeleteDelay: delay}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = s.OpenLog(pid, cfg); err != nil {
+		t.Fatal(err)
+	}
+	loaded := time.Now()
+	if d = l.(*Log).df; !d.pending.Load() {
+		t.Fatal("the stored ranges were not queued at load")
+	}
+	waitPunched("after the reopen", before, loaded)
+	if got := readAll(t, l); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes after the punch, want %d", len(got), len(want))
+	}
+
+	// Nothing waits at this Close: the stored ranges are gone.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = engine.Open("pebble", engine.Options{Dir: dir, DeleteDelay: delay}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = s.OpenLog(pid, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if l.(*Log).df.pending.Load() {
+		t.Fatal("ranges punched before the last Close queued again")
+	}
+}
+
+// TestMalformedStoredPunches: what metaPunch holds is checked before
+// anything is punched: a value that is not whole ranges, an empty or
+// inverted range and one past the append position are ignored, and the
+// log's bytes stay readable and allocated.
+func TestMalformedStoredPunches(t *testing.T) {
+	for name, v := range map[string][]byte{
+		"torn":     make([]byte, 15),
+		"empty":    binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 4096), 4096),
+		"inverted": binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 8192), 0),
+		"negative": binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1<<63), 4096),
+		"past end": binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 0), 1<<40),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir)
+			l, _ := s.CreateLog(pid, engine.LogConfig{})
+			for i := 0; i < 20; i++ {
+				mustAppend(t, l, batch(4, int64(i), strings.Repeat("y", 1000)), 1)
+			}
+			want, path, n := readAll(t, l), l.(*Log).df.path, l.(*Log).n
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, before := fileBlocks(t, path)
+			s = open(t, dir) // delay 0: a range taken would be punched at once
+			defer s.Close()
+			if err := s.(*Store).db.Set(metaKey(n, metaPunch), v, pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			l, err := s.OpenLog(pid, engine.LogConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, l); !bytes.Equal(got, want) {
+				t.Fatalf("read %d bytes, want %d", len(got), len(want))
+			}
+			if _, after := fileBlocks(t, path); after != before {
+				t.Fatalf("blocks %d -> %d", before, after)
+			}
+		})
 	}
 }

@@ -61,6 +61,10 @@ import (
 //	metaPos     u64 append position of the log's data file; missing: 0
 //	metaFlushed u64 data file bytes made durable (fdatasync) before a sync
 //	            of the DB; missing: 0
+//	metaPunch   n x (lo u64, hi u64): data file ranges no longer indexed
+//	            but not yet punched when the store last closed (the delete
+//	            delay, datafile.go); the log's next load queues them again.
+//	            Older builds never read it. missing: none
 //	segment     +----------+-----------+--------+-------------+-----------+
 //	summary     | next i64 | bytes i64 | maxTs  | createdMs   | writeMs   |
 //	            |          |           | i64    | i64         | i64       |
@@ -158,6 +162,7 @@ const (
 	metaCleaner = 0x03
 	metaPos     = 0x04
 	metaFlushed = 0x05
+	metaPunch   = 0x06
 
 	logKeyLen       = 1 + 8 + 8 // tag, id, offset
 	segSummaryLen   = 40

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -227,6 +228,14 @@ func (l *Log) loadDataFile() error {
 	if d.flushed.Load() < int64(flushed) {
 		d.flushed.Store(int64(flushed))
 	}
+	v, closer, err := l.s.db.Get(metaKey(l.n, metaPunch))
+	switch {
+	case err == nil:
+		d.loadPunches(v, int64(pos))
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("pebblelog: %s: %w", l.s.dir, err)
+	}
 	l.df = d
 	return nil
 }
@@ -247,7 +256,7 @@ func (l *Log) dataFileLocked() *dataFile {
 // returns that position. REQUIRES: s.life and l.writeMu held.
 func (l *Log) writeLocked(b []byte) (int64, error) {
 	d := l.dataFileLocked()
-	if d.pending.Load() {
+	if d.punchDue(time.Now().UnixNano()) {
 		d.retryPunches()
 	}
 	pos := d.pos.Load()

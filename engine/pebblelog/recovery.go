@@ -133,9 +133,8 @@ func (s *Store) closeFiles() error {
 	defer pb.Close()
 	var dirty []*dataFile
 	failed := false
-	s.cache.closed.Store(true) // no punch timer armed from here on
 	for _, d := range s.files {
-		d.punchAll()
+		d.savePunches(pb)
 		if d.failure() != nil {
 			failed = true
 		} else if d.dirty.Load() {

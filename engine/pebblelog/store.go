@@ -113,6 +113,11 @@ type Store struct {
 	stopFlush chan struct{}
 	flushDone chan struct{}
 	stopOnce  sync.Once
+
+	// The punch worker (punchLoop), stopped by Close.
+	stopPunch chan struct{}
+	punchDone chan struct{}
+	punchOnce sync.Once
 }
 
 // Open opens (creating if needed) the Pebble DB in opts.Dir and loads the
@@ -164,6 +169,8 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
 	}
+	s.stopPunch, s.punchDone = make(chan struct{}), make(chan struct{})
+	go s.punchLoop()
 	return s, nil
 }
 
@@ -258,6 +265,26 @@ func (s *Store) flushLoop(every time.Duration) {
 		case <-t.C:
 			if err := s.sync(); err != nil && !errors.Is(err, engine.ErrClosed) {
 				s.logger.Error("pebblelog: periodic flush", "dir", s.dir, "err", err)
+			}
+		}
+	}
+}
+
+// punchLoop punches, every punchRetry until Close, the data file ranges
+// that came due on logs nobody appends to, flushes or evicts meanwhile
+// (dataFile.punchLocked): one goroutine for the store, however many logs
+// retention trims at once.
+func (s *Store) punchLoop() {
+	defer close(s.punchDone)
+	t := time.NewTicker(punchRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopPunch:
+			return
+		case now := <-t.C:
+			for _, d := range s.cache.due(now) {
+				d.retryPunches()
 			}
 		}
 	}
@@ -564,6 +591,10 @@ func (s *Store) forget(l *Log) {
 // key with one WAL sync, and closes the DB. It waits for operations in
 // flight.
 func (s *Store) Close() error {
+	s.punchOnce.Do(func() {
+		close(s.stopPunch)
+		<-s.punchDone
+	})
 	if s.stopFlush != nil {
 		s.stopOnce.Do(func() {
 			close(s.stopFlush)
