@@ -7,6 +7,8 @@ package config
 import (
 	"math"
 	"time"
+
+	"github.com/sluice/sluice/internal/sched"
 )
 
 // Config is a parsed, validated broker configuration. The zero value is not
@@ -94,6 +96,12 @@ type Config struct {
 	// cannot be zeroed under it; the segment backend unlinks segment files
 	// at once (an unlinked file's pages stay intact for whoever holds them).
 	LogSegmentDeleteDelay time.Duration
+	// SchedulingPolicy is process.scheduling.policy (Sluice's own):
+	// the Linux scheduling policy `sluice serve` gives its threads,
+	// batch (default: no wake-up preemption among them, fewer context
+	// switches when requests overlap on a busy core; internal/sched) or
+	// normal (the kernel's default).
+	SchedulingPolicy sched.Policy
 
 	// log.message.timestamp.difference.max.ms (deprecated in Kafka),
 	// .before.max.ms and .after.max.ms: how far (ms) a CreateTime timestamp
@@ -297,6 +305,7 @@ func Default() Config {
 		LogFlushOffsetCheckpointInterval: 60 * time.Second,
 		LogSegmentOpenFilesMax:           1000,
 		LogSegmentDeleteDelay:            60 * time.Second,
+		SchedulingPolicy:                 sched.Batch,
 
 		TransactionStatePartitions:       50,
 		TransactionStateReplication:      3,

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/internal/kconn"
+
+	"github.com/sluice/sluice/internal/sched"
 )
 
 func TestDefaultsAreKafkas(t *testing.T) {
@@ -523,6 +525,23 @@ func TestSegmentDeleteDelay(t *testing.T) {
 	}
 	for _, bad := range []string{"-1", "soon", ""} {
 		if _, err := Load("", []string{"log.segment.delete.delay.ms=" + bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestSchedulingPolicy: process.scheduling.policy defaults to batch, takes
+// normal, refuses anything else.
+func TestSchedulingPolicy(t *testing.T) {
+	if c := Default(); c.SchedulingPolicy != sched.Batch {
+		t.Fatalf("default %v", c.SchedulingPolicy)
+	}
+	c, err := Load("", []string{"process.scheduling.policy=normal"})
+	if err != nil || c.SchedulingPolicy != sched.Normal {
+		t.Fatalf("normal: %v %v", c.SchedulingPolicy, err)
+	}
+	for _, bad := range []string{"", "fifo", "Batch", "1"} {
+		if _, err := Load("", []string{"process.scheduling.policy=" + bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

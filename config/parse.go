@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice/sluice/internal/sched"
 )
 
 // ErrConfig marks every configuration error; the message names the key.
@@ -293,6 +295,10 @@ func (s *setter) set(key, v string) error {
 		var n int64
 		n, err = parseInt64(key, v, 1, math.MaxInt32)
 		c.LogSegmentOpenFilesMax = int(n)
+	case "process.scheduling.policy":
+		if c.SchedulingPolicy, err = sched.Parse(v); err != nil {
+			err = keyError(key, "%v", err)
+		}
 	case "log.segment.delete.delay.ms":
 		c.LogSegmentDeleteDelay, err = parseDuration(key, v, time.Millisecond, 0)
 	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",

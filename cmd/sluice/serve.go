@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/sched"
 )
 
 // stringList is a repeatable flag.
@@ -68,6 +69,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer stopProfile()
+	// Before the broker starts its goroutines: the threads it makes
+	// later inherit the policy anyway.
+	if kept, err := sched.SetProcess(cfg.SchedulingPolicy); err != nil {
+		logger.Warn("process.scheduling.policy not applied", "policy", cfg.SchedulingPolicy.String(), "err", err)
+	} else if kept > 0 {
+		logger.Info("process.scheduling.policy: threads under another policy keep it", "policy", cfg.SchedulingPolicy.String(), "kept", kept)
+	}
 	b, err := broker.Start(cfg, broker.Options{Logger: logger})
 	if err != nil {
 		logger.Error("broker failed to start", "err", err)
