@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,18 +45,17 @@ func TestSetProcess(t *testing.T) {
 // policy (here SCHED_IDLE) keeps it.
 func TestSetProcessKeepsOtherPolicies(t *testing.T) {
 	defer SetProcess(Normal)
-	tid := make(chan int)
+	tid := make(chan int, 1)
 	done := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
+		// Locked and never unlocked: the thread exits with the
+		// goroutine instead of going back to the runtime's pool idle.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		self := unix.Gettid()
 		errc <- unix.SchedSetAttr(self, &unix.SchedAttr{Policy: unix.SCHED_IDLE}, 0)
 		tid <- self
 		<-done
-		// Back to the default before the thread returns to the pool.
-		errc <- unix.SchedSetAttr(self, &unix.SchedAttr{Policy: unix.SCHED_NORMAL}, 0)
 	}()
 	if err := <-errc; err != nil {
 		t.Skipf("cannot set SCHED_IDLE here: %v", err)
@@ -70,9 +70,13 @@ func TestSetProcessKeepsOtherPolicies(t *testing.T) {
 		t.Errorf("the idle thread has %v", pol[idle])
 	}
 	close(done)
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	// Wait for the thread to exit, so that no later test finds it.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if pol, err := ThreadPolicies(); err != nil || pol[idle] != unix.SCHED_IDLE {
+			return
+		}
 	}
+	t.Fatal("the idle thread did not exit")
 }
 
 func TestParse(t *testing.T) {
