@@ -255,19 +255,11 @@ func (s *Store) getU64(key []byte) (uint64, error) {
 
 // flushLoop syncs the WAL every interval until Close.
 func (s *Store) flushLoop(every time.Duration) {
-	defer close(s.flushDone)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopFlush:
-			return
-		case <-t.C:
-			if err := s.sync(); err != nil && !errors.Is(err, engine.ErrClosed) {
-				s.logger.Error("pebblelog: periodic flush", "dir", s.dir, "err", err)
-			}
+	tick(every, s.stopFlush, s.flushDone, func(time.Time) {
+		if err := s.sync(); err != nil && !errors.Is(err, engine.ErrClosed) {
+			s.logger.Error("pebblelog: periodic flush", "dir", s.dir, "err", err)
 		}
-	}
+	})
 }
 
 // punchLoop punches, every punchRetry until Close, the data file ranges
@@ -275,17 +267,24 @@ func (s *Store) flushLoop(every time.Duration) {
 // (dataFile.punchLocked): one goroutine for the store, however many logs
 // retention trims at once.
 func (s *Store) punchLoop() {
-	defer close(s.punchDone)
-	t := time.NewTicker(punchRetry)
+	tick(punchRetry, s.stopPunch, s.punchDone, func(now time.Time) {
+		for _, d := range s.cache.due(now) {
+			d.retryPunches()
+		}
+	})
+}
+
+// tick runs fn every interval until stop is closed, then closes done.
+func tick(every time.Duration, stop <-chan struct{}, done chan<- struct{}, fn func(now time.Time)) {
+	defer close(done)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stopPunch:
+		case <-stop:
 			return
 		case now := <-t.C:
-			for _, d := range s.cache.due(now) {
-				d.retryPunches()
-			}
+			fn(now)
 		}
 	}
 }
