@@ -63,9 +63,10 @@ func parseDataFileName(name string) (uint64, bool) {
 // any descriptor of the file: a Read takes its reference before it opens its
 // Pebble iterator, and a trim commits its index change before it punches,
 // so a reader either sees the new index or holds a reference that defers
-// the punch. Deferred punches are retried by later appends, flushes and
-// evictions; a crash forgets them (the space stays allocated, nothing
-// indexed is lost).
+// the punch. Deferred punches are retried by later appends, flushes,
+// evictions and the store's punch worker; a crash forgets those not
+// stored by a Close before it (the space stays allocated, nothing indexed
+// is lost).
 //
 // And only once the range has been unindexed for the store's delete delay
 // (log.segment.delete.delay.ms, Kafka's 60 s before it deletes a segment
