@@ -818,6 +818,13 @@ func fileBlocks(t *testing.T, path string) (size, blocks int64) {
 	return size, blocks
 }
 
+// blockSlack is how far a data file's allocated blocks may move without a
+// punch: ext4 counts delayed-allocation reservations in st_blocks and
+// settles them at writeback, a block or two either way (seen in CI: 4 KiB
+// fewer between two stats). The punches these tests look for free
+// hundreds of KiB.
+const blockSlack = 64 << 10
+
 // TestPunchWaitsForDeleteDelay: with a delete delay (log.segment.delete.delay.ms)
 // the bytes retention lets go of stay allocated until it has passed and
 // are then punched by the store's punch worker, with no append to retry
@@ -851,7 +858,7 @@ func TestPunchWaitsForDeleteDelay(t *testing.T) {
 	if l.StartOffset() == 0 {
 		t.Fatal("retention deleted nothing")
 	}
-	if _, now := fileBlocks(t, path); now != before || !d.pending.Load() {
+	if _, now := fileBlocks(t, path); now < before-blockSlack || !d.pending.Load() {
 		t.Fatalf("blocks %d -> %d (pending %v) at once: the punch did not wait", before, now, d.pending.Load())
 	}
 	waitPunched := func(what string, before int64, since time.Time) {
@@ -882,7 +889,7 @@ func TestPunchWaitsForDeleteDelay(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, after := fileBlocks(t, path); after != before {
+	if _, after := fileBlocks(t, path); after < before-blockSlack {
 		t.Fatalf("blocks %d -> %d: Close punched ranges not due", before, after)
 	}
 	if s, err = engine.Open("pebble", engine.Options{Dir: dir, DeleteDelay: delay}); err != nil {
@@ -951,7 +958,7 @@ func TestMalformedStoredPunches(t *testing.T) {
 			if got := readAll(t, l); !bytes.Equal(got, want) {
 				t.Fatalf("read %d bytes, want %d", len(got), len(want))
 			}
-			if _, after := fileBlocks(t, path); after != before {
+			if _, after := fileBlocks(t, path); after < before-blockSlack {
 				t.Fatalf("blocks %d -> %d", before, after)
 			}
 		})
