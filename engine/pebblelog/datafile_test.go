@@ -895,10 +895,10 @@ func TestPunchWaitsForDeleteDelay(t *testing.T) {
 	if s, err = engine.Open("pebble", engine.Options{Dir: dir, DeleteDelay: delay}); err != nil {
 		t.Fatal(err)
 	}
+	loaded := time.Now() // before the load queues the stored ranges
 	if l, err = s.OpenLog(pid, cfg); err != nil {
 		t.Fatal(err)
 	}
-	loaded := time.Now()
 	if d = l.(*Log).df; !d.pending.Load() {
 		t.Fatal("the stored ranges were not queued at load")
 	}
