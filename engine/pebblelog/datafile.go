@@ -63,8 +63,8 @@ func parseDataFileName(name string) (uint64, bool) {
 // any descriptor of the file: a Read takes its reference before it opens its
 // Pebble iterator, and a trim commits its index change before it punches,
 // so a reader either sees the new index or holds a reference that defers
-// the punch. Deferred punches are retried by later appends, flushes,
-// evictions and the store's punch worker; a crash forgets those not
+// the punch. Deferred punches are retried by the store's punch worker
+// (and by an eviction, while the file is open); a crash forgets those not
 // stored by a Close before it (the space stays allocated, nothing indexed
 // is lost).
 //
@@ -76,7 +76,7 @@ func parseDataFileName(name string) (uint64, bool) {
 // cannot be split, zeroes the punched part in place (pageAlign): the
 // delay gives the consumer that long to take the bytes, as Kafka gives
 // readers of a deleted segment. The store's punch worker (punchLoop)
-// punches what comes due on a log nobody appends to. Close punches what is
+// punches what comes due, appends never wait for it. Close punches what is
 // due and stores what is not under metaPunch; the log's next load queues
 // it again, to be punched a delay later (Kafka likewise finishes deleting
 // its .deleted files at the next start).

@@ -395,7 +395,7 @@ func TestHeldSliceSurvivesTrims(t *testing.T) {
 				t.Fatal(err)
 			}
 			if trim != "delete" {
-				mustAppend(t, l, batch(1, 0, "later"), 1) // retries the punch: still held
+				mustAppend(t, l, batch(1, 0, "later"), 1) // appends go on while a punch waits
 			}
 			got, err := sl.AppendTo(nil)
 			if err != nil || !bytes.Equal(got, want) {

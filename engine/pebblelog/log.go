@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -256,9 +255,6 @@ func (l *Log) dataFileLocked() *dataFile {
 // returns that position. REQUIRES: s.life and l.writeMu held.
 func (l *Log) writeLocked(b []byte) (int64, error) {
 	d := l.dataFileLocked()
-	if d.punchDue(time.Now().UnixNano()) {
-		d.retryPunches()
-	}
 	pos := d.pos.Load()
 	if err := d.write(b, pos); err != nil {
 		return 0, err

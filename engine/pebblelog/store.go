@@ -263,9 +263,9 @@ func (s *Store) flushLoop(every time.Duration) {
 }
 
 // punchLoop punches, every punchRetry until Close, the data file ranges
-// that came due on logs nobody appends to, flushes or evicts meanwhile
-// (dataFile.punchLocked): one goroutine for the store, however many logs
-// retention trims at once.
+// that came due (dataFile.punchLocked): one goroutine for the store,
+// however many logs retention trims at once, and nothing on the append
+// path.
 func (s *Store) punchLoop() {
 	tick(punchRetry, s.stopPunch, s.punchDone, func(now time.Time) {
 		for _, d := range s.cache.due(now) {
@@ -321,9 +321,6 @@ func (s *Store) syncAll() (fileErr, err error) {
 	for _, d := range s.files {
 		if d.dirty.Load() {
 			dirty = append(dirty, d)
-		}
-		if d.pending.Load() {
-			defer d.retryPunches()
 		}
 	}
 	s.mu.Unlock()
