@@ -517,7 +517,7 @@ func TestSegmentDeleteDelay(t *testing.T) {
 	if c := Default(); c.LogSegmentDeleteDelay != time.Minute {
 		t.Fatalf("default %v", c.LogSegmentDeleteDelay)
 	}
-	for v, want := range map[string]time.Duration{"0": 0, "1500": 1500 * time.Millisecond} {
+	for v, want := range map[string]time.Duration{"0": 0, "1500": 1500 * time.Millisecond, "9223372036854775807": math.MaxInt64} {
 		c, err := Load("", []string{"log.segment.delete.delay.ms=" + v})
 		if err != nil || c.LogSegmentDeleteDelay != want {
 			t.Fatalf("%s: %v %v", v, c.LogSegmentDeleteDelay, err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 	"testing"
 )
 
@@ -180,7 +182,7 @@ func BenchmarkWriteReserved(b *testing.B) {
 // threadCPU is the calling thread's CPU seconds (user and system).
 func threadCPU(b *testing.B) float64 {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+	if err := syscall.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
 		b.Fatal(err)
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9

@@ -111,26 +111,6 @@ func setThread(tid int, p Policy) (changed bool, err error) {
 	return true, unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: uint32(p), Nice: attr.Nice}, 0)
 }
 
-// ThreadPolicies returns the policy of every thread of the process.
-func ThreadPolicies() (map[int]Policy, error) {
-	tids, err := threads()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]Policy, len(tids))
-	for _, tid := range tids {
-		attr, err := unix.SchedGetAttr(tid, 0)
-		if errors.Is(err, unix.ESRCH) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[tid] = Policy(attr.Policy)
-	}
-	return out, nil
-}
-
 // threads lists the process's thread ids.
 func threads() ([]int, error) {
 	ents, err := os.ReadDir("/proc/self/task")

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -102,4 +103,24 @@ func checkAll(t *testing.T, p Policy) map[int]Policy {
 		}
 	}
 	return pol
+}
+
+// ThreadPolicies returns the policy of every thread of the process.
+func ThreadPolicies() (map[int]Policy, error) {
+	tids, err := threads()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]Policy, len(tids))
+	for _, tid := range tids {
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[tid] = Policy(attr.Policy)
+	}
+	return out, nil
 }
