@@ -2,7 +2,7 @@
 // a reader that takes size-prefixed frames off a loopback TCP socket, checks
 // each record batch's CRC-32C and writes the batches into the page cache.
 // Nothing a broker does for a produce is cheaper than that, so the broker's
-// produce CPU per GB is judged against it (BENCHMARKS.md, issue 16).
+// produce CPU per GB is judged against it (BENCHMARKS.md, "The floor").
 //
 // Modes, each adding one step:
 //

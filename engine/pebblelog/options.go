@@ -24,7 +24,7 @@ const (
 // rewriting every record batch at each level they pass through.
 //
 // Why: a profile of `sluice serve` under 1 KiB produce (BENCHMARKS.md,
-// "Pebble backend produce (issue 16)") spent about a third of the broker's
+// "Pebble backend produce") spent about a third of the broker's
 // CPU in compactions rewriting batches (write(2), memmove, Snappy encode
 // and decode) and another sixth in flushes: every appended byte was
 // written by the WAL, the flush and every compaction after it.
@@ -88,8 +88,8 @@ const l0TargetFileBytes = 64 << 20
 // and on this shared machine a written byte (write(2), page-cache
 // allocation, writeback by the WAL's fdatasync) costs the broker more CPU
 // than compressing it: 809-1076 ticks of broker CPU for 2.4 GB produced
-// without compression against 578-633 with Snappy (BENCHMARKS.md, issue 16
-// section). For producers that compress their batches, compressing again
+// without compression against 578-633 with Snappy (BENCHMARKS.md,
+// "Pebble backend produce"). For producers that compress their batches, compressing again
 // here is wasted CPU (not measured: sluice perf has no such mode yet).
 //
 // Stores were always opened at FormatNewest, which is FormatValueSeparation

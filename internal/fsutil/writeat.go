@@ -20,7 +20,7 @@ import "io"
 // on, 0.948 -> 0.838 and 1.009 -> 0.838 with it paused, every round of
 // both in favour of 1 MiB. A quarter of the system calls also means a
 // quarter of the Go runtime's P hand-offs around them on a one-core
-// broker. BENCHMARKS.md ("Issue 16") keeps both measurements.
+// broker. BENCHMARKS.md ("Block reservation") keeps both measurements.
 const WriteChunk = 1 << 20
 
 // WriteAt writes p at off through w in pieces of at most WriteChunk bytes.

@@ -496,8 +496,8 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("\n")
 }
 
-// writeTargets checks the brokers against the targets of issue 16 (and
-// the earlier ones of issue 5 that still hold).
+// writeTargets checks the brokers against the recorded targets (CPU and
+// MB/s against the floor and kfake, replicated produce, consume, latency).
 // replicated says the replicated produce section was included above.
 func writeTargets(w io.Writer, d *data, dd, sf stat, replicated bool, repl []replRatio) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }

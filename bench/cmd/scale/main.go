@@ -1,5 +1,5 @@
 // Command scale measures one `sluice serve` process as its partition count
-// grows (issue 15): it starts bin/sluice in a temporary directory with the
+// grows: it starts bin/sluice in a temporary directory with the
 // chosen backend under a soft `ulimit -n` it sets itself, creates topics
 // until the broker holds each step's partition count, and at each step
 // produces to and fetches from random partitions, then records
