@@ -35,7 +35,8 @@ type Stack struct {
 	mu      sync.Mutex
 	entries []entry
 	closed  bool
-	err     error // Close's result once closed
+	done    chan struct{} // closed when Close has finished; made by the first Close
+	err     error         // Close's result; read only after done is closed
 }
 
 type entry struct {
@@ -104,15 +105,18 @@ func (s *Stack) Names() []string {
 
 // Close runs every recorded closer, newest first, even when some fail, and
 // returns their errors joined, each naming its component. It runs once;
-// later calls wait for nothing and return the same result.
+// a later or concurrent call waits until the first has finished and returns
+// the same result.
 func (s *Stack) Close() error {
 	s.mu.Lock()
 	if s.closed {
-		err := s.err
+		done := s.done
 		s.mu.Unlock()
-		return err
+		<-done
+		return s.err
 	}
 	s.closed = true
+	s.done = make(chan struct{})
 	entries := s.entries
 	s.entries = nil
 	s.mu.Unlock()
@@ -125,11 +129,9 @@ func (s *Stack) Close() error {
 			}
 		}
 	}
-	err := errors.Join(errs...)
-	s.mu.Lock()
-	s.err = err
-	s.mu.Unlock()
-	return err
+	s.err = errors.Join(errs...)
+	close(s.done)
+	return s.err
 }
 
 func wrap(name string, err error) error {

@@ -108,16 +108,32 @@ func TestGoStopsLoopOnClose(t *testing.T) {
 	}
 }
 
-func TestConcurrentClose(t *testing.T) {
+func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
 	var st Stack
 	n := 0
-	st.Push("x", func() error { n++; return nil })
+	boom := errors.New("boom")
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	st.Push("x", func() error { n++; close(entered); <-release; return boom })
+	first := make(chan error)
+	go func() { first <- st.Close() }()
+	<-entered
 	var wg sync.WaitGroup
-	for range 8 {
+	errs := make([]error, 8)
+	for i := range errs {
 		wg.Add(1)
-		go func() { defer wg.Done(); st.Close() }()
+		go func() { defer wg.Done(); errs[i] = st.Close() }()
 	}
+	close(release)
 	wg.Wait()
+	if err := <-first; !errors.Is(err, boom) {
+		t.Fatalf("first Close = %v", err)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, boom) {
+			t.Fatalf("concurrent Close %d = %v, want the first's result (it must wait for it)", i, err)
+		}
+	}
 	if n != 1 {
 		t.Fatalf("closer ran %d times", n)
 	}
