@@ -14,6 +14,11 @@
 // "cluster.id") and never changes: a single-node broker creates it once,
 // a cluster member takes ZooKeeper's /cluster/id and refuses a dir kept for
 // another cluster; cluster.id in the config, if set, must match it.
+//
+// Start pushes each component it starts onto one lifecycle.Stack, which
+// Close, or a Start that fails, unwinds newest first. A new component (a
+// quota manager, a tiered-storage uploader) is one entry, pushed where it
+// starts with a comment saying what must close before it and after it.
 package broker
 
 import (
