@@ -14,11 +14,14 @@
 // "cluster.id") and never changes: a single-node broker creates it once,
 // a cluster member takes ZooKeeper's /cluster/id and refuses a dir kept for
 // another cluster; cluster.id in the config, if set, must match it.
+//
+// Start pushes each component it starts onto one lifecycle.Stack, which
+// Close, or a Start that fails, unwinds newest first. A new component (a
+// quota manager, a tiered-storage uploader) is one entry, pushed where it
+// starts with a comment saying what must close before it and after it.
 package broker
 
 import (
-	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,6 +38,7 @@ import (
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/internal/lifecycle"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/server"
 
@@ -74,28 +78,30 @@ type Broker struct {
 	// lists, -1 until read. /readyz reads both (http.go).
 	srvReady             atomic.Pointer[server.Server]
 	recoveringPartitions atomic.Int64
-	// secCancel stops the watch of SCRAM credentials; aclCancel stops the
-	// authorizer following its store; aclStore is the cluster ACL store,
-	// nil in single-node mode. stopSecurity uses all three.
-	secCancel context.CancelFunc
-	aclCancel func()
-	aclStore  *cluster.ACLStore
 	// lnNames are the listener names of lns (config.SplitListener), in order.
 	lnNames []string
 	addr    string
 	cid     string
 
-	stopRetention chan struct{}
-	bg            sync.WaitGroup // Serve loops, the retention loop, the SCRAM watch
+	// stack is what Start started, oldest first: Close, or a Start that
+	// fails, unwinds it newest first. Where Start pushes an entry it says
+	// what must be closed before it and what after.
+	stack lifecycle.Stack
+	// bg is the goroutines that one entry stops and another, earlier one
+	// waits for: the Serve loops (ended by the server's Close) and the
+	// SCRAM credential watch (ended by its entry, but perhaps inside a
+	// ZooKeeper call until the node closes). See "background goroutines".
+	bg sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
 	closed    chan struct{}
 }
 
-// Start opens storage and starts serving. On error everything opened so far
-// is closed again.
-func Start(cfg config.Config, opts Options) (b *Broker, err error) {
+// Start opens storage and starts serving. Each component it starts is an
+// entry of one lifecycle.Stack; on error the entries started so far are
+// closed again, newest first, and nothing is left open or running.
+func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -113,22 +119,31 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
-	b = &Broker{cfg: cfg, log: log, stopRetention: make(chan struct{}), closed: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, closed: make(chan struct{})}
 	b.recoveringPartitions.Store(-1)
-	opened := b // b is nil on the error returns below
 	defer func() {
 		if err != nil {
-			opened.stopHTTP()
-			opened.closeStores()
+			if cerr := b.stack.Close(); cerr != nil {
+				log.Warn("broker: start failed; closing", "err", cerr)
+			}
 		}
 	}()
-	// The HTTP side serves /healthz and /readyz while storage recovers.
+	// The HTTP side first: it serves /healthz and /readyz while storage
+	// recovers (engine.Open, server.New). Its entry here is the last to
+	// close, which matters only when Start fails: a running broker's HTTP
+	// side is stopped first, by the entry pushed at the end of Start.
 	if err := b.startHTTP(opts); err != nil {
 		return nil, err
 	}
 
+	// The metastore, then the store: they close last (the store first, so
+	// that its Close records a clean shutdown while the metastore is still
+	// open), after everything that reads or writes them has stopped.
 	if b.meta, err = metastore.Open(filepath.Join(dir, MetaDirName), metastore.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := b.stack.Push("metastore", b.meta.Close); err != nil {
+		return nil, err
 	}
 	if cfg.SingleNode() {
 		if metas, err := b.meta.ListTopics(); err == nil {
@@ -153,28 +168,41 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		DeleteDelay: cfg.LogSegmentDeleteDelay}); err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}
+	if err := b.stack.Push("storage", b.store.Close); err != nil {
+		return nil, err
+	}
 
+	// The Kafka listeners are bound before the node registers (it
+	// advertises their bound ports) and serve only once the server is up.
+	// These entries close them when Start fails before they serve; on
+	// Close the server's Close has closed them already.
 	for _, l := range cfg.Listeners {
 		name, hostport, err := parseListener(l)
 		if err == nil {
 			err = servedProtocol(cfg, name)
 		}
 		if err != nil {
-			b.closeListeners()
 			return nil, err
 		}
 		ln, err := net.Listen("tcp", hostport)
 		if err != nil {
-			b.closeListeners()
 			return nil, fmt.Errorf("broker: listen on %s: %w", l, err)
 		}
 		b.lns = append(b.lns, ln)
 		b.lnNames = append(b.lnNames, name)
+		if err := b.stack.Push("listener "+name, func() error { return closeListener(ln) }); err != nil {
+			return nil, err
+		}
+	}
+	// The goroutines on b.bg are waited for after the node has left the
+	// cluster (the SCRAM watch may be inside a ZooKeeper call until then)
+	// and before the store closes under the Serve loops.
+	if err := b.stack.Push("background goroutines", func() error { b.bg.Wait(); return nil }); err != nil {
+		return nil, err
 	}
 	client := b.clientListener()
 	host, port, err := b.advertised(client)
 	if err != nil {
-		b.closeListeners()
 		return nil, err
 	}
 	b.addr = b.lns[client].Addr().String()
@@ -183,57 +211,30 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		b.cfg.InterBrokerListenerName = cfg.InterBrokerListenerName
 	}
 	var interBroker kconn.Security // followers' connections (cluster mode)
-	if !cfg.SingleNode() {
-		if interBroker, err = b.connSecurity(cfg.InterBrokerListenerName); err != nil {
-			b.closeListeners()
-			return nil, err
-		}
-	}
-
 	if cfg.SingleNode() {
 		b.cid = localCID
 		if b.cid == "" {
 			b.cid = cluster.NewClusterID()
 		}
 	} else {
-		// The cluster's id is /cluster/id; startNode refuses a data dir
-		// that belongs to another cluster.
-		var eps []cluster.Endpoint
-		for i, name := range b.lnNames {
-			h, p, err := b.advertised(i)
-			if err != nil {
-				b.closeListeners()
-				return nil, err
-			}
-			eps = append(eps, cluster.Endpoint{Listener: name, Host: h, Port: p, Protocol: cfg.ListenerProtocol(name)})
-		}
-		// The controller's requests and ControlledShutdown travel on the
-		// control-plane listener, else on the inter-broker one.
-		ctlSec, err := b.connSecurity(cmp.Or(cfg.ControlPlaneListenerName, cfg.InterBrokerListenerName))
-		if err != nil {
-			b.closeListeners()
+		if interBroker, err = b.connSecurity(cfg.InterBrokerListenerName); err != nil {
 			return nil, err
 		}
-		if b.node, err = startNode(cfg, host, port, eps, ctlSec, localCID, log); err != nil {
-			b.closeListeners()
-			if errors.Is(err, cluster.ErrInconsistentClusterID) {
-				// Kafka refuses too (InconsistentClusterIdException). Data
-				// dirs written in cluster mode before /cluster/id was kept
-				// hold a per-broker id and land here once.
-				return nil, fmt.Errorf("broker: %w (log dir %s belongs to that other cluster: empty it to join this one, or point zookeeper.connect at its own ZooKeeper)", err, dir)
-			}
-			return nil, fmt.Errorf("broker: %w", err)
+		if err := b.joinCluster(host, port, localCID); err != nil {
+			return nil, err
 		}
 		b.cid = b.node.ClusterID()
 	}
 	if err = adoptClusterID(b.meta, dir, props, cfg.BrokerID, b.cid); err != nil {
-		b.closeNode()
-		b.closeListeners()
 		return nil, err
 	}
-	secCtx, secCancel := context.WithCancel(context.Background())
-	b.secCancel = secCancel
-	creds := b.credentials(secCtx)
+
+	// Listener security and the authorizer (security.go) push their
+	// watches: they stop after the server has closed, before the node.
+	creds, err := b.credentials()
+	if err != nil {
+		return nil, err
+	}
 	secs := map[string]server.ListenerSecurity{}
 	for i, name := range b.lnNames {
 		ln, sec, err := b.securedListener(b.lns[i], name, creds)
@@ -241,14 +242,12 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 			sec.Host, sec.Port, err = b.advertised(i)
 		}
 		if err != nil {
-			b.abortSecurity()
 			return nil, err
 		}
 		b.lns[i], secs[name] = ln, sec
 	}
-	authz, acls, err := b.authorizer(secCtx)
+	authz, acls, err := b.authorizer()
 	if err != nil {
-		b.abortSecurity()
 		return nil, err
 	}
 	b.srv, err = server.New(server.Options{
@@ -258,12 +257,16 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		InterBrokerSecurity: interBroker, Metrics: b.http.metrics,
 	})
 	if err != nil {
-		b.abortSecurity()
+		return nil, err
+	}
+	// The server closes after the controlled shutdown and before the
+	// security watches, the node and the storage it uses: its Close stops
+	// the Kafka listeners, answers the requests already read and closes
+	// every partition.
+	if err := b.stack.Push("server", b.srv.Close); err != nil {
 		return nil, err
 	}
 	if err := b.attachHTTP(authz, creds); err != nil {
-		b.srv.Close()
-		b.abortSecurity()
 		return nil, err
 	}
 	for i, ln := range b.lns {
@@ -276,9 +279,30 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		}()
 	}
 	b.srvReady.Store(b.srv) // the Kafka listeners serve: /readyz looks further
+	if b.node != nil {
+		// Before the server closes, while its listeners still answer the
+		// controller: the controller moves this broker's leadership away
+		// and tells it so. Pushed only now that the listeners serve.
+		if err := b.stack.Push("controlled shutdown", func() error { b.controlledShutdown(); return nil }); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.LogRetentionCheck > 0 {
-		b.bg.Add(1)
-		go b.retentionLoop()
+		// Stopped, with its pass in progress finished, before the
+		// controlled shutdown and the server's Close: it works on the
+		// server's partitions.
+		if err := b.stack.Go("retention", b.retentionLoop); err != nil {
+			return nil, err
+		}
+	}
+	if b.http.srv != nil {
+		// Close stops the HTTP side first: no HTTP request (/readyz
+		// reading the server, the console's Kafka client) is then in
+		// flight while the broker shuts down under it. The "http" entry
+		// at the bottom of the stack finds it stopped.
+		if err := b.stack.Push("http (stopped first)", b.stopHTTP); err != nil {
+			return nil, err
+		}
 	}
 	log.Info("broker: started", "broker.id", cfg.BrokerID, "cluster.id", b.cid, "addr", b.addr,
 		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "storage.backend", cfg.StorageBackend, "log.dir", dir)
@@ -306,29 +330,18 @@ func (b *Broker) Stats() server.Stats { return b.srv.Stats() }
 // ClusterID returns the broker's cluster id.
 func (b *Broker) ClusterID() string { return b.cid }
 
-// Close shuts down gracefully: stop accepting, answer the requests already
-// read, close every partition and then the store (which records a clean
-// shutdown) and the metastore. Safe to call more than once; later calls
-// return the first result.
+// Close shuts down gracefully, unwinding what Start started newest first:
+// the HTTP side, the retention loop, the controlled shutdown (cluster
+// mode), the server (stop accepting, answer the requests already read,
+// close every partition), the security watches, the cluster node, the
+// background goroutines, then the store (which records a clean shutdown)
+// and the metastore. Every step runs even when one fails; the errors are
+// joined. Safe to call more than once and concurrently; later calls wait
+// for the first and return its result.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
-		b.stopHTTP()
-		close(b.stopRetention)
-		b.controlledShutdown()
-		var errs []error
-		if err := b.srv.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		if err := b.stopSecurity(); err != nil {
-			errs = append(errs, err)
-		}
-		b.closeNode()
-		b.bg.Wait()
-		if err := b.closeStores(); err != nil {
-			errs = append(errs, err)
-		}
-		b.closeErr = errors.Join(errs...)
-		if b.closeErr != nil {
+		if err := b.stack.Close(); err != nil {
+			b.closeErr = fmt.Errorf("broker: %w", err)
 			b.log.Error("broker: close", "err", b.closeErr)
 		} else {
 			b.log.Info("broker: stopped")
@@ -339,49 +352,26 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
-// abortSecurity undoes Start from the security setup on: before any
-// Serve loop runs, so b.bg holds only the SCRAM watch.
-func (b *Broker) abortSecurity() {
-	if err := b.stopSecurity(); err != nil {
-		b.log.Warn("broker: start failed; closing", "err", err)
-	}
-	b.closeNode()
-	b.bg.Wait()
-	b.closeListeners()
-}
-
 // Wait blocks until Close has finished.
 func (b *Broker) Wait() { <-b.closed }
 
-func (b *Broker) closeStores() error {
-	var errs []error
-	if b.store != nil {
-		if err := b.store.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("broker: close storage: %w", err))
-		}
+// closeListener closes ln; one closed already (by the server's Close) is
+// no error.
+func closeListener(ln net.Listener) error {
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
 	}
-	if b.meta != nil {
-		if err := b.meta.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("broker: close metastore: %w", err))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
-func (b *Broker) closeListeners() {
-	for _, ln := range b.lns {
-		ln.Close()
-	}
-}
-
-// retentionLoop applies retention every log.retention.check.interval.ms.
-func (b *Broker) retentionLoop() {
-	defer b.bg.Done()
+// retentionLoop applies retention every log.retention.check.interval.ms
+// until stop closes.
+func (b *Broker) retentionLoop(stop <-chan struct{}) {
 	t := time.NewTicker(b.cfg.LogRetentionCheck)
 	defer t.Stop()
 	for {
 		select {
-		case <-b.stopRetention:
+		case <-stop:
 			return
 		case <-t.C:
 			b.srv.ApplyRetention() // logs its own errors

@@ -50,7 +50,9 @@ type httpState struct {
 }
 
 // startHTTP starts the HTTP server on http.listeners (nothing when empty)
-// and creates the metrics registry.
+// and creates the metrics registry. Its entry, the first on the stack,
+// stops it when Start fails; Start pushes a second one at its end so that
+// Close stops the HTTP side first.
 func (b *Broker) startHTTP(opts Options) error {
 	cfg := &b.cfg
 	if len(cfg.HTTPListeners) == 0 {
@@ -104,7 +106,7 @@ func (b *Broker) startHTTP(opts Options) error {
 	for _, a := range srv.Addrs() {
 		b.log.Info("http listening", "addr", a)
 	}
-	return nil
+	return b.stack.Push("http", b.stopHTTP)
 }
 
 // HTTPAddr returns the host:port the first http.listeners entry is bound
@@ -293,11 +295,13 @@ func tlsDialer(cfg *tls.Config, seed, seedName string) func(ctx context.Context,
 	}
 }
 
-// stopHTTP stops the HTTP server and closes the console's client.
-func (b *Broker) stopHTTP() {
+// stopHTTP stops the HTTP server and closes the console's client. Safe to
+// call more than once.
+func (b *Broker) stopHTTP() error {
 	h := &b.http
+	var err error
 	if h.srv != nil {
-		h.srv.Close()
+		err = h.srv.Close()
 	}
 	h.mu.Lock()
 	h.closed = true
@@ -307,6 +311,7 @@ func (b *Broker) stopHTTP() {
 	if cl != nil {
 		cl.Close()
 	}
+	return err
 }
 
 // readiness is /readyz's checks: log recovery done, registered in

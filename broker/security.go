@@ -166,25 +166,29 @@ func (b *Broker) connSecurityWith(listener, mech string) (kconn.Security, error)
 }
 
 // credentials returns where SCRAM credentials live: ZooKeeper in cluster
-// mode (followed by a watch on b.bg until ctx ends), else the metastore.
-func (b *Broker) credentials(ctx context.Context) sasl.CredentialStore {
-	if b.node != nil {
-		s := cluster.NewScramStore(b.node)
-		b.bg.Add(1)
-		go func() {
-			defer b.bg.Done()
-			s.Watch(ctx)
-		}()
-		return s
+// mode, else the metastore. In cluster mode the store follows
+// /config/changes on a goroutine on b.bg: its entry ends the watch after
+// the server has closed (no login reads the store any more), and the
+// "background goroutines" entry waits for it once the node has closed.
+func (b *Broker) credentials() (sasl.CredentialStore, error) {
+	if b.node == nil {
+		return b.meta.ScramCredentials(), nil
 	}
-	return b.meta.ScramCredentials()
+	s := cluster.NewScramStore(b.node)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		s.Watch(ctx)
+	}()
+	return s, b.stack.Push("SCRAM credential watch", func() error { cancel(); return nil })
 }
 
 // authorizer starts the ACL authorizer when authorizer.class.name is set:
-// nil (everything allowed) otherwise. It sets b.aclCancel, which stops the
-// authorizer following the store, and in cluster mode b.aclStore, which
-// stopSecurity closes.
-func (b *Broker) authorizer(ctx context.Context) (server.Authorizer, acl.Store, error) {
+// nil (everything allowed) otherwise. It follows the ACL store (the
+// metastore, or in cluster mode ZooKeeper's, which it opens) until its
+// entry closes, after the server's Close and before the node's.
+func (b *Broker) authorizer() (server.Authorizer, acl.Store, error) {
 	if b.cfg.AuthorizerClassName == "" {
 		return nil, nil, nil
 	}
@@ -195,34 +199,20 @@ func (b *Broker) authorizer(ctx context.Context) (server.Authorizer, acl.Store, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("broker: ACLs: %w", err)
 		}
-		b.aclStore = zs
+		// Closed after the authorizer stops following it.
+		if err := b.stack.Push("ACL store", zs.Close); err != nil {
+			return nil, nil, err
+		}
 		store = zs
 	} else {
 		store = metastore.NewACLStore(b.meta)
 	}
-	cancel, err := a.Follow(ctx, store)
+	cancel, err := a.Follow(context.Background(), store)
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker: load ACLs: %w", err)
 	}
-	b.aclCancel = cancel
+	if err := b.stack.Push("ACL watch", func() error { cancel(); return nil }); err != nil {
+		return nil, nil, err
+	}
 	return a, store, nil
-}
-
-// stopSecurity stops what Start's security setup started: the authorizer
-// following its store, the SCRAM credential watch (secCtx; its goroutine
-// is on b.bg, which the caller waits for), and the cluster ACL store.
-// Safe to call with any of them not started.
-func (b *Broker) stopSecurity() error {
-	if b.aclCancel != nil {
-		b.aclCancel()
-	}
-	if b.secCancel != nil {
-		b.secCancel()
-	}
-	if b.aclStore != nil {
-		if err := b.aclStore.Close(); err != nil {
-			return fmt.Errorf("broker: close ACL store: %w", err)
-		}
-	}
-	return nil
 }
