@@ -82,9 +82,9 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		}
 		st.NumPartitions, st.ReplicationFactor = spec.partitions, spec.rf
 		for _, d := range topicConfigDefs {
-			v, src := s.configValue(spec.configs, d.name)
+			v, src := s.configValue(spec.configs, d.Name)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			c.Name, c.Value, c.Source = d.name, &v, src
+			c.Name, c.Value, c.Source = d.Name, &v, src
 			st.Configs = append(st.Configs, c)
 		}
 		resp.Topics = append(resp.Topics, st)
