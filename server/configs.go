@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/topicname"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 )
@@ -185,4 +186,13 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		RequireKeys:        policy.Compact,
 	}
 	return tc
+}
+
+// validateTopicName is topicname.Validate in server's error class
+// (INVALID_TOPIC_EXCEPTION).
+func validateTopicName(name string) error {
+	if err := topicname.Validate(name); err != nil {
+		return fmt.Errorf("%w: %v", errInvalidTopic, err)
+	}
+	return nil
 }
