@@ -2,6 +2,14 @@
 // (server.properties), their defaults, and the parsing and validation that
 // `sluice serve --config FILE --set key=value` applies. An unknown key or a
 // malformed value is an error naming the key, at start, never later.
+//
+// Every broker key and every topic key is defined once, in a table in the
+// spirit of Kafka's ConfigDef (def.go: Key and TopicKey; the tables in
+// keys.go and topickeys.go): name, type, default, validator, importance,
+// documentation, whether it is dynamic or sensitive, and the topic key a
+// broker key is the default of. The table drives parsing (parse.go),
+// Default, what DescribeConfigs reports (Keys, TopicKeys, Describe,
+// TopicDefault) and README's configuration tables (docs.go).
 package config
 
 import (
