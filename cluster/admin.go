@@ -10,25 +10,9 @@ import (
 	"strconv"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/sluice/sluice/internal/topicname"
 )
-
-// maxTopicNameLen is Kafka's limit (249: room for a partition suffix in a
-// 255-byte file name).
-const maxTopicNameLen = 249
-
-// ValidateTopicName applies Kafka's topic name rules: 1-249 characters of
-// [a-zA-Z0-9._-], not "." or "..".
-func ValidateTopicName(name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLen {
-		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("%w: %q has %q", ErrInvalidTopic, name, r)
-		}
-	}
-	return nil
-}
 
 // liveBrokerIDs lists the registered brokers.
 func (n *Node) liveBrokerIDs() ([]int32, error) {
@@ -72,8 +56,8 @@ func (n *Node) CreateTopicAssigned(ctx context.Context, name string, assignment 
 }
 
 func (n *Node) createTopic(ctx context.Context, name string, partitions, rf int, assignment [][]int32, configs map[string]string, topicID [16]byte) error {
-	if err := ValidateTopicName(name); err != nil {
-		return err
+	if err := topicname.Validate(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidTopic, err)
 	}
 	if partitions < 1 {
 		return fmt.Errorf("%w: %d", ErrInvalidPartitions, partitions)

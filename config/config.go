@@ -2,10 +2,17 @@
 // (server.properties), their defaults, and the parsing and validation that
 // `sluice serve --config FILE --set key=value` applies. An unknown key or a
 // malformed value is an error naming the key, at start, never later.
+//
+// Every broker key and every topic key is defined once, in a table in the
+// spirit of Kafka's ConfigDef (def.go: Key and TopicKey; the tables in
+// keys.go and topickeys.go): name, type, default, validator, importance,
+// documentation, whether it is dynamic or sensitive, and the topic key a
+// broker key is the default of. The table drives parsing (parse.go),
+// Default, what DescribeConfigs reports (Keys, TopicKeys, Describe,
+// TopicDefault) and README's configuration tables (docs.go).
 package config
 
 import (
-	"math"
 	"time"
 
 	"github.com/sluice/sluice/internal/sched"
@@ -236,6 +243,12 @@ type Config struct {
 	ReplicaFetchMinBytes         int32
 	ReplicaFetchWaitMax          time.Duration
 	ReplicaFetchBackoff          time.Duration
+
+	// explicit maps each key set by Load or Set (its canonical name) to
+	// the value as given: what DescribeConfigs reports as
+	// STATIC_BROKER_CONFIG. Copied on write, so Configs copied from one
+	// another do not share changes.
+	explicit map[string]string
 }
 
 // ReplicaFetchResponseMaxBytesLimit bounds replica.fetch.response.max.bytes
@@ -247,98 +260,10 @@ type Config struct {
 // the partitions' headers beside the records.
 const ReplicaFetchResponseMaxBytesLimit = 128 << 20
 
-// Default returns Kafka's defaults (and Sluice's for its own keys).
-func Default() Config {
-	return Config{
-		BrokerID:                    0,
-		Listeners:                   []string{"PLAINTEXT://:9092"},
-		InterBrokerSecurityProtocol: "PLAINTEXT",
-		SASLEnabledMechanisms:       []string{"GSSAPI"},
-		SASLInterBrokerMechanism:    "GSSAPI",
-		SASLServerMaxReceiveSize:    512 << 10,
-		FailedAuthenticationDelay:   100 * time.Millisecond,
-		ListenerSecurityProtocolMap: map[string]string{
-			"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
-		},
-		LogDirs:                    []string{"./data"},
-		StorageBackend:             "segment",
-		NumPartitions:              1,
-		DefaultReplicationFactor:   1,
-		AutoCreateTopics:           true,
-		LogSegmentBytes:            1 << 30,
-		LogSegmentMs:               7 * 24 * time.Hour,
-		LogRetention:               7 * 24 * time.Hour,
-		LogRetentionBytes:          -1,
-		LogRetentionCheck:          5 * time.Minute,
-		LogIndexIntervalBytes:      4096,
-		LogIndexSizeMaxBytes:       10 << 20,
-		LogFlushIntervalMsgs:       0,
-		LogFlushInterval:           0,
-		MessageMaxBytes:            1048588,
-		MessageTimestampType:       "CreateTime",
-		SocketRequestMaxBytes:      104857600,
-		ConnectionsMaxIdle:         10 * time.Minute,
-		QueuedMaxRequestBytes:      256 << 20, // Kafka: -1; see the field
-		RequestReadTimeout:         30 * time.Second,
-		MaxConnections:             math.MaxInt32,
-		MaxConnectionsPerIP:        math.MaxInt32,
-		ZooKeeperSessionTimeout:    18 * time.Second,
-		MinInsyncReplicas:          1,
-		ReplicaLagTimeMax:          30 * time.Second,
-		UncleanLeaderElection:      false,
-		OffsetsTopicReplication:    3,
-		OffsetsTopicPartitions:     50,
-		OffsetsTopicSegmentBytes:   100 << 20,
-		OffsetsRetention:           10080 * time.Minute,
-		GroupInitialRebalanceDelay: 3 * time.Second,
-		GroupMinSessionTimeout:     6 * time.Second,
-		GroupMaxSessionTimeout:     30 * time.Minute,
-		FetchSessionCacheSlots:     1000,
-		ControlledShutdownEnable:   true,
-		AutoLeaderRebalance:        true,
-		LeaderImbalanceCheck:       300 * time.Second,
-		LeaderImbalancePercentage:  10,
-		DeleteTopicEnable:          true,
-		ProducerIDExpiration:       24 * time.Hour,
-		TransactionalIDExpiration:  7 * 24 * time.Hour,
-
-		LogFlushOffsetCheckpointInterval: 60 * time.Second,
-		LogSegmentOpenFilesMax:           1000,
-		LogSegmentDeleteDelay:            60 * time.Second,
-		SchedulingPolicy:                 sched.Batch,
-
-		TransactionStatePartitions:       50,
-		TransactionStateReplication:      3,
-		TransactionStateSegmentBytes:     100 << 20,
-		TransactionStateMinISR:           2,
-		TransactionMaxTimeout:            15 * time.Minute,
-		TransactionAbortTimedOutInterval: 10 * time.Second,
-		TransactionRemoveExpiredInterval: time.Hour,
-		LogCleanerEnable:                 true,
-		HTTPListeners:                    []string{"http://127.0.0.1:9644"},
-		MetricsPartitionSeriesMax:        10000,
-
-		LogCleanupPolicy:              CleanupPolicy{Delete: true},
-		LogCleanerThreads:             1,
-		LogCleanerDedupeBufferSize:    128 << 20,
-		LogCleanerIOMaxBytesPerSecond: math.MaxFloat64,
-		LogCleanerBackoff:             15 * time.Second,
-		LogCleanerDeleteRetentionMs:   24 * 60 * 60 * 1000,
-		LogCleanerMinCleanableRatio:   0.5,
-		LogCleanerMinCompactionLagMs:  0,
-		LogCleanerMaxCompactionLagMs:  math.MaxInt64,
-
-		MessageTimestampDifferenceMax: math.MaxInt64,
-		MessageTimestampBeforeMax:     math.MaxInt64,
-		MessageTimestampAfterMax:      math.MaxInt64,
-
-		ReplicaFetchMaxBytes:         1 << 20,
-		ReplicaFetchResponseMaxBytes: 10 << 20,
-		ReplicaFetchMinBytes:         1,
-		ReplicaFetchWaitMax:          500 * time.Millisecond,
-		ReplicaFetchBackoff:          time.Second,
-	}
-}
+// Default returns Kafka's defaults (and Sluice's for its own keys): every
+// key's Default in the table (keys.go) applied in turn. Each call builds a
+// new Config; the caller owns it.
+func Default() Config { return buildDefault() }
 
 // SingleNode reports whether the broker runs without ZooKeeper, as its own
 // controller with topic metadata in its metastore.

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/sluice/sluice/internal/sched"
 )
 
 // ErrConfig marks every configuration error; the message names the key.
@@ -204,6 +203,7 @@ type setter struct {
 	c         *Config
 	retention map[string]time.Duration
 	roll      map[string]time.Duration
+	cloned    bool // c.explicit is this setter's own copy
 }
 
 func newSetter(c *Config) *setter {
@@ -226,276 +226,43 @@ func (s *setter) finish() error {
 	return nil
 }
 
+// set applies one key through its definition in the table, and records
+// the value as given (for DescribeConfigs' STATIC_BROKER_CONFIG). An
+// unknown key is an error, except TLS and SASL settings, global (ssl.*,
+// sasl.*) or per listener (listener.name.<listener>.*, as Kafka allows):
+// those are kept as given and read through ListenerProperty when the
+// listeners are built, which is where a bad value is reported (naming the
+// key).
 func (s *setter) set(key, v string) error {
-	c := s.c
-	var err error
-	switch key {
-	case "broker.id", "node.id":
-		c.BrokerID, err = parseInt32(key, v, 0, math.MaxInt32)
-	case "listeners":
-		c.Listeners, err = parseListeners(key, v, false)
-	case "advertised.listeners":
-		c.AdvertisedListeners, err = parseListeners(key, v, true)
-	case "listener.security.protocol.map":
-		c.ListenerSecurityProtocolMap, err = parseProtocolMap(key, v)
-	case "control.plane.listener.name":
-		c.ControlPlaneListenerName = strings.ToUpper(strings.TrimSpace(v))
-	case "log.dirs", "log.dir":
-		c.LogDirs = splitList(v)
-		if len(c.LogDirs) == 0 {
-			err = keyError(key, "empty")
-		}
-	case "storage.backend":
-		c.StorageBackend = v
-		if v == "" {
-			err = keyError(key, "empty")
-		}
-	case "num.partitions":
-		c.NumPartitions, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "default.replication.factor":
-		var n int32
-		n, err = parseInt32(key, v, 1, math.MaxInt16)
-		c.DefaultReplicationFactor = int16(n)
-	case "auto.create.topics.enable":
-		c.AutoCreateTopics, err = parseBool(key, v)
-	case "log.segment.bytes":
-		c.LogSegmentBytes, err = parseInt64(key, v, 14, math.MaxInt32)
-	case "log.roll.ms":
-		s.roll[key], err = parseDuration(key, v, time.Millisecond, 1)
-	case "log.roll.hours":
-		s.roll[key], err = parseDuration(key, v, time.Hour, 1)
-	case "log.retention.ms":
-		s.retention[key], err = parseDuration(key, v, time.Millisecond, -1)
-	case "log.retention.minutes":
-		s.retention[key], err = parseDuration(key, v, time.Minute, -1)
-	case "log.retention.hours":
-		s.retention[key], err = parseDuration(key, v, time.Hour, -1)
-	case "log.retention.bytes":
-		c.LogRetentionBytes, err = parseInt64(key, v, -1, math.MaxInt64)
-	case "log.retention.check.interval.ms":
-		c.LogRetentionCheck, err = parseDuration(key, v, time.Millisecond, 1)
-	case "log.index.interval.bytes":
-		var n int64
-		n, err = parseInt64(key, v, 0, math.MaxInt32)
-		c.LogIndexIntervalBytes = int(n)
-	case "log.index.size.max.bytes":
-		var n int64
-		n, err = parseInt64(key, v, 4, math.MaxInt32)
-		c.LogIndexSizeMaxBytes = int(n)
-	case "log.flush.interval.messages":
-		c.LogFlushIntervalMsgs, err = parseInt64(key, v, 1, math.MaxInt64)
-		if c.LogFlushIntervalMsgs == math.MaxInt64 {
-			c.LogFlushIntervalMsgs = 0
-		}
-	case "log.flush.interval.ms":
-		c.LogFlushInterval, err = parseDuration(key, v, time.Millisecond, 0)
-	case "log.flush.offset.checkpoint.interval.ms":
-		c.LogFlushOffsetCheckpointInterval, err = parseDuration(key, v, time.Millisecond, 0)
-	case "log.segment.open.files.max":
-		var n int64
-		n, err = parseInt64(key, v, 1, math.MaxInt32)
-		c.LogSegmentOpenFilesMax = int(n)
-	case "process.scheduling.policy":
-		if c.SchedulingPolicy, err = sched.Parse(v); err != nil {
-			err = keyError(key, "%v", err)
-		}
-	case "log.segment.delete.delay.ms":
-		c.LogSegmentDeleteDelay, err = parseDuration(key, v, time.Millisecond, 0)
-	case "log.flush.scheduler.interval.ms", "num.network.threads", "num.io.threads",
-		"num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
-		"socket.receive.buffer.bytes", "num.replica.fetchers", "zookeeper.connection.timeout.ms":
-		// Accepted for compatibility with Kafka's server.properties; Sluice
-		// sizes these itself. The value must still be a number.
-		_, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
-	case "message.max.bytes":
-		var n int64
-		n, err = parseInt64(key, v, 0, math.MaxInt32)
-		c.MessageMaxBytes = int(n)
-	case "log.message.timestamp.difference.max.ms":
-		c.MessageTimestampDifferenceMax, err = parseInt64(key, v, 0, math.MaxInt64)
-	case "log.message.timestamp.before.max.ms":
-		c.MessageTimestampBeforeMax, err = parseInt64(key, v, 0, math.MaxInt64)
-	case "log.message.timestamp.after.max.ms":
-		c.MessageTimestampAfterMax, err = parseInt64(key, v, 0, math.MaxInt64)
-	case "log.message.timestamp.type":
-		if v != "CreateTime" && v != "LogAppendTime" {
-			err = keyError(key, "%q is not CreateTime or LogAppendTime", v)
-		}
-		c.MessageTimestampType = v
-	case "socket.request.max.bytes":
-		c.SocketRequestMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "connections.max.idle.ms":
-		c.ConnectionsMaxIdle, err = parseDuration(key, v, time.Millisecond, 1)
-	case "queued.max.request.bytes":
-		c.QueuedMaxRequestBytes, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
-		if c.QueuedMaxRequestBytes <= 0 {
-			c.QueuedMaxRequestBytes = -1 // Kafka: any value <= 0 is unbounded
-		}
-	case "request.read.timeout.ms":
-		c.RequestReadTimeout, err = parseDuration(key, v, time.Millisecond, 1)
-	case "max.connections":
-		c.MaxConnections, err = parseInt32(key, v, 0, math.MaxInt32)
-	case "max.connections.per.ip":
-		c.MaxConnectionsPerIP, err = parseInt32(key, v, 0, math.MaxInt32)
-	case "max.connections.per.ip.overrides":
-		c.MaxConnectionsPerIPOverrides, err = parseHostCounts(key, v)
-	case "zookeeper.connect":
-		c.ZooKeeperConnect = v
-	case "zookeeper.session.timeout.ms":
-		c.ZooKeeperSessionTimeout, err = parseDuration(key, v, time.Millisecond, 1)
-	case "min.insync.replicas":
-		var n int32
-		n, err = parseInt32(key, v, 1, math.MaxInt16)
-		c.MinInsyncReplicas = int(n)
-	case "replica.lag.time.max.ms":
-		c.ReplicaLagTimeMax, err = parseDuration(key, v, time.Millisecond, 1)
-	case "replica.fetch.max.bytes":
-		c.ReplicaFetchMaxBytes, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "replica.fetch.response.max.bytes":
-		c.ReplicaFetchResponseMaxBytes, err = parseInt32(key, v, 1, ReplicaFetchResponseMaxBytesLimit)
-	case "replica.fetch.min.bytes":
-		c.ReplicaFetchMinBytes, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "replica.fetch.wait.max.ms":
-		// An INT in Kafka, and sent as the fetch's int32 MaxWaitMillis.
-		var n int32
-		n, err = parseInt32(key, v, 1, math.MaxInt32)
-		c.ReplicaFetchWaitMax = time.Duration(n) * time.Millisecond
-	case "replica.fetch.backoff.ms":
-		c.ReplicaFetchBackoff, err = parseDuration(key, v, time.Millisecond, 1)
-	case "unclean.leader.election.enable":
-		c.UncleanLeaderElection, err = parseBool(key, v)
-	case "offsets.topic.replication.factor":
-		var n int32
-		n, err = parseInt32(key, v, 1, math.MaxInt16)
-		c.OffsetsTopicReplication = int16(n)
-	case "offsets.topic.num.partitions":
-		c.OffsetsTopicPartitions, err = parseInt32(key, v, 1, 100000)
-	case "offsets.topic.segment.bytes":
-		c.OffsetsTopicSegmentBytes, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "offsets.retention.minutes":
-		c.OffsetsRetention, err = parseDuration(key, v, time.Minute, 1)
-	case "group.initial.rebalance.delay.ms":
-		c.GroupInitialRebalanceDelay, err = parseDuration(key, v, time.Millisecond, 0)
-	case "group.min.session.timeout.ms":
-		c.GroupMinSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
-	case "group.max.session.timeout.ms":
-		c.GroupMaxSessionTimeout, err = parseDuration(key, v, time.Millisecond, 0)
-	case "max.incremental.fetch.session.cache.slots":
-		c.FetchSessionCacheSlots, err = parseInt32(key, v, 0, math.MaxInt32)
-	case "controlled.shutdown.enable":
-		c.ControlledShutdownEnable, err = parseBool(key, v)
-	case "auto.leader.rebalance.enable":
-		c.AutoLeaderRebalance, err = parseBool(key, v)
-	case "leader.imbalance.check.interval.seconds":
-		c.LeaderImbalanceCheck, err = parseDuration(key, v, time.Second, 1)
-	case "leader.imbalance.per.broker.percentage":
-		var n int32
-		n, err = parseInt32(key, v, 0, 100)
-		c.LeaderImbalancePercentage = int(n)
-	case "delete.topic.enable":
-		c.DeleteTopicEnable, err = parseBool(key, v)
-	case "producer.id.expiration.ms":
-		c.ProducerIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
-	case "transactional.id.expiration.ms":
-		c.TransactionalIDExpiration, err = parseDuration(key, v, time.Millisecond, 1)
-	case "transaction.state.log.num.partitions":
-		c.TransactionStatePartitions, err = parseInt32(key, v, 1, 100000)
-	case "transaction.state.log.replication.factor":
-		var n int32
-		n, err = parseInt32(key, v, 1, math.MaxInt16)
-		c.TransactionStateReplication = int16(n)
-	case "transaction.state.log.segment.bytes":
-		c.TransactionStateSegmentBytes, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "transaction.state.log.min.isr":
-		var n int32
-		n, err = parseInt32(key, v, 1, math.MaxInt16)
-		c.TransactionStateMinISR = int(n)
-	case "transaction.max.timeout.ms":
-		c.TransactionMaxTimeout, err = parseDuration(key, v, time.Millisecond, 1)
-	case "transaction.abort.timed.out.transaction.cleanup.interval.ms":
-		c.TransactionAbortTimedOutInterval, err = parseDuration(key, v, time.Millisecond, 1)
-	case "transaction.remove.expired.transaction.cleanup.interval.ms":
-		c.TransactionRemoveExpiredInterval, err = parseDuration(key, v, time.Millisecond, 1)
-	case "http.listeners":
-		c.HTTPListeners, err = parseHTTPListeners(key, v)
-	case "metrics.partition.series.max":
-		var n int32
-		n, err = parseInt32(key, v, 0, math.MaxInt32)
-		c.MetricsPartitionSeriesMax = int(n)
-	case "log.cleanup.policy":
-		var perr error
-		if c.LogCleanupPolicy, perr = ParseCleanupPolicy(v); perr != nil {
-			err = keyError(key, "%v", perr)
-		}
-	case "log.cleaner.enable":
-		c.LogCleanerEnable, err = parseBool(key, v)
-	case "log.cleaner.threads":
-		var n int32
-		n, err = parseInt32(key, v, 0, math.MaxInt32)
-		c.LogCleanerThreads = int(n)
-	case "log.cleaner.dedupe.buffer.size":
-		c.LogCleanerDedupeBufferSize, err = parseInt64(key, v, 1, math.MaxInt64)
-	case "log.cleaner.io.max.bytes.per.second":
-		c.LogCleanerIOMaxBytesPerSecond, err = parseFloat(key, v, math.SmallestNonzeroFloat64, math.MaxFloat64)
-	case "log.cleaner.backoff.ms":
-		c.LogCleanerBackoff, err = parseDuration(key, v, time.Millisecond, 0)
-	case "log.cleaner.delete.retention.ms":
-		c.LogCleanerDeleteRetentionMs, err = parseInt64(key, v, 0, math.MaxInt64)
-	case "log.cleaner.min.cleanable.ratio":
-		c.LogCleanerMinCleanableRatio, err = parseFloat(key, v, 0, 1)
-	case "log.cleaner.min.compaction.lag.ms":
-		c.LogCleanerMinCompactionLagMs, err = parseInt64(key, v, 0, math.MaxInt64)
-	case "log.cleaner.max.compaction.lag.ms":
-		c.LogCleanerMaxCompactionLagMs, err = parseInt64(key, v, 1, math.MaxInt64)
-	case "cluster.id":
-		c.ClusterIDOverride = v
-	case "broker.rack":
-		c.RackID = v
-	case "inter.broker.listener.name":
-		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(v))
-	case "security.inter.broker.protocol":
-		c.InterBrokerSecurityProtocol = strings.ToUpper(strings.TrimSpace(v))
-	case "sasl.enabled.mechanisms":
-		c.SASLEnabledMechanisms = upperList(v)
-	case "sasl.mechanism.inter.broker.protocol":
-		c.SASLInterBrokerMechanism = strings.ToUpper(strings.TrimSpace(v))
-	case "super.users":
-		c.SuperUsers = nil
-		for _, u := range strings.Split(v, ";") {
-			if u = strings.TrimSpace(u); u != "" {
-				c.SuperUsers = append(c.SuperUsers, u)
-			}
-		}
-	case "authorizer.class.name":
-		switch strings.TrimSpace(v) {
-		case "", "sluice", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer":
-			c.AuthorizerClassName = strings.TrimSpace(v)
-		default:
-			err = keyError(key, "%q: use kafka.security.authorizer.AclAuthorizer (or its alias sluice), or leave it empty for none", v)
-		}
-	case "allow.everyone.if.no.acl.found":
-		c.AllowEveryoneIfNoACL, err = parseBool(key, v)
-	case "connections.max.reauth.ms":
-		c.ConnectionsMaxReauth, err = parseDuration(key, v, time.Millisecond, 0)
-	case "sasl.server.max.receive.size":
-		c.SASLServerMaxReceiveSize, err = parseInt32(key, v, 1, math.MaxInt32)
-	case "connection.failed.authentication.delay.ms":
-		c.FailedAuthenticationDelay, err = parseDuration(key, v, time.Millisecond, 0)
-	default:
-		// TLS and SASL settings, global (ssl.*, sasl.*) or per listener
-		// (listener.name.<listener>.*, as Kafka allows): kept as given and
-		// read through ListenerProperty when the listeners are built, which
-		// is where a bad value is reported (naming the key).
+	k, ok := Lookup(key)
+	if !ok {
 		if strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl.") || strings.HasPrefix(key, "listener.name.") {
-			if c.SecurityProperties == nil {
-				c.SecurityProperties = map[string]string{}
-			}
-			c.SecurityProperties[key] = v
+			s.c.setSecurityProperty(key, v)
 			return nil
 		}
 		return fmt.Errorf("%w: unknown key %q", ErrConfig, key)
 	}
-	return err
+	if err := k.set(s, key, v); err != nil {
+		return err
+	}
+	if !s.cloned {
+		// Copy on write: a Config copied before Set shares the map.
+		s.c.explicit = maps.Clone(s.c.explicit)
+		if s.c.explicit == nil {
+			s.c.explicit = map[string]string{}
+		}
+		s.cloned = true
+	}
+	s.c.explicit[k.Name] = v
+	return nil
+}
+
+// setSecurityProperty keeps a TLS or SASL key as given.
+func (c *Config) setSecurityProperty(key, v string) {
+	if c.SecurityProperties == nil {
+		c.SecurityProperties = map[string]string{}
+	}
+	c.SecurityProperties[key] = v
 }
 
 func parseInt64(key, v string, lo, hi int64) (int64, error) {

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/internal/topicname"
 )
 
 var (
@@ -98,20 +100,9 @@ func writeKafkaError(w http.ResponseWriter, err error) {
 	}
 }
 
-// validTopic reports whether name is a legal Kafka topic name: 1 to 249
-// characters of [a-zA-Z0-9._-], not "." or "..".
-func validTopic(name string) bool {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validTopic reports whether name is a legal Kafka topic name
+// (topicname.Validate).
+func validTopic(name string) bool { return topicname.Validate(name) == nil }
 
 // validGroup reports whether name can be a group id: non-empty, valid
 // UTF-8 without control characters, at most 1024 bytes (Kafka takes any

@@ -35,6 +35,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/internal/topicname"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/txn"
 )
@@ -82,9 +83,9 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		}
 		st.NumPartitions, st.ReplicationFactor = spec.partitions, spec.rf
 		for _, d := range topicConfigDefs {
-			v, src := s.configValue(spec.configs, d.name)
+			v, src := s.configValue(spec.configs, d.Name)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			c.Name, c.Value, c.Source = d.name, &v, src
+			c.Name, c.Value, c.Source = d.Name, &v, src
 			st.Configs = append(st.Configs, c)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -139,7 +140,7 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 	s.eachTopicName(func(n string) bool {
 		if n == spec.name {
 			clash = fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
-		} else if collides(n, spec.name) {
+		} else if topicname.Collides(n, spec.name) {
 			clash = fmt.Errorf("%w: topic %q collides with existing topic %q", errInvalidTopic, spec.name, n)
 		}
 		return clash == nil

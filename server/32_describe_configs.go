@@ -8,19 +8,23 @@ package server
 //	v3: include_documentation; config type and documentation
 //	v4: flexible
 //
-// Topics (resource type 2) describe every supported topic config (see
-// configs.go) with its effective value: the topic override (source
-// DYNAMIC_TOPIC_CONFIG), else the broker's setting of its synonym
-// (STATIC_BROKER_CONFIG when it differs from Kafka's default, DEFAULT_CONFIG
-// when not). The broker (type 4, name = broker.id or empty) describes a
-// small read-only set of its static configs. Other resource types are
+// Both resource kinds are described from package config's definition
+// table. Topics (resource type 2) describe every topic key
+// (config.TopicKeys) with its effective value: the topic override (source
+// DYNAMIC_TOPIC_CONFIG), else the broker's value of its synonym
+// (STATIC_BROKER_CONFIG when that broker key was set, DEFAULT_CONFIG when
+// not); synonyms list the override, the broker key when set and its
+// default, as Kafka does. The broker (type 4, name = broker.id or empty)
+// describes every broker key (config.Keys), all read-only (broker configs
+// are static in Sluice); a sensitive key (a password, a private key, a
+// JAAS line) has is_sensitive and a null value, in its synonyms too.
+// Documentation (v3+) is the table's. Other resource types are
 // INVALID_REQUEST. A topic's overrides come from the control plane: in
 // cluster mode from ZooKeeper, so any broker describes any topic.
 
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,29 +73,28 @@ func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.De
 		return err
 	}
 	for _, d := range topicConfigDefs {
-		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, d.name) {
+		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, d.Name) {
 			continue
 		}
-		v, src := s.configValue(overrides, d.name)
+		v, src := s.configValue(overrides, d.Name)
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value = d.name, &v
+		c.Name, c.Value = d.Name, &v
 		c.Source = kmsg.ConfigSource(src)
 		c.IsDefault = src == sourceDefault
-		c.ConfigType = kmsg.ConfigType(d.typ)
+		c.ConfigType = kmsg.ConfigType(d.Type)
 		if r.IncludeDocumentation {
-			doc := d.doc
+			doc := d.Doc
 			c.Documentation = &doc
 		}
 		if r.IncludeSynonyms {
 			if src == sourceDynamicTopic {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, sourceDynamicTopic))
+				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.Name, &v, sourceDynamicTopic))
 			}
-			bv := d.def(&s.cfg)
-			def := config.Default()
-			if dv := d.def(&def); dv != bv {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, bv, sourceStaticBroker))
+			if bv, bsrc, bname := s.cfg.TopicDefault(d); bsrc == config.SourceStaticBroker {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(bname, &bv, sourceStaticBroker))
 			}
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, d.def(&def), sourceDefault))
+			dv, dname := config.TopicDefaultOf(d)
+			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(dname, &dv, sourceDefault))
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
@@ -119,7 +122,7 @@ func (s *Server) describeCleanerStatus(rr kmsg.DescribeConfigsRequestResource, s
 		return
 	}
 	ratio, last := s.cleanerStatus(t)
-	add := func(name, v string, typ int8) {
+	add := func(name, v string, typ config.Type) {
 		if !slices.Contains(rr.ConfigNames, name) {
 			return
 		}
@@ -129,77 +132,53 @@ func (s *Server) describeCleanerStatus(rr kmsg.DescribeConfigsRequestResource, s
 		c.ConfigType = kmsg.ConfigType(typ)
 		sr.Configs = append(sr.Configs, c)
 	}
-	add(cleanerDirtyRatioConfig, strconv.FormatFloat(ratio, 'f', 4, 64), configTypeDouble)
-	add(cleanerLastCleanedConfig, strconv.FormatInt(last, 10), configTypeLong)
+	add(cleanerDirtyRatioConfig, strconv.FormatFloat(ratio, 'f', 4, 64), config.TypeDouble)
+	add(cleanerLastCleanedConfig, strconv.FormatInt(last, 10), config.TypeLong)
 }
 
-func synonym(name, value string, src int8) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+// synonym is one entry of a config's synonyms; value nil: none or
+// sensitive.
+func synonym(name string, value *string, src int8) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-	sy.Name, sy.Value, sy.Source = name, &value, kmsg.ConfigSource(src)
+	sy.Name, sy.Value, sy.Source = name, value, kmsg.ConfigSource(src)
 	return sy
 }
 
-// brokerConfig is one described broker config.
-type brokerConfig struct {
-	name string
-	typ  int8
-	get  func(c *config.Config) string
-}
-
-var brokerConfigs = []brokerConfig{
-	{"advertised.listeners", configTypeList, func(c *config.Config) string { return strings.Join(c.AdvertisedListeners, ",") }},
-	{"auto.create.topics.enable", 1, func(c *config.Config) string { return strconv.FormatBool(c.AutoCreateTopics) }},
-	{"broker.id", configTypeInt, func(c *config.Config) string { return strconv.Itoa(int(c.BrokerID)) }},
-	{"default.replication.factor", configTypeInt, func(c *config.Config) string { return strconv.Itoa(int(c.DefaultReplicationFactor)) }},
-	{"delete.topic.enable", 1, func(c *config.Config) string { return strconv.FormatBool(c.DeleteTopicEnable) }},
-	{"listeners", configTypeList, func(c *config.Config) string { return strings.Join(c.Listeners, ",") }},
-	{"log.cleaner.backoff.ms", configTypeLong, func(c *config.Config) string { return ms(c.LogCleanerBackoff) }},
-	{"log.cleaner.dedupe.buffer.size", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerDedupeBufferSize, 10) }},
-	{"log.cleaner.delete.retention.ms", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerDeleteRetentionMs, 10) }},
-	{"log.cleaner.enable", 1, func(c *config.Config) string { return strconv.FormatBool(c.LogCleanerEnable) }},
-	{"log.cleaner.io.max.bytes.per.second", configTypeDouble, func(c *config.Config) string { return javaDouble(c.LogCleanerIOMaxBytesPerSecond) }},
-	{"log.cleaner.max.compaction.lag.ms", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerMaxCompactionLagMs, 10) }},
-	{"log.cleaner.min.cleanable.ratio", configTypeDouble, func(c *config.Config) string { return javaDouble(c.LogCleanerMinCleanableRatio) }},
-	{"log.cleaner.min.compaction.lag.ms", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.LogCleanerMinCompactionLagMs, 10) }},
-	{"log.cleaner.threads", configTypeInt, func(c *config.Config) string { return strconv.Itoa(c.LogCleanerThreads) }},
-	{"log.cleanup.policy", configTypeList, func(c *config.Config) string { return c.LogCleanupPolicy.String() }},
-	{"log.dirs", configTypeString, func(c *config.Config) string { return strings.Join(c.LogDirs, ",") }},
-	{"log.retention.bytes", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.LogRetentionBytes, 10) }},
-	{"log.retention.ms", configTypeLong, func(c *config.Config) string { return ms(c.LogRetention) }},
-	{"log.roll.ms", configTypeLong, func(c *config.Config) string { return ms(c.LogSegmentMs) }},
-	{"log.segment.bytes", configTypeInt, func(c *config.Config) string { return strconv.FormatInt(c.LogSegmentBytes, 10) }},
-	{"log.message.timestamp.after.max.ms", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampAfterMax, 10) }},
-	{"log.message.timestamp.before.max.ms", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampBeforeMax, 10) }},
-	{"log.message.timestamp.difference.max.ms", configTypeLong, func(c *config.Config) string { return strconv.FormatInt(c.MessageTimestampDifferenceMax, 10) }},
-	{"log.message.timestamp.type", configTypeString, func(c *config.Config) string { return c.MessageTimestampType }},
-	{"message.max.bytes", configTypeInt, func(c *config.Config) string { return strconv.Itoa(c.MessageMaxBytes) }},
-	{"min.insync.replicas", configTypeInt, func(c *config.Config) string { return strconv.Itoa(c.MinInsyncReplicas) }},
-	{"num.partitions", configTypeInt, func(c *config.Config) string { return strconv.Itoa(int(c.NumPartitions)) }},
-	{"socket.request.max.bytes", configTypeInt, func(c *config.Config) string { return strconv.Itoa(int(c.SocketRequestMaxBytes)) }},
-	{"storage.backend", configTypeString, func(c *config.Config) string { return c.StorageBackend }},
-}
+// brokerConfigDefs are the broker keys, sorted by name.
+var brokerConfigDefs = config.Keys()
 
 func (s *Server) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) error {
 	if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.nodeID)) {
 		return errResourceNotFound
 	}
-	def := config.Default()
-	for _, bc := range brokerConfigs {
-		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, bc.name) {
+	for _, k := range brokerConfigDefs {
+		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, k.Name) {
 			continue
 		}
-		v := bc.get(&s.cfg)
-		src := sourceStaticBroker
-		if bc.get(&def) == v {
-			src = sourceDefault
-		}
+		v, src := s.cfg.Describe(k)
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value, c.ReadOnly = bc.name, &v, true
+		c.Name, c.Value = k.Name, v
+		c.ReadOnly = !k.Dynamic
+		c.IsSensitive = k.Sensitive
 		c.Source = kmsg.ConfigSource(src)
-		c.IsDefault = src == sourceDefault
-		c.ConfigType = kmsg.ConfigType(bc.typ)
+		c.IsDefault = src == config.SourceDefaultConfig
+		c.ConfigType = kmsg.ConfigType(k.Type)
+		if r.IncludeDocumentation {
+			doc := k.Doc
+			c.Documentation = &doc
+		}
 		if r.IncludeSynonyms {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(bc.name, v, src))
+			if src == config.SourceStaticBroker {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(k.Name, v, sourceStaticBroker))
+			}
+			if !k.NoDefault {
+				var dv *string
+				if !k.Sensitive {
+					d := k.Default
+					dv = &d
+				}
+				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(k.Name, dv, sourceDefault))
+			}
 		}
 		sr.Configs = append(sr.Configs, c)
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -75,7 +76,7 @@ func (s *Server) applyConfigOp(overrides map[string]string, c kmsg.IncrementalAl
 	case opDelete:
 		delete(overrides, c.Name)
 	case opAppend, opSubtract:
-		if d.typ != configTypeList {
+		if d.Type != config.TypeList {
 			return fmt.Errorf("%w: %q is not a list config", errInvalidConfig, c.Name)
 		}
 		if c.Value == nil {

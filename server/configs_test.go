@@ -49,15 +49,6 @@ func TestEffectiveConfigCleaner(t *testing.T) {
 	}
 }
 
-func TestJavaDouble(t *testing.T) {
-	for f, want := range map[float64]string{0: "0.0", 0.5: "0.5", 1: "1.0", 0.25: "0.25", 1e6: "1000000.0",
-		math.MaxFloat64: "1.7976931348623157E308", 1e20: "1.0E20", 1e-4: "1.0E-4", 2.5e-10: "2.5E-10"} {
-		if got := javaDouble(f); got != want {
-			t.Errorf("javaDouble(%v) = %q, want %q", f, got, want)
-		}
-	}
-}
-
 // TestInternalOverrides: __consumer_offsets created before compaction
 // (retention.ms=-1 alone) runs compacted; an explicit policy and other
 // topics are left alone, and the stored map is not changed.

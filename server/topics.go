@@ -245,52 +245,6 @@ func (s *Server) openPartition(t *topic, i int32, mode openMode) (*partition, er
 	return &partition{Partition: rp, stats: stats}, nil
 }
 
-// maxTopicNameLen is Kafka's limit (249, so that "<topic>-<partition>"
-// directory names and their suffixes fit in 255 bytes).
-const maxTopicNameLen = 249
-
-// validateTopicName applies Kafka's rules (org.apache.kafka.common.internals.Topic).
-func validateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: topic name is empty", errInvalidTopic)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: topic name cannot be %q", errInvalidTopic, name)
-	case len(name) > maxTopicNameLen:
-		return fmt.Errorf("%w: topic name is longer than %d characters", errInvalidTopic, maxTopicNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: topic name %q contains characters other than ASCII alphanumerics, '.', '_' and '-'", errInvalidTopic, name)
-		}
-	}
-	return nil
-}
-
-// collides reports whether a and b are equal once '.' is read as '_': two
-// such topics would share metric names, so Kafka refuses the second.
-// Without allocating: CreateTopics compares a new name with every existing
-// one.
-func collides(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x == '.' {
-			x = '_'
-		}
-		if y == '.' {
-			y = '_'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 // newTopicID returns a random topic id that is not zero and whose base64
 // form does not start with '-' (Kafka's Uuid.randomUuid rules, so it never
 // looks like a command-line flag).

@@ -1,0 +1,522 @@
+package config
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice/sluice/internal/sched"
+)
+
+// brokerKeys is the table of broker keys, grouped as README shows them.
+// Kafka's names, types and defaults except where Doc says "Sluice's own"
+// or names the difference. Read-only.
+var brokerKeys = []Key{
+	// Identity and listeners.
+	{Name: "broker.id", Aliases: []string{"node.id"}, Type: TypeInt, Importance: High, Default: "0",
+		Doc:   "this broker's id (`node.id` is accepted as an alias)",
+		codec: int32Key(func(c *Config) *int32 { return &c.BrokerID }, 0, math.MaxInt32)},
+	{Name: "broker.rack", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc:   "this broker's rack, reported in Metadata",
+		codec: stringKey(func(c *Config) *string { return &c.RackID }, false)},
+	{Name: "cluster.id", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc:   "Sluice's own: a fixed cluster id instead of a generated one",
+		codec: stringKey(func(c *Config) *string { return &c.ClusterIDOverride }, false)},
+	{Name: "listeners", Type: TypeList, Importance: High, Default: "PLAINTEXT://:9092",
+		Doc: "where to listen, `NAME://host:port` each (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL through `listener.security.protocol.map`; see Security; port 0 picks a free port)",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.Listeners, err = parseListeners(key, v, false)
+				return err
+			},
+			get: listString(func(c *Config) []string { return c.Listeners }),
+		}},
+	{Name: "advertised.listeners", Type: TypeList, Importance: High, NoDefault: true,
+		Doc: "the address clients are told, per listener name; unset: from `listeners`",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.AdvertisedListeners, err = parseListeners(key, v, true)
+				return err
+			},
+			get: listString(func(c *Config) []string { return c.AdvertisedListeners }),
+		}},
+	{Name: "listener.security.protocol.map", Type: TypeString, Importance: Low,
+		Default: "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
+		Doc:     "the security protocol of each listener name, `NAME:PROTOCOL,...`",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.ListenerSecurityProtocolMap, err = parseProtocolMap(key, v)
+				return err
+			},
+			get: func(c *Config) string {
+				return mapString(c.ListenerSecurityProtocolMap, ":", func(p string) string { return p })
+			},
+		}},
+	{Name: "control.plane.listener.name", Type: TypeString, Importance: High, NoDefault: true,
+		Doc:   "cluster mode (KIP-291): the listener the controller's requests (LeaderAndIsr, StopReplica, UpdateMetadata) and ControlledShutdown travel on; they are refused (CLUSTER_AUTHORIZATION_FAILED) on every other listener. Clients and followers use the first other listener",
+		codec: stringKey(func(c *Config) *string { return &c.ControlPlaneListenerName }, true)},
+	{Name: "inter.broker.listener.name", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc:   "cluster mode: the listener brokers reach each other on; unset: the one named by `security.inter.broker.protocol`, else the first listener that is not `control.plane.listener.name`",
+		codec: stringKey(func(c *Config) *string { return &c.InterBrokerListenerName }, true)},
+	{Name: "security.inter.broker.protocol", Type: TypeString, Importance: Medium, Default: "PLAINTEXT",
+		Doc:   "cluster mode: the listener name brokers use when `inter.broker.listener.name` is not set",
+		codec: stringKey(func(c *Config) *string { return &c.InterBrokerSecurityProtocol }, true)},
+	{Name: "http.listeners", Type: TypeList, Importance: Medium, Default: "http://127.0.0.1:9644",
+		Doc: "Sluice's own: where `/metrics`, `/healthz`, `/readyz`, the web console and `/api/` are served (`http://` or `https://host:port`, comma-separated); empty: no HTTP server and no metrics",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.HTTPListeners, err = parseHTTPListeners(key, v)
+				return err
+			},
+			get: listString(func(c *Config) []string { return c.HTTPListeners }),
+		}},
+
+	// Storage.
+	{Name: "log.dirs", Aliases: []string{"log.dir"}, Type: TypeString, Importance: High, Default: "./data",
+		Doc: "the data directory (one; `log.dir` is accepted as an alias)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				s.c.LogDirs = splitList(v)
+				if len(s.c.LogDirs) == 0 {
+					return keyError(key, "empty")
+				}
+				return nil
+			},
+			get: listString(func(c *Config) []string { return c.LogDirs }),
+		}},
+	{Name: "storage.backend", Type: TypeString, Importance: High, Default: "segment",
+		Doc: "Sluice's own: `segment`, `pebble` or `memory` (see Storage backends)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				s.c.StorageBackend = v
+				if v == "" {
+					return keyError(key, "empty")
+				}
+				return nil
+			},
+			get: func(c *Config) string { return c.StorageBackend },
+		}},
+	{Name: "num.partitions", Type: TypeInt, Importance: Medium, Default: "1",
+		Doc:   "partitions of auto-created topics",
+		codec: int32Key(func(c *Config) *int32 { return &c.NumPartitions }, 1, math.MaxInt32)},
+	{Name: "default.replication.factor", Type: TypeInt, Importance: Medium, Default: "1",
+		Doc:   "replication factor of auto-created topics and of CreateTopics without one",
+		codec: int16Key(func(c *Config) *int16 { return &c.DefaultReplicationFactor }, 1, math.MaxInt16)},
+	{Name: "auto.create.topics.enable", Type: TypeBoolean, Importance: High, Default: "true",
+		Doc:   "create topics on Metadata/Produce for unknown names",
+		codec: boolKey(func(c *Config) *bool { return &c.AutoCreateTopics })},
+	{Name: "delete.topic.enable", Type: TypeBoolean, Importance: High, Default: "true",
+		Doc:   "DeleteTopics is refused (TOPIC_DELETION_DISABLED) when false",
+		codec: boolKey(func(c *Config) *bool { return &c.DeleteTopicEnable })},
+	{Name: "log.segment.bytes", Type: TypeInt, Importance: High, Default: "1073741824", Topic: "segment.bytes",
+		Doc:   "segment size before a roll",
+		codec: int64Key(func(c *Config) *int64 { return &c.LogSegmentBytes }, 14, math.MaxInt32)},
+	{Name: "log.roll.ms", Type: TypeLong, Importance: High, Default: "604800000", Topic: "segment.ms",
+		Doc: "segment age before a roll (7 days); takes precedence over `log.roll.hours`",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.roll[key], err = parseDuration(key, v, time.Millisecond, 1)
+				return err
+			},
+			get: func(c *Config) string { return durationString(c.LogSegmentMs, time.Millisecond) },
+		}},
+	{Name: "log.roll.hours", Type: TypeInt, Importance: High, Default: "168",
+		Doc: "segment age before a roll, when `log.roll.ms` is not set",
+		codec: codec{set: func(s *setter, key, v string) (err error) {
+			s.roll[key], err = parseDuration(key, v, time.Hour, 1)
+			return err
+		}}},
+	{Name: "log.retention.ms", Type: TypeLong, Importance: High, Default: "604800000", Topic: "retention.ms",
+		Doc: "delete segments older than this (7 days; -1: never); takes precedence over `log.retention.minutes` and `log.retention.hours`",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.retention[key], err = parseDuration(key, v, time.Millisecond, -1)
+				return err
+			},
+			get: func(c *Config) string { return durationString(c.LogRetention, time.Millisecond) },
+		}},
+	{Name: "log.retention.minutes", Type: TypeInt, Importance: High, NoDefault: true,
+		Doc: "retention in minutes, when `log.retention.ms` is not set; takes precedence over `log.retention.hours`",
+		codec: codec{set: func(s *setter, key, v string) (err error) {
+			s.retention[key], err = parseDuration(key, v, time.Minute, -1)
+			return err
+		}}},
+	{Name: "log.retention.hours", Type: TypeInt, Importance: High, Default: "168",
+		Doc: "retention in hours, when neither `log.retention.ms` nor `log.retention.minutes` is set",
+		codec: codec{set: func(s *setter, key, v string) (err error) {
+			s.retention[key], err = parseDuration(key, v, time.Hour, -1)
+			return err
+		}}},
+	{Name: "log.retention.bytes", Type: TypeLong, Importance: High, Default: "-1", Topic: "retention.bytes",
+		Doc:   "delete old segments above this size per partition (-1: no bound)",
+		codec: int64Key(func(c *Config) *int64 { return &c.LogRetentionBytes }, -1, math.MaxInt64)},
+	{Name: "log.retention.check.interval.ms", Type: TypeLong, Importance: Medium, Default: "300000",
+		Doc:   "how often retention runs",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.LogRetentionCheck }, time.Millisecond, 1)},
+	{Name: "log.index.interval.bytes", Type: TypeInt, Importance: Medium, Default: "4096",
+		Doc:   "bytes of log between offset index entries",
+		codec: intKey(func(c *Config) *int { return &c.LogIndexIntervalBytes }, 0, math.MaxInt32)},
+	{Name: "log.index.size.max.bytes", Type: TypeInt, Importance: Medium, Default: "10485760",
+		Doc:   "preallocated index size",
+		codec: intKey(func(c *Config) *int { return &c.LogIndexSizeMaxBytes }, 4, math.MaxInt32)},
+	{Name: "log.segment.open.files.max", Type: TypeInt, Importance: Medium, Default: "1000",
+		Doc:   "Sluice's own: on `segment`, segments whose files (.log, .index, .timeindex: 3 descriptors, 2 mappings) are open at once, active ones included; on `pebble`, partition data files open at once (1 descriptor each); others are opened on demand and closed least-recently-used first, so descriptors and mappings stay bounded whatever the partition count. At start the broker raises its soft `RLIMIT_NOFILE` to the hard one and logs what the limits allow",
+		codec: intKey(func(c *Config) *int { return &c.LogSegmentOpenFilesMax }, 1, math.MaxInt32)},
+	{Name: "log.segment.delete.delay.ms", Type: TypeLong, Importance: High, Default: "60000",
+		Doc:   "how long bytes that retention, truncation or the cleaner let go of stay on disk before they are removed: on `pebble`, the ranges of its data files are punched out (hole punching) only after it, so a fetch response already handed to a socket by sendfile(2) is not zeroed under a consumer that reads it within the delay; what is not due at a clean stop is recorded and punched a delay after the next start (after a crash, what was let go of since the last clean stop stays allocated until its partition is deleted); on `segment`, deleted segment files are unlinked at once (readers keep an unlinked file's pages)",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.LogSegmentDeleteDelay }, time.Millisecond, 0)},
+	{Name: "log.flush.offset.checkpoint.interval.ms", Type: TypeInt, Importance: High, Default: "60000",
+		Doc:   "how often recovery points (offsets known fsynced) are checkpointed, so a killed broker re-validates only what lies past them; `0`: only at a clean stop",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.LogFlushOffsetCheckpointInterval }, time.Millisecond, 0)},
+	{Name: "log.flush.interval.messages", Type: TypeLong, Importance: High, Default: "9223372036854775807", Topic: "flush.messages",
+		Doc: "fsync after this many records (1: every append, group-committed); the default, Long.MAX_VALUE, never",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.LogFlushIntervalMsgs, err = parseInt64(key, v, 1, math.MaxInt64)
+				if s.c.LogFlushIntervalMsgs == math.MaxInt64 {
+					s.c.LogFlushIntervalMsgs = 0
+				}
+				return err
+			},
+			get: func(c *Config) string {
+				if c.LogFlushIntervalMsgs <= 0 {
+					return strconv.FormatInt(math.MaxInt64, 10)
+				}
+				return strconv.FormatInt(c.LogFlushIntervalMsgs, 10)
+			},
+		}},
+	{Name: "log.flush.interval.ms", Type: TypeLong, Importance: High, NoDefault: true,
+		Doc:   "periodic fsync of every log; unset or `0`: never",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.LogFlushInterval }, time.Millisecond, 0)},
+	{Name: "process.scheduling.policy", Type: TypeString, Importance: Low, Default: "batch",
+		Doc: "Sluice's own: the Linux scheduling policy `sluice serve` gives all its threads. `batch` (SCHED_BATCH) is the kernel's fair scheduler without wake-up preemption among them: when a busy core runs the append of one request and the read of the next, they take turns at the scheduler tick instead of preempting each other at every wake-up (acks=all produce on one core: 14-18% less CPU per GB; a 3-broker cluster on one core: 15% less CPU per GB and 20% more throughput; BENCHMARKS.md, \"Scheduling policy\"). Threads of other processes still preempt the broker as usual. `normal` keeps the kernel's default (SCHED_OTHER); a broker started under a real-time or idle policy (`chrt`) keeps that",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				if s.c.SchedulingPolicy, err = sched.Parse(v); err != nil {
+					return keyError(key, "%v", err)
+				}
+				return nil
+			},
+			get: func(c *Config) string { return c.SchedulingPolicy.String() },
+		}},
+
+	// Records.
+	{Name: "message.max.bytes", Type: TypeInt, Importance: High, Default: "1048588", Topic: "max.message.bytes",
+		Doc:   "largest record batch accepted",
+		codec: intKey(func(c *Config) *int { return &c.MessageMaxBytes }, 0, math.MaxInt32)},
+	{Name: "log.message.timestamp.type", Type: TypeString, Importance: Medium, Default: "CreateTime", Topic: "message.timestamp.type",
+		Doc: "`CreateTime` or `LogAppendTime`",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				s.c.MessageTimestampType = v
+				if v != "CreateTime" && v != "LogAppendTime" {
+					return keyError(key, "%q is not CreateTime or LogAppendTime", v)
+				}
+				return nil
+			},
+			get: func(c *Config) string { return c.MessageTimestampType },
+		}},
+	{Name: "log.message.timestamp.difference.max.ms", Type: TypeLong, Importance: Medium, Default: "9223372036854775807", Topic: "message.timestamp.difference.max.ms",
+		Doc:   "deprecated in Kafka: how far (ms) a CreateTime timestamp may lie from the broker's clock, where the before/after keys are left at their default (INVALID_TIMESTAMP past it)",
+		codec: int64Key(func(c *Config) *int64 { return &c.MessageTimestampDifferenceMax }, 0, math.MaxInt64)},
+	{Name: "log.message.timestamp.before.max.ms", Type: TypeLong, Importance: Medium, Default: "9223372036854775807", Topic: "message.timestamp.before.max.ms",
+		Doc:   "how far (ms) a CreateTime timestamp may lie before the broker's clock",
+		codec: int64Key(func(c *Config) *int64 { return &c.MessageTimestampBeforeMax }, 0, math.MaxInt64)},
+	{Name: "log.message.timestamp.after.max.ms", Type: TypeLong, Importance: Medium, Default: "9223372036854775807", Topic: "message.timestamp.after.max.ms",
+		Doc:   "how far (ms) a CreateTime timestamp may lie after the broker's clock",
+		codec: int64Key(func(c *Config) *int64 { return &c.MessageTimestampAfterMax }, 0, math.MaxInt64)},
+
+	// Log cleaning.
+	{Name: "log.cleanup.policy", Type: TypeList, Importance: Medium, Default: "delete", Topic: "cleanup.policy",
+		Doc: "topics' default `cleanup.policy`: `delete`, `compact` or `compact,delete` (see Log compaction)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				var err error
+				if s.c.LogCleanupPolicy, err = ParseCleanupPolicy(v); err != nil {
+					return keyError(key, "%v", err)
+				}
+				return nil
+			},
+			get: func(c *Config) string { return c.LogCleanupPolicy.String() },
+		}},
+	{Name: "log.cleaner.enable", Type: TypeBoolean, Importance: Medium, Default: "true",
+		Doc:   "run the log cleaner",
+		codec: boolKey(func(c *Config) *bool { return &c.LogCleanerEnable })},
+	{Name: "log.cleaner.threads", Type: TypeInt, Importance: Medium, Default: "1",
+		Doc:   "cleaner threads (`0`: none)",
+		codec: intKey(func(c *Config) *int { return &c.LogCleanerThreads }, 0, math.MaxInt32)},
+	{Name: "log.cleaner.dedupe.buffer.size", Type: TypeLong, Importance: Medium, Default: "134217728",
+		Doc:   "memory of the cleaners' key maps, all threads together; bounds one pass, not what can be cleaned",
+		codec: int64Key(func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }, 1, math.MaxInt64)},
+	{Name: "log.cleaner.io.max.bytes.per.second", Type: TypeDouble, Importance: Medium, Default: "1.7976931348623157E308",
+		Doc:   "cleaners' read plus write rate; the default, Kafka's `Double.MAX_VALUE`, is unbounded",
+		codec: floatKey(func(c *Config) *float64 { return &c.LogCleanerIOMaxBytesPerSecond }, math.SmallestNonzeroFloat64, math.MaxFloat64)},
+	{Name: "log.cleaner.backoff.ms", Type: TypeLong, Importance: Medium, Default: "15000",
+		Doc:   "cleaner sleep when no log needs cleaning",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.LogCleanerBackoff }, time.Millisecond, 0)},
+	{Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Importance: Medium, Default: "86400000", Topic: "delete.retention.ms",
+		Doc:   "topics' default `delete.retention.ms`: how long a tombstone stays after its segment was cleaned (1 day)",
+		codec: int64Key(func(c *Config) *int64 { return &c.LogCleanerDeleteRetentionMs }, 0, math.MaxInt64)},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: TypeDouble, Importance: Medium, Default: "0.5", Topic: "min.cleanable.dirty.ratio",
+		Doc:   "topics' default `min.cleanable.dirty.ratio`, in [0, 1]: dirty share of a log before it is cleaned",
+		codec: floatKey(func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }, 0, 1)},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: TypeLong, Importance: Medium, Default: "0", Topic: "min.compaction.lag.ms",
+		Doc:   "topics' default `min.compaction.lag.ms`: a record stays uncompacted at least this long",
+		codec: int64Key(func(c *Config) *int64 { return &c.LogCleanerMinCompactionLagMs }, 0, math.MaxInt64)},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: TypeLong, Importance: Medium, Default: "9223372036854775807", Topic: "max.compaction.lag.ms",
+		Doc:   "topics' default `max.compaction.lag.ms`: a record is compacted by then even below the dirty ratio; at least the min (the default is no bound)",
+		codec: int64Key(func(c *Config) *int64 { return &c.LogCleanerMaxCompactionLagMs }, 1, math.MaxInt64)},
+
+	// Requests and connections.
+	{Name: "socket.request.max.bytes", Type: TypeInt, Importance: High, Default: "104857600",
+		Doc:   "larger request frames close the connection before any allocation",
+		codec: int32Key(func(c *Config) *int32 { return &c.SocketRequestMaxBytes }, 1, math.MaxInt32)},
+	{Name: "connections.max.idle.ms", Type: TypeLong, Importance: Medium, Default: "600000",
+		Doc:   "idle connections are closed",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.ConnectionsMaxIdle }, time.Millisecond, 1)},
+	{Name: "queued.max.request.bytes", Type: TypeLong, Importance: Medium, Default: "268435456",
+		Doc: "broker-wide bytes of requests being read or waiting to be handled (256 MiB; Kafka: `-1`, unbounded); a frame's buffer grows as its bytes arrive (not from its size prefix), and a connection that finds the pool full stops reading until bytes are freed. An eighth is kept for requests of at most 64 KiB (heartbeats, fetches, small produces), so they are still read while large ones fill the rest. Must be at least `socket.request.max.bytes`; `-1` or `0`: unbounded. Sluice deviates from Kafka's default so that thousands of slow or hostile connections announcing large frames cannot exhaust memory: the pool bounds the live request bytes (RSS can reach about twice that with Go's default GC)",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.QueuedMaxRequestBytes, err = parseInt64(key, v, math.MinInt64, math.MaxInt64)
+				if s.c.QueuedMaxRequestBytes <= 0 {
+					s.c.QueuedMaxRequestBytes = -1 // Kafka: any value <= 0 is unbounded
+				}
+				return err
+			},
+			get: func(c *Config) string { return strconv.FormatInt(c.QueuedMaxRequestBytes, 10) },
+		}},
+	{Name: "request.read.timeout.ms", Type: TypeLong, Importance: Medium, Default: "30000",
+		Doc:   "Sluice's own: a request must arrive whole within this time of its first byte, waits for request memory included, or the connection is closed and its bytes freed (a client announcing a large frame and trickling it). `connections.max.idle.ms` still bounds the wait for a request to begin",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.RequestReadTimeout }, time.Millisecond, 1)},
+	{Name: "max.connections", Type: TypeInt, Importance: Medium, Default: "2147483647",
+		Doc:   "as Kafka: at the limit the broker stops accepting, and new connections wait in the listen backlog until one closes",
+		codec: int32Key(func(c *Config) *int32 { return &c.MaxConnections }, 0, math.MaxInt32)},
+	{Name: "max.connections.per.ip", Type: TypeInt, Importance: Medium, Default: "2147483647",
+		Doc:   "as Kafka: a connection from an address at its limit is closed as it is accepted; `0` only with overrides",
+		codec: int32Key(func(c *Config) *int32 { return &c.MaxConnectionsPerIP }, 0, math.MaxInt32)},
+	{Name: "max.connections.per.ip.overrides", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc: "as Kafka: `host:count,...`, host an IP address or a name (resolved once at start)",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				s.c.MaxConnectionsPerIPOverrides, err = parseHostCounts(key, v)
+				return err
+			},
+			get: func(c *Config) string {
+				return mapString(c.MaxConnectionsPerIPOverrides, ":", func(n int32) string { return strconv.Itoa(int(n)) })
+			},
+		}},
+	{Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Importance: Medium, Default: "1000",
+		Doc:   "how many incremental fetch sessions (KIP-227) the broker keeps, for consumers and followers; when full, a new session evicts one idle for 120 s or, by Kafka's rules, a smaller one (a follower's may evict a consumer's); all sessions together hold at most 1,048,576 partitions (a full fetch that does not fit gets no session, an incremental one that would pass it loses its session); `0` turns sessions off and every fetch is a full one",
+		codec: int32Key(func(c *Config) *int32 { return &c.FetchSessionCacheSlots }, 0, math.MaxInt32)},
+	{Name: "metrics.partition.series.max", Type: TypeInt, Importance: Low, Default: "10000",
+		Doc:   "Sluice's own: above this many local partitions the `kafka_log_log_*` series, and above this many committed offsets (group × partition) the per-partition consumer-lag series, are not exported (`0`: never)",
+		codec: intKey(func(c *Config) *int { return &c.MetricsPartitionSeriesMax }, 0, math.MaxInt32)},
+
+	// Security.
+	{Name: "sasl.enabled.mechanisms", Type: TypeList, Importance: Medium, Default: "GSSAPI",
+		Doc: "the SASL mechanisms SASL listeners offer (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); `listener.name.<listener>.sasl.enabled.mechanisms` per listener",
+		codec: codec{
+			set: func(s *setter, key, v string) error { s.c.SASLEnabledMechanisms = upperList(v); return nil },
+			get: listString(func(c *Config) []string { return c.SASLEnabledMechanisms }),
+		}},
+	{Name: "sasl.mechanism.inter.broker.protocol", Type: TypeString, Importance: Medium, Default: "GSSAPI",
+		Doc:   "cluster mode: the SASL mechanism a broker logs in to the others with, using the `username` and `password` of its listener's JAAS entry for that mechanism",
+		codec: stringKey(func(c *Config) *string { return &c.SASLInterBrokerMechanism }, true)},
+	{Name: "sasl.server.max.receive.size", Type: TypeInt, Importance: Low, Default: "524288",
+		Doc:   "largest frame read before a SASL connection is authenticated",
+		codec: int32Key(func(c *Config) *int32 { return &c.SASLServerMaxReceiveSize }, 1, math.MaxInt32)},
+	{Name: "sasl.jaas.config", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
+		Doc:   "JAAS login entries (PLAIN users as `user_<name>=\"password\"`, this broker's own `username` and `password`), for listeners without `listener.name.<listener>.<mechanism>.sasl.jaas.config`",
+		codec: securityKey()},
+	{Name: "connections.max.reauth.ms", Type: TypeLong, Importance: Medium, Default: "0",
+		Doc:   "KIP-368: a SASL session must re-authenticate within this; `0`: never",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.ConnectionsMaxReauth }, time.Millisecond, 0)},
+	{Name: "connection.failed.authentication.delay.ms", Type: TypeInt, Importance: Low, Default: "100",
+		Doc:   "how long a failed authentication waits before it is answered",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.FailedAuthenticationDelay }, time.Millisecond, 0)},
+	{Name: "ssl.keystore.type", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc: "`PEM` (the only type read; unset means PEM)", codec: securityKey()},
+	{Name: "ssl.keystore.location", Type: TypeString, Importance: High, NoDefault: true,
+		Doc: "PEM file with the private key and the certificate chain, leaf first", codec: securityKey()},
+	{Name: "ssl.keystore.key", Type: TypePassword, Importance: High, NoDefault: true, Sensitive: true,
+		Doc: "the private key as inline PEM text, instead of `ssl.keystore.location`", codec: securityKey()},
+	{Name: "ssl.keystore.certificate.chain", Type: TypePassword, Importance: High, NoDefault: true, Sensitive: true,
+		Doc: "the certificate chain as inline PEM text, with `ssl.keystore.key`", codec: securityKey()},
+	{Name: "ssl.keystore.password", Type: TypePassword, Importance: High, NoDefault: true, Sensitive: true,
+		Doc: "refused: a PEM keystore has no store password (use `ssl.key.password`)", codec: securityKey()},
+	{Name: "ssl.key.password", Type: TypePassword, Importance: High, NoDefault: true, Sensitive: true,
+		Doc: "decrypts an encrypted PKCS#8 private key", codec: securityKey()},
+	{Name: "ssl.truststore.type", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc: "`PEM` (the only type read; unset means PEM)", codec: securityKey()},
+	{Name: "ssl.truststore.location", Type: TypeString, Importance: High, NoDefault: true,
+		Doc: "PEM file of the CAs client certificates must chain to", codec: securityKey()},
+	{Name: "ssl.truststore.certificates", Type: TypePassword, Importance: High, NoDefault: true, Sensitive: true,
+		Doc: "the CAs as inline PEM text, instead of `ssl.truststore.location`", codec: securityKey()},
+	{Name: "ssl.truststore.password", Type: TypePassword, Importance: High, NoDefault: true, Sensitive: true,
+		Doc: "refused: a PEM truststore has no password", codec: securityKey()},
+	{Name: "ssl.client.auth", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc: "`none` (unset), `requested` or `required`: whether clients present certificates (principal `User:<subject>` mapped by `ssl.principal.mapping.rules`)", codec: securityKey()},
+	{Name: "ssl.enabled.protocols", Type: TypeList, Importance: Medium, NoDefault: true,
+		Doc: "TLS versions accepted; unset: `TLSv1.2,TLSv1.3`", codec: securityKey()},
+	{Name: "ssl.cipher.suites", Type: TypeList, Importance: Low, NoDefault: true,
+		Doc: "TLS 1.2 cipher suites; unset: Go's defaults (TLS 1.3 suites are all three or none)", codec: securityKey()},
+	{Name: "ssl.principal.mapping.rules", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc: "Kafka's `RULE:pattern/replacement/[LU]` rules from a certificate's subject to a principal name; unset: `DEFAULT`", codec: securityKey()},
+
+	// Authorization.
+	{Name: "authorizer.class.name", Type: TypeString, Importance: Low, Default: "",
+		Doc: "`kafka.security.authorizer.AclAuthorizer` (or its alias `sluice`) turns ACLs on; empty: none",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				switch strings.TrimSpace(v) {
+				case "", "sluice", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer":
+					s.c.AuthorizerClassName = strings.TrimSpace(v)
+					return nil
+				}
+				return keyError(key, "%q: use kafka.security.authorizer.AclAuthorizer (or its alias sluice), or leave it empty for none", v)
+			},
+			get: func(c *Config) string { return c.AuthorizerClassName },
+		}},
+	{Name: "super.users", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc: "principals allowed everything, `User:a;User:b`",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				s.c.SuperUsers = nil
+				for _, u := range strings.Split(v, ";") {
+					if u = strings.TrimSpace(u); u != "" {
+						s.c.SuperUsers = append(s.c.SuperUsers, u)
+					}
+				}
+				return nil
+			},
+			get: func(c *Config) string { return strings.Join(c.SuperUsers, ";") },
+		}},
+	{Name: "allow.everyone.if.no.acl.found", Type: TypeBoolean, Importance: Low, Default: "false",
+		Doc:   "with ACLs on, a resource without ACLs is open to everyone",
+		codec: boolKey(func(c *Config) *bool { return &c.AllowEveryoneIfNoACL })},
+
+	// Groups and offsets.
+	{Name: "group.initial.rebalance.delay.ms", Type: TypeInt, Importance: Medium, Default: "3000",
+		Doc:   "wait for more members before a new group's first rebalance",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupInitialRebalanceDelay }, time.Millisecond, 0)},
+	{Name: "group.min.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "6000",
+		Doc:   "shortest consumer session timeout allowed",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupMinSessionTimeout }, time.Millisecond, 0)},
+	{Name: "group.max.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "1800000",
+		Doc:   "longest consumer session timeout allowed",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupMaxSessionTimeout }, time.Millisecond, 0)},
+	{Name: "offsets.retention.minutes", Type: TypeInt, Importance: High, Default: "10080",
+		Doc:   "committed offsets of empty groups expire after this",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.OffsetsRetention }, time.Minute, 1)},
+	{Name: "offsets.topic.num.partitions", Type: TypeInt, Importance: High, Default: "50",
+		Doc:   "`__consumer_offsets`' partitions",
+		codec: int32Key(func(c *Config) *int32 { return &c.OffsetsTopicPartitions }, 1, 100000)},
+	{Name: "offsets.topic.segment.bytes", Type: TypeInt, Importance: High, Default: "104857600",
+		Doc:   "`__consumer_offsets`' `segment.bytes` (the topic is compacted)",
+		codec: int32Key(func(c *Config) *int32 { return &c.OffsetsTopicSegmentBytes }, 1, math.MaxInt32)},
+	{Name: "offsets.topic.replication.factor", Type: TypeShort, Importance: High, Default: "3",
+		Doc:   "cluster mode: `__consumer_offsets`' replication factor",
+		codec: int16Key(func(c *Config) *int16 { return &c.OffsetsTopicReplication }, 1, math.MaxInt16)},
+	{Name: "producer.id.expiration.ms", Type: TypeInt, Importance: Low, Default: "86400000",
+		Doc:   "an idempotent producer idle this long is forgotten by a partition (1 day)",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.ProducerIDExpiration }, time.Millisecond, 1)},
+
+	// Transactions.
+	{Name: "transaction.state.log.num.partitions", Type: TypeInt, Importance: High, Default: "50",
+		Doc:   "`__transaction_state`' partitions (compacted; created at the first transactional client, in single-node mode too)",
+		codec: int32Key(func(c *Config) *int32 { return &c.TransactionStatePartitions }, 1, 100000)},
+	{Name: "transaction.state.log.segment.bytes", Type: TypeInt, Importance: High, Default: "104857600",
+		Doc:   "`__transaction_state`' `segment.bytes`",
+		codec: int32Key(func(c *Config) *int32 { return &c.TransactionStateSegmentBytes }, 1, math.MaxInt32)},
+	{Name: "transaction.state.log.replication.factor", Type: TypeShort, Importance: High, Default: "3",
+		Doc:   "cluster mode: `__transaction_state` is not created while fewer brokers are live (as Kafka); single-node: 1",
+		codec: int16Key(func(c *Config) *int16 { return &c.TransactionStateReplication }, 1, math.MaxInt16)},
+	{Name: "transaction.state.log.min.isr", Type: TypeInt, Importance: High, Default: "2",
+		Doc:   "cluster mode: `__transaction_state`' `min.insync.replicas`",
+		codec: intKey(func(c *Config) *int { return &c.TransactionStateMinISR }, 1, math.MaxInt16)},
+	{Name: "transaction.max.timeout.ms", Type: TypeInt, Importance: High, Default: "900000",
+		Doc:   "a larger `transaction.timeout.ms` is refused (INVALID_TRANSACTION_TIMEOUT)",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.TransactionMaxTimeout }, time.Millisecond, 1)},
+	{Name: "transactional.id.expiration.ms", Type: TypeInt, Importance: High, Default: "604800000",
+		Doc:   "a transactional id without a transaction, idle this long, is forgotten",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.TransactionalIDExpiration }, time.Millisecond, 1)},
+	{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: TypeInt, Importance: Low, Default: "10000",
+		Doc:   "how often timed-out transactions are aborted (their producer fenced)",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.TransactionAbortTimedOutInterval }, time.Millisecond, 1)},
+	{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: TypeInt, Importance: Low, Default: "3600000",
+		Doc:   "how often idle transactional ids are expired",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.TransactionRemoveExpiredInterval }, time.Millisecond, 1)},
+
+	// Cluster mode.
+	{Name: "zookeeper.connect", Type: TypeString, Importance: High, NoDefault: true,
+		Doc:   "unset: single-node mode; set: cluster mode (see Cluster mode)",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperConnect }, false)},
+	{Name: "zookeeper.session.timeout.ms", Type: TypeInt, Importance: High, Default: "18000",
+		Doc:   "how long a dead broker keeps its registration (failover time)",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.ZooKeeperSessionTimeout }, time.Millisecond, 1)},
+	{Name: "controlled.shutdown.enable", Type: TypeBoolean, Importance: Medium, Default: "true",
+		Doc:   "on SIGTERM, move leadership away before stopping",
+		codec: boolKey(func(c *Config) *bool { return &c.ControlledShutdownEnable })},
+	{Name: "auto.leader.rebalance.enable", Type: TypeBoolean, Importance: High, Default: "true",
+		Doc:   "the controller moves leadership back to each partition's preferred (first) replica once it is in sync again",
+		codec: boolKey(func(c *Config) *bool { return &c.AutoLeaderRebalance })},
+	{Name: "leader.imbalance.check.interval.seconds", Type: TypeLong, Importance: High, Default: "300",
+		Doc:   "how often the controller checks the leaders' balance",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.LeaderImbalanceCheck }, time.Second, 1)},
+	{Name: "leader.imbalance.per.broker.percentage", Type: TypeInt, Importance: High, Default: "10",
+		Doc:   "leadership is moved back for brokers leading less than (100 - this)% of the partitions they prefer",
+		codec: intKey(func(c *Config) *int { return &c.LeaderImbalancePercentage }, 0, 100)},
+	{Name: "min.insync.replicas", Type: TypeInt, Importance: High, Default: "1", Topic: "min.insync.replicas",
+		Doc:   "topics' default `min.insync.replicas`: in-sync replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS below it)",
+		codec: intKey(func(c *Config) *int { return &c.MinInsyncReplicas }, 1, math.MaxInt16)},
+	{Name: "replica.lag.time.max.ms", Type: TypeLong, Importance: High, Default: "30000",
+		Doc:   "cluster mode: a follower that has not caught up for this long leaves the ISR",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.ReplicaLagTimeMax }, time.Millisecond, 1)},
+	{Name: "unclean.leader.election.enable", Type: TypeBoolean, Importance: High, Default: "false",
+		Doc:   "cluster mode: a replica out of the ISR may become leader when no ISR member is live (losing records)",
+		codec: boolKey(func(c *Config) *bool { return &c.UncleanLeaderElection })},
+	{Name: "replica.fetch.max.bytes", Type: TypeInt, Importance: Medium, Default: "1048576",
+		Doc:   "cluster mode: bytes per partition of a follower's fetch (the first batch is sent whole even when larger)",
+		codec: int32Key(func(c *Config) *int32 { return &c.ReplicaFetchMaxBytes }, 1, math.MaxInt32)},
+	{Name: "replica.fetch.response.max.bytes", Type: TypeInt, Importance: Medium, Default: "10485760",
+		Doc:   "cluster mode: bytes per response of a follower's fetch, at most 134217728 (half the largest answer a follower reads)",
+		codec: int32Key(func(c *Config) *int32 { return &c.ReplicaFetchResponseMaxBytes }, 1, ReplicaFetchResponseMaxBytesLimit)},
+	{Name: "replica.fetch.min.bytes", Type: TypeInt, Importance: High, Default: "1",
+		Doc:   "cluster mode: bytes a leader waits for before answering a follower's fetch",
+		codec: int32Key(func(c *Config) *int32 { return &c.ReplicaFetchMinBytes }, 1, math.MaxInt32)},
+	{Name: "replica.fetch.wait.max.ms", Type: TypeInt, Importance: Medium, Default: "500",
+		Doc: "cluster mode: how long the leader holds a follower's fetch with less than the min bytes (at most `replica.lag.time.max.ms`)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				// An INT in Kafka, and sent as the fetch's int32 MaxWaitMillis.
+				n, err := parseInt32(key, v, 1, math.MaxInt32)
+				s.c.ReplicaFetchWaitMax = time.Duration(n) * time.Millisecond
+				return err
+			},
+			get: func(c *Config) string { return durationString(c.ReplicaFetchWaitMax, time.Millisecond) },
+		}},
+	{Name: "replica.fetch.backoff.ms", Type: TypeInt, Importance: Medium, Default: "1000",
+		Doc:   "cluster mode: the longest pause of a partition's fetching after an error (the first retry comes after 10 ms, each next one waits twice as long, up to this)",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.ReplicaFetchBackoff }, time.Millisecond, 1)},
+
+	// Kafka keys accepted for compatibility with Kafka's server.properties;
+	// Sluice sizes these itself. The value must still be an integer.
+	{Name: "log.flush.scheduler.interval.ms", Type: TypeLong, Importance: High, Default: "9223372036854775807",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "num.network.threads", Type: TypeInt, Importance: High, Default: "3",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "num.io.threads", Type: TypeInt, Importance: High, Default: "8",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "num.recovery.threads.per.data.dir", Type: TypeInt, Importance: High, Default: "1",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "socket.send.buffer.bytes", Type: TypeInt, Importance: High, Default: "102400",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "socket.receive.buffer.bytes", Type: TypeInt, Importance: High, Default: "102400",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "num.replica.fetchers", Type: TypeInt, Importance: High, Default: "1",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+	{Name: "zookeeper.connection.timeout.ms", Type: TypeInt, Importance: High, NoDefault: true,
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
+}

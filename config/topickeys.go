@@ -1,0 +1,103 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// topicKeys is the table of topic-level keys, sorted by name. A topic
+// stores only its overrides (metastore.Topic.Configs); a key not
+// overridden takes the value of its broker synonym (the broker key whose
+// Topic names it: retention.ms from log.retention.ms). Any other name is
+// INVALID_CONFIG, as Kafka answers for an unknown topic config. Read-only.
+var topicKeys = []TopicKey{
+	{Name: "cleanup.policy", Type: TypeList, Importance: Medium,
+		Doc:   "delete: old segments go by retention; compact: the latest record per key is kept; or both (in any order). Compact also makes key-less records INVALID_RECORD on produce, and compact alone turns retention by time and size off",
+		check: func(v string) error { _, err := ParseCleanupPolicy(v); return err }},
+	{Name: "compression.type", Type: TypeString, Importance: Medium, Default: "producer",
+		Doc:   "accepted and stored (producer, uncompressed, gzip, snappy, lz4, zstd); batches are kept as the producer compressed them, so only producer means what it says",
+		check: oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")},
+	{Name: "delete.retention.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "how long a tombstone stays after its segment was cleaned (compacted topics)",
+		check: intRange(0, math.MaxInt64)},
+	{Name: "flush.messages", Type: TypeLong, Importance: Medium,
+		Doc:   "fsync the log after this many records",
+		check: intRange(1, math.MaxInt64)},
+	{Name: "max.compaction.lag.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "longest time a record stays uncompacted, whatever the dirty ratio; at least min.compaction.lag.ms",
+		check: intRange(1, math.MaxInt64)},
+	{Name: "max.message.bytes", Type: TypeInt, Importance: Medium,
+		Doc:   "largest record batch allowed",
+		check: intRange(0, math.MaxInt32)},
+	{Name: "message.timestamp.after.max.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "how far (ms) a CreateTime timestamp may lie after the broker's clock (INVALID_TIMESTAMP past it)",
+		check: intRange(0, math.MaxInt64)},
+	{Name: "message.timestamp.before.max.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "how far (ms) a CreateTime timestamp may lie before the broker's clock (INVALID_TIMESTAMP past it)",
+		check: intRange(0, math.MaxInt64)},
+	{Name: "message.timestamp.difference.max.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "[Deprecated] both bounds at once, where before/after.max.ms are left at their default (Long.MAX_VALUE), as in Kafka's LogConfig",
+		check: intRange(0, math.MaxInt64)},
+	{Name: "message.timestamp.type", Type: TypeString, Importance: Medium,
+		Doc:   "CreateTime or LogAppendTime",
+		check: oneOf("CreateTime", "LogAppendTime")},
+	{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, Importance: Medium,
+		Doc:   "share of the log that must be dirty before it is compacted, in [0, 1]",
+		check: floatRange(0, 1)},
+	{Name: "min.compaction.lag.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "shortest time a record stays uncompacted",
+		check: intRange(0, math.MaxInt64)},
+	{Name: "min.insync.replicas", Type: TypeInt, Importance: Medium,
+		Doc:   "minimum in-sync replicas for acks=all",
+		check: intRange(1, math.MaxInt32)},
+	{Name: "retention.bytes", Type: TypeLong, Importance: Medium,
+		Doc:   "maximum log size before old segments are deleted; -1: unlimited",
+		check: intRange(math.MinInt64, math.MaxInt64)},
+	{Name: "retention.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "maximum age of a segment before deletion; -1: unlimited",
+		check: intRange(-1, math.MaxInt64)},
+	{Name: "segment.bytes", Type: TypeInt, Importance: Medium,
+		Doc:   "segment file size",
+		check: intRange(14, math.MaxInt32)},
+	{Name: "segment.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "time after which a segment is rolled",
+		check: intRange(1, math.MaxInt64)},
+}
+
+func intRange(min, max int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < min || n > max {
+			return fmt.Errorf("%d out of range [%d, %d]", n, min, max)
+		}
+		return nil
+	}
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		if !slices.Contains(vals, v) {
+			return fmt.Errorf("%q is not one of %v", v, vals)
+		}
+		return nil
+	}
+}
+
+func floatRange(min, max float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		if !(f >= min && f <= max) {
+			return fmt.Errorf("%v out of range [%v, %v]", f, min, max)
+		}
+		return nil
+	}
+}
