@@ -3,7 +3,7 @@
 // Kafka's GroupMetadataManager, built on coordlog.
 //
 //   - The coordinator of a group is the leader of partition
-//     PartitionFor(group, n) of __consumer_offsets. The server answers
+//     coordlog.PartitionFor(group, n) of __consumer_offsets. The server answers
 //     FindCoordinator with that leader from its metadata cache, creating
 //     the topic (TopicConfigs) on the first request.
 //   - An OffsetCommit is appended to that partition with acks=all and
@@ -124,7 +124,7 @@ func (c *Coordinator) Owns(name string) (owned, loading bool) {
 	if n == 0 {
 		return false, false
 	}
-	return c.parts.State(PartitionFor(name, n))
+	return c.parts.State(coordlog.PartitionFor(name, n))
 }
 
 // PartitionState reports whether this broker leads partition i of
@@ -138,7 +138,7 @@ func (c *Coordinator) PartitionState(i int32) (owned, loading bool) { return c.p
 
 // matcher matches the groups stored in partition i of n.
 func matcher(i, n int32) func(string) bool {
-	return func(g string) bool { return PartitionFor(g, n) == i }
+	return func(g string) bool { return coordlog.PartitionFor(g, n) == i }
 }
 
 // Persist is group.Options.Persist: one batch of offset records (and
@@ -179,7 +179,7 @@ func (c *Coordinator) leaderFor(name string) (*replication.Partition, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: no local %s", group.ErrNotCoordinator, Topic)
 	}
-	i := PartitionFor(name, n)
+	i := coordlog.PartitionFor(name, n)
 	p := c.opts.Partition(i)
 	if p == nil || !p.IsLeader() {
 		return nil, fmt.Errorf("%w: not the leader of %s-%d", group.ErrNotCoordinator, Topic, i)

@@ -149,7 +149,7 @@ func matching(match func(string) bool) string {
 // into the metastore (replacing what an earlier term left) and reloads its
 // groups, and losing leadership unloads them.
 func TestCoordinator(t *testing.T) {
-	if PartitionFor("a", 2) != 1 || PartitionFor("b", 2) != 0 {
+	if coordlog.PartitionFor("a", 2) != 1 || coordlog.PartitionFor("b", 2) != 0 {
 		t.Fatal("probe groups moved")
 	}
 	p := newReplica(t, 1)

@@ -9,7 +9,7 @@ package server
 //	v4: no changes (the client knows TRANSACTION_ABORTABLE, KIP-890)
 //
 // The partition of __consumer_offsets that holds the group's offsets,
-// offsets.PartitionFor(group, offsets.topic.num.partitions), joins the
+// coordlog.PartitionFor(group, offsets.topic.num.partitions), joins the
 // transaction, so that its markers reach the group coordinator and the
 // offsets committed with TxnOffsetCommit become visible (or are dropped)
 // with the transaction. As Kafka: Write on the TransactionalId
@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/txn"
 )
@@ -59,5 +60,5 @@ func (s *Server) offsetsPartitionFor(group string) int32 {
 	if n == 0 {
 		n = s.cfg.OffsetsTopicPartitions
 	}
-	return offsets.PartitionFor(group, n)
+	return coordlog.PartitionFor(group, n)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 )
@@ -119,7 +120,7 @@ func (zp *zkPlane) leaderOf(key string) int32 {
 	if n == 0 {
 		return -1
 	}
-	pi, ok := md.Partition(offsets.Topic, offsets.PartitionFor(key, n))
+	pi, ok := md.Partition(offsets.Topic, coordlog.PartitionFor(key, n))
 	if !ok {
 		return -1
 	}
