@@ -4,10 +4,6 @@ package server
 // WriteTxnMarkers handler calls for __consumer_offsets partitions, and the
 // wiring of the group coordinator's transactional-offset hooks.
 
-import (
-	"github.com/sluice/sluice/group"
-)
-
 // completeTxnOffsets ends producerID's transaction for the groups stored in
 // the given __consumer_offsets partitions once its COMMIT (commit) or ABORT
 // marker is written there: their pending transactional offsets become
@@ -28,19 +24,6 @@ func (s *Server) completeTxnOffsets(producerID int64, producerEpoch int16, offse
 // marker is either in what the load replays or completes the offsets the
 // load installed (offsets.Coordinator.PartitionState).
 func (s *Server) offsetsPartitionLoading(i int32) bool {
-	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
-		_, loading := zp.offsets.PartitionState(i)
-		return loading
-	}
-	return false
-}
-
-// persistTxnHook is the group coordinator's PersistTxn hook: package
-// offsets writes transactional offset commits to __consumer_offsets in
-// cluster mode; nil in single-node mode (the metastore alone).
-func (s *Server) persistTxnHook() group.PersistTxnFunc {
-	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
-		return zp.offsets.PersistTxn
-	}
-	return nil
+	_, loading := s.offsets.PartitionState(i)
+	return loading
 }
