@@ -186,4 +186,6 @@ func (c *Coordinator) migrateGroup(ctx context.Context, name string, sg *metasto
 
 // WaitLoaded waits until partition i, led here, is loaded: see
 // coordlog.Partitions.WaitLoaded.
-func (c *Coordinator) WaitLoaded(ctx context.Context, i int32) error { return c.parts.WaitLoaded(ctx, i) }
+func (c *Coordinator) WaitLoaded(ctx context.Context, i int32) error {
+	return c.parts.WaitLoaded(ctx, i)
+}

@@ -53,8 +53,8 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
-	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
 )
