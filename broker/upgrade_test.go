@@ -124,6 +124,24 @@ func checkUpgradedGroups(t *testing.T, addr string, round int) {
 		}
 	}
 
+	// The groups now live in __consumer_offsets, the metastore only its view.
+	topics, err := adm.ListTopicsWithInternal(ctx, "__consumer_offsets")
+	if err != nil {
+		t.Fatalf("round %d: list topics: %v", round, err)
+	}
+	if d := topics["__consumer_offsets"]; d.Err != nil || len(d.Partitions) != int(config.Default().OffsetsTopicPartitions) {
+		t.Fatalf("round %d: __consumer_offsets: %v, %d partitions", round, d.Err, len(d.Partitions))
+	}
+	ends, err := adm.ListEndOffsets(ctx, "__consumer_offsets")
+	if err != nil {
+		t.Fatalf("round %d: end offsets of __consumer_offsets: %v", round, err)
+	}
+	var records int64
+	ends.Each(func(o kadm.ListedOffset) { records += o.Offset })
+	if records == 0 {
+		t.Fatalf("round %d: __consumer_offsets is empty", round)
+	}
+
 	listed, err := adm.ListGroups(ctx)
 	if err != nil {
 		t.Fatalf("round %d: list groups: %v", round, err)
