@@ -2,12 +2,11 @@ package group
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
-	"github.com/sluice/sluice/replication"
 )
 
 // TxnOffsetCommit (key 28), versions 0-3 (KIP-98, KIP-447).
@@ -167,15 +166,9 @@ func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID in
 	pos, err := c.opts.PersistTxn(ctx, name, producerID, epoch, offsets)
 	if err != nil {
 		c.log.Warn("group: persist transactional offsets", "group", name, "producer", producerID, "err", err)
-		switch {
-		case errors.Is(err, ErrNotCoordinator):
-			return 0, errNotCoordinator
-		case errors.Is(err, replication.ErrInvalidProducerEpoch):
-			// A fenced producer: the log knows a newer epoch. Kafka
-			// passes INVALID_PRODUCER_EPOCH through, at every version.
-			return 0, errInvalidProducerEpoch
-		}
-		return 0, errCoordinatorNotAvailable
+		// A fenced producer (the log knows a newer epoch) gets
+		// INVALID_PRODUCER_EPOCH at every version, as from Kafka.
+		return 0, errcode.AppendCode(err)
 	}
 	return pos, 0
 }

@@ -67,8 +67,8 @@ func (c *Coordinator) killLocked(g *group) int16 {
 	if code := c.persistDeletes(g.name, tps); code != 0 {
 		return code
 	}
-	if code := c.persistGroup(metastore.Group{Name: g.name}, true); code != 0 {
-		return code
+	if err := c.persistGroup(metastore.Group{Name: g.name}, true); err != nil {
+		return storeErrorCode(err)
 	}
 	if err := c.store.DeleteGroup(g.name); err != nil && !errors.Is(err, metastore.ErrNotFound) {
 		c.log.Warn("group: delete group", "group", g.name, "err", err)

@@ -3,35 +3,35 @@ package group
 import (
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/coordlog"
+	"github.com/sluice/sluice/internal/errcode"
 )
 
-// Kafka error codes the coordinator answers with. The coordinator builds
-// complete protocol responses, so it is the one place these are chosen for
-// the group APIs.
+// The codes the coordinator puts in the responses it builds: each is the
+// code package errcode's one mapping gives the coordinator's error (the
+// coordinator's protocol errors are declared in errcode, the runtime ones
+// in coordlog), so no code is chosen here.
 var (
-	errCoordinatorNotAvailable = kerr.CoordinatorNotAvailable.Code
-	errLoadInProgress          = kerr.CoordinatorLoadInProgress.Code
-	errNotCoordinator          = kerr.NotCoordinator.Code
-	errInvalidGroupID          = kerr.InvalidGroupID.Code
-	errUnknownMemberID         = kerr.UnknownMemberID.Code
-	errMemberIDRequired        = kerr.MemberIDRequired.Code
-	errIllegalGeneration       = kerr.IllegalGeneration.Code
-	errRebalanceInProgress     = kerr.RebalanceInProgress.Code
-	errFencedInstanceID        = kerr.FencedInstanceID.Code
-	errInconsistentProtocol    = kerr.InconsistentGroupProtocol.Code
-	errInvalidSessionTimeout   = kerr.InvalidSessionTimeout.Code
-	errGroupMaxSizeReached     = kerr.GroupMaxSizeReached.Code
-	errGroupIDNotFound         = kerr.GroupIDNotFound.Code
-	errNonEmptyGroup           = kerr.NonEmptyGroup.Code
-	errGroupSubscribedToTopic  = kerr.GroupSubscribedToTopic.Code
-	errOffsetMetadataTooLarge  = kerr.OffsetMetadataTooLarge.Code
-	errInvalidRequest          = kerr.InvalidRequest.Code
-	errUnknownServerError      = kerr.UnknownServerError.Code
-	errUnstableOffsetCommit    = kerr.UnstableOffsetCommit.Code
-	errInvalidProducerEpoch    = kerr.InvalidProducerEpoch.Code
+	errCoordinatorNotAvailable = errcode.Code(coordlog.ErrCoordinatorNotAvailable)
+	errLoadInProgress          = errcode.Code(coordlog.ErrLoadInProgress)
+	errNotCoordinator          = errcode.Code(coordlog.ErrNotCoordinator)
+	errInvalidGroupID          = errcode.Code(errcode.ErrInvalidGroupID)
+	errUnknownMemberID         = errcode.Code(errcode.ErrUnknownMemberID)
+	errMemberIDRequired        = errcode.Code(errcode.ErrMemberIDRequired)
+	errIllegalGeneration       = errcode.Code(errcode.ErrIllegalGeneration)
+	errRebalanceInProgress     = errcode.Code(errcode.ErrRebalanceInProgress)
+	errFencedInstanceID        = errcode.Code(errcode.ErrFencedInstanceID)
+	errInconsistentProtocol    = errcode.Code(errcode.ErrInconsistentProtocol)
+	errInvalidSessionTimeout   = errcode.Code(errcode.ErrInvalidSessionTimeout)
+	errGroupMaxSizeReached     = errcode.Code(errcode.ErrGroupMaxSizeReached)
+	errGroupIDNotFound         = errcode.Code(errcode.ErrGroupIDNotFound)
+	errNonEmptyGroup           = errcode.Code(errcode.ErrNonEmptyGroup)
+	errGroupSubscribedToTopic  = errcode.Code(errcode.ErrGroupSubscribedToTopic)
+	errOffsetMetadataTooLarge  = errcode.Code(errcode.ErrOffsetMetadataTooLarge)
+	errInvalidRequest          = errcode.Code(errcode.ErrInvalidRequest)
+	errUnknownServerError      = errcode.Code(errcode.ErrUnknown)
+	errUnstableOffsetCommit    = errcode.Code(errcode.ErrUnstableOffsetCommit)
+	errInvalidProducerEpoch    = errcode.Code(errcode.ErrInvalidProducerEpoch)
 )
 
 var (
@@ -44,16 +44,6 @@ var (
 	ErrUnhandled = errors.New("group: request not handled by the group coordinator")
 )
 
-// storeErrorCode maps a metastore failure to the code a client sees, as
-// Kafka maps failed appends to __consumer_offsets: a closed store means the
-// coordinator is going away (retriable), anything else is unknown.
-func storeErrorCode(err error) int16 {
-	var pe persistError
-	if errors.As(err, &pe) {
-		return pe.code
-	}
-	if errors.Is(err, metastore.ErrClosed) {
-		return errCoordinatorNotAvailable
-	}
-	return errUnknownServerError
-}
+// storeErrorCode is the code a client sees for a failed save of group
+// state (putGroup): errcode.StoreCode.
+func storeErrorCode(err error) int16 { return errcode.StoreCode(err) }

@@ -15,10 +15,11 @@ package group
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/sluice/sluice/coordlog"
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -26,8 +27,9 @@ import (
 // leads the group's offsets partition: the client gets NOT_COORDINATOR and
 // looks the coordinator up again. Any other Persist error is answered with
 // COORDINATOR_NOT_AVAILABLE (retriable), as Kafka maps failed appends to
-// __consumer_offsets.
-var ErrNotCoordinator = errors.New("group: not the coordinator of this group")
+// __consumer_offsets (errcode.AppendCode). It is the coordinator runtime's
+// coordlog.ErrNotCoordinator.
+var ErrNotCoordinator = coordlog.ErrNotCoordinator
 
 // OwnsFunc reports whether this broker coordinates group: owned false means
 // NOT_COORDINATOR; owned and loading means COORDINATOR_LOAD_IN_PROGRESS.
@@ -55,38 +57,28 @@ type PersistGroupFunc func(ctx context.Context, sg metastore.Group, deleted bool
 type PersistTxnFunc func(ctx context.Context, group string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error)
 
 // persistGroup runs the PersistGroup hook, if any, bounded by
-// persistTimeout, and returns the error code (0 on success).
-func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) int16 {
+// persistTimeout, and returns its error, wrapping errcode.ErrAppend.
+func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) error {
 	if c.opts.PersistGroup == nil {
-		return 0
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
 	defer cancel()
 	if err := c.opts.PersistGroup(ctx, sg, deleted); err != nil {
 		c.log.Warn("group: persist group state", "group", sg.Name, "err", err)
-		if errors.Is(err, ErrNotCoordinator) {
-			return errNotCoordinator
-		}
-		return errCoordinatorNotAvailable
+		return fmt.Errorf("%w: %w", errcode.ErrAppend, err)
 	}
-	return 0
+	return nil
 }
 
 // putGroup saves sg: through PersistGroup first, then in the metastore.
-// REQUIRES: the group's mu held.
+// The client's code for its error is storeErrorCode's. REQUIRES: the
+// group's mu held.
 func (c *Coordinator) putGroup(sg metastore.Group) error {
-	if code := c.persistGroup(sg, false); code != 0 {
-		return persistError{code: code}
+	if err := c.persistGroup(sg, false); err != nil {
+		return err
 	}
 	return c.store.PutGroup(sg)
-}
-
-// persistError is a failed PersistGroup in putGroup, with the code the
-// client gets (storeErrorCode).
-type persistError struct{ code int16 }
-
-func (e persistError) Error() string {
-	return fmt.Sprintf("group: group state not persisted (error code %d)", e.code)
 }
 
 // ownerCode is the ownership part of validateGroup: 0 when this
@@ -113,10 +105,7 @@ func (c *Coordinator) persist(ctx context.Context, name string, offsets map[meta
 	}
 	if err := c.opts.Persist(ctx, name, offsets, deleted); err != nil {
 		c.log.Warn("group: persist offsets", "group", name, "err", err)
-		if errors.Is(err, ErrNotCoordinator) {
-			return errNotCoordinator
-		}
-		return errCoordinatorNotAvailable
+		return errcode.AppendCode(err)
 	}
 	return 0
 }

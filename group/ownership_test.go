@@ -183,7 +183,7 @@ func TestPersistGroupHook(t *testing.T) {
 	mu.Lock()
 	fail = ErrNotCoordinator
 	mu.Unlock()
-	if got := storeErrorCode(persistError{code: errNotCoordinator}); got != errNotCoordinator {
+	if got := storeErrorCode(e.c.putGroup(metastore.Group{Name: "g"})); got != errNotCoordinator {
 		t.Fatalf("storeErrorCode: %d", got)
 	}
 }
