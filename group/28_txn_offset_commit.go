@@ -24,12 +24,11 @@ import (
 // member id); it is created Empty, as Kafka does. Unlike OffsetCommit there
 // is no state check: a member of the current generation may commit while
 // the group rebalances. The transactional id was authorized by the server.
-// The producer's epoch: in cluster mode the __consumer_offsets log refuses
-// an epoch older than the producer's; in single-node mode the coordinator
-// checks it against the latest epoch it saw (txn.go). Either way a fenced
-// producer gets INVALID_PRODUCER_EPOCH, at every version, as Kafka answers
-// (the log's error passes through GroupMetadataManager unmapped; Java
-// clients and librdkafka treat it as PRODUCER_FENCED).
+// The producer's epoch: the __consumer_offsets log refuses an epoch older
+// than the producer's (txn.go), and a fenced producer gets
+// INVALID_PRODUCER_EPOCH, at every version, as Kafka answers (the log's
+// error passes through GroupMetadataManager unmapped; Java clients and
+// librdkafka treat it as PRODUCER_FENCED).
 
 func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -115,14 +114,11 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 	if len(offsets) == 0 {
 		return codes
 	}
-	// Single-node: refuse a fenced epoch, and index the group for the
-	// producer before the offsets become pending, so a marker that raced
-	// past the check still finds them (and drops them: older epoch).
-	if !c.admitTxn(req.ProducerID, req.ProducerEpoch, g.name) {
-		return setAll(errInvalidProducerEpoch)
-	}
-	// Cluster mode: durable once __consumer_offsets has the transactional
-	// batch; its offset orders it among the group's writes.
+	// Index the group for the producer before the offsets become pending,
+	// so a marker that raced the append still finds them.
+	c.indexTxn(req.ProducerID, g.name)
+	// Durable once __consumer_offsets has the transactional batch; its
+	// offset orders it among the group's writes.
 	pos, code := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
 	if code != 0 {
 		return setAll(code)
@@ -134,35 +130,18 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 			TopicPartition: tp, Offset: o, Position: pos,
 		})
 	}
-	u := metastore.OffsetsUpdate{PutPending: put}
-	// Single-node: an epoch this commit raised is stored with its offsets.
-	var storedEpoch int16
-	if c.epochNeedsStore(req.ProducerID) {
-		c.epochMu.Lock()
-		defer c.epochMu.Unlock()
-		if e, ok := c.epochToStore(req.ProducerID); ok {
-			u.Epochs, storedEpoch = map[int64]int16{req.ProducerID: e}, e
-		}
-	}
-	if err := c.store.UpdateOffsets(g.name, u); err != nil {
+	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{PutPending: put}); err != nil {
 		c.log.Warn("group: store pending transactional offsets", "group", g.name, "err", err)
 		return setAll(storeErrorCode(err))
-	}
-	if u.Epochs != nil {
-		c.markEpochStored(req.ProducerID, storedEpoch)
 	}
 	g.addPendingLocked(put)
 	return codes
 }
 
-// persistTxn makes a transactional commit durable before it is applied:
-// through the PersistTxn hook in cluster mode (the position is the log
-// offset of the batch), else a position from the coordinator's counter.
-// It returns the position and the error code (0 on success).
+// persistTxn makes a transactional commit durable before it is applied,
+// through the PersistTxn hook. It returns the position (the log offset of
+// the batch) and the error code (0 on success).
 func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, int16) {
-	if c.opts.PersistTxn == nil {
-		return c.txnPos.Add(1), 0
-	}
 	pos, err := c.opts.PersistTxn(ctx, name, producerID, epoch, offsets)
 	if err != nil {
 		c.log.Warn("group: persist transactional offsets", "group", name, "producer", producerID, "err", err)

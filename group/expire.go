@@ -24,8 +24,6 @@ import (
 //
 // An Empty group left without offsets is deleted (Dead); pending
 // transactional offsets neither expire nor let their group die (txn.go).
-// The sweep also drops the single-node epochs of idle producers without
-// pending offsets (producer.id.expiration.ms, txn.go).
 
 // scheduleSweepLocked arms the next periodic sweep.
 // REQUIRES: c.mu held.
@@ -52,9 +50,6 @@ func (c *Coordinator) ExpireOffsets() (int, error) {
 	}
 	groups := c.groupList()
 	now := c.clock.Now()
-	if n := c.expireProducers(now); n > 0 {
-		c.log.Debug("group: dropped idle producer epochs", "producers", n)
-	}
 	total := 0
 	var firstErr error
 	for _, g := range groups {

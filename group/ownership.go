@@ -1,17 +1,16 @@
 package group
 
-// Cluster mode hooks. In a cluster each group belongs to one coordinator,
-// the leader of its __consumer_offsets partition. Package offsets decides
-// that (Options.Owns) and makes commits and group state durable in the
-// replicated topic (Options.Persist, Options.PersistGroup); the coordinator
-// only asks, so it stays testable alone.
-// Without the hooks (single-node mode) every group is owned and the
-// metastore alone is the source of truth.
+// The persistence hooks, the same on a single node and in a cluster. Each
+// group belongs to one coordinator, the leader of its __consumer_offsets
+// partition (a single node leads them all). Package offsets decides that
+// (Options.Owns) and makes commits and group state durable in that topic
+// (Options.Persist, PersistGroup, PersistTxn); the coordinator only asks,
+// so it stays testable alone.
 //
-// With Owns set the coordinator loads nothing at New: package offsets
-// replays each __consumer_offsets partition into the metastore when this
-// broker becomes its leader and then calls Reload for that partition's
-// groups; when it stops leading, Unload drops them from memory.
+// The coordinator loads nothing at New: package offsets replays each
+// __consumer_offsets partition into the metastore when this broker becomes
+// its leader and then calls Reload for that partition's groups; when it
+// stops leading, Unload drops them from memory.
 
 import (
 	"context"
@@ -56,12 +55,9 @@ type PersistGroupFunc func(ctx context.Context, sg metastore.Group, deleted bool
 // are committed, or an error; ctx bounds the wait. Errors as PersistFunc.
 type PersistTxnFunc func(ctx context.Context, group string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error)
 
-// persistGroup runs the PersistGroup hook, if any, bounded by
-// persistTimeout, and returns its error, wrapping errcode.ErrAppend.
+// persistGroup runs the PersistGroup hook, bounded by persistTimeout, and
+// returns its error, wrapping errcode.ErrAppend.
 func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) error {
-	if c.opts.PersistGroup == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
 	defer cancel()
 	if err := c.opts.PersistGroup(ctx, sg, deleted); err != nil {
@@ -84,9 +80,6 @@ func (c *Coordinator) putGroup(sg metastore.Group) error {
 // ownerCode is the ownership part of validateGroup: 0 when this
 // coordinator serves name.
 func (c *Coordinator) ownerCode(name string) int16 {
-	if c.opts.Owns == nil {
-		return 0
-	}
 	owned, loading := c.opts.Owns(name)
 	switch {
 	case !owned:
@@ -97,10 +90,10 @@ func (c *Coordinator) ownerCode(name string) int16 {
 	return 0
 }
 
-// persist runs the Persist hook, if any, and returns the error code for
-// the commit (0 on success).
+// persist runs the Persist hook and returns the error code for the commit
+// (0 on success; nothing to write is a success).
 func (c *Coordinator) persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) int16 {
-	if c.opts.Persist == nil || (len(offsets) == 0 && len(deleted) == 0) {
+	if len(offsets) == 0 && len(deleted) == 0 {
 		return 0
 	}
 	if err := c.opts.Persist(ctx, name, offsets, deleted); err != nil {

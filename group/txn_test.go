@@ -43,9 +43,7 @@ func (e *env) fetchStable(group, topic string, partition int32) (int64, int16) {
 
 func (e *env) complete(pid int64, commit bool) {
 	e.t.Helper()
-	if err := e.c.HandleTxnCompletion(pid, 0, []int32{0}, commit); err != nil {
-		e.t.Fatal(err)
-	}
+	e.endTxn(pid, 0, commit)
 }
 
 func TestTxnOffsetCommitPendingUntilCompletion(t *testing.T) {

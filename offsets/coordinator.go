@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/coordlog"
-	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -143,7 +142,7 @@ func matcher(i, n int32) func(string) bool {
 
 // Persist is group.Options.Persist: one batch of offset records (and
 // tombstones) of group name appended with acks=all to the group's
-// partition. Errors wrap group.ErrNotCoordinator when this broker does not
+// partition. Errors wrap coordlog.ErrNotCoordinator when this broker does not
 // lead that partition, ErrTooLong when a string does not fit the record.
 func (c *Coordinator) Persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
 	if err := checkOffsets(name, offsets, deleted); err != nil {
@@ -153,7 +152,7 @@ func (c *Coordinator) Persist(ctx context.Context, name string, offsets map[meta
 	if err != nil {
 		return err
 	}
-	return coordlog.Append(ctx, p, c.offsetRecords(name, offsets, deleted), commitTimeout, group.ErrNotCoordinator)
+	return coordlog.Append(ctx, p, c.offsetRecords(name, offsets, deleted), commitTimeout, coordlog.ErrNotCoordinator)
 }
 
 // PersistGroup is group.Options.PersistGroup: one group metadata record (a
@@ -170,19 +169,19 @@ func (c *Coordinator) PersistGroup(ctx context.Context, sg metastore.Group, dele
 	if !deleted {
 		rec.Value = appendGroupValue(nil, sg)
 	}
-	return coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator)
+	return coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, coordlog.ErrNotCoordinator)
 }
 
 // leaderFor returns the local replica of name's partition if it leads.
 func (c *Coordinator) leaderFor(name string) (*replication.Partition, error) {
 	n := c.opts.NumPartitions()
 	if n == 0 {
-		return nil, fmt.Errorf("%w: no local %s", group.ErrNotCoordinator, Topic)
+		return nil, fmt.Errorf("%w: no local %s", coordlog.ErrNotCoordinator, Topic)
 	}
 	i := coordlog.PartitionFor(name, n)
 	p := c.opts.Partition(i)
 	if p == nil || !p.IsLeader() {
-		return nil, fmt.Errorf("%w: not the leader of %s-%d", group.ErrNotCoordinator, Topic, i)
+		return nil, fmt.Errorf("%w: not the leader of %s-%d", coordlog.ErrNotCoordinator, Topic, i)
 	}
 	return p, nil
 }

@@ -253,7 +253,6 @@ func New(opts Options) (*Server, error) {
 		MinSessionTimeout:     c.GroupMinSessionTimeout,
 		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		OffsetsRetention:      c.OffsetsRetention,
-		ProducerIDExpiration:  c.ProducerIDExpiration,
 		Now:                   opts.Now,
 		Logger:                s.log,
 		NodeID:                s.nodeID,
