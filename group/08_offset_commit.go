@@ -118,8 +118,8 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 			}
 		}
 	}
-	// Cluster mode: the commit is durable once __consumer_offsets has it;
-	// the metastore then materializes it.
+	// The commit is durable once __consumer_offsets has it; the metastore
+	// then materializes it.
 	if code := c.persist(ctx, g.name, offsets, nil); code != 0 {
 		for i, t := range req.Topics {
 			for j := range t.Partitions {

@@ -8,12 +8,14 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 //	v3  flexible
 //	v4  batched keys (KIP-699), one answer per key
 //
-// In single-node mode Sluice is its own group coordinator for every group
-// (in cluster mode the server answers FindCoordinator itself, with the
-// leader of the group's __consumer_offsets partition). It has no
-// transaction coordinator here, so transactional keys get
-// COORDINATOR_NOT_AVAILABLE (the server may route key type 1 elsewhere once
-// it has one). Unknown key types get INVALID_REQUEST, as in Kafka.
+// On a single node this broker is the coordinator of every group (it leads
+// every __consumer_offsets partition), and the server lets this answer
+// FindCoordinator for group keys; in cluster mode the server answers
+// itself, with the leader of the group's partition. Transactional keys
+// (key type 1) are the transaction coordinator's: the server answers them
+// (server/10_find_coordinator.go) and never sends them here; one that
+// arrives anyway gets COORDINATOR_NOT_AVAILABLE. Unknown key types get
+// INVALID_REQUEST, as in Kafka.
 
 func (c *Coordinator) findCoordinator(req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -46,7 +48,7 @@ func (c *Coordinator) coordinatorFor(keyType int8) (int16, string) {
 		}
 		return 0, ""
 	case 1:
-		return errCoordinatorNotAvailable, "transactions are not supported"
+		return errCoordinatorNotAvailable, "transactional ids are not coordinated here"
 	}
 	return errInvalidRequest, "unknown coordinator key type"
 }

@@ -1,11 +1,16 @@
-// Package offsets is the consumer-offsets coordinator of cluster mode: the
-// internal, replicated __consumer_offsets topic (issue 6, item 4), as
-// Kafka's GroupMetadataManager, built on coordlog.
+// Package offsets is the persistence of the group coordinator, on a single
+// node and in a cluster alike: the internal __consumer_offsets topic, as
+// Kafka's GroupMetadataManager, built on coordlog. The log is the truth;
+// the metastore is its materialized view, which each partition's load
+// rebuilds from the log and the group coordinator reads its groups from
+// (group.Coordinator.Reload). A single node leads every partition (one
+// replica each); a data dir written when a single node kept its groups in
+// the metastore alone is migrated into the log once (migrate.go).
 //
 //   - The coordinator of a group is the leader of partition
-//     coordlog.PartitionFor(group, n) of __consumer_offsets. The server answers
-//     FindCoordinator with that leader from its metadata cache, creating
-//     the topic (TopicConfigs) on the first request.
+//     coordlog.PartitionFor(group, n) of __consumer_offsets. The server
+//     answers FindCoordinator with that leader, creating the topic
+//     (TopicConfigs) on the first request.
 //   - An OffsetCommit is appended to that partition with acks=all and
 //     answered only once the high watermark passes it (Persist, the
 //     group.Options.Persist hook); then the metastore materializes it.

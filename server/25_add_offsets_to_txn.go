@@ -53,8 +53,8 @@ func handleAddOffsetsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 
 // offsetsPartitionFor is the __consumer_offsets partition of group: of the
 // topic's partition count when it exists, else of
-// offsets.topic.num.partitions (a single node, which keeps offsets in the
-// metastore, has no such topic).
+// offsets.topic.num.partitions (the count it will be created with: no
+// group request has created it yet).
 func (s *Server) offsetsPartitionFor(group string) int32 {
 	n := int32(len(s.cp.partitions(offsets.Topic)))
 	if n == 0 {

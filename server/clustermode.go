@@ -73,9 +73,6 @@ type zkPlane struct {
 	s        *Server
 	node     *cluster.Node
 	fetchers *replication.FetcherManager
-	// offsets is the __consumer_offsets coordinator of the partitions led
-	// here (package offsets, wired in offsets_topic_find.go).
-	offsets *offsets.Coordinator
 
 	mu sync.Mutex
 	// partCtrlEpoch is the controller epoch of the partition state each
@@ -131,8 +128,8 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 	return zp
 }
 
-// close stops the offsets loads, the loops and every fetcher (before the
-// partitions close) and checkpoints the high watermarks.
+// close stops the loops and every fetcher (before the partitions close)
+// and checkpoints the high watermarks.
 func (zp *zkPlane) close() {
 	close(zp.stop)
 	zp.wg.Wait()

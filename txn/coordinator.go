@@ -1,4 +1,4 @@
-// Package txn is the transaction coordinator (KIP-98, issue 13): Kafka's
+// Package txn is the transaction coordinator (KIP-98): Kafka's
 // TransactionCoordinator and TransactionStateManager over the internal,
 // replicated __transaction_state topic, built on coordlog like package
 // offsets is for __consumer_offsets.
