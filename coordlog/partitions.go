@@ -118,6 +118,20 @@ func (ps *Partitions) State(i int32) (owned, loading bool) {
 	return true, p.loading
 }
 
+// Loading reports whether some partition this broker leads is still
+// loading (Kafka's GroupMetadataManager.isLoading: ListGroups answers
+// COORDINATOR_LOAD_IN_PROGRESS then, as its answer would be partial).
+func (ps *Partitions) Loading() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.parts {
+		if p.loading {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrNotOwned is returned by WaitLoaded for a partition this broker does not
 // lead, or stopped leading while it waited.
 var ErrNotOwned = errors.New("coordlog: partition not led here")

@@ -388,7 +388,13 @@ func TestWaitLoaded(t *testing.T) {
 		t.Fatalf("after WaitLoaded: owned %v loading %v", owned, loading)
 	}
 
+	if ps.Loading() {
+		t.Fatal("Loading with every partition loaded")
+	}
 	ps.OnRole(1, true) // its load blocks until release
+	if !ps.Loading() {
+		t.Fatal("not Loading while partition 1 loads")
+	}
 	short, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := ps.WaitLoaded(short, 1); !errors.Is(err, context.Canceled) {
@@ -399,6 +405,9 @@ func TestWaitLoaded(t *testing.T) {
 	ps.OnRole(1, false)
 	if err := <-done; !errors.Is(err, ErrNotOwned) {
 		t.Fatalf("WaitLoaded across a lost leadership: %v, want ErrNotOwned", err)
+	}
+	if ps.Loading() {
+		t.Fatal("Loading after the loading partition was lost")
 	}
 	close(release)
 }

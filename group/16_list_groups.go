@@ -16,6 +16,9 @@ import (
 //	v5  types filter (KIP-848), group type in the answer: always "classic"
 //
 // Groups that only hold offsets are listed too, with an empty protocol type.
+// While a __consumer_offsets partition led here is loading
+// (Options.Loading), the answer is COORDINATOR_LOAD_IN_PROGRESS, as Kafka's,
+// rather than a list without that partition's groups.
 
 // classicGroupType is the group type of every group here (KIP-848 naming).
 const classicGroupType = "classic"
@@ -24,6 +27,10 @@ func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	if code := c.status(); code != 0 {
 		resp.ErrorCode = code
+		return resp
+	}
+	if c.opts.Loading != nil && c.opts.Loading() {
+		resp.ErrorCode = errLoadInProgress
 		return resp
 	}
 	if req.Version >= 5 && len(req.TypesFilter) > 0 &&

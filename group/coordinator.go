@@ -94,6 +94,11 @@ type Options struct {
 	Persist      PersistFunc
 	PersistGroup PersistGroupFunc
 	PersistTxn   PersistTxnFunc
+	// Loading reports whether some __consumer_offsets partition led here
+	// is still loading: ListGroups then answers
+	// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does, rather than a partial
+	// list. nil: never.
+	Loading func() bool
 	// PartitionFor returns the __consumer_offsets partition of a group,
 	// which HandleTxnCompletion matches against the partitions a
 	// transaction marker was written to. nil: every group matches.

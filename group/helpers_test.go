@@ -213,6 +213,9 @@ func (e *env) start() {
 			Logger:        quietLogger(),
 		})
 		opts.Owns, opts.Persist, opts.PersistGroup, opts.PersistTxn = e.oc.Owns, e.oc.Persist, e.oc.PersistGroup, e.oc.PersistTxn
+		if opts.Loading == nil {
+			opts.Loading = e.oc.Loading
+		}
 	}
 	c, err := New(opts)
 	if err != nil {

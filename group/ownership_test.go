@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metastore"
 )
@@ -185,5 +188,26 @@ func TestPersistGroupHook(t *testing.T) {
 	mu.Unlock()
 	if got := storeErrorCode(e.c.putGroup(metastore.Group{Name: "g"})); got != errNotCoordinator {
 		t.Fatalf("storeErrorCode: %d", got)
+	}
+}
+
+// TestListGroupsWhileLoading: while a partition led here loads, ListGroups
+// answers COORDINATOR_LOAD_IN_PROGRESS instead of a partial list; once
+// loaded, the list.
+func TestListGroupsWhileLoading(t *testing.T) {
+	var loading atomic.Bool
+	loading.Store(true)
+	e := newEnv(t, func(o *Options) { o.Loading = loading.Load })
+	if got := e.commit("g", "", -1, "t", 0, 3); got != 0 {
+		t.Fatalf("commit: %d", got)
+	}
+	r := kmsg.NewPtrListGroupsRequest()
+	r.Version = 4
+	if resp := do[*kmsg.ListGroupsResponse](e, r); resp.ErrorCode != errLoadInProgress || len(resp.Groups) != 0 {
+		t.Fatalf("while loading: code %d, groups %+v; want COORDINATOR_LOAD_IN_PROGRESS and none", resp.ErrorCode, resp.Groups)
+	}
+	loading.Store(false)
+	if resp := do[*kmsg.ListGroupsResponse](e, r); resp.ErrorCode != 0 || len(resp.Groups) != 1 || resp.Groups[0].Group != "g" {
+		t.Fatalf("loaded: code %d, groups %+v; want g", resp.ErrorCode, resp.Groups)
 	}
 }

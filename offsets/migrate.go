@@ -184,6 +184,10 @@ func (c *Coordinator) migrateGroup(ctx context.Context, name string, sg *metasto
 	return nil
 }
 
+// Loading is group.Options.Loading: whether some partition led here is
+// still loading (coordlog.Partitions.Loading).
+func (c *Coordinator) Loading() bool { return c.parts.Loading() }
+
 // WaitLoaded waits until partition i, led here, is loaded: see
 // coordlog.Partitions.WaitLoaded.
 func (c *Coordinator) WaitLoaded(ctx context.Context, i int32) error {

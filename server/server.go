@@ -262,6 +262,7 @@ func New(opts Options) (*Server, error) {
 		Persist:               s.offsets.Persist,
 		PersistGroup:          s.offsets.PersistGroup,
 		PersistTxn:            s.offsets.PersistTxn,
+		Loading:               s.offsets.Loading,
 		PartitionFor:          s.offsetsPartitionFor,
 	})
 	if err != nil {
