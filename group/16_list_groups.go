@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
 )
 
 // ListGroups (key 16), versions 0-5.
@@ -25,12 +27,12 @@ const classicGroupType = "classic"
 
 func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if code := c.status(); code != 0 {
-		resp.ErrorCode = code
+	if err := c.status(); err != nil {
+		resp.ErrorCode = errcode.Code(err)
 		return resp
 	}
 	if c.opts.Loading != nil && c.opts.Loading() {
-		resp.ErrorCode = errLoadInProgress
+		resp.ErrorCode = errcode.Code(errLoadInProgress)
 		return resp
 	}
 	if req.Version >= 5 && len(req.TypesFilter) > 0 &&

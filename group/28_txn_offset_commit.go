@@ -32,13 +32,13 @@ import (
 
 func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := c.txnCommit(ctx, req)
+	errs := c.txnCommit(ctx, req)
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rp.Partition, rp.ErrorCode = p.Partition, errcode.Code(errs[i][j])
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -47,24 +47,15 @@ func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 }
 
 // txnCommit validates and stores one TxnOffsetCommit and returns the error
-// code of each partition, indexed like req.Topics.
-func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) [][]int16 {
-	codes := make([][]int16, len(req.Topics))
+// of each partition (nil: pending), indexed like req.Topics.
+func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) [][]error {
+	errs := make([][]error, len(req.Topics))
 	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
+		errs[i] = make([]error, len(t.Partitions))
 	}
-	setAll := func(code int16) [][]int16 {
-		for _, cs := range codes {
-			for j := range cs {
-				if cs[j] == 0 {
-					cs[j] = code
-				}
-			}
-		}
-		return codes
-	}
-	if code := c.validateGroup(req.Group); code != 0 {
-		return setAll(code)
+	setAll := func(err error) [][]error { return failRest(errs, err) }
+	if err := c.validateGroup(req.Group); err != nil {
+		return setAll(err)
 	}
 	if req.ProducerID < 0 {
 		return setAll(errInvalidRequest)
@@ -99,7 +90,7 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 				md = *p.Metadata
 			}
 			if len(md) > c.opts.MaxMetadataSize {
-				codes[i][j] = errOffsetMetadataTooLarge
+				errs[i][j] = errOffsetMetadataTooLarge
 				continue
 			}
 			epoch := int32(-1)
@@ -112,16 +103,16 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 		}
 	}
 	if len(offsets) == 0 {
-		return codes
+		return errs
 	}
 	// Index the group for the producer before the offsets become pending,
 	// so a marker that raced the append still finds them.
 	c.indexTxn(req.ProducerID, g.name)
 	// Durable once __consumer_offsets has the transactional batch; its
 	// offset orders it among the group's writes.
-	pos, code := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
-	if code != 0 {
-		return setAll(code)
+	pos, err := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
+	if err != nil {
+		return setAll(err)
 	}
 	put := make([]metastore.PendingTxnOffset, 0, len(offsets))
 	for tp, o := range offsets {
@@ -132,22 +123,22 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 	}
 	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{PutPending: put}); err != nil {
 		c.log.Warn("group: store pending transactional offsets", "group", g.name, "err", err)
-		return setAll(storeErrorCode(err))
+		return setAll(storeErr(err))
 	}
 	g.addPendingLocked(put)
-	return codes
+	return errs
 }
 
 // persistTxn makes a transactional commit durable before it is applied,
 // through the PersistTxn hook. It returns the position (the log offset of
-// the batch) and the error code (0 on success).
-func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, int16) {
+// the batch), or the hook's error marked for errcode.Code.
+func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error) {
 	pos, err := c.opts.PersistTxn(ctx, name, producerID, epoch, offsets)
 	if err != nil {
 		c.log.Warn("group: persist transactional offsets", "group", name, "producer", producerID, "err", err)
 		// A fenced producer (the log knows a newer epoch) gets
 		// INVALID_PRODUCER_EPOCH at every version, as from Kafka.
-		return 0, errcode.AppendCode(err)
+		return 0, appendErr(err)
 	}
-	return pos, 0
+	return pos, nil
 }

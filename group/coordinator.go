@@ -174,28 +174,28 @@ func New(opts Options) (*Coordinator, error) {
 	return c, nil
 }
 
-// status returns the error code every group request gets now: 0 when the
+// status returns the error every group request gets now: nil when the
 // coordinator is serving (each group's own ownership and loading are
-// ownerCode's).
-func (c *Coordinator) status() int16 {
+// ownerErr's).
+func (c *Coordinator) status() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return errCoordinatorNotAvailable
 	}
-	return 0
+	return nil
 }
 
 // validateGroup is Kafka's validateGroupStatus: the coordinator's status,
 // then INVALID_GROUP_ID for an empty name.
-func (c *Coordinator) validateGroup(name string) int16 {
-	if code := c.status(); code != 0 {
-		return code
+func (c *Coordinator) validateGroup(name string) error {
+	if err := c.status(); err != nil {
+		return err
 	}
 	if name == "" {
 		return errInvalidGroupID
 	}
-	return c.ownerCode(name)
+	return c.ownerErr(name)
 }
 
 // getGroup returns the group called name, creating an Empty one when create
@@ -287,8 +287,9 @@ var versionRanges = map[int16][2]int16{
 // coordinator: encode it, do not modify it.
 //
 // Errors: ErrUnhandled for a key APIs does not list, ErrUnsupportedVersion
-// for a version outside the range APIs gives, ctx.Err() as above. Protocol-level
-// failures are error codes inside the response, never Go errors.
+// for a version outside the range APIs gives, ctx.Err() as above.
+// Protocol-level failures are error codes inside the response (the codes
+// errcode.Code gives the coordinator's errors), never Go errors.
 func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	r, ok := versionRanges[req.Key()]
 	if !ok {

@@ -2,36 +2,36 @@ package group
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/internal/errcode"
 )
 
-// The codes the coordinator puts in the responses it builds: each is the
-// code package errcode's one mapping gives the coordinator's error (the
-// coordinator's protocol errors are declared in errcode, the runtime ones
-// in coordlog), so no code is chosen here.
+// The errors the coordinator answers with, by their short names here: its
+// protocol errors are declared in package errcode, the runtime ones in
+// coordlog. The coordinator decides with these errors; errcode.Code, the
+// one mapping, turns each into the code of the response it builds, so no
+// code is chosen here.
 var (
-	errCoordinatorNotAvailable = errcode.Code(coordlog.ErrCoordinatorNotAvailable)
-	errLoadInProgress          = errcode.Code(coordlog.ErrLoadInProgress)
-	errNotCoordinator          = errcode.Code(coordlog.ErrNotCoordinator)
-	errInvalidGroupID          = errcode.Code(errcode.ErrInvalidGroupID)
-	errUnknownMemberID         = errcode.Code(errcode.ErrUnknownMemberID)
-	errMemberIDRequired        = errcode.Code(errcode.ErrMemberIDRequired)
-	errIllegalGeneration       = errcode.Code(errcode.ErrIllegalGeneration)
-	errRebalanceInProgress     = errcode.Code(errcode.ErrRebalanceInProgress)
-	errFencedInstanceID        = errcode.Code(errcode.ErrFencedInstanceID)
-	errInconsistentProtocol    = errcode.Code(errcode.ErrInconsistentProtocol)
-	errInvalidSessionTimeout   = errcode.Code(errcode.ErrInvalidSessionTimeout)
-	errGroupMaxSizeReached     = errcode.Code(errcode.ErrGroupMaxSizeReached)
-	errGroupIDNotFound         = errcode.Code(errcode.ErrGroupIDNotFound)
-	errNonEmptyGroup           = errcode.Code(errcode.ErrNonEmptyGroup)
-	errGroupSubscribedToTopic  = errcode.Code(errcode.ErrGroupSubscribedToTopic)
-	errOffsetMetadataTooLarge  = errcode.Code(errcode.ErrOffsetMetadataTooLarge)
-	errInvalidRequest          = errcode.Code(errcode.ErrInvalidRequest)
-	errUnknownServerError      = errcode.Code(errcode.ErrUnknown)
-	errUnstableOffsetCommit    = errcode.Code(errcode.ErrUnstableOffsetCommit)
-	errInvalidProducerEpoch    = errcode.Code(errcode.ErrInvalidProducerEpoch)
+	errCoordinatorNotAvailable = coordlog.ErrCoordinatorNotAvailable
+	errLoadInProgress          = coordlog.ErrLoadInProgress
+	errNotCoordinator          = coordlog.ErrNotCoordinator
+	errInvalidGroupID          = errcode.ErrInvalidGroupID
+	errUnknownMemberID         = errcode.ErrUnknownMemberID
+	errMemberIDRequired        = errcode.ErrMemberIDRequired
+	errIllegalGeneration       = errcode.ErrIllegalGeneration
+	errRebalanceInProgress     = errcode.ErrRebalanceInProgress
+	errFencedInstanceID        = errcode.ErrFencedInstanceID
+	errInconsistentProtocol    = errcode.ErrInconsistentProtocol
+	errInvalidSessionTimeout   = errcode.ErrInvalidSessionTimeout
+	errGroupMaxSizeReached     = errcode.ErrGroupMaxSizeReached
+	errGroupIDNotFound         = errcode.ErrGroupIDNotFound
+	errNonEmptyGroup           = errcode.ErrNonEmptyGroup
+	errGroupSubscribedToTopic  = errcode.ErrGroupSubscribedToTopic
+	errOffsetMetadataTooLarge  = errcode.ErrOffsetMetadataTooLarge
+	errInvalidRequest          = errcode.ErrInvalidRequest
+	errUnstableOffsetCommit    = errcode.ErrUnstableOffsetCommit
 )
 
 var (
@@ -44,6 +44,15 @@ var (
 	ErrUnhandled = errors.New("group: request not handled by the group coordinator")
 )
 
-// storeErrorCode is the code a client sees for a failed save of group
-// state (putGroup): errcode.StoreCode.
-func storeErrorCode(err error) int16 { return errcode.StoreCode(err) }
+// storeErr marks err, a failed metastore write (or the failed log write
+// before it, already marked errcode.ErrAppend), for errcode.Code.
+func storeErr(err error) error {
+	if errors.Is(err, errcode.ErrAppend) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errcode.ErrStore, err)
+}
+
+// appendErr marks err, a failed write to __consumer_offsets through a
+// hook, for errcode.Code.
+func appendErr(err error) error { return fmt.Errorf("%w: %w", errcode.ErrAppend, err) }

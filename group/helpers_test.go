@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/engine"
@@ -356,7 +357,7 @@ func (e *env) joinAsync(version int16, group, memberID string, instanceID *strin
 	e.t.Helper()
 	if memberID == "" && version >= 4 && instanceID == nil {
 		r := do[*kmsg.JoinGroupResponse](e, joinReq(version, group, "", nil, meta))
-		if r.ErrorCode != errMemberIDRequired || r.MemberID == "" {
+		if r.ErrorCode != kerr.MemberIDRequired.Code || r.MemberID == "" {
 			e.t.Fatalf("first join: error %d member %q, want MEMBER_ID_REQUIRED with an id", r.ErrorCode, r.MemberID)
 		}
 		memberID = r.MemberID

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/coordlog"
-	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -56,19 +55,19 @@ type PersistGroupFunc func(ctx context.Context, sg metastore.Group, deleted bool
 type PersistTxnFunc func(ctx context.Context, group string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error)
 
 // persistGroup runs the PersistGroup hook, bounded by persistTimeout, and
-// returns its error, wrapping errcode.ErrAppend.
+// returns its error, marked for errcode.Code (appendErr).
 func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
 	defer cancel()
 	if err := c.opts.PersistGroup(ctx, sg, deleted); err != nil {
 		c.log.Warn("group: persist group state", "group", sg.Name, "err", err)
-		return fmt.Errorf("%w: %w", errcode.ErrAppend, err)
+		return appendErr(err)
 	}
 	return nil
 }
 
 // putGroup saves sg: through PersistGroup first, then in the metastore.
-// The client's code for its error is storeErrorCode's. REQUIRES: the
+// Its error is marked for errcode.Code by storeErr. REQUIRES: the
 // group's mu held.
 func (c *Coordinator) putGroup(sg metastore.Group) error {
 	if err := c.persistGroup(sg, false); err != nil {
@@ -77,9 +76,9 @@ func (c *Coordinator) putGroup(sg metastore.Group) error {
 	return c.store.PutGroup(sg)
 }
 
-// ownerCode is the ownership part of validateGroup: 0 when this
+// ownerErr is the ownership part of validateGroup: nil when this
 // coordinator serves name.
-func (c *Coordinator) ownerCode(name string) int16 {
+func (c *Coordinator) ownerErr(name string) error {
 	owned, loading := c.opts.Owns(name)
 	switch {
 	case !owned:
@@ -87,20 +86,20 @@ func (c *Coordinator) ownerCode(name string) int16 {
 	case loading:
 		return errLoadInProgress
 	}
-	return 0
+	return nil
 }
 
-// persist runs the Persist hook and returns the error code for the commit
-// (0 on success; nothing to write is a success).
-func (c *Coordinator) persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) int16 {
+// persist runs the Persist hook and returns its error for the commit,
+// marked for errcode.Code (nil on success; nothing to write is a success).
+func (c *Coordinator) persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
 	if len(offsets) == 0 && len(deleted) == 0 {
-		return 0
+		return nil
 	}
 	if err := c.opts.Persist(ctx, name, offsets, deleted); err != nil {
 		c.log.Warn("group: persist offsets", "group", name, "err", err)
-		return errcode.AppendCode(err)
+		return appendErr(err)
 	}
-	return 0
+	return nil
 }
 
 // Reload replaces the in-memory state of every group for which match
@@ -200,9 +199,9 @@ func (c *Coordinator) drop(match func(string) bool, repl map[string]*group) {
 const persistTimeout = 30 * time.Second
 
 // persistDeletes writes tombstones for tps through the Persist hook.
-func (c *Coordinator) persistDeletes(name string, tps []metastore.TopicPartition) int16 {
+func (c *Coordinator) persistDeletes(name string, tps []metastore.TopicPartition) error {
 	if len(tps) == 0 {
-		return 0
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metastore"
@@ -43,13 +44,13 @@ func TestTxnOffsetCommitFencedEpoch(t *testing.T) {
 				t.Fatalf("epoch 0 commit: %d", code)
 			}
 			e.completeAt(7, 1, false) // fencing abort at the bumped epoch
-			if code := e.txnCommitAt(v, 7, 0, 1, 99); code != errInvalidProducerEpoch {
+			if code := e.txnCommitAt(v, 7, 0, 1, 99); code != kerr.InvalidProducerEpoch.Code {
 				t.Fatalf("zombie at epoch 0: code %d, want INVALID_PRODUCER_EPOCH", code)
 			}
 			if code := e.txnCommitAt(v, 7, 2, 0, 10); code != 0 {
 				t.Fatalf("epoch 2 commit: %d", code)
 			}
-			if code := e.txnCommitAt(v, 7, 1, 1, 98); code != errInvalidProducerEpoch {
+			if code := e.txnCommitAt(v, 7, 1, 1, 98); code != kerr.InvalidProducerEpoch.Code {
 				t.Fatalf("epoch 1 after epoch 2: code %d, want INVALID_PRODUCER_EPOCH", code)
 			}
 			e.completeAt(7, 2, true)
@@ -96,7 +97,7 @@ func TestTxnCompletionDropsOlderEpochs(t *testing.T) {
 		t.Fatalf("epoch 3 commit: %d", code)
 	}
 	e.completeAt(7, 2, true)
-	if _, code := e.fetchStable("g", "t", 0); code != errUnstableOffsetCommit {
+	if _, code := e.fetchStable("g", "t", 0); code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("after a stale marker: code %d, want UNSTABLE_OFFSET_COMMIT (still pending)", code)
 	}
 	e.completeAt(7, 3, true)
@@ -113,7 +114,7 @@ func TestTxnEpochLoadedFromPending(t *testing.T) {
 		t.Fatalf("commit: %d", code)
 	}
 	e.restart()
-	if code := e.txnCommitAt(3, 7, 3, 1, 6); code != errInvalidProducerEpoch {
+	if code := e.txnCommitAt(3, 7, 3, 1, 6); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("older epoch after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 }
@@ -139,7 +140,7 @@ func TestTxnOffsetCommitClusterFenced(t *testing.T) {
 	}
 	fenced = true
 	for _, v := range []int16{0, 3} {
-		if code := e.txnCommitAt(v, 7, 0, 1, 1); code != errInvalidProducerEpoch {
+		if code := e.txnCommitAt(v, 7, 0, 1, 1); code != kerr.InvalidProducerEpoch.Code {
 			t.Fatalf("v%d: code %d, want INVALID_PRODUCER_EPOCH", v, code)
 		}
 	}
@@ -163,10 +164,10 @@ func TestTxnEpochSurvivesRestart(t *testing.T) {
 		t.Fatalf("commit: %d", code)
 	}
 	e.restart()
-	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != errInvalidProducerEpoch {
+	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("zombie at epoch 0 after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
-	if code := e.txnCommitAt(3, 8, 2, 2, 99); code != errInvalidProducerEpoch {
+	if code := e.txnCommitAt(3, 8, 2, 2, 99); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("producer 8 at epoch 2 after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 	if code := e.txnCommitAt(3, 7, 1, 1, 10); code != 0 {

@@ -32,6 +32,10 @@ func Code(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, ErrAppend):
+		return AppendCode(err)
+	case errors.Is(err, ErrStore):
+		return StoreCode(err)
 	case errors.Is(err, coordlog.ErrNotCoordinator), errors.Is(err, txn.ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
 	case errors.Is(err, coordlog.ErrLoadInProgress), errors.Is(err, txn.ErrLoadInProgress):
@@ -183,10 +187,11 @@ func AppendCode(err error) int16 {
 	return kerr.CoordinatorNotAvailable.Code
 }
 
-// StoreCode is the code of a coordinator's metastore write that failed: a
-// closed store means the coordinator is going away (retriable
-// COORDINATOR_NOT_AVAILABLE), an append that failed first keeps its
-// AppendCode, anything else is UNKNOWN_SERVER_ERROR.
+// StoreCode is the code of a coordinator's metastore write that failed (as
+// Kafka maps failed appends to __consumer_offsets): a closed store means
+// the coordinator is going away (retriable COORDINATOR_NOT_AVAILABLE), an
+// append that failed first keeps its AppendCode, anything else is
+// UNKNOWN_SERVER_ERROR.
 func StoreCode(err error) int16 {
 	switch {
 	case err == nil:

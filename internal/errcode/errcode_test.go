@@ -45,8 +45,9 @@ func TestCode(t *testing.T) {
 		{ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 		{ErrInvalidRequest, kerr.InvalidRequest},
 		{ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit},
-		{ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-		{ErrUnknown, kerr.UnknownServerError},
+		{fmt.Errorf("%w: %w", ErrAppend, replication.ErrNotEnoughReplicas), kerr.CoordinatorNotAvailable},
+		{fmt.Errorf("%w: %w", ErrStore, metastore.ErrClosed), kerr.CoordinatorNotAvailable},
+		{fmt.Errorf("%w: %w", ErrStore, errors.New("disk")), kerr.UnknownServerError},
 
 		{txn.ErrNotCoordinator, kerr.NotCoordinator},
 		{txn.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},

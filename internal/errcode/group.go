@@ -25,14 +25,12 @@ var (
 	ErrOffsetMetadataTooLarge = errors.New("group: offset metadata too large")
 	ErrInvalidRequest         = errors.New("group: invalid request")
 	ErrUnstableOffsetCommit   = errors.New("group: unstable offset commit")
-	ErrInvalidProducerEpoch   = errors.New("group: invalid producer epoch")
-	// ErrUnknown: a failure the coordinator cannot classify
-	// (UNKNOWN_SERVER_ERROR; the coordinator logs it).
-	ErrUnknown = errors.New("group: unknown server error")
-	// ErrAppend marks a metastore write that was refused because the
-	// write to the log before it failed (StoreCode then answers its
-	// AppendCode).
-	ErrAppend = errors.New("group: write to the log failed")
+	// ErrAppend marks a failed write of a coordinator to its log: Code
+	// answers AppendCode for the error it wraps.
+	ErrAppend = errors.New("coordinator: write to the log failed")
+	// ErrStore marks a failed write of a coordinator to the metastore:
+	// Code answers StoreCode for the error it wraps.
+	ErrStore = errors.New("coordinator: write to the metastore failed")
 )
 
 // groupCode maps the group coordinator's errors.
@@ -64,6 +62,4 @@ var groupCodes = []struct {
 	{ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge.Code},
 	{ErrInvalidRequest, kerr.InvalidRequest.Code},
 	{ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit.Code},
-	{ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch.Code},
-	{ErrUnknown, kerr.UnknownServerError.Code},
 }
