@@ -198,7 +198,7 @@ func (zp *zkPlane) coordinatorOf(ctx context.Context, keyType int8, key string) 
 	switch keyType {
 	case 0:
 	case 1:
-		return kerr.CoordinatorNotAvailable.Code, "transactions are not supported"
+		return kerr.CoordinatorNotAvailable.Code, "transactional ids are answered by the transaction coordinator"
 	default:
 		return kerr.InvalidRequest.Code, "unknown coordinator key type"
 	}
