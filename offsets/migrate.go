@@ -24,6 +24,7 @@ import (
 	"sort"
 
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replication"
 )
 
 // migratedCheckpoint names the metastore checkpoint recording that the
@@ -177,7 +178,16 @@ func (c *Coordinator) migrateGroup(ctx context.Context, name string, sg *metasto
 		byProducer[k][p.TopicPartition] = p.Offset
 	}
 	for _, k := range order {
-		if _, err := c.PersistTxn(ctx, name, k.id, k.epoch, byProducer[k]); err != nil {
+		_, err := c.PersistTxn(ctx, name, k.id, k.epoch, byProducer[k])
+		if errors.Is(err, replication.ErrInvalidProducerEpoch) {
+			// The log already knows a newer epoch of this producer (its
+			// offsets in another group were written first): these are a
+			// fenced zombie's, which its transaction's marker would drop.
+			c.opts.Logger.Warn("offsets: migrate: dropped the pending offsets of a fenced producer epoch",
+				"group", name, "producer", k.id, "epoch", k.epoch)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -118,3 +118,43 @@ func TestMigrate(t *testing.T) {
 }
 
 func coordlogPartition(g string, n int32) int32 { return coordlog.PartitionFor(g, n) }
+
+// TestMigrateFencedPending: pending offsets of one producer at an older
+// epoch than its offsets written first (in another group of the same
+// partition) are a fenced zombie's: the migration drops them instead of
+// failing the start.
+func TestMigrateFencedPending(t *testing.T) {
+	part := newReplica(t, 0)
+	meta, err := metastore.Open(t.TempDir(), metastore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	for g, epoch := range map[string]int16{"a": 2, "b": 1} {
+		p := metastore.PendingTxnOffset{ProducerID: 5, ProducerEpoch: epoch, TopicPartition: tp(0), Offset: committed(int64(epoch)), Position: 1}
+		if err := meta.UpdateOffsets(g, metastore.OffsetsUpdate{PutPending: []metastore.PendingTxnOffset{p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := New(Options{
+		NumPartitions: func() int32 { return 1 },
+		Partition:     func(int32) *replication.Partition { return part },
+		Unload:        func(func(string) bool) {},
+		Reload:        func(func(string) bool) error { return nil },
+		Meta:          meta,
+	})
+	defer c.Close()
+	if n, err := c.Migrate(context.Background(), func(context.Context) error { return nil }); err != nil || n != 2 {
+		t.Fatalf("Migrate = %d, %v; want 2 groups", n, err)
+	}
+	v, _, err := replay(part, part.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.pendingOf("a"); len(got) != 1 || got[0].ProducerEpoch != 2 {
+		t.Errorf("pending of a: %+v, want producer 5 at epoch 2", got)
+	}
+	if got := v.pendingOf("b"); len(got) != 0 {
+		t.Errorf("pending of b: %+v, want none (epoch 1 is fenced)", got)
+	}
+}
