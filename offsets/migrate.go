@@ -9,11 +9,12 @@ package offsets
 // metastore hold exactly what the log says (materialize), so the groups of
 // such a data dir must be in the log before any partition is loaded.
 //
-// Migrate writes them there once, before the first load, and then records
-// the checkpoint migratedCheckpoint. Crash safety: nothing is deleted from
-// the metastore by the migration, and no partition is loaded before the
-// checkpoint is written; a crash before it leaves the metastore as it was
-// and the next start migrates again from the start. Writing a group twice
+// Migrate writes them there once, before the first load, flushes the
+// topic's logs, and then records the checkpoint migratedCheckpoint. Crash
+// safety: nothing is deleted from the metastore by the migration, no
+// partition is loaded before the checkpoint is written, and the checkpoint
+// is written only once the records are durable; a crash before it leaves
+// the metastore as it was and the next start migrates again from the start. Writing a group twice
 // is harmless: a load keeps the latest record of each key, and the second
 // copy equals the first.
 
@@ -69,6 +70,11 @@ func (c *Coordinator) Migrate(ctx context.Context, create func(context.Context) 
 			return 0, fmt.Errorf("offsets: migrate group %q: %w", name, err)
 		}
 	}
+	if len(names) > 0 {
+		if err := c.flushAll(); err != nil {
+			return 0, fmt.Errorf("offsets: migrate: %w", err)
+		}
+	}
 	if err := meta.PutCheckpoint(migratedCheckpoint, fmt.Appendf(nil, "%d", len(names))); err != nil {
 		return 0, fmt.Errorf("offsets: migrate: record the migration: %w", err)
 	}
@@ -97,6 +103,25 @@ func (c *Coordinator) learnSequences() error {
 			return err
 		}
 		c.seqs.reset(i, v.seqs)
+	}
+	return nil
+}
+
+// flushAll makes what the migration appended durable before the
+// checkpoint records it: an acknowledged append may still be in the page
+// cache only (the topic's flush policy), and a power loss that kept the
+// checkpoint but lost the records would let the first load wipe the
+// metastore's groups.
+func (c *Coordinator) flushAll() error {
+	n := c.opts.NumPartitions()
+	for i := int32(0); i < n; i++ {
+		p := c.opts.Partition(i)
+		if p == nil {
+			return fmt.Errorf("no local replica of %s-%d", Topic, i)
+		}
+		if err := p.Log().Flush(); err != nil {
+			return fmt.Errorf("flush %s-%d: %w", Topic, i, err)
+		}
 	}
 	return nil
 }

@@ -84,8 +84,10 @@ func (s *Server) openLocalOffsets() error {
 	if !s.singleNode() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	// No deadline: a large metastore takes as long as it takes (each
+	// append is bounded on its own), and a start that gave up would only
+	// run the migration again from the beginning.
+	ctx := context.Background()
 	create := func(ctx context.Context) error {
 		if s.topics.get(offsets.Topic) != nil {
 			return nil
