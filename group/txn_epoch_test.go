@@ -32,7 +32,7 @@ func (e *env) completeAt(pid int64, epoch int16, commit bool) {
 	e.endTxn(pid, epoch, commit)
 }
 
-// TestTxnOffsetCommitFencedEpoch: single node, the epoch a marker carries
+// TestTxnOffsetCommitFencedEpoch: the epoch a marker carries (in the log)
 // fences older ones: a zombie's TxnOffsetCommit is refused with
 // INVALID_PRODUCER_EPOCH at every version, and the new epoch's commit
 // applies alone.
@@ -136,7 +136,7 @@ func TestTxnOffsetCommitClusterFenced(t *testing.T) {
 		t.Fatalf("commit: %d", code)
 	}
 	if code := e.txnCommitAt(3, 7, 4, 1, 1); code != 0 {
-		t.Fatalf("cluster mode refused an epoch itself (the log decides): %d", code)
+		t.Fatalf("the coordinator refused an epoch itself (the log decides): %d", code)
 	}
 	fenced = true
 	for _, v := range []int16{0, 3} {
