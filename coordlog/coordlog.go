@@ -1,9 +1,14 @@
 // Package coordlog is the machinery shared by coordinators whose state is a
 // materialized view of a partition of an internal, replicated topic:
-// __consumer_offsets (package offsets) and, later, __transaction_state. It
+// __consumer_offsets (package offsets, under the group coordinator) and
+// __transaction_state (package txn), on a single node as in a cluster. It
 // follows Kafka's coordinator-common runtime (CoordinatorRuntime,
 // CoordinatorLoader): one loader, one replay loop, several state machines.
 //
+//   - PartitionFor places a group or transactional id on a partition.
+//   - Errors every coordinator answers with (ErrNotCoordinator,
+//     ErrLoadInProgress, ErrCoordinatorNotAvailable) are declared here;
+//     package internal/errcode gives their Kafka codes.
 //   - Partitions tracks which partitions of the topic this broker leads and
 //     whether each is loaded. Becoming leader starts a load (retried with a
 //     backoff until it succeeds, leadership moves on, or Close); losing

@@ -1,6 +1,7 @@
 package coordlog
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -88,6 +89,9 @@ type Partitions struct {
 type part struct {
 	loading bool
 	gen     uint64
+	// loaded is closed when the load marks the partition loaded, or when
+	// the leadership ends while it is loading (WaitLoaded).
+	loaded chan struct{}
 }
 
 // New returns a Partitions that owns nothing.
@@ -114,6 +118,51 @@ func (ps *Partitions) State(i int32) (owned, loading bool) {
 	return true, p.loading
 }
 
+// Loading reports whether some partition this broker leads is still
+// loading (Kafka's GroupMetadataManager.isLoading: ListGroups answers
+// COORDINATOR_LOAD_IN_PROGRESS then, as its answer would be partial).
+func (ps *Partitions) Loading() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.parts {
+		if p.loading {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrNotOwned is returned by WaitLoaded for a partition this broker does not
+// lead, or stopped leading while it waited.
+var ErrNotOwned = errors.New("coordlog: partition not led here")
+
+// WaitLoaded waits until this broker's leadership of partition i is loaded,
+// and returns nil then; ErrNotOwned when it does not lead i (or the
+// leadership it waited for ended); ctx's error when ctx is done first. A
+// single node that just created its internal topic uses it to answer its
+// first requests from a loaded state.
+func (ps *Partitions) WaitLoaded(ctx context.Context, i int32) error {
+	ps.mu.Lock()
+	p := ps.parts[i]
+	ps.mu.Unlock()
+	if p == nil {
+		return ErrNotOwned
+	}
+	select {
+	case <-p.loaded:
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		if ps.parts[i] != p || p.loading {
+			return ErrNotOwned
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ps.stop:
+		return ErrNotOwned
+	}
+}
+
 // OnRole is called after this broker's role for partition i changed or was
 // restated (LeaderAndIsr). Becoming leader starts a load; becoming a
 // follower unloads at once, so no request is served from the state of a
@@ -128,6 +177,9 @@ func (ps *Partitions) OnRole(i int32, leader bool) {
 		ps.mu.Unlock()
 		return
 	case !leader:
+		if cur.loading {
+			close(cur.loaded) // wakes WaitLoaded, which sees i is gone
+		}
 		delete(ps.parts, i)
 		ps.gen++
 		ps.mu.Unlock()
@@ -137,7 +189,7 @@ func (ps *Partitions) OnRole(i int32, leader bool) {
 	}
 	ps.gen++
 	gen := ps.gen
-	ps.parts[i] = &part{loading: true, gen: gen}
+	ps.parts[i] = &part{loading: true, gen: gen, loaded: make(chan struct{})}
 	if ps.closed {
 		ps.mu.Unlock()
 		return
@@ -200,6 +252,7 @@ func (ps *Partitions) load(i int32, gen uint64) {
 	defer ps.mu.Unlock()
 	if p := ps.parts[i]; p != nil && p.gen == gen {
 		p.loading = false
+		close(p.loaded)
 		r := loaded.Replay
 		attrs := append([]any{"topic", ps.opts.Topic, "partition", i, "took", time.Since(start), "attempts", attempt + 1,
 			"records", r.Records, "batches", r.Batches, "bytes", r.Bytes}, loaded.State...)

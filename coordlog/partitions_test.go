@@ -359,3 +359,55 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestWaitLoaded: WaitLoaded returns nil once the load installed its state,
+// ErrNotOwned for a partition not led here or whose leadership ended while
+// it waited, and ctx's error when ctx ends first.
+func TestWaitLoaded(t *testing.T) {
+	release := make(chan struct{})
+	ps := New(Options{
+		Topic: "t",
+		Load: func(i int32, current func() bool) (Loaded, error) {
+			if i == 1 {
+				<-release
+			}
+			return Loaded{}, nil
+		},
+		Unload: func(int32) {},
+	})
+	defer ps.Close()
+	ctx := context.Background()
+	if err := ps.WaitLoaded(ctx, 0); !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("WaitLoaded of an unowned partition: %v, want ErrNotOwned", err)
+	}
+	ps.OnRole(0, true)
+	if err := ps.WaitLoaded(ctx, 0); err != nil {
+		t.Fatalf("WaitLoaded(0): %v", err)
+	}
+	if owned, loading := ps.State(0); !owned || loading {
+		t.Fatalf("after WaitLoaded: owned %v loading %v", owned, loading)
+	}
+
+	if ps.Loading() {
+		t.Fatal("Loading with every partition loaded")
+	}
+	ps.OnRole(1, true) // its load blocks until release
+	if !ps.Loading() {
+		t.Fatal("not Loading while partition 1 loads")
+	}
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := ps.WaitLoaded(short, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitLoaded with a done ctx: %v, want context.Canceled", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ps.WaitLoaded(ctx, 1) }()
+	ps.OnRole(1, false)
+	if err := <-done; !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("WaitLoaded across a lost leadership: %v, want ErrNotOwned", err)
+	}
+	if ps.Loading() {
+		t.Fatal("Loading after the loading partition was lost")
+	}
+	close(release)
+}

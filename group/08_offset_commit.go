@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -27,14 +28,14 @@ import (
 
 func (c *Coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := c.commit(ctx, req)
+	errs := c.commit(ctx, req)
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = codes[i][j]
+			rp.ErrorCode = errcode.Code(errs[i][j])
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -43,22 +44,23 @@ func (c *Coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 }
 
 // commit validates and stores one OffsetCommit (Kafka's handleCommitOffsets)
-// and returns the error code of each partition, indexed like req.Topics.
-func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest) [][]int16 {
-	codes := make([][]int16, len(req.Topics))
+// and returns the error of each partition (nil: committed), indexed like
+// req.Topics.
+func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest) [][]error {
+	errs := make([][]error, len(req.Topics))
 	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
+		errs[i] = make([]error, len(t.Partitions))
 	}
-	failAll := func(code int16) [][]int16 {
-		for _, cs := range codes {
-			for j := range cs {
-				cs[j] = code
+	failAll := func(err error) [][]error {
+		for _, es := range errs {
+			for j := range es {
+				es[j] = err
 			}
 		}
-		return codes
+		return errs
 	}
-	if code := c.validateGroup(req.Group); code != 0 {
-		return failAll(code)
+	if err := c.validateGroup(req.Group); err != nil {
+		return failAll(err)
 	}
 	g := c.getGroup(req.Group, false)
 	if g == nil {
@@ -77,8 +79,8 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if code := g.validateCommitLocked(req.Generation, req.MemberID, instanceID); code != 0 {
-		return failAll(code)
+	if err := g.validateCommitLocked(req.Generation, req.MemberID, instanceID); err != nil {
+		return failAll(err)
 	}
 	switch g.state {
 	case stateCompletingRebalance:
@@ -106,7 +108,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 				md = *p.Metadata
 			}
 			if len(md) > c.opts.MaxMetadataSize {
-				codes[i][j] = errOffsetMetadataTooLarge
+				errs[i][j] = errOffsetMetadataTooLarge
 				continue
 			}
 			epoch := int32(-1)
@@ -118,17 +120,10 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 			}
 		}
 	}
-	// Cluster mode: the commit is durable once __consumer_offsets has it;
-	// the metastore then materializes it.
-	if code := c.persist(ctx, g.name, offsets, nil); code != 0 {
-		for i, t := range req.Topics {
-			for j := range t.Partitions {
-				if codes[i][j] == 0 {
-					codes[i][j] = code
-				}
-			}
-		}
-		return codes
+	// The commit is durable once __consumer_offsets has it; the metastore
+	// then materializes it.
+	if err := c.persist(ctx, g.name, offsets, nil); err != nil {
+		return failRest(errs, err)
 	}
 	// Offsets committed in open transactions before this commit are older
 	// in log order: a commit of their transaction must not undo this one.
@@ -144,21 +139,13 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	}
 	if err != nil {
 		c.log.Warn("group: commit offsets", "group", g.name, "err", err)
-		code := storeErrorCode(err)
-		for i, t := range req.Topics {
-			for j := range t.Partitions {
-				if codes[i][j] == 0 {
-					codes[i][j] = code
-				}
-			}
-		}
-		return codes
+		return failRest(errs, storeErr(err))
 	}
 	for tp, o := range offsets {
 		g.offsets[tp] = o
 	}
 	g.addPendingLocked(superseded)
-	return codes
+	return errs
 }
 
 // validateCommitLocked is Kafka's validateOffsetCommit: a commit naming a
@@ -166,21 +153,34 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 // current member of the current generation; an anonymous one is accepted
 // only while the group has no members.
 // REQUIRES: g.mu held.
-func (g *group) validateCommitLocked(generation int32, memberID string, instanceID *string) int16 {
+// failRest sets err for every partition of errs that has no error yet and
+// returns errs.
+func failRest(errs [][]error, err error) [][]error {
+	for _, es := range errs {
+		for j := range es {
+			if es[j] == nil {
+				es[j] = err
+			}
+		}
+	}
+	return errs
+}
+
+func (g *group) validateCommitLocked(generation int32, memberID string, instanceID *string) error {
 	if g.state == stateDead {
 		return errCoordinatorNotAvailable
 	}
 	if generation >= 0 || memberID != "" || instanceID != nil {
-		if code := g.validateMember(memberID, instanceID); code != 0 {
-			return code
+		if err := g.validateMember(memberID, instanceID); err != nil {
+			return err
 		}
 		if generation != g.generation {
 			return errIllegalGeneration
 		}
-		return 0
+		return nil
 	}
 	if g.state != stateEmpty {
 		return errUnknownMemberID
 	}
-	return 0
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -35,9 +36,9 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			code, fetched := c.fetchOffsets(rg.Group, topics, req.RequireStable)
+			fetched, err := c.fetchOffsets(rg.Group, topics, req.RequireStable)
 			g := kmsg.NewOffsetFetchResponseGroup()
-			g.Group, g.ErrorCode = rg.Group, code
+			g.Group, g.ErrorCode = rg.Group, errcode.Code(err)
 			for _, ft := range fetched {
 				gt := kmsg.NewOffsetFetchResponseGroupTopic()
 				gt.Topic = ft.Topic
@@ -57,18 +58,18 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{}
 	}
-	code, fetched := c.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
+	fetched, err := c.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
 	resp.Topics = fetched
 	if req.Version >= 2 {
-		resp.ErrorCode = code
-	} else if code != 0 {
+		resp.ErrorCode = errcode.Code(err)
+	} else if err != nil {
 		// v1 has no top-level error: put it on every partition.
 		resp.Topics = nil
 		for _, t := range req.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, unknownOffset(p, code))
+				rt.Partitions = append(rt.Partitions, unknownOffset(p, err))
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
@@ -76,24 +77,26 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	return resp
 }
 
-// unknownOffset is the answer for a partition without a committed offset.
-func unknownOffset(partition int32, code int16) kmsg.OffsetFetchResponseTopicPartition {
+// unknownOffset is the answer for a partition without a committed offset,
+// with err's code (nil: none).
+func unknownOffset(partition int32, err error) kmsg.OffsetFetchResponseTopicPartition {
 	p := kmsg.NewOffsetFetchResponseTopicPartition()
-	p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = partition, -1, -1, code
+	p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = partition, -1, -1, errcode.Code(err)
 	empty := ""
 	p.Metadata = &empty
 	return p
 }
 
-// fetchOffsets returns the group-level error code and the committed offsets
+// fetchOffsets returns the committed offsets
 // of the requested partitions, or of every partition when topics is nil,
 // sorted by topic and partition in that case. With requireStable, a
 // partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT
 // (Kafka's getOffsets: with every partition asked for, only those with a
-// committed offset are listed, the unstable ones among them included).
-func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) (int16, []kmsg.OffsetFetchResponseTopic) {
-	if code := c.validateGroup(name); code != 0 {
-		return code, nil
+// committed offset are listed, the unstable ones among them included), and
+// the group-level error.
+func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) ([]kmsg.OffsetFetchResponseTopic, error) {
+	if err := c.validateGroup(name); err != nil {
+		return nil, err
 	}
 	var offsets map[metastore.TopicPartition]metastore.CommittedOffset
 	var unstable map[metastore.TopicPartition]bool
@@ -121,7 +124,7 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 		}
 		o, ok := offsets[tp]
 		if !ok {
-			return unknownOffset(tp.Partition, 0)
+			return unknownOffset(tp.Partition, nil)
 		}
 		p := kmsg.NewOffsetFetchResponseTopicPartition()
 		md := o.Metadata
@@ -145,7 +148,7 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 			}
 			out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, answer(tp))
 		}
-		return 0, out
+		return out, nil
 	}
 	for _, t := range topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
@@ -155,5 +158,5 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 		}
 		out = append(out, rt)
 	}
-	return 0, out
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -43,7 +44,7 @@ func (c *Coordinator) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 			return nil, ctx.Err()
 		}
 	}
-	resp.ErrorCode = res.err
+	resp.ErrorCode = errcode.Code(res.err)
 	resp.MemberID = res.memberID
 	resp.Generation = res.generation
 	resp.LeaderID = res.leader
@@ -59,11 +60,11 @@ func (c *Coordinator) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 // join runs a JoinGroup up to the point where it must wait. It returns
 // either a final result (wait == nil) or the channel the result will come on.
 func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joinResult, <-chan joinResult) {
-	fail := func(code int16) (joinResult, <-chan joinResult) {
-		return joinResult{err: code, memberID: req.MemberID, generation: -1}, nil
+	fail := func(err error) (joinResult, <-chan joinResult) {
+		return joinResult{err: err, memberID: req.MemberID, generation: -1}, nil
 	}
-	if code := c.validateGroup(req.Group); code != 0 {
-		return fail(code)
+	if err := c.validateGroup(req.Group); err != nil {
+		return fail(err)
 	}
 	a := joinArgs{
 		version:      req.Version,
@@ -161,8 +162,8 @@ func (c *Coordinator) joinNewMemberLocked(g *group, a joinArgs) (joinResult, <-c
 // joinCurrentMemberLocked handles a join with a member id (Kafka's
 // doCurrentMemberJoinGroup).
 func (c *Coordinator) joinCurrentMemberLocked(g *group, a joinArgs) (joinResult, <-chan joinResult) {
-	fail := func(code int16) (joinResult, <-chan joinResult) {
-		return joinResult{err: code, memberID: a.memberID, generation: -1}, nil
+	fail := func(err error) (joinResult, <-chan joinResult) {
+		return joinResult{err: err, memberID: a.memberID, generation: -1}, nil
 	}
 	if _, ok := g.pending[a.memberID]; ok {
 		if a.instanceID != nil {
@@ -170,8 +171,8 @@ func (c *Coordinator) joinCurrentMemberLocked(g *group, a joinArgs) (joinResult,
 		}
 		return joinResult{}, c.addMemberAndRebalanceLocked(g, a)
 	}
-	if code := g.validateMember(a.memberID, a.instanceID); code != 0 {
-		return fail(code)
+	if err := g.validateMember(a.memberID, a.instanceID); err != nil {
+		return fail(err)
 	}
 	m := g.members[a.memberID]
 	switch g.state {
@@ -299,7 +300,7 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, oldID string, a joinAr
 				g.leader = oldID
 			}
 			c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
-			return joinResult{err: storeErrorCode(err), generation: g.generation, leader: oldLeader}, nil
+			return joinResult{err: storeErr(err), generation: g.generation, leader: oldLeader}, nil
 		}
 		m.joinCh = nil
 		if a.version >= 9 {

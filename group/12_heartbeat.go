@@ -1,6 +1,10 @@
 package group
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
+)
 
 // Heartbeat (key 12), versions 0-4.
 //
@@ -13,14 +17,15 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = c.heartbeatCode(req)
+	resp.ErrorCode = errcode.Code(c.heartbeatErr(req))
 	return resp
 }
 
-// heartbeatCode is Kafka's handleHeartbeat.
-func (c *Coordinator) heartbeatCode(req *kmsg.HeartbeatRequest) int16 {
-	if code := c.validateGroup(req.Group); code != 0 {
-		return code
+// heartbeatErr is Kafka's handleHeartbeat: nil when the heartbeat is
+// accepted.
+func (c *Coordinator) heartbeatErr(req *kmsg.HeartbeatRequest) error {
+	if err := c.validateGroup(req.Group); err != nil {
+		return err
 	}
 	g := c.getGroup(req.Group, false)
 	if g == nil {
@@ -46,7 +51,7 @@ func (c *Coordinator) heartbeatCode(req *kmsg.HeartbeatRequest) int16 {
 	switch g.state {
 	case stateCompletingRebalance, stateStable:
 		c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
-		return 0
+		return nil
 	case statePreparingRebalance:
 		c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
 		return errRebalanceInProgress

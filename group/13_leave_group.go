@@ -1,6 +1,10 @@
 package group
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
+)
 
 // LeaveGroup (key 13), versions 0-5.
 //
@@ -19,44 +23,44 @@ func (c *Coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 	if req.Version < 3 {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
-	top, codes := c.leave(req.Group, leaving)
+	errs, top := c.leave(req.Group, leaving)
 	if req.Version < 3 {
-		resp.ErrorCode = top
-		if top == 0 {
-			resp.ErrorCode = codes[0]
+		resp.ErrorCode = errcode.Code(top)
+		if top == nil {
+			resp.ErrorCode = errcode.Code(errs[0])
 		}
 		return resp
 	}
-	resp.ErrorCode = top
-	if top != 0 {
+	resp.ErrorCode = errcode.Code(top)
+	if top != nil {
 		return resp
 	}
 	for i, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.InstanceID, rm.ErrorCode = lm.MemberID, lm.InstanceID, codes[i]
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = lm.MemberID, lm.InstanceID, errcode.Code(errs[i])
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp
 }
 
-// leave removes members (Kafka's handleLeaveGroup) and returns the top-level
-// error and one error per leaving member.
-func (c *Coordinator) leave(name string, leaving []kmsg.LeaveGroupRequestMember) (int16, []int16) {
-	codes := make([]int16, len(leaving))
-	if code := c.validateGroup(name); code != 0 {
-		return code, codes
+// leave removes members (Kafka's handleLeaveGroup) and returns one error
+// per leaving member and the top-level error.
+func (c *Coordinator) leave(name string, leaving []kmsg.LeaveGroupRequestMember) ([]error, error) {
+	errs := make([]error, len(leaving))
+	if err := c.validateGroup(name); err != nil {
+		return errs, err
 	}
 	g := c.getGroup(name, false)
 	if g == nil {
-		for i := range codes {
-			codes[i] = errUnknownMemberID
+		for i := range errs {
+			errs[i] = errUnknownMemberID
 		}
-		return 0, codes
+		return errs, nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.state == stateDead {
-		return errCoordinatorNotAvailable, codes
+		return errs, errCoordinatorNotAvailable
 	}
 	for i, lm := range leaving {
 		switch {
@@ -66,19 +70,19 @@ func (c *Coordinator) leave(name string, leaving []kmsg.LeaveGroupRequestMember)
 				id, ok = g.static[*lm.InstanceID]
 			}
 			if !ok {
-				codes[i] = errUnknownMemberID
+				errs[i] = errUnknownMemberID
 				continue
 			}
 			c.removeMemberLocked(g, g.members[id])
 		case g.pending[lm.MemberID] != nil:
 			c.removePendingLocked(g, lm.MemberID)
 		default:
-			if code := g.validateMember(lm.MemberID, lm.InstanceID); code != 0 {
-				codes[i] = code
+			if err := g.validateMember(lm.MemberID, lm.InstanceID); err != nil {
+				errs[i] = err
 				continue
 			}
 			c.removeMemberLocked(g, g.members[lm.MemberID])
 		}
 	}
-	return 0, codes
+	return errs, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
 )
 
 // SyncGroup (key 14), versions 0-5.
@@ -27,8 +29,8 @@ func (c *Coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 			return nil, ctx.Err()
 		}
 	}
-	resp.ErrorCode = res.err
-	if res.err == 0 {
+	resp.ErrorCode = errcode.Code(res.err)
+	if res.err == nil {
 		pt, p := res.protocolType, res.protocol
 		resp.ProtocolType, resp.Protocol = &pt, &p
 		resp.MemberAssignment = res.assignment
@@ -42,9 +44,9 @@ func (c *Coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 // sync runs a SyncGroup up to the point where it must wait (Kafka's
 // doSyncGroup).
 func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncResult) {
-	fail := func(code int16) (syncResult, <-chan syncResult) { return syncResult{err: code}, nil }
-	if code := c.validateGroup(req.Group); code != 0 {
-		return fail(code)
+	fail := func(err error) (syncResult, <-chan syncResult) { return syncResult{err: err}, nil }
+	if err := c.validateGroup(req.Group); err != nil {
+		return fail(err)
 	}
 	g := c.getGroup(req.Group, false)
 	if g == nil {
@@ -109,10 +111,10 @@ func (c *Coordinator) completeSyncLocked(g *group, assignments []kmsg.SyncGroupR
 	}
 	if err := c.putGroup(sg); err != nil {
 		c.log.Warn("group: save assignment", "group", g.name, "err", err)
-		code := storeErrorCode(err)
+		err = storeErr(err)
 		for _, m := range g.members {
 			m.assignment = nil
-			answerSync(m, syncResult{err: code})
+			answerSync(m, syncResult{err: err})
 		}
 		c.maybePrepareRebalanceLocked(g)
 		return

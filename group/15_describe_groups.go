@@ -1,6 +1,10 @@
 package group
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
+)
 
 // DescribeGroups (key 15), versions 0-5.
 //
@@ -34,8 +38,8 @@ func (c *Coordinator) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Respo
 func (c *Coordinator) describe(name string) kmsg.DescribeGroupsResponseGroup {
 	dg := kmsg.NewDescribeGroupsResponseGroup()
 	dg.Group = name
-	if code := c.validateGroup(name); code != 0 {
-		dg.ErrorCode = code
+	if err := c.validateGroup(name); err != nil {
+		dg.ErrorCode = errcode.Code(err)
 		return dg
 	}
 	dg.State = stateDead.String()

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
 )
 
 // ListGroups (key 16), versions 0-5.
@@ -16,14 +18,21 @@ import (
 //	v5  types filter (KIP-848), group type in the answer: always "classic"
 //
 // Groups that only hold offsets are listed too, with an empty protocol type.
+// While a __consumer_offsets partition led here is loading
+// (Options.Loading), the answer is COORDINATOR_LOAD_IN_PROGRESS, as Kafka's,
+// rather than a list without that partition's groups.
 
 // classicGroupType is the group type of every group here (KIP-848 naming).
 const classicGroupType = "classic"
 
 func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if code := c.status(); code != 0 {
-		resp.ErrorCode = code
+	if err := c.status(); err != nil {
+		resp.ErrorCode = errcode.Code(err)
+		return resp
+	}
+	if c.opts.Loading != nil && c.opts.Loading() {
+		resp.ErrorCode = errcode.Code(errLoadInProgress)
 		return resp
 	}
 	if req.Version >= 5 && len(req.TypesFilter) > 0 &&

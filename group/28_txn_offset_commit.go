@@ -2,12 +2,11 @@ package group
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
-	"github.com/sluice/sluice/replication"
 )
 
 // TxnOffsetCommit (key 28), versions 0-3 (KIP-98, KIP-447).
@@ -25,22 +24,21 @@ import (
 // member id); it is created Empty, as Kafka does. Unlike OffsetCommit there
 // is no state check: a member of the current generation may commit while
 // the group rebalances. The transactional id was authorized by the server.
-// The producer's epoch: in cluster mode the __consumer_offsets log refuses
-// an epoch older than the producer's; in single-node mode the coordinator
-// checks it against the latest epoch it saw (txn.go). Either way a fenced
-// producer gets INVALID_PRODUCER_EPOCH, at every version, as Kafka answers
-// (the log's error passes through GroupMetadataManager unmapped; Java
-// clients and librdkafka treat it as PRODUCER_FENCED).
+// The producer's epoch: the __consumer_offsets log refuses an epoch older
+// than the producer's (txn.go), and a fenced producer gets
+// INVALID_PRODUCER_EPOCH, at every version, as Kafka answers (the log's
+// error passes through GroupMetadataManager unmapped; Java clients and
+// librdkafka treat it as PRODUCER_FENCED).
 
 func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := c.txnCommit(ctx, req)
+	errs := c.txnCommit(ctx, req)
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rp.Partition, rp.ErrorCode = p.Partition, errcode.Code(errs[i][j])
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -49,24 +47,15 @@ func (c *Coordinator) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 }
 
 // txnCommit validates and stores one TxnOffsetCommit and returns the error
-// code of each partition, indexed like req.Topics.
-func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) [][]int16 {
-	codes := make([][]int16, len(req.Topics))
+// of each partition (nil: pending), indexed like req.Topics.
+func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) [][]error {
+	errs := make([][]error, len(req.Topics))
 	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
+		errs[i] = make([]error, len(t.Partitions))
 	}
-	setAll := func(code int16) [][]int16 {
-		for _, cs := range codes {
-			for j := range cs {
-				if cs[j] == 0 {
-					cs[j] = code
-				}
-			}
-		}
-		return codes
-	}
-	if code := c.validateGroup(req.Group); code != 0 {
-		return setAll(code)
+	setAll := func(err error) [][]error { return failRest(errs, err) }
+	if err := c.validateGroup(req.Group); err != nil {
+		return setAll(err)
 	}
 	if req.ProducerID < 0 {
 		return setAll(errInvalidRequest)
@@ -101,7 +90,7 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 				md = *p.Metadata
 			}
 			if len(md) > c.opts.MaxMetadataSize {
-				codes[i][j] = errOffsetMetadataTooLarge
+				errs[i][j] = errOffsetMetadataTooLarge
 				continue
 			}
 			epoch := int32(-1)
@@ -114,19 +103,16 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 		}
 	}
 	if len(offsets) == 0 {
-		return codes
+		return errs
 	}
-	// Single-node: refuse a fenced epoch, and index the group for the
-	// producer before the offsets become pending, so a marker that raced
-	// past the check still finds them (and drops them: older epoch).
-	if !c.admitTxn(req.ProducerID, req.ProducerEpoch, g.name) {
-		return setAll(errInvalidProducerEpoch)
-	}
-	// Cluster mode: durable once __consumer_offsets has the transactional
-	// batch; its offset orders it among the group's writes.
-	pos, code := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
-	if code != 0 {
-		return setAll(code)
+	// Index the group for the producer before the offsets become pending,
+	// so a marker that raced the append still finds them.
+	c.indexTxn(req.ProducerID, g.name)
+	// Durable once __consumer_offsets has the transactional batch; its
+	// offset orders it among the group's writes.
+	pos, err := c.persistTxn(ctx, g.name, req.ProducerID, req.ProducerEpoch, offsets)
+	if err != nil {
+		return setAll(err)
 	}
 	put := make([]metastore.PendingTxnOffset, 0, len(offsets))
 	for tp, o := range offsets {
@@ -135,47 +121,24 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 			TopicPartition: tp, Offset: o, Position: pos,
 		})
 	}
-	u := metastore.OffsetsUpdate{PutPending: put}
-	// Single-node: an epoch this commit raised is stored with its offsets.
-	var storedEpoch int16
-	if c.epochNeedsStore(req.ProducerID) {
-		c.epochMu.Lock()
-		defer c.epochMu.Unlock()
-		if e, ok := c.epochToStore(req.ProducerID); ok {
-			u.Epochs, storedEpoch = map[int64]int16{req.ProducerID: e}, e
-		}
-	}
-	if err := c.store.UpdateOffsets(g.name, u); err != nil {
+	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{PutPending: put}); err != nil {
 		c.log.Warn("group: store pending transactional offsets", "group", g.name, "err", err)
-		return setAll(storeErrorCode(err))
-	}
-	if u.Epochs != nil {
-		c.markEpochStored(req.ProducerID, storedEpoch)
+		return setAll(storeErr(err))
 	}
 	g.addPendingLocked(put)
-	return codes
+	return errs
 }
 
-// persistTxn makes a transactional commit durable before it is applied:
-// through the PersistTxn hook in cluster mode (the position is the log
-// offset of the batch), else a position from the coordinator's counter.
-// It returns the position and the error code (0 on success).
-func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, int16) {
-	if c.opts.PersistTxn == nil {
-		return c.txnPos.Add(1), 0
-	}
+// persistTxn makes a transactional commit durable before it is applied,
+// through the PersistTxn hook. It returns the position (the log offset of
+// the batch), or the hook's error marked for errcode.Code.
+func (c *Coordinator) persistTxn(ctx context.Context, name string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error) {
 	pos, err := c.opts.PersistTxn(ctx, name, producerID, epoch, offsets)
 	if err != nil {
 		c.log.Warn("group: persist transactional offsets", "group", name, "producer", producerID, "err", err)
-		switch {
-		case errors.Is(err, ErrNotCoordinator):
-			return 0, errNotCoordinator
-		case errors.Is(err, replication.ErrInvalidProducerEpoch):
-			// A fenced producer: the log knows a newer epoch. Kafka
-			// passes INVALID_PRODUCER_EPOCH through, at every version.
-			return 0, errInvalidProducerEpoch
-		}
-		return 0, errCoordinatorNotAvailable
+		// A fenced producer (the log knows a newer epoch) gets
+		// INVALID_PRODUCER_EPOCH at every version, as from Kafka.
+		return 0, appendErr(err)
 	}
-	return pos, 0
+	return pos, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -23,56 +24,56 @@ func (c *Coordinator) deleteGroups(req *kmsg.DeleteGroupsRequest) kmsg.Response 
 	for _, name := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = name
-		rg.ErrorCode = c.deleteGroup(name)
+		rg.ErrorCode = errcode.Code(c.deleteGroup(name))
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
 }
 
-// deleteGroup deletes one group and returns its error code.
-func (c *Coordinator) deleteGroup(name string) int16 {
-	if code := c.validateGroup(name); code != 0 {
-		return code
+// deleteGroup deletes one group; nil when deleted.
+func (c *Coordinator) deleteGroup(name string) error {
+	if err := c.validateGroup(name); err != nil {
+		return err
 	}
 	g := c.getGroup(name, false)
 	if g == nil {
 		return errGroupIDNotFound
 	}
 	g.mu.Lock()
-	var code int16
+	var err error
 	switch g.state {
 	case stateDead:
-		code = errGroupIDNotFound
+		err = errGroupIDNotFound
 	case stateEmpty:
-		code = c.killLocked(g)
+		err = c.killLocked(g)
 	default:
-		code = errNonEmptyGroup
+		err = errNonEmptyGroup
 	}
 	g.mu.Unlock()
-	if code == 0 {
+	if err == nil {
 		c.forget(g)
 	}
-	return code
+	return err
 }
 
 // killLocked moves an Empty group to Dead and deletes its saved state and
-// offsets. On a store failure the group stays Empty and the code says why.
+// offsets. On a failed write the group stays Empty and the error says why.
 // The caller removes the group from the map with forget after unlocking.
 // REQUIRES: g.mu held, g Empty.
-func (c *Coordinator) killLocked(g *group) int16 {
+func (c *Coordinator) killLocked(g *group) error {
 	tps := make([]metastore.TopicPartition, 0, len(g.offsets))
 	for tp := range g.offsets {
 		tps = append(tps, tp)
 	}
-	if code := c.persistDeletes(g.name, tps); code != 0 {
-		return code
+	if err := c.persistDeletes(g.name, tps); err != nil {
+		return err
 	}
-	if code := c.persistGroup(metastore.Group{Name: g.name}, true); code != 0 {
-		return code
+	if err := c.persistGroup(metastore.Group{Name: g.name}, true); err != nil {
+		return storeErr(err)
 	}
 	if err := c.store.DeleteGroup(g.name); err != nil && !errors.Is(err, metastore.ErrNotFound) {
 		c.log.Warn("group: delete group", "group", g.name, "err", err)
-		return storeErrorCode(err)
+		return storeErr(err)
 	}
 	g.stopTimersLocked()
 	for id := range g.pending {
@@ -82,7 +83,7 @@ func (c *Coordinator) killLocked(g *group) int16 {
 	clear(g.offsets)
 	clear(g.pendingTxn)
 	g.transitionLocked(stateDead, c.clock.Now())
-	return 0
+	return nil
 }
 
 // forget removes a Dead group from the map (if it is still the one there).

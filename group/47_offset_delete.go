@@ -3,6 +3,7 @@ package group
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -16,9 +17,9 @@ import (
 
 func (c *Coordinator) offsetDelete(req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	top, codes := c.deleteOffsets(req)
-	resp.ErrorCode = top
-	if top != 0 {
+	errs, top := c.deleteOffsets(req)
+	resp.ErrorCode = errcode.Code(top)
+	if top != nil {
 		return resp
 	}
 	for i, t := range req.Topics {
@@ -26,7 +27,7 @@ func (c *Coordinator) offsetDelete(req *kmsg.OffsetDeleteRequest) kmsg.Response 
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rp.Partition, rp.ErrorCode = p.Partition, errcode.Code(errs[i][j])
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -34,51 +35,54 @@ func (c *Coordinator) offsetDelete(req *kmsg.OffsetDeleteRequest) kmsg.Response 
 	return resp
 }
 
-// deleteOffsets returns the top-level code and per-partition codes indexed
-// like req.Topics.
-func (c *Coordinator) deleteOffsets(req *kmsg.OffsetDeleteRequest) (int16, [][]int16) {
-	if code := c.validateGroup(req.Group); code != 0 {
-		return code, nil
+// deleteOffsets returns the per-partition errors, indexed like req.Topics,
+// and the top-level error.
+func (c *Coordinator) deleteOffsets(req *kmsg.OffsetDeleteRequest) ([][]error, error) {
+	if err := c.validateGroup(req.Group); err != nil {
+		return nil, err
 	}
 	g := c.getGroup(req.Group, false)
 	if g == nil {
-		return errGroupIDNotFound, nil
+		return nil, errGroupIDNotFound
 	}
 	g.mu.Lock()
-	top, codes, dead := c.deleteOffsetsLocked(g, req.Topics)
+	errs, dead, top := c.deleteOffsetsLocked(g, req.Topics)
 	g.mu.Unlock()
 	if dead {
 		c.forget(g)
 	}
-	return top, codes
+	return errs, top
 }
 
+// deleteOffsetsLocked deletes the offsets of topics from g and returns the
+// per-partition errors, whether g died (Empty with nothing left) and the
+// top-level error.
 // REQUIRES: g.mu held.
-func (c *Coordinator) deleteOffsetsLocked(g *group, topics []kmsg.OffsetDeleteRequestTopic) (int16, [][]int16, bool) {
+func (c *Coordinator) deleteOffsetsLocked(g *group, topics []kmsg.OffsetDeleteRequestTopic) ([][]error, bool, error) {
 	switch g.state {
 	case stateDead:
-		return errGroupIDNotFound, nil, false
+		return nil, false, errGroupIDNotFound
 	case stateEmpty:
 	default:
 		if g.protocolType != consumerProtocolType {
-			return errNonEmptyGroup, nil, false
+			return nil, false, errNonEmptyGroup
 		}
 	}
-	codes := make([][]int16, len(topics))
+	errs := make([][]error, len(topics))
 	var tps []metastore.TopicPartition
 	for i, t := range topics {
-		codes[i] = make([]int16, len(t.Partitions))
+		errs[i] = make([]error, len(t.Partitions))
 		subscribed := g.state != stateEmpty && g.isSubscribed(t.Topic)
 		for j, p := range t.Partitions {
 			if subscribed {
-				codes[i][j] = errGroupSubscribedToTopic
+				errs[i][j] = errGroupSubscribedToTopic
 				continue
 			}
 			tps = append(tps, metastore.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
-	if code := c.persistDeletes(g.name, tps); code != 0 {
-		return code, nil, false
+	if err := c.persistDeletes(g.name, tps); err != nil {
+		return nil, false, err
 	}
 	// As Kafka's GroupMetadata.removeOffsets: the partitions' pending
 	// transactional offsets go too.
@@ -92,14 +96,14 @@ func (c *Coordinator) deleteOffsetsLocked(g *group, topics []kmsg.OffsetDeleteRe
 	}
 	if err := c.store.UpdateOffsets(g.name, metastore.OffsetsUpdate{DeleteCommit: tps, DeletePending: pendKeys}); err != nil {
 		c.log.Warn("group: delete offsets", "group", g.name, "err", err)
-		return storeErrorCode(err), nil, false
+		return nil, false, storeErr(err)
 	}
 	for _, tp := range tps {
 		delete(g.offsets, tp)
 	}
 	g.dropPendingLocked(tps)
 	if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
-		return 0, codes, c.killLocked(g) == 0
+		return errs, c.killLocked(g) == nil, nil
 	}
-	return 0, codes, false
+	return errs, false, nil
 }

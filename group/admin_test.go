@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,7 +21,7 @@ func TestDeleteGroups(t *testing.T) {
 	r := kmsg.NewPtrDeleteGroupsRequest()
 	r.Version = 2
 	r.Groups = []string{"idle", "active", "missing", "idle"}
-	want := []int16{0, errNonEmptyGroup, errGroupIDNotFound, errGroupIDNotFound}
+	want := []int16{0, kerr.NonEmptyGroup.Code, kerr.GroupIDNotFound.Code, kerr.GroupIDNotFound.Code}
 	for i, g := range do[*kmsg.DeleteGroupsResponse](e, r).Groups {
 		t.Run(fmt.Sprint(i, g.Group), func(t *testing.T) {
 			if g.ErrorCode != want[i] {
@@ -102,7 +103,7 @@ func TestDescribeAndListGroups(t *testing.T) {
 					t.Fatalf("%+v", g)
 				}
 			case "":
-				if g.ErrorCode != errInvalidGroupID {
+				if g.ErrorCode != kerr.InvalidGroupID.Code {
 					t.Fatalf("%+v", g)
 				}
 			}
@@ -119,7 +120,7 @@ func TestFindCoordinator(t *testing.T) {
 				r.Version, r.CoordinatorType = v, kt
 				r.CoordinatorKey, r.CoordinatorKeys = "g", []string{"g", "h"}
 				resp := do[*kmsg.FindCoordinatorResponse](e, r)
-				want := map[int8]int16{0: 0, 1: errCoordinatorNotAvailable, 5: errInvalidRequest}[kt]
+				want := map[int8]int16{0: 0, 1: kerr.CoordinatorNotAvailable.Code, 5: kerr.InvalidRequest.Code}[kt]
 				if v == 0 {
 					want = 0 // v0 has no key type: always a group
 				}
@@ -161,13 +162,13 @@ func TestOffsetDelete(t *testing.T) {
 		return do[*kmsg.OffsetDeleteResponse](e, r)
 	}
 	resp := del("g", "t", "old")
-	if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != errGroupSubscribedToTopic || resp.Topics[1].Partitions[0].ErrorCode != 0 {
+	if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code || resp.Topics[1].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("%+v", resp)
 	}
 	if e.fetch("g", "t", 0) != 1 || e.fetch("g", "old", 0) != -1 {
 		t.Fatal("wrong offsets deleted")
 	}
-	if resp := del("missing", "t"); resp.ErrorCode != errGroupIDNotFound {
+	if resp := del("missing", "t"); resp.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("missing group: %d", resp.ErrorCode)
 	}
 	if resp := del("simple", "t"); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
@@ -187,10 +188,10 @@ func TestLoadingAndClose(t *testing.T) {
 	if err := e.c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r := await(t, ch); r.ErrorCode != errCoordinatorNotAvailable {
+	if r := await(t, ch); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("blocked join after close: %d", r.ErrorCode)
 	}
-	if code := e.heartbeat("g", "x", 1, nil); code != errCoordinatorNotAvailable {
+	if code := e.heartbeat("g", "x", 1, nil); code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("heartbeat after close: %d", code)
 	}
 	// A cancelled context ends a blocked join with its error.
@@ -259,7 +260,7 @@ func runMember(c *Coordinator, group string, n int) error {
 		j := call(joinReq(9, group, memberID, nil, consumerMeta("t"))).(*kmsg.JoinGroupResponse)
 		switch j.ErrorCode {
 		case 0:
-		case errMemberIDRequired, errUnknownMemberID:
+		case kerr.MemberIDRequired.Code, kerr.UnknownMemberID.Code:
 			memberID = j.MemberID
 			continue
 		default:
@@ -283,7 +284,7 @@ func runMember(c *Coordinator, group string, n int) error {
 			r.Version, r.Group, r.MemberID, r.Generation = 8, group, memberID, j.Generation
 			r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: memberID, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: 1}}}}
 			code := call(r).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
-			if code == 0 || code == errRebalanceInProgress || code == errIllegalGeneration {
+			if code == 0 || code == kerr.RebalanceInProgress.Code || code == kerr.IllegalGeneration.Code {
 				return nil
 			}
 			return fmt.Errorf("member %s: commit error %d", memberID, code)

@@ -4,11 +4,17 @@
 // timeouts, static membership (KIP-345), member ids handed out before the
 // first join (KIP-394), and the same error codes.
 //
-// Every group lives in memory; the metastore holds what must survive a
-// restart: committed offsets, written and synced before a commit is
-// answered, and each group's state, saved after each completed rebalance and
-// on transitions to Empty or Dead. New loads both back; members of a loaded
-// Stable group get fresh session timers, so a consumer that keeps
+// Every group lives in memory. What must survive a restart has one
+// persistence path, the same on a single node and in a cluster: the
+// internal topic __consumer_offsets, written through the hooks of package
+// offsets (Options.Owns, Persist, PersistGroup, PersistTxn). A commit is
+// appended there with acks=all and answered once committed; each group's
+// state is appended after each completed rebalance and on transitions to
+// Empty or Dead. The metastore is the materialized view of that log: a
+// write is applied to it (and to memory) only after the append, and when
+// this broker takes over a partition, package offsets replays it into the
+// metastore and calls Reload for its groups (ownership.go). Members of a
+// reloaded Stable group get fresh session timers, so a consumer that keeps
 // heartbeating continues without a rebalance and a dead one expires.
 //
 // The coordinator is agnostic of assignors: the group leader assigns, the
@@ -26,7 +32,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +46,6 @@ const (
 	defaultOffsetsRetention   = 7 * 24 * time.Hour
 	defaultRetentionCheck     = 10 * time.Minute // offsets.retention.check.interval.ms
 	defaultMaxMetadataSize    = 4096             // offset.metadata.max.bytes
-	defaultProducerIDExpiry   = 24 * time.Hour   // producer.id.expiration.ms
 	newMemberJoinTimeout      = 5 * time.Minute  // Kafka's NewMemberJoinTimeoutMs
 	authorizedOperationsUnset = -2147483648
 )
@@ -69,10 +73,6 @@ type Options struct {
 	MaxGroupSize int
 	// MaxMetadataSize is offset.metadata.max.bytes. 0: 4096.
 	MaxMetadataSize int
-	// ProducerIDExpiration is producer.id.expiration.ms: how long the
-	// single-node coordinator keeps the epoch of a producer id that has no
-	// pending transactional offsets and was not seen (txn.go). 0: 1 day.
-	ProducerIDExpiration time.Duration
 
 	// Now replaces time.Now for timestamps when Clock is nil.
 	Now func() time.Time
@@ -86,16 +86,19 @@ type Options struct {
 	Host   string
 	Port   int32
 
-	// Owns, Persist and PersistGroup are the cluster-mode hooks
-	// (ownership.go), the methods of package offsets' Coordinator; nil in
-	// single-node mode. With Owns set nothing is loaded at New: Reload is
-	// called as this broker takes over __consumer_offsets partitions.
+	// Owns, Persist, PersistGroup and PersistTxn are the persistence hooks
+	// (ownership.go), the methods of package offsets' Coordinator, in both
+	// modes. Required. Nothing is loaded at New: Reload is called as this
+	// broker takes over __consumer_offsets partitions.
 	Owns         OwnsFunc
 	Persist      PersistFunc
 	PersistGroup PersistGroupFunc
-	// PersistTxn is the cluster-mode hook of TxnOffsetCommit (package
-	// offsets): nil in single-node mode.
-	PersistTxn PersistTxnFunc
+	PersistTxn   PersistTxnFunc
+	// Loading reports whether some __consumer_offsets partition led here
+	// is still loading: ListGroups then answers
+	// COORDINATOR_LOAD_IN_PROGRESS, as Kafka's does, rather than a partial
+	// list. nil: never.
+	Loading func() bool
 	// PartitionFor returns the __consumer_offsets partition of a group,
 	// which HandleTxnCompletion matches against the partitions a
 	// transaction marker was written to. nil: every group matches.
@@ -109,9 +112,6 @@ type Coordinator struct {
 	log   *slog.Logger
 	opts  Options
 
-	loaded  chan struct{} // closed when loading ends, well or badly
-	loadErr error         // set before loaded is closed
-
 	mu     sync.Mutex
 	groups map[string]*group
 	closed bool
@@ -123,27 +123,18 @@ type Coordinator struct {
 	// under g.mu, never held while taking another.
 	txnMu     sync.Mutex
 	txnGroups map[int64]map[string]struct{}
-	// txnEpochs (guarded by txnMu), single-node mode only: the latest
-	// epoch seen of each producer id, from TxnOffsetCommit and from
-	// transaction markers, as a log's producer state keeps it (txn.go).
-	txnEpochs map[int64]producerEpoch
-	// epochMu serializes writes and deletions of stored producer epochs
-	// (single-node mode), so the stored epoch of a producer only rises and
-	// the expiry sweep's deletion cannot overtake a newer write. Taken
-	// under g.mu, before txnMu.
-	epochMu sync.Mutex
-	// txnPos is the last position handed to a pending transactional offset
-	// in single-node mode (txn.go); loading moves it past stored ones.
-	txnPos atomic.Int64
 }
 
-// New creates the coordinator and starts loading groups and offsets from the
-// store in the background. Until loading ends, group requests are answered
-// with COORDINATOR_LOAD_IN_PROGRESS; if it fails, with
-// COORDINATOR_NOT_AVAILABLE (and Loaded returns the error).
+// New creates the coordinator, which holds no group until Reload installs
+// the groups of the __consumer_offsets partitions this broker takes over,
+// and starts the periodic offset expiry sweep. Errors: a missing required
+// option, bad session timeout bounds.
 func New(opts Options) (*Coordinator, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("group: Options.Store is required")
+	}
+	if opts.Owns == nil || opts.Persist == nil || opts.PersistGroup == nil || opts.PersistTxn == nil {
+		return nil, fmt.Errorf("group: Options.Owns, Persist, PersistGroup and PersistTxn are required")
 	}
 	if opts.MinSessionTimeout == 0 {
 		opts.MinSessionTimeout = defaultMinSessionTimeout
@@ -163,18 +154,13 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.MaxMetadataSize <= 0 {
 		opts.MaxMetadataSize = defaultMaxMetadataSize
 	}
-	if opts.ProducerIDExpiration <= 0 {
-		opts.ProducerIDExpiration = defaultProducerIDExpiry
-	}
 	c := &Coordinator{
 		store:     opts.Store,
 		clock:     opts.Clock,
 		log:       opts.Logger,
 		opts:      opts,
-		loaded:    make(chan struct{}),
 		groups:    make(map[string]*group),
 		txnGroups: make(map[int64]map[string]struct{}),
-		txnEpochs: make(map[int64]producerEpoch),
 	}
 	if c.clock == nil {
 		c.clock = realClock{now: opts.Now}
@@ -182,117 +168,34 @@ func New(opts Options) (*Coordinator, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	go c.load()
+	c.mu.Lock()
+	c.scheduleSweepLocked()
+	c.mu.Unlock()
 	return c, nil
 }
 
-// Loaded waits until loading ends or ctx is done and returns the load error
-// (nil on success) or ctx's error.
-func (c *Coordinator) Loaded(ctx context.Context) error {
-	select {
-	case <-c.loaded:
-		return c.loadErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// load reads every saved group and every group's offsets into memory,
-// restarts the session timers of loaded members and schedules the sweep.
-func (c *Coordinator) load() {
-	defer close(c.loaded)
-	if c.opts.Owns != nil {
-		return
-	}
-	saved, err := c.store.ListGroups()
-	if err != nil {
-		c.loadErr = fmt.Errorf("group: load groups: %w", err)
-		c.log.Error("group: load failed", "err", err)
-		return
-	}
-	names, err := c.store.ListOffsetGroups()
-	if err != nil {
-		c.loadErr = fmt.Errorf("group: load offset groups: %w", err)
-		c.log.Error("group: load failed", "err", err)
-		return
-	}
-	groups := make(map[string]*group, len(saved)+len(names))
-	for _, sg := range saved {
-		groups[sg.Name] = fromStore(sg)
-	}
-	for _, name := range names {
-		offs, err := c.store.FetchOffsets(name)
-		if err != nil {
-			c.loadErr = fmt.Errorf("group: load offsets of %q: %w", name, err)
-			c.log.Error("group: load failed", "err", err)
-			return
-		}
-		g := groups[name]
-		if g == nil {
-			g = newGroup(name, c.clock.Now())
-			groups[name] = g
-		}
-		g.offsets = offs
-	}
-	if err := c.loadEpochs(); err != nil {
-		c.loadErr = err
-		c.log.Error("group: load failed", "err", err)
-		return
-	}
-	if err := c.loadPending(groups, func(string) bool { return true }); err != nil {
-		c.loadErr = err
-		c.log.Error("group: load failed", "err", err)
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	for name, g := range groups {
-		if g.state == stateDead {
-			continue
-		}
-		c.groups[name] = g
-		g.mu.Lock()
-		for _, m := range g.members {
-			c.scheduleHeartbeatLocked(g, m, m.sessionTimeout)
-		}
-		g.mu.Unlock()
-	}
-	c.scheduleSweepLocked()
-	c.log.Info("group: coordinator loaded", "groups", len(c.groups))
-}
-
-// status returns the error code every group request gets now: 0 when the
-// coordinator is serving.
-func (c *Coordinator) status() int16 {
-	select {
-	case <-c.loaded:
-	default:
-		return errLoadInProgress
-	}
-	if c.loadErr != nil {
-		return errCoordinatorNotAvailable
-	}
+// status returns the error every group request gets now: nil when the
+// coordinator is serving (each group's own ownership and loading are
+// ownerErr's).
+func (c *Coordinator) status() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return errCoordinatorNotAvailable
 	}
-	return 0
+	return nil
 }
 
 // validateGroup is Kafka's validateGroupStatus: the coordinator's status,
 // then INVALID_GROUP_ID for an empty name.
-func (c *Coordinator) validateGroup(name string) int16 {
-	if code := c.status(); code != 0 {
-		return code
+func (c *Coordinator) validateGroup(name string) error {
+	if err := c.status(); err != nil {
+		return err
 	}
 	if name == "" {
 		return errInvalidGroupID
 	}
-	return c.ownerCode(name)
+	return c.ownerErr(name)
 }
 
 // getGroup returns the group called name, creating an Empty one when create
@@ -384,8 +287,9 @@ var versionRanges = map[int16][2]int16{
 // coordinator: encode it, do not modify it.
 //
 // Errors: ErrUnhandled for a key APIs does not list, ErrUnsupportedVersion
-// for a version outside the range APIs gives, ctx.Err() as above. Protocol-level
-// failures are error codes inside the response, never Go errors.
+// for a version outside the range APIs gives, ctx.Err() as above.
+// Protocol-level failures are error codes inside the response (the codes
+// errcode.Code gives the coordinator's errors), never Go errors.
 func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	r, ok := versionRanges[req.Key()]
 	if !ok {

@@ -2,36 +2,36 @@ package group
 
 import (
 	"errors"
+	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/coordlog"
+	"github.com/sluice/sluice/internal/errcode"
 )
 
-// Kafka error codes the coordinator answers with. The coordinator builds
-// complete protocol responses, so it is the one place these are chosen for
-// the group APIs.
+// The errors the coordinator answers with, by their short names here: its
+// protocol errors are declared in package errcode, the runtime ones in
+// coordlog. The coordinator decides with these errors; errcode.Code, the
+// one mapping, turns each into the code of the response it builds, so no
+// code is chosen here.
 var (
-	errCoordinatorNotAvailable = kerr.CoordinatorNotAvailable.Code
-	errLoadInProgress          = kerr.CoordinatorLoadInProgress.Code
-	errNotCoordinator          = kerr.NotCoordinator.Code
-	errInvalidGroupID          = kerr.InvalidGroupID.Code
-	errUnknownMemberID         = kerr.UnknownMemberID.Code
-	errMemberIDRequired        = kerr.MemberIDRequired.Code
-	errIllegalGeneration       = kerr.IllegalGeneration.Code
-	errRebalanceInProgress     = kerr.RebalanceInProgress.Code
-	errFencedInstanceID        = kerr.FencedInstanceID.Code
-	errInconsistentProtocol    = kerr.InconsistentGroupProtocol.Code
-	errInvalidSessionTimeout   = kerr.InvalidSessionTimeout.Code
-	errGroupMaxSizeReached     = kerr.GroupMaxSizeReached.Code
-	errGroupIDNotFound         = kerr.GroupIDNotFound.Code
-	errNonEmptyGroup           = kerr.NonEmptyGroup.Code
-	errGroupSubscribedToTopic  = kerr.GroupSubscribedToTopic.Code
-	errOffsetMetadataTooLarge  = kerr.OffsetMetadataTooLarge.Code
-	errInvalidRequest          = kerr.InvalidRequest.Code
-	errUnknownServerError      = kerr.UnknownServerError.Code
-	errUnstableOffsetCommit    = kerr.UnstableOffsetCommit.Code
-	errInvalidProducerEpoch    = kerr.InvalidProducerEpoch.Code
+	errCoordinatorNotAvailable = coordlog.ErrCoordinatorNotAvailable
+	errLoadInProgress          = coordlog.ErrLoadInProgress
+	errNotCoordinator          = coordlog.ErrNotCoordinator
+	errInvalidGroupID          = errcode.ErrInvalidGroupID
+	errUnknownMemberID         = errcode.ErrUnknownMemberID
+	errMemberIDRequired        = errcode.ErrMemberIDRequired
+	errIllegalGeneration       = errcode.ErrIllegalGeneration
+	errRebalanceInProgress     = errcode.ErrRebalanceInProgress
+	errFencedInstanceID        = errcode.ErrFencedInstanceID
+	errInconsistentProtocol    = errcode.ErrInconsistentProtocol
+	errInvalidSessionTimeout   = errcode.ErrInvalidSessionTimeout
+	errGroupMaxSizeReached     = errcode.ErrGroupMaxSizeReached
+	errGroupIDNotFound         = errcode.ErrGroupIDNotFound
+	errNonEmptyGroup           = errcode.ErrNonEmptyGroup
+	errGroupSubscribedToTopic  = errcode.ErrGroupSubscribedToTopic
+	errOffsetMetadataTooLarge  = errcode.ErrOffsetMetadataTooLarge
+	errInvalidRequest          = errcode.ErrInvalidRequest
+	errUnstableOffsetCommit    = errcode.ErrUnstableOffsetCommit
 )
 
 var (
@@ -44,16 +44,15 @@ var (
 	ErrUnhandled = errors.New("group: request not handled by the group coordinator")
 )
 
-// storeErrorCode maps a metastore failure to the code a client sees, as
-// Kafka maps failed appends to __consumer_offsets: a closed store means the
-// coordinator is going away (retriable), anything else is unknown.
-func storeErrorCode(err error) int16 {
-	var pe persistError
-	if errors.As(err, &pe) {
-		return pe.code
+// storeErr marks err, a failed metastore write (or the failed log write
+// before it, already marked errcode.ErrAppend), for errcode.Code.
+func storeErr(err error) error {
+	if errors.Is(err, errcode.ErrAppend) {
+		return err
 	}
-	if errors.Is(err, metastore.ErrClosed) {
-		return errCoordinatorNotAvailable
-	}
-	return errUnknownServerError
+	return fmt.Errorf("%w: %w", errcode.ErrStore, err)
 }
+
+// appendErr marks err, a failed write to __consumer_offsets through a
+// hook, for errcode.Code.
+func appendErr(err error) error { return fmt.Errorf("%w: %w", errcode.ErrAppend, err) }

@@ -24,8 +24,6 @@ import (
 //
 // An Empty group left without offsets is deleted (Dead); pending
 // transactional offsets neither expire nor let their group die (txn.go).
-// The sweep also drops the single-node epochs of idle producers without
-// pending offsets (producer.id.expiration.ms, txn.go).
 
 // scheduleSweepLocked arms the next periodic sweep.
 // REQUIRES: c.mu held.
@@ -47,14 +45,11 @@ func (c *Coordinator) scheduleSweepLocked() {
 // deleted. The periodic sweep calls it; tools and tests may too. A store
 // failure on one group is returned after the other groups were swept.
 func (c *Coordinator) ExpireOffsets() (int, error) {
-	if code := c.status(); code != 0 {
+	if err := c.status(); err != nil {
 		return 0, nil
 	}
 	groups := c.groupList()
 	now := c.clock.Now()
-	if n := c.expireProducers(now); n > 0 {
-		c.log.Debug("group: dropped idle producer epochs", "producers", n)
-	}
 	total := 0
 	var firstErr error
 	for _, g := range groups {
@@ -111,8 +106,8 @@ func (c *Coordinator) expireLocked(g *group, now time.Time) (int, bool, error) {
 		}
 	}
 	if len(expired) > 0 {
-		if code := c.persistDeletes(g.name, expired); code != 0 {
-			return 0, false, fmt.Errorf("group: expire offsets of %q: tombstones not written (error code %d)", g.name, code)
+		if err := c.persistDeletes(g.name, expired); err != nil {
+			return 0, false, fmt.Errorf("group: expire offsets of %q: tombstones not written: %w", g.name, err)
 		}
 		if err := c.store.DeleteOffsets(g.name, expired); err != nil {
 			return 0, false, err
@@ -123,7 +118,7 @@ func (c *Coordinator) expireLocked(g *group, now time.Time) (int, bool, error) {
 		c.log.Info("group: expired offsets", "group", g.name, "partitions", len(expired))
 	}
 	if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 && len(g.pendingTxn) == 0 {
-		return len(expired), c.killLocked(g) == 0, nil
+		return len(expired), c.killLocked(g) == nil, nil
 	}
 	return len(expired), false, nil
 }

@@ -147,7 +147,7 @@ type pendingMember struct {
 
 // joinResult is what a waiting JoinGroup is answered with.
 type joinResult struct {
-	err            int16
+	err            error // nil: joined
 	memberID       string
 	generation     int32
 	protocolType   string
@@ -160,7 +160,7 @@ type joinResult struct {
 
 // syncResult is what a waiting SyncGroup is answered with.
 type syncResult struct {
-	err          int16
+	err          error // nil: synced
 	protocolType string
 	protocol     string
 	assignment   []byte
@@ -210,16 +210,17 @@ func (g *group) isStaticMemberFenced(instanceID *string, memberID string) bool {
 }
 
 // validateMember returns the error for an operation by memberID (with the
-// optional instance id) on g: FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or 0.
+// optional instance id) on g: errFencedInstanceID, errUnknownMemberID or
+// nil.
 // REQUIRES: g.mu held.
-func (g *group) validateMember(memberID string, instanceID *string) int16 {
+func (g *group) validateMember(memberID string, instanceID *string) error {
 	if g.isStaticMemberFenced(instanceID, memberID) {
 		return errFencedInstanceID
 	}
 	if _, ok := g.members[memberID]; !ok {
 		return errUnknownMemberID
 	}
-	return 0
+	return nil
 }
 
 // supportsProtocols reports whether a member with protocolType and protocols

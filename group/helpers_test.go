@@ -2,17 +2,24 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/engine"
+	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replication"
 )
 
 // fakeClock is a Clock whose time moves only when a test calls Advance,
@@ -97,13 +104,23 @@ func (c *fakeClock) Advance(d time.Duration) {
 	}
 }
 
-// env is a coordinator over a fresh metastore, with a fake clock.
+// env is a coordinator over a fresh metastore, with a fake clock, on the
+// persistence path the server gives it in both modes: a partition of
+// __consumer_offsets (here the only one, on a memory log, led by this
+// broker alone) under package offsets' coordinator, which the group
+// coordinator's hooks write through and whose load rebuilds the metastore
+// and the groups from the log. A test that sets hooks of its own (tweak)
+// gets those instead.
 type env struct {
 	t     *testing.T
 	store *metastore.Store
 	clock *fakeClock
 	opts  Options
 	c     *Coordinator
+
+	custom bool                   // the test's own hooks (e.opts at start): no log
+	part   *replication.Partition // __consumer_offsets-0
+	oc     *offsets.Coordinator   // over part; a new one per start
 }
 
 const (
@@ -136,35 +153,145 @@ func newEnv(t *testing.T, tweak func(*Options)) *env {
 	if tweak != nil {
 		tweak(&e.opts)
 	}
+	e.part = offsetsPartition(t)
 	e.start()
 	t.Cleanup(func() {
+		if e.oc != nil {
+			e.oc.Close()
+		}
 		_ = e.c.Close()
 		_ = store.Close()
 	})
 	return e
 }
 
+// offsetsPartition returns partition 0 of __consumer_offsets on a memory
+// log, led here with this broker the only in-sync replica (an append is
+// committed at once), closed at Cleanup.
+func offsetsPartition(t *testing.T) *replication.Partition {
+	t.Helper()
+	st, err := engine.Open("memory", engine.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.CreateLog(engine.PartitionID{Topic: offsets.Topic, Partition: 0}, engine.LogConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := replication.NewPartition(l, replication.Options{Topic: offsets.Topic, Partition: 0, BrokerID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Close()
+		st.Close()
+	})
+	if err := p.MakeLeader(replication.LeaderAndIsr{Leader: 1, ISR: []int32{1}, Replicas: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// start opens a coordinator over the env's store and, unless the test
+// brought its own hooks, a new offsets coordinator over its
+// __consumer_offsets partition, which loads it, and waits until both are
+// loaded.
 func (e *env) start() {
 	e.t.Helper()
-	c, err := New(e.opts)
+	opts := e.opts
+	e.custom = opts.Owns != nil || opts.Persist != nil || opts.PersistGroup != nil || opts.PersistTxn != nil
+	e.oc = nil
+	if e.custom {
+		fillHooks(&opts)
+	} else {
+		e.oc = offsets.New(offsets.Options{
+			NumPartitions: func() int32 { return 1 },
+			Partition:     func(int32) *replication.Partition { return e.part },
+			Unload:        func(match func(string) bool) { e.c.Unload(match) },
+			Reload:        func(match func(string) bool) error { return e.c.Reload(match) },
+			Meta:          e.store,
+			Now:           e.clock.Now,
+			Logger:        quietLogger(),
+		})
+		opts.Owns, opts.Persist, opts.PersistGroup, opts.PersistTxn = e.oc.Owns, e.oc.Persist, e.oc.PersistGroup, e.oc.PersistTxn
+		if opts.Loading == nil {
+			opts.Loading = e.oc.Loading
+		}
+	}
+	c, err := New(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.c = c
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := c.Loaded(ctx); err != nil {
-		e.t.Fatal(err)
+	if !e.custom {
+		e.oc.OnRole(0, true)
+		if err := e.oc.WaitLoaded(ctx, 0); err != nil {
+			e.t.Fatal(err)
+		}
 	}
-	e.c = c
 }
 
-// restart closes the coordinator and opens a new one over the same store.
+// fillHooks sets the hooks a test with hooks of its own left nil: every
+// group owned and loaded, writes that succeed at once, transactional
+// batches at increasing positions.
+func fillHooks(o *Options) {
+	if o.Owns == nil {
+		o.Owns = func(string) (bool, bool) { return true, false }
+	}
+	if o.Persist == nil {
+		o.Persist = func(context.Context, string, map[metastore.TopicPartition]metastore.CommittedOffset, []metastore.TopicPartition) error {
+			return nil
+		}
+	}
+	if o.PersistGroup == nil {
+		o.PersistGroup = func(context.Context, metastore.Group, bool) error { return nil }
+	}
+	if o.PersistTxn == nil {
+		var pos atomic.Int64
+		o.PersistTxn = func(context.Context, string, int64, int16, map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error) {
+			return pos.Add(1), nil
+		}
+	}
+}
+
+// restart closes the coordinator (and the offsets coordinator under it)
+// and opens new ones over the same store and log, as a broker restart
+// does.
 func (e *env) restart() {
 	e.t.Helper()
+	if e.oc != nil {
+		e.oc.Close()
+	}
 	if err := e.c.Close(); err != nil {
 		e.t.Fatal(err)
 	}
 	e.start()
+}
+
+// endTxn ends producer pid's transaction as the server does for a marker
+// on __consumer_offsets-0: the COMMIT or ABORT marker at epoch is appended
+// to the log (unless the test brought its own hooks), then the coordinator
+// completes the transaction's offsets. A marker the log refuses (an epoch
+// older than the producer's there) completes nothing, as on the server,
+// which answers INVALID_PRODUCER_EPOCH for it.
+func (e *env) endTxn(pid int64, epoch int16, commit bool) {
+	e.t.Helper()
+	if !e.custom {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		_, err := e.part.WriteTxnMarker(ctx, replication.TxnMarker{ProducerID: pid, ProducerEpoch: epoch, Commit: commit})
+		if errors.Is(err, replication.ErrInvalidProducerEpoch) {
+			return
+		}
+		if err != nil {
+			e.t.Fatalf("write marker: %v", err)
+		}
+	}
+	if err := e.c.HandleTxnCompletion(pid, epoch, []int32{0}, commit); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // do sends req and returns the response, failing the test on a Go error.
@@ -230,7 +357,7 @@ func (e *env) joinAsync(version int16, group, memberID string, instanceID *strin
 	e.t.Helper()
 	if memberID == "" && version >= 4 && instanceID == nil {
 		r := do[*kmsg.JoinGroupResponse](e, joinReq(version, group, "", nil, meta))
-		if r.ErrorCode != errMemberIDRequired || r.MemberID == "" {
+		if r.ErrorCode != kerr.MemberIDRequired.Code || r.MemberID == "" {
 			e.t.Fatalf("first join: error %d member %q, want MEMBER_ID_REQUIRED with an id", r.ErrorCode, r.MemberID)
 		}
 		memberID = r.MemberID

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,13 +22,13 @@ func TestOffsetCommitFetch(t *testing.T) {
 		checkOff int64
 	}{
 		{"member commit", "g", ids[1], gen, 0, true, 10, 10},
-		{"member, old generation", "g", ids[1], gen - 1, errIllegalGeneration, false, 11, 10},
-		{"unknown member", "g", "ghost", gen, errUnknownMemberID, false, 12, 10},
-		{"simple commit into a group with members", "g", "", -1, errUnknownMemberID, false, 13, 10},
+		{"member, old generation", "g", ids[1], gen - 1, kerr.IllegalGeneration.Code, false, 11, 10},
+		{"unknown member", "g", "ghost", gen, kerr.UnknownMemberID.Code, false, 12, 10},
+		{"simple commit into a group with members", "g", "", -1, kerr.UnknownMemberID.Code, false, 13, 10},
 		{"simple commit, new group", "simple", "", -1, 0, true, 5, 5},
 		{"simple commit again", "simple", "", -1, 0, true, 6, 6},
-		{"member of an unknown group", "nogroup", "x", 3, errIllegalGeneration, false, 1, -1},
-		{"empty group id", "", "", -1, errInvalidGroupID, false, 1, -1},
+		{"member of an unknown group", "nogroup", "x", 3, kerr.IllegalGeneration.Code, false, 1, -1},
+		{"empty group id", "", "", -1, kerr.InvalidGroupID.Code, false, 1, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestOffsetCommitFetch(t *testing.T) {
 		}
 		rb := do[*kmsg.JoinGroupResponse](e, joinReq(9, "g", ids[1], nil, consumerMeta("t")))
 		await(t, ja)
-		if got := e.commit("g", ids[1], rb.Generation, "t", 0, 2); got != errRebalanceInProgress {
+		if got := e.commit("g", ids[1], rb.Generation, "t", 0, 2); got != kerr.RebalanceInProgress.Code {
 			t.Fatalf("commit while completing: %d, want REBALANCE_IN_PROGRESS", got)
 		}
 	})
@@ -120,7 +121,7 @@ func TestRestartRestoresGroupsAndOffsets(t *testing.T) {
 		}
 		e.clock.Advance(testSession * 6 / 10)
 	}
-	if code := e.heartbeat("g", ids[0], gen, nil); code != errRebalanceInProgress {
+	if code := e.heartbeat("g", ids[0], gen, nil); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("heartbeat after the dead member expired: %d, want REBALANCE_IN_PROGRESS", code)
 	}
 	r := do[*kmsg.JoinGroupResponse](e, joinReq(9, "g", ids[0], nil, consumerMeta("t")))

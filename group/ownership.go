@@ -1,24 +1,23 @@
 package group
 
-// Cluster mode hooks. In a cluster each group belongs to one coordinator,
-// the leader of its __consumer_offsets partition. Package offsets decides
-// that (Options.Owns) and makes commits and group state durable in the
-// replicated topic (Options.Persist, Options.PersistGroup); the coordinator
-// only asks, so it stays testable alone.
-// Without the hooks (single-node mode) every group is owned and the
-// metastore alone is the source of truth.
+// The persistence hooks, the same on a single node and in a cluster. Each
+// group belongs to one coordinator, the leader of its __consumer_offsets
+// partition (a single node leads them all). Package offsets decides that
+// (Options.Owns) and makes commits and group state durable in that topic
+// (Options.Persist, PersistGroup, PersistTxn); the coordinator only asks,
+// so it stays testable alone.
 //
-// With Owns set the coordinator loads nothing at New: package offsets
-// replays each __consumer_offsets partition into the metastore when this
-// broker becomes its leader and then calls Reload for that partition's
-// groups; when it stops leading, Unload drops them from memory.
+// The coordinator loads nothing at New: package offsets replays each
+// __consumer_offsets partition into the metastore when this broker becomes
+// its leader and then calls Reload for that partition's groups; when it
+// stops leading, Unload drops them from memory.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -26,8 +25,9 @@ import (
 // leads the group's offsets partition: the client gets NOT_COORDINATOR and
 // looks the coordinator up again. Any other Persist error is answered with
 // COORDINATOR_NOT_AVAILABLE (retriable), as Kafka maps failed appends to
-// __consumer_offsets.
-var ErrNotCoordinator = errors.New("group: not the coordinator of this group")
+// __consumer_offsets (errcode.AppendCode). It is the coordinator runtime's
+// coordlog.ErrNotCoordinator.
+var ErrNotCoordinator = coordlog.ErrNotCoordinator
 
 // OwnsFunc reports whether this broker coordinates group: owned false means
 // NOT_COORDINATOR; owned and loading means COORDINATOR_LOAD_IN_PROGRESS.
@@ -54,47 +54,31 @@ type PersistGroupFunc func(ctx context.Context, sg metastore.Group, deleted bool
 // are committed, or an error; ctx bounds the wait. Errors as PersistFunc.
 type PersistTxnFunc func(ctx context.Context, group string, producerID int64, epoch int16, offsets map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error)
 
-// persistGroup runs the PersistGroup hook, if any, bounded by
-// persistTimeout, and returns the error code (0 on success).
-func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) int16 {
-	if c.opts.PersistGroup == nil {
-		return 0
-	}
+// persistGroup runs the PersistGroup hook, bounded by persistTimeout, and
+// returns its error, marked for errcode.Code (appendErr).
+func (c *Coordinator) persistGroup(sg metastore.Group, deleted bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
 	defer cancel()
 	if err := c.opts.PersistGroup(ctx, sg, deleted); err != nil {
 		c.log.Warn("group: persist group state", "group", sg.Name, "err", err)
-		if errors.Is(err, ErrNotCoordinator) {
-			return errNotCoordinator
-		}
-		return errCoordinatorNotAvailable
+		return appendErr(err)
 	}
-	return 0
+	return nil
 }
 
 // putGroup saves sg: through PersistGroup first, then in the metastore.
-// REQUIRES: the group's mu held.
+// Its error is marked for errcode.Code by storeErr. REQUIRES: the
+// group's mu held.
 func (c *Coordinator) putGroup(sg metastore.Group) error {
-	if code := c.persistGroup(sg, false); code != 0 {
-		return persistError{code: code}
+	if err := c.persistGroup(sg, false); err != nil {
+		return err
 	}
 	return c.store.PutGroup(sg)
 }
 
-// persistError is a failed PersistGroup in putGroup, with the code the
-// client gets (storeErrorCode).
-type persistError struct{ code int16 }
-
-func (e persistError) Error() string {
-	return fmt.Sprintf("group: group state not persisted (error code %d)", e.code)
-}
-
-// ownerCode is the ownership part of validateGroup: 0 when this
+// ownerErr is the ownership part of validateGroup: nil when this
 // coordinator serves name.
-func (c *Coordinator) ownerCode(name string) int16 {
-	if c.opts.Owns == nil {
-		return 0
-	}
+func (c *Coordinator) ownerErr(name string) error {
 	owned, loading := c.opts.Owns(name)
 	switch {
 	case !owned:
@@ -102,23 +86,20 @@ func (c *Coordinator) ownerCode(name string) int16 {
 	case loading:
 		return errLoadInProgress
 	}
-	return 0
+	return nil
 }
 
-// persist runs the Persist hook, if any, and returns the error code for
-// the commit (0 on success).
-func (c *Coordinator) persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) int16 {
-	if c.opts.Persist == nil || (len(offsets) == 0 && len(deleted) == 0) {
-		return 0
+// persist runs the Persist hook and returns its error for the commit,
+// marked for errcode.Code (nil on success; nothing to write is a success).
+func (c *Coordinator) persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
+	if len(offsets) == 0 && len(deleted) == 0 {
+		return nil
 	}
 	if err := c.opts.Persist(ctx, name, offsets, deleted); err != nil {
 		c.log.Warn("group: persist offsets", "group", name, "err", err)
-		if errors.Is(err, ErrNotCoordinator) {
-			return errNotCoordinator
-		}
-		return errCoordinatorNotAvailable
+		return appendErr(err)
 	}
-	return 0
+	return nil
 }
 
 // Reload replaces the in-memory state of every group for which match
@@ -218,9 +199,9 @@ func (c *Coordinator) drop(match func(string) bool, repl map[string]*group) {
 const persistTimeout = 30 * time.Second
 
 // persistDeletes writes tombstones for tps through the Persist hook.
-func (c *Coordinator) persistDeletes(name string, tps []metastore.TopicPartition) int16 {
+func (c *Coordinator) persistDeletes(name string, tps []metastore.TopicPartition) error {
 	if len(tps) == 0 {
-		return 0
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
 	defer cancel()

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -52,13 +57,13 @@ func TestOwnershipHooks(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Owns, o.Persist = own.owns, own.persist })
 
 	t.Run("not owned", func(t *testing.T) {
-		if got := e.commit("g", "", -1, "t", 0, 1); got != errNotCoordinator {
+		if got := e.commit("g", "", -1, "t", 0, 1); got != kerr.NotCoordinator.Code {
 			t.Fatalf("commit: %d, want NOT_COORDINATOR", got)
 		}
 	})
 	t.Run("loading", func(t *testing.T) {
 		own.set("g", "loading")
-		if got := e.commit("g", "", -1, "t", 0, 1); got != errLoadInProgress {
+		if got := e.commit("g", "", -1, "t", 0, 1); got != kerr.CoordinatorLoadInProgress.Code {
 			t.Fatalf("commit: %d, want COORDINATOR_LOAD_IN_PROGRESS", got)
 		}
 	})
@@ -78,13 +83,13 @@ func TestOwnershipHooks(t *testing.T) {
 		own.mu.Lock()
 		own.fail = ErrNotCoordinator
 		own.mu.Unlock()
-		if got := e.commit("g", "", -1, "t", 0, 9); got != errNotCoordinator {
+		if got := e.commit("g", "", -1, "t", 0, 9); got != kerr.NotCoordinator.Code {
 			t.Fatalf("commit: %d, want NOT_COORDINATOR", got)
 		}
 		own.mu.Lock()
 		own.fail = errors.New("replication timed out")
 		own.mu.Unlock()
-		if got := e.commit("g", "", -1, "t", 0, 9); got != errCoordinatorNotAvailable {
+		if got := e.commit("g", "", -1, "t", 0, 9); got != kerr.CoordinatorNotAvailable.Code {
 			t.Fatalf("commit: %d, want COORDINATOR_NOT_AVAILABLE", got)
 		}
 		own.mu.Lock()
@@ -113,8 +118,8 @@ func TestOwnershipHooks(t *testing.T) {
 		}
 	})
 	t.Run("delete writes tombstones", func(t *testing.T) {
-		if got := e.c.deleteGroup("g"); got != 0 {
-			t.Fatalf("delete group: %d", got)
+		if err := e.c.deleteGroup("g"); err != nil {
+			t.Fatalf("delete group: %v", err)
 		}
 		if own.tombs != 1 {
 			t.Fatalf("tombstones: %d, want 1", own.tombs)
@@ -183,7 +188,28 @@ func TestPersistGroupHook(t *testing.T) {
 	mu.Lock()
 	fail = ErrNotCoordinator
 	mu.Unlock()
-	if got := storeErrorCode(persistError{code: errNotCoordinator}); got != errNotCoordinator {
-		t.Fatalf("storeErrorCode: %d", got)
+	if got := errcode.Code(storeErr(e.c.putGroup(metastore.Group{Name: "g"}))); got != kerr.NotCoordinator.Code {
+		t.Fatalf("code of a failed save: %d, want NOT_COORDINATOR", got)
+	}
+}
+
+// TestListGroupsWhileLoading: while a partition led here loads, ListGroups
+// answers COORDINATOR_LOAD_IN_PROGRESS instead of a partial list; once
+// loaded, the list.
+func TestListGroupsWhileLoading(t *testing.T) {
+	var loading atomic.Bool
+	loading.Store(true)
+	e := newEnv(t, func(o *Options) { o.Loading = loading.Load })
+	if got := e.commit("g", "", -1, "t", 0, 3); got != 0 {
+		t.Fatalf("commit: %d", got)
+	}
+	r := kmsg.NewPtrListGroupsRequest()
+	r.Version = 4
+	if resp := do[*kmsg.ListGroupsResponse](e, r); resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code || len(resp.Groups) != 0 {
+		t.Fatalf("while loading: code %d, groups %+v; want COORDINATOR_LOAD_IN_PROGRESS and none", resp.ErrorCode, resp.Groups)
+	}
+	loading.Store(false)
+	if resp := do[*kmsg.ListGroupsResponse](e, r); resp.ErrorCode != 0 || len(resp.Groups) != 1 || resp.Groups[0].Group != "g" {
+		t.Fatalf("loaded: code %d, groups %+v; want g", resp.ErrorCode, resp.Groups)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -101,7 +102,7 @@ func TestMemberIDRequired(t *testing.T) {
 				t.Fatal("no member id")
 			}
 			if v >= 4 {
-				if r.ErrorCode != errMemberIDRequired || r.Generation != -1 {
+				if r.ErrorCode != kerr.MemberIDRequired.Code || r.Generation != -1 {
 					t.Fatalf("error %d generation %d, want MEMBER_ID_REQUIRED, -1", r.ErrorCode, r.Generation)
 				}
 				r = do[*kmsg.JoinGroupResponse](e, joinReq(v, "g", r.MemberID, nil, consumerMeta("t")))
@@ -126,30 +127,30 @@ func TestJoinErrors(t *testing.T) {
 			r := joinReq(9, "g", "", nil, nil)
 			r.SessionTimeoutMillis = 10
 			return r
-		}, errInvalidSessionTimeout},
+		}, kerr.InvalidSessionTimeout.Code},
 		{"session too long", func() *kmsg.JoinGroupRequest {
 			r := joinReq(9, "g", "", nil, nil)
 			r.SessionTimeoutMillis = 1 << 30
 			return r
-		}, errInvalidSessionTimeout},
-		{"empty group id", func() *kmsg.JoinGroupRequest { return joinReq(9, "", "", nil, nil) }, errInvalidGroupID},
-		{"unknown member", func() *kmsg.JoinGroupRequest { return joinReq(9, "g", "nobody", nil, nil) }, errUnknownMemberID},
-		{"unknown member, unknown group", func() *kmsg.JoinGroupRequest { return joinReq(9, "other", "nobody", nil, nil) }, errUnknownMemberID},
+		}, kerr.InvalidSessionTimeout.Code},
+		{"empty group id", func() *kmsg.JoinGroupRequest { return joinReq(9, "", "", nil, nil) }, kerr.InvalidGroupID.Code},
+		{"unknown member", func() *kmsg.JoinGroupRequest { return joinReq(9, "g", "nobody", nil, nil) }, kerr.UnknownMemberID.Code},
+		{"unknown member, unknown group", func() *kmsg.JoinGroupRequest { return joinReq(9, "other", "nobody", nil, nil) }, kerr.UnknownMemberID.Code},
 		{"other protocol type", func() *kmsg.JoinGroupRequest {
 			r := joinReq(9, "g", "", nil, nil)
 			r.ProtocolType = "connect"
 			return r
-		}, errInconsistentProtocol},
+		}, kerr.InconsistentGroupProtocol.Code},
 		{"no common protocol", func() *kmsg.JoinGroupRequest {
 			r := joinReq(9, "g", "", nil, nil)
 			r.Protocols[0].Name = "roundrobin"
 			return r
-		}, errInconsistentProtocol},
+		}, kerr.InconsistentGroupProtocol.Code},
 		{"empty protocols in new group", func() *kmsg.JoinGroupRequest {
 			r := joinReq(9, "new", "", nil, nil)
 			r.Protocols = nil
 			return r
-		}, errInconsistentProtocol},
+		}, kerr.InconsistentGroupProtocol.Code},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,11 +178,11 @@ func TestSessionExpiry(t *testing.T) {
 	}
 	e.clock.Advance(testSession * 6 / 10) // dead's session expires
 	for _, id := range []string{a, b} {
-		if code := e.heartbeat("g", id, gen, nil); code != errRebalanceInProgress {
+		if code := e.heartbeat("g", id, gen, nil); code != kerr.RebalanceInProgress.Code {
 			t.Fatalf("heartbeat %s after expiry: %d, want REBALANCE_IN_PROGRESS", id, code)
 		}
 	}
-	if code := e.heartbeat("g", dead, gen, nil); code != errUnknownMemberID {
+	if code := e.heartbeat("g", dead, gen, nil); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("expired member heartbeat: %d, want UNKNOWN_MEMBER_ID", code)
 	}
 	ja := async[*kmsg.JoinGroupResponse](e, joinReq(9, "g", a, nil, consumerMeta("t")))
@@ -210,7 +211,7 @@ func TestRebalanceTimeoutRemovesLaggard(t *testing.T) {
 	j := async[*kmsg.JoinGroupResponse](e, joinReq(9, "g", leader, nil, consumerMeta("t")))
 	e.waitState("g", "PreparingRebalance")
 	for i := 0; i < 4; i++ {
-		if code := e.heartbeat("g", laggard, gen, nil); code != errRebalanceInProgress {
+		if code := e.heartbeat("g", laggard, gen, nil); code != kerr.RebalanceInProgress.Code {
 			t.Fatalf("laggard heartbeat: %d", code)
 		}
 		e.clock.Advance(testRebalance / 4)
@@ -219,7 +220,7 @@ func TestRebalanceTimeoutRemovesLaggard(t *testing.T) {
 	if r.ErrorCode != 0 || r.Generation != gen+1 || len(r.Members) != 1 || r.Members[0].MemberID != leader {
 		t.Fatalf("join: error %d generation %d members %v", r.ErrorCode, r.Generation, r.Members)
 	}
-	if code := e.heartbeat("g", laggard, gen, nil); code != errUnknownMemberID {
+	if code := e.heartbeat("g", laggard, gen, nil); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("removed laggard heartbeat: %d, want UNKNOWN_MEMBER_ID", code)
 	}
 	s := do[*kmsg.SyncGroupResponse](e, syncReq("g", leader, r.Generation, nil, nil))

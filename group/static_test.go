@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -82,7 +83,7 @@ func TestStaticMemberRestart(t *testing.T) {
 			if s.ErrorCode != 0 || !bytes.Equal(s.MemberAssignment, []byte(want)) {
 				t.Fatalf("sync: error %d assignment %q, want %q", s.ErrorCode, s.MemberAssignment, want)
 			}
-			if code := e.heartbeat("g", ids[inst], gen, &inst); code != errFencedInstanceID {
+			if code := e.heartbeat("g", ids[inst], gen, &inst); code != kerr.FencedInstanceID.Code {
 				t.Fatalf("old member heartbeat: %d, want FENCED_INSTANCE_ID", code)
 			}
 			if code := e.heartbeat("g", r.MemberID, gen, &inst); code != 0 {
@@ -127,7 +128,7 @@ func TestStaticMemberChangedMetadataRebalances(t *testing.T) {
 	j := async[*kmsg.JoinGroupResponse](e, joinReq(9, "g", "", &b, consumerMeta("t", "u")))
 	e.waitState("g", "PreparingRebalance")
 	a := "a"
-	if code := e.heartbeat("g", ids["a"], gen, &a); code != errRebalanceInProgress {
+	if code := e.heartbeat("g", ids["a"], gen, &a); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("a heartbeat: %d, want REBALANCE_IN_PROGRESS", code)
 	}
 	ra := do[*kmsg.JoinGroupResponse](e, joinReq(9, "g", ids["a"], &a, consumerMeta("t")))
@@ -153,7 +154,7 @@ func TestLeaveGroup(t *testing.T) {
 		{MemberID: "wrong", InstanceID: &a}, // a is gone by now: unknown
 	}
 	resp := do[*kmsg.LeaveGroupResponse](e, req)
-	want := []int16{0, 0, errUnknownMemberID, errUnknownMemberID, errUnknownMemberID}
+	want := []int16{0, 0, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code}
 	if resp.ErrorCode != 0 || len(resp.Members) != len(want) {
 		t.Fatalf("error %d members %d", resp.ErrorCode, len(resp.Members))
 	}
@@ -168,7 +169,7 @@ func TestLeaveGroup(t *testing.T) {
 	if d.State != "Empty" || len(d.Members) != 0 {
 		t.Fatalf("after leave: state %s members %d", d.State, len(d.Members))
 	}
-	if code := e.heartbeat("g", ids["a"], gen, nil); code != errUnknownMemberID {
+	if code := e.heartbeat("g", ids["a"], gen, nil); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("heartbeat after leave: %d", code)
 	}
 
@@ -178,14 +179,14 @@ func TestLeaveGroup(t *testing.T) {
 		for _, tc := range []struct {
 			id   string
 			want int16
-		}{{ids[1], 0}, {ids[1], errUnknownMemberID}} {
+		}{{ids[1], 0}, {ids[1], kerr.UnknownMemberID.Code}} {
 			r := kmsg.NewPtrLeaveGroupRequest()
 			r.Version, r.Group, r.MemberID = 0, "g", tc.id
 			if got := do[*kmsg.LeaveGroupResponse](e, r).ErrorCode; got != tc.want {
 				t.Fatalf("leave %s: %d, want %d", tc.id, got, tc.want)
 			}
 		}
-		if code := e.heartbeat("g", ids[0], 1, nil); code != errRebalanceInProgress {
+		if code := e.heartbeat("g", ids[0], 1, nil); code != kerr.RebalanceInProgress.Code {
 			t.Fatalf("remaining member heartbeat: %d, want REBALANCE_IN_PROGRESS", code)
 		}
 	})

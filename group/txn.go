@@ -4,8 +4,8 @@ package group
 // GroupMetadataManager keep them:
 //
 //   - TxnOffsetCommit stores the offsets as pending, per group and producer
-//     id (g.pendingTxn), durable in the metastore (and, in cluster mode,
-//     first in __consumer_offsets as a transactional batch).
+//     id (g.pendingTxn): first in __consumer_offsets as a transactional
+//     batch of the producer (Options.PersistTxn), then in the metastore.
 //   - HandleTxnCompletion, called when the transaction's marker was written
 //     to the group's offsets partition, turns the producer's pending offsets
 //     into committed ones (commit) or drops them (abort).
@@ -18,36 +18,20 @@ package group
 //     the committed offset alone.
 //   - OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for a
 //     partition that has a pending offset of any producer.
-//   - Producer epochs (fencing). In cluster mode the __consumer_offsets
-//     log refuses a TxnOffsetCommit batch whose epoch is older than the
-//     producer's (INVALID_PRODUCER_EPOCH, passed through as Kafka's
-//     GroupMetadataManager does). A single node has no such log, so the
-//     coordinator keeps the latest epoch of each producer id in txnEpochs,
-//     as a log's producer state does: learned from TxnOffsetCommit and
-//     raised by every transaction marker (HandleTxnCompletion). A
-//     TxnOffsetCommit at an older epoch is refused with
-//     INVALID_PRODUCER_EPOCH, the code Kafka answers at every version
-//     (the log's InvalidProducerEpochException, not remapped for
-//     TxnOffsetCommit; clients treat it as fenced). In both modes a marker
-//     drops, instead of committing, the producer's pending offsets written
-//     at an epoch older than its own (a zombie's, left by an earlier
+//   - Producer epochs (fencing). The __consumer_offsets log refuses a
+//     TxnOffsetCommit batch whose epoch is older than the producer's
+//     there (INVALID_PRODUCER_EPOCH, passed through at every version as
+//     Kafka's GroupMetadataManager does: the log's
+//     InvalidProducerEpochException, which clients treat as fenced), and
+//     a marker raises the producer's epoch in the log. A marker drops,
+//     instead of committing, the producer's pending offsets written at an
+//     epoch older than its own (a zombie's, left by an earlier
 //     transaction), and leaves alone those at a newer epoch (the marker is
 //     stale for them). This relies on transaction version 1, where a
 //     transaction's markers carry the epoch its writes used.
-//   - Durability: the single-node epochs are stored in the metastore (one
-//     record per producer id, kind 0x09), so a restart still fences a
-//     zombie. An epoch raised by TxnOffsetCommit is written in the batch of
-//     its pending offsets; one raised by a marker is written before the
-//     marker's pending offsets are completed. Only a rise is written
-//     (producerEpoch.stored), under epochMu, so the stored epoch never
-//     goes down. Loading reads them back (as seen at load time).
-//   - Memory: an epoch entry whose producer has no pending offsets and was
-//     not seen (TxnOffsetCommit, marker) for producer.id.expiration.ms is
-//     dropped by the periodic expiry sweep (expireProducers), with its
-//     stored record.
-//     Pending offsets per producer are bounded only by what TxnOffsetCommit
-//     may add for transactional ids the principal is authorized for, as in
-//     Kafka (no extra limit).
+//   - Memory: pending offsets per producer are bounded only by what
+//     TxnOffsetCommit may add for transactional ids the principal is
+//     authorized for, as in Kafka (no extra limit).
 //   - OffsetDelete removes the pending offsets of the partitions it deletes;
 //     DeleteGroups removes them with the group; expiry never removes them,
 //     and an Empty group with pending offsets is not expired (Kafka's
@@ -55,170 +39,17 @@ package group
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/sluice/sluice/metastore"
 )
 
-// producerEpoch is the latest epoch the single-node coordinator saw of one
-// producer id, and when it last saw the producer (for expiry).
-type producerEpoch struct {
-	epoch int16
-	seen  time.Time
-	// stored is the epoch stored in the metastore, -1 when none.
-	stored int16
-}
-
-// singleNode reports whether the coordinator checks producer epochs itself
-// (no __consumer_offsets log does).
-func (c *Coordinator) singleNode() bool { return c.opts.PersistTxn == nil }
-
-// admitTxn checks epoch against the latest known epoch of producerID and, if
-// it is not older, records it and indexes group for the producer, in one
-// step under txnMu so a marker either precedes it (and the commit is
-// refused) or sees the group. It reports false for a fenced epoch. In
-// cluster mode only the index is updated: the log checks epochs.
-func (c *Coordinator) admitTxn(producerID int64, epoch int16, group string) bool {
+// indexTxn records that producerID may have pending offsets in group,
+// before they become pending, so a marker that races the commit still
+// finds the group.
+func (c *Coordinator) indexTxn(producerID int64, group string) {
 	c.txnMu.Lock()
 	defer c.txnMu.Unlock()
-	if c.singleNode() {
-		st, ok := c.txnEpochs[producerID]
-		if ok && epoch < st.epoch {
-			return false
-		}
-		stored := int16(-1)
-		if ok {
-			stored = st.stored
-		}
-		c.txnEpochs[producerID] = producerEpoch{epoch: epoch, seen: c.clock.Now(), stored: stored}
-	}
 	c.indexTxnLocked(producerID, group)
-	return true
-}
-
-// raiseEpochLocked records that producerID reached epoch (a marker, a
-// loaded pending offset), never lowering what is known.
-// REQUIRES: c.txnMu held.
-func (c *Coordinator) raiseEpochLocked(producerID int64, epoch int16, now time.Time) {
-	if !c.singleNode() {
-		return
-	}
-	st, ok := c.txnEpochs[producerID]
-	if !ok {
-		st.stored = -1
-	}
-	if !ok || epoch > st.epoch {
-		st.epoch = epoch
-	}
-	st.seen = now
-	c.txnEpochs[producerID] = st
-}
-
-// epochNeedsStore reports whether the known epoch of producerID is above
-// the stored one (single-node mode).
-func (c *Coordinator) epochNeedsStore(producerID int64) bool {
-	if !c.singleNode() {
-		return false
-	}
-	c.txnMu.Lock()
-	defer c.txnMu.Unlock()
-	st, ok := c.txnEpochs[producerID]
-	return ok && st.epoch > st.stored
-}
-
-// epochToStore returns the known epoch of producerID if it is above the
-// stored one.
-// REQUIRES: c.epochMu held (so it is still the latest when written).
-func (c *Coordinator) epochToStore(producerID int64) (int16, bool) {
-	c.txnMu.Lock()
-	defer c.txnMu.Unlock()
-	st, ok := c.txnEpochs[producerID]
-	if !ok || st.epoch <= st.stored {
-		return 0, false
-	}
-	return st.epoch, true
-}
-
-// markEpochStored records that epoch of producerID was written.
-// REQUIRES: c.epochMu held.
-func (c *Coordinator) markEpochStored(producerID int64, epoch int16) {
-	c.txnMu.Lock()
-	defer c.txnMu.Unlock()
-	if st, ok := c.txnEpochs[producerID]; ok && epoch > st.stored {
-		st.stored = epoch
-		c.txnEpochs[producerID] = st
-	}
-}
-
-// storeEpoch writes the known epoch of producerID to the metastore if it
-// rose above the stored one (single-node mode).
-func (c *Coordinator) storeEpoch(producerID int64) error {
-	if !c.epochNeedsStore(producerID) {
-		return nil
-	}
-	c.epochMu.Lock()
-	defer c.epochMu.Unlock()
-	e, ok := c.epochToStore(producerID)
-	if !ok {
-		return nil
-	}
-	if err := c.store.PutProducerEpoch(producerID, e); err != nil {
-		return fmt.Errorf("group: store epoch %d of producer %d: %w", e, producerID, err)
-	}
-	c.markEpochStored(producerID, e)
-	return nil
-}
-
-// loadEpochs reads the stored producer epochs (single-node mode), as seen
-// now, so the expiry sweep counts their idle time from the load.
-func (c *Coordinator) loadEpochs() error {
-	if !c.singleNode() {
-		return nil
-	}
-	es, err := c.store.ProducerEpochs()
-	if err != nil {
-		return fmt.Errorf("group: load producer epochs: %w", err)
-	}
-	now := c.clock.Now()
-	c.txnMu.Lock()
-	defer c.txnMu.Unlock()
-	for pid, e := range es {
-		c.raiseEpochLocked(pid, e, now)
-		if st := c.txnEpochs[pid]; e > st.stored {
-			st.stored = e
-			c.txnEpochs[pid] = st
-		}
-	}
-	return nil
-}
-
-// expireProducers drops the epochs of producers that have no pending
-// offsets (no txnGroups entry) and were not seen for
-// Options.ProducerIDExpiration, and returns how many it dropped. The
-// periodic sweep calls it.
-func (c *Coordinator) expireProducers(now time.Time) int {
-	c.epochMu.Lock()
-	defer c.epochMu.Unlock()
-	c.txnMu.Lock()
-	n := 0
-	var stored []int64
-	for pid, st := range c.txnEpochs {
-		if _, busy := c.txnGroups[pid]; busy || now.Sub(st.seen) < c.opts.ProducerIDExpiration {
-			continue
-		}
-		delete(c.txnEpochs, pid)
-		if st.stored >= 0 {
-			stored = append(stored, pid)
-		}
-		n++
-	}
-	c.txnMu.Unlock()
-	if err := c.store.DeleteProducerEpochs(stored); err != nil {
-		// The records stay; the next start loads them and a later sweep
-		// drops them again.
-		c.log.Warn("group: delete expired producer epochs", "producers", len(stored), "err", err)
-	}
-	return n
 }
 
 // addPendingLocked records pending offsets in g.
@@ -290,8 +121,7 @@ func (c *Coordinator) indexTxnLocked(producerID int64, group string) {
 // offsets at producerEpoch become committed offsets, unless superseded (see
 // the top of this file); otherwise they are dropped. Pending offsets at an
 // older epoch (a fenced zombie's) are dropped even on commit; those at a
-// newer epoch are left pending. In single-node mode the producer's known
-// epoch is raised to producerEpoch. It is called once
+// newer epoch are left pending. It is called once
 // the COMMIT or ABORT marker is written to those partitions (Kafka's
 // GroupMetadataManager.handleTxnCompletion), and is idempotent: a producer
 // without pending offsets in a group is nothing to do. Groups this
@@ -305,14 +135,6 @@ func (c *Coordinator) HandleTxnCompletion(producerID int64, producerEpoch int16,
 	parts := make(map[int32]bool, len(offsetsPartitions))
 	for _, p := range offsetsPartitions {
 		parts[p] = true
-	}
-	c.txnMu.Lock()
-	c.raiseEpochLocked(producerID, producerEpoch, c.clock.Now())
-	c.txnMu.Unlock()
-	// The epoch is durable before the marker's pending offsets go, so a
-	// restart still fences the older epochs they carried.
-	if err := c.storeEpoch(producerID); err != nil {
-		return err
 	}
 	c.txnMu.Lock()
 	var names []string
@@ -419,16 +241,7 @@ func (c *Coordinator) loadPending(groups map[string]*group, match func(string) b
 		}
 		g.addPendingLocked(ps) // g is not shared yet
 		for _, p := range ps {
-			c.txnMu.Lock()
-			c.indexTxnLocked(p.ProducerID, name)
-			c.raiseEpochLocked(p.ProducerID, p.ProducerEpoch, c.clock.Now())
-			c.txnMu.Unlock()
-			for {
-				cur := c.txnPos.Load()
-				if p.Position <= cur || c.txnPos.CompareAndSwap(cur, p.Position) {
-					break
-				}
-			}
+			c.indexTxn(p.ProducerID, name)
 		}
 	}
 	return nil

@@ -3,9 +3,10 @@ package group
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metastore"
@@ -28,12 +29,10 @@ func (e *env) txnCommitAt(version int16, pid int64, epoch int16, partition int32
 
 func (e *env) completeAt(pid int64, epoch int16, commit bool) {
 	e.t.Helper()
-	if err := e.c.HandleTxnCompletion(pid, epoch, []int32{0}, commit); err != nil {
-		e.t.Fatal(err)
-	}
+	e.endTxn(pid, epoch, commit)
 }
 
-// TestTxnOffsetCommitFencedEpoch: single node, the epoch a marker carries
+// TestTxnOffsetCommitFencedEpoch: the epoch a marker carries (in the log)
 // fences older ones: a zombie's TxnOffsetCommit is refused with
 // INVALID_PRODUCER_EPOCH at every version, and the new epoch's commit
 // applies alone.
@@ -45,13 +44,13 @@ func TestTxnOffsetCommitFencedEpoch(t *testing.T) {
 				t.Fatalf("epoch 0 commit: %d", code)
 			}
 			e.completeAt(7, 1, false) // fencing abort at the bumped epoch
-			if code := e.txnCommitAt(v, 7, 0, 1, 99); code != errInvalidProducerEpoch {
+			if code := e.txnCommitAt(v, 7, 0, 1, 99); code != kerr.InvalidProducerEpoch.Code {
 				t.Fatalf("zombie at epoch 0: code %d, want INVALID_PRODUCER_EPOCH", code)
 			}
 			if code := e.txnCommitAt(v, 7, 2, 0, 10); code != 0 {
 				t.Fatalf("epoch 2 commit: %d", code)
 			}
-			if code := e.txnCommitAt(v, 7, 1, 1, 98); code != errInvalidProducerEpoch {
+			if code := e.txnCommitAt(v, 7, 1, 1, 98); code != kerr.InvalidProducerEpoch.Code {
 				t.Fatalf("epoch 1 after epoch 2: code %d, want INVALID_PRODUCER_EPOCH", code)
 			}
 			e.completeAt(7, 2, true)
@@ -67,22 +66,25 @@ func TestTxnOffsetCommitFencedEpoch(t *testing.T) {
 
 // TestTxnCompletionDropsOlderEpochs: a marker drops, even on commit, the
 // producer's pending offsets written at an older epoch, and leaves those at
-// a newer epoch pending.
+// a newer epoch pending. The coordinator decides this itself, so the test
+// brings a PersistTxn that fences nothing (the log would refuse the
+// zombie's batch: TestTxnOffsetCommitFencedEpoch).
 func TestTxnCompletionDropsOlderEpochs(t *testing.T) {
-	e := newEnv(t, nil)
-	if code := e.txnCommitAt(3, 7, 0, 0, 5); code != 0 {
+	var pos atomic.Int64
+	e := newEnv(t, func(o *Options) {
+		o.PersistTxn = func(context.Context, string, int64, int16, map[metastore.TopicPartition]metastore.CommittedOffset) (int64, error) {
+			return pos.Add(1), nil
+		}
+	})
+	if code := e.txnCommitAt(3, 7, 1, 0, 5); code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
-	e.completeAt(7, 0, true)
-	// A pending offset at epoch 0 (a zombie's, stored before the producer
-	// was fenced) is dropped by the epoch 2 marker.
-	if err := e.store.UpdateOffsets("g", metastore.OffsetsUpdate{PutPending: []metastore.PendingTxnOffset{{
-		ProducerID: 7, ProducerEpoch: 0, TopicPartition: metastore.TopicPartition{Topic: "t", Partition: 1},
-		Offset: metastore.CommittedOffset{Offset: 99, LeaderEpoch: -1}, Position: 100,
-	}}}); err != nil {
-		t.Fatal(err)
+	e.completeAt(7, 1, true)
+	// A pending offset at epoch 0 (a zombie's) is dropped by the epoch 2
+	// marker.
+	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != 0 {
+		t.Fatalf("zombie commit: %d", code)
 	}
-	e.restart()
 	e.completeAt(7, 2, true)
 	if off, code := e.fetchStable("g", "t", 1); code != 0 || off != -1 {
 		t.Fatalf("t-1 = %d, code %d; want -1, 0 (the older epoch's offset dropped)", off, code)
@@ -95,11 +97,8 @@ func TestTxnCompletionDropsOlderEpochs(t *testing.T) {
 		t.Fatalf("epoch 3 commit: %d", code)
 	}
 	e.completeAt(7, 2, true)
-	if _, code := e.fetchStable("g", "t", 0); code != errUnstableOffsetCommit {
+	if _, code := e.fetchStable("g", "t", 0); code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("after a stale marker: code %d, want UNSTABLE_OFFSET_COMMIT (still pending)", code)
-	}
-	if code := e.txnCommitAt(3, 7, 2, 1, 1); code != errInvalidProducerEpoch {
-		t.Fatalf("a stale marker lowered the epoch: code %d", code)
 	}
 	e.completeAt(7, 3, true)
 	if got := e.fetch("g", "t", 0); got != 30 {
@@ -115,70 +114,14 @@ func TestTxnEpochLoadedFromPending(t *testing.T) {
 		t.Fatalf("commit: %d", code)
 	}
 	e.restart()
-	if code := e.txnCommitAt(3, 7, 3, 1, 6); code != errInvalidProducerEpoch {
+	if code := e.txnCommitAt(3, 7, 3, 1, 6); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("older epoch after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 }
 
-// TestTxnProducerEpochExpiry: the sweep drops the epoch of a producer that
-// has no pending offsets and was idle for producer.id.expiration.ms, and
-// keeps the others.
-func TestTxnProducerEpochExpiry(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.ProducerIDExpiration = time.Hour })
-	// Made-up producer ids that only ever completed.
-	for pid := int64(100); pid < 110; pid++ {
-		e.completeAt(pid, 1, false)
-	}
-	// Producer 7 keeps pending offsets; producer 8 completed.
-	if code := e.txnCommitAt(3, 7, 1, 0, 5); code != 0 {
-		t.Fatalf("commit: %d", code)
-	}
-	if code := e.txnCommitAt(3, 8, 1, 1, 5); code != 0 {
-		t.Fatalf("commit: %d", code)
-	}
-	e.completeAt(8, 1, true)
-	count := func() int {
-		e.c.txnMu.Lock()
-		defer e.c.txnMu.Unlock()
-		return len(e.c.txnEpochs)
-	}
-	if n := count(); n != 12 {
-		t.Fatalf("%d epochs, want 12", n)
-	}
-	e.clock.Advance(30 * time.Minute)
-	e.completeAt(8, 1, false) // seen again
-	e.clock.Advance(30 * time.Minute)
-	if _, err := e.c.ExpireOffsets(); err != nil {
-		t.Fatal(err)
-	}
-	e.c.txnMu.Lock()
-	_, has7 := e.c.txnEpochs[7]
-	_, has8 := e.c.txnEpochs[8]
-	n := len(e.c.txnEpochs)
-	e.c.txnMu.Unlock()
-	if !has7 || !has8 || n != 2 {
-		t.Fatalf("after an hour: %d epochs (7: %v, 8: %v), want only 7 (pending) and 8 (seen 30 min ago)", n, has7, has8)
-	}
-	e.clock.Advance(2 * time.Hour)
-	if _, err := e.c.ExpireOffsets(); err != nil {
-		t.Fatal(err)
-	}
-	e.c.txnMu.Lock()
-	_, has7 = e.c.txnEpochs[7]
-	n = len(e.c.txnEpochs)
-	e.c.txnMu.Unlock()
-	if !has7 || n != 1 {
-		t.Fatalf("after 3 hours: %d epochs (7: %v), want only 7 (pending offsets never expire it)", n, has7)
-	}
-	// An expired producer starts over: any epoch is accepted.
-	if code := e.txnCommitAt(3, 8, 0, 1, 6); code != 0 {
-		t.Fatalf("commit of an expired producer: %d", code)
-	}
-}
-
-// TestTxnOffsetCommitClusterFenced: in cluster mode the log's
-// INVALID_PRODUCER_EPOCH reaches the client (not COORDINATOR_NOT_AVAILABLE),
-// and the coordinator keeps no epochs of its own.
+// TestTxnOffsetCommitClusterFenced: the log's INVALID_PRODUCER_EPOCH
+// reaches the client (not COORDINATOR_NOT_AVAILABLE), and the coordinator
+// refuses no epoch of its own.
 func TestTxnOffsetCommitClusterFenced(t *testing.T) {
 	fenced := false
 	e := newEnv(t, func(o *Options) {
@@ -193,28 +136,22 @@ func TestTxnOffsetCommitClusterFenced(t *testing.T) {
 		t.Fatalf("commit: %d", code)
 	}
 	if code := e.txnCommitAt(3, 7, 4, 1, 1); code != 0 {
-		t.Fatalf("cluster mode refused an epoch itself (the log decides): %d", code)
+		t.Fatalf("the coordinator refused an epoch itself (the log decides): %d", code)
 	}
 	fenced = true
 	for _, v := range []int16{0, 3} {
-		if code := e.txnCommitAt(v, 7, 0, 1, 1); code != errInvalidProducerEpoch {
+		if code := e.txnCommitAt(v, 7, 0, 1, 1); code != kerr.InvalidProducerEpoch.Code {
 			t.Fatalf("v%d: code %d, want INVALID_PRODUCER_EPOCH", v, code)
 		}
 	}
-	e.c.txnMu.Lock()
-	n := len(e.c.txnEpochs)
-	e.c.txnMu.Unlock()
-	if n != 0 {
-		t.Fatalf("cluster mode kept %d epochs", n)
-	}
 }
 
-// TestTxnEpochSurvivesRestart: single node, the epoch a marker raised is
-// stored, so after a restart a zombie's TxnOffsetCommit at an older epoch
-// is still refused (the producer has no pending offsets left to relearn it
-// from); the sweep removes the stored epoch with the expired entry.
+// TestTxnEpochSurvivesRestart: the epoch a marker raised is in the log, so
+// after a restart a zombie's TxnOffsetCommit at an older epoch is still
+// refused, though the producer has no pending offsets left to relearn it
+// from.
 func TestTxnEpochSurvivesRestart(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.ProducerIDExpiration = time.Hour })
+	e := newEnv(t, nil)
 	if code := e.txnCommitAt(3, 7, 0, 0, 5); code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
@@ -226,14 +163,11 @@ func TestTxnEpochSurvivesRestart(t *testing.T) {
 	if code := e.txnCommitAt(3, 8, 3, 1, 6); code != 0 { // pending at epoch 3
 		t.Fatalf("commit: %d", code)
 	}
-	if es, err := e.store.ProducerEpochs(); err != nil || es[7] != 1 || es[8] != 3 {
-		t.Fatalf("stored epochs %v, %v; want 7: 1, 8: 3", es, err)
-	}
 	e.restart()
-	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != errInvalidProducerEpoch {
+	if code := e.txnCommitAt(3, 7, 0, 1, 99); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("zombie at epoch 0 after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
-	if code := e.txnCommitAt(3, 8, 2, 2, 99); code != errInvalidProducerEpoch {
+	if code := e.txnCommitAt(3, 8, 2, 2, 99); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("producer 8 at epoch 2 after restart: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 	if code := e.txnCommitAt(3, 7, 1, 1, 10); code != 0 {
@@ -243,17 +177,5 @@ func TestTxnEpochSurvivesRestart(t *testing.T) {
 	e.completeAt(8, 3, true)
 	if got := e.fetch("g", "t", 1); got != 10 {
 		t.Fatalf("t-1 = %d, want 10", got)
-	}
-	// Idle for over an hour: both entries and their records go.
-	e.clock.Advance(2 * time.Hour)
-	if _, err := e.c.ExpireOffsets(); err != nil {
-		t.Fatal(err)
-	}
-	if es, err := e.store.ProducerEpochs(); err != nil || len(es) != 0 {
-		t.Fatalf("stored epochs after expiry: %v, %v; want none", es, err)
-	}
-	e.restart()
-	if code := e.txnCommitAt(3, 7, 0, 0, 6); code != 0 {
-		t.Fatalf("commit of an expired producer after restart: %d", code)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metastore"
@@ -43,9 +44,7 @@ func (e *env) fetchStable(group, topic string, partition int32) (int64, int16) {
 
 func (e *env) complete(pid int64, commit bool) {
 	e.t.Helper()
-	if err := e.c.HandleTxnCompletion(pid, 0, []int32{0}, commit); err != nil {
-		e.t.Fatal(err)
-	}
+	e.endTxn(pid, 0, commit)
 }
 
 func TestTxnOffsetCommitPendingUntilCompletion(t *testing.T) {
@@ -68,7 +67,7 @@ func TestTxnOffsetCommitPendingUntilCompletion(t *testing.T) {
 			if got := e.fetch("g", "t", 0); got != 5 {
 				t.Fatalf("fetch while pending = %d, want the committed 5", got)
 			}
-			if _, code := e.fetchStable("g", "t", 0); code != errUnstableOffsetCommit {
+			if _, code := e.fetchStable("g", "t", 0); code != kerr.UnstableOffsetCommit.Code {
 				t.Fatalf("require_stable fetch while pending: code %d, want UNSTABLE_OFFSET_COMMIT", code)
 			}
 			if off, code := e.fetchStable("g", "t", 1); code != 0 || off != -1 {
@@ -92,7 +91,7 @@ func TestTxnOffsetsPendingSurviveRestart(t *testing.T) {
 		t.Fatalf("txn commit: %d", code)
 	}
 	e.restart()
-	if _, code := e.fetchStable("g", "t", 0); code != errUnstableOffsetCommit {
+	if _, code := e.fetchStable("g", "t", 0); code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("after restart: code %d, want UNSTABLE_OFFSET_COMMIT (still pending)", code)
 	}
 	e.complete(7, true)
@@ -152,9 +151,9 @@ func TestTxnOffsetCommitGroupChecks(t *testing.T) {
 	}{
 		{"member of the generation", ids[0], gen, nil, 0},
 		{"standalone producer", "", -1, nil, 0},
-		{"old generation", ids[0], gen - 1, nil, errIllegalGeneration},
-		{"generation without member", "", gen + 1, nil, errIllegalGeneration},
-		{"unknown member", "nobody", gen, nil, errUnknownMemberID},
+		{"old generation", ids[0], gen - 1, nil, kerr.IllegalGeneration.Code},
+		{"generation without member", "", gen + 1, nil, kerr.IllegalGeneration.Code},
+		{"unknown member", "nobody", gen, nil, kerr.UnknownMemberID.Code},
 		{"unknown instance id is not fenced", ids[0], gen, &other, 0},
 	}
 	for _, tc := range cases {
@@ -174,7 +173,7 @@ func TestTxnOffsetCommitGroupChecks(t *testing.T) {
 		if r.ErrorCode != 0 {
 			t.Fatalf("join: %d", r.ErrorCode)
 		}
-		if code := e.txnCommit("s", 7, "impostor", r.Generation, &inst, "t", 0, 1); code != errFencedInstanceID {
+		if code := e.txnCommit("s", 7, "impostor", r.Generation, &inst, "t", 0, 1); code != kerr.FencedInstanceID.Code {
 			t.Fatalf("code %d, want FENCED_INSTANCE_ID", code)
 		}
 	})
@@ -251,7 +250,7 @@ func TestHandleTxnCompletionPartitions(t *testing.T) {
 	if got := e.fetch("a", "t", 0); got != 10 {
 		t.Fatalf("group a = %d, want 10", got)
 	}
-	if _, code := e.fetchStable("b", "t", 0); code != errUnstableOffsetCommit {
+	if _, code := e.fetchStable("b", "t", 0); code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("group b (marker not in its partition yet): code %d, want UNSTABLE_OFFSET_COMMIT", code)
 	}
 	if err := e.c.HandleTxnCompletion(7, 0, []int32{2}, true); err != nil {
@@ -282,7 +281,7 @@ func TestTxnOffsetCommitPersistTxnHook(t *testing.T) {
 		t.Fatalf("pending = %+v, want position 101 (the hook's log offset)", pend)
 	}
 	fail = true
-	if code := e.txnCommit("g", 8, "", -1, nil, "t", 1, 1); code != errCoordinatorNotAvailable {
+	if code := e.txnCommit("g", 8, "", -1, nil, "t", 1, 1); code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("code %d, want COORDINATOR_NOT_AVAILABLE when the hook fails", code)
 	}
 	if pend, _ := e.store.FetchPendingTxnOffsets("g"); len(pend) != 1 {

@@ -21,8 +21,9 @@ type PendingTxnOffset struct {
 	TopicPartition
 	Offset CommittedOffset
 	// Position orders the group's offset writes: the log offset of the
-	// record in __consumer_offsets in cluster mode, a counter of the group
-	// coordinator in single-node mode. Only comparisons between positions
+	// record in __consumer_offsets (a data dir from the release that kept a
+	// single node's groups in the metastore alone holds a counter of the
+	// group coordinator instead). Only comparisons between positions
 	// of one group are meaningful.
 	Position int64
 	// Superseded is set when an offset of the same partition written after
@@ -209,12 +210,14 @@ func decodePending(key, v []byte) (PendingTxnOffset, error) {
 	}, nil
 }
 
-// Producer epochs (single-node TxnOffsetCommit fencing)
+// Producer epochs (kind 0x09, one record per producer id)
 //
-// A single node has no __consumer_offsets log whose producer state would
-// refuse a zombie's TxnOffsetCommit, so the group coordinator keeps the
-// latest epoch of each producer id and stores it here (kind 0x09, one
-// record per producer id), so a restart still fences older epochs.
+// The release that kept a single node's groups in the metastore alone had
+// no __consumer_offsets log whose producer state would refuse a zombie's
+// TxnOffsetCommit, so its group coordinator stored the latest epoch of each
+// producer id here. Today's fences through the log and writes none; the
+// records of an upgraded data dir are left alone (the format keeps the
+// kind).
 
 // PutProducerEpoch stores epoch as the latest epoch of producerID, synced.
 func (s *Store) PutProducerEpoch(producerID int64, epoch int16) error {

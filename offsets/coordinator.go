@@ -1,11 +1,16 @@
-// Package offsets is the consumer-offsets coordinator of cluster mode: the
-// internal, replicated __consumer_offsets topic (issue 6, item 4), as
-// Kafka's GroupMetadataManager, built on coordlog.
+// Package offsets is the persistence of the group coordinator, on a single
+// node and in a cluster alike: the internal __consumer_offsets topic, as
+// Kafka's GroupMetadataManager, built on coordlog. The log is the truth;
+// the metastore is its materialized view, which each partition's load
+// rebuilds from the log and the group coordinator reads its groups from
+// (group.Coordinator.Reload). A single node leads every partition (one
+// replica each); a data dir written when a single node kept its groups in
+// the metastore alone is migrated into the log once (migrate.go).
 //
 //   - The coordinator of a group is the leader of partition
-//     PartitionFor(group, n) of __consumer_offsets. The server answers
-//     FindCoordinator with that leader from its metadata cache, creating
-//     the topic (TopicConfigs) on the first request.
+//     coordlog.PartitionFor(group, n) of __consumer_offsets. The server
+//     answers FindCoordinator with that leader, creating the topic
+//     (TopicConfigs) on the first request.
 //   - An OffsetCommit is appended to that partition with acks=all and
 //     answered only once the high watermark passes it (Persist, the
 //     group.Options.Persist hook); then the metastore materializes it.
@@ -39,7 +44,6 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/coordlog"
-	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -124,7 +128,7 @@ func (c *Coordinator) Owns(name string) (owned, loading bool) {
 	if n == 0 {
 		return false, false
 	}
-	return c.parts.State(PartitionFor(name, n))
+	return c.parts.State(coordlog.PartitionFor(name, n))
 }
 
 // PartitionState reports whether this broker leads partition i of
@@ -138,12 +142,12 @@ func (c *Coordinator) PartitionState(i int32) (owned, loading bool) { return c.p
 
 // matcher matches the groups stored in partition i of n.
 func matcher(i, n int32) func(string) bool {
-	return func(g string) bool { return PartitionFor(g, n) == i }
+	return func(g string) bool { return coordlog.PartitionFor(g, n) == i }
 }
 
 // Persist is group.Options.Persist: one batch of offset records (and
 // tombstones) of group name appended with acks=all to the group's
-// partition. Errors wrap group.ErrNotCoordinator when this broker does not
+// partition. Errors wrap coordlog.ErrNotCoordinator when this broker does not
 // lead that partition, ErrTooLong when a string does not fit the record.
 func (c *Coordinator) Persist(ctx context.Context, name string, offsets map[metastore.TopicPartition]metastore.CommittedOffset, deleted []metastore.TopicPartition) error {
 	if err := checkOffsets(name, offsets, deleted); err != nil {
@@ -153,7 +157,7 @@ func (c *Coordinator) Persist(ctx context.Context, name string, offsets map[meta
 	if err != nil {
 		return err
 	}
-	return coordlog.Append(ctx, p, c.offsetRecords(name, offsets, deleted), commitTimeout, group.ErrNotCoordinator)
+	return coordlog.Append(ctx, p, c.offsetRecords(name, offsets, deleted), commitTimeout, coordlog.ErrNotCoordinator)
 }
 
 // PersistGroup is group.Options.PersistGroup: one group metadata record (a
@@ -170,19 +174,19 @@ func (c *Coordinator) PersistGroup(ctx context.Context, sg metastore.Group, dele
 	if !deleted {
 		rec.Value = appendGroupValue(nil, sg)
 	}
-	return coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator)
+	return coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, coordlog.ErrNotCoordinator)
 }
 
 // leaderFor returns the local replica of name's partition if it leads.
 func (c *Coordinator) leaderFor(name string) (*replication.Partition, error) {
 	n := c.opts.NumPartitions()
 	if n == 0 {
-		return nil, fmt.Errorf("%w: no local %s", group.ErrNotCoordinator, Topic)
+		return nil, fmt.Errorf("%w: no local %s", coordlog.ErrNotCoordinator, Topic)
 	}
-	i := PartitionFor(name, n)
+	i := coordlog.PartitionFor(name, n)
 	p := c.opts.Partition(i)
 	if p == nil || !p.IsLeader() {
-		return nil, fmt.Errorf("%w: not the leader of %s-%d", group.ErrNotCoordinator, Topic, i)
+		return nil, fmt.Errorf("%w: not the leader of %s-%d", coordlog.ErrNotCoordinator, Topic, i)
 	}
 	return p, nil
 }

@@ -161,7 +161,11 @@ func (v *view) apply(b record.Batch, key, value []byte) error {
 	}
 	if !isOffset {
 		if value == nil {
+			// A deleted group takes its pending transactional offsets
+			// along (the coordinator dropped them with the group), so a
+			// later COMMIT marker does not bring the group back.
 			v.groups[k.Group] = nil
+			v.dropPending(k.Group)
 			return nil
 		}
 		sg, err := decodeGroupValue(k.Group, value)
@@ -196,6 +200,21 @@ func (v *view) apply(b record.Batch, key, value []byte) error {
 	}
 	v.set(k.Group, tp, o, b.BaseOffset())
 	return nil
+}
+
+// dropPending forgets group's pending transactional offsets, of every
+// producer.
+func (v *view) dropPending(group string) {
+	for pid, pend := range v.pending {
+		for k := range pend {
+			if k.group == group {
+				delete(pend, k)
+			}
+		}
+		if len(pend) == 0 {
+			delete(v.pending, pid)
+		}
+	}
 }
 
 // pendingOf returns group's pending offsets for the metastore, each

@@ -11,7 +11,6 @@ import (
 	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/engine"
 	_ "github.com/sluice/sluice/engine/memlog"
-	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -56,7 +55,7 @@ func TestReplay(t *testing.T) {
 	ctx := context.Background()
 	appendRecs := func(g string, offs map[metastore.TopicPartition]metastore.CommittedOffset, del []metastore.TopicPartition) {
 		t.Helper()
-		if err := coordlog.Append(ctx, p, c.offsetRecords(g, offs, del), commitTimeout, group.ErrNotCoordinator); err != nil {
+		if err := coordlog.Append(ctx, p, c.offsetRecords(g, offs, del), commitTimeout, coordlog.ErrNotCoordinator); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +68,7 @@ func TestReplay(t *testing.T) {
 		if !del {
 			rec.Value = appendGroupValue(nil, metastore.Group{Name: name, ProtocolType: "consumer", Generation: 3})
 		}
-		if err := coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator); err != nil {
+		if err := coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, coordlog.ErrNotCoordinator); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,7 +114,7 @@ func TestReplay(t *testing.T) {
 func TestReplayBadRecord(t *testing.T) {
 	p := newReplica(t, 0)
 	rec := record.BuildRecord{Key: []byte{0, 9, 'x'}, Value: []byte("v"), Timestamp: 1}
-	if err := coordlog.Append(context.Background(), p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator); err != nil {
+	if err := coordlog.Append(context.Background(), p, []record.BuildRecord{rec}, commitTimeout, coordlog.ErrNotCoordinator); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := replay(p, p.LogEndOffset()); !errors.Is(err, ErrBadRecord) {
@@ -149,7 +148,7 @@ func matching(match func(string) bool) string {
 // into the metastore (replacing what an earlier term left) and reloads its
 // groups, and losing leadership unloads them.
 func TestCoordinator(t *testing.T) {
-	if PartitionFor("a", 2) != 1 || PartitionFor("b", 2) != 0 {
+	if coordlog.PartitionFor("a", 2) != 1 || coordlog.PartitionFor("b", 2) != 0 {
 		t.Fatal("probe groups moved")
 	}
 	p := newReplica(t, 1)
@@ -187,7 +186,7 @@ func TestCoordinator(t *testing.T) {
 	if owned, _ := c.Owns("a"); owned {
 		t.Fatal("owns a before leading")
 	}
-	if err := c.Persist(ctx, "b", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(1)}, nil); !errors.Is(err, group.ErrNotCoordinator) {
+	if err := c.Persist(ctx, "b", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(1)}, nil); !errors.Is(err, coordlog.ErrNotCoordinator) {
 		t.Fatalf("persist b (partition 0, no replica) = %v, want ErrNotCoordinator", err)
 	}
 	if err := c.Persist(ctx, "a", map[metastore.TopicPartition]metastore.CommittedOffset{tp(0): committed(7), tp(1): committed(8)}, nil); err != nil {
@@ -259,7 +258,7 @@ func TestReplayAcrossReads(t *testing.T) {
 		{MemberID: "m", Protocols: []metastore.GroupProtocol{{Name: "range", Metadata: []byte("subscription")}}, Assignment: []byte("assignment")},
 	}}
 	rec := record.BuildRecord{Key: appendGroupKey(nil, "g"), Value: appendGroupValue(nil, sg), Timestamp: 1}
-	if err := coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, group.ErrNotCoordinator); err != nil {
+	if err := coordlog.Append(ctx, p, []record.BuildRecord{rec}, commitTimeout, coordlog.ErrNotCoordinator); err != nil {
 		t.Fatal(err)
 	}
 	// Past 1 MiB of commits with 30 KB of metadata each: two reads at least.
@@ -267,7 +266,7 @@ func TestReplayAcrossReads(t *testing.T) {
 	o := committed(1)
 	o.Metadata = string(make([]byte, 30_000))
 	for i := range 40 {
-		if err := coordlog.Append(ctx, p, c.offsetRecords("g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(int32(i)): o}, nil), commitTimeout, group.ErrNotCoordinator); err != nil {
+		if err := coordlog.Append(ctx, p, c.offsetRecords("g", map[metastore.TopicPartition]metastore.CommittedOffset{tp(int32(i)): o}, nil), commitTimeout, coordlog.ErrNotCoordinator); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,7 +38,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -160,7 +160,7 @@ func (c *Coordinator) PersistTxn(ctx context.Context, name string, pid int64, ep
 	c.seqs.mu.Unlock()
 	if err != nil {
 		if errors.Is(err, replication.ErrNotLeader) || errors.Is(err, replication.ErrClosed) {
-			return 0, fmt.Errorf("%w: %s-%d: %v", group.ErrNotCoordinator, p.Topic(), p.Index(), err)
+			return 0, fmt.Errorf("%w: %s-%d: %v", coordlog.ErrNotCoordinator, p.Topic(), p.Index(), err)
 		}
 		return 0, fmt.Errorf("offsets: append transactional offsets to %s-%d: %w", p.Topic(), p.Index(), err)
 	}
@@ -169,7 +169,7 @@ func (c *Coordinator) PersistTxn(ctx context.Context, name string, pid int64, ep
 	// leader change and truncation must not count as their commit.
 	if err := p.WaitCommitted(ctx, res); err != nil {
 		if errors.Is(err, replication.ErrNotLeader) || errors.Is(err, replication.ErrClosed) {
-			return 0, fmt.Errorf("%w: %s-%d: leadership lost before commit", group.ErrNotCoordinator, p.Topic(), p.Index())
+			return 0, fmt.Errorf("%w: %s-%d: leadership lost before commit", coordlog.ErrNotCoordinator, p.Topic(), p.Index())
 		}
 		return 0, fmt.Errorf("offsets: wait for %s-%d to commit: %w", p.Topic(), p.Index(), err)
 	}

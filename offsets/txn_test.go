@@ -137,6 +137,34 @@ func TestReplayTxnOffsets(t *testing.T) {
 	}
 }
 
+// TestReplayGroupTombstoneDropsPending: a deleted group's pending
+// transactional offsets go with it, so the COMMIT marker of their
+// transaction, after the tombstone, does not bring the group back; a
+// transaction of another group is untouched.
+func TestReplayGroupTombstoneDropsPending(t *testing.T) {
+	p := newFollowerReplica(t)
+	l := &txnLog{t: t, p: p, c: New(Options{}), seq: map[int64]int32{}}
+	l.offsets("g", 7, one(0, 10))
+	l.offsets("h", 7, one(0, 20))
+	l.write(record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]record.BuildRecord{{Key: appendGroupKey(nil, "g"), Timestamp: 1}})) // g deleted
+	l.marker(7, true)
+
+	v, _, err := replay(p, p.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.offsets["g"]; len(got) != 0 {
+		t.Errorf("deleted group g has offsets %v after the marker", got)
+	}
+	if got := v.offsets["h"][tp(0)]; got == nil || got.Offset != 20 {
+		t.Errorf("h's committed t-0 = %v, want 20", got)
+	}
+	if len(v.pending) != 0 {
+		t.Errorf("pending left: %+v", v.pending)
+	}
+}
+
 func TestControlKey(t *testing.T) {
 	b := record.Batch(appendControlBatch(nil, 5, 1, true, 3))
 	if !b.Control() || !b.Transactional() || b.ProducerID() != 5 || b.ProducerEpoch() != 1 {

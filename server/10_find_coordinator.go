@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -83,7 +84,7 @@ func (s *Server) txnCoordinatorOf(ctx context.Context, rc *reqCtx, id string) (c
 			return cluster.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " is being created"
 		}
 	}
-	leader := parts[txn.PartitionFor(id, int32(len(parts)))].Leader
+	leader := parts[coordlog.PartitionFor(id, int32(len(parts)))].Leader
 	for _, b := range s.cp.brokers() {
 		if b.ID == leader {
 			return b, 0, ""

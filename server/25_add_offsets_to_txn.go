@@ -9,7 +9,7 @@ package server
 //	v4: no changes (the client knows TRANSACTION_ABORTABLE, KIP-890)
 //
 // The partition of __consumer_offsets that holds the group's offsets,
-// offsets.PartitionFor(group, offsets.topic.num.partitions), joins the
+// coordlog.PartitionFor(group, offsets.topic.num.partitions), joins the
 // transaction, so that its markers reach the group coordinator and the
 // offsets committed with TxnOffsetCommit become visible (or are dropped)
 // with the transaction. As Kafka: Write on the TransactionalId
@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/txn"
 )
@@ -52,12 +53,12 @@ func handleAddOffsetsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 
 // offsetsPartitionFor is the __consumer_offsets partition of group: of the
 // topic's partition count when it exists, else of
-// offsets.topic.num.partitions (a single node, which keeps offsets in the
-// metastore, has no such topic).
+// offsets.topic.num.partitions (the count it will be created with: no
+// group request has created it yet).
 func (s *Server) offsetsPartitionFor(group string) int32 {
 	n := int32(len(s.cp.partitions(offsets.Topic)))
 	if n == 0 {
 		n = s.cfg.OffsetsTopicPartitions
 	}
-	return offsets.PartitionFor(group, n)
+	return coordlog.PartitionFor(group, n)
 }

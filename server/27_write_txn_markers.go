@@ -110,8 +110,8 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 	ctx, cancel := context.WithTimeout(context.Background(), txnMarkerTimeout)
 	defer cancel()
 
-	// hookOnly: single-node offsets live in the metastore; no
-	// __consumer_offsets partition takes a marker.
+	// hookOnly: __consumer_offsets does not exist yet (no group request
+	// created it); no partition of it takes a marker.
 	hookOnly := s.topics.get(offsets.Topic) == nil
 	var wg sync.WaitGroup
 	for i, t := range m.Topics {

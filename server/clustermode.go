@@ -57,7 +57,6 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
@@ -74,9 +73,6 @@ type zkPlane struct {
 	s        *Server
 	node     *cluster.Node
 	fetchers *replication.FetcherManager
-	// offsets is the __consumer_offsets coordinator of the partitions led
-	// here (package offsets, wired in offsets_topic_find.go).
-	offsets *offsets.Coordinator
 
 	mu sync.Mutex
 	// partCtrlEpoch is the controller epoch of the partition state each
@@ -101,7 +97,6 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 		partCtrlEpoch: map[engine.PartitionID]int32{},
 		leaderAddrs:   map[int32]string{},
 		stop:          make(chan struct{}),
-		offsets:       newOffsetsCoord(s),
 	}
 	zp.fetchers = replication.NewFetcherManager(replication.FetcherOptions{
 		BrokerID:     s.nodeID,
@@ -133,10 +128,9 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 	return zp
 }
 
-// close stops the offsets loads, the loops and every fetcher (before the
-// partitions close) and checkpoints the high watermarks.
+// close stops the loops and every fetcher (before the partitions close)
+// and checkpoints the high watermarks.
 func (zp *zkPlane) close() {
-	zp.offsets.Close()
 	close(zp.stop)
 	zp.wg.Wait()
 	zp.fetchers.Close()
@@ -219,10 +213,6 @@ func (zp *zkPlane) setTopicConfigs(ctx context.Context, name string, overrides m
 // as Kafka's ZooKeeper-mode brokers do.
 func (zp *zkPlane) electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error) {
 	return zp.node.ElectLeaders(ctx, tps, unclean)
-}
-
-func (zp *zkPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc) {
-	return zp.offsets.Owns, zp.offsets.Persist, zp.offsets.PersistGroup
 }
 
 // --- controller requests and local replicas ---
@@ -319,7 +309,7 @@ func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPar
 	}
 	switch p.Topic() {
 	case offsets.Topic:
-		zp.offsets.OnRole(p.Index(), leader)
+		zp.s.offsets.OnRole(p.Index(), leader)
 	case txn.Topic:
 		zp.s.txn.OnRole(p.Index(), leader)
 	}
@@ -329,7 +319,7 @@ func (zp *zkPlane) replicaStopped(p *partition) {
 	zp.fetchers.Remove(p.Partition)
 	switch p.Topic() {
 	case offsets.Topic:
-		zp.offsets.OnStop(p.Index())
+		zp.s.offsets.OnStop(p.Index())
 	case txn.Topic:
 		zp.s.txn.OnStop(p.Index())
 	}

@@ -29,7 +29,6 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
-	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -75,9 +74,6 @@ type controlPlane interface {
 	electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error)
 	// findCoordinator answers FindCoordinator.
 	findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error)
-	// groupHooks returns the group coordinator's persistence hooks (all
-	// nil: the metastore alone keeps group state).
-	groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc)
 
 	// interBrokerAPIs reports whether LeaderAndIsr, StopReplica,
 	// UpdateMetadata and ControlledShutdown are served (and advertised).
@@ -294,17 +290,16 @@ func (lp localPlane) electLeaders(_ context.Context, tps []cluster.TopicPartitio
 	return results, nil
 }
 
-// findCoordinator: the group coordinator answers with this broker.
+// findCoordinator: the group coordinator answers with this broker, which
+// leads every __consumer_offsets partition (created on the first request,
+// offsets_topic_find.go).
 func (lp localPlane) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	lp.s.localOffsetsReady(ctx)
 	resp, err := lp.s.groups.Handle(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return resp.(*kmsg.FindCoordinatorResponse), nil
-}
-
-func (lp localPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc) {
-	return nil, nil, nil
 }
 
 func (lp localPlane) interBrokerAPIs() bool { return false }

@@ -18,7 +18,6 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -198,10 +197,6 @@ func (fp *fakePlane) findCoordinator(_ context.Context, req *kmsg.FindCoordinato
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	resp.NodeID, resp.Host, resp.Port = 3, "127.0.0.1", 9094
 	return resp, nil
-}
-
-func (fp *fakePlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc) {
-	return nil, nil, nil
 }
 
 func (fp *fakePlane) interBrokerAPIs() bool { return true }

@@ -1,17 +1,12 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluice/sluice/cluster"
-	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/metastore"
-	"github.com/sluice/sluice/record"
-	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/internal/errcode"
 )
 
 // Errors raised by the handlers. Each maps to one Kafka error code in
@@ -50,142 +45,85 @@ var (
 	errResourceNotFound             = errors.New("server: resource not found")
 )
 
-// errorCode is the one place where Go errors become Kafka error codes. An
-// error it does not know is UNKNOWN_SERVER_ERROR, which the caller should
-// also log.
+// errorCode is the code of err in a response: the server's own sentinels
+// here, everything else (the logs, replication, the cluster, the
+// metastore, the coordinators) through errcode.Code, the one mapping the
+// coordinators use too. An error neither knows is UNKNOWN_SERVER_ERROR,
+// which the caller should also log.
 func errorCode(err error) int16 {
+	if code, ok := serverCode(err); ok {
+		return code
+	}
+	return errcode.Code(err)
+}
+
+// serverCode maps the server's own sentinels (declared in this package).
+func serverCode(err error) (int16, bool) {
 	switch {
 	case err == nil:
-		return 0
-	case errors.Is(err, errUnknownTopicOrPartition), errors.Is(err, engine.ErrNoLog):
-		return kerr.UnknownTopicOrPartition.Code
+		return 0, true
+	case errors.Is(err, errUnknownTopicOrPartition):
+		return kerr.UnknownTopicOrPartition.Code, true
 	case errors.Is(err, errUnknownTopicID):
-		return kerr.UnknownTopicID.Code
+		return kerr.UnknownTopicID.Code, true
 	case errors.Is(err, errInvalidTopic):
-		return kerr.InvalidTopicException.Code
+		return kerr.InvalidTopicException.Code, true
 	case errors.Is(err, errTopicExists):
-		return kerr.TopicAlreadyExists.Code
+		return kerr.TopicAlreadyExists.Code, true
 	case errors.Is(err, errInvalidPartitions):
-		return kerr.InvalidPartitions.Code
+		return kerr.InvalidPartitions.Code, true
 	case errors.Is(err, errInvalidReplicationFactor):
-		return kerr.InvalidReplicationFactor.Code
+		return kerr.InvalidReplicationFactor.Code, true
 	case errors.Is(err, errInvalidReplicaAssignment):
-		return kerr.InvalidReplicaAssignment.Code
+		return kerr.InvalidReplicaAssignment.Code, true
 	case errors.Is(err, errInvalidConfig):
-		return kerr.InvalidConfig.Code
+		return kerr.InvalidConfig.Code, true
 	case errors.Is(err, errInvalidRequest), errors.Is(err, errTransactionsUnsupported):
-		return kerr.InvalidRequest.Code
+		return kerr.InvalidRequest.Code, true
 	case errors.Is(err, errTopicDeletionDisabled):
-		return kerr.TopicDeletionDisabled.Code
-	case errors.Is(err, errMessageTooLarge), errors.Is(err, engine.ErrBatchTooLarge):
-		return kerr.MessageTooLarge.Code
+		return kerr.TopicDeletionDisabled.Code, true
+	case errors.Is(err, errMessageTooLarge):
+		return kerr.MessageTooLarge.Code, true
 	case errors.Is(err, errRecordListTooLarge):
-		return kerr.RecordListTooLarge.Code
+		return kerr.RecordListTooLarge.Code, true
 	case errors.Is(err, errInvalidRequiredAcks):
-		return kerr.InvalidRequiredAcks.Code
+		return kerr.InvalidRequiredAcks.Code, true
 	case errors.Is(err, errFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
+		return kerr.FencedLeaderEpoch.Code, true
 	case errors.Is(err, errUnknownLeaderEpoch):
-		return kerr.UnknownLeaderEpoch.Code
+		return kerr.UnknownLeaderEpoch.Code, true
 	case errors.Is(err, errResourceNotFound):
-		return kerr.ResourceNotFound.Code
-	case errors.Is(err, engine.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, record.ErrCorrupt):
-		return kerr.CorruptMessage.Code
-	case errors.Is(err, record.ErrInvalid):
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, record.ErrNoKey):
-		return kerr.InvalidRecord.Code // Kafka: "Compacted topic cannot accept message without key"
-	case errors.Is(err, record.ErrInvalidTimestamp):
-		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, record.ErrTooLarge):
-		return kerr.MessageTooLarge.Code
-	case errors.Is(err, record.ErrUnsupported):
-		return kerr.UnsupportedForMessageFormat.Code
-	case errors.Is(err, replication.ErrTransactional):
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, replication.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, replication.ErrInvalidProducerEpoch):
-		return kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, replication.ErrInvalidTxnState):
-		return kerr.InvalidTxnState.Code
-	case errors.Is(err, replication.ErrCoordinatorFenced):
-		return kerr.TransactionCoordinatorFenced.Code
-	case errors.Is(err, replication.ErrNotLeader), errors.Is(err, replication.ErrClosed), errors.Is(err, engine.ErrClosed):
-		// The partition went away (deleted, broker stopping): the client
-		// refreshes its metadata and retries.
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, replication.ErrNotEnoughReplicas):
-		return kerr.NotEnoughReplicas.Code
-	case errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend):
-		return kerr.NotEnoughReplicasAfterAppend.Code
-	case errors.Is(err, replication.ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, replication.ErrUnknownLeaderEpoch):
-		return kerr.UnknownLeaderEpoch.Code
+		return kerr.ResourceNotFound.Code, true
 	case errors.Is(err, errLeaderNotAvailable):
-		return kerr.LeaderNotAvailable.Code
-	case errors.Is(err, cluster.ErrTopicExists):
-		return kerr.TopicAlreadyExists.Code
-	case errors.Is(err, cluster.ErrTopicNotFound):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
-		return kerr.InvalidReplicationFactor.Code
-	case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
-		return kerr.InvalidReplicaAssignment.Code
-	case errors.Is(err, cluster.ErrInvalidPartitions):
-		return kerr.InvalidPartitions.Code
-	case errors.Is(err, cluster.ErrInvalidTopic):
-		return kerr.InvalidTopicException.Code
-	case errors.Is(err, cluster.ErrNotController), errors.Is(err, cluster.ErrControllerMoved):
-		return kerr.NotController.Code
+		return kerr.LeaderNotAvailable.Code, true
 	case errors.Is(err, errElectionTimedOut):
-		return kerr.RequestTimedOut.Code
-	case errors.Is(err, cluster.ErrElectionNotNeeded):
-		return kerr.ElectionNotNeeded.Code
-	case errors.Is(err, cluster.ErrPreferredLeaderNotAvailable):
-		return kerr.PreferredLeaderNotAvailable.Code
-	case errors.Is(err, cluster.ErrEligibleLeadersNotAvailable):
-		return kerr.EligibleLeadersNotAvailable.Code
-	case errors.Is(err, errStaleControllerEpoch), errors.Is(err, cluster.ErrStaleControllerEpoch):
-		return kerr.StaleControllerEpoch.Code
-	case errors.Is(err, errClusterOnly), errors.Is(err, cluster.ErrNotFromController), errors.Is(err, errNotControlPlaneListener):
-		return kerr.ClusterAuthorizationFailed.Code
+		return kerr.RequestTimedOut.Code, true
+	case errors.Is(err, errStaleControllerEpoch):
+		return kerr.StaleControllerEpoch.Code, true
+	case errors.Is(err, errClusterOnly), errors.Is(err, errNotControlPlaneListener):
+		return kerr.ClusterAuthorizationFailed.Code, true
 	case errors.Is(err, errSASLState):
-		return kerr.IllegalSaslState.Code
+		return kerr.IllegalSaslState.Code, true
 	case errors.Is(err, errSASLMechanism):
-		return kerr.UnsupportedSaslMechanism.Code
+		return kerr.UnsupportedSaslMechanism.Code, true
 	case errors.Is(err, errSASLFailed):
-		return kerr.SaslAuthenticationFailed.Code
+		return kerr.SaslAuthenticationFailed.Code, true
 	case errors.Is(err, errUnsupportedSASLMechanism):
-		return kerr.UnsupportedSaslMechanism.Code
+		return kerr.UnsupportedSaslMechanism.Code, true
 	case errors.Is(err, errUnacceptableCredential):
-		return kerr.UnacceptableCredential.Code
+		return kerr.UnacceptableCredential.Code, true
 	case errors.Is(err, errSecurityDisabled):
-		return kerr.SecurityDisabled.Code
+		return kerr.SecurityDisabled.Code, true
 	case errors.Is(err, errTransactionalIDAuthorization):
-		return kerr.TransactionalIDAuthorizationFailed.Code
+		return kerr.TransactionalIDAuthorizationFailed.Code, true
 	case errors.Is(err, errClusterAuthorization):
-		return kerr.ClusterAuthorizationFailed.Code
+		return kerr.ClusterAuthorizationFailed.Code, true
 	case errors.Is(err, errGroupAuthorization):
-		return kerr.GroupAuthorizationFailed.Code
+		return kerr.GroupAuthorizationFailed.Code, true
 	case errors.Is(err, errTopicAuthorization):
-		return kerr.TopicAuthorizationFailed.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return kerr.RequestTimedOut.Code
-	case errors.Is(err, cluster.ErrStaleBrokerEpoch):
-		return kerr.StaleBrokerEpoch.Code
-	case errors.Is(err, cluster.ErrBrokerNotAvailable), errors.Is(err, cluster.ErrClosed):
-		return kerr.BrokerNotAvailable.Code
-	case errors.Is(err, metastore.ErrClosed):
-		return kerr.KafkaStorageError.Code
-	case errors.Is(err, engine.ErrCorruptStore), errors.Is(err, engine.ErrStorage):
-		return kerr.KafkaStorageError.Code
-	default:
-		return kerr.UnknownServerError.Code
+		return kerr.TopicAuthorizationFailed.Code, true
 	}
+	return 0, false
 }
 
 // errorMessage is the response error message for err: nil when err is nil.

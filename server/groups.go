@@ -17,7 +17,9 @@ import (
 // request is outstanding; the wait ends if the client goes away.
 // FindCoordinator goes to the control plane: on a single node the group
 // coordinator names this broker; in cluster mode the leader of the group's
-// __consumer_offsets partition is named (offsets_topic_find.go).
+// __consumer_offsets partition is named (offsets_topic_find.go). Either way
+// the group's state lives in __consumer_offsets, which a single node
+// creates for its first group request.
 func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	ctx, host := context.Background(), ""
 	if rc.conn != nil {
@@ -33,9 +35,15 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	}
 	var resp kmsg.Response
 	var err error
-	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok {
-		resp, err = s.cp.findCoordinator(ctx, fc)
-	} else {
+	switch req := req.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		resp, err = s.cp.findCoordinator(ctx, req)
+	case *kmsg.ListGroupsRequest:
+		resp, err = s.groups.Handle(ctx, req)
+	default:
+		// A client may skip FindCoordinator on a single node, where the
+		// broker it talks to is the coordinator of every group.
+		s.localOffsetsReady(ctx)
 		resp, err = s.groups.Handle(ctx, req)
 	}
 	if err != nil {

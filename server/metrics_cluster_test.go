@@ -1,16 +1,15 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
-
-	"net"
-
-	"fmt"
-
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,6 +21,7 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/offsets"
 )
 
 // newFakeClusterMetricsServer is newFakeClusterServer with metrics on;
@@ -214,6 +214,24 @@ func leaderStub(t *testing.T, fp *fakePlane, topic string, records int) {
 	fp.mu.Unlock()
 }
 
+// leadOffsetsTopic makes s the leader, with itself the only in-sync
+// replica, of a one-partition __consumer_offsets in the fake cluster, and
+// waits for that partition to load: s then coordinates every group.
+func leadOffsetsTopic(t *testing.T, s *Server, fp *fakePlane) {
+	t.Helper()
+	id := fp.addTopic(offsets.Topic, 1)
+	req := leaderAndIsr(offsets.Topic, id, 0, 1, 1, 5)
+	ps := &req.TopicStates[0].PartitionStates[0]
+	ps.ISR, ps.Replicas = []int32{1}, []int32{1}
+	mustCall(t, s, 4, req)
+	s.offsets.OnRole(0, true) // what zkPlane.roleChanged does; the fake only records roles
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.offsets.WaitLoaded(ctx, 0); err != nil {
+		t.Fatalf("load %s-0: %v", offsets.Topic, err)
+	}
+}
+
 // commitOffset commits offset for group on topic-p through OffsetCommit.
 func commitOffset(t *testing.T, s *Server, groupID, topic string, p int32, offset int64) {
 	t.Helper()
@@ -242,6 +260,7 @@ func TestMetricsLagOfFollowedPartitionFromLeader(t *testing.T) {
 	if p := s.partition("t", 0); p == nil || p.IsLeader() {
 		t.Fatal("no follower replica of t-0 here")
 	}
+	leadOffsetsTopic(t, s, fp)
 	commitOffset(t, s, "g", "t", 0, 1)
 	fams := gather(t, m)
 	lag, ok := series(fams, "kafka_consumergroup_lag", map[string]string{"consumergroup": "g", "topic": "t", "partition": "0"})

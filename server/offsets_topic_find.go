@@ -1,17 +1,36 @@
 package server
 
-// FindCoordinator in cluster mode, and the wiring of the __consumer_offsets
-// coordinator (package offsets). (In single-node mode the group coordinator
-// answers FindCoordinator with this broker.)
+// The wiring of the __consumer_offsets coordinator (package offsets), which
+// persists the group coordinator's state in both modes, and FindCoordinator
+// for groups.
+//
+//   - The coordinator lives on the Server (s.offsets) and is the group
+//     coordinator's Owns/Persist/PersistGroup/PersistTxn hooks: a group
+//     belongs to this broker when it leads the group's partition, and a
+//     commit is answered once appended with acks=all; the metastore is the
+//     view each partition's load rebuilds from the log.
+//   - In cluster mode FindCoordinator names the leader of the group's
+//     partition, creating the topic through the controller on the first
+//     request; LeaderAndIsr and StopReplica load and unload partitions
+//     (clustermode.go).
+//   - On a single node this broker leads every partition: the topic is
+//     created locally (offsets.topic.num.partitions partitions, Kafka's
+//     configs, one replica) on the first FindCoordinator for a group (or
+//     group request), or at start when the metastore holds groups of the
+//     release that kept them there alone (offsets.Coordinator.Migrate
+//     writes those to the log first); then every partition is loaded.
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 )
@@ -39,6 +58,99 @@ func newOffsetsCoord(s *Server) *offsets.Coordinator {
 		Now:    s.now,
 		Logger: s.log,
 	})
+}
+
+// offsetsTopicSpec is the shape of __consumer_offsets: Kafka's settings; on
+// a single node one replica.
+func (s *Server) offsetsTopicSpec() topicSpec {
+	c := s.cfg
+	rf := c.OffsetsTopicReplication
+	if s.singleNode() {
+		rf = 1
+	}
+	return topicSpec{
+		name:       offsets.Topic,
+		partitions: c.OffsetsTopicPartitions,
+		rf:         rf,
+		configs:    offsets.TopicConfigs(c.OffsetsTopicSegmentBytes),
+	}
+}
+
+// openLocalOffsets runs at start on a single node: it writes the groups a
+// metastore-only data dir holds to __consumer_offsets (once: Migrate
+// records it), then loads every partition of a local __consumer_offsets.
+// In cluster mode LeaderAndIsr says who leads, and this does nothing.
+func (s *Server) openLocalOffsets() error {
+	if !s.singleNode() {
+		return nil
+	}
+	// No deadline: a large metastore takes as long as it takes (each
+	// append is bounded on its own), and a start that gave up would only
+	// run the migration again from the beginning.
+	ctx := context.Background()
+	create := func(ctx context.Context) error {
+		if s.topics.get(offsets.Topic) != nil {
+			return nil
+		}
+		_, err := s.cp.createTopic(ctx, s.offsetsTopicSpec())
+		return err
+	}
+	if _, err := s.offsets.Migrate(ctx, create); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.openLocalOffsetsPartitions()
+	return nil
+}
+
+// openLocalOffsetsPartitions starts the load of every partition of a local
+// __consumer_offsets on a single node (a partition already loaded or
+// loading is left alone).
+func (s *Server) openLocalOffsetsPartitions() {
+	if t := s.topics.get(offsets.Topic); t != nil {
+		for i := range t.parts {
+			s.offsets.OnRole(int32(i), true)
+		}
+	}
+}
+
+// localOffsetsLoadWait bounds how long a single node's first group request
+// waits for the partitions of the __consumer_offsets it just created to
+// load (they are empty: the wait is short).
+const localOffsetsLoadWait = 10 * time.Second
+
+// localOffsetsReady makes sure, on a single node, that __consumer_offsets
+// exists and its partitions are led here, before a group request: the
+// first one creates the topic and waits for its empty partitions to load,
+// so it is answered from a loaded coordinator, as before the topic existed.
+// A failure is logged; the group request then gets NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS from the coordinator, and the client
+// retries. Nothing happens in cluster mode.
+func (s *Server) localOffsetsReady(ctx context.Context) {
+	if !s.singleNode() {
+		return
+	}
+	if t := s.topics.get(offsets.Topic); t != nil {
+		if owned, _ := s.offsets.PartitionState(0); owned {
+			return
+		}
+	}
+	_, err := s.cp.createTopic(ctx, s.offsetsTopicSpec())
+	if err != nil && !errors.Is(err, errTopicExists) {
+		s.log.Warn("server: create "+offsets.Topic, "err", err)
+		return
+	}
+	// Created here, by a concurrent request, or by a client (CreateTopics).
+	s.openLocalOffsetsPartitions()
+	ctx, cancel := context.WithTimeout(ctx, localOffsetsLoadWait)
+	defer cancel()
+	if t := s.topics.get(offsets.Topic); t != nil {
+		for i := range t.parts {
+			if err := s.offsets.WaitLoaded(ctx, int32(i)); err != nil {
+				s.log.Info("server: "+offsets.Topic+" not loaded yet", "partition", i, "err", err)
+				return
+			}
+		}
+	}
 }
 
 // findCoordinator answers FindCoordinator (versions 0-4, the range the
@@ -88,7 +200,7 @@ func (zp *zkPlane) coordinatorOf(ctx context.Context, keyType int8, key string) 
 	switch keyType {
 	case 0:
 	case 1:
-		return kerr.CoordinatorNotAvailable.Code, "transactions are not supported"
+		return kerr.CoordinatorNotAvailable.Code, "transactional ids are answered by the transaction coordinator"
 	default:
 		return kerr.InvalidRequest.Code, "unknown coordinator key type"
 	}
@@ -119,7 +231,7 @@ func (zp *zkPlane) leaderOf(key string) int32 {
 	if n == 0 {
 		return -1
 	}
-	pi, ok := md.Partition(offsets.Topic, offsets.PartitionFor(key, n))
+	pi, ok := md.Partition(offsets.Topic, coordlog.PartitionFor(key, n))
 	if !ok {
 		return -1
 	}

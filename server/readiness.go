@@ -5,10 +5,7 @@ package server
 // serve, and the group coordinator's loading.
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sluice/sluice/offsets"
 )
@@ -26,10 +23,10 @@ type Readiness struct {
 	// 20, with OfflineCount the full count.
 	Offline      []string
 	OfflineCount int
-	// GroupsLoading is set while the group coordinator loads (single
-	// node), or names how many __consumer_offsets partitions led here are
-	// still loading (cluster mode); empty when loaded. GroupsLoadErr is
-	// the load's error, if it failed.
+	// GroupsLoading names how many __consumer_offsets partitions led here
+	// are still loading (both modes: a single node leads them all); empty
+	// when loaded. A failed load is retried, and counts as loading
+	// meanwhile, so GroupsLoadErr is never set by the server.
 	GroupsLoading string
 	GroupsLoadErr error
 }
@@ -62,29 +59,16 @@ func (s *Server) Readiness() Readiness {
 			}
 		}
 	}
-	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
-		loading := 0
-		if t := s.topics.get(offsets.Topic); t != nil {
-			for i, p := range t.parts {
-				if p != nil && p.IsLeader() && s.offsetsPartitionLoading(int32(i)) {
-					loading++
-				}
+	loading := 0
+	if t := s.topics.get(offsets.Topic); t != nil {
+		for i, p := range t.parts {
+			if p != nil && p.IsLeader() && s.offsetsPartitionLoading(int32(i)) {
+				loading++
 			}
 		}
-		if loading > 0 {
-			rd.GroupsLoading = fmt.Sprintf("%d %s partitions led here are loading", loading, offsets.Topic)
-		}
-		return rd
 	}
-	// A loaded coordinator answers at once; a loading one within the
-	// timeout (a done ctx would race the loaded channel in Loaded's select).
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	switch err := s.groups.Loaded(ctx); {
-	case errors.Is(err, context.DeadlineExceeded):
-		rd.GroupsLoading = "the group coordinator is loading its groups"
-	case err != nil:
-		rd.GroupsLoadErr = err
+	if loading > 0 {
+		rd.GroupsLoading = fmt.Sprintf("%d %s partitions led here are loading", loading, offsets.Topic)
 	}
 	return rd
 }

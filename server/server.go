@@ -54,6 +54,7 @@ import (
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
 )
@@ -128,6 +129,9 @@ type Server struct {
 
 	topics topicRegistry
 	groups *group.Coordinator
+	// offsets is the __consumer_offsets coordinator under the group
+	// coordinator, in both modes (offsets_topic_find.go).
+	offsets *offsets.Coordinator
 	// txn is the transaction coordinator (txn_coord.go); txnMarkers its
 	// marker writer (txn_markers.go).
 	txn        *txn.Coordinator
@@ -229,6 +233,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.topics.init()
 	s.pids.meta = s.meta
+	s.offsets = newOffsetsCoord(s)
 	switch {
 	case opts.controlPlane != nil:
 		s.cp = opts.controlPlane(s)
@@ -242,23 +247,22 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	c := opts.Config
-	owns, persist, persistGroup := s.cp.groupHooks()
 	groups, err := group.New(group.Options{
 		Store:                 s.meta,
 		InitialRebalanceDelay: c.GroupInitialRebalanceDelay,
 		MinSessionTimeout:     c.GroupMinSessionTimeout,
 		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		OffsetsRetention:      c.OffsetsRetention,
-		ProducerIDExpiration:  c.ProducerIDExpiration,
 		Now:                   opts.Now,
 		Logger:                s.log,
 		NodeID:                s.nodeID,
 		Host:                  s.advHost,
 		Port:                  s.advPort,
-		Owns:                  owns,
-		Persist:               persist,
-		PersistGroup:          persistGroup,
-		PersistTxn:            s.persistTxnHook(),
+		Owns:                  s.offsets.Owns,
+		Persist:               s.offsets.Persist,
+		PersistGroup:          s.offsets.PersistGroup,
+		PersistTxn:            s.offsets.PersistTxn,
+		Loading:               s.offsets.Loading,
 		PartitionFor:          s.offsetsPartitionFor,
 	})
 	if err != nil {
@@ -269,8 +273,17 @@ func New(opts Options) (*Server, error) {
 	s.groups = groups
 	s.txn = newTxnCoord(s)
 	s.openLocalTxnPartitions()
+	if err := s.openLocalOffsets(); err != nil {
+		s.txn.Close()
+		s.offsets.Close()
+		s.groups.Close()
+		s.cp.close()
+		s.closePartitions()
+		return nil, err
+	}
 	if err := s.startCleaner(); err != nil {
 		s.txn.Close()
+		s.offsets.Close()
 		s.groups.Close()
 		s.cp.close()
 		s.closePartitions()
@@ -279,6 +292,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.registerMetrics(); err != nil {
 		s.stopCleaner()
 		s.txn.Close()
+		s.offsets.Close()
 		s.groups.Close()
 		s.cp.close()
 		s.closePartitions()
@@ -386,6 +400,7 @@ func (s *Server) Close() error {
 	s.stopCleaner()
 	s.txn.Close()
 	s.txnMarkers.close()
+	s.offsets.Close()
 	s.cp.close()
 	gerr := s.groups.Close()
 	if err := s.closePartitions(); err != nil {

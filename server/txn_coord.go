@@ -18,9 +18,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
 )
@@ -113,42 +112,15 @@ func (s *Server) ensureTxnTopic(ctx context.Context) error {
 	return nil
 }
 
-// txnErrorCode maps the coordinator's errors to Kafka codes (and anything
-// else through errorCode). version is the request's: before KIP-588
-// (InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2)
-// clients know PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
+// txnErrorCode is the code of an error of the transaction coordinator's
+// APIs (errcode.TxnCode); version is the request's, fencedSince the first
+// version that knows PRODUCER_FENCED. The server's own sentinels go
+// through errorCode.
 func txnErrorCode(err error, fencedSince, version int16) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, txn.ErrNotCoordinator):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, txn.ErrLoadInProgress):
-		return kerr.CoordinatorLoadInProgress.Code
-	case errors.Is(err, txn.ErrCoordinatorNotAvailable):
-		return kerr.CoordinatorNotAvailable.Code
-	case errors.Is(err, txn.ErrInvalidRequest), errors.Is(err, txn.ErrTooLong):
-		return kerr.InvalidRequest.Code
-	case errors.Is(err, txn.ErrInvalidTimeout):
-		return kerr.InvalidTransactionTimeout.Code
-	case errors.Is(err, txn.ErrConcurrentTransactions):
-		return kerr.ConcurrentTransactions.Code
-	case errors.Is(err, txn.ErrProducerFenced):
-		if version < fencedSince {
-			return kerr.InvalidProducerEpoch.Code
-		}
-		return kerr.ProducerFenced.Code
-	case errors.Is(err, txn.ErrInvalidProducerIDMapping):
-		return kerr.InvalidProducerIDMapping.Code
-	case errors.Is(err, txn.ErrInvalidTxnState):
-		return kerr.InvalidTxnState.Code
-	case errors.Is(err, txn.ErrTransactionalIDNotFound):
-		return kerr.TransactionalIDNotFound.Code
-	case errors.Is(err, cluster.ErrInvalidReplicationFactor):
-		// __transaction_state cannot be created yet: too few brokers.
-		return kerr.CoordinatorNotAvailable.Code
+	if code, ok := serverCode(err); ok {
+		return code
 	}
-	return errorCode(err)
+	return errcode.TxnCode(err, fencedSince, version)
 }
 
 // txnCoordReady makes sure __transaction_state exists before a request

@@ -17,10 +17,11 @@ package server
 // UNKNOWN_TOPIC_OR_PARTITION for it); UNSUPPORTED_FOR_MESSAGE_FORMAT is
 // skipped; every other answer is retried.
 //
-// On a single node __consumer_offsets does not exist (offsets live in the
-// metastore), yet AddOffsetsToTxn adds its partitions to transactions:
-// their markers go to writeTxnMarkersLocal, which completes the
-// transactional offsets of the group layer.
+// __consumer_offsets may not exist yet when AddOffsetsToTxn adds its
+// partition to a transaction (it is created by the first group request):
+// such markers go to writeTxnMarkersLocal, which completes the
+// transactional offsets of the group layer (none: TxnOffsetCommit needs
+// the topic).
 
 import (
 	"context"

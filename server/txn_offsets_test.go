@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/coordlog"
 )
 
 // TestTxnOffsetCommitSingleNode: a raw TxnOffsetCommit leaves the offset
@@ -88,7 +88,7 @@ func TestTxnOffsetCommitSingleNode(t *testing.T) {
 		t.Fatalf("fetch while pending = %d, %v; want the committed 4", off, err)
 	}
 
-	n := offsets.PartitionFor(group, s.cfg.OffsetsTopicPartitions)
+	n := coordlog.PartitionFor(group, s.cfg.OffsetsTopicPartitions)
 	if err := s.completeTxnOffsets(1000, 0, []int32{n}, true); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
-// Package txn is the transaction coordinator (KIP-98, issue 13): Kafka's
+// Package txn is the transaction coordinator (KIP-98): Kafka's
 // TransactionCoordinator and TransactionStateManager over the internal,
 // replicated __transaction_state topic, built on coordlog like package
 // offsets is for __consumer_offsets.
 //
 //   - The coordinator of a transactional id is the leader of partition
-//     PartitionFor(id, n) of __transaction_state. The state of every id
+//     coordlog.PartitionFor(id, n) of __transaction_state. The state of every id
 //     led here is in memory (a Value per id, plus the pending transition
 //     of a request in flight); each change is appended with acks=all and
 //     applied only once committed (write), so a new leader that replays
@@ -44,7 +44,6 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/coordlog"
-	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
 )
@@ -66,12 +65,6 @@ func TopicConfigs(segmentBytes int32, minISR int) map[string]string {
 		"segment.bytes":                  strconv.Itoa(int(segmentBytes)),
 	}
 }
-
-// PartitionFor is the partition of __transaction_state, of n, that holds
-// transactional id: Kafka's TransactionStateManager.partitionFor,
-// Utils.abs(transactionalId.hashCode) % n, the same function as the one
-// placing groups. Part of the protocol. REQUIRES: n > 0.
-func PartitionFor(id string, n int32) int32 { return offsets.PartitionFor(id, n) }
 
 // Defaults of Options.
 const (
@@ -258,7 +251,7 @@ func (c *Coordinator) Owns(id string) (owned, loading bool) {
 	if n == 0 {
 		return false, false
 	}
-	return c.parts.State(PartitionFor(id, n))
+	return c.parts.State(coordlog.PartitionFor(id, n))
 }
 
 // Close stops the loops, the loads and the completions in flight (a
@@ -285,7 +278,7 @@ func (c *Coordinator) shardLocked(id string) (*shard, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: no local %s", ErrNotCoordinator, Topic)
 	}
-	i := PartitionFor(id, n)
+	i := coordlog.PartitionFor(id, n)
 	owned, loading := c.parts.State(i)
 	sh := c.shards[i]
 	switch {

@@ -3,8 +3,8 @@ package txn
 import "errors"
 
 // Errors of the coordinator's requests. Each stands for one Kafka error
-// code, chosen by the server when it builds the response; wrap them with %w
-// to add detail.
+// code, which package internal/errcode (TxnCode) gives it when the server
+// builds the response; wrap them with %w to add detail.
 var (
 	// ErrNotCoordinator: this broker does not lead the transactional id's
 	// __transaction_state partition (NOT_COORDINATOR).

@@ -128,11 +128,3 @@ func TestStateNames(t *testing.T) {
 		t.Error("Bogus parsed")
 	}
 }
-
-// TestPartitionFor pins Kafka's placement: abs(String.hashCode) % n.
-func TestPartitionFor(t *testing.T) {
-	// "my-txn".hashCode() == -1061187895 in Java; abs % 50 == 45.
-	if got := PartitionFor("my-txn", 50); got != 45 {
-		t.Errorf("PartitionFor(my-txn, 50) = %d, want 45", got)
-	}
-}

@@ -1,7 +1,9 @@
-package offsets
+package coordlog
 
 import "testing"
 
+// TestPartitionFor pins Kafka's placement of group and transactional ids:
+// abs(String.hashCode) % n.
 func TestPartitionFor(t *testing.T) {
 	for _, tt := range []struct {
 		group string
@@ -19,6 +21,8 @@ func TestPartitionFor(t *testing.T) {
 		{"my-group", -1906497762, 12},
 		// U+1F600 is two UTF-16 code units: 0xD83D*31 + 0xDE00 = 1772899.
 		{"\U0001F600", 1772899, 49},
+		// A transactional id: "my-txn".hashCode() == -1061187895 in Java.
+		{"my-txn", -1061187895, 45},
 	} {
 		t.Run(tt.group, func(t *testing.T) {
 			if got := javaStringHashCode(tt.group); got != tt.hash {
