@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 // needConfluentPython returns systemPython if it can import
@@ -20,6 +22,7 @@ import (
 // failing under CI=true (make test installs it) and skipping elsewhere.
 func needConfluentPython(t *testing.T) string {
 	t.Helper()
+	testenv.NeedsProcess(t, systemPython+" with confluent-kafka")
 	out, err := exec.Command(systemPython, "-c", "import confluent_kafka as c; print(c.version()[0], c.libversion()[0])").CombinedOutput()
 	if err != nil {
 		msg := systemPython + " cannot import confluent_kafka (python3-confluent-kafka): " + strings.TrimSpace(string(out))

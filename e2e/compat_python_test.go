@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 // systemPython is Debian's interpreter, the one python3-kafka installs
@@ -20,6 +22,7 @@ const systemPython = "/usr/bin/python3"
 // elsewhere, as need does for programs.
 func needKafkaPython(t *testing.T) string {
 	t.Helper()
+	testenv.NeedsProcess(t, systemPython+" with kafka-python")
 	out, err := exec.Command(systemPython, "-c", "import kafka; print(kafka.__version__)").CombinedOutput()
 	if err != nil {
 		msg := systemPython + " cannot import kafka (python3-kafka): " + strings.TrimSpace(string(out))

@@ -31,6 +31,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 // chromiumPath is Debian's chromium, which scripts/test-deps.sh installs.
@@ -42,6 +44,7 @@ const chromiumPath = "/usr/bin/chromium"
 // fails under CI=true and skips elsewhere, as need does.
 func browserTab(t *testing.T) context.Context {
 	t.Helper()
+	testenv.NeedsProcess(t, chromiumPath)
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not installed (make test installs it)", chromiumPath)

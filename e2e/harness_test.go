@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 var (
@@ -41,6 +43,7 @@ func TestMain(m *testing.M) {
 // sluiceBinary builds cmd/sluice once per test run into a temp dir.
 func sluiceBinary(t *testing.T) string {
 	t.Helper()
+	testenv.NeedsProcess(t, "a built sluice binary")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "sluice-e2e-bin")
 		if err != nil {
@@ -64,6 +67,7 @@ func sluiceBinary(t *testing.T) string {
 // installs it there) and skipping elsewhere.
 func need(t *testing.T, prog string) string {
 	t.Helper()
+	testenv.NeedsProcess(t, prog)
 	p, err := exec.LookPath(prog)
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 // TestKillRestartMeasure measures a restart after SIGKILL (skipped unless
@@ -29,6 +30,7 @@ func TestKillRestartMeasure(t *testing.T) {
 	}
 	parts := envInt("SEGMENT_KILL_PARTS", 200)
 	ckpt := envInt("SEGMENT_KILL_CKPT_MS", 1000)
+	testenv.NeedsProcess(t, "the test binary as a child it kills")
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillRestartChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "SEGMENT_KILL_CHILD="+dir)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/auth/certs"
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 // TestKeyFormats loads keystores whose key is PKCS#8, PKCS#1 (RSA) or
@@ -68,6 +69,7 @@ func TestKeyFormats(t *testing.T) {
 		})
 	}
 
+	testenv.NeedsProcess(t, "openssl")
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
 		t.Skip("openssl not installed: encrypted keys not tested")

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice/sluice/internal/testenv"
 )
 
 // Classpath is where the Debian package installs ZooKeeper (its jar's
@@ -64,8 +66,10 @@ func Available() error {
 // Start runs a ZooKeeper server in a t.TempDir() and stops it at
 // t.Cleanup. When ZooKeeper is not installed the test is skipped, or fails
 // when the environment variable CI is "true" (make test installs it).
+// Under go test -short (make unit) the test is always skipped.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	testenv.NeedsProcess(t, "ZooKeeper (java)")
 	if err := Available(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v (CI=true: run scripts/test-deps.sh)", err)
