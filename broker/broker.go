@@ -29,7 +29,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
@@ -276,10 +275,6 @@ func Start(cfg config.Config, opts Options) (b *Broker, err error) {
 		}()
 	}
 	b.srvReady.Store(b.srv) // the Kafka listeners serve: /readyz looks further
-	if cfg.LogRetentionCheck > 0 {
-		b.bg.Add(1)
-		go b.retentionLoop()
-	}
 	log.Info("broker: started", "broker.id", cfg.BrokerID, "cluster.id", b.cid, "addr", b.addr,
 		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "storage.backend", cfg.StorageBackend, "log.dir", dir)
 	return b, nil
@@ -371,21 +366,6 @@ func (b *Broker) closeStores() error {
 func (b *Broker) closeListeners() {
 	for _, ln := range b.lns {
 		ln.Close()
-	}
-}
-
-// retentionLoop applies retention every log.retention.check.interval.ms.
-func (b *Broker) retentionLoop() {
-	defer b.bg.Done()
-	t := time.NewTicker(b.cfg.LogRetentionCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stopRetention:
-			return
-		case <-t.C:
-			b.srv.ApplyRetention() // logs its own errors
-		}
 	}
 }
 

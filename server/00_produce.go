@@ -41,6 +41,7 @@ import (
 	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -245,7 +246,7 @@ type producePipe struct {
 // never ran).
 type produceWait struct {
 	w     replication.AckWatch
-	p     *partition
+	p     *replica.Partition
 	sp    *kmsg.ProduceResponseTopicPartition
 	topic string
 }
@@ -314,8 +315,8 @@ func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t
 }
 
 func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
-	t := s.topics.get(topicName)
-	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+	t := s.rm.Topic(topicName)
+	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
 		return
 	}
@@ -325,7 +326,7 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: clients cannot produce to the internal topic %s", errInvalidTopic, topicName))
 		return
 	}
-	p := t.parts[rp.Partition]
+	p := t.Parts[rp.Partition]
 	if p == nil { // cluster mode: no replica here
 		s.fillProduceError(sp, topicName, replication.ErrNotLeader)
 		return
@@ -333,11 +334,11 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	switch {
 	case len(rp.Records) == 0:
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: no record batch", errInvalidRequest))
-		countProduceError(p.stats, sp.ErrorCode)
+		countProduceError(p.Stats, sp.ErrorCode)
 		return
-	case int64(len(rp.Records)) > t.cfg.log.SegmentBytes:
-		s.fillProduceError(sp, topicName, fmt.Errorf("%w: %d bytes, segment.bytes %d", errRecordListTooLarge, len(rp.Records), t.cfg.log.SegmentBytes))
-		countProduceError(p.stats, sp.ErrorCode)
+	case int64(len(rp.Records)) > t.Config.Log.SegmentBytes:
+		s.fillProduceError(sp, topicName, fmt.Errorf("%w: %d bytes, segment.bytes %d", errRecordListTooLarge, len(rp.Records), t.Config.Log.SegmentBytes))
+		countProduceError(p.Stats, sp.ErrorCode)
 		return
 	}
 	var res replication.AppendResult
@@ -355,14 +356,14 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	// acks=-1 wait then failed are in the log all the same.
 	switch {
 	case res.Appended:
-		p.stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
+		p.Stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
 	case err == nil:
-		p.stats.Produced(0, 0) // a retry (duplicate): nothing appended
+		p.Stats.Produced(0, 0) // a retry (duplicate): nothing appended
 	}
 	if err != nil {
 		s.fillProduceError(sp, topicName, err)
 		if !res.Appended {
-			countProduceError(p.stats, sp.ErrorCode)
+			countProduceError(p.Stats, sp.ErrorCode)
 		}
 		return
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -43,8 +44,8 @@ func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	}
 	s.cp.liveLeaders(r.LiveLeaders)
 
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for _, ts := range r.TopicStates {
 		rt := kmsg.NewLeaderAndISRResponseTopic()
 		rt.TopicID = ts.TopicID
@@ -68,44 +69,37 @@ func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 }
 
 // applyLeaderAndIsrLocked applies one partition state and returns its
-// error code. REQUIRES: s.topics.admin held.
+// error code. REQUIRES: s.rm.Lock held.
 func (s *Server) applyLeaderAndIsrLocked(topicName string, topicID [16]byte, ps kmsg.LeaderAndISRRequestTopicPartition) int16 {
-	t, err := s.localTopicLocked(topicName, topicID, ps.Partition)
-	if err != nil {
-		s.log.Error("server: LeaderAndIsr: topic", "topic", topicName, "partition", ps.Partition, "err", err)
-		return errorCode(err)
-	}
-	p := t.parts[ps.Partition]
-	fresh := p == nil
-	if fresh {
-		if p, err = s.openPartition(t, ps.Partition, openReplica); err != nil {
-			s.log.Error("server: LeaderAndIsr: open replica", "topic", topicName, "partition", ps.Partition, "err", err)
-			return kerr.KafkaStorageError.Code
-		}
-	}
-	s.cp.roleChanging(p, ps)
 	st := replication.LeaderAndIsr{
 		Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch, ISR: ps.ISR, Replicas: ps.Replicas, ZkVersion: ps.ZKVersion,
 	}
-	if ps.Leader == s.nodeID {
-		err = p.MakeLeader(st)
-	} else {
-		err = p.MakeFollower(st)
-	}
-	if err != nil {
-		if fresh {
-			p.Close()
+	var applyErr error
+	err := s.rm.ApplyReplicaLocked(topicName, topicID, ps.Partition, func(p *replica.Partition) error {
+		s.cp.roleChanging(p, ps)
+		if ps.Leader == s.nodeID {
+			applyErr = p.MakeLeader(st)
+		} else {
+			applyErr = p.MakeFollower(st)
 		}
-		if errors.Is(err, replication.ErrStaleLeaderEpoch) {
-			s.log.Info("server: ignoring LeaderAndIsr with an old leader epoch", "topic", topicName, "partition", ps.Partition, "err", err)
-			return kerr.StaleControllerEpoch.Code
+		if applyErr == nil {
+			s.cp.roleChanged(p, ps)
 		}
-		s.log.Error("server: LeaderAndIsr", "topic", topicName, "partition", ps.Partition, "err", err)
+		return applyErr
+	})
+	switch {
+	case err == nil:
+		return 0
+	case applyErr == nil && errors.Is(err, replica.ErrOpen):
+		s.log.Error("server: LeaderAndIsr: open replica", "topic", topicName, "partition", ps.Partition, "err", err)
+		return kerr.KafkaStorageError.Code
+	case applyErr == nil:
+		s.log.Error("server: LeaderAndIsr: topic", "topic", topicName, "partition", ps.Partition, "err", err)
 		return errorCode(err)
+	case errors.Is(err, replication.ErrStaleLeaderEpoch):
+		s.log.Info("server: ignoring LeaderAndIsr with an old leader epoch", "topic", topicName, "partition", ps.Partition, "err", err)
+		return kerr.StaleControllerEpoch.Code
 	}
-	s.cp.roleChanged(p, ps)
-	if fresh {
-		s.setPartitionLocked(t, ps.Partition, p)
-	}
-	return 0
+	s.log.Error("server: LeaderAndIsr", "topic", topicName, "partition", ps.Partition, "err", err)
+	return errorCode(err)
 }

@@ -179,10 +179,10 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 }
 
 // eachTopicName calls fn with every topic name the control plane knows, in
-// no order, until fn returns false. fn must not call into s.topics.
+// no order, until fn returns false. fn must not call into s.rm.
 func (s *Server) eachTopicName(fn func(name string) bool) {
 	if _, local := s.cp.(localPlane); local {
-		s.topics.eachName(fn)
+		s.rm.EachTopicName(fn)
 		return
 	}
 	for _, n := range s.cp.topicNames() {

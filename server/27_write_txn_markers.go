@@ -112,7 +112,7 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 
 	// hookOnly: single-node offsets live in the metastore; no
 	// __consumer_offsets partition takes a marker.
-	hookOnly := s.topics.get(offsets.Topic) == nil
+	hookOnly := s.rm.Topic(offsets.Topic) == nil
 	var wg sync.WaitGroup
 	for i, t := range m.Topics {
 		rt := &rm.Topics[i]

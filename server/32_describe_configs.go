@@ -114,11 +114,11 @@ func (s *Server) describeCleanerStatus(rr kmsg.DescribeConfigsRequestResource, s
 	if rr.ConfigNames == nil || (!slices.Contains(rr.ConfigNames, cleanerDirtyRatioConfig) && !slices.Contains(rr.ConfigNames, cleanerLastCleanedConfig)) {
 		return
 	}
-	t := s.topics.get(rr.ResourceName)
-	if t == nil || !t.cfg.log.Compact {
+	t := s.rm.Topic(rr.ResourceName)
+	if t == nil || !t.Config.Log.Compact {
 		return
 	}
-	ratio, last := s.cleanerStatus(t)
+	ratio, last := s.rm.CleanerSummary(t)
 	add := func(name, v string, typ int8) {
 		if !slices.Contains(rr.ConfigNames, name) {
 			return

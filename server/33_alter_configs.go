@@ -30,8 +30,8 @@ import (
 func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for _, rr := range r.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -70,7 +70,7 @@ func alterConfigsOverrides(rr kmsg.AlterConfigsRequestResource) map[string]strin
 // nil) into the new ones, which are validated as a whole and, unless
 // validateOnly, stored through the control plane (in cluster mode, written
 // to ZooKeeper) and applied to the local replicas.
-// REQUIRES: s.topics.admin held.
+// REQUIRES: s.rm.Lock held.
 func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, validateOnly bool, next func(cur map[string]string) (map[string]string, error)) error {
 	switch typ {
 	case resourceTopic:

@@ -30,6 +30,8 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -67,7 +69,7 @@ type controlPlane interface {
 	topicConfigs(name string) (map[string]string, error)
 	// setTopicConfigs replaces a topic's overrides (validated by the
 	// caller) and applies them to the local replicas.
-	// REQUIRES: s.topics.admin held.
+	// REQUIRES: s.rm.Lock held.
 	setTopicConfigs(ctx context.Context, name string, overrides map[string]string) error
 	// electLeaders runs a preferred (or unclean) election of tps (nil: all
 	// partitions) and returns each partition's outcome; a non-nil error is
@@ -109,7 +111,7 @@ type controlPlane interface {
 	// local partition being opened. (By value: a pointer through this
 	// interface made every partition's Options escape, ~240 bytes of
 	// garbage per partition created.)
-	replicaOptions(t *topic, o replication.Options) replication.Options
+	replicaOptions(t *replica.Topic, o replication.Options) replication.Options
 	// controllerStats is the controller's counts for the metrics
 	// (kafka_controller_kafkacontroller_*).
 	controllerStats() cluster.ControllerStats
@@ -120,11 +122,11 @@ type controlPlane interface {
 	// local replica (a new leader's fetcher stops first, so no fetch lands
 	// after MakeLeader); roleChanged once it is applied (a follower's
 	// fetcher starts; the internal topics' coordinators load or unload).
-	roleChanging(p *partition, st kmsg.LeaderAndISRRequestTopicPartition)
-	roleChanged(p *partition, st kmsg.LeaderAndISRRequestTopicPartition)
+	roleChanging(p *replica.Partition, st kmsg.LeaderAndISRRequestTopicPartition)
+	roleChanged(p *replica.Partition, st kmsg.LeaderAndISRRequestTopicPartition)
 	// replicaStopped is told that a local replica stopped (StopReplica),
 	// before it is closed.
-	replicaStopped(p *partition)
+	replicaStopped(p *replica.Partition)
 	// close stops the plane's background work; the partitions are still
 	// open.
 	close()
@@ -185,31 +187,31 @@ func (lp localPlane) brokers() []cluster.Broker { return []cluster.Broker{lp.s.s
 func (lp localPlane) controllerID() int32 { return lp.s.nodeID }
 
 func (lp localPlane) topicNames() []string {
-	ts := lp.s.topics.all()
+	ts := lp.s.rm.Topics()
 	names := make([]string, len(ts))
 	for i, t := range ts {
-		names[i] = t.name
+		names[i] = t.Name
 	}
 	return names
 }
 
 func (lp localPlane) topicID(name string) ([16]byte, bool) {
-	if t := lp.s.topics.get(name); t != nil {
-		return t.id, true
+	if t := lp.s.rm.Topic(name); t != nil {
+		return t.ID, true
 	}
 	return [16]byte{}, false
 }
 
 func (lp localPlane) partitions(name string) []cluster.PartitionInfo {
-	t := lp.s.topics.get(name)
+	t := lp.s.rm.Topic(name)
 	if t == nil {
 		return nil
 	}
 	id := lp.s.nodeID
-	out := make([]cluster.PartitionInfo, len(t.parts))
-	for i, p := range t.parts {
+	out := make([]cluster.PartitionInfo, len(t.Parts))
+	for i, p := range t.Parts {
 		out[i] = cluster.PartitionInfo{
-			Topic: name, Partition: int32(i), TopicID: t.id, Leader: id, LeaderEpoch: p.LeaderEpoch(),
+			Topic: name, Partition: int32(i), TopicID: t.ID, Leader: id, LeaderEpoch: p.LeaderEpoch(),
 			Replicas: []int32{id}, ISR: []int32{id}, OfflineReplicas: []int32{},
 		}
 	}
@@ -218,32 +220,34 @@ func (lp localPlane) partitions(name string) []cluster.PartitionInfo {
 
 func (lp localPlane) createTopic(_ context.Context, spec topicSpec) ([16]byte, error) {
 	s := lp.s
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
-	if s.topics.get(spec.name) != nil { // created since the caller checked
+	s.rm.Lock()
+	defer s.rm.Unlock()
+	if s.rm.Topic(spec.name) != nil { // created since the caller checked
 		return [16]byte{}, fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
 	}
-	t, err := s.createTopicLocked(spec)
+	t, err := s.rm.CreateTopicLocked(metastore.Topic{
+		Name: spec.name, ID: newTopicID(), Partitions: spec.partitions, ReplicationFactor: spec.rf, Configs: spec.configs,
+	})
 	if err != nil {
 		return [16]byte{}, err
 	}
-	return t.id, nil
+	return t.ID, nil
 }
 
 func (lp localPlane) deleteTopic(_ context.Context, name string) error {
-	return lp.withTopic(name, lp.s.deleteTopicLocked)
+	return lp.withTopic(name, lp.s.rm.DeleteTopicLocked)
 }
 
 func (lp localPlane) addPartitions(_ context.Context, name string, count int32, _ [][]int32) error {
-	return lp.withTopic(name, func(t *topic) error { return lp.s.addPartitionsLocked(t, count) })
+	return lp.withTopic(name, func(t *replica.Topic) error { return lp.s.rm.AddPartitionsLocked(t, count) })
 }
 
 // withTopic runs fn on topic name with s.topics.admin held.
-func (lp localPlane) withTopic(name string, fn func(*topic) error) error {
+func (lp localPlane) withTopic(name string, fn func(*replica.Topic) error) error {
 	s := lp.s
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
-	t := s.topics.get(name)
+	s.rm.Lock()
+	defer s.rm.Unlock()
+	t := s.rm.Topic(name)
 	if t == nil {
 		return errUnknownTopicOrPartition
 	}
@@ -251,25 +255,25 @@ func (lp localPlane) withTopic(name string, fn func(*topic) error) error {
 }
 
 func (lp localPlane) topicConfigs(name string) (map[string]string, error) {
-	t := lp.s.topics.get(name)
+	t := lp.s.rm.Topic(name)
 	if t == nil {
 		if err := validateTopicName(name); err != nil {
 			return nil, err
 		}
 		return nil, errUnknownTopicOrPartition
 	}
-	if t.meta.Configs == nil {
+	if t.Meta.Configs == nil {
 		return map[string]string{}, nil
 	}
-	return t.meta.Configs, nil
+	return t.Meta.Configs, nil
 }
 
 func (lp localPlane) setTopicConfigs(_ context.Context, name string, overrides map[string]string) error {
-	t := lp.s.topics.get(name)
+	t := lp.s.rm.Topic(name)
 	if t == nil {
 		return errUnknownTopicOrPartition
 	}
-	return lp.s.setTopicConfigsLocked(t, overrides)
+	return lp.s.rm.SetTopicConfigsLocked(t, overrides)
 }
 
 // electLeaders: a single broker leads every partition and is each one's
@@ -277,15 +281,15 @@ func (lp localPlane) setTopicConfigs(_ context.Context, name string, overrides m
 func (lp localPlane) electLeaders(_ context.Context, tps []cluster.TopicPartition, _ bool) (map[cluster.TopicPartition]error, error) {
 	s := lp.s
 	if tps == nil {
-		for _, t := range s.topics.all() {
-			for p := range t.parts {
-				tps = append(tps, cluster.TopicPartition{Topic: t.name, Partition: int32(p)})
+		for _, t := range s.rm.Topics() {
+			for p := range t.Parts {
+				tps = append(tps, cluster.TopicPartition{Topic: t.Name, Partition: int32(p)})
 			}
 		}
 	}
 	results := make(map[cluster.TopicPartition]error, len(tps))
 	for _, tp := range tps {
-		if s.partition(tp.Topic, tp.Partition) == nil {
+		if s.rm.Partition(tp.Topic, tp.Partition) == nil {
 			results[tp] = cluster.ErrTopicNotFound
 		} else {
 			results[tp] = cluster.ErrElectionNotNeeded
@@ -325,14 +329,30 @@ func (lp localPlane) topicAssignment(string) ([16]byte, [][]int32, map[string]st
 	return [16]byte{}, nil, nil, errClusterOnly
 }
 
-func (lp localPlane) replicaOptions(_ *topic, o replication.Options) replication.Options { return o }
+func (lp localPlane) replicaOptions(_ *replica.Topic, o replication.Options) replication.Options {
+	return o
+}
 
 func (lp localPlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 
-func (lp localPlane) roleChanging(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+func (lp localPlane) roleChanging(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
 
-func (lp localPlane) roleChanged(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+func (lp localPlane) roleChanged(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
 
-func (lp localPlane) replicaStopped(*partition) {}
+func (lp localPlane) replicaStopped(*replica.Partition) {}
 
 func (lp localPlane) close() {}
+
+// replicaHooks adapts a cluster's control plane to the replica manager's
+// lifecycle hooks.
+type replicaHooks struct{ cp controlPlane }
+
+func (h replicaHooks) ReplicaOptions(t *replica.Topic, o replication.Options) replication.Options {
+	return h.cp.replicaOptions(t, o)
+}
+
+func (h replicaHooks) ReplicaStopped(p *replica.Partition) { h.cp.replicaStopped(p) }
+
+func (h replicaHooks) TopicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
+	return h.cp.topicAssignment(name)
+}

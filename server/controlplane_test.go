@@ -21,6 +21,7 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -273,8 +274,8 @@ func (fp *fakePlane) topicAssignment(name string) ([16]byte, [][]int32, map[stri
 	return t.id, asg, t.configs, nil
 }
 
-func (fp *fakePlane) replicaOptions(t *topic, o replication.Options) replication.Options {
-	o.MinInsyncReplicas = t.cfg.minISR
+func (fp *fakePlane) replicaOptions(t *replica.Topic, o replication.Options) replication.Options {
+	o.MinInsyncReplicas = t.Config.MinISR
 	return o
 }
 
@@ -282,9 +283,9 @@ func (fp *fakePlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 
 func (fp *fakePlane) controllerStats() cluster.ControllerStats { return cluster.ControllerStats{} }
 
-func (fp *fakePlane) roleChanging(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+func (fp *fakePlane) roleChanging(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
 
-func (fp *fakePlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+func (fp *fakePlane) roleChanged(p *replica.Partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
 	role := "follower"
 	if ps.Leader == fp.s.nodeID {
 		role = "leader"
@@ -294,7 +295,7 @@ func (fp *fakePlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicP
 	fp.mu.Unlock()
 }
 
-func (fp *fakePlane) replicaStopped(p *partition) {
+func (fp *fakePlane) replicaStopped(p *replica.Partition) {
 	fp.mu.Lock()
 	fp.stopped = append(fp.stopped, p.Topic())
 	fp.mu.Unlock()
@@ -667,7 +668,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 			t.Fatalf("fetch answered %v, %v (fetch responses go to the writer)", resp, err)
 		}
 		// Read what the handler filled through the partition itself.
-		p := s.partition("t", 0)
+		p := s.rm.Partition("t", 0)
 		return kmsg.FetchResponseTopicPartition{HighWatermark: p.HighWatermark()}
 	}
 	if hw := fetch(2, 0).HighWatermark; hw != 0 {
@@ -680,8 +681,8 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 
 	// An older controller is refused and changes nothing.
 	lresp = mustCall(t, s, 5, leaderAndIsr("t", id, 0, 2, 2, 4)).(*kmsg.LeaderAndISRResponse)
-	if lresp.ErrorCode != kerr.StaleControllerEpoch.Code || !s.partition("t", 0).IsLeader() {
-		t.Fatalf("stale controller: %s, still leader %v", code(lresp.ErrorCode), s.partition("t", 0).IsLeader())
+	if lresp.ErrorCode != kerr.StaleControllerEpoch.Code || !s.rm.Partition("t", 0).IsLeader() {
+		t.Fatalf("stale controller: %s, still leader %v", code(lresp.ErrorCode), s.rm.Partition("t", 0).IsLeader())
 	}
 
 	// StopReplica with delete removes the local replica and its log.
@@ -702,7 +703,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 			t.Fatalf("StopReplica delete of an assigned replica %d: %s", p.Partition, code(p.ErrorCode))
 		}
 	}
-	if s.partition("t", 0) == nil {
+	if s.rm.Partition("t", 0) == nil {
 		t.Fatal("an assigned replica was deleted")
 	}
 	fp.deleteTopic(context.Background(), "t")
@@ -713,8 +714,8 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 			t.Fatalf("StopReplica %d: %s", p.Partition, code(p.ErrorCode))
 		}
 	}
-	if s.topics.get("t") != nil || len(fp.stopped) != 2 {
-		t.Fatalf("topic still local (%v) or replicas not stopped (%v)", s.topics.get("t") != nil, fp.stopped)
+	if s.rm.Topic("t") != nil || len(fp.stopped) != 2 {
+		t.Fatalf("topic still local (%v) or replicas not stopped (%v)", s.rm.Topic("t") != nil, fp.stopped)
 	}
 	if _, err := s.store.OpenLog(engine.PartitionID{Topic: "t", Partition: 0}, engine.LogConfig{}); err == nil {
 		t.Fatal("log of t-0 still there")
@@ -825,7 +826,7 @@ func TestInternalTopicIsTheBrokers(t *testing.T) {
 	s, fp := newFakeClusterServer(t)
 	id := fp.addTopic(offsets.Topic, 1)
 	mustCall(t, s, 5, leaderAndIsr(offsets.Topic, id, 0, 1, 1, 5))
-	if s.partition(offsets.Topic, 0) == nil {
+	if s.rm.Partition(offsets.Topic, 0) == nil {
 		t.Fatal("no local replica of the offsets topic")
 	}
 
@@ -886,7 +887,7 @@ func TestInternalTopicIsTheBrokers(t *testing.T) {
 	if got := fp.created[len(fp.created)-1]; got.partitions != s.cfg.OffsetsTopicPartitions || got.rf != s.cfg.OffsetsTopicReplication || got.configs["cleanup.policy"] != "compact" {
 		t.Errorf("created %+v", got)
 	}
-	if p := s.partition(offsets.Topic, 0); p == nil || p.LogEndOffset() != 0 {
+	if p := s.rm.Partition(offsets.Topic, 0); p == nil || p.LogEndOffset() != 0 {
 		t.Fatal("the broker's replica was touched")
 	}
 }
@@ -925,7 +926,7 @@ func TestAcksAllWithoutTimeout(t *testing.T) {
 	case <-time.After(30 * time.Second): // a hang detector, not a timing bound
 		t.Fatal("acks=-1 with timeout 0 is still waiting for the ISR")
 	}
-	if p := s.partition("t", 0); p.LogEndOffset() != 1 {
+	if p := s.rm.Partition("t", 0); p.LogEndOffset() != 1 {
 		t.Fatalf("the batch was not appended: log end %d", p.LogEndOffset())
 	}
 }

@@ -150,7 +150,7 @@ func TestMetricsProduceCountsAppendedOnISRTimeout(t *testing.T) {
 	if c := produceOne(t, s, "t", 0, -1, 50); c != kerr.RequestTimedOut.Code {
 		t.Fatalf("acks=all produce without followers: %s, want REQUEST_TIMED_OUT", code(c))
 	}
-	if end := s.partition("t", 0).Log().EndOffset(); end != 1 {
+	if end := s.rm.Partition("t", 0).Log().EndOffset(); end != 1 {
 		t.Fatalf("log end %d: the record was not appended", end)
 	}
 	fams := gather(t, m)
@@ -239,7 +239,7 @@ func TestMetricsLagOfFollowedPartitionFromLeader(t *testing.T) {
 	id := fp.addTopic("t", 2)
 	leaderStub(t, fp, "t", 3)
 	mustCall(t, s, 5, leaderAndIsr("t", id, 0, 2, 1, 5)) // we follow t-0
-	if p := s.partition("t", 0); p == nil || p.IsLeader() {
+	if p := s.rm.Partition("t", 0); p == nil || p.IsLeader() {
 		t.Fatal("no follower replica of t-0 here")
 	}
 	commitOffset(t, s, "g", "t", 0, 1)

@@ -22,13 +22,13 @@ import (
 func newOffsetsCoord(s *Server) *offsets.Coordinator {
 	return offsets.New(offsets.Options{
 		NumPartitions: func() int32 {
-			if t := s.topics.get(offsets.Topic); t != nil {
-				return int32(len(t.parts))
+			if t := s.rm.Topic(offsets.Topic); t != nil {
+				return int32(len(t.Parts))
 			}
 			return 0
 		},
 		Partition: func(i int32) *replication.Partition {
-			if p := s.partition(offsets.Topic, i); p != nil {
+			if p := s.rm.Partition(offsets.Topic, i); p != nil {
 				return p.Partition
 			}
 			return nil

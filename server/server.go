@@ -49,12 +49,12 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/engine/cleaner"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/internal/lifecycle"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
-	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -126,15 +126,15 @@ type Server struct {
 	advHost   string
 	advPort   int32
 
-	topics topicRegistry
+	// rm is the replica manager: the partitions this broker hosts, their
+	// logs and the logs' periodic work (package replica).
+	rm     *replica.Manager
 	groups *group.Coordinator
 	// txn is the transaction coordinator (txn_coord.go); txnMarkers its
 	// marker writer (txn_markers.go).
 	txn        *txn.Coordinator
 	txnMarkers *txnMarkerWriter
-	// cleaner runs log compaction (nil: log.cleaner.enable=false).
-	cleaner *cleaner.Manager
-	pids    producerIDs
+	pids       producerIDs
 	// interBroker is Options.InterBrokerSecurity.
 	interBroker kconn.Security
 	// authz is Options.Authorizer (nil: everything allowed); acls and creds
@@ -155,10 +155,6 @@ type Server struct {
 	// the scrape-time collector registered in it (metrics.go).
 	metrics          *metrics.Metrics
 	metricsCollector *stateCollector
-
-	// lastShared is the topic-wide part of the options of the partition
-	// opened last (openPartition), shared with the next ones of its topic.
-	lastShared atomic.Pointer[replication.Shared]
 
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
@@ -186,6 +182,9 @@ type Server struct {
 	// limits bounds the client port: request memory and connection
 	// counts (connlimit.go); Serve initializes it.
 	limits connLimits
+
+	// life closes what New started, in reverse order (Close).
+	life lifecycle.Stack
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -227,20 +226,62 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.topics.init()
 	s.pids.meta = s.meta
+	// On error, what started so far is closed again, in reverse order.
+	fail := func(err error) (*Server, error) {
+		s.life.Close()
+		return nil, err
+	}
+	var zp *zkPlane
 	switch {
 	case opts.controlPlane != nil:
 		s.cp = opts.controlPlane(s)
 	case opts.Cluster != nil:
-		s.cp = newZKPlane(s, opts.Cluster)
+		zp = newZKPlane(s, opts.Cluster)
+		s.cp = zp
 	default:
 		s.cp = localPlane{s}
-		if err := s.loadTopics(); err != nil {
-			s.closePartitions()
-			return nil, err
+	}
+	var hooks replica.Hooks
+	if _, local := s.cp.(localPlane); !local {
+		hooks = replicaHooks{s.cp}
+	}
+	s.rm = replica.New(replica.Options{
+		Config:  opts.Config,
+		Meta:    s.meta,
+		Store:   s.store,
+		NodeID:  s.nodeID,
+		Logger:  s.log,
+		Now:     s.now,
+		Metrics: s.metrics,
+		TopicConfig: func(name string, overrides map[string]string) replica.TopicConfig {
+			tc := s.effectiveConfig(internalOverrides(name, overrides))
+			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules}
+		},
+		CheckConfig: checkTopicConfigs,
+		Hooks:       hooks,
+		// A cluster's replicas restart at their committed high
+		// watermark; a single node leads all and commits at once.
+		CheckpointHighWatermarks: zp != nil,
+	})
+	s.life.Push("partitions", s.rm.Close)
+	if hooks == nil {
+		if err := s.rm.Load(); err != nil {
+			return fail(err)
 		}
 	}
+	// The group coordinator closes after the control plane, whose
+	// __consumer_offsets loads call into it.
+	s.life.Push("group coordinator", func() error {
+		if s.groups == nil {
+			return nil
+		}
+		return s.groups.Close()
+	})
+	if zp != nil {
+		zp.start()
+	}
+	s.life.Push("control plane", func() error { s.cp.close(); return nil })
 	c := opts.Config
 	owns, persist, persistGroup := s.cp.groupHooks()
 	groups, err := group.New(group.Options{
@@ -262,28 +303,19 @@ func New(opts Options) (*Server, error) {
 		PartitionFor:          s.offsetsPartitionFor,
 	})
 	if err != nil {
-		s.cp.close()
-		s.closePartitions()
-		return nil, fmt.Errorf("server: group coordinator: %w", err)
+		return fail(fmt.Errorf("server: group coordinator: %w", err))
 	}
 	s.groups = groups
 	s.txn = newTxnCoord(s)
+	s.life.Push("transaction coordinator", func() error { s.txn.Close(); s.txnMarkers.close(); return nil })
 	s.openLocalTxnPartitions()
-	if err := s.startCleaner(); err != nil {
-		s.txn.Close()
-		s.groups.Close()
-		s.cp.close()
-		s.closePartitions()
-		return nil, fmt.Errorf("server: log cleaner: %w", err)
+	if err := s.life.Start("log upkeep", s.rm.Start); err != nil {
+		return fail(fmt.Errorf("server: %w", err))
 	}
 	if err := s.registerMetrics(); err != nil {
-		s.stopCleaner()
-		s.txn.Close()
-		s.groups.Close()
-		s.cp.close()
-		s.closePartitions()
-		return nil, err
+		return fail(err)
 	}
+	s.life.Push("metrics", func() error { s.unregisterMetrics(); return nil })
 	return s, nil
 }
 
@@ -378,67 +410,12 @@ func (s *Server) Shutdown() {
 	s.connWG.Wait()
 }
 
-// Close shuts the server down (see Shutdown) and closes every partition. The
-// metastore and the engine store stay open: they belong to the caller.
+// Close shuts the server down (see Shutdown) and closes what New started,
+// in reverse order, the partitions last. The metastore and the engine
+// store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
-	s.unregisterMetrics()
-	s.stopCleaner()
-	s.txn.Close()
-	s.txnMarkers.close()
-	s.cp.close()
-	gerr := s.groups.Close()
-	if err := s.closePartitions(); err != nil {
-		return err
-	}
-	return gerr
-}
-
-// closePartitions closes every open partition and returns the first error.
-func (s *Server) closePartitions() error {
-	var first error
-	for _, t := range s.topics.all() {
-		for _, p := range t.parts {
-			if p == nil { // cluster mode: no replica here
-				continue
-			}
-			if err := p.Close(); err != nil && first == nil {
-				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.Index(), err)
-			}
-		}
-	}
-	return first
-}
-
-// ApplyRetention runs retention on every partition log (the broker calls it
-// every log.retention.check.interval.ms) and returns the first error; the
-// other partitions are still processed.
-func (s *Server) ApplyRetention() error {
-	now := s.now()
-	var first error
-	for _, t := range s.topics.all() {
-		for _, p := range t.parts {
-			if p == nil { // cluster mode: no replica here
-				continue
-			}
-			before := p.LogStartOffset()
-			after, err := p.Log().ApplyRetention(now)
-			if err != nil {
-				if errors.Is(err, engine.ErrClosed) {
-					continue // deleted under us
-				}
-				s.log.Error("server: retention failed", "topic", t.name, "partition", p.Index(), "err", err)
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-			if after > before {
-				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.Index(), "log_start_offset", after)
-			}
-		}
-	}
-	return first
+	return s.life.Close()
 }
 
 // startConn registers and starts a connection, which holds the slot Serve

@@ -32,13 +32,13 @@ func newTxnCoord(s *Server) *txn.Coordinator {
 	s.txnMarkers = newTxnMarkerWriter(s)
 	return txn.New(txn.Options{
 		NumPartitions: func() int32 {
-			if t := s.topics.get(txn.Topic); t != nil {
-				return int32(len(t.parts))
+			if t := s.rm.Topic(txn.Topic); t != nil {
+				return int32(len(t.Parts))
 			}
 			return 0
 		},
 		Partition: func(i int32) *replication.Partition {
-			if p := s.partition(txn.Topic, i); p != nil {
+			if p := s.rm.Partition(txn.Topic, i); p != nil {
 				return p.Partition
 			}
 			return nil
@@ -66,8 +66,8 @@ func (s *Server) openLocalTxnPartitions() {
 	if !s.singleNode() {
 		return
 	}
-	if t := s.topics.get(txn.Topic); t != nil {
-		for i := range t.parts {
+	if t := s.rm.Topic(txn.Topic); t != nil {
+		for i := range t.Parts {
 			s.txn.OnRole(int32(i), true)
 		}
 	}
