@@ -76,7 +76,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	switch {
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		reqErr = errInvalidRequiredAcks
-	case r.TransactionID != nil && !s.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID):
+	case r.TransactionID != nil && !s.az.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID):
 		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionalIDAuthorization, *r.TransactionID)
 	case r.TransactionID == nil && hasTransactionalBatches(r):
 		// Kafka's KafkaApis.handleProduceRequest: transactional
@@ -117,7 +117,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		topicErr := reqErr
-		if topicErr == nil && !s.allowedTopic(rc, acl.OpWrite, rt.Topic) {
+		if topicErr == nil && !s.az.allowedTopic(rc, acl.OpWrite, rt.Topic) {
 			topicErr = errTopicAuthorization
 		}
 		for j := range rt.Partitions {

@@ -96,7 +96,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	}
 	var followerErr error
 	if replicaID >= 0 {
-		if !s.allowedCluster(rc, acl.OpClusterAction) {
+		if !s.az.allowedCluster(rc, acl.OpClusterAction) {
 			followerErr = errClusterAuthorization
 		} else if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
 			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
@@ -125,7 +125,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		ot.Name, ot.ID = rt.Topic, rt.TopicID
 		if t != nil {
 			ot.Name, ot.ID = t.Name, t.ID
-			if followerErr == nil && replicaID < 0 && !s.allowedTopic(rc, acl.OpRead, t.Name) {
+			if followerErr == nil && replicaID < 0 && !s.az.allowedTopic(rc, acl.OpRead, t.Name) {
 				terr = errTopicAuthorization
 			}
 		}

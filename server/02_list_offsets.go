@@ -38,7 +38,7 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		allowed := s.allowedTopic(rc, acl.OpDescribe, rt.Topic)
+		allowed := s.az.allowedTopic(rc, acl.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -87,7 +87,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
 		lm.topics = make([]*replica.Topic, 0, len(ts))
 		for _, t := range ts {
-			if s.allowedTopic(rc, acl.OpDescribe, t.Name) {
+			if s.az.allowedTopic(rc, acl.OpDescribe, t.Name) {
 				lm.add(resp, t)
 			}
 		}
@@ -97,7 +97,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		names := s.cp.topicNames()
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(names))
 		for _, name := range names {
-			if s.allowedTopic(rc, acl.OpDescribe, name) {
+			if s.az.allowedTopic(rc, acl.OpDescribe, name) {
 				resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
 			}
 		}
@@ -120,7 +120,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			addTopic(name)
 			continue
 		}
-		if !s.allowedTopic(rc, acl.OpDescribe, name) {
+		if !s.az.allowedTopic(rc, acl.OpDescribe, name) {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
 			mt.ErrorCode = errorCode(errTopicAuthorization)
@@ -134,7 +134,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		err := validateTopicName(name)
 		switch {
 		case err != nil:
-		case !autoCreate || !s.allowedCluster(rc, acl.OpCreate) && !s.allowedTopic(rc, acl.OpCreate, name):
+		case !autoCreate || !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, name):
 			err = errUnknownTopicOrPartition
 		default:
 			err = s.autoCreateTopic(name)

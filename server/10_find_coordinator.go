@@ -70,7 +70,7 @@ func (s *Server) txnCoordinatorOf(ctx context.Context, rc *reqCtx, id string) (c
 	if id == "" {
 		return cluster.Broker{}, kerr.InvalidRequest.Code, "empty transactional id"
 	}
-	if !s.allowedTxnID(rc, acl.OpDescribe, id) {
+	if !s.az.allowedTxnID(rc, acl.OpDescribe, id) {
 		return cluster.Broker{}, kerr.TransactionalIDAuthorizationFailed.Code, "not allowed to describe this transactional id"
 	}
 	parts := s.cp.partitions(txn.Topic)

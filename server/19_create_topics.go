@@ -62,7 +62,7 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
 		spec, err := s.newTopicSpec(rt, seen[rt.Topic] > 1)
-		if err == nil && !s.allowedCluster(rc, acl.OpCreate) && !s.allowedTopic(rc, acl.OpCreate, rt.Topic) {
+		if err == nil && !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, rt.Topic) {
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {

@@ -53,7 +53,7 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 				}
 				st.Topic = &name
 			}
-			if !s.allowedTopic(rc, acl.OpDelete, name) {
+			if !s.az.allowedTopic(rc, acl.OpDelete, name) {
 				return errTopicAuthorization
 			}
 			if isInternalTopic(name) {

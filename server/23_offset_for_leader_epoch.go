@@ -27,9 +27,9 @@ func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 		st.Topic = rt.Topic
 		var authErr error
 		switch {
-		case r.ReplicaID >= 0 && !s.allowedCluster(rc, acl.OpClusterAction):
+		case r.ReplicaID >= 0 && !s.az.allowedCluster(rc, acl.OpClusterAction):
 			authErr = errClusterAuthorization
-		case r.ReplicaID < 0 && !s.allowedTopic(rc, acl.OpDescribe, rt.Topic):
+		case r.ReplicaID < 0 && !s.az.allowedTopic(rc, acl.OpDescribe, rt.Topic):
 			authErr = errTopicAuthorization
 		}
 		for _, rp := range rt.Partitions {

@@ -31,10 +31,10 @@ func handleAddOffsetsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	r := req.(*kmsg.AddOffsetsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	switch {
-	case !s.allowedTxnID(rc, acl.OpWrite, r.TransactionalID):
+	case !s.az.allowedTxnID(rc, acl.OpWrite, r.TransactionalID):
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return kresp(resp), nil
-	case !s.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group):
+	case !s.az.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group):
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kresp(resp), nil
 	}

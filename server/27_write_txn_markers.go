@@ -51,7 +51,7 @@ const txnMarkerTimeout = 30 * time.Second
 func handleWriteTxnMarkers(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.WriteTxnMarkersRequest)
 	var refuse error
-	if !s.allowedCluster(rc, acl.OpClusterAction) {
+	if !s.az.allowedCluster(rc, acl.OpClusterAction) {
 		refuse = errClusterAuthorization
 	}
 	if refuse != nil {

@@ -40,7 +40,7 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	for _, rr := range r.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.configAuthz(rc, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		err := s.az.configAuthz(rc, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
 		switch {
 		case err != nil:
 		case rr.ResourceType == resourceTopic:

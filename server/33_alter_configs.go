@@ -35,7 +35,7 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	for _, rr := range r.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		err := s.az.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
 		if err == nil {
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
 				return alterConfigsOverrides(rr), nil

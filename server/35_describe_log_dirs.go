@@ -27,7 +27,7 @@ import (
 func handleDescribeLogDirs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	if !s.allowedCluster(rc, acl.OpDescribe) {
+	if !s.az.allowedCluster(rc, acl.OpDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kresp(resp), nil
 	}

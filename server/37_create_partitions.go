@@ -38,7 +38,7 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		asg, err := s.checkNewPartitions(rt, seen[rt.Topic] > 1)
-		if !s.allowedTopic(rc, acl.OpAlter, rt.Topic) {
+		if !s.az.allowedTopic(rc, acl.OpAlter, rt.Topic) {
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {

@@ -41,7 +41,7 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return kresp(resp), nil
 	}
-	if !s.allowedCluster(rc, acl.OpAlter) {
+	if !s.az.allowedCluster(rc, acl.OpAlter) {
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}

@@ -23,7 +23,7 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	if resp.EndpointType == 0 {
 		resp.EndpointType = 1
 	}
-	if !s.allowedCluster(rc, acl.OpDescribe) {
+	if !s.az.allowedCluster(rc, acl.OpDescribe) {
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}

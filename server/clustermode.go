@@ -137,7 +137,7 @@ func (zp *zkPlane) brokers() []cluster.Broker {
 		return live
 	}
 	// Before the first UpdateMetadata: at least ourselves.
-	return []cluster.Broker{zp.s.self()}
+	return []cluster.Broker{zp.s.self}
 }
 
 func (zp *zkPlane) controllerID() int32 {

@@ -149,7 +149,7 @@ var errNotControlPlaneListener = errors.New("server: controller requests are ser
 // that did not come in on control.plane.listener.name, when one is set
 // (KIP-291). Handlers called without a connection (tests) pass.
 func (s *Server) checkControlListener(rc *reqCtx) error {
-	if !s.allowedCluster(rc, acl.OpClusterAction) {
+	if !s.az.allowedCluster(rc, acl.OpClusterAction) {
 		return errClusterAuthorization
 	}
 	cp := s.cfg.ControlPlaneListenerName
@@ -182,7 +182,7 @@ func (s *Server) refuseControllerRequest(rc *reqCtx, req kmsg.Request, controlle
 // localPlane is the control plane of a single-node broker.
 type localPlane struct{ s *Server }
 
-func (lp localPlane) brokers() []cluster.Broker { return []cluster.Broker{lp.s.self()} }
+func (lp localPlane) brokers() []cluster.Broker { return []cluster.Broker{lp.s.self} }
 
 func (lp localPlane) controllerID() int32 { return lp.s.nodeID }
 

@@ -903,7 +903,7 @@ func TestFetchSessionReauthorized(t *testing.T) {
 		Entry:   acl.Entry{Principal: "User:alice", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow},
 	}
 	a.Load([]acl.Binding{allowAlice})
-	s.authz = a
+	s.az.authz = a
 	as := func(principal string) *reqCtx {
 		c := &conn{ip: netip.MustParseAddr("127.0.0.1")}
 		c.auth.principal = principal

@@ -27,7 +27,7 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 	}
 	ctx = group.WithClient(ctx, rc.clientID, "/"+host)
-	refused, after := s.authorizeGroupRequest(rc, req)
+	refused, after := s.az.authorizeGroupRequest(rc, req)
 	if refused != nil {
 		return kresp(refused), nil
 	}

@@ -69,26 +69,22 @@ import (
 	"github.com/sluice/sluice/txn"
 )
 
-// registerMetrics registers the scrape-time collector (nil metrics:
-// nothing). A second server on the same Metrics is refused: its series
-// would collide.
-func (s *Server) registerMetrics() error {
-	if s.metrics == nil {
+// register registers c, the scrape-time collector, in the server's
+// Metrics (none kept: nothing) and returns what unregisters it. A second
+// server on the same Metrics is refused: its series would collide.
+func (c *stateCollector) register() (unregister func() error, err error) {
+	m := c.s.metrics
+	if m == nil {
+		return nil, nil
+	}
+	if err := m.Register(c); err != nil {
+		return nil, fmt.Errorf("server: register metrics: %w", err)
+	}
+	return func() error {
+		m.Unregister(c)
+		c.remote.close()
 		return nil
-	}
-	c := &stateCollector{s: s}
-	if err := s.metrics.Register(c); err != nil {
-		return fmt.Errorf("server: register metrics: %w", err)
-	}
-	s.metricsCollector = c
-	return nil
-}
-
-func (s *Server) unregisterMetrics() {
-	if s.metricsCollector != nil {
-		s.metrics.Unregister(s.metricsCollector)
-		s.metricsCollector.remote.close()
-	}
+	}, nil
 }
 
 // listenerLabel names a listener in the metrics: its name in listeners,

@@ -125,6 +125,8 @@ type Server struct {
 	clusterID string
 	advHost   string
 	advPort   int32
+	// self describes this broker as clients are told to reach it.
+	self cluster.Broker
 
 	// rm is the replica manager: the partitions this broker hosts, their
 	// logs and the logs' periodic work (package replica).
@@ -137,10 +139,9 @@ type Server struct {
 	pids       producerIDs
 	// interBroker is Options.InterBrokerSecurity.
 	interBroker kconn.Security
-	// authz is Options.Authorizer (nil: everything allowed); acls and creds
-	// are Options.ACLs and Options.Credentials.
-	authz Authorizer
-	acls  acl.Store
+	// az checks requests against Options.Authorizer and keeps
+	// Options.ACLs (authorize.go); creds is Options.Credentials.
+	az    authorizer
 	creds sasl.CredentialStore
 	// listenerSec is Options.Listeners.
 	listenerSec map[string]ListenerSecurity
@@ -151,10 +152,9 @@ type Server struct {
 	// sent counts how response bytes left, for Stats.
 	sent sendCounters
 
-	// metrics is Options.Metrics (nil: none kept); metricsCollector is
-	// the scrape-time collector registered in it (metrics.go).
-	metrics          *metrics.Metrics
-	metricsCollector *stateCollector
+	// metrics is Options.Metrics (nil: none kept), where New registers
+	// the scrape-time collector (metrics.go).
+	metrics *metrics.Metrics
 
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
@@ -210,9 +210,7 @@ func New(opts Options) (*Server, error) {
 		advPort:       opts.AdvertisedPort,
 		maxPartitions: MaxPartitionsPerTopic,
 		listenerSec:   opts.Listeners,
-		authz:         opts.Authorizer,
 		interBroker:   opts.InterBrokerSecurity,
-		acls:          opts.ACLs,
 		creds:         opts.Credentials,
 		metrics:       opts.Metrics,
 		fetchSessions: newFetchSessionCache(int(opts.Config.FetchSessionCacheSlots)),
@@ -220,6 +218,7 @@ func New(opts Options) (*Server, error) {
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},
 	}
+	s.self = cluster.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -227,6 +226,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.pids.meta = s.meta
+	s.az = authorizer{authz: opts.Authorizer, acls: opts.ACLs, topicNames: func() []string { return s.cp.topicNames() }}
 	// On error, what started so far is closed again, in reverse order.
 	fail := func(err error) (*Server, error) {
 		s.life.Close()
@@ -312,16 +312,10 @@ func New(opts Options) (*Server, error) {
 	if err := s.life.Start("log upkeep", s.rm.Start); err != nil {
 		return fail(fmt.Errorf("server: %w", err))
 	}
-	if err := s.registerMetrics(); err != nil {
+	if err := s.life.Start("metrics", (&stateCollector{s: s}).register); err != nil {
 		return fail(err)
 	}
-	s.life.Push("metrics", func() error { s.unregisterMetrics(); return nil })
 	return s, nil
-}
-
-// self describes this broker as clients are told to reach it.
-func (s *Server) self() cluster.Broker {
-	return cluster.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 }
 
 // Serve accepts connections on ln until ln is closed or Shutdown is called,

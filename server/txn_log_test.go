@@ -25,6 +25,7 @@ func startTxnServer(t *testing.T) (*Server, string) {
 		t.Fatal(err)
 	}
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	s.self.Port = s.advPort
 	go s.Serve(ln)
 	return s, ln.Addr().String()
 }
