@@ -38,6 +38,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
@@ -193,7 +194,7 @@ func (s *Server) topicNameByID(id [16]byte) string {
 // metadataTopic describes a topic as the control plane knows it. The
 // returned value may share its Partitions (and everything they point to)
 // with other responses: it is read-only.
-func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.MetadataResponseTopic {
+func (s *Server) metadataTopic(name string, live []metadata.Broker) kmsg.MetadataResponseTopic {
 	if _, local := s.cp.(localPlane); local {
 		if t := s.rm.Topic(name); t != nil {
 			return localTopic(t, s.nodeID)
@@ -228,7 +229,7 @@ func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.Metadata
 func isInternalTopic(name string) bool { return name == offsets.Topic || name == txn.Topic }
 
 // isLive reports whether broker id is among live.
-func isLive(live []cluster.Broker, id int32) bool {
+func isLive(live []metadata.Broker, id int32) bool {
 	for _, b := range live {
 		if b.ID == id {
 			return true
@@ -239,7 +240,7 @@ func isLive(live []cluster.Broker, id int32) bool {
 
 // online reports whether every partition in parts (at least one) has a
 // live leader.
-func online(parts []cluster.PartitionInfo, live []cluster.Broker) bool {
+func online(parts []metadata.PartitionInfo, live []metadata.Broker) bool {
 	if len(parts) == 0 {
 		return false
 	}

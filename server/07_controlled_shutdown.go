@@ -16,9 +16,8 @@ package server
 // CLUSTER_AUTHORIZATION_FAILED.
 
 import (
+	"github.com/sluice/sluice/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice/sluice/cluster"
 )
 
 func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -29,7 +28,7 @@ func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*respons
 		epoch = -1 // none: refused, see above
 	}
 	err := s.checkControlListener(rc)
-	var remaining []cluster.TopicPartition
+	var remaining []metadata.TopicPartition
 	if err == nil {
 		remaining, err = s.cp.controlledShutdown(r.BrokerID, epoch)
 	}

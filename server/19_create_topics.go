@@ -35,6 +35,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/txn"
 )
@@ -222,7 +223,7 @@ func (s *Server) checkInternalTopic(spec *topicSpec) error {
 }
 
 // liveIDs returns the ids of bs.
-func liveIDs(bs []cluster.Broker) []int32 {
+func liveIDs(bs []metadata.Broker) []int32 {
 	ids := make([]int32, len(bs))
 	for i, b := range bs {
 		ids[i] = b.ID

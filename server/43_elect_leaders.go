@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 )
 
 // errElectionTimedOut: the controller did not answer within the request's
@@ -45,12 +45,12 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
-	var tps []cluster.TopicPartition // nil: all
+	var tps []metadata.TopicPartition // nil: all
 	if r.Topics != nil {
-		tps = []cluster.TopicPartition{}
+		tps = []metadata.TopicPartition{}
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				tps = append(tps, cluster.TopicPartition{Topic: t.Topic, Partition: p})
+				tps = append(tps, metadata.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 	}
@@ -73,11 +73,11 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		if tps == nil {
 			for _, t := range s.cp.topicNames() {
 				for _, pi := range s.cp.partitions(t) {
-					tps = append(tps, cluster.TopicPartition{Topic: t, Partition: pi.Partition})
+					tps = append(tps, metadata.TopicPartition{Topic: t, Partition: pi.Partition})
 				}
 			}
 		}
-		results = map[cluster.TopicPartition]error{}
+		results = map[metadata.TopicPartition]error{}
 		for _, tp := range tps {
 			results[tp] = err
 		}

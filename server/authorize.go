@@ -54,7 +54,7 @@ import (
 	"net/netip"
 
 	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -121,7 +121,7 @@ func (a *authorizer) mayWriteSomeTopic(rc *reqCtx) bool {
 // addrOf is broker b's address on the listener rc came in on (this
 // broker's from the listener itself, another's from its registration), or
 // b's default address when that listener is unknown for it.
-func (rc *reqCtx) addrOf(selfID int32, b cluster.Broker) (string, int32) {
+func (rc *reqCtx) addrOf(selfID int32, b metadata.Broker) (string, int32) {
 	if b.ID == selfID {
 		return rc.selfAddr(b.Host, b.Port)
 	}

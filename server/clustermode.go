@@ -49,6 +49,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
@@ -132,12 +133,12 @@ func (zp *zkPlane) close() {
 
 // --- the view ---
 
-func (zp *zkPlane) brokers() []cluster.Broker {
+func (zp *zkPlane) brokers() []metadata.Broker {
 	if live := zp.node.Metadata().Brokers(); len(live) > 0 {
 		return live
 	}
 	// Before the first UpdateMetadata: at least ourselves.
-	return []cluster.Broker{zp.s.self}
+	return []metadata.Broker{zp.s.self}
 }
 
 func (zp *zkPlane) controllerID() int32 {
@@ -151,7 +152,7 @@ func (zp *zkPlane) topicNames() []string { return zp.node.Metadata().Topics() }
 
 func (zp *zkPlane) topicID(name string) ([16]byte, bool) { return zp.node.Metadata().TopicID(name) }
 
-func (zp *zkPlane) partitions(name string) []cluster.PartitionInfo {
+func (zp *zkPlane) partitions(name string) []metadata.PartitionInfo {
 	return zp.node.Metadata().Partitions(name)
 }
 
@@ -204,7 +205,7 @@ func (zp *zkPlane) setTopicConfigs(ctx context.Context, name string, overrides m
 
 // electLeaders runs on the controller; other brokers answer NOT_CONTROLLER,
 // as Kafka's ZooKeeper-mode brokers do.
-func (zp *zkPlane) electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error) {
+func (zp *zkPlane) electLeaders(ctx context.Context, tps []metadata.TopicPartition, unclean bool) (map[metadata.TopicPartition]error, error) {
 	return zp.node.ElectLeaders(ctx, tps, unclean)
 }
 
@@ -260,7 +261,7 @@ func (zp *zkPlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
 	return nil
 }
 
-func (zp *zkPlane) controlledShutdown(brokerID int32, brokerEpoch int64) ([]cluster.TopicPartition, error) {
+func (zp *zkPlane) controlledShutdown(brokerID int32, brokerEpoch int64) ([]metadata.TopicPartition, error) {
 	return zp.node.HandleControlledShutdown(brokerID, brokerEpoch)
 }
 

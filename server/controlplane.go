@@ -30,6 +30,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
@@ -40,7 +41,7 @@ import (
 // maps returned are the caller's.
 type controlPlane interface {
 	// brokers returns the live brokers, never empty: at least this one.
-	brokers() []cluster.Broker
+	brokers() []metadata.Broker
 	// controllerID returns the controller's broker id, -1 when unknown.
 	controllerID() int32
 	// topicNames returns every topic of the cluster, sorted.
@@ -50,7 +51,7 @@ type controlPlane interface {
 	// partitions returns every partition of a topic in partition order
 	// (nil: no such topic). Leader is -1 (or a broker not in brokers())
 	// when the partition has no live leader.
-	partitions(name string) []cluster.PartitionInfo
+	partitions(name string) []metadata.PartitionInfo
 
 	// createTopic creates a validated topic (see checkNewTopic) with a
 	// new id and returns it. It does not wait for leaders: callers watch
@@ -74,7 +75,7 @@ type controlPlane interface {
 	// electLeaders runs a preferred (or unclean) election of tps (nil: all
 	// partitions) and returns each partition's outcome; a non-nil error is
 	// for the whole request (not the controller, timed out).
-	electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error)
+	electLeaders(ctx context.Context, tps []metadata.TopicPartition, unclean bool) (map[metadata.TopicPartition]error, error)
 	// findCoordinator answers FindCoordinator.
 	findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error)
 	// groupHooks returns the group coordinator's persistence hooks (all
@@ -103,7 +104,7 @@ type controlPlane interface {
 	applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error
 	// controlledShutdown serves a ControlledShutdown request (on the
 	// controller): the partitions whose leadership could not be moved.
-	controlledShutdown(brokerID int32, brokerEpoch int64) ([]cluster.TopicPartition, error)
+	controlledShutdown(brokerID int32, brokerEpoch int64) ([]metadata.TopicPartition, error)
 	// topicAssignment returns a topic's id, replica assignment and config
 	// overrides, for opening a local replica the controller names.
 	topicAssignment(name string) (id [16]byte, assignment [][]int32, configs map[string]string, err error)
@@ -114,7 +115,7 @@ type controlPlane interface {
 	replicaOptions(t *replica.Topic, o replication.Options) replication.Options
 	// controllerStats is the controller's counts for the metrics
 	// (kafka_controller_kafkacontroller_*).
-	controllerStats() cluster.ControllerStats
+	controllerStats() metadata.ControllerStats
 	// liveLeaders records the leaders' addresses a LeaderAndIsr request
 	// names, for followers that start before UpdateMetadata names them.
 	liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader)
@@ -182,7 +183,7 @@ func (s *Server) refuseControllerRequest(rc *reqCtx, req kmsg.Request, controlle
 // localPlane is the control plane of a single-node broker.
 type localPlane struct{ s *Server }
 
-func (lp localPlane) brokers() []cluster.Broker { return []cluster.Broker{lp.s.self} }
+func (lp localPlane) brokers() []metadata.Broker { return []metadata.Broker{lp.s.self} }
 
 func (lp localPlane) controllerID() int32 { return lp.s.nodeID }
 
@@ -202,15 +203,15 @@ func (lp localPlane) topicID(name string) ([16]byte, bool) {
 	return [16]byte{}, false
 }
 
-func (lp localPlane) partitions(name string) []cluster.PartitionInfo {
+func (lp localPlane) partitions(name string) []metadata.PartitionInfo {
 	t := lp.s.rm.Topic(name)
 	if t == nil {
 		return nil
 	}
 	id := lp.s.nodeID
-	out := make([]cluster.PartitionInfo, len(t.Parts))
+	out := make([]metadata.PartitionInfo, len(t.Parts))
 	for i, p := range t.Parts {
-		out[i] = cluster.PartitionInfo{
+		out[i] = metadata.PartitionInfo{
 			Topic: name, Partition: int32(i), TopicID: t.ID, Leader: id, LeaderEpoch: p.LeaderEpoch(),
 			Replicas: []int32{id}, ISR: []int32{id}, OfflineReplicas: []int32{},
 		}
@@ -278,16 +279,16 @@ func (lp localPlane) setTopicConfigs(_ context.Context, name string, overrides m
 
 // electLeaders: a single broker leads every partition and is each one's
 // only replica, so no election is ever needed.
-func (lp localPlane) electLeaders(_ context.Context, tps []cluster.TopicPartition, _ bool) (map[cluster.TopicPartition]error, error) {
+func (lp localPlane) electLeaders(_ context.Context, tps []metadata.TopicPartition, _ bool) (map[metadata.TopicPartition]error, error) {
 	s := lp.s
 	if tps == nil {
 		for _, t := range s.rm.Topics() {
 			for p := range t.Parts {
-				tps = append(tps, cluster.TopicPartition{Topic: t.Name, Partition: int32(p)})
+				tps = append(tps, metadata.TopicPartition{Topic: t.Name, Partition: int32(p)})
 			}
 		}
 	}
-	results := make(map[cluster.TopicPartition]error, len(tps))
+	results := make(map[metadata.TopicPartition]error, len(tps))
 	for _, tp := range tps {
 		if s.rm.Partition(tp.Topic, tp.Partition) == nil {
 			results[tp] = cluster.ErrTopicNotFound
@@ -321,7 +322,7 @@ func (lp localPlane) checkFollower(int32, int64) error { return errClusterOnly }
 
 func (lp localPlane) applyUpdateMetadata(*kmsg.UpdateMetadataRequest) error { return errClusterOnly }
 
-func (lp localPlane) controlledShutdown(int32, int64) ([]cluster.TopicPartition, error) {
+func (lp localPlane) controlledShutdown(int32, int64) ([]metadata.TopicPartition, error) {
 	return nil, errClusterOnly
 }
 

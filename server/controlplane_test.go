@@ -19,6 +19,7 @@ import (
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replica"
@@ -28,7 +29,7 @@ import (
 // fakeTopic is a topic of the fake cluster.
 type fakeTopic struct {
 	id      [16]byte
-	parts   []cluster.PartitionInfo
+	parts   []metadata.PartitionInfo
 	configs map[string]string
 }
 
@@ -39,7 +40,7 @@ type fakePlane struct {
 	s *Server
 
 	mu         sync.Mutex
-	live       []cluster.Broker
+	live       []metadata.Broker
 	controller int32
 	topics     map[string]*fakeTopic
 	ctrlEpoch  int32
@@ -62,7 +63,7 @@ type fakePlane struct {
 
 func newFakePlane() *fakePlane {
 	return &fakePlane{
-		live: []cluster.Broker{
+		live: []metadata.Broker{
 			{ID: 1, Host: "127.0.0.1", Port: 9092},
 			{ID: 2, Host: "127.0.0.1", Port: 9093},
 			{ID: 3, Host: "127.0.0.1", Port: 9094},
@@ -82,7 +83,7 @@ func (fp *fakePlane) addTopic(name string, leaders ...int32) [16]byte {
 	id := newTopicID()
 	ft := &fakeTopic{id: id, configs: map[string]string{}}
 	for i, l := range leaders {
-		ft.parts = append(ft.parts, cluster.PartitionInfo{
+		ft.parts = append(ft.parts, metadata.PartitionInfo{
 			Topic: name, Partition: int32(i), TopicID: id, Leader: l, LeaderEpoch: 1,
 			Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3},
 		})
@@ -91,7 +92,7 @@ func (fp *fakePlane) addTopic(name string, leaders ...int32) [16]byte {
 	return id
 }
 
-func (fp *fakePlane) brokers() []cluster.Broker {
+func (fp *fakePlane) brokers() []metadata.Broker {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	return slices.Clone(fp.live)
@@ -119,7 +120,7 @@ func (fp *fakePlane) topicID(name string) ([16]byte, bool) {
 	return [16]byte{}, false
 }
 
-func (fp *fakePlane) partitions(name string) []cluster.PartitionInfo {
+func (fp *fakePlane) partitions(name string) []metadata.PartitionInfo {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	fp.partitionsCalls++
@@ -160,7 +161,7 @@ func (fp *fakePlane) addPartitions(_ context.Context, name string, count int32, 
 	defer fp.mu.Unlock()
 	t := fp.topics[name]
 	for i := int32(len(t.parts)); i < count; i++ {
-		t.parts = append(t.parts, cluster.PartitionInfo{Topic: name, Partition: i, TopicID: t.id, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
+		t.parts = append(t.parts, metadata.PartitionInfo{Topic: name, Partition: i, TopicID: t.id, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
 	}
 	fp.added[name] = asg
 	return nil
@@ -184,11 +185,11 @@ func (fp *fakePlane) setTopicConfigs(_ context.Context, name string, overrides m
 	return nil
 }
 
-func (fp *fakePlane) electLeaders(_ context.Context, tps []cluster.TopicPartition, _ bool) (map[cluster.TopicPartition]error, error) {
+func (fp *fakePlane) electLeaders(_ context.Context, tps []metadata.TopicPartition, _ bool) (map[metadata.TopicPartition]error, error) {
 	if fp.electErr != nil {
 		return nil, fp.electErr
 	}
-	out := map[cluster.TopicPartition]error{}
+	out := map[metadata.TopicPartition]error{}
 	for _, tp := range tps {
 		out[tp] = nil
 	}
@@ -251,12 +252,12 @@ func (fp *fakePlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
 	fp.updateCalls++
 	fp.live = nil
 	for _, b := range r.LiveBrokers {
-		fp.live = append(fp.live, cluster.Broker{ID: b.ID})
+		fp.live = append(fp.live, metadata.Broker{ID: b.ID})
 	}
 	return nil
 }
 
-func (fp *fakePlane) controlledShutdown(int32, int64) ([]cluster.TopicPartition, error) {
+func (fp *fakePlane) controlledShutdown(int32, int64) ([]metadata.TopicPartition, error) {
 	return nil, cluster.ErrNotController
 }
 
@@ -281,7 +282,7 @@ func (fp *fakePlane) replicaOptions(t *replica.Topic, o replication.Options) rep
 
 func (fp *fakePlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 
-func (fp *fakePlane) controllerStats() cluster.ControllerStats { return cluster.ControllerStats{} }
+func (fp *fakePlane) controllerStats() metadata.ControllerStats { return metadata.ControllerStats{} }
 
 func (fp *fakePlane) roleChanging(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
 

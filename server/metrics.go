@@ -61,8 +61,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/server/fetchresp"
@@ -445,8 +445,8 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
 
 // controllerStats: a single node is its own controller and leads every
 // partition; one whose log has failed is offline (as /readyz says).
-func (lp localPlane) controllerStats() cluster.ControllerStats {
-	st := cluster.ControllerStats{Active: true}
+func (lp localPlane) controllerStats() metadata.ControllerStats {
+	st := metadata.ControllerStats{Active: true}
 	for _, t := range lp.s.rm.Topics() {
 		st.Topics++
 		st.Partitions += len(t.Parts)
@@ -461,7 +461,7 @@ func (lp localPlane) controllerStats() cluster.ControllerStats {
 
 // controllerStats: the controller's own view; zero unless this broker is
 // the active controller.
-func (zp *zkPlane) controllerStats() cluster.ControllerStats { return zp.node.ControllerStats() }
+func (zp *zkPlane) controllerStats() metadata.ControllerStats { return zp.node.ControllerStats() }
 
 // errorCodeField[key] is the index of the top-level ErrorCode field of
 // API key's kmsg response struct, -1 when it has none.

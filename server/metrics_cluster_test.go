@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 )
@@ -210,7 +210,7 @@ func leaderStub(t *testing.T, fp *fakePlane, topic string, records int) {
 		}
 	}
 	fp.mu.Lock()
-	fp.live[1] = cluster.Broker{ID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	fp.live[1] = metadata.Broker{ID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
 	fp.mu.Unlock()
 }
 

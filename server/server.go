@@ -52,6 +52,7 @@ import (
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/internal/lifecycle"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/replica"
@@ -126,7 +127,7 @@ type Server struct {
 	advHost   string
 	advPort   int32
 	// self describes this broker as clients are told to reach it.
-	self cluster.Broker
+	self metadata.Broker
 
 	// rm is the replica manager: the partitions this broker hosts, their
 	// logs and the logs' periodic work (package replica).
@@ -218,7 +219,7 @@ func New(opts Options) (*Server, error) {
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},
 	}
-	s.self = cluster.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
+	s.self = metadata.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
