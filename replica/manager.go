@@ -54,6 +54,11 @@ type Hooks interface {
 	// TopicAssignment returns a topic's id, replica assignment and config
 	// overrides, for opening a local replica the controller names.
 	TopicAssignment(name string) (id [16]byte, assignment [][]int32, configs map[string]string, err error)
+	// RoleChanging is told of the role a LeaderAndIsr request from the
+	// controller at controllerEpoch is about to give p; RoleChanged once
+	// it is applied (see BecomeLeaderOrFollowerLocked).
+	RoleChanging(p *Partition, st replication.LeaderAndIsr, controllerEpoch int32)
+	RoleChanged(p *Partition, st replication.LeaderAndIsr)
 }
 
 // Options configure a Manager.
@@ -76,7 +81,9 @@ type Options struct {
 	// bad keys run at the broker's values.
 	CheckConfig func(overrides map[string]string) error
 	// Hooks are the cluster's replica-lifecycle hooks (nil: single node,
-	// where this broker leads every partition it hosts).
+	// where this broker leads every partition it hosts and no controller
+	// names replicas: BecomeLeaderOrFollowerLocked and StopReplicaLocked
+	// are for cluster mode only).
 	Hooks Hooks
 	// CheckpointHighWatermarks saves the replicas' high watermarks every
 	// HighWatermarkCheckpointInterval and at Close, and restores them when

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -223,6 +224,7 @@ type fakeHooks struct {
 	mu       sync.Mutex
 	assigned map[string][][]int32
 	stopped  []string
+	roles    []string
 }
 
 func (h *fakeHooks) ReplicaOptions(t *Topic, o replication.Options) replication.Options {
@@ -246,17 +248,26 @@ func (h *fakeHooks) TopicAssignment(name string) ([16]byte, [][]int32, map[strin
 	return [16]byte{7}, a, map[string]string{"min.insync.replicas": "2"}, nil
 }
 
+func (h *fakeHooks) RoleChanging(p *Partition, st replication.LeaderAndIsr, controllerEpoch int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.roles = append(h.roles, fmt.Sprintf("%s-%d:%d@%d", p.Topic(), p.Index(), st.Leader, controllerEpoch))
+}
+
+func (h *fakeHooks) RoleChanged(p *Partition, st replication.LeaderAndIsr) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.roles = append(h.roles, fmt.Sprintf("%s-%d:%d", p.Topic(), p.Index(), st.Leader))
+}
+
 func (m *Manager) applyRole(name string, part int32, leader bool) error {
 	m.Lock()
 	defer m.Unlock()
-	return m.ApplyReplicaLocked(name, [16]byte{7}, part, func(p *Partition) error {
-		st := replication.LeaderAndIsr{Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}
-		if leader {
-			st.Leader = 1
-			return p.MakeLeader(st)
-		}
-		return p.MakeFollower(st)
-	})
+	st := replication.LeaderAndIsr{Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}
+	if leader {
+		st.Leader = 1
+	}
+	return m.BecomeLeaderOrFollowerLocked(name, [16]byte{7}, part, st, 3)
 }
 
 // TestReplicaLifecycle opens replicas as a controller names them, keeps a
@@ -283,12 +294,15 @@ func TestReplicaLifecycle(t *testing.T) {
 	if tc.Config.MinISR != 2 {
 		t.Fatalf("configs of the assignment not applied: %+v", tc.Config)
 	}
-	// A role that fails leaves no replica behind.
+	if want := []string{"c-0:1@3", "c-0:1"}; !slices.Equal(h.roles, want) {
+		t.Fatalf("hooks saw %v, want %v", h.roles, want)
+	}
+	// A role that fails (an epoch older than the replica's) leaves no
+	// new replica behind.
 	m.Lock()
-	boom := errors.New("boom")
-	err := m.ApplyReplicaLocked("c", [16]byte{7}, 1, func(*Partition) error { return boom })
+	err := m.BecomeLeaderOrFollowerLocked("c", [16]byte{7}, 1, replication.LeaderAndIsr{Leader: 2, LeaderEpoch: -5, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}, 3)
 	m.Unlock()
-	if !errors.Is(err, boom) || m.Partition("c", 1) != nil {
+	if err == nil || m.Partition("c", 1) != nil {
 		t.Fatalf("failed role: %v, replica %v", err, m.Partition("c", 1))
 	}
 

@@ -292,21 +292,26 @@ func (m *Manager) AddPartitionsLocked(t *Topic, count int32) error {
 }
 
 // ErrOpen marks a replica whose log could not be opened (see
-// ApplyReplicaLocked).
+// BecomeLeaderOrFollowerLocked).
 var ErrOpen = errors.New("replica: cannot open the replica")
 
-// ApplyReplicaLocked runs apply (the role LeaderAndIsr gives it) on the
-// local replica of partition part of topic name (cluster mode), opening
-// the replica first when this broker has none yet. A replica opened here
-// is published only once apply succeeds, so no produce reaches a replica
-// that still believes it leads, and is closed when apply fails. The
-// topic's local entry is created (or extended, after partitions were
-// added) from Hooks.TopicAssignment and persisted in the metastore; a
-// local topic with another id (deleted and created again while this
-// broker missed the StopReplica) is dropped first. Errors: the topic's
-// (ErrUnknownPartition, Hooks.TopicAssignment's), ErrOpen, or apply's.
-// REQUIRES: m.Lock held.
-func (m *Manager) ApplyReplicaLocked(name string, id [16]byte, part int32, apply func(p *Partition) error) error {
+// BecomeLeaderOrFollowerLocked gives the local replica of partition part
+// of topic name the role st of a LeaderAndIsr request (cluster mode):
+// leader when st.Leader is this broker, else follower (of no one when it
+// is -1). A replica this broker does not host yet is opened first, and
+// published only once its role is applied, so no produce reaches a
+// replica that still believes it leads; it is closed again when the role
+// fails. Hooks.RoleChanging is told before the role is applied (a new
+// leader's fetcher stops, so no fetch lands after MakeLeader), and
+// Hooks.RoleChanged after (a follower's fetcher starts, the internal
+// topics' coordinators load or unload). The topic's local entry is
+// created (or extended, after partitions were added) from
+// Hooks.TopicAssignment and persisted in the metastore; a local topic with
+// another id (deleted and created again while this broker missed the
+// StopReplica) is dropped first. Errors: the topic's (ErrUnknownPartition,
+// Hooks.TopicAssignment's), ErrOpen, or the role's
+// (replication.ErrStaleLeaderEpoch, ...). REQUIRES: m.Lock held.
+func (m *Manager) BecomeLeaderOrFollowerLocked(name string, id [16]byte, part int32, st replication.LeaderAndIsr, controllerEpoch int32) error {
 	t, err := m.localTopicLocked(name, id, part)
 	if err != nil {
 		return err
@@ -318,12 +323,19 @@ func (m *Manager) ApplyReplicaLocked(name string, id [16]byte, part int32, apply
 			return fmt.Errorf("%w: %w", ErrOpen, err)
 		}
 	}
-	if err := apply(p); err != nil {
+	m.hooks.RoleChanging(p, st, controllerEpoch)
+	if st.Leader == m.nodeID {
+		err = p.MakeLeader(st)
+	} else {
+		err = p.MakeFollower(st)
+	}
+	if err != nil {
 		if fresh {
 			p.Close()
 		}
 		return err
 	}
+	m.hooks.RoleChanged(p, st)
 	if fresh {
 		m.setPartitionLocked(t, part, p)
 	}
@@ -331,7 +343,7 @@ func (m *Manager) ApplyReplicaLocked(name string, id [16]byte, part int32, apply
 }
 
 // localTopicLocked returns the registry's topic name with room for
-// partition part (see ApplyReplicaLocked). REQUIRES: m.Lock held.
+// partition part (see BecomeLeaderOrFollowerLocked). REQUIRES: m.Lock held.
 func (m *Manager) localTopicLocked(name string, id [16]byte, part int32) (*Topic, error) {
 	t := m.reg.get(name)
 	if t != nil && id != ([16]byte{}) && t.ID != id {
@@ -341,9 +353,6 @@ func (m *Manager) localTopicLocked(name string, id [16]byte, part int32) (*Topic
 	}
 	if t != nil && part >= 0 && int(part) < len(t.Parts) {
 		return t, nil
-	}
-	if m.hooks == nil {
-		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, name, part)
 	}
 	zid, assignment, configs, err := m.hooks.TopicAssignment(name)
 	if err != nil {

@@ -98,8 +98,14 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if replicaID >= 0 {
 		if !s.az.allowedCluster(rc, acl.OpClusterAction) {
 			followerErr = errClusterAuthorization
-		} else if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
-			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
+		} else {
+			followerErr = errClusterOnly // a single node has no followers
+			if s.ib != nil {
+				followerErr = s.ib.checkFollower(replicaID, replicaEpoch)
+			}
+			if followerErr != nil {
+				s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
+			}
 		}
 	}
 	// Only a checked follower's session is privileged in the cache.

@@ -52,7 +52,7 @@ var errLeaderNotAvailable = errors.New("server: leader not available")
 func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	live := s.cp.brokers()
+	live := s.md.brokers()
 	for _, lb := range live {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = lb.ID
@@ -65,12 +65,12 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 	}
 	cid := s.clusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = s.cp.controllerID()
+	resp.ControllerID = s.md.controllerID()
 
 	// On a single node, a topic of the registry is written from the
 	// topic itself when the response is encoded (localMetadata), and
 	// resp.Topics holds it without partitions.
-	_, isLocal := s.cp.(localPlane)
+	_, isLocal := s.md.(localPlane)
 	lm := &localMetadata{self: s.nodeID}
 	addTopic := func(name string) {
 		if isLocal {
@@ -95,7 +95,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		return lm.response(resp), nil
 	}
 	if all {
-		names := s.cp.topicNames()
+		names := s.md.topicNames()
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(names))
 		for _, name := range names {
 			if s.az.allowedTopic(rc, acl.OpDescribe, name) {
@@ -128,7 +128,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			lm.addResponse(resp, mt)
 			continue
 		}
-		if _, ok := s.cp.topicID(name); ok {
+		if _, ok := s.md.topicID(name); ok {
 			addTopic(name)
 			continue
 		}
@@ -140,7 +140,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		default:
 			err = s.autoCreateTopic(name)
 		}
-		if err == nil && online(s.cp.partitions(name), live) {
+		if err == nil && online(s.md.partitions(name), live) {
 			addTopic(name)
 			continue
 		}
@@ -171,7 +171,7 @@ func (s *Server) autoCreateTopic(name string) error {
 		}
 		return err
 	}
-	_, err := s.cp.createTopic(context.Background(), spec)
+	_, err := s.admin.createTopic(context.Background(), spec)
 	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
 		return nil
 	}
@@ -183,8 +183,8 @@ func (s *Server) topicNameByID(id [16]byte) string {
 	if t := s.rm.TopicByID(id); t != nil {
 		return t.Name
 	}
-	for _, n := range s.cp.topicNames() {
-		if tid, _ := s.cp.topicID(n); tid == id {
+	for _, n := range s.md.topicNames() {
+		if tid, _ := s.md.topicID(n); tid == id {
 			return n
 		}
 	}
@@ -195,7 +195,7 @@ func (s *Server) topicNameByID(id [16]byte) string {
 // returned value may share its Partitions (and everything they point to)
 // with other responses: it is read-only.
 func (s *Server) metadataTopic(name string, live []metadata.Broker) kmsg.MetadataResponseTopic {
-	if _, local := s.cp.(localPlane); local {
+	if _, local := s.md.(localPlane); local {
 		if t := s.rm.Topic(name); t != nil {
 			return localTopic(t, s.nodeID)
 		}
@@ -203,9 +203,9 @@ func (s *Server) metadataTopic(name string, live []metadata.Broker) kmsg.Metadat
 	mt := kmsg.NewMetadataResponseTopic()
 	n := name
 	mt.Topic = &n
-	mt.TopicID, _ = s.cp.topicID(name)
+	mt.TopicID, _ = s.md.topicID(name)
 	mt.IsInternal = isInternalTopic(name)
-	for _, pi := range s.cp.partitions(name) {
+	for _, pi := range s.md.partitions(name) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = pi.Partition
 		mp.Leader = pi.Leader

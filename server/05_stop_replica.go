@@ -1,7 +1,8 @@
 package server
 
-// StopReplica (key 5), served v3, cluster mode only, and only from the
-// controller (as LeaderAndIsr, 04_leader_and_isr.go).
+// StopReplica (key 5), served v3, cluster mode only (a single node closes
+// the connection), and only from the controller (as LeaderAndIsr,
+// 04_leader_and_isr.go).
 //
 //	v3: per-partition leader epoch and delete flag (KIP-570)
 //
@@ -22,8 +23,12 @@ import (
 func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.StopReplicaRequest)
 	resp := r.ResponseKind().(*kmsg.StopReplicaResponse)
-	if err := s.acceptControllerRequestOn(rc, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
-		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
+	err := s.az.checkControlListener(rc)
+	if err == nil {
+		err = s.ib.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
+	}
+	if err != nil {
+		rc.logRefused(s.log, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
@@ -33,7 +38,7 @@ func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 		for _, ps := range rt.PartitionStates {
 			rp := kmsg.NewStopReplicaResponsePartition()
 			rp.Topic, rp.Partition = rt.Topic, ps.Partition
-			rp.ErrorCode = s.stopReplicaLocked(rt.Topic, ps)
+			rp.ErrorCode = stopReplicaLocked(s, rt.Topic, ps)
 			resp.Partitions = append(resp.Partitions, rp)
 		}
 	}
@@ -41,13 +46,13 @@ func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 }
 
 // stopReplicaLocked stops one replica. REQUIRES: s.rm.Lock held.
-func (s *Server) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRequestTopicPartitionState) int16 {
+func stopReplicaLocked(s *Server, topicName string, ps kmsg.StopReplicaRequestTopicPartitionState) int16 {
 	if p := s.rm.Partition(topicName, ps.Partition); p != nil {
 		if ps.LeaderEpoch >= 0 && ps.LeaderEpoch < p.LeaderEpoch() {
 			return kerr.FencedLeaderEpoch.Code
 		}
 		if ps.Delete {
-			if err := s.cp.checkReplicaDelete(topicName, ps.Partition); err != nil {
+			if err := s.ib.checkReplicaDelete(topicName, ps.Partition); err != nil {
 				s.log.Warn("server: StopReplica: refusing to delete a replica", "topic", topicName, "partition", ps.Partition, "err", err)
 				return errorCode(err)
 			}

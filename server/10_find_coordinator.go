@@ -73,18 +73,18 @@ func (s *Server) txnCoordinatorOf(ctx context.Context, rc *reqCtx, id string) (m
 	if !s.az.allowedTxnID(rc, acl.OpDescribe, id) {
 		return metadata.Broker{}, kerr.TransactionalIDAuthorizationFailed.Code, "not allowed to describe this transactional id"
 	}
-	parts := s.cp.partitions(txn.Topic)
+	parts := s.md.partitions(txn.Topic)
 	if len(parts) == 0 {
 		if err := s.ensureTxnTopic(ctx); err != nil {
 			s.log.Info("server: cannot create "+txn.Topic+" yet", "err", err)
 			return metadata.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " cannot be created yet: " + err.Error()
 		}
-		if parts = s.cp.partitions(txn.Topic); len(parts) == 0 {
+		if parts = s.md.partitions(txn.Topic); len(parts) == 0 {
 			return metadata.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " is being created"
 		}
 	}
 	leader := parts[txn.PartitionFor(id, int32(len(parts)))].Leader
-	for _, b := range s.cp.brokers() {
+	for _, b := range s.md.brokers() {
 		if b.ID == leader {
 			return b, 0, ""
 		}

@@ -67,7 +67,7 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {
-			st.TopicID, err = s.cp.createTopic(ctx, spec)
+			st.TopicID, err = s.admin.createTopic(ctx, spec)
 			if err == nil {
 				created = append(created, spec.name)
 			}
@@ -90,14 +90,14 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	if _, local := s.cp.(localPlane); local {
+	if _, local := s.md.(localPlane); local {
 		// A single node created them synchronously, led by this broker:
 		// they are online (and building each one's partition list to
 		// check cost ~13 KB of garbage per topic of 100 partitions).
 		created = nil
 	}
 	for _, name := range created {
-		for ctx.Err() == nil && !online(s.cp.partitions(name), s.cp.brokers()) {
+		for ctx.Err() == nil && !online(s.md.partitions(name), s.md.brokers()) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(20 * time.Millisecond):
@@ -165,7 +165,7 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 	if spec.rf <= 0 {
 		return fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
 	}
-	live := liveIDs(s.cp.brokers())
+	live := liveIDs(s.md.brokers())
 	if spec.assignment != nil {
 		if err := cluster.ValidateAssignment(spec.assignment, int(spec.rf), live); err != nil {
 			return err
@@ -182,11 +182,11 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 // eachTopicName calls fn with every topic name the control plane knows, in
 // no order, until fn returns false. fn must not call into s.rm.
 func (s *Server) eachTopicName(fn func(name string) bool) {
-	if _, local := s.cp.(localPlane); local {
+	if _, local := s.md.(localPlane); local {
 		s.rm.EachTopicName(fn)
 		return
 	}
-	for _, n := range s.cp.topicNames() {
+	for _, n := range s.md.topicNames() {
 		if !fn(n) {
 			return
 		}

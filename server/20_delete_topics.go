@@ -59,10 +59,10 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			if isInternalTopic(name) {
 				return fmt.Errorf("%w: %s is an internal topic", errTopicAuthorization, name)
 			}
-			if id, ok := s.cp.topicID(name); ok {
+			if id, ok := s.md.topicID(name); ok {
 				st.TopicID = id
 			}
-			return s.cp.deleteTopic(context.Background(), name)
+			return s.admin.deleteTopic(context.Background(), name)
 		}()
 		if err != nil {
 			st.ErrorCode = errorCode(err)

@@ -45,7 +45,7 @@ func handleAddPartitionsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*respons
 		case isInternalTopic(t.Topic) || !s.az.allowedTopic(rc, acl.OpWrite, t.Topic):
 			code = kerr.TopicAuthorizationFailed.Code
 		}
-		n := int32(len(s.cp.partitions(t.Topic)))
+		n := int32(len(s.md.partitions(t.Topic)))
 		for _, p := range t.Partitions {
 			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
 			c := code

@@ -55,7 +55,7 @@ func handleAddOffsetsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 // offsets.topic.num.partitions (a single node, which keeps offsets in the
 // metastore, has no such topic).
 func (s *Server) offsetsPartitionFor(group string) int32 {
-	n := int32(len(s.cp.partitions(offsets.Topic)))
+	n := int32(len(s.md.partitions(offsets.Topic)))
 	if n == 0 {
 		n = s.cfg.OffsetsTopicPartitions
 	}

@@ -55,7 +55,7 @@ func handleWriteTxnMarkers(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 		refuse = errClusterAuthorization
 	}
 	if refuse != nil {
-		s.refuseControllerRequest(rc, r, -1, -1, refuse)
+		rc.logRefused(s.log, r, -1, -1, refuse)
 		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 		code := errorCode(refuse)
 		for _, m := range r.Markers {

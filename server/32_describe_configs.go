@@ -64,7 +64,7 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 }
 
 func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) error {
-	overrides, err := s.cp.topicConfigs(rr.ResourceName)
+	overrides, err := s.admin.topicConfigs(rr.ResourceName)
 	if err != nil {
 		return err
 	}

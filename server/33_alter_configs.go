@@ -82,7 +82,7 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	if isInternalTopic(name) {
 		return fmt.Errorf("%w: %s is an internal topic; its configs are the broker's", errTopicAuthorization, name)
 	}
-	cur, err := s.cp.topicConfigs(name)
+	cur, err := s.admin.topicConfigs(name)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), configWriteTimeout)
 	defer cancel()
-	return s.cp.setTopicConfigs(ctx, name, overrides)
+	return s.admin.setTopicConfigs(ctx, name, overrides)
 }
 
 // configWriteTimeout bounds the write of an alter (in cluster mode, to

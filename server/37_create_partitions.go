@@ -42,7 +42,7 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {
-			err = s.cp.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
+			err = s.admin.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
 		}
 		if err != nil {
 			st.ErrorCode = errorCode(err)
@@ -66,7 +66,7 @@ func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplic
 	if isInternalTopic(rt.Topic) {
 		return nil, fmt.Errorf("%w: %s is an internal topic; its partition count is offsets.topic.num.partitions", errInvalidTopic, rt.Topic)
 	}
-	parts := s.cp.partitions(rt.Topic)
+	parts := s.md.partitions(rt.Topic)
 	if parts == nil {
 		return nil, errUnknownTopicOrPartition
 	}
@@ -87,7 +87,7 @@ func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplic
 	for i, a := range rt.Assignment {
 		asg[i] = a.Replicas
 	}
-	if err := cluster.ValidateAssignment(asg, len(parts[0].Replicas), liveIDs(s.cp.brokers())); err != nil {
+	if err := cluster.ValidateAssignment(asg, len(parts[0].Replicas), liveIDs(s.md.brokers())); err != nil {
 		return nil, err
 	}
 	return asg, nil

@@ -56,7 +56,7 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	}
 	timeout := time.Duration(max(r.TimeoutMillis, 1000)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	results, err := s.cp.electLeaders(ctx, tps, unclean)
+	results, err := s.admin.electLeaders(ctx, tps, unclean)
 	timedOut := ctx.Err() != nil
 	cancel()
 	if err != nil {
@@ -71,8 +71,8 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		// with all partitions asked for, the controller's view is not at
 		// hand, so those this broker knows of get it.
 		if tps == nil {
-			for _, t := range s.cp.topicNames() {
-				for _, pi := range s.cp.partitions(t) {
+			for _, t := range s.md.topicNames() {
+				for _, pi := range s.md.partitions(t) {
 					tps = append(tps, metadata.TopicPartition{Topic: t, Partition: pi.Partition})
 				}
 			}

@@ -51,6 +51,8 @@ package server
 // Without an authorizer everything is allowed, as in Kafka.
 
 import (
+	"cmp"
+	"fmt"
 	"net/netip"
 
 	"github.com/sluice/sluice/acl"
@@ -71,6 +73,23 @@ type authorizer struct {
 	acls acl.Store
 	// topicNames lists the cluster's topics (mayWriteSomeTopic).
 	topicNames func() []string
+	// controlListener is control.plane.listener.name ("": any listener).
+	controlListener string
+}
+
+// checkControlListener checks the sender of an inter-broker request:
+// ClusterAction on the cluster, and a connection that came in on
+// control.plane.listener.name, when one is set (KIP-291). Handlers called
+// without a connection (tests) pass the listener check.
+func (a *authorizer) checkControlListener(rc *reqCtx) error {
+	if !a.allowedCluster(rc, acl.OpClusterAction) {
+		return errClusterAuthorization
+	}
+	cp := a.controlListener
+	if cp == "" || rc.conn == nil || rc.conn.listener == cp {
+		return nil
+	}
+	return fmt.Errorf("%w (%s), not on %s", errNotControlPlaneListener, cp, cmp.Or(rc.conn.listener, "the client listener"))
 }
 
 // Authorizer decides whether a principal may do something (package acl's

@@ -56,10 +56,6 @@ import (
 	"github.com/sluice/sluice/txn"
 )
 
-// clusterAPIs are the inter-broker API keys, advertised in ApiVersions only
-// in cluster mode.
-var clusterAPIs = map[int16]bool{4: true, 5: true, 6: true, 7: true}
-
 type zkPlane struct {
 	s        *Server
 	node     *cluster.Node
@@ -215,8 +211,6 @@ func (zp *zkPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.Persis
 
 // --- controller requests and local replicas ---
 
-func (zp *zkPlane) interBrokerAPIs() bool { return true }
-
 func (zp *zkPlane) acceptControllerRequest(controllerID, controllerEpoch int32, brokerEpoch int64) error {
 	if err := zp.node.VerifyController(controllerID, controllerEpoch); err != nil {
 		return err
@@ -265,7 +259,8 @@ func (zp *zkPlane) controlledShutdown(brokerID int32, brokerEpoch int64) ([]meta
 	return zp.node.HandleControlledShutdown(brokerID, brokerEpoch)
 }
 
-func (zp *zkPlane) topicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
+// TopicAssignment is replica.Hooks.TopicAssignment, from ZooKeeper.
+func (zp *zkPlane) TopicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
 	id, assignment, err := zp.node.TopicAssignment(name)
 	if err != nil {
 		return id, nil, nil, err
@@ -274,30 +269,36 @@ func (zp *zkPlane) topicAssignment(name string) ([16]byte, [][]int32, map[string
 	return id, assignment, configs, err
 }
 
-// replicaOptions: a replica knows its broker id, enforces
-// min.insync.replicas and writes ISR changes to ZooKeeper.
-func (zp *zkPlane) replicaOptions(t *replica.Topic, o replication.Options) replication.Options {
+// ReplicaOptions is replica.Hooks.ReplicaOptions: a replica knows its
+// broker id, enforces min.insync.replicas and writes ISR changes to
+// ZooKeeper.
+func (zp *zkPlane) ReplicaOptions(t *replica.Topic, o replication.Options) replication.Options {
 	o.MinInsyncReplicas = t.Config.MinISR
 	o.ReplicaLagTimeMax = zp.s.cfg.ReplicaLagTimeMax
 	o.AlterISR = zp.alterISR
 	return o
 }
 
-func (zp *zkPlane) roleChanging(p *replica.Partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+// RoleChanging is replica.Hooks.RoleChanging: a new leader's fetcher stops
+// first, so no fetch lands after MakeLeader; the controller epoch is kept
+// for the leader's ISR writes.
+func (zp *zkPlane) RoleChanging(p *replica.Partition, st replication.LeaderAndIsr, controllerEpoch int32) {
 	zp.mu.Lock()
-	zp.partCtrlEpoch[engine.PartitionID{Topic: p.Topic(), Partition: p.Index()}] = ps.ControllerEpoch
+	zp.partCtrlEpoch[engine.PartitionID{Topic: p.Topic(), Partition: p.Index()}] = controllerEpoch
 	zp.mu.Unlock()
-	if ps.Leader == zp.s.nodeID {
+	if st.Leader == zp.s.nodeID {
 		zp.fetchers.Remove(p.Partition)
 	}
 }
 
-func (zp *zkPlane) roleChanged(p *replica.Partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
-	leader := ps.Leader == zp.s.nodeID
+// RoleChanged is replica.Hooks.RoleChanged: a follower's fetcher starts;
+// the internal topics' coordinators load or unload.
+func (zp *zkPlane) RoleChanged(p *replica.Partition, st replication.LeaderAndIsr) {
+	leader := st.Leader == zp.s.nodeID
 	switch {
 	case leader:
-	case ps.Leader >= 0:
-		zp.fetchers.Add(p.Partition, ps.Leader, ps.LeaderEpoch)
+	case st.Leader >= 0:
+		zp.fetchers.Add(p.Partition, st.Leader, st.LeaderEpoch)
 	default: // no live leader: wait for the next LeaderAndIsr
 		zp.fetchers.Remove(p.Partition)
 	}
@@ -309,7 +310,9 @@ func (zp *zkPlane) roleChanged(p *replica.Partition, ps kmsg.LeaderAndISRRequest
 	}
 }
 
-func (zp *zkPlane) replicaStopped(p *replica.Partition) {
+// ReplicaStopped is replica.Hooks.ReplicaStopped: its fetcher stops, and
+// an internal topic's coordinator unloads the partition.
+func (zp *zkPlane) ReplicaStopped(p *replica.Partition) {
 	zp.fetchers.Remove(p.Partition)
 	switch p.Topic() {
 	case offsets.Topic:
@@ -400,6 +403,11 @@ func (zp *zkPlane) resyncTopicConfigs() {
 		zp.applyTopicConfig(t.Name)
 	}
 }
+
+var (
+	_ interBroker   = (*zkPlane)(nil)
+	_ replica.Hooks = (*zkPlane)(nil)
+)
 
 // applyTopicConfigLocked applies topic name's overrides in ZooKeeper to its
 // local entry and replicas when they differ from the local ones. A topic

@@ -409,7 +409,7 @@ func (s *Server) decodeRequest(body []byte) (r *request) {
 		r.closeErr = errors.New("server: truncated request header")
 		return r
 	}
-	api, ok := apis[r.key]
+	api, ok := s.apis[r.key]
 	if !ok {
 		r.closeErr = fmt.Errorf("server: unsupported api key %d", r.key)
 		return r
@@ -529,14 +529,14 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 		}
 	}()
 	if r.kreq == nil { // ApiVersions at a version we do not serve
-		return &response{corr: r.corr, kresp: s.apiVersionsUnsupported()}
+		return &response{corr: r.corr, kresp: s.apis.unsupported()}
 	}
 	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version, req: r}
 	var started metrics.Stamp
 	if s.metrics != nil {
 		started = metrics.Now()
 	}
-	out, err := apis[r.key].handle(s, rc, r.kreq)
+	out, err := s.apis[r.key].handle(s, rc, r.kreq)
 	if s.metrics != nil && err == nil && r.received != 0 {
 		t := metrics.Timing{Received: r.received, Started: started, Handled: metrics.Now(), Remote: time.Duration(rc.remote.Load())}
 		api := s.metrics.Request(r.key)

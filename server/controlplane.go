@@ -1,45 +1,53 @@
 package server
 
 // The control plane: what differs between a single-node broker and a member
-// of a ZooKeeper cluster, behind one interface, so that each API's handler
-// (the NN_name.go files) is written once and never asks which mode it runs
-// in.
+// of a ZooKeeper cluster, in narrow parts, so that each API's handler (the
+// NN_name.go files) is written once and never asks which mode it runs in:
+//
+//   - metadataView (Server.md): what handlers read: the brokers, the
+//     controller, the topics and their partitions.
+//   - topicAdmin (Server.admin): topic administration: create, delete,
+//     add partitions, configs, leader elections.
+//   - replica.Hooks: what the replica manager (package replica) tells a
+//     cluster of its replicas' lives: their options, roles and stops.
+//   - interBroker (Server.ib): the controller's requests and follower
+//     fetches. Only a cluster has one: a single node's dispatch table lacks
+//     LeaderAndIsr, StopReplica, UpdateMetadata and ControlledShutdown, so
+//     a client sending one is closed as for any API Sluice does not serve.
+//
+// The modes:
 //
 //   - localPlane (this file): the broker is the whole cluster. Its view is
-//     the local topic registry (this broker leads every partition, the only
-//     replica and the whole ISR), topic administration changes the registry,
-//     the metastore and the logs at once, and inter-broker requests are
-//     refused.
+//     the replica manager's registry (this broker leads every partition,
+//     the only replica and the whole ISR), and topic administration changes
+//     the registry, the metastore and the logs at once.
 //   - zkPlane (clustermode.go): the view is the metadata cache fed by the
 //     controller's UpdateMetadata requests, administration writes to
 //     ZooKeeper (the controller carries it out through LeaderAndIsr and
-//     StopReplica), and the inter-broker requests are obeyed.
+//     StopReplica), and it implements interBroker and replica.Hooks.
 //
-// The local replicas themselves (the topic registry, opening and closing
+// The local replicas themselves (the registry, opening and closing
 // partition logs, applying LeaderAndIsr and StopReplica to them) are the
-// server's in both modes (replicas.go).
+// replica manager's in both modes.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/replica"
-	"github.com/sluice/sluice/replication"
 )
 
-// controlPlane is the seam between the protocol handlers and the mode the
-// broker runs in. Implementations are safe for concurrent use. Slices and
-// maps returned are the caller's.
-type controlPlane interface {
+// metadataView is what the handlers read of the cluster. Implementations
+// are safe for concurrent use. Slices returned are the caller's.
+type metadataView interface {
 	// brokers returns the live brokers, never empty: at least this one.
 	brokers() []metadata.Broker
 	// controllerID returns the controller's broker id, -1 when unknown.
@@ -52,7 +60,14 @@ type controlPlane interface {
 	// (nil: no such topic). Leader is -1 (or a broker not in brokers())
 	// when the partition has no live leader.
 	partitions(name string) []metadata.PartitionInfo
+	// controllerStats is the controller's counts for the metrics
+	// (kafka_controller_kafkacontroller_*).
+	controllerStats() metadata.ControllerStats
+}
 
+// topicAdmin administers the cluster's topics. Implementations are safe
+// for concurrent use; maps returned are the caller's.
+type topicAdmin interface {
 	// createTopic creates a validated topic (see checkNewTopic) with a
 	// new id and returns it. It does not wait for leaders: callers watch
 	// partitions() for that. cluster.ErrTopicExists or errTopicExists when
@@ -76,68 +91,59 @@ type controlPlane interface {
 	// partitions) and returns each partition's outcome; a non-nil error is
 	// for the whole request (not the controller, timed out).
 	electLeaders(ctx context.Context, tps []metadata.TopicPartition, unclean bool) (map[metadata.TopicPartition]error, error)
+}
+
+// coordinatorRoute is where the mode's coordinators are.
+type coordinatorRoute interface {
 	// findCoordinator answers FindCoordinator.
 	findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error)
 	// groupHooks returns the group coordinator's persistence hooks (all
 	// nil: the metastore alone keeps group state).
 	groupHooks() (group.OwnsFunc, group.PersistFunc, group.PersistGroupFunc)
+}
 
-	// interBrokerAPIs reports whether LeaderAndIsr, StopReplica,
-	// UpdateMetadata and ControlledShutdown are served (and advertised).
-	interBrokerAPIs() bool
+// interBroker serves what only a cluster member is sent: the controller's
+// requests and other brokers' follower fetches. Implementations are safe
+// for concurrent use.
+type interBroker interface {
 	// acceptControllerRequest checks who sent a LeaderAndIsr, StopReplica
 	// or UpdateMetadata request: the controller ZooKeeper names, at its
 	// current epoch, addressing this broker's current registration
-	// (brokerEpoch). Refusals: errClusterOnly on a single node,
-	// cluster.ErrStaleControllerEpoch, cluster.ErrNotFromController,
-	// cluster.ErrStaleBrokerEpoch.
+	// (brokerEpoch). Refusals: cluster.ErrStaleControllerEpoch,
+	// cluster.ErrNotFromController, cluster.ErrStaleBrokerEpoch.
 	acceptControllerRequest(controllerID, controllerEpoch int32, brokerEpoch int64) error
 	// checkReplicaDelete refuses a StopReplica that would delete a local
 	// replica the topic's assignment still places here (the controller
 	// deletes only replicas of deleted topics or moved partitions).
 	checkReplicaDelete(topic string, partition int32) error
 	// checkFollower checks a follower fetch's sender: a registered broker
-	// naming its current registration epoch (-1, none, is refused in
-	// cluster mode). errClusterOnly on a single node.
+	// naming its current registration epoch (-1, none, is refused).
 	checkFollower(replicaID int32, replicaEpoch int64) error
 	// applyUpdateMetadata applies an UpdateMetadata request to the view.
 	applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error
 	// controlledShutdown serves a ControlledShutdown request (on the
 	// controller): the partitions whose leadership could not be moved.
 	controlledShutdown(brokerID int32, brokerEpoch int64) ([]metadata.TopicPartition, error)
-	// topicAssignment returns a topic's id, replica assignment and config
-	// overrides, for opening a local replica the controller names.
-	topicAssignment(name string) (id [16]byte, assignment [][]int32, configs map[string]string, err error)
-	// replicaOptions returns o with the mode's settings added, for a
-	// local partition being opened. (By value: a pointer through this
-	// interface made every partition's Options escape, ~240 bytes of
-	// garbage per partition created.)
-	replicaOptions(t *replica.Topic, o replication.Options) replication.Options
-	// controllerStats is the controller's counts for the metrics
-	// (kafka_controller_kafkacontroller_*).
-	controllerStats() metadata.ControllerStats
 	// liveLeaders records the leaders' addresses a LeaderAndIsr request
 	// names, for followers that start before UpdateMetadata names them.
 	liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader)
-	// roleChanging is told of the role LeaderAndIsr is about to give a
-	// local replica (a new leader's fetcher stops first, so no fetch lands
-	// after MakeLeader); roleChanged once it is applied (a follower's
-	// fetcher starts; the internal topics' coordinators load or unload).
-	roleChanging(p *replica.Partition, st kmsg.LeaderAndISRRequestTopicPartition)
-	roleChanged(p *replica.Partition, st kmsg.LeaderAndISRRequestTopicPartition)
-	// replicaStopped is told that a local replica stopped (StopReplica),
-	// before it is closed.
-	replicaStopped(p *replica.Partition)
-	// close stops the plane's background work; the partitions are still
-	// open.
+}
+
+// controlPlane is one mode, as New takes it apart: its view, its topic
+// administration, where its coordinators are, and close, which stops its
+// background work (the partitions are still open). A cluster's plane also
+// implements interBroker and replica.Hooks.
+type controlPlane interface {
+	metadataView
+	topicAdmin
+	coordinatorRoute
 	close()
 }
 
 var (
-	// errClusterOnly refuses an inter-broker request (or a follower fetch)
-	// sent to a single-node broker, which does not advertise those APIs
-	// (CLUSTER_AUTHORIZATION_FAILED).
-	errClusterOnly = errors.New("server: inter-broker request refused: this broker is not in a cluster (no zookeeper.connect)")
+	// errClusterOnly refuses a follower fetch sent to a single-node
+	// broker, which has no followers (CLUSTER_AUTHORIZATION_FAILED).
+	errClusterOnly = errors.New("server: follower fetch refused: this broker is not in a cluster (no zookeeper.connect)")
 	// errStaleControllerEpoch: a controller request from an older epoch.
 	errStaleControllerEpoch = errors.New("server: stale controller epoch")
 )
@@ -146,37 +152,13 @@ var (
 // another listener than control.plane.listener.name.
 var errNotControlPlaneListener = errors.New("server: controller requests are served only on control.plane.listener.name")
 
-// checkControlListener refuses an inter-broker request on a connection
-// that did not come in on control.plane.listener.name, when one is set
-// (KIP-291). Handlers called without a connection (tests) pass.
-func (s *Server) checkControlListener(rc *reqCtx) error {
-	if !s.az.allowedCluster(rc, acl.OpClusterAction) {
-		return errClusterAuthorization
-	}
-	cp := s.cfg.ControlPlaneListenerName
-	if cp == "" || rc.conn == nil || rc.conn.listener == cp {
-		return nil
-	}
-	return fmt.Errorf("%w (%s), not on %s", errNotControlPlaneListener, cp, cmp.Or(rc.conn.listener, "the client listener"))
-}
-
-// acceptControllerRequestOn is checkControlListener, then the control
-// plane's acceptControllerRequest.
-func (s *Server) acceptControllerRequestOn(rc *reqCtx, controllerID, controllerEpoch int32, brokerEpoch int64) error {
-	if err := s.checkControlListener(rc); err != nil {
-		return err
-	}
-	return s.cp.acceptControllerRequest(controllerID, controllerEpoch, brokerEpoch)
-}
-
-// refuseControllerRequest logs a refused inter-broker request with who
-// sent it.
-func (s *Server) refuseControllerRequest(rc *reqCtx, req kmsg.Request, controllerID, controllerEpoch int32, err error) {
+// logRefused logs a refused inter-broker request with who sent it.
+func (rc *reqCtx) logRefused(log *slog.Logger, req kmsg.Request, controllerID, controllerEpoch int32, err error) {
 	from := ""
 	if rc.conn != nil {
 		from = rc.conn.nc.RemoteAddr().String()
 	}
-	s.log.Warn("server: refused "+kmsg.NameForKey(req.Key()), "from", from, "client_id", rc.clientID,
+	log.Warn("server: refused "+kmsg.NameForKey(req.Key()), "from", from, "client_id", rc.clientID,
 		"controller", controllerID, "controller_epoch", controllerEpoch, "err", err)
 }
 
@@ -312,48 +294,4 @@ func (lp localPlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.Pers
 	return nil, nil, nil
 }
 
-func (lp localPlane) interBrokerAPIs() bool { return false }
-
-func (lp localPlane) acceptControllerRequest(int32, int32, int64) error { return errClusterOnly }
-
-func (lp localPlane) checkReplicaDelete(string, int32) error { return errClusterOnly }
-
-func (lp localPlane) checkFollower(int32, int64) error { return errClusterOnly }
-
-func (lp localPlane) applyUpdateMetadata(*kmsg.UpdateMetadataRequest) error { return errClusterOnly }
-
-func (lp localPlane) controlledShutdown(int32, int64) ([]metadata.TopicPartition, error) {
-	return nil, errClusterOnly
-}
-
-func (lp localPlane) topicAssignment(string) ([16]byte, [][]int32, map[string]string, error) {
-	return [16]byte{}, nil, nil, errClusterOnly
-}
-
-func (lp localPlane) replicaOptions(_ *replica.Topic, o replication.Options) replication.Options {
-	return o
-}
-
-func (lp localPlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
-
-func (lp localPlane) roleChanging(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
-
-func (lp localPlane) roleChanged(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
-
-func (lp localPlane) replicaStopped(*replica.Partition) {}
-
 func (lp localPlane) close() {}
-
-// replicaHooks adapts a cluster's control plane to the replica manager's
-// lifecycle hooks.
-type replicaHooks struct{ cp controlPlane }
-
-func (h replicaHooks) ReplicaOptions(t *replica.Topic, o replication.Options) replication.Options {
-	return h.cp.replicaOptions(t, o)
-}
-
-func (h replicaHooks) ReplicaStopped(p *replica.Partition) { h.cp.replicaStopped(p) }
-
-func (h replicaHooks) TopicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
-	return h.cp.topicAssignment(name)
-}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -206,8 +207,6 @@ func (fp *fakePlane) groupHooks() (group.OwnsFunc, group.PersistFunc, group.Pers
 	return nil, nil, nil
 }
 
-func (fp *fakePlane) interBrokerAPIs() bool { return true }
-
 // fakeBrokerEpoch is this broker's registration epoch in the fake cluster.
 const fakeBrokerEpoch = 100
 
@@ -261,7 +260,7 @@ func (fp *fakePlane) controlledShutdown(int32, int64) ([]metadata.TopicPartition
 	return nil, cluster.ErrNotController
 }
 
-func (fp *fakePlane) topicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
+func (fp *fakePlane) TopicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	t := fp.topics[name]
@@ -275,7 +274,7 @@ func (fp *fakePlane) topicAssignment(name string) ([16]byte, [][]int32, map[stri
 	return t.id, asg, t.configs, nil
 }
 
-func (fp *fakePlane) replicaOptions(t *replica.Topic, o replication.Options) replication.Options {
+func (fp *fakePlane) ReplicaOptions(t *replica.Topic, o replication.Options) replication.Options {
 	o.MinInsyncReplicas = t.Config.MinISR
 	return o
 }
@@ -284,9 +283,9 @@ func (fp *fakePlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 
 func (fp *fakePlane) controllerStats() metadata.ControllerStats { return metadata.ControllerStats{} }
 
-func (fp *fakePlane) roleChanging(*replica.Partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+func (fp *fakePlane) RoleChanging(*replica.Partition, replication.LeaderAndIsr, int32) {}
 
-func (fp *fakePlane) roleChanged(p *replica.Partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+func (fp *fakePlane) RoleChanged(p *replica.Partition, ps replication.LeaderAndIsr) {
 	role := "follower"
 	if ps.Leader == fp.s.nodeID {
 		role = "leader"
@@ -296,7 +295,7 @@ func (fp *fakePlane) roleChanged(p *replica.Partition, ps kmsg.LeaderAndISRReque
 	fp.mu.Unlock()
 }
 
-func (fp *fakePlane) replicaStopped(p *replica.Partition) {
+func (fp *fakePlane) ReplicaStopped(p *replica.Partition) {
 	fp.mu.Lock()
 	fp.stopped = append(fp.stopped, p.Topic())
 	fp.mu.Unlock()
@@ -325,7 +324,7 @@ func newFakeClusterServer(t *testing.T) (*Server, *fakePlane) {
 func call(t *testing.T, s *Server, v int16, req kmsg.Request) (kmsg.Response, error) {
 	t.Helper()
 	req.SetVersion(v)
-	a, ok := apis[req.Key()]
+	a, ok := s.apis[req.Key()]
 	if !ok || v < a.min || v > a.max {
 		t.Fatalf("%s v%d not served", kmsg.NameForKey(req.Key()), v)
 	}
@@ -733,7 +732,7 @@ func TestClusterUpdateMetadataAndControlledShutdown(t *testing.T) {
 		req.LiveBrokers = append(req.LiveBrokers, b)
 	}
 	resp := mustCall(t, s, 7, req).(*kmsg.UpdateMetadataResponse)
-	if resp.ErrorCode != 0 || fp.updateCalls != 1 || len(s.cp.brokers()) != 2 {
+	if resp.ErrorCode != 0 || fp.updateCalls != 1 || len(s.md.brokers()) != 2 {
 		t.Fatalf("update metadata: %s, calls %d", code(resp.ErrorCode), fp.updateCalls)
 	}
 	req.ControllerEpoch = 2
@@ -749,34 +748,29 @@ func TestClusterUpdateMetadataAndControlledShutdown(t *testing.T) {
 	}
 }
 
-// TestSingleNodeRefusesControllerRequests: the local plane refuses every
-// inter-broker request with CLUSTER_AUTHORIZATION_FAILED, whatever epochs
-// it names.
-func TestSingleNodeRefusesControllerRequests(t *testing.T) {
-	s := newFuzzServer(t)
-	lr := leaderAndIsr("t", [16]byte{1}, 0, 0, 1, 1<<30)
-	sr := kmsg.NewPtrStopReplicaRequest()
-	sr.ControllerEpoch, sr.BrokerEpoch = 1<<30, -1
-	ur := kmsg.NewPtrUpdateMetadataRequest()
-	ur.ControllerEpoch = 1 << 30
-	cr := kmsg.NewPtrControlledShutdownRequest()
-	cr.BrokerEpoch = -1
-	for _, req := range []kmsg.Request{lr, sr, ur, cr} {
-		resp := mustCall(t, s, apis[req.Key()].max, req)
-		var c int16
-		switch r := resp.(type) {
-		case *kmsg.LeaderAndISRResponse:
-			c = r.ErrorCode
-		case *kmsg.StopReplicaResponse:
-			c = r.ErrorCode
-		case *kmsg.UpdateMetadataResponse:
-			c = r.ErrorCode
-		case *kmsg.ControlledShutdownResponse:
-			c = r.ErrorCode
+// TestSingleNodeLacksControllerAPIs: a single node's dispatch table has no
+// inter-broker API (a request for one closes the connection, see
+// decodeRequest); a cluster member's has them all.
+func TestSingleNodeLacksControllerAPIs(t *testing.T) {
+	single := newFuzzServer(t)
+	member, _ := newFakeClusterServer(t)
+	for _, key := range []int16{apiKeyLeaderAndIsr, apiKeyStopReplica, apiKeyUpdateMetadata, apiKeyControlledShutdown} {
+		if _, ok := single.apis[key]; ok {
+			t.Errorf("a single node serves %s", kmsg.NameForKey(key))
 		}
-		if c != kerr.ClusterAuthorizationFailed.Code {
-			t.Errorf("%s on a single node: %s", kmsg.NameForKey(req.Key()), code(c))
+		if _, ok := member.apis[key]; !ok {
+			t.Errorf("a cluster member does not serve %s", kmsg.NameForKey(key))
 		}
+		frame := kbin.AppendInt16(nil, key)
+		frame = kbin.AppendInt16(frame, 0)
+		frame = kbin.AppendInt32(frame, 1)
+		frame = kbin.AppendNullableString(frame, nil)
+		if r := single.decodeRequest(frame); r.closeErr == nil {
+			t.Errorf("%s to a single node: not closed", kmsg.NameForKey(key))
+		}
+	}
+	if _, ok := single.apis[apiKeyWriteTxnMarkers]; !ok {
+		t.Error("a single node does not serve WriteTxnMarkers (Admin.abortTransaction)")
 	}
 }
 

@@ -34,7 +34,7 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	var resp kmsg.Response
 	var err error
 	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok {
-		resp, err = s.cp.findCoordinator(ctx, fc)
+		resp, err = s.route.findCoordinator(ctx, fc)
 	} else {
 		resp, err = s.groups.Handle(ctx, req)
 	}
@@ -56,7 +56,7 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 // the listener the client used.
 func (s *Server) coordinatorAddrs(rc *reqCtx, fc *kmsg.FindCoordinatorResponse) {
 	addr := func(id int32, host string, port int32) (string, int32) {
-		for _, b := range s.cp.brokers() {
+		for _, b := range s.md.brokers() {
 			if b.ID == id {
 				return rc.addrOf(s.nodeID, b)
 			}

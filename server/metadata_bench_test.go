@@ -96,7 +96,7 @@ func BenchmarkCreateTopics(b *testing.B) {
 					b.Fatalf("CreateTopics %s: error %d", rt.Topic, c)
 				}
 				b.StopTimer()
-				if err := s.cp.deleteTopic(context.Background(), rt.Topic); err != nil {
+				if err := s.admin.deleteTopic(context.Background(), rt.Topic); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()

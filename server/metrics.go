@@ -276,7 +276,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFetchSessParts, float64(sessParts))
 	ch <- prometheus.MustNewConstMetric(descFetchSessEvicted, prometheus.CounterValue, float64(evicted))
 
-	cs := s.cp.controllerStats()
+	cs := s.md.controllerStats()
 	active := 0.0
 	if cs.Active {
 		active = 1

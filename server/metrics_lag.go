@@ -63,7 +63,7 @@ func (r *remoteEnds) lookup(s *Server, tps []metastore.TopicPartition) map[metas
 		}
 		parts, ok := topics[tp.Topic]
 		if !ok {
-			parts = s.cp.partitions(tp.Topic)
+			parts = s.md.partitions(tp.Topic)
 			topics[tp.Topic] = parts
 		}
 		if tp.Partition < 0 || int(tp.Partition) >= len(parts) || parts[tp.Partition].Leader < 0 || parts[tp.Partition].Leader == s.nodeID {
@@ -77,7 +77,7 @@ func (r *remoteEnds) lookup(s *Server, tps []metastore.TopicPartition) map[metas
 	}
 	addrs := map[int32]string{}
 	current := map[string]bool{}
-	for _, b := range s.cp.brokers() {
+	for _, b := range s.md.brokers() {
 		a := b.AddrFor(s.cfg.InterBrokerListenerName)
 		addrs[b.ID] = a
 		current[a] = true

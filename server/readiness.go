@@ -39,8 +39,8 @@ type Readiness struct {
 // them for long.
 func (s *Server) Readiness() Readiness {
 	var rd Readiness
-	for _, name := range s.cp.topicNames() {
-		for _, pi := range s.cp.partitions(name) {
+	for _, name := range s.md.topicNames() {
+		for _, pi := range s.md.partitions(name) {
 			if pi.Leader != s.nodeID {
 				continue
 			}
@@ -53,7 +53,7 @@ func (s *Server) Readiness() Readiness {
 			}
 		}
 	}
-	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
+	if zp, ok := s.md.(*zkPlane); ok && zp.offsets != nil {
 		loading := 0
 		if t := s.rm.Topic(offsets.Topic); t != nil {
 			for i, p := range t.Parts {

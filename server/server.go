@@ -146,9 +146,16 @@ type Server struct {
 	creds sasl.CredentialStore
 	// listenerSec is Options.Listeners.
 	listenerSec map[string]ListenerSecurity
-	// cp is the control plane: localPlane on a single node, zkPlane in a
-	// cluster (controlplane.go).
-	cp controlPlane
+	// The control plane's parts (controlplane.go): localPlane's on a
+	// single node, zkPlane's in a cluster. md is what handlers read, admin
+	// administers topics, route finds coordinators; ib serves the
+	// inter-broker requests, nil on a single node, whose dispatch table
+	// (apis) then lacks them.
+	md    metadataView
+	admin topicAdmin
+	route coordinatorRoute
+	ib    interBroker
+	apis  apiTable
 
 	// sent counts how response bytes left, for Stats.
 	sent sendCounters
@@ -227,26 +234,34 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.pids.meta = s.meta
-	s.az = authorizer{authz: opts.Authorizer, acls: opts.ACLs, topicNames: func() []string { return s.cp.topicNames() }}
+	s.az = authorizer{
+		authz: opts.Authorizer, acls: opts.ACLs, controlListener: opts.Config.ControlPlaneListenerName,
+		topicNames: func() []string { return s.md.topicNames() },
+	}
 	// On error, what started so far is closed again, in reverse order.
 	fail := func(err error) (*Server, error) {
 		s.life.Close()
 		return nil, err
 	}
+	var cp controlPlane
 	var zp *zkPlane
 	switch {
 	case opts.controlPlane != nil:
-		s.cp = opts.controlPlane(s)
+		cp = opts.controlPlane(s)
 	case opts.Cluster != nil:
 		zp = newZKPlane(s, opts.Cluster)
-		s.cp = zp
+		cp = zp
 	default:
-		s.cp = localPlane{s}
+		cp = localPlane{s}
 	}
-	var hooks replica.Hooks
-	if _, local := s.cp.(localPlane); !local {
-		hooks = replicaHooks{s.cp}
+	s.md, s.admin, s.route = cp, cp, cp
+	// A cluster's plane serves the inter-broker requests and hears of the
+	// replicas' lives.
+	hooks, _ := cp.(replica.Hooks)
+	if ib, ok := cp.(interBroker); ok && hooks != nil {
+		s.ib = ib
 	}
+	s.apis = apisFor(s.ib != nil)
 	s.rm = replica.New(replica.Options{
 		Config:  opts.Config,
 		Meta:    s.meta,
@@ -260,13 +275,13 @@ func New(opts Options) (*Server, error) {
 			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules}
 		},
 		CheckConfig: checkTopicConfigs,
-		Hooks:       hooks,
+		Hooks:       hooks, // nil on a single node
 		// A cluster's replicas restart at their committed high
 		// watermark; a single node leads all and commits at once.
 		CheckpointHighWatermarks: zp != nil,
 	})
 	s.life.Push("partitions", s.rm.Close)
-	if hooks == nil {
+	if s.ib == nil {
 		if err := s.rm.Load(); err != nil {
 			return fail(err)
 		}
@@ -282,9 +297,9 @@ func New(opts Options) (*Server, error) {
 	if zp != nil {
 		zp.start()
 	}
-	s.life.Push("control plane", func() error { s.cp.close(); return nil })
+	s.life.Push("control plane", func() error { cp.close(); return nil })
 	c := opts.Config
-	owns, persist, persistGroup := s.cp.groupHooks()
+	owns, persist, persistGroup := s.route.groupHooks()
 	groups, err := group.New(group.Options{
 		Store:                 s.meta,
 		InitialRebalanceDelay: c.GroupInitialRebalanceDelay,

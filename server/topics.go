@@ -105,7 +105,7 @@ func (s *Server) leaderPartition(name string, i int32) (*replica.Partition, erro
 		}
 		return p, nil
 	}
-	if i >= 0 && int(i) < len(s.cp.partitions(name)) {
+	if i >= 0 && int(i) < len(s.md.partitions(name)) {
 		return nil, replication.ErrNotLeader
 	}
 	return nil, errUnknownTopicOrPartition

@@ -70,7 +70,7 @@ func (w *txnMarkerWriter) WriteMarkers(ctx context.Context, m txn.Markers) map[t
 	failed := map[txn.TopicPartition]error{}
 	byLeader := map[int32][]txn.TopicPartition{}
 	for _, tp := range m.Partitions {
-		parts := s.cp.partitions(tp.Topic)
+		parts := s.md.partitions(tp.Topic)
 		switch {
 		case len(parts) == 0 && tp.Topic == offsets.Topic:
 			byLeader[s.nodeID] = append(byLeader[s.nodeID], tp)
@@ -157,7 +157,7 @@ func (w *txnMarkerWriter) markerError(tp txn.TopicPartition, code int16) error {
 	case kerr.InvalidProducerEpoch.Code, kerr.TransactionCoordinatorFenced.Code:
 		return fmt.Errorf("%w: %s-%d: %v", txn.ErrMarkerFenced, tp.Topic, tp.Partition, kerr.ErrorForCode(code))
 	case kerr.UnknownTopicOrPartition.Code:
-		if tp.Topic != offsets.Topic && len(w.s.cp.partitions(tp.Topic)) == 0 {
+		if tp.Topic != offsets.Topic && len(w.s.md.partitions(tp.Topic)) == 0 {
 			return nil // deleted meanwhile
 		}
 	case kerr.CorruptMessage.Code, kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidRequiredAcks.Code:
@@ -172,7 +172,7 @@ func (w *txnMarkerWriter) markerError(tp txn.TopicPartition, code int16) error {
 func (w *txnMarkerWriter) send(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	s := w.s
 	addr := ""
-	for _, b := range s.cp.brokers() {
+	for _, b := range s.md.brokers() {
 		if b.ID == id {
 			addr = b.AddrFor(s.cfg.InterBrokerListenerName)
 		}

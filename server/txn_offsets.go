@@ -28,7 +28,7 @@ func (s *Server) completeTxnOffsets(producerID int64, producerEpoch int16, offse
 // marker is either in what the load replays or completes the offsets the
 // load installed (offsets.Coordinator.PartitionState).
 func (s *Server) offsetsPartitionLoading(i int32) bool {
-	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
+	if zp, ok := s.md.(*zkPlane); ok && zp.offsets != nil {
 		_, loading := zp.offsets.PartitionState(i)
 		return loading
 	}
@@ -39,7 +39,7 @@ func (s *Server) offsetsPartitionLoading(i int32) bool {
 // offsets writes transactional offset commits to __consumer_offsets in
 // cluster mode; nil in single-node mode (the metastore alone).
 func (s *Server) persistTxnHook() group.PersistTxnFunc {
-	if zp, ok := s.cp.(*zkPlane); ok && zp.offsets != nil {
+	if zp, ok := s.md.(*zkPlane); ok && zp.offsets != nil {
 		return zp.offsets.PersistTxn
 	}
 	return nil
