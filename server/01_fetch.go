@@ -126,7 +126,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		if version >= 13 {
 			tid = rt.TopicID
 		}
-		t, terr := s.resolveTopic(rt.Topic, tid)
+		t, terr := s.lookup.resolveTopic(rt.Topic, tid)
 		ot := &out.Topics[i]
 		ot.Name, ot.ID = rt.Topic, rt.TopicID
 		if t != nil {

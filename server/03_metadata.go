@@ -79,7 +79,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 				return
 			}
 		}
-		lm.addResponse(resp, s.metadataTopic(name, live))
+		lm.addResponse(resp, s.lookup.metadataTopic(name, live))
 	}
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
@@ -99,7 +99,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(names))
 		for _, name := range names {
 			if s.az.allowedTopic(rc, acl.OpDescribe, name) {
-				resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
+				resp.Topics = append(resp.Topics, s.lookup.metadataTopic(name, live))
 			}
 		}
 		return kresp(resp), nil
@@ -111,7 +111,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			name = *rt.Topic
 		}
 		if rt.Topic == nil || rt.TopicID != ([16]byte{}) && name == "" {
-			if name = s.topicNameByID(rt.TopicID); name == "" {
+			if name = s.lookup.topicNameByID(rt.TopicID); name == "" {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -165,7 +165,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 // concurrently is not an error.
 func (s *Server) autoCreateTopic(name string) error {
 	spec := topicSpec{name: name, partitions: -1, rf: -1}
-	if err := s.checkNewTopic(&spec); err != nil {
+	if err := s.rules.checkNewTopic(&spec); err != nil {
 		if errors.Is(err, errTopicExists) {
 			return nil
 		}
@@ -179,12 +179,12 @@ func (s *Server) autoCreateTopic(name string) error {
 }
 
 // topicNameByID returns the name of the topic with id, "" when none.
-func (s *Server) topicNameByID(id [16]byte) string {
-	if t := s.rm.TopicByID(id); t != nil {
+func (l *topicLookup) topicNameByID(id [16]byte) string {
+	if t := l.rm.TopicByID(id); t != nil {
 		return t.Name
 	}
-	for _, n := range s.md.topicNames() {
-		if tid, _ := s.md.topicID(n); tid == id {
+	for _, n := range l.md.topicNames() {
+		if tid, _ := l.md.topicID(n); tid == id {
 			return n
 		}
 	}
@@ -194,18 +194,18 @@ func (s *Server) topicNameByID(id [16]byte) string {
 // metadataTopic describes a topic as the control plane knows it. The
 // returned value may share its Partitions (and everything they point to)
 // with other responses: it is read-only.
-func (s *Server) metadataTopic(name string, live []metadata.Broker) kmsg.MetadataResponseTopic {
-	if _, local := s.md.(localPlane); local {
-		if t := s.rm.Topic(name); t != nil {
-			return localTopic(t, s.nodeID)
+func (l *topicLookup) metadataTopic(name string, live []metadata.Broker) kmsg.MetadataResponseTopic {
+	if _, local := l.md.(localPlane); local {
+		if t := l.rm.Topic(name); t != nil {
+			return localTopic(t, l.nodeID)
 		}
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	n := name
 	mt.Topic = &n
-	mt.TopicID, _ = s.md.topicID(name)
+	mt.TopicID, _ = l.md.topicID(name)
 	mt.IsInternal = isInternalTopic(name)
-	for _, pi := range s.md.partitions(name) {
+	for _, pi := range l.md.partitions(name) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = pi.Partition
 		mp.Leader = pi.Leader

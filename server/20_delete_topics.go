@@ -48,7 +48,7 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			case rt.Topic != nil:
 				name = *rt.Topic
 			default:
-				if name = s.topicNameByID(rt.TopicID); name == "" {
+				if name = s.lookup.topicNameByID(rt.TopicID); name == "" {
 					return errUnknownTopicID
 				}
 				st.Topic = &name

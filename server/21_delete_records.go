@@ -28,7 +28,7 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			p, err := s.leaderPartition(rt.Topic, rp.Partition)
+			p, err := s.lookup.leaderPartition(rt.Topic, rp.Partition)
 			if !s.az.allowedTopic(rc, acl.OpDelete, rt.Topic) {
 				err = errTopicAuthorization
 			}

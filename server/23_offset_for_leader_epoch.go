@@ -36,7 +36,7 @@ func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p, err := s.leaderPartition(rt.Topic, rp.Partition)
+			p, err := s.lookup.leaderPartition(rt.Topic, rp.Partition)
 			if authErr != nil {
 				err = authErr
 			} else if err == nil {

@@ -125,7 +125,7 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 			if t.Topic == offsets.Topic && hookOnly {
 				continue // answered with the hook's result below
 			}
-			p, err := s.leaderPartition(t.Topic, part)
+			p, err := s.lookup.leaderPartition(t.Topic, part)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				continue

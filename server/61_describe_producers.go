@@ -30,7 +30,7 @@ func handleDescribeProducers(s *Server, rc *reqCtx, req kmsg.Request) (*response
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			p, err := s.leaderPartition(t.Topic, part)
+			p, err := s.lookup.leaderPartition(t.Topic, part)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				rt.Partitions = append(rt.Partitions, rp)

@@ -178,9 +178,10 @@ type Server struct {
 	// parked counts the fetches waiting in the purgatory now.
 	parked atomic.Int64
 
-	// maxPartitions bounds one topic's partition count (CreateTopics,
-	// CreatePartitions): INVALID_PARTITIONS above it.
-	maxPartitions int32
+	// rules validates topic administration requests (19_create_topics.go);
+	// lookup finds topics and partitions for the handlers (topics.go).
+	rules  topicRules
+	lookup topicLookup
 
 	// closing is closed by Shutdown: listeners stop, readers stop reading,
 	// long polls return what they have.
@@ -216,7 +217,6 @@ func New(opts Options) (*Server, error) {
 		clusterID:     opts.ClusterID,
 		advHost:       opts.AdvertisedHost,
 		advPort:       opts.AdvertisedPort,
-		maxPartitions: MaxPartitionsPerTopic,
 		listenerSec:   opts.Listeners,
 		interBroker:   opts.InterBrokerSecurity,
 		creds:         opts.Credentials,
@@ -281,6 +281,11 @@ func New(opts Options) (*Server, error) {
 		CheckpointHighWatermarks: zp != nil,
 	})
 	s.life.Push("partitions", s.rm.Close)
+	s.lookup = topicLookup{rm: s.rm, md: s.md, nodeID: s.nodeID}
+	s.rules = topicRules{
+		cfg: &s.cfg, md: s.md, rm: s.rm, maxPartitions: MaxPartitionsPerTopic,
+		relations: s.checkTopicConfigRelations, txnSpec: s.txnTopicSpec,
+	}
 	if s.ib == nil {
 		if err := s.rm.Load(); err != nil {
 			return fail(err)

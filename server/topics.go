@@ -81,15 +81,24 @@ type topicSpec struct {
 	assignment [][]int32 // manual replica assignment; nil: automatic
 }
 
+// topicLookup finds topics and partitions for the handlers: among the
+// local replicas (the replica manager) first, then in the cluster's view
+// for what is not here. Safe for concurrent use.
+type topicLookup struct {
+	rm     *replica.Manager
+	md     metadataView
+	nodeID int32
+}
+
 // resolveTopic finds a topic by id when id is non-zero, else by name.
-func (s *Server) resolveTopic(name string, id [16]byte) (*replica.Topic, error) {
+func (l *topicLookup) resolveTopic(name string, id [16]byte) (*replica.Topic, error) {
 	if id != ([16]byte{}) {
-		if t := s.rm.TopicByID(id); t != nil {
+		if t := l.rm.TopicByID(id); t != nil {
 			return t, nil
 		}
 		return nil, errUnknownTopicID
 	}
-	if t := s.rm.Topic(name); t != nil {
+	if t := l.rm.Topic(name); t != nil {
 		return t, nil
 	}
 	return nil, errUnknownTopicOrPartition
@@ -98,14 +107,14 @@ func (s *Server) resolveTopic(name string, id [16]byte) (*replica.Topic, error) 
 // leaderPartition returns partition i of topic name if this broker leads
 // it: errUnknownTopicOrPartition when the cluster does not know it,
 // replication.ErrNotLeader when another broker leads it.
-func (s *Server) leaderPartition(name string, i int32) (*replica.Partition, error) {
-	if p := s.rm.Partition(name, i); p != nil {
+func (l *topicLookup) leaderPartition(name string, i int32) (*replica.Partition, error) {
+	if p := l.rm.Partition(name, i); p != nil {
 		if !p.IsLeader() {
 			return nil, replication.ErrNotLeader
 		}
 		return p, nil
 	}
-	if i >= 0 && int(i) < len(s.md.partitions(name)) {
+	if i >= 0 && int(i) < len(l.md.partitions(name)) {
 		return nil, replication.ErrNotLeader
 	}
 	return nil, errUnknownTopicOrPartition
