@@ -17,8 +17,8 @@ package server
 //     names, at its current epoch, addressed to this broker's current
 //     registration (acceptControllerRequest, cluster.Node.VerifyController);
 //     a StopReplica deletes only replicas no longer assigned here. Followers replicate through the
-//     replication.FetcherManager started and stopped by roleChanging and
-//     roleChanged. A leader changes the ISR by writing the partition state
+//     replication.FetcherManager started and stopped by RoleChanging and
+//     RoleChanged (replica.Hooks, called by the replica manager). A leader changes the ISR by writing the partition state
 //     itself (replication.Options.AlterISR -> Node.WritePartitionState,
 //     guarded by the znode version of the LeaderAndIsr it acts on), and
 //     shrinkLoop calls MaybeShrinkISR.
@@ -54,6 +54,12 @@ import (
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
+)
+
+// zkPlane serves the inter-broker requests and hears of the replicas' lives.
+var (
+	_ interBroker   = (*zkPlane)(nil)
+	_ replica.Hooks = (*zkPlane)(nil)
 )
 
 type zkPlane struct {
@@ -403,11 +409,6 @@ func (zp *zkPlane) resyncTopicConfigs() {
 		zp.applyTopicConfig(t.Name)
 	}
 }
-
-var (
-	_ interBroker   = (*zkPlane)(nil)
-	_ replica.Hooks = (*zkPlane)(nil)
-)
 
 // applyTopicConfigLocked applies topic name's overrides in ZooKeeper to its
 // local entry and replicas when they differ from the local ones. A topic

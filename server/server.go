@@ -102,7 +102,8 @@ type Options struct {
 	Listeners map[string]ListenerSecurity
 
 	// controlPlane, when set, replaces the mode's control plane (tests of
-	// the cluster-mode handlers without ZooKeeper).
+	// the cluster-mode handlers without ZooKeeper: a plane that implements
+	// interBroker and replica.Hooks makes the server a cluster member).
 	controlPlane func(*Server) controlPlane
 }
 
