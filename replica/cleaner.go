@@ -13,12 +13,12 @@ import (
 )
 
 // startCleaner starts log.cleaner.threads cleaner threads unless
-// log.cleaner.enable is false.
-func (m *Manager) startCleaner() error {
+// log.cleaner.enable is false, and returns what stops them (nil: none).
+func (m *Manager) startCleaner() (stop func() error, err error) {
 	c := m.cfg
 	if !c.LogCleanerEnable || c.LogCleanerThreads <= 0 {
 		m.log.Info("replica: log cleaner disabled: compacted topics are not cleaned", "log.cleaner.enable", c.LogCleanerEnable, "log.cleaner.threads", c.LogCleanerThreads)
-		return nil
+		return nil, nil
 	}
 	cm, err := cleaner.NewManager(cleaner.Options{
 		Threads:             c.LogCleanerThreads,
@@ -30,18 +30,18 @@ func (m *Manager) startCleaner() error {
 		Logger:              m.log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m.cleaner = cm
+	m.cleaner.Store(cm)
 	cm.Start()
-	return nil
+	return func() error { cm.Close(); return nil }, nil
 }
 
 // wakeCleaner makes an idle cleaner thread look at the logs now (a topic's
 // cleanup policy or cleaner config changed).
 func (m *Manager) wakeCleaner() {
-	if m.cleaner != nil {
-		m.cleaner.Wake()
+	if cm := m.cleaner.Load(); cm != nil {
+		cm.Wake()
 	}
 }
 
@@ -82,15 +82,16 @@ func cleanerTarget(t *Topic, p *Partition) cleaner.Target {
 }
 
 // Cleaning reports whether the log cleaner runs.
-func (m *Manager) Cleaning() bool { return m.cleaner != nil }
+func (m *Manager) Cleaning() bool { return m.cleaner.Load() != nil }
 
 // CleanerStatus returns what the cleaner last did to partition p of t;
 // false when it has not looked at it or does not run.
 func (m *Manager) CleanerStatus(t *Topic, p *Partition) (cleaner.Status, bool) {
-	if m.cleaner == nil {
+	cm := m.cleaner.Load()
+	if cm == nil {
 		return cleaner.Status{}, false
 	}
-	return m.cleaner.Status(engine.PartitionID{Topic: t.Name, Partition: p.Index()})
+	return cm.Status(engine.PartitionID{Topic: t.Name, Partition: p.Index()})
 }
 
 // CleanerSummary is what topic describe shows of a compacted topic on

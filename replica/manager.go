@@ -20,13 +20,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/engine/cleaner"
+	"github.com/sluice/sluice/internal/lifecycle"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/replication"
@@ -112,8 +112,9 @@ type Manager struct {
 	lastShared atomic.Pointer[replication.Shared]
 
 	// cleaner runs log compaction (nil: log.cleaner.enable=false, or not
-	// started).
-	cleaner *cleaner.Manager
+	// started). Set by Start while a cluster's config changes may already
+	// wake it.
+	cleaner atomic.Pointer[cleaner.Manager]
 
 	// hwCheckpoints is Options.CheckpointHighWatermarks; savedHW the high
 	// watermarks checkpointed before the last stop, read-only after New.
@@ -193,47 +194,42 @@ func (m *Manager) each(fn func(t *Topic, p *Partition)) {
 	}
 }
 
-// Start starts the periodic work of the logs: the log cleaner's threads
-// (unless log.cleaner.enable is false), retention every
+// Start starts the periodic work of the logs, in order: the log cleaner's
+// threads (unless log.cleaner.enable is false), retention every
 // log.retention.check.interval.ms (none when it is not positive) and, with
 // CheckpointHighWatermarks, the checkpoints. The returned stop ends them
-// (before the logs close); Close writes the last checkpoint.
+// in reverse order (before the logs close); Close writes the last
+// checkpoint.
 func (m *Manager) Start() (stop func() error, err error) {
-	if err := m.startCleaner(); err != nil {
-		return nil, fmt.Errorf("replica: log cleaner: %w", err)
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	loop := func(every time.Duration, fn func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					fn()
-				}
-			}
-		}()
+	var st lifecycle.Stack
+	if err := st.Start("log cleaner", m.startCleaner); err != nil {
+		return nil, fmt.Errorf("replica: %w", err)
 	}
 	if every := m.cfg.LogRetentionCheck; every > 0 {
-		loop(every, func() { m.ApplyRetention() }) // logs its own errors
+		st.Go("retention", func(stop <-chan struct{}) {
+			tick(stop, every, func() { m.ApplyRetention() }) // logs its own errors
+		})
 	}
 	if m.hwCheckpoints {
-		loop(HighWatermarkCheckpointInterval, m.checkpointHighWatermarks)
+		st.Go("high-watermark checkpoints", func(stop <-chan struct{}) {
+			tick(stop, HighWatermarkCheckpointInterval, m.checkpointHighWatermarks)
+		})
 	}
-	return func() error {
-		close(done)
-		wg.Wait()
-		if m.cleaner != nil {
-			m.cleaner.Close()
+	return st.Close, nil
+}
+
+// tick calls fn every interval until stop is closed.
+func tick(stop <-chan struct{}, every time.Duration, fn func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			fn()
 		}
-		return nil
-	}, nil
+	}
 }
 
 // Close writes the last high-watermark checkpoint and closes every open
