@@ -596,7 +596,7 @@ func (c *conn) writeLoop() {
 		for r := range c.resp { // release what the handler still sends
 			dropResponse(r)
 		}
-		c.s.connDone(c)
+		c.unregister()
 	}()
 	for {
 		r, ok := <-c.resp
@@ -786,4 +786,16 @@ func (rc *reqCtx) closing(s *Server) (<-chan struct{}, <-chan struct{}) {
 		return s.closing, nil
 	}
 	return s.closing, rc.conn.done
+}
+
+// unregister removes c from its server; the writer calls it when the
+// connection is closed.
+func (c *conn) unregister() {
+	s := c.s
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.limits.closed(c.ip)
+	c.lst.Closed()
+	s.connWG.Done()
 }

@@ -467,13 +467,3 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	c.start()
 	return true
 }
-
-// connDone unregisters c; the writer calls it when the connection is closed.
-func (s *Server) connDone(c *conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-	s.limits.closed(c.ip)
-	c.lst.Closed()
-	s.connWG.Done()
-}
