@@ -367,20 +367,42 @@ func TestLookupsAllocateNothing(t *testing.T) {
 	}
 }
 
-// TestStart runs the periodic work and stops it.
+// TestStart runs the periodic work: retention deletes on its own, the
+// cleaner is fed the compacted logs; stop ends both.
 func TestStart(t *testing.T) {
 	e := newEnv(t)
 	cfg := config.Default()
 	cfg.LogRetentionCheck = time.Millisecond
-	m := New(Options{Config: cfg, Meta: e.meta, Store: e.store, NodeID: 1, Logger: slog.New(slog.DiscardHandler), TopicConfig: testConfig})
+	topicConfig := func(name string, o map[string]string) TopicConfig {
+		tc := testConfig(name, o)
+		tc.Log.Compact = o["cleanup.policy"] == "compact"
+		return tc
+	}
+	m := New(Options{Config: cfg, Meta: e.meta, Store: e.store, NodeID: 1, Logger: slog.New(slog.DiscardHandler), TopicConfig: topicConfig})
 	defer m.Close()
-	m.create(t, "s", 1, nil)
+	m.create(t, "s", 1, map[string]string{"retention.ms": "1"})
+	m.create(t, "k", 2, map[string]string{"cleanup.policy": "compact"})
+	p := m.Partition("s", 0)
+	produce(t, p, 2, time.Now().Add(-time.Hour).UnixMilli())
+	produce(t, p, 1, time.Now().Add(-time.Hour).UnixMilli())
 	stop, err := m.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !m.Cleaning() {
 		t.Error("log.cleaner.enable=true but no cleaner")
+	}
+	for deadline := time.Now().Add(10 * time.Second); p.LogStartOffset() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the retention loop deleted nothing in 10s")
+		}
+	}
+	targets := m.cleanerTargets()
+	if len(targets) != 2 || targets[0].ID.Topic != "k" || targets[1].ID.Partition != 1 {
+		t.Fatalf("cleaner targets %+v, want k-0 and k-1", targets)
+	}
+	if ratio, last := m.CleanerSummary(m.Topic("k")); ratio != 0 || last != -1 {
+		t.Fatalf("summary of an empty compacted topic: ratio %v, last cleaned %d", ratio, last)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
