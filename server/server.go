@@ -202,8 +202,12 @@ type Server struct {
 	connWG    sync.WaitGroup
 }
 
-// New loads every topic from the metastore and opens its partition logs.
-// On error everything opened so far is closed again.
+// New starts the server's components in order on a lifecycle stack: the
+// replica manager (on a single node it loads every topic of the metastore
+// and opens its partitions), the control plane, the group and transaction
+// coordinators, the logs' periodic work and the metrics collector. On
+// error what started is closed again, in reverse order; Close does the
+// same.
 func New(opts Options) (*Server, error) {
 	if opts.Meta == nil || opts.Store == nil {
 		return nil, errors.New("server: Options.Meta and Options.Store are required")
