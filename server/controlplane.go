@@ -225,7 +225,7 @@ func (lp localPlane) addPartitions(_ context.Context, name string, count int32, 
 	return lp.withTopic(name, func(t *replica.Topic) error { return lp.s.rm.AddPartitionsLocked(t, count) })
 }
 
-// withTopic runs fn on topic name with s.topics.admin held.
+// withTopic runs fn on topic name with s.rm.Lock held.
 func (lp localPlane) withTopic(name string, fn func(*replica.Topic) error) error {
 	s := lp.s
 	s.rm.Lock()
