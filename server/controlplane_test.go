@@ -793,8 +793,15 @@ func TestClusterLeaderAndIsrOddStates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := leaderAndIsr("t", id, 0, 1, 1, 5)
 			tc.edit(&req.TopicStates[0].PartitionStates[0])
-			if _, err := call(t, s, 5, req); err != nil {
+			resp, err := call(t, s, 5, req)
+			if err != nil {
 				t.Fatalf("handler error: %v", err)
+			}
+			if ps := req.TopicStates[0].PartitionStates[0]; ps.Partition != 0 {
+				// A partition the assignment lacks is unknown.
+				if c := resp.(*kmsg.LeaderAndISRResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.UnknownTopicOrPartition.Code {
+					t.Fatalf("partition %d: %s, want UNKNOWN_TOPIC_OR_PARTITION", ps.Partition, code(c))
+				}
 			}
 		})
 	}

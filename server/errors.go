@@ -11,6 +11,7 @@ import (
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -57,7 +58,7 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errUnknownTopicOrPartition), errors.Is(err, engine.ErrNoLog):
+	case errors.Is(err, errUnknownTopicOrPartition), errors.Is(err, engine.ErrNoLog), errors.Is(err, replica.ErrUnknownPartition):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, errUnknownTopicID):
 		return kerr.UnknownTopicID.Code
