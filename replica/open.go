@@ -28,7 +28,7 @@ const (
 // newTopic returns a snapshot of m, unpublished, with no partitions.
 func (m *Manager) newTopic(meta metastore.Topic) *Topic {
 	if err := m.checkConfig(meta.Configs); err != nil {
-		m.log.Warn("replica: stored topic config no longer valid; using broker defaults for bad keys", "topic", meta.Name, "err", err)
+		m.log.Warn("replica: topic config not valid here; using broker defaults for bad keys", "topic", meta.Name, "err", err)
 	}
 	return &Topic{Name: meta.Name, ID: meta.ID, Meta: meta, Config: m.topicConfig(meta.Name, meta.Configs)}
 }
