@@ -32,7 +32,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
@@ -287,14 +286,6 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 			return nil, err
 		}
 	}
-	if cfg.LogRetentionCheck > 0 {
-		// Stopped, with its pass in progress finished, before the
-		// controlled shutdown and the server's Close: it works on the
-		// server's partitions.
-		if err := b.stack.Go("retention", b.retentionLoop); err != nil {
-			return nil, err
-		}
-	}
 	if b.http.srv != nil {
 		// Close stops the HTTP side first: no HTTP request (/readyz
 		// reading the server, the console's Kafka client) is then in
@@ -331,9 +322,9 @@ func (b *Broker) Stats() server.Stats { return b.srv.Stats() }
 func (b *Broker) ClusterID() string { return b.cid }
 
 // Close shuts down gracefully, unwinding what Start started newest first:
-// the HTTP side, the retention loop, the controlled shutdown (cluster
-// mode), the server (stop accepting, answer the requests already read,
-// close every partition), the security watches, the cluster node, the
+// the HTTP side, the controlled shutdown (cluster mode), the server (stop
+// accepting, answer the requests already read, stop the replica manager's
+// retention, cleaner and checkpoint loops, close every partition), the security watches, the cluster node, the
 // background goroutines, then the store (which records a clean shutdown)
 // and the metastore. Every step runs even when one fails; the errors are
 // joined. Safe to call more than once and concurrently; later calls wait
@@ -362,21 +353,6 @@ func closeListener(ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// retentionLoop applies retention every log.retention.check.interval.ms
-// until stop closes.
-func (b *Broker) retentionLoop(stop <-chan struct{}) {
-	t := time.NewTicker(b.cfg.LogRetentionCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			b.srv.ApplyRetention() // logs its own errors
-		}
-	}
 }
 
 // localClusterID is the cluster id this broker's data already belongs to:

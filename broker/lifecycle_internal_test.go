@@ -12,8 +12,8 @@ import (
 
 // TestStackOrder pins the order Start pushes a single node's components
 // in, which Close unwinds backwards: the HTTP side serves from the start
-// and is stopped first, the retention loop stops before the server closes,
-// the server before the storage and the metastore, the store before the
+// and is stopped first (the retention loop is the replica manager's, inside
+// the server), the server before the storage and the metastore, the store before the
 // metastore.
 func TestStackOrder(t *testing.T) {
 	cfg := config.Default()
@@ -27,7 +27,7 @@ func TestStackOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"http", "metastore", "storage", "listener PLAINTEXT", "background goroutines",
-		"server", "retention", "http (stopped first)"}
+		"server", "http (stopped first)"}
 	if got := b.stack.Names(); !slices.Equal(got, want) {
 		t.Errorf("stack %q, want %q", got, want)
 	}

@@ -261,7 +261,7 @@ func (c *controller) newPartitions() []TopicPartition {
 	var out []TopicPartition
 	for t, ti := range c.topics {
 		for p := range ti.replicas {
-			tp := TopicPartition{t, int32(p)}
+			tp := TopicPartition{Topic: t, Partition: int32(p)}
 			if c.states[tp] == nil {
 				out = append(out, tp)
 			}
@@ -289,7 +289,7 @@ func (c *controller) loadTopic(t string) error {
 	}
 	c.topics[t] = &topicInfo{id: id, replicas: parts}
 	for p := range parts {
-		if err := c.readState(TopicPartition{t, int32(p)}); err != nil {
+		if err := c.readState(TopicPartition{Topic: t, Partition: int32(p)}); err != nil {
 			return err
 		}
 	}
@@ -717,7 +717,7 @@ func (c *controller) onTopicDeletion() error {
 		}
 		tps := make([]TopicPartition, len(ti.replicas))
 		for p := range ti.replicas {
-			tps[p] = TopicPartition{t, int32(p)}
+			tps[p] = TopicPartition{Topic: t, Partition: int32(p)}
 		}
 		c.sendUpdateMetadataDeleting(t, tps)
 		c.sendStopReplicaDelete(t)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice/sluice/metadata"
 )
 
 // ZooKeeper layout, Kafka's ZooKeeper mode (KAFKA-FACTS.md is the contract;
@@ -122,48 +124,8 @@ type Endpoint struct {
 	Protocol string // its security protocol ("": PLAINTEXT)
 }
 
-// EndpointFor returns the broker's host and port on listener.
-func (b Broker) EndpointFor(listener string) (string, int32, bool) {
-	hp, ok := b.Endpoints[listener]
-	if !ok || listener == "" {
-		return "", 0, false
-	}
-	h, p, err := net.SplitHostPort(hp)
-	if err != nil {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil {
-		return "", 0, false
-	}
-	return h, int32(n), true
-}
-
 // Broker is a live broker as the cluster knows it.
-type Broker struct {
-	ID   int32
-	Host string
-	Port int32
-	Rack string // "" when none
-	// Epoch is the broker epoch: the creation zxid of its registration
-	// znode, which changes on every registration (Kafka's KIP-380).
-	Epoch int64
-	// Endpoints are the registration's listeners by name (host:port);
-	// nil for a broker known from UpdateMetadata.
-	Endpoints map[string]string
-}
-
-// AddrFor returns the broker's address on listener (its Addr when listener
-// is "" or not registered).
-func (b Broker) AddrFor(listener string) string {
-	if a, ok := b.Endpoints[listener]; ok && listener != "" {
-		return a
-	}
-	return b.Addr()
-}
-
-// Addr is "host:port".
-func (b Broker) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) }
+type Broker = metadata.Broker
 
 // decodeBroker decodes the registration of broker id, created at czxid.
 // A registration without a usable address (a host, or an endpoint, with a
@@ -353,14 +315,8 @@ func parseIsrChange(path string, data []byte) ([]TopicPartition, error) {
 	return note.Partitions, nil
 }
 
-// TopicPartition names one partition. Its JSON form is Kafka's
-// {"topic":"t","partition":0}.
-type TopicPartition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-}
-
-func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+// TopicPartition names a partition.
+type TopicPartition = metadata.TopicPartition
 
 func sortTPs(tps []TopicPartition) {
 	sort.Slice(tps, func(i, j int) bool {

@@ -23,7 +23,7 @@ func (n *Node) WritePartitionState(ctx context.Context, topic string, partition 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	note, _ := jsonMarshal(isrChangeNotification{Version: 1, Partitions: []TopicPartition{{topic, partition}}})
+	note, _ := jsonMarshal(isrChangeNotification{Version: 1, Partitions: []TopicPartition{{Topic: topic, Partition: partition}}})
 	path := partitionStatePath(topic, partition)
 	res, err := n.zk.multi(
 		&zk.SetDataRequest{Path: path, Data: encodePartitionState(st), Version: expectedZkVersion},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluice/sluice/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,18 +18,7 @@ import (
 const leaderDuringDelete = -2
 
 // PartitionInfo is a partition as the last UpdateMetadata described it.
-type PartitionInfo struct {
-	Topic           string
-	Partition       int32
-	TopicID         [16]byte
-	ControllerEpoch int32
-	Leader          int32 // -1: offline
-	LeaderEpoch     int32
-	ISR             []int32
-	Replicas        []int32
-	OfflineReplicas []int32
-	ZkVersion       int32
-}
+type PartitionInfo = metadata.PartitionInfo
 
 // MetadataCache is a broker's view of the cluster, built only from the
 // controller's UpdateMetadata requests, as Kafka's ZkMetadataCache is: the

@@ -83,14 +83,14 @@ func TestElectLeaders(t *testing.T) {
 	if p < 0 {
 		t.Fatalf("victim %d prefers no partition of %v", victim, as)
 	}
-	tp := TopicPartition{"e", p}
+	tp := TopicPartition{Topic: "e", Partition: p}
 	ctx := context.Background()
 	if _, err := tc.anyNonController(ctl).ElectLeaders(ctx, nil, false); !errors.Is(err, ErrNotController) {
 		t.Fatalf("ElectLeaders on a non-controller: %v", err)
 	}
-	res, err := ctl.ElectLeaders(ctx, []TopicPartition{tp, {"e", 9}, {"none", 0}}, false)
-	if err != nil || !errors.Is(res[tp], ErrElectionNotNeeded) || !errors.Is(res[TopicPartition{"e", 9}], ErrTopicNotFound) ||
-		!errors.Is(res[TopicPartition{"none", 0}], ErrTopicNotFound) {
+	res, err := ctl.ElectLeaders(ctx, []TopicPartition{tp, {Topic: "e", Partition: 9}, {Topic: "none", Partition: 0}}, false)
+	if err != nil || !errors.Is(res[tp], ErrElectionNotNeeded) || !errors.Is(res[TopicPartition{Topic: "e", Partition: 9}], ErrTopicNotFound) ||
+		!errors.Is(res[TopicPartition{Topic: "none", Partition: 0}], ErrTopicNotFound) {
 		t.Fatalf("before any failure: %v %v", res, err)
 	}
 	tc.stop(victim)
@@ -134,7 +134,7 @@ func TestElectLeaders(t *testing.T) {
 	leader := tc.shrinkISR("e", q)
 	tc.stop(leader)
 	waitFor(t, "a leaderless partition", func() bool { st, _ := tc.state("e", q); return st.Leader == -1 })
-	uq := TopicPartition{"e", q}
+	uq := TopicPartition{Topic: "e", Partition: q}
 	res, err = ctl.ElectLeaders(ctx, []TopicPartition{uq}, true)
 	if err != nil || res[uq] != nil {
 		t.Fatalf("unclean election of %s: %v %v", uq, res, err)

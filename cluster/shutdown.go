@@ -147,7 +147,7 @@ func (n *Node) controlledShutdownOnce(ctx context.Context) ([]TopicPartition, er
 	}
 	var remaining []TopicPartition
 	for _, p := range resp.PartitionsRemaining {
-		remaining = append(remaining, TopicPartition{p.Topic, p.Partition})
+		remaining = append(remaining, TopicPartition{Topic: p.Topic, Partition: p.Partition})
 	}
 	if resp.ErrorCode != 0 {
 		return remaining, fmt.Errorf("cluster: controlled shutdown: controller %d answered error code %d", cid, resp.ErrorCode)

@@ -4,17 +4,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice/sluice/metadata"
 )
 
-// ControllerStats is what the controller knows of the cluster, for the
-// broker's kafka_controller_kafkacontroller_* gauges. Only the active
-// controller reports counts; elsewhere they are 0, as in Kafka.
-type ControllerStats struct {
-	Active bool
-	// Topics and Partitions count what the controller manages;
-	// OfflinePartitions those without a live leader.
-	Topics, Partitions, OfflinePartitions int
-}
+// ControllerStats is what the controller knows of the cluster.
+type ControllerStats = metadata.ControllerStats
 
 // controllerStatsWait bounds how long a scrape waits for the event loop to
 // recount; a loop busy longer (a slow ZooKeeper) gets the previous counts.

@@ -285,7 +285,7 @@ func TestClusterTopicConfigs(t *testing.T) {
 	// Every broker applies the change to its replica (logged on apply).
 	deadline := time.Now().Add(20 * time.Second)
 	for id := int32(1); id <= 3; id++ {
-		for !strings.Contains(c.brokers[id].logText(), `msg="server: applied topic configs" topic=cfg`) {
+		for !strings.Contains(c.brokers[id].logText(), `msg="replica: applied topic configs" topic=cfg`) {
 			if time.Now().After(deadline) {
 				t.Fatalf("broker %d did not apply the config change\n%s", id, c.logs())
 			}

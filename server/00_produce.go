@@ -41,6 +41,7 @@ import (
 	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
@@ -75,7 +76,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	switch {
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		reqErr = errInvalidRequiredAcks
-	case r.TransactionID != nil && !s.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID):
+	case r.TransactionID != nil && !s.az.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID):
 		reqErr = fmt.Errorf("%w: transactional id %q", errTransactionalIDAuthorization, *r.TransactionID)
 	case r.TransactionID == nil && hasTransactionalBatches(r):
 		// Kafka's KafkaApis.handleProduceRequest: transactional
@@ -116,7 +117,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		topicErr := reqErr
-		if topicErr == nil && !s.allowedTopic(rc, acl.OpWrite, rt.Topic) {
+		if topicErr == nil && !s.az.allowedTopic(rc, acl.OpWrite, rt.Topic) {
 			topicErr = errTopicAuthorization
 		}
 		for j := range rt.Partitions {
@@ -245,7 +246,7 @@ type producePipe struct {
 // never ran).
 type produceWait struct {
 	w     replication.AckWatch
-	p     *partition
+	p     *replica.Partition
 	sp    *kmsg.ProduceResponseTopicPartition
 	topic string
 }
@@ -314,8 +315,8 @@ func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t
 }
 
 func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
-	t := s.topics.get(topicName)
-	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+	t := s.rm.Topic(topicName)
+	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
 		return
 	}
@@ -325,7 +326,7 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: clients cannot produce to the internal topic %s", errInvalidTopic, topicName))
 		return
 	}
-	p := t.parts[rp.Partition]
+	p := t.Parts[rp.Partition]
 	if p == nil { // cluster mode: no replica here
 		s.fillProduceError(sp, topicName, replication.ErrNotLeader)
 		return
@@ -333,11 +334,11 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	switch {
 	case len(rp.Records) == 0:
 		s.fillProduceError(sp, topicName, fmt.Errorf("%w: no record batch", errInvalidRequest))
-		countProduceError(p.stats, sp.ErrorCode)
+		countProduceError(p.Stats, sp.ErrorCode)
 		return
-	case int64(len(rp.Records)) > t.cfg.log.SegmentBytes:
-		s.fillProduceError(sp, topicName, fmt.Errorf("%w: %d bytes, segment.bytes %d", errRecordListTooLarge, len(rp.Records), t.cfg.log.SegmentBytes))
-		countProduceError(p.stats, sp.ErrorCode)
+	case int64(len(rp.Records)) > t.Config.Log.SegmentBytes:
+		s.fillProduceError(sp, topicName, fmt.Errorf("%w: %d bytes, segment.bytes %d", errRecordListTooLarge, len(rp.Records), t.Config.Log.SegmentBytes))
+		countProduceError(p.Stats, sp.ErrorCode)
 		return
 	}
 	var res replication.AppendResult
@@ -355,14 +356,14 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 	// acks=-1 wait then failed are in the log all the same.
 	switch {
 	case res.Appended:
-		p.stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
+		p.Stats.Produced(res.LastOffset-res.BaseOffset+1, int64(len(rp.Records)))
 	case err == nil:
-		p.stats.Produced(0, 0) // a retry (duplicate): nothing appended
+		p.Stats.Produced(0, 0) // a retry (duplicate): nothing appended
 	}
 	if err != nil {
 		s.fillProduceError(sp, topicName, err)
 		if !res.Appended {
-			countProduceError(p.stats, sp.ErrorCode)
+			countProduceError(p.Stats, sp.ErrorCode)
 		}
 		return
 	}

@@ -65,6 +65,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
@@ -72,7 +73,7 @@ import (
 
 // fetchTarget is one partition of a fetch request, resolved.
 type fetchTarget struct {
-	p           *partition // nil when err is set
+	p           *replica.Partition // nil when err is set
 	offset      int64
 	maxBytes    int32
 	leaderEpoch int32
@@ -95,10 +96,16 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	}
 	var followerErr error
 	if replicaID >= 0 {
-		if !s.allowedCluster(rc, acl.OpClusterAction) {
+		if !s.az.allowedCluster(rc, acl.OpClusterAction) {
 			followerErr = errClusterAuthorization
-		} else if followerErr = s.cp.checkFollower(replicaID, replicaEpoch); followerErr != nil {
-			s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
+		} else {
+			followerErr = errClusterOnly // a single node has no followers
+			if s.ib != nil {
+				followerErr = s.ib.checkFollower(replicaID, replicaEpoch)
+			}
+			if followerErr != nil {
+				s.log.Warn("server: refused follower fetch", "replica", replicaID, "replica_epoch", replicaEpoch, "client_id", rc.clientID, "err", followerErr)
+			}
 		}
 	}
 	// Only a checked follower's session is privileged in the cache.
@@ -119,12 +126,12 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		if version >= 13 {
 			tid = rt.TopicID
 		}
-		t, terr := s.resolveTopic(rt.Topic, tid)
+		t, terr := s.lookup.resolveTopic(rt.Topic, tid)
 		ot := &out.Topics[i]
 		ot.Name, ot.ID = rt.Topic, rt.TopicID
 		if t != nil {
-			ot.Name, ot.ID = t.name, t.id
-			if followerErr == nil && replicaID < 0 && !s.allowedTopic(rc, acl.OpRead, t.name) {
+			ot.Name, ot.ID = t.Name, t.ID
+			if followerErr == nil && replicaID < 0 && !s.az.allowedTopic(rc, acl.OpRead, t.Name) {
 				terr = errTopicAuthorization
 			}
 		}
@@ -138,18 +145,18 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				ft.err = followerErr
 			case terr != nil:
 				ft.err = terr
-			case rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				ft.err = errUnknownTopicOrPartition
-			case t.parts[rp.Partition] == nil || !t.parts[rp.Partition].IsLeader():
+			case t.Parts[rp.Partition] == nil || !t.Parts[rp.Partition].IsLeader():
 				// Cluster mode: no replica here, or a follower.
 				ft.err = replication.ErrNotLeader
 			case replicaID >= 0:
 				// A follower: HandleReplicaFetch checks that it is one of
 				// the partition's replicas, and its leader epoch. It
 				// waits for the log end, not the high watermark, to move.
-				ft.p, ft.replica = t.parts[rp.Partition], true
+				ft.p, ft.replica = t.Parts[rp.Partition], true
 			default:
-				ft.p, ft.committed = t.parts[rp.Partition], r.IsolationLevel == 1
+				ft.p, ft.committed = t.Parts[rp.Partition], r.IsolationLevel == 1
 				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
 			}
 			ot.Partitions[j].Partition = rp.Partition
@@ -317,7 +324,7 @@ func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, f
 	}
 	// read_committed: below the LSO read above, so that the aborted
 	// transactions answered cover every record returned.
-	sl, err := p.Log().Read(ft.offset, int(max(limit, 1)), op.LastStableOffset)
+	sl, err := p.ReadBelow(ft.offset, int(max(limit, 1)), op.LastStableOffset)
 	if err != nil {
 		return err
 	}
@@ -371,7 +378,7 @@ func keepRecords(op *fetchresp.Partition, sl zerocopy.Slice, limit int64, remain
 
 // checkLeaderEpoch compares a client's current leader epoch (-1: unknown)
 // with the partition's.
-func checkLeaderEpoch(p *partition, epoch int32) error {
+func checkLeaderEpoch(p *replica.Partition, epoch int32) error {
 	switch cur := p.LeaderEpoch(); {
 	case epoch < 0 || epoch == cur:
 		return nil

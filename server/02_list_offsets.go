@@ -38,7 +38,7 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		allowed := s.allowedTopic(rc, acl.OpDescribe, rt.Topic)
+		allowed := s.az.allowedTopic(rc, acl.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -63,7 +63,7 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 }
 
 func (s *Server) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition) (offset, ts int64, epoch int32, err error) {
-	p, err := s.leaderPartition(topicName, rp.Partition)
+	p, err := s.lookup.leaderPartition(topicName, rp.Partition)
 	if err != nil {
 		return 0, 0, 0, err
 	}

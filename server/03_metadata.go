@@ -31,7 +31,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,7 +38,9 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -51,7 +52,7 @@ var errLeaderNotAvailable = errors.New("server: leader not available")
 func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	live := s.cp.brokers()
+	live := s.md.brokers()
 	for _, lb := range live {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = lb.ID
@@ -64,41 +65,41 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 	}
 	cid := s.clusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = s.cp.controllerID()
+	resp.ControllerID = s.md.controllerID()
 
 	// On a single node, a topic of the registry is written from the
 	// topic itself when the response is encoded (localMetadata), and
 	// resp.Topics holds it without partitions.
-	_, isLocal := s.cp.(localPlane)
+	_, isLocal := s.md.(localPlane)
 	lm := &localMetadata{self: s.nodeID}
 	addTopic := func(name string) {
 		if isLocal {
-			if t := s.topics.get(name); t != nil {
+			if t := s.rm.Topic(name); t != nil {
 				lm.add(resp, t)
 				return
 			}
 		}
-		lm.addResponse(resp, s.metadataTopic(name, live))
+		lm.addResponse(resp, s.lookup.metadataTopic(name, live))
 	}
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	if all && isLocal {
-		ts := s.topics.all()
+		ts := s.rm.Topics()
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
-		lm.topics = make([]*topic, 0, len(ts))
+		lm.topics = make([]*replica.Topic, 0, len(ts))
 		for _, t := range ts {
-			if s.allowedTopic(rc, acl.OpDescribe, t.name) {
+			if s.az.allowedTopic(rc, acl.OpDescribe, t.Name) {
 				lm.add(resp, t)
 			}
 		}
 		return lm.response(resp), nil
 	}
 	if all {
-		names := s.cp.topicNames()
+		names := s.md.topicNames()
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(names))
 		for _, name := range names {
-			if s.allowedTopic(rc, acl.OpDescribe, name) {
-				resp.Topics = append(resp.Topics, s.metadataTopic(name, live))
+			if s.az.allowedTopic(rc, acl.OpDescribe, name) {
+				resp.Topics = append(resp.Topics, s.lookup.metadataTopic(name, live))
 			}
 		}
 		return kresp(resp), nil
@@ -110,7 +111,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			name = *rt.Topic
 		}
 		if rt.Topic == nil || rt.TopicID != ([16]byte{}) && name == "" {
-			if name = s.topicNameByID(rt.TopicID); name == "" {
+			if name = s.lookup.topicNameByID(rt.TopicID); name == "" {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -120,26 +121,26 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			addTopic(name)
 			continue
 		}
-		if !s.allowedTopic(rc, acl.OpDescribe, name) {
+		if !s.az.allowedTopic(rc, acl.OpDescribe, name) {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
 			mt.ErrorCode = errorCode(errTopicAuthorization)
 			lm.addResponse(resp, mt)
 			continue
 		}
-		if _, ok := s.cp.topicID(name); ok {
+		if _, ok := s.md.topicID(name); ok {
 			addTopic(name)
 			continue
 		}
 		err := validateTopicName(name)
 		switch {
 		case err != nil:
-		case !autoCreate || !s.allowedCluster(rc, acl.OpCreate) && !s.allowedTopic(rc, acl.OpCreate, name):
+		case !autoCreate || !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, name):
 			err = errUnknownTopicOrPartition
 		default:
 			err = s.autoCreateTopic(name)
 		}
-		if err == nil && online(s.cp.partitions(name), live) {
+		if err == nil && online(s.md.partitions(name), live) {
 			addTopic(name)
 			continue
 		}
@@ -164,13 +165,13 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 // concurrently is not an error.
 func (s *Server) autoCreateTopic(name string) error {
 	spec := topicSpec{name: name, partitions: -1, rf: -1}
-	if err := s.checkNewTopic(&spec); err != nil {
+	if err := s.rules.checkNewTopic(&spec); err != nil {
 		if errors.Is(err, errTopicExists) {
 			return nil
 		}
 		return err
 	}
-	_, err := s.cp.createTopic(context.Background(), spec)
+	_, err := s.admin.createTopic(context.Background(), spec)
 	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
 		return nil
 	}
@@ -178,12 +179,12 @@ func (s *Server) autoCreateTopic(name string) error {
 }
 
 // topicNameByID returns the name of the topic with id, "" when none.
-func (s *Server) topicNameByID(id [16]byte) string {
-	if t := s.topics.getID(id); t != nil {
-		return t.name
+func (l *topicLookup) topicNameByID(id [16]byte) string {
+	if t := l.rm.TopicByID(id); t != nil {
+		return t.Name
 	}
-	for _, n := range s.cp.topicNames() {
-		if tid, _ := s.cp.topicID(n); tid == id {
+	for _, n := range l.md.topicNames() {
+		if tid, _ := l.md.topicID(n); tid == id {
 			return n
 		}
 	}
@@ -193,18 +194,18 @@ func (s *Server) topicNameByID(id [16]byte) string {
 // metadataTopic describes a topic as the control plane knows it. The
 // returned value may share its Partitions (and everything they point to)
 // with other responses: it is read-only.
-func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.MetadataResponseTopic {
-	if _, local := s.cp.(localPlane); local {
-		if t := s.topics.get(name); t != nil {
-			return localTopic(t, s.nodeID)
+func (l *topicLookup) metadataTopic(name string, live []metadata.Broker) kmsg.MetadataResponseTopic {
+	if _, local := l.md.(localPlane); local {
+		if t := l.rm.Topic(name); t != nil {
+			return localTopic(t, l.nodeID)
 		}
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	n := name
 	mt.Topic = &n
-	mt.TopicID, _ = s.cp.topicID(name)
+	mt.TopicID, _ = l.md.topicID(name)
 	mt.IsInternal = isInternalTopic(name)
-	for _, pi := range s.cp.partitions(name) {
+	for _, pi := range l.md.partitions(name) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = pi.Partition
 		mp.Leader = pi.Leader
@@ -228,7 +229,7 @@ func (s *Server) metadataTopic(name string, live []cluster.Broker) kmsg.Metadata
 func isInternalTopic(name string) bool { return name == offsets.Topic || name == txn.Topic }
 
 // isLive reports whether broker id is among live.
-func isLive(live []cluster.Broker, id int32) bool {
+func isLive(live []metadata.Broker, id int32) bool {
 	for _, b := range live {
 		if b.ID == id {
 			return true
@@ -239,7 +240,7 @@ func isLive(live []cluster.Broker, id int32) bool {
 
 // online reports whether every partition in parts (at least one) has a
 // live leader.
-func online(parts []cluster.PartitionInfo, live []cluster.Broker) bool {
+func online(parts []metadata.PartitionInfo, live []metadata.Broker) bool {
 	if len(parts) == 0 {
 		return false
 	}
@@ -265,16 +266,16 @@ type localMetadata struct {
 	// then carries its name, id and flags but no partitions, which
 	// appendTo writes from the topic (this broker leads every partition
 	// and is its only replica and ISR).
-	topics []*topic
+	topics []*replica.Topic
 	n      int // how many of topics are not nil
 }
 
 // add appends t's entry to resp, its partitions to be written from t.
-func (m *localMetadata) add(resp *kmsg.MetadataResponse, t *topic) {
+func (m *localMetadata) add(resp *kmsg.MetadataResponse, t *replica.Topic) {
 	mt := kmsg.NewMetadataResponseTopic()
-	mt.Topic = &t.name // t is immutable: no copy
-	mt.TopicID = t.id
-	mt.IsInternal = isInternalTopic(t.name)
+	mt.Topic = &t.Name // t is immutable: no copy
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
 	resp.Topics = append(resp.Topics, mt)
 	m.topics = append(m.topics, t)
 	m.n++
@@ -364,7 +365,7 @@ func (m *localMetadata) appendTo(dst []byte, resp *kmsg.MetadataResponse) []byte
 			dst = kbin.AppendBool(dst, mt.IsInternal)
 		}
 		if t := m.topics[i]; t != nil {
-			dst = appendLocalPartitions(dst, v, t.md.epochs(t), m.self)
+			dst = appendLocalPartitions(dst, v, t.LeaderEpochs(), m.self)
 		} else {
 			dst = appendPartitions(dst, v, mt.Partitions)
 		}
@@ -469,7 +470,7 @@ func appendNullableString(dst []byte, s *string, flex bool) []byte {
 // topics is not nil and topics[i] is not nil) are written from the topic.
 // It is a hint (response.sizeHint): a wrong one costs a reallocation,
 // not a wrong answer.
-func localMetadataSize(v int16, resp *kmsg.MetadataResponse, topics []*topic) int {
+func localMetadataSize(v int16, resp *kmsg.MetadataResponse, topics []*replica.Topic) int {
 	flexible := v >= 9
 	arrayLen := 4 // int32 length; a compact (uvarint) one is at most 5 bytes
 	if flexible {
@@ -509,7 +510,7 @@ func localMetadataSize(v int16, resp *kmsg.MetadataResponse, topics []*topic) in
 		}
 		parts := len(mt.Partitions)
 		if topics != nil && topics[i] != nil {
-			parts = len(topics[i].parts)
+			parts = len(topics[i].Parts)
 		}
 		n += parts * part
 	}
@@ -518,14 +519,14 @@ func localMetadataSize(v int16, resp *kmsg.MetadataResponse, topics []*topic) in
 
 // localTopic returns t's Metadata entry as kmsg structs, on a single node
 // (this broker leads every partition, is its only replica and the ISR).
-func localTopic(t *topic, self int32) kmsg.MetadataResponseTopic {
+func localTopic(t *replica.Topic, self int32) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	mt.Topic = &t.name
-	mt.TopicID = t.id
-	mt.IsInternal = isInternalTopic(t.name)
+	mt.Topic = &t.Name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
 	// One replica list for every partition: responses only read it.
 	replicas, offline := []int32{self}, []int32{}
-	epochs := t.md.epochs(t)
+	epochs := t.LeaderEpochs()
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(epochs))
 	for i, epoch := range epochs {
 		mp := &mt.Partitions[i]
@@ -536,51 +537,4 @@ func localTopic(t *topic, self int32) kmsg.MetadataResponseTopic {
 		mp.Replicas, mp.ISR, mp.OfflineReplicas = replicas, replicas, offline
 	}
 	return mt
-}
-
-// metadataCache holds what a single-node topic's Metadata answer needs
-// besides the topic: its partitions' leader epochs, read once (loading
-// them from every partition costs a cache miss each, ~3 ms at 100,000
-// partitions, half the request). Safe for concurrent use.
-type metadataCache struct {
-	e atomic.Pointer[metadataEntry]
-}
-
-// metadataEntry is one read of the epochs, immutable once stored.
-type metadataEntry struct {
-	// parts is the topic's partition slice it was built from: a topic
-	// snapshot with other partitions (CreatePartitions) differs in length
-	// or backing array. Snapshots copied from one another share a
-	// metadataCache, so this is checked, not assumed.
-	parts  []*partition
-	epochs []int32
-}
-
-// epochs returns the leader epochs of t's partitions, reading them again
-// when t's partitions changed since they were read. A nil cache (cluster
-// mode keeps none) reads them each time.
-func (c *metadataCache) epochs(t *topic) []int32 {
-	if c != nil {
-		if e := c.e.Load(); e != nil && e.valid(t) {
-			return e.epochs
-		}
-	}
-	e := &metadataEntry{parts: t.parts, epochs: make([]int32, len(t.parts))}
-	for i, p := range t.parts {
-		if p != nil {
-			e.epochs[i] = p.LeaderEpoch()
-		}
-	}
-	if c != nil {
-		c.e.Store(e)
-	}
-	return e.epochs
-}
-
-// valid reports whether e still describes t: the same partitions. Their
-// leader epochs are not compared: on a single node a partition's epoch is
-// fixed when it is opened (only LeaderAndIsr changes it, which the local
-// plane refuses).
-func (e *metadataEntry) valid(t *topic) bool {
-	return len(e.parts) == len(t.parts) && (len(t.parts) == 0 || &e.parts[0] == &t.parts[0])
 }

@@ -9,13 +9,14 @@ package server
 //	v5: topic ids; Type (full or incremental); the response groups
 //	    partition errors by topic id
 //
-// The request is obeyed only from the controller (see
-// controlPlane.acceptControllerRequest): a controller epoch older than the
+// A single node does not serve it (not in its dispatch table: the
+// connection closes). A cluster member obeys only the controller (see
+// interBroker.acceptControllerRequest): a controller epoch older than the
 // current one is STALE_CONTROLLER_EPOCH, a broker epoch that is not this
 // broker's registration STALE_BROKER_EPOCH, a controller id and epoch
-// ZooKeeper does not confirm (or any request to a single-node broker)
-// CLUSTER_AUTHORIZATION_FAILED, each for the whole request, logged. For
-// each partition state: a leader epoch
+// ZooKeeper does not confirm CLUSTER_AUTHORIZATION_FAILED, each for the
+// whole request, logged. Each partition state goes to the replica manager
+// (replica.Manager.BecomeLeaderOrFollowerLocked): a leader epoch
 // older than the replica's is STALE_CONTROLLER_EPOCH for the partition
 // (Kafka ignores such a state and answers the same). Otherwise the
 // partition's log is opened or created, and the replica becomes leader
@@ -30,26 +31,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
 func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.LeaderAndISRRequest)
 	resp := r.ResponseKind().(*kmsg.LeaderAndISRResponse)
-	if err := s.acceptControllerRequestOn(rc, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
-		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
+	err := s.az.checkControlListener(rc)
+	if err == nil {
+		err = s.ib.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
+	}
+	if err != nil {
+		rc.logRefused(s.log, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
-	s.cp.liveLeaders(r.LiveLeaders)
+	s.ib.liveLeaders(r.LiveLeaders)
 
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for _, ts := range r.TopicStates {
 		rt := kmsg.NewLeaderAndISRResponseTopic()
 		rt.TopicID = ts.TopicID
 		for _, ps := range ts.PartitionStates {
-			code := s.applyLeaderAndIsrLocked(ts.Topic, ts.TopicID, ps)
+			code := applyLeaderAndIsrLocked(s, ts.Topic, ts.TopicID, ps)
 			if r.Version >= 5 {
 				rp := kmsg.NewLeaderAndISRResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = ps.Partition, code
@@ -67,45 +73,24 @@ func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	return kresp(resp), nil
 }
 
-// applyLeaderAndIsrLocked applies one partition state and returns its
-// error code. REQUIRES: s.topics.admin held.
-func (s *Server) applyLeaderAndIsrLocked(topicName string, topicID [16]byte, ps kmsg.LeaderAndISRRequestTopicPartition) int16 {
-	t, err := s.localTopicLocked(topicName, topicID, ps.Partition)
-	if err != nil {
-		s.log.Error("server: LeaderAndIsr: topic", "topic", topicName, "partition", ps.Partition, "err", err)
-		return errorCode(err)
-	}
-	p := t.parts[ps.Partition]
-	fresh := p == nil
-	if fresh {
-		if p, err = s.openPartition(t, ps.Partition, openReplica); err != nil {
-			s.log.Error("server: LeaderAndIsr: open replica", "topic", topicName, "partition", ps.Partition, "err", err)
-			return kerr.KafkaStorageError.Code
-		}
-	}
-	s.cp.roleChanging(p, ps)
+// applyLeaderAndIsrLocked applies one partition state of a LeaderAndIsr
+// request to the replica manager and returns the partition's error code.
+// REQUIRES: s.rm.Lock held.
+func applyLeaderAndIsrLocked(s *Server, topicName string, topicID [16]byte, ps kmsg.LeaderAndISRRequestTopicPartition) int16 {
 	st := replication.LeaderAndIsr{
 		Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch, ISR: ps.ISR, Replicas: ps.Replicas, ZkVersion: ps.ZKVersion,
 	}
-	if ps.Leader == s.nodeID {
-		err = p.MakeLeader(st)
-	} else {
-		err = p.MakeFollower(st)
-	}
-	if err != nil {
-		if fresh {
-			p.Close()
-		}
-		if errors.Is(err, replication.ErrStaleLeaderEpoch) {
-			s.log.Info("server: ignoring LeaderAndIsr with an old leader epoch", "topic", topicName, "partition", ps.Partition, "err", err)
-			return kerr.StaleControllerEpoch.Code
-		}
+	switch err := s.rm.BecomeLeaderOrFollowerLocked(topicName, topicID, ps.Partition, st, ps.ControllerEpoch); {
+	case err == nil:
+		return 0
+	case errors.Is(err, replica.ErrOpen):
+		s.log.Error("server: LeaderAndIsr: open replica", "topic", topicName, "partition", ps.Partition, "err", err)
+		return kerr.KafkaStorageError.Code
+	case errors.Is(err, replication.ErrStaleLeaderEpoch):
+		s.log.Info("server: ignoring LeaderAndIsr with an old leader epoch", "topic", topicName, "partition", ps.Partition, "err", err)
+		return kerr.StaleControllerEpoch.Code
+	default:
 		s.log.Error("server: LeaderAndIsr", "topic", topicName, "partition", ps.Partition, "err", err)
 		return errorCode(err)
 	}
-	s.cp.roleChanged(p, ps)
-	if fresh {
-		s.setPartitionLocked(t, ps.Partition, p)
-	}
-	return 0
 }

@@ -1,7 +1,8 @@
 package server
 
-// StopReplica (key 5), served v3, cluster mode only, and only from the
-// controller (as LeaderAndIsr, 04_leader_and_isr.go).
+// StopReplica (key 5), served v3, cluster mode only (a single node closes
+// the connection), and only from the controller (as LeaderAndIsr,
+// 04_leader_and_isr.go).
 //
 //	v3: per-partition leader epoch and delete flag (KIP-570)
 //
@@ -15,82 +16,50 @@ package server
 // partition: no working controller asks for it.
 
 import (
-	"errors"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/metastore"
 )
 
 func handleStopReplica(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.StopReplicaRequest)
 	resp := r.ResponseKind().(*kmsg.StopReplicaResponse)
-	if err := s.acceptControllerRequestOn(rc, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch); err != nil {
-		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
+	err := s.az.checkControlListener(rc)
+	if err == nil {
+		err = s.ib.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
+	}
+	if err != nil {
+		rc.logRefused(s.log, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for _, rt := range r.Topics {
 		for _, ps := range rt.PartitionStates {
 			rp := kmsg.NewStopReplicaResponsePartition()
 			rp.Topic, rp.Partition = rt.Topic, ps.Partition
-			rp.ErrorCode = s.stopReplicaLocked(rt.Topic, ps)
+			rp.ErrorCode = stopReplicaLocked(s, rt.Topic, ps)
 			resp.Partitions = append(resp.Partitions, rp)
 		}
 	}
 	return kresp(resp), nil
 }
 
-// stopReplicaLocked stops one replica. REQUIRES: s.topics.admin held.
-func (s *Server) stopReplicaLocked(topicName string, ps kmsg.StopReplicaRequestTopicPartitionState) int16 {
-	t := s.topics.get(topicName)
-	if t == nil || ps.Partition < 0 || int(ps.Partition) >= len(t.parts) || t.parts[ps.Partition] == nil {
-		if ps.Delete { // a log left behind by a crash: delete it anyway
-			err := s.store.DeleteLog(engine.PartitionID{Topic: topicName, Partition: ps.Partition})
-			if err != nil && !errors.Is(err, engine.ErrNoLog) {
-				s.log.Error("server: StopReplica: delete log", "topic", topicName, "partition", ps.Partition, "err", err)
-				return kerr.KafkaStorageError.Code
+// stopReplicaLocked stops one replica. REQUIRES: s.rm.Lock held.
+func stopReplicaLocked(s *Server, topicName string, ps kmsg.StopReplicaRequestTopicPartitionState) int16 {
+	if p := s.rm.Partition(topicName, ps.Partition); p != nil {
+		if ps.LeaderEpoch >= 0 && ps.LeaderEpoch < p.LeaderEpoch() {
+			return kerr.FencedLeaderEpoch.Code
+		}
+		if ps.Delete {
+			if err := s.ib.checkReplicaDelete(topicName, ps.Partition); err != nil {
+				s.log.Warn("server: StopReplica: refusing to delete a replica", "topic", topicName, "partition", ps.Partition, "err", err)
+				return errorCode(err)
 			}
 		}
-		return 0
 	}
-	p := t.parts[ps.Partition]
-	if ps.LeaderEpoch >= 0 && ps.LeaderEpoch < p.LeaderEpoch() {
-		return kerr.FencedLeaderEpoch.Code
+	if err := s.rm.StopReplicaLocked(topicName, ps.Partition, ps.Delete); err != nil {
+		return kerr.KafkaStorageError.Code
 	}
-	if ps.Delete {
-		if err := s.cp.checkReplicaDelete(topicName, ps.Partition); err != nil {
-			s.log.Warn("server: StopReplica: refusing to delete a replica", "topic", topicName, "partition", ps.Partition, "err", err)
-			return errorCode(err)
-		}
-	}
-	s.cp.replicaStopped(p)
-	if !ps.Delete {
-		return 0
-	}
-	t = s.setPartitionLocked(t, ps.Partition, nil)
-	code := int16(0)
-	if err := p.Close(); err != nil {
-		s.log.Warn("server: StopReplica: close", "topic", topicName, "partition", ps.Partition, "err", err)
-	}
-	if err := s.store.DeleteLog(engine.PartitionID{Topic: topicName, Partition: ps.Partition}); err != nil && !errors.Is(err, engine.ErrNoLog) {
-		s.log.Error("server: StopReplica: delete log", "topic", topicName, "partition", ps.Partition, "err", err)
-		code = kerr.KafkaStorageError.Code
-	}
-	for _, q := range t.parts {
-		if q != nil {
-			return code
-		}
-	}
-	s.topics.remove(t)
-	s.metrics.RemoveTopic(topicName) // as deleteTopicLocked: the topic is gone from here
-	if err := s.meta.DeleteTopic(topicName); err != nil && !errors.Is(err, metastore.ErrNotFound) {
-		s.log.Error("server: StopReplica: delete topic from metastore", "topic", topicName, "err", err)
-	}
-	s.log.Info("server: deleted local replicas of topic", "topic", topicName)
-	return code
+	return 0
 }

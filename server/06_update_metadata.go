@@ -1,7 +1,7 @@
 package server
 
 // UpdateMetadata (key 6), served v5-v7, cluster mode only (the controller
-// sends v7).
+// sends v7; a single node closes the connection).
 //
 //	v5: offline replicas
 //	v6: flexible
@@ -22,17 +22,20 @@ import (
 func handleUpdateMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.UpdateMetadataRequest)
 	resp := r.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	err := s.acceptControllerRequestOn(rc, r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
-	before := liveIDs(s.cp.brokers())
+	err := s.az.checkControlListener(rc)
 	if err == nil {
-		err = s.cp.applyUpdateMetadata(r)
+		err = s.ib.acceptControllerRequest(r.ControllerID, r.ControllerEpoch, r.BrokerEpoch)
+	}
+	before := liveIDs(s.md.brokers())
+	if err == nil {
+		err = s.ib.applyUpdateMetadata(r)
 	}
 	if err != nil {
-		s.refuseControllerRequest(rc, r, r.ControllerID, r.ControllerEpoch, err)
+		rc.logRefused(s.log, r, r.ControllerID, r.ControllerEpoch, err)
 		resp.ErrorCode = errorCode(err)
 		return kresp(resp), nil
 	}
-	if after := liveIDs(s.cp.brokers()); !slices.Equal(before, after) {
+	if after := liveIDs(s.md.brokers()); !slices.Equal(before, after) {
 		s.log.Info("server: live brokers changed", "brokers", after, "controller", r.ControllerID, "controller_epoch", r.ControllerEpoch)
 	}
 	return kresp(resp), nil

@@ -12,13 +12,12 @@ package server
 // answers NOT_CONTROLLER. The request must name the broker's current
 // registration epoch (v2+; KIP-380): anything else, v1 included, is
 // STALE_BROKER_EPOCH, so that nobody but the broker itself can move its
-// leaderships away. A single-node broker answers
-// CLUSTER_AUTHORIZATION_FAILED.
+// leaderships away. A single-node broker does not serve it (the
+// connection closes).
 
 import (
+	"github.com/sluice/sluice/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluice/sluice/cluster"
 )
 
 func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -28,10 +27,10 @@ func handleControlledShutdown(s *Server, rc *reqCtx, req kmsg.Request) (*respons
 	if r.Version < 2 {
 		epoch = -1 // none: refused, see above
 	}
-	err := s.checkControlListener(rc)
-	var remaining []cluster.TopicPartition
+	err := s.az.checkControlListener(rc)
+	var remaining []metadata.TopicPartition
 	if err == nil {
-		remaining, err = s.cp.controlledShutdown(r.BrokerID, epoch)
+		remaining, err = s.ib.controlledShutdown(r.BrokerID, epoch)
 	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)

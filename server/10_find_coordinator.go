@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/coordlog"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -67,28 +67,28 @@ func handleFindCoordinator(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 
 // txnCoordinatorOf returns the live leader of transactional id's
 // partition, or why there is none.
-func (s *Server) txnCoordinatorOf(ctx context.Context, rc *reqCtx, id string) (cluster.Broker, int16, string) {
+func (s *Server) txnCoordinatorOf(ctx context.Context, rc *reqCtx, id string) (metadata.Broker, int16, string) {
 	if id == "" {
-		return cluster.Broker{}, kerr.InvalidRequest.Code, "empty transactional id"
+		return metadata.Broker{}, kerr.InvalidRequest.Code, "empty transactional id"
 	}
-	if !s.allowedTxnID(rc, acl.OpDescribe, id) {
-		return cluster.Broker{}, kerr.TransactionalIDAuthorizationFailed.Code, "not allowed to describe this transactional id"
+	if !s.az.allowedTxnID(rc, acl.OpDescribe, id) {
+		return metadata.Broker{}, kerr.TransactionalIDAuthorizationFailed.Code, "not allowed to describe this transactional id"
 	}
-	parts := s.cp.partitions(txn.Topic)
+	parts := s.md.partitions(txn.Topic)
 	if len(parts) == 0 {
 		if err := s.ensureTxnTopic(ctx); err != nil {
 			s.log.Info("server: cannot create "+txn.Topic+" yet", "err", err)
-			return cluster.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " cannot be created yet: " + err.Error()
+			return metadata.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " cannot be created yet: " + err.Error()
 		}
-		if parts = s.cp.partitions(txn.Topic); len(parts) == 0 {
-			return cluster.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " is being created"
+		if parts = s.md.partitions(txn.Topic); len(parts) == 0 {
+			return metadata.Broker{}, kerr.CoordinatorNotAvailable.Code, txn.Topic + " is being created"
 		}
 	}
 	leader := parts[coordlog.PartitionFor(id, int32(len(parts)))].Leader
-	for _, b := range s.cp.brokers() {
+	for _, b := range s.md.brokers() {
 		if b.ID == leader {
 			return b, 0, ""
 		}
 	}
-	return cluster.Broker{}, kerr.CoordinatorNotAvailable.Code, "the transaction coordinator has no live leader"
+	return metadata.Broker{}, kerr.CoordinatorNotAvailable.Code, "the transaction coordinator has no live leader"
 }

@@ -24,28 +24,25 @@ import (
 func handleApiVersions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ApiVersionsRequest)
 	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = apiVersionKeysFor(s.cp.interBrokerAPIs())
+	resp.ApiKeys = s.apis.versions()
 	return kresp(resp), nil
 }
 
-// apiVersionsUnsupported is the v0-format answer to an ApiVersions request at
-// a version we do not serve, listing the same APIs as a supported one.
-func (s *Server) apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
+// unsupported is the v0-format answer to an ApiVersions request at a
+// version we do not serve, listing the same APIs as a supported one.
+func (t apiTable) unsupported() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiVersionKeysFor(s.cp.interBrokerAPIs())
+	resp.ApiKeys = t.versions()
 	return resp
 }
 
-// apiVersionKeysFor lists the served APIs, sorted by key; the inter-broker
-// ones only in cluster mode.
-func apiVersionKeysFor(clusterMode bool) []kmsg.ApiVersionsResponseApiKey {
-	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
-	for k, a := range apis {
-		if clusterAPIs[k] && !clusterMode {
-			continue
-		}
+// versions lists the APIs of t with their version ranges, sorted by key:
+// a single node's table has no inter-broker APIs to list.
+func (t apiTable) versions() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(t))
+	for k, a := range t {
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
 	}
 	slices.SortFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })

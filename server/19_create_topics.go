@@ -35,8 +35,11 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/internal/topicname"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -62,12 +65,12 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		spec, err := s.newTopicSpec(rt, seen[rt.Topic] > 1)
-		if err == nil && !s.allowedCluster(rc, acl.OpCreate) && !s.allowedTopic(rc, acl.OpCreate, rt.Topic) {
+		spec, err := s.rules.newTopicSpec(rt, seen[rt.Topic] > 1)
+		if err == nil && !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, rt.Topic) {
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {
-			st.TopicID, err = s.cp.createTopic(ctx, spec)
+			st.TopicID, err = s.admin.createTopic(ctx, spec)
 			if err == nil {
 				created = append(created, spec.name)
 			}
@@ -90,14 +93,14 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	if _, local := s.cp.(localPlane); local {
+	if _, local := s.md.(localPlane); local {
 		// A single node created them synchronously, led by this broker:
 		// they are online (and building each one's partition list to
 		// check cost ~13 KB of garbage per topic of 100 partitions).
 		created = nil
 	}
 	for _, name := range created {
-		for ctx.Err() == nil && !online(s.cp.partitions(name), s.cp.brokers()) {
+		for ctx.Err() == nil && !online(s.md.partitions(name), s.md.brokers()) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(20 * time.Millisecond):
@@ -107,8 +110,29 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	return kresp(resp), nil
 }
 
+// topicRules validates topic administration requests (CreateTopics,
+// CreatePartitions, Metadata's auto-creation) against the cluster's view
+// and the broker config: names and collisions, partition counts,
+// replication factors, manual assignments, configs and the internal
+// topics' shape. It changes nothing.
+type topicRules struct {
+	cfg *config.Config
+	md  metadataView
+	// rm is the single node's registry, whose names eachName reads
+	// without copying them.
+	rm *replica.Manager
+	// maxPartitions bounds one topic's partition count:
+	// INVALID_PARTITIONS above it.
+	maxPartitions int32
+	// relations checks the rules between a topic's configs
+	// (Server.checkTopicConfigRelations).
+	relations func(overrides map[string]string) error
+	// txnSpec is the shape of __transaction_state (Server.txnTopicSpec).
+	txnSpec func() topicSpec
+}
+
 // newTopicSpec turns a CreateTopics entry into a validated topicSpec.
-func (s *Server) newTopicSpec(rt kmsg.CreateTopicsRequestTopic, duplicate bool) (topicSpec, error) {
+func (r *topicRules) newTopicSpec(rt kmsg.CreateTopicsRequestTopic, duplicate bool) (topicSpec, error) {
 	spec := topicSpec{name: rt.Topic, partitions: rt.NumPartitions, rf: rt.ReplicationFactor, configs: map[string]string{}}
 	if duplicate {
 		return spec, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
@@ -126,18 +150,18 @@ func (s *Server) newTopicSpec(rt kmsg.CreateTopicsRequestTopic, duplicate bool) 
 	if asg != nil {
 		spec.assignment, spec.partitions, spec.rf = asg, int32(len(asg)), int16(len(asg[0]))
 	}
-	return spec, s.checkNewTopic(&spec)
+	return spec, r.checkNewTopic(&spec)
 }
 
 // checkNewTopic validates a topic to be created against the control
 // plane's view, applying the broker defaults for -1 partitions and
 // replication factor.
-func (s *Server) checkNewTopic(spec *topicSpec) error {
+func (r *topicRules) checkNewTopic(spec *topicSpec) error {
 	if err := validateTopicName(spec.name); err != nil {
 		return err
 	}
 	var clash error
-	s.eachTopicName(func(n string) bool {
+	r.eachTopicName(func(n string) bool {
 		if n == spec.name {
 			clash = fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
 		} else if topicname.Collides(n, spec.name) {
@@ -149,23 +173,23 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 		return clash
 	}
 	if isInternalTopic(spec.name) {
-		if err := s.checkInternalTopic(spec); err != nil {
+		if err := r.checkInternalTopic(spec); err != nil {
 			return err
 		}
 	}
 	if spec.partitions == -1 {
-		spec.partitions = s.cfg.NumPartitions
+		spec.partitions = r.cfg.NumPartitions
 	}
 	if spec.rf == -1 {
-		spec.rf = s.cfg.DefaultReplicationFactor
+		spec.rf = r.cfg.DefaultReplicationFactor
 	}
-	if spec.partitions <= 0 || spec.partitions > s.maxPartitions {
-		return fmt.Errorf("%w: %d partitions (allowed 1..%d)", errInvalidPartitions, spec.partitions, s.maxPartitions)
+	if spec.partitions <= 0 || spec.partitions > r.maxPartitions {
+		return fmt.Errorf("%w: %d partitions (allowed 1..%d)", errInvalidPartitions, spec.partitions, r.maxPartitions)
 	}
 	if spec.rf <= 0 {
 		return fmt.Errorf("%w: replication factor must be larger than 0", errInvalidReplicationFactor)
 	}
-	live := liveIDs(s.cp.brokers())
+	live := liveIDs(r.md.brokers())
 	if spec.assignment != nil {
 		if err := cluster.ValidateAssignment(spec.assignment, int(spec.rf), live); err != nil {
 			return err
@@ -176,17 +200,17 @@ func (s *Server) checkNewTopic(spec *topicSpec) error {
 	if err := checkTopicConfigs(spec.configs); err != nil {
 		return err
 	}
-	return s.checkTopicConfigRelations(spec.configs)
+	return r.relations(spec.configs)
 }
 
 // eachTopicName calls fn with every topic name the control plane knows, in
-// no order, until fn returns false. fn must not call into s.topics.
-func (s *Server) eachTopicName(fn func(name string) bool) {
-	if _, local := s.cp.(localPlane); local {
-		s.topics.eachName(fn)
+// no order, until fn returns false. fn must not call into r.rm.
+func (r *topicRules) eachTopicName(fn func(name string) bool) {
+	if _, local := r.md.(localPlane); local {
+		r.rm.EachTopicName(fn)
 		return
 	}
-	for _, n := range s.cp.topicNames() {
+	for _, n := range r.md.topicNames() {
 		if !fn(n) {
 			return
 		}
@@ -198,12 +222,12 @@ func (s *Server) eachTopicName(fn func(name string) bool) {
 // refuses any other: a client creating __consumer_offsets (CreateTopics,
 // or Metadata's auto-creation) gets exactly the topic the coordinator
 // would have created, or INVALID_TOPIC_EXCEPTION.
-func (s *Server) checkInternalTopic(spec *topicSpec) error {
-	want := topicSpec{name: spec.name, partitions: s.cfg.OffsetsTopicPartitions, rf: s.cfg.OffsetsTopicReplication,
-		configs: offsets.TopicConfigs(s.cfg.OffsetsTopicSegmentBytes)}
+func (r *topicRules) checkInternalTopic(spec *topicSpec) error {
+	want := topicSpec{name: spec.name, partitions: r.cfg.OffsetsTopicPartitions, rf: r.cfg.OffsetsTopicReplication,
+		configs: offsets.TopicConfigs(r.cfg.OffsetsTopicSegmentBytes)}
 	prefix := "offsets.topic"
 	if spec.name == txn.Topic {
-		want, prefix = s.txnTopicSpec(), "transaction.state.log"
+		want, prefix = r.txnSpec(), "transaction.state.log"
 	}
 	switch {
 	case spec.assignment != nil:
@@ -223,7 +247,7 @@ func (s *Server) checkInternalTopic(spec *topicSpec) error {
 }
 
 // liveIDs returns the ids of bs.
-func liveIDs(bs []cluster.Broker) []int32 {
+func liveIDs(bs []metadata.Broker) []int32 {
 	ids := make([]int32, len(bs))
 	for i, b := range bs {
 		ids[i] = b.ID

@@ -48,21 +48,21 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			case rt.Topic != nil:
 				name = *rt.Topic
 			default:
-				if name = s.topicNameByID(rt.TopicID); name == "" {
+				if name = s.lookup.topicNameByID(rt.TopicID); name == "" {
 					return errUnknownTopicID
 				}
 				st.Topic = &name
 			}
-			if !s.allowedTopic(rc, acl.OpDelete, name) {
+			if !s.az.allowedTopic(rc, acl.OpDelete, name) {
 				return errTopicAuthorization
 			}
 			if isInternalTopic(name) {
 				return fmt.Errorf("%w: %s is an internal topic", errTopicAuthorization, name)
 			}
-			if id, ok := s.cp.topicID(name); ok {
+			if id, ok := s.md.topicID(name); ok {
 				st.TopicID = id
 			}
-			return s.cp.deleteTopic(context.Background(), name)
+			return s.admin.deleteTopic(context.Background(), name)
 		}()
 		if err != nil {
 			st.ErrorCode = errorCode(err)

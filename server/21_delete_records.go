@@ -28,8 +28,8 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			p, err := s.leaderPartition(rt.Topic, rp.Partition)
-			if !s.allowedTopic(rc, acl.OpDelete, rt.Topic) {
+			p, err := s.lookup.leaderPartition(rt.Topic, rp.Partition)
+			if !s.az.allowedTopic(rc, acl.OpDelete, rt.Topic) {
 				err = errTopicAuthorization
 			}
 			if err != nil {

@@ -75,7 +75,7 @@ func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 		initTransactional(s, rc, r, resp)
 		return kresp(resp), nil
 	}
-	if !s.allowedCluster(rc, acl.OpIdempotentWrite) && !s.mayWriteSomeTopic(rc) {
+	if !s.az.allowedCluster(rc, acl.OpIdempotentWrite) && !s.az.mayWriteSomeTopic(rc) {
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
@@ -92,7 +92,7 @@ func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 // initTransactional answers InitProducerId for a transactional id.
 func initTransactional(s *Server, rc *reqCtx, r *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
 	id := *r.TransactionalID
-	if id != "" && !s.allowedTxnID(rc, acl.OpWrite, id) {
+	if id != "" && !s.az.allowedTxnID(rc, acl.OpWrite, id) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return
 	}

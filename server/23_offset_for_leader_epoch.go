@@ -27,16 +27,16 @@ func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 		st.Topic = rt.Topic
 		var authErr error
 		switch {
-		case r.ReplicaID >= 0 && !s.allowedCluster(rc, acl.OpClusterAction):
+		case r.ReplicaID >= 0 && !s.az.allowedCluster(rc, acl.OpClusterAction):
 			authErr = errClusterAuthorization
-		case r.ReplicaID < 0 && !s.allowedTopic(rc, acl.OpDescribe, rt.Topic):
+		case r.ReplicaID < 0 && !s.az.allowedTopic(rc, acl.OpDescribe, rt.Topic):
 			authErr = errTopicAuthorization
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p, err := s.leaderPartition(rt.Topic, rp.Partition)
+			p, err := s.lookup.leaderPartition(rt.Topic, rp.Partition)
 			if authErr != nil {
 				err = authErr
 			} else if err == nil {

@@ -36,16 +36,16 @@ func handleAddPartitionsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*respons
 	codes := make(map[txn.TopicPartition]int16)
 	var tps []txn.TopicPartition
 	failed := false
-	txnDenied := !s.allowedTxnID(rc, acl.OpWrite, r.TransactionalID)
+	txnDenied := !s.az.allowedTxnID(rc, acl.OpWrite, r.TransactionalID)
 	for _, t := range r.Topics {
 		var code int16
 		switch {
 		case txnDenied:
 			code = kerr.TransactionalIDAuthorizationFailed.Code
-		case isInternalTopic(t.Topic) || !s.allowedTopic(rc, acl.OpWrite, t.Topic):
+		case isInternalTopic(t.Topic) || !s.az.allowedTopic(rc, acl.OpWrite, t.Topic):
 			code = kerr.TopicAuthorizationFailed.Code
 		}
-		n := int32(len(s.cp.partitions(t.Topic)))
+		n := int32(len(s.md.partitions(t.Topic)))
 		for _, p := range t.Partitions {
 			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
 			c := code

@@ -32,10 +32,10 @@ func handleAddOffsetsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	r := req.(*kmsg.AddOffsetsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	switch {
-	case !s.allowedTxnID(rc, acl.OpWrite, r.TransactionalID):
+	case !s.az.allowedTxnID(rc, acl.OpWrite, r.TransactionalID):
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return kresp(resp), nil
-	case !s.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group):
+	case !s.az.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group):
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kresp(resp), nil
 	}
@@ -56,7 +56,7 @@ func handleAddOffsetsToTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 // offsets.topic.num.partitions (the count it will be created with: no
 // group request has created it yet).
 func (s *Server) offsetsPartitionFor(group string) int32 {
-	n := int32(len(s.cp.partitions(offsets.Topic)))
+	n := int32(len(s.md.partitions(offsets.Topic)))
 	if n == 0 {
 		n = s.cfg.OffsetsTopicPartitions
 	}

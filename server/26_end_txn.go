@@ -26,7 +26,7 @@ import (
 func handleEndTxn(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.EndTxnRequest)
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
-	if !s.allowedTxnID(rc, acl.OpWrite, r.TransactionalID) {
+	if !s.az.allowedTxnID(rc, acl.OpWrite, r.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return kresp(resp), nil
 	}

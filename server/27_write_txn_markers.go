@@ -10,7 +10,7 @@ package server
 // Sender: the request must be allowed ClusterAction on the cluster
 // (CLUSTER_AUTHORIZATION_FAILED for every partition otherwise, as Kafka's
 // KafkaApis.handleWriteTxnMarkersRequest). A single-node broker, whose own
-// coordinator writes its markers in-process (writeTxnMarkersLocal), serves
+// coordinator writes its markers in-process (txnMarkerWriter.writeLocal), serves
 // it to clients with that permission (every client when no authorizer is
 // configured): Kafka's Admin.abortTransaction (kafka-transactions.sh abort)
 // sends it to the partition leader to end a hanging transaction.
@@ -51,11 +51,11 @@ const txnMarkerTimeout = 30 * time.Second
 func handleWriteTxnMarkers(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.WriteTxnMarkersRequest)
 	var refuse error
-	if !s.allowedCluster(rc, acl.OpClusterAction) {
+	if !s.az.allowedCluster(rc, acl.OpClusterAction) {
 		refuse = errClusterAuthorization
 	}
 	if refuse != nil {
-		s.refuseControllerRequest(rc, r, -1, -1, refuse)
+		rc.logRefused(s.log, r, -1, -1, refuse)
 		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 		code := errorCode(refuse)
 		for _, m := range r.Markers {
@@ -75,16 +75,16 @@ func handleWriteTxnMarkers(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 		}
 		return kresp(resp), nil
 	}
-	return kresp(s.writeTxnMarkersLocal(r)), nil
+	return kresp(s.txnMarkers.writeLocal(r)), nil
 }
 
-// writeTxnMarkersLocal writes the markers of r to the partitions this
+// writeLocal writes the markers of r to the partitions this
 // broker leads and answers as WriteTxnMarkers does (see the top of this
 // file); the transaction coordinator calls it directly for the partitions
 // it finds local. Every marker and partition is written concurrently; it
 // returns once each is written, refused or timed out. Safe for concurrent
 // use.
-func (s *Server) writeTxnMarkersLocal(r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+func (w *txnMarkerWriter) writeLocal(r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(r.Markers))
 	var wg sync.WaitGroup
@@ -92,17 +92,18 @@ func (s *Server) writeTxnMarkersLocal(r *kmsg.WriteTxnMarkersRequest) *kmsg.Writ
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp.Markers[i] = s.writeTxnMarker(&r.Markers[i])
+			resp.Markers[i] = w.writeMarker(&r.Markers[i])
 		}()
 	}
 	wg.Wait()
 	return resp
 }
 
-// writeTxnMarker writes one marker to its partitions, then completes the
+// writeMarker writes one marker to its partitions, then completes the
 // producer's transactional offsets for the __consumer_offsets partitions
 // that took it.
-func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.WriteTxnMarkersResponseMarker {
+func (w *txnMarkerWriter) writeMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.WriteTxnMarkersResponseMarker {
+	s := w.s
 	rm := kmsg.NewWriteTxnMarkersResponseMarker()
 	rm.ProducerID = m.ProducerID
 	rm.Topics = make([]kmsg.WriteTxnMarkersResponseMarkerTopic, len(m.Topics))
@@ -112,7 +113,7 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 
 	// hookOnly: __consumer_offsets does not exist yet (no group request
 	// created it); no partition of it takes a marker.
-	hookOnly := s.topics.get(offsets.Topic) == nil
+	hookOnly := s.rm.Topic(offsets.Topic) == nil
 	var wg sync.WaitGroup
 	for i, t := range m.Topics {
 		rt := &rm.Topics[i]
@@ -125,7 +126,7 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 			if t.Topic == offsets.Topic && hookOnly {
 				continue // answered with the hook's result below
 			}
-			p, err := s.leaderPartition(t.Topic, part)
+			p, err := s.lookup.leaderPartition(t.Topic, part)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				continue
@@ -139,7 +140,7 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 			go func() {
 				defer wg.Done()
 				if _, err := p.WriteTxnMarker(ctx, marker); err != nil {
-					rp.ErrorCode = s.txnMarkerError(t.Topic, part, marker, err)
+					rp.ErrorCode = w.localMarkerError(t.Topic, part, marker, err)
 				}
 			}()
 		}
@@ -174,9 +175,10 @@ func (s *Server) writeTxnMarker(m *kmsg.WriteTxnMarkersRequestMarker) kmsg.Write
 	return rm
 }
 
-// txnMarkerError maps a marker write's failure to its error code (and
+// localMarkerError maps a marker write's failure to its error code (and
 // logs the unexpected ones).
-func (s *Server) txnMarkerError(topic string, part int32, m replication.TxnMarker, err error) int16 {
+func (w *txnMarkerWriter) localMarkerError(topic string, part int32, m replication.TxnMarker, err error) int16 {
+	s := w.s
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return kerr.RequestTimedOut.Code
 	}

@@ -44,7 +44,7 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	for _, rr := range r.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.configAuthz(rc, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		err := s.az.configAuthz(rc, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
 		switch {
 		case err != nil:
 		case rr.ResourceType == resourceTopic:
@@ -68,7 +68,7 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 }
 
 func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) error {
-	overrides, err := s.cp.topicConfigs(rr.ResourceName)
+	overrides, err := s.admin.topicConfigs(rr.ResourceName)
 	if err != nil {
 		return err
 	}
@@ -117,11 +117,11 @@ func (s *Server) describeCleanerStatus(rr kmsg.DescribeConfigsRequestResource, s
 	if rr.ConfigNames == nil || (!slices.Contains(rr.ConfigNames, cleanerDirtyRatioConfig) && !slices.Contains(rr.ConfigNames, cleanerLastCleanedConfig)) {
 		return
 	}
-	t := s.topics.get(rr.ResourceName)
-	if t == nil || !t.cfg.log.Compact {
+	t := s.rm.Topic(rr.ResourceName)
+	if t == nil || !t.Config.Log.Compact {
 		return
 	}
-	ratio, last := s.cleanerStatus(t)
+	ratio, last := s.rm.CleanerSummary(t)
 	add := func(name, v string, typ config.Type) {
 		if !slices.Contains(rr.ConfigNames, name) {
 			return

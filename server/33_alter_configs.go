@@ -30,12 +30,12 @@ import (
 func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for _, rr := range r.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		err := s.az.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
 		if err == nil {
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
 				return alterConfigsOverrides(rr), nil
@@ -70,7 +70,7 @@ func alterConfigsOverrides(rr kmsg.AlterConfigsRequestResource) map[string]strin
 // nil) into the new ones, which are validated as a whole and, unless
 // validateOnly, stored through the control plane (in cluster mode, written
 // to ZooKeeper) and applied to the local replicas.
-// REQUIRES: s.topics.admin held.
+// REQUIRES: s.rm.Lock held.
 func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, validateOnly bool, next func(cur map[string]string) (map[string]string, error)) error {
 	switch typ {
 	case resourceTopic:
@@ -82,7 +82,7 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	if isInternalTopic(name) {
 		return fmt.Errorf("%w: %s is an internal topic; its configs are the broker's", errTopicAuthorization, name)
 	}
-	cur, err := s.cp.topicConfigs(name)
+	cur, err := s.admin.topicConfigs(name)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), configWriteTimeout)
 	defer cancel()
-	return s.cp.setTopicConfigs(ctx, name, overrides)
+	return s.admin.setTopicConfigs(ctx, name, overrides)
 }
 
 // configWriteTimeout bounds the write of an alter (in cluster mode, to

@@ -27,7 +27,7 @@ import (
 func handleDescribeLogDirs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	if !s.allowedCluster(rc, acl.OpDescribe) {
+	if !s.az.allowedCluster(rc, acl.OpDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kresp(resp), nil
 	}
@@ -53,19 +53,19 @@ func handleDescribeLogDirs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 			dir.TotalBytes, dir.UsableBytes = total, usable
 		}
 	}
-	for _, t := range s.topics.all() {
-		if want != nil && want[t.name] == nil {
+	for _, t := range s.rm.Topics() {
+		if want != nil && want[t.Name] == nil {
 			continue
 		}
 		rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-		rt.Topic = t.name
-		for _, p := range t.parts {
-			if p == nil || want != nil && !want[t.name][p.Index()] {
+		rt.Topic = t.Name
+		for _, p := range t.Parts {
+			if p == nil || want != nil && !want[t.Name][p.Index()] {
 				continue
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition = p.Index()
-			rp.Size = p.Log().Size()
+			rp.Size = p.Size()
 			rp.OffsetLag = max(0, p.HighWatermark()-p.LogEndOffset())
 			rt.Partitions = append(rt.Partitions, rp)
 		}

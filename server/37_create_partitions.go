@@ -37,12 +37,12 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		asg, err := s.checkNewPartitions(rt, seen[rt.Topic] > 1)
-		if !s.allowedTopic(rc, acl.OpAlter, rt.Topic) {
+		asg, err := s.rules.checkNewPartitions(rt, seen[rt.Topic] > 1)
+		if !s.az.allowedTopic(rc, acl.OpAlter, rt.Topic) {
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {
-			err = s.cp.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
+			err = s.admin.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
 		}
 		if err != nil {
 			st.ErrorCode = errorCode(err)
@@ -59,14 +59,14 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 // checkNewPartitions validates one topic of a CreatePartitions request
 // against the control plane's view and returns its manual assignment (nil:
 // automatic).
-func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) ([][]int32, error) {
+func (r *topicRules) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) ([][]int32, error) {
 	if duplicate {
 		return nil, fmt.Errorf("%w: topic %q appears more than once in the request", errInvalidRequest, rt.Topic)
 	}
 	if isInternalTopic(rt.Topic) {
 		return nil, fmt.Errorf("%w: %s is an internal topic; its partition count is offsets.topic.num.partitions", errInvalidTopic, rt.Topic)
 	}
-	parts := s.cp.partitions(rt.Topic)
+	parts := r.md.partitions(rt.Topic)
 	if parts == nil {
 		return nil, errUnknownTopicOrPartition
 	}
@@ -74,8 +74,8 @@ func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplic
 	if rt.Count <= cur {
 		return nil, fmt.Errorf("%w: topic %q has %d partitions; the new count %d must be larger", errInvalidPartitions, rt.Topic, cur, rt.Count)
 	}
-	if rt.Count > s.maxPartitions {
-		return nil, fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, rt.Count, s.maxPartitions)
+	if rt.Count > r.maxPartitions {
+		return nil, fmt.Errorf("%w: %d partitions is above the limit of %d", errInvalidPartitions, rt.Count, r.maxPartitions)
 	}
 	if len(rt.Assignment) == 0 {
 		return nil, nil
@@ -87,7 +87,7 @@ func (s *Server) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, duplic
 	for i, a := range rt.Assignment {
 		asg[i] = a.Replicas
 	}
-	if err := cluster.ValidateAssignment(asg, len(parts[0].Replicas), liveIDs(s.cp.brokers())); err != nil {
+	if err := cluster.ValidateAssignment(asg, len(parts[0].Replicas), liveIDs(r.md.brokers())); err != nil {
 		return nil, err
 	}
 	return asg, nil

@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 )
 
 // errElectionTimedOut: the controller did not answer within the request's
@@ -41,22 +41,22 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return kresp(resp), nil
 	}
-	if !s.allowedCluster(rc, acl.OpAlter) {
+	if !s.az.allowedCluster(rc, acl.OpAlter) {
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
-	var tps []cluster.TopicPartition // nil: all
+	var tps []metadata.TopicPartition // nil: all
 	if r.Topics != nil {
-		tps = []cluster.TopicPartition{}
+		tps = []metadata.TopicPartition{}
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				tps = append(tps, cluster.TopicPartition{Topic: t.Topic, Partition: p})
+				tps = append(tps, metadata.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 	}
 	timeout := time.Duration(max(r.TimeoutMillis, 1000)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	results, err := s.cp.electLeaders(ctx, tps, unclean)
+	results, err := s.admin.electLeaders(ctx, tps, unclean)
 	timedOut := ctx.Err() != nil
 	cancel()
 	if err != nil {
@@ -71,13 +71,13 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		// with all partitions asked for, the controller's view is not at
 		// hand, so those this broker knows of get it.
 		if tps == nil {
-			for _, t := range s.cp.topicNames() {
-				for _, pi := range s.cp.partitions(t) {
-					tps = append(tps, cluster.TopicPartition{Topic: t, Partition: pi.Partition})
+			for _, t := range s.md.topicNames() {
+				for _, pi := range s.md.partitions(t) {
+					tps = append(tps, metadata.TopicPartition{Topic: t, Partition: pi.Partition})
 				}
 			}
 		}
-		results = map[cluster.TopicPartition]error{}
+		results = map[metadata.TopicPartition]error{}
 		for _, tp := range tps {
 			results[tp] = err
 		}

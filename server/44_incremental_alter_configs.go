@@ -33,12 +33,12 @@ const (
 func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for _, rr := range r.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		err := s.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		err := s.az.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
 		if err == nil {
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
 				for _, c := range rr.Configs {

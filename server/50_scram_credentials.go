@@ -44,7 +44,7 @@ func handleDescribeUserScramCredentials(s *Server, rc *reqCtx, req kmsg.Request)
 	case s.creds == nil:
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return kresp(resp), nil
-	case !s.allowedCluster(rc, acl.OpDescribe):
+	case !s.az.allowedCluster(rc, acl.OpDescribe):
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
@@ -95,7 +95,7 @@ func handleAlterUserScramCredentials(s *Server, rc *reqCtx, req kmsg.Request) (*
 	switch {
 	case s.creds == nil:
 		reqErr = fmt.Errorf("%w: no credential store", errInvalidRequest)
-	case !s.allowedCluster(rc, acl.OpAlter):
+	case !s.az.allowedCluster(rc, acl.OpAlter):
 		reqErr = errClusterAuthorization
 	}
 	results := map[string]error{}

@@ -23,16 +23,16 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	if resp.EndpointType == 0 {
 		resp.EndpointType = 1
 	}
-	if !s.allowedCluster(rc, acl.OpDescribe) {
+	if !s.az.allowedCluster(rc, acl.OpDescribe) {
 		resp.ErrorCode = errorCode(errClusterAuthorization)
 		return kresp(resp), nil
 	}
 	resp.ClusterID = s.clusterID
-	resp.ControllerID = s.cp.controllerID()
+	resp.ControllerID = s.md.controllerID()
 	if resp.ControllerID < 0 {
 		resp.ControllerID = s.nodeID // not known yet: ask us again
 	}
-	for _, lb := range s.cp.brokers() {
+	for _, lb := range s.md.brokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = lb.ID
 		b.Host, b.Port = rc.addrOf(s.nodeID, lb)

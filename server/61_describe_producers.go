@@ -21,7 +21,7 @@ func handleDescribeProducers(s *Server, rc *reqCtx, req kmsg.Request) (*response
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
-		allowed := s.allowedTopic(rc, acl.OpRead, t.Topic)
+		allowed := s.az.allowedTopic(rc, acl.OpRead, t.Topic)
 		for _, part := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = part
@@ -30,7 +30,7 @@ func handleDescribeProducers(s *Server, rc *reqCtx, req kmsg.Request) (*response
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			p, err := s.leaderPartition(t.Topic, part)
+			p, err := s.lookup.leaderPartition(t.Topic, part)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				rt.Partitions = append(rt.Partitions, rp)

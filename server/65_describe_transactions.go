@@ -20,7 +20,7 @@ func handleDescribeTransactions(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
-		if !s.allowedTxnID(rc, acl.OpDescribe, id) {
+		if !s.az.allowedTxnID(rc, acl.OpDescribe, id) {
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
@@ -33,7 +33,7 @@ func handleDescribeTransactions(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 		st.State, st.TimeoutMillis, st.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 		for _, tp := range d.Partitions {
-			if !s.allowedTopic(rc, acl.OpDescribe, tp.Topic) {
+			if !s.az.allowedTopic(rc, acl.OpDescribe, tp.Topic) {
 				continue
 			}
 			if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {

@@ -47,7 +47,7 @@ func handleListTransactions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		return kresp(resp), nil
 	}
 	for _, t := range list {
-		if !s.allowedTxnID(rc, acl.OpDescribe, t.TransactionalID) {
+		if !s.az.allowedTxnID(rc, acl.OpDescribe, t.TransactionalID) {
 			continue
 		}
 		st := kmsg.NewListTransactionsResponseTransactionState()

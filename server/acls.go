@@ -32,11 +32,11 @@ const aclTimeout = 10 * time.Second
 var errSecurityDisabled = errors.New("server: no authorizer is configured (authorizer.class.name)")
 
 // aclsErr is the error of an ACL request as a whole, nil when it may go on.
-func (s *Server) aclsErr(rc *reqCtx, op acl.Operation) error {
+func (a *authorizer) aclsErr(rc *reqCtx, op acl.Operation) error {
 	switch {
-	case s.acls == nil:
+	case a.acls == nil:
 		return errSecurityDisabled
-	case !s.allowedCluster(rc, op):
+	case !a.allowedCluster(rc, op):
 		return errClusterAuthorization
 	}
 	return nil
@@ -52,7 +52,7 @@ func patternType(v int16, p kmsg.ACLResourcePatternType) acl.PatternType {
 func handleCreateAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
-	reqErr := s.aclsErr(rc, acl.OpAlter)
+	reqErr := s.az.aclsErr(rc, acl.OpAlter)
 	var bindings []acl.Binding
 	var idx []int
 	for _, c := range r.Creations {
@@ -77,7 +77,7 @@ func handleCreateAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, error
 	}
 	if len(bindings) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), aclTimeout)
-		err := s.acls.Add(ctx, bindings)
+		err := s.az.acls.Add(ctx, bindings)
 		cancel()
 		if err != nil {
 			s.log.Error("server: create ACLs", "err", err)
@@ -106,7 +106,7 @@ func aclFilter(v int16, rt kmsg.ACLResourceType, name *string, pt kmsg.ACLResour
 func handleDescribeAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DescribeACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if err := s.aclsErr(rc, acl.OpDescribe); err != nil {
+	if err := s.az.aclsErr(rc, acl.OpDescribe); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return kresp(resp), nil
 	}
@@ -117,7 +117,7 @@ func handleDescribeAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		return kresp(resp), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), aclTimeout)
-	all, err := s.acls.All(ctx)
+	all, err := s.az.acls.All(ctx)
 	cancel()
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -148,7 +148,7 @@ func handleDescribeAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 func handleDeleteAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DeleteACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-	reqErr := s.aclsErr(rc, acl.OpAlter)
+	reqErr := s.az.aclsErr(rc, acl.OpAlter)
 	for _, rf := range r.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
 		err := reqErr
@@ -159,7 +159,7 @@ func handleDeleteAcls(s *Server, rc *reqCtx, req kmsg.Request) (*response, error
 				err = fmt.Errorf("%w: %v", errInvalidRequest, verr)
 			} else {
 				ctx, cancel := context.WithTimeout(context.Background(), aclTimeout)
-				removed, err = s.acls.Remove(ctx, f)
+				removed, err = s.az.acls.Remove(ctx, f)
 				cancel()
 			}
 		}

@@ -16,7 +16,7 @@ import (
 
 func TestACLRequestsRefuseBadInput(t *testing.T) {
 	s := newTestServer(t, nil, Options{ClusterID: "acl", ACLs: acl.NewMemStore(), Authorizer: acl.New(acl.Config{})})
-	s.authz = nil // the checks below are the requests' own, not authorization
+	s.az.authz = nil // the checks below are the requests' own, not authorization
 	create := func(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, principal string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) int16 {
 		req := kmsg.NewPtrCreateACLsRequest()
 		c := kmsg.NewCreateACLsRequestCreation()
@@ -41,7 +41,7 @@ func TestACLRequestsRefuseBadInput(t *testing.T) {
 			t.Errorf("CreateAcls %s: %v, want INVALID_REQUEST", tc.name, kerr.ErrorForCode(tc.code))
 		}
 	}
-	if all, _ := s.acls.All(t.Context()); len(all) != 0 {
+	if all, _ := s.az.acls.All(t.Context()); len(all) != 0 {
 		t.Fatalf("bad bindings stored: %v", all)
 	}
 	// A filter that is not one (a specific pattern type with resource type

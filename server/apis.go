@@ -1,8 +1,11 @@
 package server
 
 import (
-	"github.com/sluice/sluice/group"
+	"maps"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/group"
 )
 
 // API keys served. Each has its own file, NN_name.go.
@@ -11,7 +14,7 @@ const (
 	apiKeyFetch                   int16 = 1
 	apiKeyListOffsets             int16 = 2
 	apiKeyMetadata                int16 = 3
-	apiKeyLeaderAndIsr            int16 = 4 // cluster mode only
+	apiKeyLeaderAndIsr            int16 = 4 // cluster mode only (clusterAPIs)
 	apiKeyStopReplica             int16 = 5 // cluster mode only
 	apiKeyUpdateMetadata          int16 = 6 // cluster mode only
 	apiKeyControlledShutdown      int16 = 7 // cluster mode only
@@ -25,7 +28,7 @@ const (
 	apiKeyDeleteRecords           int16 = 21
 	apiKeyInitProducerID          int16 = 22
 	apiKeyOffsetForLeaderEpoch    int16 = 23
-	apiKeyWriteTxnMarkers         int16 = 27 // inter-broker (cluster mode)
+	apiKeyWriteTxnMarkers         int16 = 27 // inter-broker; on a single node, Admin.abortTransaction
 	apiKeyDescribeConfigs         int16 = 32
 	apiKeyDescribeLogDirs         int16 = 35
 	apiKeyAlterConfigs            int16 = 33
@@ -61,22 +64,32 @@ type api struct {
 	handle   handlerFunc
 }
 
-// apis is the dispatch table. The version ranges are what Kafka 3.x serves,
-// capped at what kmsg decodes, Produce from v3 and Fetch from v4 (record
-// format v2 only). Filled in init to break the initialization cycle through
-// ApiVersions, whose handler reads this table.
-var apis map[int16]api
+// apiTable is a dispatch table: the APIs served, by key. Read-only once
+// built.
+type apiTable map[int16]api
+
+// apis is a single node's dispatch table; clusterAPIs is a cluster
+// member's, which adds the inter-broker APIs (LeaderAndIsr, StopReplica,
+// UpdateMetadata, ControlledShutdown). The version ranges are what Kafka
+// 3.x serves, capped at what kmsg decodes, Produce from v3 and Fetch from
+// v4 (record format v2 only). Filled in init to break the initialization
+// cycle through ApiVersions, whose handler reads these tables.
+var apis, clusterAPIs apiTable
+
+// apisFor returns the dispatch table of a cluster member or a single node.
+func apisFor(cluster bool) apiTable {
+	if cluster {
+		return clusterAPIs
+	}
+	return apis
+}
 
 func init() {
-	apis = map[int16]api{
+	apis = apiTable{
 		apiKeyProduce:                 {3, 11, handleProduce},
 		apiKeyFetch:                   {4, 16, handleFetch},
 		apiKeyListOffsets:             {1, 8, handleListOffsets},
 		apiKeyMetadata:                {0, 12, handleMetadata},
-		apiKeyLeaderAndIsr:            {2, 5, handleLeaderAndIsr},
-		apiKeyStopReplica:             {3, 3, handleStopReplica},
-		apiKeyUpdateMetadata:          {5, 7, handleUpdateMetadata},
-		apiKeyControlledShutdown:      {1, 3, handleControlledShutdown},
 		apiKeySASLHandshake:           {0, 1, handleSASLHandshake},
 		apiKeyApiVersions:             {0, 4, handleApiVersions},
 		apiKeyDescribeAcls:            {0, 3, handleDescribeAcls},
@@ -116,7 +129,12 @@ func init() {
 	apis[apiKeyEndTxn] = api{0, 4, handleEndTxn}
 	apis[apiKeyDescribeTransactions] = api{0, 0, handleDescribeTransactions}
 	apis[apiKeyListTransactions] = api{0, 1, handleListTransactions}
-	for key, a := range apis {
+	clusterAPIs = maps.Clone(apis)
+	clusterAPIs[apiKeyLeaderAndIsr] = api{2, 5, handleLeaderAndIsr}
+	clusterAPIs[apiKeyStopReplica] = api{3, 3, handleStopReplica}
+	clusterAPIs[apiKeyUpdateMetadata] = api{5, 7, handleUpdateMetadata}
+	clusterAPIs[apiKeyControlledShutdown] = api{1, 3, handleControlledShutdown}
+	for key, a := range clusterAPIs {
 		if max := kmsg.RequestForKey(key).MaxVersion(); a.max > max {
 			panic("server: api table above kmsg's max version for " + kmsg.NameForKey(key))
 		}

@@ -60,6 +60,7 @@ func startSASLServer(t *testing.T, mod func(*config.Config)) (*Server, string) {
 		t.Fatal(err)
 	}
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	s.self.Port = s.advPort
 	go s.ServeListener(ln, "SASL_PLAINTEXT")
 	return s, ln.Addr().String()
 }

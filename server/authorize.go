@@ -51,13 +51,46 @@ package server
 // Without an authorizer everything is allowed, as in Kafka.
 
 import (
+	"cmp"
+	"fmt"
 	"net/netip"
 
 	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// authorizer checks requests: a pure function of (principal, host,
+// operation, resource) over the configured Authorizer, checked once per
+// resource where a request is dispatched, without allocating. The zero
+// value allows everything.
+type authorizer struct {
+	// authz is Options.Authorizer (nil: everything allowed).
+	authz Authorizer
+	// acls is Options.ACLs, where the ACL APIs keep ACLs (nil:
+	// SECURITY_DISABLED).
+	acls acl.Store
+	// topicNames lists the cluster's topics (mayWriteSomeTopic).
+	topicNames func() []string
+	// controlListener is control.plane.listener.name ("": any listener).
+	controlListener string
+}
+
+// checkControlListener checks the sender of an inter-broker request:
+// ClusterAction on the cluster, and a connection that came in on
+// control.plane.listener.name, when one is set (KIP-291). Handlers called
+// without a connection (tests) pass the listener check.
+func (a *authorizer) checkControlListener(rc *reqCtx) error {
+	if !a.allowedCluster(rc, acl.OpClusterAction) {
+		return errClusterAuthorization
+	}
+	cp := a.controlListener
+	if cp == "" || rc.conn == nil || rc.conn.listener == cp {
+		return nil
+	}
+	return fmt.Errorf("%w (%s), not on %s", errNotControlPlaneListener, cp, cmp.Or(rc.conn.listener, "the client listener"))
+}
 
 // Authorizer decides whether a principal may do something (package acl's
 // Authorizer).
@@ -66,27 +99,27 @@ type Authorizer interface {
 }
 
 // allowed reports whether rc's principal may do op on the resource.
-func (s *Server) allowed(rc *reqCtx, op acl.Operation, rt acl.ResourceType, name string) bool {
-	if s.authz == nil {
+func (a *authorizer) allowed(rc *reqCtx, op acl.Operation, rt acl.ResourceType, name string) bool {
+	if a.authz == nil {
 		return true
 	}
 	principal, host := anonymous, netip.Addr{}
 	if rc != nil && rc.conn != nil {
 		principal, host = rc.conn.auth.principal, rc.conn.ip
 	}
-	return s.authz.Authorize(principal, host, op, rt, name)
+	return a.authz.Authorize(principal, host, op, rt, name)
 }
 
 // configAuthz checks op on a config resource: the topic, or the cluster
 // for a broker resource (as Kafka's broker configs are checked).
-func (s *Server) configAuthz(rc *reqCtx, op acl.Operation, typ kmsg.ConfigResourceType, name string) error {
+func (a *authorizer) configAuthz(rc *reqCtx, op acl.Operation, typ kmsg.ConfigResourceType, name string) error {
 	switch typ {
 	case resourceTopic:
-		if !s.allowedTopic(rc, op, name) {
+		if !a.allowedTopic(rc, op, name) {
 			return errTopicAuthorization
 		}
 	case resourceBroker:
-		if !s.allowedCluster(rc, op) {
+		if !a.allowedCluster(rc, op) {
 			return errClusterAuthorization
 		}
 	}
@@ -95,9 +128,9 @@ func (s *Server) configAuthz(rc *reqCtx, op acl.Operation, typ kmsg.ConfigResour
 
 // mayWriteSomeTopic reports whether rc's principal may Write on at least
 // one topic (what lets an idempotent producer start, KIP-679).
-func (s *Server) mayWriteSomeTopic(rc *reqCtx) bool {
-	for _, name := range s.cp.topicNames() {
-		if s.allowedTopic(rc, acl.OpWrite, name) {
+func (a *authorizer) mayWriteSomeTopic(rc *reqCtx) bool {
+	for _, name := range a.topicNames() {
+		if a.allowedTopic(rc, acl.OpWrite, name) {
 			return true
 		}
 	}
@@ -107,7 +140,7 @@ func (s *Server) mayWriteSomeTopic(rc *reqCtx) bool {
 // addrOf is broker b's address on the listener rc came in on (this
 // broker's from the listener itself, another's from its registration), or
 // b's default address when that listener is unknown for it.
-func (rc *reqCtx) addrOf(selfID int32, b cluster.Broker) (string, int32) {
+func (rc *reqCtx) addrOf(selfID int32, b metadata.Broker) (string, int32) {
 	if b.ID == selfID {
 		return rc.selfAddr(b.Host, b.Port)
 	}
@@ -137,18 +170,18 @@ func (rc *reqCtx) principal() string {
 }
 
 // allowedTopic is allowed for a topic.
-func (s *Server) allowedTopic(rc *reqCtx, op acl.Operation, topic string) bool {
-	return s.allowed(rc, op, acl.ResourceTopic, topic)
+func (a *authorizer) allowedTopic(rc *reqCtx, op acl.Operation, topic string) bool {
+	return a.allowed(rc, op, acl.ResourceTopic, topic)
 }
 
 // allowedTxnID is allowed for a transactional id.
-func (s *Server) allowedTxnID(rc *reqCtx, op acl.Operation, id string) bool {
-	return s.allowed(rc, op, acl.ResourceTransactionalID, id)
+func (a *authorizer) allowedTxnID(rc *reqCtx, op acl.Operation, id string) bool {
+	return a.allowed(rc, op, acl.ResourceTransactionalID, id)
 }
 
 // allowedCluster is allowed for the cluster.
-func (s *Server) allowedCluster(rc *reqCtx, op acl.Operation) bool {
-	return s.allowed(rc, op, acl.ResourceCluster, acl.ClusterName)
+func (a *authorizer) allowedCluster(rc *reqCtx, op acl.Operation) bool {
+	return a.allowed(rc, op, acl.ResourceCluster, acl.ClusterName)
 }
 
 // authorizeGroupRequest applies the group APIs' checks to req. It returns
@@ -157,11 +190,11 @@ func (s *Server) allowedCluster(rc *reqCtx, op acl.Operation) bool {
 // principal may not use, and after, which adds their
 // TOPIC_AUTHORIZATION_FAILED entries (or filters what the principal may not
 // see) to the coordinator's answer.
-func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused kmsg.Response, after func(kmsg.Response)) {
-	if s.authz == nil {
+func (a *authorizer) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused kmsg.Response, after func(kmsg.Response)) {
+	if a.authz == nil {
 		return nil, nil
 	}
-	group := func(op acl.Operation, g string) bool { return s.allowed(rc, op, acl.ResourceGroup, g) }
+	group := func(op acl.Operation, g string) bool { return a.allowed(rc, op, acl.ResourceGroup, g) }
 	denied := int16(errorCode(errGroupAuthorization))
 	topicDenied := errorCode(errTopicAuthorization)
 	switch r := req.(type) {
@@ -219,7 +252,7 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 			}
 			return resp, nil
 		}
-		kept, refusedTopics := splitReadable(s, rc, r.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
+		kept, refusedTopics := splitReadable(a, rc, r.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
 		if len(refusedTopics) == 0 {
 			return nil, nil
 		}
@@ -260,7 +293,7 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 			resp := out.(*kmsg.OffsetFetchResponse)
 			keep := resp.Topics[:0]
 			for _, t := range resp.Topics {
-				if s.allowedTopic(rc, acl.OpDescribe, t.Topic) {
+				if a.allowedTopic(rc, acl.OpDescribe, t.Topic) {
 					keep = append(keep, t)
 				}
 			}
@@ -268,7 +301,7 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 			for i := range resp.Groups {
 				kg := resp.Groups[i].Topics[:0]
 				for _, t := range resp.Groups[i].Topics {
-					if s.allowedTopic(rc, acl.OpDescribe, t.Topic) {
+					if a.allowedTopic(rc, acl.OpDescribe, t.Topic) {
 						kg = append(kg, t)
 					}
 				}
@@ -307,9 +340,9 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 			return resp, nil
 		}
 	case *kmsg.TxnOffsetCommitRequest:
-		return s.authorizeTxnOffsetCommit(rc, r)
+		return a.authorizeTxnOffsetCommit(rc, r)
 	case *kmsg.ListGroupsRequest:
-		if s.allowedCluster(rc, acl.OpDescribe) {
+		if a.allowedCluster(rc, acl.OpDescribe) {
 			return nil, nil
 		}
 		return nil, func(out kmsg.Response) {
@@ -330,7 +363,7 @@ func (s *Server) authorizeGroupRequest(rc *reqCtx, req kmsg.Request) (refused km
 // order: Write on the TransactionalId, then Read on the group (each refusal
 // answers every partition), then Read on each topic (refused topics answer
 // TOPIC_AUTHORIZATION_FAILED, the others are committed).
-func (s *Server) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitRequest) (refused kmsg.Response, after func(kmsg.Response)) {
+func (a *authorizer) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitRequest) (refused kmsg.Response, after func(kmsg.Response)) {
 	refuseAll := func(code int16) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range r.Topics {
@@ -343,13 +376,13 @@ func (s *Server) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitReq
 		}
 		return resp
 	}
-	if !s.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, r.TransactionalID) {
+	if !a.allowed(rc, acl.OpWrite, acl.ResourceTransactionalID, r.TransactionalID) {
 		return refuseAll(kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
-	if !s.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group) {
+	if !a.allowed(rc, acl.OpRead, acl.ResourceGroup, r.Group) {
 		return refuseAll(int16(errorCode(errGroupAuthorization))), nil
 	}
-	kept, refusedTopics := splitReadable(s, rc, r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
+	kept, refusedTopics := splitReadable(a, rc, r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
 	if len(refusedTopics) == 0 {
 		return nil, nil
 	}
@@ -370,9 +403,9 @@ func (s *Server) authorizeTxnOffsetCommit(rc *reqCtx, r *kmsg.TxnOffsetCommitReq
 
 // splitReadable splits a commit request's topics into those rc may Read
 // (kept, a new slice) and those it may not (refused), in request order.
-func splitReadable[T any](s *Server, rc *reqCtx, topics []T, name func(T) string) (kept, refused []T) {
+func splitReadable[T any](a *authorizer, rc *reqCtx, topics []T, name func(T) string) (kept, refused []T) {
 	for _, t := range topics {
-		if s.allowedTopic(rc, acl.OpRead, name(t)) {
+		if a.allowedTopic(rc, acl.OpRead, name(t)) {
 			kept = append(kept, t)
 		} else {
 			refused = append(refused, t)

@@ -25,7 +25,7 @@ func BenchmarkAuthorizeProduce(b *testing.B) {
 		Entry:   acl.Entry{Principal: "User:alice", Host: "*", Operation: acl.OpWrite, Permission: acl.PermissionAllow},
 	})
 	a.Load(bindings)
-	s := &Server{authz: a}
+	s := &Server{az: authorizer{authz: a}}
 	c := &conn{ip: netip.MustParseAddr("127.0.0.1")}
 	c.auth.principal = "User:alice"
 	rc := &reqCtx{conn: c}
@@ -39,12 +39,12 @@ func BenchmarkAuthorizeProduce(b *testing.B) {
 		{"op=Write/denied", "payments", acl.OpWrite, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			if got := s.allowedTopic(rc, tc.op, tc.topic); got != tc.want {
+			if got := s.az.allowedTopic(rc, tc.op, tc.topic); got != tc.want {
 				b.Fatalf("allowed = %v, want %v", got, tc.want)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				s.allowedTopic(rc, tc.op, tc.topic)
+				s.az.allowedTopic(rc, tc.op, tc.topic)
 			}
 		})
 	}
@@ -58,11 +58,11 @@ func TestAuthorizeProduceAllocs(t *testing.T) {
 		Pattern: acl.ResourcePattern{Type: acl.ResourceTopic, Name: "orders", PatternType: acl.PatternPrefixed},
 		Entry:   acl.Entry{Principal: "User:alice", Host: "*", Operation: acl.OpWrite, Permission: acl.PermissionAllow},
 	}})
-	s := &Server{authz: a}
+	s := &Server{az: authorizer{authz: a}}
 	c := &conn{ip: netip.MustParseAddr("127.0.0.1")}
 	c.auth.principal = "User:alice"
 	rc := &reqCtx{conn: c}
-	if n := testing.AllocsPerRun(100, func() { s.allowedTopic(rc, acl.OpWrite, "orders-1") }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { s.az.allowedTopic(rc, acl.OpWrite, "orders-1") }); n != 0 {
 		t.Fatalf("%v allocations per authorization", n)
 	}
 }

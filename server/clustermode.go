@@ -17,8 +17,8 @@ package server
 //     names, at its current epoch, addressed to this broker's current
 //     registration (acceptControllerRequest, cluster.Node.VerifyController);
 //     a StopReplica deletes only replicas no longer assigned here. Followers replicate through the
-//     replication.FetcherManager started and stopped by roleChanging and
-//     roleChanged. A leader changes the ISR by writing the partition state
+//     replication.FetcherManager started and stopped by RoleChanging and
+//     RoleChanged (replica.Hooks, called by the replica manager). A leader changes the ISR by writing the partition state
 //     itself (replication.Options.AlterISR -> Node.WritePartitionState,
 //     guarded by the znode version of the LeaderAndIsr it acts on), and
 //     shrinkLoop calls MaybeShrinkISR.
@@ -28,17 +28,8 @@ package server
 //     one; when the watch (re)starts, every local topic is re-read. Two
 //     concurrent alters of one topic through different brokers are not
 //     serialized (as in Kafka's ZooKeeper mode): the last write wins.
-//   - High-watermark checkpoints (Kafka's replication-offset-checkpoint): a
-//     replica's log can hold records past what its ISR had committed (a
-//     follower's unreplicated tail, a former leader's last appends), so a
-//     replica reopened after a restart starts its high watermark at the
-//     value it last checkpointed, not at its log end, and consumers never
-//     read a record that may yet be truncated away. Checkpoints are written
-//     every hwCheckpointInterval (Kafka's
-//     replica.high.watermark.checkpoint.interval.ms) and at close, through
-//     the backend's optional engine.HighWatermarkStore; a backend without
-//     it restarts every replica at its log start, which is safe and only
-//     delays consumers.
+//   - Replicas restart at their checkpointed high watermark (the replica
+//     manager keeps the checkpoints, package replica).
 //   - Consumer offsets live in the replicated __consumer_offsets topic
 //     (package offsets); FindCoordinator names the leader of a group's
 //     partition (offsets_topic_find.go).
@@ -57,17 +48,18 @@ import (
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/txn"
 )
 
-// hwCheckpointInterval is how often the high watermarks are checkpointed.
-const hwCheckpointInterval = 5 * time.Second
-
-// clusterAPIs are the inter-broker API keys, advertised in ApiVersions only
-// in cluster mode.
-var clusterAPIs = map[int16]bool{4: true, 5: true, 6: true, 7: true}
+// zkPlane serves the inter-broker requests and hears of the replicas' lives.
+var (
+	_ interBroker   = (*zkPlane)(nil)
+	_ replica.Hooks = (*zkPlane)(nil)
+)
 
 type zkPlane struct {
 	s        *Server
@@ -81,16 +73,13 @@ type zkPlane struct {
 	// leaderAddrs are the LiveLeaders of LeaderAndIsr requests, for
 	// fetchers that start before UpdateMetadata names the leader.
 	leaderAddrs map[int32]string
-	// savedHW are the high watermarks checkpointed before the last stop;
-	// read-only after newZKPlane.
-	savedHW map[engine.PartitionID]int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-// newZKPlane starts the cluster-mode machinery of s over node: the
-// fetchers, and the ISR, config-change and checkpoint loops.
+// newZKPlane returns the cluster-mode machinery of s over node, with its
+// fetchers; start starts its loops.
 func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 	zp := &zkPlane{
 		s: s, node: node,
@@ -114,37 +103,37 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.
 	s.pids.base = int64(s.nodeID) << 40
-	zp.savedHW = zp.loadHighWatermarks()
-	lag := s.cfg.ReplicaLagTimeMax
+	return zp
+}
+
+// start starts the ISR and config-change loops, once s.rm exists.
+func (zp *zkPlane) start() {
+	lag := zp.s.cfg.ReplicaLagTimeMax
 	if lag <= 0 {
 		lag = replication.DefaultReplicaLagTimeMax
 	}
-	zp.wg.Add(3)
+	zp.wg.Add(2)
 	// MaybeShrinkISR on every partition led here, every
 	// replica.lag.time.max.ms/2 as Kafka does.
 	go zp.every(max(lag/2, 50*time.Millisecond), zp.shrinkISRs)
 	go zp.configLoop()
-	go zp.every(hwCheckpointInterval, zp.checkpointHighWatermarks)
-	return zp
 }
 
-// close stops the loops and every fetcher (before the partitions close)
-// and checkpoints the high watermarks.
+// close stops the loops and every fetcher (before the partitions close).
 func (zp *zkPlane) close() {
 	close(zp.stop)
 	zp.wg.Wait()
 	zp.fetchers.Close()
-	zp.checkpointHighWatermarks()
 }
 
 // --- the view ---
 
-func (zp *zkPlane) brokers() []cluster.Broker {
+func (zp *zkPlane) brokers() []metadata.Broker {
 	if live := zp.node.Metadata().Brokers(); len(live) > 0 {
 		return live
 	}
 	// Before the first UpdateMetadata: at least ourselves.
-	return []cluster.Broker{zp.s.self()}
+	return []metadata.Broker{zp.s.self}
 }
 
 func (zp *zkPlane) controllerID() int32 {
@@ -158,7 +147,7 @@ func (zp *zkPlane) topicNames() []string { return zp.node.Metadata().Topics() }
 
 func (zp *zkPlane) topicID(name string) ([16]byte, bool) { return zp.node.Metadata().TopicID(name) }
 
-func (zp *zkPlane) partitions(name string) []cluster.PartitionInfo {
+func (zp *zkPlane) partitions(name string) []metadata.PartitionInfo {
 	return zp.node.Metadata().Partitions(name)
 }
 
@@ -199,7 +188,7 @@ func (zp *zkPlane) topicConfigs(name string) (map[string]string, error) {
 
 // setTopicConfigs writes the overrides to ZooKeeper (with a change
 // notification for the other brokers) and applies them here at once, so
-// this broker's next request sees them. REQUIRES: s.topics.admin held.
+// this broker's next request sees them. REQUIRES: s.rm.Lock held.
 func (zp *zkPlane) setTopicConfigs(ctx context.Context, name string, overrides map[string]string) error {
 	if err := zp.node.SetTopicConfig(ctx, name, overrides); err != nil {
 		return fmt.Errorf("server: write configs of %q: %w", name, err)
@@ -211,13 +200,11 @@ func (zp *zkPlane) setTopicConfigs(ctx context.Context, name string, overrides m
 
 // electLeaders runs on the controller; other brokers answer NOT_CONTROLLER,
 // as Kafka's ZooKeeper-mode brokers do.
-func (zp *zkPlane) electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error) {
+func (zp *zkPlane) electLeaders(ctx context.Context, tps []metadata.TopicPartition, unclean bool) (map[metadata.TopicPartition]error, error) {
 	return zp.node.ElectLeaders(ctx, tps, unclean)
 }
 
 // --- controller requests and local replicas ---
-
-func (zp *zkPlane) interBrokerAPIs() bool { return true }
 
 func (zp *zkPlane) acceptControllerRequest(controllerID, controllerEpoch int32, brokerEpoch int64) error {
 	if err := zp.node.VerifyController(controllerID, controllerEpoch); err != nil {
@@ -263,11 +250,12 @@ func (zp *zkPlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
 	return nil
 }
 
-func (zp *zkPlane) controlledShutdown(brokerID int32, brokerEpoch int64) ([]cluster.TopicPartition, error) {
+func (zp *zkPlane) controlledShutdown(brokerID int32, brokerEpoch int64) ([]metadata.TopicPartition, error) {
 	return zp.node.HandleControlledShutdown(brokerID, brokerEpoch)
 }
 
-func (zp *zkPlane) topicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
+// TopicAssignment is replica.Hooks.TopicAssignment, from ZooKeeper.
+func (zp *zkPlane) TopicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
 	id, assignment, err := zp.node.TopicAssignment(name)
 	if err != nil {
 		return id, nil, nil, err
@@ -276,34 +264,36 @@ func (zp *zkPlane) topicAssignment(name string) ([16]byte, [][]int32, map[string
 	return id, assignment, configs, err
 }
 
-// replicaOptions: a replica knows its broker id, enforces
-// min.insync.replicas, writes ISR changes to ZooKeeper, and restarts its
-// high watermark at the checkpointed one (never past what was committed
-// before the restart; missing clamps to the log start).
-func (zp *zkPlane) replicaOptions(t *topic, o replication.Options) replication.Options {
-	o.MinInsyncReplicas = t.cfg.minISR
+// ReplicaOptions is replica.Hooks.ReplicaOptions: a replica knows its
+// broker id, enforces min.insync.replicas and writes ISR changes to
+// ZooKeeper.
+func (zp *zkPlane) ReplicaOptions(t *replica.Topic, o replication.Options) replication.Options {
+	o.MinInsyncReplicas = t.Config.MinISR
 	o.ReplicaLagTimeMax = zp.s.cfg.ReplicaLagTimeMax
 	o.AlterISR = zp.alterISR
-	o.RestoreHighWatermark = true
-	o.HighWatermark = zp.savedHW[engine.PartitionID{Topic: o.Topic, Partition: o.Partition}]
 	return o
 }
 
-func (zp *zkPlane) roleChanging(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+// RoleChanging is replica.Hooks.RoleChanging: a new leader's fetcher stops
+// first, so no fetch lands after MakeLeader; the controller epoch is kept
+// for the leader's ISR writes.
+func (zp *zkPlane) RoleChanging(p *replica.Partition, st replication.LeaderAndIsr, controllerEpoch int32) {
 	zp.mu.Lock()
-	zp.partCtrlEpoch[engine.PartitionID{Topic: p.Topic(), Partition: p.Index()}] = ps.ControllerEpoch
+	zp.partCtrlEpoch[engine.PartitionID{Topic: p.Topic(), Partition: p.Index()}] = controllerEpoch
 	zp.mu.Unlock()
-	if ps.Leader == zp.s.nodeID {
+	if st.Leader == zp.s.nodeID {
 		zp.fetchers.Remove(p.Partition)
 	}
 }
 
-func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
-	leader := ps.Leader == zp.s.nodeID
+// RoleChanged is replica.Hooks.RoleChanged: a follower's fetcher starts;
+// the internal topics' coordinators load or unload.
+func (zp *zkPlane) RoleChanged(p *replica.Partition, st replication.LeaderAndIsr) {
+	leader := st.Leader == zp.s.nodeID
 	switch {
 	case leader:
-	case ps.Leader >= 0:
-		zp.fetchers.Add(p.Partition, ps.Leader, ps.LeaderEpoch)
+	case st.Leader >= 0:
+		zp.fetchers.Add(p.Partition, st.Leader, st.LeaderEpoch)
 	default: // no live leader: wait for the next LeaderAndIsr
 		zp.fetchers.Remove(p.Partition)
 	}
@@ -315,7 +305,9 @@ func (zp *zkPlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPar
 	}
 }
 
-func (zp *zkPlane) replicaStopped(p *partition) {
+// ReplicaStopped is replica.Hooks.ReplicaStopped: its fetcher stops, and
+// an internal topic's coordinator unloads the partition.
+func (zp *zkPlane) ReplicaStopped(p *replica.Partition) {
 	zp.fetchers.Remove(p.Partition)
 	switch p.Topic() {
 	case offsets.Topic:
@@ -349,17 +341,6 @@ func (zp *zkPlane) alterISR(ctx context.Context, topic string, partition int32, 
 
 // --- background loops ---
 
-// eachReplica calls fn for every local replica.
-func (zp *zkPlane) eachReplica(fn func(t *topic, p *partition)) {
-	for _, t := range zp.s.topics.all() {
-		for _, p := range t.parts {
-			if p != nil {
-				fn(t, p)
-			}
-		}
-	}
-}
-
 // every calls fn every interval until close.
 func (zp *zkPlane) every(interval time.Duration, fn func()) {
 	defer zp.wg.Done()
@@ -378,11 +359,13 @@ func (zp *zkPlane) every(interval time.Duration, fn func()) {
 // shrinkISRs calls MaybeShrinkISR on every partition this broker leads.
 func (zp *zkPlane) shrinkISRs() {
 	now := zp.s.now()
-	zp.eachReplica(func(_ *topic, p *partition) {
-		if p.IsLeader() {
-			p.MaybeShrinkISR(now)
+	for _, t := range zp.s.rm.Topics() {
+		for _, p := range t.Parts {
+			if p != nil && p.IsLeader() {
+				p.MaybeShrinkISR(now)
+			}
 		}
-	})
+	}
 }
 
 // configLoop applies topic config changes notified through ZooKeeper until
@@ -404,15 +387,15 @@ func (zp *zkPlane) configLoop() {
 // applyTopicConfig re-reads topic name's config from ZooKeeper and applies
 // it to the local replicas.
 func (zp *zkPlane) applyTopicConfig(name string) {
-	zp.s.topics.admin.Lock()
-	defer zp.s.topics.admin.Unlock()
+	zp.s.rm.Lock()
+	defer zp.s.rm.Unlock()
 	zp.applyTopicConfigLocked(name)
 }
 
 // resyncTopicConfigs re-reads the config of every local topic.
 func (zp *zkPlane) resyncTopicConfigs() {
-	for _, t := range zp.s.topics.all() {
-		zp.applyTopicConfig(t.name)
+	for _, t := range zp.s.rm.Topics() {
+		zp.applyTopicConfig(t.Name)
 	}
 }
 
@@ -420,10 +403,10 @@ func (zp *zkPlane) resyncTopicConfigs() {
 // local entry and replicas when they differ from the local ones. A topic
 // with no replica here has nothing to apply. Failures are logged: the next
 // change or restart applies the config again.
-// REQUIRES: s.topics.admin held.
+// REQUIRES: s.rm.Lock held.
 func (zp *zkPlane) applyTopicConfigLocked(name string) {
 	s := zp.s
-	t := s.topics.get(name)
+	t := s.rm.Topic(name)
 	if t == nil {
 		return
 	}
@@ -434,42 +417,11 @@ func (zp *zkPlane) applyTopicConfigLocked(name string) {
 		}
 		return
 	}
-	if maps.Equal(configs, t.meta.Configs) {
+	if maps.Equal(configs, t.Meta.Configs) {
 		return
 	}
 	if cerr := checkTopicConfigs(configs); cerr != nil {
 		s.log.Warn("server: topic config in zookeeper not valid here; using broker defaults for bad keys", "topic", name, "err", cerr)
 	}
-	s.setTopicConfigsLocked(t, configs) // logs what fails
-}
-
-// loadHighWatermarks reads the checkpointed high watermarks; a damaged
-// checkpoint is logged and ignored (every replica then starts at its log
-// start, which is safe).
-func (zp *zkPlane) loadHighWatermarks() map[engine.PartitionID]int64 {
-	hs, ok := zp.s.store.(engine.HighWatermarkStore)
-	if !ok {
-		return nil
-	}
-	m, err := hs.HighWatermarks()
-	if err != nil {
-		zp.s.log.Warn("server: ignoring damaged high-watermark checkpoint; replicas start at their log start", "err", err)
-		return nil
-	}
-	return m
-}
-
-// checkpointHighWatermarks saves the high watermark of every local replica.
-func (zp *zkPlane) checkpointHighWatermarks() {
-	hs, ok := zp.s.store.(engine.HighWatermarkStore)
-	if !ok {
-		return
-	}
-	m := map[engine.PartitionID]int64{}
-	zp.eachReplica(func(t *topic, p *partition) {
-		m[engine.PartitionID{Topic: t.name, Partition: p.Index()}] = p.HighWatermark()
-	})
-	if err := hs.SaveHighWatermarks(m); err != nil {
-		zp.s.log.Error("server: checkpoint high watermarks", "err", err)
-	}
+	s.rm.SetTopicConfigsLocked(t, configs) // logs what fails
 }

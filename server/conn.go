@@ -409,7 +409,7 @@ func (s *Server) decodeRequest(body []byte) (r *request) {
 		r.closeErr = errors.New("server: truncated request header")
 		return r
 	}
-	api, ok := apis[r.key]
+	api, ok := s.apis[r.key]
 	if !ok {
 		r.closeErr = fmt.Errorf("server: unsupported api key %d", r.key)
 		return r
@@ -529,14 +529,14 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 		}
 	}()
 	if r.kreq == nil { // ApiVersions at a version we do not serve
-		return &response{corr: r.corr, kresp: s.apiVersionsUnsupported()}
+		return &response{corr: r.corr, kresp: s.apis.unsupported()}
 	}
 	rc := &reqCtx{conn: c, clientID: r.clientID, version: r.version, req: r}
 	var started metrics.Stamp
 	if s.metrics != nil {
 		started = metrics.Now()
 	}
-	out, err := apis[r.key].handle(s, rc, r.kreq)
+	out, err := s.apis[r.key].handle(s, rc, r.kreq)
 	if s.metrics != nil && err == nil && r.received != 0 {
 		t := metrics.Timing{Received: r.received, Started: started, Handled: metrics.Now(), Remote: time.Duration(rc.remote.Load())}
 		api := s.metrics.Request(r.key)
@@ -596,7 +596,7 @@ func (c *conn) writeLoop() {
 		for r := range c.resp { // release what the handler still sends
 			dropResponse(r)
 		}
-		c.s.connDone(c)
+		c.unregister()
 	}()
 	for {
 		r, ok := <-c.resp
@@ -786,4 +786,16 @@ func (rc *reqCtx) closing(s *Server) (<-chan struct{}, <-chan struct{}) {
 		return s.closing, nil
 	}
 	return s.closing, rc.conn.done
+}
+
+// unregister removes c from its server; the writer calls it when the
+// connection is closed.
+func (c *conn) unregister() {
+	s := c.s
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.limits.closed(c.ip)
+	c.lst.Closed()
+	s.connWG.Done()
 }

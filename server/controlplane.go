@@ -1,43 +1,54 @@
 package server
 
 // The control plane: what differs between a single-node broker and a member
-// of a ZooKeeper cluster, behind one interface, so that each API's handler
-// (the NN_name.go files) is written once and never asks which mode it runs
-// in.
+// of a ZooKeeper cluster, in narrow parts, so that each API's handler (the
+// NN_name.go files) is written once and never asks which mode it runs in:
+//
+//   - metadataView (Server.md): what handlers read: the brokers, the
+//     controller, the topics and their partitions.
+//   - topicAdmin (Server.admin): topic administration: create, delete,
+//     add partitions, configs, leader elections.
+//   - replica.Hooks: what the replica manager (package replica) tells a
+//     cluster of its replicas' lives: their options, roles and stops.
+//   - interBroker (Server.ib): the controller's requests and follower
+//     fetches. Only a cluster has one: a single node's dispatch table lacks
+//     LeaderAndIsr, StopReplica, UpdateMetadata and ControlledShutdown, so
+//     a client sending one is closed as for any API Sluice does not serve.
+//
+// The modes:
 //
 //   - localPlane (this file): the broker is the whole cluster. Its view is
-//     the local topic registry (this broker leads every partition, the only
-//     replica and the whole ISR), topic administration changes the registry,
-//     the metastore and the logs at once, and inter-broker requests are
-//     refused.
+//     the replica manager's registry (this broker leads every partition,
+//     the only replica and the whole ISR), and topic administration changes
+//     the registry, the metastore and the logs at once.
 //   - zkPlane (clustermode.go): the view is the metadata cache fed by the
 //     controller's UpdateMetadata requests, administration writes to
 //     ZooKeeper (the controller carries it out through LeaderAndIsr and
-//     StopReplica), and the inter-broker requests are obeyed.
+//     StopReplica), and it implements interBroker and replica.Hooks.
 //
-// The local replicas themselves (the topic registry, opening and closing
+// The local replicas themselves (the registry, opening and closing
 // partition logs, applying LeaderAndIsr and StopReplica to them) are the
-// server's in both modes (replicas.go).
+// replica manager's in both modes.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
-	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/metadata"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replica"
 )
 
-// controlPlane is the seam between the protocol handlers and the mode the
-// broker runs in. Implementations are safe for concurrent use. Slices and
-// maps returned are the caller's.
-type controlPlane interface {
+// metadataView is what the handlers read of the cluster. Implementations
+// are safe for concurrent use. Slices returned are the caller's.
+type metadataView interface {
 	// brokers returns the live brokers, never empty: at least this one.
-	brokers() []cluster.Broker
+	brokers() []metadata.Broker
 	// controllerID returns the controller's broker id, -1 when unknown.
 	controllerID() int32
 	// topicNames returns every topic of the cluster, sorted.
@@ -47,8 +58,15 @@ type controlPlane interface {
 	// partitions returns every partition of a topic in partition order
 	// (nil: no such topic). Leader is -1 (or a broker not in brokers())
 	// when the partition has no live leader.
-	partitions(name string) []cluster.PartitionInfo
+	partitions(name string) []metadata.PartitionInfo
+	// controllerStats is the controller's counts for the metrics
+	// (kafka_controller_kafkacontroller_*).
+	controllerStats() metadata.ControllerStats
+}
 
+// topicAdmin administers the cluster's topics. Implementations are safe
+// for concurrent use; maps returned are the caller's.
+type topicAdmin interface {
 	// createTopic creates a validated topic (see checkNewTopic) with a
 	// new id and returns it. It does not wait for leaders: callers watch
 	// partitions() for that. cluster.ErrTopicExists or errTopicExists when
@@ -66,71 +84,62 @@ type controlPlane interface {
 	topicConfigs(name string) (map[string]string, error)
 	// setTopicConfigs replaces a topic's overrides (validated by the
 	// caller) and applies them to the local replicas.
-	// REQUIRES: s.topics.admin held.
+	// REQUIRES: s.rm.Lock held.
 	setTopicConfigs(ctx context.Context, name string, overrides map[string]string) error
 	// electLeaders runs a preferred (or unclean) election of tps (nil: all
 	// partitions) and returns each partition's outcome; a non-nil error is
 	// for the whole request (not the controller, timed out).
-	electLeaders(ctx context.Context, tps []cluster.TopicPartition, unclean bool) (map[cluster.TopicPartition]error, error)
+	electLeaders(ctx context.Context, tps []metadata.TopicPartition, unclean bool) (map[metadata.TopicPartition]error, error)
+}
+
+// coordinatorRoute is where the mode's coordinators are.
+type coordinatorRoute interface {
 	// findCoordinator answers FindCoordinator.
 	findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error)
+}
 
-	// interBrokerAPIs reports whether LeaderAndIsr, StopReplica,
-	// UpdateMetadata and ControlledShutdown are served (and advertised).
-	interBrokerAPIs() bool
+// interBroker serves what only a cluster member is sent: the controller's
+// requests and other brokers' follower fetches. Implementations are safe
+// for concurrent use.
+type interBroker interface {
 	// acceptControllerRequest checks who sent a LeaderAndIsr, StopReplica
 	// or UpdateMetadata request: the controller ZooKeeper names, at its
 	// current epoch, addressing this broker's current registration
-	// (brokerEpoch). Refusals: errClusterOnly on a single node,
-	// cluster.ErrStaleControllerEpoch, cluster.ErrNotFromController,
-	// cluster.ErrStaleBrokerEpoch.
+	// (brokerEpoch). Refusals: cluster.ErrStaleControllerEpoch,
+	// cluster.ErrNotFromController, cluster.ErrStaleBrokerEpoch.
 	acceptControllerRequest(controllerID, controllerEpoch int32, brokerEpoch int64) error
 	// checkReplicaDelete refuses a StopReplica that would delete a local
 	// replica the topic's assignment still places here (the controller
 	// deletes only replicas of deleted topics or moved partitions).
 	checkReplicaDelete(topic string, partition int32) error
 	// checkFollower checks a follower fetch's sender: a registered broker
-	// naming its current registration epoch (-1, none, is refused in
-	// cluster mode). errClusterOnly on a single node.
+	// naming its current registration epoch (-1, none, is refused).
 	checkFollower(replicaID int32, replicaEpoch int64) error
 	// applyUpdateMetadata applies an UpdateMetadata request to the view.
 	applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error
 	// controlledShutdown serves a ControlledShutdown request (on the
 	// controller): the partitions whose leadership could not be moved.
-	controlledShutdown(brokerID int32, brokerEpoch int64) ([]cluster.TopicPartition, error)
-	// topicAssignment returns a topic's id, replica assignment and config
-	// overrides, for opening a local replica the controller names.
-	topicAssignment(name string) (id [16]byte, assignment [][]int32, configs map[string]string, err error)
-	// replicaOptions returns o with the mode's settings added, for a
-	// local partition being opened. (By value: a pointer through this
-	// interface made every partition's Options escape, ~240 bytes of
-	// garbage per partition created.)
-	replicaOptions(t *topic, o replication.Options) replication.Options
-	// controllerStats is the controller's counts for the metrics
-	// (kafka_controller_kafkacontroller_*).
-	controllerStats() cluster.ControllerStats
+	controlledShutdown(brokerID int32, brokerEpoch int64) ([]metadata.TopicPartition, error)
 	// liveLeaders records the leaders' addresses a LeaderAndIsr request
 	// names, for followers that start before UpdateMetadata names them.
 	liveLeaders(ls []kmsg.LeaderAndISRRequestLiveLeader)
-	// roleChanging is told of the role LeaderAndIsr is about to give a
-	// local replica (a new leader's fetcher stops first, so no fetch lands
-	// after MakeLeader); roleChanged once it is applied (a follower's
-	// fetcher starts; the internal topics' coordinators load or unload).
-	roleChanging(p *partition, st kmsg.LeaderAndISRRequestTopicPartition)
-	roleChanged(p *partition, st kmsg.LeaderAndISRRequestTopicPartition)
-	// replicaStopped is told that a local replica stopped (StopReplica),
-	// before it is closed.
-	replicaStopped(p *partition)
-	// close stops the plane's background work; the partitions are still
-	// open.
+}
+
+// controlPlane is one mode, as New takes it apart: its view, its topic
+// administration, where its coordinators are, and close, which stops its
+// background work (the partitions are still open). A cluster's plane also
+// implements interBroker and replica.Hooks.
+type controlPlane interface {
+	metadataView
+	topicAdmin
+	coordinatorRoute
 	close()
 }
 
 var (
-	// errClusterOnly refuses an inter-broker request (or a follower fetch)
-	// sent to a single-node broker, which does not advertise those APIs
-	// (CLUSTER_AUTHORIZATION_FAILED).
-	errClusterOnly = errors.New("server: inter-broker request refused: this broker is not in a cluster (no zookeeper.connect)")
+	// errClusterOnly refuses a follower fetch sent to a single-node
+	// broker, which has no followers (CLUSTER_AUTHORIZATION_FAILED).
+	errClusterOnly = errors.New("server: follower fetch refused: this broker is not in a cluster (no zookeeper.connect)")
 	// errStaleControllerEpoch: a controller request from an older epoch.
 	errStaleControllerEpoch = errors.New("server: stale controller epoch")
 )
@@ -139,73 +148,49 @@ var (
 // another listener than control.plane.listener.name.
 var errNotControlPlaneListener = errors.New("server: controller requests are served only on control.plane.listener.name")
 
-// checkControlListener refuses an inter-broker request on a connection
-// that did not come in on control.plane.listener.name, when one is set
-// (KIP-291). Handlers called without a connection (tests) pass.
-func (s *Server) checkControlListener(rc *reqCtx) error {
-	if !s.allowedCluster(rc, acl.OpClusterAction) {
-		return errClusterAuthorization
-	}
-	cp := s.cfg.ControlPlaneListenerName
-	if cp == "" || rc.conn == nil || rc.conn.listener == cp {
-		return nil
-	}
-	return fmt.Errorf("%w (%s), not on %s", errNotControlPlaneListener, cp, cmp.Or(rc.conn.listener, "the client listener"))
-}
-
-// acceptControllerRequestOn is checkControlListener, then the control
-// plane's acceptControllerRequest.
-func (s *Server) acceptControllerRequestOn(rc *reqCtx, controllerID, controllerEpoch int32, brokerEpoch int64) error {
-	if err := s.checkControlListener(rc); err != nil {
-		return err
-	}
-	return s.cp.acceptControllerRequest(controllerID, controllerEpoch, brokerEpoch)
-}
-
-// refuseControllerRequest logs a refused inter-broker request with who
-// sent it.
-func (s *Server) refuseControllerRequest(rc *reqCtx, req kmsg.Request, controllerID, controllerEpoch int32, err error) {
+// logRefused logs a refused inter-broker request with who sent it.
+func (rc *reqCtx) logRefused(log *slog.Logger, req kmsg.Request, controllerID, controllerEpoch int32, err error) {
 	from := ""
 	if rc.conn != nil {
 		from = rc.conn.nc.RemoteAddr().String()
 	}
-	s.log.Warn("server: refused "+kmsg.NameForKey(req.Key()), "from", from, "client_id", rc.clientID,
+	log.Warn("server: refused "+kmsg.NameForKey(req.Key()), "from", from, "client_id", rc.clientID,
 		"controller", controllerID, "controller_epoch", controllerEpoch, "err", err)
 }
 
 // localPlane is the control plane of a single-node broker.
 type localPlane struct{ s *Server }
 
-func (lp localPlane) brokers() []cluster.Broker { return []cluster.Broker{lp.s.self()} }
+func (lp localPlane) brokers() []metadata.Broker { return []metadata.Broker{lp.s.self} }
 
 func (lp localPlane) controllerID() int32 { return lp.s.nodeID }
 
 func (lp localPlane) topicNames() []string {
-	ts := lp.s.topics.all()
+	ts := lp.s.rm.Topics()
 	names := make([]string, len(ts))
 	for i, t := range ts {
-		names[i] = t.name
+		names[i] = t.Name
 	}
 	return names
 }
 
 func (lp localPlane) topicID(name string) ([16]byte, bool) {
-	if t := lp.s.topics.get(name); t != nil {
-		return t.id, true
+	if t := lp.s.rm.Topic(name); t != nil {
+		return t.ID, true
 	}
 	return [16]byte{}, false
 }
 
-func (lp localPlane) partitions(name string) []cluster.PartitionInfo {
-	t := lp.s.topics.get(name)
+func (lp localPlane) partitions(name string) []metadata.PartitionInfo {
+	t := lp.s.rm.Topic(name)
 	if t == nil {
 		return nil
 	}
 	id := lp.s.nodeID
-	out := make([]cluster.PartitionInfo, len(t.parts))
-	for i, p := range t.parts {
-		out[i] = cluster.PartitionInfo{
-			Topic: name, Partition: int32(i), TopicID: t.id, Leader: id, LeaderEpoch: p.LeaderEpoch(),
+	out := make([]metadata.PartitionInfo, len(t.Parts))
+	for i, p := range t.Parts {
+		out[i] = metadata.PartitionInfo{
+			Topic: name, Partition: int32(i), TopicID: t.ID, Leader: id, LeaderEpoch: p.LeaderEpoch(),
 			Replicas: []int32{id}, ISR: []int32{id}, OfflineReplicas: []int32{},
 		}
 	}
@@ -214,32 +199,34 @@ func (lp localPlane) partitions(name string) []cluster.PartitionInfo {
 
 func (lp localPlane) createTopic(_ context.Context, spec topicSpec) ([16]byte, error) {
 	s := lp.s
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
-	if s.topics.get(spec.name) != nil { // created since the caller checked
+	s.rm.Lock()
+	defer s.rm.Unlock()
+	if s.rm.Topic(spec.name) != nil { // created since the caller checked
 		return [16]byte{}, fmt.Errorf("%w: topic %q already exists", errTopicExists, spec.name)
 	}
-	t, err := s.createTopicLocked(spec)
+	t, err := s.rm.CreateTopicLocked(metastore.Topic{
+		Name: spec.name, ID: newTopicID(), Partitions: spec.partitions, ReplicationFactor: spec.rf, Configs: spec.configs,
+	})
 	if err != nil {
 		return [16]byte{}, err
 	}
-	return t.id, nil
+	return t.ID, nil
 }
 
 func (lp localPlane) deleteTopic(_ context.Context, name string) error {
-	return lp.withTopic(name, lp.s.deleteTopicLocked)
+	return lp.withTopic(name, lp.s.rm.DeleteTopicLocked)
 }
 
 func (lp localPlane) addPartitions(_ context.Context, name string, count int32, _ [][]int32) error {
-	return lp.withTopic(name, func(t *topic) error { return lp.s.addPartitionsLocked(t, count) })
+	return lp.withTopic(name, func(t *replica.Topic) error { return lp.s.rm.AddPartitionsLocked(t, count) })
 }
 
-// withTopic runs fn on topic name with s.topics.admin held.
-func (lp localPlane) withTopic(name string, fn func(*topic) error) error {
+// withTopic runs fn on topic name with s.rm.Lock held.
+func (lp localPlane) withTopic(name string, fn func(*replica.Topic) error) error {
 	s := lp.s
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
-	t := s.topics.get(name)
+	s.rm.Lock()
+	defer s.rm.Unlock()
+	t := s.rm.Topic(name)
 	if t == nil {
 		return errUnknownTopicOrPartition
 	}
@@ -247,41 +234,41 @@ func (lp localPlane) withTopic(name string, fn func(*topic) error) error {
 }
 
 func (lp localPlane) topicConfigs(name string) (map[string]string, error) {
-	t := lp.s.topics.get(name)
+	t := lp.s.rm.Topic(name)
 	if t == nil {
 		if err := validateTopicName(name); err != nil {
 			return nil, err
 		}
 		return nil, errUnknownTopicOrPartition
 	}
-	if t.meta.Configs == nil {
+	if t.Meta.Configs == nil {
 		return map[string]string{}, nil
 	}
-	return t.meta.Configs, nil
+	return t.Meta.Configs, nil
 }
 
 func (lp localPlane) setTopicConfigs(_ context.Context, name string, overrides map[string]string) error {
-	t := lp.s.topics.get(name)
+	t := lp.s.rm.Topic(name)
 	if t == nil {
 		return errUnknownTopicOrPartition
 	}
-	return lp.s.setTopicConfigsLocked(t, overrides)
+	return lp.s.rm.SetTopicConfigsLocked(t, overrides)
 }
 
 // electLeaders: a single broker leads every partition and is each one's
 // only replica, so no election is ever needed.
-func (lp localPlane) electLeaders(_ context.Context, tps []cluster.TopicPartition, _ bool) (map[cluster.TopicPartition]error, error) {
+func (lp localPlane) electLeaders(_ context.Context, tps []metadata.TopicPartition, _ bool) (map[metadata.TopicPartition]error, error) {
 	s := lp.s
 	if tps == nil {
-		for _, t := range s.topics.all() {
-			for p := range t.parts {
-				tps = append(tps, cluster.TopicPartition{Topic: t.name, Partition: int32(p)})
+		for _, t := range s.rm.Topics() {
+			for p := range t.Parts {
+				tps = append(tps, metadata.TopicPartition{Topic: t.Name, Partition: int32(p)})
 			}
 		}
 	}
-	results := make(map[cluster.TopicPartition]error, len(tps))
+	results := make(map[metadata.TopicPartition]error, len(tps))
 	for _, tp := range tps {
-		if s.partition(tp.Topic, tp.Partition) == nil {
+		if s.rm.Partition(tp.Topic, tp.Partition) == nil {
 			results[tp] = cluster.ErrTopicNotFound
 		} else {
 			results[tp] = cluster.ErrElectionNotNeeded
@@ -301,33 +288,5 @@ func (lp localPlane) findCoordinator(ctx context.Context, req *kmsg.FindCoordina
 	}
 	return resp.(*kmsg.FindCoordinatorResponse), nil
 }
-
-func (lp localPlane) interBrokerAPIs() bool { return false }
-
-func (lp localPlane) acceptControllerRequest(int32, int32, int64) error { return errClusterOnly }
-
-func (lp localPlane) checkReplicaDelete(string, int32) error { return errClusterOnly }
-
-func (lp localPlane) checkFollower(int32, int64) error { return errClusterOnly }
-
-func (lp localPlane) applyUpdateMetadata(*kmsg.UpdateMetadataRequest) error { return errClusterOnly }
-
-func (lp localPlane) controlledShutdown(int32, int64) ([]cluster.TopicPartition, error) {
-	return nil, errClusterOnly
-}
-
-func (lp localPlane) topicAssignment(string) ([16]byte, [][]int32, map[string]string, error) {
-	return [16]byte{}, nil, nil, errClusterOnly
-}
-
-func (lp localPlane) replicaOptions(_ *topic, o replication.Options) replication.Options { return o }
-
-func (lp localPlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
-
-func (lp localPlane) roleChanging(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
-
-func (lp localPlane) roleChanged(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
-
-func (lp localPlane) replicaStopped(*partition) {}
 
 func (lp localPlane) close() {}

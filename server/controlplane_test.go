@@ -12,21 +12,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 )
 
 // fakeTopic is a topic of the fake cluster.
 type fakeTopic struct {
 	id      [16]byte
-	parts   []cluster.PartitionInfo
+	parts   []metadata.PartitionInfo
 	configs map[string]string
 }
 
@@ -37,7 +40,7 @@ type fakePlane struct {
 	s *Server
 
 	mu         sync.Mutex
-	live       []cluster.Broker
+	live       []metadata.Broker
 	controller int32
 	topics     map[string]*fakeTopic
 	ctrlEpoch  int32
@@ -60,7 +63,7 @@ type fakePlane struct {
 
 func newFakePlane() *fakePlane {
 	return &fakePlane{
-		live: []cluster.Broker{
+		live: []metadata.Broker{
 			{ID: 1, Host: "127.0.0.1", Port: 9092},
 			{ID: 2, Host: "127.0.0.1", Port: 9093},
 			{ID: 3, Host: "127.0.0.1", Port: 9094},
@@ -80,7 +83,7 @@ func (fp *fakePlane) addTopic(name string, leaders ...int32) [16]byte {
 	id := newTopicID()
 	ft := &fakeTopic{id: id, configs: map[string]string{}}
 	for i, l := range leaders {
-		ft.parts = append(ft.parts, cluster.PartitionInfo{
+		ft.parts = append(ft.parts, metadata.PartitionInfo{
 			Topic: name, Partition: int32(i), TopicID: id, Leader: l, LeaderEpoch: 1,
 			Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3},
 		})
@@ -89,7 +92,7 @@ func (fp *fakePlane) addTopic(name string, leaders ...int32) [16]byte {
 	return id
 }
 
-func (fp *fakePlane) brokers() []cluster.Broker {
+func (fp *fakePlane) brokers() []metadata.Broker {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	return slices.Clone(fp.live)
@@ -117,7 +120,7 @@ func (fp *fakePlane) topicID(name string) ([16]byte, bool) {
 	return [16]byte{}, false
 }
 
-func (fp *fakePlane) partitions(name string) []cluster.PartitionInfo {
+func (fp *fakePlane) partitions(name string) []metadata.PartitionInfo {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	fp.partitionsCalls++
@@ -158,7 +161,7 @@ func (fp *fakePlane) addPartitions(_ context.Context, name string, count int32, 
 	defer fp.mu.Unlock()
 	t := fp.topics[name]
 	for i := int32(len(t.parts)); i < count; i++ {
-		t.parts = append(t.parts, cluster.PartitionInfo{Topic: name, Partition: i, TopicID: t.id, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
+		t.parts = append(t.parts, metadata.PartitionInfo{Topic: name, Partition: i, TopicID: t.id, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
 	}
 	fp.added[name] = asg
 	return nil
@@ -182,11 +185,11 @@ func (fp *fakePlane) setTopicConfigs(_ context.Context, name string, overrides m
 	return nil
 }
 
-func (fp *fakePlane) electLeaders(_ context.Context, tps []cluster.TopicPartition, _ bool) (map[cluster.TopicPartition]error, error) {
+func (fp *fakePlane) electLeaders(_ context.Context, tps []metadata.TopicPartition, _ bool) (map[metadata.TopicPartition]error, error) {
 	if fp.electErr != nil {
 		return nil, fp.electErr
 	}
-	out := map[cluster.TopicPartition]error{}
+	out := map[metadata.TopicPartition]error{}
 	for _, tp := range tps {
 		out[tp] = nil
 	}
@@ -198,8 +201,6 @@ func (fp *fakePlane) findCoordinator(_ context.Context, req *kmsg.FindCoordinato
 	resp.NodeID, resp.Host, resp.Port = 3, "127.0.0.1", 9094
 	return resp, nil
 }
-
-func (fp *fakePlane) interBrokerAPIs() bool { return true }
 
 // fakeBrokerEpoch is this broker's registration epoch in the fake cluster.
 const fakeBrokerEpoch = 100
@@ -245,16 +246,16 @@ func (fp *fakePlane) applyUpdateMetadata(r *kmsg.UpdateMetadataRequest) error {
 	fp.updateCalls++
 	fp.live = nil
 	for _, b := range r.LiveBrokers {
-		fp.live = append(fp.live, cluster.Broker{ID: b.ID})
+		fp.live = append(fp.live, metadata.Broker{ID: b.ID})
 	}
 	return nil
 }
 
-func (fp *fakePlane) controlledShutdown(int32, int64) ([]cluster.TopicPartition, error) {
+func (fp *fakePlane) controlledShutdown(int32, int64) ([]metadata.TopicPartition, error) {
 	return nil, cluster.ErrNotController
 }
 
-func (fp *fakePlane) topicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
+func (fp *fakePlane) TopicAssignment(name string) ([16]byte, [][]int32, map[string]string, error) {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	t := fp.topics[name]
@@ -268,18 +269,18 @@ func (fp *fakePlane) topicAssignment(name string) ([16]byte, [][]int32, map[stri
 	return t.id, asg, t.configs, nil
 }
 
-func (fp *fakePlane) replicaOptions(t *topic, o replication.Options) replication.Options {
-	o.MinInsyncReplicas = t.cfg.minISR
+func (fp *fakePlane) ReplicaOptions(t *replica.Topic, o replication.Options) replication.Options {
+	o.MinInsyncReplicas = t.Config.MinISR
 	return o
 }
 
 func (fp *fakePlane) liveLeaders([]kmsg.LeaderAndISRRequestLiveLeader) {}
 
-func (fp *fakePlane) controllerStats() cluster.ControllerStats { return cluster.ControllerStats{} }
+func (fp *fakePlane) controllerStats() metadata.ControllerStats { return metadata.ControllerStats{} }
 
-func (fp *fakePlane) roleChanging(*partition, kmsg.LeaderAndISRRequestTopicPartition) {}
+func (fp *fakePlane) RoleChanging(*replica.Partition, replication.LeaderAndIsr, int32) {}
 
-func (fp *fakePlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicPartition) {
+func (fp *fakePlane) RoleChanged(p *replica.Partition, ps replication.LeaderAndIsr) {
 	role := "follower"
 	if ps.Leader == fp.s.nodeID {
 		role = "leader"
@@ -289,7 +290,7 @@ func (fp *fakePlane) roleChanged(p *partition, ps kmsg.LeaderAndISRRequestTopicP
 	fp.mu.Unlock()
 }
 
-func (fp *fakePlane) replicaStopped(p *partition) {
+func (fp *fakePlane) ReplicaStopped(p *replica.Partition) {
 	fp.mu.Lock()
 	fp.stopped = append(fp.stopped, p.Topic())
 	fp.mu.Unlock()
@@ -318,7 +319,7 @@ func newFakeClusterServer(t *testing.T) (*Server, *fakePlane) {
 func call(t *testing.T, s *Server, v int16, req kmsg.Request) (kmsg.Response, error) {
 	t.Helper()
 	req.SetVersion(v)
-	a, ok := apis[req.Key()]
+	a, ok := s.apis[req.Key()]
 	if !ok || v < a.min || v > a.max {
 		t.Fatalf("%s v%d not served", kmsg.NameForKey(req.Key()), v)
 	}
@@ -662,7 +663,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 			t.Fatalf("fetch answered %v, %v (fetch responses go to the writer)", resp, err)
 		}
 		// Read what the handler filled through the partition itself.
-		p := s.partition("t", 0)
+		p := s.rm.Partition("t", 0)
 		return kmsg.FetchResponseTopicPartition{HighWatermark: p.HighWatermark()}
 	}
 	if hw := fetch(2, 0).HighWatermark; hw != 0 {
@@ -675,8 +676,8 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 
 	// An older controller is refused and changes nothing.
 	lresp = mustCall(t, s, 5, leaderAndIsr("t", id, 0, 2, 2, 4)).(*kmsg.LeaderAndISRResponse)
-	if lresp.ErrorCode != kerr.StaleControllerEpoch.Code || !s.partition("t", 0).IsLeader() {
-		t.Fatalf("stale controller: %s, still leader %v", code(lresp.ErrorCode), s.partition("t", 0).IsLeader())
+	if lresp.ErrorCode != kerr.StaleControllerEpoch.Code || !s.rm.Partition("t", 0).IsLeader() {
+		t.Fatalf("stale controller: %s, still leader %v", code(lresp.ErrorCode), s.rm.Partition("t", 0).IsLeader())
 	}
 
 	// StopReplica with delete removes the local replica and its log.
@@ -697,7 +698,7 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 			t.Fatalf("StopReplica delete of an assigned replica %d: %s", p.Partition, code(p.ErrorCode))
 		}
 	}
-	if s.partition("t", 0) == nil {
+	if s.rm.Partition("t", 0) == nil {
 		t.Fatal("an assigned replica was deleted")
 	}
 	fp.deleteTopic(context.Background(), "t")
@@ -708,8 +709,8 @@ func TestClusterReplicasFollowTheController(t *testing.T) {
 			t.Fatalf("StopReplica %d: %s", p.Partition, code(p.ErrorCode))
 		}
 	}
-	if s.topics.get("t") != nil || len(fp.stopped) != 2 {
-		t.Fatalf("topic still local (%v) or replicas not stopped (%v)", s.topics.get("t") != nil, fp.stopped)
+	if s.rm.Topic("t") != nil || len(fp.stopped) != 2 {
+		t.Fatalf("topic still local (%v) or replicas not stopped (%v)", s.rm.Topic("t") != nil, fp.stopped)
 	}
 	if _, err := s.store.OpenLog(engine.PartitionID{Topic: "t", Partition: 0}, engine.LogConfig{}); err == nil {
 		t.Fatal("log of t-0 still there")
@@ -726,7 +727,7 @@ func TestClusterUpdateMetadataAndControlledShutdown(t *testing.T) {
 		req.LiveBrokers = append(req.LiveBrokers, b)
 	}
 	resp := mustCall(t, s, 7, req).(*kmsg.UpdateMetadataResponse)
-	if resp.ErrorCode != 0 || fp.updateCalls != 1 || len(s.cp.brokers()) != 2 {
+	if resp.ErrorCode != 0 || fp.updateCalls != 1 || len(s.md.brokers()) != 2 {
 		t.Fatalf("update metadata: %s, calls %d", code(resp.ErrorCode), fp.updateCalls)
 	}
 	req.ControllerEpoch = 2
@@ -742,34 +743,29 @@ func TestClusterUpdateMetadataAndControlledShutdown(t *testing.T) {
 	}
 }
 
-// TestSingleNodeRefusesControllerRequests: the local plane refuses every
-// inter-broker request with CLUSTER_AUTHORIZATION_FAILED, whatever epochs
-// it names.
-func TestSingleNodeRefusesControllerRequests(t *testing.T) {
-	s := newFuzzServer(t)
-	lr := leaderAndIsr("t", [16]byte{1}, 0, 0, 1, 1<<30)
-	sr := kmsg.NewPtrStopReplicaRequest()
-	sr.ControllerEpoch, sr.BrokerEpoch = 1<<30, -1
-	ur := kmsg.NewPtrUpdateMetadataRequest()
-	ur.ControllerEpoch = 1 << 30
-	cr := kmsg.NewPtrControlledShutdownRequest()
-	cr.BrokerEpoch = -1
-	for _, req := range []kmsg.Request{lr, sr, ur, cr} {
-		resp := mustCall(t, s, apis[req.Key()].max, req)
-		var c int16
-		switch r := resp.(type) {
-		case *kmsg.LeaderAndISRResponse:
-			c = r.ErrorCode
-		case *kmsg.StopReplicaResponse:
-			c = r.ErrorCode
-		case *kmsg.UpdateMetadataResponse:
-			c = r.ErrorCode
-		case *kmsg.ControlledShutdownResponse:
-			c = r.ErrorCode
+// TestSingleNodeLacksControllerAPIs: a single node's dispatch table has no
+// inter-broker API (a request for one closes the connection, see
+// decodeRequest); a cluster member's has them all.
+func TestSingleNodeLacksControllerAPIs(t *testing.T) {
+	single := newFuzzServer(t)
+	member, _ := newFakeClusterServer(t)
+	for _, key := range []int16{apiKeyLeaderAndIsr, apiKeyStopReplica, apiKeyUpdateMetadata, apiKeyControlledShutdown} {
+		if _, ok := single.apis[key]; ok {
+			t.Errorf("a single node serves %s", kmsg.NameForKey(key))
 		}
-		if c != kerr.ClusterAuthorizationFailed.Code {
-			t.Errorf("%s on a single node: %s", kmsg.NameForKey(req.Key()), code(c))
+		if _, ok := member.apis[key]; !ok {
+			t.Errorf("a cluster member does not serve %s", kmsg.NameForKey(key))
 		}
+		frame := kbin.AppendInt16(nil, key)
+		frame = kbin.AppendInt16(frame, 0)
+		frame = kbin.AppendInt32(frame, 1)
+		frame = kbin.AppendNullableString(frame, nil)
+		if r := single.decodeRequest(frame); r.closeErr == nil {
+			t.Errorf("%s to a single node: not closed", kmsg.NameForKey(key))
+		}
+	}
+	if _, ok := single.apis[apiKeyWriteTxnMarkers]; !ok {
+		t.Error("a single node does not serve WriteTxnMarkers (Admin.abortTransaction)")
 	}
 }
 
@@ -792,8 +788,15 @@ func TestClusterLeaderAndIsrOddStates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := leaderAndIsr("t", id, 0, 1, 1, 5)
 			tc.edit(&req.TopicStates[0].PartitionStates[0])
-			if _, err := call(t, s, 5, req); err != nil {
+			resp, err := call(t, s, 5, req)
+			if err != nil {
 				t.Fatalf("handler error: %v", err)
+			}
+			if ps := req.TopicStates[0].PartitionStates[0]; ps.Partition != 0 {
+				// A partition the assignment lacks is unknown.
+				if c := resp.(*kmsg.LeaderAndISRResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.UnknownTopicOrPartition.Code {
+					t.Fatalf("partition %d: %s, want UNKNOWN_TOPIC_OR_PARTITION", ps.Partition, code(c))
+				}
 			}
 		})
 	}
@@ -820,7 +823,7 @@ func TestInternalTopicIsTheBrokers(t *testing.T) {
 	s, fp := newFakeClusterServer(t)
 	id := fp.addTopic(offsets.Topic, 1)
 	mustCall(t, s, 5, leaderAndIsr(offsets.Topic, id, 0, 1, 1, 5))
-	if s.partition(offsets.Topic, 0) == nil {
+	if s.rm.Partition(offsets.Topic, 0) == nil {
 		t.Fatal("no local replica of the offsets topic")
 	}
 
@@ -881,7 +884,7 @@ func TestInternalTopicIsTheBrokers(t *testing.T) {
 	if got := fp.created[len(fp.created)-1]; got.partitions != s.cfg.OffsetsTopicPartitions || got.rf != s.cfg.OffsetsTopicReplication || got.configs["cleanup.policy"] != "compact" {
 		t.Errorf("created %+v", got)
 	}
-	if p := s.partition(offsets.Topic, 0); p == nil || p.LogEndOffset() != 0 {
+	if p := s.rm.Partition(offsets.Topic, 0); p == nil || p.LogEndOffset() != 0 {
 		t.Fatal("the broker's replica was touched")
 	}
 }
@@ -920,7 +923,7 @@ func TestAcksAllWithoutTimeout(t *testing.T) {
 	case <-time.After(30 * time.Second): // a hang detector, not a timing bound
 		t.Fatal("acks=-1 with timeout 0 is still waiting for the ISR")
 	}
-	if p := s.partition("t", 0); p.LogEndOffset() != 1 {
+	if p := s.rm.Partition("t", 0); p.LogEndOffset() != 1 {
 		t.Fatalf("the batch was not appended: log end %d", p.LogEndOffset())
 	}
 }

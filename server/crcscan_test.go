@@ -85,7 +85,7 @@ func scanIn(frame []byte, rng *rand.Rand, max int) *crcScan {
 // request order, what the scan vouches for.
 func vouched(t *testing.T, s *crcScan, frame []byte) []record.Prechecked {
 	t.Helper()
-	r := (&Server{}).decodeRequest(frame)
+	r := (&Server{apis: apis}).decodeRequest(frame)
 	if r.closeErr != nil {
 		t.Fatalf("decode: %v", r.closeErr)
 	}
@@ -177,7 +177,7 @@ func TestCRCScanChecksIdentity(t *testing.T) {
 	if s.checked(frame, 0, copyOf).CRC {
 		t.Error("a copy of the bytes was vouched for")
 	}
-	r := (&Server{}).decodeRequest(frame)
+	r := (&Server{apis: apis}).decodeRequest(frame)
 	second := r.kreq.(*kmsg.ProduceRequest).Topics[0].Partitions[1].Records
 	if s.checked(frame, 0, second).CRC || s.checked(frame, 99, second).CRC || s.checked(frame, 1, nil).CRC {
 		t.Error("records were vouched for under another index")

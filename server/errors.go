@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluice/sluice/internal/errcode"
+	"github.com/sluice/sluice/replica"
 )
 
 // Errors raised by the handlers. Each maps to one Kafka error code in
@@ -62,7 +63,7 @@ func serverCode(err error) (int16, bool) {
 	switch {
 	case err == nil:
 		return 0, true
-	case errors.Is(err, errUnknownTopicOrPartition):
+	case errors.Is(err, errUnknownTopicOrPartition), errors.Is(err, replica.ErrUnknownPartition):
 		return kerr.UnknownTopicOrPartition.Code, true
 	case errors.Is(err, errUnknownTopicID):
 		return kerr.UnknownTopicID.Code, true

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
@@ -25,13 +26,13 @@ import (
 
 // sessFetch is a v12 Fetch of topic t with session metadata (id, epoch):
 // parts maps partition to fetch offset; forget names partitions to drop.
-func sessFetch(t *topic, id, epoch int32, parts map[int32]int64, forget ...int32) *kmsg.FetchRequest {
+func sessFetch(t *replica.Topic, id, epoch int32, parts map[int32]int64, forget ...int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.ReplicaID, req.MaxBytes, req.SessionID, req.SessionEpoch = -1, 1<<20, id, epoch
 	if len(parts) > 0 {
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = t.name
+		rt.Topic = t.Name
 		for _, p := range slices.Sorted(mapKeys(parts)) {
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, parts[p], 1<<20
@@ -40,7 +41,7 @@ func sessFetch(t *topic, id, epoch int32, parts map[int32]int64, forget ...int32
 		req.Topics = []kmsg.FetchRequestTopic{rt}
 	}
 	if len(forget) > 0 {
-		req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: t.name, Partitions: forget}}
+		req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: t.Name, Partitions: forget}}
 	}
 	return req
 }
@@ -164,7 +165,7 @@ func TestFetchSession(t *testing.T) {
 
 	// A record on partition 1: only partition 1, with it; it moves to the
 	// end of the read order.
-	if _, err := tp.parts[1].Append(context.Background(), oneRecord(), 1); err != nil {
+	if _, err := tp.Parts[1].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}
 	got := answered(t, mustFetch(t, s, sessFetch(tp, id, 2, nil)))
@@ -253,9 +254,9 @@ func TestFetchSession(t *testing.T) {
 // client forgets them); the others carry on.
 func TestFetchSessionTopicDeleted(t *testing.T) {
 	s, tp := newWideServer(t, 2)
-	s.topics.admin.Lock()
+	s.rm.Lock()
 	other, err := s.createTopicLocked(topicSpec{name: "other", partitions: 1, rf: 1})
-	s.topics.admin.Unlock()
+	s.rm.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +271,13 @@ func TestFetchSessionTopicDeleted(t *testing.T) {
 	if id == 0 {
 		t.Fatal("no session")
 	}
-	s.topics.admin.Lock()
-	err = s.deleteTopicLocked(tp)
-	s.topics.admin.Unlock()
+	s.rm.Lock()
+	err = s.rm.DeleteTopicLocked(tp)
+	s.rm.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+	if _, err := other.Parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}
 	for epoch := int32(1); epoch <= 2; epoch++ {
@@ -315,7 +316,7 @@ func TestFetchSessionRace(t *testing.T) {
 	if resp := mustFetch(t, s, sessFetch(tp, id, 2, nil)); resp.ErrorCode != 0 {
 		t.Fatalf("next epoch: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
-	if _, err := tp.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+	if _, err := tp.Parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}
 	if resp := <-res; resp == nil || resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code || len(resp.Topics) != 0 || resp.SessionID != id {
@@ -430,7 +431,7 @@ func TestFetchSessionEviction(t *testing.T) {
 func TestFetchSessionLeaderChange(t *testing.T) {
 	s, tp := newWideServer(t, 2)
 	id := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0, 1: 0})).SessionID
-	p := tp.parts[1]
+	p := tp.Parts[1]
 	epoch := p.LeaderEpoch()
 	if err := p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
 		ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}}); err != nil {
@@ -547,7 +548,7 @@ func TestFetchSessionModel(t *testing.T) {
 	for step := 0; step < 300; step++ {
 		if rng.IntN(3) == 0 {
 			p := rng.Int32N(nparts)
-			if _, err := tp.parts[p].Append(context.Background(), oneRecord(), 1); err != nil {
+			if _, err := tp.Parts[p].Append(context.Background(), oneRecord(), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -557,11 +558,11 @@ func TestFetchSessionModel(t *testing.T) {
 			cp := model[p]
 			switch r := rng.IntN(10); {
 			case cp == nil && r == 0:
-				named[p] = rng.Int64N(tp.parts[p].HighWatermark() + 1)
+				named[p] = rng.Int64N(tp.Parts[p].HighWatermark() + 1)
 			case cp != nil && r == 0:
 				forget = append(forget, p)
 			case cp != nil && r < 3:
-				named[p] = rng.Int64N(tp.parts[p].HighWatermark() + 1)
+				named[p] = rng.Int64N(tp.Parts[p].HighWatermark() + 1)
 			}
 		}
 		if rng.IntN(10) == 0 {
@@ -602,7 +603,7 @@ func TestFetchSessionModel(t *testing.T) {
 		got := answered(t, resp)
 		want := map[int32]bool{}
 		for p, cp := range model {
-			if hw := tp.parts[p].HighWatermark(); cp.offset < hw || cp.toldHW != hw {
+			if hw := tp.Parts[p].HighWatermark(); cp.offset < hw || cp.toldHW != hw {
 				want[p] = true
 			}
 		}
@@ -614,7 +615,7 @@ func TestFetchSessionModel(t *testing.T) {
 		for p := range want {
 			op, ok := got[p]
 			if !ok {
-				t.Fatalf("step %d: partition %d left out (client at %+v, HW %d)", step, p, *model[p], tp.parts[p].HighWatermark())
+				t.Fatalf("step %d: partition %d left out (client at %+v, HW %d)", step, p, *model[p], tp.Parts[p].HighWatermark())
 			}
 			if (len(op.RecordBatches) > 0) != (model[p].offset < op.HighWatermark) {
 				t.Fatalf("step %d: partition %d: %d record bytes from %d, HW %d", step, p, len(op.RecordBatches), model[p].offset, op.HighWatermark)
@@ -645,25 +646,25 @@ func TestFetchParkedLeaderChange(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		session bool
-		change  func(s *Server, p *partition, epoch int32) error
+		change  func(s *Server, p *replica.Partition, epoch int32) error
 		want    int16
 	}{
-		{"sessionless/led elsewhere", false, func(s *Server, p *partition, epoch int32) error {
+		{"sessionless/led elsewhere", false, func(s *Server, p *replica.Partition, epoch int32) error {
 			return p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
 				ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}})
 		}, kerr.NotLeaderForPartition.Code},
-		{"session/led elsewhere", true, func(s *Server, p *partition, epoch int32) error {
+		{"session/led elsewhere", true, func(s *Server, p *replica.Partition, epoch int32) error {
 			return p.MakeFollower(replication.LeaderAndIsr{Leader: s.nodeID + 1, LeaderEpoch: epoch + 1,
 				ISR: []int32{s.nodeID + 1}, Replicas: []int32{s.nodeID, s.nodeID + 1}})
 		}, kerr.NotLeaderForPartition.Code},
-		{"sessionless/newer leader epoch", false, func(s *Server, p *partition, epoch int32) error {
+		{"sessionless/newer leader epoch", false, func(s *Server, p *replica.Partition, epoch int32) error {
 			return p.MakeLeader(replication.LeaderAndIsr{Leader: s.nodeID, LeaderEpoch: epoch + 1,
 				ISR: []int32{s.nodeID}, Replicas: []int32{s.nodeID}})
 		}, kerr.FencedLeaderEpoch.Code},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, tp := newWideServer(t, 2)
-			p := tp.parts[1]
+			p := tp.Parts[1]
 			epoch := p.LeaderEpoch()
 			req := sessFetch(tp, 0, -1, map[int32]int64{0: 0, 1: 0})
 			if tc.session {
@@ -898,11 +899,11 @@ func TestFetchSessionReauthorized(t *testing.T) {
 	s, tp := newWideServer(t, 2)
 	a := acl.New(acl.Config{})
 	allowAlice := acl.Binding{
-		Pattern: acl.ResourcePattern{Type: acl.ResourceTopic, Name: tp.name, PatternType: acl.PatternLiteral},
+		Pattern: acl.ResourcePattern{Type: acl.ResourceTopic, Name: tp.Name, PatternType: acl.PatternLiteral},
 		Entry:   acl.Entry{Principal: "User:alice", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow},
 	}
 	a.Load([]acl.Binding{allowAlice})
-	s.authz = a
+	s.az.authz = a
 	as := func(principal string) *reqCtx {
 		c := &conn{ip: netip.MustParseAddr("127.0.0.1")}
 		c.auth.principal = principal
@@ -916,7 +917,7 @@ func TestFetchSessionReauthorized(t *testing.T) {
 		}
 		return resp
 	}
-	if _, err := tp.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+	if _, err := tp.Parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}
 

@@ -62,7 +62,7 @@ func newTestServerOn(t testing.TB, backend string, cfg *config.Config, opts Opti
 // created topics stay cheap.
 func newFuzzServer(t testing.TB) *Server {
 	s := newTestServer(t, nil, Options{ClusterID: "fuzz", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
-	s.maxPartitions = 4
+	s.rules.maxPartitions = 4
 	s.Shutdown()
 	return s
 }

@@ -29,7 +29,7 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 	}
 	ctx = group.WithClient(ctx, rc.clientID, "/"+host)
-	refused, after := s.authorizeGroupRequest(rc, req)
+	refused, after := s.az.authorizeGroupRequest(rc, req)
 	if refused != nil {
 		return kresp(refused), nil
 	}
@@ -37,7 +37,7 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	var err error
 	switch req := req.(type) {
 	case *kmsg.FindCoordinatorRequest:
-		resp, err = s.cp.findCoordinator(ctx, req)
+		resp, err = s.route.findCoordinator(ctx, req)
 	case *kmsg.ListGroupsRequest:
 		resp, err = s.groups.Handle(ctx, req)
 	default:
@@ -64,7 +64,7 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 // the listener the client used.
 func (s *Server) coordinatorAddrs(rc *reqCtx, fc *kmsg.FindCoordinatorResponse) {
 	addr := func(id int32, host string, port int32) (string, int32) {
-		for _, b := range s.cp.brokers() {
+		for _, b := range s.md.brokers() {
 			if b.ID == id {
 				return rc.addrOf(s.nodeID, b)
 			}

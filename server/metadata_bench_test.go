@@ -16,8 +16,8 @@ import (
 func benchScaleServer(b *testing.B, total, perTopic int) *Server {
 	b.Helper()
 	s := newTestServer(b, nil, Options{ClusterID: "bench", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
-	s.topics.admin.Lock()
-	defer s.topics.admin.Unlock()
+	s.rm.Lock()
+	defer s.rm.Unlock()
 	for i := 0; i*perTopic < total; i++ {
 		spec := topicSpec{name: fmt.Sprintf("scale-%06d", i), partitions: int32(perTopic), rf: 1}
 		if _, err := s.createTopicLocked(spec); err != nil {
@@ -51,7 +51,7 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	size := localMetadataSize(12, resp.kresp.(*kmsg.MetadataResponse), s.topics.all())
+	size := localMetadataSize(12, resp.kresp.(*kmsg.MetadataResponse), s.rm.Topics())
 	encode(resp)
 	for _, stage := range []string{"handle", "encode"} {
 		b.Run("partitions=100000/stage="+stage, func(b *testing.B) {
@@ -96,7 +96,7 @@ func BenchmarkCreateTopics(b *testing.B) {
 					b.Fatalf("CreateTopics %s: error %d", rt.Topic, c)
 				}
 				b.StopTimer()
-				if err := s.cp.deleteTopic(context.Background(), rt.Topic); err != nil {
+				if err := s.admin.deleteTopic(context.Background(), rt.Topic); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -19,22 +20,22 @@ import (
 // answer's size and at most a few bytes per topic above it.
 func TestLocalMetadataEncoding(t *testing.T) {
 	s := newTestServer(t, nil, Options{ClusterID: "size", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
-	s.topics.admin.Lock()
+	s.rm.Lock()
 	var ids [][16]byte
 	for i, parts := range []int32{1, 3, 100, 200} {
 		spec := topicSpec{name: fmt.Sprintf("size-%d-%s", i, "abcdefghij"[:i*3]), partitions: parts, rf: 1}
 		tp, err := s.createTopicLocked(spec)
 		if err != nil {
-			s.topics.admin.Unlock()
+			s.rm.Unlock()
 			t.Fatal(err)
 		}
-		ids = append(ids, tp.id)
+		ids = append(ids, tp.ID)
 	}
 	if _, err := s.createTopicLocked(topicSpec{name: offsets.Topic, partitions: 2, rf: 1}); err != nil {
-		s.topics.admin.Unlock()
+		s.rm.Unlock()
 		t.Fatal(err)
 	}
-	s.topics.admin.Unlock()
+	s.rm.Unlock()
 	named := func(v int16) []kmsg.MetadataRequestTopic {
 		var ts []kmsg.MetadataRequestTopic
 		for _, n := range []string{"size-2-abcdef", "no-such-topic", offsets.Topic, "size-0-"} {
@@ -77,10 +78,10 @@ func TestLocalMetadataEncoding(t *testing.T) {
 				resp := out.kresp.(*kmsg.MetadataResponse)
 				full := *resp
 				full.Topics = append([]kmsg.MetadataResponseTopic(nil), resp.Topics...)
-				local := make([]*topic, len(full.Topics))
+				local := make([]*replica.Topic, len(full.Topics))
 				for i := range full.Topics {
 					mt := &full.Topics[i]
-					if tp := s.topics.getID(mt.TopicID); tp != nil && mt.ErrorCode == 0 && mt.Partitions == nil {
+					if tp := s.rm.TopicByID(mt.TopicID); tp != nil && mt.ErrorCode == 0 && mt.Partitions == nil {
 						local[i] = tp
 						*mt = localTopic(tp, s.nodeID)
 					}
@@ -96,8 +97,8 @@ func TestLocalMetadataEncoding(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i, tp := range local {
-					if tp != nil && len(back.Topics[i].Partitions) != len(tp.parts) {
-						t.Fatalf("topic %d: %d partitions, want %d", i, len(back.Topics[i].Partitions), len(tp.parts))
+					if tp != nil && len(back.Topics[i].Partitions) != len(tp.Parts) {
+						t.Fatalf("topic %d: %d partitions, want %d", i, len(back.Topics[i].Partitions), len(tp.Parts))
 					}
 				}
 				body := len(want) - 8 - btoi(v >= 9)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -59,10 +60,8 @@ func (in *metadataFuzzInput) int32s(max int) []int32 {
 // fuzzLocalTopic is a single node's registry topic as localMetadata
 // writes it: name, id and the leader epochs of its partitions, which its
 // metadata cache already holds (so no partition is opened).
-func fuzzLocalTopic(name string, id [16]byte, epochs []int32) *topic {
-	t := &topic{name: name, id: id, parts: make([]*partition, len(epochs)), md: &metadataCache{}}
-	t.md.e.Store(&metadataEntry{parts: t.parts, epochs: epochs})
-	return t
+func fuzzLocalTopic(name string, id [16]byte, epochs []int32) *replica.Topic {
+	return replica.TopicView(name, id, epochs)
 }
 
 // FuzzMetadataEncoding builds a Metadata answer from the fuzz input at a

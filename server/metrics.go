@@ -61,35 +61,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
-	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/txn"
 )
 
-// registerMetrics registers the scrape-time collector (nil metrics:
-// nothing). A second server on the same Metrics is refused: its series
-// would collide.
-func (s *Server) registerMetrics() error {
-	if s.metrics == nil {
+// register registers c, the scrape-time collector, in the server's
+// Metrics (none kept: nothing) and returns what unregisters it. A second
+// server on the same Metrics is refused: its series would collide.
+func (c *stateCollector) register() (unregister func() error, err error) {
+	m := c.s.metrics
+	if m == nil {
+		return nil, nil
+	}
+	if err := m.Register(c); err != nil {
+		return nil, fmt.Errorf("server: register metrics: %w", err)
+	}
+	return func() error {
+		m.Unregister(c)
+		c.remote.close()
 		return nil
-	}
-	c := &stateCollector{s: s}
-	if err := s.metrics.Register(c); err != nil {
-		return fmt.Errorf("server: register metrics: %w", err)
-	}
-	s.metricsCollector = c
-	return nil
-}
-
-func (s *Server) unregisterMetrics() {
-	if s.metricsCollector != nil {
-		s.metrics.Unregister(s.metricsCollector)
-		s.metricsCollector.remote.close()
-	}
+	}, nil
 }
 
 // listenerLabel names a listener in the metrics: its name in listeners,
@@ -134,16 +129,16 @@ func countFetch(api *metrics.API, targets [][]fetchTarget, out *fetchresp.Respon
 			switch op.ErrorCode {
 			case 0:
 				if follower {
-					ft.p.stats.ReplicationFetched(op.Records.Len())
+					ft.p.Stats.ReplicationFetched(op.Records.Len())
 				} else {
-					ft.p.stats.Fetched(op.Records.Len())
+					ft.p.Stats.Fetched(op.Records.Len())
 				}
 			case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.FencedLeaderEpoch.Code,
 				kerr.UnknownLeaderEpoch.Code, kerr.OffsetOutOfRange.Code, kerr.KafkaStorageError.Code,
 				kerr.ReplicaNotAvailable.Code, kerr.InconsistentTopicID.Code:
-				ft.p.stats.Fetched(0)
+				ft.p.Stats.Fetched(0)
 			default:
-				ft.p.stats.FetchFailed()
+				ft.p.Stats.FetchFailed()
 			}
 		}
 	}
@@ -215,12 +210,6 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// segmentCounter is the segment backend's list of closed segments, whose
-// length plus the active one is the segment count.
-type segmentCounter interface {
-	InactiveSegments() []engine.SegmentInfo
-}
-
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -229,10 +218,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	topics := s.topics.all()
+	topics := s.rm.Topics()
 	local := 0
 	for _, t := range topics {
-		for _, p := range t.parts {
+		for _, p := range t.Parts {
 			if p != nil {
 				local++
 			}
@@ -248,11 +237,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	var leaders, under, underMin, offline int
 	for _, t := range topics {
-		for _, p := range t.parts {
+		for _, p := range t.Parts {
 			if p == nil {
 				continue
 			}
-			if logFailed(p) {
+			if p.Failure() != nil {
 				offline++ // as /readyz counts it (readiness.go)
 			}
 			if p.IsLeader() {
@@ -269,12 +258,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			part := strconv.Itoa(int(p.Index()))
-			log := p.Log()
-			gauge(descLogSize, float64(log.Size()), t.name, part)
-			gauge(descLogStart, float64(log.StartOffset()), t.name, part)
-			gauge(descLogEnd, float64(log.EndOffset()), t.name, part)
-			if sc, ok := log.(segmentCounter); ok {
-				gauge(descLogSegments, float64(len(sc.InactiveSegments())+1), t.name, part)
+			gauge(descLogSize, float64(p.Size()), t.Name, part)
+			gauge(descLogStart, float64(p.LogStartOffset()), t.Name, part)
+			gauge(descLogEnd, float64(p.LogEndOffset()), t.Name, part)
+			if n, ok := p.Segments(); ok {
+				gauge(descLogSegments, float64(n), t.Name, part)
 			}
 		}
 	}
@@ -288,7 +276,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFetchSessParts, float64(sessParts))
 	ch <- prometheus.MustNewConstMetric(descFetchSessEvicted, prometheus.CounterValue, float64(evicted))
 
-	cs := s.cp.controllerStats()
+	cs := s.md.controllerStats()
 	active := 0.0
 	if cs.Active {
 		active = 1
@@ -369,7 +357,7 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 				continue
 			}
 			seen[tp] = true
-			if p := c.s.partition(tp.Topic, tp.Partition); p != nil && p.IsLeader() {
+			if p := c.s.rm.Partition(tp.Topic, tp.Partition); p != nil && p.IsLeader() {
 				hw[tp] = p.HighWatermark()
 			} else {
 				missing = append(missing, tp)
@@ -413,22 +401,22 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 // each compacted log here (nothing when the cleaner is off).
 func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
 	s := c.s
-	if s.cleaner == nil {
+	if !s.rm.Cleaning() {
 		return
 	}
 	var maxTook float64
 	var recopy float64
 	var latest time.Time // the end of the latest round seen
 	uncleanable := 0
-	for _, t := range s.topics.all() {
-		if !t.cfg.log.Compact {
+	for _, t := range s.rm.Topics() {
+		if !t.Config.Log.Compact {
 			continue
 		}
-		for _, p := range t.parts {
+		for _, p := range t.Parts {
 			if p == nil {
 				continue
 			}
-			st, ok := s.cleaner.Status(engine.PartitionID{Topic: t.name, Partition: p.Index()})
+			st, ok := s.rm.CleanerStatus(t, p)
 			if !ok {
 				continue
 			}
@@ -457,13 +445,13 @@ func (c *stateCollector) collectCleaner(ch chan<- prometheus.Metric) {
 
 // controllerStats: a single node is its own controller and leads every
 // partition; one whose log has failed is offline (as /readyz says).
-func (lp localPlane) controllerStats() cluster.ControllerStats {
-	st := cluster.ControllerStats{Active: true}
-	for _, t := range lp.s.topics.all() {
+func (lp localPlane) controllerStats() metadata.ControllerStats {
+	st := metadata.ControllerStats{Active: true}
+	for _, t := range lp.s.rm.Topics() {
 		st.Topics++
-		st.Partitions += len(t.parts)
-		for _, p := range t.parts {
-			if p == nil || logFailed(p) {
+		st.Partitions += len(t.Parts)
+		for _, p := range t.Parts {
+			if p == nil || p.Failure() != nil {
 				st.OfflinePartitions++
 			}
 		}
@@ -473,7 +461,7 @@ func (lp localPlane) controllerStats() cluster.ControllerStats {
 
 // controllerStats: the controller's own view; zero unless this broker is
 // the active controller.
-func (zp *zkPlane) controllerStats() cluster.ControllerStats { return zp.node.ControllerStats() }
+func (zp *zkPlane) controllerStats() metadata.ControllerStats { return zp.node.ControllerStats() }
 
 // errorCodeField[key] is the index of the top-level ErrorCode field of
 // API key's kmsg response struct, -1 when it has none.

@@ -30,6 +30,7 @@ func TestMetricsAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	s.self.Port = s.advPort
 	go s.ServeListener(ln, "SASL_PLAINTEXT")
 	addr := ln.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -68,14 +68,14 @@ func BenchmarkRequestPath(b *testing.B) {
 // frame of the api's request.
 func benchRequestConn(b *testing.B, m *metrics.Metrics, api string) ([]byte, net.Conn) {
 	s := newTestServer(b, nil, Options{ClusterID: "bench", Metrics: m})
-	s.topics.admin.Lock()
+	s.rm.Lock()
 	t, err := s.createTopicLocked(topicSpec{name: "bench", partitions: 1, rf: 1})
-	s.topics.admin.Unlock()
+	s.rm.Unlock()
 	if err != nil {
 		b.Fatal(err)
 	}
 	for range 100 {
-		if _, err := t.parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
+		if _, err := t.Parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/group"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/offsets"
@@ -150,7 +150,7 @@ func TestMetricsProduceCountsAppendedOnISRTimeout(t *testing.T) {
 	if c := produceOne(t, s, "t", 0, -1, 50); c != kerr.RequestTimedOut.Code {
 		t.Fatalf("acks=all produce without followers: %s, want REQUEST_TIMED_OUT", code(c))
 	}
-	if end := s.partition("t", 0).Log().EndOffset(); end != 1 {
+	if end := s.rm.Partition("t", 0).Log().EndOffset(); end != 1 {
 		t.Fatalf("log end %d: the record was not appended", end)
 	}
 	fams := gather(t, m)
@@ -210,7 +210,7 @@ func leaderStub(t *testing.T, fp *fakePlane, topic string, records int) {
 		}
 	}
 	fp.mu.Lock()
-	fp.live[1] = cluster.Broker{ID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	fp.live[1] = metadata.Broker{ID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
 	fp.mu.Unlock()
 }
 
@@ -257,7 +257,7 @@ func TestMetricsLagOfFollowedPartitionFromLeader(t *testing.T) {
 	id := fp.addTopic("t", 2)
 	leaderStub(t, fp, "t", 3)
 	mustCall(t, s, 5, leaderAndIsr("t", id, 0, 2, 1, 5)) // we follow t-0
-	if p := s.partition("t", 0); p == nil || p.IsLeader() {
+	if p := s.rm.Partition("t", 0); p == nil || p.IsLeader() {
 		t.Fatal("no follower replica of t-0 here")
 	}
 	leadOffsetsTopic(t, s, fp)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -55,7 +55,7 @@ func (r *remoteEnds) lookup(s *Server, tps []metastore.TopicPartition) map[metas
 	byLeader := map[int32][]metastore.TopicPartition{}
 	// topics: each topic's partitions, looked up once per lookup (a
 	// lookup copies the topic's partitions).
-	topics := map[string][]cluster.PartitionInfo{}
+	topics := map[string][]metadata.PartitionInfo{}
 	for _, tp := range tps {
 		if e, ok := r.ends[tp]; ok && now.Sub(e.at) < remoteEndTTL {
 			out[tp] = e.hw
@@ -63,7 +63,7 @@ func (r *remoteEnds) lookup(s *Server, tps []metastore.TopicPartition) map[metas
 		}
 		parts, ok := topics[tp.Topic]
 		if !ok {
-			parts = s.cp.partitions(tp.Topic)
+			parts = s.md.partitions(tp.Topic)
 			topics[tp.Topic] = parts
 		}
 		if tp.Partition < 0 || int(tp.Partition) >= len(parts) || parts[tp.Partition].Leader < 0 || parts[tp.Partition].Leader == s.nodeID {
@@ -77,7 +77,7 @@ func (r *remoteEnds) lookup(s *Server, tps []metastore.TopicPartition) map[metas
 	}
 	addrs := map[int32]string{}
 	current := map[string]bool{}
-	for _, b := range s.cp.brokers() {
+	for _, b := range s.md.brokers() {
 		a := b.AddrFor(s.cfg.InterBrokerListenerName)
 		addrs[b.ID] = a
 		current[a] = true

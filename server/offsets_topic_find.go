@@ -41,13 +41,13 @@ import (
 func newOffsetsCoord(s *Server) *offsets.Coordinator {
 	return offsets.New(offsets.Options{
 		NumPartitions: func() int32 {
-			if t := s.topics.get(offsets.Topic); t != nil {
-				return int32(len(t.parts))
+			if t := s.rm.Topic(offsets.Topic); t != nil {
+				return int32(len(t.Parts))
 			}
 			return 0
 		},
 		Partition: func(i int32) *replication.Partition {
-			if p := s.partition(offsets.Topic, i); p != nil {
+			if p := s.rm.Partition(offsets.Topic, i); p != nil {
 				return p.Partition
 			}
 			return nil
@@ -89,10 +89,10 @@ func (s *Server) openLocalOffsets() error {
 	// run the migration again from the beginning.
 	ctx := context.Background()
 	create := func(ctx context.Context) error {
-		if s.topics.get(offsets.Topic) != nil {
+		if s.rm.Topic(offsets.Topic) != nil {
 			return nil
 		}
-		_, err := s.cp.createTopic(ctx, s.offsetsTopicSpec())
+		_, err := s.admin.createTopic(ctx, s.offsetsTopicSpec())
 		return err
 	}
 	if _, err := s.offsets.Migrate(ctx, create); err != nil {
@@ -106,8 +106,8 @@ func (s *Server) openLocalOffsets() error {
 // __consumer_offsets on a single node (a partition already loaded or
 // loading is left alone).
 func (s *Server) openLocalOffsetsPartitions() {
-	if t := s.topics.get(offsets.Topic); t != nil {
-		for i := range t.parts {
+	if t := s.rm.Topic(offsets.Topic); t != nil {
+		for i := range t.Parts {
 			s.offsets.OnRole(int32(i), true)
 		}
 	}
@@ -129,12 +129,12 @@ func (s *Server) localOffsetsReady(ctx context.Context) {
 	if !s.singleNode() {
 		return
 	}
-	if t := s.topics.get(offsets.Topic); t != nil {
+	if t := s.rm.Topic(offsets.Topic); t != nil {
 		if owned, _ := s.offsets.PartitionState(0); owned {
 			return
 		}
 	}
-	_, err := s.cp.createTopic(ctx, s.offsetsTopicSpec())
+	_, err := s.admin.createTopic(ctx, s.offsetsTopicSpec())
 	if err != nil && !errors.Is(err, errTopicExists) {
 		s.log.Warn("server: create "+offsets.Topic, "err", err)
 		return
@@ -143,8 +143,8 @@ func (s *Server) localOffsetsReady(ctx context.Context) {
 	s.openLocalOffsetsPartitions()
 	ctx, cancel := context.WithTimeout(ctx, localOffsetsLoadWait)
 	defer cancel()
-	if t := s.topics.get(offsets.Topic); t != nil {
-		for i := range t.parts {
+	if t := s.rm.Topic(offsets.Topic); t != nil {
+		for i := range t.Parts {
 			if err := s.offsets.WaitLoaded(ctx, int32(i)); err != nil {
 				s.log.Info("server: "+offsets.Topic+" not loaded yet", "partition", i, "err", err)
 				return

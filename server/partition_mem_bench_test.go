@@ -56,15 +56,15 @@ func benchPartitionHeap(b *testing.B, backend string, n int) {
 	}
 	defer s.Close()
 	before, g0 := liveHeap(), runtime.NumGoroutine()
-	s.topics.admin.Lock()
+	s.rm.Lock()
 	for i := 0; i*100 < n; i++ {
 		spec := topicSpec{name: fmt.Sprintf("scale-%06d", i), partitions: 100, rf: 1}
 		if _, err := s.createTopicLocked(spec); err != nil {
-			s.topics.admin.Unlock()
+			s.rm.Unlock()
 			b.Fatal(err)
 		}
 	}
-	s.topics.admin.Unlock()
+	s.rm.Unlock()
 	after := liveHeap()
 	b.ReportMetric(float64(after-before)/float64(n), "heapB/partition")
 	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/float64(n), "goroutines/partition")

@@ -19,7 +19,7 @@ func TestProducePipelineAckAfterTruncation(t *testing.T) {
 	s, _, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 1500))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
-	pb := s.partition("b", 0)
+	pb := s.rm.Partition("b", 0)
 	takeOverAndTruncate(t, pb.Partition)
 
 	ra := kmsg.NewPtrProduceResponse()
@@ -42,7 +42,7 @@ func TestProducePipelineLocalTime(t *testing.T) {
 	s, m, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 1000))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
-	pb := s.partition("b", 0)
+	pb := s.rm.Partition("b", 0)
 	waitLogEnd(t, pb, 1, "b not appended")
 	followersFetch(t, pb.Partition, 1)
 	ra := kmsg.NewPtrProduceResponse()
@@ -102,7 +102,7 @@ func TestProducePipelineReadYourWrites(t *testing.T) {
 	lt.Partitions = append(lt.Partitions, lp)
 	lo.Topics = append(lo.Topics, lt)
 	b := rc.Send(lo)
-	p := s.partition("t", 0)
+	p := s.rm.Partition("t", 0)
 	waitLogEnd(t, p, 1, "not appended")
 	time.Sleep(200 * time.Millisecond) // let the ListOffsets be handled (as it would be, pipelined)
 	followersFetch(t, p.Partition, 1)
@@ -128,7 +128,7 @@ func TestProducePipelineMultiPartitionAckAfterTruncation(t *testing.T) {
 	req := produceReq("a", 0, -1, 1500)
 	req.Topics = append(req.Topics, produceReq("b", 0, -1, 1500).Topics[0])
 	n := rc.Send(req)
-	pb := s.partition("b", 0)
+	pb := s.rm.Partition("b", 0)
 	takeOverAndTruncate(t, pb.Partition)
 	ra := kmsg.NewPtrProduceResponse()
 	ra.Version = 9
@@ -151,7 +151,7 @@ func TestProducePipelineCloseWithWaitsPending(t *testing.T) {
 		rc.Send(produceReq("t", 0, -1, 800))
 		rc.Send(kmsg.NewPtrMetadataRequest())
 	}
-	p := s.partition("t", 0)
+	p := s.rm.Partition("t", 0)
 	waitLogEnd(t, p, 10, "not appended")
 	time.Sleep(100 * time.Millisecond)
 	before := p.Log().EndOffset()
@@ -186,7 +186,7 @@ func TestProducePipelinePartitionClosedWhileQueued(t *testing.T) {
 	s, _, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 800))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
-	pb := s.partition("b", 0)
+	pb := s.rm.Partition("b", 0)
 	waitLogEnd(t, pb, 1, "b not appended")
 	if err := pb.Close(); err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ func TestProducePipelinedAcksAll(t *testing.T) {
 	mreq := kmsg.NewPtrApiVersionsRequest()
 	c := rc.Send(mreq)
 
-	p := s.partition("t", 0)
+	p := s.rm.Partition("t", 0)
 	waitLogEnd(t, p, 2, "the second request was not appended while the first waited for the ISR")
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("high watermark %d before any follower fetched", hw)
@@ -152,7 +152,7 @@ func TestProducePipelinedAcksAllTimeout(t *testing.T) {
 	if sp := resp.Topics[0].Partitions[0]; !errors.Is(kerr.ErrorForCode(sp.ErrorCode), kerr.RequestTimedOut) || sp.BaseOffset != -1 {
 		t.Fatalf("produce: %s base offset %d, want REQUEST_TIMED_OUT, -1", code(sp.ErrorCode), sp.BaseOffset)
 	}
-	if end := s.partition("t", 0).Log().EndOffset(); end != 1 {
+	if end := s.rm.Partition("t", 0).Log().EndOffset(); end != 1 {
 		t.Fatalf("log end %d: the record was not appended", end)
 	}
 	fams := gather(t, m)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -21,12 +22,12 @@ import (
 // newWideServer returns a running Server (not listening) on a memory store
 // with one topic "wide" of n partitions, created through the server's
 // internals: CreateTopics over the wire would work too, only slower.
-func newWideServer(tb testing.TB, n int32) (*Server, *topic) {
+func newWideServer(tb testing.TB, n int32) (*Server, *replica.Topic) {
 	tb.Helper()
 	s := newTestServer(tb, nil, Options{ClusterID: "wide"})
-	s.topics.admin.Lock()
+	s.rm.Lock()
 	t, err := s.createTopicLocked(topicSpec{name: "wide", partitions: n, rf: 1})
-	s.topics.admin.Unlock()
+	s.rm.Unlock()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,14 +41,14 @@ func oneRecord() []byte {
 }
 
 // wideFetch is a v11 Fetch of every partition of "wide" from its log end.
-func wideFetch(t *topic, maxWait, minBytes int32) *kmsg.FetchRequest {
+func wideFetch(t *replica.Topic, maxWait, minBytes int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(11)
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, maxWait, minBytes, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = t.name
-	rt.Partitions = make([]kmsg.FetchRequestTopicPartition, len(t.parts))
-	for i, p := range t.parts {
+	rt.Topic = t.Name
+	rt.Partitions = make([]kmsg.FetchRequestTopicPartition, len(t.Parts))
+	for i, p := range t.Parts {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(i), p.LogEndOffset(), 1<<20
 		rt.Partitions[i] = rp
@@ -109,9 +110,9 @@ func waitParked(s *Server, n int64) {
 }
 
 // checkNoWatchers fails if a partition of t still has a Watch linked.
-func checkNoWatchers(tb testing.TB, t *topic) {
+func checkNoWatchers(tb testing.TB, t *replica.Topic) {
 	tb.Helper()
-	for i, p := range t.parts {
+	for i, p := range t.Parts {
 		if n := p.Watchers(); n != 0 {
 			tb.Fatalf("partition %d: %d watchers left linked", i, n)
 		}
@@ -126,7 +127,7 @@ func TestLongPoll100kPartitions(t *testing.T) {
 	s, tp := newWideServer(t, n)
 	res := goFetch(t, s, &reqCtx{}, wideFetch(tp, 60_000, 1))
 	waitParked(s, 1)
-	if _, err := tp.parts[woken].Append(context.Background(), oneRecord(), 1); err != nil {
+	if _, err := tp.Parts[woken].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}
 	resp := <-res
@@ -163,21 +164,21 @@ func TestLongPollEnds(t *testing.T) {
 		name     string
 		maxWait  int32
 		minBytes int32
-		end      func(s *Server, tp *topic, cancel func()) // ends the wait; nil: max wait passes
-		records  int                                       // record batches in the answer
+		end      func(s *Server, tp *replica.Topic, cancel func()) // ends the wait; nil: max wait passes
+		records  int                                               // record batches in the answer
 	}{
-		{name: "append", maxWait: 60_000, minBytes: 1, records: 1, end: func(s *Server, tp *topic, _ func()) {
-			tp.parts[3].Append(context.Background(), oneRecord(), 1)
+		{name: "append", maxWait: 60_000, minBytes: 1, records: 1, end: func(s *Server, tp *replica.Topic, _ func()) {
+			tp.Parts[3].Append(context.Background(), oneRecord(), 1)
 		}},
-		{name: "min bytes", maxWait: 60_000, minBytes: 2 * batchLen, records: 2, end: func(s *Server, tp *topic, _ func()) {
-			tp.parts[1].Append(context.Background(), oneRecord(), 1)
-			tp.parts[5].Append(context.Background(), oneRecord(), 1)
+		{name: "min bytes", maxWait: 60_000, minBytes: 2 * batchLen, records: 2, end: func(s *Server, tp *replica.Topic, _ func()) {
+			tp.Parts[1].Append(context.Background(), oneRecord(), 1)
+			tp.Parts[5].Append(context.Background(), oneRecord(), 1)
 		}},
 		{name: "max wait", maxWait: 20, minBytes: 1},
-		{name: "shutdown", maxWait: 60_000, minBytes: 1, end: func(s *Server, _ *topic, _ func()) { s.Shutdown() }},
-		{name: "client gone", maxWait: 60_000, minBytes: 1, end: func(_ *Server, _ *topic, cancel func()) { cancel() }},
-		{name: "partition closed", maxWait: 60_000, minBytes: 1 << 20, end: func(_ *Server, tp *topic, _ func()) {
-			tp.parts[2].Close()
+		{name: "shutdown", maxWait: 60_000, minBytes: 1, end: func(s *Server, _ *replica.Topic, _ func()) { s.Shutdown() }},
+		{name: "client gone", maxWait: 60_000, minBytes: 1, end: func(_ *Server, _ *replica.Topic, cancel func()) { cancel() }},
+		{name: "partition closed", maxWait: 60_000, minBytes: 1 << 20, end: func(_ *Server, tp *replica.Topic, _ func()) {
+			tp.Parts[2].Close()
 		}},
 	}
 	for _, tc := range cases {
@@ -238,9 +239,9 @@ func BenchmarkLongPollWake(b *testing.B) {
 			b.Run(fmt.Sprintf("wait=%s/partitions=%d", impl.name, n), func(b *testing.B) {
 				s, tp := newWideServer(b, n)
 				targets := [][]fetchTarget{make([]fetchTarget, n)}
-				out := &fetchresp.Response{Topics: []fetchresp.Topic{{Name: tp.name, ID: tp.id, Partitions: make([]fetchresp.Partition, n)}}}
+				out := &fetchresp.Response{Topics: []fetchresp.Topic{{Name: tp.Name, ID: tp.ID, Partitions: make([]fetchresp.Partition, n)}}}
 				for i := range targets[0] {
-					targets[0][i] = fetchTarget{p: tp.parts[i], maxBytes: 1 << 20, leaderEpoch: -1}
+					targets[0][i] = fetchTarget{p: tp.Parts[i], maxBytes: 1 << 20, leaderEpoch: -1}
 					out.Topics[0].Partitions[i].Partition = int32(i)
 				}
 				filled, stop := make(chan int64), make(chan struct{})
@@ -262,7 +263,7 @@ func BenchmarkLongPollWake(b *testing.B) {
 				}()
 				<-filled
 				batch := oneRecord()
-				for _, p := range tp.parts { // warm up: each log's first chunk
+				for _, p := range tp.Parts { // warm up: each log's first chunk
 					if _, err := p.Append(context.Background(), batch, 1); err != nil {
 						b.Fatal(err)
 					}
@@ -273,7 +274,7 @@ func BenchmarkLongPollWake(b *testing.B) {
 				b.ResetTimer()
 				wakes := 0
 				for i := range b.N {
-					if _, err := tp.parts[i%int(n)].Append(context.Background(), batch, 1); err != nil {
+					if _, err := tp.Parts[i%int(n)].Append(context.Background(), batch, 1); err != nil {
 						b.Fatal(err)
 					}
 					for wakes++; <-filled == 0; wakes++ { // woken too early: it parks again

@@ -31,27 +31,18 @@ type Readiness struct {
 	GroupsLoadErr error
 }
 
-// failer is a log that can report a sticky storage failure (segment.Log).
-type failer interface{ Failure() error }
-
-// logFailed reports whether p's log has failed (a storage error).
-func logFailed(p *partition) bool {
-	f, ok := p.Log().(failer)
-	return ok && f.Failure() != nil
-}
-
 // Readiness reports what is not ready. Safe for concurrent use; it reads
 // the control plane's view and the local partitions without blocking on
 // them for long.
 func (s *Server) Readiness() Readiness {
 	var rd Readiness
-	for _, name := range s.cp.topicNames() {
-		for _, pi := range s.cp.partitions(name) {
+	for _, name := range s.md.topicNames() {
+		for _, pi := range s.md.partitions(name) {
 			if pi.Leader != s.nodeID {
 				continue
 			}
 			rd.Leading++
-			if p := s.partition(name, pi.Partition); p == nil || !p.IsLeader() || logFailed(p) {
+			if p := s.rm.Partition(name, pi.Partition); p == nil || !p.IsLeader() || p.Failure() != nil {
 				rd.OfflineCount++
 				if len(rd.Offline) < 20 {
 					rd.Offline = append(rd.Offline, fmt.Sprintf("%s-%d", name, pi.Partition))
@@ -60,8 +51,8 @@ func (s *Server) Readiness() Readiness {
 		}
 	}
 	loading := 0
-	if t := s.topics.get(offsets.Topic); t != nil {
-		for i, p := range t.parts {
+	if t := s.rm.Topic(offsets.Topic); t != nil {
+		for i, p := range t.Parts {
 			if p != nil && p.IsLeader() && s.offsetsPartitionLoading(int32(i)) {
 				loading++
 			}

@@ -49,13 +49,14 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/engine/cleaner"
 	"github.com/sluice/sluice/group"
 	"github.com/sluice/sluice/internal/kconn"
+	"github.com/sluice/sluice/internal/lifecycle"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/offsets"
-	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -102,7 +103,8 @@ type Options struct {
 	Listeners map[string]ListenerSecurity
 
 	// controlPlane, when set, replaces the mode's control plane (tests of
-	// the cluster-mode handlers without ZooKeeper).
+	// the cluster-mode handlers without ZooKeeper: a plane that implements
+	// interBroker and replica.Hooks makes the server a cluster member).
 	controlPlane func(*Server) controlPlane
 }
 
@@ -126,8 +128,12 @@ type Server struct {
 	clusterID string
 	advHost   string
 	advPort   int32
+	// self describes this broker as clients are told to reach it.
+	self metadata.Broker
 
-	topics topicRegistry
+	// rm is the replica manager: the partitions this broker hosts, their
+	// logs and the logs' periodic work (package replica).
+	rm     *replica.Manager
 	groups *group.Coordinator
 	// offsets is the __consumer_offsets coordinator under the group
 	// coordinator, in both modes (offsets_topic_find.go).
@@ -136,33 +142,32 @@ type Server struct {
 	// marker writer (txn_markers.go).
 	txn        *txn.Coordinator
 	txnMarkers *txnMarkerWriter
-	// cleaner runs log compaction (nil: log.cleaner.enable=false).
-	cleaner *cleaner.Manager
-	pids    producerIDs
+	pids       producerIDs
 	// interBroker is Options.InterBrokerSecurity.
 	interBroker kconn.Security
-	// authz is Options.Authorizer (nil: everything allowed); acls and creds
-	// are Options.ACLs and Options.Credentials.
-	authz Authorizer
-	acls  acl.Store
+	// az checks requests against Options.Authorizer and keeps
+	// Options.ACLs (authorize.go); creds is Options.Credentials.
+	az    authorizer
 	creds sasl.CredentialStore
 	// listenerSec is Options.Listeners.
 	listenerSec map[string]ListenerSecurity
-	// cp is the control plane: localPlane on a single node, zkPlane in a
-	// cluster (controlplane.go).
-	cp controlPlane
+	// The control plane's parts (controlplane.go): localPlane's on a
+	// single node, zkPlane's in a cluster. md is what handlers read, admin
+	// administers topics, route finds coordinators; ib serves the
+	// inter-broker requests, nil on a single node, whose dispatch table
+	// (apis) then lacks them.
+	md    metadataView
+	admin topicAdmin
+	route coordinatorRoute
+	ib    interBroker
+	apis  apiTable
 
 	// sent counts how response bytes left, for Stats.
 	sent sendCounters
 
-	// metrics is Options.Metrics (nil: none kept); metricsCollector is
-	// the scrape-time collector registered in it (metrics.go).
-	metrics          *metrics.Metrics
-	metricsCollector *stateCollector
-
-	// lastShared is the topic-wide part of the options of the partition
-	// opened last (openPartition), shared with the next ones of its topic.
-	lastShared atomic.Pointer[replication.Shared]
+	// metrics is Options.Metrics (nil: none kept), where New registers
+	// the scrape-time collector (metrics.go).
+	metrics *metrics.Metrics
 
 	// panics counts panics recovered while decoding or handling requests:
 	// each is a bug, logged with its stack; FuzzDispatch asserts it stays 0.
@@ -178,9 +183,10 @@ type Server struct {
 	// parked counts the fetches waiting in the purgatory now.
 	parked atomic.Int64
 
-	// maxPartitions bounds one topic's partition count (CreateTopics,
-	// CreatePartitions): INVALID_PARTITIONS above it.
-	maxPartitions int32
+	// rules validates topic administration requests (19_create_topics.go);
+	// lookup finds topics and partitions for the handlers (topics.go).
+	rules  topicRules
+	lookup topicLookup
 
 	// closing is closed by Shutdown: listeners stop, readers stop reading,
 	// long polls return what they have.
@@ -191,14 +197,21 @@ type Server struct {
 	// counts (connlimit.go); Serve initializes it.
 	limits connLimits
 
+	// life closes what New started, in reverse order (Close).
+	life lifecycle.Stack
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	connWG    sync.WaitGroup
 }
 
-// New loads every topic from the metastore and opens its partition logs.
-// On error everything opened so far is closed again.
+// New starts the server's components in order on a lifecycle stack: the
+// replica manager (on a single node it loads every topic of the metastore
+// and opens its partitions), the control plane, the group and transaction
+// coordinators, the logs' periodic work and the metrics collector. On
+// error what started is closed again, in reverse order; Close does the
+// same.
 func New(opts Options) (*Server, error) {
 	if opts.Meta == nil || opts.Store == nil {
 		return nil, errors.New("server: Options.Meta and Options.Store are required")
@@ -213,11 +226,8 @@ func New(opts Options) (*Server, error) {
 		clusterID:     opts.ClusterID,
 		advHost:       opts.AdvertisedHost,
 		advPort:       opts.AdvertisedPort,
-		maxPartitions: MaxPartitionsPerTopic,
 		listenerSec:   opts.Listeners,
-		authz:         opts.Authorizer,
 		interBroker:   opts.InterBrokerSecurity,
-		acls:          opts.ACLs,
 		creds:         opts.Credentials,
 		metrics:       opts.Metrics,
 		fetchSessions: newFetchSessionCache(int(opts.Config.FetchSessionCacheSlots)),
@@ -225,27 +235,90 @@ func New(opts Options) (*Server, error) {
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},
 	}
+	s.self = metadata.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.topics.init()
 	s.pids.meta = s.meta
+	// The __consumer_offsets coordinator exists before the control plane:
+	// a cluster's LeaderAndIsr hooks load and unload its partitions.
 	s.offsets = newOffsetsCoord(s)
+	s.az = authorizer{
+		authz: opts.Authorizer, acls: opts.ACLs, controlListener: opts.Config.ControlPlaneListenerName,
+		topicNames: func() []string { return s.md.topicNames() },
+	}
+	// On error, what started so far is closed again, in reverse order.
+	fail := func(err error) (*Server, error) {
+		s.life.Close()
+		return nil, err
+	}
+	var cp controlPlane
+	var zp *zkPlane
 	switch {
 	case opts.controlPlane != nil:
-		s.cp = opts.controlPlane(s)
+		cp = opts.controlPlane(s)
 	case opts.Cluster != nil:
-		s.cp = newZKPlane(s, opts.Cluster)
+		zp = newZKPlane(s, opts.Cluster)
+		cp = zp
 	default:
-		s.cp = localPlane{s}
-		if err := s.loadTopics(); err != nil {
-			s.closePartitions()
-			return nil, err
+		cp = localPlane{s}
+	}
+	s.md, s.admin, s.route = cp, cp, cp
+	// A cluster's plane serves the inter-broker requests and hears of the
+	// replicas' lives.
+	hooks, _ := cp.(replica.Hooks)
+	if ib, ok := cp.(interBroker); ok && hooks != nil {
+		s.ib = ib
+	}
+	s.apis = apisFor(s.ib != nil)
+	s.rm = replica.New(replica.Options{
+		Config:  opts.Config,
+		Meta:    s.meta,
+		Store:   s.store,
+		NodeID:  s.nodeID,
+		Logger:  s.log,
+		Now:     s.now,
+		Metrics: s.metrics,
+		TopicConfig: func(name string, overrides map[string]string) replica.TopicConfig {
+			tc := s.effectiveConfig(internalOverrides(name, overrides))
+			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules}
+		},
+		CheckConfig: checkTopicConfigs,
+		Hooks:       hooks, // nil on a single node
+		// A cluster's replicas restart at their committed high
+		// watermark; a single node leads all and commits at once.
+		CheckpointHighWatermarks: zp != nil,
+	})
+	s.life.Push("partitions", s.rm.Close)
+	s.lookup = topicLookup{rm: s.rm, md: s.md, nodeID: s.nodeID}
+	s.rules = topicRules{
+		cfg: &s.cfg, md: s.md, rm: s.rm, maxPartitions: MaxPartitionsPerTopic,
+		relations: s.checkTopicConfigRelations, txnSpec: s.txnTopicSpec,
+	}
+	if s.ib == nil {
+		if err := s.rm.Load(); err != nil {
+			return fail(err)
 		}
 	}
+	// The group coordinator closes after the control plane, whose
+	// __consumer_offsets loads call into it.
+	s.life.Push("group coordinator", func() error {
+		if s.groups == nil {
+			return nil
+		}
+		return s.groups.Close()
+	})
+	if zp != nil {
+		zp.start()
+	}
+	s.life.Push("control plane", func() error { cp.close(); return nil })
+	// The offsets coordinator's loads stop after the transaction
+	// coordinator (whose markers reach __consumer_offsets) and before the
+	// control plane and the group coordinator they call into.
+	s.life.Push("offsets coordinator", func() error { s.offsets.Close(); return nil })
 	c := opts.Config
 	groups, err := group.New(group.Options{
 		Store:                 s.meta,
@@ -266,44 +339,22 @@ func New(opts Options) (*Server, error) {
 		PartitionFor:          s.offsetsPartitionFor,
 	})
 	if err != nil {
-		s.cp.close()
-		s.closePartitions()
-		return nil, fmt.Errorf("server: group coordinator: %w", err)
+		return fail(fmt.Errorf("server: group coordinator: %w", err))
 	}
 	s.groups = groups
 	s.txn = newTxnCoord(s)
+	s.life.Push("transaction coordinator", func() error { s.txn.Close(); s.txnMarkers.close(); return nil })
 	s.openLocalTxnPartitions()
 	if err := s.openLocalOffsets(); err != nil {
-		s.txn.Close()
-		s.offsets.Close()
-		s.groups.Close()
-		s.cp.close()
-		s.closePartitions()
-		return nil, err
+		return fail(err)
 	}
-	if err := s.startCleaner(); err != nil {
-		s.txn.Close()
-		s.offsets.Close()
-		s.groups.Close()
-		s.cp.close()
-		s.closePartitions()
-		return nil, fmt.Errorf("server: log cleaner: %w", err)
+	if err := s.life.Start("log upkeep", s.rm.Start); err != nil {
+		return fail(fmt.Errorf("server: %w", err))
 	}
-	if err := s.registerMetrics(); err != nil {
-		s.stopCleaner()
-		s.txn.Close()
-		s.offsets.Close()
-		s.groups.Close()
-		s.cp.close()
-		s.closePartitions()
-		return nil, err
+	if err := s.life.Start("metrics", (&stateCollector{s: s}).register); err != nil {
+		return fail(err)
 	}
 	return s, nil
-}
-
-// self describes this broker as clients are told to reach it.
-func (s *Server) self() cluster.Broker {
-	return cluster.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 }
 
 // Serve accepts connections on ln until ln is closed or Shutdown is called,
@@ -392,68 +443,12 @@ func (s *Server) Shutdown() {
 	s.connWG.Wait()
 }
 
-// Close shuts the server down (see Shutdown) and closes every partition. The
-// metastore and the engine store stay open: they belong to the caller.
+// Close shuts the server down (see Shutdown) and closes what New started,
+// in reverse order, the partitions last. The metastore and the engine
+// store stay open: they belong to the caller.
 func (s *Server) Close() error {
 	s.Shutdown()
-	s.unregisterMetrics()
-	s.stopCleaner()
-	s.txn.Close()
-	s.txnMarkers.close()
-	s.offsets.Close()
-	s.cp.close()
-	gerr := s.groups.Close()
-	if err := s.closePartitions(); err != nil {
-		return err
-	}
-	return gerr
-}
-
-// closePartitions closes every open partition and returns the first error.
-func (s *Server) closePartitions() error {
-	var first error
-	for _, t := range s.topics.all() {
-		for _, p := range t.parts {
-			if p == nil { // cluster mode: no replica here
-				continue
-			}
-			if err := p.Close(); err != nil && first == nil {
-				first = fmt.Errorf("server: close %s-%d: %w", t.name, p.Index(), err)
-			}
-		}
-	}
-	return first
-}
-
-// ApplyRetention runs retention on every partition log (the broker calls it
-// every log.retention.check.interval.ms) and returns the first error; the
-// other partitions are still processed.
-func (s *Server) ApplyRetention() error {
-	now := s.now()
-	var first error
-	for _, t := range s.topics.all() {
-		for _, p := range t.parts {
-			if p == nil { // cluster mode: no replica here
-				continue
-			}
-			before := p.LogStartOffset()
-			after, err := p.Log().ApplyRetention(now)
-			if err != nil {
-				if errors.Is(err, engine.ErrClosed) {
-					continue // deleted under us
-				}
-				s.log.Error("server: retention failed", "topic", t.name, "partition", p.Index(), "err", err)
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-			if after > before {
-				s.log.Info("server: retention deleted records", "topic", t.name, "partition", p.Index(), "log_start_offset", after)
-			}
-		}
-	}
-	return first
+	return s.life.Close()
 }
 
 // startConn registers and starts a connection, which holds the slot Serve
@@ -488,14 +483,4 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	s.connWG.Add(1)
 	c.start()
 	return true
-}
-
-// connDone unregisters c; the writer calls it when the connection is closed.
-func (s *Server) connDone(c *conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-	s.limits.closed(c.ip)
-	c.lst.Closed()
-	s.connWG.Done()
 }

@@ -25,14 +25,14 @@ func TestAlterConfigsReachesEveryPartition(t *testing.T) {
 		t.Run("backend="+backend, func(t *testing.T) {
 			s := newBackendTestServer(t, backend)
 			const parts = 4
-			s.topics.admin.Lock()
+			s.rm.Lock()
 			for _, name := range []string{"a", "b"} {
 				if _, err := s.createTopicLocked(topicSpec{name: name, partitions: parts, rf: 1}); err != nil {
-					s.topics.admin.Unlock()
+					s.rm.Unlock()
 					t.Fatal(err)
 				}
 			}
-			s.topics.admin.Unlock()
+			s.rm.Unlock()
 
 			req := kmsg.NewPtrAlterConfigsRequest()
 			res := kmsg.NewAlterConfigsRequestResource()
@@ -50,11 +50,11 @@ func TestAlterConfigsReachesEveryPartition(t *testing.T) {
 
 			now := time.Now()
 			for _, name := range []string{"a", "b"} {
-				tp := s.topics.get(name)
-				if len(tp.parts) != parts {
-					t.Fatalf("topic %s: %d partitions", name, len(tp.parts))
+				tp := s.rm.Topic(name)
+				if len(tp.Parts) != parts {
+					t.Fatalf("topic %s: %d partitions", name, len(tp.Parts))
 				}
-				for _, p := range tp.parts {
+				for _, p := range tp.Parts {
 					for i := range 3 {
 						if _, err := p.Append(context.Background(), oneRecordBatch(now.UnixMilli()+int64(i)), 1); err != nil {
 							t.Fatalf("%s-%d: append: %v", name, p.Index(), err)

@@ -50,6 +50,7 @@ func TestSingleNodeClientAbortsHangingTxn(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
+			s.self.Port = s.advPort
 			go s.Serve(ln)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

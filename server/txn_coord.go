@@ -31,13 +31,13 @@ func newTxnCoord(s *Server) *txn.Coordinator {
 	s.txnMarkers = newTxnMarkerWriter(s)
 	return txn.New(txn.Options{
 		NumPartitions: func() int32 {
-			if t := s.topics.get(txn.Topic); t != nil {
-				return int32(len(t.parts))
+			if t := s.rm.Topic(txn.Topic); t != nil {
+				return int32(len(t.Parts))
 			}
 			return 0
 		},
 		Partition: func(i int32) *replication.Partition {
-			if p := s.partition(txn.Topic, i); p != nil {
+			if p := s.rm.Partition(txn.Topic, i); p != nil {
 				return p.Partition
 			}
 			return nil
@@ -56,7 +56,7 @@ func newTxnCoord(s *Server) *txn.Coordinator {
 
 // singleNode reports whether s is a single-node broker, which leads every
 // partition of its own topics (no LeaderAndIsr tells it so).
-func (s *Server) singleNode() bool { return !s.cp.interBrokerAPIs() }
+func (s *Server) singleNode() bool { return s.ib == nil }
 
 // openLocalTxnPartitions loads every partition of a local
 // __transaction_state on a single node, where this broker leads them all.
@@ -65,8 +65,8 @@ func (s *Server) openLocalTxnPartitions() {
 	if !s.singleNode() {
 		return
 	}
-	if t := s.topics.get(txn.Topic); t != nil {
-		for i := range t.parts {
+	if t := s.rm.Topic(txn.Topic); t != nil {
+		for i := range t.Parts {
 			s.txn.OnRole(int32(i), true)
 		}
 	}
@@ -94,14 +94,14 @@ func (s *Server) txnTopicSpec() topicSpec {
 // than transaction.state.log.replication.factor (as Kafka, the topic is
 // not created smaller).
 func (s *Server) ensureTxnTopic(ctx context.Context) error {
-	if len(s.cp.partitions(txn.Topic)) > 0 {
+	if len(s.md.partitions(txn.Topic)) > 0 {
 		return nil
 	}
 	spec := s.txnTopicSpec()
-	if live := len(s.cp.brokers()); int(spec.rf) > live {
+	if live := len(s.md.brokers()); int(spec.rf) > live {
 		return cluster.ErrInvalidReplicationFactor
 	}
-	_, err := s.cp.createTopic(ctx, spec)
+	_, err := s.admin.createTopic(ctx, spec)
 	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
 		err = nil
 	}
@@ -129,7 +129,7 @@ func txnErrorCode(err error, fencedSince, version int16) int16 {
 // COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR from the coordinator
 // until it is loaded.
 func (s *Server) txnCoordReady(ctx context.Context) {
-	if len(s.cp.partitions(txn.Topic)) > 0 {
+	if len(s.md.partitions(txn.Topic)) > 0 {
 		return
 	}
 	if err := s.ensureTxnTopic(ctx); err != nil {

@@ -25,6 +25,7 @@ func startTxnServer(t *testing.T) (*Server, string) {
 		t.Fatal(err)
 	}
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	s.self.Port = s.advPort
 	go s.Serve(ln)
 	return s, ln.Addr().String()
 }
@@ -70,7 +71,7 @@ func txnProduceID(t *testing.T, ctx context.Context, cl *kgo.Client, topic strin
 }
 
 // marker ends producer pid's transaction in topic-0 (and the given
-// __consumer_offsets partitions) through writeTxnMarkersLocal and returns
+// __consumer_offsets partitions) through txnMarkerWriter.writeLocal and returns
 // the error codes, topic partition first.
 func marker(s *Server, topic string, pid int64, epoch int16, commit bool, offsetsParts ...int32) []int16 {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
@@ -86,7 +87,7 @@ func marker(s *Server, topic string, pid int64, epoch int16, commit bool, offset
 	}
 	req.Markers = append(req.Markers, m)
 	var codes []int16
-	for _, t := range s.writeTxnMarkersLocal(req).Markers[0].Topics {
+	for _, t := range s.txnMarkers.writeLocal(req).Markers[0].Topics {
 		for _, p := range t.Partitions {
 			codes = append(codes, p.ErrorCode)
 		}
@@ -124,7 +125,7 @@ func consume(t *testing.T, ctx context.Context, addr, topic string, committed bo
 
 // TestTxnLogEndToEnd: a transactional sequence without the coordinator:
 // transactional batches, an ABORT and a COMMIT marker written through
-// writeTxnMarkersLocal; a read_committed franz-go consumer sees the
+// txnMarkerWriter.writeLocal; a read_committed franz-go consumer sees the
 // committed records only and stops at an open transaction (the LSO), a
 // read_uncommitted one every data record; no consumer sees a marker as a
 // record. ListOffsets, DescribeProducers and epoch fencing on the way.

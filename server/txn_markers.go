@@ -3,7 +3,7 @@ package server
 // The transaction coordinator's marker writer (txn.MarkerWriter, Kafka's
 // TransactionMarkerChannelManager): the markers of one transaction are
 // grouped by the leader of each partition; partitions led here are written
-// through writeTxnMarkersLocal (the log side's WriteTxnMarkers path), the
+// through txnMarkerWriter.writeLocal (the log side's WriteTxnMarkers path), the
 // others are sent as WriteTxnMarkers (key 27, v1) to their leaders over
 // the inter-broker listener, one connection per broker. The coordinator
 // retries what failed until it is written or it loses the transaction's
@@ -19,7 +19,7 @@ package server
 //
 // __consumer_offsets may not exist yet when AddOffsetsToTxn adds its
 // partition to a transaction (it is created by the first group request):
-// such markers go to writeTxnMarkersLocal, which completes the
+// such markers go to txnMarkerWriter.writeLocal, which completes the
 // transactional offsets of the group layer (none: TxnOffsetCommit needs
 // the topic).
 
@@ -71,7 +71,7 @@ func (w *txnMarkerWriter) WriteMarkers(ctx context.Context, m txn.Markers) map[t
 	failed := map[txn.TopicPartition]error{}
 	byLeader := map[int32][]txn.TopicPartition{}
 	for _, tp := range m.Partitions {
-		parts := s.cp.partitions(tp.Topic)
+		parts := s.md.partitions(tp.Topic)
 		switch {
 		case len(parts) == 0 && tp.Topic == offsets.Topic:
 			byLeader[s.nodeID] = append(byLeader[s.nodeID], tp)
@@ -90,7 +90,7 @@ func (w *txnMarkerWriter) WriteMarkers(ctx context.Context, m txn.Markers) map[t
 		var resp *kmsg.WriteTxnMarkersResponse
 		var err error
 		if leader == s.nodeID {
-			resp = s.writeTxnMarkersLocal(req)
+			resp = w.writeLocal(req)
 		} else {
 			resp, err = w.send(ctx, leader, req)
 		}
@@ -158,7 +158,7 @@ func (w *txnMarkerWriter) markerError(tp txn.TopicPartition, code int16) error {
 	case kerr.InvalidProducerEpoch.Code, kerr.TransactionCoordinatorFenced.Code:
 		return fmt.Errorf("%w: %s-%d: %v", txn.ErrMarkerFenced, tp.Topic, tp.Partition, kerr.ErrorForCode(code))
 	case kerr.UnknownTopicOrPartition.Code:
-		if tp.Topic != offsets.Topic && len(w.s.cp.partitions(tp.Topic)) == 0 {
+		if tp.Topic != offsets.Topic && len(w.s.md.partitions(tp.Topic)) == 0 {
 			return nil // deleted meanwhile
 		}
 	case kerr.CorruptMessage.Code, kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidRequiredAcks.Code:
@@ -173,7 +173,7 @@ func (w *txnMarkerWriter) markerError(tp txn.TopicPartition, code int16) error {
 func (w *txnMarkerWriter) send(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	s := w.s
 	addr := ""
-	for _, b := range s.cp.brokers() {
+	for _, b := range s.md.brokers() {
 		if b.ID == id {
 			addr = b.AddrFor(s.cfg.InterBrokerListenerName)
 		}

@@ -25,6 +25,7 @@ func TestTxnOffsetCommitSingleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	s.self.Port = s.advPort
 	go s.ServeListener(ln, "PLAINTEXT")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

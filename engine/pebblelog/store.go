@@ -452,7 +452,7 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 	// 50,000 partitions). The log is empty, so a crash loses no record,
 	// the next synced write (an append to any log) makes it durable with
 	// everything before it, and a broker that finds a topic's log missing
-	// creates it again (server.loadTopics).
+	// creates it again (replica.Manager.Load).
 	if err := s.commitNoSync(b); err != nil {
 		return nil, fmt.Errorf("pebblelog: %s: create %s/%d: %w", s.dir, id.Topic, id.Partition, err)
 	}

@@ -1,0 +1,117 @@
+package replica
+
+// The log cleaner (cleanup.policy=compact) runs in the storage engine
+// (engine/cleaner); the Manager tells it which logs exist, with each
+// one's config, high watermark and producer state, and answers with what
+// it did.
+
+import (
+	"sync"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/cleaner"
+)
+
+// startCleaner starts log.cleaner.threads cleaner threads unless
+// log.cleaner.enable is false, and returns what stops them (nil: none).
+func (m *Manager) startCleaner() (stop func() error, err error) {
+	c := m.cfg
+	if !c.LogCleanerEnable || c.LogCleanerThreads <= 0 {
+		m.log.Info("replica: log cleaner disabled: compacted topics are not cleaned", "log.cleaner.enable", c.LogCleanerEnable, "log.cleaner.threads", c.LogCleanerThreads)
+		return nil, nil
+	}
+	cm, err := cleaner.NewManager(cleaner.Options{
+		Threads:             c.LogCleanerThreads,
+		DedupeBufferSize:    c.LogCleanerDedupeBufferSize,
+		IOMaxBytesPerSecond: c.LogCleanerIOMaxBytesPerSecond,
+		Backoff:             c.LogCleanerBackoff,
+		Logs:                m.cleanerTargets,
+		Now:                 m.now,
+		Logger:              m.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.cleaner.Store(cm)
+	cm.Start()
+	return func() error { cm.Close(); return nil }, nil
+}
+
+// wakeCleaner makes an idle cleaner thread look at the logs now (a topic's
+// cleanup policy or cleaner config changed).
+func (m *Manager) wakeCleaner() {
+	if cm := m.cleaner.Load(); cm != nil {
+		cm.Wake()
+	}
+}
+
+// cleanerTargets lists the compacted logs of this broker's replicas.
+func (m *Manager) cleanerTargets() []cleaner.Target {
+	var out []cleaner.Target
+	for _, t := range m.reg.all() {
+		if !t.Config.Log.Compact {
+			continue
+		}
+		for _, p := range t.Parts {
+			if p != nil {
+				out = append(out, cleanerTarget(t, p))
+			}
+		}
+	}
+	return out
+}
+
+func cleanerTarget(t *Topic, p *Partition) cleaner.Target {
+	var once sync.Once
+	var last map[int64]int64
+	return cleaner.Target{
+		ID:     engine.PartitionID{Topic: t.Name, Partition: p.Index()},
+		Log:    p.Log(),
+		Config: t.Config.Log,
+		// Nothing past the last stable offset (Kafka's
+		// firstUncleanableOffset): a follower may still truncate past
+		// the high watermark, and a transaction below it but past the
+		// LSO is not decided yet, so its records could hide others.
+		Bound: p.LastStableOffset(),
+		ProducerLast: func(pid int64) (int64, bool) {
+			once.Do(func() { last = p.ProducerLastOffsets() })
+			o, ok := last[pid]
+			return o, ok
+		},
+	}
+}
+
+// Cleaning reports whether the log cleaner runs.
+func (m *Manager) Cleaning() bool { return m.cleaner.Load() != nil }
+
+// CleanerStatus returns what the cleaner last did to partition p of t;
+// false when it has not looked at it or does not run.
+func (m *Manager) CleanerStatus(t *Topic, p *Partition) (cleaner.Status, bool) {
+	cm := m.cleaner.Load()
+	if cm == nil {
+		return cleaner.Status{}, false
+	}
+	return cm.Status(engine.PartitionID{Topic: t.Name, Partition: p.Index()})
+}
+
+// CleanerSummary is what topic describe shows of a compacted topic on
+// this broker: the highest dirty ratio among its local partitions and the
+// last time one of them was cleaned (ms, -1: never since this broker
+// started).
+func (m *Manager) CleanerSummary(t *Topic) (maxRatio float64, lastCleanedMs int64) {
+	lastCleanedMs = -1
+	now := m.now()
+	for _, p := range t.Parts {
+		if p == nil {
+			continue
+		}
+		tg := cleanerTarget(t, p)
+		if pr, _ := cleaner.Examine(tg, now); pr.Ratio > maxRatio {
+			maxRatio = pr.Ratio
+		}
+		if st, ok := m.CleanerStatus(t, p); ok && !st.LastCleaned.IsZero() {
+			lastCleanedMs = max(lastCleanedMs, st.LastCleaned.UnixMilli())
+		}
+	}
+	return maxRatio, lastCleanedMs
+}
