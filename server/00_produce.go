@@ -11,8 +11,13 @@ package server
 //	v10, v11: current-leader tags (KIP-951; a single broker never moves a
 //	    leader, so they stay unset)
 //
-// acks 1 and -1 are answered after the append (one broker is the whole ISR,
-// so the high watermark passes the batch at once); acks=0 gets no response
+// acks=1 is answered after the leader's append. acks=-1 is answered once
+// the high watermark passes the batch: on a single node at once (one
+// broker is the whole ISR), in a cluster when every replica of the ISR
+// has fetched it (the request waits, pipelined behind the connection's
+// earlier produce requests, see "Pipelined acks=all produce" below; with
+// fewer in-sync replicas than min.insync.replicas it is refused with
+// NOT_ENOUGH_REPLICAS before the append). acks=0 gets no response
 // at all, and a failed acks=0 request closes the connection, as Kafka does,
 // so that the client notices and refreshes its metadata. Partitions of one
 // request append concurrently; replication.Partition coalesces concurrent

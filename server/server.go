@@ -1,7 +1,11 @@
 // Package server speaks the Kafka wire protocol: it accepts connections,
 // reads size-prefixed request frames, decodes them with kmsg, runs one
-// handler per API key (the NN_name.go files, named by key number) and writes
-// the responses back in request order.
+// handler per API key and writes the responses back in request order. Most
+// handlers have a file of their own named by key number (NN_name.go); keys
+// that belong together share one: DescribeUserScramCredentials and
+// AlterUserScramCredentials (50, 51) in 50_scram_credentials.go, the ACL
+// APIs (29-31) in acls.go, and the consumer-group APIs are package group's,
+// routed by groups.go. apis.go is the dispatch table.
 //
 // # Connections
 //
