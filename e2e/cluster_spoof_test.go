@@ -1,7 +1,7 @@
 package e2e
 
 // A 3-broker ZooKeeper cluster attacked over its PLAINTEXT client ports
-// with the requests of issue 10, each sent by hand (package kraw): spoofed
+// with spoofed inter-broker requests, each sent by hand (package kraw): spoofed
 // controller requests, a client posing as a follower, a spoofed controlled
 // shutdown. Each is refused with Kafka's error code and harmless: the
 // partition serves every record, the addresses brokers advertise are

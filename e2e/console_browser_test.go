@@ -1,6 +1,6 @@
 package e2e
 
-// Browser tests of the web console (issue 14): Debian's chromium, headless,
+// Browser tests of the web console: Debian's chromium, headless,
 // driven by chromedp against `sluice serve`'s HTTP listener. Each test
 // reads what a user reads (rows, numbers, pretty-printed values) through the
 // stable ids and data attributes of console/ui, and compares it with what

@@ -1,6 +1,6 @@
 package e2e
 
-// Transaction tests (issue 13): franz-go's consume-transform-produce loop
+// Transaction tests: franz-go's consume-transform-produce loop
 // (GroupTransactSession) against a broker SIGKILLed while it runs, on a
 // single node and on a 3-broker cluster, checked for exactly-once output;
 // a zombie producer fenced; kcat (librdkafka) reading committed and

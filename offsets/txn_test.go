@@ -197,7 +197,7 @@ func TestPersistTxn(t *testing.T) {
 	})
 	pos, err := c.PersistTxn(context.Background(), "g", 7, 2, one(0, 10))
 	if errors.Is(err, replication.ErrTransactional) {
-		t.Skip("the log refuses transactional batches (needs the log side of issue 13)")
+		t.Skip("the log refuses transactional batches (needs the log's transactional side)")
 	}
 	if err != nil {
 		t.Fatal(err)

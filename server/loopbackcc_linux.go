@@ -17,7 +17,7 @@ import (
 // produced byte twice (its followers' fetches): with the machine's default
 // (net.ipv4.tcp_congestion_control=bbr) scripts/bench-replication.sh
 // measured the leader at 1.03-1.44 s of CPU per GB acknowledged, with Reno
-// or CUBIC on its sockets 0.70-0.92 (BENCHMARKS.md, issue 16). Reno is
+// or CUBIC on its sockets 0.70-0.92 (BENCHMARKS.md, "Replicated produce"). Reno is
 // always permitted without privileges (net.ipv4.tcp_allowed_congestion_control
 // always holds it) and, with no loss to react to, grows its window as
 // CUBIC or any other loss-based algorithm would. Other congestion controls
