@@ -15,8 +15,8 @@ import (
 // read(2) per loopback segment or two (64 KiB): a producer slower than the
 // broker hands over a 1 MiB frame in about 16 pieces, and the reads then
 // cost three times what reading the frame whole costs (bench/floor's read
-// mode against the broker's profile, BENCHMARKS.md, "what the run above shows, and what remains"). While the
-// rest of a large frame is still to come, the connection raises the
+// mode against the broker's profile, in BENCHMARKS.md's "what the run
+// above shows, and what remains"). While the rest of a large frame is still to come, the connection raises the
 // socket's SO_RCVLOWAT, so the poller wakes the reader only once that much
 // has arrived; the kernel still returns whatever is there to a read (the
 // socket is non-blocking), so a low-water mark never makes a read wait for
