@@ -388,8 +388,8 @@ type Maintainer interface {
 	// durable, as Log.Flush of each would, in one pass over the store
 	// (the "pebble" backend syncs once for all its logs). A log whose
 	// flush fails stays failed, as after a failed Log.Flush; FlushAll
-	// goes on with the others and returns the failures joined. A log
-	// closed or deleted meanwhile is skipped.
+	// goes on with the others and returns an error naming what failed.
+	// A log closed or deleted meanwhile is skipped.
 	FlushAll() error
 	// CheckpointRecoveryPoints records the logs' recovery points (the
 	// offsets below which their data is known durable) so that recovery
