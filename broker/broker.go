@@ -162,8 +162,10 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		return nil, err
 	}
 	checkLimits(cfg, log)
-	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log, FlushInterval: cfg.LogFlushInterval,
-		OpenSegmentsMax: cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: recoveryCheckpointInterval(cfg),
+	// No FlushInterval and a negative RecoveryCheckpointInterval: the
+	// replica manager runs those timers (engine.Maintainer).
+	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log,
+		OpenSegmentsMax: cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: -1,
 		DeleteDelay: cfg.LogSegmentDeleteDelay}); err != nil {
 		return nil, fmt.Errorf("broker: open storage: %w", err)
 	}

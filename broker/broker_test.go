@@ -265,3 +265,67 @@ func TestRetentionLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestFlushAndRecoveryCheckpointLoops: the broker's replica manager runs
+// log.flush.interval.ms (a flush, then a recovery-point checkpoint) and
+// log.flush.offset.checkpoint.interval.ms, so recovery-point-offset-checkpoint
+// (segment backend) records progress while the broker runs: up to the log
+// end after a periodic flush, past a rolled segment (which is flushed in
+// the background) with the checkpoint loop alone.
+func TestFlushAndRecoveryCheckpointLoops(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		flush, ckpt time.Duration
+		segment     string // segment.bytes
+		toEnd       bool   // the checkpoint reaches the log end
+	}{
+		{name: "flush", flush: 50 * time.Millisecond, segment: "1048576", toEnd: true},
+		{name: "checkpoint", ckpt: 50 * time.Millisecond, segment: "1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := brokertest.StartIn(t, dir, "segment", func(c *config.Config) {
+				c.LogFlushInterval, c.LogFlushOffsetCheckpointInterval = tc.flush, tc.ckpt
+			})
+			cl := client(t, b.Addr(), kgo.ProducerLinger(0))
+			adm := kadm.NewClient(cl)
+			ctx := ctxFor(t, time.Minute)
+			cfgs := map[string]*string{"segment.bytes": kmsg.StringPtr(tc.segment)}
+			if r, err := adm.CreateTopic(ctx, 1, 1, cfgs, "fl"); err != nil || r.Err != nil {
+				t.Fatal(err, r.Err)
+			}
+			for i := 0; i < 20; i++ {
+				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "fl", Value: make([]byte, 200)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := int64(20)
+			if !tc.toEnd {
+				want = 1 // past the first segment
+			}
+			path := filepath.Join(dir, "recovery-point-offset-checkpoint")
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if got := checkpointed(path, "fl 0 "); got >= want {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("checkpointed recovery point of fl-0 still %d after 20s, want >= %d", checkpointed(path, "fl 0 "), want)
+				}
+			}
+		})
+	}
+}
+
+// checkpointed returns the offset after prefix in an offset checkpoint
+// file, or -1.
+func checkpointed(path, prefix string) int64 {
+	b, _ := os.ReadFile(path)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if o, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				return o
+			}
+		}
+	}
+	return -1
+}

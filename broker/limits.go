@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -91,14 +90,4 @@ func readMaxMapCount() int64 {
 		return -1
 	}
 	return n
-}
-
-// recoveryCheckpointInterval is log.flush.offset.checkpoint.interval.ms
-// for engine.Options: 0 there means the backend's default, so a
-// configured 0 (checkpoint only at Close) is passed as negative.
-func recoveryCheckpointInterval(cfg config.Config) time.Duration {
-	if cfg.LogFlushOffsetCheckpointInterval <= 0 {
-		return -1
-	}
-	return cfg.LogFlushOffsetCheckpointInterval
 }

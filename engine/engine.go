@@ -59,8 +59,11 @@ type Options struct {
 	Dir    string
 	Logger *slog.Logger // nil: slog.Default()
 	// FlushInterval is the periodic fsync of every log
-	// (log.flush.interval.ms); 0 means never by time, leaving durability to
-	// the page cache, replication and clean shutdown, as Kafka does.
+	// (log.flush.interval.ms), run by the store itself; 0 means never by
+	// time, leaving durability to the page cache, replication and clean
+	// shutdown, as Kafka does. It is for direct users of a store (tests,
+	// benchmarks): the broker leaves it 0 and its replica manager calls
+	// Maintainer.FlushAll on its own timer.
 	FlushInterval time.Duration
 	// Now returns the current time; tests replace it. nil: time.Now.
 	Now func() time.Time
@@ -68,9 +71,12 @@ type Options struct {
 	// backend keeps open (log.segment.open.files.max; for "pebble", its
 	// per-log data files); 0: DefaultOpenFilesMax.
 	OpenSegmentsMax int
-	// RecoveryCheckpointInterval is how often the recovery points are
-	// checkpointed (log.flush.offset.checkpoint.interval.ms); 0: the
-	// backend's default, negative: only at Close.
+	// RecoveryCheckpointInterval is how often the store itself
+	// checkpoints the recovery points
+	// (log.flush.offset.checkpoint.interval.ms); 0: the backend's default,
+	// negative: only at Close. Like FlushInterval it is for direct users
+	// of a store: the broker passes a negative value and its replica
+	// manager calls Maintainer.CheckpointRecoveryPoints on its own timer.
 	RecoveryCheckpointInterval time.Duration
 	// DeleteDelay is how long bytes a log stopped indexing (retention,
 	// truncation, the cleaner) stay on disk before a backend that reclaims
@@ -366,4 +372,31 @@ type HighWatermarkStore interface {
 	// watermark, starts from the log start offset and lets the leader's
 	// followers move it up again.
 	HighWatermarks() (map[PartitionID]int64, error)
+}
+
+// Maintainer is an optional capability of a Store, found by type
+// assertion: it lets the broker's replica manager run the periodic work
+// of the logs on its own timers (log.flush.interval.ms and
+// log.flush.offset.checkpoint.interval.ms), instead of the store running
+// them itself (Options.FlushInterval, Options.RecoveryCheckpointInterval,
+// which the broker leaves off). Both methods are safe for concurrent use
+// with each other and with every other method of the Store; after Close
+// both return ErrClosed. A Store without it (the "memory" backend) has
+// nothing to make durable.
+type Maintainer interface {
+	// FlushAll makes every batch appended so far to every open log
+	// durable, as Log.Flush of each would, in one pass over the store
+	// (the "pebble" backend syncs once for all its logs). A log whose
+	// flush fails stays failed, as after a failed Log.Flush; FlushAll
+	// goes on with the others and returns an error naming what failed.
+	// A log closed or deleted meanwhile is skipped.
+	FlushAll() error
+	// CheckpointRecoveryPoints records the logs' recovery points (the
+	// offsets below which their data is known durable) so that recovery
+	// after a crash re-validates only what lies past them (Kafka's
+	// recovery-point-offset-checkpoint). Store.Close writes the last one
+	// itself. A backend whose flushes record their own recovery state
+	// ("pebble": each flush commits the flushed positions) does nothing
+	// here.
+	CheckpointRecoveryPoints() error
 }

@@ -10,7 +10,7 @@ package replica
 // Close, through the backend's optional engine.HighWatermarkStore; a
 // backend without it restarts every replica at its log start, which is
 // safe and only delays consumers. (Recovery-point checkpoints are the
-// engine store's own, on its RecoveryCheckpointInterval.)
+// store's, which Start has it write: see flush.go.)
 
 import "github.com/sluice/sluice/engine"
 

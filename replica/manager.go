@@ -4,9 +4,10 @@
 // without garbage), opens and closes partitions (from the metastore on a
 // single node, as the controller names them in a cluster), applies topic
 // configs to logs, and runs the periodic work of logs: retention every
-// log.retention.check.interval.ms, the log cleaner's feed, and the
-// high-watermark checkpoints. Package server asks it for a partition and
-// never reaches through one to its engine.Log.
+// log.retention.check.interval.ms, the log cleaner's feed, the flush every
+// log.flush.interval.ms, and the recovery-point and high-watermark
+// checkpoints. Package server asks it for a partition and never reaches
+// through one to its engine.Log.
 //
 // What differs between the modes comes in through Hooks (the control
 // plane's replica-lifecycle hooks): nil on a single node.
@@ -64,7 +65,8 @@ type Hooks interface {
 // Options configure a Manager.
 type Options struct {
 	// Config is the broker config: producer-id expiry, the cleaner's
-	// settings, log.retention.check.interval.ms.
+	// settings, log.retention.check.interval.ms, log.flush.interval.ms,
+	// log.flush.offset.checkpoint.interval.ms.
 	Config config.Config
 	// Meta keeps the topics' metadata; Store the logs. Both are the
 	// caller's, open for the Manager's life.
@@ -195,11 +197,17 @@ func (m *Manager) each(fn func(t *Topic, p *Partition)) {
 }
 
 // Start starts the periodic work of the logs, in order: the log cleaner's
-// threads (unless log.cleaner.enable is false), retention every
-// log.retention.check.interval.ms (none when it is not positive) and, with
-// CheckpointHighWatermarks, the checkpoints. The returned stop ends them
-// in reverse order (before the logs close); Close writes the last
-// checkpoint.
+// threads (unless log.cleaner.enable is false); retention every
+// log.retention.check.interval.ms; when the store is an engine.Maintainer,
+// the flush every log.flush.interval.ms, each followed by a recovery-point
+// checkpoint, and the recovery-point checkpoints every
+// log.flush.offset.checkpoint.interval.ms (flush.go); with
+// CheckpointHighWatermarks, the high-watermark checkpoints. An interval
+// that is not positive runs nothing (a recovery-point checkpoint is then
+// written only by the store's Close). The returned stop ends them in
+// reverse order (before the logs close); Close writes the last
+// high-watermark checkpoint, the store's Close the last recovery-point
+// one.
 func (m *Manager) Start() (stop func() error, err error) {
 	var st lifecycle.Stack
 	if err := st.Start("log cleaner", m.startCleaner); err != nil {
@@ -209,6 +217,18 @@ func (m *Manager) Start() (stop func() error, err error) {
 		st.Go("retention", func(stop <-chan struct{}) {
 			tick(stop, every, func() { m.ApplyRetention() }) // logs its own errors
 		})
+	}
+	if mt, ok := m.store.(engine.Maintainer); ok {
+		if every := m.cfg.LogFlushInterval; every > 0 {
+			st.Go("log flush", func(stop <-chan struct{}) {
+				tick(stop, every, func() { m.flushLogs(mt) })
+			})
+		}
+		if every := m.cfg.LogFlushOffsetCheckpointInterval; every > 0 {
+			st.Go("recovery-point checkpoints", func(stop <-chan struct{}) {
+				tick(stop, every, func() { m.checkpointRecoveryPoints(mt) })
+			})
+		}
 	}
 	if m.hwCheckpoints {
 		st.Go("high-watermark checkpoints", func(stop <-chan struct{}) {

@@ -408,3 +408,118 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// maintainedStore is a store with an engine.Maintainer that records its
+// calls, in order, and fails each with err.
+type maintainedStore struct {
+	engine.Store
+	err   error
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *maintainedStore) FlushAll() error { return s.record("flush") }
+
+func (s *maintainedStore) CheckpointRecoveryPoints() error { return s.record("checkpoint") }
+
+func (s *maintainedStore) record(call string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+	return s.err
+}
+
+func (s *maintainedStore) recorded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// errorLog is a slog.Handler that keeps the messages of error records.
+type errorLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (h *errorLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *errorLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *errorLog) WithGroup(string) slog.Handler            { return h }
+
+func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		h.mu.Lock()
+		h.msgs = append(h.msgs, r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *errorLog) messages() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.msgs)
+}
+
+// TestFlushAndRecoveryCheckpoints: on a store that is an engine.Maintainer,
+// Start flushes every log.flush.interval.ms, each flush followed by a
+// recovery-point checkpoint, and checkpoints every
+// log.flush.offset.checkpoint.interval.ms; a failure is logged and the
+// loops go on, a closed store is no error, and stop ends the loops.
+func TestFlushAndRecoveryCheckpoints(t *testing.T) {
+	errBoom := errors.New("boom")
+	for _, tc := range []struct {
+		name        string
+		flush, ckpt time.Duration
+		err         error
+		logged      []string // distinct error messages, sorted
+	}{
+		{name: "flush", flush: time.Millisecond},
+		{name: "checkpoints", ckpt: time.Millisecond},
+		{name: "failing", flush: time.Millisecond, err: errBoom,
+			logged: []string{"replica: periodic flush failed", "replica: recovery point checkpoint failed"}},
+		{name: "closed store", flush: time.Millisecond, ckpt: time.Millisecond, err: engine.ErrClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			store := &maintainedStore{Store: e.store, err: tc.err}
+			cfg := config.Default()
+			cfg.LogCleanerEnable = false
+			cfg.LogRetentionCheck = 0
+			cfg.LogFlushInterval, cfg.LogFlushOffsetCheckpointInterval = tc.flush, tc.ckpt
+			var log errorLog
+			m := New(Options{Config: cfg, Meta: e.meta, Store: store, NodeID: 1, Logger: slog.New(&log), TopicConfig: testConfig})
+			defer m.Close()
+			stop, err := m.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); len(store.recorded()) < 6; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("calls in 10s: %v", store.recorded())
+				}
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			calls := store.recorded()
+			for i, c := range calls {
+				switch {
+				case tc.flush == 0 && c == "flush":
+					t.Fatalf("call %d is a flush with log.flush.interval.ms=0: %v", i, calls)
+				case tc.ckpt == 0 && c != []string{"flush", "checkpoint"}[i%2]:
+					t.Fatalf("call %d: %v, want flushes each followed by a checkpoint", i, calls)
+				}
+			}
+			logged := slices.Compact(slices.Sorted(slices.Values(log.messages())))
+			if !slices.Equal(logged, tc.logged) {
+				t.Fatalf("logged errors %q, want %q", logged, tc.logged)
+			}
+			// Stopped: no call comes later, however long we wait (this
+			// cannot fail by slowness).
+			time.Sleep(20 * time.Millisecond)
+			if after := store.recorded(); len(after) != len(calls) {
+				t.Fatalf("%d calls after stop", len(after)-len(calls))
+			}
+		})
+	}
+}

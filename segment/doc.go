@@ -50,10 +50,14 @@
 //     removes it. With it present the next Open recovers nothing but still
 //     sanity-checks every index.
 //   - The recovery-point checkpoint is written every
-//     log.flush.offset.checkpoint.interval.ms (engine.Options.RecoveryCheckpointInterval,
-//     Kafka's 60 s) when a recovery point moved, after a truncation, and at
-//     Close, so a killed process re-validates only what lies past offsets
-//     fsynced before the last checkpoint.
+//     log.flush.offset.checkpoint.interval.ms (Kafka's 60 s) when a
+//     recovery point moved, after a truncation, and at Close, so a killed
+//     process re-validates only what lies past offsets fsynced before the
+//     last checkpoint. In the broker, the replica manager runs that timer
+//     and log.flush.interval.ms's (Store.CheckpointRecoveryPoints and
+//     Store.FlushAll, engine.Maintainer); a Store opened directly runs
+//     its own, from engine.Options.RecoveryCheckpointInterval and
+//     FlushInterval.
 //
 // # Open files
 //

@@ -520,6 +520,73 @@ func TestPeriodicFlush(t *testing.T) {
 	}
 }
 
+// TestMaintainer: FlushAll moves every open log's recovery point to its
+// end, as the periodic flush did, and CheckpointRecoveryPoints records
+// them, so that the logs reopened after a crash start from there; after
+// Close both refuse.
+func TestMaintainer(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	cfg := testCfg()
+	cfg.SegmentBytes = 1 << 20 // no roll, so no background flush
+	ids := []engine.PartitionID{tp, {Topic: tp.Topic, Partition: tp.Partition + 1}}
+	want := map[engine.PartitionID][][]byte{}
+	for i, id := range ids {
+		l, err := st.CreateLog(id, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = fill(t, l, rand.New(rand.NewSource(int64(20+i))), 5, 0)
+		if rp := l.(*Log).RecoveryPoint(); rp != 0 {
+			t.Fatalf("%v: recovery point %d before any flush", id, rp)
+		}
+	}
+	if err := st.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range st.openLogs() {
+		if l.RecoveryPoint() != l.EndOffset() {
+			t.Fatalf("%v: recovery point %d after FlushAll, end %d", l.id, l.RecoveryPoint(), l.EndOffset())
+		}
+	}
+	if err := st.CheckpointRecoveryPoints(); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range st.openLogs() {
+		if saved[l.id] != l.EndOffset() {
+			t.Fatalf("%v: checkpointed recovery point %d, end %d", l.id, saved[l.id], l.EndOffset())
+		}
+	}
+
+	// Crash: abandon st (it runs no loop of its own) and reopen the dir.
+	// Loading never raises a recovery point, so the reopened logs start
+	// where the checkpoint says.
+	st2 := openStore(t, dir, nil)
+	for _, id := range ids {
+		l, err := st2.OpenLog(id, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rp := l.(*Log).RecoveryPoint(); rp != l.EndOffset() {
+			t.Fatalf("%v: recovery point %d after a crash, end %d", id, rp, l.EndOffset())
+		}
+		checkLog(t, l, want[id]) // appends one more batch
+	}
+	if err := st2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.FlushAll(); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("FlushAll after Close: %v", err)
+	}
+	if err := st2.CheckpointRecoveryPoints(); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("CheckpointRecoveryPoints after Close: %v", err)
+	}
+}
+
 // TestConcurrentReadAppend runs readers against an appender that rolls
 // segments and applies retention: every read returns whole, valid batches
 // that start at or before the offset asked for.

@@ -208,8 +208,47 @@ func (s *Store) readOffsets(name string) map[engine.PartitionID]int64 {
 	return m
 }
 
-// flushLoop fsyncs every open log each interval (log.flush.interval.ms)
-// and checkpoints the recovery points.
+var _ engine.Maintainer = (*Store)(nil)
+
+// FlushAll implements engine.Maintainer: it flushes every open log in
+// turn (Log.Flush), and a log that fails does not stop the others.
+func (s *Store) FlushAll() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return engine.ErrClosed
+	}
+	var errs []error
+	for _, l := range s.openLogs() {
+		if err := l.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {
+			errs = append(errs, fmt.Errorf("segment: flush %s: %w", l.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckpointRecoveryPoints implements engine.Maintainer: it writes
+// recovery-point-offset-checkpoint when a recovery point moved since the
+// last one.
+func (s *Store) CheckpointRecoveryPoints() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	// Checked under ckptMu: Close marks the store closed before it takes
+	// ckptMu for the last checkpoint, which no later one may overwrite.
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return engine.ErrClosed
+	}
+	return s.checkpointRecoveryPointsLocked()
+}
+
+// flushLoop is the store's own periodic flush (engine.Options.FlushInterval,
+// for direct users of the store; the broker's replica manager calls
+// FlushAll instead): each interval it fsyncs every open log and
+// checkpoints the recovery points.
 func (s *Store) flushLoop(every time.Duration) {
 	defer close(s.flushDone)
 	t := time.NewTicker(every)
@@ -220,19 +259,20 @@ func (s *Store) flushLoop(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		for _, l := range s.openLogs() {
-			if err := l.Flush(); err != nil && !errors.Is(err, engine.ErrClosed) {
-				s.log.Error("segment: periodic flush failed", "dir", l.dir, "err", err)
-			}
+		if err := s.FlushAll(); err != nil && !errors.Is(err, engine.ErrClosed) {
+			s.log.Error("segment: periodic flush failed", "err", err)
 		}
-		if err := s.checkpointRecoveryPoints(); err != nil {
+		if err := s.CheckpointRecoveryPoints(); err != nil && !errors.Is(err, engine.ErrClosed) {
 			s.log.Error("segment: recovery point checkpoint failed", "err", err)
 		}
 	}
 }
 
-// checkpointLoop writes recovery-point-offset-checkpoint each interval
-// (log.flush.offset.checkpoint.interval.ms) when a recovery point moved.
+// checkpointLoop is the store's own periodic checkpoint
+// (engine.Options.RecoveryCheckpointInterval, for direct users of the
+// store; the broker's replica manager calls CheckpointRecoveryPoints
+// instead): it writes recovery-point-offset-checkpoint each interval when
+// a recovery point moved.
 func (s *Store) checkpointLoop(every time.Duration) {
 	defer close(s.ckptDone)
 	t := time.NewTicker(every)
@@ -243,7 +283,7 @@ func (s *Store) checkpointLoop(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if err := s.checkpointRecoveryPoints(); err != nil {
+		if err := s.CheckpointRecoveryPoints(); err != nil && !errors.Is(err, engine.ErrClosed) {
 			s.log.Error("segment: recovery point checkpoint failed", "err", err)
 		}
 	}
@@ -472,6 +512,12 @@ func (s *Store) checkpointStartOffsets() error {
 func (s *Store) checkpointRecoveryPoints() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
+	return s.checkpointRecoveryPointsLocked()
+}
+
+// checkpointRecoveryPointsLocked is checkpointRecoveryPoints.
+// REQUIRES: s.ckptMu held.
+func (s *Store) checkpointRecoveryPointsLocked() error {
 	m := s.offsets(s.recoveryPoints, (*Log).RecoveryPoint)
 	if equalOffsets(m, s.lastRP) {
 		return nil

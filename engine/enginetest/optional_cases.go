@@ -11,12 +11,15 @@ import (
 
 // optionalCases check the optional capabilities of package engine. A case
 // skips a backend that lacks the capability; the backends in this
-// repository assert at compile time that they have each one.
+// repository assert at compile time that they have each one, except
+// "memory", which is no engine.Maintainer (it has nothing to make
+// durable).
 func optionalCases() []testCase {
 	return []testCase{
 		{"TruncateFullyAndStartAt", testTruncateFullyAndStartAt},
 		{"TruncateFullyAndStartAtBelowEnd", testTruncateFullyAndStartAtBelowEnd},
 		{"HighWatermarks", testHighWatermarks},
+		{"Maintainer", testMaintainer},
 	}
 }
 
@@ -202,5 +205,44 @@ func testHighWatermarks(t *testing.T, h *harness) {
 	_, err = hs.HighWatermarks()
 	wantErr(t, "HighWatermarks after Close", err, engine.ErrClosed)
 	wantErr(t, "SaveHighWatermarks after Close", hs.SaveHighWatermarks(first), engine.ErrClosed)
+	h.store = nil
+}
+
+// testMaintainer: engine.Maintainer flushes and checkpoints every open log
+// without changing what it holds, a deleted log is skipped, appends go on
+// after, a clean reopen keeps everything, and Close ends it. (What a flush
+// makes durable is each backend's to test: it takes a crash.)
+func testMaintainer(t *testing.T, h *harness) {
+	mt, ok := h.store.(engine.Maintainer)
+	if !ok {
+		t.Skipf("the %s backend's %T is not an engine.Maintainer", h.backend, h.store)
+	}
+	noErr(t, "FlushAll of an empty store", mt.FlushAll())
+	noErr(t, "CheckpointRecoveryPoints of an empty store", mt.CheckpointRecoveryPoints())
+	cfg := engine.LogConfig{SegmentBytes: 1024}
+	gone := engine.PartitionID{Topic: "conformance", Partition: 1}
+	var m model
+	l := h.create(cfg)
+	fill(t, l, &m, 10, 2, 100, baseTs, 10, 1)
+	fill(t, h.createID(gone, cfg), nil, 3, 2, 100, baseTs, 10, 1)
+	noErr(t, "DeleteLog", h.store.DeleteLog(gone))
+	noErr(t, "FlushAll", mt.FlushAll())
+	noErr(t, "CheckpointRecoveryPoints", mt.CheckpointRecoveryPoints())
+	fill(t, l, &m, 5, 2, 100, baseTs+100, 10, 1)
+	noErr(t, "FlushAll after appends", mt.FlushAll())
+	noErr(t, "CheckpointRecoveryPoints after appends", mt.CheckpointRecoveryPoints())
+	if got := scan(t, l, 0); !bytes.Equal(got, m.from(0)) {
+		t.Fatalf("bytes after FlushAll differ")
+	}
+
+	h.reopen()
+	l = h.openID(defaultID, cfg)
+	if got := scan(t, l, 0); l.EndOffset() != 30 || !bytes.Equal(got, m.from(0)) {
+		t.Fatalf("after reopen: end %d, want 30, bytes equal %v", l.EndOffset(), bytes.Equal(got, m.from(0)))
+	}
+	mt = h.store.(engine.Maintainer)
+	noErr(t, "Close", h.store.Close())
+	wantErr(t, "FlushAll after Close", mt.FlushAll(), engine.ErrClosed)
+	wantErr(t, "CheckpointRecoveryPoints after Close", mt.CheckpointRecoveryPoints(), engine.ErrClosed)
 	h.store = nil
 }

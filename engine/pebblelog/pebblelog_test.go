@@ -355,6 +355,59 @@ func TestFlushMessages(t *testing.T) {
 	}
 }
 
+// TestMaintainer: FlushAll makes every log's appends durable in one pass,
+// as the periodic flush did: each data file fdatasync'd to its end and
+// that flushed position committed with the WAL sync, nothing left to
+// sync. CheckpointRecoveryPoints has nothing to write; after Close both
+// refuse.
+func TestMaintainer(t *testing.T) {
+	es := open(t, t.TempDir())
+	s := es.(*Store)
+	var files []*dataFile
+	for p := int32(0); p < 2; p++ {
+		l, err := s.CreateLog(engine.PartitionID{Topic: "m", Partition: p}, engine.LogConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			mustAppend(t, l, batch(2, int64(i), "m"), 1)
+		}
+		d := l.(*Log).df
+		if !d.dirty.Load() {
+			t.Fatalf("data file %d clean before FlushAll: the test checks nothing", d.n)
+		}
+		files = append(files, d)
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range files {
+		stored, err := s.getU64(metaKey(d.n, metaFlushed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos := d.pos.Load(); d.dirty.Load() || d.flushed.Load() != pos || int64(stored) != pos {
+			t.Fatalf("data file %d after FlushAll: dirty %v, flushed %d, stored %d, append position %d",
+				d.n, d.dirty.Load(), d.flushed.Load(), stored, pos)
+		}
+	}
+	if s.synced.Load() != s.unsynced.Load() {
+		t.Fatalf("after FlushAll: %d of %d unsynced commits synced", s.synced.Load(), s.unsynced.Load())
+	}
+	if err := s.CheckpointRecoveryPoints(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushAll(); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("FlushAll after Close: %v", err)
+	}
+	if err := s.CheckpointRecoveryPoints(); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("CheckpointRecoveryPoints after Close: %v", err)
+	}
+}
+
 // TestGaps: a follower copying a compacted leader gets offset gaps between
 // batches and between segments; reads in a gap start at the next batch,
 // Truncate may cut in a gap, and a reopen accepts the gaps.

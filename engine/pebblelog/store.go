@@ -19,10 +19,15 @@
 // files of logs missing from the catalog, and no durable index entry names
 // a file whose directory entry may not be.
 //
-// Flushes (FlushMessages, FlushInterval, Flush, Close) fdatasync the
-// dirty data files first (one syncfs when there are many) and then sync
-// the WAL, storing each file's flushed position; a segment roll flushes
-// the log's data file in the background, as Kafka does. After a power
+// Flushes (FlushMessages, Flush, FlushAll, Close) fdatasync the dirty
+// data files first (one syncfs when there are many) and then sync the WAL,
+// storing each file's flushed position; a segment roll flushes the log's
+// data file in the background, as Kafka does. The periodic flush
+// (log.flush.interval.ms) is the broker's replica manager calling
+// FlushAll (engine.Maintainer); a store opened with
+// engine.Options.FlushInterval runs its own instead (tests, benchmarks).
+// The flushed positions are the store's recovery state: there is no
+// separate recovery-point checkpoint to write. After a power
 // loss, recovery checks the batches indexed past the flushed position and
 // drops the index from the first one whose bytes did not survive.
 // Truncations, deletions and metadata are committed synced. A failed
@@ -253,7 +258,28 @@ func (s *Store) getU64(key []byte) (uint64, error) {
 	return beU64(v), nil
 }
 
-// flushLoop syncs the WAL every interval until Close.
+var _ engine.Maintainer = (*Store)(nil)
+
+// FlushAll implements engine.Maintainer with one sync of the store:
+// every data file written since its last flush, then the WAL.
+func (s *Store) FlushAll() error { return s.sync() }
+
+// CheckpointRecoveryPoints implements engine.Maintainer. A pebble store
+// keeps no separate recovery-point checkpoint: each flush commits the
+// data files' flushed positions (what recovery starts from) in its WAL
+// sync, so there is nothing to do but refuse after Close.
+func (s *Store) CheckpointRecoveryPoints() error {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.closed {
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+// flushLoop is the store's own periodic flush (engine.Options.FlushInterval,
+// for direct users of the store; the broker's replica manager calls
+// FlushAll instead): it syncs the store every interval until Close.
 func (s *Store) flushLoop(every time.Duration) {
 	tick(every, s.stopFlush, s.flushDone, func(time.Time) {
 		if err := s.sync(); err != nil && !errors.Is(err, engine.ErrClosed) {
