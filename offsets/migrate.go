@@ -14,9 +14,9 @@ package offsets
 // safety: nothing is deleted from the metastore by the migration, no
 // partition is loaded before the checkpoint is written, and the checkpoint
 // is written only once the records are durable; a crash before it leaves
-// the metastore as it was and the next start migrates again from the start. Writing a group twice
-// is harmless: a load keeps the latest record of each key, and the second
-// copy equals the first.
+// the metastore as it was, and the next start migrates again from the
+// start. Writing a group twice is harmless: a load keeps the latest record
+// of each key, and the second copy equals the first.
 
 import (
 	"context"
