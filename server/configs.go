@@ -108,9 +108,29 @@ func (s *Server) configValue(overrides map[string]string, name string) (v string
 	if v, ok := overrides[name]; ok {
 		return v, sourceDynamicTopic
 	}
-	d, _ := config.LookupTopic(name)
-	v, src, _ := s.cfg.TopicDefault(d)
-	return v, int8(src)
+	d := s.topicDefaults[name]
+	return d.v, d.src
+}
+
+// topicDefault is what a topic without an override of a key takes: the
+// broker's value of its synonym and that value's source.
+type topicDefault struct {
+	v   string
+	src int8
+}
+
+// newTopicDefaults formats the topic keys' broker defaults once. The
+// broker's config is static, so they hold for the server's life;
+// formatting them on every effectiveConfig (each created, loaded or
+// described topic) cost about 80 allocations per topic created.
+func newTopicDefaults(c *config.Config) map[string]topicDefault {
+	keys := config.TopicKeys()
+	m := make(map[string]topicDefault, len(keys))
+	for _, k := range keys {
+		v, src, _ := c.TopicDefault(k)
+		m[k.Name] = topicDefault{v: v, src: int8(src)}
+	}
+	return m
 }
 
 // effectiveConfig parses the effective config of a topic with overrides.
@@ -121,9 +141,7 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		v, _ := s.configValue(overrides, name)
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			d, _ := config.LookupTopic(name)
-			bv, _, _ := s.cfg.TopicDefault(d)
-			n, _ = strconv.ParseInt(bv, 10, 64)
+			n, _ = strconv.ParseInt(s.topicDefaults[name].v, 10, 64)
 		}
 		return n
 	}

@@ -122,12 +122,15 @@ const MaxPartitionsPerTopic = 100_000
 // listeners with Serve, stop it with Shutdown and Close. Safe for concurrent
 // use.
 type Server struct {
-	cfg    config.Config
-	log    *slog.Logger
-	meta   *metastore.Store
-	store  engine.Store
-	now    func() time.Time
-	nodeID int32
+	// topicDefaults are the topic keys' broker defaults, formatted once
+	// (configs.go). Read-only after New.
+	topicDefaults map[string]topicDefault
+	cfg           config.Config
+	log           *slog.Logger
+	meta          *metastore.Store
+	store         engine.Store
+	now           func() time.Time
+	nodeID        int32
 
 	clusterID string
 	advHost   string
@@ -247,6 +250,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.pids.meta = s.meta
+	s.topicDefaults = newTopicDefaults(&s.cfg)
 	// The __consumer_offsets coordinator exists before the control plane:
 	// a cluster's LeaderAndIsr hooks load and unload its partitions.
 	s.offsets = newOffsetsCoord(s)
