@@ -11,8 +11,20 @@ package server
 // offset; the space below it is reclaimed by the backend when it can. Only
 // the partition's leader serves it (NOT_LEADER_OR_FOLLOWER elsewhere); in
 // cluster mode the followers' logs follow the leader's start offset.
+//
+// An internal topic (__consumer_offsets, __transaction_state) is
+// INVALID_TOPIC_EXCEPTION for every principal, super users included, as in
+// Kafka's ReplicaManager.deleteRecordsOnLocalLog: the coordinators' state
+// is a replay of those logs, and cutting one loses committed offsets or
+// leaves a transaction that can never be aborted. As in Kafka, a principal
+// without Delete on the topic is TOPIC_AUTHORIZATION_FAILED and an unknown
+// partition UNKNOWN_TOPIC_OR_PARTITION before that check, and a follower
+// NOT_LEADER_OR_FOLLOWER after it.
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,8 +41,12 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			p, err := s.lookup.leaderPartition(rt.Topic, rp.Partition)
-			if !s.az.allowedTopic(rc, acl.OpDelete, rt.Topic) {
+			switch {
+			case !s.az.allowedTopic(rc, acl.OpDelete, rt.Topic):
 				err = errTopicAuthorization
+			case errors.Is(err, errUnknownTopicOrPartition):
+			case isInternalTopic(rt.Topic):
+				err = fmt.Errorf("%w: cannot delete records of internal topic %s", errInvalidTopic, rt.Topic)
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)

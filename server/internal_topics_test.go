@@ -1,0 +1,83 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/txn"
+)
+
+// TestDeleteRecordsInternalTopics: DeleteRecords on __consumer_offsets or
+// __transaction_state is INVALID_TOPIC_EXCEPTION for every principal allowed
+// to delete (no authorizer, a super user), as Kafka's
+// ReplicaManager.deleteRecordsOnLocalLog answers, and leaves the log start
+// where it was; a principal without Delete still gets
+// TOPIC_AUTHORIZATION_FAILED first.
+func TestDeleteRecordsInternalTopics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*config.Config)
+		want error
+	}{
+		{"authorizer=none", func(*config.Config) {}, kerr.InvalidTopicException},
+		{"principal=super", func(c *config.Config) {
+			c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+			c.SuperUsers = []string{"User:ANONYMOUS"}
+		}, kerr.InvalidTopicException},
+		{"principal=denied", func(c *config.Config) {
+			c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+		}, kerr.TopicAuthorizationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := brokertest.Start(t, "memory", tc.cfg)
+			adm := kadm.NewClient(newClient(t, b.Addr()))
+			ctx := testCtx(t, 30*time.Second)
+			rc := dialRaw(t, b.Addr())
+			// Finding a coordinator creates the internal topics (refused,
+			// and not needed, for the denied principal).
+			adm.FindGroupCoordinators(ctx, "g")
+			adm.FindTxnCoordinators(ctx, "tx")
+			for _, topic := range []string{offsets.Topic, txn.Topic} {
+				if tc.want != kerr.TopicAuthorizationFailed {
+					waitLeader(t, adm, topic)
+				}
+				req := kmsg.NewPtrDeleteRecordsRequest()
+				rt := kmsg.NewDeleteRecordsRequestTopic()
+				rt.Topic = topic
+				rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+				rp.Offset = -1 // the high watermark
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				sp := rc.Do(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+				if err := kerr.ErrorForCode(sp.ErrorCode); err != tc.want || sp.LowWatermark != -1 {
+					t.Errorf("%s: DeleteRecords answered %v (low watermark %d), want %v", topic, err, sp.LowWatermark, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// waitLeader waits until partition 0 of topic answers ListOffsets.
+func waitLeader(t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	ctx := testCtx(t, 20*time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s partition 0 has no leader: %v", topic, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
