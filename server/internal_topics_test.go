@@ -81,3 +81,61 @@ func waitLeader(t *testing.T, adm *kadm.Client, topic string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestInternalTopicsKeepTheirShape: a super user cannot delete, add
+// partitions to, or change the cleanup.policy of an internal topic with
+// either AlterConfigs, and the topic keeps its partition.
+func TestInternalTopicsKeepTheirShape(t *testing.T) {
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+		c.SuperUsers = []string{"User:ANONYMOUS"}
+	})
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	ctx := testCtx(t, 30*time.Second)
+	adm.FindGroupCoordinators(ctx, "g")
+	adm.FindTxnCoordinators(ctx, "tx")
+	policy := []kadm.AlterConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}
+	for _, topic := range []string{offsets.Topic, txn.Topic} {
+		waitLeader(t, adm, topic)
+		for _, tc := range []struct {
+			name string
+			do   func() error // the topic's answer, else the request's error
+			want error
+		}{
+			{"DeleteTopics", func() error {
+				r, _ := adm.DeleteTopic(ctx, topic) // the error repeats r.Err
+				return r.Err
+			}, kerr.TopicAuthorizationFailed},
+			{"CreatePartitions", func() error {
+				r, err := adm.CreatePartitions(ctx, 1, topic)
+				if err != nil {
+					return err
+				}
+				return r[topic].Err
+			}, kerr.InvalidTopicException},
+			{"IncrementalAlterConfigs", func() error {
+				r, err := adm.AlterTopicConfigs(ctx, policy, topic)
+				if err != nil || len(r) == 0 {
+					return err
+				}
+				return r[0].Err
+			}, kerr.TopicAuthorizationFailed},
+			{"AlterConfigs", func() error {
+				r, err := adm.AlterTopicConfigsState(ctx, policy, topic)
+				if err != nil || len(r) == 0 {
+					return err
+				}
+				return r[0].Err
+			}, kerr.TopicAuthorizationFailed},
+		} {
+			t.Run("topic="+topic+"/api="+tc.name, func(t *testing.T) {
+				if got := tc.do(); got != tc.want {
+					t.Errorf("answered %v, want %v", got, tc.want)
+				}
+			})
+		}
+		if md, err := adm.Metadata(ctx, topic); err != nil || len(md.Topics[topic].Partitions) == 0 {
+			t.Errorf("%s after the refusals: %v %+v", topic, err, md.Topics[topic])
+		}
+	}
+}
