@@ -51,6 +51,10 @@ type Config struct {
 	// ConnectionsMaxReauth is connections.max.reauth.ms (KIP-368): a SASL
 	// session must re-authenticate within it; 0: never.
 	ConnectionsMaxReauth time.Duration
+	// ConnectionsAuthenticationTimeout is
+	// connections.authentication.timeout.ms (Sluice's own): from accept to
+	// a finished TLS handshake and SASL authentication; 0: unbounded.
+	ConnectionsAuthenticationTimeout time.Duration
 	// FailedAuthenticationDelay is
 	// connection.failed.authentication.delay.ms: how long a failed
 	// authentication waits before it is answered.

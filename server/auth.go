@@ -15,6 +15,15 @@ package server
 // handshake and asks the handler, after each raw token, whether the
 // exchange goes on (conn.rawMore).
 //
+// A connection must finish its TLS handshake and, on a SASL listener, its
+// first SASL exchange within connections.authentication.timeout.ms of being
+// accepted, or it is closed (authTimer): the handshake reads before any
+// other deadline applies, and a connection that never sends a byte would
+// otherwise hold one of max.connections for good. One timer per
+// connection, set at accept and stopped when it authenticates or closes;
+// requests never touch it. Such closes are counted as failed
+// authentications and logged at Info once a minute at most (authTimeoutLog).
+//
 // Re-authentication (KIP-368): with connections.max.reauth.ms set, a SASL
 // session lasts that long (SaslAuthenticate v1+ tells the client); the
 // client re-authenticates in band with the same principal, and a
@@ -24,6 +33,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,7 +109,27 @@ type connAuth struct {
 	// expires is when a SASL session must have re-authenticated (zero:
 	// never).
 	expires time.Time
+	// timer closes the connection if it has not authenticated in time
+	// (nil: no bound applies). Set before the connection's goroutines
+	// start, read-only after.
+	timer *time.Timer
+	// timerState is authPending while timer may still close the
+	// connection; whoever moves it away from authPending decides
+	// (authenticated, closed or timed out).
+	timerState atomic.Int32
 }
+
+// timerState values.
+const (
+	authPending  = 1 + iota // the timer runs
+	authDone                // authenticated or closed first: the timer was stopped
+	authTimedOut            // the timer closed the connection
+)
+
+// authTimeoutLogEvery is how often, at most, connections closed by
+// connections.authentication.timeout.ms are logged: a flood of silent
+// connections makes one line a minute, not one per connection.
+const authTimeoutLogEvery = time.Minute
 
 // initAuth sets up c's authentication for its listener's security.
 func (c *conn) initAuth(sec ListenerSecurity) {
@@ -111,6 +142,78 @@ func (c *conn) initAuth(sec ListenerSecurity) {
 	if sec.Protocol != "SSL" {
 		c.lst.Authenticated() // PLAINTEXT: authenticated at accept (SSL: after the handshake)
 	}
+}
+
+// startAuthTimer bounds, by connections.authentication.timeout.ms, the
+// time c may take to finish its TLS handshake (a TLS connection) and its
+// SASL authentication (a SASL listener). It runs at accept, after initAuth
+// and before c's goroutines start.
+func (c *conn) startAuthTimer() {
+	d := c.s.cfg.ConnectionsAuthenticationTimeout
+	_, isTLS := c.nc.(*tls.Conn)
+	if d <= 0 || !isTLS && !c.auth.sec.sasl() {
+		return
+	}
+	c.auth.timerState.Store(authPending)
+	c.auth.timer = time.AfterFunc(d, c.authTimeout)
+}
+
+// stopAuthTimer stops c's authentication timer, if it still runs: c has
+// authenticated or is closing. Safe to call more than once and from any
+// goroutine.
+func (c *conn) stopAuthTimer() {
+	if c.auth.timerState.CompareAndSwap(authPending, authDone) {
+		c.auth.timer.Stop()
+	}
+}
+
+// authTimeout closes c, which has not authenticated in time. It closes the
+// socket under a TLS connection so that nothing waits on a close_notify;
+// the reader then fails and the connection is torn down as for any read
+// error.
+func (c *conn) authTimeout() {
+	if !c.auth.timerState.CompareAndSwap(authPending, authTimedOut) {
+		return
+	}
+	c.lst.AuthenticationFailed()
+	c.s.authTimeouts.closed(c.s.log, c.nc.RemoteAddr().String(), c.s.cfg.ConnectionsAuthenticationTimeout)
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	nc.Close()
+}
+
+// authTimedOut reports whether c was closed by its authentication timer.
+func (c *conn) authTimedOut() bool {
+	return c.auth.timerState.Load() == authTimedOut
+}
+
+// authTimeoutLog aggregates the log of connections closed by
+// connections.authentication.timeout.ms: the first one is logged at once,
+// later ones are counted into the next line, at most one per
+// authTimeoutLogEvery. Safe for concurrent use; the zero value is ready.
+type authTimeoutLog struct {
+	mu   sync.Mutex
+	last time.Time // when the last line was logged
+	n    int64     // closed since that line, not logged yet
+}
+
+// closed notes one connection closed by the timeout, from remote.
+func (l *authTimeoutLog) closed(log *slog.Logger, remote string, timeout time.Duration) {
+	now := time.Now()
+	l.mu.Lock()
+	l.n++
+	if !l.last.IsZero() && now.Sub(l.last) < authTimeoutLogEvery {
+		l.mu.Unlock()
+		return
+	}
+	n := l.n
+	l.n, l.last = 0, now
+	l.mu.Unlock()
+	log.Info("server: closed connections that did not authenticate in time",
+		"connections", n, "last.remote", remote,
+		"connections.authentication.timeout.ms", timeout.Milliseconds())
 }
 
 // tlsPrincipal completes the TLS handshake of an SSL connection and takes
@@ -132,6 +235,7 @@ func (c *conn) tlsPrincipal() error {
 		c.auth.principal = p
 	}
 	if !c.auth.sec.sasl() {
+		c.stopAuthTimer()
 		c.lst.Authenticated()
 	}
 	return nil
@@ -195,6 +299,7 @@ func (c *conn) saslDone() error {
 		a.expires = time.Now().Add(d)
 	}
 	a.authenticated.Store(true)
+	c.stopAuthTimer()
 	c.lst.Authenticated()
 	return nil
 }

@@ -248,8 +248,10 @@ func (c *conn) readLoop() {
 	// than the buffer is read straight into its frame (bufio does not copy
 	// reads bigger than its buffer when it is empty).
 	if err := c.tlsPrincipal(); err != nil {
-		c.lst.AuthenticationFailed()
-		c.log.Info("server: closing connection", "err", err)
+		if !c.authTimedOut() { // else counted and logged by authTimeout
+			c.lst.AuthenticationFailed()
+			c.log.Info("server: closing connection", "err", err)
+		}
 		return
 	}
 	rd := bufio.NewReaderSize(c.nc, readBufferSize)
@@ -591,6 +593,7 @@ func (c *conn) writeLoop() {
 	defer func() {
 		c.ackCancel() // nobody waits for the pipelined requests now
 		w.Rollback(zerocopy.Mark{})
+		c.stopAuthTimer()
 		c.nc.Close()
 		close(c.done)
 		for r := range c.resp { // release what the handler still sends

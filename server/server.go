@@ -25,9 +25,10 @@
 // that does not decode; an API key Sluice does not serve; a supported API at
 // a version outside our range (except ApiVersions, answered in the v0 format
 // with UNSUPPORTED_VERSION and our ranges, as KIP-511 requires); a panic in a
-// handler (recovered and logged); connections.max.idle.ms without a
-// request; a request not read whole within request.read.timeout.ms of its
-// first byte; and, at accept, max.connections.per.ip (connlimit.go, which
+// handler (recovered and logged); connections.authentication.timeout.ms
+// without a finished TLS handshake and SASL authentication (auth.go);
+// connections.max.idle.ms without a request; a request not read whole
+// within request.read.timeout.ms of its first byte; and, at accept, max.connections.per.ip (connlimit.go, which
 // also holds max.connections and the queued.max.request.bytes pool of
 // mempool.go). Kafka answers some unsupported versions with an error response;
 // Sluice closes the connection instead, which every client treats as a
@@ -200,6 +201,9 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
+	// authTimeouts logs connections closed by
+	// connections.authentication.timeout.ms (auth.go).
+	authTimeouts authTimeoutLog
 	// limits bounds the client port: request memory and connection
 	// counts (connlimit.go); Serve initializes it.
 	limits connLimits
@@ -487,6 +491,7 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	c.lst = s.metrics.Listener(listenerLabel(listener, sec))
 	c.lst.Opened()
 	c.initAuth(sec)
+	c.startAuthTimer()
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()
