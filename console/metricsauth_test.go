@@ -1,10 +1,14 @@
 package console_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
@@ -70,5 +74,59 @@ func TestMetricsLogin(t *testing.T) {
 			// The probes stay open whatever /metrics needs.
 			a.get("/healthz", 200, nil)
 		})
+	}
+}
+
+// TestMetricsHideWhatACLsHide: a logged-in principal's /metrics carries
+// the series of only the topics and groups it may Describe, as the API
+// shows them; a super user's carries all.
+func TestMetricsHideWhatACLsHide(t *testing.T) {
+	b := securedBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := adminClient(t, b)
+	for _, name := range []string{"visible", "secret-topic"} {
+		if r, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", name, err, r.Err)
+		}
+	}
+	acls := kadm.NewACLs().Allow("User:alice").ResourcePatternType(kadm.ACLPatternLiteral).
+		Topics("visible").Groups("open-group").Operations(kadm.OpDescribe)
+	if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	for _, group := range []string{"open-group", "secret-group"} {
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "visible", Partition: 0, At: 0})
+		if r, err := adm.CommitOffsets(ctx, group, os); err != nil || r.Error() != nil {
+			t.Fatalf("commit for %s: %v %v", group, err, r.Error())
+		}
+	}
+
+	a := newAPI(t, b)
+	admin := string(a.as("admin", "admin-secret").get("/metrics", 200, nil))
+	alice := string(a.as("alice", "alice-secret").get("/metrics", 200, nil))
+	for _, tc := range []struct {
+		series       string
+		admin, alice bool
+	}{
+		{`kafka_log_log_size{partition="0",topic="visible"}`, true, true},
+		{`kafka_log_log_size{partition="0",topic="secret-topic"}`, true, false},
+		{`kafka_consumergroup_members{consumergroup="open-group"}`, true, true},
+		{`kafka_consumergroup_members{consumergroup="secret-group"}`, true, false},
+		{`kafka_server_brokertopicmetrics_messagesin_total{topic=""}`, true, true},
+		{`kafka_server_replicamanager_partitioncount `, true, true},
+	} {
+		if got := strings.Contains(admin, tc.series); got != tc.admin {
+			t.Errorf("admin's /metrics has %s: %v, want %v", tc.series, got, tc.admin)
+		}
+		if got := strings.Contains(alice, tc.series); got != tc.alice {
+			t.Errorf("alice's /metrics has %s: %v, want %v", tc.series, got, tc.alice)
+		}
+	}
+	for _, name := range []string{"secret-topic", "secret-group"} {
+		if strings.Contains(alice, `"`+name+`"`) {
+			t.Errorf("alice's /metrics names %s", name)
+		}
 	}
 }

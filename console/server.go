@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/acl"
@@ -266,19 +265,7 @@ func (s *Server) routes() http.Handler {
 		return s.authenticated(h)
 	}
 	if s.opts.Registry != nil {
-		scrape := promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{
-			ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-			ErrorHandling:       promhttp.ContinueOnError,
-			MaxRequestsInFlight: 4,
-			Timeout:             KafkaTimeout,
-		})
-		metrics := scrape
-		if !s.opts.MetricsWithoutLogin {
-			// Any user of the broker may read every series: the labels are
-			// not filtered by ACLs (README, "Who sees what").
-			metrics = auth(func(w http.ResponseWriter, r *http.Request, _ *request) { scrape.ServeHTTP(w, r) })
-		}
-		mux.Handle("GET /metrics", metrics)
+		mux.Handle("GET /metrics", s.metricsRoute(auth))
 	}
 	mux.Handle("GET /readyz", auth(s.readyz))
 	s.apiRoutes(mux, auth)
