@@ -86,10 +86,11 @@ type Options struct {
 	// basic auth or (on an https listener) by a client certificate
 	// TLSPrincipal maps.
 	AuthRequired bool
-	// MetricsWithoutLogin serves /metrics to anyone even when AuthRequired
-	// (http.metrics.authentication.enable=false): its series name every
-	// topic and consumer group, so by default it needs the same login as
-	// the rest.
+	// MetricsWithoutLogin serves /metrics, every series, to anyone even
+	// when AuthRequired (http.metrics.authentication.enable=false). By
+	// default it needs the same login as the rest, and its series naming a
+	// topic or group are filtered by the principal's Describe rights
+	// (metrics.go).
 	MetricsWithoutLogin bool
 	// TLSPrincipal maps the verified client certificate of an https
 	// request to its principal ("User:<name>"), as the broker's SSL
@@ -302,13 +303,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// openPath reports the read-only paths of scrapers and probes, which carry
-// no data of a principal (/healthz, /metrics): a scraper or probe may name
-// the machine however it likes (Debian resolves its own name to
-// 127.0.1.1), so the DNS-rebinding Host check does not apply to them,
-// unless the request comes from a browser (fromBrowser), where a page
-// whose name was rebound to 127.0.0.1 would read them as same-origin.
-// (When /metrics needs a user, a rebound page has no credentials to send.)
+// openPath reports the read-only paths of probes and scrapers (/healthz,
+// /metrics): a scraper or probe may name the machine however it likes
+// (Debian resolves its own name to 127.0.1.1), so the DNS-rebinding Host
+// check does not apply to them, unless the request comes from a browser
+// (fromBrowser), where a page whose name was rebound to 127.0.0.1 would
+// read them as same-origin. When /metrics needs a user, a scraper still
+// logs in; only the Host check is skipped.
 func openPath(p string) bool { return p == "/healthz" || p == "/metrics" }
 
 // fromBrowser reports a request carrying the Fetch Metadata headers every
