@@ -187,6 +187,10 @@ type Config struct {
 	// settings). Default http://127.0.0.1:9644; empty: no HTTP server, and
 	// no metrics are kept.
 	HTTPListeners []string
+	// HTTPMetricsAuthentication is http.metrics.authentication.enable
+	// (Sluice's own key, true): when the HTTP side needs a user, /metrics
+	// needs one too; false serves /metrics to anyone, as /healthz.
+	HTTPMetricsAuthentication bool
 	// MetricsPartitionSeriesMax is metrics.partition.series.max (Sluice's
 	// own key, 10000): above this many local partitions the kafka_log_log_*
 	// series are not exported, and above this many committed offsets in

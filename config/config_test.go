@@ -475,6 +475,12 @@ func TestHTTPListeners(t *testing.T) {
 	if _, err := Load("", []string{"metrics.partition.series.max=-1"}); err == nil {
 		t.Error("negative metrics.partition.series.max accepted")
 	}
+	if !Default().HTTPMetricsAuthentication {
+		t.Error("http.metrics.authentication.enable defaults to false")
+	}
+	if c, err = Load("", []string{"http.metrics.authentication.enable=false"}); err != nil || c.HTTPMetricsAuthentication {
+		t.Errorf("http.metrics.authentication.enable=false: %v %v", c.HTTPMetricsAuthentication, err)
+	}
 }
 
 // TestScaleKeys: log.segment.open.files.max and

@@ -71,6 +71,9 @@ var brokerKeys = []Key{
 			},
 			get: listString(func(c *Config) []string { return c.HTTPListeners }),
 		}},
+	{Name: "http.metrics.authentication.enable", Type: TypeBoolean, Importance: Medium, Default: "true",
+		Doc:   "Sluice's own: when the HTTP side needs a user (an authorizer, or a Kafka listener that authenticates its clients; see Who sees what), `/metrics` needs one too (and with an authorizer shows the series of only the topics and groups that user may Describe); `false` serves `/metrics` to anyone who reaches the port, topic and group names included",
+		codec: boolKey(func(c *Config) *bool { return &c.HTTPMetricsAuthentication })},
 
 	// Storage.
 	{Name: "log.dirs", Aliases: []string{"log.dir"}, Type: TypeString, Importance: High, Default: "./data",

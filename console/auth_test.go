@@ -75,8 +75,7 @@ func TestAuth(t *testing.T) {
 	a := newAPI(t, b)
 	// Open paths, and what needs a user.
 	a.get("/healthz", 200, nil)
-	a.get("/metrics", 200, nil)
-	for _, path := range []string{"/api/topics", "/api/whoami", "/readyz", "/", "/api/nope"} {
+	for _, path := range []string{"/api/topics", "/api/whoami", "/readyz", "/metrics", "/", "/api/nope"} {
 		code, _ := a.do("GET", path, "", nil)
 		if code != 401 {
 			t.Errorf("GET %s without a user: %d, want 401", path, code)

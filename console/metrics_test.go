@@ -13,7 +13,7 @@ func TestHTTPListenerMetrics(t *testing.T) {
 	a := newAPI(t, b)
 	a.as("alice", "alice-secret").get("/api/whoami", 200, nil)
 	a.as("alice", "wrong").do("GET", "/api/whoami", "", nil)
-	body := string(a.get("/metrics", 200, nil))
+	body := string(a.as("admin", "admin-secret").get("/metrics", 200, nil))
 	value := func(name string) float64 {
 		t.Helper()
 		m := regexp.MustCompile(`(?m)^kafka_server_socket_server_metrics_` + name + `\{listener="HTTP"\} (\S+)$`).FindStringSubmatch(body)

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/acl"
@@ -83,9 +82,16 @@ type Options struct {
 	BrokerID int32
 	// AuthRequired is set when the broker has an authorizer or a Kafka
 	// listener that authenticates its clients: every path but /healthz
-	// and /metrics then needs a user, by HTTP basic auth or (on an https
-	// listener) by a client certificate TLSPrincipal maps.
+	// (and /metrics with MetricsWithoutLogin) then needs a user, by HTTP
+	// basic auth or (on an https listener) by a client certificate
+	// TLSPrincipal maps.
 	AuthRequired bool
+	// MetricsWithoutLogin serves /metrics, every series, to anyone even
+	// when AuthRequired (http.metrics.authentication.enable=false). By
+	// default it needs the same login as the rest, and its series naming a
+	// topic or group are filtered by the principal's Describe rights
+	// (metrics.go).
+	MetricsWithoutLogin bool
 	// TLSPrincipal maps the verified client certificate of an https
 	// request to its principal ("User:<name>"), as the broker's SSL
 	// listeners do (ssl.principal.mapping.rules); nil: certificates are
@@ -251,20 +257,16 @@ func (s *Server) Close() error {
 }
 
 // routes builds the handler: every route behind the recover and body-limit
-// middleware; everything but /healthz and /metrics behind authentication.
+// middleware; everything but /healthz (and /metrics with
+// MetricsWithoutLogin) behind authentication.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
-	if s.opts.Registry != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{
-			ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-			ErrorHandling:       promhttp.ContinueOnError,
-			MaxRequestsInFlight: 4,
-			Timeout:             KafkaTimeout,
-		}))
-	}
 	auth := func(h func(http.ResponseWriter, *http.Request, *request)) http.Handler {
 		return s.authenticated(h)
+	}
+	if s.opts.Registry != nil {
+		mux.Handle("GET /metrics", s.metricsRoute(auth))
 	}
 	mux.Handle("GET /readyz", auth(s.readyz))
 	s.apiRoutes(mux, auth)
@@ -301,12 +303,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// openPath reports the read-only paths that need no user and carry no
-// data of a principal (/healthz, /metrics): a scraper or probe may name
-// the machine however it likes (Debian resolves its own name to
-// 127.0.1.1), so the DNS-rebinding Host check does not apply to them,
-// unless the request comes from a browser (fromBrowser), where a page
-// whose name was rebound to 127.0.0.1 would read them as same-origin.
+// openPath reports the read-only paths of probes and scrapers (/healthz,
+// /metrics): a scraper or probe may name the machine however it likes
+// (Debian resolves its own name to 127.0.1.1), so the DNS-rebinding Host
+// check does not apply to them, unless the request comes from a browser
+// (fromBrowser), where a page whose name was rebound to 127.0.0.1 would
+// read them as same-origin. When /metrics needs a user, a scraper still
+// logs in; only the Host check is skipped.
 func openPath(p string) bool { return p == "/healthz" || p == "/metrics" }
 
 // fromBrowser reports a request carrying the Fetch Metadata headers every
