@@ -118,6 +118,15 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 				lm.addResponse(resp, mt)
 				continue
 			}
+			if !s.az.allowedTopic(rc, acl.OpDescribe, name) {
+				// Kafka does not hold a topic id secret, but the
+				// name is: the id comes back, the name stays null.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = errorCode(errTopicAuthorization)
+				lm.addResponse(resp, mt)
+				continue
+			}
 			addTopic(name)
 			continue
 		}

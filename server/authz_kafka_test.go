@@ -1,0 +1,92 @@
+package server
+
+import (
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/config"
+)
+
+// denySome allows everything but the (operation, resource type, name)
+// triples in deny; tests fill deny after creating their topics.
+type denySome struct {
+	mu   sync.Mutex
+	deny map[denyKey]bool
+}
+
+type denyKey struct {
+	op   acl.Operation
+	rt   acl.ResourceType
+	name string
+}
+
+func (d *denySome) Authorize(_ string, _ netip.Addr, op acl.Operation, rt acl.ResourceType, name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.deny[denyKey{op, rt, name}]
+}
+
+func (d *denySome) set(keys ...denyKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deny = map[denyKey]bool{}
+	for _, k := range keys {
+		d.deny[k] = true
+	}
+}
+
+// newDenyServer returns a server with the denySome authorizer and the
+// topics created (one partition each) before anything is denied.
+func newDenyServer(t *testing.T, cfg *config.Config, topics ...string) (*Server, *denySome) {
+	t.Helper()
+	az := &denySome{}
+	s := newTestServer(t, cfg, Options{Authorizer: az})
+	for _, name := range topics {
+		ct := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		ct.Topics = append(ct.Topics, rt)
+		if c := mustCall(t, s, 7, ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != 0 {
+			t.Fatalf("create %s: %s", name, code(c))
+		}
+	}
+	return s, az
+}
+
+// topicIDOf is name's topic id as Metadata v12 reports it.
+func topicIDOf(t *testing.T, s *Server, name string) [16]byte {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(name)}}
+	id := mustCall(t, s, 12, md).(*kmsg.MetadataResponse).Topics[0].TopicID
+	if id == ([16]byte{}) {
+		t.Fatalf("%s has no topic id", name)
+	}
+	return id
+}
+
+// TestMetadataByIDHidesName: Metadata v12 for the id of a topic the
+// principal may not Describe answers TOPIC_AUTHORIZATION_FAILED with the id
+// and a null name, as Kafka's handleTopicMetadataRequest does (topic ids
+// are not secret, names are).
+func TestMetadataByIDHidesName(t *testing.T) {
+	s, az := newDenyServer(t, nil, "secret")
+	id := topicIDOf(t, s, "secret")
+	az.set(denyKey{acl.OpDescribe, acl.ResourceTopic, "secret"})
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{TopicID: id}}
+	got := mustCall(t, s, 12, md).(*kmsg.MetadataResponse).Topics
+	if len(got) != 1 {
+		t.Fatalf("%d topics, want 1", len(got))
+	}
+	mt := got[0]
+	if mt.ErrorCode != kerr.TopicAuthorizationFailed.Code || mt.Topic != nil || mt.TopicID != id || len(mt.Partitions) != 0 {
+		t.Errorf("got %s, name %v, id %x, %d partitions; want TOPIC_AUTHORIZATION_FAILED, no name, id %x, none",
+			code(mt.ErrorCode), mt.Topic, mt.TopicID, len(mt.Partitions), id)
+	}
+}
