@@ -13,7 +13,9 @@ package server
 // metastore entry are deleted before the answer. A cluster marks the topic
 // for deletion in ZooKeeper and the controller carries it out with
 // StopReplica. delete.topic.enable=false answers TOPIC_DELETION_DISABLED;
-// an internal topic (__consumer_offsets) TOPIC_AUTHORIZATION_FAILED.
+// an internal topic (__consumer_offsets) TOPIC_AUTHORIZATION_FAILED. A
+// topic asked for by id that the principal may not Describe is refused
+// with the id and a null name (Kafka's handleDeleteTopicsRequest).
 
 import (
 	"context"
@@ -50,6 +52,11 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			default:
 				if name = s.lookup.topicNameByID(rt.TopicID); name == "" {
 					return errUnknownTopicID
+				}
+				if !s.az.allowedTopic(rc, acl.OpDescribe, name) {
+					// The id is not secret, the name is: it
+					// stays null, as Kafka answers.
+					return errTopicAuthorization
 				}
 				st.Topic = &name
 			}

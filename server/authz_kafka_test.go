@@ -90,3 +90,42 @@ func TestMetadataByIDHidesName(t *testing.T) {
 			code(mt.ErrorCode), mt.Topic, mt.TopicID, len(mt.Partitions), id)
 	}
 }
+
+// TestDeleteTopicsByIDHidesName: DeleteTopics v6 by the id of a topic the
+// principal may not Describe refuses it with a null name, as Kafka's
+// handleDeleteTopicsRequest does; one it may Describe but not Delete is
+// refused with its name.
+func TestDeleteTopicsByIDHidesName(t *testing.T) {
+	s, az := newDenyServer(t, nil, "secret", "visible")
+	ids := map[string][16]byte{"secret": topicIDOf(t, s, "secret"), "visible": topicIDOf(t, s, "visible")}
+	az.set(
+		denyKey{acl.OpDescribe, acl.ResourceTopic, "secret"},
+		denyKey{acl.OpDelete, acl.ResourceTopic, "secret"},
+		denyKey{acl.OpDelete, acl.ResourceTopic, "visible"},
+	)
+	for _, tc := range []struct {
+		topic    string
+		wantName bool
+	}{
+		{"secret", false},
+		{"visible", true},
+	} {
+		t.Run(tc.topic, func(t *testing.T) {
+			dt := kmsg.NewPtrDeleteTopicsRequest()
+			dt.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: ids[tc.topic]}}
+			st := mustCall(t, s, 6, dt).(*kmsg.DeleteTopicsResponse).Topics[0]
+			if st.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				t.Errorf("error %s, want TOPIC_AUTHORIZATION_FAILED", code(st.ErrorCode))
+			}
+			if st.TopicID != ids[tc.topic] {
+				t.Errorf("id %x, want %x", st.TopicID, ids[tc.topic])
+			}
+			switch {
+			case tc.wantName && (st.Topic == nil || *st.Topic != tc.topic):
+				t.Errorf("name %v, want %q", st.Topic, tc.topic)
+			case !tc.wantName && st.Topic != nil:
+				t.Errorf("name %q, want null", *st.Topic)
+			}
+		})
+	}
+}
