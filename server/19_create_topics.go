@@ -18,6 +18,11 @@ package server
 // topic (__consumer_offsets, __transaction_state) can only be created with the shape the broker
 // gives it (see checkInternalTopic).
 //
+// As in Kafka's handleCreateTopicsRequest, a name given twice is
+// INVALID_REQUEST, then Create (on the cluster or the topic) is checked,
+// and only an authorized topic is validated: without Create the answer is
+// TOPIC_AUTHORIZATION_FAILED whether or not the topic exists.
+//
 // The control plane creates the topic: a single node synchronously; a
 // cluster by writing it to ZooKeeper, after which this request waits, up to
 // its timeout, until this broker's metadata shows a leader for every new
@@ -61,12 +66,18 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	var created []string
+	clusterCreate := s.az.allowedCluster(rc, acl.OpCreate)
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
-		spec, err := s.rules.newTopicSpec(rt, seen[rt.Topic] > 1)
-		if err == nil && !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, rt.Topic) {
+		// Create is checked before the topic is validated, so that a
+		// refusal does not tell whether it exists or collides with one.
+		var spec topicSpec
+		var err error
+		if seen[rt.Topic] > 1 || clusterCreate || s.az.allowedTopic(rc, acl.OpCreate, rt.Topic) {
+			spec, err = s.rules.newTopicSpec(rt, seen[rt.Topic] > 1)
+		} else {
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,6 +126,45 @@ func TestDeleteTopicsByIDHidesName(t *testing.T) {
 				t.Errorf("name %v, want %q", st.Topic, tc.topic)
 			case !tc.wantName && st.Topic != nil:
 				t.Errorf("name %q, want null", *st.Topic)
+			}
+		})
+	}
+}
+
+// TestCreateTopicsAuthorizesFirst: CreateTopics refuses a topic the
+// principal may not Create with TOPIC_AUTHORIZATION_FAILED whether or not
+// it exists or collides with one, as Kafka's handleCreateTopicsRequest
+// checks Create before the topic is validated; one it may create still
+// learns that it exists.
+func TestCreateTopicsAuthorizesFirst(t *testing.T) {
+	s, az := newDenyServer(t, nil, "secret", "pay_ments", "mine")
+	az.set(
+		denyKey{acl.OpCreate, acl.ResourceCluster, "kafka-cluster"},
+		denyKey{acl.OpCreate, acl.ResourceTopic, "secret"},
+		denyKey{acl.OpCreate, acl.ResourceTopic, "pay.ments"},
+		denyKey{acl.OpCreate, acl.ResourceTopic, "new"},
+	)
+	for _, tc := range []struct {
+		topic string
+		want  int16
+	}{
+		{"secret", kerr.TopicAuthorizationFailed.Code},
+		{"pay.ments", kerr.TopicAuthorizationFailed.Code},
+		{"new", kerr.TopicAuthorizationFailed.Code},
+		{"mine", kerr.TopicAlreadyExists.Code},
+	} {
+		t.Run(tc.topic, func(t *testing.T) {
+			ct := kmsg.NewPtrCreateTopicsRequest()
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tc.topic, 1, 1
+			ct.Topics = append(ct.Topics, rt)
+			st := mustCall(t, s, 7, ct).(*kmsg.CreateTopicsResponse).Topics[0]
+			if st.ErrorCode != tc.want {
+				t.Errorf("error %s, want %s", code(st.ErrorCode), code(tc.want))
+			}
+			if tc.want == kerr.TopicAuthorizationFailed.Code && st.ErrorMessage != nil &&
+				(strings.Contains(*st.ErrorMessage, "exist") || strings.Contains(*st.ErrorMessage, "collides")) {
+				t.Errorf("message %q tells of an existing topic", *st.ErrorMessage)
 			}
 		})
 	}
