@@ -9,7 +9,10 @@ package server
 //
 // The brokers and the controller come from the control plane's view.
 //
-// Sluice has no ACLs: authorized operations stay unset (INT32_MIN).
+// As in Kafka (AuthHelper.computeDescribeClusterResponse), anyone may
+// describe the cluster: Describe on the cluster only decides the authorized
+// operations asked for, which are none (0) without it. With it they stay
+// unset (INT32_MIN): Sluice does not list them yet.
 
 import (
 	"github.com/sluice/sluice/acl"
@@ -23,9 +26,8 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	if resp.EndpointType == 0 {
 		resp.EndpointType = 1
 	}
-	if !s.az.allowedCluster(rc, acl.OpDescribe) {
-		resp.ErrorCode = errorCode(errClusterAuthorization)
-		return kresp(resp), nil
+	if r.IncludeClusterAuthorizedOperations && !s.az.allowedCluster(rc, acl.OpDescribe) {
+		resp.ClusterAuthorizedOperations = 0
 	}
 	resp.ClusterID = s.clusterID
 	resp.ControllerID = s.md.controllerID()

@@ -169,3 +169,22 @@ func TestCreateTopicsAuthorizesFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeClusterNeedsNoDescribe: DescribeCluster answers brokers and
+// cluster id without Describe on the cluster, as Kafka's
+// handleDescribeCluster (AuthHelper.computeDescribeClusterResponse) does;
+// asked for the cluster's authorized operations, it reports none.
+func TestDescribeClusterNeedsNoDescribe(t *testing.T) {
+	s, az := newDenyServer(t, nil)
+	az.set(denyKey{acl.OpDescribe, acl.ResourceCluster, "kafka-cluster"})
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	resp := mustCall(t, s, 1, dc).(*kmsg.DescribeClusterResponse)
+	if resp.ErrorCode != 0 || resp.ClusterID != s.clusterID || len(resp.Brokers) != 1 {
+		t.Errorf("got %s, cluster id %q, %d brokers; want no error, %q, 1 broker",
+			code(resp.ErrorCode), resp.ClusterID, len(resp.Brokers), s.clusterID)
+	}
+	if resp.ClusterAuthorizedOperations != 0 {
+		t.Errorf("cluster authorized operations %d, want 0", resp.ClusterAuthorizedOperations)
+	}
+}
