@@ -21,11 +21,18 @@ package server
 // broker leads every partition, is its only replica and the whole ISR; in
 // cluster mode, the metadata cache the controller feeds (every live broker,
 // each partition's leader, replicas, ISR and offline replicas). An unknown
-// topic is created when auto.create.topics.enable is set and the request
-// allows it (num.partitions, default.replication.factor). A single node
-// creates it synchronously and answers it at once; in a cluster it is
-// LEADER_NOT_AVAILABLE until the controller brings it online, as Kafka
-// answers. A partition whose leader is not live is LEADER_NOT_AVAILABLE.
+// topic is created when auto.create.topics.enable is set, the request
+// allows it (num.partitions, default.replication.factor) and the principal
+// may Create it on the cluster or the topic (TOPIC_AUTHORIZATION_FAILED
+// otherwise, as Kafka answers). A single node creates it synchronously and
+// answers it at once; in a cluster it is LEADER_NOT_AVAILABLE until the
+// controller brings it online, as Kafka answers. A partition whose leader
+// is not live is LEADER_NOT_AVAILABLE.
+//
+// Authorization follows Kafka's handleTopicMetadataRequest: a topic the
+// principal may not Describe is TOPIC_AUTHORIZATION_FAILED, with its name
+// and no id when asked for by name, with its id and a null name when asked
+// for by id, and left out of an all-topics answer.
 
 import (
 	"context"
@@ -141,10 +148,15 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 			addTopic(name)
 			continue
 		}
+		// Create is checked before the name, as Kafka does: a topic
+		// that would be auto-created but may not be created is
+		// TOPIC_AUTHORIZATION_FAILED, whatever its name.
 		err := validateTopicName(name)
 		switch {
+		case autoCreate && !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, name):
+			err = errTopicAuthorization
 		case err != nil:
-		case !autoCreate || !s.az.allowedCluster(rc, acl.OpCreate) && !s.az.allowedTopic(rc, acl.OpCreate, name):
+		case !autoCreate:
 			err = errUnknownTopicOrPartition
 		default:
 			err = s.autoCreateTopic(name)

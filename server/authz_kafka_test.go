@@ -188,3 +188,42 @@ func TestDescribeClusterNeedsNoDescribe(t *testing.T) {
 		t.Errorf("cluster authorized operations %d, want 0", resp.ClusterAuthorizedOperations)
 	}
 }
+
+// TestMetadataAutoCreateNeedsCreate: Metadata that would auto-create a
+// topic the principal may not Create answers TOPIC_AUTHORIZATION_FAILED
+// (whatever the name) and creates nothing, as Kafka's
+// handleTopicMetadataRequest does; without auto-creation the topic is
+// UNKNOWN_TOPIC_OR_PARTITION as before.
+func TestMetadataAutoCreateNeedsCreate(t *testing.T) {
+	cfg := config.Default()
+	cfg.AutoCreateTopics = true
+	s, az := newDenyServer(t, &cfg)
+	az.set(
+		denyKey{acl.OpCreate, acl.ResourceCluster, "kafka-cluster"},
+		denyKey{acl.OpCreate, acl.ResourceTopic, "nope"},
+		denyKey{acl.OpCreate, acl.ResourceTopic, "bad name"},
+	)
+	for _, tc := range []struct {
+		name  string
+		topic string
+		auto  bool
+		want  int16
+	}{
+		{"auto", "nope", true, kerr.TopicAuthorizationFailed.Code},
+		{"auto/invalid name", "bad name", true, kerr.TopicAuthorizationFailed.Code},
+		{"no auto", "nope", false, kerr.UnknownTopicOrPartition.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := kmsg.NewPtrMetadataRequest()
+			md.AllowAutoTopicCreation = tc.auto
+			md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(tc.topic)}}
+			mt := mustCall(t, s, 12, md).(*kmsg.MetadataResponse).Topics[0]
+			if mt.ErrorCode != tc.want || mt.Topic == nil || *mt.Topic != tc.topic || mt.TopicID != ([16]byte{}) {
+				t.Errorf("got %s, name %v, id %x; want %s, %q, no id", code(mt.ErrorCode), mt.Topic, mt.TopicID, code(tc.want), tc.topic)
+			}
+			if _, ok := s.md.topicID(tc.topic); ok {
+				t.Errorf("%q was created", tc.topic)
+			}
+		})
+	}
+}
