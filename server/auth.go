@@ -6,7 +6,9 @@ package server
 // any); SASL_PLAINTEXT and SASL_SSL connections must complete a SASL
 // exchange (17_sasl_handshake.go, 36_sasl_authenticate.go) before anything
 // but ApiVersions, SaslHandshake and SaslAuthenticate is served, and their
-// frames are bounded by sasl.server.max.receive.size until then.
+// frames are bounded by sasl.server.max.receive.size until then. Any other
+// request closes such a connection as soon as its api key is read, before
+// its body is read or memory reserved for it (refuseBeforeAuth).
 //
 // SaslHandshake v0 (clients before Kafka 1.0, such as kafka-python pinned
 // to 0.11) is followed by raw SASL tokens, each a size-prefixed frame
@@ -30,7 +32,9 @@ package server
 // connection whose session expired is closed at its next other request.
 
 import (
+	"bufio"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -263,12 +267,32 @@ func (c *conn) checkAuth(key int16) error {
 	return nil
 }
 
-// maxFrame is the largest frame the reader accepts now.
-func (c *conn) maxFrame() int32 {
-	if c.auth.authenticated.Load() {
+// maxFrame is the largest frame the reader accepts, authenticated or not.
+func (c *conn) maxFrame(authenticated bool) int32 {
+	if authenticated {
 		return c.s.cfg.SocketRequestMaxBytes
 	}
 	return min(c.s.cfg.SASLServerMaxReceiveSize, c.s.cfg.SocketRequestMaxBytes)
+}
+
+// refuseBeforeAuth peeks at the api key of the frame whose size prefix was
+// just read, on a connection that has not authenticated: nil when the
+// request may be read (ApiVersions and the SASL requests), else why the
+// connection must close. It reads nothing beyond the key and reserves no
+// request memory, so a client cannot make the broker wait for, buffer or
+// decode a body it would refuse anyway. Errors of the read itself (EOF,
+// deadline) are returned as they are.
+//
+// It decides exactly as checkAuth would when the request is handled: the
+// reader waits for the handler after every step of an exchange that can
+// authenticate the connection (a raw token, SaslAuthenticate), so
+// authenticated is up to date here.
+func (c *conn) refuseBeforeAuth(rd *bufio.Reader) (closeErr, readErr error) {
+	b, err := rd.Peek(2)
+	if err != nil {
+		return nil, err
+	}
+	return c.checkAuth(int16(binary.BigEndian.Uint16(b))), nil
 }
 
 // failAuth waits connection.failed.authentication.delay.ms (Kafka delays

@@ -57,8 +57,13 @@ type request struct {
 	// responses to earlier requests are written.
 	closeErr error
 	// raw is a raw SASL token of a v0 exchange (no header): body holds it.
-	raw  bool
-	body []byte
+	raw bool
+	// authStep is a SaslAuthenticate read before the connection
+	// authenticated: the reader waits for the handler's verdict on it
+	// (rawMore) before it reads the next frame's api key. Next to raw so
+	// that the two share a word of request.
+	authStep bool
+	body     []byte
 	// frame is the buffer kreq was decoded from, charged to the server's
 	// request memory pool until the request has been handled (putFrame).
 	frame frameBuf
@@ -140,8 +145,9 @@ type conn struct {
 	// auth is the connection's authentication (auth.go).
 	auth connAuth
 	// rawMore carries, from the handler to the reader, whether a v0 SASL
-	// exchange goes on with raw tokens (after a v0 SaslHandshake and after
-	// each raw token).
+	// exchange goes on with raw tokens (after a v0 SaslHandshake, after
+	// each raw token and after a SaslAuthenticate read before
+	// authentication: request.authStep).
 	rawMore chan bool
 	pool    *memPool // request memory, s.limits.pool
 	log     *slog.Logger
@@ -281,9 +287,21 @@ func (c *conn) readLoop() {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
-		if max := c.maxFrame(); n < 0 || !raw && n < requestHeaderMin || n > max {
-			c.log.Warn("server: closing connection: bad request size", "size", n, "max", max, "authenticated", c.auth.authenticated.Load())
+		authed := c.auth.authenticated.Load()
+		if max := c.maxFrame(authed); n < 0 || !raw && n < requestHeaderMin || n > max {
+			c.log.Warn("server: closing connection: bad request size", "size", n, "max", max, "authenticated", authed)
 			return
+		}
+		if !authed && !raw {
+			closeErr, err := c.refuseBeforeAuth(rd)
+			if err != nil {
+				c.logReadErr(err, true)
+				return
+			}
+			if closeErr != nil {
+				c.log.Warn("server: closing connection", "err", closeErr, "size", n)
+				return
+			}
 		}
 		var frame frameBuf
 		var scan crcScan
@@ -305,6 +323,7 @@ func (c *conn) readLoop() {
 			if r.key == apiKeyProduce && r.kreq != nil {
 				r.crc, r.crcFrame = scan, body
 			}
+			r.authStep = !authed && r.key == apiKeySASLAuthenticate
 		}
 		r.frame, r.pool = frame, c.pool
 		if c.s.metrics != nil {
@@ -322,8 +341,11 @@ func (c *conn) readLoop() {
 		if r.closeErr != nil {
 			return
 		}
-		if r.raw || r.key == apiKeySASLHandshake && r.version == 0 {
-			// Whether raw tokens follow is the handler's to say.
+		if r.raw || r.key == apiKeySASLHandshake && r.version == 0 || r.authStep {
+			// Whether raw tokens follow is the handler's to say; after
+			// a SaslAuthenticate, waiting for it also tells the next
+			// frame's refuseBeforeAuth whether the connection is now
+			// authenticated.
 			select {
 			case raw = <-c.rawMore:
 			case <-c.done:
@@ -515,7 +537,7 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 			c.rawMore <- more
 			return resp
 		}
-		if r.key == apiKeySASLHandshake && r.version == 0 {
+		if r.key == apiKeySASLHandshake && r.version == 0 || r.authStep {
 			defer func() { c.rawMore <- c.auth.session != nil && c.auth.raw }()
 		}
 		if err := c.checkAuth(r.key); err != nil {
