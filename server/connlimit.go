@@ -165,31 +165,13 @@ func (l *connLimits) quotaLocked(listener string) *listenerQuota {
 	return q
 }
 
-// reserve takes a connection slot on listener, as Kafka's
-// ConnectionQuotas.waitForConnectionSlot does: it counts the connection
-// against the creation rates and waits out their delay, then waits while
-// the listener is at its max.connections or, unless the listener is
+// reserve takes a connection slot on listener, waiting while the
+// listener is at its max.connections or, unless the listener is
 // protected, the broker is at max.connections. nil: stop was closed first.
 func (l *connLimits) reserve(listener string, stop <-chan struct{}) *listenerQuota {
-	l.mu.Lock()
-	q := l.quotaLocked(listener)
-	now := l.now()
-	wait := q.rate.take(now)
-	if !q.protected {
-		wait = max(wait, l.rate.take(now))
-	}
-	l.mu.Unlock()
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-stop:
-			t.Stop()
-			return nil
-		}
-	}
 	for {
 		l.mu.Lock()
+		q := l.quotaLocked(listener)
 		if q.open < q.max && (q.protected || l.total < l.maxTotal) {
 			q.open++
 			l.total++
@@ -203,6 +185,32 @@ func (l *connLimits) reserve(listener string, stop <-chan struct{}) *listenerQuo
 		case <-stop:
 			return nil
 		}
+	}
+}
+
+// throttle counts a connection just accepted on q's listener against the
+// creation rates (the listener's, and the broker's unless the listener is
+// protected) and waits out the delay they ask for, as Kafka's acceptor
+// does after accept and before handing the connection on, so the rate
+// holds for accepts. false: stop was closed first.
+func (l *connLimits) throttle(q *listenerQuota, stop <-chan struct{}) bool {
+	l.mu.Lock()
+	now := l.now()
+	wait := q.rate.take(now)
+	if !q.protected {
+		wait = max(wait, l.rate.take(now))
+	}
+	l.mu.Unlock()
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
 	}
 }
 

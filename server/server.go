@@ -399,9 +399,9 @@ func (s *Server) ServeListener(ln net.Listener, listener string) error {
 	var backoff time.Duration
 	for {
 		// At max.connections (the broker's or this listener's), wait for
-		// one to close before accepting another, and hold the accept back
-		// to max.connection.creation.rate (Kafka's acceptor blocks the
-		// same way).
+		// one to close before accepting another; after accepting, hold the
+		// connection back to max.connection.creation.rate (Kafka's
+		// acceptor blocks the same ways).
 		q := s.limits.reserve(listener, s.closing)
 		if q == nil {
 			return nil
@@ -433,6 +433,11 @@ func (s *Server) ServeListener(ln net.Listener, listener string) error {
 			continue
 		}
 		backoff = 0
+		if !s.limits.throttle(q, s.closing) {
+			s.limits.unreserve(q)
+			nc.Close()
+			return nil
+		}
 		if !s.startConn(nc, listener, q) {
 			nc.Close()
 			return nil
