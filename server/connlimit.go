@@ -16,9 +16,10 @@ import (
 // memory pool (queued.max.request.bytes, see mempool.go) and the connection
 // limits, with Kafka's semantics (SocketServer's ConnectionQuotas):
 //
-//   - max.connections: at the limit the broker stops accepting; new
-//     connections wait in the listen backlog until one closes ("new
-//     connections are blocked", Kafka's doc), and none is closed.
+//   - max.connections: at the limit each listener holds the connection it
+//     has just accepted, unserved, and stops accepting; new connections
+//     wait in the listen backlog until one closes ("new connections are
+//     blocked", Kafka's doc), and none is closed.
 //   - listener.name.<l>.max.connections: the same, for one listener; a
 //     connection needs a slot on its listener and, unless the listener is
 //     protected, a broker-wide one.
@@ -49,7 +50,7 @@ type connLimits struct {
 	rate      *rateLimit      // max.connection.creation.rate; nil: none
 
 	mu        sync.Mutex
-	total     int                       // slots taken: open connections plus reserved accepts, all listeners
+	total     int                       // connections counted by reserve, all listeners
 	listeners map[string]*listenerQuota // by listener name, made on first use
 	perIP     map[netip.Addr]int        // open connections per address
 	freed     chan struct{}             // closed and replaced when a slot frees
@@ -165,13 +166,32 @@ func (l *connLimits) quotaLocked(listener string) *listenerQuota {
 	return q
 }
 
-// reserve takes a connection slot on listener, waiting while the
-// listener is at its max.connections or, unless the listener is
+// reserve takes a connection slot on listener for a connection just
+// accepted, as Kafka's ConnectionQuotas.inc does: it counts the connection
+// against the creation rates (the listener's, and the broker's unless the
+// listener is protected) and waits out the delay they ask for, then waits
+// while the listener is at its max.connections or, unless the listener is
 // protected, the broker is at max.connections. nil: stop was closed first.
 func (l *connLimits) reserve(listener string, stop <-chan struct{}) *listenerQuota {
+	l.mu.Lock()
+	q := l.quotaLocked(listener)
+	now := l.now()
+	wait := q.rate.take(now)
+	if !q.protected {
+		wait = max(wait, l.rate.take(now))
+	}
+	l.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return nil
+		}
+	}
 	for {
 		l.mu.Lock()
-		q := l.quotaLocked(listener)
 		if q.open < q.max && (q.protected || l.total < l.maxTotal) {
 			q.open++
 			l.total++
@@ -185,32 +205,6 @@ func (l *connLimits) reserve(listener string, stop <-chan struct{}) *listenerQuo
 		case <-stop:
 			return nil
 		}
-	}
-}
-
-// throttle counts a connection just accepted on q's listener against the
-// creation rates (the listener's, and the broker's unless the listener is
-// protected) and waits out the delay they ask for, as Kafka's acceptor
-// does after accept and before handing the connection on, so the rate
-// holds for accepts. false: stop was closed first.
-func (l *connLimits) throttle(q *listenerQuota, stop <-chan struct{}) bool {
-	l.mu.Lock()
-	now := l.now()
-	wait := q.rate.take(now)
-	if !q.protected {
-		wait = max(wait, l.rate.take(now))
-	}
-	l.mu.Unlock()
-	if wait <= 0 {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-stop:
-		return false
 	}
 }
 

@@ -398,17 +398,8 @@ func (s *Server) ServeListener(ln net.Listener, listener string) error {
 	}()
 	var backoff time.Duration
 	for {
-		// At max.connections (the broker's or this listener's), wait for
-		// one to close before accepting another; after accepting, hold the
-		// connection back to max.connection.creation.rate (Kafka's
-		// acceptor blocks the same ways).
-		q := s.limits.reserve(listener, s.closing)
-		if q == nil {
-			return nil
-		}
 		nc, err := ln.Accept()
 		if err != nil {
-			s.limits.unreserve(q)
 			select {
 			case <-s.closing:
 				return nil
@@ -433,8 +424,14 @@ func (s *Server) ServeListener(ln net.Listener, listener string) error {
 			continue
 		}
 		backoff = 0
-		if !s.limits.throttle(q, s.closing) {
-			s.limits.unreserve(q)
+		// As Kafka's acceptor: hold the accepted connection back to
+		// max.connection.creation.rate and, at max.connections (the
+		// broker's or this listener's), until one closes; meanwhile this
+		// listener accepts nothing and new connections wait in the listen
+		// backlog. Counting after accept, not before, keeps an idle
+		// listener from holding a slot no connection uses.
+		q := s.limits.reserve(listener, s.closing)
+		if q == nil {
 			nc.Close()
 			return nil
 		}
