@@ -139,6 +139,10 @@ type Config struct {
 	// MaxConnections bounds open client connections (max.connections): at
 	// the limit the broker stops accepting until one closes, as Kafka does.
 	MaxConnections int32
+	// MaxConnectionCreationRate bounds new connections per second
+	// (max.connection.creation.rate, KIP-612): accepting is delayed to
+	// hold it. Per listener: ListenerLimit.
+	MaxConnectionCreationRate int32
 	// MaxConnectionsPerIP bounds connections from one address
 	// (max.connections.per.ip); one over it is closed as it is accepted.
 	MaxConnectionsPerIP int32

@@ -363,6 +363,28 @@ func (c *Config) ListenerProperty(name, key string) (string, bool) {
 	return v, ok
 }
 
+// ListenerLimit returns listener name's own connection limit key
+// (listener.name.<name lowercased>.<key>, for max.connections and
+// max.connection.creation.rate, as Kafka reads them); ok is false when it
+// is not set. Validate has checked the value.
+func (c *Config) ListenerLimit(name, key string) (n int32, ok bool) {
+	n, ok, _ = c.listenerLimit(name, key)
+	return n, ok
+}
+
+func (c *Config) listenerLimit(name, key string) (int32, bool, error) {
+	k := "listener.name." + strings.ToLower(name) + "." + key
+	v, ok := c.SecurityProperties[k]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || n < 0 {
+		return 0, false, keyError(k, "%q: want an integer from 0 to 2147483647", v)
+	}
+	return int32(n), true, nil
+}
+
 // ListenerProtocol returns listener name's security protocol.
 func (c *Config) ListenerProtocol(name string) string {
 	if p, ok := c.ListenerSecurityProtocolMap[name]; ok {
@@ -484,6 +506,11 @@ func (c *Config) Validate() error {
 			return keyError("listeners", "listener name %s is not in listener.security.protocol.map", name)
 		}
 		names[name] = true
+		for _, key := range []string{"max.connections", "max.connection.creation.rate"} {
+			if _, _, err := c.listenerLimit(name, key); err != nil {
+				return err
+			}
+		}
 	}
 	if ib := c.InterBrokerListenerName; ib != "" && !names[ib] {
 		return keyError("inter.broker.listener.name", "%s is not one of the listeners", ib)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -13,12 +14,24 @@ import (
 
 // connLimits holds what bounds the client port as a whole: the request
 // memory pool (queued.max.request.bytes, see mempool.go) and the connection
-// counts of max.connections and max.connections.per.ip, with Kafka's
-// semantics (SocketServer's ConnectionQuotas):
+// limits, with Kafka's semantics (SocketServer's ConnectionQuotas):
 //
-//   - max.connections: at the limit the broker stops accepting; new
-//     connections wait in the listen backlog until one closes ("new
-//     connections are blocked", Kafka's doc), and none is closed.
+//   - max.connections: at the limit each listener holds the connection it
+//     has just accepted, unserved, and stops accepting; new connections
+//     wait in the listen backlog until one closes ("new connections are
+//     blocked", Kafka's doc), and none is closed.
+//   - listener.name.<l>.max.connections: the same, for one listener; a
+//     connection needs a slot on its listener and, unless the listener is
+//     protected, a broker-wide one.
+//   - protected listeners: with more than one listener, the inter-broker
+//     listener's connections count toward max.connections but are never
+//     held back by it, nor by max.connection.creation.rate (Kafka's
+//     protectedListener). Sluice protects the control-plane listener too,
+//     which Kafka does not: the controller must reach a broker whose
+//     clients hold every slot.
+//   - max.connection.creation.rate and listener.name.<l>.max.connection.
+//     creation.rate (KIP-612): accepting is delayed until each applicable
+//     rate allows one more connection (see rateLimit).
 //   - max.connections.per.ip (and .overrides, "host:count" with host an IP
 //     address or a name resolved once at start): a connection from an
 //     address already at its limit is accepted and closed at once.
@@ -27,22 +40,92 @@ import (
 type connLimits struct {
 	once sync.Once
 	pool *memPool
+	cfg  *config.Config
+	now  func() time.Time // time.Now; tests may replace it before init
 
 	maxTotal  int
 	maxPerIP  int
 	overrides map[netip.Addr]int
+	protected map[string]bool // listener names the broker-wide limits spare
+	rate      *rateLimit      // max.connection.creation.rate; nil: none
 
-	mu    sync.Mutex
-	total int                // slots taken: open connections plus reserved accepts
-	perIP map[netip.Addr]int // open connections per address
-	freed chan struct{}      // closed and replaced when a slot frees
+	mu        sync.Mutex
+	total     int                       // connections counted by reserve, all listeners
+	listeners map[string]*listenerQuota // by listener name, made on first use
+	perIP     map[netip.Addr]int        // open connections per address
+	freed     chan struct{}             // closed and replaced when a slot frees
+}
+
+// listenerQuota is one listener's share of connLimits.
+type listenerQuota struct {
+	name      string
+	max       int        // listener.name.<l>.max.connections; MaxInt32 when unset
+	protected bool       // spared by the broker-wide limits
+	rate      *rateLimit // listener.name.<l>.max.connection.creation.rate; nil: none
+	open      int        // slots taken on this listener; guarded by connLimits.mu
+}
+
+// rateLimit delays connections so that at most burst+rate*t are accepted
+// in any span t: a virtual scheduler (GCRA) where each accept moves the
+// next free time tat on by 1/rate, and an accept may run up to burst-1
+// intervals ahead of it. Kafka measures a windowed rate instead (11
+// samples of one second) and delays by the time that brings it back under
+// the quota, capped at one window; both allow about one second's worth at
+// once and the rate over longer spans. Guarded by connLimits.mu.
+type rateLimit struct {
+	interval time.Duration // 1/rate
+	ahead    time.Duration // (burst-1) intervals: how far an accept may run ahead of tat
+	tat      time.Time     // theoretical time of the next accept
+}
+
+// newRateLimit returns a limiter for perSec connections a second, with a
+// burst of one second's worth; nil for math.MaxInt32, Kafka's default and
+// "no limit". 0 is taken as 1: Kafka's delay is capped at one quota window,
+// so a zero quota still lets about one connection a second through.
+func newRateLimit(perSec int32) *rateLimit {
+	if perSec == math.MaxInt32 {
+		return nil
+	}
+	perSec = max(perSec, 1)
+	iv := time.Second / time.Duration(perSec)
+	return &rateLimit{interval: iv, ahead: time.Duration(perSec-1) * iv}
+}
+
+// take counts one connection at now and returns how long its accept must
+// wait. A nil limiter never delays.
+func (r *rateLimit) take(now time.Time) time.Duration {
+	if r == nil {
+		return 0
+	}
+	if r.tat.Before(now) {
+		r.tat = now
+	}
+	wait := max(r.tat.Sub(now)-r.ahead, 0)
+	r.tat = r.tat.Add(r.interval)
+	return wait
 }
 
 // init reads the limits from cfg, once; Serve calls it before accepting.
 func (l *connLimits) init(cfg *config.Config, log *slog.Logger) {
 	l.once.Do(func() {
 		l.pool = newMemPool(cfg.QueuedMaxRequestBytes, int64(cfg.SocketRequestMaxBytes))
+		l.cfg = cfg
+		if l.now == nil {
+			l.now = time.Now
+		}
 		l.maxTotal = int(cfg.MaxConnections)
+		l.rate = newRateLimit(cfg.MaxConnectionCreationRate)
+		l.listeners = map[string]*listenerQuota{}
+		l.protected = map[string]bool{}
+		if len(cfg.Listeners) > 1 {
+			// Kafka protects the inter-broker listener only when there is
+			// another one; alone, it is also the clients' listener.
+			for _, name := range []string{cfg.InterBrokerListenerName, cfg.ControlPlaneListenerName} {
+				if name != "" {
+					l.protected[name] = true
+				}
+			}
+		}
 		l.maxPerIP = int(cfg.MaxConnectionsPerIP)
 		l.perIP = map[netip.Addr]int{}
 		l.freed = make(chan struct{})
@@ -66,33 +149,87 @@ func (l *connLimits) init(cfg *config.Config, log *slog.Logger) {
 	})
 }
 
-// reserve takes a connection slot, waiting while max.connections are
-// open. false: stop was closed first.
-func (l *connLimits) reserve(stop <-chan struct{}) bool {
+// quotaLocked returns listener's quota, made from the config on first use.
+// REQUIRES: l.mu held.
+func (l *connLimits) quotaLocked(listener string) *listenerQuota {
+	q := l.listeners[listener]
+	if q == nil {
+		q = &listenerQuota{name: listener, max: math.MaxInt32, protected: l.protected[listener]}
+		if n, ok := l.cfg.ListenerLimit(listener, "max.connections"); ok {
+			q.max = int(n)
+		}
+		if n, ok := l.cfg.ListenerLimit(listener, "max.connection.creation.rate"); ok {
+			q.rate = newRateLimit(n)
+		}
+		l.listeners[listener] = q
+	}
+	return q
+}
+
+// reserve takes a connection slot on listener for a connection just
+// accepted, as Kafka's ConnectionQuotas.inc does: it counts the connection
+// against the creation rates (the listener's, and the broker's unless the
+// listener is protected) and waits out the delay they ask for, then waits
+// while the listener is at its max.connections or, unless the listener is
+// protected, the broker is at max.connections. nil: stop was closed first.
+func (l *connLimits) reserve(listener string, stop <-chan struct{}) *listenerQuota {
+	l.mu.Lock()
+	q := l.quotaLocked(listener)
+	now := l.now()
+	wait := q.rate.take(now)
+	if !q.protected {
+		wait = max(wait, l.rate.take(now))
+	}
+	l.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return nil
+		}
+	}
 	for {
 		l.mu.Lock()
-		if l.total < l.maxTotal {
+		if q.open < q.max && (q.protected || l.total < l.maxTotal) {
+			q.open++
 			l.total++
 			l.mu.Unlock()
-			return true
+			return q
 		}
 		freed := l.freed
 		l.mu.Unlock()
 		select {
 		case <-freed:
 		case <-stop:
-			return false
+			return nil
 		}
 	}
 }
 
 // unreserve gives back a slot taken by reserve.
-func (l *connLimits) unreserve() {
+func (l *connLimits) unreserve(q *listenerQuota) {
 	l.mu.Lock()
+	q.open--
 	l.total--
+	l.freeLocked()
+	l.mu.Unlock()
+}
+
+// listenerClosed gives back the listener's share of a slot whose
+// connection closed has already unregistered.
+func (l *connLimits) listenerClosed(q *listenerQuota) {
+	l.mu.Lock()
+	q.open--
+	l.freeLocked()
+	l.mu.Unlock()
+}
+
+// freeLocked wakes the reserves waiting for a slot. REQUIRES: l.mu held.
+func (l *connLimits) freeLocked() {
 	close(l.freed)
 	l.freed = make(chan struct{})
-	l.mu.Unlock()
 }
 
 // addIP counts a connection from ip against its per-address limit; false
@@ -115,16 +252,19 @@ func (l *connLimits) addIP(ip netip.Addr) (ok bool, max int) {
 	return true, max
 }
 
-// closed unregisters a connection counted by reserve and addIP.
+// closed unregisters a connection counted by reserve and addIP: its
+// address and its broker-wide slot. Its listener's share is given back by
+// listenerClosed.
 func (l *connLimits) closed(ip netip.Addr) {
+	l.mu.Lock()
 	if ip.IsValid() {
-		l.mu.Lock()
 		if l.perIP[ip]--; l.perIP[ip] <= 0 {
 			delete(l.perIP, ip)
 		}
-		l.mu.Unlock()
 	}
-	l.unreserve()
+	l.total--
+	l.freeLocked()
+	l.mu.Unlock()
 }
 
 // remoteIP is the address of a TCP peer (IPv4-mapped IPv6 unmapped, so

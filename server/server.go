@@ -398,14 +398,8 @@ func (s *Server) ServeListener(ln net.Listener, listener string) error {
 	}()
 	var backoff time.Duration
 	for {
-		// At max.connections, wait for one to close before accepting
-		// another (Kafka's acceptor blocks the same way).
-		if !s.limits.reserve(s.closing) {
-			return nil
-		}
 		nc, err := ln.Accept()
 		if err != nil {
-			s.limits.unreserve()
 			select {
 			case <-s.closing:
 				return nil
@@ -430,7 +424,18 @@ func (s *Server) ServeListener(ln net.Listener, listener string) error {
 			continue
 		}
 		backoff = 0
-		if !s.startConn(nc, listener) {
+		// As Kafka's acceptor: hold the accepted connection back to
+		// max.connection.creation.rate and, at max.connections (the
+		// broker's or this listener's), until one closes; meanwhile this
+		// listener accepts nothing and new connections wait in the listen
+		// backlog. Counting after accept, not before, keeps an idle
+		// listener from holding a slot no connection uses.
+		q := s.limits.reserve(listener, s.closing)
+		if q == nil {
+			nc.Close()
+			return nil
+		}
+		if !s.startConn(nc, listener, q) {
 			nc.Close()
 			return nil
 		}
@@ -464,12 +469,12 @@ func (s *Server) Close() error {
 }
 
 // startConn registers and starts a connection, which holds the slot Serve
-// reserved for it; false when shutting down. A connection from an address
-// at its max.connections.per.ip is closed at once.
-func (s *Server) startConn(nc net.Conn, listener string) bool {
+// reserved for it on q; false when shutting down. A connection from an
+// address at its max.connections.per.ip is closed at once.
+func (s *Server) startConn(nc net.Conn, listener string, q *listenerQuota) bool {
 	ip := remoteIP(nc)
 	if ok, max := s.limits.addIP(ip); !ok {
-		s.limits.unreserve()
+		s.limits.unreserve(q)
 		s.log.Info("server: rejected connection: address already has the configured maximum of connections", "remote", nc.RemoteAddr().String(), "max.connections.per.ip", max)
 		nc.Close()
 		return true
@@ -479,6 +484,7 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	select {
 	case <-s.closing:
 		s.limits.closed(ip)
+		s.limits.listenerClosed(q)
 		return false
 	default:
 	}
@@ -495,5 +501,11 @@ func (s *Server) startConn(nc net.Conn, listener string) bool {
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()
+	// The connection's unregister gives back its broker-wide slot; its
+	// listener's share is given back here, once the writer has closed nc.
+	go func() {
+		<-c.done
+		s.limits.listenerClosed(q)
+	}()
 	return true
 }
