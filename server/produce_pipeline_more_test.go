@@ -38,33 +38,32 @@ func TestProducePipelineAckAfterTruncation(t *testing.T) {
 // TestProducePipelineLocalTime: N+1 waits in the writer behind N's ISR wait;
 // that head-of-line time is not work of the broker on N+1 but its response
 // queue time, and N's wait is N's remote time. The test orders the events
-// itself: N+1's ISR catches up first, and N's only after a gap the test
-// measures, so both bounds below follow from the order, whatever the
-// machine's load (N+1 was decided before the gap began and can be written
-// only after N, decided after it ended).
+// itself, so both bounds below follow from the order whatever the
+// machine's load: N+2 (to b, after N+1) is appended only once the handler
+// is done with N+1, then b's ISR catches up (deciding N+1 and N+2), then a
+// gap the test measures passes, then a's ISR catches up (deciding N). N+1
+// was handled and decided before the gap began and can be written only
+// after N, decided after it ended.
 func TestProducePipelineLocalTime(t *testing.T) {
 	s, m, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 60000))
 	n1 := rc.Send(produceReq("b", 0, -1, 60000))
+	n2 := rc.Send(produceReq("b", 0, -1, 60000))
 	pa, pb := s.rm.Partition("a", 0), s.rm.Partition("b", 0)
 	waitLogEnd(t, pa, 1, "a not appended")
-	waitLogEnd(t, pb, 1, "b not appended")
-	followersFetch(t, pb.Partition, 1) // decides N+1; N still waits
+	waitLogEnd(t, pb, 2, "b not appended twice")
+	followersFetch(t, pb.Partition, 2) // decides N+1 and N+2; N still waits
 	gapStart := time.Now()
 	time.Sleep(300 * time.Millisecond)
 	gap := float64(time.Since(gapStart)) / float64(time.Millisecond)
 	followersFetch(t, pa.Partition, 1) // decides N
-	ra := kmsg.NewPtrProduceResponse()
-	ra.Version = 9
-	rc.Recv(n, ra)
-	rb := kmsg.NewPtrProduceResponse()
-	rb.Version = 9
-	rc.Recv(n1, rb)
-	if c := ra.Topics[0].Partitions[0].ErrorCode; c != 0 {
-		t.Fatalf("N: %s", code(c))
-	}
-	if c := rb.Topics[0].Partitions[0].ErrorCode; c != 0 {
-		t.Fatalf("N+1: %s", code(c))
+	for _, corr := range []int32{n, n1, n2} {
+		r := kmsg.NewPtrProduceResponse()
+		r.Version = 9
+		rc.Recv(corr, r)
+		if c := r.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("request %d: %s", corr, code(c))
+		}
 	}
 	fams := gather(t, m)
 	sum := func(ph string) float64 {
