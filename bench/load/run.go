@@ -135,6 +135,14 @@ func (r *run) ensureTopic() (map[int32]int64, error) {
 	if rf == 0 {
 		rf = -1 // the broker's default.replication.factor
 	}
+	// Only a missing topic is created: a principal allowed to write an
+	// existing topic may lack Create on it, and the broker checks Create
+	// before it says whether the topic exists (as Kafka does).
+	if td, err := adm.ListTopics(r.hardCtx, r.cfg.Topic); err == nil {
+		if d, ok := td[r.cfg.Topic]; ok && d.Err == nil {
+			return r.listOffsets(adm, false, false, createdTopicPatience)
+		}
+	}
 	_, err = adm.CreateTopic(r.hardCtx, r.cfg.Partitions, rf, r.cfg.TopicConfigs, r.cfg.Topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, fmt.Errorf("load: create topic %s: %w", r.cfg.Topic, err)
