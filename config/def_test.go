@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"math"
 	"os"
 	"strings"
@@ -255,5 +256,37 @@ func TestReadmeMatchesTable(t *testing.T) {
 	}
 	if len(broker) == 0 || len(topic) == 0 {
 		t.Fatalf("README: %d broker rows, %d topic rows", len(broker), len(topic))
+	}
+}
+
+// TestEveryTypedKeyRefusesGarbage: every boolean, numeric or duration key
+// of the table refuses a value that is not of its type, and the error
+// names the key (so a key added to the table without a parser, or with
+// one that accepts anything, fails here).
+func TestEveryTypedKeyRefusesGarbage(t *testing.T) {
+	checked := 0
+	for _, k := range Keys() {
+		switch k.Type {
+		case TypeBoolean, TypeInt, TypeShort, TypeLong, TypeDouble:
+		default:
+			continue
+		}
+		for _, v := range []string{"garbage", "", "1e999999"} {
+			if k.Type == TypeDouble && v == "1e999999" {
+				continue // parses as +Inf; bounds are the key's own
+			}
+			_, err := Load("", []string{k.Name + "=" + v})
+			if err == nil {
+				t.Errorf("%s=%q accepted", k.Name, v)
+				continue
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), k.Name) {
+				t.Errorf("%s=%q: error %q does not name the key", k.Name, v, err)
+			}
+		}
+		checked++
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d typed keys; the table has more", checked)
 	}
 }
