@@ -47,6 +47,14 @@ func newDenyServer(t *testing.T, cfg *config.Config, topics ...string) (*Server,
 	t.Helper()
 	az := &denySome{}
 	s := newTestServer(t, cfg, Options{Authorizer: az})
+	mustCreateTopics(t, s, topics...)
+	return s, az
+}
+
+// mustCreateTopics creates topics of one partition each through a raw
+// CreateTopics v7, failing the test on any error code.
+func mustCreateTopics(t *testing.T, s *Server, topics ...string) {
+	t.Helper()
 	for _, name := range topics {
 		ct := kmsg.NewPtrCreateTopicsRequest()
 		rt := kmsg.NewCreateTopicsRequestTopic()
@@ -56,7 +64,6 @@ func newDenyServer(t *testing.T, cfg *config.Config, topics ...string) (*Server,
 			t.Fatalf("create %s: %s", name, code(c))
 		}
 	}
-	return s, az
 }
 
 // topicIDOf is name's topic id as Metadata v12 reports it.

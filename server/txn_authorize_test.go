@@ -33,15 +33,7 @@ func TestTxnAuthorization(t *testing.T) {
 	cfg := config.Default()
 	cfg.TransactionStatePartitions = 1
 	s := newTestServer(t, &cfg, Options{Authorizer: denyTxn{}})
-	for _, name := range []string{"out", "secret"} {
-		ct := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
-		ct.Topics = append(ct.Topics, rt)
-		if c := mustCall(t, s, 7, ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; c != 0 {
-			t.Fatalf("create %s: %s", name, code(c))
-		}
-	}
+	mustCreateTopics(t, s, "out", "secret")
 	denied := kerr.TransactionalIDAuthorizationFailed.Code
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()
