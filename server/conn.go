@@ -140,8 +140,10 @@ type conn struct {
 	s  *Server
 	nc net.Conn
 	ip netip.Addr // the peer's address, counted in s.limits
-	// listener is the name of the listener the connection came in on.
+	// listener is the name of the listener the connection came in on;
+	// quota is its connection quota, whose slot unregister gives back.
 	listener string
+	quota    *listenerQuota
 	// auth is the connection's authentication (auth.go).
 	auth connAuth
 	// rawMore carries, from the handler to the reader, whether a v0 SASL
@@ -821,6 +823,7 @@ func (c *conn) unregister() {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.limits.closed(c.ip)
+	s.limits.listenerClosed(c.quota)
 	c.lst.Closed()
 	s.connWG.Done()
 }

@@ -217,9 +217,12 @@ func (l *connLimits) unreserve(q *listenerQuota) {
 	l.mu.Unlock()
 }
 
-// listenerClosed gives back the listener's share of a slot whose
-// connection closed has already unregistered.
+// listenerClosed gives back a closed connection's slot on its listener
+// (conn.unregister calls it, beside closed for the broker-wide slot).
 func (l *connLimits) listenerClosed(q *listenerQuota) {
+	if q == nil { // a connection made without a listener (tests)
+		return
+	}
 	l.mu.Lock()
 	q.open--
 	l.freeLocked()

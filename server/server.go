@@ -489,7 +489,7 @@ func (s *Server) startConn(nc net.Conn, listener string, q *listenerQuota) bool 
 	default:
 	}
 	c := newConn(s, nc)
-	c.ip, c.listener = ip, listener
+	c.ip, c.listener, c.quota = ip, listener, q
 	sec, ok := s.listenerSec[listener]
 	if !ok {
 		sec = ListenerSecurity{Protocol: "PLAINTEXT"}
@@ -501,11 +501,5 @@ func (s *Server) startConn(nc net.Conn, listener string, q *listenerQuota) bool 
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	c.start()
-	// The connection's unregister gives back its broker-wide slot; its
-	// listener's share is given back here, once the writer has closed nc.
-	go func() {
-		<-c.done
-		s.limits.listenerClosed(q)
-	}()
 	return true
 }
