@@ -5,10 +5,19 @@
 //
 // The process is started and stopped only by its pid. Its stdout and stderr
 // go to zookeeper.log in the server's directory.
+//
+// Options secure the server: a digest super user
+// (zookeeper.DigestAuthenticationProvider.superDigest) and a TLS
+// secureClientPort served by Netty with PEM keystore and truststore files,
+// beside the plain clientPort (which stays, for ruok and for tests that
+// play an unauthenticated client).
 package zktest
 
 import (
 	"bufio"
+	"cmp"
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +40,11 @@ import (
 // manifest names the other jars it needs).
 const Classpath = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 
+// nettyClasspath is what the Netty server (TLS) needs beyond Classpath:
+// Debian's zookeeper.jar manifest omits netty-codec, and slf4j-simple puts
+// ZooKeeper's log (TLS handshake failures included) into zookeeper.log.
+const nettyClasspath = "/usr/share/java/netty-codec.jar:/usr/share/java/slf4j-simple.jar"
+
 // MainClass is the standalone server's entry point.
 const MainClass = "org.apache.zookeeper.server.ZooKeeperServerMain"
 
@@ -40,11 +54,38 @@ const startTimeout = 30 * time.Second
 // ErrUnavailable means java or the ZooKeeper jar is not installed.
 var ErrUnavailable = errors.New("zktest: java or ZooKeeper (/usr/share/java/zookeeper.jar) not installed")
 
+// Options secure a server. The zero value is a plain server open to all.
+type Options struct {
+	// SuperUser, "user:password", is a digest identity that passes every
+	// ACL check (ZooKeeper's superDigest): tests read and repair znodes
+	// the brokers locked with it. "": none.
+	SuperUser string
+	// TLS, when set, adds a secureClientPort served over TLS by Netty
+	// (serverCnxnFactory=NettyServerCnxnFactory).
+	TLS *TLSOptions
+}
+
+// TLSOptions are the server side of the secureClientPort.
+type TLSOptions struct {
+	// Keystore is a PEM file with the server's private key (PKCS#8) and
+	// certificate chain (ssl.keyStore.location, ssl.keyStore.type=PEM).
+	Keystore string
+	// Truststore is a PEM file of the CAs client certificates must chain
+	// to (ssl.trustStore.location, type PEM).
+	Truststore string
+	// ClientAuth is ssl.clientAuth: "need" (ZooKeeper's default), "want"
+	// or "none". A client certificate the server accepts authenticates the
+	// session as x509:<subject DN>.
+	ClientAuth string
+}
+
 // Server is one running ZooKeeper process. Its methods are safe for
 // concurrent use.
 type Server struct {
-	dir  string
-	port int
+	dir        string
+	port       int
+	securePort int // 0 without Options.TLS
+	opts       Options
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -69,6 +110,12 @@ func Available() error {
 // Under go test -short (make unit) the test is always skipped.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with opts.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	testenv.NeedsProcess(t, "ZooKeeper (java)")
 	if err := Available(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -76,7 +123,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip(err)
 	}
-	s, err := StartProcess(t.TempDir())
+	s, err := StartProcessWith(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +138,10 @@ func Start(t testing.TB) *Server {
 // StartProcess runs a ZooKeeper server whose config, data and log live in
 // dir (created if missing), on a free 127.0.0.1 port, and returns once it
 // answers ruok. The caller must call Stop.
-func StartProcess(dir string) (*Server, error) {
+func StartProcess(dir string) (*Server, error) { return StartProcessWith(dir, Options{}) }
+
+// StartProcessWith is StartProcess with opts.
+func StartProcessWith(dir string, opts Options) (*Server, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
@@ -104,7 +154,12 @@ func StartProcess(dir string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{dir: dir, port: port}
+		s := &Server{dir: dir, port: port, opts: opts}
+		if opts.TLS != nil {
+			if s.securePort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
 		if lastErr = s.start(); lastErr == nil {
 			return s, nil
 		}
@@ -114,6 +169,16 @@ func StartProcess(dir string) (*Server, error) {
 
 // Addr is the server's client address, "127.0.0.1:port".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// SecureAddr is the TLS client address (secureClientPort),
+// "127.0.0.1:port", or "" when the server was started without
+// Options.TLS.
+func (s *Server) SecureAddr() string {
+	if s.securePort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.securePort))
+}
 
 // Dir is the directory holding zoo.cfg, data/ and zookeeper.log.
 func (s *Server) Dir() string { return s.dir }
@@ -142,6 +207,18 @@ maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat,cons
 `, filepath.Join(s.dir, "data"), s.port)
+	if t := s.opts.TLS; t != nil {
+		// Keys ZooKeeper does not know become the system properties
+		// "zookeeper.<key>" (QuorumPeerConfig.parseProperties).
+		cfg += fmt.Sprintf(`secureClientPort=%d
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=%s
+ssl.keyStore.type=PEM
+ssl.trustStore.location=%s
+ssl.trustStore.type=PEM
+ssl.clientAuth=%s
+`, s.securePort, t.Keystore, t.Truststore, cmp.Or(t.ClientAuth, "need"))
+	}
 	return os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644)
 }
 
@@ -155,11 +232,18 @@ func (s *Server) start() error {
 		return fmt.Errorf("zktest: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command("java",
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	args := []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.admin.enableServer=false",
-		"-Dzookeeper.root.logger=INFO,CONSOLE",
-		"-cp", Classpath, MainClass, filepath.Join(s.dir, "zoo.cfg"))
+		"-Dzookeeper.root.logger=INFO,CONSOLE"}
+	if s.opts.SuperUser != "" {
+		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest(s.opts.SuperUser))
+	}
+	cp := Classpath
+	if s.opts.TLS != nil {
+		cp += ":" + nettyClasspath
+	}
+	args = append(args, "-cp", cp, MainClass, filepath.Join(s.dir, "zoo.cfg"))
+	cmd := exec.Command("java", args...)
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
 	cmd.Stderr = logf
@@ -349,6 +433,14 @@ func readFrame(r io.Reader) ([]byte, error) {
 	b := make([]byte, n)
 	_, err := io.ReadFull(r, b)
 	return b, err
+}
+
+// superDigest is ZooKeeper's DigestAuthenticationProvider.generateDigest
+// of "user:password": "user:" + base64(SHA-1("user:password")).
+func superDigest(userPassword string) string {
+	user, _, _ := strings.Cut(userPassword, ":")
+	sum := sha1.Sum([]byte(userPassword))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
 func freePort() (int, error) {

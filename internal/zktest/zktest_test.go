@@ -1,11 +1,16 @@
 package zktest
 
 import (
+	"crypto/tls"
+	"errors"
+	"net"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/sluice/sluice/internal/testpki"
 )
 
 // connect opens a client session and waits until it has one.
@@ -76,5 +81,48 @@ func TestStartRestartExpire(t *testing.T) {
 	}
 	if s.Pid() != 0 {
 		t.Fatal("pid after stop")
+	}
+}
+
+// TestSecureOptions: a server with a super user and a secureClientPort
+// serves TLS sessions (with a client certificate, ssl.clientAuth=need),
+// and the super user passes an ACL that locks everyone else out.
+func TestSecureOptions(t *testing.T) {
+	pki := testpki.New(t, "client")
+	s := StartWith(t, Options{
+		SuperUser: "super:s3cret",
+		TLS:       &TLSOptions{Keystore: pki.Broker.Keystore, Truststore: pki.Broker.CA},
+	})
+	if s.SecureAddr() == "" || s.SecureAddr() == s.Addr() {
+		t.Fatalf("secure addr %q, plain %q", s.SecureAddr(), s.Addr())
+	}
+	cert, err := tls.LoadX509KeyPair(pki.Clients["client"].Keystore, pki.Clients["client"].Keystore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcfg := pki.TLS.Clone()
+	tcfg.Certificates = []tls.Certificate{cert}
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, tcfg)
+	}
+	sc, ev, err := zk.Connect([]string{s.SecureAddr()}, 4*time.Second, zk.WithLogInfo(false), zk.WithDialer(dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.Close)
+	waitState(t, ev, zk.StateHasSession)
+	if _, err := sc.Create("/locked", []byte("x"), 0, zk.DigestACL(zk.PermAll, "owner", "pw")); err != nil {
+		t.Fatal(err)
+	}
+
+	plain, _ := connect(t, s)
+	if _, _, err := plain.Get("/locked"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("anonymous read of /locked: %v, want ErrNoAuth", err)
+	}
+	if err := plain.AddAuth("digest", []byte("super:s3cret")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := plain.Get("/locked"); err != nil || string(b) != "x" {
+		t.Fatalf("super user read of /locked: %q %v", b, err)
 	}
 }
