@@ -61,7 +61,12 @@ func (b *Broker) joinCluster(host string, port int32, localCID string) error {
 
 // startNode joins the cluster as cfg.BrokerID, advertised at host:port.
 func startNode(cfg config.Config, host string, port int32, endpoints []cluster.Endpoint, sec kconn.Security, clusterID string, log *slog.Logger) (*cluster.Node, error) {
+	zsec, err := cluster.ZkSecurityFrom(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	return cluster.Start(cluster.Options{
+		ZkSecurity:                zsec,
 		BrokerID:                  cfg.BrokerID,
 		ClusterID:                 clusterID,
 		Host:                      host,

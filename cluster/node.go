@@ -70,6 +70,9 @@ type Options struct {
 	// ZkConnect is zookeeper.connect: "host:port,host:port/chroot". The
 	// chroot is created when missing.
 	ZkConnect string
+	// ZkSecurity authenticates the broker to ZooKeeper (digest, TLS) and
+	// chooses the ACLs of the znodes it creates (zookeeper.set.acl).
+	ZkSecurity ZkSecurity
 	// SessionTimeout is the ZooKeeper session timeout (default 18 s, Kafka's
 	// zookeeper.session.timeout.ms).
 	SessionTimeout time.Duration
@@ -192,33 +195,22 @@ func Start(opts Options) (*Node, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 
-	conn, events, err := zk.Connect(servers, opts.SessionTimeout,
-		zk.WithLogger(zkLogger{n.log}), zk.WithLogInfo(false), zk.WithEventCallback(n.onZkEvent))
+	z, err := connectZK(servers, opts.SessionTimeout, opts.ZkSecurity, n.log, n.onZkEvent)
 	if err != nil {
 		n.cancel()
-		return nil, fmt.Errorf("cluster: connect to zookeeper %v: %w", servers, err)
-	}
-	go func() { // go-zookeeper drops events nobody reads; the callback sees them all
-		for range events {
-		}
-	}()
-	n.zk = &zkClient{conn: conn}
-	fail := func(err error) (*Node, error) {
-		n.cancel()
-		conn.Close()
 		return nil, err
 	}
-	wait := max(opts.SessionTimeout, 10*time.Second)
-	select {
-	case <-n.hasSession:
-	case <-time.After(wait):
-		return fail(fmt.Errorf("cluster: no zookeeper session with %v within %v", servers, wait))
+	n.zk = z
+	fail := func(err error) (*Node, error) {
+		n.cancel()
+		z.conn.Close()
+		return nil, err
 	}
 	if chroot != "" {
-		if err := ensureAbs(conn, chroot); err != nil {
+		if err := z.ensureAbs(chroot); err != nil {
 			return fail(fmt.Errorf("cluster: chroot %s: %w", chroot, err))
 		}
-		n.zk.chroot = chroot
+		z.chroot = chroot
 	}
 	for _, p := range persistentPaths {
 		if err := n.zk.ensurePath(p); err != nil {

@@ -18,9 +18,13 @@ import (
 type zkClient struct {
 	conn   *zk.Conn
 	chroot string // "" or "/a/b"
+	// secure is zookeeper.set.acl: znodes are created with Kafka's secure
+	// ACLs (defaultACL, zkacl.go), else open to all.
+	secure bool
 }
 
-var openACL = zk.WorldACL(zk.PermAll)
+// acl is the ACL a znode at the chroot-relative path p is created with.
+func (z *zkClient) acl(p string) []zk.ACL { return defaultACL(z.secure, p) }
 
 func (z *zkClient) p(p string) string { return z.chroot + p }
 
@@ -47,7 +51,7 @@ func (z *zkClient) existsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 }
 
 func (z *zkClient) create(p string, data []byte, flags int32) (string, error) {
-	s, err := z.conn.Create(z.p(p), data, flags, openACL)
+	s, err := z.conn.Create(z.p(p), data, flags, z.acl(p))
 	return strings.TrimPrefix(s, z.chroot), err
 }
 
@@ -59,10 +63,15 @@ func (z *zkClient) delete(p string, version int32) error { return z.conn.Delete(
 
 // ensurePath creates p and its missing parents as empty persistent znodes.
 func (z *zkClient) ensurePath(p string) error {
-	return ensureAbs(z.conn, z.p(p))
+	return z.ensureAbs(z.p(p))
 }
 
-func ensureAbs(conn *zk.Conn, abs string) error {
+// ensureAbs creates the absolute path abs (the chroot included) and its
+// missing parents; each gets the ACL of its path below the chroot (the
+// chroot and its parents that of their own path, as Kafka creates a
+// chroot).
+func (z *zkClient) ensureAbs(abs string) error {
+	conn := z.conn
 	if abs == "" || abs == "/" {
 		return nil
 	}
@@ -73,10 +82,14 @@ func ensureAbs(conn *zk.Conn, abs string) error {
 	if ok {
 		return nil
 	}
-	if err := ensureAbs(conn, path.Dir(abs)); err != nil {
+	if err := z.ensureAbs(path.Dir(abs)); err != nil {
 		return err
 	}
-	if _, err := conn.Create(abs, nil, 0, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	rel := abs
+	if z.chroot != "" && strings.HasPrefix(abs, z.chroot+"/") {
+		rel = strings.TrimPrefix(abs, z.chroot)
+	}
+	if _, err := conn.Create(abs, nil, 0, z.acl(rel)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("cluster: create %s: %w", abs, err)
 	}
 	return nil
@@ -120,10 +133,10 @@ func (z *zkClient) multi(ops ...any) ([]zk.MultiResponse, error) {
 	for _, op := range ops {
 		switch o := op.(type) {
 		case *zk.CreateRequest:
-			o.Path = z.p(o.Path)
 			if o.Acl == nil {
-				o.Acl = openACL
+				o.Acl = z.acl(o.Path)
 			}
+			o.Path = z.p(o.Path)
 		case *zk.SetDataRequest:
 			o.Path = z.p(o.Path)
 		case *zk.DeleteRequest:

@@ -152,11 +152,29 @@ type Config struct {
 
 	ZooKeeperConnect        string        // zookeeper.connect; "" = single-node mode
 	ZooKeeperSessionTimeout time.Duration // zookeeper.session.timeout.ms
-	MinInsyncReplicas       int           // min.insync.replicas
-	ReplicaLagTimeMax       time.Duration // replica.lag.time.max.ms
-	UncleanLeaderElection   bool          // unclean.leader.election.enable
-	OffsetsTopicReplication int16         // offsets.topic.replication.factor
-	OffsetsTopicPartitions  int32         // offsets.topic.num.partitions
+	// ZooKeeper security, Kafka's keys plus Sluice's digest identity
+	// (zookeeper.go turns them into cluster.ZkSecurity's parts:
+	// ZooKeeperDigest, ZooKeeperTLS).
+	ZooKeeperSetACL                bool   // zookeeper.set.acl
+	ZooKeeperAuthDigest            string // zookeeper.auth.digest: "user:password"
+	ZooKeeperAuthDigestFile        string // zookeeper.auth.digest.file: a file holding user:password
+	ZooKeeperSSLClientEnable       bool   // zookeeper.ssl.client.enable
+	ZooKeeperSSLKeystoreLocation   string // zookeeper.ssl.keystore.location (PEM: key and chain)
+	ZooKeeperSSLKeystorePassword   string // zookeeper.ssl.keystore.password: decrypts the PEM key
+	ZooKeeperSSLKeystoreType       string // zookeeper.ssl.keystore.type: PEM or ""
+	ZooKeeperSSLTruststoreLocation string // zookeeper.ssl.truststore.location (PEM CAs)
+	ZooKeeperSSLTruststorePassword string // zookeeper.ssl.truststore.password: unused for PEM
+	ZooKeeperSSLTruststoreType     string // zookeeper.ssl.truststore.type: PEM or ""
+	// ZooKeeperSSLEndpointIdentification is
+	// zookeeper.ssl.endpoint.identification.algorithm: "HTTPS" verifies
+	// the server's host name, "" does not.
+	ZooKeeperSSLEndpointIdentification string
+	ZooKeeperSSLEnabledProtocols       string        // zookeeper.ssl.enabled.protocols; "": TLSv1.2,TLSv1.3
+	MinInsyncReplicas                  int           // min.insync.replicas
+	ReplicaLagTimeMax                  time.Duration // replica.lag.time.max.ms
+	UncleanLeaderElection              bool          // unclean.leader.election.enable
+	OffsetsTopicReplication            int16         // offsets.topic.replication.factor
+	OffsetsTopicPartitions             int32         // offsets.topic.num.partitions
 	// OffsetsTopicSegmentBytes is offsets.topic.segment.bytes (100 MiB):
 	// the segment.bytes of __consumer_offsets, which is compacted, so
 	// smaller segments let the cleaner reach commits sooner.

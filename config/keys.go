@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/internal/sched"
 )
 
@@ -465,6 +466,64 @@ var brokerKeys = []Key{
 	{Name: "zookeeper.session.timeout.ms", Type: TypeInt, Importance: High, Default: "18000",
 		Doc:   "how long a dead broker keeps its registration (failover time)",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.ZooKeeperSessionTimeout }, time.Millisecond, 1)},
+	{Name: "zookeeper.set.acl", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "create every znode with Kafka's secure ACLs: all rights for the brokers' identity (`zookeeper.auth.digest` or a TLS client certificate), read for everyone else except `/config/users`, `/config/brokers` and delegation tokens (see ZooKeeper security)",
+		codec: boolKey(func(c *Config) *bool { return &c.ZooKeeperSetACL })},
+	{Name: "zookeeper.auth.digest", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
+		Doc:   "Sluice's own (Kafka uses a JAAS file): `user:password`, the identity the broker authenticates to ZooKeeper with (digest scheme); the same on every broker",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperAuthDigest }, false)},
+	{Name: "zookeeper.auth.digest.file", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc:   "Sluice's own: a file whose first line is `user:password`, instead of `zookeeper.auth.digest`",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperAuthDigestFile }, false)},
+	{Name: "zookeeper.ssl.client.enable", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "connect to ZooKeeper over TLS (its `secureClientPort`)",
+		codec: boolKey(func(c *Config) *bool { return &c.ZooKeeperSSLClientEnable })},
+	{Name: "zookeeper.clientCnxnSocket", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc:   "accepted for compatibility with Kafka's server.properties (Kafka needs Netty for TLS); Sluice's client needs no choice",
+		codec: codec{set: func(*setter, string, string) error { return nil }}},
+	{Name: "zookeeper.ssl.keystore.location", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc:   "PEM file with the private key and certificate chain the broker presents to ZooKeeper (for `ssl.clientAuth=need`)",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLKeystoreLocation }, false)},
+	{Name: "zookeeper.ssl.keystore.password", Type: TypePassword, Importance: Low, NoDefault: true, Sensitive: true,
+		Doc:   "decrypts the keystore's encrypted PKCS#8 private key, as ZooKeeper's PEM keystores use it",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLKeystorePassword }, false)},
+	{Name: "zookeeper.ssl.keystore.type", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc:   "`PEM` (the only type read; unset means PEM)",
+		codec: pemTypeKey(func(c *Config) *string { return &c.ZooKeeperSSLKeystoreType })},
+	{Name: "zookeeper.ssl.truststore.location", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc:   "PEM file of the CAs ZooKeeper's certificate must chain to (unset: the system's)",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLTruststoreLocation }, false)},
+	{Name: "zookeeper.ssl.truststore.password", Type: TypePassword, Importance: Low, NoDefault: true, Sensitive: true,
+		Doc:   "accepted and unused: a PEM truststore has no password (ZooKeeper ignores it too)",
+		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLTruststorePassword }, false)},
+	{Name: "zookeeper.ssl.truststore.type", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc:   "`PEM` (the only type read; unset means PEM)",
+		codec: pemTypeKey(func(c *Config) *string { return &c.ZooKeeperSSLTruststoreType })},
+	{Name: "zookeeper.ssl.endpoint.identification.algorithm", Type: TypeString, Importance: Low, Default: "HTTPS",
+		Doc: "`HTTPS`: ZooKeeper's certificate must name the host of `zookeeper.connect`; empty: the chain is still verified, the name is not",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				v = strings.TrimSpace(v)
+				if v != "" && !strings.EqualFold(v, "HTTPS") {
+					return keyError(key, "%q is not HTTPS or empty", v)
+				}
+				s.c.ZooKeeperSSLEndpointIdentification = strings.ToUpper(v)
+				return nil
+			},
+			get: func(c *Config) string { return c.ZooKeeperSSLEndpointIdentification },
+		}},
+	{Name: "zookeeper.ssl.enabled.protocols", Type: TypeList, Importance: Low, NoDefault: true,
+		Doc: "TLS versions offered to ZooKeeper (`TLSv1.2`, `TLSv1.3`; unset: both)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				if _, _, err := tlsconf.ParseProtocols(v); err != nil {
+					return keyError(key, "%v", err)
+				}
+				s.c.ZooKeeperSSLEnabledProtocols = v
+				return nil
+			},
+			get: func(c *Config) string { return c.ZooKeeperSSLEnabledProtocols },
+		}},
 	{Name: "controlled.shutdown.enable", Type: TypeBoolean, Importance: Medium, Default: "true",
 		Doc:   "on SIGTERM, move leadership away before stopping",
 		codec: boolKey(func(c *Config) *bool { return &c.ControlledShutdownEnable })},

@@ -468,6 +468,9 @@ func SplitListener(l string) (name, addr string, err error) {
 
 // Validate checks relations between keys.
 func (c *Config) Validate() error {
+	if err := c.validateZooKeeper(); err != nil {
+		return err
+	}
 	switch c.StorageBackend {
 	case "segment", "pebble", "memory":
 	default:

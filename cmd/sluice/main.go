@@ -25,6 +25,7 @@ func commands() []command {
 		{"acl", "add, list, remove ACL bindings (kafka-acls.sh)", aclCmd},
 		{"user", "create, list, delete SCRAM credentials", userCmd},
 		{"cert", "create a CA, broker and client certificates for TLS listeners", certCmd},
+		{"zk", "set-acls: secure (or open) an existing cluster's znodes in ZooKeeper", zkCmd},
 	}
 }
 
