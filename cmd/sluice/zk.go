@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/sluice/sluice/cluster"
@@ -90,8 +91,10 @@ func zkCmd(args []string, stdout, stderr io.Writer) int {
 		Security:  sec,
 		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	if len(res.Missing) > 0 {
-		fmt.Fprintf(stderr, "sluice zk set-acls: these paths do not exist (a wrong chroot?): %s\n", strings.Join(res.Missing, ", "))
+	if slices.Contains(res.Missing, "/brokers") {
+		// Kafka's paths a cluster does not use yet are missing too; only
+		// a missing /brokers says there is no cluster here.
+		fmt.Fprintf(stderr, "sluice zk set-acls: no /brokers under %s: is the chroot right? (missing: %s)\n", cfg.ZooKeeperConnect, strings.Join(res.Missing, ", "))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice zk set-acls: %v (after %d znodes)\n", err, res.Updated)
