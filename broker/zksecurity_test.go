@@ -195,7 +195,8 @@ func TestZooKeeperSetACL(t *testing.T) {
 
 // TestZooKeeperTLS: brokers reach ZooKeeper only through its TLS
 // secureClientPort (with a client certificate, ssl.clientAuth=need, and
-// the host name verified) and the cluster works; a broker that does not
+// the host name verified) and the cluster works, with zookeeper.set.acl
+// owning the znodes by the certificate's identity; a broker that does not
 // trust ZooKeeper's CA fails to start, saying why.
 func TestZooKeeperTLS(t *testing.T) {
 	pki := testpki.New(t, "broker-zk")
@@ -209,6 +210,9 @@ func TestZooKeeperTLS(t *testing.T) {
 			c.ZooKeeperSSLTruststoreLocation = ca
 			c.ZooKeeperSSLTruststoreType = "PEM"
 			c.ZooKeeperSSLEndpointIdentification = "HTTPS"
+			// The certificate is the brokers' identity
+			// (x509:CN=broker-zk): no digest.
+			c.ZooKeeperSetACL = true
 			c.ReplicaLagTimeMax = 5 * time.Second
 		}
 	}
@@ -227,6 +231,13 @@ func TestZooKeeperTLS(t *testing.T) {
 	plain := zkSession(t, zks.Addr(), "")
 	if ids, _, err := plain.Children("/sluice/brokers/ids"); err != nil || len(ids) != 2 {
 		t.Fatalf("/sluice/brokers/ids: %v %v, want both brokers", ids, err)
+	}
+	// ... and owned by the certificate's identity.
+	if _, err := plain.Set("/sluice/controller", []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated set /controller: %v, want ErrNoAuth", err)
+	}
+	if acls, _, err := plain.GetACL("/sluice/brokers/topics/over-tls"); err != nil || len(acls) != 2 || acls[0].Scheme != "x509" || !strings.Contains(acls[0].ID, "CN=broker-zk") {
+		t.Errorf("ACL of /brokers/topics/over-tls: %+v %v, want x509:CN=broker-zk with all rights and world read", acls, err)
 	}
 
 	// A truststore with another CA: the broker refuses ZooKeeper's
