@@ -129,8 +129,6 @@ type Node struct {
 	qsig  chan struct{}
 
 	expired     atomic.Bool
-	hasSession  chan struct{} // closed at the first session
-	sessionOnce sync.Once
 	brokerEpoch atomic.Int64
 	// registered is set by a successful register and cleared when the
 	// session expires (the ephemeral /brokers/ids/<id> is gone with it),
@@ -186,8 +184,6 @@ func Start(opts Options) (*Node, error) {
 		cache: NewMetadataCache(),
 		qsig:  make(chan struct{}, 1),
 		conns: map[string]*kconn.Conn{},
-
-		hasSession: make(chan struct{}),
 	}
 	n.controllerID.Store(-1)
 	if n.opts.Send == nil {
@@ -285,7 +281,6 @@ func (n *Node) onZkEvent(e zk.Event) {
 			}
 		}
 	case zk.StateHasSession:
-		n.sessionOnce.Do(func() { close(n.hasSession) })
 		if n.expired.Swap(false) {
 			n.post(event{kind: evSessionRenewed})
 		}
