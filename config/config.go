@@ -169,7 +169,9 @@ type Config struct {
 	// zookeeper.ssl.endpoint.identification.algorithm: "HTTPS" verifies
 	// the server's host name, "" does not.
 	ZooKeeperSSLEndpointIdentification string
-	ZooKeeperSSLEnabledProtocols       string        // zookeeper.ssl.enabled.protocols; "": TLSv1.2,TLSv1.3
+	ZooKeeperSSLEnabledProtocols       string        // zookeeper.ssl.enabled.protocols; "": ZooKeeperSSLProtocol
+	ZooKeeperSSLProtocol               string        // zookeeper.ssl.protocol: TLSv1.2, TLSv1.3 or TLS (both)
+	ZooKeeperSSLCipherSuites           string        // zookeeper.ssl.cipher.suites
 	MinInsyncReplicas                  int           // min.insync.replicas
 	ReplicaLagTimeMax                  time.Duration // replica.lag.time.max.ms
 	UncleanLeaderElection              bool          // unclean.leader.election.enable

@@ -466,7 +466,7 @@ var brokerKeys = []Key{
 	{Name: "zookeeper.session.timeout.ms", Type: TypeInt, Importance: High, Default: "18000",
 		Doc:   "how long a dead broker keeps its registration (failover time)",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.ZooKeeperSessionTimeout }, time.Millisecond, 1)},
-	{Name: "zookeeper.set.acl", Type: TypeBoolean, Importance: Medium, Default: "false",
+	{Name: "zookeeper.set.acl", Type: TypeBoolean, Importance: High, Default: "false",
 		Doc:   "create every znode with Kafka's secure ACLs: all rights for the brokers' identity (`zookeeper.auth.digest` or a TLS client certificate), read for everyone else except `/config/users`, `/config/brokers` and delegation tokens (see ZooKeeper security)",
 		codec: boolKey(func(c *Config) *bool { return &c.ZooKeeperSetACL })},
 	{Name: "zookeeper.auth.digest", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
@@ -481,22 +481,22 @@ var brokerKeys = []Key{
 	{Name: "zookeeper.clientCnxnSocket", Type: TypeString, Importance: Medium, NoDefault: true,
 		Doc:   "accepted for compatibility with Kafka's server.properties (Kafka needs Netty for TLS); Sluice's client needs no choice",
 		codec: codec{set: func(*setter, string, string) error { return nil }}},
-	{Name: "zookeeper.ssl.keystore.location", Type: TypeString, Importance: Low, NoDefault: true,
+	{Name: "zookeeper.ssl.keystore.location", Type: TypeString, Importance: Medium, NoDefault: true,
 		Doc:   "PEM file with the private key and certificate chain the broker presents to ZooKeeper (for `ssl.clientAuth=need`)",
 		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLKeystoreLocation }, false)},
-	{Name: "zookeeper.ssl.keystore.password", Type: TypePassword, Importance: Low, NoDefault: true, Sensitive: true,
+	{Name: "zookeeper.ssl.keystore.password", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
 		Doc:   "decrypts the keystore's encrypted PKCS#8 private key, as ZooKeeper's PEM keystores use it",
 		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLKeystorePassword }, false)},
-	{Name: "zookeeper.ssl.keystore.type", Type: TypeString, Importance: Low, NoDefault: true,
+	{Name: "zookeeper.ssl.keystore.type", Type: TypeString, Importance: Medium, NoDefault: true,
 		Doc:   "`PEM` (the only type read; unset means PEM)",
 		codec: pemTypeKey(func(c *Config) *string { return &c.ZooKeeperSSLKeystoreType })},
-	{Name: "zookeeper.ssl.truststore.location", Type: TypeString, Importance: Low, NoDefault: true,
+	{Name: "zookeeper.ssl.truststore.location", Type: TypeString, Importance: Medium, NoDefault: true,
 		Doc:   "PEM file of the CAs ZooKeeper's certificate must chain to (unset: the system's)",
 		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLTruststoreLocation }, false)},
-	{Name: "zookeeper.ssl.truststore.password", Type: TypePassword, Importance: Low, NoDefault: true, Sensitive: true,
+	{Name: "zookeeper.ssl.truststore.password", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
 		Doc:   "accepted and unused: a PEM truststore has no password (ZooKeeper ignores it too)",
 		codec: stringKey(func(c *Config) *string { return &c.ZooKeeperSSLTruststorePassword }, false)},
-	{Name: "zookeeper.ssl.truststore.type", Type: TypeString, Importance: Low, NoDefault: true,
+	{Name: "zookeeper.ssl.truststore.type", Type: TypeString, Importance: Medium, NoDefault: true,
 		Doc:   "`PEM` (the only type read; unset means PEM)",
 		codec: pemTypeKey(func(c *Config) *string { return &c.ZooKeeperSSLTruststoreType })},
 	{Name: "zookeeper.ssl.endpoint.identification.algorithm", Type: TypeString, Importance: Low, Default: "HTTPS",
@@ -512,8 +512,20 @@ var brokerKeys = []Key{
 			},
 			get: func(c *Config) string { return c.ZooKeeperSSLEndpointIdentification },
 		}},
+	{Name: "zookeeper.ssl.protocol", Type: TypeString, Importance: Low, Default: "TLSv1.2",
+		Doc: "the TLS version offered to ZooKeeper when `zookeeper.ssl.enabled.protocols` is unset: `TLSv1.2`, `TLSv1.3` or `TLS` (both)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				if _, _, err := zkProtocol(v); err != nil {
+					return keyError(key, "%v", err)
+				}
+				s.c.ZooKeeperSSLProtocol = strings.TrimSpace(v)
+				return nil
+			},
+			get: func(c *Config) string { return c.ZooKeeperSSLProtocol },
+		}},
 	{Name: "zookeeper.ssl.enabled.protocols", Type: TypeList, Importance: Low, NoDefault: true,
-		Doc: "TLS versions offered to ZooKeeper (`TLSv1.2`, `TLSv1.3`; unset: both)",
+		Doc: "TLS versions offered to ZooKeeper (`TLSv1.2`, `TLSv1.3`); unset: `zookeeper.ssl.protocol`",
 		codec: codec{
 			set: func(s *setter, key, v string) error {
 				if _, _, err := tlsconf.ParseProtocols(v); err != nil {
@@ -524,6 +536,24 @@ var brokerKeys = []Key{
 			},
 			get: func(c *Config) string { return c.ZooKeeperSSLEnabledProtocols },
 		}},
+	{Name: "zookeeper.ssl.cipher.suites", Type: TypeList, Importance: Low, NoDefault: true,
+		Doc: "TLS 1.2 cipher suites offered to ZooKeeper, Java's names (unset: Go's defaults; TLS 1.3 suites all or none, as `ssl.cipher.suites`)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				if _, _, err := tlsconf.ParseCipherSuites(v); err != nil {
+					return keyError(key, "%v", err)
+				}
+				s.c.ZooKeeperSSLCipherSuites = v
+				return nil
+			},
+			get: func(c *Config) string { return c.ZooKeeperSSLCipherSuites },
+		}},
+	{Name: "zookeeper.ssl.crl.enable", Type: TypeBoolean, Importance: Low, Default: "false",
+		Doc: "only `false`: certificate revocation lists are not checked", codec: onlyFalseKey()},
+	{Name: "zookeeper.ssl.ocsp.enable", Type: TypeBoolean, Importance: Low, Default: "false",
+		Doc: "only `false`: OCSP is not checked", codec: onlyFalseKey()},
+	{Name: "zookeeper.max.in.flight.requests", Type: TypeInt, Importance: High, Default: "10",
+		Doc: "accepted for compatibility with Kafka's server.properties (an integer); Sluice sizes this itself", codec: ignoredKey()},
 	{Name: "controlled.shutdown.enable", Type: TypeBoolean, Importance: Medium, Default: "true",
 		Doc:   "on SIGTERM, move leadership away before stopping",
 		codec: boolKey(func(c *Config) *bool { return &c.ControlledShutdownEnable })},

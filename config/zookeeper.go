@@ -6,6 +6,7 @@ package config
 // cluster package's ZkSecurity needs.
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"os"
@@ -27,6 +28,32 @@ func pemTypeKey(f func(*Config) *string) codec {
 			return nil
 		},
 		get: func(c *Config) string { return *f(c) },
+	}
+}
+
+// zkProtocol is the version range of zookeeper.ssl.protocol, a Java
+// SSLContext protocol: TLSv1.2, TLSv1.3, or TLS for both.
+func zkProtocol(v string) (minVersion, maxVersion uint16, err error) {
+	switch v = strings.TrimSpace(v); v {
+	case "TLS":
+		return tls.VersionTLS12, tls.VersionTLS13, nil
+	case "":
+		return 0, 0, errors.New("empty")
+	}
+	return tlsconf.ParseProtocols(v)
+}
+
+// onlyFalseKey is a boolean key whose feature Sluice lacks: false is
+// accepted, true refused rather than silently ignored.
+func onlyFalseKey() codec {
+	return codec{
+		set: func(s *setter, key, v string) error {
+			on, err := parseBool(key, v)
+			if err == nil && on {
+				return keyError(key, "true is not supported")
+			}
+			return err
+		},
 	}
 }
 
@@ -131,8 +158,31 @@ func (c *Config) ZooKeeperTLS() (*tls.Config, error) {
 	if err != nil {
 		return nil, rename(err)
 	}
-	if cfg.MinVersion, cfg.MaxVersion, err = tlsconf.ParseProtocols(c.ZooKeeperSSLEnabledProtocols); err != nil {
+	// As Kafka: without enabled.protocols, zookeeper.ssl.protocol alone.
+	if c.ZooKeeperSSLEnabledProtocols != "" {
+		cfg.MinVersion, cfg.MaxVersion, err = tlsconf.ParseProtocols(c.ZooKeeperSSLEnabledProtocols)
+	} else {
+		cfg.MinVersion, cfg.MaxVersion, err = zkProtocol(cmp.Or(c.ZooKeeperSSLProtocol, "TLSv1.2"))
+	}
+	if err != nil {
 		return nil, keyError("zookeeper.ssl.enabled.protocols", "%v", err)
+	}
+	suites, tls13, err := tlsconf.ParseCipherSuites(c.ZooKeeperSSLCipherSuites)
+	if err != nil {
+		return nil, keyError("zookeeper.ssl.cipher.suites", "%v", err)
+	}
+	if suites != nil {
+		cfg.CipherSuites = suites
+		if !tls13 {
+			// Java then enables no TLS 1.3 suite: no TLS 1.3.
+			cfg.MaxVersion = min(cfg.MaxVersion, tls.VersionTLS12)
+		}
+		if len(suites) == 0 {
+			cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS13)
+		}
+		if cfg.MinVersion > cfg.MaxVersion {
+			return nil, keyError("zookeeper.ssl.cipher.suites", "leaves no TLS version of those enabled")
+		}
 	}
 	return cfg, nil
 }

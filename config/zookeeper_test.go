@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -21,7 +22,8 @@ func TestZooKeeperSecurityKeys(t *testing.T) {
 	}
 	c, err = Load("", []string{"zookeeper.set.acl=true", "zookeeper.auth.digest=sluice:pw:with:colons",
 		"zookeeper.ssl.client.enable=true", "zookeeper.ssl.keystore.type=pem", "zookeeper.ssl.truststore.type=PEM",
-		"zookeeper.ssl.endpoint.identification.algorithm=", "zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty"})
+		"zookeeper.ssl.endpoint.identification.algorithm=", "zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+		"zookeeper.ssl.crl.enable=false", "zookeeper.ssl.ocsp.enable=false", "zookeeper.max.in.flight.requests=10"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +50,10 @@ func TestZooKeeperSecurityKeys(t *testing.T) {
 		{"unknown endpoint algorithm", []string{"zookeeper.ssl.endpoint.identification.algorithm=none"}, "zookeeper.ssl.endpoint.identification.algorithm"},
 		{"TLSv1.1", []string{"zookeeper.ssl.enabled.protocols=TLSv1.1"}, "zookeeper.ssl.enabled.protocols"},
 		{"set.acl not boolean", []string{"zookeeper.set.acl=yes"}, "zookeeper.set.acl"},
+		{"CRL checks", []string{"zookeeper.ssl.crl.enable=true"}, "zookeeper.ssl.crl.enable"},
+		{"OCSP checks", []string{"zookeeper.ssl.ocsp.enable=true"}, "zookeeper.ssl.ocsp.enable"},
+		{"SSLv3", []string{"zookeeper.ssl.protocol=SSLv3"}, "zookeeper.ssl.protocol"},
+		{"unknown suite", []string{"zookeeper.ssl.cipher.suites=TLS_NOPE"}, "zookeeper.ssl.cipher.suites"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load("", tc.sets)
@@ -100,5 +106,32 @@ func TestZooKeeperTLSErrors(t *testing.T) {
 	c.ZooKeeperSSLTruststoreLocation = garbage
 	if _, err := c.ZooKeeperTLS(); err == nil || !strings.Contains(err.Error(), "zookeeper.ssl.truststore.location") {
 		t.Errorf("garbage truststore: %v", err)
+	}
+}
+
+// TestZooKeeperTLSVersions: as Kafka, zookeeper.ssl.protocol (default
+// TLSv1.2) alone is offered unless zookeeper.ssl.enabled.protocols is set.
+func TestZooKeeperTLSVersions(t *testing.T) {
+	for _, tc := range []struct {
+		sets     []string
+		min, max uint16
+	}{
+		{nil, tls.VersionTLS12, tls.VersionTLS12},
+		{[]string{"zookeeper.ssl.protocol=TLS"}, tls.VersionTLS12, tls.VersionTLS13},
+		{[]string{"zookeeper.ssl.protocol=TLSv1.3"}, tls.VersionTLS13, tls.VersionTLS13},
+		{[]string{"zookeeper.ssl.enabled.protocols=TLSv1.2,TLSv1.3"}, tls.VersionTLS12, tls.VersionTLS13},
+		{[]string{"zookeeper.ssl.protocol=TLS", "zookeeper.ssl.cipher.suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"}, tls.VersionTLS12, tls.VersionTLS12},
+	} {
+		c, err := Load("", append([]string{"zookeeper.ssl.client.enable=true"}, tc.sets...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.ZooKeeperTLS()
+		if err != nil {
+			t.Fatalf("%v: %v", tc.sets, err)
+		}
+		if cfg.MinVersion != tc.min || cfg.MaxVersion != tc.max {
+			t.Errorf("%v: versions %#x-%#x, want %#x-%#x", tc.sets, cfg.MinVersion, cfg.MaxVersion, tc.min, tc.max)
+		}
 	}
 }
