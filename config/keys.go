@@ -467,7 +467,7 @@ var brokerKeys = []Key{
 		Doc:   "how long a dead broker keeps its registration (failover time)",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.ZooKeeperSessionTimeout }, time.Millisecond, 1)},
 	{Name: "zookeeper.set.acl", Type: TypeBoolean, Importance: High, Default: "false",
-		Doc:   "create every znode with Kafka's secure ACLs: all rights for the brokers' identity (`zookeeper.auth.digest` or a TLS client certificate), read for everyone else except `/config/users`, `/config/brokers` and delegation tokens (see ZooKeeper security)",
+		Doc:   "create every znode with Kafka's secure ACLs: all rights for the brokers' identity (`zookeeper.auth.digest` or a TLS client certificate), read for everyone else except `/config/users`, `/config/brokers` and delegation tokens (see Security, ZooKeeper)",
 		codec: boolKey(func(c *Config) *bool { return &c.ZooKeeperSetACL })},
 	{Name: "zookeeper.auth.digest", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
 		Doc:   "Sluice's own (Kafka uses a JAAS file): `user:password`, the identity the broker authenticates to ZooKeeper with (digest scheme); the same on every broker",
