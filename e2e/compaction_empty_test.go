@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
