@@ -169,16 +169,18 @@ func TestCompactionEmptyBatchesKcat(t *testing.T) {
 	go func() { done <- produceRounds(t, cl, topic, 0, rounds, keys, want) }()
 	reads := 0
 	var produceErr error
-	for running := true; running && reads < 20; reads++ {
+	for running := true; running; {
 		select {
 		case produceErr = <-done:
 			running = false
 		default:
 		}
-		kcatRead(t, kcat, b.addr, topic, 30*time.Second)
-	}
-	if reads == 20 {
-		produceErr = <-done
+		if reads < 20 {
+			kcatRead(t, kcat, b.addr, topic, 30*time.Second)
+			reads++
+		} else if running {
+			produceErr, running = <-done, false
+		}
 	}
 	if produceErr != nil {
 		t.Fatalf("produce: %v", produceErr)
