@@ -135,4 +135,3 @@ func readAllBytes(t *testing.T, l engine.Log) []byte {
 	}
 	return all
 }
-
