@@ -36,6 +36,9 @@ type Target struct {
 	// of each active idempotent producer, whose last batch survives
 	// cleaning. nil: none.
 	ProducerLast func(producerID int64) (int64, bool)
+	// ProducerEpoch is compact.Rules.ProducerEpoch: each active
+	// producer's current epoch. nil: not known.
+	ProducerEpoch func(producerID int64) (int16, bool)
 }
 
 // Progress is where a compacted log stands: what is clean, what is dirty,
@@ -178,6 +181,7 @@ func (c *Cleaner) Clean(t Target, now time.Time) (Result, error) {
 		Now:               now.UnixMilli(),
 		DeleteRetentionMs: t.Config.DeleteRetention.Milliseconds(),
 		ProducerLast:      t.ProducerLast,
+		ProducerEpoch:     t.ProducerEpoch,
 	}
 	// Kafka's upperBoundOffsetOfCleaningRound: the round's last batch
 	// stays even if emptied, so that the cleaned part still ends where
