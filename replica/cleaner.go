@@ -62,8 +62,9 @@ func (m *Manager) cleanerTargets() []cleaner.Target {
 }
 
 func cleanerTarget(t *Topic, p *Partition) cleaner.Target {
-	var once sync.Once
+	var once, onceEpochs sync.Once
 	var last map[int64]int64
+	var epochs map[int64]int16
 	return cleaner.Target{
 		ID:     engine.PartitionID{Topic: t.Name, Partition: p.Index()},
 		Log:    p.Log(),
@@ -77,6 +78,17 @@ func cleanerTarget(t *Topic, p *Partition) cleaner.Target {
 			once.Do(func() { last = p.ProducerLastOffsets() })
 			o, ok := last[pid]
 			return o, ok
+		},
+		ProducerEpoch: func(pid int64) (int16, bool) {
+			onceEpochs.Do(func() {
+				infos := p.Producers()
+				epochs = make(map[int64]int16, len(infos))
+				for _, pi := range infos {
+					epochs[pi.ProducerID] = pi.ProducerEpoch
+				}
+			})
+			e, ok := epochs[pid]
+			return e, ok
 		},
 	}
 }

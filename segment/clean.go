@@ -32,9 +32,13 @@ import (
 //  3. The old segments are removed, the .swap files renamed to their
 //     final names, the directory fsynced.
 //
-// The cleaner keeps the last batch of each group (Rules.UpperBound), so the
-// swap's last offset reaches into the group's last non-empty segment and
-// step 2's recovery removes exactly the group.
+// The cleaned segment may end before the group's last segment begins (the
+// cleaner keeps no batch at a group's end, only a round's last batch, as
+// Kafka does), or hold no batch at all. Step 2's recovery then removes only
+// the old segments whose base lies within the swap's range and keeps the
+// later ones of the group as they were: their batches are all past the
+// swap's, so the log stays ordered and loses nothing the cleaner kept, and
+// the next round cleans them again. An empty .swap covers [base, base].
 
 // InactiveSegments implements engine.Compactable.
 func (l *Log) InactiveSegments() []engine.SegmentInfo {
@@ -435,9 +439,7 @@ func (l *Log) completeSwaps() error {
 		}
 		if !ok {
 			// Not what a cleaning fsyncs before its commit point:
-			// scanDir removes it as a leftover. (A cleaning whose
-			// group held no batch writes an empty file; rolling it
-			// back loses nothing.)
+			// scanDir removes it as a leftover.
 			l.store.log.Warn("segment: ignoring a .swap file that holds no whole batches", "swap", swap)
 			continue
 		}
@@ -468,8 +470,9 @@ func (l *Log) completeSwaps() error {
 }
 
 // swapEnd returns the last offset of the batches in a .swap file, reading
-// their headers; ok is false unless they chain exactly to the end of a
-// non-empty file, as a swap fsynced before its rename does.
+// their headers (base for an empty file: a group whose batches were all
+// removed); ok is false unless they chain exactly to the end of the file,
+// as a swap fsynced before its rename does.
 func swapEnd(path string, base int64) (end int64, ok bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -495,7 +498,7 @@ func swapEnd(path string, base int64) (end int64, ok bool, err error) {
 		end = b.LastOffset()
 		pos += n
 	}
-	return end, pos > 0 && pos == st.Size(), nil
+	return end, pos == st.Size(), nil
 }
 
 // hasCleanerPoint reports whether id has a cleaner checkpoint entry: it

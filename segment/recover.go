@@ -261,7 +261,14 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 				return recovered, err
 			}
 			recovered = append(recovered, seg)
-			if err := l.checkTxnIndex(seg); err != nil {
+			// A cleaned segment covers up to the next one's base: an
+			// entry's marker may have been cleaned away past its
+			// last batch (or it may hold none).
+			bound := seg.next
+			if !last && !truncated && l.gaps() {
+				bound = max(bound, all[i+1].base)
+			}
+			if err := l.checkTxnIndex(seg, bound); err != nil {
 				return recovered, err
 			}
 			if !last && (truncated || seg.next > all[i+1].base || (!l.gaps() && seg.next != all[i+1].base)) {
@@ -302,10 +309,10 @@ func (l *Log) recoverSegments(clean bool, rp int64) ([]*segment, error) {
 // entries of markers that reached the .log while their entry did not are
 // not rebuilt here: that needs the producers' state (replication rebuilds
 // it from the log tail).
-func (l *Log) checkTxnIndex(seg *segment) error {
-	dropped, err := seg.txn.keepRange(seg.base, seg.next)
+func (l *Log) checkTxnIndex(seg *segment, bound int64) error {
+	dropped, err := seg.txn.keepRange(seg.base, bound)
 	if dropped > 0 {
-		l.store.log.Warn("segment: dropping aborted-transaction entries outside the segment", "file", seg.txn.path, "entries", dropped, "end", seg.next)
+		l.store.log.Warn("segment: dropping aborted-transaction entries outside the segment", "file", seg.txn.path, "entries", dropped, "end", bound)
 	}
 	return err
 }
@@ -329,7 +336,13 @@ func (l *Log) checkSegment(seg *segment, segs []*segment, i int) error {
 	if span >= 0 && (seg.next > segs[i+1].base || (!l.gaps() && seg.next != segs[i+1].base)) {
 		return fmt.Errorf("segment ends at offset %d, the next starts at %d", seg.next, segs[i+1].base)
 	}
-	return seg.txn.check(seg.base, seg.next)
+	bound := seg.next
+	if span >= 0 && l.gaps() {
+		// A cleaned segment covers up to the next one's base (see
+		// recoverSegments).
+		bound = max(bound, segs[i+1].base)
+	}
+	return seg.txn.check(seg.base, bound)
 }
 
 // recoverSegment validates every batch of seg from the start, cuts the

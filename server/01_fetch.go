@@ -34,6 +34,17 @@ package server
 // partition, except that the first batch of the first non-empty partition
 // is returned whole even when larger, so a consumer always progresses.
 //
+// Empty batches: a compacted log keeps some batches with no record left
+// (an active producer's last batch, a cleaning round's last; Kafka's
+// RETAIN_EMPTY), and a read returns one segment's batches only, so a
+// consumer fetch at such a batch at the end of its segment got that batch
+// alone. librdkafka (2.0.2) does not step over a response holding only
+// empty batches ("Message at offset N might be too large to fetch") and
+// asks for the same offset again for good. A consumer fetch whose batches
+// all hold no record returns what follows them instead (afterEmpty), when
+// anything does; followers always get them (their producer state needs
+// them).
+//
 // Long poll: when fewer than min_bytes are available and no partition has
 // an error, the request parks in the purgatory (purgatory.go) for up to
 // max_wait_ms: one wake-up registered with each partition it reads, which
@@ -65,6 +76,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/server/fetchresp"
@@ -315,19 +327,24 @@ func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, f
 		return nil
 	}
 	if !ft.committed {
-		sl, err := p.Read(ft.offset, int(max(limit, 1)))
+		read := func(from int64) (zerocopy.Slice, error) { return p.Read(from, int(max(limit, 1))) }
+		sl, err := read(ft.offset)
 		if err != nil {
 			return err
 		}
-		keepRecords(op, sl, limit, remaining, first)
+		keepRecords(op, afterEmpty(sl, read), limit, remaining, first)
 		return nil
 	}
 	// read_committed: below the LSO read above, so that the aborted
 	// transactions answered cover every record returned.
-	sl, err := p.ReadBelow(ft.offset, int(max(limit, 1)), op.LastStableOffset)
+	read := func(from int64) (zerocopy.Slice, error) {
+		return p.ReadBelow(from, int(max(limit, 1)), op.LastStableOffset)
+	}
+	sl, err := read(ft.offset)
 	if err != nil {
 		return err
 	}
+	sl = afterEmpty(sl, read)
 	if sl.Len() == 0 {
 		sl.Release()
 		return nil
@@ -344,6 +361,62 @@ func readPartition(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, f
 		op.AbortedTransactions = append(op.AbortedTransactions, fetchresp.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
 	}
 	return nil
+}
+
+// emptyRunMax bounds the run of empty batches afterEmpty looks into (64
+// of them), and emptyHops the runs it steps over, so that a fetch costs a
+// few header reads at most.
+const (
+	emptyRunMax = 64 * record.HeaderSize
+	emptyHops   = 16
+)
+
+// afterEmpty returns what a consumer fetch answers for sl, read from the
+// fetch offset (see "Empty batches" at the top of this file): sl itself,
+// unless every batch of it holds no record and read (the same read from
+// another offset, with the same limits) finds batches after them; then
+// those, sl released. Telling costs nothing on the common path: a run of
+// empty batches is a multiple of record.HeaderSize long (a batch with a
+// record is longer), so only such slices, up to emptyRunMax, have their
+// headers read. The consumer misses nothing: the batches stepped over
+// hold no record, and a consumer's next offset comes from the batches it
+// gets. A read that fails leaves sl as it was.
+func afterEmpty(sl zerocopy.Slice, read func(from int64) (zerocopy.Slice, error)) zerocopy.Slice {
+	for hop := 0; hop < emptyHops; hop++ {
+		next, ok := emptyRun(sl)
+		if !ok {
+			return sl
+		}
+		more, err := read(next)
+		if err != nil || more.Len() == 0 {
+			more.Release()
+			return sl // the empty batches, as read
+		}
+		sl.Release()
+		sl = more
+	}
+	return sl
+}
+
+// emptyRun reports whether sl holds only batches with no record (and at
+// least one), and the offset after them.
+func emptyRun(sl zerocopy.Slice) (next int64, ok bool) {
+	n := sl.Len()
+	if n == 0 || n > emptyRunMax || n%record.HeaderSize != 0 {
+		return 0, false
+	}
+	var hdr [record.HeaderSize]byte
+	for pos := int64(0); pos < n; pos += record.HeaderSize {
+		if _, err := sl.ReadAt(hdr[:], pos); err != nil {
+			return 0, false
+		}
+		b := record.Batch(hdr[:])
+		if b.Size() != record.HeaderSize || b.RecordCount() != 0 {
+			return 0, false
+		}
+		next = b.NextOffset()
+	}
+	return next, true
 }
 
 // readReplica reads one partition for follower replicaID, up to the log

@@ -36,6 +36,9 @@ type Target struct {
 	// of each active idempotent producer, whose last batch survives
 	// cleaning. nil: none.
 	ProducerLast func(producerID int64) (int64, bool)
+	// ProducerEpoch is compact.Rules.ProducerEpoch: each active
+	// producer's current epoch. nil: not known.
+	ProducerEpoch func(producerID int64) (int16, bool)
 }
 
 // Progress is where a compacted log stands: what is clean, what is dirty,
@@ -178,14 +181,17 @@ func (c *Cleaner) Clean(t Target, now time.Time) (Result, error) {
 		Now:               now.UnixMilli(),
 		DeleteRetentionMs: t.Config.DeleteRetention.Milliseconds(),
 		ProducerLast:      t.ProducerLast,
+		ProducerEpoch:     t.ProducerEpoch,
 	}
-	gs := groups(segs, end, t.Config.SegmentBytes)
+	// Kafka's upperBoundOffsetOfCleaningRound: the round's last batch
+	// stays even if emptied, so that the cleaned part still ends where
+	// the round did; no other batch is kept empty but a producer's last
+	// (Rules.ProducerLast). Each group's own last batch is not kept:
+	// that left an empty batch in every rewritten segment, and runs of
+	// 61-byte segments that consumers such as librdkafka stall on.
+	rules.UpperBound = p.FirstUncleanable
+	gs := groups(segs, end, p.FirstUncleanable, t.Config.SegmentBytes, t.Config.IndexMaxBytes, t.Config.IndexIntervalBytes)
 	for k, g := range gs {
-		// The group's last batch stays even if emptied, so that the
-		// rewritten segment still ends where the group did (recovery
-		// of an interrupted swap relies on it, as Kafka's
-		// upper-bound batch does).
-		rules.UpperBound = g.end
 		checkpoint := int64(-1)
 		if k == len(gs)-1 {
 			// The last group's commit moves the checkpoint with it,
@@ -299,34 +305,59 @@ func (c *Cleaner) readAt(l engine.Log, off, to int64) (int64, int64, error) {
 // group is consecutive inactive segments rewritten into one.
 type group struct {
 	from, to int64 // first Base, last Next
-	end      int64 // where the last batch of the last segment ends (see Clean)
 	n        int
 }
 
+// timeIndexEntrySize is the size of a time index entry (8-byte timestamp,
+// 4-byte relative offset), the larger of the two indexes' entries.
+const timeIndexEntrySize = 12
+
+// indexEntries bounds the index entries of a segment of size bytes: at
+// most one per index.interval.bytes of log, and one per batch (a batch is
+// at least record.HeaderSize bytes), plus the entry a roll adds.
+func indexEntries(size int64, interval int) int64 {
+	return size/int64(max(interval, record.HeaderSize)) + 1
+}
+
 // groups splits the segments from the log start up to the one holding
-// end-1 into runs whose total size fits in one segment (segment.bytes)
-// and whose offsets fit a relative index, as Kafka's groupSegmentsBySize.
-func groups(segs []engine.SegmentInfo, end, maxBytes int64) []group {
+// end-1 into runs to rewrite as one segment each, as Kafka's
+// groupSegmentsBySize: a segment joins the run before it while the run's
+// bytes stay within maxBytes (segment.bytes), its indexes within
+// maxIndexBytes (segment.index.bytes; entries are bounded by
+// indexEntries, an upper bound of what the cleaned segment's index can
+// need, for the backends have no index sizes to report), and its offsets
+// relative to the run's base within an int32 (an empty segment needs no
+// index, so it joins regardless, as in Kafka). maxIndexBytes <= 0: no
+// index limit. uncleanable is the round's
+// first uncleanable offset, the bound of the last segment.
+func groups(segs []engine.SegmentInfo, end, uncleanable, maxBytes int64, maxIndexBytes, interval int) []group {
 	var out []group
 	var cur group
-	var size int64
-	for _, s := range segs {
+	var size, entries int64
+	for i, s := range segs {
 		if s.Base >= end {
 			break
 		}
-		if cur.n > 0 && (size+s.Bytes > maxBytes || s.Next-cur.from > math.MaxInt32) {
+		// Kafka's lastOffsetForFirstSegment: the next segment's base
+		// (or the first uncleanable offset) less one.
+		last := s.Next - 1
+		if i == len(segs)-1 {
+			last = min(last, uncleanable-1)
+		}
+		e := indexEntries(s.Bytes, interval)
+		if cur.n > 0 && (size+s.Bytes > maxBytes ||
+			(maxIndexBytes > 0 && (entries+e)*timeIndexEntrySize > int64(maxIndexBytes)) ||
+			(s.Bytes > 0 && last-cur.from > math.MaxInt32)) {
 			out = append(out, cur)
 			cur = group{}
 		}
 		if cur.n == 0 {
-			cur.from, size = s.Base, 0
+			cur.from, size, entries = s.Base, 0, 0
 		}
 		cur.to = s.Next
-		if s.End > s.Base || cur.n == 0 {
-			cur.end = s.End
-		}
 		cur.n++
 		size += s.Bytes
+		entries += e
 	}
 	if cur.n > 0 {
 		out = append(out, cur)

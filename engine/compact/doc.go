@@ -24,8 +24,9 @@
 // the latest record per key, records past the map's range, tombstones for
 // delete.retention.ms after the cleaning that first stamped their batch
 // (KIP-534 delete horizon, stored in baseTimestamp with attribute bit
-// 0x40), the last batch of each active producer (as an empty batch if
-// need be), and transaction markers (control batches) while data of their
+// 0x40), the last batch of each active producer and the round's last
+// batch (as empty batches if need be; no other batch stays empty, so
+// earlier retained ones go), and transaction markers (control batches) while data of their
 // transaction may remain before them, then for delete.retention.ms after
 // the cleaning that found none (the same delete horizon). Key-less records
 // and the records of aborted transactions are removed; an aborted record

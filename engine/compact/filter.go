@@ -28,6 +28,12 @@ type Rules struct {
 	// epoch; for -1, its markers are (they carry the epoch). nil: no
 	// producer is active.
 	ProducerLast func(producerID int64) (lastDataOffset int64, ok bool)
+	// ProducerEpoch returns an active producer's current epoch. For a
+	// producer whose ProducerLast is -1, only its markers of that epoch
+	// stay emptied (Kafka's isBatchLastRecordOfProducer compares
+	// batch.producerEpoch with the producer state's), so the emptied
+	// markers of its earlier epochs go. nil: markers of any epoch stay.
+	ProducerEpoch func(producerID int64) (epoch int16, ok bool)
 	// UpperBound is the end (exclusive) of the cleaning round: the batch
 	// whose next offset is UpperBound is kept even with no records left,
 	// so that the cleaned log still ends at the same offset (Kafka's
@@ -312,9 +318,11 @@ func (c *Cleaner) filterMarker(dst []byte, b record.Batch, raw []byte, pos int, 
 
 // retainEmpty reports whether b, with no record left, must stay as an
 // empty batch (Kafka's BatchRetention.RETAIN_EMPTY): it ends the round,
-// or it is an active producer's last data batch, or a marker of an
-// active producer that has no data batch (Kafka's
-// isBatchLastRecordOfProducer: the marker carries the producer's epoch).
+// or it is an active producer's last data batch, or a marker, of the
+// producer's current epoch, of an active producer that has no data batch
+// (Kafka's isBatchLastRecordOfProducer: the marker carries the epoch).
+// Nothing else stays empty: an earlier retained batch goes once its
+// producer wrote a later one, or the round it ended is not this one's.
 func (c *Cleaner) retainEmpty(b record.Batch, r *Rules) bool {
 	if r.UpperBound > 0 && b.NextOffset() == r.UpperBound {
 		return true
@@ -323,7 +331,18 @@ func (c *Cleaner) retainEmpty(b record.Batch, r *Rules) bool {
 		return false
 	}
 	last, ok := r.ProducerLast(b.ProducerID())
-	return ok && (last == b.LastOffset() || (last < 0 && b.Control()))
+	switch {
+	case !ok:
+		return false
+	case last >= 0:
+		return last == b.LastOffset()
+	case !b.Control():
+		return false
+	case r.ProducerEpoch == nil:
+		return true
+	}
+	epoch, ok := r.ProducerEpoch(b.ProducerID())
+	return ok && epoch == b.ProducerEpoch()
 }
 
 // xerialMagic starts a snappy block framed as the Java client frames it.

@@ -31,6 +31,8 @@ func compactionCases() []testCase {
 		{"CompactTruncateAndDeleteBefore", testCompactTruncateAndDeleteBefore},
 		{"CompactReplaceConflict", testCompactReplaceConflict},
 		{"CompactCheckpointReopen", testCompactCheckpointReopen},
+		{"CompactProducerEmptyBatches", testCompactProducerEmptyBatches},
+		{"CompactMergesSmallSegments", testCompactMergesSmallSegments},
 	}
 }
 
@@ -67,6 +69,20 @@ type keyedModel struct {
 // ts and records their offsets.
 func (m *keyedModel) write(t *testing.T, l engine.Log, ts int64, recs ...keyed) {
 	t.Helper()
+	m.writeAs(t, l, nil, ts, recs...)
+}
+
+// idempotent is an idempotent producer writing through writeAs: its id
+// and the sequence of its next batch.
+type idempotent struct {
+	id  int64
+	seq int32
+}
+
+// writeAs is write for producer p (nil: none), whose sequence it
+// advances.
+func (m *keyedModel) writeAs(t *testing.T, l engine.Log, p *idempotent, ts int64, recs ...keyed) engine.AppendInfo {
+	t.Helper()
 	br := make([]record.BuildRecord, len(recs))
 	for i, r := range recs {
 		br[i] = record.BuildRecord{Key: []byte(r.key), Timestamp: ts}
@@ -74,17 +90,23 @@ func (m *keyedModel) write(t *testing.T, l engine.Log, ts int64, recs ...keyed) 
 			br[i].Value = []byte(r.value)
 		}
 	}
-	b := record.AppendBatch(nil, record.BatchOptions{
+	opts := record.BatchOptions{
 		LeaderEpoch:   record.NoPartitionLeader,
 		ProducerID:    record.NoProducerID,
 		ProducerEpoch: -1,
 		BaseSequence:  record.NoSequence,
-	}, br)
+	}
+	if p != nil {
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = p.id, 0, p.seq
+		p.seq += int32(len(recs))
+	}
+	b := record.AppendBatch(nil, opts, br)
 	info := appendOK(t, l, nil, b, leader(1))
 	for i, r := range recs {
 		r.offset = info.FirstOffset + int64(i)
 		m.recs = append(m.recs, r)
 	}
+	return info
 }
 
 // round writes every key in keys once, batchSize records per batch, with
@@ -212,11 +234,15 @@ func clean(t *testing.T, h *harness, l engine.Log, cfg engine.LogConfig) cleaner
 	return res
 }
 
-// checkGaps fails unless the batches of data have gaps between them
-// somewhere (so that the case exercised them).
-func checkGaps(t *testing.T, data []byte) {
+// checkGaps fails unless the batches of data, read from offset start,
+// have gaps somewhere: before the first or between two (so that the case
+// exercised them).
+func checkGaps(t *testing.T, start int64, data []byte) {
 	t.Helper()
 	bs := parseBatches(t, "compacted log", data)
+	if len(bs) > 0 && bs[0].base > start {
+		return
+	}
 	for i := 1; i < len(bs); i++ {
 		if bs[i].base > bs[i-1].last+1 {
 			return
@@ -248,7 +274,7 @@ func testCompactLatestPerKey(t *testing.T, h *harness) {
 		res = clean(t, h, l, compactCfg)
 		data, got := scanGapped(t, l, 0)
 		checkRecords(t, fmt.Sprintf("after round %d", r), got, m.expect(0, res.CleanedTo, false))
-		checkGaps(t, data)
+		checkGaps(t, 0, data)
 	}
 	if res.Groups >= res.Segments {
 		t.Fatalf("last round rewrote %d segments into %d groups: cleaned segments were not merged", res.Segments, res.Groups)
@@ -349,7 +375,7 @@ func testCompactThenAppendAndFollow(t *testing.T, h *harness) {
 	res = clean(t, h, l, compactCfg)
 	data, got := scanGapped(t, l, 0)
 	checkRecords(t, "after a second round", got, m.expect(0, res.CleanedTo, false))
-	checkGaps(t, data)
+	checkGaps(t, 0, data)
 
 	f := h.createID(engine.PartitionID{Topic: "follower", Partition: 0}, compactCfg)
 	// In pieces, as fetches would bring them.
@@ -573,4 +599,166 @@ func testCompactCheckpointReopen(t *testing.T, h *harness) {
 	}
 	_, got := scanGapped(t, l, 0)
 	checkRecords(t, "after reopens", got, m.expect(0, res.CleanedTo, false))
+}
+
+// emptyBatch is a batch that holds no record, found in a log.
+type emptyBatch struct {
+	producerID int64
+	base, last int64
+}
+
+// emptyBatches lists the batches of data that hold no record.
+func emptyBatches(data []byte) []emptyBatch {
+	var out []emptyBatch
+	for pos := 0; pos < len(data); {
+		b := record.Batch(data[pos:])
+		if b.RecordCount() == 0 {
+			out = append(out, emptyBatch{b.ProducerID(), b.BaseOffset(), b.LastOffset()})
+		}
+		pos += b.Size()
+	}
+	return out
+}
+
+// testCompactProducerEmptyBatches: Kafka (Cleaner.cleanInto,
+// isBatchLastRecordOfProducer and upperBoundOffsetOfCleaningRound): a
+// batch whose records are all gone stays, as an empty batch, only when it
+// is an active producer's last data batch or the last batch of the round;
+// the batches that ended the other segments (groups) of the round go, and
+// a producer's retained empty batch goes once a later batch of that
+// producer exists. Before, every rewritten group kept its last batch, and
+// the log filled with one-empty-batch segments that consumers stall on.
+func testCompactProducerEmptyBatches(t *testing.T, h *harness) {
+	l := h.create(compactCfg)
+	c := compactable(t, h, l)
+	var m keyedModel
+	keys := keyNames("key", 40)
+	p := &idempotent{id: 7}
+	last := map[int64]int64{} // producer id -> last offset of its last batch
+	round := func(n int) {
+		for i := 0; i < len(keys); i += 4 {
+			var recs []keyed
+			for _, k := range keys[i : i+4] {
+				recs = append(recs, keyed{key: k, value: fmt.Sprintf("r%d-%s", n, k)})
+			}
+			info := m.writeAs(t, l, p, baseTs+int64(n), recs...)
+			last[p.id] = info.LastOffset
+		}
+	}
+	// Producer 7 writes two rounds, then producer 8 rewrites every key
+	// for four rounds: all of producer 7's records are superseded.
+	round(0)
+	round(1)
+	p7last := last[7]
+	p = &idempotent{id: 8}
+	for n := 2; n < 6; n++ {
+		round(n)
+	}
+	// Only producer 7 is asked about: producer 8's last batch is in the
+	// active segment, never cleaned.
+	producerLast := func(pid int64) (int64, bool) {
+		o, ok := last[pid]
+		return o, ok && pid == 7
+	}
+	cleanWith := func(what string) cleaner.Result {
+		t.Helper()
+		cl, err := cleaner.New(1<<20, nil)
+		noErr(t, "cleaner.New", err)
+		segs := c.InactiveSegments()
+		res, err := cl.Clean(cleaner.Target{ID: defaultID, Log: l, Config: compactCfg.WithDefaults(), Bound: -1,
+			ProducerLast: producerLast}, h.clock.Now())
+		noErr(t, what, err)
+		if res.Groups < 2 {
+			t.Fatalf("%s: %d groups over %d segments: the case needs several", what, res.Groups, len(segs))
+		}
+		return res
+	}
+	res := cleanWith("first Clean")
+	data, got := scanGapped(t, l, 0)
+	checkRecords(t, "after the first round", got, m.expect(0, res.CleanedTo, false))
+	// Kept empty: producer 7's last batch, and the round's last batch if
+	// it was emptied (the one ending where the round stopped).
+	for _, e := range emptyBatches(data) {
+		if !(e.producerID == 7 && e.last == p7last) && e.last+1 != res.Progress.FirstUncleanable {
+			t.Fatalf("after the first round: empty batch [%d, %d] of producer %d kept; only producer 7's last batch (ending at %d) "+
+				"and the round's last (ending at %d) may be", e.base, e.last, e.producerID, p7last, res.Progress.FirstUncleanable-1)
+		}
+	}
+	if es := emptyBatches(data); len(es) == 0 || es[0].producerID != 7 || es[0].last != p7last {
+		t.Fatalf("after the first round: empty batches %+v, want producer 7's last batch, ending at %d, kept", es, p7last)
+	}
+
+	// Producer 7 writes again: its old last batch is no longer its last,
+	// and the next round drops it.
+	p = &idempotent{id: 7, seq: p.seq}
+	round(6)
+	p = &idempotent{id: 8}
+	for n := 7; n < 10; n++ {
+		round(n)
+	}
+	res = cleanWith("second Clean")
+	data, got = scanGapped(t, l, 0)
+	checkRecords(t, "after the second round", got, m.expect(0, res.CleanedTo, false))
+	for _, e := range emptyBatches(data) {
+		if e.last == p7last {
+			t.Fatalf("after the second round: producer 7's old last batch [%d, %d] is still there, empty, after it wrote more", e.base, e.last)
+		}
+		if !(e.producerID == 7 && e.last == last[7]) && e.last+1 != res.Progress.FirstUncleanable {
+			t.Fatalf("after the second round: empty batch [%d, %d] of producer %d kept", e.base, e.last, e.producerID)
+		}
+	}
+	h.reopen()
+	l = h.openID(defaultID, compactCfg)
+	after, _ := scanGapped(t, l, 0)
+	if !bytes.Equal(after, data) {
+		t.Fatalf("after reopen: %d bytes, before %d", len(after), len(data))
+	}
+}
+
+// testCompactMergesSmallSegments: Kafka (groupSegmentsBySize): a round
+// rewrites the segments from the log start into groups of consecutive
+// segments whose sizes add up to at most segment.bytes, one segment per
+// group, so the small segments earlier rounds left are merged. The
+// expected groups are computed from InactiveSegments before the round.
+func testCompactMergesSmallSegments(t *testing.T, h *harness) {
+	l := h.create(compactCfg)
+	c := compactable(t, h, l)
+	var m keyedModel
+	keys := keyNames("key", 50)
+	n := 0
+	for r := 0; r < 3; r++ {
+		for i := 0; i < 8; i++ {
+			m.round(t, l, n, keys, 5, baseTs+int64(n))
+			n++
+		}
+		before := c.InactiveSegments()
+		res := clean(t, h, l, compactCfg)
+		var want []int64 // the groups' bases, below the round's end
+		var size int64
+		for i, s := range before {
+			if s.Base >= res.CleanedTo {
+				break
+			}
+			if i == 0 || size+s.Bytes > compactCfg.SegmentBytes {
+				want = append(want, s.Base)
+				size = 0
+			}
+			size += s.Bytes
+		}
+		var got []int64
+		for _, s := range c.InactiveSegments() {
+			if s.Base < res.CleanedTo {
+				got = append(got, s.Base)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: segments at %v after cleaning, want one per group of at most %d bytes at %v (segments before: %+v)",
+				r, got, compactCfg.SegmentBytes, want, before)
+		}
+		if r > 0 && len(want) >= len(before) {
+			t.Fatalf("round %d: %d groups of %d segments: nothing merged", r, len(want), len(before))
+		}
+		_, recs := scanGapped(t, l, 0)
+		checkRecords(t, fmt.Sprintf("after round %d", r), recs, m.expect(0, res.CleanedTo, false))
+	}
 }
