@@ -54,6 +54,9 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if after != nil {
 		after(resp)
 	}
+	if dg, ok := resp.(*kmsg.DescribeGroupsResponse); ok {
+		s.az.groupAuthorizedOps(rc, req.(*kmsg.DescribeGroupsRequest), dg)
+	}
 	if fc, ok := resp.(*kmsg.FindCoordinatorResponse); ok {
 		s.coordinatorAddrs(rc, fc)
 	}
