@@ -11,8 +11,9 @@ package server
 //	ControlledShutdown, WriteTxnMarkers
 //	                         ClusterAction on the cluster
 //	DescribeProducers        Read on each topic
-//	ListOffsets, OffsetForLeaderEpoch (consumer)
-//	                         Describe on each topic
+//	ListOffsets              Describe on each topic
+//	OffsetForLeaderEpoch     ClusterAction on the cluster or Describe on each
+//	                         topic, whatever the replica id (KIP-320)
 //	Metadata                 topics the principal may not Describe are left out
 //	                         (asked for by name: TOPIC_AUTHORIZATION_FAILED);
 //	                         auto-creation needs Create on the cluster or topic;
@@ -57,7 +58,9 @@ package server
 //	DescribeUserScramCredentials / AlterUserScramCredentials
 //	                         Describe / Alter on the cluster
 //
-// Without an authorizer everything is allowed, as in Kafka.
+// Without an authorizer everything is allowed, as in Kafka. Where Sluice
+// refuses more than Kafka would, README's Security section ("Where Sluice
+// is stricter than Kafka") lists it with the reason.
 
 import (
 	"cmp"

@@ -216,3 +216,40 @@ func TestCreateTopicsConfigErrorCode(t *testing.T) {
 		t.Error("hidden was not created")
 	}
 }
+
+// TestOffsetForLeaderEpochClusterActionOrDescribe: OffsetForLeaderEpoch is
+// allowed with ClusterAction on the cluster or Describe on the topic,
+// whatever the replica id, as Kafka's handleOffsetForLeaderEpochRequest
+// (KIP-320); with neither, TOPIC_AUTHORIZATION_FAILED.
+func TestOffsetForLeaderEpochClusterActionOrDescribe(t *testing.T) {
+	s, az := newDenyServer(t, nil, "t")
+	noClusterAction := denyKey{acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName}
+	noDescribe := denyKey{acl.OpDescribe, acl.ResourceTopic, "t"}
+	for _, tc := range []struct {
+		name    string
+		replica int32
+		deny    []denyKey
+		want    int16
+	}{
+		{"follower/describe only", 1, []denyKey{noClusterAction}, 0},
+		{"consumer/cluster action only", -1, []denyKey{noDescribe}, 0},
+		{"consumer/neither", -1, []denyKey{noClusterAction, noDescribe}, kerr.TopicAuthorizationFailed.Code},
+		{"follower/neither", 1, []denyKey{noClusterAction, noDescribe}, kerr.TopicAuthorizationFailed.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			az.set(tc.deny...)
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.ReplicaID = tc.replica
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 0
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			p := mustCall(t, s, 4, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+			if p.ErrorCode != tc.want {
+				t.Errorf("got %s, want %s", code(p.ErrorCode), code(tc.want))
+			}
+		})
+	}
+}
