@@ -597,6 +597,7 @@ func (a *authorizer) authorizeOffsetFetch(rc *reqCtx, r *kmsg.OffsetFetchRequest
 				for _, p := range t.Partitions {
 					rp := kmsg.NewOffsetFetchResponseTopicPartition()
 					rp.Partition, rp.Offset, rp.ErrorCode = p, -1, errorCode(errTopicAuthorization)
+					rp.Metadata = &noMetadata
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				resp.Topics = append(resp.Topics, rt)
@@ -652,6 +653,7 @@ func (a *authorizer) authorizeOffsetFetch(rc *reqCtx, r *kmsg.OffsetFetchRequest
 					for _, p := range t.Partitions {
 						rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 						rp.Partition, rp.Offset, rp.ErrorCode = p, -1, errorCode(errTopicAuthorization)
+						rp.Metadata = &noMetadata
 						rt.Partitions = append(rt.Partitions, rp)
 					}
 					rg.Topics = append(rg.Topics, rt)
@@ -662,6 +664,10 @@ func (a *authorizer) authorizeOffsetFetch(rc *reqCtx, r *kmsg.OffsetFetchRequest
 		resp.Groups = answered
 	}
 }
+
+// noMetadata is the metadata of an offset refused to the principal: ""
+// (Kafka's OffsetFetchResponse.NO_METADATA), as Kafka's default writes it.
+var noMetadata = ""
 
 // splitGroupTopics splits an OffsetFetch v8+ group's topics into those
 // that keep (never nil) and the others.
