@@ -128,6 +128,12 @@ func TestAuthorizedOperationsWithoutAuthorizer(t *testing.T) {
 		t.Errorf("cluster %#x, topic %#x; want %#x, %#x", resp.AuthorizedOperations, resp.Topics[0].AuthorizedOperations,
 			bits(acl.ResourceCluster), bits(acl.ResourceTopic))
 	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g"}, true
+	// Kafka 3.9's group operations: Read, Delete, Describe.
+	if got := mustCall(t, s, 5, dg).(*kmsg.DescribeGroupsResponse).Groups[0].AuthorizedOperations; got != 1<<3|1<<6|1<<8 || got != bits(acl.ResourceGroup) {
+		t.Errorf("group operations %#x, want %#x", got, 1<<3|1<<6|1<<8)
+	}
 }
 
 // TestInitProducerIDByResourceType: an idempotent producer starts with
