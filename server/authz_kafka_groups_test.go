@@ -76,7 +76,16 @@ func TestFindCoordinatorEachKey(t *testing.T) {
 	az.set(
 		denyKey{acl.OpDescribe, acl.ResourceGroup, "secret"},
 		denyKey{acl.OpDescribe, acl.ResourceTransactionalID, "secret"},
+		denyKey{acl.OpDescribe, acl.ResourceTransactionalID, ""},
 	)
+	t.Run("empty transactional id", func(t *testing.T) {
+		// Kafka's getCoordinator checks Describe before anything else.
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{""}
+		if c := mustCall(t, s, 4, fc).(*kmsg.FindCoordinatorResponse).Coordinators[0]; c.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+			t.Errorf("got %s, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", code(c.ErrorCode))
+		}
+	})
 	for _, tc := range []struct {
 		name    string
 		typ     int8
