@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -235,5 +236,33 @@ func TestDescribeGroupsEachGroup(t *testing.T) {
 	if len(gs) != 2 || gs[0].Group != "secret" || gs[0].ErrorCode != kerr.GroupAuthorizationFailed.Code ||
 		gs[1].Group != "mine" || gs[1].ErrorCode != 0 || gs[1].State != "Empty" {
 		t.Errorf("got %+v; want secret GROUP_AUTHORIZATION_FAILED, then mine Empty", gs)
+	}
+}
+
+// TestOffsetDeleteUnknownPartitions: OffsetDelete answers
+// UNKNOWN_TOPIC_OR_PARTITION for a topic or partition the cluster does not
+// have, before the coordinator sees the request, and deletes the others,
+// as Kafka's handleOffsetDeleteRequest.
+func TestOffsetDeleteUnknownPartitions(t *testing.T) {
+	s, _ := newDenyServer(t, nil, "mine")
+	commitOffset(t, s, "g", "mine", 0, 5)
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "g"
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{
+		{Topic: "gone", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
+		{Topic: "mine", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}, {Partition: 5}}},
+	}
+	resp := mustCall(t, s, 0, od).(*kmsg.OffsetDeleteResponse)
+	got := map[string]int16{}
+	n := 0
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			got[fmt.Sprintf("%s-%d", rt.Topic, p.Partition)] = p.ErrorCode
+			n++
+		}
+	}
+	unknown := kerr.UnknownTopicOrPartition.Code
+	if resp.ErrorCode != 0 || n != 3 || got["gone-0"] != unknown || got["mine-0"] != 0 || got["mine-5"] != unknown {
+		t.Errorf("got %s, %v; want gone-0 and mine-5 UNKNOWN_TOPIC_OR_PARTITION, mine-0 none", code(resp.ErrorCode), got)
 	}
 }
