@@ -508,8 +508,9 @@ func (a *authorizer) authorizeFindGroupCoordinator(rc *reqCtx, r *kmsg.FindCoord
 	}
 	keys := r.CoordinatorKeys
 	var kept []string
-	for _, k := range keys {
-		if allowed(k) {
+	ok := make([]bool, len(keys)) // ok[i]: keys[i] may be described
+	for i, k := range keys {
+		if ok[i] = allowed(k); ok[i] {
 			kept = append(kept, k)
 		}
 	}
@@ -536,8 +537,8 @@ func (a *authorizer) authorizeFindGroupCoordinator(rc *reqCtx, r *kmsg.FindCoord
 			found[c.Key] = c
 		}
 		all := make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(keys))
-		for _, k := range keys {
-			if c, ok := found[k]; ok && allowed(k) {
+		for i, k := range keys {
+			if c, answered := found[k]; answered && ok[i] {
 				all = append(all, c)
 			} else {
 				all = append(all, refusal(k))
@@ -607,8 +608,9 @@ func (a *authorizer) authorizeOffsetFetch(rc *reqCtx, r *kmsg.OffsetFetchRequest
 	groups := r.Groups
 	refusedTopics := make([][]kmsg.OffsetFetchRequestGroupTopic, len(groups))
 	var kept []kmsg.OffsetFetchRequestGroup
+	ok := make([]bool, len(groups)) // ok[i]: groups[i] may be described
 	for i, g := range groups {
-		if !group(g.Group) {
+		if ok[i] = group(g.Group); !ok[i] {
 			continue
 		}
 		if g.Topics != nil {
@@ -634,13 +636,13 @@ func (a *authorizer) authorizeOffsetFetch(rc *reqCtx, r *kmsg.OffsetFetchRequest
 		for _, g := range resp.Groups {
 			found[g.Group] = g
 		}
-		answered := make([]kmsg.OffsetFetchResponseGroup, 0, len(groups))
+		all := make([]kmsg.OffsetFetchResponseGroup, 0, len(groups))
 		for i, g := range groups {
-			rg, ok := found[g.Group]
-			if !ok || !group(g.Group) {
+			rg, answered := found[g.Group]
+			if !answered || !ok[i] {
 				rg = kmsg.NewOffsetFetchResponseGroup()
 				rg.Group, rg.ErrorCode = g.Group, denied
-				answered = append(answered, rg)
+				all = append(all, rg)
 				continue
 			}
 			if rg.ErrorCode == 0 && g.Topics == nil {
@@ -659,9 +661,9 @@ func (a *authorizer) authorizeOffsetFetch(rc *reqCtx, r *kmsg.OffsetFetchRequest
 					rg.Topics = append(rg.Topics, rt)
 				}
 			}
-			answered = append(answered, rg)
+			all = append(all, rg)
 		}
-		resp.Groups = answered
+		resp.Groups = all
 	}
 }
 
