@@ -259,3 +259,30 @@ func TestOffsetForLeaderEpochClusterActionOrDescribe(t *testing.T) {
 		})
 	}
 }
+
+// TestCreatePartitionsDuplicateBeforeAlter: CreatePartitions answers a
+// topic named twice INVALID_REQUEST whether or not the principal may Alter
+// it, and one it may not Alter TOPIC_AUTHORIZATION_FAILED, as Kafka's
+// handleCreatePartitionsRequest.
+func TestCreatePartitionsDuplicateBeforeAlter(t *testing.T) {
+	s, az := newDenyServer(t, nil, "twice", "once")
+	az.set(
+		denyKey{acl.OpAlter, acl.ResourceTopic, "twice"},
+		denyKey{acl.OpAlter, acl.ResourceTopic, "once"},
+	)
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	for _, name := range []string{"twice", "once", "twice"} {
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = name, 2
+		cp.Topics = append(cp.Topics, rt)
+	}
+	for _, st := range mustCall(t, s, 3, cp).(*kmsg.CreatePartitionsResponse).Topics {
+		want := kerr.TopicAuthorizationFailed.Code
+		if st.Topic == "twice" {
+			want = kerr.InvalidRequest.Code
+		}
+		if st.ErrorCode != want {
+			t.Errorf("%s: %s, want %s", st.Topic, code(st.ErrorCode), code(want))
+		}
+	}
+}
