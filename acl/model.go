@@ -205,14 +205,17 @@ func (o Operation) Implies(target Operation) bool {
 }
 
 // SupportedOperations lists the operations that mean something on
-// resources of type t (Kafka's AclEntry.supportedOperations), nil for a
+// resources of type t (Kafka's AclEntry.supportedOperations; what the
+// authorized-operations fields report), nil for a
 // type that is not concrete. The caller owns the returned slice.
 func SupportedOperations(t ResourceType) []Operation {
 	switch t {
 	case ResourceTopic:
 		return []Operation{OpRead, OpWrite, OpCreate, OpDescribe, OpDelete, OpAlter, OpDescribeConfigs, OpAlterConfigs}
 	case ResourceGroup:
-		return []Operation{OpRead, OpDescribe, OpDelete, OpDescribeConfigs, OpAlterConfigs}
+		// Kafka 3.9's list: Kafka 4 adds DescribeConfigs and AlterConfigs
+		// with group configs (KIP-848), which Sluice does not serve yet.
+		return []Operation{OpRead, OpDescribe, OpDelete}
 	case ResourceCluster:
 		return []Operation{OpCreate, OpClusterAction, OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite, OpAlter, OpDescribe}
 	case ResourceTransactionalID:

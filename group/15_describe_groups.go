@@ -9,7 +9,8 @@ import (
 // DescribeGroups (key 15), versions 0-5.
 //
 //	v1  throttle time
-//	v3  authorized operations (Sluice has no ACLs: all group operations)
+//	v3  authorized operations (all group operations here; the server
+//	    replaces them with the principal's, server/authorize.go)
 //	v4  group.instance.id of members
 //	v5  flexible
 //

@@ -109,7 +109,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	var followerErr error
 	if replicaID >= 0 {
 		if !s.az.allowedCluster(rc, acl.OpClusterAction) {
-			followerErr = errClusterAuthorization
+			// Kafka's handleFetchRequest answers every partition of a
+			// follower fetch without ClusterAction so.
+			followerErr = errTopicAuthorization
 		} else {
 			followerErr = errClusterOnly // a single node has no followers
 			if s.ib != nil {

@@ -11,7 +11,7 @@ package server
 //	v4: allow_auto_topic_creation (before v4 auto creation is implied)
 //	v5: offline replicas
 //	v7: partition leader epoch
-//	v8: authorized operations (Sluice has no ACLs and leaves them unset)
+//	v8: authorized operations, when asked for (see authorizedOps)
 //	v9: flexible
 //	v10: topic ids (request and response)
 //	v11: cluster authorized operations removed
@@ -59,6 +59,10 @@ var errLeaderNotAvailable = errors.New("server: leader not available")
 func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	if r.Version >= 8 {
+		// Filled in once the topics are known; resp is encoded later.
+		defer s.authorizedOps(rc, r, resp)
+	}
 	live := s.md.brokers()
 	for _, lb := range live {
 		b := kmsg.NewMetadataResponseBroker()
@@ -180,6 +184,27 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 		return kresp(resp), nil
 	}
 	return lm.response(resp), nil
+}
+
+// authorizedOps fills resp's authorized operations as Kafka's
+// handleTopicMetadataRequest does, when the request asks for them: the
+// cluster's (v8-v10; 0 without Describe on the cluster), and each topic's
+// that the principal may Describe, found or not (a topic refused, by name
+// or for creation, or an unknown id keeps INT32_MIN).
+func (s *Server) authorizedOps(rc *reqCtx, r *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if r.IncludeClusterAuthorizedOperations && r.Version <= 10 {
+		resp.AuthorizedOperations = s.az.clusterAuthorizedOperations(rc)
+	}
+	if !r.IncludeTopicAuthorizedOperations {
+		return
+	}
+	denied := errorCode(errTopicAuthorization)
+	for i := range resp.Topics {
+		mt := &resp.Topics[i]
+		if mt.Topic != nil && mt.ErrorCode != denied {
+			mt.AuthorizedOperations = s.az.authorizedOperations(rc, acl.ResourceTopic, *mt.Topic)
+		}
+	}
 }
 
 // autoCreateTopic creates name with the broker defaults; a topic created

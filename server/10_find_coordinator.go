@@ -4,12 +4,14 @@ package server
 // (0-4): the server routes by key type before the group coordinator sees
 // the request.
 //
-//	key type 0 (group, and every v0 request): handleGroup (groups.go)
+//	key type 0 (group, and every v0 request): handleGroup (groups.go);
+//	  Describe on each group (authorizeFindGroupCoordinator)
 //	key type 1 (transaction, v1+): the leader of the transactional id's
 //	  __transaction_state partition, PartitionFor(id, partitions)
 //
 // For a transactional id, as Kafka's KafkaApis.getCoordinator: Describe on
-// the TransactionalId is required (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+// the TransactionalId is required (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+// checked first; each v4 key is answered on its own;
 // a cluster without __transaction_state gets it created and answers
 // COORDINATOR_NOT_AVAILABLE until it has a leader, as does a partition
 // without a live leader; an empty id is INVALID_REQUEST.
@@ -68,11 +70,11 @@ func handleFindCoordinator(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 // txnCoordinatorOf returns the live leader of transactional id's
 // partition, or why there is none.
 func (s *Server) txnCoordinatorOf(ctx context.Context, rc *reqCtx, id string) (metadata.Broker, int16, string) {
-	if id == "" {
-		return metadata.Broker{}, kerr.InvalidRequest.Code, "empty transactional id"
-	}
 	if !s.az.allowedTxnID(rc, acl.OpDescribe, id) {
 		return metadata.Broker{}, kerr.TransactionalIDAuthorizationFailed.Code, "not allowed to describe this transactional id"
+	}
+	if id == "" {
+		return metadata.Broker{}, kerr.InvalidRequest.Code, "empty transactional id"
 	}
 	parts := s.md.partitions(txn.Topic)
 	if len(parts) == 0 {

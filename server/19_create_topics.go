@@ -21,7 +21,10 @@ package server
 // As in Kafka's handleCreateTopicsRequest, a name given twice is
 // INVALID_REQUEST, then Create (on the cluster or the topic) is checked,
 // and only an authorized topic is validated: without Create the answer is
-// TOPIC_AUTHORIZATION_FAILED whether or not the topic exists.
+// TOPIC_AUTHORIZATION_FAILED whether or not the topic exists. Without
+// DescribeConfigs on a topic, its topic_config_error_code (v5+) is
+// TOPIC_AUTHORIZATION_FAILED and a created topic answers no configs,
+// partitions, replication factor or id, as Kafka (ZooKeeper mode) answers.
 //
 // The control plane creates the topic: a single node synchronously; a
 // cluster by writing it to ZooKeeper, after which this request waits, up to
@@ -75,10 +78,17 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		// refusal does not tell whether it exists or collides with one.
 		var spec topicSpec
 		var err error
-		if seen[rt.Topic] > 1 || clusterCreate || s.az.allowedTopic(rc, acl.OpCreate, rt.Topic) {
+		// Kafka's topic_config_error_code: without DescribeConfigs on
+		// the topic, TOPIC_AUTHORIZATION_FAILED, and a created topic's
+		// configs, partitions, replication factor and id stay hidden;
+		// it is cleared when the creation itself fails, but not for a
+		// topic refused before (a duplicate, or no Create).
+		describeConfigs := s.az.allowedTopic(rc, acl.OpDescribeConfigs, rt.Topic)
+		refusedFirst := seen[rt.Topic] > 1
+		if refusedFirst || clusterCreate || s.az.allowedTopic(rc, acl.OpCreate, rt.Topic) {
 			spec, err = s.rules.newTopicSpec(rt, seen[rt.Topic] > 1)
 		} else {
-			err = errTopicAuthorization
+			err, refusedFirst = errTopicAuthorization, true
 		}
 		if err == nil && !r.ValidateOnly {
 			st.TopicID, err = s.admin.createTopic(ctx, spec)
@@ -92,6 +102,15 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			if st.ErrorCode == kerr.UnknownServerError.Code {
 				s.log.Error("server: create topic", "topic", rt.Topic, "err", err)
 			}
+			if refusedFirst && !describeConfigs {
+				st.ConfigErrorCode = errorCode(errTopicAuthorization)
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		if !describeConfigs {
+			st.ConfigErrorCode = errorCode(errTopicAuthorization)
+			st.TopicID = [16]byte{}
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}

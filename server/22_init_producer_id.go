@@ -13,11 +13,14 @@ package server
 // producer without a transactional id simply starts over under a new id.
 // Ids come from metastore.AllocateProducerIDs in blocks, so an id is never
 // handed out twice, even across restarts (the unused rest of a block is
-// skipped).
+// skipped). As Kafka's handleInitProducerIdRequest, they need
+// IdempotentWrite on the cluster or Write on some topic, decided by
+// authorizeByResourceType: a PREFIXED grant, or a grant for a topic that
+// does not exist yet, counts (CLUSTER_AUTHORIZATION_FAILED otherwise).
 //
 // A transactional id goes to the transaction coordinator (package txn):
-// Write on the TransactionalId resource is required
-// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the id gets a producer id and
+// Write on the TransactionalId resource is required, checked before
+// anything else, an empty id included (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the id gets a producer id and
 // a bumped epoch, an ongoing transaction of the previous producer is
 // aborted first (CONCURRENT_TRANSACTIONS until it is, then the retry
 // succeeds), a stale v3+ producer id and epoch is PRODUCER_FENCED
@@ -92,7 +95,7 @@ func handleInitProducerID(s *Server, rc *reqCtx, req kmsg.Request) (*response, e
 // initTransactional answers InitProducerId for a transactional id.
 func initTransactional(s *Server, rc *reqCtx, r *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
 	id := *r.TransactionalID
-	if id != "" && !s.az.allowedTxnID(rc, acl.OpWrite, id) {
+	if !s.az.allowedTxnID(rc, acl.OpWrite, id) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return
 	}

@@ -22,14 +22,15 @@ import (
 func handleOffsetForLeaderEpoch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// As Kafka's handleOffsetForLeaderEpochRequest, whatever the replica
+	// id: ClusterAction on the cluster, or Describe on each topic
+	// (TOPIC_AUTHORIZATION_FAILED per partition otherwise).
+	clusterAction := s.az.allowedCluster(rc, acl.OpClusterAction)
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		var authErr error
-		switch {
-		case r.ReplicaID >= 0 && !s.az.allowedCluster(rc, acl.OpClusterAction):
-			authErr = errClusterAuthorization
-		case r.ReplicaID < 0 && !s.az.allowedTopic(rc, acl.OpDescribe, rt.Topic):
+		if !clusterAction && !s.az.allowedTopic(rc, acl.OpDescribe, rt.Topic) {
 			authErr = errTopicAuthorization
 		}
 		for _, rp := range rt.Partitions {

@@ -38,7 +38,9 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		asg, err := s.rules.checkNewPartitions(rt, seen[rt.Topic] > 1)
-		if !s.az.allowedTopic(rc, acl.OpAlter, rt.Topic) {
+		// A name given twice is INVALID_REQUEST before Alter is checked,
+		// as in Kafka's handleCreatePartitionsRequest.
+		if seen[rt.Topic] <= 1 && !s.az.allowedTopic(rc, acl.OpAlter, rt.Topic) {
 			err = errTopicAuthorization
 		}
 		if err == nil && !r.ValidateOnly {

@@ -11,11 +11,11 @@ package server
 //
 // As in Kafka (AuthHelper.computeDescribeClusterResponse), anyone may
 // describe the cluster: Describe on the cluster only decides the authorized
-// operations asked for, which are none (0) without it. With it they stay
-// unset (INT32_MIN): Sluice does not list them yet.
+// operations asked for, which are none (0) without it, and otherwise a bit
+// per operation the principal may perform on the cluster
+// (AuthHelper.authorizedOperations). Not asked for, they are INT32_MIN.
 
 import (
-	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -26,8 +26,8 @@ func handleDescribeCluster(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 	if resp.EndpointType == 0 {
 		resp.EndpointType = 1
 	}
-	if r.IncludeClusterAuthorizedOperations && !s.az.allowedCluster(rc, acl.OpDescribe) {
-		resp.ClusterAuthorizedOperations = 0
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = s.az.clusterAuthorizedOperations(rc)
 	}
 	resp.ClusterID = s.clusterID
 	resp.ControllerID = s.md.controllerID()

@@ -15,7 +15,9 @@ import (
 // JoinGroup and SyncGroup block this connection's handler until the
 // rebalance reaches them, as a Kafka broker mutes a connection while a
 // request is outstanding; the wait ends if the client goes away.
-// FindCoordinator goes to the control plane: on a single node the group
+// OffsetDelete answers UNKNOWN_TOPIC_OR_PARTITION for topics and
+// partitions the cluster does not have, as Kafka does, without asking the
+// coordinator. FindCoordinator goes to the control plane: on a single node the group
 // coordinator names this broker; in cluster mode the leader of the group's
 // __consumer_offsets partition is named (offsets_topic_find.go). Either way
 // the group's state lives in __consumer_offsets, which a single node
@@ -40,6 +42,13 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		resp, err = s.route.findCoordinator(ctx, req)
 	case *kmsg.ListGroupsRequest:
 		resp, err = s.groups.Handle(ctx, req)
+	case *kmsg.OffsetDeleteRequest:
+		unknown := s.stripUnknownPartitions(req)
+		s.localOffsetsReady(ctx)
+		resp, err = s.groups.Handle(ctx, req)
+		if err == nil {
+			mergeOffsetDeleteErrors(resp.(*kmsg.OffsetDeleteResponse), unknown)
+		}
 	default:
 		// A client may skip FindCoordinator on a single node, where the
 		// broker it talks to is the coordinator of every group.
@@ -53,6 +62,9 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	}
 	if after != nil {
 		after(resp)
+	}
+	if dg, ok := resp.(*kmsg.DescribeGroupsResponse); ok {
+		s.az.groupAuthorizedOps(rc, req.(*kmsg.DescribeGroupsRequest), dg)
 	}
 	if fc, ok := resp.(*kmsg.FindCoordinatorResponse); ok {
 		s.coordinatorAddrs(rc, fc)
@@ -78,5 +90,66 @@ func (s *Server) coordinatorAddrs(rc *reqCtx, fc *kmsg.FindCoordinatorResponse) 
 		if c := &fc.Coordinators[i]; c.NodeID >= 0 {
 			c.Host, c.Port = addr(c.NodeID, c.Host, c.Port)
 		}
+	}
+}
+
+// stripUnknownPartitions removes from an OffsetDelete request the topics
+// and partitions the cluster does not have and returns their
+// UNKNOWN_TOPIC_OR_PARTITION answers, as Kafka's handleOffsetDeleteRequest
+// does before the coordinator sees the request (after the topics the
+// principal may not Read were taken out).
+func (s *Server) stripUnknownPartitions(r *kmsg.OffsetDeleteRequest) []kmsg.OffsetDeleteResponseTopic {
+	var unknown []kmsg.OffsetDeleteResponseTopic
+	code := errorCode(errUnknownTopicOrPartition)
+	kept := r.Topics[:0:0]
+	for _, t := range r.Topics {
+		parts := s.md.partitions(t.Topic)
+		known := make(map[int32]bool, len(parts))
+		for _, pi := range parts {
+			known[pi.Partition] = true
+		}
+		var valid []kmsg.OffsetDeleteRequestTopicPartition
+		var bad []kmsg.OffsetDeleteResponseTopicPartition
+		for _, p := range t.Partitions {
+			if known[p.Partition] {
+				valid = append(valid, p)
+			} else {
+				bad = append(bad, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+			}
+		}
+		if len(bad) > 0 {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic, rt.Partitions = t.Topic, bad
+			unknown = append(unknown, rt)
+		}
+		if len(valid) > 0 {
+			t.Partitions = valid
+			kept = append(kept, t)
+		}
+	}
+	r.Topics = kept
+	return unknown
+}
+
+// mergeOffsetDeleteErrors adds errs to the coordinator's answer resp, into
+// the entry of the same topic when there is one, unless resp carries a
+// group-level error (Kafka's OffsetDeleteResponse.Builder.merge).
+func mergeOffsetDeleteErrors(resp *kmsg.OffsetDeleteResponse, errs []kmsg.OffsetDeleteResponseTopic) {
+	if resp.ErrorCode != 0 {
+		return
+	}
+	if len(errs) == 0 {
+		return
+	}
+	at := make(map[string]int, len(resp.Topics))
+	for i, t := range resp.Topics {
+		at[t.Topic] = i
+	}
+	for _, e := range errs {
+		if i, ok := at[e.Topic]; ok {
+			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, e.Partitions...)
+			continue
+		}
+		resp.Topics = append(resp.Topics, e)
 	}
 }
