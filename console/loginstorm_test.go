@@ -7,6 +7,7 @@ package console
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -86,6 +87,7 @@ func loginStorm(t testing.TB, limit *loginlimit.Limiter, delay time.Duration, at
 					t.Error(err)
 					return
 				}
+				io.Copy(io.Discard, resp.Body) // so the connection is reused
 				resp.Body.Close()
 				switch resp.StatusCode {
 				case http.StatusTooManyRequests:
