@@ -26,7 +26,7 @@
 // usually rotate through at will.
 //
 // Memory is bounded: at most MaxAddresses entries (about 120 bytes each),
-// the least recently charged evicted first. An attacker who controls more
+// the one whose last attempt is oldest evicted first. An attacker who controls more
 // addresses than that can wear the eviction down to no limit for himself,
 // but never grow the table, and an evicted address starts afresh with a
 // full bucket, which is what a new address gets anyway.
@@ -57,7 +57,7 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	entries map[netip.Prefix]*list.Element // of *entry
-	lru     list.List                      // least recently charged at the front
+	lru     list.List                      // oldest last attempt at the front
 
 	refused atomic.Int64 // attempts refused, for metrics and tests
 	logMu   sync.Mutex
@@ -137,13 +137,13 @@ func (l *Limiter) Take(addr netip.Addr) (ok bool, retryAfter time.Duration) {
 	if e.tat.Before(now) {
 		e.tat = now
 	}
+	l.lru.MoveToBack(el)
 	ahead := time.Duration(l.max-1) * l.interval
 	if over := e.tat.Sub(now) - ahead; over > 0 {
 		l.refused.Add(1)
 		return false, over
 	}
 	e.tat = e.tat.Add(l.interval)
-	l.lru.MoveToBack(el)
 	return true, 0
 }
 

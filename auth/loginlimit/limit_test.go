@@ -91,7 +91,8 @@ func TestKeys(t *testing.T) {
 }
 
 // TestBounded: however many addresses fail, the table never holds more
-// than MaxAddresses, and the least recently charged is evicted first.
+// than MaxAddresses, and the address whose last attempt is oldest is
+// evicted first.
 func TestBounded(t *testing.T) {
 	l, c := newTest(1, time.Hour)
 	first := netip.MustParseAddr("10.0.0.1")
@@ -104,7 +105,7 @@ func TestBounded(t *testing.T) {
 		}
 	}
 	if ok, _ := l.Take(first); !ok {
-		t.Fatal("the least recently charged address was not the one evicted")
+		t.Fatal("the address with the oldest attempt was not the one evicted")
 	}
 	// Entries whose bucket refilled are pruned as new ones come.
 	c.t = c.t.Add(2 * time.Hour)
