@@ -3,8 +3,10 @@ package console_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +68,30 @@ func TestFailedLoginsSharedAcrossSides(t *testing.T) {
 	}
 	if err := saslLogin("127.0.0.2"); err != nil {
 		t.Fatalf("SASL login from another address: %v", err)
+	}
+
+	// /metrics counts the refusals of both sides: at least the 429 and
+	// the SASL login above.
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	req, _ := http.NewRequest("GET", "http://"+b.HTTPAddr()+"/metrics", nil)
+	req.SetBasicAuth("admin", "admin-secret")
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	refused := -1.0
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "sluice_failed_authentication_refused_total "); ok {
+			refused, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if refused < 2 {
+		t.Errorf("sluice_failed_authentication_refused_total = %v, want at least 2 (an HTTP and a SASL refusal)", refused)
 	}
 }
