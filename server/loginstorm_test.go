@@ -206,3 +206,34 @@ func BenchmarkLoginStormSASL(b *testing.B) {
 		})
 	}
 }
+
+// TestLoginLimitRawV0: the raw tokens of a SaslHandshake v0 exchange are
+// limited too: past the allowance (1 here) even the right password closes
+// the connection without an answer, as a failed v0 exchange does, and the
+// mechanism never sees it.
+func TestLoginLimitRawV0(t *testing.T) {
+	cfg := config.Default()
+	cfg.FailedAuthenticationDelay = 10 * time.Millisecond
+	cfg.MaxFailedAuthenticationsPerIP = 1
+	var steps atomic.Int64
+	auth := countingAuth{plainAuth{users: map[string]string{"alice": "alice-secret"}}, &steps}
+	s := newTestServer(t, &cfg, Options{ClusterID: "v0", AdvertisedHost: "127.0.0.1",
+		Listeners: map[string]ListenerSecurity{"SASL_PLAINTEXT": {Protocol: "SASL_PLAINTEXT", SASL: auth}}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.ServeListener(ln, "SASL_PLAINTEXT")
+	for _, pass := range []string{"guess", "alice-secret"} {
+		rc := kraw.Dial(t, ln.Addr().String())
+		if c := handshake(rc, 0, "PLAIN").ErrorCode; c != 0 {
+			t.Fatalf("handshake v0: %v", kerr.ErrorForCode(c))
+		}
+		tok := []byte("\x00alice\x00" + pass)
+		rc.WriteRaw(append([]byte{0, 0, 0, byte(len(tok))}, tok...))
+		rc.ExpectClosed()
+	}
+	if n := steps.Load(); n != 1 {
+		t.Fatalf("the mechanism checked %d raw tokens, want 1 (the second refused unchecked)", n)
+	}
+}
