@@ -43,6 +43,11 @@ func handleSASLHandshake(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 		// session that expires, and not within a second of the last
 		// one; otherwise KafkaApis answers the handshake itself.
 		if a.expires.IsZero() || !a.reauthStarted.IsZero() && now.Sub(a.reauthStarted) < minReauthInterval || r.Version == 0 {
+			if !a.expires.IsZero() && now.After(a.expires) {
+				// Kafka then treats it as any request on an expired
+				// session: the connection closes, unanswered.
+				return &response{close: true}, nil
+			}
 			resp.ErrorCode = errorCode(errSASLState)
 			return kresp(resp), nil
 		}

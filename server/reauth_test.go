@@ -170,6 +170,15 @@ func TestSASLReauthenticationRules(t *testing.T) {
 			t.Fatalf("re-authentication of an expired session: %v", kerr.ErrorForCode(r.ErrorCode))
 		}
 		usable(t, rc)
+
+		// A refused re-authentication (v0 here) of an expired session
+		// closes the connection, as any other request would.
+		rc = login(t, addr, "PLAIN")
+		time.Sleep(300 * time.Millisecond)
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		rc.Send(hs)
+		rc.ExpectClosed()
 	})
 	t.Run("unsupported mechanism closes", func(t *testing.T) {
 		addr := startReauthServer(t, time.Hour)
