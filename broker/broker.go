@@ -33,6 +33,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluice/sluice/auth/loginlimit"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
@@ -81,6 +82,9 @@ type Broker struct {
 	lnNames []string
 	addr    string
 	cid     string
+	// failedLogins bounds failed logins per client address, shared by the
+	// Kafka listeners' SASL and the HTTP side's basic auth.
+	failedLogins *loginlimit.Limiter
 
 	// stack is what Start started, oldest first: Close, or a Start that
 	// fails, unwinds it newest first. Where Start pushes an entry it says
@@ -118,7 +122,8 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
-	b := &Broker{cfg: cfg, log: log, closed: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, closed: make(chan struct{}),
+		failedLogins: loginlimit.New(int(cfg.MaxFailedAuthenticationsPerIP), cfg.FailedAuthenticationsWindow)}
 	b.recoveringPartitions.Store(-1)
 	defer func() {
 		if err != nil {
@@ -255,7 +260,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
-		InterBrokerSecurity: interBroker, Metrics: b.http.metrics,
+		InterBrokerSecurity: interBroker, Metrics: b.http.metrics, FailedLogins: b.failedLogins,
 	})
 	if err != nil {
 		return nil, err

@@ -93,6 +93,7 @@ func (b *Broker) startHTTP(opts Options) error {
 		TLSPrincipal:        tlsPrincipal,
 		PlainUsers:          b.plainUsers(),
 		AuthFailureDelay:    cfg.FailedAuthenticationDelay,
+		FailedLogins:        b.failedLogins,
 		Ready:               b.readiness,
 		Throughput:          func() console.Throughput { return console.Throughput(h.metrics.Totals()) },
 		OnAuthFailure:       lm.AuthenticationFailed,

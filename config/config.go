@@ -59,6 +59,13 @@ type Config struct {
 	// connection.failed.authentication.delay.ms: how long a failed
 	// authentication waits before it is answered.
 	FailedAuthenticationDelay time.Duration
+	// MaxFailedAuthenticationsPerIP and FailedAuthenticationsWindow are
+	// max.failed.authentications.per.ip and
+	// failed.authentications.per.ip.window.ms (Sluice's own): how many
+	// logins an address may fail, SASL and HTTP together, at once and per
+	// window (auth/loginlimit); 0: no limit.
+	MaxFailedAuthenticationsPerIP int32
+	FailedAuthenticationsWindow   time.Duration
 
 	// Authorization: authorizer.class.name ("" none; Kafka's AclAuthorizer
 	// class name or "sluice"), super.users, allow.everyone.if.no.acl.found.

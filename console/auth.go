@@ -60,7 +60,9 @@ func (q *request) require(w http.ResponseWriter, op acl.Operation, rt acl.Resour
 // authenticated wraps h: without AuthRequired every request is
 // User:ANONYMOUS; with it a request needs a user of the broker (basic
 // auth, else a client certificate TLSPrincipal maps), else 401 (after
-// AuthFailureDelay for a wrong user or password).
+// AuthFailureDelay for a wrong user or password). A basic-auth login from
+// an address over its failed-login allowance (FailedLogins) is answered
+// 429, after the same delay, without its password being checked.
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := &request{principal: Anonymous, host: remoteAddr(r), backend: s.backend.Load()}
@@ -89,35 +91,62 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, *reque
 			unauthorized(w, "authentication required")
 			return
 		}
+		limit := s.opts.FailedLogins
+		if ok, retry := limit.Take(q.host); !ok {
+			// Over max.failed.authentications.per.ip: refused without
+			// looking at the password, so a storm of guesses from one
+			// address costs no derivation.
+			if s.opts.OnAuthFailure != nil {
+				s.opts.OnAuthFailure()
+			}
+			limit.LogRefused(s.log, "http", r.RemoteAddr)
+			s.authFailureDelay(r)
+			secs := int64((retry + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+			writeError(w, http.StatusTooManyRequests,
+				"too many failed logins from this address (max.failed.authentications.per.ip); retry in "+strconv.FormatInt(secs, 10)+" s",
+				"SASL_AUTHENTICATION_FAILED")
+			return
+		}
 		switch s.checkUser(r.Context(), q.backend, user, pass) {
 		case loginOK:
+			limit.Succeeded(q.host)
 			q.principal = "User:" + user
 			if s.opts.OnAuthSuccess != nil {
 				s.opts.OnAuthSuccess()
 			}
 			h(w, r, q)
 		case loginUnavailable:
+			limit.Release(q.host)
 			writeError(w, http.StatusServiceUnavailable, "the broker is starting: its SCRAM users are not loaded yet", "")
 		case loginStoreError:
+			limit.Release(q.host)
 			writeError(w, http.StatusServiceUnavailable, "the broker cannot read its SCRAM credentials; try again", "")
 		case loginCanceled:
 			// The client went away while waiting for a derivation slot.
+			limit.Release(q.host)
 		default:
 			if s.opts.OnAuthFailure != nil {
 				s.opts.OnAuthFailure()
 			}
 			s.log.Info("console: failed authentication", "user", user, "remote", r.RemoteAddr)
-			if d := s.opts.AuthFailureDelay; d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-r.Context().Done():
-					t.Stop()
-				}
-			}
+			s.authFailureDelay(r)
 			unauthorized(w, "wrong user or password")
 		}
 	})
+}
+
+// authFailureDelay waits AuthFailureDelay before a failed or refused login
+// is answered, or until the request ends.
+func (s *Server) authFailureDelay(r *http.Request) {
+	if d := s.opts.AuthFailureDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
 }
 
 func unauthorized(w http.ResponseWriter, msg string) {

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/loginlimit"
 	"github.com/sluice/sluice/auth/sasl"
 )
 
@@ -104,6 +105,10 @@ type Options struct {
 	// AuthFailureDelay delays the 401 of a failed login
 	// (connection.failed.authentication.delay.ms).
 	AuthFailureDelay time.Duration
+	// FailedLogins bounds the failed basic-auth logins of each client
+	// address (max.failed.authentications.per.ip; the broker shares one
+	// with its Kafka listeners' SASL); nil: no bound.
+	FailedLogins *loginlimit.Limiter
 	// Ready reports the readiness checks; nil means always ready.
 	Ready func() []Check
 	// Throughput returns the broker's counters; nil answers zeros.

@@ -10,10 +10,14 @@ package server
 // SaslHandshake started (ILLEGAL_SASL_STATE without one). A failed
 // exchange is answered SASL_AUTHENTICATION_FAILED after
 // connection.failed.authentication.delay.ms, and the connection closes.
-// The raw tokens of a v0 handshake go through rawToken.
+// So is the first token from an address over its failed-login allowance,
+// unchecked. A re-authentication with another mechanism than the first
+// closes the connection after that delay without an answer, as Kafka does
+// (auth.go). The raw tokens of a v0 handshake go through rawToken.
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,14 +32,34 @@ func handleSASLAuthenticate(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		resp.ErrorCode = errorCode(errSASLState)
 		return &response{kresp: resp, close: true}, nil
 	}
+	if why := c.auth.reauthRefused; why != "" {
+		c.failAuth(errors.New(why))
+		return &response{close: true}, nil
+	}
+	if ok, retry := c.chargeLogin(); !ok {
+		msg := c.refuseLogin(retry)
+		resp.ErrorCode = errorCode(errSASLFailed)
+		resp.ErrorMessage = &msg
+		return &response{kresp: resp, close: true}, nil
+	}
 	out, done, err := c.auth.session.Step(r.SASLAuthBytes)
 	if err == nil && done {
 		err = c.saslDone()
 	}
 	if err != nil {
+		during := "authentication"
+		if c.reauthenticating() {
+			during = "re-authentication"
+		}
 		c.failAuth(err)
 		resp.ErrorCode = errorCode(errSASLFailed)
-		msg := "Authentication failed: invalid credentials with SASL mechanism " + c.auth.mech
+		// Kafka's texts: the mechanism's error is not sent (it could tell
+		// whether the user exists), a changed principal is.
+		msg := "Authentication failed during " + during + " due to invalid credentials with SASL mechanism " + c.auth.mech
+		var pc errPrincipalChanged
+		if errors.As(err, &pc) {
+			msg = pc.Error()
+		}
 		resp.ErrorMessage = &msg
 		return &response{kresp: resp, close: true}, nil
 	}
@@ -53,6 +77,10 @@ func handleSASLAuthenticate(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 func (c *conn) rawToken(token []byte) (*response, bool) {
 	a := &c.auth
 	if a.session == nil {
+		return &response{close: true}, false
+	}
+	if ok, retry := c.chargeLogin(); !ok {
+		c.refuseLogin(retry)
 		return &response{close: true}, false
 	}
 	out, done, err := a.session.Step(token)

@@ -26,10 +26,33 @@ package server
 // requests never touch it. Such closes are counted as failed
 // authentications and logged at Info once a minute at most (authTimeoutLog).
 //
-// Re-authentication (KIP-368): with connections.max.reauth.ms set, a SASL
-// session lasts that long (SaslAuthenticate v1+ tells the client); the
-// client re-authenticates in band with the same principal, and a
-// connection whose session expired is closed at its next other request.
+// Re-authentication (KIP-368), as Kafka's SaslServerAuthenticator and
+// SocketServer run it: with connections.max.reauth.ms set, a SASL session
+// lasts that long (SaslAuthenticate v1+ tells the client) and the client
+// re-authenticates in band, starting with a SaslHandshake, with the same
+// mechanism and principal; a connection whose session expired is closed at
+// its next request other than that SaslHandshake. Without
+// connections.max.reauth.ms, or within a second of the last
+// re-authentication, a SaslHandshake on an authenticated connection is
+// answered ILLEGAL_SASL_STATE and begins nothing (KafkaApis). Another
+// enabled mechanism is accepted by the handshake and refused at the next
+// token, without an answer, and the connection closes ("SASL mechanism 'X'
+// requested by client is not supported for re-authentication of mechanism
+// 'Y'"); a different principal fails the re-authentication ("Cannot
+// change principals during re-authentication from User.a: User.b").
+// Stricter than Kafka, which would run it: a re-authentication with
+// SaslHandshake v0 is answered ILLEGAL_SASL_STATE. A v0 exchange never
+// tells the client a session lifetime, so no client re-authenticates that
+// way, and an authenticated connection never switches back to raw frames.
+//
+// Failed logins are bounded per client address (auth/loginlimit,
+// max.failed.authentications.per.ip): an exchange takes a token from its
+// address's bucket before its first token is checked and gives it back
+// if it succeeds. An address with none left is answered
+// SASL_AUTHENTICATION_FAILED ("too many failed authentications from this
+// address") at its first SaslAuthenticate, after
+// connection.failed.authentication.delay.ms, without its credentials
+// being looked at, and the connection closes.
 
 import (
 	"bufio"
@@ -38,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +137,14 @@ type connAuth struct {
 	// expires is when a SASL session must have re-authenticated (zero:
 	// never).
 	expires time.Time
+	// reauthStarted is when the last re-authentication began (zero:
+	// none); reauthRefused, when set, fails the re-authentication in
+	// progress at its next token (another mechanism than the first).
+	reauthStarted time.Time
+	reauthRefused string
+	// charged: the exchange in progress has taken a token of its
+	// address's failed-login allowance (chargeLogin).
+	charged bool
 	// timer closes the connection if it has not authenticated in time
 	// (nil: no bound applies). Set before the connection's goroutines
 	// start, read-only after.
@@ -252,16 +284,18 @@ func preAuthAllowed(key int16) bool {
 
 // checkAuth decides whether request key may be served now: nil, or why the
 // connection must close (a request before authentication, or after the
-// session expired).
+// session expired: anything but the SaslHandshake that begins a
+// re-authentication, and the rest of that exchange, as Kafka's
+// SocketServer does).
 func (c *conn) checkAuth(key int16) error {
 	a := &c.auth
-	if preAuthAllowed(key) {
-		return nil
-	}
 	if !a.authenticated.Load() {
+		if preAuthAllowed(key) {
+			return nil
+		}
 		return fmt.Errorf("server: %s before SASL authentication", kmsg.NameForKey(key))
 	}
-	if !a.expires.IsZero() && time.Now().After(a.expires) {
+	if !a.expires.IsZero() && a.session == nil && key != apiKeySASLHandshake && time.Now().After(a.expires) {
 		return fmt.Errorf("server: SASL session of %s expired (connections.max.reauth.ms) without re-authentication", a.principal)
 	}
 	return nil
@@ -300,6 +334,14 @@ func (c *conn) refuseBeforeAuth(rd *bufio.Reader) (closeErr, readErr error) {
 // with the client's address, never its password.
 func (c *conn) failAuth(err error) {
 	c.log.Warn("server: SASL authentication failed", "mechanism", c.auth.mech, "err", err)
+	c.authFailed()
+}
+
+// authFailed counts a failed authentication and waits
+// connection.failed.authentication.delay.ms (or until the connection
+// closes) on the handler goroutine, which the connection has anyway.
+func (c *conn) authFailed() {
+	c.auth.session, c.auth.charged = nil, false
 	c.lst.AuthenticationFailed()
 	if d := c.s.cfg.FailedAuthenticationDelay; d > 0 {
 		select {
@@ -309,13 +351,55 @@ func (c *conn) failAuth(err error) {
 	}
 }
 
+// chargeLogin takes, before the first token of an exchange is checked, a
+// token of the failed-login allowance of the connection's address. Not ok:
+// the address is over max.failed.authentications.per.ip, and retry is
+// when it may try again; the caller refuses the attempt unchecked.
+func (c *conn) chargeLogin() (ok bool, retry time.Duration) {
+	if c.auth.charged {
+		return true, 0
+	}
+	ok, retry = c.s.failedLogins.Take(remoteIP(c.nc))
+	c.auth.charged = ok
+	return ok, retry
+}
+
+// refuseLogin ends an exchange from an address over its failed-login
+// allowance: counted and delayed as a failure, logged once a minute at
+// most, and its message for SaslAuthenticate's error_message.
+func (c *conn) refuseLogin(retry time.Duration) string {
+	c.s.failedLogins.LogRefused(c.s.log, "kafka", c.nc.RemoteAddr().String())
+	c.authFailed()
+	return fmt.Sprintf("Authentication failed: too many failed authentications from this address (max.failed.authentications.per.ip); retry in %d ms",
+		max(retry.Milliseconds(), 1))
+}
+
+// errPrincipalChanged: a re-authentication as another principal.
+type errPrincipalChanged struct{ from, to string }
+
+func (e errPrincipalChanged) Error() string {
+	// Kafka's text, with its "Type.name" spelling of principals.
+	dot := func(p string) string { t, n, _ := strings.Cut(p, ":"); return t + "." + n }
+	return fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dot(e.from), dot(e.to))
+}
+
+func (e errPrincipalChanged) Unwrap() error { return errSASLFailed }
+
+// reauthenticating reports whether the exchange in progress is a
+// re-authentication.
+func (c *conn) reauthenticating() bool { return c.auth.authenticated.Load() }
+
 // saslDone completes a successful exchange: the principal (the same one on
 // re-authentication) and the session's lifetime.
 func (c *conn) saslDone() error {
 	a := &c.auth
 	p := a.session.Principal()
 	if a.authenticated.Load() && p != a.principal {
-		return fmt.Errorf("%w: re-authentication as %s, the connection is %s", errSASLFailed, p, a.principal)
+		return errPrincipalChanged{from: a.principal, to: p}
+	}
+	if a.charged {
+		c.s.failedLogins.Succeeded(remoteIP(c.nc))
+		a.charged = false
 	}
 	a.principal, a.session, a.raw = p, nil, false
 	a.expires = time.Time{}

@@ -162,7 +162,11 @@ func TestSASLHandshakeV0(t *testing.T) {
 // lifetime is announced, franz-go re-authenticates in band and keeps
 // working, and a raw connection that does not is closed.
 func TestSASLReauthentication(t *testing.T) {
-	_, addr := startSASLServer(t, func(c *config.Config) { c.ConnectionsMaxReauth = 500 * time.Millisecond })
+	// franz-go re-authenticates at least a second before the session
+	// ends, and Kafka refuses re-authentications less than a second
+	// apart: 2.5 s makes one every 1.5 s.
+	const lifetime = 2500 * time.Millisecond
+	_, addr := startSASLServer(t, func(c *config.Config) { c.ConnectionsMaxReauth = lifetime })
 	rc := kraw.Dial(t, addr)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.SetVersion(1)
@@ -172,11 +176,11 @@ func TestSASLReauthentication(t *testing.T) {
 	au.SetVersion(1)
 	au.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
 	ar := rc.Do(au).(*kmsg.SASLAuthenticateResponse)
-	if ar.ErrorCode != 0 || ar.SessionLifetimeMillis <= 0 || ar.SessionLifetimeMillis > 500 {
+	if ar.ErrorCode != 0 || ar.SessionLifetimeMillis <= 0 || ar.SessionLifetimeMillis > lifetime.Milliseconds() {
 		t.Fatalf("authenticate: %v, lifetime %d", kerr.ErrorForCode(ar.ErrorCode), ar.SessionLifetimeMillis)
 	}
 	rc.Do(kmsg.NewPtrMetadataRequest())
-	time.Sleep(600 * time.Millisecond) // let the session expire
+	time.Sleep(lifetime + 100*time.Millisecond) // let the session expire
 	rc.Send(kmsg.NewPtrMetadataRequest())
 	rc.ExpectClosed()
 
@@ -187,10 +191,10 @@ func TestSASLReauthentication(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for range 4 {
+	for range 8 { // about three re-authentications
 		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
 			t.Fatalf("metadata across re-authentications: %v", err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 	}
 }

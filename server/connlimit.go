@@ -6,6 +6,8 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +65,31 @@ type listenerQuota struct {
 	protected bool       // spared by the broker-wide limits
 	rate      *rateLimit // listener.name.<l>.max.connection.creation.rate; nil: none
 	open      int        // slots taken on this listener; guarded by connLimits.mu
+	// throttled and throttleTime are the accepts delayed by a creation
+	// rate and the sum of their delays (Kafka's connection-accept-throttle-
+	// time is their average); guarded by connLimits.mu.
+	throttled    int64
+	throttleTime time.Duration
+}
+
+// acceptThrottle is one listener's accept delays, for the metrics.
+type acceptThrottle struct {
+	listener  string
+	throttled int64
+	time      time.Duration
+}
+
+// throttleStats returns the accept delays of every listener that has
+// accepted a connection, by name.
+func (l *connLimits) throttleStats() []acceptThrottle {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]acceptThrottle, 0, len(l.listeners))
+	for _, q := range l.listeners {
+		out = append(out, acceptThrottle{listener: q.name, throttled: q.throttled, time: q.throttleTime})
+	}
+	slices.SortFunc(out, func(a, b acceptThrottle) int { return strings.Compare(a.listener, b.listener) })
+	return out
 }
 
 // rateLimit delays connections so that at most burst+rate*t are accepted
@@ -179,6 +206,10 @@ func (l *connLimits) reserve(listener string, stop <-chan struct{}) *listenerQuo
 	wait := q.rate.take(now)
 	if !q.protected {
 		wait = max(wait, l.rate.take(now))
+	}
+	if wait > 0 {
+		q.throttled++
+		q.throttleTime += wait
 	}
 	l.mu.Unlock()
 	if wait > 0 {

@@ -178,6 +178,15 @@ var (
 	descRecopy           = gaugeDesc("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a percentage of bytes read by the latest cleaning round.")
 	descUncleanable      = gaugeDesc("kafka_log_logcleanermanager_uncleanable_partitions_count", "Compacted logs whose last cleaning round failed.")
 	descTxns             = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
+
+	// Accept delays of max.connection.creation.rate (Kafka's
+	// socket-server-metrics connection-accept-throttle-time{listener}, an
+	// average of the non-zero delays: rate(time)/rate(throttled) here).
+	descAcceptThrottled    = prometheus.NewDesc("kafka_server_socket_server_metrics_connection_accept_throttled_total", "Connections whose accept a connection creation rate delayed (max.connection.creation.rate, listener.name.<l>.max.connection.creation.rate).", []string{"listener"}, nil)
+	descAcceptThrottleTime = prometheus.NewDesc("kafka_server_socket_server_metrics_connection_accept_throttle_time_ms_total", "Milliseconds of those delays, summed (Kafka's connection-accept-throttle-time is their average).", []string{"listener"}, nil)
+	// Failed-login limit (auth/loginlimit): Sluice's own, Kafka has none.
+	descLoginRefused = prometheus.NewDesc("sluice_failed_authentication_refused_total", "Logins refused without being checked, from addresses over max.failed.authentications.per.ip (Kafka listeners and the HTTP side together).", nil, nil)
+	descLoginTracked = gaugeDesc("sluice_failed_authentication_tracked_addresses", "Client addresses (IPv6: /64 prefixes) whose failed logins are being counted.")
 )
 
 // groupStateGauges are Kafka's NumGroups<State> gauges by state name.
@@ -202,7 +211,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descFetchSessions, descFetchSessParts, descFetchSessEvicted, descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
-		descCleanTime, descRecopy, descUncleanable, descTxns} {
+		descCleanTime, descRecopy, descUncleanable, descTxns,
+		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked} {
 		ch <- d
 	}
 	for _, d := range groupStateGauges {
@@ -285,6 +295,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descOfflinePartition, float64(cs.OfflinePartitions))
 	gauge(descGlobalTopics, float64(cs.Topics))
 	gauge(descGlobalPartitions, float64(cs.Partitions))
+
+	for _, a := range s.limits.throttleStats() {
+		ch <- prometheus.MustNewConstMetric(descAcceptThrottled, prometheus.CounterValue, float64(a.throttled), a.listener)
+		ch <- prometheus.MustNewConstMetric(descAcceptThrottleTime, prometheus.CounterValue, float64(a.time.Milliseconds()), a.listener)
+	}
+	ch <- prometheus.MustNewConstMetric(descLoginRefused, prometheus.CounterValue, float64(s.failedLogins.RefusedTotal()))
+	gauge(descLoginTracked, float64(s.failedLogins.Len()))
 
 	c.collectGroups(ch, limit)
 	c.collectCleaner(ch)

@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/loginlimit"
 	"github.com/sluice/sluice/auth/sasl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
@@ -106,6 +107,11 @@ type Options struct {
 	// Listeners says how each named listener (as in listeners) authenticates
 	// its connections; a listener not named here is PLAINTEXT.
 	Listeners map[string]ListenerSecurity
+
+	// FailedLogins bounds the failed SASL logins of each client address
+	// (the broker shares it with the HTTP side); nil: one made from
+	// max.failed.authentications.per.ip (auth.go).
+	FailedLogins *loginlimit.Limiter
 
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper: a plane that implements
@@ -204,6 +210,8 @@ type Server struct {
 	// authTimeouts logs connections closed by
 	// connections.authentication.timeout.ms (auth.go).
 	authTimeouts authTimeoutLog
+	// failedLogins bounds failed SASL logins per client address (auth.go).
+	failedLogins *loginlimit.Limiter
 	// limits bounds the client port: request memory and connection
 	// counts (connlimit.go); Serve initializes it.
 	limits connLimits
@@ -228,6 +236,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("server: Options.Meta and Options.Store are required")
 	}
 	s := &Server{
+		failedLogins:  opts.FailedLogins,
 		cfg:           opts.Config,
 		log:           opts.Logger,
 		meta:          opts.Meta,
@@ -245,6 +254,9 @@ func New(opts Options) (*Server, error) {
 		closing:       make(chan struct{}),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[*conn]struct{}{},
+	}
+	if s.failedLogins == nil {
+		s.failedLogins = loginlimit.New(int(s.cfg.MaxFailedAuthenticationsPerIP), s.cfg.FailedAuthenticationsWindow)
 	}
 	s.self = metadata.Broker{ID: s.nodeID, Host: s.advHost, Port: s.advPort, Rack: s.cfg.RackID}
 	if s.log == nil {
