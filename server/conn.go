@@ -456,6 +456,10 @@ func (s *Server) decodeRequest(body []byte) (r *request) {
 			return r
 		}
 	}
+	if err := decodeBudget(r.key, r.version, rd.Src, len(body)); err != nil {
+		r.closeErr = err
+		return r
+	}
 	if err := kreq.ReadFrom(rd.Src); err != nil {
 		r.closeErr = fmt.Errorf("server: decode %s v%d: %w", kmsg.NameForKey(r.key), r.version, err)
 		return r
