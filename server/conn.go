@@ -375,8 +375,9 @@ func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, scan *crcScan, n, want in
 			return nil, err
 		}
 		if have == n {
+			buf = f.settle(n)
 			if !scan.off {
-				scan.finish(buf[:n])
+				scan.finish(buf)
 			}
 			if err := c.lowat.reset(); err != nil {
 				return nil, err

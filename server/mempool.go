@@ -257,11 +257,30 @@ func putClassBuf(b *[]byte) {
 	framePools[c].Put(b)
 }
 
-// frameBuf is one request frame being read: buf[:len] holds the bytes
-// read so far and cap(buf) bytes are charged to the pool.
+// frameBuf is one request frame being read: the bytes read so far and
+// the charge for them.
+//
+// A frame that fits the first buffer grow gives it (at most the
+// connection's previous frame size, rounded to its class) is read into a
+// class buffer of the Go heap: the steady stream of a producer, and every
+// small request. A larger one, above smallFrameMax, is read into a
+// mapping of its whole size outside the Go heap (mapFrame) while its bytes
+// arrive, its charge growing by doubling as before, and copied into a
+// heap buffer of the size it was charged (a class buffer, or an exact one
+// above maxPooledFrame) once whole (settle); the mapping is unmapped then
+// or when the read fails. Why: a frame the client trickles holds only
+// the pages it has sent (the mapping is touched as it is written), with
+// no copy each time it doubles, and its memory goes back to the kernel
+// the moment the connection gives up, instead of waiting for the GC to
+// find it and the scavenger to return it. Before, 40 connections
+// trickling 100 MiB frames took the broker from 28 MiB to 366 MiB RSS
+// with the default 256 MiB pool, and it stayed there after they closed
+// (BENCHMARKS.md, memfill). The mapping never leaves readBody: handlers
+// only see heap bytes, which they may keep (recyclable).
 type frameBuf struct {
-	p        *[]byte // *p is the buffer; nil before the first grow
-	charged  int64   // == cap(*p), acquired from the pool
+	p        *[]byte // *p is the heap buffer; nil before the first grow and while m is used
+	m        []byte  // a large frame's mapping (len: the frame), until settle
+	charged  int64   // acquired from the pool: cap(*p), or m's doubling share
 	reserved bool    // charged to the pool's reserve (a small frame)
 }
 
@@ -270,17 +289,18 @@ type frameBuf struct {
 // connection's previous frame size), acquiring the new capacity from pool
 // first. It returns the buffer to read into next (len == min(n, cap)).
 func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, stop ...<-chan struct{}) ([]byte, error) {
-	old := 0
-	if f.p != nil {
-		old = cap(*f.p)
-	}
+	old := int(f.charged)
 	next := max(2*old, minFrameClass, min(want, maxPooledFrame))
 	next = min(next, n)
 	class := frameClass(next)
 	if class >= 0 {
 		next = minFrameClass << class
 	}
-	if old == 0 && next >= n && next <= smallFrameMax {
+	first := f.p == nil && f.m == nil
+	if first && next < n && n > smallFrameMax {
+		f.m = mapFrame(n) // nil: read into the heap as below
+	}
+	if first && next >= n && next <= smallFrameMax {
 		var err error
 		if f.reserved, err = pool.acquireSmall(int64(next), deadline, stop...); err != nil {
 			return nil, err
@@ -289,6 +309,9 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 		return nil, err
 	}
 	f.charged += int64(next - old)
+	if f.m != nil {
+		return f.m[:min(n, next)], nil
+	}
 	var nb *[]byte
 	if class >= 0 {
 		nb = getClassBuf(class)
@@ -304,11 +327,35 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 	return (*nb)[:min(n, next)], nil
 }
 
+// settle returns the whole n-byte frame in the Go heap: a mapped frame is
+// copied into a heap buffer of the capacity it was charged for (or of n
+// bytes, which is less) and unmapped.
+func (f *frameBuf) settle(n int) []byte {
+	if f.m == nil {
+		return (*f.p)[:n]
+	}
+	var nb *[]byte
+	if c := frameClass(n); c >= 0 && int64(minFrameClass<<c) == f.charged {
+		nb = getClassBuf(c)
+	} else {
+		b := make([]byte, n)
+		nb = &b
+	}
+	copy(*nb, f.m[:n])
+	unmapFrame(f.m)
+	f.m, f.p = nil, nb
+	return (*nb)[:n]
+}
+
 // free gives the buffer and its charge back. keep: the caller may still
 // reference the bytes (a request whose handler may retain them), so the
 // buffer is left to the GC instead of the class pool.
 func (f *frameBuf) free(pool *memPool, keep bool) {
-	if f.p == nil {
+	if f.m != nil { // the read failed: nobody saw the mapping
+		unmapFrame(f.m)
+		f.m = nil
+	}
+	if f.charged == 0 {
 		return
 	}
 	if f.reserved {
@@ -316,7 +363,7 @@ func (f *frameBuf) free(pool *memPool, keep bool) {
 	} else {
 		pool.release(f.charged)
 	}
-	if !keep {
+	if !keep && f.p != nil {
 		putClassBuf(f.p)
 	}
 	f.p, f.charged, f.reserved = nil, 0, false
