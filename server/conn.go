@@ -90,9 +90,11 @@ func recyclable(key int16) bool { return key == apiKeyProduce }
 
 // putFrame releases a handled request's frame; the handler is done with
 // it (for Produce, the append has finished: record slices point into it).
+// A frame that decoded into nothing (refused, malformed) is referenced by
+// nobody and goes back to its class pool whatever its key.
 func (r *request) putFrame() {
 	if r.pool != nil {
-		r.frame.free(r.pool, !recyclable(r.key))
+		r.frame.free(r.pool, r.raw || r.kreq != nil && !recyclable(r.key))
 		r.pool = nil
 	}
 }
