@@ -256,3 +256,33 @@ func TestMemPoolReserve(t *testing.T) {
 		t.Fatalf("in use %d, reserved %d", p.inUse(), p.reserved)
 	}
 }
+
+// TestFrameMappingsBounded: past maxFrameMappings live mappings, large
+// frames are read into the heap, and unmapping makes room again.
+func TestFrameMappingsBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("frames are mapped on Linux only")
+	}
+	base := frameMappings.Load()
+	var maps [][]byte
+	defer func() {
+		for _, m := range maps {
+			unmapFrame(m)
+		}
+	}()
+	for int(base)+len(maps) < maxFrameMappings {
+		m := mapFrame(1 << 20)
+		if m == nil {
+			t.Fatalf("mapping %d refused", len(maps))
+		}
+		maps = append(maps, m)
+	}
+	if m := mapFrame(1 << 20); m != nil {
+		unmapFrame(m)
+		t.Fatalf("mapping %d granted past maxFrameMappings", maxFrameMappings)
+	}
+	unmapFrame(maps[0])
+	if maps[0] = mapFrame(1 << 20); maps[0] == nil {
+		t.Fatal("no mapping after one was unmapped")
+	}
+}
