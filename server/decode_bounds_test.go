@@ -308,6 +308,13 @@ func pathName(typ reflect.Type, path []int) string {
 func TestDecodedSizeBoundedEveryAPI(t *testing.T) {
 	s := newFuzzServer(t)
 	s.apis = clusterAPIs
+	for _, table := range []apiTable{apis, clusterAPIs} {
+		for key := range table {
+			if _, ok := requestShapes[key]; !ok {
+				t.Errorf("%s is served but has no wire shape (decodebound_gen.go)", kmsg.NameForKey(key))
+			}
+		}
+	}
 	type worst struct {
 		ratio float64
 		what  string
