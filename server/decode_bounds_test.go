@@ -413,3 +413,43 @@ func FuzzDecodeBudget(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeBudget is the walk's cost on the requests a broker sees
+// most: a Produce of partitions=N partitions (1 KiB of records each) and
+// a follower's Fetch of as many. It must not allocate.
+func BenchmarkDecodeBudget(b *testing.B) {
+	f := kmsg.NewRequestFormatter()
+	for _, parts := range []int{1, 100} {
+		prod := kmsg.NewPtrProduceRequest()
+		prod.SetVersion(9)
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "events"
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.SetVersion(12)
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "events"
+		for i := range parts {
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition, pp.Records = int32(i), make([]byte, 1024)
+			pt.Partitions = append(pt.Partitions, pp)
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition = int32(i)
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		prod.Topics = append(prod.Topics, pt)
+		fetch.Topics = append(fetch.Topics, ft)
+		for _, req := range []kmsg.Request{prod, fetch} {
+			frame := f.AppendRequest(nil, req, 1)[4:]
+			hdr := 11 // flexible header, null client id
+			b.Run(fmt.Sprintf("api=%s/partitions=%d", kmsg.NameForKey(req.Key()), parts), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(frame)))
+				for b.Loop() {
+					if err := decodeBudget(req.Key(), req.GetVersion(), frame[hdr:], len(frame)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -32,9 +32,11 @@ import (
 // plus decodeBudgetSlack is refused before anything is allocated, and the
 // connection is closed as for any request that cannot be parsed (Kafka
 // closes the connection on an InvalidRequestException). The walk
-// allocates nothing. Real requests stay far below the bound: their
-// elements carry names, ids and records, a handful of bytes of wire per
-// Go word.
+// allocates nothing and costs about 35 ns per Produce partition, 55 per
+// Fetch partition (BenchmarkDecodeBudget: 3.5 and 5.4 us for 100), next
+// to a decode that allocates them. Real requests stay far below the
+// bound: their elements carry names, ids and records, a handful of bytes
+// of wire per Go word.
 const (
 	maxDecodedPerByte = 8
 	decodeBudgetSlack = 64 << 10 // any small frame, whatever its shape
