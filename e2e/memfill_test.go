@@ -140,8 +140,9 @@ func TestMemfillRSSBounded(t *testing.T) {
 // MiB requests at once (read, decoded, refused: the memory path of a
 // large produce request), the broker's RSS comes back to within 64 MiB
 // of idle within a minute, although nothing allocates afterwards to make
-// the Go runtime collect them. Before the pool's trim (server/mempool.go):
-// peak 513 MiB, still 176 MiB a minute later (idle 28); with it, peak
+// the Go runtime collect them. Before large frames were mapped and the
+// pool trimmed (server/mempool.go): peak 596 MiB, still 333 MiB a minute
+// later (idle 28); mapped but without the trim: 513 and 176; now, peak
 // 410 MiB, 29 MiB a second after the last request. The peak is logged,
 // not bounded: whole large frames are copied into the Go heap before
 // they are decoded (frameBuf.settle), which a burst of them makes grow
