@@ -90,9 +90,11 @@ func recyclable(key int16) bool { return key == apiKeyProduce }
 
 // putFrame releases a handled request's frame; the handler is done with
 // it (for Produce, the append has finished: record slices point into it).
+// A frame that decoded into nothing (refused, malformed) is referenced by
+// nobody and goes back to its class pool whatever its key.
 func (r *request) putFrame() {
 	if r.pool != nil {
-		r.frame.free(r.pool, !recyclable(r.key))
+		r.frame.free(r.pool, r.raw || r.kreq != nil && !recyclable(r.key))
 		r.pool = nil
 	}
 }
@@ -375,8 +377,9 @@ func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, scan *crcScan, n, want in
 			return nil, err
 		}
 		if have == n {
+			buf = f.settle(n)
 			if !scan.off {
-				scan.finish(buf[:n])
+				scan.finish(buf)
 			}
 			if err := c.lowat.reset(); err != nil {
 				return nil, err
@@ -455,6 +458,10 @@ func (s *Server) decodeRequest(body []byte) (r *request) {
 			r.closeErr = errors.New("server: truncated request header tags")
 			return r
 		}
+	}
+	if err := decodeBudget(r.key, r.version, rd.Src, len(body)); err != nil {
+		r.closeErr = err
+		return r
 	}
 	if err := kreq.ReadFrom(rd.Src); err != nil {
 		r.closeErr = fmt.Errorf("server: decode %s v%d: %w", kmsg.NameForKey(r.key), r.version, err)

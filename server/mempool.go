@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"math/bits"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -55,6 +57,17 @@ type memPool struct {
 	used     int64         // bytes held, reserve included; <= limit when limit > 0
 	reserved int64         // bytes held from the reserve; <= reserve
 	waiters  []*poolWaiter // FIFO; REQUIRES mu
+
+	// Large frame buffers left to the GC since the last trim (see
+	// dropped), when the last was, and whether a trim is scheduled.
+	// REQUIRES mu.
+	droppedBytes int64
+	lastDrop     time.Time
+	trimPending  bool
+	// sinceGC counts the bytes dropped since the last collection dropped
+	// started; collecting is true while one runs. REQUIRES mu.
+	sinceGC    int64
+	collecting bool
 }
 
 type poolWaiter struct {
@@ -206,6 +219,81 @@ func (p *memPool) inUse() int64 {
 	return p.used
 }
 
+// Giving memory back. A frame buffer the class pools do not take (above
+// maxPooledFrame, or one a handler may still reference) is garbage once
+// its request is done, and the Go runtime returns such memory to the
+// kernel only after a collection finds it, which an idle broker may not
+// run for two minutes, and then gradually. So once trimAfter bytes of
+// them were dropped and no more for trimQuiet (the burst is over), the
+// pool runs two collections (the second empties the class pools' victim
+// caches) and debug.FreeOSMemory. Waiting for quiet keeps a broker under
+// a steady stream of large requests from doing it every second: there the
+// GC runs anyway and the pages would be faulted right back. And every
+// trimAfter bytes dropped start a collection (one at a time), so that
+// garbage frames do not pile up to the GC's own goal, twice the live
+// heap. Measured (e2e/memfill_test.go, TestBigFramesRSSReturns, 16
+// connections sending two 24 MiB requests each, idle 28 MiB): before,
+// RSS peaked at 513 MiB and was 176 MiB a minute later; with both, 410
+// MiB and 29 MiB one second after the last request.
+//
+// Why not a soft memory limit (debug.SetMemoryLimit or GOMEMLIMIT): the
+// broker's own heap (partitions, indexes, groups) has no configured
+// bound, so any limit derived from queued.max.request.bytes is either
+// loose or makes the GC thrash on a large cluster. Operators who know
+// their heap can still set GOMEMLIMIT; the Go runtime honours it.
+const (
+	trimAfter    = 64 << 20
+	trimQuiet    = time.Second
+	trimMinBytes = 1 << 20 // smaller buffers are not counted
+)
+
+// dropped notes a buffer of n bytes left to the GC and schedules a trim
+// when enough were.
+func (p *memPool) dropped(n int64) {
+	if n < trimMinBytes {
+		return
+	}
+	p.mu.Lock()
+	p.droppedBytes += n
+	p.sinceGC += n
+	p.lastDrop = time.Now()
+	start := p.droppedBytes >= trimAfter && !p.trimPending
+	if start {
+		p.trimPending = true
+	}
+	collect := p.sinceGC >= trimAfter && !p.collecting
+	if collect {
+		p.sinceGC, p.collecting = 0, true
+	}
+	p.mu.Unlock()
+	if start {
+		time.AfterFunc(trimQuiet, p.trim)
+	}
+	if collect {
+		go func() {
+			runtime.GC()
+			p.mu.Lock()
+			p.collecting = false
+			p.mu.Unlock()
+		}()
+	}
+}
+
+// trim returns freed memory to the kernel once no large buffer was
+// dropped for trimQuiet, rescheduling itself until then.
+func (p *memPool) trim() {
+	p.mu.Lock()
+	if wait := trimQuiet - time.Since(p.lastDrop); wait > 0 {
+		p.mu.Unlock()
+		time.AfterFunc(wait, p.trim)
+		return
+	}
+	p.droppedBytes, p.trimPending = 0, false
+	p.mu.Unlock()
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
 // Frame buffers come in power-of-two classes from minFrameClass to
 // maxPooledFrame, each class with its own sync.Pool, so a buffer's
 // capacity is exactly what its connection acquired from the memPool and a
@@ -247,21 +335,41 @@ func getClassBuf(class int) *[]byte {
 }
 
 // putClassBuf returns b to its class pool; buffers of other capacities
-// (unpooled large frames) are dropped for the GC.
-func putClassBuf(b *[]byte) {
+// (unpooled large frames) are dropped for the GC: false.
+func putClassBuf(b *[]byte) bool {
 	c := frameClass(cap(*b))
 	if c < 0 || minFrameClass<<c != cap(*b) {
-		return
+		return false
 	}
 	*b = (*b)[:cap(*b)]
 	framePools[c].Put(b)
+	return true
 }
 
-// frameBuf is one request frame being read: buf[:len] holds the bytes
-// read so far and cap(buf) bytes are charged to the pool.
+// frameBuf is one request frame being read: the bytes read so far and
+// the charge for them.
+//
+// A frame that fits the first buffer grow gives it (at most the
+// connection's previous frame size, rounded to its class) is read into a
+// class buffer of the Go heap: the steady stream of a producer, and every
+// small request. A larger one, above smallFrameMax, is read into a
+// mapping of its whole size outside the Go heap (mapFrame) while its bytes
+// arrive, its charge growing by doubling as before, and copied into a
+// heap buffer of the size it was charged (a class buffer, or an exact one
+// above maxPooledFrame) once whole (settle); the mapping is unmapped then
+// or when the read fails. Why: a frame the client trickles holds only
+// the pages it has sent (the mapping is touched as it is written), with
+// no copy each time it doubles, and its memory goes back to the kernel
+// the moment the connection gives up, instead of waiting for the GC to
+// find it and the scavenger to return it. Before, 40 connections
+// trickling 100 MiB frames took the broker from 28 MiB to 366 MiB RSS
+// with the default 256 MiB pool, and it stayed there after they closed
+// (BENCHMARKS.md, memfill). The mapping never leaves readBody: handlers
+// only see heap bytes, which they may keep (recyclable).
 type frameBuf struct {
-	p        *[]byte // *p is the buffer; nil before the first grow
-	charged  int64   // == cap(*p), acquired from the pool
+	p        *[]byte // *p is the heap buffer; nil before the first grow and while m is used
+	m        []byte  // a large frame's mapping (len: the frame), until settle
+	charged  int64   // acquired from the pool: cap(*p), or m's doubling share
 	reserved bool    // charged to the pool's reserve (a small frame)
 }
 
@@ -270,17 +378,18 @@ type frameBuf struct {
 // connection's previous frame size), acquiring the new capacity from pool
 // first. It returns the buffer to read into next (len == min(n, cap)).
 func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, stop ...<-chan struct{}) ([]byte, error) {
-	old := 0
-	if f.p != nil {
-		old = cap(*f.p)
-	}
+	old := int(f.charged)
 	next := max(2*old, minFrameClass, min(want, maxPooledFrame))
 	next = min(next, n)
 	class := frameClass(next)
 	if class >= 0 {
 		next = minFrameClass << class
 	}
-	if old == 0 && next >= n && next <= smallFrameMax {
+	first := f.p == nil && f.m == nil
+	if first && next < n && n > smallFrameMax {
+		f.m = mapFrame(n) // nil: read into the heap as below
+	}
+	if first && next >= n && next <= smallFrameMax {
 		var err error
 		if f.reserved, err = pool.acquireSmall(int64(next), deadline, stop...); err != nil {
 			return nil, err
@@ -289,6 +398,9 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 		return nil, err
 	}
 	f.charged += int64(next - old)
+	if f.m != nil {
+		return f.m[:min(n, next)], nil
+	}
 	var nb *[]byte
 	if class >= 0 {
 		nb = getClassBuf(class)
@@ -304,11 +416,35 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 	return (*nb)[:min(n, next)], nil
 }
 
+// settle returns the whole n-byte frame in the Go heap: a mapped frame is
+// copied into a heap buffer of the capacity it was charged for (or of n
+// bytes, which is less) and unmapped.
+func (f *frameBuf) settle(n int) []byte {
+	if f.m == nil {
+		return (*f.p)[:n]
+	}
+	var nb *[]byte
+	if c := frameClass(n); c >= 0 && int64(minFrameClass<<c) == f.charged {
+		nb = getClassBuf(c)
+	} else {
+		b := make([]byte, n)
+		nb = &b
+	}
+	copy(*nb, f.m[:n])
+	unmapFrame(f.m)
+	f.m, f.p = nil, nb
+	return (*nb)[:n]
+}
+
 // free gives the buffer and its charge back. keep: the caller may still
 // reference the bytes (a request whose handler may retain them), so the
 // buffer is left to the GC instead of the class pool.
 func (f *frameBuf) free(pool *memPool, keep bool) {
-	if f.p == nil {
+	if f.m != nil { // the read failed: nobody saw the mapping
+		unmapFrame(f.m)
+		f.m = nil
+	}
+	if f.charged == 0 {
 		return
 	}
 	if f.reserved {
@@ -316,8 +452,10 @@ func (f *frameBuf) free(pool *memPool, keep bool) {
 	} else {
 		pool.release(f.charged)
 	}
-	if !keep {
-		putClassBuf(f.p)
+	if f.p != nil {
+		if keep || !putClassBuf(f.p) {
+			pool.dropped(int64(cap(*f.p)))
+		}
 	}
 	f.p, f.charged, f.reserved = nil, 0, false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -87,8 +88,8 @@ func TestFrameBufChargesAsBytesArrive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.charged != int64(cap(*f.p)) || p.inUse() != f.charged {
-			t.Fatalf("charged %d, cap %d, pool %d", f.charged, cap(*f.p), p.inUse())
+		if p.inUse() != f.charged || f.m == nil && f.charged != int64(cap(*f.p)) {
+			t.Fatalf("charged %d, pool %d", f.charged, p.inUse())
 		}
 		if lim := int64(2*have + minFrameClass); f.charged > lim {
 			t.Fatalf("after %d bytes read, %d charged (> %d)", have, f.charged, lim)
@@ -114,6 +115,60 @@ func TestFrameBufChargesAsBytesArrive(t *testing.T) {
 			t.Errorf("n=%d want=%d: first buffer %d, want %d", tc.n, tc.want, f.charged, tc.first)
 		}
 		f.free(p, false)
+	}
+}
+
+// TestFrameBufMapsLargeFrames: a frame larger than its first buffer and
+// than smallFrameMax is read into a mapping outside the heap (on Linux),
+// without copies as it grows; settle hands out a heap copy charged as
+// much as the mapping was, and the mapping is gone; a frame abandoned
+// half read gives everything back.
+func TestFrameBufMapsLargeFrames(t *testing.T) {
+	p := newMemPool(-1, 0)
+	for _, n := range []int{100 << 10, 3 << 20, 8 << 20, 9<<20 + 5, 20 << 20} {
+		var f frameBuf
+		have := 0
+		var first []byte
+		for have < n {
+			buf, err := f.grow(p, n, have, 0, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = buf
+			}
+			if runtime.GOOS == "linux" && (f.m == nil || f.p != nil || &buf[0] != &first[0]) {
+				t.Fatalf("n=%d: growing from %d bytes did not stay in one mapping", n, have)
+			}
+			for i := have; i < len(buf); i++ {
+				buf[i] = byte(i)
+			}
+			have = len(buf)
+		}
+		charged := f.charged
+		body := f.settle(n)
+		if f.m != nil || len(body) != n || p.inUse() != charged || int64(cap(body)) > charged {
+			t.Fatalf("n=%d: settled into %d bytes (cap %d), mapping %v, pool %d, charged %d",
+				n, len(body), cap(body), f.m != nil, p.inUse(), charged)
+		}
+		for i := range n {
+			if body[i] != byte(i) {
+				t.Fatalf("n=%d: byte %d is %d after settle", n, i, body[i])
+			}
+		}
+		f.free(p, false)
+		if p.inUse() != 0 {
+			t.Fatalf("n=%d: %d in use after free", n, p.inUse())
+		}
+
+		var half frameBuf // abandoned: the connection gave up
+		if _, err := half.grow(p, n, 0, 0, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		half.free(p, false)
+		if p.inUse() != 0 || half.m != nil {
+			t.Fatalf("n=%d: %d in use after freeing a half-read frame", n, p.inUse())
+		}
 	}
 }
 
@@ -199,5 +254,35 @@ func TestMemPoolReserve(t *testing.T) {
 	p.release(100)
 	if p.inUse() != 0 || p.reserved != 0 {
 		t.Fatalf("in use %d, reserved %d", p.inUse(), p.reserved)
+	}
+}
+
+// TestFrameMappingsBounded: past maxFrameMappings live mappings, large
+// frames are read into the heap, and unmapping makes room again.
+func TestFrameMappingsBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("frames are mapped on Linux only")
+	}
+	base := frameMappings.Load()
+	var maps [][]byte
+	defer func() {
+		for _, m := range maps {
+			unmapFrame(m)
+		}
+	}()
+	for int(base)+len(maps) < maxFrameMappings {
+		m := mapFrame(1 << 20)
+		if m == nil {
+			t.Fatalf("mapping %d refused", len(maps))
+		}
+		maps = append(maps, m)
+	}
+	if m := mapFrame(1 << 20); m != nil {
+		unmapFrame(m)
+		t.Fatalf("mapping %d granted past maxFrameMappings", maxFrameMappings)
+	}
+	unmapFrame(maps[0])
+	if maps[0] = mapFrame(1 << 20); maps[0] == nil {
+		t.Fatal("no mapping after one was unmapped")
 	}
 }
