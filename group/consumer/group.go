@@ -174,6 +174,20 @@ func (g *Group) claim(m Member) error {
 	return nil
 }
 
+// CheckSize is Kafka's throwIfConsumerGroupIsFull: with maxSize members
+// already, only a known member id may heartbeat; an empty member id (a
+// client that lets the coordinator pick one) or an unknown one gets
+// ErrGroupMaxSizeReached.
+func (g *Group) CheckSize(memberID string, maxSize int) error {
+	if len(g.members) < maxSize {
+		return nil
+	}
+	if _, known := g.members[memberID]; known && memberID != "" {
+		return nil
+	}
+	return fmt.Errorf("%w: group %s has reached its maximum capacity of %d members", ErrGroupMaxSizeReached, g.ID, maxSize)
+}
+
 // Heartbeat is what a ConsumerGroupHeartbeat says about who is calling.
 type Heartbeat struct {
 	MemberID    string

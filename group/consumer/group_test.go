@@ -217,3 +217,20 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestCheckSize(t *testing.T) {
+	g := NewGroup("g")
+	must(t, g.UpdateMember(Member{ID: "A"}))
+	must(t, g.UpdateMember(Member{ID: "B"}))
+	if err := g.CheckSize("C", 3); err != nil {
+		t.Fatalf("room for a third: %v", err)
+	}
+	if err := g.CheckSize("A", 2); err != nil {
+		t.Fatalf("a known member of a full group: %v", err)
+	}
+	for _, id := range []string{"C", ""} {
+		if err := g.CheckSize(id, 2); !errors.Is(err, ErrGroupMaxSizeReached) {
+			t.Fatalf("new member %q of a full group: %v", id, err)
+		}
+	}
+}

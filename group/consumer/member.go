@@ -5,7 +5,7 @@
 // its target (Kafka's CurrentAssignmentBuilder), and the rules that accept
 // or refuse a heartbeat's member id, instance id and member epoch
 // (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
-// FENCED_INSTANCE_ID).
+// FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED).
 //
 // The epochs, as Kafka keeps them:
 //
@@ -56,6 +56,9 @@ var (
 	// ErrFencedInstanceID: a member id that is not the current holder of
 	// the instance id it names (FENCED_INSTANCE_ID).
 	ErrFencedInstanceID = errors.New("consumer: fenced instance id")
+	// ErrGroupMaxSizeReached: a new member would take the group past
+	// group.consumer.max.size (GROUP_MAX_SIZE_REACHED).
+	ErrGroupMaxSizeReached = errors.New("consumer: group max size reached")
 	// ErrPartitionEpoch marks a broken invariant of partition epochs: a
 	// partition given to two members at once, or released at an epoch it
 	// was not held at. It means a bug in the caller, never a client's fault.
