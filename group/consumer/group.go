@@ -21,6 +21,8 @@ type Group struct {
 	AssignmentEpoch int32
 	// Target is the target assignment, by member id.
 	Target map[string]assignor.Assignment
+	// Regexes are the group's resolved regex subscriptions, by regex.
+	Regexes map[string]ResolvedRegex
 
 	members         map[string]Member
 	static          map[string]string // instance id -> member id
@@ -32,6 +34,7 @@ func NewGroup(id string) *Group {
 	return &Group{
 		ID:              id,
 		Target:          map[string]assignor.Assignment{},
+		Regexes:         map[string]ResolvedRegex{},
 		members:         map[string]Member{},
 		static:          map[string]string{},
 		partitionEpochs: map[assignor.TopicID]map[int32]int32{},

@@ -20,9 +20,13 @@
 //     owner only once its previous owner no longer holds it (partition
 //     epochs, below); until then the new owner is in UnreleasedPartitions.
 //
+// records.go turns a group into its __consumer_offsets records (the
+// encodings are offsets/consumerformat.go's) and replays them, so that a
+// coordinator failover restores every member's epochs and assignment.
+//
 // Nothing here is safe for concurrent use: the coordinator serializes the
-// requests of a group. Records and wiring (ConsumerGroupHeartbeat, the
-// offsets records of offsets/consumerformat.go) live elsewhere.
+// requests of a group. The wiring (ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe, timers, the replay loop) lives elsewhere.
 package consumer
 
 import (
