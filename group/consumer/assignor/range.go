@@ -46,42 +46,59 @@ func (Range) Assign(spec *Spec) (map[string]Assignment, error) {
 		return strings.Compare(g.members[a].ID, g.members[b].ID)
 	})
 
-	type cut struct{ minQuota, extra, next int }
-	cuts := make(map[TopicID]*cut, len(g.topics))
+	// Topics by index into g.topics; members' subscriptions as index
+	// lists, shared between members with the same subscription (prepare
+	// shares g.subs the same way), so that the loop below does no map
+	// lookup per (member, topic).
+	index := make(map[TopicID]int, len(g.topics))
+	for i, t := range g.topics {
+		index[t] = i
+	}
+	subIdx := make([][]int, len(g.members))
 	for i := range g.members {
-		for _, t := range g.subs[i] {
-			c := cuts[t]
-			if c == nil {
-				c = &cut{}
-				cuts[t] = c
-			}
-			c.extra++ // subscriber count, until the quotas are computed
+		if i > 0 && len(g.subs[i]) > 0 && len(g.subs[i-1]) > 0 && &g.subs[i][0] == &g.subs[i-1][0] {
+			subIdx[i] = subIdx[i-1]
+			continue
+		}
+		idx := make([]int, len(g.subs[i]))
+		for j, t := range g.subs[i] {
+			idx[j] = index[t]
+		}
+		subIdx[i] = idx
+	}
+
+	type cut struct{ partitions, minQuota, extra, next int }
+	cuts := make([]cut, len(g.topics))
+	for i := range g.members {
+		for _, ti := range subIdx[i] {
+			cuts[ti].extra++ // subscriber count, until the quotas are computed
 		}
 	}
-	for t, c := range cuts {
-		n := g.partitions(t)
-		c.minQuota, c.extra = n/c.extra, n%c.extra
+	for ti, t := range g.topics {
+		c := &cuts[ti]
+		c.partitions = g.partitions(t)
+		c.minQuota, c.extra = c.partitions/c.extra, c.partitions%c.extra
 	}
 
 	out := make(map[string]Assignment, len(g.members))
 	for _, i := range order {
 		a := Assignment{}
-		for _, t := range g.subs[i] {
-			c := cuts[t]
+		for _, ti := range subIdx[i] {
+			c := &cuts[ti]
 			quota := c.minQuota
 			if c.extra > 0 {
 				quota++
 				c.extra--
 			}
 			start := c.next
-			end := min(start+quota, g.partitions(t))
+			end := min(start+quota, c.partitions)
 			c.next = end
 			if start < end {
 				ps := make([]int32, 0, end-start)
 				for p := start; p < end; p++ {
 					ps = append(ps, int32(p))
 				}
-				a[t] = ps
+				a[g.topics[ti]] = ps
 			}
 		}
 		out[g.members[i].ID] = a
