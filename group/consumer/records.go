@@ -106,10 +106,14 @@ func (g *Group) Replay(r Record) error {
 	}
 	switch r.Key.Type {
 	case offsets.ConsumerGroupMetadataType:
-		if v, ok := r.Value.(offsets.ConsumerGroupMetadataValue); ok {
-			g.Epoch = v.Epoch
+		if r.Value == nil {
+			return nil // a tombstone deletes the group: the caller drops g
 		}
-		// A tombstone deletes the group: the caller drops g.
+		v, err := valueAs[offsets.ConsumerGroupMetadataValue](r)
+		if err != nil {
+			return err
+		}
+		g.Epoch = v.Epoch
 	case offsets.ConsumerGroupPartitionMetadataType:
 	case offsets.ConsumerGroupMemberMetadataType:
 		old, had := g.members[r.Key.Member]
@@ -120,7 +124,10 @@ func (g *Group) Replay(r Record) error {
 			g.RemoveMember(r.Key.Member)
 			return nil
 		}
-		v := r.Value.(offsets.ConsumerGroupMemberMetadataValue)
+		v, err := valueAs[offsets.ConsumerGroupMemberMetadataValue](r)
+		if err != nil {
+			return err
+		}
 		m := old
 		if !had {
 			m = Member{ID: r.Key.Member}
@@ -143,7 +150,10 @@ func (g *Group) Replay(r Record) error {
 			m.State, m.Assigned, m.PendingRevocation = Stable, assignor.Assignment{}, assignor.Assignment{}
 			return g.UpdateMember(m)
 		}
-		v := r.Value.(offsets.ConsumerGroupCurrentMemberAssignmentValue)
+		v, err := valueAs[offsets.ConsumerGroupCurrentMemberAssignmentValue](r)
+		if err != nil {
+			return err
+		}
 		m.MemberEpoch, m.PreviousMemberEpoch, m.State = v.MemberEpoch, v.PreviousMemberEpoch, MemberStateOf(v.State)
 		m.Assigned, m.PendingRevocation = fromRecord(v.AssignedPartitions), fromRecord(v.PartitionsPendingRevocation)
 		return g.UpdateMember(m)
@@ -152,11 +162,20 @@ func (g *Group) Replay(r Record) error {
 			delete(g.Target, r.Key.Member)
 			return nil
 		}
-		g.Target[r.Key.Member] = fromRecord(r.Value.(offsets.ConsumerGroupTargetAssignmentMemberValue).TopicPartitions)
-	case offsets.ConsumerGroupTargetAssignmentMetadataType:
-		if v, ok := r.Value.(offsets.ConsumerGroupTargetAssignmentMetadataValue); ok {
-			g.AssignmentEpoch = v.AssignmentEpoch
+		v, err := valueAs[offsets.ConsumerGroupTargetAssignmentMemberValue](r)
+		if err != nil {
+			return err
 		}
+		g.Target[r.Key.Member] = fromRecord(v.TopicPartitions)
+	case offsets.ConsumerGroupTargetAssignmentMetadataType:
+		if r.Value == nil {
+			return nil
+		}
+		v, err := valueAs[offsets.ConsumerGroupTargetAssignmentMetadataValue](r)
+		if err != nil {
+			return err
+		}
+		g.AssignmentEpoch = v.AssignmentEpoch
 	case offsets.ConsumerGroupRegularExpressionType:
 		if g.Regexes == nil {
 			g.Regexes = map[string]ResolvedRegex{}
@@ -165,12 +184,25 @@ func (g *Group) Replay(r Record) error {
 			delete(g.Regexes, r.Key.Regex)
 			return nil
 		}
-		v := r.Value.(offsets.ConsumerGroupRegularExpressionValue)
+		v, err := valueAs[offsets.ConsumerGroupRegularExpressionValue](r)
+		if err != nil {
+			return err
+		}
 		g.Regexes[r.Key.Regex] = ResolvedRegex{Topics: v.Topics, Version: v.Version, Timestamp: v.Timestamp}
 	default:
 		return fmt.Errorf("consumer: record type %d is not a consumer group record", r.Key.Type)
 	}
 	return nil
+}
+
+// valueAs returns r's value as a T (the value type DecodeConsumerValue
+// returns for r's key), or an error for any other type, pointers included.
+func valueAs[T offsets.ConsumerValue](r Record) (T, error) {
+	v, ok := r.Value.(T)
+	if !ok {
+		return v, fmt.Errorf("consumer: record type %d holds a %T value", r.Key.Type, r.Value)
+	}
+	return v, nil
 }
 
 // toRecord turns an assignment into record topic partitions, topics in

@@ -151,6 +151,12 @@ func TestReplayRefuses(t *testing.T) {
 		"value of another type": {
 			Key:   offsets.ConsumerKey{Type: offsets.ConsumerGroupMetadataType, Group: g.ID},
 			Value: offsets.ConsumerGroupTargetAssignmentMetadataValue{AssignmentEpoch: 1}},
+		"a pointer value": {
+			Key:   offsets.ConsumerKey{Type: offsets.ConsumerGroupMemberMetadataType, Group: g.ID, Member: "Z"},
+			Value: &offsets.ConsumerGroupMemberMetadataValue{ClientID: "c"}},
+		"a pointer group epoch": {
+			Key:   offsets.ConsumerKey{Type: offsets.ConsumerGroupMetadataType, Group: g.ID},
+			Value: &offsets.ConsumerGroupMetadataValue{Epoch: 99}},
 		"a partition held twice": {
 			Key: offsets.ConsumerKey{Type: offsets.ConsumerGroupCurrentMemberAssignmentType, Group: g.ID, Member: "B"},
 			Value: offsets.ConsumerGroupCurrentMemberAssignmentValue{MemberEpoch: 7,
