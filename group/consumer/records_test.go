@@ -29,7 +29,7 @@ func throughBytes(t *testing.T, r Record) Record {
 
 // sampleGroup is a group mid-rebalance: A revoking, B waiting for A's
 // partitions, C a static member away with -2, a resolved regex.
-func sampleGroup(t *testing.T) *Group {
+func sampleGroup(t testing.TB) *Group {
 	g := NewGroup("orders-app")
 	g.Epoch = 7
 	must(t, g.UpdateMember(Member{ID: "A", ClientID: "c-a", ClientHost: "/10.0.0.1", RackID: "r1",
