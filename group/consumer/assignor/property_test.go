@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -113,6 +114,48 @@ func TestAssignorProperties(t *testing.T) {
 		}
 		checkValid(t, spec, got)
 		checkRangeBalance(t, spec, got)
+
+		// Determinism: the order of the members does not matter.
+		shuffled := &Spec{Topics: spec.Topics, Members: slices.Clone(spec.Members)}
+		rng.Shuffle(len(shuffled.Members), func(i, j int) {
+			shuffled.Members[i], shuffled.Members[j] = shuffled.Members[j], shuffled.Members[i]
+		})
+		for _, a := range []Assignor{Uniform{}, Range{}} {
+			x, err1 := a.Assign(spec)
+			y, err2 := a.Assign(shuffled)
+			if err1 != nil || err2 != nil || !reflect.DeepEqual(x, y) {
+				t.Fatalf("%s: %s depends on the member order (%v, %v)", name, a.Name(), err1, err2)
+			}
+		}
+	}
+}
+
+// TestRangeStaticMembersKeepPartitions checks, over random groups of
+// static members, Kafka's promise for range: a static member that
+// rejoins under a new member id gets the same partitions, as long as the
+// members, subscriptions and topics are unchanged.
+func TestRangeStaticMembersKeepPartitions(t *testing.T) {
+	rng := testRand(t)
+	for iter := range 200 {
+		spec := randomSpec(rng, iter%2 == 0, false)
+		for i := range spec.Members {
+			// Unique, as a group's instance ids are, in a random order.
+			spec.Members[i].InstanceID = fmt.Sprintf("instance-%03d-%d", rng.IntN(1000), i)
+		}
+		before, err := Range{}.Assign(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := rng.IntN(len(spec.Members))
+		old := spec.Members[i].ID
+		spec.Members[i].ID = fmt.Sprintf("rejoined-%d", rng.IntN(1000))
+		after, err := Range{}.Assign(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(before[old], after[spec.Members[i].ID]) {
+			t.Fatalf("iter %d: %s rejoined as %s and got %v instead of %v", iter, old, spec.Members[i].ID, after[spec.Members[i].ID], before[old])
+		}
 	}
 }
 
