@@ -45,6 +45,8 @@ type env struct {
 	c     *cluster
 	topic string
 	rng   *rand.Rand
+	// start is when the fault began.
+	start time.Time
 	// note adds to the scenario's description in the log.
 	note func(format string, args ...any)
 }
@@ -141,6 +143,7 @@ func randomFaults(e *env) {
 		b := nodeOf(id)
 		hold := time.Duration(2000+e.rng.IntN(8000)) * time.Millisecond
 		var what string
+		began := time.Now()
 		switch e.rng.IntN(7) {
 		case 0:
 			what = "isolate"
@@ -181,7 +184,7 @@ func randomFaults(e *env) {
 			c.startBroker(id) // waits until it has registered again
 		}
 		c.nw.heal()
-		e.note("round %d: broker %d %s for %v", round, id, what, hold.Round(100*time.Millisecond))
+		e.note("round %d (+%v): broker %d %s for %v", round, began.Sub(e.start).Round(100*time.Millisecond), id, what, hold.Round(100*time.Millisecond))
 		time.Sleep(time.Duration(1000+e.rng.IntN(4000)) * time.Millisecond)
 	}
 }
@@ -230,6 +233,7 @@ func runScenario(t *testing.T, c *cluster, sc scenario, topic string, rng *rand.
 	time.Sleep(2 * time.Second)
 
 	faultStart := time.Now()
+	e.start = faultStart
 	func() {
 		defer c.nw.heal() // also when the fault fails the test
 		sc.fault(e)
@@ -255,7 +259,7 @@ func runScenario(t *testing.T, c *cluster, sc scenario, topic string, rng *rand.
 	w.finish(30 * time.Second)
 	c.waitHealthy(90 * time.Second)
 	res := w.check(c, sc.name, faultStart, faultEnd, stopped)
-	t.Logf("%s: attempted %d, acknowledged %d, lost %d, duplicated %d, reordered %d, read back unacknowledged %d; longest without an ack during the fault %v, after the heal %v (%v); producer errors %v",
+	t.Logf("%s: attempted %d, acknowledged %d, lost %d, duplicated %d, reordered %d, read back unacknowledged %d; longest without an ack during the fault %v, after the heal %v (per partition: longest during, from +time after the fault began / longest after: %v); producer errors %v",
 		sc.name, res.attempted, res.acked, res.lost, res.duplicated, res.reordered, res.unacked,
 		res.gapDuring.Round(100*time.Millisecond), res.gapAfter.Round(100*time.Millisecond), res.perPartition, res.errs)
 	if !recovered {

@@ -274,25 +274,33 @@ func (w *workload) check(c *cluster, name string, faultStart, faultEnd, stopped 
 		}
 		times := slices.Clone(pl.ackTimes)
 		pl.mu.Unlock()
-		d, a := longestGap(times, faultStart, faultEnd), longestGap(times, faultEnd, stopped)
+		d, dAt := longestGapAt(times, faultStart, faultEnd)
+		a := longestGap(times, faultEnd, stopped)
 		during, after = max(during, d), max(after, a)
-		res.perPartition = append(res.perPartition, fmt.Sprintf("p%d: %v/%v", p, d.Round(100*time.Millisecond), a.Round(100*time.Millisecond)))
+		res.perPartition = append(res.perPartition, fmt.Sprintf("p%d: %v from +%v/%v", p, d.Round(100*time.Millisecond),
+			dAt.Sub(faultStart).Round(100*time.Millisecond), a.Round(100*time.Millisecond)))
 	}
 	res.gapDuring, res.gapAfter = during, after
 	return res
 }
 
 // longestGap is the longest stretch of [from, to] in which no time of
-// sorted acks falls: the longest interval between consecutive
-// acknowledgements (and from `from` to the first, and from the last to
-// `to`), clipped to the window.
+// acks falls: the longest interval between consecutive acknowledgements
+// (and from `from` to the first, and from the last to `to`), clipped to
+// the window. It sorts acks.
 func longestGap(acks []time.Time, from, to time.Time) time.Duration {
+	d, _ := longestGapAt(acks, from, to)
+	return d
+}
+
+// longestGapAt is longestGap with the gap's start.
+func longestGapAt(acks []time.Time, from, to time.Time) (time.Duration, time.Time) {
 	if !to.After(from) {
-		return 0
+		return 0, from
 	}
 	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
 	var longest time.Duration
-	prev := from
+	at, prev := from, from
 	for _, a := range acks {
 		if a.Before(from) {
 			continue
@@ -300,10 +308,15 @@ func longestGap(acks []time.Time, from, to time.Time) time.Duration {
 		if a.After(to) {
 			break
 		}
-		longest = max(longest, a.Sub(prev))
+		if a.Sub(prev) > longest {
+			longest, at = a.Sub(prev), prev
+		}
 		prev = a
 	}
-	return max(longest, to.Sub(prev))
+	if to.Sub(prev) > longest {
+		longest, at = to.Sub(prev), prev
+	}
+	return longest, at
 }
 
 // endOffsets returns topic's high watermarks, or nil when a partition's
