@@ -101,7 +101,7 @@ func (p *proc) start(t *testing.T) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command("ip", append([]string{"netns", "exec", p.ns}, p.args...)...)
+	cmd := exec.Command(ipBin, append([]string{"netns", "exec", p.ns}, p.args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

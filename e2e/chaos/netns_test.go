@@ -53,6 +53,25 @@ type network struct {
 	blocked map[[2]string]bool // unordered pairs of node names cut apart
 }
 
+// ipBin and nftBin are the programs the suite drives, made absolute by
+// needTools.
+var ipBin, nftBin = "ip", "nft"
+
+// lookSbin finds prog in PATH or, for an environment whose PATH lacks
+// them (a non-login root shell), in /usr/sbin and /sbin.
+func lookSbin(prog string) (string, error) {
+	p, err := exec.LookPath(prog)
+	if err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if st, serr := os.Stat(dir + "/" + prog); serr == nil && !st.IsDir() {
+			return dir + "/" + prog, nil
+		}
+	}
+	return "", err
+}
+
 // needTools skips (or, under CI=true, fails) when the suite cannot run: it
 // needs root, ip and nft.
 func needTools(t *testing.T) {
@@ -62,10 +81,15 @@ func needTools(t *testing.T) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	for _, prog := range []string{"ip", "nft", "java"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			missing = append(missing, prog)
+	for _, prog := range []*string{&ipBin, &nftBin} {
+		if p, err := lookSbin(*prog); err == nil {
+			*prog = p
+		} else {
+			missing = append(missing, *prog)
 		}
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		missing = append(missing, "java")
 	}
 	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
 		missing = append(missing, "zookeeper")
@@ -95,7 +119,7 @@ var nsPattern = regexp.MustCompile(`^chaos(\d+)-[0-9a-f]+-[a-z0-9]+$`)
 // (one killed by go test's timeout, whose cleanups never ran). Namespaces
 // of live processes, this one's included, are left alone.
 func sweepStale(t *testing.T) {
-	out, err := exec.Command("ip", "netns", "list").Output()
+	out, err := exec.Command(ipBin, "netns", "list").Output()
 	if err != nil {
 		return
 	}
@@ -110,7 +134,7 @@ func sweepStale(t *testing.T) {
 			continue
 		}
 		t.Logf("deleting stale namespace %s (its test process %d is gone)", name, pid)
-		exec.Command("ip", "netns", "del", name).Run()
+		exec.Command(ipBin, "netns", "del", name).Run()
 	}
 }
 
@@ -135,28 +159,28 @@ func newNetwork(t *testing.T, names map[string]string) *network {
 	var made []string
 	t.Cleanup(func() {
 		for _, ns := range made {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			if out, err := exec.Command(ipBin, "netns", "del", ns).CombinedOutput(); err != nil {
 				t.Logf("ip netns del %s: %v %s", ns, err, out)
 			}
 		}
 	})
 	add := func(ns string) {
-		runCmd(t, "ip", "netns", "add", ns)
+		runCmd(t, ipBin, "netns", "add", ns)
 		made = append(made, ns)
-		runCmd(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		runCmd(t, ipBin, "-n", ns, "link", "set", "lo", "up")
 	}
 	add(nw.sw)
-	runCmd(t, "ip", "-n", nw.sw, "link", "add", "br0", "type", "bridge")
-	runCmd(t, "ip", "-n", nw.sw, "link", "set", "br0", "up")
+	runCmd(t, ipBin, "-n", nw.sw, "link", "add", "br0", "type", "bridge")
+	runCmd(t, ipBin, "-n", nw.sw, "link", "set", "br0", "up")
 	for name, ip := range names {
 		n := &node{name: name, ns: nw.prefix + name, ip: ip}
 		nw.nodes[name] = n
 		add(n.ns)
 		port := "v" + name
-		runCmd(t, "ip", "-n", nw.sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", n.ns)
-		runCmd(t, "ip", "-n", nw.sw, "link", "set", port, "master", "br0", "up")
-		runCmd(t, "ip", "-n", n.ns, "addr", "add", ip+"/24", "dev", "eth0")
-		runCmd(t, "ip", "-n", n.ns, "link", "set", "eth0", "up")
+		runCmd(t, ipBin, "-n", nw.sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", n.ns)
+		runCmd(t, ipBin, "-n", nw.sw, "link", "set", port, "master", "br0", "up")
+		runCmd(t, ipBin, "-n", n.ns, "addr", "add", ip+"/24", "dev", "eth0")
+		runCmd(t, ipBin, "-n", n.ns, "link", "set", "eth0", "up")
 		nw.nft(n, `
 table inet chaos {
 	set blocked { type ipv4_addr; }
@@ -170,7 +194,7 @@ table inet chaos {
 // nft runs an nftables script in n's namespace.
 func (nw *network) nft(n *node, script string) {
 	nw.t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", n.ns, "nft", "-f", "-")
+	cmd := exec.Command(ipBin, "netns", "exec", n.ns, nftBin, "-f", "-")
 	cmd.Stdin = strings.NewReader(script)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		nw.t.Fatalf("nft in %s: %v\n%s\n%s", n.ns, err, script, out)
