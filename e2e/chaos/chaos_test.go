@@ -94,6 +94,13 @@ var scenarios = []scenario{
 			e.t.Fatal(err)
 		}
 	}},
+	{name: "leader SIGKILLed, restarted at once", fault: func(e *env) {
+		// The restart comes within the session timeout: the broker
+		// waits for its dead process's registration to expire.
+		_, id := e.pickLeader()
+		e.c.brokers[id].kill()
+		e.c.startBroker(id)
+	}},
 	{name: "random partitions and SIGKILLs (2 min)", fault: randomFaults},
 }
 
