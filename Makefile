@@ -86,7 +86,7 @@ scale:
 # Network partitions (issue 27; e2e/chaos, as root): three brokers,
 # ZooKeeper and the client each in a network namespace, cut apart with
 # nftables, brokers SIGSTOPped and SIGKILLed, acks=all producers checked
-# for lost records. The whole suite takes about five minutes; make test
+# for lost records. The whole suite takes about four minutes; make test
 # runs a one-minute subset of it (without SLUICE_CHAOS=full).
 chaos: test-deps
 	SLUICE_CHAOS=full $(GO) test -count=1 -v -timeout 20m -run TestChaos ./e2e/chaos/
