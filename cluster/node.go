@@ -156,7 +156,8 @@ type Node struct {
 }
 
 // Start connects to ZooKeeper, creates the chroot and Kafka's persistent
-// paths when missing, registers the broker (ErrBrokerIDInUse if a live
+// paths when missing, registers the broker (waiting for the registration
+// of a crashed previous process to expire; ErrBrokerIDInUse if a live
 // broker holds the id) and starts the controller election.
 func Start(opts Options) (*Node, error) {
 	if opts.SessionTimeout <= 0 {
@@ -287,7 +288,10 @@ func (n *Node) onZkEvent(e zk.Event) {
 	}
 }
 
-// register creates /brokers/ids/<id> for the current session.
+// register creates /brokers/ids/<id> for the current session. When the
+// znode exists and belongs to another session, it waits for that
+// registration to go (see awaitOldRegistration) and tries again; it
+// returns ErrBrokerIDInUse when the znode outlives that wait.
 func (n *Node) register() error {
 	id := n.opts.BrokerID
 	reg := newBrokerRegistration(n.opts.Host, n.opts.Port, n.opts.Rack)
@@ -299,19 +303,23 @@ func (n *Node) register() error {
 		}
 	}
 	data, _ := jsonMarshal(reg)
-	_, err := n.zk.create(brokerPath(id), data, zk.FlagEphemeral)
-	if errors.Is(err, zk.ErrNodeExists) {
-		b, stat, gerr := n.zk.get(brokerPath(id))
-		if gerr == nil && stat.EphemeralOwner == n.zk.conn.SessionID() {
-			// Ours already (a retried create after a lost response).
-			n.brokerEpoch.Store(stat.Czxid)
-			n.registered.Store(true)
-			return nil
+	deadline := time.Now().Add(registrationWait(n.opts.SessionTimeout))
+	for {
+		_, err := n.zk.create(brokerPath(id), data, zk.FlagEphemeral)
+		if errors.Is(err, zk.ErrNodeExists) {
+			done, err := n.awaitOldRegistration(deadline)
+			if err != nil {
+				return err
+			}
+			if done {
+				return nil
+			}
+			continue // the old registration is gone: create ours
 		}
-		return fmt.Errorf("%w: broker.id %d at %s is live (%s); stop it or pick another broker.id", ErrBrokerIDInUse, id, brokerPath(id), b)
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: register %s: %w", brokerPath(id), err)
+		if err != nil {
+			return fmt.Errorf("cluster: register %s: %w", brokerPath(id), err)
+		}
+		break
 	}
 	_, stat, err := n.zk.get(brokerPath(id))
 	if err != nil {
@@ -321,6 +329,78 @@ func (n *Node) register() error {
 	n.registered.Store(true)
 	n.log.Info("cluster: registered broker", "path", brokerPath(id), "broker_epoch", stat.Czxid)
 	return nil
+}
+
+// registrationWait is how long register waits for another session's
+// /brokers/ids/<id> to go before it decides a live broker holds the id.
+//
+// A broker restarted after a crash (SIGKILL, power loss) finds the
+// registration of its previous process, whose session ZooKeeper keeps until
+// the session timeout passes without a heartbeat. Kafka's ZooKeeper mode
+// refuses to start then (KafkaZkClient.registerBroker: the znode's
+// ephemeral owner is not our session) and relies on a supervisor to retry;
+// Sluice waits instead. A znode whose session is not dead is only told
+// apart from a dead one by outliving it: so the wait is the session
+// timeout (the previous process ran with the same
+// zookeeper.session.timeout.ms) plus a margin for ZooKeeper's expiry
+// rounding (sessions expire on tickTime boundaries, 2 s by default, and a
+// timeout below 2 ticks is raised to 2 ticks) and for its own connection.
+func registrationWait(sessionTimeout time.Duration) time.Duration {
+	return sessionTimeout + max(sessionTimeout/2, 4*time.Second)
+}
+
+// awaitOldRegistration handles a create of /brokers/ids/<id> that found the
+// znode. It returns done when the znode is this session's own (a retried
+// create whose first answer was lost), false when the znode is gone and the
+// create should be tried again, and ErrBrokerIDInUse when the znode is
+// another session's and still there at deadline (or is not ephemeral at
+// all). It waits on an exists watch, logging whose registration it waits
+// for.
+func (n *Node) awaitOldRegistration(deadline time.Time) (done bool, err error) {
+	id := n.opts.BrokerID
+	path := brokerPath(id)
+	logged := false
+	for {
+		ok, stat, ch, err := n.zk.existsW(path)
+		if err != nil {
+			return false, fmt.Errorf("cluster: register %s: %w", path, err)
+		}
+		if !ok {
+			if logged {
+				n.log.Info("cluster: previous registration expired; registering", "path", path)
+			}
+			return false, nil
+		}
+		if stat.EphemeralOwner == n.zk.conn.SessionID() {
+			_, stat, err := n.zk.get(path)
+			if err != nil {
+				return false, fmt.Errorf("cluster: register %s: %w", path, err)
+			}
+			n.brokerEpoch.Store(stat.Czxid)
+			n.registered.Store(true)
+			return true, nil
+		}
+		wait := time.Until(deadline)
+		if stat.EphemeralOwner == 0 || wait <= 0 {
+			b, _, _ := n.zk.get(path)
+			return false, fmt.Errorf("%w: broker.id %d at %s is live (session 0x%x, %s); stop it or pick another broker.id",
+				ErrBrokerIDInUse, id, path, stat.EphemeralOwner, b)
+		}
+		if !logged {
+			logged = true
+			n.log.Warn("cluster: broker id registered by another ZooKeeper session; waiting for it to expire (a restart after a crash) before registering",
+				"path", path, "session", fmt.Sprintf("0x%x", stat.EphemeralOwner), "registered_zxid", stat.Czxid, "wait", wait.Round(time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-n.ctx.Done():
+			t.Stop()
+			return false, ErrClosed
+		}
+		t.Stop()
+	}
 }
 
 // onSessionRenewed re-registers and re-elects after a session expiry.

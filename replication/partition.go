@@ -64,7 +64,12 @@ type Options struct {
 	// version. On error the change is not applied and is tried again
 	// later (on the next follower fetch or MaybeShrinkISR). At most one
 	// call per partition runs at a time, without the partition's locks
-	// held. nil: the change is applied locally only (tests).
+	// held. When the state changed under the leader (another writer, the
+	// controller, moved its version), AlterISR should return a
+	// *StateConflictError carrying the state as it is now: the leader then
+	// stops leading if that state names another leader or a newer epoch,
+	// or adopts its ISR and version and tries its change again.
+	// nil: the change is applied locally only (tests).
 	AlterISR func(ctx context.Context, topic string, partition int32, st LeaderAndIsr) (newZkVersion int32, err error)
 
 	// RestoreHighWatermark makes NewPartition start the high watermark at

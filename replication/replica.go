@@ -50,6 +50,21 @@ type LeaderAndIsr struct {
 	ZkVersion int32
 }
 
+// StateConflictError is what Options.AlterISR returns when the partition
+// state it was to change is no longer at the version the leader knows:
+// Current is the state read back after the conflict, with its version.
+type StateConflictError struct {
+	Current LeaderAndIsr
+	Err     error // the conflict as the writer reported it
+}
+
+func (e *StateConflictError) Error() string {
+	return fmt.Sprintf("replication: partition state changed: now leader %d epoch %d isr %v version %d: %v",
+		e.Current.Leader, e.Current.LeaderEpoch, e.Current.ISR, e.Current.ZkVersion, e.Err)
+}
+
+func (e *StateConflictError) Unwrap() error { return e.Err }
+
 // replicaState is the part of a Partition that the replication role
 // decides. Guarded by Partition.rmu.
 type replicaState struct {
@@ -83,7 +98,31 @@ type followerState struct {
 // isrChange is one AlterISR call in flight.
 type isrChange struct {
 	isr []int32
+	// join is the replica an expansion adds (-1 for a shrink), out those
+	// a shrink removes: after a version conflict the change is made again
+	// on the ISR read back.
+	join int32
+	out  []int32
 }
+
+// on returns the change made again on isr: out removed, join added (if
+// not there). The leader itself is never removed.
+func (c *isrChange) on(isr []int32, self int32) []int32 {
+	var next []int32
+	for _, id := range isr {
+		if id == self || !slices.Contains(c.out, id) {
+			next = append(next, id)
+		}
+	}
+	if c.join >= 0 && !slices.Contains(next, c.join) {
+		next = append(next, c.join)
+	}
+	return next
+}
+
+// alterISRConflictRetries bounds how often one ISR change is made again
+// on a re-read state after version conflicts.
+const alterISRConflictRetries = 3
 
 func (p *Partition) initReplicaState(minISR int) {
 	self := p.opts.BrokerID
@@ -300,7 +339,7 @@ func (p *Partition) UpdateFollowerState(replicaID int32, fetchOffset int64, now 
 	if p.rs.inflight == nil && !slices.Contains(p.rs.isr, replicaID) &&
 		f.leo >= p.hw.Load() && f.leo >= p.rs.epochStart {
 		isr := append(slices.Clone(p.rs.isr), replicaID)
-		change = &isrChange{isr: isr}
+		change = &isrChange{isr: isr, join: replicaID}
 		p.rs.inflight = change
 		// The HW now counts the joining replica (maximal ISR).
 	}
@@ -334,7 +373,7 @@ func (p *Partition) MaybeShrinkISR(now time.Time) {
 		p.rmu.Unlock()
 		return
 	}
-	change := &isrChange{isr: keep}
+	change := &isrChange{isr: keep, join: -1, out: out}
 	p.rs.inflight = change
 	lagMax := p.opts.ReplicaLagTimeMax
 	p.rmu.Unlock()
@@ -348,8 +387,36 @@ const alterISRTimeout = 30 * time.Second
 
 // alterISR writes change through Options.AlterISR and applies it if it
 // succeeded and this replica still leads the same epoch.
+//
+// A version conflict (a *StateConflictError from AlterISR) means someone
+// else, the controller, wrote the partition state since this leader last
+// knew it. Kafka's ZooKeeper-mode Partition only logs that and keeps
+// leading on its cached version until a LeaderAndIsr arrives; Sluice acts
+// on the state read back:
+//   - it names another leader or a newer leader epoch: the controller
+//     moved leadership and its LeaderAndIsr has not arrived yet. The
+//     replica stops leading at once (it is fenced): appends and waiting
+//     acks=-1 requests fail with ErrNotLeader and follower fetches are
+//     refused, so clients go to the new leader instead of waiting here
+//     for acknowledgements that cannot come. The LeaderAndIsr, when it
+//     comes, makes it a follower (or the leader of the newer epoch) as
+//     usual.
+//   - it names this replica at the same epoch with another version: the
+//     controller changed the ISR alone. The leader adopts that ISR and
+//     version and makes its change again on them (at most
+//     alterISRConflictRetries times; after that the next follower fetch
+//     or MaybeShrinkISR tries again).
+//
 // REQUIRES: p.rs.inflight == change, set by the caller; p.rmu not held.
 func (p *Partition) alterISR(change *isrChange, kind string) {
+	for attempt := 0; p.alterISROnce(change, kind, attempt < alterISRConflictRetries); attempt++ {
+	}
+}
+
+// alterISROnce is one attempt of alterISR. It returns true when the
+// change was made again on a re-read state and should be written again
+// (p.rs.inflight is still change).
+func (p *Partition) alterISROnce(change *isrChange, kind string, mayRetry bool) (retry bool) {
 	p.rmu.Lock()
 	st := LeaderAndIsr{
 		Leader: p.opts.BrokerID, LeaderEpoch: p.leaderEpoch.Load(),
@@ -367,14 +434,18 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 		// Leadership changed meanwhile; the new state came from the
 		// controller and wins.
 		p.rmu.Unlock()
-		return
+		return false
+	}
+	var conflict *StateConflictError
+	if errors.As(err, &conflict) {
+		return p.onStateConflictLocked(change, kind, st, conflict.Current, mayRetry)
 	}
 	p.rs.inflight = nil
 	if err != nil {
 		p.rmu.Unlock()
 		p.opts.Logger.Warn("replication: ISR change failed; will retry", "topic", p.opts.Topic, "partition", p.index,
 			"change", kind, "isr", st.ISR, "zk_version", st.ZkVersion, "err", err)
-		return
+		return false
 	}
 	p.rs.isr = change.isr
 	p.noteISRLocked()
@@ -387,6 +458,60 @@ func (p *Partition) alterISR(change *isrChange, kind string) {
 		f(kind == "shrink")
 	}
 	p.notify() // acks=-1 waiters re-check min.insync.replicas
+	return false
+}
+
+// onStateConflictLocked acts on the state read back after a version
+// conflict (see alterISR): it fences the leader, or adopts cur and makes
+// change again on it (returning true: write it again), or gives the
+// change up until the next attempt.
+// REQUIRES: p.rmu held, p.rs.inflight == change; it unlocks p.rmu.
+func (p *Partition) onStateConflictLocked(change *isrChange, kind string, tried, cur LeaderAndIsr, mayRetry bool) bool {
+	self := p.opts.BrokerID
+	epoch := p.leaderEpoch.Load()
+	switch {
+	case cur.Leader != self || cur.LeaderEpoch > epoch:
+		p.rs.inflight = nil
+		p.rs.leader, p.rs.follower = false, false
+		p.rs.followers = nil
+		// As in MakeFollower, the generation moves before isLeader
+		// turns false (ackOutcomeLocked).
+		p.gen.Add(1)
+		p.isLeader.Store(false)
+		p.rmu.Unlock()
+		p.notify() // acks=-1 waiters fail with ErrNotLeader now
+		p.opts.Logger.Warn("replication: ISR change refused and the partition state names another leader or a newer epoch; no longer answering as leader until the controller's LeaderAndIsr",
+			"topic", p.opts.Topic, "partition", p.index, "change", kind, "epoch", epoch, "zk_version", tried.ZkVersion,
+			"state_leader", cur.Leader, "state_epoch", cur.LeaderEpoch, "state_isr", cur.ISR, "state_version", cur.ZkVersion)
+		return false
+	case cur.LeaderEpoch == epoch && cur.ZkVersion != tried.ZkVersion:
+		p.rs.isr = slices.Clone(cur.ISR)
+		p.rs.zkVersion = cur.ZkVersion
+		p.noteISRLocked()
+		next := change.on(cur.ISR, self)
+		again := mayRetry && !slices.Equal(slices.Sorted(slices.Values(next)), slices.Sorted(slices.Values(cur.ISR)))
+		if again {
+			change.isr = next
+		} else {
+			p.rs.inflight = nil
+		}
+		p.maybeAdvanceHWLocked()
+		p.rmu.Unlock()
+		p.opts.Logger.Info("replication: ISR change met a newer partition state of this leader and epoch; adopted it",
+			"topic", p.opts.Topic, "partition", p.index, "change", kind, "epoch", epoch,
+			"isr", cur.ISR, "zk_version", cur.ZkVersion, "retry_isr", next, "retry", again)
+		p.notify() // the adopted ISR may move the high watermark or min.insync.replicas checks
+		return again
+	default:
+		// The same version read back (a read behind a write that has
+		// since moved on) or an older epoch: nothing to adopt.
+		p.rs.inflight = nil
+		p.rmu.Unlock()
+		p.opts.Logger.Warn("replication: ISR change refused on a version conflict; will retry",
+			"topic", p.opts.Topic, "partition", p.index, "change", kind, "zk_version", tried.ZkVersion,
+			"state_leader", cur.Leader, "state_epoch", cur.LeaderEpoch, "state_version", cur.ZkVersion)
+		return false
+	}
 }
 
 // maybeAdvanceHWLocked raises the high watermark to the smallest log end

@@ -329,14 +329,34 @@ func (zp *zkPlane) resolve(id int32) (string, bool) {
 }
 
 // alterISR is replication.Options.AlterISR: the leader writes its new ISR
-// to the partition state znode, guarded by the version it knows.
+// to the partition state znode, guarded by the version it knows. On a
+// version conflict it reads the state back and returns it in a
+// *replication.StateConflictError, so the leader can tell whether it still
+// leads (see replication's alterISR); a state it may write again keeps the
+// controller epoch it was written with.
 func (zp *zkPlane) alterISR(ctx context.Context, topic string, partition int32, st replication.LeaderAndIsr) (int32, error) {
+	id := engine.PartitionID{Topic: topic, Partition: partition}
 	zp.mu.Lock()
-	ce := zp.partCtrlEpoch[engine.PartitionID{Topic: topic, Partition: partition}]
+	ce := zp.partCtrlEpoch[id]
 	zp.mu.Unlock()
-	return zp.node.WritePartitionState(ctx, topic, partition, cluster.PartitionState{
+	v, err := zp.node.WritePartitionState(ctx, topic, partition, cluster.PartitionState{
 		ControllerEpoch: ce, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR,
 	}, st.ZkVersion)
+	if !errors.Is(err, cluster.ErrVersionConflict) {
+		return v, err
+	}
+	cur, version, rerr := zp.node.ReadPartitionState(topic, partition)
+	if rerr != nil {
+		return 0, fmt.Errorf("%w (re-reading the state: %v)", err, rerr)
+	}
+	if cur.Leader == st.Leader && cur.LeaderEpoch == st.LeaderEpoch {
+		zp.mu.Lock()
+		zp.partCtrlEpoch[id] = cur.ControllerEpoch
+		zp.mu.Unlock()
+	}
+	return 0, &replication.StateConflictError{Err: err, Current: replication.LeaderAndIsr{
+		Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: cur.ISR, ZkVersion: version,
+	}}
 }
 
 // --- background loops ---
