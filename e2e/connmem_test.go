@@ -100,19 +100,7 @@ func TestSlowLorisMemoryBounded(t *testing.T) {
 	}
 
 	// Open the slow connections, idle for now, and measure what they cost.
-	slow := make([]net.Conn, 0, conns)
-	defer func() {
-		for _, c := range slow {
-			c.Close()
-		}
-	}()
-	for range conns {
-		c, err := net.DialTimeout("tcp", b.addr, 10*time.Second)
-		if err != nil {
-			t.Fatalf("dial slow connection %d: %v", len(slow), err)
-		}
-		slow = append(slow, c)
-	}
+	slow := dialConns(t, b.addr, conns)
 	time.Sleep(500 * time.Millisecond) // let the broker start every reader
 	idleRSS := rssBytes(t, pid)
 	t.Logf("broker RSS with %d idle connections: %d MiB", conns, idleRSS>>20)
@@ -241,4 +229,23 @@ func TestSlowLorisMemoryBounded(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// dialConns opens n connections to addr, closed when the test ends.
+func dialConns(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	cs := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatalf("dial connection %d: %v", len(cs), err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
 }

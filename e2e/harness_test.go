@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,44 +23,15 @@ import (
 	"github.com/sluice/sluice/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// TestMain removes the binary built for this run: tests leave no files
-// outside their temp dirs.
+// TestMain removes the binary built for this run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testenv.RemoveBinary()
 	os.Exit(code)
 }
 
-// sluiceBinary builds cmd/sluice once per test run into a temp dir.
-func sluiceBinary(t *testing.T) string {
-	t.Helper()
-	testenv.NeedsProcess(t, "a built sluice binary")
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "sluice")
-		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/sluice")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// sluiceBinary builds cmd/sluice once per test run (testenv.SluiceBinary).
+func sluiceBinary(t *testing.T) string { return testenv.SluiceBinary(t) }
 
 // need finds a program the test drives, failing under CI=true (make test
 // installs it there) and skipping elsewhere.

@@ -37,19 +37,7 @@ func TestMemfillRSSBounded(t *testing.T) {
 	b := startBroker(t, t.TempDir())
 	pid := b.cmd.Process.Pid
 
-	cs := make([]net.Conn, 0, conns)
-	defer func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	}()
-	for range conns {
-		c, err := net.DialTimeout("tcp", b.addr, 10*time.Second)
-		if err != nil {
-			t.Fatalf("dial %d: %v", len(cs), err)
-		}
-		cs = append(cs, c)
-	}
+	cs := dialConns(t, b.addr, conns)
 	time.Sleep(500 * time.Millisecond) // the broker starts every reader
 	idle := rssBytes(t, pid)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/testenv"
 	"github.com/sluice/sluice/internal/zktest"
 )
 
@@ -41,41 +42,15 @@ const (
 
 func brokerIP(id int32) string { return fmt.Sprintf("10.77.0.%d", 10+id) }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // TestMain removes the binary built for this run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testenv.RemoveBinary()
 	os.Exit(code)
 }
 
-// sluiceBinary builds cmd/sluice once per test run into a temp dir.
-func sluiceBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-chaos-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "sluice")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/sluice").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// sluiceBinary builds cmd/sluice once per test run (testenv.SluiceBinary).
+func sluiceBinary(t *testing.T) string { return testenv.SluiceBinary(t) }
 
 // proc is one process started in a namespace.
 type proc struct {
