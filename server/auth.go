@@ -62,11 +62,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/internal/logevery"
 )
 
 // SASLSession is one server-side SASL exchange (package auth/sasl).
@@ -229,24 +230,18 @@ func (c *conn) authTimedOut() bool {
 // connections.authentication.timeout.ms: the first one is logged at once,
 // later ones are counted into the next line, at most one per
 // authTimeoutLogEvery. Safe for concurrent use; the zero value is ready.
-type authTimeoutLog struct {
-	mu   sync.Mutex
-	last time.Time // when the last line was logged
-	n    int64     // closed since that line, not logged yet
-}
+type authTimeoutLog struct{ every logevery.Counter }
 
 // closed notes one connection closed by the timeout, from remote.
 func (l *authTimeoutLog) closed(log *slog.Logger, remote string, timeout time.Duration) {
-	now := time.Now()
-	l.mu.Lock()
-	l.n++
-	if !l.last.IsZero() && now.Sub(l.last) < authTimeoutLogEvery {
-		l.mu.Unlock()
+	l.closedAt(time.Now(), log, remote, timeout)
+}
+
+func (l *authTimeoutLog) closedAt(now time.Time, log *slog.Logger, remote string, timeout time.Duration) {
+	n, due := l.every.Note(now, authTimeoutLogEvery)
+	if !due {
 		return
 	}
-	n := l.n
-	l.n, l.last = 0, now
-	l.mu.Unlock()
 	log.Info("server: closed connections that did not authenticate in time",
 		"connections", n, "last.remote", remote,
 		"connections.authentication.timeout.ms", timeout.Milliseconds())

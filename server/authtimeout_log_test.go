@@ -30,12 +30,11 @@ func TestAuthTimeoutLogAggregates(t *testing.T) {
 	if got := h.n.Load(); got != 1 {
 		t.Fatalf("%d lines for 1000 timed-out connections, want 1", got)
 	}
-	if l.n != 999 {
-		t.Fatalf("%d connections waiting for the next line, want 999", l.n)
+	if n := l.every.Pending(); n != 999 {
+		t.Fatalf("%d connections waiting for the next line, want 999", n)
 	}
-	l.last = l.last.Add(-authTimeoutLogEvery) // as if a minute passed
-	l.closed(log, "127.0.0.1:1", time.Second)
-	if got := h.n.Load(); got != 2 || l.n != 0 {
-		t.Fatalf("after a minute: %d lines and %d waiting, want 2 and 0", got, l.n)
+	l.closedAt(time.Now().Add(authTimeoutLogEvery), log, "127.0.0.1:1", time.Second) // as if a minute passed
+	if got, n := h.n.Load(), l.every.Pending(); got != 2 || n != 0 {
+		t.Fatalf("after a minute: %d lines and %d waiting, want 2 and 0", got, n)
 	}
 }

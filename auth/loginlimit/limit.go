@@ -39,6 +39,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice/sluice/internal/logevery"
 )
 
 // MaxAddresses bounds the addresses (IPv6: /64 prefixes) a Limiter tracks.
@@ -60,9 +62,7 @@ type Limiter struct {
 	lru     list.List                      // oldest last attempt at the front
 
 	refused atomic.Int64 // attempts refused, for metrics and tests
-	logMu   sync.Mutex
-	logLast time.Time
-	logN    int64
+	logged  logevery.Counter
 }
 
 type entry struct {
@@ -213,16 +213,10 @@ func (l *Limiter) LogRefused(log *slog.Logger, side, remote string) {
 	if l == nil || log == nil {
 		return
 	}
-	now := time.Now()
-	l.logMu.Lock()
-	l.logN++
-	if !l.logLast.IsZero() && now.Sub(l.logLast) < refusedLogEvery {
-		l.logMu.Unlock()
+	n, due := l.logged.Note(time.Now(), refusedLogEvery)
+	if !due {
 		return
 	}
-	n := l.logN
-	l.logN, l.logLast = 0, now
-	l.logMu.Unlock()
 	log.Info("refused logins from addresses over max.failed.authentications.per.ip",
 		"side", side, "refused", n, "last.remote", remote)
 }
