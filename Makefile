@@ -11,7 +11,7 @@ RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/
 
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build run cluster test test-deps unit race rest fuzz bench bench-report scale chaos vet clean
+.PHONY: all build run cluster test test-deps unit race norace rest fuzz bench bench-report scale chaos vet clean
 
 all: build
 
@@ -33,7 +33,7 @@ test-deps:
 # make test runs every package once: those that share state between
 # goroutines under the race detector, the rest (end-to-end tests of the
 # binary, the CLI, config) without it.
-test: test-deps vet race rest
+test: test-deps vet race rest norace
 
 rest:
 	$(GO) test -count=1 -timeout 15m $(filter-out $(shell $(GO) list $(RACE_PKGS)),$(shell $(GO) list ./...))
@@ -55,6 +55,12 @@ unit:
 
 race:
 	$(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
+
+# Tests that measure the bytes a decode allocates skip under the race
+# detector (it changes what an allocation costs); they run here without it.
+NORACE_TESTS ?= TestDecodedSize
+norace:
+	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./server/
 
 # Short fuzzing passes over every decoder and recovery scanner (the seed
 # corpora of these targets also run as ordinary tests in `make test`).

@@ -142,7 +142,9 @@ func (l *connLimits) init(cfg *config.Config, log *slog.Logger) {
 		}
 		l.maxTotal = int(cfg.MaxConnections)
 		l.rate = newRateLimit(cfg.MaxConnectionCreationRate)
+		l.mu.Lock() // throttleStats (the metrics) may run before Serve
 		l.listeners = map[string]*listenerQuota{}
+		l.mu.Unlock()
 		l.protected = map[string]bool{}
 		if len(cfg.Listeners) > 1 {
 			// Kafka protects the inter-broker listener only when there is
