@@ -4,7 +4,8 @@
 # /usr/bin/python3), confluent-kafka-python (python3-confluent-kafka: librdkafka's
 # transactional producer) and kafkajs (npm, pinned by e2e/compat/kafkajs's lock
 # file), to prove compatibility with non-Go clients; a real ZooKeeper
-# (for cluster tests); and Debian's chromium at /usr/bin/chromium, which the
+# (for cluster tests); Debian's Burrow (LinkedIn's consumer-lag monitor,
+# /usr/bin/Burrow, for e2e/burrow_test.go); and Debian's chromium at /usr/bin/chromium, which the
 # web console's browser tests drive headless with chromedp. Under CI=true a
 # dependency that cannot be installed is a failure; elsewhere it is a
 # warning and those tests skip.
@@ -27,6 +28,7 @@ command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v Burrow >/dev/null 2>&1 || need+=(burrow)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test-deps: installing ${need[*]}" >&2
 	SUDO=""
