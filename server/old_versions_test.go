@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -187,4 +188,173 @@ func be32(b []byte) int32 { return int32(b[0])<<24 | int32(b[1])<<16 | int32(b[2
 func sizePrefixed(body []byte) []byte {
 	n := len(body)
 	return append([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, body...)
+}
+
+// TestOffsetCommitV1 runs the classic group protocol at its oldest
+// versions through kmsg against a real broker (FindCoordinator v0,
+// JoinGroup v0, SyncGroup v0, OffsetFetch v1, LeaveGroup v0) around the
+// newly served OffsetCommit v1: a member commits with its generation, a
+// stale generation is ILLEGAL_GENERATION, and each partition's commit
+// timestamp (-1: the broker's clock) is the commit time written to
+// __consumer_offsets, as Kafka's createOffsetAndMetadata keeps it. Hostile
+// timestamps (the int64 extremes) are stored as given and never break the
+// broker.
+func TestOffsetCommitV1(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "old", 3, nil)
+	rc := dialRaw(t, b.Addr())
+	const group = "old-group"
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(0)
+	fc.CoordinatorKey = group
+	if r := rc.Do(fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != 0 {
+		t.Fatalf("find coordinator v0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.SetVersion(0)
+	jg.Group, jg.SessionTimeoutMillis, jg.ProtocolType = group, 30000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 1, 0, 3, 'o', 'l', 'd', 0, 0, 0, 0}}}
+	join := rc.Do(jg).(*kmsg.JoinGroupResponse)
+	if join.ErrorCode != 0 || join.MemberID == "" {
+		t.Fatalf("join group v0: %v %+v", kerr.ErrorForCode(join.ErrorCode), join)
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.SetVersion(0)
+	sg.Group, sg.Generation, sg.MemberID = group, join.Generation, join.MemberID
+	sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: join.MemberID, MemberAssignment: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}
+	if r := rc.Do(sg).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 {
+		t.Fatalf("sync group v0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	commitV1 := func(g string, generation int32, member string, parts map[int32][2]int64) map[int32]int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(1)
+		req.Group, req.Generation, req.MemberID = g, generation, member
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "old"
+		for p, ot := range parts {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.Timestamp = p, ot[0], ot[1]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		resp := rc.Do(req).(*kmsg.OffsetCommitResponse)
+		out := map[int32]int16{}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				out[p.Partition] = p.ErrorCode
+			}
+		}
+		return out
+	}
+	fetchV1 := func(g string) map[int32]int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(1)
+		req.Group = g
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "old", Partitions: []int32{0, 1, 2}}}
+		resp := rc.Do(req).(*kmsg.OffsetFetchResponse)
+		out := map[int32]int64{}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 {
+					t.Errorf("offset fetch v1 %s/%d: %v", g, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+				}
+				out[p.Partition] = p.Offset
+			}
+		}
+		return out
+	}
+
+	before := time.Now().UnixMilli()
+	got := commitV1(group, join.Generation, join.MemberID, map[int32][2]int64{0: {7, -1}, 1: {9, 1234567}})
+	after := time.Now().UnixMilli()
+	if got[0] != 0 || got[1] != 0 {
+		t.Fatalf("commit v1: %v", got)
+	}
+	if got := commitV1(group, join.Generation+1, join.MemberID, map[int32][2]int64{2: {1, -1}}); got[2] != kerr.IllegalGeneration.Code {
+		t.Fatalf("commit v1 with a stale generation: %v", kerr.ErrorForCode(got[2]))
+	}
+	if got := fetchV1(group); got[0] != 7 || got[1] != 9 || got[2] != -1 {
+		t.Fatalf("offset fetch v1: %v", got)
+	}
+	// Hostile commit timestamps, as a commit outside group management.
+	hostile := map[int32][2]int64{0: {1, math.MinInt64}, 1: {2, math.MaxInt64}, 2: {3, -2}}
+	if got := commitV1("old-simple", -1, "", hostile); got[0] != 0 || got[1] != 0 || got[2] != 0 {
+		t.Fatalf("commit v1 with extreme timestamps: %v", got)
+	}
+	if got := fetchV1("old-simple"); got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("offset fetch v1 after extreme timestamps: %v", got)
+	}
+	lg := kmsg.NewPtrLeaveGroupRequest()
+	lg.SetVersion(0)
+	lg.Group, lg.MemberID = group, join.MemberID
+	if r := rc.Do(lg).(*kmsg.LeaveGroupResponse); r.ErrorCode != 0 {
+		t.Fatalf("leave group v0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	// The commit times in __consumer_offsets (key v1, value v3: offset,
+	// leader epoch, metadata, commit timestamp).
+	want := map[string]func(int64) bool{
+		group + "/0":   func(ts int64) bool { return ts >= before && ts <= after },
+		group + "/1":   func(ts int64) bool { return ts == 1234567 },
+		"old-simple/0": func(ts int64) bool { return ts == math.MinInt64 },
+		"old-simple/1": func(ts int64) bool { return ts == math.MaxInt64 },
+		"old-simple/2": func(ts int64) bool { return ts == -2 },
+	}
+	seen := map[string]int64{}
+	cons := newClient(t, b.Addr(), kgo.ConsumeTopics("__consumer_offsets"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := testCtx(t, 30*time.Second)
+	for len(seen) < len(want) {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("found commit records %v of %d", seen, len(want))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			g, p, ts, ok := offsetCommitRecord(r.Key, r.Value)
+			if ok {
+				seen[fmt.Sprintf("%s/%d", g, p)] = ts
+			}
+		})
+	}
+	for k, ok := range want {
+		if ts, found := seen[k]; !found || !ok(ts) {
+			t.Errorf("%s: commit timestamp %d (found %v)", k, ts, found)
+		}
+	}
+}
+
+// offsetCommitRecord decodes a __consumer_offsets offset commit record (key
+// version 0 or 1, value version 3) of topic "old".
+func offsetCommitRecord(key, value []byte) (group string, partition int32, commitTs int64, ok bool) {
+	str := func(b []byte) (string, []byte, bool) {
+		if len(b) < 2 {
+			return "", nil, false
+		}
+		n := int(int16(b[0])<<8 | int16(b[1]))
+		if n < 0 || len(b) < 2+n {
+			return "", nil, false
+		}
+		return string(b[2 : 2+n]), b[2+n:], true
+	}
+	if len(key) < 2 || key[0] != 0 || key[1] > 1 || len(value) < 2 || value[0] != 0 || value[1] != 3 {
+		return "", 0, 0, false
+	}
+	g, rest, ok1 := str(key[2:])
+	topic, rest, ok2 := str(rest)
+	if !ok1 || !ok2 || topic != "old" || len(rest) != 4 {
+		return "", 0, 0, false
+	}
+	partition = be32(rest)
+	v := value[2+8+4:]
+	_, v, ok3 := str(v)
+	if !ok3 || len(v) < 8 {
+		return "", 0, 0, false
+	}
+	commitTs = int64(uint64(be32(v))<<32 | uint64(uint32(be32(v[4:]))))
+	return g, partition, commitTs, true
 }
