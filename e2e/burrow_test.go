@@ -24,7 +24,7 @@ import (
 )
 
 // burrowConfig is burrow.toml for Burrow 1.2.1 (Debian's package) watching
-// one broker: its own state in ZooKeeper (required), a cluster module that
+// a broker or a cluster: its own state in ZooKeeper (required), a cluster module that
 // polls the partitions' offsets with ListOffsets v0 (at any kafka-version),
 // a consumer module that reads __consumer_offsets (Fetch v4 at
 // kafka-version 0.11.0 and above; below it, sarama's Fetch v0-v2 need
@@ -46,7 +46,7 @@ kafka-version="2.0.0"
 
 [cluster.sluice]
 class-name="kafka"
-servers=["%[3]s"]
+servers=[%[3]s]
 client-profile="sluice"
 topic-refresh=2
 offset-refresh=1
@@ -54,7 +54,7 @@ offset-refresh=1
 [consumer.sluice]
 class-name="kafka"
 cluster="sluice"
-servers=["%[3]s"]
+servers=[%[3]s]
 client-profile="sluice"
 offsets-topic="__consumer_offsets"
 
@@ -100,12 +100,33 @@ func TestBurrowLag(t *testing.T) {
 	burrow := need(t, "Burrow")
 	zk := zktest.Start(t)
 	b := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=0")
+	burrowLagAgainst(t, burrow, zk.Addr(), []*brokerProc{b}, "1")
+}
+
+// TestBurrowLagCluster is TestBurrowLag against three brokers and
+// ZooKeeper: the partitions' leaders and the group's coordinator are
+// spread over the brokers, and Burrow asks each leader for its offsets.
+func TestBurrowLagCluster(t *testing.T) {
+	burrow := need(t, "Burrow")
+	c := startCluster(t, 3)
+	burrowLagAgainst(t, burrow, c.zk.Addr(), []*brokerProc{c.brokers[1], c.brokers[2], c.brokers[3]}, "3")
+}
+
+// burrowLagAgainst is the body of the Burrow tests: brokers are running,
+// the topic gets replication factor rf, Burrow keeps its own state in the
+// ZooKeeper at zkAddr.
+func burrowLagAgainst(t *testing.T, burrow, zkAddr string, brokers []*brokerProc, rf string) {
 	const topic, group = "burrow-lag", "burrow-group"
-	cliOK(t, b.addr, "topic", "create", topic, "--partitions", "3")
+	b := brokers[0]
+	var seeds []string
+	for _, bp := range brokers {
+		seeds = append(seeds, bp.addr)
+	}
+	cliOK(t, b.addr, "topic", "create", topic, "--partitions", "3", "--replication-factor", rf)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +148,7 @@ func TestBurrowLag(t *testing.T) {
 	// A group member consumes everything, then commits offsets that leave
 	// lag 30, 5 and 10 (nothing committed on partition 2 is lag 10 for
 	// Burrow only once an offset exists: commit 0 there).
-	cons, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +193,7 @@ func TestBurrowLag(t *testing.T) {
 	// reads the partition count at start).
 	dir := t.TempDir()
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := fmt.Sprintf(burrowConfig, dir, zk.Addr(), b.addr, httpAddr)
+	cfg := fmt.Sprintf(burrowConfig, dir, zkAddr, `"`+strings.Join(seeds, `", "`)+`"`, httpAddr)
 	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +222,13 @@ func TestBurrowLag(t *testing.T) {
 		}
 	}()
 	burrowLog := func() string { data, _ := os.ReadFile(logPath); return string(data) }
+	brokerLogs := func() string {
+		var all strings.Builder
+		for _, bp := range brokers {
+			all.WriteString(bp.logText())
+		}
+		return all.String()
+	}
 
 	// wantLag is what `sluice group describe` and kadm say the lag is; it
 	// must equal end - committed.
@@ -270,7 +298,7 @@ func TestBurrowLag(t *testing.T) {
 			}
 		}
 		t.Fatalf("%s: Burrow did not report lag %v within 90s; last answer:\n%s\nBurrow log:\n%s\nbroker log:\n%s",
-			step, want, last, burrowLog(), b.logText())
+			step, want, last, burrowLog(), brokerLogs())
 	}
 
 	waitBurrow("first commit", wantLag())
@@ -294,7 +322,7 @@ func TestBurrowLag(t *testing.T) {
 	if err := json.Unmarshal(body, &to); err != nil || len(to.Offsets) != 3 || to.Offsets[0] != end[0] || to.Offsets[1] != end[1] || to.Offsets[2] != end[2] {
 		t.Fatalf("topic offsets %s, want %v", body, end)
 	}
-	if logs := b.logText(); strings.Contains(logs, "unsupported") || strings.Contains(logs, `WARN msg="server: closing connection"`) {
+	if logs := brokerLogs(); strings.Contains(logs, "unsupported") || strings.Contains(logs, `WARN msg="server: closing connection"`) {
 		t.Fatalf("the broker refused a Burrow request:\n%s", logs)
 	}
 }
