@@ -290,6 +290,20 @@ func TestOffsetCommitV1(t *testing.T) {
 	if got := fetchV1("old-simple"); got[0] != 1 || got[1] != 2 || got[2] != 3 {
 		t.Fatalf("offset fetch v1 after extreme timestamps: %v", got)
 	}
+	// A v1 frame cut inside its last partition closes only its own
+	// connection.
+	cut := kmsg.NewPtrOffsetCommitRequest()
+	cut.SetVersion(1)
+	cut.Group, cut.Generation = "old-simple", -1
+	cut.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "old", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, Timestamp: -1}}}}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("hostile")).AppendRequest(nil, cut, 3)
+	bad := dialRaw(t, b.Addr())
+	bad.WriteRaw(sizePrefixed(frame[4 : len(frame)-5]))
+	bad.ExpectClosed()
+	if got := fetchV1("old-simple"); got[0] != 1 {
+		t.Fatalf("offset fetch v1 after a cut commit: %v", got)
+	}
+
 	lg := kmsg.NewPtrLeaveGroupRequest()
 	lg.SetVersion(0)
 	lg.Group, lg.MemberID = group, join.MemberID
