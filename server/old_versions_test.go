@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -406,5 +407,83 @@ func TestEveryAPIAnswersItsOldestVersion(t *testing.T) {
 				t.Fatalf("answer %s v%d", kmsg.NameForKey(resp.Key()), resp.GetVersion())
 			}
 		})
+	}
+}
+
+// TestSaramaPinnedTo082 drives the old versions with a client of its own
+// protocol implementation: sarama told the cluster runs Kafka 0.8.2 (and
+// not to send ApiVersions, which 0.8.2 did not have) asks for offsets with
+// ListOffsets v0 and Metadata v0, finds the coordinator with
+// FindCoordinator v0, and commits and fetches through its offset manager
+// with OffsetCommit v1 and OffsetFetch v1. A second offset manager resumes
+// from the commit, and kadm sees it. (Consuming would need Fetch v0, which
+// Sluice does not serve: README.)
+func TestSaramaPinnedTo082(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	cl := newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "s082", 2, nil)
+	ctx := testCtx(t, 30*time.Second)
+	for i := range 12 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "s082", Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V0_8_2_0
+	cfg.ApiVersionsRequest = false
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	sc, err := sarama.NewClient([]string{b.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if n, err := sc.GetOffset("s082", 0, sarama.OffsetNewest); err != nil || n != 6 {
+		t.Fatalf("sarama newest offset (ListOffsets v0): %d, %v; want 6", n, err)
+	}
+	if n, err := sc.GetOffset("s082", 1, sarama.OffsetOldest); err != nil || n != 0 {
+		t.Fatalf("sarama oldest offset (ListOffsets v0): %d, %v; want 0", n, err)
+	}
+
+	manage := func() (sarama.OffsetManager, sarama.PartitionOffsetManager) {
+		t.Helper()
+		om, err := sarama.NewOffsetManagerFromClient("s082-group", sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pom, err := om.ManagePartition("s082", 1)
+		if err != nil {
+			om.Close()
+			t.Fatal(err)
+		}
+		return om, pom
+	}
+	om, pom := manage()
+	if next, _ := pom.NextOffset(); next != sarama.OffsetNewest {
+		t.Fatalf("next offset before any commit: %d", next)
+	}
+	pom.MarkOffset(4, "meta")
+	om.Commit()
+	select {
+	case err := <-pom.Errors():
+		t.Fatalf("commit: %v", err)
+	default:
+	}
+	pom.AsyncClose()
+	om.Close()
+
+	om, pom = manage()
+	defer om.Close()
+	if next, md := pom.NextOffset(); next != 4 || md != "meta" {
+		t.Fatalf("resumed at %d %q, want 4 \"meta\"", next, md)
+	}
+	pom.AsyncClose()
+	offs, err := adm.FetchOffsets(ctx, "s082-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("s082", 1); !ok || o.Err != nil || o.At != 4 || o.Metadata != "meta" {
+		t.Fatalf("kadm sees %+v", o)
 	}
 }
