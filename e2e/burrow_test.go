@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/kraw"
 	"github.com/sluice/sluice/internal/zktest"
 )
 
@@ -109,13 +111,43 @@ func TestBurrowLag(t *testing.T) {
 func TestBurrowLagCluster(t *testing.T) {
 	burrow := need(t, "Burrow")
 	c := startCluster(t, 3)
-	burrowLagAgainst(t, burrow, c.zk.Addr(), []*brokerProc{c.brokers[1], c.brokers[2], c.brokers[3]}, "3")
+	end := burrowLagAgainst(t, burrow, c.zk.Addr(), []*brokerProc{c.brokers[1], c.brokers[2], c.brokers[3]}, "3")
+
+	// ListOffsets v0 to a follower: NOT_LEADER_OR_FOLLOWER for a consumer,
+	// the follower's own log end for the debugging replica id (-2), as
+	// Kafka's fetchOnlyFromLeader allows.
+	leader, followers := c.followersOf("burrow-lag")
+	rc := kraw.Dial(t, c.brokers[followers[0]].addr)
+	ask := func(replicaID int32) kmsg.ListOffsetsResponseTopicPartition {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(0)
+		req.ReplicaID = replicaID
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "burrow-lag"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp, rp.MaxNumOffsets = -1, 1
+		rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
+		req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
+		return rc.Do(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	}
+	if p := ask(-1); p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("consumer's v0 to follower %d (leader %d): %v %v", followers[0], leader, kerr.ErrorForCode(p.ErrorCode), p.OldStyleOffsets)
+	}
+	var p kmsg.ListOffsetsResponseTopicPartition
+	for i := 0; i < 100; i++ { // the follower may still be fetching the last batch
+		if p = ask(-2); p.ErrorCode == 0 && len(p.OldStyleOffsets) == 1 && p.OldStyleOffsets[0] == end[0] {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("debugging v0 to follower %d: %v %v, want [%d]", followers[0], kerr.ErrorForCode(p.ErrorCode), p.OldStyleOffsets, end[0])
 }
 
 // burrowLagAgainst is the body of the Burrow tests: brokers are running,
 // the topic gets replication factor rf, Burrow keeps its own state in the
 // ZooKeeper at zkAddr.
-func burrowLagAgainst(t *testing.T, burrow, zkAddr string, brokers []*brokerProc, rf string) {
+// It returns the log end offset of each partition of the topic.
+func burrowLagAgainst(t *testing.T, burrow, zkAddr string, brokers []*brokerProc, rf string) map[int32]int64 {
 	const topic, group = "burrow-lag", "burrow-group"
 	b := brokers[0]
 	var seeds []string
@@ -325,4 +357,5 @@ func burrowLagAgainst(t *testing.T, burrow, zkAddr string, brokers []*brokerProc
 	if logs := brokerLogs(); strings.Contains(logs, "unsupported") || strings.Contains(logs, `WARN msg="server: closing connection"`) {
 		t.Fatalf("the broker refused a Burrow request:\n%s", logs)
 	}
+	return end
 }

@@ -21,15 +21,21 @@ package server
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replication"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// debuggingReplicaID is ListOffsets v0's replica id that may read a
+// follower (Kafka's ListOffsetsRequest.DEBUGGING_REPLICA_ID).
+const debuggingReplicaID = -2
 
 const (
 	listLatest        = -1
@@ -125,6 +131,13 @@ func (s *Server) listOffsetsV0(replicaID int32, topic string, rp kmsg.ListOffset
 		return sp
 	}
 	p, err := s.lookup.leaderPartition(topic, rp.Partition)
+	if replicaID == debuggingReplicaID && errors.Is(err, replication.ErrNotLeader) {
+		// Kafka's fetchOnlyFromLeader is false for the debugging id: a
+		// follower answers from its own log.
+		if f := s.lookup.rm.Partition(topic, rp.Partition); f != nil {
+			p, err = f, nil
+		}
+	}
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		return sp
