@@ -10,8 +10,10 @@ import (
 	"github.com/sluice/sluice/metastore"
 )
 
-// OffsetCommit (key 8), versions 2-9.
+// OffsetCommit (key 8), versions 1-9.
 //
+//	v1     member id and generation; a commit timestamp per partition
+//	       (-1: the broker's clock), kept as the offset's commit time
 //	v2-v4  retention time: an explicit expiry (-1: the broker's retention)
 //	v3     throttle time
 //	v6     leader epoch per partition
@@ -115,8 +117,14 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 			if req.Version >= 6 {
 				epoch = p.LeaderEpoch
 			}
+			commitTime := now
+			if req.Version == 1 && p.Timestamp != -1 {
+				// Kafka's createOffsetAndMetadata: any other value is
+				// the client's own commit time, expiry counted from it.
+				commitTime = time.UnixMilli(p.Timestamp)
+			}
 			offsets[metastore.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = metastore.CommittedOffset{
-				Offset: p.Offset, LeaderEpoch: epoch, Metadata: md, CommitTime: now, ExpireTime: expire,
+				Offset: p.Offset, LeaderEpoch: epoch, Metadata: md, CommitTime: commitTime, ExpireTime: expire,
 			}
 		}
 	}

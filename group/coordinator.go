@@ -261,7 +261,7 @@ func APIs() map[int16][2]int16 {
 
 // versionRanges are the versions served per API key.
 var versionRanges = map[int16][2]int16{
-	8:  {2, 9}, // OffsetCommit
+	8:  {1, 9}, // OffsetCommit (v0 is not served: README)
 	9:  {1, 9}, // OffsetFetch
 	10: {0, 4}, // FindCoordinator
 	11: {0, 9}, // JoinGroup

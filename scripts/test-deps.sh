@@ -4,9 +4,11 @@
 # /usr/bin/python3), confluent-kafka-python (python3-confluent-kafka: librdkafka's
 # transactional producer) and kafkajs (npm, pinned by e2e/compat/kafkajs's lock
 # file), to prove compatibility with non-Go clients; a real ZooKeeper
-# (for cluster tests); and Debian's chromium at /usr/bin/chromium, which the
-# web console's browser tests drive headless with chromedp; nftables (nft)
-# and iproute2 (ip) for the network-partition suite e2e/chaos. Under CI=true a
+# (for cluster tests); Debian's Burrow (LinkedIn's consumer-lag monitor,
+# /usr/bin/Burrow, for e2e/burrow_test.go); Debian's chromium at
+# /usr/bin/chromium, which the web console's browser tests drive headless
+# with chromedp; nftables (nft) and iproute2 (ip) for the network-partition
+# suite e2e/chaos. Under CI=true a
 # dependency that cannot be installed is a failure; elsewhere it is a
 # warning and those tests skip.
 set -u
@@ -30,6 +32,7 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v Burrow >/dev/null 2>&1 || need+=(burrow)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test-deps: installing ${need[*]}" >&2
 	SUDO=""

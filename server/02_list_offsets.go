@@ -1,7 +1,9 @@
 package server
 
-// ListOffsets (key 2), served v1-v8.
+// ListOffsets (key 2), served v0-v8.
 //
+//	v0: a list of offsets per partition, at most max_num_offsets of them
+//	    (old_style_offsets; see listOffsetsV0)
 //	v1: one offset per partition for a timestamp (v0's offset lists are gone)
 //	v2: isolation level (read_committed answers -1 with the last stable offset)
 //	v4: current leader epoch in the request, leader epoch in the response
@@ -18,12 +20,22 @@ package server
 // INVALID_REQUEST.
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replication"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// debuggingReplicaID is ListOffsets v0's replica id that may read a
+// follower (Kafka's ListOffsetsRequest.DEBUGGING_REPLICA_ID).
+const debuggingReplicaID = -2
 
 const (
 	listLatest        = -1
@@ -42,6 +54,10 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if r.Version == 0 {
+				st.Partitions = append(st.Partitions, s.listOffsetsV0(r.ReplicaID, rt.Topic, rp, allowed))
+				continue
+			}
 			off, ts, epoch, err := int64(0), int64(0), int32(0), error(errTopicAuthorization)
 			if allowed {
 				off, ts, epoch, err = s.listOffset(r.Version, r.IsolationLevel, rt.Topic, rp)
@@ -93,4 +109,112 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 	default:
 		return 0, 0, 0, fmt.Errorf("%w: timestamp %d at version %d", errInvalidRequest, t, version)
 	}
+}
+
+// listOffsetsV0 answers one partition of a v0 request as Kafka 3.9's
+// handleListOffsetRequestV0 does: the partition's old_style_offsets from
+// legacyOffsetsBefore, and for a consumer (replica id -1) none above the
+// high watermark: the offsets above it are dropped and the high watermark
+// put first (Partition.legacyFetchOffsetsForTimestamp). Timestamps below
+// -2 are UNSUPPORTED_VERSION (v0 knows only -1 latest and -2 earliest). A
+// negative max_num_offsets is UNKNOWN_SERVER_ERROR, the code Kafka's
+// NegativeArraySizeException gives it.
+func (s *Server) listOffsetsV0(replicaID int32, topic string, rp kmsg.ListOffsetsRequestTopicPartition, allowed bool) kmsg.ListOffsetsResponseTopicPartition {
+	sp := kmsg.NewListOffsetsResponseTopicPartition()
+	sp.Partition = rp.Partition
+	switch {
+	case !allowed:
+		sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		return sp
+	case rp.Timestamp < listEarliest:
+		sp.ErrorCode = kerr.UnsupportedVersion.Code
+		return sp
+	}
+	p, err := s.lookup.leaderPartition(topic, rp.Partition)
+	if replicaID == debuggingReplicaID && errors.Is(err, replication.ErrNotLeader) {
+		// Kafka's fetchOnlyFromLeader is false for the debugging id: a
+		// follower answers from its own log.
+		if f := s.lookup.rm.Partition(topic, rp.Partition); f != nil {
+			p, err = f, nil
+		}
+	}
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		return sp
+	}
+	if rp.MaxNumOffsets < 0 {
+		sp.ErrorCode = kerr.UnknownServerError.Code
+		return sp
+	}
+	offsets := legacyOffsetsBefore(segmentTimes(p.Log(), time.Now().UnixMilli()), rp.Timestamp, rp.MaxNumOffsets)
+	if replicaID == -1 {
+		if hw := p.HighWatermark(); len(offsets) > 0 && offsets[0] > hw {
+			i := 0
+			for i < len(offsets) && offsets[i] > hw {
+				i++
+			}
+			offsets = append([]int64{hw}, offsets[i:]...)
+		}
+	}
+	sp.OldStyleOffsets = offsets
+	return sp
+}
+
+// offsetTime is one entry of Kafka's offsetTimeArray: a segment's first
+// offset (at least the log start offset) and its time.
+type offsetTime struct{ offset, ms int64 }
+
+// segmentTimes lists log's segments oldest first as Kafka's
+// legacyFetchOffsetsBefore sees them: each segment's base offset (raised to
+// the log start offset) with its time, then, when the active segment holds
+// a batch, the log end offset with now. Kafka's time of a segment is its
+// file's mtime; here an inactive segment's is its largest record
+// timestamp (-1 when it has none), the time retention goes by, and the
+// active segment's is now, since it is the one being written. A log that
+// does not list its segments counts as one active segment.
+func segmentTimes(log engine.Log, now int64) []offsetTime {
+	var inactive []engine.SegmentInfo
+	if c, ok := log.(engine.Compactable); ok {
+		inactive = c.InactiveSegments()
+	}
+	start, end := log.StartOffset(), log.EndOffset()
+	out := make([]offsetTime, 0, len(inactive)+2)
+	for _, seg := range inactive {
+		out = append(out, offsetTime{max(seg.Base, start), seg.LargestTimestamp})
+	}
+	activeBase := start
+	if n := len(inactive); n > 0 {
+		activeBase = max(inactive[n-1].Next, start)
+	}
+	out = append(out, offsetTime{activeBase, now})
+	if end > activeBase {
+		out = append(out, offsetTime{end, now})
+	}
+	return out
+}
+
+// legacyOffsetsBefore is Kafka's UnifiedLog.legacyFetchOffsetsBefore over
+// segs (oldest first): from the last entry (latest, -1), the first (earliest,
+// -2) or the last whose time is <= ts, at most maxNum offsets going back,
+// in descending order. maxNum must be >= 0.
+func legacyOffsetsBefore(segs []offsetTime, ts int64, maxNum int32) []int64 {
+	var from int
+	switch ts {
+	case listLatest:
+		from = len(segs) - 1
+	case listEarliest:
+		from = 0
+	default:
+		from = len(segs) - 1
+		for from >= 0 && segs[from].ms > ts {
+			from--
+		}
+	}
+	n := min(int(maxNum), from+1)
+	out := make([]int64, 0, max(n, 0))
+	for j := 0; j < n; j++ {
+		out = append(out, segs[from-j].offset)
+	}
+	slices.SortFunc(out, func(a, b int64) int { return cmp.Compare(b, a) })
+	return out
 }

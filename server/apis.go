@@ -72,7 +72,8 @@ type apiTable map[int16]api
 // member's, which adds the inter-broker APIs (LeaderAndIsr, StopReplica,
 // UpdateMetadata, ControlledShutdown). The version ranges are what Kafka
 // 3.x serves, capped at what kmsg decodes, Produce from v3 and Fetch from
-// v4 (record format v2 only). Filled in init to break the initialization
+// v4 (record format v2 only), OffsetCommit and OffsetFetch from v1 (README,
+// "Old request versions"). Filled in init to break the initialization
 // cycle through ApiVersions, whose handler reads these tables.
 var apis, clusterAPIs apiTable
 
@@ -88,7 +89,7 @@ func init() {
 	apis = apiTable{
 		apiKeyProduce:                 {3, 11, handleProduce},
 		apiKeyFetch:                   {4, 16, handleFetch},
-		apiKeyListOffsets:             {1, 8, handleListOffsets},
+		apiKeyListOffsets:             {0, 8, handleListOffsets},
 		apiKeyMetadata:                {0, 12, handleMetadata},
 		apiKeySASLHandshake:           {0, 1, handleSASLHandshake},
 		apiKeyApiVersions:             {0, 4, handleApiVersions},
