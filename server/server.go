@@ -130,9 +130,14 @@ const MaxPartitionsPerTopic = 100_000
 // use.
 type Server struct {
 	// topicDefaults are the topic keys' broker defaults, formatted once
-	// (configs.go). Read-only after New.
-	topicDefaults map[string]topicDefault
-	cfg           config.Config
+	// per effective config (configs.go): replaced when a dynamic broker
+	// config changes one (brokerconfig.go), never modified.
+	topicDefaults atomic.Pointer[topicDefaults]
+	// cfg is the static config (server.properties, --set); dyn holds the
+	// effective one, with the dynamic broker configs applied
+	// (currentConfig, brokerconfig.go).
+	cfg config.Config
+	dyn dynamicConfigs
 	log           *slog.Logger
 	meta          *metastore.Store
 	store         engine.Store
@@ -266,7 +271,13 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.pids.meta = s.meta
-	s.topicDefaults = newTopicDefaults(&s.cfg)
+	// The dynamic broker configs apply before any partition opens.
+	var bcStore brokerConfigStore = metaBrokerConfigs{s.meta}
+	var unclean func(bool)
+	if opts.Cluster != nil {
+		bcStore, unclean = zkBrokerConfigs{opts.Cluster}, opts.Cluster.SetUncleanLeaderElection
+	}
+	s.initDynamicConfigs(bcStore, unclean)
 	// The __consumer_offsets coordinator exists before the control plane:
 	// a cluster's LeaderAndIsr hooks load and unload its partitions.
 	s.offsets = newOffsetsCoord(s)
@@ -299,7 +310,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.apis = apisFor(s.ib != nil)
 	s.rm = replica.New(replica.Options{
-		Config:  opts.Config,
+		Config:  *s.currentConfig(),
 		Meta:    s.meta,
 		Store:   s.store,
 		NodeID:  s.nodeID,
@@ -391,7 +402,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, "") }
 // its connections may send the controller's requests, and no other
 // listener's may.
 func (s *Server) ServeListener(ln net.Listener, listener string) error {
-	s.limits.init(&s.cfg, s.log)
+	s.limits.init(s.currentConfig(), s.log)
 	s.mu.Lock()
 	select {
 	case <-s.closing:
