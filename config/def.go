@@ -86,15 +86,15 @@ type Source int8
 
 // Part of the DescribeConfigs wire format: do not renumber.
 const (
-	SourceDynamicTopic  Source = 1 // DYNAMIC_TOPIC_CONFIG: a topic's override
+	SourceDynamicTopic Source = 1 // DYNAMIC_TOPIC_CONFIG: a topic's override
 	// DYNAMIC_BROKER_CONFIG: this broker's dynamic config
 	// (/config/brokers/<id>).
 	SourceDynamicBroker Source = 2
 	// DYNAMIC_DEFAULT_BROKER_CONFIG: the cluster-wide dynamic default
 	// (/config/brokers/<default>).
 	SourceDynamicDefaultBroker Source = 3
-	SourceStaticBroker  Source = 4 // STATIC_BROKER_CONFIG: server.properties or --set
-	SourceDefaultConfig Source = 5 // DEFAULT_CONFIG: the key's default
+	SourceStaticBroker         Source = 4 // STATIC_BROKER_CONFIG: server.properties or --set
+	SourceDefaultConfig        Source = 5 // DEFAULT_CONFIG: the key's default
 )
 
 // Key defines one broker key. The table (brokerKeys) is read-only.

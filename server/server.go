@@ -136,13 +136,13 @@ type Server struct {
 	// cfg is the static config (server.properties, --set); dyn holds the
 	// effective one, with the dynamic broker configs applied
 	// (currentConfig, brokerconfig.go).
-	cfg config.Config
-	dyn dynamicConfigs
-	log           *slog.Logger
-	meta          *metastore.Store
-	store         engine.Store
-	now           func() time.Time
-	nodeID        int32
+	cfg    config.Config
+	dyn    dynamicConfigs
+	log    *slog.Logger
+	meta   *metastore.Store
+	store  engine.Store
+	now    func() time.Time
+	nodeID int32
 
 	clusterID string
 	advHost   string
