@@ -329,7 +329,7 @@ func (s *Server) alterBrokerConfigs(name string, validateOnly bool, next func(cu
 	}
 	nc, _ := s.cfg.WithDynamic(def, own)
 	if err := nc.Validate(); err != nil {
-		return fmt.Errorf("%w: %s", errInvalidRequest, err.Error())
+		return fmt.Errorf("%w: %s", errInvalidRequest, strings.TrimPrefix(err.Error(), config.ErrConfig.Error()+": "))
 	}
 	if validateOnly {
 		return nil
