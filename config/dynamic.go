@@ -138,9 +138,13 @@ func scalaSet(names []string) string {
 // read them) "Cannot update these configs dynamically: Set(...)", a value
 // its key's validator refuses "Invalid value V for configuration K: why",
 // and at the default level a per-broker key "Cannot update these configs
-// at default cluster level, broker id must be specified: Set(...)". The
-// error is a *DynamicError.
+// at default cluster level, broker id must be specified: Set(...)"; more
+// than MaxDynamicEntries keys are refused too. Values echoed in a message
+// are cut to 128 bytes. The error is a *DynamicError.
 func CheckDynamic(props map[string]string, perBroker bool) error {
+	if len(props) > MaxDynamicEntries {
+		return &DynamicError{fmt.Sprintf("Too many dynamic configs: %d, at most %d", len(props), MaxDynamicEntries)}
+	}
 	var static, brokerOnly []string
 	for name := range props {
 		switch DynamicScope(name) {
@@ -156,7 +160,7 @@ func CheckDynamic(props map[string]string, perBroker bool) error {
 	names := slices.Sorted(maps.Keys(props))
 	for _, name := range names {
 		if err := validateDynamicValue(name, props[name]); err != nil {
-			return &DynamicError{fmt.Sprintf("Invalid value %s for configuration %s: %v", props[name], name, err)}
+			return &DynamicError{fmt.Sprintf("Invalid value %s for configuration %s: %v", clip(props[name]), name, clipErr(err))}
 		}
 	}
 	if !perBroker && len(brokerOnly) > 0 {
@@ -164,6 +168,24 @@ func CheckDynamic(props map[string]string, perBroker bool) error {
 	}
 	return nil
 }
+
+// MaxDynamicEntries bounds the keys of one dynamic layer (Sluice's own
+// bound; Kafka has none): the table's dynamic keys are a few dozen, and
+// only listener.name.<l>.* keys, one pair per listener, add to them, so
+// this refuses only a client filling the store with made-up listeners.
+const MaxDynamicEntries = 1000
+
+// clip shortens a value echoed in an error: a hostile megabyte of digits
+// is not sent back whole.
+func clip(v string) string {
+	const max = 128
+	if len(v) <= max {
+		return v
+	}
+	return v[:max] + "..."
+}
+
+func clipErr(err error) string { return clip(err.Error()) }
 
 // validateDynamicValue checks v with the validator of name's key (a
 // listener-prefixed key's base key, as Kafka's validateConfigTypes). The

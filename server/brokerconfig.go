@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -230,15 +231,13 @@ func connLimitsChanged(a, b *config.Config) bool {
 
 // reconfigure applies cfg's connection limits (a dynamic broker config
 // changed one) to new accepts; connections already open stay open, as in
-// Kafka. A raised limit wakes the accepts waiting for a slot.
-func (l *connLimits) reconfigure(cfg *config.Config, log interface {
-	Info(string, ...any)
-}) {
+// Kafka. A raised limit wakes the accepts waiting for a slot. Before the
+// first Serve it initializes the limits from cfg (Serve's init then
+// finds them made).
+func (l *connLimits) reconfigure(cfg *config.Config, log *slog.Logger) {
+	l.init(cfg, log) // once: after it, every field below is read under l.mu
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cfg == nil {
-		return // not serving yet: init reads the current config
-	}
 	l.cfg = cfg
 	l.maxTotal = int(cfg.MaxConnections)
 	l.rate = newRateLimit(cfg.MaxConnectionCreationRate)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,6 +299,20 @@ func TestDynamicBrokerConfigRefusals(t *testing.T) {
 				t.Fatalf("got %v %q, want INVALID_REQUEST %q", kerr.ErrorForCode(code), msg, tc.msg)
 			}
 		})
+	}
+	// Hostile sizes: a 30 KB value is refused without being echoed
+	// whole; a layer of made-up listeners is refused past 1000 keys.
+	huge := strings.Repeat("9", 30000) // an int16 string length for v0
+	if code, msg := alter("0", false, [2]string{"log.retention.ms", huge}); kerr.ErrorForCode(code) != kerr.InvalidRequest || len(msg) > 400 ||
+		!strings.HasPrefix(msg, "Invalid value 999") {
+		t.Fatalf("30 KB value: %v, %d-byte message %.80q", kerr.ErrorForCode(code), len(msg), msg)
+	}
+	var many [][2]string
+	for i := range 1001 {
+		many = append(many, [2]string{"listener.name.l" + strconv.Itoa(i) + ".max.connections", "5"})
+	}
+	if code, msg := alter("0", false, many...); kerr.ErrorForCode(code) != kerr.InvalidRequest || msg != "Too many dynamic configs: 1001, at most 1000" {
+		t.Fatalf("1001 keys: %v %q", kerr.ErrorForCode(code), msg)
 	}
 	if code, msg := alter("0", true, [2]string{"message.max.bytes", "1000"}); code != 0 {
 		t.Fatalf("validate only: %d %s", code, msg)
