@@ -16,9 +16,13 @@ package config
 //
 // Which keys are dynamic, and at which scope, is Kafka's
 // (DynamicBrokerConfig.AllDynamicConfigs and its PerBrokerConfigs),
-// restricted to the keys Sluice applies without a restart; Kafka's other
-// dynamic keys (listeners, SSL keystores, SASL, metric reporters, ...)
-// are static in Sluice and refused like any static key.
+// restricted to the keys Sluice applies without a restart: the table's
+// Dynamic keys, listener.name.<l>.max.connections and
+// .max.connection.creation.rate (cluster-wide), and
+// listener.name.<l>.ssl.keystore.location and .ssl.truststore.location
+// (per broker). Kafka's other dynamic keys (listeners, SSL passwords and
+// inline stores, SASL, metric reporters, ...) are static in Sluice and
+// refused like any static key.
 
 import (
 	"errors"
@@ -37,7 +41,7 @@ const (
 	// ClusterWide keys may be set per broker or as the cluster-wide default.
 	ClusterWide
 	// PerBroker keys may be set only per broker (Kafka: the listener and
-	// SSL keys); none is served by Sluice yet.
+	// SSL keys; in Sluice a listener's keystore and truststore locations).
 	PerBroker
 )
 
@@ -61,9 +65,18 @@ const DefaultEntity = "<default>"
 const listenerPrefix = "listener.name."
 
 // listenerDynamicKeys are the keys a listener prefix may carry
-// dynamically, all cluster-wide (Kafka's ClusterLevelListenerConfigs that
+// dynamically at cluster level (Kafka's ClusterLevelListenerConfigs that
 // Sluice applies: the listener's connection limits).
 var listenerDynamicKeys = []string{"max.connections", "max.connection.creation.rate"}
+
+// listenerSecurityKeys are the keys a listener prefix may carry
+// dynamically per broker only (Kafka's DynamicSecurityConfigs that Sluice
+// applies: where a TLS listener's keystore and truststore are, so that
+// certificates rotate without a restart). Kafka's password-type security
+// keys (ssl.key.password, the inline PEM keys) are not dynamic in Sluice:
+// Kafka stores them encrypted with password.encoder.secret, which Sluice
+// does not implement, and a plain copy in ZooKeeper would be a leak.
+var listenerSecurityKeys = []string{"ssl.keystore.location", "ssl.truststore.location"}
 
 // splitListenerKey returns the listener and base key of
 // listener.name.<l>.<key>; ok is false for any other name.
@@ -83,8 +96,11 @@ func splitListenerKey(name string) (listener, base string, ok bool) {
 // Static for a key that may not (or that no table defines).
 func DynamicScope(name string) Scope {
 	if _, base, ok := splitListenerKey(name); ok {
-		if slices.Contains(listenerDynamicKeys, base) {
+		switch {
+		case slices.Contains(listenerDynamicKeys, base):
 			return ClusterWide
+		case slices.Contains(listenerSecurityKeys, base):
+			return PerBroker
 		}
 		return Static
 	}
@@ -145,17 +161,24 @@ func CheckDynamic(props map[string]string, perBroker bool) error {
 	if len(props) > MaxDynamicEntries {
 		return &DynamicError{fmt.Sprintf("Too many dynamic configs: %d, at most %d", len(props), MaxDynamicEntries)}
 	}
-	var static, brokerOnly []string
+	var static, unprefixed, brokerOnly []string
 	for name := range props {
 		switch DynamicScope(name) {
 		case Static:
-			static = append(static, name)
+			if slices.Contains(listenerSecurityKeys, name) {
+				unprefixed = append(unprefixed, name)
+			} else {
+				static = append(static, name)
+			}
 		case PerBroker:
 			brokerOnly = append(brokerOnly, name)
 		}
 	}
 	if len(static) > 0 {
 		return &DynamicError{"Cannot update these configs dynamically: " + scalaSet(static)}
+	}
+	if len(unprefixed) > 0 {
+		return &DynamicError{"These security configs can be dynamically updated only per-listener using the listener prefix: " + scalaSet(unprefixed)}
 	}
 	names := slices.Sorted(maps.Keys(props))
 	for _, name := range names {

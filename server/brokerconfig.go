@@ -23,6 +23,11 @@ package server
 //     max.connections.per.ip and their listener.name.<l>. forms): the
 //     accept loop's limits (connLimits.reconfigure);
 //   - unclean.leader.election.enable: the controller's elections (cluster);
+//   - a TLS listener's keystore and truststore locations
+//     (listener.name.<l>.ssl.keystore.location, per broker): the listener's
+//     certificates, through Options.ReconfigureListeners, checked before
+//     the alter is stored (the new stores must load and name the same
+//     subject, as Kafka's SslFactory requires);
 //   - the rest (thread counts Sluice sizes itself, replication throttle
 //     rates not enforced yet) are stored and described.
 //
@@ -188,6 +193,11 @@ func (s *Server) applyBrokerConfigsLocked(def, own map[string]string) {
 			s.log.Error("server: restart the log cleaner with new configs", "err", err)
 		}
 	}
+	if s.reListeners != nil && listenerStoresChanged(old, &nc) {
+		if err := s.reListeners(&nc, false); err != nil {
+			s.log.Error("server: new listener certificates not applied; keeping the current ones", "err", err)
+		}
+	}
 	if connLimitsChanged(old, &nc) {
 		s.limits.reconfigure(&nc, s.log)
 	}
@@ -222,6 +232,22 @@ func connLimitsChanged(a, b *config.Config) bool {
 			an, aok := a.ListenerLimit(name, key)
 			bn, bok := b.ListenerLimit(name, key)
 			if an != bn || aok != bok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// listenerStoresChanged reports whether a listener's keystore or
+// truststore location differs between a and b.
+func listenerStoresChanged(a, b *config.Config) bool {
+	for _, l := range a.Listeners {
+		name, _, _ := config.SplitListener(l)
+		for _, key := range []string{"ssl.keystore.location", "ssl.truststore.location"} {
+			av, _ := a.ListenerProperty(name, key)
+			bv, _ := b.ListenerProperty(name, key)
+			if av != bv {
 				return true
 			}
 		}
@@ -329,6 +355,12 @@ func (s *Server) alterBrokerConfigs(name string, validateOnly bool, next func(cu
 	nc, _ := s.cfg.WithDynamic(def, own)
 	if err := nc.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", errInvalidRequest, strings.TrimPrefix(err.Error(), config.ErrConfig.Error()+": "))
+	}
+	if s.reListeners != nil && listenerStoresChanged(s.currentConfig(), &nc) {
+		// Kafka's processReconfiguration: the new stores must load.
+		if err := s.reListeners(&nc, true); err != nil {
+			return fmt.Errorf("%w: Invalid dynamic configuration: %v", errInvalidRequest, err)
+		}
 	}
 	if validateOnly {
 		return nil

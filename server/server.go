@@ -113,6 +113,13 @@ type Options struct {
 	// max.failed.authentications.per.ip (auth.go).
 	FailedLogins *loginlimit.Limiter
 
+	// ReconfigureListeners, when set, applies a changed TLS keystore or
+	// truststore location of a listener (a dynamic broker config,
+	// brokerconfig.go) to the listeners the caller built: with validateOnly
+	// it only checks that the new stores load and fit; its error refuses
+	// the alter.
+	ReconfigureListeners func(cfg *config.Config, validateOnly bool) error
+
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper: a plane that implements
 	// interBroker and replica.Hooks makes the server a cluster member).
@@ -168,8 +175,10 @@ type Server struct {
 	// Options.ACLs (authorize.go); creds is Options.Credentials.
 	az    authorizer
 	creds sasl.CredentialStore
-	// listenerSec is Options.Listeners.
+	// listenerSec is Options.Listeners; reListeners is
+	// Options.ReconfigureListeners.
 	listenerSec map[string]ListenerSecurity
+	reListeners func(cfg *config.Config, validateOnly bool) error
 	// The control plane's parts (controlplane.go): localPlane's on a
 	// single node, zkPlane's in a cluster. md is what handlers read, admin
 	// administers topics, route finds coordinators; ib serves the
@@ -252,6 +261,7 @@ func New(opts Options) (*Server, error) {
 		advHost:       opts.AdvertisedHost,
 		advPort:       opts.AdvertisedPort,
 		listenerSec:   opts.Listeners,
+		reListeners:   opts.ReconfigureListeners,
 		interBroker:   opts.InterBrokerSecurity,
 		creds:         opts.Credentials,
 		metrics:       opts.Metrics,
