@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -46,11 +47,15 @@ func (n *Node) BrokerConfig(entity string) (map[string]string, error) {
 	return tc.Config, nil
 }
 
-// SetBrokerConfig replaces the dynamic configs of entity (validated by the
-// caller) and announces the change to every broker.
+// SetBrokerConfig replaces the dynamic configs of entity (a broker id or
+// <default>; the configs validated by the caller) and announces the change
+// to every broker.
 func (n *Node) SetBrokerConfig(ctx context.Context, entity string, configs map[string]string) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if _, err := strconv.ParseInt(entity, 10, 32); err != nil && entity != "<default>" {
+		return fmt.Errorf("cluster: broker config entity %q is not a broker id or <default>", entity)
 	}
 	p := brokerConfigPath(entity)
 	data := encodeTopicConfig(maps.Clone(configs))
@@ -61,7 +66,9 @@ func (n *Node) SetBrokerConfig(ctx context.Context, entity string, configs map[s
 	} else if err != nil {
 		return fmt.Errorf("cluster: write %s: %w", p, err)
 	}
-	note, _ := json.Marshal(configChangeNote{Version: 2, EntityPath: "brokers/" + entity})
+	// Written as Kafka writes it: encoding/json would escape <default>'s
+	// angle brackets. The entity is an id or <default>: nothing to escape.
+	note := []byte(`{"version":2,"entity_path":"brokers/` + entity + `"}`)
 	if _, err := n.zk.createParents(configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence); err != nil {
 		return fmt.Errorf("cluster: config change notification: %w", err)
 	}
