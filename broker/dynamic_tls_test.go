@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/auth/certs"
 	"github.com/sluice/sluice/broker/brokertest"
@@ -105,6 +106,21 @@ func TestDynamicListenerKeystore(t *testing.T) {
 		if err != kerr.InvalidRequest || len(msg) < len(tc.msg) || msg[:len(tc.msg)] != tc.msg {
 			t.Errorf("%s=%s at %v: %v %q, want INVALID_REQUEST %q...", tc.key, tc.value, tc.ids, err, msg, tc.msg)
 		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 0)
+	if err != nil || len(rcs) != 1 {
+		t.Fatalf("describe: %v %v", err, rcs)
+	}
+	found := false
+	for _, c := range rcs[0].Configs {
+		if c.Key == "listener.name.ssl.ssl.keystore.location" {
+			found = c.MaybeValue() == second.Keystore && c.Source == kmsg.ConfigSourceDynamicBrokerConfig
+		}
+	}
+	if !found {
+		t.Errorf("listener.name.ssl.ssl.keystore.location not described as %s DYNAMIC_BROKER_CONFIG", second.Keystore)
 	}
 	if s := served(); s.Cmp(secondSerial) != 0 {
 		t.Fatalf("after the refusals serves serial %v, want the second certificate's %v", s, secondSerial)

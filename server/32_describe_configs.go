@@ -199,15 +199,16 @@ func (s *Server) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.D
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
-	s.describeListenerLimits(rr, perBroker, cur, sr)
+	s.describeListenerKeys(rr, perBroker, cur, sr)
 	return nil
 }
 
-// describeListenerLimits lists the dynamic listener.name.<l>.* keys set
-// (the connection limits), which the table does not define one by one:
+// describeListenerKeys lists the dynamic listener.name.<l>.* keys set
+// (connection limits, keystore and truststore locations), which the table
+// does not define one by one, typed as their base key:
 // for the default resource its layer's, for this broker both layers'
 // (this broker's layer first).
-func (s *Server) describeListenerLimits(rr kmsg.DescribeConfigsRequestResource, perBroker bool, cur *config.Config, sr *kmsg.DescribeConfigsResponseResource) {
+func (s *Server) describeListenerKeys(rr kmsg.DescribeConfigsRequestResource, perBroker bool, cur *config.Config, sr *kmsg.DescribeConfigsResponseResource) {
 	def, own := cur.DynamicLayers()
 	layers := []struct {
 		m   map[string]string
@@ -229,7 +230,11 @@ func (s *Server) describeListenerLimits(rr kmsg.DescribeConfigsRequestResource, 
 			v := l.m[name]
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
 			c.Name, c.Value, c.Source = name, &v, kmsg.ConfigSource(l.src)
-			c.ConfigType = kmsg.ConfigType(config.TypeInt)
+			if syn := config.BrokerSynonyms(name); len(syn) == 2 {
+				if bk, ok := config.Lookup(syn[1]); ok {
+					c.ConfigType = kmsg.ConfigType(bk.Type)
+				}
+			}
 			sr.Configs = append(sr.Configs, c)
 		}
 	}
