@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -328,4 +329,52 @@ func (c *Config) Synonyms(k Key, perBroker bool) []Synonym {
 		out = out[1:]
 	}
 	return out
+}
+
+// threadKeys are the dynamic thread counts whose changes Kafka bounds
+// (DynamicThreadPool, DataPlaneAcceptor and LogCleaner's
+// validateReconfiguration): at least 1, at least half and at most double
+// the current value, so that one alter cannot start millions of threads.
+var threadKeys = []string{"log.cleaner.threads", "num.io.threads", "num.network.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir"}
+
+// CheckReconfiguration checks the change from the effective config cur to
+// next as Kafka's reconfigurables validate theirs: a thread count that
+// changes must stay within [max(1, cur/2), cur*2]. The message is Kafka's
+// cause, which the caller prefixes as Kafka does ("Invalid dynamic
+// configuration").
+func CheckReconfiguration(cur, next *Config) error {
+	for _, name := range threadKeys {
+		k, _ := Lookup(name)
+		ov, _ := cur.Describe(k)
+		nv, _ := next.Describe(k)
+		if ov == nil || nv == nil || *ov == *nv {
+			continue
+		}
+		o, err1 := strconv.ParseInt(*ov, 10, 64)
+		n, err2 := strconv.ParseInt(*nv, 10, 64)
+		if err1 != nil || err2 != nil {
+			continue // validated by the table; not expected
+		}
+		if name == "log.cleaner.threads" {
+			switch {
+			case n < 1:
+				return errors.New("Log cleaner threads should be at least 1")
+			case n < o/2:
+				return fmt.Errorf("Log cleaner threads cannot be reduced to less than half the current value %d", o)
+			case n > o*2:
+				return fmt.Errorf("Log cleaner threads cannot be increased to more than double the current value %d", o)
+			}
+			continue
+		}
+		prefix := fmt.Sprintf("Dynamic thread count update validation failed for %s=%d", name, n)
+		switch {
+		case n <= 0:
+			return errors.New(prefix + ", value should be at least 1")
+		case n < o/2:
+			return fmt.Errorf("%s, value should be at least half the current value %d", prefix, o)
+		case n > o*2:
+			return fmt.Errorf("%s, value should not be greater than double the current value %d", prefix, o)
+		}
+	}
+	return nil
 }

@@ -356,6 +356,9 @@ func (s *Server) alterBrokerConfigs(name string, validateOnly bool, next func(cu
 	if err := nc.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", errInvalidRequest, strings.TrimPrefix(err.Error(), config.ErrConfig.Error()+": "))
 	}
+	if err := config.CheckReconfiguration(s.currentConfig(), &nc); err != nil {
+		return fmt.Errorf("%w: Invalid dynamic configuration: %v", errInvalidRequest, err)
+	}
 	if s.reListeners != nil && listenerStoresChanged(s.currentConfig(), &nc) {
 		// Kafka's processReconfiguration: the new stores must load.
 		if err := s.reListeners(&nc, true); err != nil {
