@@ -125,4 +125,16 @@ func TestDynamicListenerKeystore(t *testing.T) {
 	if s := served(); s.Cmp(secondSerial) != 0 {
 		t.Fatalf("after the refusals serves serial %v, want the second certificate's %v", s, secondSerial)
 	}
+
+	// Rotation in place: the same path, rewritten, and altered again.
+	third, thirdSerial := issue("second", "127.0.0.1", "localhost")
+	if third.Keystore != second.Keystore {
+		t.Fatalf("rewrote %s, want %s", third.Keystore, second.Keystore)
+	}
+	if err, msg := alter("listener.name.ssl.ssl.keystore.location", second.Keystore, 0); err != nil {
+		t.Fatalf("same path again: %v %s", err, msg)
+	}
+	if s := served(); s.Cmp(thirdSerial) != 0 {
+		t.Fatalf("after the alter naming the rewritten file serves serial %v, want %v", s, thirdSerial)
+	}
 }

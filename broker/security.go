@@ -227,7 +227,9 @@ func (b *Broker) authorizer() (server.Authorizer, acl.Store, error) {
 // the TLS listeners whose locations changed (a dynamic broker config,
 // listener.name.<l>.ssl.keystore.location), as Kafka reconfigures a
 // listener's SslFactory: with validateOnly it only checks that the new
-// stores load and name the same subject. It is server.Options.
+// stores load and name the same subject. Without validateOnly, a listener
+// whose locations did not change reloads its files if they changed on
+// disk (Kafka reloads them on an alter that names them again). It is server.Options.
 // ReconfigureListeners; it runs after Start built the listeners.
 func (b *Broker) reconfigureListeners(cfg *config.Config, validateOnly bool) error {
 	var errs []error
@@ -240,6 +242,13 @@ func (b *Broker) reconfigureListeners(cfg *config.Config, validateOnly bool) err
 		}
 		cur := ts.Settings()
 		if settings.KeystoreLocation == cur.KeystoreLocation && settings.TruststoreLocation == cur.TruststoreLocation {
+			if !validateOnly {
+				// Kafka's reloadUpdatedFilesWithoutConfigChange: an alter
+				// naming the same files reloads them now if they changed.
+				if _, err := ts.Reload(); err != nil {
+					errs = append(errs, fmt.Errorf("listener %s: %w", name, err))
+				}
+			}
 			continue
 		}
 		if err := ts.Reconfigure(settings, validateOnly); err != nil {

@@ -239,6 +239,17 @@ func connLimitsChanged(a, b *config.Config) bool {
 	return false
 }
 
+// namesListenerStore reports whether props sets a listener's keystore or
+// truststore location (the per-broker dynamic keys).
+func namesListenerStore(props map[string]string) bool {
+	for name := range props {
+		if config.DynamicScope(name) == config.PerBroker {
+			return true
+		}
+	}
+	return false
+}
+
 // listenerStoresChanged reports whether a listener's keystore or
 // truststore location differs between a and b.
 func listenerStoresChanged(a, b *config.Config) bool {
@@ -367,6 +378,14 @@ func (s *Server) alterBrokerConfigs(name string, validateOnly bool, next func(cu
 	}
 	if validateOnly {
 		return nil
+	}
+	if perBroker && s.reListeners != nil && namesListenerStore(props) && !listenerStoresChanged(s.currentConfig(), &nc) {
+		// The same keystore or truststore path again: Kafka's
+		// reloadUpdatedFilesWithoutConfigChange reloads files rewritten in
+		// place (certificate rotation without a new path).
+		if err := s.reListeners(&nc, false); err != nil {
+			return fmt.Errorf("%w: Invalid dynamic configuration: %v", errInvalidRequest, err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), configWriteTimeout)
 	defer cancel()
