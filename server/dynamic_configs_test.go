@@ -392,3 +392,84 @@ func TestDynamicBrokerConfigsCluster(t *testing.T) {
 		t.Fatalf("leaders %v: want both brokers", leaders)
 	}
 }
+
+// TestDynamicBrokerConfigOps: APPEND and SUBTRACT work on a broker list
+// key from its default, as Kafka's prepareIncrementalConfigs; APPEND on a
+// non-list key is INVALID_CONFIG; legacy AlterConfigs replaces the whole
+// layer and refuses a null value (INVALID_REQUEST, Kafka's message).
+func TestDynamicBrokerConfigOps(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	rc := dialRaw(t, b.Addr())
+	incremental := func(op kmsg.IncrementalAlterConfigOp, key, value string) (int16, string) {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = key, op, kmsg.StringPtr(value)
+		rr.Configs = append(rr.Configs, c)
+		req.Resources = append(req.Resources, rr)
+		r := rc.Do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		return r.ErrorCode, msg
+	}
+	layer := func() map[string]string {
+		t.Helper()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType = kmsg.ConfigResourceTypeBroker
+		req.Resources = append(req.Resources, rr)
+		out := map[string]string{}
+		for _, c := range rc.Do(req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+			out[c.Name] = *c.Value
+		}
+		return out
+	}
+	if code, msg := incremental(kmsg.IncrementalAlterConfigOpAppend, "log.cleanup.policy", "compact"); code != 0 {
+		t.Fatalf("append: %d %s", code, msg)
+	}
+	if got := layer()["log.cleanup.policy"]; got != "delete,compact" {
+		t.Fatalf("after APPEND compact: %q, want delete,compact", got)
+	}
+	if code, msg := incremental(kmsg.IncrementalAlterConfigOpSubtract, "log.cleanup.policy", "delete"); code != 0 {
+		t.Fatalf("subtract: %d %s", code, msg)
+	}
+	if got := layer()["log.cleanup.policy"]; got != "compact" {
+		t.Fatalf("after SUBTRACT delete: %q, want compact", got)
+	}
+	if code, msg := incremental(kmsg.IncrementalAlterConfigOpAppend, "message.max.bytes", "1"); kerr.ErrorForCode(code) != kerr.InvalidConfig ||
+		msg != "Config value append is not allowed for config key: message.max.bytes" {
+		t.Fatalf("append to a non-list key: %v %q", kerr.ErrorForCode(code), msg)
+	}
+
+	legacy := func(kvs map[string]*string) (int16, string) {
+		t.Helper()
+		req := kmsg.NewPtrAlterConfigsRequest()
+		rr := kmsg.NewAlterConfigsRequestResource()
+		rr.ResourceType = kmsg.ConfigResourceTypeBroker
+		for k, v := range kvs {
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = k, v
+			rr.Configs = append(rr.Configs, c)
+		}
+		req.Resources = append(req.Resources, rr)
+		r := rc.Do(req).(*kmsg.AlterConfigsResponse).Resources[0]
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		return r.ErrorCode, msg
+	}
+	if code, msg := legacy(map[string]*string{"log.retention.ms": nil}); kerr.ErrorForCode(code) != kerr.InvalidRequest || msg != "Null value not supported for : log.retention.ms" {
+		t.Fatalf("null value: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	if code, msg := legacy(map[string]*string{"log.retention.ms": kmsg.StringPtr("5000")}); code != 0 {
+		t.Fatalf("legacy alter: %d %s", code, msg)
+	}
+	if got := layer(); len(got) != 1 || got["log.retention.ms"] != "5000" {
+		t.Fatalf("legacy AlterConfigs left the layer %v, want only log.retention.ms=5000", got)
+	}
+}
