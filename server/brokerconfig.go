@@ -129,6 +129,10 @@ type dynamicConfigs struct {
 	// unclean, when set, hands unclean.leader.election.enable to the
 	// controller (cluster mode).
 	unclean func(bool)
+	// rawDef and rawOwn are the layers last read, as stored (cur's may
+	// lack entries WithDynamic skipped): a reload finding the same ones
+	// does nothing. REQUIRES: mu held.
+	rawDef, rawOwn map[string]string
 }
 
 // currentConfig returns the broker's effective config. Read-only.
@@ -168,9 +172,15 @@ func (s *Server) reloadBrokerConfigs() {
 // changed. REQUIRES: s.dyn.mu held; not s.rm.Lock.
 func (s *Server) applyBrokerConfigsLocked(def, own map[string]string) {
 	old := s.currentConfig()
-	oldDef, oldOwn := old.DynamicLayers()
-	if maps.Equal(def, oldDef) && maps.Equal(own, oldOwn) {
+	if s.dyn.rawDef != nil && maps.Equal(def, s.dyn.rawDef) && maps.Equal(own, s.dyn.rawOwn) {
 		return
+	}
+	s.dyn.rawDef, s.dyn.rawOwn = maps.Clone(def), maps.Clone(own)
+	if s.dyn.rawDef == nil {
+		s.dyn.rawDef = map[string]string{}
+	}
+	if oldDef, oldOwn := old.DynamicLayers(); len(def)+len(own)+len(oldDef)+len(oldOwn) == 0 {
+		return // none stored, none applied: the static config stands
 	}
 	nc, err := s.cfg.WithDynamic(def, own)
 	if err != nil {
@@ -181,14 +191,17 @@ func (s *Server) applyBrokerConfigsLocked(def, own map[string]string) {
 		return
 	}
 	s.dyn.cur.Store(&nc)
-	s.topicDefaults.Store(newTopicDefaults(&nc))
-	if s.rm != nil {
+	oldTD, newTD := s.topicDefaults.Load(), newTopicDefaults(&nc)
+	s.topicDefaults.Store(newTD)
+	if s.rm != nil && topicDefaultsChanged(oldTD, newTD, old, &nc) {
 		s.rm.Lock()
 		err := s.rm.ReconfigureTopicsLocked()
 		s.rm.Unlock()
 		if err != nil {
 			s.log.Error("server: apply new topic defaults", "err", err)
 		}
+	}
+	if s.rm != nil {
 		if err := s.rm.ReconfigureCleaner(&nc); err != nil {
 			s.log.Error("server: restart the log cleaner with new configs", "err", err)
 		}
@@ -206,6 +219,21 @@ func (s *Server) applyBrokerConfigsLocked(def, own map[string]string) {
 	}
 	d, o := nc.DynamicLayers()
 	s.log.Info("server: applied dynamic broker configs", "default", redacted(d), "broker", redacted(o))
+}
+
+// topicDefaultsChanged reports whether what a topic's effective config
+// is made of (effectiveConfig) differs between a and b: a topic key's
+// broker value, or the index keys every log takes from the broker.
+func topicDefaultsChanged(oldTD, newTD *topicDefaults, a, b *config.Config) bool {
+	if a.LogIndexIntervalBytes != b.LogIndexIntervalBytes || a.LogIndexSizeMaxBytes != b.LogIndexSizeMaxBytes {
+		return true
+	}
+	for k, v := range *newTD {
+		if (*oldTD)[k].v != v.v {
+			return true
+		}
+	}
+	return false
 }
 
 // redacted returns m with sensitive values hidden, for logs.
