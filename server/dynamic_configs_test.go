@@ -391,6 +391,23 @@ func TestDynamicBrokerConfigsCluster(t *testing.T) {
 	if !leaders[1] || !leaders[2] {
 		t.Fatalf("leaders %v: want both brokers", leaders)
 	}
+
+	// A broker 2 that starts later (here: a new one, with an empty log
+	// dir) reads the stored default from ZooKeeper at start.
+	if err := bs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := brokertest.Start(t, "memory", func(c *configT) {
+		c.BrokerID = 2
+		c.ZooKeeperConnect = zk.Addr() + "/sluice"
+		c.ControlledShutdownEnable = false
+		c.OffsetsTopicReplication = 1
+	})
+	brokertest.WaitForBrokers(t, 2, nil, b2)
+	cl2 := newClient(t, b2.Addr())
+	if c, _ := brokerConfigOf(t, kadm.NewClient(cl2), "message.max.bytes", 2); c.MaybeValue() != "3000" || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Fatalf("restarted broker 2: message.max.bytes = %q %v", c.MaybeValue(), c.Source)
+	}
 }
 
 // TestDynamicBrokerConfigOps: APPEND and SUBTRACT work on a broker list
