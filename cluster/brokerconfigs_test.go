@@ -76,3 +76,26 @@ func TestBrokerConfigZnodes(t *testing.T) {
 		}
 	}
 }
+
+// TestUncleanElectionEnabledDynamically: a broker started with
+// unclean.leader.election.enable=false whose dynamic config turns it on
+// (SetUncleanLeaderElection) elects an out-of-sync replica when no in-sync
+// one is live, as TestUncleanElection's enabled case.
+func TestUncleanElectionEnabledDynamically(t *testing.T) {
+	tc := newTestCluster(t, 3, func(o *Options) { o.UncleanLeaderElection = false })
+	tc.controller()
+	as := tc.createTopic(tc.nodes[1], "t", 1, 2)
+	leader := tc.shrinkISR("t", 0)
+	follower := as[0][0] + as[0][1] - leader
+	for _, n := range tc.nodes {
+		n.SetUncleanLeaderElection(true)
+	}
+	tc.stop(leader)
+	waitFor(t, "unclean leader", func() bool {
+		st, _ := tc.state("t", 0)
+		return st.Leader == follower
+	})
+	if st, _ := tc.state("t", 0); !slices.Equal(st.ISR, []int32{follower}) {
+		t.Fatalf("state %+v, want leader %d alone in ISR", st, follower)
+	}
+}
