@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice/sluice/auth/loginlimit"
+	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
@@ -71,8 +72,11 @@ type Broker struct {
 	store engine.Store
 	srv   *server.Server
 	node  *cluster.Node // cluster mode only (cluster.go)
-	lns   []net.Listener
-	http  httpState // http.go
+	// tlsServers are the TLS listeners' certificate holders by listener
+	// name, set while Start builds them (security.go), read-only after.
+	tlsServers map[string]*tlsconf.Server
+	lns        []net.Listener
+	http       httpState // http.go
 	// srvReady is srv once server.New has loaded the topics (log recovery
 	// done); recoveringPartitions is how many partitions the metastore
 	// lists, -1 until read. /readyz reads both (http.go).
@@ -260,7 +264,8 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
-		InterBrokerSecurity: interBroker, Metrics: b.http.metrics, FailedLogins: b.failedLogins,
+		ReconfigureListeners: b.reconfigureListeners,
+		InterBrokerSecurity:  interBroker, Metrics: b.http.metrics, FailedLogins: b.failedLogins,
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/sluice/sluice/auth/sasl"
 	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/server"
@@ -51,6 +53,10 @@ func (b *Broker) securedListener(ln net.Listener, name string, creds sasl.Creden
 			return nil, sec, fmt.Errorf("broker: listener %s: %w", name, err)
 		}
 		ln = tls.NewListener(ln, ts.Config())
+		if b.tlsServers == nil {
+			b.tlsServers = map[string]*tlsconf.Server{}
+		}
+		b.tlsServers[name] = ts // dynamic keystore changes: reconfigureListeners
 		sec.TLSPrincipal = func(st tls.ConnectionState) (string, error) { return ts.Principal(st) }
 	}
 	if proto == "SASL_PLAINTEXT" || proto == "SASL_SSL" {
@@ -215,4 +221,39 @@ func (b *Broker) authorizer() (server.Authorizer, acl.Store, error) {
 		return nil, nil, err
 	}
 	return a, store, nil
+}
+
+// reconfigureListeners applies cfg's keystore and truststore locations to
+// the TLS listeners whose locations changed (a dynamic broker config,
+// listener.name.<l>.ssl.keystore.location), as Kafka reconfigures a
+// listener's SslFactory: with validateOnly it only checks that the new
+// stores load and name the same subject. Without validateOnly, a listener
+// whose locations did not change reloads its files if they changed on
+// disk (Kafka reloads them on an alter that names them again). It is server.Options.
+// ReconfigureListeners; it runs after Start built the listeners.
+func (b *Broker) reconfigureListeners(cfg *config.Config, validateOnly bool) error {
+	var errs []error
+	for name, ts := range b.tlsServers {
+		get := func(key string) (string, bool) { return cfg.ListenerProperty(name, key) }
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listener %s: %w", name, err))
+			continue
+		}
+		cur := ts.Settings()
+		if settings.KeystoreLocation == cur.KeystoreLocation && settings.TruststoreLocation == cur.TruststoreLocation {
+			if !validateOnly {
+				// Kafka's reloadUpdatedFilesWithoutConfigChange: an alter
+				// naming the same files reloads them now if they changed.
+				if _, err := ts.Reload(); err != nil {
+					errs = append(errs, fmt.Errorf("listener %s: %w", name, err))
+				}
+			}
+			continue
+		}
+		if err := ts.Reconfigure(settings, validateOnly); err != nil {
+			errs = append(errs, fmt.Errorf("listener %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -12,7 +12,8 @@ package cluster
 // The watch itself is changes.go's, shared with the ACL notifications.
 // User configs (SCRAM credentials, scram.go) are announced the same way,
 // with entity path users/<sanitized user>; WatchUserConfigChanges follows
-// them.
+// them. Dynamic broker configs (brokerconfigs.go) too, with entity path
+// brokers/<id> or brokers/<default>; WatchBrokerConfigChanges follows them.
 
 import (
 	"context"
@@ -52,6 +53,14 @@ func (n *Node) WatchUserConfigChanges(ctx context.Context, fn func(user string),
 		}
 		fn(user)
 	}, resync)
+}
+
+// WatchBrokerConfigChanges is WatchTopicConfigChanges for the
+// notifications of dynamic broker configs (entity path brokers/<id> or
+// brokers/<default>, written by SetBrokerConfig): fn gets the entity. It
+// lists /config/changes on its own, beside the other watches.
+func (n *Node) WatchBrokerConfigChanges(ctx context.Context, fn func(entity string), resync func()) {
+	n.watchConfigChanges(ctx, "brokers", fn, resync)
 }
 
 // watchConfigChanges runs the watch of WatchTopicConfigChanges, calling fn

@@ -387,7 +387,7 @@ func samePS(a, b PartitionState) bool { return a.Leader == b.Leader && slices.Eq
 // has none (or a dead one), sends LeaderAndIsr to their replicas and
 // UpdateMetadata to every broker.
 func (c *controller) electOfflinePartitions(tps []TopicPartition) ([]TopicPartition, error) {
-	return c.electLeaderless(tps, c.n.opts.UncleanLeaderElection)
+	return c.electLeaderless(tps, c.n.unclean.Load())
 }
 
 // electLeaderless is electOfflinePartitions with unclean election on or off
@@ -528,7 +528,7 @@ func (c *controller) onBrokerFailure(dead []int32) error {
 	changed, err := c.changeStates(affected, func(tp TopicPartition, st PartitionState) (PartitionState, bool) {
 		was := clonePS(st)
 		if st.Leader < 0 || !c.isLive(st.Leader) {
-			r := electOffline(c.replicas(tp), st.ISR, c.isLive, c.n.opts.UncleanLeaderElection)
+			r := electOffline(c.replicas(tp), st.ISR, c.isLive, c.n.unclean.Load())
 			if r.ok {
 				if !slices.Contains(st.ISR, r.Leader) {
 					c.log.Warn("cluster: unclean leader election: records may be lost", "partition", tp.String(), "leader", r.Leader)

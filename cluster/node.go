@@ -119,6 +119,10 @@ type Node struct {
 	zk        *zkClient
 	cache     *MetadataCache
 	clusterID string // immutable after Start
+	// unclean is unclean.leader.election.enable as the controller uses
+	// it: Options.UncleanLeaderElection until a dynamic broker config
+	// changes it (SetUncleanLeaderElection).
+	unclean atomic.Bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -187,6 +191,7 @@ func Start(opts Options) (*Node, error) {
 		conns: map[string]*kconn.Conn{},
 	}
 	n.controllerID.Store(-1)
+	n.unclean.Store(opts.UncleanLeaderElection)
 	if n.opts.Send == nil {
 		n.opts.Send = n.kconnSend
 	}

@@ -283,6 +283,19 @@ type Config struct {
 	ReplicaFetchWaitMax          time.Duration
 	ReplicaFetchBackoff          time.Duration
 
+	// LeaderReplicationThrottledRate and FollowerReplicationThrottledRate
+	// are leader.replication.throttled.rate and
+	// follower.replication.throttled.rate (bytes/s; math.MaxInt64, Kafka's
+	// default, is unbounded): kept and described, not yet enforced.
+	LeaderReplicationThrottledRate   int64
+	FollowerReplicationThrottledRate int64
+
+	// dynDefault and dynBroker are the dynamic layers WithDynamic applied
+	// (the cluster-wide default and this broker's, Kafka's
+	// DYNAMIC_DEFAULT_BROKER_CONFIG and DYNAMIC_BROKER_CONFIG), as given:
+	// what Describe reports those sources from. Never modified once set.
+	dynDefault, dynBroker map[string]string
+
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as
 	// STATIC_BROKER_CONFIG. Copied on write, so Configs copied from one

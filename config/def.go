@@ -86,9 +86,15 @@ type Source int8
 
 // Part of the DescribeConfigs wire format: do not renumber.
 const (
-	SourceDynamicTopic  Source = 1 // DYNAMIC_TOPIC_CONFIG: a topic's override
-	SourceStaticBroker  Source = 4 // STATIC_BROKER_CONFIG: server.properties or --set
-	SourceDefaultConfig Source = 5 // DEFAULT_CONFIG: the key's default
+	SourceDynamicTopic Source = 1 // DYNAMIC_TOPIC_CONFIG: a topic's override
+	// DYNAMIC_BROKER_CONFIG: this broker's dynamic config
+	// (/config/brokers/<id>).
+	SourceDynamicBroker Source = 2
+	// DYNAMIC_DEFAULT_BROKER_CONFIG: the cluster-wide dynamic default
+	// (/config/brokers/<default>).
+	SourceDynamicDefaultBroker Source = 3
+	SourceStaticBroker         Source = 4 // STATIC_BROKER_CONFIG: server.properties or --set
+	SourceDefaultConfig        Source = 5 // DEFAULT_CONFIG: the key's default
 )
 
 // Key defines one broker key. The table (brokerKeys) is read-only.
@@ -104,10 +110,12 @@ type Key struct {
 	// the key has none (described with a null value; Kafka's null default).
 	Default   string
 	NoDefault bool
-	// Dynamic keys could be changed at run time by AlterConfigs on a
-	// BROKER resource. None is today: broker configs are static in Sluice
-	// (described read_only, altering them is INVALID_REQUEST).
-	Dynamic bool
+	// Dynamic says whether AlterConfigs and IncrementalAlterConfigs on a
+	// BROKER resource may change the key at run time, and where (Kafka's
+	// DynamicBrokerConfig; see dynamic.go): Static keys are described
+	// read_only and refused. Only keys Sluice applies without a restart
+	// are marked, with Kafka's scope.
+	Dynamic Scope
 	// Sensitive keys (passwords, private keys, JAAS lines) are described
 	// with is_sensitive and never with their value.
 	Sensitive bool
@@ -244,9 +252,21 @@ func buildDefault() Config {
 
 // Describe returns broker key k's value on c as DescribeConfigs shows it:
 // nil when the key has no value or is sensitive, and its source:
-// STATIC_BROKER_CONFIG when it was set (in the file, by --set or Set, or
-// a field changed from its default), else DEFAULT_CONFIG.
+// DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG when a dynamic
+// layer set it (WithDynamic), STATIC_BROKER_CONFIG when it was set (in
+// the file, by --set or Set, or a field changed from its default), else
+// DEFAULT_CONFIG.
 func (c *Config) Describe(k Key) (*string, Source) {
+	if src, raw, ok := c.dynamicSource(k.Name); ok {
+		v := raw
+		if k.get != nil {
+			v = k.get(c)
+		}
+		if k.Sensitive {
+			return nil, src
+		}
+		return &v, src
+	}
 	raw, set := c.explicit[k.Name]
 	var v string
 	var has bool
@@ -273,8 +293,8 @@ func (c *Config) Describe(k Key) (*string, Source) {
 }
 
 // TopicDefault returns the value a topic without an override of k has on
-// a broker configured by c, and its source (STATIC_BROKER_CONFIG when the
-// broker key was set, else DEFAULT_CONFIG), with the broker key it comes
+// a broker configured by c, and its source (the broker key's, see
+// Describe), with the broker key it comes
 // from (k's own name when it has no broker synonym).
 func (c *Config) TopicDefault(k TopicKey) (v string, src Source, synonym string) {
 	bk, ok := k.Synonym()
@@ -286,6 +306,18 @@ func (c *Config) TopicDefault(k TopicKey) (v string, src Source, synonym string)
 		return "", src, bk.Name
 	}
 	return *p, src, bk.Name
+}
+
+// dynamicSource returns the dynamic layer that set name on c, with the
+// value as given; ok is false when none did.
+func (c *Config) dynamicSource(name string) (src Source, raw string, ok bool) {
+	if v, ok := c.dynBroker[name]; ok {
+		return SourceDynamicBroker, v, true
+	}
+	if v, ok := c.dynDefault[name]; ok {
+		return SourceDynamicDefaultBroker, v, true
+	}
+	return 0, "", false
 }
 
 // TopicDefaultOf is TopicDefault under Kafka's defaults (config.Default()):

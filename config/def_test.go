@@ -41,8 +41,10 @@ func TestTableDefaults(t *testing.T) {
 			if k.Sensitive && k.Type != TypePassword {
 				t.Fatalf("sensitive key of type %s", k.Type)
 			}
-			if k.Dynamic {
-				t.Fatalf("dynamic: broker configs are static in Sluice")
+			if k.Dynamic != Static && !k.NoDefault {
+				if err := CheckDynamic(map[string]string{k.Name: k.Default}, true); err != nil {
+					t.Fatalf("dynamic key refused dynamically at its default: %v", err)
+				}
 			}
 			if k.Doc == "" {
 				t.Fatalf("no documentation")

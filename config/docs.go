@@ -22,15 +22,16 @@ const (
 
 // Headers of the two tables; ParseDocTables tells them apart by these.
 const (
-	brokerTableHeader = "| key | type | default | meaning |"
+	brokerTableHeader = "| key | type | default | dynamic | meaning |"
 	topicTableHeader  = "| topic key | type | default | meaning |"
 )
 
 // BrokerTable renders the broker keys as README's Markdown table, one row
-// per key in the table's order (grouped by subject).
+// per key in the table's order (grouped by subject); the dynamic column is
+// the key's Scope (empty: static).
 func BrokerTable() string {
 	var b strings.Builder
-	b.WriteString(brokerTableHeader + "\n|---|---|---|---|\n")
+	b.WriteString(brokerTableHeader + "\n|---|---|---|---|---|\n")
 	for _, k := range brokerKeys {
 		def := "none"
 		switch {
@@ -44,7 +45,7 @@ func BrokerTable() string {
 		if k.Sensitive {
 			doc += " (sensitive: described without its value)"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Name, k.Type, def, mdCell(doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", k.Name, k.Type, def, k.Dynamic, mdCell(doc))
 	}
 	return b.String()
 }
@@ -102,8 +103,12 @@ func ParseDocTables(md string) (broker, topic []DocRow, err error) {
 			continue
 		}
 		cells := splitRow(line)
-		if len(cells) != 4 {
-			return nil, nil, fmt.Errorf("README line %d: %d cells, want 4", i+1, len(cells))
+		want := 4
+		if cur == &broker {
+			want = 5 // the broker table's dynamic column
+		}
+		if len(cells) != want {
+			return nil, nil, fmt.Errorf("README line %d: %d cells, want %d", i+1, len(cells), want)
 		}
 		key := cells[0]
 		if len(key) < 3 || key[0] != '`' || key[len(key)-1] != '`' || strings.Count(key, "`") != 2 {

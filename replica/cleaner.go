@@ -7,34 +7,97 @@ package replica
 
 import (
 	"sync"
+	"time"
+
+	"github.com/sluice/sluice/config"
 
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/engine/cleaner"
 )
 
+// cleanerKeys are the broker keys the log cleaner runs with; a dynamic
+// change of any restarts it (ReconfigureCleaner).
+type cleanerKeys struct {
+	enable     bool
+	threads    int
+	dedupe     int64
+	ioMaxBytes float64
+	backoff    time.Duration
+}
+
+func cleanerKeysOf(c *config.Config) cleanerKeys {
+	return cleanerKeys{c.LogCleanerEnable, c.LogCleanerThreads, c.LogCleanerDedupeBufferSize, c.LogCleanerIOMaxBytesPerSecond, c.LogCleanerBackoff}
+}
+
 // startCleaner starts log.cleaner.threads cleaner threads unless
-// log.cleaner.enable is false, and returns what stops them (nil: none).
+// log.cleaner.enable is false, and returns what stops them (and keeps
+// ReconfigureCleaner from starting them again).
 func (m *Manager) startCleaner() (stop func() error, err error) {
-	c := m.cfg
-	if !c.LogCleanerEnable || c.LogCleanerThreads <= 0 {
-		m.log.Info("replica: log cleaner disabled: compacted topics are not cleaned", "log.cleaner.enable", c.LogCleanerEnable, "log.cleaner.threads", c.LogCleanerThreads)
-		return nil, nil
+	m.cleanerMu.Lock()
+	defer m.cleanerMu.Unlock()
+	if err := m.runCleanerLocked(); err != nil {
+		return nil, err
+	}
+	m.cleanerRunning = true
+	return func() error {
+		m.cleanerMu.Lock()
+		defer m.cleanerMu.Unlock()
+		m.cleanerRunning = false
+		if cm := m.cleaner.Swap(nil); cm != nil {
+			cm.Close()
+		}
+		return nil
+	}, nil
+}
+
+// ReconfigureCleaner makes the log cleaner run with c's cleaner keys
+// (log.cleaner.threads, .dedupe.buffer.size, .io.max.bytes.per.second,
+// .backoff.ms; a dynamic broker config changed one): when they differ from
+// the running ones, the cleaner threads stop and start again with them, as
+// Kafka's LogCleaner.reconfigure does (a pass in progress is abandoned
+// before its swap and redone). Before Start or after stop it only records
+// them.
+func (m *Manager) ReconfigureCleaner(c *config.Config) error {
+	m.cleanerMu.Lock()
+	defer m.cleanerMu.Unlock()
+	keys := cleanerKeysOf(c)
+	if keys == m.cleanerKeys {
+		return nil
+	}
+	m.cleanerKeys = keys
+	if !m.cleanerRunning {
+		return nil
+	}
+	if cm := m.cleaner.Swap(nil); cm != nil {
+		cm.Close()
+	}
+	m.log.Info("replica: log cleaner reconfigured", "log.cleaner.threads", keys.threads, "log.cleaner.io.max.bytes.per.second", keys.ioMaxBytes, "log.cleaner.backoff.ms", keys.backoff.Milliseconds())
+	return m.runCleanerLocked()
+}
+
+// runCleanerLocked starts the cleaner with m.cleanerKeys, unless they
+// disable it. REQUIRES: m.cleanerMu held; no cleaner running.
+func (m *Manager) runCleanerLocked() error {
+	c := m.cleanerKeys
+	if !c.enable || c.threads <= 0 {
+		m.log.Info("replica: log cleaner disabled: compacted topics are not cleaned", "log.cleaner.enable", c.enable, "log.cleaner.threads", c.threads)
+		return nil
 	}
 	cm, err := cleaner.NewManager(cleaner.Options{
-		Threads:             c.LogCleanerThreads,
-		DedupeBufferSize:    c.LogCleanerDedupeBufferSize,
-		IOMaxBytesPerSecond: c.LogCleanerIOMaxBytesPerSecond,
-		Backoff:             c.LogCleanerBackoff,
+		Threads:             c.threads,
+		DedupeBufferSize:    c.dedupe,
+		IOMaxBytesPerSecond: c.ioMaxBytes,
+		Backoff:             c.backoff,
 		Logs:                m.cleanerTargets,
 		Now:                 m.now,
 		Logger:              m.log,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m.cleaner.Store(cm)
 	cm.Start()
-	return func() error { cm.Close(); return nil }, nil
+	return nil
 }
 
 // wakeCleaner makes an idle cleaner thread look at the logs now (a topic's

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,6 +118,12 @@ type Manager struct {
 	// started). Set by Start while a cluster's config changes may already
 	// wake it.
 	cleaner atomic.Pointer[cleaner.Manager]
+	// cleanerMu serializes starting, stopping and reconfiguring the
+	// cleaner; cleanerKeys are the keys it runs (or will run) with and
+	// cleanerRunning is true between Start and its stop.
+	cleanerMu      sync.Mutex
+	cleanerKeys    cleanerKeys
+	cleanerRunning bool
 
 	// hwCheckpoints is Options.CheckpointHighWatermarks; savedHW the high
 	// watermarks checkpointed before the last stop, read-only after New.
@@ -139,6 +146,7 @@ func New(opts Options) *Manager {
 		topicConfig:   opts.TopicConfig,
 		checkConfig:   opts.CheckConfig,
 		hwCheckpoints: opts.CheckpointHighWatermarks,
+		cleanerKeys:   cleanerKeysOf(&opts.Config),
 	}
 	if m.log == nil {
 		m.log = slog.Default()

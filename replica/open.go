@@ -231,9 +231,35 @@ func (m *Manager) SetTopicConfigsLocked(t *Topic, overrides map[string]string) e
 	if err := m.meta.PutTopic(meta); err != nil {
 		return fmt.Errorf("replica: store configs of %q: %w", t.Name, err)
 	}
+	first := m.applyTopicConfigLocked(t, meta)
+	m.wakeCleaner()
+	m.log.Info("replica: applied topic configs", "topic", t.Name, "configs", overrides)
+	return first
+}
+
+// ReconfigureTopicsLocked applies every topic's effective config again,
+// from its stored overrides and the broker's current defaults (the
+// TopicConfig callback): a dynamic broker config changed a topic default
+// (log.retention.ms, message.max.bytes, min.insync.replicas, ...), as
+// Kafka's DynamicLogConfig.updateLogsConfig does. Failures are logged and
+// the first is returned. REQUIRES: m.Lock held.
+func (m *Manager) ReconfigureTopicsLocked() error {
+	var first error
+	for _, t := range m.Topics() {
+		if err := m.applyTopicConfigLocked(t, t.Meta); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.wakeCleaner()
+	return first
+}
+
+// applyTopicConfigLocked publishes t with meta and its effective config
+// and applies that config to t's local replicas. REQUIRES: m.Lock held.
+func (m *Manager) applyTopicConfigLocked(t *Topic, meta metastore.Topic) error {
 	nt := *t
 	nt.Meta = meta
-	nt.Config = m.topicConfig(t.Name, overrides)
+	nt.Config = m.topicConfig(t.Name, meta.Configs)
 	opts := replication.Options{}
 	if m.hooks != nil {
 		opts = m.hooks.ReplicaOptions(&nt, opts)
@@ -254,8 +280,6 @@ func (m *Manager) SetTopicConfigsLocked(t *Topic, overrides map[string]string) e
 		p.SetMinInsyncReplicas(opts.MinInsyncReplicas)
 	}
 	m.reg.publish(&nt)
-	m.wakeCleaner()
-	m.log.Info("replica: applied topic configs", "topic", t.Name, "configs", overrides)
 	return first
 }
 

@@ -11,18 +11,24 @@ package server
 // Both resource kinds are described from package config's definition
 // table. Topics (resource type 2) describe every topic key
 // (config.TopicKeys) with its effective value: the topic override (source
-// DYNAMIC_TOPIC_CONFIG), else the broker's value of its synonym
-// (STATIC_BROKER_CONFIG when that broker key was set, DEFAULT_CONFIG when
-// not); synonyms list the override, the broker key when set and its
-// default, as Kafka does. The broker (type 4, name = broker.id or empty)
-// describes every broker key (config.Keys), all read-only (broker configs
-// are static in Sluice); a sensitive key (a password, a private key, a
-// JAAS line) has is_sensitive and a null value, in its synonyms too.
+// DYNAMIC_TOPIC_CONFIG), else the broker's value of its synonym (its
+// source: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+// STATIC_BROKER_CONFIG or DEFAULT_CONFIG); synonyms list the override and
+// then the broker key's synonyms, as Kafka does. The broker (type 4, name =
+// broker.id) describes every broker key (config.Keys) with its effective
+// value and source; read_only unless the key is dynamic (brokerconfig.go);
+// synonyms in Kafka's order (config.Synonyms). The empty name describes
+// the cluster-wide dynamic default: only the keys it sets. Another name is
+// INVALID_REQUEST, as Kafka answers. A sensitive key (a password, a
+// private key, a JAAS line) has is_sensitive and a null value, in its
+// synonyms too.
 // Documentation (v3+) is the table's. Other resource types are
 // INVALID_REQUEST. A topic's overrides come from the control plane: in
 // cluster mode from ZooKeeper, so any broker describes any topic.
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -90,11 +96,13 @@ func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.De
 			if src == sourceDynamicTopic {
 				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.Name, &v, sourceDynamicTopic))
 			}
-			if bv, bsrc, bname := s.cfg.TopicDefault(d); bsrc == config.SourceStaticBroker {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(bname, &bv, sourceStaticBroker))
+			if bk, ok := d.Synonym(); ok {
+				// The broker key's own synonyms, dynamic layers first.
+				c.ConfigSynonyms = appendSynonyms(c.ConfigSynonyms, s.currentConfig().Synonyms(bk, true))
+			} else {
+				dv, dname := config.TopicDefaultOf(d)
+				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(dname, &dv, sourceDefault))
 			}
-			dv, dname := config.TopicDefaultOf(d)
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(dname, &dv, sourceDefault))
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
@@ -148,17 +156,36 @@ func synonym(name string, value *string, src int8) kmsg.DescribeConfigsResponseR
 var brokerConfigDefs = config.Keys()
 
 func (s *Server) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) error {
-	if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.nodeID)) {
-		return errResourceNotFound
+	perBroker := rr.ResourceName != ""
+	if perBroker {
+		id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: Broker id must be an integer, but it is: %s", errInvalidRequest, rr.ResourceName)
+		}
+		if int32(id) != s.nodeID {
+			return fmt.Errorf("%w: Unexpected broker id, expected %d or empty string, but received %s", errInvalidRequest, s.nodeID, rr.ResourceName)
+		}
 	}
+	cur := s.currentConfig()
+	def, _ := cur.DynamicLayers()
 	for _, k := range brokerConfigDefs {
 		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, k.Name) {
 			continue
 		}
-		v, src := s.cfg.Describe(k)
+		if _, set := def[k.Name]; !perBroker && !set {
+			continue // the default resource lists only what it sets, as Kafka
+		}
+		v, src := cur.Describe(k)
+		if !perBroker {
+			v, src = nil, config.SourceDynamicDefaultBroker
+			if !k.Sensitive {
+				d := def[k.Name]
+				v = &d
+			}
+		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name, c.Value = k.Name, v
-		c.ReadOnly = !k.Dynamic
+		c.ReadOnly = k.Dynamic == config.Static
 		c.IsSensitive = k.Sensitive
 		c.Source = kmsg.ConfigSource(src)
 		c.IsDefault = src == config.SourceDefaultConfig
@@ -168,19 +195,55 @@ func (s *Server) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.D
 			c.Documentation = &doc
 		}
 		if r.IncludeSynonyms {
-			if src == config.SourceStaticBroker {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(k.Name, v, sourceStaticBroker))
-			}
-			if !k.NoDefault {
-				var dv *string
-				if !k.Sensitive {
-					d := k.Default
-					dv = &d
-				}
-				c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(k.Name, dv, sourceDefault))
-			}
+			c.ConfigSynonyms = appendSynonyms(c.ConfigSynonyms, cur.Synonyms(k, perBroker))
 		}
 		sr.Configs = append(sr.Configs, c)
 	}
+	s.describeListenerKeys(rr, perBroker, cur, sr)
 	return nil
+}
+
+// describeListenerKeys lists the dynamic listener.name.<l>.* keys set
+// (connection limits, keystore and truststore locations), which the table
+// does not define one by one, typed as their base key:
+// for the default resource its layer's, for this broker both layers'
+// (this broker's layer first).
+func (s *Server) describeListenerKeys(rr kmsg.DescribeConfigsRequestResource, perBroker bool, cur *config.Config, sr *kmsg.DescribeConfigsResponseResource) {
+	def, own := cur.DynamicLayers()
+	layers := []struct {
+		m   map[string]string
+		src config.Source
+	}{{def, config.SourceDynamicDefaultBroker}}
+	if perBroker {
+		layers = append([]struct {
+			m   map[string]string
+			src config.Source
+		}{{own, config.SourceDynamicBroker}}, layers...)
+	}
+	seen := map[string]bool{}
+	for _, l := range layers {
+		for _, name := range slices.Sorted(maps.Keys(l.m)) {
+			if _, ok := config.Lookup(name); ok || seen[name] || (rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, name)) {
+				continue
+			}
+			seen[name] = true
+			v := l.m[name]
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value, c.Source = name, &v, kmsg.ConfigSource(l.src)
+			if syn := config.BrokerSynonyms(name); len(syn) == 2 {
+				if bk, ok := config.Lookup(syn[1]); ok {
+					c.ConfigType = kmsg.ConfigType(bk.Type)
+				}
+			}
+			sr.Configs = append(sr.Configs, c)
+		}
+	}
+}
+
+// appendSynonyms appends config's synonyms in the wire form.
+func appendSynonyms(dst []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym, syns []config.Synonym) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	for _, sy := range syns {
+		dst = append(dst, synonym(sy.Name, sy.Value, int8(sy.Source)))
+	}
+	return dst
 }

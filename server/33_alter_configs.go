@@ -10,9 +10,9 @@ package server
 // returns to the broker's value), as Kafka's legacy AlterConfigs does. They
 // are validated as a whole (unknown name or bad value: INVALID_CONFIG),
 // persisted in the metastore, then applied to the live logs
-// (engine.Log.SetConfig) and partitions (message.timestamp.type). Broker
-// configs are static in Sluice: altering them is INVALID_REQUEST, and so
-// are an internal topic's (TOPIC_AUTHORIZATION_FAILED). In cluster
+// (engine.Log.SetConfig) and partitions (message.timestamp.type). An
+// internal topic's are refused (TOPIC_AUTHORIZATION_FAILED). A BROKER
+// resource replaces its whole dynamic layer (brokerconfig.go). In cluster
 // mode the overrides are written to ZooKeeper, and every broker applies them
 // to its replicas when it sees the change notification.
 
@@ -30,16 +30,20 @@ import (
 func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
-	s.rm.Lock()
-	defer s.rm.Unlock()
 	for _, rr := range r.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		err := s.az.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
-		if err == nil {
+		switch {
+		case err != nil:
+		case rr.ResourceType == resourceBroker:
+			err = s.alterBrokerConfigsLegacy(rr, r.ValidateOnly)
+		default:
+			s.rm.Lock()
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {
 				return alterConfigsOverrides(rr), nil
 			})
+			s.rm.Unlock()
 		}
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
@@ -51,6 +55,24 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return kresp(resp), nil
+}
+
+// alterBrokerConfigsLegacy serves a BROKER resource of AlterConfigs: the
+// given configs replace the whole dynamic layer (brokerconfig.go); a
+// config named twice or with a null value is INVALID_REQUEST, as Kafka's
+// ConfigAdminManager answers.
+func (s *Server) alterBrokerConfigsLegacy(rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+	names := make([]string, len(rr.Configs))
+	nulls := make([]bool, len(rr.Configs))
+	for i, c := range rr.Configs {
+		names[i], nulls[i] = c.Name, c.Value == nil
+	}
+	if err := checkConfigNames(names, nulls, func(int) bool { return false }); err != nil {
+		return err
+	}
+	return s.alterBrokerConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, error) {
+		return alterConfigsOverrides(rr), nil
+	})
 }
 
 // alterConfigsOverrides returns the complete set of overrides rr asks for.
@@ -74,8 +96,6 @@ func alterConfigsOverrides(rr kmsg.AlterConfigsRequestResource) map[string]strin
 func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, validateOnly bool, next func(cur map[string]string) (map[string]string, error)) error {
 	switch typ {
 	case resourceTopic:
-	case resourceBroker:
-		return fmt.Errorf("%w: broker configs are static in Sluice; change server.properties and restart", errInvalidRequest)
 	default:
 		return fmt.Errorf("%w: unsupported resource type %d", errInvalidRequest, typ)
 	}

@@ -8,9 +8,10 @@ package server
 // Operations: SET (0) and DELETE (1, back to the broker's value) on any
 // topic config; APPEND (2) and SUBTRACT (3) on the list config
 // cleanup.policy only (others: INVALID_CONFIG, as Kafka answers). The result
-// is validated as a whole, persisted, then applied to the live logs. Broker
-// configs are static: INVALID_REQUEST. The overrides are read and written
-// through the control plane (see 33_alter_configs.go).
+// is validated as a whole, persisted, then applied to the live logs. The
+// overrides are read and written through the control plane (see
+// 33_alter_configs.go). A BROKER resource changes its dynamic layer
+// (brokerconfig.go, incrementalAlterBrokerConfigs).
 
 import (
 	"fmt"
@@ -33,13 +34,16 @@ const (
 func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	s.rm.Lock()
-	defer s.rm.Unlock()
 	for _, rr := range r.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		err := s.az.configAuthz(rc, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
-		if err == nil {
+		switch {
+		case err != nil:
+		case rr.ResourceType == resourceBroker:
+			err = s.incrementalAlterBrokerConfigs(rr, r.ValidateOnly)
+		default:
+			s.rm.Lock()
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {
 				for _, c := range rr.Configs {
 					if err := s.applyConfigOp(overrides, c); err != nil {
@@ -48,6 +52,7 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 				}
 				return overrides, nil
 			})
+			s.rm.Unlock()
 		}
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
@@ -59,6 +64,41 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return kresp(resp), nil
+}
+
+// incrementalAlterBrokerConfigs serves a BROKER resource: the operations
+// apply to the stored dynamic layer (brokerconfig.go), as Kafka's
+// prepareIncrementalConfigs: SET, DELETE, and APPEND/SUBTRACT on list
+// keys from the layer's value or the key's default. A config named twice,
+// a null value for other than DELETE or an unknown operation is
+// INVALID_REQUEST.
+func (s *Server) incrementalAlterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	names := make([]string, len(rr.Configs))
+	nulls := make([]bool, len(rr.Configs))
+	for i, c := range rr.Configs {
+		names[i], nulls[i] = c.Name, c.Value == nil
+		if c.Op < opSet || c.Op > opSubtract {
+			return fmt.Errorf("%w: Unknown operations type %d", errInvalidRequest, c.Op)
+		}
+	}
+	if err := checkConfigNames(names, nulls, func(i int) bool { return rr.Configs[i].Op == opDelete }); err != nil {
+		return err
+	}
+	return s.alterBrokerConfigs(rr.ResourceName, validateOnly, func(props map[string]string) (map[string]string, error) {
+		for _, c := range rr.Configs {
+			switch c.Op {
+			case opSet:
+				props[c.Name] = *c.Value
+			case opDelete:
+				delete(props, c.Name)
+			default:
+				if err := brokerListOp(props, c); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return props, nil
+	})
 }
 
 // applyConfigOp applies one operation to overrides.

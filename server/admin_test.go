@@ -361,8 +361,9 @@ func TestConfigsRoundTrip(t *testing.T) {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cfg", Partition: 3, Value: []byte("p3")}).FirstErr(); err != nil {
 			t.Fatalf("produce to new partition: %v", err)
 		}
-		// Broker configs are described, read-only.
-		bcs, err := adm.DescribeBrokerConfigs(ctx)
+		// Broker configs are described (this broker's: the empty name is
+		// the cluster-wide dynamic default, empty here).
+		bcs, err := adm.DescribeBrokerConfigs(ctx, 0)
 		if err != nil || len(bcs) != 1 || len(bcs[0].Configs) == 0 {
 			t.Fatalf("broker configs: %v %v", err, bcs)
 		}

@@ -173,7 +173,7 @@ func TestCleanerBrokerConfigsDescribed(t *testing.T) {
 	})
 	cl := newClient(t, b.Addr(), kgo.RecordRetries(0))
 	adm := kadm.NewClient(cl)
-	rcs, err := adm.DescribeBrokerConfigs(testCtx(t, 10*time.Second))
+	rcs, err := adm.DescribeBrokerConfigs(testCtx(t, 10*time.Second), 0)
 	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
 		t.Fatalf("describe broker: %v %v", err, rcs)
 	}

@@ -108,7 +108,7 @@ func (s *Server) configValue(overrides map[string]string, name string) (v string
 	if v, ok := overrides[name]; ok {
 		return v, sourceDynamicTopic
 	}
-	d := s.topicDefaults[name]
+	d := (*s.topicDefaults.Load())[name]
 	return d.v, d.src
 }
 
@@ -119,18 +119,21 @@ type topicDefault struct {
 	src int8
 }
 
-// newTopicDefaults formats the topic keys' broker defaults once. The
-// broker's config is static, so they hold for the server's life;
+// topicDefaults maps each topic key to its topicDefault.
+type topicDefaults map[string]topicDefault
+
+// newTopicDefaults formats the topic keys' broker defaults once per
+// effective broker config (a dynamic broker config makes a new one):
 // formatting them on every effectiveConfig (each created, loaded or
 // described topic) cost about 80 allocations per topic created.
-func newTopicDefaults(c *config.Config) map[string]topicDefault {
+func newTopicDefaults(c *config.Config) *topicDefaults {
 	keys := config.TopicKeys()
-	m := make(map[string]topicDefault, len(keys))
+	m := make(topicDefaults, len(keys))
 	for _, k := range keys {
 		v, src, _ := c.TopicDefault(k)
 		m[k.Name] = topicDefault{v: v, src: int8(src)}
 	}
-	return m
+	return &m
 }
 
 // effectiveConfig parses the effective config of a topic with overrides.
@@ -141,7 +144,7 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		v, _ := s.configValue(overrides, name)
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			n, _ = strconv.ParseInt(s.topicDefaults[name].v, 10, 64)
+			n, _ = strconv.ParseInt((*s.topicDefaults.Load())[name].v, 10, 64)
 		}
 		return n
 	}
@@ -164,8 +167,9 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 	default:
 		tc.log.RetentionBytes = r
 	}
-	tc.log.IndexIntervalBytes = s.cfg.LogIndexIntervalBytes
-	tc.log.IndexMaxBytes = s.cfg.LogIndexSizeMaxBytes
+	cur := s.currentConfig()
+	tc.log.IndexIntervalBytes = cur.LogIndexIntervalBytes
+	tc.log.IndexMaxBytes = cur.LogIndexSizeMaxBytes
 	tc.maxMessage = int(num("max.message.bytes"))
 	tc.log.MaxBatchBytes = tc.maxMessage
 	if f := num("flush.messages"); f > 0 && f < math.MaxInt64 {
@@ -175,7 +179,7 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 	policyV, _ := s.configValue(overrides, "cleanup.policy")
 	policy, err := config.ParseCleanupPolicy(policyV)
 	if err != nil {
-		policy = s.cfg.LogCleanupPolicy
+		policy = cur.LogCleanupPolicy
 	}
 	tc.log.Compact, tc.log.Delete = policy.Compact, policy.Delete
 	tc.log.DeleteRetention = msDuration(num("delete.retention.ms"))
@@ -184,7 +188,7 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 	ratioV, _ := s.configValue(overrides, "min.cleanable.dirty.ratio")
 	ratio, err := strconv.ParseFloat(strings.TrimSpace(ratioV), 64)
 	if err != nil || !(ratio >= 0 && ratio <= 1) {
-		ratio = s.cfg.LogCleanerMinCleanableRatio
+		ratio = cur.LogCleanerMinCleanableRatio
 	}
 	tc.log.MinCleanableDirtyRatio = ratio
 	ts, _ := s.configValue(overrides, "message.timestamp.type")

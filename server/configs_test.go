@@ -17,7 +17,9 @@ func TestEffectiveConfigCleaner(t *testing.T) {
 	if err := broker.Set("log.cleaner.min.cleanable.ratio", "0.75"); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: broker, topicDefaults: newTopicDefaults(&broker)}
+	s := &Server{cfg: broker}
+	s.dyn.cur.Store(&broker)
+	s.topicDefaults.Store(newTopicDefaults(&broker))
 	cases := []struct {
 		name            string
 		overrides       map[string]string

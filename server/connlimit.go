@@ -275,12 +275,12 @@ func (l *connLimits) addIP(ip netip.Addr) (ok bool, max int) {
 	if !ip.IsValid() {
 		return true, 0
 	}
-	max = l.maxPerIP
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	max = l.maxPerIP // dynamic: reconfigure changes it under l.mu
 	if n, ok := l.overrides[ip]; ok {
 		max = n
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.perIP[ip] >= max {
 		return false, max
 	}

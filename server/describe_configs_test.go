@@ -100,12 +100,16 @@ func TestDescribeBrokerConfigsEveryKey(t *testing.T) {
 			t.Fatalf("ssl.key.password synonym %s carries a value", s.Key)
 		}
 	}
-	if syn := got["log.retention.ms"].Synonyms; len(syn) != 2 || syn[0].Source != kmsg.ConfigSourceStaticBrokerConfig ||
-		syn[1].Source != kmsg.ConfigSourceDefaultConfig || syn[1].Value == nil || *syn[1].Value != "604800000" {
+	// Kafka's order: every source in precedence order, and within one the
+	// synonyms log.retention.ms, .minutes, .hours.
+	if syn := got["log.retention.ms"].Synonyms; len(syn) != 3 || syn[0].Source != kmsg.ConfigSourceStaticBrokerConfig ||
+		syn[1].Source != kmsg.ConfigSourceDefaultConfig || syn[1].Value == nil || *syn[1].Value != "604800000" ||
+		syn[2].Key != "log.retention.hours" || syn[2].Source != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("log.retention.ms synonyms: %+v", syn)
 	}
 
-	// v4 with documentation: every key read-only, typed and documented.
+	// v4 with documentation: every key typed and documented, read-only
+	// unless dynamic.
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	req.IncludeDocumentation = true
 	rr := kmsg.NewDescribeConfigsRequestResource()
@@ -117,7 +121,7 @@ func TestDescribeBrokerConfigsEveryKey(t *testing.T) {
 	}
 	for _, c := range resp.Resources[0].Configs {
 		k, ok := config.Lookup(c.Name)
-		if !ok || !c.ReadOnly || c.ConfigType != kmsg.ConfigType(k.Type) || c.Documentation == nil || *c.Documentation == "" || c.IsSensitive != k.Sensitive {
+		if !ok || c.ReadOnly != (k.Dynamic == config.Static) || c.ConfigType != kmsg.ConfigType(k.Type) || c.Documentation == nil || *c.Documentation == "" || c.IsSensitive != k.Sensitive {
 			t.Errorf("%s: read-only %v type %v sensitive %v documented %v", c.Name, c.ReadOnly, c.ConfigType, c.IsSensitive, c.Documentation != nil)
 		}
 		if c.IsSensitive && c.Value != nil {
@@ -128,7 +132,7 @@ func TestDescribeBrokerConfigsEveryKey(t *testing.T) {
 		t.Fatalf("v4 described %d keys, README documents %d", n, len(documented))
 	}
 
-	// Broker configs stay static.
+	// A static broker key is refused, with Kafka's message.
 	ir := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	ires := kmsg.NewIncrementalAlterConfigsRequestResource()
 	ires.ResourceType, ires.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
@@ -137,7 +141,8 @@ func TestDescribeBrokerConfigsEveryKey(t *testing.T) {
 	ires.Configs = append(ires.Configs, op)
 	ir.Resources = append(ir.Resources, ires)
 	iresp, err := ir.RequestWith(ctx, cl)
-	if err != nil || len(iresp.Resources) != 1 || kerr.ErrorForCode(iresp.Resources[0].ErrorCode) != kerr.InvalidRequest {
+	if err != nil || len(iresp.Resources) != 1 || kerr.ErrorForCode(iresp.Resources[0].ErrorCode) != kerr.InvalidRequest ||
+		iresp.Resources[0].ErrorMessage == nil || *iresp.Resources[0].ErrorMessage != "Cannot update these configs dynamically: Set(num.partitions)" {
 		t.Fatalf("alter broker config: %v %+v", err, iresp)
 	}
 }
@@ -185,7 +190,8 @@ func TestDescribeTopicConfigsEveryKey(t *testing.T) {
 			{"log.segment.bytes", "1073741824", kmsg.ConfigSourceDefaultConfig}}},
 		{"retention.ms", "3600000", kmsg.ConfigSourceStaticBrokerConfig, []syn{
 			{"log.retention.ms", "3600000", kmsg.ConfigSourceStaticBrokerConfig},
-			{"log.retention.ms", "604800000", kmsg.ConfigSourceDefaultConfig}}},
+			{"log.retention.ms", "604800000", kmsg.ConfigSourceDefaultConfig},
+			{"log.retention.hours", "168", kmsg.ConfigSourceDefaultConfig}}},
 		{"cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig, []syn{
 			{"log.cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig}}},
 		{"compression.type", "producer", kmsg.ConfigSourceDefaultConfig, []syn{

@@ -113,6 +113,13 @@ type Options struct {
 	// max.failed.authentications.per.ip (auth.go).
 	FailedLogins *loginlimit.Limiter
 
+	// ReconfigureListeners, when set, applies a changed TLS keystore or
+	// truststore location of a listener (a dynamic broker config,
+	// brokerconfig.go) to the listeners the caller built: with validateOnly
+	// it only checks that the new stores load and fit; its error refuses
+	// the alter.
+	ReconfigureListeners func(cfg *config.Config, validateOnly bool) error
+
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper: a plane that implements
 	// interBroker and replica.Hooks makes the server a cluster member).
@@ -130,14 +137,19 @@ const MaxPartitionsPerTopic = 100_000
 // use.
 type Server struct {
 	// topicDefaults are the topic keys' broker defaults, formatted once
-	// (configs.go). Read-only after New.
-	topicDefaults map[string]topicDefault
-	cfg           config.Config
-	log           *slog.Logger
-	meta          *metastore.Store
-	store         engine.Store
-	now           func() time.Time
-	nodeID        int32
+	// per effective config (configs.go): replaced when a dynamic broker
+	// config changes one (brokerconfig.go), never modified.
+	topicDefaults atomic.Pointer[topicDefaults]
+	// cfg is the static config (server.properties, --set); dyn holds the
+	// effective one, with the dynamic broker configs applied
+	// (currentConfig, brokerconfig.go).
+	cfg    config.Config
+	dyn    dynamicConfigs
+	log    *slog.Logger
+	meta   *metastore.Store
+	store  engine.Store
+	now    func() time.Time
+	nodeID int32
 
 	clusterID string
 	advHost   string
@@ -163,8 +175,10 @@ type Server struct {
 	// Options.ACLs (authorize.go); creds is Options.Credentials.
 	az    authorizer
 	creds sasl.CredentialStore
-	// listenerSec is Options.Listeners.
+	// listenerSec is Options.Listeners; reListeners is
+	// Options.ReconfigureListeners.
 	listenerSec map[string]ListenerSecurity
+	reListeners func(cfg *config.Config, validateOnly bool) error
 	// The control plane's parts (controlplane.go): localPlane's on a
 	// single node, zkPlane's in a cluster. md is what handlers read, admin
 	// administers topics, route finds coordinators; ib serves the
@@ -247,6 +261,7 @@ func New(opts Options) (*Server, error) {
 		advHost:       opts.AdvertisedHost,
 		advPort:       opts.AdvertisedPort,
 		listenerSec:   opts.Listeners,
+		reListeners:   opts.ReconfigureListeners,
 		interBroker:   opts.InterBrokerSecurity,
 		creds:         opts.Credentials,
 		metrics:       opts.Metrics,
@@ -266,7 +281,13 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.pids.meta = s.meta
-	s.topicDefaults = newTopicDefaults(&s.cfg)
+	// The dynamic broker configs apply before any partition opens.
+	var bcStore brokerConfigStore = metaBrokerConfigs{s.meta}
+	var unclean func(bool)
+	if opts.Cluster != nil {
+		bcStore, unclean = zkBrokerConfigs{opts.Cluster}, opts.Cluster.SetUncleanLeaderElection
+	}
+	s.initDynamicConfigs(bcStore, unclean)
 	// The __consumer_offsets coordinator exists before the control plane:
 	// a cluster's LeaderAndIsr hooks load and unload its partitions.
 	s.offsets = newOffsetsCoord(s)
@@ -299,7 +320,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.apis = apisFor(s.ib != nil)
 	s.rm = replica.New(replica.Options{
-		Config:  opts.Config,
+		Config:  *s.currentConfig(),
 		Meta:    s.meta,
 		Store:   s.store,
 		NodeID:  s.nodeID,
@@ -391,7 +412,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, "") }
 // its connections may send the controller's requests, and no other
 // listener's may.
 func (s *Server) ServeListener(ln net.Listener, listener string) error {
-	s.limits.init(&s.cfg, s.log)
+	s.limits.init(s.currentConfig(), s.log)
 	s.mu.Lock()
 	select {
 	case <-s.closing:

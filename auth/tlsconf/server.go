@@ -239,3 +239,77 @@ func (s *Server) Principal(state tls.ConnectionState) (string, error) {
 	}
 	return "User:" + name, nil
 }
+
+// Reconfigure makes the Server serve the stores of set from the next
+// handshake on (a dynamic broker config changed the listener's keystore or
+// truststore location, as Kafka's SslFactory.reconfigure). Only the stores
+// change: set's other settings must be the Server's (they are not dynamic).
+// As Kafka requires, the new keystore's certificate must name the same
+// subject and subject alternative names as the current one. With
+// validateOnly the stores are read and checked but nothing changes. On
+// error the current certificates stay; errors are *ConfigErrors or name
+// the mismatch.
+func (s *Server) Reconfigure(set Settings, validateOnly bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.settings
+	next.KeystoreLocation, next.KeystoreKey, next.KeystoreCertificateChain = set.KeystoreLocation, set.KeystoreKey, set.KeystoreCertificateChain
+	next.KeyPassword = set.KeyPassword
+	next.TruststoreLocation, next.TruststoreCertificates = set.TruststoreLocation, set.TruststoreCertificates
+	probe := &Server{settings: next, opts: s.opts, log: s.log}
+	st, err := probe.load()
+	if err != nil {
+		return err
+	}
+	if err := sameIdentity(s.cur.Load().config.Certificates[0].Leaf, st.config.Certificates[0].Leaf); err != nil {
+		return err
+	}
+	if validateOnly {
+		return nil
+	}
+	s.settings = next
+	s.failedStamp = [2]fileStamp{}
+	s.cur.Store(st)
+	s.log.Info("tls: reconfigured certificates", "keystore", next.KeystoreLocation, "truststore", next.TruststoreLocation,
+		"subject", st.config.Certificates[0].Leaf.Subject.String(), "not_after", st.config.Certificates[0].Leaf.NotAfter)
+	return nil
+}
+
+// Settings returns the settings the Server serves now.
+func (s *Server) Settings() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settings
+}
+
+// sameIdentity refuses a new leaf certificate whose subject or subject
+// alternative names differ from the old one's, as Kafka's
+// SslFactory.CertificateEntries.ensureCompatible does.
+func sameIdentity(old, next *x509.Certificate) error {
+	if old == nil || next == nil {
+		return nil
+	}
+	sameStrings := func(a, b []string) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	ips := func(c *x509.Certificate) []string {
+		out := make([]string, len(c.IPAddresses))
+		for i, ip := range c.IPAddresses {
+			out[i] = ip.String()
+		}
+		return out
+	}
+	if old.Subject.String() != next.Subject.String() || !sameStrings(old.DNSNames, next.DNSNames) || !sameStrings(ips(old), ips(next)) {
+		return fmt.Errorf("tlsconf: Keystore DistinguishedName or SubjectAltNames do not match: existing %s %v %v, new %s %v %v",
+			old.Subject, old.DNSNames, ips(old), next.Subject, next.DNSNames, ips(next))
+	}
+	return nil
+}
