@@ -71,6 +71,40 @@ func (p *Partition) Segments() (int, bool) {
 	return 0, false
 }
 
+// OffsetTime is one entry of Kafka's offsetTimeArray: a segment's first
+// offset (at least the log start offset) and its time.
+type OffsetTime struct{ Offset, Ms int64 }
+
+// SegmentTimes lists the partition's segments oldest first as Kafka's
+// legacyFetchOffsetsBefore sees them: each segment's base offset (raised to
+// the log start offset) with its time, then, when the active segment holds
+// a batch, the log end offset with now. Kafka's time of a segment is its
+// file's mtime; here an inactive segment's is its largest record
+// timestamp (-1 when it has none), the time retention goes by, and the
+// active segment's is now, since it is the one being written. A log that
+// does not list its segments counts as one active segment.
+func (p *Partition) SegmentTimes(now int64) []OffsetTime {
+	log := p.Log()
+	var inactive []engine.SegmentInfo
+	if c, ok := log.(engine.Compactable); ok {
+		inactive = c.InactiveSegments()
+	}
+	start, end := log.StartOffset(), log.EndOffset()
+	out := make([]OffsetTime, 0, len(inactive)+2)
+	for _, seg := range inactive {
+		out = append(out, OffsetTime{max(seg.Base, start), seg.LargestTimestamp})
+	}
+	activeBase := start
+	if n := len(inactive); n > 0 {
+		activeBase = max(inactive[n-1].Next, start)
+	}
+	out = append(out, OffsetTime{activeBase, now})
+	if end > activeBase {
+		out = append(out, OffsetTime{end, now})
+	}
+	return out
+}
+
 // Topic is a published, immutable snapshot of one topic: a change
 // (configs, partitions) publishes a new snapshot sharing the partitions.
 // Read its fields, never modify them.

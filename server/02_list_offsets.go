@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -146,7 +146,7 @@ func (s *Server) listOffsetsV0(replicaID int32, topic string, rp kmsg.ListOffset
 		sp.ErrorCode = kerr.UnknownServerError.Code
 		return sp
 	}
-	offsets := legacyOffsetsBefore(segmentTimes(p.Log(), time.Now().UnixMilli()), rp.Timestamp, rp.MaxNumOffsets)
+	offsets := legacyOffsetsBefore(p.SegmentTimes(time.Now().UnixMilli()), rp.Timestamp, rp.MaxNumOffsets)
 	if replicaID == -1 {
 		if hw := p.HighWatermark(); len(offsets) > 0 && offsets[0] > hw {
 			i := 0
@@ -160,44 +160,11 @@ func (s *Server) listOffsetsV0(replicaID int32, topic string, rp kmsg.ListOffset
 	return sp
 }
 
-// offsetTime is one entry of Kafka's offsetTimeArray: a segment's first
-// offset (at least the log start offset) and its time.
-type offsetTime struct{ offset, ms int64 }
-
-// segmentTimes lists log's segments oldest first as Kafka's
-// legacyFetchOffsetsBefore sees them: each segment's base offset (raised to
-// the log start offset) with its time, then, when the active segment holds
-// a batch, the log end offset with now. Kafka's time of a segment is its
-// file's mtime; here an inactive segment's is its largest record
-// timestamp (-1 when it has none), the time retention goes by, and the
-// active segment's is now, since it is the one being written. A log that
-// does not list its segments counts as one active segment.
-func segmentTimes(log engine.Log, now int64) []offsetTime {
-	var inactive []engine.SegmentInfo
-	if c, ok := log.(engine.Compactable); ok {
-		inactive = c.InactiveSegments()
-	}
-	start, end := log.StartOffset(), log.EndOffset()
-	out := make([]offsetTime, 0, len(inactive)+2)
-	for _, seg := range inactive {
-		out = append(out, offsetTime{max(seg.Base, start), seg.LargestTimestamp})
-	}
-	activeBase := start
-	if n := len(inactive); n > 0 {
-		activeBase = max(inactive[n-1].Next, start)
-	}
-	out = append(out, offsetTime{activeBase, now})
-	if end > activeBase {
-		out = append(out, offsetTime{end, now})
-	}
-	return out
-}
-
 // legacyOffsetsBefore is Kafka's UnifiedLog.legacyFetchOffsetsBefore over
 // segs (oldest first): from the last entry (latest, -1), the first (earliest,
 // -2) or the last whose time is <= ts, at most maxNum offsets going back,
 // in descending order. maxNum must be >= 0.
-func legacyOffsetsBefore(segs []offsetTime, ts int64, maxNum int32) []int64 {
+func legacyOffsetsBefore(segs []replica.OffsetTime, ts int64, maxNum int32) []int64 {
 	var from int
 	switch ts {
 	case listLatest:
@@ -206,14 +173,14 @@ func legacyOffsetsBefore(segs []offsetTime, ts int64, maxNum int32) []int64 {
 		from = 0
 	default:
 		from = len(segs) - 1
-		for from >= 0 && segs[from].ms > ts {
+		for from >= 0 && segs[from].Ms > ts {
 			from--
 		}
 	}
 	n := min(int(maxNum), from+1)
 	out := make([]int64, 0, max(n, 0))
 	for j := 0; j < n; j++ {
-		out = append(out, segs[from-j].offset)
+		out = append(out, segs[from-j].Offset)
 	}
 	slices.SortFunc(out, func(a, b int64) int { return cmp.Compare(b, a) })
 	return out
