@@ -297,7 +297,7 @@ func New(opts Options) (*Server, error) {
 	if ib, ok := cp.(interBroker); ok && hooks != nil {
 		s.ib = ib
 	}
-	s.apis = apisFor(s.ib != nil)
+	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol())
 	s.rm = replica.New(replica.Options{
 		Config:  opts.Config,
 		Meta:    s.meta,
@@ -361,6 +361,13 @@ func New(opts Options) (*Server, error) {
 		PersistTxn:            s.offsets.PersistTxn,
 		Loading:               s.offsets.Loading,
 		PartitionFor:          s.offsetsPartitionFor,
+
+		PersistConsumer:           s.offsets.PersistConsumer,
+		Topics:                    groupTopics{md: s.md},
+		ConsumerHeartbeatInterval: c.GroupConsumerHeartbeatInterval,
+		ConsumerSessionTimeout:    c.GroupConsumerSessionTimeout,
+		ConsumerMaxSize:           c.GroupConsumerMaxSize,
+		ConsumerAssignors:         c.GroupConsumerAssignors,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("server: group coordinator: %w", err))
