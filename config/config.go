@@ -203,13 +203,13 @@ type Config struct {
 	GroupConsumerMaxSessionTimeout    time.Duration // group.consumer.max.session.timeout.ms
 	GroupConsumerMaxSize              int           // group.consumer.max.size
 	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
-	FetchSessionCacheSlots     int32         // max.incremental.fetch.session.cache.slots (KIP-227; 0: none)
-	ControlledShutdownEnable   bool          // controlled.shutdown.enable
-	AutoLeaderRebalance        bool          // auto.leader.rebalance.enable
-	LeaderImbalanceCheck       time.Duration // leader.imbalance.check.interval.seconds
-	LeaderImbalancePercentage  int           // leader.imbalance.per.broker.percentage
-	DeleteTopicEnable          bool          // delete.topic.enable
-	ProducerIDExpiration       time.Duration // producer.id.expiration.ms
+	FetchSessionCacheSlots            int32         // max.incremental.fetch.session.cache.slots (KIP-227; 0: none)
+	ControlledShutdownEnable          bool          // controlled.shutdown.enable
+	AutoLeaderRebalance               bool          // auto.leader.rebalance.enable
+	LeaderImbalanceCheck              time.Duration // leader.imbalance.check.interval.seconds
+	LeaderImbalancePercentage         int           // leader.imbalance.per.broker.percentage
+	DeleteTopicEnable                 bool          // delete.topic.enable
+	ProducerIDExpiration              time.Duration // producer.id.expiration.ms
 	// The transaction coordinator (package txn) and its internal topic
 	// __transaction_state, Kafka's keys and defaults.
 	TransactionalIDExpiration        time.Duration // transactional.id.expiration.ms (7 d)
