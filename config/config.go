@@ -192,24 +192,13 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeout     time.Duration // group.min.session.timeout.ms
 	GroupMaxSessionTimeout     time.Duration // group.max.session.timeout.ms
-	// Consumer groups (KIP-848), Kafka's group.coordinator.* and
-	// group.consumer.* keys.
-	GroupRebalanceProtocols           []string      // group.coordinator.rebalance.protocols
-	GroupConsumerHeartbeatInterval    time.Duration // group.consumer.heartbeat.interval.ms
-	GroupConsumerMinHeartbeatInterval time.Duration // group.consumer.min.heartbeat.interval.ms
-	GroupConsumerMaxHeartbeatInterval time.Duration // group.consumer.max.heartbeat.interval.ms
-	GroupConsumerSessionTimeout       time.Duration // group.consumer.session.timeout.ms
-	GroupConsumerMinSessionTimeout    time.Duration // group.consumer.min.session.timeout.ms
-	GroupConsumerMaxSessionTimeout    time.Duration // group.consumer.max.session.timeout.ms
-	GroupConsumerMaxSize              int           // group.consumer.max.size
-	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
-	FetchSessionCacheSlots            int32         // max.incremental.fetch.session.cache.slots (KIP-227; 0: none)
-	ControlledShutdownEnable          bool          // controlled.shutdown.enable
-	AutoLeaderRebalance               bool          // auto.leader.rebalance.enable
-	LeaderImbalanceCheck              time.Duration // leader.imbalance.check.interval.seconds
-	LeaderImbalancePercentage         int           // leader.imbalance.per.broker.percentage
-	DeleteTopicEnable                 bool          // delete.topic.enable
-	ProducerIDExpiration              time.Duration // producer.id.expiration.ms
+	FetchSessionCacheSlots     int32         // max.incremental.fetch.session.cache.slots (KIP-227; 0: none)
+	ControlledShutdownEnable   bool          // controlled.shutdown.enable
+	AutoLeaderRebalance        bool          // auto.leader.rebalance.enable
+	LeaderImbalanceCheck       time.Duration // leader.imbalance.check.interval.seconds
+	LeaderImbalancePercentage  int           // leader.imbalance.per.broker.percentage
+	DeleteTopicEnable          bool          // delete.topic.enable
+	ProducerIDExpiration       time.Duration // producer.id.expiration.ms
 	// The transaction coordinator (package txn) and its internal topic
 	// __transaction_state, Kafka's keys and defaults.
 	TransactionalIDExpiration        time.Duration // transactional.id.expiration.ms (7 d)
@@ -293,6 +282,18 @@ type Config struct {
 	ReplicaFetchMinBytes         int32
 	ReplicaFetchWaitMax          time.Duration
 	ReplicaFetchBackoff          time.Duration
+
+	// Consumer groups (KIP-848), Kafka's group.coordinator.* and
+	// group.consumer.* keys.
+	GroupRebalanceProtocols           []string      // group.coordinator.rebalance.protocols
+	GroupConsumerHeartbeatInterval    time.Duration // group.consumer.heartbeat.interval.ms
+	GroupConsumerMinHeartbeatInterval time.Duration // group.consumer.min.heartbeat.interval.ms
+	GroupConsumerMaxHeartbeatInterval time.Duration // group.consumer.max.heartbeat.interval.ms
+	GroupConsumerSessionTimeout       time.Duration // group.consumer.session.timeout.ms
+	GroupConsumerMinSessionTimeout    time.Duration // group.consumer.min.session.timeout.ms
+	GroupConsumerMaxSessionTimeout    time.Duration // group.consumer.max.session.timeout.ms
+	GroupConsumerMaxSize              int           // group.consumer.max.size
+	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
 
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as
