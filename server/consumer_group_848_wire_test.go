@@ -37,6 +37,15 @@ type hb848 struct {
 
 func heartbeat848(t *testing.T, ctx context.Context, cl *kgo.Client, group string, h hb848) *kmsg.ConsumerGroupHeartbeatResponse {
 	t.Helper()
+	resp, err := tryHeartbeat848(ctx, cl, group, h)
+	if err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	return resp
+}
+
+// tryHeartbeat848 sends one heartbeat and returns kgo's error, if any.
+func tryHeartbeat848(ctx context.Context, cl *kgo.Client, group string, h hb848) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = group, h.member, h.epoch
 	if h.instance != "" {
@@ -54,11 +63,7 @@ func heartbeat848(t *testing.T, ctx context.Context, cl *kgo.Client, group strin
 	if h.rebTO != 0 {
 		req.RebalanceTimeoutMillis = h.rebTO
 	}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("heartbeat: %v", err)
-	}
-	return resp
+	return req.RequestWith(ctx, cl)
 }
 
 // ownedFrom is a heartbeat's owned partitions from a response assignment.
@@ -133,7 +138,10 @@ func fetch848(t *testing.T, ctx context.Context, cl *kgo.Client, group string, m
 	req.Groups = append(req.Groups, rg)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		t.Fatalf("offset fetch: %v", err)
+		// A coordinator that went away (cluster failover): the caller
+		// retries or fails on the code.
+		t.Logf("offset fetch: %v", err)
+		return kerr.CoordinatorNotAvailable.Code, -1
 	}
 	g := resp.Groups[0]
 	if g.ErrorCode != 0 || len(g.Topics) == 0 {
