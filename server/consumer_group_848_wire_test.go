@@ -439,3 +439,45 @@ func countOwned(o []kmsg.ConsumerGroupHeartbeatRequestTopic) int {
 	}
 	return n
 }
+
+// TestConsumerGroup848Static: a static member that leaves with epoch -2
+// keeps its partitions; the same instance back under a new member id gets
+// them at once, without a new group epoch; while it is held, another
+// member cannot take the instance id (UNRELEASED_INSTANCE_ID).
+func TestConsumerGroup848Static(t *testing.T) {
+	b := brokertest.Start(t, "segment", fastConsumerGroups)
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	createTopic(t, kadm.NewClient(cl), "st848", 4, nil)
+	const group = "gst848"
+
+	s1 := heartbeat848(t, ctx, cl, group, hb848{member: "s1", instance: "i1", topics: []string{"st848"}})
+	if s1.ErrorCode != 0 || countParts(s1.Assignment) != 4 {
+		t.Fatalf("join: %s, %d partitions", errName(s1.ErrorCode), countParts(s1.Assignment))
+	}
+	if r := heartbeat848(t, ctx, cl, group, hb848{member: "x", instance: "i1", topics: []string{"st848"}}); r.ErrorCode != kerr.UnreleasedInstanceID.Code {
+		t.Fatalf("second member on a held instance id: %s", errName(r.ErrorCode))
+	}
+	before, err := describe848(ctx, cl, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := heartbeat848(t, ctx, cl, group, hb848{member: "s1", instance: "i1", epoch: -2}); r.ErrorCode != 0 || r.MemberEpoch != -2 {
+		t.Fatalf("static leave: %s epoch %d", errName(r.ErrorCode), r.MemberEpoch)
+	}
+	back := heartbeat848(t, ctx, cl, group, hb848{member: "s1-again", instance: "i1", topics: []string{"st848"}})
+	if back.ErrorCode != 0 || countParts(back.Assignment) != 4 || back.MemberEpoch != s1.MemberEpoch {
+		t.Fatalf("rejoin: %s epoch %d (was %d), %d partitions", errName(back.ErrorCode), back.MemberEpoch, s1.MemberEpoch, countParts(back.Assignment))
+	}
+	after, err := describe848(ctx, cl, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Epoch != before.Epoch || len(after.Members) != 1 || after.Members[0].MemberID != "s1-again" {
+		t.Fatalf("after the rejoin: group epoch %d (was %d), members %v", after.Epoch, before.Epoch, after.Members)
+	}
+	// The old member id is fenced.
+	if r := heartbeat848(t, ctx, cl, group, hb848{member: "s1", instance: "i1", epoch: s1.MemberEpoch}); r.ErrorCode != kerr.FencedInstanceID.Code {
+		t.Fatalf("old member id: %s", errName(r.ErrorCode))
+	}
+}
