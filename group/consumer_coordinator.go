@@ -584,3 +584,57 @@ var errBadConsumerRequest = errors.New("group: invalid consumer group heartbeat"
 func badRequest(msg string) error {
 	return fmt.Errorf("%w: %w: %s", errInvalidRequest, errBadConsumerRequest, msg)
 }
+
+// consumerGroupHasMembers reports whether name is a consumer group with
+// members: a classic JoinGroup is refused then (INCONSISTENT_GROUP_PROTOCOL;
+// Kafka serves classic members inside consumer groups, which Sluice does not
+// yet).
+func (c *Coordinator) consumerGroupHasMembers(name string) bool {
+	cg := c.consumerGroup(name, false)
+	if cg == nil {
+		return false
+	}
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	return !cg.dead && cg.g.Len() > 0
+}
+
+// deleteConsumerGroup is DeleteGroups for a consumer group, as Kafka's:
+// NON_EMPTY_GROUP while it has members; otherwise its records are
+// tombstoned (regexes, target assignment epoch, partition metadata, group
+// epoch: Kafka's createGroupTombstoneRecords) and it is forgotten. isConsumer
+// is false when name is no consumer group here; the caller then deletes the
+// classic group (which holds every group's offsets) as before.
+func (c *Coordinator) deleteConsumerGroup(name string) (isConsumer bool, err error) {
+	cg := c.consumerGroup(name, false)
+	if cg == nil {
+		return false, nil
+	}
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	if cg.dead {
+		return false, nil
+	}
+	if cg.g.Len() > 0 {
+		return true, fmt.Errorf("%w: consumer group %s has %d members", errNonEmptyGroup, name, cg.g.Len())
+	}
+	var recs []consumer.Record
+	for _, re := range slices.Sorted(maps.Keys(cg.g.Regexes)) {
+		recs = append(recs, consumer.RegexRecord(name, re, nil))
+	}
+	for _, typ := range []int16{offsets.ConsumerGroupTargetAssignmentMetadataType, offsets.ConsumerGroupPartitionMetadataType, offsets.ConsumerGroupMetadataType} {
+		recs = append(recs, consumer.Record{Key: offsets.ConsumerKey{Type: typ, Group: name}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+	defer cancel()
+	if err := c.opts.PersistConsumer(ctx, name, recs); err != nil {
+		return true, appendErr(err)
+	}
+	cg.killLocked()
+	c.cgs.mu.Lock()
+	if c.cgs.groups[name] == cg {
+		delete(c.cgs.groups, name)
+	}
+	c.cgs.mu.Unlock()
+	return true, nil
+}

@@ -481,3 +481,71 @@ func TestConsumerGroup848Static(t *testing.T) {
 		t.Fatalf("old member id: %s", errName(r.ErrorCode))
 	}
 }
+
+// TestConsumerGroup848DeleteAndClassic: DeleteGroups answers NON_EMPTY_GROUP
+// while a consumer group has members and deletes it (with its offsets)
+// once empty; a classic JoinGroup into a consumer group with members is
+// refused with INCONSISTENT_GROUP_PROTOCOL, and a consumer heartbeat into
+// a classic group with members with GROUP_ID_NOT_FOUND.
+func TestConsumerGroup848DeleteAndClassic(t *testing.T) {
+	b := brokertest.Start(t, "segment", fastConsumerGroups, func(c *config.Config) {
+		c.GroupInitialRebalanceDelay = 0
+		c.GroupMinSessionTimeout = time.Second
+	})
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "d848", 2, nil)
+	const group = "gd848"
+
+	j := heartbeat848(t, ctx, cl, group, hb848{member: "m", topics: []string{"d848"}})
+	if j.ErrorCode != 0 {
+		t.Fatalf("join: %s", errName(j.ErrorCode))
+	}
+	if got := commit848(t, ctx, cl, group, "m", j.MemberEpoch, "d848", 9, 9); got != 0 {
+		t.Fatalf("commit: %s", errName(got))
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	jg.MemberID = "classic-1"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+	if r, err := jg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("classic join into a consumer group: %v %v", err, r)
+	}
+
+	deleteGroup := func() int16 {
+		resp, err := adm.DeleteGroups(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp[group].Err == nil {
+			return 0
+		}
+		return kerr.TypedErrorForCode(int16(resp[group].Err.(*kerr.Error).Code)).Code
+	}
+	if got := deleteGroup(); got != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %s", errName(got))
+	}
+	if l := heartbeat848(t, ctx, cl, group, hb848{member: "m", epoch: -1}); l.ErrorCode != 0 {
+		t.Fatalf("leave: %s", errName(l.ErrorCode))
+	}
+	if got := deleteGroup(); got != 0 {
+		t.Fatalf("delete of an empty consumer group: %s", errName(got))
+	}
+	if d, err := describe848(ctx, cl, group); err != nil || d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe after delete: %v %s", err, errName(d.ErrorCode))
+	}
+	if code, off := fetch848(t, ctx, cl, group, nil, -1, "d848"); code != 0 || off != -1 {
+		t.Fatalf("offsets after delete: %s %d", errName(code), off)
+	}
+
+	// A classic group with members refuses consumer heartbeats.
+	classic := newClient(t, b.Addr(), kgo.ConsumerGroup("gc-classic"), kgo.ConsumeTopics("d848"))
+	waitUntil(t, 30*time.Second, func() bool {
+		dg, err := adm.DescribeGroups(ctx, "gc-classic")
+		return err == nil && len(dg["gc-classic"].Members) == 1
+	}, func() string { _ = classic; return "classic member not in" })
+	if r := heartbeat848(t, ctx, cl, "gc-classic", hb848{member: "n", topics: []string{"d848"}}); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("consumer heartbeat into a classic group: %s", errName(r.ErrorCode))
+	}
+}
