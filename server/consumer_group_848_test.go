@@ -248,6 +248,14 @@ func run848Scenario(t *testing.T, addr string) time.Duration {
 	afterJoin := stable(3)
 	t.Logf("after a join: 3 members stable at group epoch %d", afterJoin.Epoch)
 	h1, h2 := held(afterLeave), held(afterJoin)
+	// Let the traffic reach the new member before the producer stops, so
+	// the gaps cover the whole hand-over.
+	waitUntil(t, 60*time.Second, func() bool {
+		m := ms[len(ms)-1]
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.lastFetch) > 0
+	}, func() string { return "the new member got no records" })
 
 	stopProd()
 	produced.Wait()
