@@ -218,3 +218,34 @@ func TestConsumerReplayAfterRestart(t *testing.T) {
 		t.Fatalf("b after restart: %d epoch %d, want %d", r.ErrorCode, r.MemberEpoch, rb.MemberEpoch)
 	}
 }
+
+// TestConsumerOffsetsRetention: offsets of a topic a consumer group's
+// member subscribes to outlive offsets.retention.minutes, as Kafka's; the
+// group's other offsets expire by commit time.
+func TestConsumerOffsetsRetention(t *testing.T) {
+	e := newConsumerEnv(t, newFakeTopics(map[string]int32{"t": 1, "old": 1}), func(o *Options) {
+		o.OffsetsRetention = time.Hour
+		o.ConsumerSessionTimeout = 100 * time.Hour
+	})
+	a := e.cgHeartbeat("g", "a", 0, []string{"t"}, nil, 5000)
+	commit := func(topic string) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.MemberID, req.Generation = "g", "a", a.MemberEpoch
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
+		return do[*kmsg.OffsetCommitResponse](e, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if commit("t") != 0 || commit("old") != 0 {
+		t.Fatal("commits refused")
+	}
+	e.clock.Advance(2 * time.Hour)
+	if _, err := e.c.ExpireOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.fetch("g", "t", 0); got != 5 {
+		t.Fatalf("subscribed topic's offset %d after the retention, want 5", got)
+	}
+	if got := e.fetch("g", "old", 0); got != -1 {
+		t.Fatalf("unsubscribed topic's offset %d after the retention, want expired", got)
+	}
+}

@@ -74,3 +74,33 @@ func (c *Coordinator) validateConsumerFetch(name string, memberID *string, epoch
 	}
 	return nil
 }
+
+// consumerSubscribed returns, for a consumer group, whether one of its
+// members subscribes to a topic (by name or through a resolved regex):
+// Kafka keeps those offsets past the retention (its
+// OffsetMetadataManager.cleanupExpiredOffsets skips subscribed topics). nil
+// when name is no consumer group here.
+// Lock order: a classic group's mu may be held; cgroup.mu is taken inside.
+func (c *Coordinator) consumerSubscribed(name string) func(string) bool {
+	cg := c.consumerGroup(name, false)
+	if cg == nil {
+		return nil
+	}
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	if cg.dead {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, m := range cg.g.Members() {
+		for _, t := range m.SubscribedTopicNames {
+			set[t] = true
+		}
+		if m.SubscribedTopicRegex != "" {
+			for _, t := range cg.g.Regexes[m.SubscribedTopicRegex].Topics {
+				set[t] = true
+			}
+		}
+	}
+	return func(t string) bool { return set[t] }
+}
