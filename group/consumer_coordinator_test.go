@@ -249,3 +249,19 @@ func TestConsumerOffsetsRetention(t *testing.T) {
 		t.Fatalf("unsubscribed topic's offset %d after the retention, want expired", got)
 	}
 }
+
+// TestConsumerGroupMaxSize: group.consumer.max.size refuses a new member
+// (GROUP_MAX_SIZE_REACHED) and keeps serving the ones in.
+func TestConsumerGroupMaxSize(t *testing.T) {
+	e := newConsumerEnv(t, newFakeTopics(map[string]int32{"t": 2}), func(o *Options) { o.ConsumerMaxSize = 1 })
+	a := e.cgHeartbeat("g", "a", 0, []string{"t"}, nil, 5000)
+	if a.ErrorCode != 0 {
+		t.Fatalf("first member: %d", a.ErrorCode)
+	}
+	if r := e.cgHeartbeat("g", "b", 0, []string{"t"}, nil, 5000); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("second member: code %d, want GROUP_MAX_SIZE_REACHED", r.ErrorCode)
+	}
+	if r := e.cgHeartbeat("g", "a", a.MemberEpoch, nil, ownedOfResp(a.Assignment), 0); r.ErrorCode != 0 {
+		t.Fatalf("member in the full group: %d", r.ErrorCode)
+	}
+}
