@@ -250,7 +250,7 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		recs = append(recs, mrecs[1])
 	}
 
-	if err := c.opts.PersistConsumer(ctx, g.ID, recs); err != nil {
+	if err := c.persistConsumer(ctx, g.ID, recs); err != nil {
 		c.log.Warn("group: persist consumer group heartbeat", "group", g.ID, "member", next.ID, "err", err)
 		return nil, appendErr(err)
 	}
@@ -328,7 +328,7 @@ func (c *Coordinator) leaveLocked(ctx context.Context, cg *cgroup, req *kmsg.Con
 		m, _ := g.Member(req.MemberID)
 		recs = consumer.MemberRecords(g.ID, m)[1:]
 	}
-	if err := c.opts.PersistConsumer(ctx, g.ID, recs); err != nil {
+	if err := c.persistConsumer(ctx, g.ID, recs); err != nil {
 		c.log.Warn("group: persist consumer group leave", "group", g.ID, "member", req.MemberID, "err", err)
 		return nil, appendErr(err)
 	}
@@ -347,4 +347,17 @@ func (c *Coordinator) leaveLocked(ctx context.Context, cg *cgroup, req *kmsg.Con
 	resp.MemberID = &id
 	resp.MemberEpoch = req.MemberEpoch
 	return resp, nil
+}
+
+// persistConsumer appends recs through the PersistConsumer hook. The append
+// outlives the client's connection (ctx's values are kept, its cancellation
+// is not): a write the client gave up on may still commit, and the group
+// in memory must not stay behind the log because of it.
+func (c *Coordinator) persistConsumer(ctx context.Context, group string, recs []consumer.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), persistTimeout)
+	defer cancel()
+	return c.opts.PersistConsumer(ctx, group, recs)
 }
