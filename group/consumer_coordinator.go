@@ -104,6 +104,9 @@ type cgroup struct {
 	// assignment was last computed for (ConsumerGroupMetadata's
 	// MetadataHash).
 	metaHash int64
+	// subNames are the names g's members subscribe to (subscribedNames),
+	// kept with g for the steady heartbeat; nil until first computed.
+	subNames []string
 	// dead: the group was unloaded or the coordinator closed; a request
 	// holding it looks it up again.
 	dead   bool
@@ -253,7 +256,7 @@ func (c *Coordinator) ReloadConsumer(match func(string) bool, groups map[string]
 		if !ok || (deleted && g.Len() == 0) {
 			continue
 		}
-		fresh[name] = &cgroup{g: g, metaHash: hash, timers: map[string]*memberTimers{}}
+		fresh[name] = &cgroup{g: g, metaHash: hash, subNames: subscribedNames(g), timers: map[string]*memberTimers{}}
 	}
 	c.replaceConsumerGroups(match, fresh)
 	return nil
@@ -333,7 +336,7 @@ func (c *Coordinator) fenceMember(name, id, why string, still func(consumer.Memb
 		c.log.Warn("group: persist consumer group member removal", "group", name, "member", id, "err", err)
 		return
 	}
-	cg.g = g
+	cg.g, cg.subNames = g, subscribedNames(g)
 	stopTimer(t.session)
 	stopTimer(t.rebalance)
 	t.seq++
@@ -423,16 +426,81 @@ func (c *Coordinator) resolve(g *consumer.Group) subscription {
 		}
 		s.member[m.ID] = set
 	}
-	ids := slices.SortedFunc(maps.Keys(s.topics), assignor.TopicID.Compare)
+	s.hash = hashTopics(s.topics)
+	return s
+}
+
+// hashTopics is the hash of the subscribed topics' metadata: ids, names and
+// partition counts, in topic id order. It is Sluice's, stored in the
+// ConsumerGroupMetadata record's MetadataHash (a Kafka-written hash differs
+// and costs one extra group epoch after a migration).
+func hashTopics(topics map[assignor.TopicID]assignor.Topic) int64 {
 	h := fnv.New64a()
-	for _, id := range ids {
-		t := s.topics[id]
+	for _, id := range slices.SortedFunc(maps.Keys(topics), assignor.TopicID.Compare) {
+		t := topics[id]
 		h.Write(id[:])
 		h.Write([]byte(t.Name))
 		h.Write([]byte{byte(t.Partitions >> 24), byte(t.Partitions >> 16), byte(t.Partitions >> 8), byte(t.Partitions)})
 	}
-	s.hash = int64(h.Sum64())
-	return s
+	return int64(h.Sum64())
+}
+
+// subscribedNames returns the names g's members subscribe to, by name or
+// through their resolved regexes, sorted and unique.
+func subscribedNames(g *consumer.Group) []string {
+	set := map[string]bool{}
+	for _, m := range g.Members() {
+		for _, t := range m.SubscribedTopicNames {
+			set[t] = true
+		}
+		if m.SubscribedTopicRegex != "" {
+			for _, t := range g.Regexes[m.SubscribedTopicRegex].Topics {
+				set[t] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// hashNames is resolve's hash computed from the subscribed names alone.
+func (c *Coordinator) hashNames(names []string) int64 {
+	topics := make(map[assignor.TopicID]assignor.Topic, len(names))
+	for _, n := range names {
+		if ti, ok := c.opts.Topics.Topic(n); ok && ti.Partitions > 0 {
+			id := assignor.TopicID(ti.ID)
+			topics[id] = assignor.Topic{ID: id, Name: ti.Name, Partitions: ti.Partitions}
+		}
+	}
+	return hashTopics(topics)
+}
+
+// memberTopics is the set of topic ids m subscribes to in g.
+func (c *Coordinator) memberTopics(g *consumer.Group, m consumer.Member) map[assignor.TopicID]bool {
+	set := map[assignor.TopicID]bool{}
+	add := func(n string) {
+		if ti, ok := c.opts.Topics.Topic(n); ok && ti.Partitions > 0 {
+			set[assignor.TopicID(ti.ID)] = true
+		}
+	}
+	for _, n := range m.SubscribedTopicNames {
+		add(n)
+	}
+	if m.SubscribedTopicRegex != "" {
+		for _, n := range g.Regexes[m.SubscribedTopicRegex].Topics {
+			add(n)
+		}
+	}
+	return set
+}
+
+// regexDue reports whether a regex of g is due for a new resolution.
+func regexDue(g *consumer.Group, now time.Time) bool {
+	for _, r := range g.Regexes {
+		if now.UnixMilli()-r.Timestamp >= regexRefreshInterval.Milliseconds() {
+			return true
+		}
+	}
+	return false
 }
 
 // compileRegex compiles a subscription regex as Kafka's RE2J matches it: the

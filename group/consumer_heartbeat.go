@@ -153,8 +153,11 @@ func (c *Coordinator) heartbeat848(ctx context.Context, req *kmsg.ConsumerGroupH
 // heartbeatLocked is heartbeat848 for a member that joins or stays.
 // REQUIRES: cg.mu held, cg not dead.
 func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest, memberID string) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
-	g := cg.g.Clone()
 	owned := ownedOf(req.Topics)
+	if resp, done, err := c.steadyHeartbeatLocked(ctx, cg, req, memberID, owned); done {
+		return resp, err
+	}
+	g := cg.g.Clone()
 	if req.MemberEpoch == consumer.JoinEpoch {
 		if err := g.CheckSize(memberID, c.consumerMaxSize()); err != nil {
 			return nil, err
@@ -177,33 +180,9 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		recs = append(recs, consumer.TargetMemberRecord(g.ID, m.ID, target))
 	}
 
-	// The member's metadata from this request (null fields: unchanged).
-	upd := m
-	clientID, clientHost := clientFrom(ctx)
-	upd.ClientID, upd.ClientHost = clientID, clientHost
-	if req.RackID != nil {
-		upd.RackID = *req.RackID
-	}
-	if req.RebalanceTimeoutMillis != -1 {
-		upd.RebalanceTimeoutMs = req.RebalanceTimeoutMillis
-	}
-	if req.SubscribedTopicNames != nil {
-		names := slices.Clone(req.SubscribedTopicNames)
-		slices.Sort(names)
-		upd.SubscribedTopicNames = slices.Compact(names)
-	}
-	if req.SubscribedTopicRegex != nil {
-		upd.SubscribedTopicRegex = *req.SubscribedTopicRegex
-	}
-	if req.ServerAssignor != nil {
-		upd.ServerAssignor = *req.ServerAssignor
-	}
-	subChanged := isNew && replaces == "" ||
-		!slices.Equal(upd.SubscribedTopicNames, m.SubscribedTopicNames) ||
-		upd.SubscribedTopicRegex != m.SubscribedTopicRegex ||
-		upd.ServerAssignor != m.ServerAssignor
-	mdChanged := isNew || subChanged || upd.ClientID != m.ClientID || upd.ClientHost != m.ClientHost ||
-		upd.RackID != m.RackID || upd.RebalanceTimeoutMs != m.RebalanceTimeoutMs
+	upd, subChanged, mdChanged := applyRequest(ctx, m, req)
+	subChanged = subChanged || isNew && replaces == ""
+	mdChanged = mdChanged || isNew
 	if err := g.UpdateMember(upd); err != nil {
 		return nil, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
 	}
@@ -255,6 +234,9 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		return nil, appendErr(err)
 	}
 	cg.g, cg.metaHash = g, hash
+	if len(recs) > 0 || cg.subNames == nil {
+		cg.subNames = subscribedNames(g)
+	}
 	if replaces != "" {
 		if t := cg.timers[replaces]; t != nil {
 			stopTimer(t.session)
@@ -263,13 +245,20 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 			delete(cg.timers, replaces)
 		}
 	}
+	return c.answerLocked(cg, req, m, next), nil
+}
+
+// answerLocked restarts member next's timers and builds the answer: the
+// assignment is sent when the member joins, sends a full request, or its
+// assignment changed from m's.
+// REQUIRES: cg.mu held.
+func (c *Coordinator) answerLocked(cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest, m, next consumer.Member) *kmsg.ConsumerGroupHeartbeatResponse {
 	c.scheduleSessionLocked(cg, next.ID)
 	if next.State == consumer.UnrevokedPartitions {
 		c.scheduleRebalanceLocked(cg, next)
 	} else {
 		cg.cancelRebalanceLocked(next.ID)
 	}
-
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	id := next.ID
 	resp.MemberID = &id
@@ -279,7 +268,80 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 	if req.MemberEpoch == consumer.JoinEpoch || full || !equalAssignment(next.Assigned, m.Assigned) {
 		resp.Assignment = assignmentOf(next.Assigned)
 	}
-	return resp, nil
+	return resp
+}
+
+// applyRequest returns m with the metadata the heartbeat carries (null
+// fields: unchanged), whether its subscription (names, regex, assignor)
+// changed and whether any of its metadata did.
+func applyRequest(ctx context.Context, m consumer.Member, req *kmsg.ConsumerGroupHeartbeatRequest) (upd consumer.Member, subChanged, mdChanged bool) {
+	upd = m
+	upd.ClientID, upd.ClientHost = clientFrom(ctx)
+	if req.RackID != nil {
+		upd.RackID = *req.RackID
+	}
+	if req.RebalanceTimeoutMillis != -1 {
+		upd.RebalanceTimeoutMs = req.RebalanceTimeoutMillis
+	}
+	if req.SubscribedTopicNames != nil {
+		names := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(names)
+		upd.SubscribedTopicNames = slices.Compact(names)
+	}
+	if req.SubscribedTopicRegex != nil {
+		upd.SubscribedTopicRegex = *req.SubscribedTopicRegex
+	}
+	if req.ServerAssignor != nil {
+		upd.ServerAssignor = *req.ServerAssignor
+	}
+	subChanged = !slices.Equal(upd.SubscribedTopicNames, m.SubscribedTopicNames) ||
+		upd.SubscribedTopicRegex != m.SubscribedTopicRegex ||
+		upd.ServerAssignor != m.ServerAssignor
+	mdChanged = subChanged || upd.ClientID != m.ClientID || upd.ClientHost != m.ClientHost ||
+		upd.RackID != m.RackID || upd.RebalanceTimeoutMs != m.RebalanceTimeoutMs
+	return upd, subChanged, mdChanged
+}
+
+// steadyHeartbeatLocked answers, without copying the group, a heartbeat
+// that changes nothing: a known member whose metadata is the same, in a
+// group whose target is current (assignment epoch = group epoch), whose
+// subscribed topics did not change, whose regexes are not due, and whose
+// reconciliation leaves the member as it is. done is false otherwise (the
+// caller takes the full path, which writes records).
+// REQUIRES: cg.mu held.
+func (c *Coordinator) steadyHeartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest, memberID string, owned assignor.Assignment) (resp *kmsg.ConsumerGroupHeartbeatResponse, done bool, err error) {
+	g := cg.g
+	if req.MemberEpoch == consumer.JoinEpoch || cg.subNames == nil || g.Epoch != g.AssignmentEpoch || regexDue(g, c.clock.Now()) {
+		return nil, false, nil
+	}
+	m, isNew, replaces, err := g.Lookup(consumer.Heartbeat{
+		MemberID: memberID, InstanceID: deref(req.InstanceID), MemberEpoch: req.MemberEpoch, Owned: owned,
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	if isNew || replaces != "" {
+		return nil, false, nil
+	}
+	upd, _, mdChanged := applyRequest(ctx, m, req)
+	if mdChanged || c.hashNames(cg.subNames) != cg.metaHash {
+		return nil, false, nil
+	}
+	next, err := consumer.Reconcile(upd, consumer.Reconciliation{
+		TargetEpoch:    g.AssignmentEpoch,
+		Target:         g.Target[upd.ID],
+		Subscribed:     c.memberTopics(g, upd),
+		PartitionEpoch: g.PartitionEpoch,
+		Owned:          owned,
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	if next.MemberEpoch != m.MemberEpoch || next.PreviousMemberEpoch != m.PreviousMemberEpoch || next.State != m.State ||
+		!equalAssignment(next.Assigned, m.Assigned) || !equalAssignment(next.PendingRevocation, m.PendingRevocation) {
+		return nil, false, nil
+	}
+	return c.answerLocked(cg, req, m, m), true, nil
 }
 
 // assignmentOf is a heartbeat response's assignment.
@@ -332,7 +394,7 @@ func (c *Coordinator) leaveLocked(ctx context.Context, cg *cgroup, req *kmsg.Con
 		c.log.Warn("group: persist consumer group leave", "group", g.ID, "member", req.MemberID, "err", err)
 		return nil, appendErr(err)
 	}
-	cg.g = g
+	cg.g, cg.subNames = g, subscribedNames(g)
 	if t := cg.timers[req.MemberID]; t != nil {
 		stopTimer(t.rebalance)
 		t.rebalance = nil
