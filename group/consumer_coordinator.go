@@ -549,8 +549,11 @@ func (c *Coordinator) refreshRegexes(g *consumer.Group, may func(string) bool, n
 		}
 		r := consumer.ResolvedRegex{Topics: topics, Version: 0, Timestamp: now.UnixMilli()}
 		g.Regexes[re] = r
-		recs = append(recs, consumer.RegexRecord(g.ID, re, &r))
+		// Only a new resolution is written: an unchanged one only moves
+		// the refresh time, which a replay may lose (the regex is then
+		// resolved again at once).
 		if !had || !slices.Equal(old.Topics, topics) {
+			recs = append(recs, consumer.RegexRecord(g.ID, re, &r))
 			changed = true
 		}
 	}
