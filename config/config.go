@@ -296,6 +296,18 @@ type Config struct {
 	// what Describe reports those sources from. Never modified once set.
 	dynDefault, dynBroker map[string]string
 
+	// Consumer groups (KIP-848), Kafka's group.coordinator.* and
+	// group.consumer.* keys.
+	GroupRebalanceProtocols           []string      // group.coordinator.rebalance.protocols
+	GroupConsumerHeartbeatInterval    time.Duration // group.consumer.heartbeat.interval.ms
+	GroupConsumerMinHeartbeatInterval time.Duration // group.consumer.min.heartbeat.interval.ms
+	GroupConsumerMaxHeartbeatInterval time.Duration // group.consumer.max.heartbeat.interval.ms
+	GroupConsumerSessionTimeout       time.Duration // group.consumer.session.timeout.ms
+	GroupConsumerMinSessionTimeout    time.Duration // group.consumer.min.session.timeout.ms
+	GroupConsumerMaxSessionTimeout    time.Duration // group.consumer.max.session.timeout.ms
+	GroupConsumerMaxSize              int           // group.consumer.max.size
+	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
+
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as
 	// STATIC_BROKER_CONFIG. Copied on write, so Configs copied from one

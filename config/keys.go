@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -423,6 +424,71 @@ var brokerKeys = []Key{
 	{Name: "group.max.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "1800000",
 		Doc:   "longest consumer session timeout allowed",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupMaxSessionTimeout }, time.Millisecond, 0)},
+	{Name: "group.coordinator.rebalance.protocols", Type: TypeList, Importance: Medium, Default: "classic,consumer",
+		Doc: "group protocols served: `classic` (JoinGroup/SyncGroup) and `consumer` (KIP-848 ConsumerGroupHeartbeat); `classic` is required",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				s.c.GroupRebalanceProtocols = nil
+				for _, p := range strings.Split(v, ",") {
+					switch p = strings.TrimSpace(strings.ToLower(p)); p {
+					case "":
+					case "classic", "consumer":
+						s.c.GroupRebalanceProtocols = append(s.c.GroupRebalanceProtocols, p)
+					default:
+						return keyError(key, "%q is not one of classic, consumer", p)
+					}
+				}
+				if !slices.Contains(s.c.GroupRebalanceProtocols, "classic") {
+					return keyError(key, "must contain classic")
+				}
+				return nil
+			},
+			get: func(c *Config) string { return strings.Join(c.GroupRebalanceProtocols, ",") },
+		}},
+	{Name: "group.consumer.heartbeat.interval.ms", Type: TypeInt, Importance: Medium, Default: "5000",
+		Doc:   "consumer groups (KIP-848): how often members heartbeat",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupConsumerHeartbeatInterval }, time.Millisecond, 1)},
+	{Name: "group.consumer.min.heartbeat.interval.ms", Type: TypeInt, Importance: Medium, Default: "5000",
+		Doc:   "consumer groups: lower bound of `group.consumer.heartbeat.interval.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupConsumerMinHeartbeatInterval }, time.Millisecond, 1)},
+	{Name: "group.consumer.max.heartbeat.interval.ms", Type: TypeInt, Importance: Medium, Default: "15000",
+		Doc:   "consumer groups: upper bound of `group.consumer.heartbeat.interval.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupConsumerMaxHeartbeatInterval }, time.Millisecond, 1)},
+	{Name: "group.consumer.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "45000",
+		Doc:   "consumer groups: a member silent this long is removed",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupConsumerSessionTimeout }, time.Millisecond, 1)},
+	{Name: "group.consumer.min.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "45000",
+		Doc:   "consumer groups: lower bound of `group.consumer.session.timeout.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupConsumerMinSessionTimeout }, time.Millisecond, 1)},
+	{Name: "group.consumer.max.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "60000",
+		Doc:   "consumer groups: upper bound of `group.consumer.session.timeout.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupConsumerMaxSessionTimeout }, time.Millisecond, 1)},
+	{Name: "group.consumer.max.size", Type: TypeInt, Importance: Medium, Default: "2147483647",
+		Doc:   "consumer groups: most members a group may have (GROUP_MAX_SIZE_REACHED beyond)",
+		codec: intKey(func(c *Config) *int { return &c.GroupConsumerMaxSize }, 1, math.MaxInt32)},
+	{Name: "group.consumer.assignors", Type: TypeList, Importance: Medium, Default: "uniform,range",
+		Doc: "consumer groups: server-side assignors (`uniform`, `range`, or Kafka's class names); the first is the default",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				s.c.GroupConsumerAssignors = nil
+				for _, a := range strings.Split(v, ",") {
+					switch a = strings.TrimSpace(a); a {
+					case "":
+					case "uniform", "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+						s.c.GroupConsumerAssignors = append(s.c.GroupConsumerAssignors, "uniform")
+					case "range", "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+						s.c.GroupConsumerAssignors = append(s.c.GroupConsumerAssignors, "range")
+					default:
+						return keyError(key, "%q is not an assignor: uniform, range", a)
+					}
+				}
+				if len(s.c.GroupConsumerAssignors) == 0 {
+					return keyError(key, "needs at least one assignor")
+				}
+				return nil
+			},
+			get: func(c *Config) string { return strings.Join(c.GroupConsumerAssignors, ",") },
+		}},
 	{Name: "offsets.retention.minutes", Type: TypeInt, Importance: High, Default: "10080",
 		Doc:   "committed offsets of empty groups expire after this",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.OffsetsRetention }, time.Minute, 1)},

@@ -487,6 +487,9 @@ func (c *Config) Validate() error {
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		return keyError("group.min.session.timeout.ms", "above group.max.session.timeout.ms")
 	}
+	if err := c.checkConsumerGroupBounds(); err != nil {
+		return err
+	}
 	if int(c.MessageMaxBytes) > int(c.SocketRequestMaxBytes) {
 		return keyError("message.max.bytes", "%d exceeds socket.request.max.bytes %d", c.MessageMaxBytes, c.SocketRequestMaxBytes)
 	}

@@ -64,7 +64,15 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	if err := c.validateGroup(req.Group); err != nil {
 		return failAll(err)
 	}
+	isConsumer, err := c.validateConsumerCommit(req.Group, req.MemberID, req.Generation, req.Version, false)
+	if err != nil {
+		return failAll(err)
+	}
 	g := c.getGroup(req.Group, false)
+	if isConsumer && g == nil {
+		// A consumer group's offsets live in a memberless classic group.
+		g = c.getGroup(req.Group, true)
+	}
 	if g == nil {
 		if req.Generation >= 0 {
 			// A member of a group we do not know, or of a past generation.
@@ -81,7 +89,11 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.validateCommitLocked(req.Generation, req.MemberID, instanceID); err != nil {
+	if isConsumer {
+		if g.state == stateDead {
+			return failAll(errCoordinatorNotAvailable)
+		}
+	} else if err := g.validateCommitLocked(req.Generation, req.MemberID, instanceID); err != nil {
 		return failAll(err)
 	}
 	switch g.state {
@@ -139,7 +151,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	for tp := range offsets {
 		superseded = append(superseded, g.supersededLocked(tp, -1, -1)...)
 	}
-	var err error
+	err = nil
 	if len(superseded) == 0 {
 		err = c.store.CommitOffsets(g.name, offsets)
 	} else {

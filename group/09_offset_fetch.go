@@ -36,7 +36,14 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			fetched, err := c.fetchOffsets(rg.Group, topics, req.RequireStable)
+			var fetched []kmsg.OffsetFetchResponseTopic
+			var err error
+			if req.Version >= 9 {
+				err = c.validateConsumerFetch(rg.Group, rg.MemberID, rg.MemberEpoch)
+			}
+			if err == nil {
+				fetched, err = c.fetchOffsets(rg.Group, topics, req.RequireStable)
+			}
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group, g.ErrorCode = rg.Group, errcode.Code(err)
 			for _, ft := range fetched {

@@ -2,6 +2,8 @@ package group
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -64,6 +66,15 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 	if req.Version >= 3 {
 		generation, memberID, instanceID = req.Generation, req.MemberID, req.InstanceID
 	}
+	// A consumer group (KIP-848) checks the member epoch; a stale one is
+	// ILLEGAL_GENERATION here, as Kafka's validateTransactionalOffsetCommit.
+	isConsumer, err := c.validateConsumerCommit(req.Group, memberID, generation, req.Version, true)
+	if errors.Is(err, errcode.ErrStaleMemberEpoch) {
+		err = fmt.Errorf("%w: %w", errIllegalGeneration, err)
+	}
+	if err != nil {
+		return setAll(err)
+	}
 	g := c.getGroup(req.Group, true)
 	if g == nil {
 		return setAll(errCoordinatorNotAvailable)
@@ -71,6 +82,10 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
+	case isConsumer:
+		if g.state == stateDead {
+			return setAll(errCoordinatorNotAvailable)
+		}
 	case g.state == stateDead:
 		return setAll(errCoordinatorNotAvailable)
 	case g.isStaticMemberFenced(instanceID, memberID):

@@ -35,12 +35,18 @@ func (c *Coordinator) deleteGroup(name string) error {
 	if err := c.validateGroup(name); err != nil {
 		return err
 	}
+	isConsumer, err := c.deleteConsumerGroup(name)
+	if err != nil {
+		return err
+	}
 	g := c.getGroup(name, false)
 	if g == nil {
+		if isConsumer {
+			return nil // a consumer group without offsets
+		}
 		return errGroupIDNotFound
 	}
 	g.mu.Lock()
-	var err error
 	switch g.state {
 	case stateDead:
 		err = errGroupIDNotFound

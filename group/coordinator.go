@@ -36,6 +36,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/internal/errcode"
 	"github.com/sluice/sluice/metastore"
 )
 
@@ -103,6 +104,19 @@ type Options struct {
 	// which HandleTxnCompletion matches against the partitions a
 	// transaction marker was written to. nil: every group matches.
 	PartitionFor func(group string) int32
+
+	// Consumer groups (KIP-848, consumer_coordinator.go). PersistConsumer
+	// (offsets.Coordinator.PersistConsumer) and Topics are required for
+	// ConsumerGroupHeartbeat; without them it answers
+	// COORDINATOR_NOT_AVAILABLE. Zero values are Kafka's defaults:
+	// group.consumer.heartbeat.interval.ms 5s, .session.timeout.ms 45s,
+	// .max.size unlimited, .assignors uniform,range.
+	PersistConsumer           PersistConsumerFunc
+	Topics                    TopicSource
+	ConsumerHeartbeatInterval time.Duration
+	ConsumerSessionTimeout    time.Duration
+	ConsumerMaxSize           int
+	ConsumerAssignors         []string
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.
@@ -123,6 +137,9 @@ type Coordinator struct {
 	// under g.mu, never held while taking another.
 	txnMu     sync.Mutex
 	txnGroups map[int64]map[string]struct{}
+
+	// cgs are the consumer groups (KIP-848; consumer_coordinator.go).
+	cgs consumerGroups
 }
 
 // New creates the coordinator, which holds no group until Reload installs
@@ -231,6 +248,7 @@ func (c *Coordinator) Close() error {
 	groups := c.groups
 	c.groups = make(map[string]*group)
 	c.mu.Unlock()
+	c.closeConsumerGroups()
 	for _, g := range groups {
 		g.mu.Lock()
 		g.stopTimersLocked()
@@ -273,6 +291,8 @@ var versionRanges = map[int16][2]int16{
 	42: {0, 2}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete
 	28: {0, 3}, // TxnOffsetCommit
+	68: {0, 1}, // ConsumerGroupHeartbeat
+	69: {0, 1}, // ConsumerGroupDescribe
 }
 
 // Handle answers one request (a kmsg request with its version set) and
@@ -323,6 +343,15 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respon
 		return c.offsetDelete(req), nil
 	case *kmsg.TxnOffsetCommitRequest:
 		return c.txnOffsetCommit(ctx, req), nil
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		if c.opts.PersistConsumer == nil || c.opts.Topics == nil {
+			resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = errcode.Code(errCoordinatorNotAvailable)
+			return resp, nil
+		}
+		return c.consumerGroupHeartbeat(ctx, req), nil
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.consumerGroupDescribe(req), nil
 	}
 	return nil, ErrUnhandled
 }

@@ -89,6 +89,11 @@ func (c *Coordinator) expireLocked(g *group, now time.Time) (int, bool, error) {
 		subscribed = func(t string) bool { _, ok := g.subscribed[t]; return ok }
 	case g.protocolType == "":
 		base = func(o metastore.CommittedOffset) time.Time { return o.CommitTime }
+		// A consumer group's (KIP-848) offsets live here: its members'
+		// topics do not expire.
+		if sub := c.consumerSubscribed(g.name); sub != nil {
+			subscribed = sub
+		}
 	default:
 		return 0, false, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/group/consumer"
 	_ "github.com/sluice/sluice/engine/memlog"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/offsets"
@@ -209,11 +210,17 @@ func (e *env) start() {
 			Partition:     func(int32) *replication.Partition { return e.part },
 			Unload:        func(match func(string) bool) { e.c.Unload(match) },
 			Reload:        func(match func(string) bool) error { return e.c.Reload(match) },
-			Meta:          e.store,
-			Now:           e.clock.Now,
-			Logger:        quietLogger(),
+			ReloadConsumer: func(match func(string) bool, gs map[string][]offsets.ConsumerRecord) error {
+				return e.c.ReloadConsumer(match, gs)
+			},
+			Meta:   e.store,
+			Now:    e.clock.Now,
+			Logger: quietLogger(),
 		})
 		opts.Owns, opts.Persist, opts.PersistGroup, opts.PersistTxn = e.oc.Owns, e.oc.Persist, e.oc.PersistGroup, e.oc.PersistTxn
+		if opts.PersistConsumer == nil {
+			opts.PersistConsumer = e.oc.PersistConsumer
+		}
 		if opts.Loading == nil {
 			opts.Loading = e.oc.Loading
 		}
@@ -247,6 +254,9 @@ func fillHooks(o *Options) {
 	}
 	if o.PersistGroup == nil {
 		o.PersistGroup = func(context.Context, metastore.Group, bool) error { return nil }
+	}
+	if o.PersistConsumer == nil {
+		o.PersistConsumer = func(context.Context, string, []consumer.Record) error { return nil }
 	}
 	if o.PersistTxn == nil {
 		var pos atomic.Int64

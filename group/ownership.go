@@ -152,6 +152,7 @@ func (c *Coordinator) Reload(match func(group string) bool) error {
 // follows a fresh replay. Safe for concurrent use.
 func (c *Coordinator) Unload(match func(group string) bool) {
 	c.drop(match, nil)
+	c.unloadConsumerGroups(match)
 }
 
 // drop removes the groups matching match and installs repl in their place.

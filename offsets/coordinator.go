@@ -85,6 +85,10 @@ type Options struct {
 	// from OnRole, so they may resolve the coordinator late.
 	Unload func(match func(group string) bool)
 	Reload func(match func(group string) bool) error
+	// ReloadConsumer replaces the consumer groups (KIP-848) match selects
+	// by those the replay found: each group's latest record per key, in
+	// log order. nil: consumer group records are read and dropped.
+	ReloadConsumer func(match func(group string) bool, groups map[string][]ConsumerRecord) error
 	// Meta is the metastore the replay materializes into. Required.
 	Meta *metastore.Store
 	// Now stamps records. nil: time.Now.
@@ -253,6 +257,11 @@ func (c *Coordinator) load(i int32, current func() bool) (coordlog.Loaded, error
 	c.seqs.reset(i, v.seqs)
 	if err := c.opts.Reload(match); err != nil {
 		return coordlog.Loaded{}, err
+	}
+	if c.opts.ReloadConsumer != nil {
+		if err := c.opts.ReloadConsumer(match, v.consumerGroups(match)); err != nil {
+			return coordlog.Loaded{}, err
+		}
 	}
 	return coordlog.Loaded{Replay: st, State: v.summary()}, nil
 }

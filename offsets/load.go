@@ -23,6 +23,10 @@ type view struct {
 	pending map[int64]map[groupTP]pendingRec
 	// seqs is the next sequence of each producer (txn.go).
 	seqs map[int64]seqState
+	// consumer holds, per consumer group, the latest record of each
+	// consumer-group key (types 3-8 and 16), by encoded key
+	// (consumerpersist.go).
+	consumer map[string]map[string]consumerEntry
 }
 
 // groupTP names a group's partition.
@@ -45,6 +49,8 @@ func newView() *view {
 		groups:  map[string]*metastore.Group{},
 		pending: map[int64]map[groupTP]pendingRec{},
 		seqs:    map[int64]seqState{},
+
+		consumer: map[string]map[string]consumerEntry{},
 	}
 }
 
@@ -70,6 +76,11 @@ func replay(p *replication.Partition, end int64) (*view, coordlog.ReplayStats, e
 			var err error
 			if b.Control() {
 				err = v.applyControl(b.ProducerID(), r.Key)
+			} else if isConsumerKey(r.Key) {
+				// Consumer group records (KIP-848) go to the consumer
+				// group coordinator, not the metastore.
+				st.Records++
+				err = v.applyConsumer(r.Key, r.Value, it.Offset())
 			} else {
 				st.Records++
 				err = v.apply(b, r.Key, r.Value)

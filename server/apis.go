@@ -77,12 +77,20 @@ type apiTable map[int16]api
 // cycle through ApiVersions, whose handler reads these tables.
 var apis, clusterAPIs apiTable
 
-// apisFor returns the dispatch table of a cluster member or a single node.
-func apisFor(cluster bool) apiTable {
+// apisFor returns the dispatch table of a cluster member or a single node;
+// without consumerProtocol (group.coordinator.rebalance.protocols lacks
+// `consumer`), one without the KIP-848 consumer group APIs.
+func apisFor(cluster, consumerProtocol bool) apiTable {
+	t := apis
 	if cluster {
-		return clusterAPIs
+		t = clusterAPIs
 	}
-	return apis
+	if !consumerProtocol {
+		t = maps.Clone(t)
+		delete(t, apiKeyConsumerGroupHeartbeat)
+		delete(t, apiKeyConsumerGroupDescribe)
+	}
+	return t
 }
 
 func init() {
@@ -130,6 +138,11 @@ func init() {
 	apis[apiKeyEndTxn] = api{0, 4, handleEndTxn}
 	apis[apiKeyDescribeTransactions] = api{0, 0, handleDescribeTransactions}
 	apis[apiKeyListTransactions] = api{0, 1, handleListTransactions}
+	// KIP-848 consumer groups: the coordinator's, with the server's
+	// authorization around them; left out by apisFor when
+	// group.coordinator.rebalance.protocols lacks `consumer`.
+	apis[apiKeyConsumerGroupHeartbeat] = api{0, 1, handleConsumerGroupHeartbeat}
+	apis[apiKeyConsumerGroupDescribe] = api{0, 1, handleConsumerGroupDescribe}
 	clusterAPIs = maps.Clone(apis)
 	clusterAPIs[apiKeyLeaderAndIsr] = api{2, 5, handleLeaderAndIsr}
 	clusterAPIs[apiKeyStopReplica] = api{3, 3, handleStopReplica}

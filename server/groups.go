@@ -23,6 +23,13 @@ import (
 // the group's state lives in __consumer_offsets, which a single node
 // creates for its first group request.
 func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
+	return handleGroupWith(s, rc, req, nil)
+}
+
+// handleGroupWith is handleGroup; mayDescribe, when set, tells the
+// coordinator which topics the requester may Describe (regex
+// subscriptions of ConsumerGroupHeartbeat).
+func handleGroupWith(s *Server, rc *reqCtx, req kmsg.Request, mayDescribe func(topic string) bool) (*response, error) {
 	ctx, host := context.Background(), ""
 	if rc.conn != nil {
 		ctx = rc.conn.ctx
@@ -31,6 +38,9 @@ func handleGroup(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 	}
 	ctx = group.WithClient(ctx, rc.clientID, "/"+host)
+	if mayDescribe != nil {
+		ctx = group.WithTopicAuthorizer(ctx, mayDescribe)
+	}
 	refused, after := s.az.authorizeGroupRequest(rc, req)
 	if refused != nil {
 		return kresp(refused), nil

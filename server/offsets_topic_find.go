@@ -54,6 +54,9 @@ func newOffsetsCoord(s *Server) *offsets.Coordinator {
 		},
 		Unload: func(match func(string) bool) { s.groups.Unload(match) },
 		Reload: func(match func(string) bool) error { return s.groups.Reload(match) },
+		ReloadConsumer: func(match func(string) bool, groups map[string][]offsets.ConsumerRecord) error {
+			return s.groups.ReloadConsumer(match, groups)
+		},
 		Meta:   s.meta,
 		Now:    s.now,
 		Logger: s.log,

@@ -318,7 +318,7 @@ func New(opts Options) (*Server, error) {
 	if ib, ok := cp.(interBroker); ok && hooks != nil {
 		s.ib = ib
 	}
-	s.apis = apisFor(s.ib != nil)
+	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol())
 	s.rm = replica.New(replica.Options{
 		Config:  *s.currentConfig(),
 		Meta:    s.meta,
@@ -382,6 +382,13 @@ func New(opts Options) (*Server, error) {
 		PersistTxn:            s.offsets.PersistTxn,
 		Loading:               s.offsets.Loading,
 		PartitionFor:          s.offsetsPartitionFor,
+
+		PersistConsumer:           s.offsets.PersistConsumer,
+		Topics:                    groupTopics{md: s.md},
+		ConsumerHeartbeatInterval: c.GroupConsumerHeartbeatInterval,
+		ConsumerSessionTimeout:    c.GroupConsumerSessionTimeout,
+		ConsumerMaxSize:           c.GroupConsumerMaxSize,
+		ConsumerAssignors:         c.GroupConsumerAssignors,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("server: group coordinator: %w", err))

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/sluice/sluice/group/consumer/assignor"
 )
@@ -326,4 +327,38 @@ func subset(owned, assigned assignor.Assignment) bool {
 		}
 	}
 	return true
+}
+
+// Clone returns a copy of g that shares nothing mutable with it (member
+// values and assignment slices are never modified in place, so they are
+// shared). The coordinator changes a clone and installs it only once the
+// records of the change are durable, so a failed append leaves the group
+// as it was.
+func (g *Group) Clone() *Group {
+	c := &Group{
+		ID:              g.ID,
+		Epoch:           g.Epoch,
+		AssignmentEpoch: g.AssignmentEpoch,
+		Target:          maps.Clone(g.Target),
+		Regexes:         maps.Clone(g.Regexes),
+		members:         maps.Clone(g.members),
+		static:          maps.Clone(g.static),
+		partitionEpochs: make(map[assignor.TopicID]map[int32]int32, len(g.partitionEpochs)),
+	}
+	if c.Regexes == nil {
+		c.Regexes = map[string]ResolvedRegex{}
+	}
+	for t, pe := range g.partitionEpochs {
+		c.partitionEpochs[t] = maps.Clone(pe)
+	}
+	return c
+}
+
+// Members returns the members, in no particular order.
+func (g *Group) Members() []Member {
+	out := make([]Member, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m)
+	}
+	return out
 }

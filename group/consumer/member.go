@@ -33,6 +33,7 @@ import (
 	"errors"
 
 	"github.com/sluice/sluice/group/consumer/assignor"
+	"github.com/sluice/sluice/internal/errcode"
 )
 
 // Special member epochs of ConsumerGroupHeartbeat, as Kafka's.
@@ -43,26 +44,27 @@ const (
 )
 
 // Errors of the state machine, each the Kafka error code the coordinator
-// answers with (the mapping is the server's, through errors.Is).
+// answers with: they are package errcode's sentinels, which errcode.Code
+// maps.
 var (
 	// ErrFencedMemberEpoch: the member's epoch is ahead of the
 	// coordinator's, or behind it and not the previous epoch with a subset
 	// of the assignment (FENCED_MEMBER_EPOCH). The member must give up its
 	// partitions and rejoin with epoch 0.
-	ErrFencedMemberEpoch = errors.New("consumer: fenced member epoch")
+	ErrFencedMemberEpoch = errcode.ErrFencedMemberEpoch
 	// ErrUnknownMemberID: a member id (or an instance id) the group does
 	// not know, with a non-zero epoch (UNKNOWN_MEMBER_ID).
-	ErrUnknownMemberID = errors.New("consumer: unknown member id")
+	ErrUnknownMemberID = errcode.ErrUnknownMemberID
 	// ErrUnreleasedInstanceID: a static member joins with an instance id
 	// still held by a member that did not leave with epoch -2
 	// (UNRELEASED_INSTANCE_ID).
-	ErrUnreleasedInstanceID = errors.New("consumer: unreleased instance id")
+	ErrUnreleasedInstanceID = errcode.ErrUnreleasedInstanceID
 	// ErrFencedInstanceID: a member id that is not the current holder of
 	// the instance id it names (FENCED_INSTANCE_ID).
-	ErrFencedInstanceID = errors.New("consumer: fenced instance id")
+	ErrFencedInstanceID = errcode.ErrFencedInstanceID
 	// ErrGroupMaxSizeReached: a new member would take the group past
 	// group.consumer.max.size (GROUP_MAX_SIZE_REACHED).
-	ErrGroupMaxSizeReached = errors.New("consumer: group max size reached")
+	ErrGroupMaxSizeReached = errcode.ErrGroupMaxSizeReached
 	// ErrPartitionEpoch marks a broken invariant of partition epochs: a
 	// partition given to two members at once, or released at an epoch it
 	// was not held at. It means a bug in the caller, never a client's fault.

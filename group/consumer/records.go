@@ -10,11 +10,10 @@ import (
 )
 
 // Record is one __consumer_offsets record of a consumer group: its key and
-// its value, nil for a tombstone.
-type Record struct {
-	Key   offsets.ConsumerKey
-	Value offsets.ConsumerValue
-}
+// its value, nil for a tombstone. It is offsets.ConsumerRecord, so the
+// coordinator hands records to offsets.Coordinator.PersistConsumer as they
+// are.
+type Record = offsets.ConsumerRecord
 
 // ResolvedRegex is what a regex subscription resolved to
 // (ConsumerGroupRegularExpression records).
@@ -250,4 +249,13 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TargetMemberRecord is the record of member id's part of the target
+// assignment.
+func TargetMemberRecord(groupID, id string, a assignor.Assignment) Record {
+	return Record{
+		Key:   offsets.ConsumerKey{Type: offsets.ConsumerGroupTargetAssignmentMemberType, Group: groupID, Member: id},
+		Value: offsets.ConsumerGroupTargetAssignmentMemberValue{TopicPartitions: toRecord(a)},
+	}
 }

@@ -25,6 +25,15 @@ var (
 	ErrOffsetMetadataTooLarge = errors.New("group: offset metadata too large")
 	ErrInvalidRequest         = errors.New("group: invalid request")
 	ErrUnstableOffsetCommit   = errors.New("group: unstable offset commit")
+	// The consumer group protocol's (KIP-848; package group/consumer and
+	// the coordinator's consumer groups).
+	ErrFencedMemberEpoch        = errors.New("consumer: fenced member epoch")
+	ErrStaleMemberEpoch         = errors.New("consumer: stale member epoch")
+	ErrUnreleasedInstanceID     = errors.New("consumer: unreleased instance id")
+	ErrUnsupportedAssignor      = errors.New("consumer: unsupported assignor")
+	ErrInvalidRegularExpression = errors.New("consumer: invalid regular expression")
+	ErrTopicAuthorization       = errors.New("consumer: topic authorization failed")
+	ErrUnsupportedCommitVersion = errors.New("consumer: offset commit version too old for the consumer group protocol")
 	// ErrAppend marks a failed write of a coordinator to its log: Code
 	// answers AppendCode for the error it wraps.
 	ErrAppend = errors.New("coordinator: write to the log failed")
@@ -62,4 +71,11 @@ var groupCodes = []struct {
 	{ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge.Code},
 	{ErrInvalidRequest, kerr.InvalidRequest.Code},
 	{ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit.Code},
+	{ErrFencedMemberEpoch, kerr.FencedMemberEpoch.Code},
+	{ErrStaleMemberEpoch, kerr.StaleMemberEpoch.Code},
+	{ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID.Code},
+	{ErrUnsupportedAssignor, kerr.UnsupportedAssignor.Code},
+	{ErrInvalidRegularExpression, kerr.InvalidRegularExpression.Code},
+	{ErrTopicAuthorization, kerr.TopicAuthorizationFailed.Code},
+	{ErrUnsupportedCommitVersion, kerr.UnsupportedVersion.Code},
 }
