@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluice/sluice/internal/errcode"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
 )
 
@@ -95,6 +96,10 @@ func serverCode(err error) (int16, bool) {
 		return kerr.UnknownLeaderEpoch.Code, true
 	case errors.Is(err, errResourceNotFound):
 		return kerr.ResourceNotFound.Code, true
+	case errors.Is(err, quota.ErrThrottled):
+		return kerr.ThrottlingQuotaExceeded.Code, true
+	case errors.Is(err, quota.ErrInvalid):
+		return kerr.InvalidRequest.Code, true
 	case errors.Is(err, errLeaderNotAvailable):
 		return kerr.LeaderNotAvailable.Code, true
 	case errors.Is(err, errElectionTimedOut):
