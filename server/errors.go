@@ -45,6 +45,7 @@ var (
 	errUnknownLeaderEpoch           = errors.New("server: unknown leader epoch")
 	errTransactionsUnsupported      = errors.New("server: transactions are not supported")
 	errResourceNotFound             = errors.New("server: resource not found")
+	errUnsupportedVersion           = errors.New("server: unsupported version")
 )
 
 // errorCode is the code of err in a response: the server's own sentinels
@@ -96,6 +97,8 @@ func serverCode(err error) (int16, bool) {
 		return kerr.UnknownLeaderEpoch.Code, true
 	case errors.Is(err, errResourceNotFound):
 		return kerr.ResourceNotFound.Code, true
+	case errors.Is(err, errUnsupportedVersion):
+		return kerr.UnsupportedVersion.Code, true
 	case errors.Is(err, quota.ErrThrottled):
 		return kerr.ThrottlingQuotaExceeded.Code, true
 	case errors.Is(err, quota.ErrInvalid):
