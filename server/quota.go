@@ -145,14 +145,20 @@ func (rc *reqCtx) throttle(t quota.Type, ms int32) {
 	}
 }
 
-// requestQuotaExempt reports whether key is outside request_percentage:
-// the APIs Kafka exempts (ApiVersions, SASL, the inter-broker ones) and,
-// at the call, a follower's fetch.
-func requestQuotaExempt(key int16) bool {
+// requestQuotaExempt reports whether a request of key is outside
+// request_percentage: what Kafka answers with sendResponseExemptThrottle
+// (the inter-broker APIs; a follower's fetch is marked at the call), and
+// the authentication exchange, which Kafka's authenticator handles before
+// KafkaApis (ApiVersions and SASL before authentication; SASL always,
+// since a re-authentication is one too). An ApiVersions after
+// authentication is throttled, as Kafka's handleApiVersionsRequest does.
+func requestQuotaExempt(key int16, authenticated bool) bool {
 	switch key {
-	case apiKeyApiVersions, apiKeySASLHandshake, apiKeySASLAuthenticate,
+	case apiKeySASLHandshake, apiKeySASLAuthenticate,
 		apiKeyLeaderAndIsr, apiKeyStopReplica, apiKeyUpdateMetadata, apiKeyControlledShutdown, apiKeyWriteTxnMarkers:
 		return true
+	case apiKeyApiVersions:
+		return !authenticated
 	}
 	return false
 }
@@ -162,9 +168,9 @@ func requestQuotaExempt(key int16) bool {
 // earned into its response and mutes the connection for it. Only when a
 // quota is set anywhere.
 func (s *Server) applyThrottle(c *conn, rc *reqCtx, key int16, out *response, busy time.Duration) {
-	if !rc.quotaExempt && !requestQuotaExempt(key) {
+	if !rc.quotaExempt && !requestQuotaExempt(key, c.auth.authenticated.Load()) {
 		user, cid := rc.quotaIDs()
-		pct := float64(busy) * 100 / float64(time.Second)
+		pct := float64(max(busy, 0)) * 100 / float64(time.Second)
 		rc.throttle(quota.Request, s.quotas.Record(quota.Request, user, cid, pct))
 	}
 	ms := rc.throttleMs

@@ -219,3 +219,28 @@ func (h *countThrottles) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration,
 		h.n.Add(1)
 	}
 }
+
+// TestQuotaRequestPercentage: a client over request_percentage is
+// throttled by at most one quota window (ClientRequestQuotaManager), on
+// any API that carries a throttle time, ApiVersions included once the
+// connection is authenticated (Kafka's handleApiVersionsRequest).
+func TestQuotaRequestPercentage(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	setQuota(t, kadm.NewClient(cl), "client-id", "rawconn", "request_percentage", 1e-9)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	if r := dialRaw(t, b.Addr()).Do(md).(*kmsg.MetadataResponse); r.ThrottleMillis <= 0 || r.ThrottleMillis > 1000 {
+		t.Fatalf("Metadata throttle %d ms, want (0, 1000]", r.ThrottleMillis)
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "x", "1"
+	if r := dialRaw(t, b.Addr()).Do(av).(*kmsg.ApiVersionsResponse); r.ThrottleMillis <= 0 || r.ThrottleMillis > 1000 {
+		t.Fatalf("ApiVersions throttle %d ms, want (0, 1000]", r.ThrottleMillis)
+	}
+}
