@@ -2,6 +2,8 @@ package quota
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -169,5 +171,53 @@ func TestRecordNoQuotaAllocs(t *testing.T) {
 	m.Record(Produce, "u", "c", 100)
 	if n := testing.AllocsPerRun(100, func() { m.Record(Produce, "u", "c", 100) }); n != 0 {
 		t.Fatalf("%v allocs with a quota and its sensor", n)
+	}
+}
+
+// TestConcurrentUse: records, quota changes, resyncs and metric reads at
+// once (run with -race); every record of a client over a tiny quota
+// ends throttled once the quota is in place.
+func TestConcurrentUse(t *testing.T) {
+	m := New(Config{})
+	done := make(chan struct{})
+	var wg, writer sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				m.Record(Type(i%3), "u", fmt.Sprint("c", i%7), 100)
+				if q := m.NewMutation("u", "c", g%2 == 0); q != nil {
+					q.Record(1)
+					q.ThrottleMs()
+				}
+			}
+		}(g)
+	}
+	writer.Add(1)
+	go func() {
+		defer writer.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			switch i % 3 {
+			case 0:
+				m.Set(Entity{User: Named("u")}, vals(Produce, 1))
+			case 1:
+				m.Replace(map[Entity]Values{{ClientID: Default}: vals(Fetch, 1)})
+			default:
+				m.Each(func(Usage) {})
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	writer.Wait()
+	m.Replace(map[Entity]Values{{User: Named("u")}: vals(Produce, 1)})
+	if ms := m.Record(Produce, "u", "any", 1e6); ms <= 0 {
+		t.Fatalf("not throttled over a quota of 1 B/s: %d", ms)
 	}
 }
