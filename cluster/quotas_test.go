@@ -120,6 +120,14 @@ func TestQuotaStoreZooKeeper(t *testing.T) {
 	var cv quota.Values
 	cv[quota.ControllerMutation] = 0.5
 	set(clientDefault, cv)
+	// Kafka's AdminZkClient creates the parents of a pair's znode empty.
+	kafkaPair := quota.Entity{User: quota.Named("kafka-made"), ClientID: quota.Named("c")}
+	if _, err := a.zk.createParents(configUsersPath+"/kafka-made/clients/c", []byte(`{"version":1,"config":{"consumer_byte_rate":"2048"}}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := a.zk.get(configUsersPath + "/kafka-made"); err != nil || len(data) != 0 {
+		t.Fatalf("parent data %q, %v; want empty", data, err)
+	}
 	if list, err := sa.List(); err != nil || len(list) != 1 {
 		t.Fatalf("SCRAM list beside quota znodes: %v %v", list, err)
 	}
@@ -127,7 +135,9 @@ func TestQuotaStoreZooKeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[quota.Entity]quota.Values{alice: v, pair: pv, clientDefault: cv}
+	var kv quota.Values
+	kv[quota.Fetch] = 2048
+	want := map[quota.Entity]quota.Values{alice: v, pair: pv, clientDefault: cv, kafkaPair: kv}
 	if len(all) != len(want) {
 		t.Fatalf("List = %v, want %v", all, want)
 	}
