@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"crypto/rand"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -209,6 +211,17 @@ func TestQuotaClusterPropagation(t *testing.T) {
 	}
 	if h.n.Load() == 0 {
 		t.Fatal("broker 2 never throttled the client")
+	}
+	// Close stops each broker's quota watch before it returns.
+	p.Close()
+	for _, b := range bs {
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "WatchQuotaChanges") {
+		t.Fatal("a quota watch still runs after Close")
 	}
 }
 
