@@ -110,17 +110,6 @@ type Values [NumTypes]float64
 // Empty reports whether v holds no quota.
 func (v Values) Empty() bool { return v == Values{} }
 
-// Map returns v as config key -> value, the keys that are set only.
-func (v Values) Map() map[string]float64 {
-	m := map[string]float64{}
-	for t, x := range v {
-		if x > 0 {
-			m[Keys[t]] = x
-		}
-	}
-	return m
-}
-
 // SortedKeys returns the keys set in v, in Keys order.
 func (v Values) SortedKeys() []string {
 	var ks []string

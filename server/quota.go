@@ -19,9 +19,9 @@ package server
 // the request), Fetch its consumer_byte_rate (bytes of the response),
 // CreateTopics, CreatePartitions and DeleteTopics their
 // controller_mutation_rate, and every request from a client (not the
-// inter-broker APIs, a follower's fetch, ApiVersions or SASL)
-// request_percentage of its handler time; the response carries the
-// largest, and the mute is as long.
+// inter-broker APIs, a follower's fetch, SASL, or ApiVersions before
+// authentication: requestQuotaExempt) request_percentage of its handler
+// time; the response carries the largest, and the mute is as long.
 //
 // Cost with no quota set: one atomic load per request (quota.Manager
 // Record returns at once); nothing is allocated on the produce and fetch
