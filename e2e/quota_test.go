@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,20 @@ func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _
 type producer struct {
 	acked     atomic.Int64
 	throttles throttleHook
+	mu        sync.Mutex
+	latencies []time.Duration // from Produce to acknowledgement, per record
+}
+
+// p99 is the 99th percentile of the records' produce latencies.
+func (p *producer) p99() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.latencies) == 0 {
+		return 0
+	}
+	l := slices.Clone(p.latencies)
+	slices.Sort(l)
+	return l[len(l)*99/100]
 }
 
 func (p *producer) run(t *testing.T, addr, topic, clientID string, stop <-chan struct{}, limit int64) {
@@ -60,6 +75,9 @@ func (p *producer) run(t *testing.T, addr, topic, clientID string, stop <-chan s
 				return
 			}
 			p.acked.Add(int64(len(r.Value)))
+			p.mu.Lock()
+			p.latencies = append(p.latencies, time.Since(r.Timestamp))
+			p.mu.Unlock()
 		})
 	}
 	if err := cl.Flush(context.Background()); err != nil {
@@ -137,6 +155,11 @@ func TestQuotaTwoTenants(t *testing.T) {
 		return o.Offset * int64(len(line)-1)
 	}
 
+	// The unthrottled tenant alone first, for its latency without the
+	// throttled ones.
+	var alone producer
+	alone.run(t, b.addr, "tenants", "fast", nil, 10*quotaRate)
+
 	var slow, fast producer
 	var wg sync.WaitGroup
 	t0 := time.Now()
@@ -179,8 +202,9 @@ func TestQuotaTwoTenants(t *testing.T) {
 	span := (measureTo - measureFrom).Seconds()
 	slowRate, kcatRate := float64(slowTo-slowFrom)/span, float64(kcatTo-kcatFrom)/span
 	fastRate := float64(fast.acked.Load()) / fastElapsed.Seconds()
-	t.Logf("quota %s: franz-go %s (%d throttles), kcat %s; unthrottled tenant meanwhile %s (%d throttles)",
-		mib(quotaRate), mib(slowRate), slow.throttles.n.Load(), mib(kcatRate), mib(fastRate), fast.throttles.n.Load())
+	t.Logf("quota %s: franz-go %s (%d throttles), kcat %s; unthrottled tenant meanwhile %s (%d throttles), produce p99 %v (alone: %v)",
+		mib(quotaRate), mib(slowRate), slow.throttles.n.Load(), mib(kcatRate), mib(fastRate), fast.throttles.n.Load(),
+		fast.p99().Round(time.Microsecond), alone.p99().Round(time.Microsecond))
 	for name, r := range map[string]float64{"franz-go": slowRate, "kcat": kcatRate} {
 		if r < 0.6*quotaRate || r > 1.4*quotaRate {
 			t.Errorf("%s at %s, want about %s", name, mib(r), mib(quotaRate))
