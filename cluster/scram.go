@@ -212,6 +212,9 @@ func (s *ScramStore) readConfig(p string) (map[string]string, int32, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("cluster: read %s: %w", p, err)
 	}
+	if len(data) == 0 { // a parent Kafka created for /config/users/<u>/clients/<c>
+		return map[string]string{}, st.Version, nil
+	}
 	cfg, err := sasl.DecodeUserConfig(data)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %s: %w", ErrCorruptZnode, p, err)

@@ -150,6 +150,12 @@ type Config struct {
 	// (max.connection.creation.rate, KIP-612): accepting is delayed to
 	// hold it. Per listener: ListenerLimit.
 	MaxConnectionCreationRate int32
+	// QuotaWindowNum and QuotaWindowSizeSeconds shape the sampled rates
+	// of client quotas (quota.window.num, quota.window.size.seconds);
+	// ControllerQuotaWindowNum and ControllerQuotaWindowSizeSeconds those
+	// of controller_mutation_rate (package quota).
+	QuotaWindowNum, QuotaWindowSizeSeconds                     int32
+	ControllerQuotaWindowNum, ControllerQuotaWindowSizeSeconds int32
 	// MaxConnectionsPerIP bounds connections from one address
 	// (max.connections.per.ip); one over it is closed as it is accepted.
 	MaxConnectionsPerIP int32

@@ -111,6 +111,7 @@ const (
 	kindScram      byte = 0x07 // layout and codec in scram.go
 	kindPendingTxn byte = 0x08 // layout above, codec in txnoffsets.go
 	kindTxnEpoch   byte = 0x09 // layout above, codec in txnoffsets.go
+	kindQuota      byte = 0x0C // client quotas: layout and codec in quotas.go
 
 	// formatV1 is the store layout described above, recorded under formatKey.
 	formatV1 byte = 1

@@ -45,6 +45,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/internal/safe"
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
@@ -164,6 +165,10 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 	}
 
+	if s.quotas.Enabled() && rc != nil {
+		user, cid := rc.quotaIDs()
+		rc.throttle(quota.Produce, s.quotas.Record(quota.Produce, user, cid, float64(produceSize(rc, r))))
+	}
 	if r.Acks == 0 {
 		for _, st := range resp.Topics {
 			for _, sp := range st.Partitions {

@@ -181,6 +181,20 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt32
 	}
+	quotaOn := s.quotas.Enabled() && rc != nil
+	if quotaOn && replicaID >= 0 {
+		rc.quotaExempt, quotaOn = true, false // followers are not client traffic
+	}
+	if rc != nil {
+		rc.fetchOut = out
+	}
+	if quotaOn {
+		// Kafka's getMaxValueInQuotaWindow: never more than a quota
+		// window's worth, which would throttle for sure.
+		if qmax := s.quotas.MaxFetchBytes(rc.quotaIDs()); qmax > 0 {
+			maxBytes = min(maxBytes, max(qmax, 1))
+		}
+	}
 	s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
 		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel, replicaID)
 	})
@@ -188,6 +202,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
 	}
 	s.fetchSessions.finish(&session, out, s.now())
+	if quotaOn {
+		throttleFetch(s, rc, out)
+	}
 	return fetchResponse(version, out), nil
 }
 
@@ -241,7 +258,7 @@ func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minByt
 		pf.timer.Reset(wait)
 		s.parked.Add(1)
 		var parkedAt time.Time
-		if s.metrics != nil {
+		if s.metrics != nil || s.quotas.Enabled() { // remote time is not request_percentage time
 			parkedAt = time.Now()
 		}
 		select {

@@ -47,6 +47,7 @@ import (
 	"github.com/sluice/sluice/internal/topicname"
 	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
 )
@@ -70,6 +71,7 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 	defer cancel()
 	var created []string
 	clusterCreate := s.az.allowedCluster(rc, acl.OpCreate)
+	mq := s.mutationQuota(rc, r.Version >= 6) // KIP-599: strict from v6
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
@@ -89,6 +91,9 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			spec, err = s.rules.newTopicSpec(rt, seen[rt.Topic] > 1)
 		} else {
 			err, refusedFirst = errTopicAuthorization, true
+		}
+		if err == nil && !r.ValidateOnly {
+			err = mq.Record(float64(spec.partitions))
 		}
 		if err == nil && !r.ValidateOnly {
 			st.TopicID, err = s.admin.createTopic(ctx, spec)
@@ -137,6 +142,7 @@ func handleCreateTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			}
 		}
 	}
+	rc.throttle(quota.ControllerMutation, mq.ThrottleMs())
 	return kresp(resp), nil
 }
 

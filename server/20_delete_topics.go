@@ -24,6 +24,8 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/quota"
 )
 
 func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -36,6 +38,7 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			reqs = append(reqs, kmsg.DeleteTopicsRequestTopic{Topic: &n})
 		}
 	}
+	mq := s.mutationQuota(rc, r.Version >= 5) // KIP-599: strict from v5
 	for _, rt := range reqs {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -69,6 +72,9 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			if id, ok := s.md.topicID(name); ok {
 				st.TopicID = id
 			}
+			if err := mq.Record(float64(len(s.md.partitions(name)))); err != nil {
+				return err
+			}
 			return s.admin.deleteTopic(context.Background(), name)
 		}()
 		if err != nil {
@@ -80,5 +86,6 @@ func handleDeleteTopics(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	rc.throttle(quota.ControllerMutation, mq.ThrottleMs())
 	return kresp(resp), nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
+	"github.com/sluice/sluice/quota"
 )
 
 func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -34,6 +35,7 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 	for _, rt := range r.Topics {
 		seen[rt.Topic]++
 	}
+	mq := s.mutationQuota(rc, r.Version >= 3) // KIP-599: strict from v3
 	for _, rt := range r.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
@@ -42,6 +44,9 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		// as in Kafka's handleCreatePartitionsRequest.
 		if seen[rt.Topic] <= 1 && !s.az.allowedTopic(rc, acl.OpAlter, rt.Topic) {
 			err = errTopicAuthorization
+		}
+		if err == nil && !r.ValidateOnly {
+			err = mq.Record(float64(rt.Count - int32(len(s.md.partitions(rt.Topic)))))
 		}
 		if err == nil && !r.ValidateOnly {
 			err = s.admin.addPartitions(context.Background(), rt.Topic, rt.Count, asg)
@@ -55,6 +60,7 @@ func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response,
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	rc.throttle(quota.ControllerMutation, mq.ThrottleMs())
 	return kresp(resp), nil
 }
 

@@ -36,6 +36,8 @@ const (
 	apiKeyElectLeaders            int16 = 43
 	apiKeyIncrementalAlterConfigs int16 = 44
 	apiKeySASLAuthenticate        int16 = 36
+	apiKeyDescribeClientQuotas    int16 = 48
+	apiKeyAlterClientQuotas       int16 = 49
 	apiKeyDescribeUserScram       int16 = 50
 	apiKeyAlterUserScram          int16 = 51
 	apiKeyDescribeCluster         int16 = 60
@@ -117,6 +119,8 @@ func init() {
 		apiKeyElectLeaders:            {0, 2, handleElectLeaders},
 		apiKeyIncrementalAlterConfigs: {0, 1, handleIncrementalAlterConfigs},
 		apiKeySASLAuthenticate:        {0, 2, handleSASLAuthenticate},
+		apiKeyDescribeClientQuotas:    {0, 1, handleDescribeClientQuotas},
+		apiKeyAlterClientQuotas:       {0, 1, handleAlterClientQuotas},
 		apiKeyDescribeUserScram:       {0, 0, handleDescribeUserScramCredentials},
 		apiKeyAlterUserScram:          {0, 0, handleAlterUserScramCredentials},
 		apiKeyDescribeCluster:         {0, 1, handleDescribeCluster},

@@ -20,7 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/metrics"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/server/fetchresp"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -188,6 +190,10 @@ type conn struct {
 
 	// lowat is the reader's SO_RCVLOWAT for large frames (rcvlowat.go).
 	lowat rcvLowat
+
+	// mutedUntil (Unix ns; 0: never) is when a quota throttle ends: until
+	// then the connection reads and handles nothing (quota.go).
+	mutedUntil atomic.Int64
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -276,6 +282,9 @@ func (c *conn) readLoop() {
 		case <-c.stopped:
 			return
 		default:
+		}
+		if !c.waitMuted(true) { // a quota throttle (quota.go)
+			return
 		}
 		if _, err := rd.Peek(1); err != nil {
 			c.logReadErr(err, false)
@@ -483,6 +492,11 @@ func (c *conn) handleLoop() {
 			r.putFrame()
 			continue // drain so the reader is never stuck
 		}
+		if c.mutedUntil.Load() != 0 && !c.waitMuted(false) { // a quota throttle (quota.go)
+			stop = true
+			r.putFrame()
+			continue
+		}
 		resp := c.s.handleRequest(c, r)
 		r.putFrame()
 		if resp == nil {
@@ -569,7 +583,14 @@ func (s *Server) handleRequest(c *conn, r *request) (resp *response) {
 	if s.metrics != nil {
 		started = metrics.Now()
 	}
+	var quotaStart time.Time
+	if c != nil && s.quotas.Enabled() {
+		quotaStart = time.Now()
+	}
 	out, err := s.apis[r.key].handle(s, rc, r.kreq)
+	if !quotaStart.IsZero() && err == nil {
+		s.applyThrottle(c, rc, r.key, out, time.Since(quotaStart)-time.Duration(rc.remote.Load()))
+	}
 	if s.metrics != nil && err == nil && r.received != 0 {
 		t := metrics.Timing{Received: r.received, Started: started, Handled: metrics.Now(), Remote: time.Duration(rc.remote.Load())}
 		api := s.metrics.Request(r.key)
@@ -778,6 +799,15 @@ type reqCtx struct {
 	// req is the request being handled; nil in FuzzDispatch and direct
 	// handler tests.
 	req *request
+	// throttleMs is the largest quota throttle the request earned, under
+	// throttleType; quotaExempt keeps it out of request_percentage (a
+	// follower's fetch). See quota.go.
+	throttleMs   int32
+	throttleType quota.Type
+	quotaExempt  bool
+	// fetchOut is a Fetch's response, whose throttle time is not a kmsg
+	// field (nil for other requests).
+	fetchOut *fetchresp.Response
 }
 
 // prechecked is what was checked of the k-th records field of the Produce

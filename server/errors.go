@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluice/sluice/internal/errcode"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
 )
 
@@ -44,6 +45,7 @@ var (
 	errUnknownLeaderEpoch           = errors.New("server: unknown leader epoch")
 	errTransactionsUnsupported      = errors.New("server: transactions are not supported")
 	errResourceNotFound             = errors.New("server: resource not found")
+	errUnsupportedVersion           = errors.New("server: unsupported version")
 )
 
 // errorCode is the code of err in a response: the server's own sentinels
@@ -95,6 +97,12 @@ func serverCode(err error) (int16, bool) {
 		return kerr.UnknownLeaderEpoch.Code, true
 	case errors.Is(err, errResourceNotFound):
 		return kerr.ResourceNotFound.Code, true
+	case errors.Is(err, errUnsupportedVersion):
+		return kerr.UnsupportedVersion.Code, true
+	case errors.Is(err, quota.ErrThrottled):
+		return kerr.ThrottlingQuotaExceeded.Code, true
+	case errors.Is(err, quota.ErrInvalid):
+		return kerr.InvalidRequest.Code, true
 	case errors.Is(err, errLeaderNotAvailable):
 		return kerr.LeaderNotAvailable.Code, true
 	case errors.Is(err, errElectionTimedOut):

@@ -103,6 +103,13 @@ func seedRequests() [][]byte {
 				rp.PartitionMaxBytes = 1 << 20
 				rt.Partitions = append(rt.Partitions, rp)
 				r.Topics = append(r.Topics, rt)
+			case *kmsg.AlterClientQuotasRequest:
+				e := kmsg.NewAlterClientQuotasRequestEntry()
+				e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("u")}, {Type: "client-id"}}
+				e.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}
+				r.Entries = append(r.Entries, e)
+			case *kmsg.DescribeClientQuotasRequest:
+				r.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 2}}
 			case *kmsg.MetadataRequest:
 				r.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
 			case *kmsg.ListOffsetsRequest:

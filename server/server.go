@@ -62,6 +62,7 @@ import (
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/txn"
 )
@@ -210,6 +211,10 @@ type Server struct {
 
 	// parked counts the fetches waiting in the purgatory now.
 	parked atomic.Int64
+
+	// quotas enforces client quotas, kept in quotaStore (quota.go).
+	quotas     *quota.Manager
+	quotaStore quotaStore
 
 	// rules validates topic administration requests (19_create_topics.go);
 	// lookup finds topics and partitions for the handlers (topics.go).
@@ -402,6 +407,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := s.life.Start("log upkeep", s.rm.Start); err != nil {
 		return fail(fmt.Errorf("server: %w", err))
+	}
+	if err := s.startQuotas(opts.Cluster); err != nil {
+		return fail(fmt.Errorf("server: client quotas: %w", err))
 	}
 	if err := s.life.Start("metrics", (&stateCollector{s: s}).register); err != nil {
 		return fail(err)

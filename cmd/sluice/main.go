@@ -24,6 +24,7 @@ func commands() []command {
 		{"group", "list, describe (with lag), delete consumer groups and reset their offsets", groupCmd},
 		{"acl", "add, list, remove ACL bindings (kafka-acls.sh)", aclCmd},
 		{"user", "create, list, delete SCRAM credentials", userCmd},
+		{"quota", "set, describe, remove client quotas (kafka-configs.sh --entity-type users|clients)", quotaCmd},
 		{"cert", "create a CA, broker and client certificates for TLS listeners", certCmd},
 		{"zk", "set-acls: secure (or open) an existing cluster's znodes in ZooKeeper", zkCmd},
 		{"broker", "config set|describe|delete: dynamic broker configs (kafka-configs.sh --entity-type brokers)", brokerCmd},
