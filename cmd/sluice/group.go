@@ -448,7 +448,15 @@ func resetOffsets(ctx context.Context, c *adminCmd, adm *kadm.Client, group stri
 	// Kafka's tool resets only inactive groups: a live member would
 	// overwrite the new offsets with its next commit. The coordinator
 	// enforces it too (an anonymous commit to a group with members fails),
-	// but checking first refuses a dry run as well, as Kafka does.
+	// but checking first refuses a dry run as well, as Kafka does. A
+	// consumer group (KIP-848) is seen only by ConsumerGroupDescribe
+	// (DescribeGroups answers it Dead); a broker without it has none.
+	if cgs, err := adm.DescribeConsumerGroups(ctx, group); err == nil {
+		if cg, ok := cgs[group]; ok && cg.Err == nil && len(cg.Members) > 0 {
+			return fmt.Errorf("offsets can only be reset while group %q is inactive (Empty), but it is %s with %d active member(s); stop its consumers first",
+				group, cg.State, len(cg.Members))
+		}
+	}
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return c.brokerErr("describe group "+group, err)

@@ -216,6 +216,12 @@ func TestGroupConsumerProtocol(t *testing.T) {
 			t.Fatalf("describe of a consumer group lacks %q:\n%s", want, out)
 		}
 	}
+	// Offsets of a consumer group with members are not reset, not even
+	// in a dry run.
+	var stdout, stderr strings.Builder
+	if code := run([]string{"group", "reset-offsets", "new", "--all-topics", "--to-earliest", "--bootstrap-server", addr}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "Stable with 1 active member") {
+		t.Fatalf("reset-offsets of an active consumer group: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
 	// A classic group is described as before.
 	if out := sl("group", "describe", "old"); !strings.Contains(out, "has no active members") || !strings.Contains(out, "old    orders  0          1               3               2") {
 		t.Fatalf("describe of a classic group:\n%s", out)
