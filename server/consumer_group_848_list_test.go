@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,9 +44,10 @@ func listGroups(t *testing.T, ctx context.Context, cl *kgo.Client, v int16, stat
 
 // twoGroupTypes makes a classic group "classic848" holding an offset and
 // a consumer group "consumer848" with one member that committed an
-// offset, and returns the consumer group's state as ConsumerGroupDescribe
-// shows it.
-func twoGroupTypes(t *testing.T, ctx context.Context, cl *kgo.Client) string {
+// offset (unless commit is false: kfake answers that OffsetCommit v9
+// UNKNOWN_TOPIC_ID), and returns the consumer group's state as
+// ConsumerGroupDescribe shows it.
+func twoGroupTypes(t *testing.T, ctx context.Context, cl *kgo.Client, commit bool) string {
 	t.Helper()
 	adm := kadm.NewClient(cl)
 	createTopic(t, adm, "l848", 2, nil)
@@ -58,7 +60,7 @@ func twoGroupTypes(t *testing.T, ctx context.Context, cl *kgo.Client) string {
 	if join.ErrorCode != 0 {
 		t.Fatalf("join: %s", errName(join.ErrorCode))
 	}
-	if code := commit848(t, ctx, cl, "consumer848", "m1", join.MemberEpoch, "l848", 1, 9); code != 0 {
+	if code := commit848(t, ctx, cl, "consumer848", "m1", join.MemberEpoch, "l848", 1, 9); commit && code != 0 {
 		t.Fatalf("commit: %s", errName(code))
 	}
 	d, err := describe848(ctx, cl, "consumer848")
@@ -68,11 +70,44 @@ func twoGroupTypes(t *testing.T, ctx context.Context, cl *kgo.Client) string {
 	return d.State
 }
 
+// TestListGroupsBothTypes runs against Sluice and, for what it shares
+// with Kafka, franz-go's kfake as a reference. kfake differs from Kafka
+// 4.x in three places, so its run checks only the consumer group's type,
+// state and the type filter: it lists a consumer group with an empty
+// protocol type (Kafka's ConsumerGroup.protocolType() is "consumer"), does
+// not list a group that only holds offsets (Kafka's OffsetCommit creates
+// an Empty classic group), and answers OffsetCommit v9 by topic name
+// UNKNOWN_TOPIC_ID.
 func TestListGroupsBothTypes(t *testing.T) {
-	b := brokertest.Start(t, "memory", fastConsumerGroups)
+	t.Run("broker=sluice", func(t *testing.T) {
+		b := brokertest.Start(t, "memory", fastConsumerGroups)
+		listGroupsBothTypes(t, b.Addr())
+	})
+	t.Run("broker=kfake", func(t *testing.T) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		ctx := testCtx(t, 30*time.Second)
+		cl := newClient(t, c.ListenAddrs()[0])
+		state := twoGroupTypes(t, ctx, cl, false)
+		if g, ok := listGroups(t, ctx, cl, 5, nil, nil)["consumer848"]; !ok || g.GroupType != "consumer" || g.GroupState != state {
+			t.Errorf("consumer group listed as %+v (present %v), want type consumer, state %s", g, ok, state)
+		}
+		if got := listGroups(t, ctx, cl, 5, nil, []string{"consumer"}); len(got) != 1 {
+			t.Errorf("types consumer: listed %v", keys(got))
+		}
+		if got := listGroups(t, ctx, cl, 5, nil, []string{"share-ish"}); len(got) != 0 {
+			t.Errorf("types unknown: listed %v", keys(got))
+		}
+	})
+}
+
+func listGroupsBothTypes(t *testing.T, addr string) {
 	ctx := testCtx(t, 30*time.Second)
-	cl := newClient(t, b.Addr())
-	state := twoGroupTypes(t, ctx, cl)
+	cl := newClient(t, addr)
+	state := twoGroupTypes(t, ctx, cl, true)
 
 	all := listGroups(t, ctx, cl, 5, nil, nil)
 	if g, ok := all["classic848"]; !ok || g.GroupType != "classic" || g.GroupState != "Empty" || g.ProtocolType != "" {
@@ -137,7 +172,7 @@ func TestDescribeGroupsConsumerGroup(t *testing.T) {
 	b := brokertest.Start(t, "memory", fastConsumerGroups)
 	ctx := testCtx(t, 30*time.Second)
 	cl := newClient(t, b.Addr())
-	twoGroupTypes(t, ctx, cl)
+	twoGroupTypes(t, ctx, cl, true)
 	for _, v := range []int16{0, 5} {
 		req := kmsg.NewPtrDescribeGroupsRequest()
 		req.Version, req.Groups = v, []string{"consumer848", "classic848"}
@@ -164,7 +199,7 @@ func TestMetricsGroupTypes(t *testing.T) {
 	ms := startMetricsServer(t, "memory", fastConsumerGroups)
 	ctx := testCtx(t, 30*time.Second)
 	cl := newClient(t, ms.addr)
-	state := twoGroupTypes(t, ctx, cl)
+	state := twoGroupTypes(t, ctx, cl, true)
 	// A second member joins and leaves: two more group epochs.
 	if r := heartbeat848(t, ctx, cl, "consumer848", hb848{member: "m2", topics: []string{"l848"}}); r.ErrorCode != 0 {
 		t.Fatalf("join m2: %s", errName(r.ErrorCode))
