@@ -44,9 +44,8 @@ func listGroups(t *testing.T, ctx context.Context, cl *kgo.Client, v int16, stat
 
 // twoGroupTypes makes a classic group "classic848" holding an offset and
 // a consumer group "consumer848" with one member that committed an
-// offset (unless commit is false: kfake answers that OffsetCommit v9
-// UNKNOWN_TOPIC_ID), and returns the consumer group's state as
-// ConsumerGroupDescribe shows it.
+// offset (unless commit is false), and returns the consumer group's state
+// as ConsumerGroupDescribe shows it.
 func twoGroupTypes(t *testing.T, ctx context.Context, cl *kgo.Client, commit bool) string {
 	t.Helper()
 	adm := kadm.NewClient(cl)
@@ -72,12 +71,13 @@ func twoGroupTypes(t *testing.T, ctx context.Context, cl *kgo.Client, commit boo
 
 // TestListGroupsBothTypes runs against Sluice and, for what it shares
 // with Kafka, franz-go's kfake as a reference. kfake differs from Kafka
-// 4.x in three places, so its run checks only the consumer group's type,
+// 4.x in two places, so its run checks only the consumer group's type,
 // state and the type filter: it lists a consumer group with an empty
-// protocol type (Kafka's ConsumerGroup.protocolType() is "consumer"), does
-// not list a group that only holds offsets (Kafka's OffsetCommit creates
-// an Empty classic group), and answers OffsetCommit v9 by topic name
-// UNKNOWN_TOPIC_ID.
+// protocol type (Kafka's ConsumerGroup.protocolType() is "consumer") and
+// does not list a group that only holds offsets (Kafka's OffsetCommit
+// creates an Empty classic group). Its run skips the consumer group's
+// commit: commit848 goes out at kfake's OffsetCommit v10, which wants a
+// topic id the helper does not send.
 func TestListGroupsBothTypes(t *testing.T) {
 	t.Run("broker=sluice", func(t *testing.T) {
 		b := brokertest.Start(t, "memory", fastConsumerGroups)
