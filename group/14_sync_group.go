@@ -127,4 +127,5 @@ func (c *Coordinator) completeSyncLocked(g *group, assignments []kmsg.SyncGroupR
 		}
 	}
 	g.transitionLocked(stateStable, now)
+	c.rebalances.classic.Add(1)
 }

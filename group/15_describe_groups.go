@@ -16,7 +16,11 @@ import (
 //
 // As in Kafka, a Stable group shows its protocol and each member's metadata
 // and assignment; other states show members without them; an unknown group
-// is "Dead" with no error.
+// is "Dead" with no error. So is a consumer group (KIP-848), as Kafka 4.x's
+// GroupMetadataManager.describeGroups answers a group that is not classic
+// (GROUP_ID_NOT_FOUND only from v6, which is not served here): its members
+// are seen with ConsumerGroupDescribe, and the memberless classic group
+// that holds its offsets is not shown.
 
 // groupOperations is the authorized-operations bitfield of a group with
 // every operation allowed: READ (3), DELETE (6), DESCRIBE (8).
@@ -44,6 +48,9 @@ func (c *Coordinator) describe(name string) kmsg.DescribeGroupsResponseGroup {
 		return dg
 	}
 	dg.State = stateDead.String()
+	if c.isConsumerGroup(name) {
+		return dg
+	}
 	g := c.getGroup(name, false)
 	if g == nil {
 		return dg

@@ -15,15 +15,20 @@ import (
 //	v1  throttle time
 //	v3  flexible
 //	v4  states filter (KIP-518), group state in the answer
-//	v5  types filter (KIP-848), group type in the answer: always "classic"
+//	v5  types filter (KIP-848), group type in the answer
 //
-// Groups that only hold offsets are listed too, with an empty protocol type.
+// Both kinds of group are listed, as Kafka 4.x's
+// GroupMetadataManager.listGroups: classic groups with their protocol type
+// (empty for groups that only hold offsets) and type "classic"; consumer
+// groups (KIP-848) with protocol type "consumer", type "consumer" and
+// their ConsumerGroupState (Empty, Assigning, Reconciling, Stable). The
+// memberless classic group that holds a consumer group's offsets is not a
+// group of its own and is not listed. Filters match case-insensitively (a
+// state filter trimmed, as Kafka's); a type filter that names no known
+// type matches nothing.
 // While a __consumer_offsets partition led here is loading
 // (Options.Loading), the answer is COORDINATOR_LOAD_IN_PROGRESS, as Kafka's,
 // rather than a list without that partition's groups.
-
-// classicGroupType is the group type of every group here (KIP-848 naming).
-const classicGroupType = "classic"
 
 func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -35,33 +40,43 @@ func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 		resp.ErrorCode = errcode.Code(errLoadInProgress)
 		return resp
 	}
-	if req.Version >= 5 && len(req.TypesFilter) > 0 &&
-		!slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, classicGroupType) }) {
-		return resp
+	var states, types []string
+	if req.Version >= 4 {
+		states = req.StatesFilter
+	}
+	if req.Version >= 5 {
+		types = req.TypesFilter
 	}
 	for _, s := range c.summaries() {
-		if req.Version >= 4 && len(req.StatesFilter) > 0 &&
-			!slices.ContainsFunc(req.StatesFilter, func(st string) bool { return strings.EqualFold(st, s.state) }) {
+		if len(states) > 0 && !slices.ContainsFunc(states, func(st string) bool { return strings.EqualFold(strings.TrimSpace(st), s.state) }) {
+			continue
+		}
+		if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return strings.EqualFold(t, s.groupType) }) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = s.name, s.protocolType, s.state, classicGroupType
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = s.name, s.protocolType, s.state, s.groupType
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
 }
 
-// groupSummary is a group's name, state and protocol type.
-type groupSummary struct{ name, state, protocolType string }
+// groupSummary is a group's name, state, protocol type and group type.
+type groupSummary struct{ name, state, protocolType, groupType string }
 
-// summaries returns every live group, sorted by name.
+// summaries returns every live group of both types, sorted by name.
 func (c *Coordinator) summaries() []groupSummary {
-	groups := c.groupList()
-	out := make([]groupSummary, 0, len(groups))
-	for _, g := range groups {
+	cs := c.consumerSummaries()
+	isConsumer := make(map[string]bool, len(cs))
+	out := make([]groupSummary, 0, len(cs))
+	for _, s := range cs {
+		isConsumer[s.name] = true
+		out = append(out, groupSummary{s.name, s.state, consumerProtocolType, ConsumerGroupType})
+	}
+	for _, g := range c.groupList() {
 		g.mu.Lock()
-		if g.state != stateDead {
-			out = append(out, groupSummary{g.name, g.state.String(), g.protocolType})
+		if g.state != stateDead && !isConsumer[g.name] {
+			out = append(out, groupSummary{g.name, g.state.String(), g.protocolType, ClassicGroupType})
 		}
 		g.mu.Unlock()
 	}

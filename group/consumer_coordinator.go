@@ -336,6 +336,7 @@ func (c *Coordinator) fenceMember(name, id, why string, still func(consumer.Memb
 		c.log.Warn("group: persist consumer group member removal", "group", name, "member", id, "err", err)
 		return
 	}
+	c.noteConsumerInstall(cg.g, g)
 	cg.g, cg.subNames = g, subscribedNames(g)
 	stopTimer(t.session)
 	stopTimer(t.rebalance)

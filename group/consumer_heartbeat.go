@@ -233,6 +233,7 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		c.log.Warn("group: persist consumer group heartbeat", "group", g.ID, "member", next.ID, "err", err)
 		return nil, appendErr(err)
 	}
+	c.noteConsumerInstall(cg.g, g)
 	cg.g, cg.metaHash = g, hash
 	if len(recs) > 0 || cg.subNames == nil {
 		cg.subNames = subscribedNames(g)
@@ -394,6 +395,7 @@ func (c *Coordinator) leaveLocked(ctx context.Context, cg *cgroup, req *kmsg.Con
 		c.log.Warn("group: persist consumer group leave", "group", g.ID, "member", req.MemberID, "err", err)
 		return nil, appendErr(err)
 	}
+	c.noteConsumerInstall(cg.g, g)
 	cg.g, cg.subNames = g, subscribedNames(g)
 	if t := cg.timers[req.MemberID]; t != nil {
 		stopTimer(t.rebalance)

@@ -140,6 +140,9 @@ type Coordinator struct {
 
 	// cgs are the consumer groups (KIP-848; consumer_coordinator.go).
 	cgs consumerGroups
+
+	// rebalances count rebalances for the metrics (stats.go).
+	rebalances rebalanceCounters
 }
 
 // New creates the coordinator, which holds no group until Reload installs

@@ -14,7 +14,12 @@ package server
 //	kafka_consumergroup_{current_offset,lag}{consumergroup,topic,partition},
 //	kafka_consumergroup_lag_sum{consumergroup,topic},
 //	kafka_consumergroup_members{consumergroup}
-//	kafka_coordinator_group_groupmetadatamanager_numgroups[state], _numoffsets
+//	kafka_coordinator_group_groupmetadatamanager_numgroups[state] (classic
+//	    groups, as Kafka 4.x), _numoffsets
+//	kafka_server_group_coordinator_metrics_group_count{protocol},
+//	    _consumer_group_count{state}, _group_completed_rebalance_count,
+//	    _consumer_group_rebalance_count (Kafka 4.x's GroupCoordinatorMetrics)
+//	sluice_group_coordinator_members{protocol}
 //	kafka_log_logcleaner_{max_clean_time_secs,cleaner_recopy_percent},
 //	kafka_log_logcleanermanager_uncleanable_partitions_count
 //	sluice_metrics_partition_series_suppressed,
@@ -177,7 +182,14 @@ var (
 	descCleanTime        = gaugeDesc("kafka_log_logcleaner_max_clean_time_secs", "Longest of the last cleaning rounds of the compacted logs here, in seconds.")
 	descRecopy           = gaugeDesc("kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written as a percentage of bytes read by the latest cleaning round.")
 	descUncleanable      = gaugeDesc("kafka_log_logcleanermanager_uncleanable_partitions_count", "Compacted logs whose last cleaning round failed.")
-	descTxns             = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
+	// Kafka 4.x's GroupCoordinatorMetrics (group-coordinator-metrics), by
+	// group type; the rate meters are rate() of the counts here.
+	descGroupCount         = gaugeDesc("kafka_server_group_coordinator_metrics_group_count", "Groups this broker coordinates, by rebalance protocol (classic, consumer).", "protocol")
+	descConsumerGroupCount = gaugeDesc("kafka_server_group_coordinator_metrics_consumer_group_count", "Consumer groups (KIP-848) this broker coordinates, by state (Empty, Assigning, Reconciling, Stable, Dead).", "state")
+	descClassicRebalances  = prometheus.NewDesc("kafka_server_group_coordinator_metrics_group_completed_rebalance_count", "Rebalances of classic groups completed here (a SyncGroup that made the group Stable).", nil, nil)
+	descConsumerRebalances = prometheus.NewDesc("kafka_server_group_coordinator_metrics_consumer_group_rebalance_count", "Rebalances of consumer groups (KIP-848) here: bumps of a group epoch.", nil, nil)
+	descMembersByType      = gaugeDesc("sluice_group_coordinator_members", "Members of the groups this broker coordinates, by rebalance protocol (classic, consumer); Kafka has no such gauge.", "protocol")
+	descTxns               = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
 
 	// Accept delays of max.connection.creation.rate (Kafka's
 	// socket-server-metrics connection-accept-throttle-time{listener}, an
@@ -211,6 +223,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descFetchSessions, descFetchSessParts, descFetchSessEvicted, descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
+		descGroupCount, descConsumerGroupCount, descClassicRebalances, descConsumerRebalances, descMembersByType,
 		descCleanTime, descRecopy, descUncleanable, descTxns,
 		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked} {
 		ch <- d
@@ -346,17 +359,37 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	groups := c.s.groups.Stats()
-	byState := map[string]int{}
+	byState := map[string]int{}         // classic groups
+	consumerByState := map[string]int{} // consumer groups
+	count := map[string]int{}           // group type -> groups
+	members := map[string]int{}         // group type -> members
 	offsets := 0
 	for _, g := range groups {
-		byState[g.State]++
+		if g.Type == group.ConsumerGroupType {
+			consumerByState[g.State]++
+		} else {
+			byState[g.State]++
+		}
+		count[g.Type]++
+		members[g.Type] += g.Members
 		offsets += len(g.Offsets)
 	}
-	gauge(descNumGroups, float64(len(groups)))
+	// Kafka 4.x's NumGroups and NumGroups<State> count classic groups.
+	gauge(descNumGroups, float64(count[group.ClassicGroupType]))
 	gauge(descNumOffsets, float64(offsets))
 	for state, d := range groupStateGauges {
 		gauge(d, float64(byState[state]))
 	}
+	for _, t := range []string{group.ClassicGroupType, group.ConsumerGroupType} {
+		gauge(descGroupCount, float64(count[t]), t)
+		gauge(descMembersByType, float64(members[t]), t)
+	}
+	for _, st := range []string{"Empty", "Assigning", "Reconciling", "Stable", "Dead"} {
+		gauge(descConsumerGroupCount, float64(consumerByState[st]), st)
+	}
+	rb := c.s.groups.Rebalances()
+	ch <- prometheus.MustNewConstMetric(descClassicRebalances, prometheus.CounterValue, float64(rb.ClassicCompleted))
+	ch <- prometheus.MustNewConstMetric(descConsumerRebalances, prometheus.CounterValue, float64(rb.Consumer))
 
 	all := len(groups)
 	groups = exportedGroups(groups)

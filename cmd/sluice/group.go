@@ -21,10 +21,10 @@ import (
 
 func groupCmd(args []string, stdout, stderr io.Writer) int {
 	return runSubcommand("group", []subcommand{
-		{"list", "[--state STATE ...]",
-			"list groups with their state and protocol type", groupList},
+		{"list", "[--state STATE ...] [--type classic|consumer ...]",
+			"list groups with their state, protocol type and group type", groupList},
 		{"describe", "GROUP...",
-			"show state, members and per-partition offsets and lag", groupDescribe},
+			"show state, members (for consumer groups their epochs and target assignment) and per-partition offsets and lag", groupDescribe},
 		{"delete", "GROUP...",
 			"delete groups that have no active members, with their offsets", groupDelete},
 		{"reset-offsets", "GROUP (--topic T[:p,p] ... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime RFC3339 | --by-duration D | --shift-by N) [--execute]",
@@ -34,15 +34,19 @@ func groupCmd(args []string, stdout, stderr io.Writer) int {
 
 func groupList(c *adminCmd) error {
 	var states stringList
-	c.flags.Var(&states, "state", "only groups in this `state` (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead; repeatable)")
+	c.flags.Var(&states, "state", "only groups in this `state` (classic: Empty, Stable, PreparingRebalance, CompletingRebalance; consumer: Empty, Assigning, Reconciling, Stable; repeatable)")
+	var types stringList
+	c.flags.Var(&types, "type", "only groups of this `type` (classic, consumer; repeatable)")
 	return c.run(noArgs, func(adm *kadm.Client, ctx context.Context, _ []string) error {
-		listed, err := adm.ListGroups(ctx, states...)
+		listed, err := adm.ListGroupsByType(ctx, types, states...)
 		if err != nil {
 			return c.brokerErr("list groups", err)
 		}
-		t := newTable(c.stdout, "GROUP", "STATE", "PROTOCOL-TYPE")
+		// GROUP-TYPE comes last so that scripts reading the first
+		// three columns keep working.
+		t := newTable(c.stdout, "GROUP", "STATE", "PROTOCOL-TYPE", "GROUP-TYPE")
 		for _, g := range listed.Sorted() {
-			t.row(g.Group, orDash(g.State), orDash(g.ProtocolType))
+			t.row(g.Group, orDash(g.State), orDash(g.ProtocolType), orDash(g.GroupType))
 		}
 		t.flush()
 		return nil
@@ -51,12 +55,40 @@ func groupList(c *adminCmd) error {
 
 func groupDescribe(c *adminCmd) error {
 	return c.run(oneOrMore("group"), func(adm *kadm.Client, ctx context.Context, names []string) error {
-		lags, err := adm.Lag(ctx, names...)
-		if err != nil {
-			return c.brokerErr("describe groups", err)
+		// Consumer groups (KIP-848) are described with
+		// ConsumerGroupDescribe; the rest, and every group of a broker
+		// that does not serve it, with DescribeGroups as before.
+		cgs, cgErr := adm.DescribeConsumerGroups(ctx, names...)
+		var classic []string
+		for _, n := range names {
+			if g, ok := cgs[n]; cgErr != nil || !ok || g.Err != nil {
+				classic = append(classic, n)
+			}
+		}
+		var lags kadm.DescribedGroupLags
+		if len(classic) > 0 {
+			var err error
+			if lags, err = adm.Lag(ctx, classic...); err != nil {
+				return c.brokerErr("describe groups", err)
+			}
+		}
+		if lags == nil {
+			lags = kadm.DescribedGroupLags{}
+		}
+		for _, n := range names {
+			if !slices.Contains(classic, n) {
+				lags[n] = kadm.DescribedGroupLag{Group: n} // a placeholder: described from cgs
+			}
 		}
 		first := true
 		return eachNamed(names, lags, func(name string, l kadm.DescribedGroupLag) error {
+			if !slices.Contains(classic, name) {
+				if !first {
+					fmt.Fprintln(c.stdout)
+				}
+				first = false
+				return printConsumerGroup(ctx, adm, c.stdout, cgs[name])
+			}
 			switch {
 			case errors.Is(l.Error(), kerr.GroupIDNotFound),
 				l.Error() == nil && l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0:
@@ -134,6 +166,101 @@ func printGroup(w io.Writer, l kadm.DescribedGroupLag) {
 		t.row(l.Group, p.Topic, strconv.Itoa(int(p.Partition)), current, end, lag, member, host, client)
 	}
 	t.flush()
+}
+
+// printConsumerGroup writes a consumer group (KIP-848) as Kafka 4.x's
+// kafka-consumer-groups.sh --describe shows one with --state --verbose,
+// --members --verbose and --offsets: the group and assignment epochs, each
+// member's epoch with its current and target assignment, and the committed
+// offsets with their lag.
+func printConsumerGroup(ctx context.Context, adm *kadm.Client, w io.Writer, g kadm.DescribedConsumerGroup) error {
+	t := newTable(w, "GROUP", "COORDINATOR (ID)", "STATE", "PROTOCOL-TYPE", "ASSIGNMENT-STRATEGY", "#MEMBERS", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH")
+	coord := fmt.Sprintf("%s:%d (%d)", g.Coordinator.Host, g.Coordinator.Port, g.Coordinator.NodeID)
+	t.row(g.Group, coord, g.State, "consumer", orDash(g.AssignorName), strconv.Itoa(len(g.Members)),
+		strconv.Itoa(int(g.Epoch)), strconv.Itoa(int(g.AssignmentEpoch)))
+	t.flush()
+	fmt.Fprintln(w)
+
+	owner := map[string]map[int32]kadm.ConsumerGroupMember{} // topic -> partition -> member holding it
+	if len(g.Members) == 0 {
+		fmt.Fprintf(w, "Consumer group '%s' has no active members.\n", g.Group)
+	} else {
+		t = newTable(w, "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT")
+		for _, m := range g.Members {
+			n := 0
+			m.Assignment.Each(func(topic string, p int32) {
+				n++
+				if owner[topic] == nil {
+					owner[topic] = map[int32]kadm.ConsumerGroupMember{}
+				}
+				owner[topic][p] = m
+			})
+			instance := "-"
+			if m.InstanceID != nil {
+				instance = *m.InstanceID
+			}
+			t.row(m.MemberID, instance, orDash(m.ClientHost), orDash(m.ClientID), strconv.Itoa(n),
+				strconv.Itoa(int(m.MemberEpoch)), topicsSet(m.Assignment), strconv.Itoa(int(g.AssignmentEpoch)), topicsSet(m.TargetAssignment))
+		}
+		t.flush()
+	}
+	fmt.Fprintln(w)
+
+	committed, err := adm.FetchOffsets(ctx, g.Group)
+	if err != nil {
+		return fmt.Errorf("%s: fetch offsets: %w", g.Group, err)
+	}
+	parts := g.AssignedPartitions()
+	committed.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil {
+			parts.Add(o.Topic, o.Partition)
+		}
+	})
+	var ends kadm.ListedOffsets
+	if topics := parts.Topics(); len(topics) > 0 {
+		// A failed listing shows as "-" in LOG-END-OFFSET below.
+		ends, _ = adm.ListEndOffsets(ctx, topics...)
+	}
+	t = newTable(w, "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
+	for _, tp := range parts.Sorted() {
+		for _, p := range tp.Partitions {
+			current, end, lag := "-", "-", "-"
+			c, hasCommit := committed.Lookup(tp.Topic, p)
+			if hasCommit && c.Err == nil && c.At >= 0 {
+				current = strconv.FormatInt(c.At, 10)
+			}
+			if e, ok := ends.Lookup(tp.Topic, p); ok && e.Err == nil {
+				end = strconv.FormatInt(e.Offset, 10)
+				if current != "-" {
+					lag = strconv.FormatInt(max(e.Offset-c.At, 0), 10)
+				}
+			}
+			member, host, client := "-", "-", "-"
+			if m, ok := owner[tp.Topic][p]; ok {
+				member, host, client = m.MemberID, orDash(m.ClientHost), orDash(m.ClientID)
+			}
+			t.row(g.Group, tp.Topic, strconv.Itoa(int(p)), current, end, lag, member, host, client)
+		}
+	}
+	t.flush()
+	return nil
+}
+
+// topicsSet is an assignment as the describe tables show it:
+// "topic:0,1 other:2", or "-" when empty.
+func topicsSet(s kadm.TopicsSet) string {
+	var parts []string
+	for _, tp := range s.Sorted() {
+		ps := slices.Clone(tp.Partitions)
+		slices.Sort(ps)
+		if len(ps) > 0 {
+			parts = append(parts, tp.Topic+":"+int32s(ps))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 func groupDelete(c *adminCmd) error {
@@ -321,7 +448,15 @@ func resetOffsets(ctx context.Context, c *adminCmd, adm *kadm.Client, group stri
 	// Kafka's tool resets only inactive groups: a live member would
 	// overwrite the new offsets with its next commit. The coordinator
 	// enforces it too (an anonymous commit to a group with members fails),
-	// but checking first refuses a dry run as well, as Kafka does.
+	// but checking first refuses a dry run as well, as Kafka does. A
+	// consumer group (KIP-848) is seen only by ConsumerGroupDescribe
+	// (DescribeGroups answers it Dead); a broker without it has none.
+	if cgs, err := adm.DescribeConsumerGroups(ctx, group); err == nil {
+		if cg, ok := cgs[group]; ok && cg.Err == nil && len(cg.Members) > 0 {
+			return fmt.Errorf("offsets can only be reset while group %q is inactive (Empty), but it is %s with %d active member(s); stop its consumers first",
+				group, cg.State, len(cg.Members))
+		}
+	}
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return c.brokerErr("describe group "+group, err)
