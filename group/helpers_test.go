@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/engine"
-	"github.com/sluice/sluice/group/consumer"
 	_ "github.com/sluice/sluice/engine/memlog"
+	"github.com/sluice/sluice/group/consumer"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replication"
