@@ -8,6 +8,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/zktest"
 )
 
 const groupResource = kmsg.ConfigResourceType(32)
@@ -225,5 +227,86 @@ func TestGroupConfigs(t *testing.T) {
 	}, func() string { return errName(r.ErrorCode) })
 	if r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 900 {
 		t.Fatalf("join after restart: %s, interval %d ms, want 900", errName(r.ErrorCode), r.HeartbeatIntervalMillis)
+	}
+}
+
+// TestGroupConfigsCluster: a group config altered through a broker that
+// is not the group's coordinator reaches the coordinator (which had read
+// and cached the group's configs on a member's join) through the
+// /config/changes notification: the member's next heartbeats are told the
+// new interval, and both brokers describe it.
+func TestGroupConfigsCluster(t *testing.T) {
+	zk := zktest.Start(t)
+	bs := brokertest.StartCluster(t, 2, "memory", zk.Addr(), groupCfgBroker)
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.Addr())
+	}
+	ctx := testCtx(t, 90*time.Second)
+	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...))
+	adm := kadm.NewClient(cl)
+	if r, err := adm.CreateTopic(ctx, 2, 1, nil, "gcc848"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	const group = "gcfgc848"
+	var a *kmsg.ConsumerGroupHeartbeatResponse
+	waitUntil(t, 60*time.Second, func() bool {
+		var err error
+		a, err = tryHeartbeat848(ctx, cl, group, hb848{member: "a", topics: []string{"gcc848"}})
+		return err == nil && a.ErrorCode == 0
+	}, func() string { return "member a never joined" })
+	if a.HeartbeatIntervalMillis != 200 {
+		t.Fatalf("interval %d ms before any group config, want 200", a.HeartbeatIntervalMillis)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	fcr, err := fc.RequestWith(ctx, cl)
+	if err != nil || fcr.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %v", err, fcr)
+	}
+	other := int32(1)
+	if fcr.NodeID == 1 {
+		other = 2
+	}
+	v := "700"
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = groupResource, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "consumer.heartbeat.interval.ms", &v
+	rr.Configs = append(rr.Configs, c)
+	req.Resources = append(req.Resources, rr)
+	resp, err := cl.Broker(int(other)).Request(ctx, req)
+	if err != nil || resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter through broker %d: %v %+v", other, err, resp)
+	}
+
+	epoch, owned := a.MemberEpoch, ownedFrom(a.Assignment)
+	var got int32
+	waitUntil(t, 30*time.Second, func() bool {
+		r := heartbeat848(t, ctx, cl, group, hb848{member: "a", epoch: epoch, owned: owned})
+		if r.ErrorCode != 0 {
+			t.Fatalf("heartbeat a: %s", errName(r.ErrorCode))
+		}
+		epoch, got = r.MemberEpoch, r.HeartbeatIntervalMillis
+		if r.Assignment != nil {
+			owned = ownedFrom(r.Assignment)
+		}
+		return got == 700
+	}, func() string { return fmt.Sprintf("coordinator %d still tells %d ms", fcr.NodeID, got) })
+	for _, id := range []int32{1, 2} {
+		d := kmsg.NewPtrDescribeConfigsRequest()
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName = groupResource, group
+		dr.ConfigNames = []string{"consumer.heartbeat.interval.ms"}
+		d.Resources = append(d.Resources, dr)
+		resp, err := cl.Broker(int(id)).Request(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+		if res.ErrorCode != 0 || len(res.Configs) != 1 || *res.Configs[0].Value != "700" || res.Configs[0].Source != 8 {
+			t.Fatalf("broker %d describes %+v", id, res)
+		}
 	}
 }
