@@ -20,6 +20,9 @@ import (
 )
 
 func groupCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "config" {
+		return groupConfigCmd(args[1:], stdout, stderr) // groupconfig.go
+	}
 	return runSubcommand("group", []subcommand{
 		{"list", "[--state STATE ...]",
 			"list groups with their state and protocol type", groupList},
