@@ -105,8 +105,10 @@ type groupConfigs struct {
 	// alterMu serializes the alters' read-modify-write.
 	alterMu sync.Mutex
 	mu      sync.Mutex
-	// cache holds each group's configs as last read (empty: none set).
-	// Entries are replaced, never modified. REQUIRES: mu held.
+	// cache holds each group's configs as last read (empty: none set):
+	// one entry per consumer group that heartbeat here (or was altered
+	// here) since the last resync. Entries are replaced, never modified.
+	// REQUIRES: mu held.
 	cache map[string]map[string]string
 }
 

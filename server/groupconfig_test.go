@@ -268,7 +268,7 @@ func TestGroupConfigsCluster(t *testing.T) {
 	if fcr.NodeID == 1 {
 		other = 2
 	}
-	v := "700"
+	v, v2 := "700", "50000"
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = groupResource, group
@@ -309,4 +309,12 @@ func TestGroupConfigsCluster(t *testing.T) {
 			t.Fatalf("broker %d describes %+v", id, res)
 		}
 	}
+	// Group ids ZooKeeper would not take as a path component as they are.
+	for _, g := range []string{".", "..", "a/b", "ü *+%"} {
+		if code, msg := alterGroup(t, ctx, cl, g, false, groupOp{0, "consumer.session.timeout.ms", &v2}); code != 0 {
+			t.Fatalf("alter group %q: %s %s", g, errName(code), msg)
+		}
+		checkGroupConfig(t, ctx, cl, g, "consumer.session.timeout.ms", v2, kmsg.ConfigSource(8))
+	}
+	checkGroupConfig(t, ctx, cl, "a", "consumer.session.timeout.ms", "45000", kmsg.ConfigSource(5))
 }
