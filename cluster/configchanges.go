@@ -14,6 +14,8 @@ package cluster
 // with entity path users/<sanitized user>; WatchUserConfigChanges follows
 // them. Dynamic broker configs (brokerconfigs.go) too, with entity path
 // brokers/<id> or brokers/<default>; WatchBrokerConfigChanges follows them.
+// Group configs (groupconfigs.go) too, with entity path
+// groups/<sanitized group>; WatchGroupConfigChanges follows them.
 
 import (
 	"context"

@@ -275,7 +275,7 @@ func (c *Coordinator) scheduleSessionLocked(cg *cgroup, id string) {
 	t.seq++
 	seq := t.seq
 	name := cg.g.ID
-	t.session = c.clock.AfterFunc(c.consumerSessionTimeout(), func() {
+	t.session = c.clock.AfterFunc(c.consumerSessionTimeout(name), func() {
 		c.fenceMember(name, id, "session timeout", func(_ consumer.Member, mt *memberTimers) bool { return mt.seq == seq })
 	})
 }
@@ -354,14 +354,29 @@ func (cg *cgroup) epochRecord(g *consumer.Group, hash int64) consumer.Record {
 	return r
 }
 
-func (c *Coordinator) consumerSessionTimeout() time.Duration {
+// consumerSessionTimeout is group's session timeout: its own
+// consumer.session.timeout.ms when set, else the broker's.
+func (c *Coordinator) consumerSessionTimeout(group string) time.Duration {
+	if c.opts.ConsumerGroupTimeouts != nil {
+		if d, _ := c.opts.ConsumerGroupTimeouts(group); d > 0 {
+			return d
+		}
+	}
 	if c.opts.ConsumerSessionTimeout > 0 {
 		return c.opts.ConsumerSessionTimeout
 	}
 	return defaultConsumerSessionTimeout
 }
 
-func (c *Coordinator) consumerHeartbeatInterval() time.Duration {
+// consumerHeartbeatInterval is the heartbeat interval group's members
+// are told: its own consumer.heartbeat.interval.ms when set, else the
+// broker's.
+func (c *Coordinator) consumerHeartbeatInterval(group string) time.Duration {
+	if c.opts.ConsumerGroupTimeouts != nil {
+		if _, d := c.opts.ConsumerGroupTimeouts(group); d > 0 {
+			return d
+		}
+	}
 	if c.opts.ConsumerHeartbeatInterval > 0 {
 		return c.opts.ConsumerHeartbeatInterval
 	}

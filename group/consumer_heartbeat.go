@@ -264,7 +264,7 @@ func (c *Coordinator) answerLocked(cg *cgroup, req *kmsg.ConsumerGroupHeartbeatR
 	id := next.ID
 	resp.MemberID = &id
 	resp.MemberEpoch = next.MemberEpoch
-	resp.HeartbeatIntervalMillis = int32(c.consumerHeartbeatInterval().Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(c.consumerHeartbeatInterval(cg.g.ID).Milliseconds())
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if req.MemberEpoch == consumer.JoinEpoch || full || !equalAssignment(next.Assigned, m.Assigned) {
 		resp.Assignment = assignmentOf(next.Assigned)

@@ -117,6 +117,13 @@ type Options struct {
 	ConsumerSessionTimeout    time.Duration
 	ConsumerMaxSize           int
 	ConsumerAssignors         []string
+	// ConsumerGroupTimeouts, when set, returns a group's own session
+	// timeout and heartbeat interval (its consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms group configs, KIP-848); a zero
+	// value falls back to the two above. Called with the group's lock
+	// held, on every heartbeat: it must be cheap and must not call back
+	// into the Coordinator.
+	ConsumerGroupTimeouts func(group string) (session, heartbeat time.Duration)
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.

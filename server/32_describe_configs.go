@@ -22,6 +22,7 @@ package server
 // INVALID_REQUEST, as Kafka answers. A sensitive key (a password, a
 // private key, a JAAS line) has is_sensitive and a null value, in its
 // synonyms too.
+// A GROUP (type 32) describes its consumer.* keys (groupconfig.go).
 // Documentation (v3+) is the table's. Other resource types are
 // INVALID_REQUEST. A topic's overrides come from the control plane: in
 // cluster mode from ZooKeeper, so any broker describes any topic.
@@ -57,6 +58,8 @@ func handleDescribeConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 			err = s.describeTopicConfigs(r, rr, &sr)
 		case rr.ResourceType == resourceBroker:
 			err = s.describeBrokerConfigs(r, rr, &sr)
+		case rr.ResourceType == resourceGroup:
+			err = s.describeGroupConfigs(r, rr, &sr) // groupconfig.go
 		default:
 			err = errInvalidRequest
 		}

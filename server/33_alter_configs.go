@@ -12,7 +12,8 @@ package server
 // persisted in the metastore, then applied to the live logs
 // (engine.Log.SetConfig) and partitions (message.timestamp.type). An
 // internal topic's are refused (TOPIC_AUTHORIZATION_FAILED). A BROKER
-// resource replaces its whole dynamic layer (brokerconfig.go). In cluster
+// resource replaces its whole dynamic layer (brokerconfig.go), a GROUP
+// resource (type 32) the group's configs (groupconfig.go). In cluster
 // mode the overrides are written to ZooKeeper, and every broker applies them
 // to its replicas when it sees the change notification.
 
@@ -38,6 +39,8 @@ func handleAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 		case err != nil:
 		case rr.ResourceType == resourceBroker:
 			err = s.alterBrokerConfigsLegacy(rr, r.ValidateOnly)
+		case rr.ResourceType == resourceGroup:
+			err = s.alterGroupConfigsLegacy(rr, r.ValidateOnly) // groupconfig.go
 		default:
 			s.rm.Lock()
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(map[string]string) (map[string]string, error) {

@@ -11,7 +11,8 @@ package server
 // is validated as a whole, persisted, then applied to the live logs. The
 // overrides are read and written through the control plane (see
 // 33_alter_configs.go). A BROKER resource changes its dynamic layer
-// (brokerconfig.go, incrementalAlterBrokerConfigs).
+// (brokerconfig.go, incrementalAlterBrokerConfigs). A GROUP resource
+// (type 32) changes the group's configs (groupconfig.go).
 
 import (
 	"fmt"
@@ -42,6 +43,8 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 		case err != nil:
 		case rr.ResourceType == resourceBroker:
 			err = s.incrementalAlterBrokerConfigs(rr, r.ValidateOnly)
+		case rr.ResourceType == resourceGroup:
+			err = s.incrementalAlterGroupConfigs(rr, r.ValidateOnly) // groupconfig.go
 		default:
 			s.rm.Lock()
 			err = s.alterTopicConfigs(rr.ResourceType, rr.ResourceName, r.ValidateOnly, func(overrides map[string]string) (map[string]string, error) {

@@ -178,6 +178,10 @@ func (a *authorizer) configAuthz(rc *reqCtx, op acl.Operation, typ kmsg.ConfigRe
 		if !a.allowedCluster(rc, op) {
 			return errClusterAuthorization
 		}
+	case resourceGroup:
+		if !a.allowed(rc, op, acl.ResourceGroup, name) {
+			return errGroupAuthorization
+		}
 	}
 	return nil
 }

@@ -112,12 +112,13 @@ func (zp *zkPlane) start() {
 	if lag <= 0 {
 		lag = replication.DefaultReplicaLagTimeMax
 	}
-	zp.wg.Add(3)
+	zp.wg.Add(4)
 	// MaybeShrinkISR on every partition led here, every
 	// replica.lag.time.max.ms/2 as Kafka does.
 	go zp.every(max(lag/2, 50*time.Millisecond), zp.shrinkISRs)
 	go zp.configLoop()
 	go zp.brokerConfigLoop() // brokerconfig.go
+	go zp.groupConfigLoop()  // groupconfig.go
 }
 
 // close stops the loops and every fetcher (before the partitions close).

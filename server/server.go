@@ -144,13 +144,15 @@ type Server struct {
 	// cfg is the static config (server.properties, --set); dyn holds the
 	// effective one, with the dynamic broker configs applied
 	// (currentConfig, brokerconfig.go).
-	cfg    config.Config
-	dyn    dynamicConfigs
-	log    *slog.Logger
-	meta   *metastore.Store
-	store  engine.Store
-	now    func() time.Time
-	nodeID int32
+	cfg config.Config
+	dyn dynamicConfigs
+	// groupCfg holds the per-group configs (groupconfig.go).
+	groupCfg groupConfigs
+	log      *slog.Logger
+	meta     *metastore.Store
+	store    engine.Store
+	now      func() time.Time
+	nodeID   int32
 
 	clusterID string
 	advHost   string
@@ -293,6 +295,10 @@ func New(opts Options) (*Server, error) {
 		bcStore, unclean = zkBrokerConfigs{opts.Cluster}, opts.Cluster.SetUncleanLeaderElection
 	}
 	s.initDynamicConfigs(bcStore, unclean)
+	s.groupCfg.store = metaGroupConfigs{s.meta}
+	if opts.Cluster != nil {
+		s.groupCfg.store = zkGroupConfigs{opts.Cluster}
+	}
 	// The __consumer_offsets coordinator exists before the control plane:
 	// a cluster's LeaderAndIsr hooks load and unload its partitions.
 	s.offsets = newOffsetsCoord(s)
@@ -394,6 +400,7 @@ func New(opts Options) (*Server, error) {
 		ConsumerSessionTimeout:    c.GroupConsumerSessionTimeout,
 		ConsumerMaxSize:           c.GroupConsumerMaxSize,
 		ConsumerAssignors:         c.GroupConsumerAssignors,
+		ConsumerGroupTimeouts:     s.consumerGroupTimeouts, // groupconfig.go
 	})
 	if err != nil {
 		return fail(fmt.Errorf("server: group coordinator: %w", err))

@@ -20,6 +20,9 @@ import (
 )
 
 func groupCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "config" {
+		return groupConfigCmd(args[1:], stdout, stderr) // groupconfig.go
+	}
 	return runSubcommand("group", []subcommand{
 		{"list", "[--state STATE ...] [--type classic|consumer ...]",
 			"list groups with their state, protocol type and group type", groupList},
