@@ -50,7 +50,7 @@ vet:
 # most of it waiting on session and request timeouts).
 UNIT_FIRST := ./server ./engine/pebblelog ./segment
 unit:
-	$(GO) test -short -count=1 -timeout 5m $(shell $(GO) list $(UNIT_FIRST)) \
+	$(GO) test -short -count=1 -parallel 8 -timeout 5m $(shell $(GO) list $(UNIT_FIRST)) \
 		$(filter-out $(shell $(GO) list $(UNIT_FIRST)),$(shell $(GO) list $(PKGS)))
 
 race:

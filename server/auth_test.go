@@ -162,6 +162,7 @@ func TestSASLHandshakeV0(t *testing.T) {
 // lifetime is announced, franz-go re-authenticates in band and keeps
 // working, and a raw connection that does not is closed.
 func TestSASLReauthentication(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	// franz-go re-authenticates at least a second before the session
 	// ends, and Kafka refuses re-authentications less than a second
 	// apart: 2.5 s makes one every 1.5 s.

@@ -374,6 +374,7 @@ func slicesEqual(a, b []int32) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 // partitions added to a subscribed topic and a regex subscription are
 // assigned at the next heartbeats.
 func TestConsumerGroup848SessionAndMetadata(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	b := brokertest.Start(t, "segment", fastConsumerGroups)
 	ctx := testCtx(t, 60*time.Second)
 	cl := newClient(t, b.Addr())

@@ -514,6 +514,7 @@ func (d *cutDialer) restore() {
 // own all six partitions and consume everything produced next, exactly
 // once.
 func TestGroupMemberExpires(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	forGroupBackends(t, func(t *testing.T, be string) {
 		addr := startGroupBroker(t, be)
 		prod := newProducer(t, addr)

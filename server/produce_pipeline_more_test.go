@@ -152,6 +152,7 @@ func TestProducePipelineMultiPartitionAckAfterTruncation(t *testing.T) {
 // pending (and a fetch queued behind them); the connection ends (after
 // the waits' timeout), nothing panics, and shutdown completes.
 func TestProducePipelineCloseWithWaitsPending(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	s, fp, _ := newFakeClusterMetricsServer(t, nil)
 	id := fp.addTopic("t", 1)
 	mustCall(t, s, 5, leaderAndIsr("t", id, 0, 1, 1, 5))

@@ -54,6 +54,7 @@ func createTopicsRaw(t *testing.T, addr string, version int16, parts int32, name
 // strict too. The throttled connection is muted for the throttle time
 // (KIP-219): its next request is not answered sooner.
 func TestQuotaControllerMutation(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	b := brokertest.Start(t, "memory")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 	if err != nil {

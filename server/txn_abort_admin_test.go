@@ -33,6 +33,7 @@ func (a *clusterActionSwitch) Authorize(_ string, _ netip.Addr, op acl.Operation
 // single node when the client is allowed ClusterAction, and is refused
 // with CLUSTER_AUTHORIZATION_FAILED otherwise.
 func TestSingleNodeClientAbortsHangingTxn(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	for _, withAuthorizer := range []bool{false, true} {
 		name := "no authorizer"
 		if withAuthorizer {

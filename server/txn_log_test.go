@@ -130,6 +130,7 @@ func consume(t *testing.T, ctx context.Context, addr, topic string, committed bo
 // read_uncommitted one every data record; no consumer sees a marker as a
 // record. ListOffsets, DescribeProducers and epoch fencing on the way.
 func TestTxnLogEndToEnd(t *testing.T) {
+	t.Parallel() // waits on session and request timers, not the CPU
 	s, addr := startTxnServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
