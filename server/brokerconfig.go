@@ -52,34 +52,41 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/metastore"
 )
 
-// brokerConfigStore keeps the dynamic broker configs of each entity (a
-// broker id, or config.DefaultEntity). Maps returned are the caller's.
-type brokerConfigStore interface {
-	// brokerConfig returns entity's configs; none stored is an empty map.
-	brokerConfig(entity string) (map[string]string, error)
-	// setBrokerConfig replaces entity's configs (validated by the caller)
-	// and, in a cluster, tells every broker.
-	setBrokerConfig(ctx context.Context, entity string, configs map[string]string) error
+// entityConfigStore keeps the configs of one kind of config entity, by
+// name: the dynamic broker configs of each broker id and of
+// config.DefaultEntity, or the configs of each group. Maps returned are the
+// caller's.
+type entityConfigStore interface {
+	// get returns name's configs; none stored is an empty map.
+	get(name string) (map[string]string, error)
+	// set replaces name's configs (validated by the caller) and, in a
+	// cluster, tells every broker.
+	set(ctx context.Context, name string, configs map[string]string) error
 }
 
-// zkBrokerConfigs keeps them in ZooKeeper.
-type zkBrokerConfigs struct{ node *cluster.Node }
-
-func (z zkBrokerConfigs) brokerConfig(entity string) (map[string]string, error) {
-	return z.node.BrokerConfig(entity)
+// zkEntityConfigs keeps them in ZooKeeper, through the cluster node's
+// accessors of one entity type.
+type zkEntityConfigs struct {
+	load  func(name string) (map[string]string, error)
+	store func(ctx context.Context, name string, configs map[string]string) error
 }
 
-func (z zkBrokerConfigs) setBrokerConfig(ctx context.Context, entity string, configs map[string]string) error {
-	return z.node.SetBrokerConfig(ctx, entity, configs)
+func (z zkEntityConfigs) get(name string) (map[string]string, error) { return z.load(name) }
+
+func (z zkEntityConfigs) set(ctx context.Context, name string, configs map[string]string) error {
+	return z.store(ctx, name, configs)
 }
 
-// metaBrokerConfigs keeps them in the metastore, as Kafka's znode JSON.
-type metaBrokerConfigs struct{ meta *metastore.Store }
+// metaEntityConfigs keeps them in the metastore, each as the JSON of
+// Kafka's config znode under dir ("config/brokers/", "config/groups/").
+type metaEntityConfigs struct {
+	meta *metastore.Store
+	dir  string
+}
 
 // brokerConfigJSON is the stored form: {"version":1,"config":{...}}.
 type brokerConfigJSON struct {
@@ -87,10 +94,8 @@ type brokerConfigJSON struct {
 	Config  map[string]string `json:"config"`
 }
 
-func metaBrokerConfigName(entity string) string { return "config/brokers/" + entity }
-
-func (m metaBrokerConfigs) brokerConfig(entity string) (map[string]string, error) {
-	b, err := m.meta.GetCheckpoint(metaBrokerConfigName(entity))
+func (m metaEntityConfigs) get(name string) (map[string]string, error) {
+	b, err := m.meta.GetCheckpoint(m.dir + name)
 	if errors.Is(err, metastore.ErrNotFound) {
 		return map[string]string{}, nil
 	}
@@ -99,7 +104,7 @@ func (m metaBrokerConfigs) brokerConfig(entity string) (map[string]string, error
 	}
 	var bc brokerConfigJSON
 	if err := json.Unmarshal(b, &bc); err != nil {
-		return nil, fmt.Errorf("server: stored broker config %s: %w", entity, err)
+		return nil, fmt.Errorf("server: stored config %s%s: %w", m.dir, name, err)
 	}
 	if bc.Config == nil {
 		bc.Config = map[string]string{}
@@ -107,7 +112,7 @@ func (m metaBrokerConfigs) brokerConfig(entity string) (map[string]string, error
 	return bc.Config, nil
 }
 
-func (m metaBrokerConfigs) setBrokerConfig(_ context.Context, entity string, configs map[string]string) error {
+func (m metaEntityConfigs) set(_ context.Context, name string, configs map[string]string) error {
 	if configs == nil {
 		configs = map[string]string{}
 	}
@@ -115,14 +120,14 @@ func (m metaBrokerConfigs) setBrokerConfig(_ context.Context, entity string, con
 	if err != nil {
 		return err
 	}
-	return m.meta.PutCheckpoint(metaBrokerConfigName(entity), b)
+	return m.meta.PutCheckpoint(m.dir+name, b)
 }
 
 // dynamicConfigs is the broker's dynamic config state.
 type dynamicConfigs struct {
 	// mu serializes reloads and the alters' read-modify-write of a layer.
 	mu    sync.Mutex
-	store brokerConfigStore
+	store entityConfigStore
 	// cur is the effective config: the static one with the dynamic
 	// layers applied. Never nil after New; replaced, never modified.
 	cur atomic.Pointer[config.Config]
@@ -141,7 +146,7 @@ func (s *Server) currentConfig() *config.Config { return s.dyn.cur.Load() }
 // initDynamicConfigs reads the stored layers and applies them, before the
 // replica manager opens any partition (New). A store that cannot be read
 // leaves the static config, logged.
-func (s *Server) initDynamicConfigs(store brokerConfigStore, unclean func(bool)) {
+func (s *Server) initDynamicConfigs(store entityConfigStore, unclean func(bool)) {
 	s.dyn.store, s.dyn.unclean = store, unclean
 	c := s.cfg
 	s.dyn.cur.Store(&c)
@@ -154,12 +159,12 @@ func (s *Server) initDynamicConfigs(store brokerConfigStore, unclean func(bool))
 func (s *Server) reloadBrokerConfigs() {
 	s.dyn.mu.Lock()
 	defer s.dyn.mu.Unlock()
-	def, err := s.dyn.store.brokerConfig(config.DefaultEntity)
+	def, err := s.dyn.store.get(config.DefaultEntity)
 	if err != nil {
 		s.log.Error("server: read dynamic broker configs; keeping the current ones", "entity", config.DefaultEntity, "err", err)
 		return
 	}
-	own, err := s.dyn.store.brokerConfig(strconv.Itoa(int(s.nodeID)))
+	own, err := s.dyn.store.get(strconv.Itoa(int(s.nodeID)))
 	if err != nil {
 		s.log.Error("server: read dynamic broker configs; keeping the current ones", "entity", s.nodeID, "err", err)
 		return
@@ -374,7 +379,7 @@ func (s *Server) alterBrokerConfigs(name string, validateOnly bool, next func(cu
 	}
 	s.dyn.mu.Lock()
 	defer s.dyn.mu.Unlock()
-	cur, err := s.dyn.store.brokerConfig(entity)
+	cur, err := s.dyn.store.get(entity)
 	if err != nil {
 		return err
 	}
@@ -417,7 +422,7 @@ func (s *Server) alterBrokerConfigs(name string, validateOnly bool, next func(cu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), configWriteTimeout)
 	defer cancel()
-	if err := s.dyn.store.setBrokerConfig(ctx, entity, props); err != nil {
+	if err := s.dyn.store.set(ctx, entity, props); err != nil {
 		return err
 	}
 	// Applied at once here; other brokers apply it on the notification

@@ -22,8 +22,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,9 +31,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/config"
-	"github.com/sluice/sluice/metastore"
 )
 
 // resourceGroup is ConfigResource GROUP.
@@ -44,64 +40,9 @@ const resourceGroup = kmsg.ConfigResourceType(32)
 // sourceGroupConfig is ConfigSource DYNAMIC_GROUP_CONFIG (Kafka 3.8+).
 const sourceGroupConfig = kmsg.ConfigSource(8)
 
-// groupConfigStore keeps the per-group configs. Maps returned are the
-// caller's.
-type groupConfigStore interface {
-	// groupConfig returns group's configs; none stored is an empty map.
-	groupConfig(group string) (map[string]string, error)
-	// setGroupConfig replaces group's configs (validated by the caller)
-	// and, in a cluster, tells every broker.
-	setGroupConfig(ctx context.Context, group string, configs map[string]string) error
-}
-
-// zkGroupConfigs keeps them in ZooKeeper.
-type zkGroupConfigs struct{ node *cluster.Node }
-
-func (z zkGroupConfigs) groupConfig(group string) (map[string]string, error) {
-	return z.node.GroupConfig(group)
-}
-
-func (z zkGroupConfigs) setGroupConfig(ctx context.Context, group string, configs map[string]string) error {
-	return z.node.SetGroupConfig(ctx, group, configs)
-}
-
-// metaGroupConfigs keeps them in the metastore, as the znode's JSON.
-type metaGroupConfigs struct{ meta *metastore.Store }
-
-func metaGroupConfigName(group string) string { return "config/groups/" + group }
-
-func (m metaGroupConfigs) groupConfig(group string) (map[string]string, error) {
-	b, err := m.meta.GetCheckpoint(metaGroupConfigName(group))
-	if errors.Is(err, metastore.ErrNotFound) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var gc brokerConfigJSON // {"version":1,"config":{...}}
-	if err := json.Unmarshal(b, &gc); err != nil {
-		return nil, fmt.Errorf("server: stored group config %s: %w", group, err)
-	}
-	if gc.Config == nil {
-		gc.Config = map[string]string{}
-	}
-	return gc.Config, nil
-}
-
-func (m metaGroupConfigs) setGroupConfig(_ context.Context, group string, configs map[string]string) error {
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	b, err := json.Marshal(brokerConfigJSON{Version: 1, Config: configs})
-	if err != nil {
-		return err
-	}
-	return m.meta.PutCheckpoint(metaGroupConfigName(group), b)
-}
-
 // groupConfigs is the broker's view of the per-group configs.
 type groupConfigs struct {
-	store groupConfigStore
+	store entityConfigStore
 	// alterMu serializes the alters' read-modify-write.
 	alterMu sync.Mutex
 	mu      sync.Mutex
@@ -123,7 +64,7 @@ func (s *Server) groupConfig(group string) map[string]string {
 	if ok {
 		return props
 	}
-	props, err := gc.store.groupConfig(group)
+	props, err := gc.store.get(group)
 	if err != nil {
 		s.log.Warn("server: read group configs; using the broker's", "group", group, "err", err)
 		return nil
@@ -169,7 +110,7 @@ func (s *Server) alterGroupConfigs(group string, validateOnly bool, next func(cu
 	gc := &s.groupCfg
 	gc.alterMu.Lock()
 	defer gc.alterMu.Unlock()
-	cur, err := gc.store.groupConfig(group)
+	cur, err := gc.store.get(group)
 	if err != nil {
 		return err
 	}
@@ -185,7 +126,7 @@ func (s *Server) alterGroupConfigs(group string, validateOnly bool, next func(cu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), configWriteTimeout)
 	defer cancel()
-	if err := gc.store.setGroupConfig(ctx, group, props); err != nil {
+	if err := gc.store.set(ctx, group, props); err != nil {
 		return err
 	}
 	gc.mu.Lock()
@@ -208,7 +149,7 @@ func (s *Server) describeGroupConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.De
 	if rr.ResourceName == "" {
 		return fmt.Errorf("%w: Group name must not be empty", errInvalidRequest)
 	}
-	props, err := s.groupCfg.store.groupConfig(rr.ResourceName)
+	props, err := s.groupCfg.store.get(rr.ResourceName)
 	if err != nil {
 		return err
 	}

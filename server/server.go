@@ -289,15 +289,15 @@ func New(opts Options) (*Server, error) {
 	}
 	s.pids.meta = s.meta
 	// The dynamic broker configs apply before any partition opens.
-	var bcStore brokerConfigStore = metaBrokerConfigs{s.meta}
+	var bcStore entityConfigStore = metaEntityConfigs{s.meta, "config/brokers/"}
 	var unclean func(bool)
 	if opts.Cluster != nil {
-		bcStore, unclean = zkBrokerConfigs{opts.Cluster}, opts.Cluster.SetUncleanLeaderElection
+		bcStore, unclean = zkEntityConfigs{opts.Cluster.BrokerConfig, opts.Cluster.SetBrokerConfig}, opts.Cluster.SetUncleanLeaderElection
 	}
 	s.initDynamicConfigs(bcStore, unclean)
-	s.groupCfg.store = metaGroupConfigs{s.meta}
+	s.groupCfg.store = metaEntityConfigs{s.meta, "config/groups/"}
 	if opts.Cluster != nil {
-		s.groupCfg.store = zkGroupConfigs{opts.Cluster}
+		s.groupCfg.store = zkEntityConfigs{opts.Cluster.GroupConfig, opts.Cluster.SetGroupConfig}
 	}
 	// The __consumer_offsets coordinator exists before the control plane:
 	// a cluster's LeaderAndIsr hooks load and unload its partitions.
