@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -183,19 +182,11 @@ func (n *Node) SetTopicConfig(ctx context.Context, name string, configs map[stri
 }
 
 func (n *Node) writeTopicConfig(name string, configs map[string]string, notify bool) error {
-	data := encodeTopicConfig(maps.Clone(configs))
-	if _, err := n.zk.set(topicConfigPath(name), data, -1); errors.Is(err, zk.ErrNoNode) {
-		if _, err := n.zk.createParents(topicConfigPath(name), data, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("cluster: write %s: %w", topicConfigPath(name), err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("cluster: write %s: %w", topicConfigPath(name), err)
+	if err := n.setEntityConfig(topicConfigPath(name), configs); err != nil {
+		return err
 	}
 	if notify {
-		note := []byte(`{"version":2,"entity_path":"topics/` + name + `"}`)
-		if _, err := n.zk.createParents(configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence); err != nil {
-			return fmt.Errorf("cluster: config change notification: %w", err)
-		}
+		return n.announceConfigChange([]byte(`{"version":2,"entity_path":"topics/` + name + `"}`))
 	}
 	return nil
 }

@@ -30,21 +30,7 @@ func brokerConfigPath(entity string) string { return configBrokersPath + "/" + e
 // or "<default>"), never nil; an absent znode is an empty config. A znode
 // that is not Kafka's JSON is ErrCorruptZnode.
 func (n *Node) BrokerConfig(entity string) (map[string]string, error) {
-	data, _, err := n.zk.get(brokerConfigPath(entity))
-	if errors.Is(err, zk.ErrNoNode) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cluster: read %s: %w", brokerConfigPath(entity), err)
-	}
-	var tc topicConfig // the same {"version":1,"config":{...}} layout
-	if err := json.Unmarshal(data, &tc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, brokerConfigPath(entity), err)
-	}
-	if tc.Config == nil {
-		tc.Config = map[string]string{}
-	}
-	return tc.Config, nil
+	return n.entityConfig(brokerConfigPath(entity))
 }
 
 // SetBrokerConfig replaces the dynamic configs of entity (a broker id or
@@ -57,7 +43,38 @@ func (n *Node) SetBrokerConfig(ctx context.Context, entity string, configs map[s
 	if _, err := strconv.ParseInt(entity, 10, 32); err != nil && entity != "<default>" {
 		return fmt.Errorf("cluster: broker config entity %q is not a broker id or <default>", entity)
 	}
-	p := brokerConfigPath(entity)
+	if err := n.setEntityConfig(brokerConfigPath(entity), configs); err != nil {
+		return err
+	}
+	// Written as Kafka writes it: encoding/json would escape <default>'s
+	// angle brackets. The entity is an id or <default>: nothing to escape.
+	return n.announceConfigChange([]byte(`{"version":2,"entity_path":"brokers/` + entity + `"}`))
+}
+
+// entityConfig reads the config znode p, Kafka's {"version":1,"config":
+// {...}} as topics have it, never nil; an absent znode is an empty config,
+// one that is not that JSON ErrCorruptZnode.
+func (n *Node) entityConfig(p string) (map[string]string, error) {
+	data, _, err := n.zk.get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read %s: %w", p, err)
+	}
+	var tc topicConfig
+	if err := json.Unmarshal(data, &tc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, p, err)
+	}
+	if tc.Config == nil {
+		tc.Config = map[string]string{}
+	}
+	return tc.Config, nil
+}
+
+// setEntityConfig writes configs to the config znode p, creating it and
+// its parents when missing.
+func (n *Node) setEntityConfig(p string, configs map[string]string) error {
 	data := encodeTopicConfig(maps.Clone(configs))
 	if _, err := n.zk.set(p, data, -1); errors.Is(err, zk.ErrNoNode) {
 		if _, err := n.zk.createParents(p, data, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -66,9 +83,11 @@ func (n *Node) SetBrokerConfig(ctx context.Context, entity string, configs map[s
 	} else if err != nil {
 		return fmt.Errorf("cluster: write %s: %w", p, err)
 	}
-	// Written as Kafka writes it: encoding/json would escape <default>'s
-	// angle brackets. The entity is an id or <default>: nothing to escape.
-	note := []byte(`{"version":2,"entity_path":"brokers/` + entity + `"}`)
+	return nil
+}
+
+// announceConfigChange writes a /config/changes notification.
+func (n *Node) announceConfigChange(note []byte) error {
 	if _, err := n.zk.createParents(configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence); err != nil {
 		return fmt.Errorf("cluster: config change notification: %w", err)
 	}

@@ -15,12 +15,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
 	"strings"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // configGroupsPath is /config/groups.
@@ -41,22 +36,7 @@ func sanitizeGroup(group string) string {
 // znode is an empty config. A znode that is not the JSON above is
 // ErrCorruptZnode.
 func (n *Node) GroupConfig(group string) (map[string]string, error) {
-	p := groupConfigPath(group)
-	data, _, err := n.zk.get(p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cluster: read %s: %w", p, err)
-	}
-	var tc topicConfig // the same {"version":1,"config":{...}} layout
-	if err := json.Unmarshal(data, &tc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, p, err)
-	}
-	if tc.Config == nil {
-		tc.Config = map[string]string{}
-	}
-	return tc.Config, nil
+	return n.entityConfig(groupConfigPath(group))
 }
 
 // SetGroupConfig replaces the configs of group (validated by the caller)
@@ -65,23 +45,14 @@ func (n *Node) SetGroupConfig(ctx context.Context, group string, configs map[str
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := groupConfigPath(group)
-	data := encodeTopicConfig(maps.Clone(configs))
-	if _, err := n.zk.set(p, data, -1); errors.Is(err, zk.ErrNoNode) {
-		if _, err := n.zk.createParents(p, data, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("cluster: write %s: %w", p, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("cluster: write %s: %w", p, err)
+	if err := n.setEntityConfig(groupConfigPath(group), configs); err != nil {
+		return err
 	}
 	note, err := json.Marshal(configChangeNote{Version: 2, EntityPath: "groups/" + sanitizeGroup(group)})
 	if err != nil {
 		return err
 	}
-	if _, err := n.zk.createParents(configChangesPath+"/"+configChangePrefix, note, zk.FlagSequence); err != nil {
-		return fmt.Errorf("cluster: config change notification: %w", err)
-	}
-	return nil
+	return n.announceConfigChange(note)
 }
 
 // WatchGroupConfigChanges is WatchTopicConfigChanges for the
