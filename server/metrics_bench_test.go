@@ -67,7 +67,11 @@ func BenchmarkRequestPath(b *testing.B) {
 // "bench" holding 100 records, and returns a connection to it and the
 // frame of the api's request.
 func benchRequestConn(b *testing.B, m *metrics.Metrics, api string) ([]byte, net.Conn) {
-	s := newTestServer(b, nil, Options{ClusterID: "bench", Metrics: m})
+	return benchServerConn(b, newTestServer(b, nil, Options{ClusterID: "bench", Metrics: m}), api)
+}
+
+// benchServerConn is benchRequestConn on a server the caller made.
+func benchServerConn(b *testing.B, s *Server, api string) ([]byte, net.Conn) {
 	s.rm.Lock()
 	t, err := s.createTopicLocked(topicSpec{name: "bench", partitions: 1, rf: 1})
 	s.rm.Unlock()

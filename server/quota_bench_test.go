@@ -2,13 +2,9 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"io"
-	"net"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/quota"
 )
@@ -34,7 +30,7 @@ func BenchmarkRequestPathQuota(b *testing.B) {
 					}
 					s.quotas.Set(quota.Entity{ClientID: quota.Named("bench")}, v)
 				}
-				frame, cl := benchQuotaConn(b, s, api)
+				frame, cl := benchServerConn(b, s, api)
 				rd := bufio.NewReaderSize(cl, 64<<10)
 				var size [4]byte
 				var body []byte
@@ -64,49 +60,4 @@ func BenchmarkRequestPathQuota(b *testing.B) {
 			})
 		}
 	}
-}
-
-// benchQuotaConn is benchRequestConn on a server the caller made.
-func benchQuotaConn(b *testing.B, s *Server, api string) ([]byte, net.Conn) {
-	s.rm.Lock()
-	t, err := s.createTopicLocked(topicSpec{name: "bench", partitions: 1, rf: 1})
-	s.rm.Unlock()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for range 100 {
-		if _, err := t.Parts[0].Append(context.Background(), oneRecord(), 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go s.ServeListener(ln, "PLAINTEXT")
-	cl, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cl.Close() })
-	var req kmsg.Request
-	switch api {
-	case "produce":
-		r := kmsg.NewPtrProduceRequest()
-		r.SetVersion(9)
-		r.Acks, r.TimeoutMillis = 1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "bench"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = oneRecord()
-		rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
-		r.Topics = []kmsg.ProduceRequestTopic{rt}
-		req = r
-	default:
-		r := wideFetch(t, 0, 0)
-		r.Topics[0].Partitions[0].FetchOffset = 0
-		req = r
-	}
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
-	return f.AppendRequest(nil, req, 1), cl
 }
