@@ -76,32 +76,46 @@ func handleIncrementalAlterConfigs(s *Server, rc *reqCtx, req kmsg.Request) (*re
 // a null value for other than DELETE or an unknown operation is
 // INVALID_REQUEST.
 func (s *Server) incrementalAlterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	names := make([]string, len(rr.Configs))
-	nulls := make([]bool, len(rr.Configs))
-	for i, c := range rr.Configs {
+	if err := checkIncrementalOps(rr.Configs); err != nil {
+		return err
+	}
+	return s.alterBrokerConfigs(rr.ResourceName, validateOnly, func(props map[string]string) (map[string]string, error) {
+		return applyIncrementalOps(props, rr.Configs, brokerListOp)
+	})
+}
+
+// checkIncrementalOps refuses, as Kafka's ConfigAdminManager.preprocess
+// does for BROKER and GROUP resources, an unknown operation, a config
+// named twice, or a null value for other than DELETE (INVALID_REQUEST).
+func checkIncrementalOps(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
+	names := make([]string, len(configs))
+	nulls := make([]bool, len(configs))
+	for i, c := range configs {
 		names[i], nulls[i] = c.Name, c.Value == nil
 		if c.Op < opSet || c.Op > opSubtract {
 			return fmt.Errorf("%w: Unknown operations type %d", errInvalidRequest, c.Op)
 		}
 	}
-	if err := checkConfigNames(names, nulls, func(i int) bool { return rr.Configs[i].Op == opDelete }); err != nil {
-		return err
-	}
-	return s.alterBrokerConfigs(rr.ResourceName, validateOnly, func(props map[string]string) (map[string]string, error) {
-		for _, c := range rr.Configs {
-			switch c.Op {
-			case opSet:
-				props[c.Name] = *c.Value
-			case opDelete:
-				delete(props, c.Name)
-			default:
-				if err := brokerListOp(props, c); err != nil {
-					return nil, err
-				}
+	return checkConfigNames(names, nulls, func(i int) bool { return configs[i].Op == opDelete })
+}
+
+// applyIncrementalOps applies configs to props in order: SET and DELETE
+// here, APPEND and SUBTRACT by listOp. It returns props.
+func applyIncrementalOps(props map[string]string, configs []kmsg.IncrementalAlterConfigsRequestResourceConfig,
+	listOp func(map[string]string, kmsg.IncrementalAlterConfigsRequestResourceConfig) error) (map[string]string, error) {
+	for _, c := range configs {
+		switch c.Op {
+		case opSet:
+			props[c.Name] = *c.Value
+		case opDelete:
+			delete(props, c.Name)
+		default:
+			if err := listOp(props, c); err != nil {
+				return nil, err
 			}
 		}
-		return props, nil
-	})
+	}
+	return props, nil
 }
 
 // applyConfigOp applies one operation to overrides.

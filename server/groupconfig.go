@@ -192,36 +192,20 @@ func (s *Server) describeGroupConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.De
 // answers); a config named twice or a null value for SET is
 // INVALID_REQUEST (ConfigAdminManager.preprocess).
 func (s *Server) incrementalAlterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	names := make([]string, len(rr.Configs))
-	nulls := make([]bool, len(rr.Configs))
-	for i, c := range rr.Configs {
-		names[i], nulls[i] = c.Name, c.Value == nil
-		if c.Op < opSet || c.Op > opSubtract {
-			return fmt.Errorf("%w: Unknown operations type %d", errInvalidRequest, c.Op)
-		}
-	}
-	if err := checkConfigNames(names, nulls, func(i int) bool { return rr.Configs[i].Op == opDelete }); err != nil {
+	if err := checkIncrementalOps(rr.Configs); err != nil {
 		return err
 	}
 	return s.alterGroupConfigs(rr.ResourceName, validateOnly, func(props map[string]string) (map[string]string, error) {
-		for _, c := range rr.Configs {
-			switch c.Op {
-			case opSet:
-				props[c.Name] = *c.Value
-			case opDelete:
-				delete(props, c.Name)
-			default:
-				if _, ok := config.LookupGroupKey(c.Name); !ok {
-					return nil, fmt.Errorf("%w: Unknown group config name: %s", errInvalidConfig, c.Name)
-				}
-				verb := "APPEND"
-				if c.Op == opSubtract {
-					verb = "SUBTRACT"
-				}
-				return nil, fmt.Errorf("%w: Can't %s to key %s because its type is not LIST.", errInvalidConfig, verb, c.Name)
+		return applyIncrementalOps(props, rr.Configs, func(_ map[string]string, c kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
+			if _, ok := config.LookupGroupKey(c.Name); !ok {
+				return fmt.Errorf("%w: Unknown group config name: %s", errInvalidConfig, c.Name)
 			}
-		}
-		return props, nil
+			verb := "APPEND"
+			if c.Op == opSubtract {
+				verb = "SUBTRACT"
+			}
+			return fmt.Errorf("%w: Can't %s to key %s because its type is not LIST.", errInvalidConfig, verb, c.Name)
+		})
 	})
 }
 
