@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -97,5 +98,36 @@ func TestUncleanElectionEnabledDynamically(t *testing.T) {
 	})
 	if st, _ := tc.state("t", 0); !slices.Equal(st.ISR, []int32{follower}) {
 		t.Fatalf("state %+v, want leader %d alone in ISR", st, follower)
+	}
+}
+
+// TestEntityConfigCorruptZnode: a broker or group config znode that is
+// not Kafka's JSON (a torn or hostile write by anyone who may write
+// ZooKeeper) reads as ErrCorruptZnode, never as an empty or partial
+// config and never a panic; a JSON null config reads as empty.
+func TestEntityConfigCorruptZnode(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[1]
+	for _, data := range []string{"", "{", "[1,2]", `{"version":1,"config":{"a":1}}`, `{"version":1,"config":"x"}`, "\x00\xff"} {
+		for _, p := range []string{brokerConfigPath("7"), groupConfigPath("g")} {
+			if err := n.setEntityConfig(p, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := n.zk.set(p, []byte(data), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cfg, err := n.BrokerConfig("7"); !errors.Is(err, ErrCorruptZnode) {
+			t.Errorf("broker config %q: %v, %v; want ErrCorruptZnode", data, cfg, err)
+		}
+		if cfg, err := n.GroupConfig("g"); !errors.Is(err, ErrCorruptZnode) {
+			t.Errorf("group config %q: %v, %v; want ErrCorruptZnode", data, cfg, err)
+		}
+	}
+	if _, err := n.zk.set(brokerConfigPath("7"), []byte(`{"version":1,"config":null}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := n.BrokerConfig("7"); err != nil || cfg == nil || len(cfg) != 0 {
+		t.Errorf("null config: %v, %v; want an empty map", cfg, err)
 	}
 }
