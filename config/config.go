@@ -292,9 +292,13 @@ type Config struct {
 	// LeaderReplicationThrottledRate and FollowerReplicationThrottledRate
 	// are leader.replication.throttled.rate and
 	// follower.replication.throttled.rate (bytes/s; math.MaxInt64, Kafka's
-	// default, is unbounded): kept and described, not yet enforced.
+	// default, is unbounded), enforced by quota.Replication over
+	// ReplicationQuotaWindowNum samples of ReplicationQuotaWindowSizeSeconds
+	// (replication.quota.window.num, .size.seconds).
 	LeaderReplicationThrottledRate   int64
 	FollowerReplicationThrottledRate int64
+
+	ReplicationQuotaWindowNum, ReplicationQuotaWindowSizeSeconds int32
 
 	// dynDefault and dynBroker are the dynamic layers WithDynamic applied
 	// (the cluster-wide default and this broker's, Kafka's

@@ -330,6 +330,12 @@ var brokerKeys = []Key{
 	{Name: "controller.quota.window.size.seconds", Type: TypeInt, Importance: Low, Default: "1",
 		Doc:   "as Kafka: the time span of each `controller_mutation_rate` sample",
 		codec: int32Key(func(c *Config) *int32 { return &c.ControllerQuotaWindowSizeSeconds }, 1, math.MaxInt32)},
+	{Name: "replication.quota.window.num", Type: TypeInt, Importance: Low, Default: "11",
+		Doc:   "as Kafka: the number of samples kept for replication throttles (`leader.replication.throttled.rate`, `follower.replication.throttled.rate`)",
+		codec: int32Key(func(c *Config) *int32 { return &c.ReplicationQuotaWindowNum }, 1, math.MaxInt32)},
+	{Name: "replication.quota.window.size.seconds", Type: TypeInt, Importance: Low, Default: "1",
+		Doc:   "as Kafka: the time span of each replication throttle sample",
+		codec: int32Key(func(c *Config) *int32 { return &c.ReplicationQuotaWindowSizeSeconds }, 1, math.MaxInt32)},
 	{Name: "metrics.partition.series.max", Type: TypeInt, Importance: Low, Default: "10000",
 		Doc:   "Sluice's own: above this many local partitions the `kafka_log_log_*` series, and above this many committed offsets (group × partition) the per-partition consumer-lag series, are not exported (`0`: never)",
 		codec: intKey(func(c *Config) *int { return &c.MetricsPartitionSeriesMax }, 0, math.MaxInt32)},
@@ -684,10 +690,10 @@ var brokerKeys = []Key{
 		codec: durationKey(func(c *Config) *time.Duration { return &c.ReplicaFetchBackoff }, time.Millisecond, 1)},
 
 	{Name: "leader.replication.throttled.rate", Dynamic: ClusterWide, Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
-		Doc:   "bytes/s a leader may send to the throttled replicas of `leader.replication.throttled.replicas` (Kafka's dynamic-only broker quota): stored and described; not enforced yet (no partition reassignment moves replicas)",
+		Doc:   "as Kafka: bytes/s a leader sends to the replicas its topics' `leader.replication.throttled.replicas` name (measured over `replication.quota.window.num` × `replication.quota.window.size.seconds`); while above it, a follower's fetch gets no data for such a partition unless the follower is in the ISR. Dynamic (per broker or cluster-wide), applied at once",
 		codec: int64Key(func(c *Config) *int64 { return &c.LeaderReplicationThrottledRate }, 0, math.MaxInt64)},
 	{Name: "follower.replication.throttled.rate", Dynamic: ClusterWide, Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
-		Doc:   "bytes/s a follower may fetch for the throttled replicas of `follower.replication.throttled.replicas` (Kafka's dynamic-only broker quota): stored and described; not enforced yet",
+		Doc:   "as Kafka: bytes/s a follower fetches for the replicas its topics' `follower.replication.throttled.replicas` name; while above it, its fetcher leaves such partitions out of its fetches unless they are caught up with the leader's high watermark. Dynamic (per broker or cluster-wide), applied at once",
 		codec: int64Key(func(c *Config) *int64 { return &c.FollowerReplicationThrottledRate }, 0, math.MaxInt64)},
 
 	// Kafka keys accepted for compatibility with Kafka's server.properties;
