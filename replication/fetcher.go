@@ -83,6 +83,24 @@ type FetcherOptions struct {
 	// ClientID names the connections (0: "sluice-replica-fetcher-<id>").
 	ClientID string
 	Logger   *slog.Logger // nil: slog.Default()
+	// Quota is the follower's replication throttle
+	// (follower.replication.throttled.rate; nil: none).
+	Quota ReplicaQuota
+}
+
+// ReplicaQuota is a follower's replication throttle, Kafka's ReplicaQuota
+// (package quota's Replication behind the topic configs). A fetcher leaves
+// a partition out of its fetches while it is Throttled, not caught up with
+// the leader's high watermark and the quota is Exceeded (Kafka's
+// shouldFollowerThrottle), and Records the bytes fetched for every
+// Throttled partition, caught up or not. Called by the fetcher goroutines
+// concurrently.
+type ReplicaQuota interface {
+	Throttled(topic string, partition int32) bool
+	Exceeded() bool
+	Record(bytes int64)
+	// NoteSkipped counts partitions left out of a fetch (metrics).
+	NoteSkipped(n int)
 }
 
 // Request versions the fetchers send: Fetch v12 is the last that names
@@ -210,6 +228,11 @@ type fetchPart struct {
 	// refusals counts the partition's backoffs in a row; an answer
 	// applied without error resets it (see retryBackoff).
 	refusals int
+	// inSync: the last answer left this log at the leader's high
+	// watermark (Kafka's PartitionFetchState.isReplicaInSync, lag <= 0);
+	// false until an answer is applied. throttled: the partition was
+	// Throttled when last sent. Owned by the fetcher goroutine.
+	inSync, throttled bool
 }
 
 // fetcher replicates the partitions led by one broker.
@@ -590,6 +613,9 @@ func (f *fetcher) fetchRound() bool {
 	if len(parts) == 0 {
 		return false
 	}
+	if f.throttle(parts) {
+		return false // every partition held back: idle for a backoff
+	}
 	o := f.m.opts
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
@@ -717,6 +743,30 @@ func (f *fetcher) fetchRound() bool {
 	return true
 }
 
+// throttle applies the follower's replication throttle to the partitions
+// of a round: it notes which are Throttled and, while the quota is
+// Exceeded, drops from parts those not caught up (the fetch session then
+// forgets them until they are sent again). It reports whether it dropped
+// them all: Kafka's fetcher then sends nothing and waits
+// replica.fetch.backoff.ms.
+func (f *fetcher) throttle(parts map[tp]pending) (all bool) {
+	q := f.m.opts.Quota
+	if q == nil {
+		return false
+	}
+	exceeded := q.Exceeded()
+	dropped := 0
+	for k, pd := range parts {
+		pd.st.throttled = q.Throttled(k.topic, k.partition)
+		if pd.st.throttled && exceeded && !pd.st.inSync {
+			delete(parts, k)
+			dropped++
+		}
+	}
+	q.NoteSkipped(dropped)
+	return dropped > 0 && len(parts) == 0
+}
+
 // nextSessionEpoch is Kafka's FetchMetadata.nextEpoch for an incremental
 // epoch (> 0): one more, and 1 after MaxInt32.
 func nextSessionEpoch(e int32) int32 {
@@ -776,6 +826,12 @@ func (f *fetcher) applyFetch(pd pending, rp *kmsg.FetchResponseTopicPartition) {
 		}
 	}
 	pd.st.refusals = 0
+	if pd.st.throttled && f.m.opts.Quota != nil {
+		// Kafka records the records' size of every throttled
+		// partition, in sync or not.
+		f.m.opts.Quota.Record(int64(len(rp.RecordBatches)))
+	}
+	pd.st.inSync = rp.HighWatermark-p.LogEndOffset() <= 0
 	p.UpdateFollowerHW(rp.HighWatermark)
 	p.followLogStart(rp.LogStartOffset)
 }

@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice/sluice/zerocopy"
@@ -82,6 +83,15 @@ func (p *Partition) HandleReplicaFetch(replicaID, currentLeaderEpoch int32, fetc
 	res.Records = sl
 	res.LogStartOffset, res.LogEndOffset = p.log.StartOffset(), p.log.EndOffset()
 	return res, nil
+}
+
+// InISR reports whether replicaID is in the committed in-sync replica set
+// (a leader's replication throttle never holds back an in-sync follower,
+// as Kafka's shouldLeaderThrottle).
+func (p *Partition) InISR(replicaID int32) bool {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return slices.Contains(p.rs.isr, replicaID)
 }
 
 // HandleOffsetForLeaderEpoch answers one partition of an

@@ -75,7 +75,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
@@ -94,7 +96,11 @@ type fetchTarget struct {
 	// rather than the high watermark. committed: a read_committed
 	// consumer's, which reads and waits for the last stable offset.
 	replica, committed bool
-	watch              replication.Watch // the fetch's registration with p (purgatory.go)
+	// throttled: a follower's fetch of a partition that the topic's
+	// leader.replication.throttled.replicas names for this broker
+	// (replquota.go).
+	throttled bool
+	watch     replication.Watch // the fetch's registration with p (purgatory.go)
 }
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -169,6 +175,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				// the partition's replicas, and its leader epoch. It
 				// waits for the log end, not the high watermark, to move.
 				ft.p, ft.replica = t.Parts[rp.Partition], true
+				ft.throttled = s.repl.leader.Throttled(t.Name, t.Meta.Configs[config.LeaderThrottledReplicas], rp.Partition)
 			default:
 				ft.p, ft.committed = t.Parts[rp.Partition], r.IsolationLevel == 1
 				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
@@ -198,6 +205,9 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
 		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel, replicaID)
 	})
+	if replicaID >= 0 {
+		recordLeaderThrottled(s.repl.leader, targets, out)
+	}
 	if s.metrics != nil {
 		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
 	}
@@ -286,6 +296,9 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 	releaseFetch(out)
 	remaining := maxBytes
 	now := s.now()
+	// Kafka's shouldLeaderThrottle, checked once per read of the
+	// request: the rate is only recorded when the response is sent.
+	leaderExceeded := replicaID >= 0 && s.repl.leader.Exceeded()
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
@@ -297,7 +310,11 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 			}
 			err := ft.err
 			if err == nil && replicaID >= 0 {
-				err = readReplica(ft, op, &remaining, total == 0, replicaID, now)
+				var held bool
+				held, err = readReplica(ft, op, &remaining, total == 0, replicaID, now, leaderExceeded && ft.throttled)
+				if held {
+					s.repl.leader.NoteSkipped(1)
+				}
 			} else if err == nil {
 				err = readPartition(ft, op, &remaining, total == 0)
 			}
@@ -443,15 +460,39 @@ func emptyRun(sl zerocopy.Slice) (next int64, ok bool) {
 // progress (the ISR and the high watermark move with it). Past the
 // response limit the follower's position is still recorded; what was read
 // is dropped.
-func readReplica(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, replicaID int32, now time.Time) error {
+//
+// throttle: the partition is throttled and the leader's replication quota
+// exceeded (fillFetch). Unless the follower is in the ISR, its progress is
+// still recorded but the records are dropped, as Kafka's readFromLog
+// answers such a partition with an empty record set; held reports that.
+func readReplica(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, replicaID int32, now time.Time, throttle bool) (held bool, err error) {
 	limit := max(min(int64(ft.maxBytes), *remaining), 1)
 	res, err := ft.p.HandleReplicaFetch(replicaID, ft.leaderEpoch, ft.offset, int(limit), now)
 	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 	if err != nil {
-		return err
+		return false, err
+	}
+	if throttle && res.Records.Len() > 0 && !ft.p.InISR(replicaID) {
+		res.Records.Release()
+		return true, nil
 	}
 	keepRecords(op, res.Records, *remaining, remaining, first)
-	return nil
+	return false, nil
+}
+
+// recordLeaderThrottled records, under the leader's replication quota,
+// the record bytes a follower's fetch response carries for throttled
+// partitions, in sync or not (Kafka's sizeOfThrottledPartitions).
+func recordLeaderThrottled(q *quota.Replication, targets [][]fetchTarget, out *fetchresp.Response) {
+	var n int64
+	for i := range targets {
+		for j := range targets[i] {
+			if targets[i][j].throttled {
+				n += out.Topics[i].Partitions[j].Records.Len()
+			}
+		}
+	}
+	q.Record(n)
 }
 
 // keepRecords puts sl in op and counts it against remaining, unless it is

@@ -219,6 +219,7 @@ func (s *Server) applyBrokerConfigsLocked(def, own map[string]string) {
 	if connLimitsChanged(old, &nc) {
 		s.limits.reconfigure(&nc, s.log)
 	}
+	s.repl.reconfigure(&nc)
 	if s.dyn.unclean != nil {
 		s.dyn.unclean(nc.UncleanLeaderElection)
 	}

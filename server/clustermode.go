@@ -99,6 +99,7 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 		MinBytes:          s.cfg.ReplicaFetchMinBytes,
 		MaxWait:           s.cfg.ReplicaFetchWaitMax,
 		Backoff:           s.cfg.ReplicaFetchBackoff,
+		Quota:             followerQuota{s, s.repl.follower},
 	})
 	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.

@@ -217,6 +217,8 @@ type Server struct {
 	// quotas enforces client quotas, kept in quotaStore (quota.go).
 	quotas     *quota.Manager
 	quotaStore quotaStore
+	// repl are the replication throttles (replquota.go).
+	repl replQuotas
 
 	// rules validates topic administration requests (19_create_topics.go);
 	// lookup finds topics and partitions for the handlers (topics.go).
@@ -294,6 +296,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Cluster != nil {
 		bcStore, unclean = zkEntityConfigs{opts.Cluster.BrokerConfig, opts.Cluster.SetBrokerConfig}, opts.Cluster.SetUncleanLeaderElection
 	}
+	s.repl = newReplQuotas(&s.cfg, s.nodeID, s.now)
 	s.initDynamicConfigs(bcStore, unclean)
 	s.groupCfg.store = metaEntityConfigs{s.meta, "config/groups/"}
 	if opts.Cluster != nil {
@@ -417,6 +420,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := s.startQuotas(opts.Cluster); err != nil {
 		return fail(fmt.Errorf("server: client quotas: %w", err))
+	}
+	if zp != nil {
+		if err := s.registerReplQuotaMetrics(); err != nil {
+			return fail(err)
+		}
 	}
 	if err := s.life.Start("metrics", (&stateCollector{s: s}).register); err != nil {
 		return fail(err)
