@@ -343,3 +343,156 @@ func (n *Node) WatchQuotaChanges(ctx context.Context, fn func(quota.Entity), res
 	}
 	n.watchChanges(ctx, w)
 }
+
+// ip quota entities (KIP-612), in Kafka's layout:
+//
+//	/config/ips/<ip>                     {"version":1,"config":{"connection_creation_rate":"10"}}
+//	/config/ips/<default>                the same, for every address without its own
+//	/config/changes/config_change_<seq>  {"version":2,"entity_path":"ips/<ip>"}
+//
+// <ip> is sanitized as the other entity names (an IPv6 address's colons
+// become %3A). The value is an INT, written as Kafka writes it.
+
+const configIPsPath = "/config/ips"
+
+func ipComponent(name string) string {
+	if name == quota.DefaultName {
+		return name
+	}
+	return sanitizeUser(name)
+}
+
+// ipValue reads connection_creation_rate from an entity config (0: none or
+// not a positive number).
+func ipValue(cfg map[string]string) float64 {
+	x, err := strconv.ParseFloat(strings.TrimSpace(cfg[quota.IPKey]), 64)
+	if err != nil || !(x > 0) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}
+
+// GetIP returns the connection_creation_rate of ip entity name (an
+// address or quota.DefaultName; 0: none).
+func (q *QuotaStore) GetIP(name string) (float64, error) {
+	cfg, _, err := q.readEntityConfig(configIPsPath + "/" + ipComponent(name))
+	if err != nil {
+		return 0, err
+	}
+	return ipValue(cfg), nil
+}
+
+// ListIPs returns every ip entity with a connection_creation_rate, by name
+// (quota.DefaultName for the default).
+func (q *QuotaStore) ListIPs() (map[string]float64, error) {
+	names, err := q.n.zk.children(configIPsPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[string]float64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list %s: %w", configIPsPath, err)
+	}
+	out := map[string]float64{}
+	for _, zn := range names {
+		name := zn
+		if zn != quota.DefaultName {
+			if name, err = desanitizeUser(zn); err != nil || name == "" {
+				return nil, fmt.Errorf("%w: %s/%s: entity name is not URL-encoded", ErrCorruptZnode, configIPsPath, zn)
+			}
+		}
+		cfg, _, err := q.readEntityConfig(configIPsPath + "/" + zn)
+		if err != nil {
+			return nil, err
+		}
+		if v := ipValue(cfg); v > 0 {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// AlterIP rewrites the connection_creation_rate of ip entity name with
+// change (given the current one; 0 removes it), keeping any other key of
+// the znode, and notifies every broker in the same multi, as Alter.
+func (q *QuotaStore) AlterIP(name string, change func(float64) (float64, error)) error {
+	if name == "" {
+		return fmt.Errorf("cluster: empty ip quota entity")
+	}
+	ep := "ips/" + ipComponent(name)
+	p := "/config/" + ep
+	note := []byte(`{"version":2,"entity_path":"` + ep + `"}`)
+	for attempt := 0; ; attempt++ {
+		if err := q.n.ctx.Err(); err != nil {
+			return ErrClosed
+		}
+		cfg, version, err := q.readEntityConfig(p)
+		if err != nil {
+			return err
+		}
+		v, err := change(ipValue(cfg))
+		if err != nil {
+			return err
+		}
+		if v > 0 {
+			cfg[quota.IPKey] = strconv.FormatInt(int64(v), 10)
+		} else {
+			delete(cfg, quota.IPKey)
+		}
+		data := sasl.EncodeUserConfig(cfg)
+		var ops []any
+		if version < 0 {
+			if err := q.n.zk.ensurePath(configIPsPath); err != nil {
+				return fmt.Errorf("cluster: create %s: %w", configIPsPath, err)
+			}
+			ops = append(ops, &zk.CreateRequest{Path: p, Data: data})
+		} else {
+			ops = append(ops, &zk.SetDataRequest{Path: p, Data: data, Version: version})
+		}
+		ops = append(ops, &zk.CreateRequest{Path: configChangesPath + "/" + configChangePrefix, Data: note, Flags: zk.FlagSequence})
+		_, err = q.n.zk.multi(ops...)
+		if err == nil {
+			return nil
+		}
+		if (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)) && attempt < 10 {
+			continue
+		}
+		return fmt.Errorf("cluster: write %s: %w", p, err)
+	}
+}
+
+// WatchIPQuotaChanges calls fn with the ip entity name (an address or
+// quota.DefaultName) of every config change notification naming
+// ips/<ip>, in sequence order, until ctx ends or the node closes; resync
+// as WatchQuotaChanges. fn should re-read the entity (GetIP). It blocks.
+func (n *Node) WatchIPQuotaChanges(ctx context.Context, fn func(name string), resync func()) {
+	w := changeWatch{
+		dir:         configChangesPath,
+		prefix:      configChangePrefix,
+		last:        -1,
+		resyncFirst: true,
+		handle: func(znode string, data []byte) error {
+			var cn configChangeNote
+			if err := jsonUnmarshal(data, &cn); err != nil {
+				return nil // WatchQuotaChanges logs it
+			}
+			zn, ok := strings.CutPrefix(cn.EntityPath, "ips/")
+			if !ok || zn == "" || strings.Contains(zn, "/") {
+				return nil
+			}
+			name := zn
+			if zn != quota.DefaultName {
+				var err error
+				if name, err = desanitizeUser(zn); err != nil || name == "" {
+					n.log.Warn("cluster: config change names a bad ip entity", "znode", znode, "entity_path", cn.EntityPath)
+					return nil
+				}
+			}
+			fn(name)
+			return nil
+		},
+	}
+	if resync != nil {
+		w.resync = func() error { resync(); return nil }
+	}
+	n.watchChanges(ctx, w)
+}

@@ -12,8 +12,10 @@ package server
 // No components match every entity unless strict. A type given twice, an
 // empty type, a match string where none belongs (or none where one does)
 // or an unknown match type is INVALID_REQUEST; an unknown entity type is
-// UNSUPPORTED_VERSION, as Kafka answers. Sluice has no "ip" quotas
-// (KIP-612's connection_creation_rate): an ip filter matches nothing.
+// UNSUPPORTED_VERSION, as Kafka answers. "ip" entities (KIP-612's
+// connection_creation_rate, ipquota.go) match an ip component the same way;
+// an ip component with a user or client-id one is INVALID_REQUEST, and with
+// no components (not strict) every entity is described, ip ones included.
 //
 // Needs DescribeConfigs on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 // Entities with no quota (a user with SCRAM credentials only) are not
@@ -70,8 +72,7 @@ func handleDescribeClientQuotas(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 	if !s.az.allowedCluster(rc, acl.OpDescribeConfigs) {
 		return fail(errClusterAuthorization)
 	}
-	var user, client quotaFilter
-	ip := false
+	var user, client, ip quotaFilter
 	for _, c := range r.Components {
 		var f *quotaFilter
 		switch c.EntityType {
@@ -82,14 +83,7 @@ func handleDescribeClientQuotas(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 		case quotaTypeClientID:
 			f = &client
 		case quotaTypeIP:
-			if ip {
-				return fail(fmt.Errorf("%w: Entity type ip cannot appear more than once in the filter.", errInvalidRequest))
-			}
-			ip = true
-			if err := checkQuotaMatch(c); err != nil {
-				return fail(err)
-			}
-			continue
+			f = &ip
 		default:
 			return fail(fmt.Errorf("%w: Unsupported entity type %s", errUnsupportedVersion, c.EntityType))
 		}
@@ -109,11 +103,18 @@ func handleDescribeClientQuotas(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 			f.any = true
 		}
 	}
-	if ip && (user.set || client.set) {
+	if ip.set && (user.set || client.set) {
 		return fail(fmt.Errorf("%w: Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.", errInvalidRequest))
 	}
-	if ip {
-		return kresp(resp), nil // no ip quotas here
+	if ip.set || !r.Strict && !user.set && !client.set {
+		ips, err := s.ipQuotaStore.ListIPs()
+		if err != nil {
+			return fail(err)
+		}
+		resp.Entries = describeIPQuotas(ips, ip)
+		if ip.set {
+			return kresp(resp), nil
+		}
 	}
 	all, err := s.quotaStore.List()
 	if err != nil {
@@ -158,6 +159,38 @@ func handleDescribeClientQuotas(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 		resp.Entries = append(resp.Entries, entry)
 	}
 	return kresp(resp), nil
+}
+
+// describeIPQuotas returns the entries of the ip entities that f matches
+// (any when unset), sorted by name, the default first.
+func describeIPQuotas(ips map[string]float64, f quotaFilter) []kmsg.DescribeClientQuotasResponseEntry {
+	names := make([]string, 0, len(ips))
+	for name := range ips {
+		c := quota.Named(name)
+		if name == quota.DefaultName {
+			c = quota.Default
+		}
+		if f.matches(c) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []kmsg.DescribeClientQuotasResponseEntry
+	for _, name := range names {
+		entry := kmsg.NewDescribeClientQuotasResponseEntry()
+		ent := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+		ent.Type = quotaTypeIP
+		if name != quota.DefaultName {
+			n := name
+			ent.Name = &n
+		}
+		entry.Entity = append(entry.Entity, ent)
+		val := kmsg.NewDescribeClientQuotasResponseEntryValue()
+		val.Key, val.Value = quota.IPKey, ips[name]
+		entry.Values = append(entry.Values, val)
+		out = append(out, entry)
+	}
+	return out
 }
 
 // checkQuotaMatch checks a filter component's match type against its

@@ -8,9 +8,13 @@ package server
 // null name for the default) and ops: set key to value, or remove key.
 // Each entry succeeds or fails alone, as Kafka's
 // ClientQuotaControlManager validates it: an empty entity, a type given
-// twice, an unknown type ("ip": Sluice has no connection_creation_rate
-// quotas), an empty name, an unknown key, a value not above 0, or a
-// fraction for a byte rate is INVALID_REQUEST with Kafka's message. With
+// twice, an unknown type, an empty name, an unknown key, a value not above
+// 0, or a fraction for a byte rate is INVALID_REQUEST with Kafka's
+// message. "ip" entities (KIP-612, ipquota.go) stand alone (with a user or
+// client id: INVALID_REQUEST), name a literal address or the default (a
+// null name; anything else that does not parse as an IP address, host
+// names included, is "<ip> is not a valid IP or resolvable host.") and take
+// only connection_creation_rate, an integer up to 2^31-1. With
 // validate_only nothing is written. Writes are read-modify-writes of the
 // entity's config (ZooKeeper: guarded by the znode's version, keeping a
 // user's SCRAM credentials), announced to every broker.
@@ -23,6 +27,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -64,6 +69,12 @@ func handleAlterClientQuotas(s *Server, rc *reqCtx, req kmsg.Request) (*response
 
 // alterClientQuota validates and applies one entry.
 func (s *Server) alterClientQuota(re kmsg.AlterClientQuotasRequestEntry, validateOnly bool) error {
+	if ipName, ok, err := parseIPQuotaEntity(re.Entity); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		return s.alterIPQuota(ipName, re.Ops, validateOnly)
+	}
 	e, err := parseQuotaEntity(re.Entity)
 	if err != nil {
 		return err
@@ -130,4 +141,75 @@ func parseQuotaEntity(cs []kmsg.AlterClientQuotasRequestEntryEntity) (quota.Enti
 		}
 	}
 	return e, nil
+}
+
+// parseIPQuotaEntity reads an entity with an "ip" component: ok is false
+// when it has none. Its name is quota.DefaultName for the default.
+func parseIPQuotaEntity(cs []kmsg.AlterClientQuotasRequestEntryEntity) (name string, ok bool, err error) {
+	ips := 0
+	for _, c := range cs {
+		if c.Type != quotaTypeIP {
+			continue
+		}
+		ips++
+		switch {
+		case c.Name == nil:
+			name = quota.DefaultName
+		case *c.Name == "":
+			return "", true, fmt.Errorf("%w: Empty ip not supported", errInvalidRequest)
+		default:
+			name = *c.Name
+		}
+	}
+	switch {
+	case ips == 0:
+		return "", false, nil
+	case ips > 1:
+		return "", true, fmt.Errorf("%w: Invalid client quota entity, duplicate entity entry ip", errInvalidRequest)
+	case len(cs) > 1:
+		return "", true, fmt.Errorf("%w: Invalid quota entity combination, IP entity should not be used with user/client ID entity.", errInvalidRequest)
+	}
+	if name != quota.DefaultName {
+		if err := quota.CheckIPName(name); err != nil {
+			return "", true, err
+		}
+	}
+	return name, true, nil
+}
+
+// alterIPQuota validates and applies the ops of ip entity name.
+func (s *Server) alterIPQuota(name string, ops []kmsg.AlterClientQuotasRequestEntryOp, validateOnly bool) error {
+	set, remove := false, false
+	var v float64
+	for _, op := range ops {
+		if op.Remove {
+			if op.Key != quota.IPKey {
+				return fmt.Errorf("%w: Invalid configuration key %s", errInvalidRequest, op.Key)
+			}
+			set, remove = false, true
+			continue
+		}
+		if err := quota.CheckIPValue(op.Key, op.Value); err != nil {
+			return err
+		}
+		set, remove, v = true, false, math.Round(op.Value)
+	}
+	if validateOnly || !set && !remove {
+		return nil
+	}
+	var applied float64
+	err := s.ipQuotaStore.AlterIP(name, func(cur float64) (float64, error) {
+		applied = cur
+		if set {
+			applied = v
+		} else if remove {
+			applied = 0
+		}
+		return applied, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.ipRates.Set(name, applied)
+	return nil
 }

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/quota"
 )
 
 // connLimits holds what bounds the client port as a whole: the request
@@ -50,6 +52,9 @@ type connLimits struct {
 	overrides map[netip.Addr]int
 	protected map[string]bool // listener names the broker-wide limits spare
 	rate      *rateLimit      // max.connection.creation.rate; nil: none
+	// ipRates are the ip entities' connection_creation_rate quotas
+	// (KIP-612, ipquota.go); nil until the server starts them.
+	ipRates atomic.Pointer[quota.IPRates]
 
 	mu        sync.Mutex
 	total     int                       // connections counted by reserve, all listeners
@@ -266,6 +271,14 @@ func (l *connLimits) listenerClosed(q *listenerQuota) {
 func (l *connLimits) freeLocked() {
 	close(l.freed)
 	l.freed = make(chan struct{})
+}
+
+// throttleIP counts a new connection from ip against its ip entity's
+// connection_creation_rate (Kafka's recordIpConnectionMaybeThrottle, on
+// every listener as Kafka's) and returns 0 to go on, or how long to hold
+// the connection before closing it unserved.
+func (l *connLimits) throttleIP(ip netip.Addr) time.Duration {
+	return l.ipRates.Load().Throttle(ip)
 }
 
 // addIP counts a connection from ip against its per-address limit; false

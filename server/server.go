@@ -219,6 +219,10 @@ type Server struct {
 	quotaStore quotaStore
 	// repl are the replication throttles (replquota.go).
 	repl replQuotas
+	// ipRates enforces the ip entities' connection_creation_rate, kept in
+	// ipQuotaStore (ipquota.go).
+	ipRates      *quota.IPRates
+	ipQuotaStore ipQuotaStore
 
 	// rules validates topic administration requests (19_create_topics.go);
 	// lookup finds topics and partitions for the handlers (topics.go).
@@ -421,6 +425,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.startQuotas(opts.Cluster); err != nil {
 		return fail(fmt.Errorf("server: client quotas: %w", err))
 	}
+	if err := s.startIPQuotas(opts.Cluster); err != nil {
+		return fail(fmt.Errorf("server: ip quotas: %w", err))
+	}
 	if zp != nil {
 		if err := s.registerReplQuotaMetrics(); err != nil {
 			return fail(err)
@@ -536,6 +543,14 @@ func (s *Server) Close() error {
 // address at its max.connections.per.ip is closed at once.
 func (s *Server) startConn(nc net.Conn, listener string, q *listenerQuota) bool {
 	ip := remoteIP(nc)
+	if d := s.limits.throttleIP(ip); d > 0 {
+		// Kafka's ConnectionThrottledException: held, then closed
+		// unserved (DelayedCloseSocket).
+		s.limits.unreserve(q)
+		s.log.Debug("server: delaying the close of a connection over its ip's connection_creation_rate", "remote", nc.RemoteAddr().String(), "throttle", d)
+		time.AfterFunc(d, func() { nc.Close() })
+		return true
+	}
 	if ok, max := s.limits.addIP(ip); !ok {
 		s.limits.unreserve(q)
 		s.log.Info("server: rejected connection: address already has the configured maximum of connections", "remote", nc.RemoteAddr().String(), "max.connections.per.ip", max)

@@ -1,17 +1,20 @@
 package main
 
-// `sluice quota`, after kafka-configs.sh --entity-type users|clients:
+// `sluice quota`, after kafka-configs.sh --entity-type users|clients|ips:
 // it sets, describes and removes client quotas (producer_byte_rate,
-// consumer_byte_rate, request_percentage, controller_mutation_rate)
-// through AlterClientQuotas and DescribeClientQuotas (KIP-546).
+// consumer_byte_rate, request_percentage, controller_mutation_rate) and
+// ip quotas (connection_creation_rate, KIP-612) through AlterClientQuotas
+// and DescribeClientQuotas (KIP-546).
 //
 //	sluice quota set --user alice --add-config 'producer_byte_rate=5242880,consumer_byte_rate=10485760'
 //	sluice quota set --user-default --client-id app --add-config request_percentage=50
 //	sluice quota describe [--user U | --user-default] [--client-id C | --client-id-default]
 //	sluice quota remove --client-id app [--delete-config producer_byte_rate]
+//	sluice quota set --ip 10.0.0.7 --add-config connection_creation_rate=10
+//	sluice quota set --entity-type ips --entity-default --add-config connection_creation_rate=100
 //
-// kafka-configs.sh's --entity-type users|clients with --entity-name N or
-// --entity-default are accepted too.
+// kafka-configs.sh's --entity-type users|clients|ips with --entity-name N
+// or --entity-default are accepted too.
 
 import (
 	"context"
@@ -27,24 +30,28 @@ import (
 
 func quotaCmd(args []string, stdout, stderr io.Writer) int {
 	return runSubcommand("quota", []subcommand{
-		{"set", "--user U|--user-default and/or --client-id C|--client-id-default --add-config k=v[,k=v]",
-			"set quotas of a user, a client id, a (user, client id) pair or a default", quotaSet},
-		{"describe", "[--user U|--user-default] [--client-id C|--client-id-default]",
+		{"set", "--user U|--user-default and/or --client-id C|--client-id-default, or --ip A|--ip-default; --add-config k=v[,k=v]",
+			"set quotas of a user, a client id, a (user, client id) pair, an ip address or a default", quotaSet},
+		{"describe", "[--user U|--user-default] [--client-id C|--client-id-default] | [--ip A|--ip-default]",
 			"list quotas: of one entity, or every entity (no flags)", quotaDescribe},
-		{"remove", "--user U|--user-default and/or --client-id C|--client-id-default [--delete-config k[,k]]",
+		{"remove", "--user U|--user-default and/or --client-id C|--client-id-default, or --ip A|--ip-default; [--delete-config k[,k]]",
 			"remove quotas of an entity (default: all of them)", quotaRemove},
 	}, args, stdout, stderr)
 }
 
-// quotaKeys are the quota config keys, Kafka's names.
-var quotaKeys = []string{"producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"}
+// quotaKeys are the quota config keys, Kafka's names; ipQuotaKeys those of
+// ip entities.
+var (
+	quotaKeys   = []string{"producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"}
+	ipQuotaKeys = []string{"connection_creation_rate"}
+)
 
 // entityFlags are the flags that name a quota entity.
 type entityFlags struct {
-	user, clientID               string
-	userDefault, clientIDDefault bool
-	entityType, entityName       string
-	entityDefault                bool
+	user, clientID, ip                      string
+	userDefault, clientIDDefault, ipDefault bool
+	entityType, entityName                  string
+	entityDefault                           bool
 }
 
 func addEntityFlags(c *adminCmd) *entityFlags {
@@ -53,7 +60,9 @@ func addEntityFlags(c *adminCmd) *entityFlags {
 	c.flags.BoolVar(&e.userDefault, "user-default", false, "the default user entity (<default>)")
 	c.flags.StringVar(&e.clientID, "client-id", "", "the client id")
 	c.flags.BoolVar(&e.clientIDDefault, "client-id-default", false, "the default client id entity (<default>)")
-	c.flags.StringVar(&e.entityType, "entity-type", "", "kafka-configs.sh style: users or clients (with --entity-name or --entity-default)")
+	c.flags.StringVar(&e.ip, "ip", "", "an ip entity: a client's IP address (connection_creation_rate)")
+	c.flags.BoolVar(&e.ipDefault, "ip-default", false, "the default ip entity (<default>)")
+	c.flags.StringVar(&e.entityType, "entity-type", "", "kafka-configs.sh style: users, clients or ips (with --entity-name or --entity-default)")
 	c.flags.StringVar(&e.entityName, "entity-name", "", "kafka-configs.sh style: the entity's name")
 	c.flags.BoolVar(&e.entityDefault, "entity-default", false, "kafka-configs.sh style: the default entity")
 	return e
@@ -76,16 +85,31 @@ func (e *entityFlags) entity(required bool) (kadm.ClientQuotaEntity, error) {
 				return nil, usageErr("--entity-type clients with --client-id")
 			}
 			e.clientID, e.clientIDDefault = e.entityName, e.entityDefault
+		case "ips":
+			if e.ip != "" || e.ipDefault {
+				return nil, usageErr("--entity-type ips with --ip")
+			}
+			e.ip, e.ipDefault = e.entityName, e.entityDefault
 		default:
-			return nil, usageErr("--entity-type %q: want users or clients", e.entityType)
+			return nil, usageErr("--entity-type %q: want users, clients or ips", e.entityType)
 		}
 	} else if e.entityName != "" || e.entityDefault {
 		return nil, usageErr("--entity-name and --entity-default need --entity-type")
 	}
-	if e.user != "" && e.userDefault || e.clientID != "" && e.clientIDDefault {
+	if e.user != "" && e.userDefault || e.clientID != "" && e.clientIDDefault || e.ip != "" && e.ipDefault {
 		return nil, usageErr("give a name or the default, not both")
 	}
 	var out kadm.ClientQuotaEntity
+	if e.ip != "" || e.ipDefault {
+		if e.user != "" || e.userDefault || e.clientID != "" || e.clientIDDefault {
+			return nil, usageErr("an ip entity does not combine with a user or client id")
+		}
+		c := kadm.ClientQuotaEntityComponent{Type: "ip"}
+		if e.ip != "" {
+			c.Name = &e.ip
+		}
+		return append(out, c), nil
+	}
 	switch {
 	case e.user != "":
 		out = append(out, kadm.ClientQuotaEntityComponent{Type: "user", Name: &e.user})
@@ -99,7 +123,7 @@ func (e *entityFlags) entity(required bool) (kadm.ClientQuotaEntity, error) {
 		out = append(out, kadm.ClientQuotaEntityComponent{Type: "client-id"})
 	}
 	if required && len(out) == 0 {
-		return nil, usageErr("name an entity: --user, --user-default, --client-id or --client-id-default")
+		return nil, usageErr("name an entity: --user, --user-default, --client-id, --client-id-default, --ip or --ip-default")
 	}
 	return out, nil
 }
@@ -134,7 +158,7 @@ func alterQuotas(c *adminCmd, e kadm.ClientQuotaEntity, ops []kadm.AlterClientQu
 
 func quotaSet(c *adminCmd) error {
 	ef := addEntityFlags(c)
-	add := c.flags.String("add-config", "", "`k=v[,k=v]`: "+strings.Join(quotaKeys, ", "))
+	add := c.flags.String("add-config", "", "`k=v[,k=v]`: "+strings.Join(quotaKeys, ", ")+"; for ips "+strings.Join(ipQuotaKeys, ", "))
 	if _, err := c.parse(noArgs); err != nil {
 		return err
 	}
@@ -171,6 +195,9 @@ func quotaRemove(c *adminCmd) error {
 		return err
 	}
 	keys := quotaKeys
+	if len(e) == 1 && e[0].Type == "ip" {
+		keys = ipQuotaKeys
+	}
 	if *del != "" {
 		keys = strings.Split(*del, ",")
 	}
