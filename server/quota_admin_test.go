@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -182,7 +184,28 @@ func TestClientQuotasRefuseBadInput(t *testing.T) {
 		{"too large", ent(user, sp("u")), []kmsg.AlterClientQuotasRequestEntryOp{op("producer_byte_rate", 1e300, false)}, kerr.InvalidRequest},
 		{"empty entity", nil, []kmsg.AlterClientQuotasRequestEntryOp{op("producer_byte_rate", 1, false)}, kerr.InvalidRequest},
 		{"duplicate type", ent(user, sp("a"), user, sp("b")), nil, kerr.InvalidRequest},
-		{"ip", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, nil},
+		{"ip v6", ent(sp("ip"), sp("2001:db8::1")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, nil},
+		{"ip default", ent(sp("ip"), nil), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, nil},
+		{"ip host name", ent(sp("ip"), sp("localhost")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip five parts", ent(sp("ip"), sp("1.2.3.4.5")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip octet too large", ent(sp("ip"), sp("256.1.1.1")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip with prefix", ent(sp("ip"), sp("10.0.0.0/8")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip with zone", ent(sp("ip"), sp("fe80::1%eth0")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip path", ent(sp("ip"), sp("../../brokers/ids/1")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip NUL", ent(sp("ip"), sp("1.2.3.4\x00")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip huge", ent(sp("ip"), sp(strings.Repeat("1", 1<<14))), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip spaces", ent(sp("ip"), sp(" 1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip empty", ent(sp("ip"), sp("")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip twice", ent(sp("ip"), sp("1.2.3.4"), sp("ip"), sp("1.2.3.5")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip with user", ent(sp("ip"), sp("1.2.3.4"), user, sp("u")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip byte rate", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("producer_byte_rate", 1, false)}, kerr.InvalidRequest},
+		{"ip fraction", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1.5, false)}, kerr.InvalidRequest},
+		{"ip too large for an INT", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 3000000000.0, false)}, kerr.InvalidRequest},
+		{"ip zero", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 0, false)}, kerr.InvalidRequest},
+		{"ip NaN", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", math.NaN(), false)}, kerr.InvalidRequest},
+		{"ip remove unknown key", ent(sp("ip"), sp("1.2.3.4")), []kmsg.AlterClientQuotasRequestEntryOp{op("producer_byte_rate", 0, true)}, kerr.InvalidRequest},
+		{"connection rate on a user", ent(user, sp("u")), []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1, false)}, kerr.InvalidRequest},
 		{"unknown type", ent(sp("group"), sp("g")), nil, kerr.InvalidRequest},
 		{"empty name", ent(user, sp("")), nil, kerr.InvalidRequest},
 		{"remove unknown key", ent(user, sp("u")), []kmsg.AlterClientQuotasRequestEntryOp{op("nope", 0, true)}, kerr.InvalidRequest},
