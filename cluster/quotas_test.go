@@ -162,3 +162,70 @@ func TestQuotaStoreZooKeeper(t *testing.T) {
 		return seen[alice].Empty()
 	})
 }
+
+// TestIPQuotaStoreZooKeeper: ip entities in Kafka's layout, /config/ips/<ip>
+// (sanitized: an IPv6 address's colons are %3A) and <default>, with
+// notifications naming ips/<ip> that another broker's watch follows; a
+// Kafka-written znode reads back; removal drops the key.
+func TestIPQuotaStoreZooKeeper(t *testing.T) {
+	tc := newTestCluster(t, 2, nil)
+	a, b := tc.nodes[1], tc.nodes[2]
+	qa, qb := a.QuotaStore(), b.QuotaStore()
+	var mu sync.Mutex
+	seen := map[string]float64{}
+	resynced := false
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.WatchIPQuotaChanges(ctx, func(name string) {
+			v, err := qb.GetIP(name)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			seen[name] = v
+			mu.Unlock()
+		}, func() { mu.Lock(); resynced = true; mu.Unlock() })
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the watch to start", func() bool { mu.Lock(); defer mu.Unlock(); return resynced })
+
+	set := func(name string, v float64) {
+		t.Helper()
+		if err := qa.AlterIP(name, func(float64) (float64, error) { return v, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("2001:db8::1", 5)
+	set(quota.DefaultName, 100)
+	data, _, err := a.zk.get(configIPsPath + "/2001%3Adb8%3A%3A1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != `{"version":1,"config":{"connection_creation_rate":"5"}}` {
+		t.Fatalf("znode %s", data)
+	}
+	if !hasNotification(t, a, `{"version":2,"entity_path":"ips/2001%3Adb8%3A%3A1"}`) {
+		t.Fatal("no notification for the ip")
+	}
+	// As Kafka's kafka-configs.sh would have written it.
+	if _, err := a.zk.create(configIPsPath+"/10.0.0.9", []byte(`{"version":1,"config":{"connection_creation_rate":"3"}}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	all, err := qb.ListIPs()
+	if err != nil || len(all) != 3 || all["2001:db8::1"] != 5 || all[quota.DefaultName] != 100 || all["10.0.0.9"] != 3 {
+		t.Fatalf("list %v %v", all, err)
+	}
+	waitFor(t, "broker 2 to see both changes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["2001:db8::1"] == 5 && seen[quota.DefaultName] == 100
+	})
+	set("2001:db8::1", 0)
+	if v, err := qb.GetIP("2001:db8::1"); err != nil || v != 0 {
+		t.Fatalf("after removal: %v %v", v, err)
+	}
+	waitFor(t, "broker 2 to see the removal", func() bool { mu.Lock(); defer mu.Unlock(); return seen["2001:db8::1"] == 0 })
+}

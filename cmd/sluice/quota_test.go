@@ -56,6 +56,29 @@ func TestQuotaCommand(t *testing.T) {
 	if _, out, _ := sluice("quota", "describe", "--user", "alice"); strings.Contains(out, "alice") {
 		t.Errorf("after removing alice's quotas:\n%s", out)
 	}
+	// ip entities, as kafka-configs.sh --entity-type ips.
+	for _, args := range [][]string{
+		{"quota", "set", "--entity-type", "ips", "--entity-name", "10.0.0.1", "--add-config", "connection_creation_rate=5"},
+		{"quota", "set", "--entity-type", "ips", "--entity-default", "--add-config", "connection_creation_rate=100"},
+		{"quota", "set", "--ip", "2001:db8::1", "--add-config", "connection_creation_rate=7"},
+	} {
+		if code, out, errOut := sluice(args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, out, _ := sluice("quota", "describe"); !strings.Contains(out, "ip=10.0.0.1") || !strings.Contains(out, "connection_creation_rate=5") ||
+		!strings.Contains(out, "ip=<default>") || !strings.Contains(out, "ip=2001:db8::1") {
+		t.Errorf("describe lacks the ip entities:\n%s", out)
+	}
+	if _, out, _ := sluice("quota", "describe", "--ip-default"); !strings.Contains(out, "connection_creation_rate=100") || strings.Contains(out, "10.0.0.1") {
+		t.Errorf("describe --ip-default:\n%s", out)
+	}
+	if code, _, errOut := sluice("quota", "remove", "--entity-type", "ips", "--entity-name", "10.0.0.1"); code != 0 {
+		t.Fatalf("remove ip: %s", errOut)
+	}
+	if _, out, _ := sluice("quota", "describe", "--ip", "10.0.0.1"); strings.Contains(out, "10.0.0.1") {
+		t.Errorf("after removing 10.0.0.1:\n%s", out)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -66,7 +89,10 @@ func TestQuotaCommand(t *testing.T) {
 		{[]string{"quota", "set", "--user", "a", "--user-default", "--add-config", "producer_byte_rate=1"}, 2, "not both"},
 		{[]string{"quota", "set", "--user", "a", "--add-config", "producer_byte_rate"}, 2, "key=value"},
 		{[]string{"quota", "set", "--user", "a", "--add-config", "producer_byte_rate=fast"}, 2, "not a number"},
-		{[]string{"quota", "set", "--entity-type", "topics", "--entity-name", "t", "--add-config", "producer_byte_rate=1"}, 2, "users or clients"},
+		{[]string{"quota", "set", "--entity-type", "topics", "--entity-name", "t", "--add-config", "producer_byte_rate=1"}, 2, "users, clients or ips"},
+		{[]string{"quota", "set", "--ip", "10.0.0.1", "--user", "u", "--add-config", "connection_creation_rate=1"}, 2, "does not combine"},
+		{[]string{"quota", "set", "--ip", "not-an-ip", "--add-config", "connection_creation_rate=1"}, 1, "not-an-ip is not a valid IP or resolvable host."},
+		{[]string{"quota", "set", "--ip", "10.0.0.1", "--add-config", "producer_byte_rate=1"}, 1, "Invalid configuration key producer_byte_rate"},
 		{[]string{"quota", "set", "--user", "a", "--add-config", "producer_byte_rat=1"}, 1, "Invalid configuration key"},
 		{[]string{"quota", "set", "--user", "a", "--add-config", "producer_byte_rate=-1"}, 1, "must be greater than 0"},
 	} {
