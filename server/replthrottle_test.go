@@ -115,6 +115,14 @@ func TestReplicationThrottleCatchUp(t *testing.T) {
 	if v := mustValue(t, fams, "sluice_replication_throttled_partitions_total", map[string]string{"type": "leader"}); v <= 0 {
 		t.Errorf("the leader never held a partition back (%v)", v)
 	}
+	// ... and so did the follower, which left the partition out.
+	fams = scrape(t, "http://"+bs[2].HTTPAddr()+"/metrics")
+	if v := mustValue(t, fams, "kafka_server_followerreplication_byte_rate", nil); v <= 0 {
+		t.Errorf("follower replication byte rate %v", v)
+	}
+	if v := mustValue(t, fams, "sluice_replication_throttled_partitions_total", map[string]string{"type": "follower"}); v <= 0 {
+		t.Errorf("the follower never left a partition out (%v)", v)
+	}
 }
 
 // catchUpResult is one replica's catch-up.
