@@ -75,6 +75,12 @@ type listenerQuota struct {
 	// time is their average); guarded by connLimits.mu.
 	throttled    int64
 	throttleTime time.Duration
+	// ipThrottled and ipThrottleTime are the connections closed unserved
+	// over their ip entity's connection_creation_rate and the sum of the
+	// times they were held (Kafka's ip-connection-accept-throttle-time is
+	// the average); guarded by connLimits.mu.
+	ipThrottled    int64
+	ipThrottleTime time.Duration
 }
 
 // acceptThrottle is one listener's accept delays, for the metrics.
@@ -82,6 +88,9 @@ type acceptThrottle struct {
 	listener  string
 	throttled int64
 	time      time.Duration
+	// ipThrottled, ipTime: the connections refused by ip quotas.
+	ipThrottled int64
+	ipTime      time.Duration
 }
 
 // throttleStats returns the accept delays of every listener that has
@@ -91,7 +100,8 @@ func (l *connLimits) throttleStats() []acceptThrottle {
 	defer l.mu.Unlock()
 	out := make([]acceptThrottle, 0, len(l.listeners))
 	for _, q := range l.listeners {
-		out = append(out, acceptThrottle{listener: q.name, throttled: q.throttled, time: q.throttleTime})
+		out = append(out, acceptThrottle{listener: q.name, throttled: q.throttled, time: q.throttleTime,
+			ipThrottled: q.ipThrottled, ipTime: q.ipThrottleTime})
 	}
 	slices.SortFunc(out, func(a, b acceptThrottle) int { return strings.Compare(a.listener, b.listener) })
 	return out
@@ -276,9 +286,17 @@ func (l *connLimits) freeLocked() {
 // throttleIP counts a new connection from ip against its ip entity's
 // connection_creation_rate (Kafka's recordIpConnectionMaybeThrottle, on
 // every listener as Kafka's) and returns 0 to go on, or how long to hold
-// the connection before closing it unserved.
-func (l *connLimits) throttleIP(ip netip.Addr) time.Duration {
-	return l.ipRates.Load().Throttle(ip)
+// the connection before closing it unserved, counted on q (its listener's
+// quota; nil in tests).
+func (l *connLimits) throttleIP(ip netip.Addr, q *listenerQuota) time.Duration {
+	d := l.ipRates.Load().Throttle(ip)
+	if d > 0 && q != nil {
+		l.mu.Lock()
+		q.ipThrottled++
+		q.ipThrottleTime += d
+		l.mu.Unlock()
+	}
+	return d
 }
 
 // addIP counts a connection from ip against its per-address limit; false

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/quota"
@@ -117,6 +119,13 @@ func (s *Server) startIPQuotas(node *cluster.Node) error {
 		Samples: int(c.QuotaWindowNum), Window: time.Duration(c.QuotaWindowSizeSeconds) * time.Second, Now: s.now,
 	})
 	s.limits.ipRates.Store(s.ipRates)
+	if s.metrics != nil {
+		col := ipThrottleCollector{&s.limits}
+		if err := s.metrics.Register(col); err != nil {
+			return err
+		}
+		s.life.Push("ip quota metrics", func() error { s.metrics.Unregister(col); return nil })
+	}
 	if node == nil {
 		st := &metaIPQuotas{meta: s.meta}
 		s.ipQuotaStore = st
@@ -151,4 +160,28 @@ func (s *Server) startIPQuotas(node *cluster.Node) error {
 	}()
 	s.life.Push("ip quota watch", func() error { cancel(); <-done; return nil })
 	return nil
+}
+
+// ipThrottleCollector exports, per listener, the connections refused by
+// ip quotas, as the accept delays of max.connection.creation.rate are
+// (metrics.go): Kafka's socket-server-metrics
+// ip-connection-accept-throttle-time{listener} is their average,
+// rate(time)/rate(throttled) here.
+type ipThrottleCollector struct{ l *connLimits }
+
+var (
+	descIPThrottled    = prometheus.NewDesc("kafka_server_socket_server_metrics_ip_connection_accept_throttled_total", "Connections closed unserved because they took their address over its ip entity's connection_creation_rate (KIP-612).", []string{"listener"}, nil)
+	descIPThrottleTime = prometheus.NewDesc("kafka_server_socket_server_metrics_ip_connection_accept_throttle_time_ms_total", "Milliseconds those connections were held before being closed, summed (Kafka's ip-connection-accept-throttle-time is their average).", []string{"listener"}, nil)
+)
+
+func (c ipThrottleCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descIPThrottled
+	ch <- descIPThrottleTime
+}
+
+func (c ipThrottleCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, a := range c.l.throttleStats() {
+		ch <- prometheus.MustNewConstMetric(descIPThrottled, prometheus.CounterValue, float64(a.ipThrottled), a.listener)
+		ch <- prometheus.MustNewConstMetric(descIPThrottleTime, prometheus.CounterValue, float64(a.ipTime.Milliseconds()), a.listener)
+	}
 }

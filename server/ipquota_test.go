@@ -102,6 +102,10 @@ func TestIPQuotas(t *testing.T) {
 		t.Fatal("30 connections at once all served under connection_creation_rate=1")
 	}
 	t.Logf("connection %d was refused", closedAt)
+	fams := scrape(t, "http://"+b.HTTPAddr()+"/metrics")
+	if v := mustValue(t, fams, "kafka_server_socket_server_metrics_ip_connection_accept_throttled_total", nil); v < 1 {
+		t.Errorf("ip throttles counted: %v", v)
+	}
 	// 127.0.0.1's own quota beats the default.
 	alter(quotaEntity(ipType, sp("127.0.0.1")), kadm.AlterClientQuotaOp{Key: "connection_creation_rate", Value: 100000})
 	for i := 0; i < 5; i++ {

@@ -543,7 +543,7 @@ func (s *Server) Close() error {
 // address at its max.connections.per.ip is closed at once.
 func (s *Server) startConn(nc net.Conn, listener string, q *listenerQuota) bool {
 	ip := remoteIP(nc)
-	if d := s.limits.throttleIP(ip); d > 0 {
+	if d := s.limits.throttleIP(ip, q); d > 0 {
 		// Kafka's ConnectionThrottledException: held, then closed
 		// unserved (DelayedCloseSocket).
 		s.limits.unreserve(q)
