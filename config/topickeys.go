@@ -26,6 +26,12 @@ var topicKeys = []TopicKey{
 	{Name: "flush.messages", Type: TypeLong, Importance: Medium,
 		Doc:   "fsync the log after this many records",
 		check: intRange(1, math.MaxInt64)},
+	{Name: "follower.replication.throttled.replicas", Type: TypeList, Importance: Medium, Default: "",
+		Doc:   "replicas whose fetching the follower throttles to follower.replication.throttled.rate: `partition:broker,...` or `*` (set by `sluice partitions reassign --throttle`)",
+		check: throttledReplicas},
+	{Name: "leader.replication.throttled.replicas", Type: TypeList, Importance: Medium, Default: "",
+		Doc:   "replicas whose replication the leader throttles to leader.replication.throttled.rate: `partition:broker,...` or `*` (set by `sluice partitions reassign --throttle`, kafka-reassign-partitions.sh's format)",
+		check: throttledReplicas},
 	{Name: "max.compaction.lag.ms", Type: TypeLong, Importance: Medium,
 		Doc:   "longest time a record stays uncompacted, whatever the dirty ratio; at least min.compaction.lag.ms",
 		check: intRange(1, math.MaxInt64)},
@@ -65,6 +71,29 @@ var topicKeys = []TopicKey{
 	{Name: "segment.ms", Type: TypeLong, Importance: Medium,
 		Doc:   "time after which a segment is rolled",
 		check: intRange(1, math.MaxInt64)},
+}
+
+// throttledReplicas is Kafka's ThrottledReplicaListValidator: `*`, or a
+// comma-separated list of partition:broker pairs (empty entries allowed).
+func throttledReplicas(v string) error {
+	if strings.TrimSpace(v) == "*" {
+		return nil
+	}
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		p, b, ok := strings.Cut(e, ":")
+		if !ok || !allDigits(p) || !allDigits(b) {
+			return fmt.Errorf("%q is not partition:broker (a list of them, or *)", e)
+		}
+	}
+	return nil
+}
+
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func intRange(min, max int64) func(string) error {
