@@ -197,7 +197,9 @@ func reassignCmd(c *adminCmd) error {
 		if err != nil {
 			return err
 		}
-		return c.connect(func(adm *kadm.Client, ctx context.Context) error { return reassignGenerate(c, adm, ctx, topics, brokers) })
+		return c.connect(func(adm *kadm.Client, ctx context.Context) error {
+			return reassignGenerate(c, adm, ctx, topics, brokers)
+		})
 	case *list:
 		return c.connect(func(adm *kadm.Client, ctx context.Context) error { return reassignList(c, adm, ctx) })
 	}
