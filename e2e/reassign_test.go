@@ -387,7 +387,7 @@ func (c *testCluster) describeBrokerConfig(id int32, key string) string {
 		c.t.Fatalf("describe broker %d: %v %v", id, err, rcs)
 	}
 	for _, cfg := range rcs[0].Configs {
-		if cfg.Key == key && cfg.Source == 4 /* DYNAMIC_BROKER_CONFIG */ {
+		if cfg.Key == key && cfg.Source == 2 /* DYNAMIC_BROKER_CONFIG */ {
 			return cfg.MaybeValue()
 		}
 	}
