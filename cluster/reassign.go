@@ -51,6 +51,10 @@ import (
 // not being reassigned (NO_REASSIGNMENT_IN_PROGRESS).
 var ErrNoReassignmentInProgress = errors.New("cluster: no partition reassignment in progress")
 
+// ErrReassignmentInProgress: partitions cannot be added to a topic while
+// one of its partitions is being reassigned (REASSIGNMENT_IN_PROGRESS).
+var ErrReassignmentInProgress = errors.New("cluster: a partition reassignment is in progress")
+
 // PartitionReassignment is one partition's move as
 // ListPartitionReassignments reports it: Replicas is RS (target first,
 // then the original replicas leaving), Adding and Removing AR and RR.

@@ -215,6 +215,11 @@ func TestReassignCancelAndErrors(t *testing.T) {
 		t.Fatalf("alter: %v %v", res, err)
 	}
 	waitFor(t, "LeaderAndIsr to broker 4", func() bool { return len(leaderAndIsrFor(tc.net, 4, "t", 1)) > 0 })
+	// Partitions cannot be added while one moves (the move's state would
+	// be lost with the znode rewritten).
+	if err := tc.nodes[2].AddPartitions(ctx, "t", 4); !errors.Is(err, ErrReassignmentInProgress) {
+		t.Fatalf("add partitions during a move: %v", err)
+	}
 	if res, err := ctl.AlterPartitionReassignments(ctx, map[TopicPartition][]int32{tp: nil}); err != nil || res[tp] != nil {
 		t.Fatalf("cancel: %v %v", res, err)
 	}
@@ -228,6 +233,9 @@ func TestReassignCancelAndErrors(t *testing.T) {
 	}
 	if ok, _ := tc.nodes[4].ReplicaDeletable("t", 1); !ok {
 		t.Fatal("the cancelled replica may not be deleted")
+	}
+	if err := tc.nodes[2].AddPartitions(ctx, "t", 4); err != nil {
+		t.Fatalf("add partitions after the cancel: %v", err)
 	}
 }
 
