@@ -116,4 +116,3 @@ func TestPartitionReassignmentsWire(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
