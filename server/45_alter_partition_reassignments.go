@@ -9,7 +9,8 @@ package server
 // Kafka's ZooKeeper-mode algorithm); any other broker answers NOT_CONTROLLER
 // for the whole request, as Kafka's ZooKeeper-mode brokers do (clients send
 // it to the controller). Alter on the CLUSTER is required
-// (CLUSTER_AUTHORIZATION_FAILED for the whole request otherwise). Per
+// (CLUSTER_AUTHORIZATION_FAILED otherwise, at the top and for every
+// partition, as Kafka's getErrorResponse answers). Per
 // partition: no error (started, changed, cancelled or completed),
 // INVALID_REPLICA_ASSIGNMENT (empty list, duplicate or negative id, a new
 // replica on a broker that is not live), NO_REASSIGNMENT_IN_PROGRESS (a
@@ -57,7 +58,20 @@ func handleAlterPartitionReassignments(s *Server, rc *reqCtx, req kmsg.Request) 
 	r := req.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	if !s.az.allowedCluster(rc, acl.OpAlter) {
-		resp.ErrorCode = errorCode(errClusterAuthorization)
+		// Kafka's getErrorResponse: the error at the top and in every
+		// partition asked for.
+		code := errorCode(errClusterAuthorization)
+		resp.ErrorCode = code
+		for _, t := range r.Topics {
+			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return kresp(resp), nil
 	}
 	ra, ok := s.ib.(reassigner)
