@@ -472,6 +472,16 @@ func testReassign(t *testing.T, killController bool) {
 			args = append(args, c.brokers[4].args[i])
 		}
 		c.brokers[4].args = args
+		// The moves wait for broker 4; --list shows them.
+		listed := c.sluiceCLI("partitions", "reassign", "--list")
+		if !strings.HasPrefix(listed, "Current partition reassignments:\n") {
+			t.Fatalf("list:\n%s", listed)
+		}
+		for _, e := range plan.Partitions {
+			if !strings.Contains(listed, fmt.Sprintf("%s-%d: replicas: ", topic, e.Partition)) || !strings.Contains(listed, ". adding: 4. removing: ") {
+				t.Fatalf("list lacks the move of %s-%d:\n%s", topic, e.Partition, listed)
+			}
+		}
 		c.brokers[ctrl].restart()
 		c.brokers[4].restart()
 		c.waitBrokers(4, 60*time.Second)

@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -540,10 +541,11 @@ func progress(adm *kadm.Client, ctx context.Context, moves map[tp]kmsg.ListParti
 	for p := range moves {
 		set.Add(p.topic, p.part)
 	}
-	dirs, err := adm.DescribeAllLogDirs(ctx, set)
-	if err != nil {
-		return out
-	}
+	// Progress is a courtesy: a broker that does not answer within a
+	// few seconds is left out (kadm returns the other brokers' answers).
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	dirs, _ := adm.DescribeAllLogDirs(dctx, set)
+	cancel()
 	sizes := map[tp]map[int32]int64{}
 	dirs.Each(func(d kadm.DescribedLogDir) {
 		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
