@@ -246,10 +246,10 @@ func (c *controller) alterReassignments(targets map[TopicPartition][]int32) (map
 		}
 		cur := c.assignmentOf(tp)
 		switch {
+		case target == nil && !cur.beingReassigned(): // unknown partitions too, as Kafka
+			results[tp] = fmt.Errorf("%w: %s", ErrNoReassignmentInProgress, tp)
 		case len(cur.replicas) == 0:
 			results[tp] = fmt.Errorf("%w: %s", ErrTopicNotFound, tp)
-		case target == nil && !cur.beingReassigned():
-			results[tp] = fmt.Errorf("%w: %s", ErrNoReassignmentInProgress, tp)
 		case target == nil:
 			todo[tp] = cur.reassignTo(cur.origin())
 		default:

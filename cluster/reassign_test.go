@@ -199,8 +199,9 @@ func TestReassignCancelAndErrors(t *testing.T) {
 			t.Errorf("%s: %v %v", name, res, err)
 		}
 	}
-	res, err = ctl.AlterPartitionReassignments(ctx, map[TopicPartition][]int32{tp: nil})
-	if err != nil || !errors.Is(res[tp], ErrNoReassignmentInProgress) {
+	unknown := TopicPartition{Topic: "nope", Partition: 0}
+	res, err = ctl.AlterPartitionReassignments(ctx, map[TopicPartition][]int32{tp: nil, unknown: nil})
+	if err != nil || !errors.Is(res[tp], ErrNoReassignmentInProgress) || !errors.Is(res[unknown], ErrNoReassignmentInProgress) {
 		t.Fatalf("cancel of nothing: %v %v", res, err)
 	}
 	if _, err := tc.anyNonController(ctl).AlterPartitionReassignments(ctx, map[TopicPartition][]int32{tp: {1, 2, 3}}); !errors.Is(err, ErrNotController) {
