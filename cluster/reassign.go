@@ -376,6 +376,9 @@ func (c *controller) completeReassignment(tp TopicPartition) error {
 		return nil
 	}
 	// A deletion that waited for the move can go now.
+	if ok, _, err := c.n.zk.exists(deleteTopicPath(tp.Topic)); err != nil || !ok {
+		return err
+	}
 	return c.onTopicDeletion()
 }
 

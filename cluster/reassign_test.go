@@ -409,3 +409,36 @@ func FuzzParseReassignZNode(f *testing.F) {
 		}
 	})
 }
+
+// TestReassignBlocksTopicDeletion: a topic queued for deletion refuses
+// moves and cancellations (Kafka's maybeTriggerPartitionReassignment), and
+// its deletion waits for the move in progress, then goes once it is done.
+func TestReassignBlocksTopicDeletion(t *testing.T) {
+	tc, as := newReassignCluster(t)
+	ctl := tc.controller()
+	ctx := context.Background()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	if res, err := ctl.AlterPartitionReassignments(ctx, map[TopicPartition][]int32{tp: {as[0][0], as[0][1], 4}}); err != nil || res[tp] != nil {
+		t.Fatalf("alter: %v %v", res, err)
+	}
+	if err := ctl.DeleteTopic(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	other := TopicPartition{Topic: "t", Partition: 1}
+	if res, err := ctl.AlterPartitionReassignments(ctx, map[TopicPartition][]int32{other: {4, as[1][1], as[1][2]}}); err != nil || !errors.Is(res[other], ErrTopicNotFound) {
+		t.Fatalf("a move of a topic being deleted: %v %v", res, err)
+	}
+	// Kafka refuses even a cancellation then; the deletion waits for the
+	// move to complete.
+	if res, err := ctl.AlterPartitionReassignments(ctx, map[TopicPartition][]int32{tp: nil}); err != nil || !errors.Is(res[tp], ErrTopicNotFound) {
+		t.Fatalf("cancel: %v %v", res, err)
+	}
+	if fa := tc.topicZNode("t"); !slices.Equal(fa.adding[0], []int32{4}) {
+		t.Fatalf("the move is gone before it completed: %+v", fa)
+	}
+	tc.joinISR(ctl, "t", 0, 4)
+	waitFor(t, "topic deleted after the move", func() bool {
+		ok, _, _ := tc.client.Exists("/sluice" + topicPath("t"))
+		return !ok
+	})
+}
