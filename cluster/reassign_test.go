@@ -442,3 +442,34 @@ func TestReassignBlocksTopicDeletion(t *testing.T) {
 		return !ok
 	})
 }
+
+// FuzzDecodeFullAssignment: a topic znode never panics the decoder; what
+// it accepts has adding and removing replicas among each partition's
+// replicas, and encodes back to a znode that decodes the same.
+func FuzzDecodeFullAssignment(f *testing.F) {
+	f.Add([]byte(`{"version":3,"topic_id":"AAAAAAAAAAAAAAAAAAAAAA","partitions":{"0":[4,2,3,1]},"adding_replicas":{"0":[4]},"removing_replicas":{"0":[1]}}`))
+	f.Add([]byte(`{"version":3,"partitions":{"0":[1]},"adding_replicas":{"1":[1]},"removing_replicas":{}}`))
+	f.Add([]byte(`{"version":3,"partitions":{"0":[1]},"adding_replicas":{"0":[9]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fa, err := decodeFullAssignment("t", data)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptZnode) {
+				t.Fatalf("error %v does not wrap ErrCorruptZnode", err)
+			}
+			return
+		}
+		for _, side := range []map[int32][]int32{fa.adding, fa.removing} {
+			for p, rs := range side {
+				for _, r := range rs {
+					if p < 0 || int(p) >= len(fa.parts) || !slices.Contains(fa.parts[p], r) {
+						t.Fatalf("partition %d: %d is not a replica of %v", p, r, fa.parts)
+					}
+				}
+			}
+		}
+		again, err := decodeFullAssignment("t", encodeFullAssignment(fa))
+		if err != nil || again.id != fa.id || len(again.parts) != len(fa.parts) || len(again.adding) != len(fa.adding) || len(again.removing) != len(fa.removing) {
+			t.Fatalf("re-decode: %+v %v, was %+v", again, err, fa)
+		}
+	})
+}
