@@ -418,7 +418,13 @@ func testReassign(t *testing.T, killController bool) {
 	two := "2"
 	c.createTopic(topic, parts, 3, map[string]*string{"min.insync.replicas": &two})
 	load := startReassignLoad(t, c, kcat, topic)
-	load.waitProgress("before broker 4", 20000)
+	// More data for the controller variant, whose moves must still run
+	// when broker 4 is paused right after --execute.
+	preload := 20000
+	if killController {
+		preload = 40000
+	}
+	load.waitProgress("before broker 4", preload)
 
 	// In the controller variant broker 4 first fetches one batch at a
 	// time, so the moves are still running when it is paused.
