@@ -222,9 +222,14 @@ func (n *Node) addPartitions(ctx context.Context, name string, total int, manual
 	if err != nil {
 		return fmt.Errorf("cluster: read %s: %w", topicPath(name), err)
 	}
-	id, parts, err := decodeAssignment(name, data)
+	fa, err := decodeFullAssignment(name, data)
 	if err != nil {
 		return err
+	}
+	id, parts := fa.id, fa.parts
+	if len(fa.adding) > 0 || len(fa.removing) > 0 {
+		// As Kafka's AdminZkClient: not while a partition moves.
+		return fmt.Errorf("%w: topic %s", ErrReassignmentInProgress, name)
 	}
 	if total <= len(parts) {
 		return fmt.Errorf("%w: topic %s has %d partitions, asked for %d", ErrInvalidPartitions, name, len(parts), total)

@@ -36,11 +36,17 @@ type controller struct {
 	// in topics but not here is new (no leader yet).
 	states  map[TopicPartition]*partState
 	senders map[int32]*brokerSender
+	// zkReassignCzxid is the creation zxid of the /admin/reassign_partitions
+	// znode this term handled (reassign.go); 0: none yet.
+	zkReassignCzxid int64
 }
 
 type topicInfo struct {
 	id       [16]byte
 	replicas [][]int32 // replicas[p] is partition p's assignment, preferred leader first
+	// adding[p] and removing[p] are partition p's AR and RR while it is
+	// being reassigned (reassign.go); absent otherwise.
+	adding, removing map[int32][]int32
 }
 
 type partState struct {
@@ -149,7 +155,10 @@ func (c *controller) failover() error {
 	if err := c.onTopicDeletion(); err != nil {
 		return err
 	}
-	return c.onIsrChange()
+	if err := c.onIsrChange(); err != nil {
+		return err
+	}
+	return c.resumeReassignments()
 }
 
 // resign ends the controller term, if any: stops the request senders and
@@ -282,13 +291,13 @@ func (c *controller) loadTopic(t string) error {
 		return err
 	}
 	c.watchFor(ch, evPartitionModification, t)
-	id, parts, err := decodeAssignment(t, data)
+	fa, err := decodeFullAssignment(t, data)
 	if err != nil {
 		c.log.Error("cluster: skipping topic", "topic", t, "err", err)
 		return nil
 	}
-	c.topics[t] = &topicInfo{id: id, replicas: parts}
-	for p := range parts {
+	c.topics[t] = &topicInfo{id: fa.id, replicas: fa.parts, adding: fa.adding, removing: fa.removing}
+	for p := range fa.parts {
 		if err := c.readState(TopicPartition{Topic: t, Partition: int32(p)}); err != nil {
 			return err
 		}
@@ -547,7 +556,11 @@ func (c *controller) onBrokerFailure(dead []int32) error {
 	c.sendLeaderAndIsr(nil, changed, false)
 	// Every affected partition's offline replicas changed.
 	c.sendUpdateMetadata(c.liveIDs(), affected)
-	return err
+	if err != nil {
+		return err
+	}
+	// A move whose leaving leader died may complete under the new one.
+	return c.checkReassignments(c.reassigning())
 }
 
 // onBrokerStartup tells new brokers everything, makes them followers of
@@ -569,6 +582,9 @@ func (c *controller) onBrokerStartup(added []int32) error {
 		return err
 	}
 	if err := c.initNewPartitions(c.newPartitions()); err != nil {
+		return err
+	}
+	if err := c.checkReassignments(c.reassigning()); err != nil {
 		return err
 	}
 	return c.onTopicDeletion() // deletions wait for all replicas to be live
@@ -608,7 +624,8 @@ func (c *controller) forgetTopic(t string) {
 }
 
 // onPartitionModification handles a change of /brokers/topics/<t>: added
-// partitions. (Reassigning existing partitions is not supported.)
+// partitions. (Moves of existing partitions are the controller's own
+// writes, reassign.go; other changes of existing partitions are ignored.)
 func (c *controller) onPartitionModification(t string) error {
 	data, _, ch, err := c.n.zk.getW(topicPath(t))
 	if errors.Is(err, zk.ErrNoNode) {
@@ -680,7 +697,8 @@ func (c *controller) onIsrChange() error {
 	}
 	sortTPs(tps)
 	c.sendUpdateMetadata(c.liveIDs(), tps)
-	return nil
+	// Moves whose target replicas joined the ISR complete.
+	return c.checkReassignments(tps)
 }
 
 // onTopicDeletion carries out the deletion requests under
@@ -713,6 +731,11 @@ func (c *controller) onTopicDeletion() error {
 		}
 		if !ready {
 			c.log.Info("cluster: topic deletion waits for offline replicas", "topic", t)
+			continue
+		}
+		if c.topicReassigning(t) {
+			// As Kafka: ineligible while a partition moves.
+			c.log.Info("cluster: topic deletion waits for a partition reassignment", "topic", t)
 			continue
 		}
 		tps := make([]TopicPartition, len(ti.replicas))

@@ -23,10 +23,12 @@ const (
 	evAutoLeaderRebalance                    // the periodic preferred-leader check
 	evElectLeaders                           // ElectLeaders
 	evControllerStats                        // a scrape wants the counts recounted (stats.go)
+	evControllerCall                         // a ctlCall (reassign.go)
+	evReassignPartitions                     // /admin/reassign_partitions changed, or a move to resume
 )
 
 var eventNames = [...]string{"ControllerChange", "SessionRenewed", "BrokerChange", "TopicChange",
-	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats"}
+	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats", "ControllerCall", "PartitionReassignment"}
 
 func (k eventKind) String() string { return eventNames[k] }
 
@@ -39,6 +41,7 @@ type event struct {
 	topic    string
 	shutdown *shutdownReq
 	elect    *electReq
+	call     *ctlCall
 }
 
 type shutdownReq struct {
@@ -119,6 +122,9 @@ func (n *Node) failPending() {
 		if e.elect != nil {
 			e.elect.reply <- electReply{err: ErrClosed}
 		}
+		if e.call != nil {
+			e.call.done <- ErrClosed
+		}
 	}
 }
 
@@ -157,6 +163,18 @@ func (n *Node) handle(e event) {
 		}
 		return
 	}
+	if e.kind == evControllerCall {
+		if c == nil {
+			e.call.done <- ErrNotController
+			return
+		}
+		err := e.call.fn(c)
+		e.call.done <- err
+		if errors.Is(err, ErrControllerMoved) {
+			n.afterControllerError(e, err)
+		}
+		return
+	}
 	if c == nil || e.term != c.term {
 		return // a watch of an ended controller term
 	}
@@ -172,6 +190,8 @@ func (n *Node) handle(e event) {
 		err = c.onTopicDeletion()
 	case evIsrChange:
 		err = c.onIsrChange()
+	case evReassignPartitions:
+		err = c.onReassignEvent()
 	case evAutoLeaderRebalance:
 		// The next period is the retry: one chain of checks per term
 		// whatever happens (a fenced controller's chain dies with its

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ import (
 //	/config/topics/<t>                         persistent topicConfig
 //	/config/changes/config_change_<seq>        persistent sequential {"version":2,"entity_path":"topics/<t>"}
 //	/admin/delete_topics/<t>                   persistent deletion request, removed when done
+//	/admin/reassign_partitions                 persistent reassignZNode: a reassignment request
+//	                                                      (pre-KIP-455 tools), removed when done
 //	/isr_change_notification/isr_change_<seq>  persistent sequential isrChangeNotification
 //	/kafka-acl..., /kafka-acl-extended/...     ACLs and their change notifications: see acls.go
 const (
@@ -40,6 +43,7 @@ const (
 	configTopicsPath    = "/config/topics"
 	configChangesPath   = "/config/changes"
 	deleteTopicsPath    = "/admin/delete_topics"
+	reassignPath        = "/admin/reassign_partitions"
 	isrChangePath       = "/isr_change_notification"
 	isrChangePrefix     = "isr_change_"
 	configChangePrefix  = "config_change_"
@@ -188,18 +192,77 @@ type topicAssignment struct {
 }
 
 func encodeAssignment(id [16]byte, parts [][]int32) []byte {
+	return encodeFullAssignment(fullAssignment{id: id, parts: parts})
+}
+
+// fullAssignment is a topic znode with its reassignment state (KIP-455):
+// while partition p is being reassigned, parts[p] is RS = TRS + ORS (the
+// target replicas, then the original ones not among them), adding[p] is
+// AR = RS - ORS and removing[p] is RR = ORS - TRS; the target is
+// parts[p] - removing[p]. A partition not being reassigned has neither.
+type fullAssignment struct {
+	id               [16]byte
+	parts            [][]int32
+	adding, removing map[int32][]int32
+}
+
+func encodeFullAssignment(fa fullAssignment) []byte {
 	a := topicAssignment{
 		Version:          3,
-		TopicID:          base64.RawURLEncoding.EncodeToString(id[:]),
-		Partitions:       make(map[string][]int32, len(parts)),
+		TopicID:          base64.RawURLEncoding.EncodeToString(fa.id[:]),
+		Partitions:       make(map[string][]int32, len(fa.parts)),
 		AddingReplicas:   map[string][]int32{},
 		RemovingReplicas: map[string][]int32{},
 	}
-	for p, rs := range parts {
+	for p, rs := range fa.parts {
 		a.Partitions[strconv.Itoa(p)] = rs
+	}
+	for p, rs := range fa.adding {
+		if len(rs) > 0 {
+			a.AddingReplicas[strconv.Itoa(int(p))] = rs
+		}
+	}
+	for p, rs := range fa.removing {
+		if len(rs) > 0 {
+			a.RemovingReplicas[strconv.Itoa(int(p))] = rs
+		}
 	}
 	b, _ := json.Marshal(a)
 	return b
+}
+
+// decodeFullAssignment is decodeAssignment with adding_replicas and
+// removing_replicas: their keys must name existing partitions and their
+// replicas be among that partition's; an error wraps ErrCorruptZnode.
+func decodeFullAssignment(topic string, data []byte) (fullAssignment, error) {
+	id, parts, err := decodeAssignment(topic, data)
+	if err != nil {
+		return fullAssignment{}, err
+	}
+	var a topicAssignment
+	_ = json.Unmarshal(data, &a) // decoded once already
+	fa := fullAssignment{id: id, parts: parts, adding: map[int32][]int32{}, removing: map[int32][]int32{}}
+	for _, side := range []struct {
+		name string
+		in   map[string][]int32
+		out  map[int32][]int32
+	}{{"adding_replicas", a.AddingReplicas, fa.adding}, {"removing_replicas", a.RemovingReplicas, fa.removing}} {
+		for k, rs := range side.in {
+			p, err := strconv.Atoi(k)
+			if err != nil || p < 0 || p >= len(parts) || strconv.Itoa(p) != k {
+				return fullAssignment{}, fmt.Errorf("%w: %s: %s names partition %q of %d", ErrCorruptZnode, topicPath(topic), side.name, k, len(parts))
+			}
+			for _, r := range rs {
+				if !slices.Contains(parts[p], r) {
+					return fullAssignment{}, fmt.Errorf("%w: %s: %s of partition %d names broker %d, not a replica (%v)", ErrCorruptZnode, topicPath(topic), side.name, p, r, parts[p])
+				}
+			}
+			if len(rs) > 0 {
+				side.out[int32(p)] = rs
+			}
+		}
+	}
+	return fa, nil
 }
 
 // decodeAssignment returns the topic id (zero when the znode predates
@@ -313,6 +376,62 @@ func parseIsrChange(path string, data []byte) ([]TopicPartition, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, path, err)
 	}
 	return note.Partitions, nil
+}
+
+// reassignZNode is /admin/reassign_partitions, the reassignment request of
+// Kafka's tools before KIP-455 (kafka-reassign-partitions.sh --zookeeper):
+// {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}.
+// log_dirs, when present, is kept but not acted on.
+type reassignZNode struct {
+	Version    int             `json:"version"`
+	Partitions []reassignEntry `json:"partitions"`
+}
+
+type reassignEntry struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Replicas  []int32  `json:"replicas"`
+	LogDirs   []string `json:"log_dirs,omitempty"`
+}
+
+// parseReassignZNode returns the target replicas of each partition named
+// in /admin/reassign_partitions, in the order given. A znode that is not
+// that JSON, names a partition twice or a topic that is not a valid name,
+// is an error wrapping ErrCorruptZnode. Replica lists are not checked here
+// (the controller validates them as it does the API's).
+func parseReassignZNode(data []byte) ([]TopicPartition, map[TopicPartition][]int32, error) {
+	var z reassignZNode
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrCorruptZnode, reassignPath, err)
+	}
+	order := make([]TopicPartition, 0, len(z.Partitions))
+	out := make(map[TopicPartition][]int32, len(z.Partitions))
+	for _, e := range z.Partitions {
+		tp := TopicPartition{Topic: e.Topic, Partition: e.Partition}
+		if e.Topic == "" || e.Partition < 0 {
+			return nil, nil, fmt.Errorf("%w: %s: entry %q partition %d", ErrCorruptZnode, reassignPath, e.Topic, e.Partition)
+		}
+		if _, dup := out[tp]; dup {
+			return nil, nil, fmt.Errorf("%w: %s: %s listed twice", ErrCorruptZnode, reassignPath, tp)
+		}
+		if e.Replicas == nil {
+			e.Replicas = []int32{}
+		}
+		out[tp] = e.Replicas
+		order = append(order, tp)
+	}
+	return order, out, nil
+}
+
+// encodeReassignZNode is parseReassignZNode's inverse, entries in the
+// order of tps.
+func encodeReassignZNode(tps []TopicPartition, targets map[TopicPartition][]int32) []byte {
+	z := reassignZNode{Version: 1, Partitions: []reassignEntry{}}
+	for _, tp := range tps {
+		z.Partitions = append(z.Partitions, reassignEntry{Topic: tp.Topic, Partition: tp.Partition, Replicas: targets[tp]})
+	}
+	b, _ := json.Marshal(z)
+	return b
 }
 
 // TopicPartition names a partition.

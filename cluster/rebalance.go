@@ -37,6 +37,9 @@ func (c *controller) scheduleLeaderRebalance() {
 func (c *controller) onAutoLeaderRebalance() error {
 	preferred := map[int32][]TopicPartition{} // broker -> partitions it prefers
 	for tp := range c.states {
+		if c.assignmentOf(tp).beingReassigned() {
+			continue // as Kafka: not while it moves
+		}
 		if reps := c.replicas(tp); len(reps) > 1 {
 			preferred[reps[0]] = append(preferred[reps[0]], tp)
 		}

@@ -165,7 +165,8 @@ func (c *controller) sendLeaderAndIsr(targets []int32, tps []TopicPartition, isN
 			ps.ISR = slices.Clone(st.ISR)
 			ps.ZKVersion = st.zkVersion
 			ps.Replicas = slices.Clone(c.replicas(tp))
-			ps.AddingReplicas, ps.RemovingReplicas = []int32{}, []int32{}
+			a := c.assignmentOf(tp)
+			ps.AddingReplicas, ps.RemovingReplicas = append([]int32{}, a.adding...), append([]int32{}, a.removing...)
 			ps.IsNew = isNew
 			req.TopicStates[i].PartitionStates = append(req.TopicStates[i].PartitionStates, ps)
 			if st.Leader >= 0 {

@@ -181,7 +181,8 @@ func (n *Node) VerifyReplicaEpoch(id int32, epoch int64) error {
 
 // ReplicaDeletable reports whether the controller may delete this broker's
 // replica of topic-partition: the topic is marked for deletion, gone, or
-// its assignment no longer names this broker for that partition. A
+// its assignment no longer names this broker for that partition or names
+// it among the partition's removing replicas. A
 // StopReplica that would delete a replica still assigned here is not from
 // a working controller.
 func (n *Node) ReplicaDeletable(topic string, partition int32) (bool, error) {
@@ -192,17 +193,24 @@ func (n *Node) ReplicaDeletable(topic string, partition int32) (bool, error) {
 	if ok {
 		return true, nil
 	}
-	_, assignment, err := n.TopicAssignment(topic)
-	if errors.Is(err, ErrTopicNotFound) {
+	data, _, err := n.zk.get(topicPath(topic))
+	if errors.Is(err, zk.ErrNoNode) {
 		return true, nil
 	}
 	if err != nil {
+		return false, fmt.Errorf("cluster: read %s: %w", topicPath(topic), err)
+	}
+	fa, err := decodeFullAssignment(topic, data)
+	if err != nil {
 		return false, err
 	}
-	if partition < 0 || int(partition) >= len(assignment) {
+	if partition < 0 || int(partition) >= len(fa.parts) {
 		return true, nil
 	}
-	return !slices.Contains(assignment[partition], n.opts.BrokerID), nil
+	// A replica a reassignment removes (reassign.go) is deleted before
+	// the assignment drops it, as Kafka's controller does.
+	return !slices.Contains(fa.parts[partition], n.opts.BrokerID) ||
+		slices.Contains(fa.removing[partition], n.opts.BrokerID), nil
 }
 
 // readController reads /controller and /controller_epoch.

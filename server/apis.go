@@ -35,6 +35,8 @@ const (
 	apiKeyCreatePartitions        int16 = 37
 	apiKeyElectLeaders            int16 = 43
 	apiKeyIncrementalAlterConfigs int16 = 44
+	apiKeyAlterPartitionReassign  int16 = 45 // cluster mode only
+	apiKeyListPartitionReassign   int16 = 46 // cluster mode only
 	apiKeySASLAuthenticate        int16 = 36
 	apiKeyDescribeClientQuotas    int16 = 48
 	apiKeyAlterClientQuotas       int16 = 49
@@ -72,7 +74,8 @@ type apiTable map[int16]api
 
 // apis is a single node's dispatch table; clusterAPIs is a cluster
 // member's, which adds the inter-broker APIs (LeaderAndIsr, StopReplica,
-// UpdateMetadata, ControlledShutdown). The version ranges are what Kafka
+// UpdateMetadata, ControlledShutdown) and partition reassignment
+// (AlterPartitionReassignments, ListPartitionReassignments). The version ranges are what Kafka
 // 3.x serves, capped at what kmsg decodes, Produce from v3 and Fetch from
 // v4 (record format v2 only), OffsetCommit and OffsetFetch from v1 (README,
 // "Old request versions"). Filled in init to break the initialization
@@ -152,6 +155,8 @@ func init() {
 	clusterAPIs[apiKeyStopReplica] = api{3, 3, handleStopReplica}
 	clusterAPIs[apiKeyUpdateMetadata] = api{5, 7, handleUpdateMetadata}
 	clusterAPIs[apiKeyControlledShutdown] = api{1, 3, handleControlledShutdown}
+	clusterAPIs[apiKeyAlterPartitionReassign] = api{0, 0, handleAlterPartitionReassignments}
+	clusterAPIs[apiKeyListPartitionReassign] = api{0, 0, handleListPartitionReassignments}
 	for key, a := range clusterAPIs {
 		if max := kmsg.RequestForKey(key).MaxVersion(); a.max > max {
 			panic("server: api table above kmsg's max version for " + kmsg.NameForKey(key))

@@ -28,6 +28,7 @@ func commands() []command {
 		{"cert", "create a CA, broker and client certificates for TLS listeners", certCmd},
 		{"zk", "set-acls: secure (or open) an existing cluster's znodes in ZooKeeper", zkCmd},
 		{"broker", "config set|describe|delete: dynamic broker configs (kafka-configs.sh --entity-type brokers)", brokerCmd},
+		{"partitions", "reassign: move partitions between brokers (kafka-reassign-partitions.sh)", partitionsCmd},
 	}
 }
 

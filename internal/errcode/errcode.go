@@ -98,6 +98,10 @@ func Code(err error) int16 {
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
 		return kerr.InvalidReplicaAssignment.Code
+	case errors.Is(err, cluster.ErrNoReassignmentInProgress):
+		return kerr.NoReassignmentInProgress.Code
+	case errors.Is(err, cluster.ErrReassignmentInProgress):
+		return kerr.ReassignmentInProgress.Code
 	case errors.Is(err, cluster.ErrInvalidPartitions):
 		return kerr.InvalidPartitions.Code
 	case errors.Is(err, cluster.ErrInvalidTopic):

@@ -88,6 +88,8 @@ func TestCode(t *testing.T) {
 		{cluster.ErrTopicNotFound, kerr.UnknownTopicOrPartition},
 		{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 		{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+		{cluster.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+		{cluster.ErrReassignmentInProgress, kerr.ReassignmentInProgress},
 		{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
 		{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
 		{cluster.ErrNotController, kerr.NotController},
