@@ -1,0 +1,261 @@
+package server_test
+
+// How long a large group takes to settle after one more member joins, with
+// the classic protocol (JoinGroup/SyncGroup: every member rejoins; franz-go's
+// default cooperative-sticky balancer takes a second rebalance for the
+// partitions it revoked) and with KIP-848 (ConsumerGroupHeartbeat: the
+// coordinator computes a new target and only the members whose partitions
+// move reconcile, at their next heartbeats). BENCHMARKS.md, "Consumer group
+// stabilization: classic vs KIP-848", has a run and its command.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
+)
+
+const (
+	stabMembers    = 100 // members before the one that joins
+	stabPartitions = 200
+	stabTopic      = "stabilize"
+	// stabPoll is how often the benchmark asks the coordinator whether
+	// the group settled: the resolution of the figure.
+	stabPoll = 20 * time.Millisecond
+)
+
+// BenchmarkConsumerGroupStabilization: stabMembers franz-go members share
+// a stabPartitions-partition topic; one op is the time from starting one
+// more member until the coordinator describes a settled group: every
+// member (the new one too) holds a part of a complete, unique assignment,
+//   - classic: the group Stable with all members in its generation, which
+//     means they all rejoined and the leader's assignment was synced;
+//   - consumer (KIP-848): every member at the assignment epoch, which is
+//     the group epoch, with its current assignment equal to its target.
+//
+// heartbeat= is the members' heartbeat interval: "default" is each
+// protocol's (franz-go's classic 3 s, Kafka's group.consumer 5 s), the
+// other value is the same for both. Setting up the stabMembers members is
+// not timed. Run with -benchtime 1x (each op builds a group of 101
+// clients); skipped under -short.
+func BenchmarkConsumerGroupStabilization(b *testing.B) {
+	if testing.Short() {
+		b.Skip("starts 101 group members per op")
+	}
+	for _, hb := range []struct {
+		name              string
+		classic, consumer time.Duration
+	}{
+		{"default", 3 * time.Second, 5 * time.Second},
+		{"500ms", 500 * time.Millisecond, 500 * time.Millisecond},
+	} {
+		for _, protocol := range []string{"classic", "consumer"} {
+			b.Run(fmt.Sprintf("protocol=%s/heartbeat=%s", protocol, hb.name), func(b *testing.B) {
+				interval := hb.classic
+				if protocol == "consumer" {
+					interval = hb.consumer
+				}
+				benchStabilization(b, protocol, interval)
+			})
+		}
+	}
+}
+
+func benchStabilization(b *testing.B, protocol string, heartbeat time.Duration) {
+	br := brokertest.Start(b, "segment", func(c *config.Config) {
+		c.GroupConsumerMinHeartbeatInterval = min(heartbeat, 5*time.Second)
+		c.GroupConsumerHeartbeatInterval = heartbeat
+	})
+	admCl := newClient(b, br.Addr())
+	adm := kadm.NewClient(admCl)
+	createTopic(b, adm, stabTopic, stabPartitions, nil)
+	b.ReportAllocs()
+	var total time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		group := fmt.Sprintf("stab-%s-%d", protocol, i)
+		ms := newStabGroup(b, br.Addr(), group, protocol, heartbeat)
+		ms.start(stabMembers)
+		if err := waitSettled(b, adm, group, protocol, stabMembers, 5*time.Minute); err != nil {
+			b.Fatalf("%d members never settled: %v", stabMembers, err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		ms.start(1)
+		if err := waitSettled(b, adm, group, protocol, stabMembers+1, 5*time.Minute); err != nil {
+			b.Fatalf("not settled after a join: %v", err)
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		total += took
+		b.Logf("%s, heartbeat %v: %d members settled %v after one more joined", protocol, heartbeat, stabMembers+1, took.Round(time.Millisecond))
+		ms.close()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/stabilize")
+}
+
+// stabGroup is the members of one benchmark group.
+type stabGroup struct {
+	tb          testing.TB
+	addr, group string
+	protocol    string
+	heartbeat   time.Duration
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	mu          sync.Mutex
+	clients     []*kgo.Client
+}
+
+func newStabGroup(tb testing.TB, addr, group, protocol string, heartbeat time.Duration) *stabGroup {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &stabGroup{tb: tb, addr: addr, group: group, protocol: protocol, heartbeat: heartbeat, ctx: ctx, cancel: cancel}
+}
+
+// start starts n more members, each polling in a goroutine of its own.
+func (s *stabGroup) start(n int) {
+	for range n {
+		opts := []kgo.Opt{
+			kgo.SeedBrokers(s.addr),
+			kgo.ConsumerGroup(s.group),
+			kgo.ConsumeTopics(stabTopic),
+			kgo.HeartbeatInterval(s.heartbeat), // classic only; KIP-848 takes the broker's
+		}
+		if s.protocol == "consumer" {
+			opts = append(opts, kgo.ServerSideBalancer())
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		s.mu.Lock()
+		s.clients = append(s.clients, cl)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			for s.ctx.Err() == nil {
+				cl.PollFetches(s.ctx)
+			}
+		}()
+	}
+}
+
+// close stops every member at once.
+func (s *stabGroup) close() {
+	s.cancel()
+	s.wg.Wait()
+	var wg sync.WaitGroup
+	for _, cl := range s.clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); cl.Close() }()
+	}
+	wg.Wait()
+}
+
+// waitSettled polls the coordinator every stabPoll until group has n
+// members that each hold part of a complete, unique assignment of
+// stabTopic in a settled group (see BenchmarkConsumerGroupStabilization),
+// or within passes.
+func waitSettled(tb testing.TB, adm *kadm.Client, group, protocol string, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var why error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if protocol == "consumer" {
+			why = settled848(ctx, adm, group, n)
+		} else {
+			why = settledClassic(ctx, adm, group, n)
+		}
+		cancel()
+		if why == nil {
+			return nil
+		}
+		time.Sleep(stabPoll)
+	}
+	return why
+}
+
+func settledClassic(ctx context.Context, adm *kadm.Client, group string, n int) error {
+	ds, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	d := ds[group]
+	if d.Err != nil {
+		return d.Err
+	}
+	if d.State != "Stable" || len(d.Members) != n {
+		return fmt.Errorf("%s with %d members", d.State, len(d.Members))
+	}
+	owner := map[int32]string{}
+	for _, m := range d.Members {
+		c, ok := m.Assigned.AsConsumer()
+		if !ok {
+			return fmt.Errorf("member %s has no consumer assignment", m.MemberID)
+		}
+		held := 0
+		for _, t := range c.Topics {
+			for _, p := range t.Partitions {
+				if o, dup := owner[p]; dup {
+					return fmt.Errorf("partition %d held by %s and %s", p, o, m.MemberID)
+				}
+				owner[p] = m.MemberID
+				held++
+			}
+		}
+		if held == 0 {
+			return fmt.Errorf("member %s holds nothing", m.MemberID)
+		}
+	}
+	if len(owner) != stabPartitions {
+		return fmt.Errorf("%d of %d partitions assigned", len(owner), stabPartitions)
+	}
+	return nil
+}
+
+func settled848(ctx context.Context, adm *kadm.Client, group string, n int) error {
+	ds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	d := ds[group]
+	if d.Err != nil {
+		return d.Err
+	}
+	if len(d.Members) != n || d.Epoch != d.AssignmentEpoch {
+		return fmt.Errorf("%d members, group epoch %d, assignment epoch %d", len(d.Members), d.Epoch, d.AssignmentEpoch)
+	}
+	owner := map[int32]string{}
+	for _, m := range d.Members {
+		if m.MemberEpoch != d.AssignmentEpoch {
+			return fmt.Errorf("member %s at epoch %d, assignment epoch %d", m.MemberID, m.MemberEpoch, d.AssignmentEpoch)
+		}
+		held := 0
+		for p := range m.Assignment[stabTopic] {
+			if !m.TargetAssignment.Lookup(stabTopic, p) {
+				return fmt.Errorf("member %s holds %d outside its target", m.MemberID, p)
+			}
+			if o, dup := owner[p]; dup {
+				return fmt.Errorf("partition %d held by %s and %s", p, o, m.MemberID)
+			}
+			owner[p] = m.MemberID
+			held++
+		}
+		if held != len(m.TargetAssignment[stabTopic]) || held == 0 {
+			return fmt.Errorf("member %s holds %d of its %d target partitions", m.MemberID, held, len(m.TargetAssignment[stabTopic]))
+		}
+	}
+	if len(owner) != stabPartitions {
+		return fmt.Errorf("%d of %d partitions assigned", len(owner), stabPartitions)
+	}
+	return nil
+}
