@@ -111,7 +111,8 @@ func benchStabilization(b *testing.B, addr, protocol string, heartbeat time.Dura
 		group := fmt.Sprintf("stab-%s-%d", protocol, i)
 		ms := newStabGroup(b, addr, group, protocol, heartbeat)
 		ms.start(stabMembers)
-		if err := waitSettled(b, adm, group, protocol, stabMembers, 5*time.Minute); err != nil {
+		before, err := waitSettled(b, adm, group, protocol, stabMembers, 5*time.Minute)
+		if err != nil {
 			b.Fatalf("%d members never settled: %v", stabMembers, err)
 		}
 		// The members joined together, so their heartbeats are in step,
@@ -124,14 +125,24 @@ func benchStabilization(b *testing.B, addr, protocol string, heartbeat time.Dura
 		b.StartTimer()
 		start := time.Now()
 		ms.start(1)
-		if err := waitSettled(b, adm, group, protocol, stabMembers+1, 5*time.Minute); err != nil {
+		after, err := waitSettled(b, adm, group, protocol, stabMembers+1, 5*time.Minute)
+		if err != nil {
 			b.Fatalf("not settled after a join: %v", err)
 		}
 		took := time.Since(start)
 		b.StopTimer()
 		total += took
-		b.Logf("%s, heartbeat %v: %d members settled %v after one more joined (joined %v after the %d settled; seed %d)",
-			protocol, heartbeat, stabMembers+1, took.Round(time.Millisecond), quiet.Round(time.Millisecond), stabMembers, seed)
+		// What moved: partitions whose owner changed, and how many of
+		// the members they came from.
+		moved, from := 0, map[string]bool{}
+		for p, o := range before {
+			if after[p] != o {
+				moved++
+				from[o] = true
+			}
+		}
+		b.Logf("%s, heartbeat %v: %d members settled %v after one more joined (joined %v after the %d settled; seed %d); %d partitions moved, from %d members",
+			protocol, heartbeat, stabMembers+1, took.Round(time.Millisecond), quiet.Round(time.Millisecond), stabMembers, seed, moved, len(from))
 		ms.close()
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/stabilize")
@@ -199,91 +210,92 @@ func (s *stabGroup) close() {
 // waitSettled polls the coordinator every stabPoll until group has n
 // members that each hold part of a complete, unique assignment of
 // stabTopic in a settled group (see BenchmarkConsumerGroupStabilization),
-// or within passes.
-func waitSettled(tb testing.TB, adm *kadm.Client, group, protocol string, n int, within time.Duration) error {
+// or within passes, and returns who holds each partition then.
+func waitSettled(tb testing.TB, adm *kadm.Client, group, protocol string, n int, within time.Duration) (map[int32]string, error) {
 	deadline := time.Now().Add(within)
 	var why error
+	var owner map[int32]string
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if protocol == "consumer" {
-			why = settled848(ctx, adm, group, n)
+			owner, why = settled848(ctx, adm, group, n)
 		} else {
-			why = settledClassic(ctx, adm, group, n)
+			owner, why = settledClassic(ctx, adm, group, n)
 		}
 		cancel()
 		if why == nil {
-			return nil
+			return owner, nil
 		}
 		time.Sleep(stabPoll)
 	}
-	return why
+	return nil, why
 }
 
-func settledClassic(ctx context.Context, adm *kadm.Client, group string, n int) error {
+func settledClassic(ctx context.Context, adm *kadm.Client, group string, n int) (map[int32]string, error) {
 	ds, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := ds[group]
 	if d.Err != nil {
-		return d.Err
+		return nil, d.Err
 	}
 	if d.State != "Stable" || len(d.Members) != n {
-		return fmt.Errorf("%s with %d members", d.State, len(d.Members))
+		return nil, fmt.Errorf("%s with %d members", d.State, len(d.Members))
 	}
 	owner := map[int32]string{}
 	for _, m := range d.Members {
 		c, ok := m.Assigned.AsConsumer()
 		if !ok {
-			return fmt.Errorf("member %s has no consumer assignment", m.MemberID)
+			return nil, fmt.Errorf("member %s has no consumer assignment", m.MemberID)
 		}
 		for _, t := range c.Topics {
 			for _, p := range t.Partitions {
 				if o, dup := owner[p]; dup {
-					return fmt.Errorf("partition %d held by %s and %s", p, o, m.MemberID)
+					return nil, fmt.Errorf("partition %d held by %s and %s", p, o, m.MemberID)
 				}
 				owner[p] = m.MemberID
 			}
 		}
 	}
 	if len(owner) != stabPartitions {
-		return fmt.Errorf("%d of %d partitions assigned", len(owner), stabPartitions)
+		return nil, fmt.Errorf("%d of %d partitions assigned", len(owner), stabPartitions)
 	}
-	return nil
+	return owner, nil
 }
 
-func settled848(ctx context.Context, adm *kadm.Client, group string, n int) error {
+func settled848(ctx context.Context, adm *kadm.Client, group string, n int) (map[int32]string, error) {
 	ds, err := adm.DescribeConsumerGroups(ctx, group)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := ds[group]
 	if d.Err != nil {
-		return d.Err
+		return nil, d.Err
 	}
 	if len(d.Members) != n || d.Epoch != d.AssignmentEpoch {
-		return fmt.Errorf("%d members, group epoch %d, assignment epoch %d", len(d.Members), d.Epoch, d.AssignmentEpoch)
+		return nil, fmt.Errorf("%d members, group epoch %d, assignment epoch %d", len(d.Members), d.Epoch, d.AssignmentEpoch)
 	}
 	owner := map[int32]string{}
 	for _, m := range d.Members {
 		if m.MemberEpoch != d.AssignmentEpoch {
-			return fmt.Errorf("member %s at epoch %d, assignment epoch %d", m.MemberID, m.MemberEpoch, d.AssignmentEpoch)
+			return nil, fmt.Errorf("member %s at epoch %d, assignment epoch %d", m.MemberID, m.MemberEpoch, d.AssignmentEpoch)
 		}
 		cur, tgt := stabParts(m.Assignment), stabParts(m.TargetAssignment)
 		if !maps.Equal(cur, tgt) {
-			return fmt.Errorf("member %s holds %d partitions, its target %d", m.MemberID, len(cur), len(tgt))
+			return nil, fmt.Errorf("member %s holds %d partitions, its target %d", m.MemberID, len(cur), len(tgt))
 		}
 		for p := range cur {
 			if o, dup := owner[p]; dup {
-				return fmt.Errorf("partition %d held by %s and %s", p, o, m.MemberID)
+				return nil, fmt.Errorf("partition %d held by %s and %s", p, o, m.MemberID)
 			}
 			owner[p] = m.MemberID
 		}
 	}
 	if len(owner) != stabPartitions {
-		return fmt.Errorf("%d of %d partitions assigned", len(owner), stabPartitions)
+		return nil, fmt.Errorf("%d of %d partitions assigned", len(owner), stabPartitions)
 	}
-	return nil
+	return owner, nil
 }
 
 // stabParts is s's partitions of stabTopic. kfake describes assignments by
