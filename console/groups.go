@@ -1,11 +1,16 @@
 package console
 
-// Consumer groups: state and members from DescribeGroups, committed offsets
-// from OffsetFetch, lag = end offset (high watermark) - committed, for the
-// topics the principal may Describe.
+// Consumer groups: state and members from DescribeGroups (classic groups)
+// or ConsumerGroupDescribe (consumer groups, KIP-848: the group and
+// assignment epochs, each member's epoch, current and target assignment, as
+// `sluice group describe` shows them), committed offsets from OffsetFetch,
+// lag = end offset (high watermark) - committed, for the topics the
+// principal may Describe.
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,8 +22,15 @@ import (
 	"github.com/sluice/sluice/acl"
 )
 
+// Group types, as ListGroups v5 names them.
+const (
+	groupTypeClassic  = "classic"
+	groupTypeConsumer = "consumer" // KIP-848
+)
+
 type groupSummaryJSON struct {
 	GroupID      string `json:"groupId"`
+	Type         string `json:"type"` // groupTypeClassic or groupTypeConsumer
 	State        string `json:"state"`
 	ProtocolType string `json:"protocolType"`
 	Protocol     string `json:"protocol"`
@@ -38,6 +50,13 @@ type memberJSON struct {
 	ClientID    string           `json:"clientId"`
 	ClientHost  string           `json:"clientHost"`
 	Assignments []assignmentJSON `json:"assignments"`
+
+	// Consumer groups only (absent for classic ones).
+	MemberEpoch          *int32           `json:"memberEpoch,omitempty"`
+	RackID               *string          `json:"rackId,omitempty"`
+	SubscribedTopics     []string         `json:"subscribedTopics,omitempty"`
+	SubscribedTopicRegex *string          `json:"subscribedTopicRegex,omitempty"`
+	TargetAssignments    []assignmentJSON `json:"targetAssignments,omitempty"`
 }
 
 type groupOffsetJSON struct {
@@ -51,6 +70,7 @@ type groupOffsetJSON struct {
 
 type groupJSON struct {
 	GroupID      string            `json:"groupId"`
+	Type         string            `json:"type"` // groupTypeClassic or groupTypeConsumer
 	State        string            `json:"state"`
 	ProtocolType string            `json:"protocolType"`
 	Protocol     string            `json:"protocol"`
@@ -58,6 +78,10 @@ type groupJSON struct {
 	Members      []memberJSON      `json:"members"`
 	Offsets      []groupOffsetJSON `json:"offsets"`
 	Lag          int64             `json:"lag"`
+
+	// Consumer groups only (absent for classic ones).
+	GroupEpoch      *int32 `json:"groupEpoch,omitempty"`
+	AssignmentEpoch *int32 `json:"assignmentEpoch,omitempty"`
 }
 
 // groupOffsets returns the committed offsets of groups, in visible
@@ -143,10 +167,15 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 		writeKafkaError(w, err)
 		return
 	}
-	var names []string
+	var names, classic, consumer []string
 	for _, g := range listed.Sorted() {
 		if q.allowed(acl.OpDescribe, acl.ResourceGroup, g.Group) {
 			names = append(names, g.Group)
+			if g.GroupType == groupTypeConsumer {
+				consumer = append(consumer, g.Group)
+			} else {
+				classic = append(classic, g.Group)
+			}
 		}
 	}
 	out := struct {
@@ -156,10 +185,23 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	described, err := adm.DescribeGroups(ctx, names...)
-	if err != nil && len(described) == 0 {
-		writeKafkaError(w, err)
-		return
+	// Each type is described by its own API; a group that could not be
+	// described keeps what ListGroups said of it.
+	var described kadm.DescribedGroups
+	if len(classic) > 0 {
+		described, err = adm.DescribeGroups(ctx, classic...)
+		if err != nil && len(described) == 0 {
+			writeKafkaError(w, err)
+			return
+		}
+	}
+	var consumers kadm.DescribedConsumerGroups
+	if len(consumer) > 0 {
+		consumers, err = adm.DescribeConsumerGroups(ctx, consumer...)
+		if err != nil && len(consumers) == 0 {
+			writeKafkaError(w, err)
+			return
+		}
 	}
 	offsets, err := q.groupOffsets(ctx, adm, names)
 	if err != nil {
@@ -168,9 +210,14 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 	}
 	for _, name := range names {
 		l := listed[name]
-		gs := groupSummaryJSON{GroupID: name, State: l.State, ProtocolType: l.ProtocolType, Coordinator: l.Coordinator, Lag: totalLag(offsets[name])}
+		gs := groupSummaryJSON{GroupID: name, Type: cmp.Or(l.GroupType, groupTypeClassic), State: l.State,
+			ProtocolType: l.ProtocolType, Coordinator: l.Coordinator, Lag: totalLag(offsets[name])}
 		if d, ok := described[name]; ok && d.Err == nil {
 			gs.State, gs.ProtocolType, gs.Protocol = d.State, d.ProtocolType, d.Protocol
+			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
+		}
+		if d, ok := consumers[name]; ok && d.Err == nil {
+			gs.State, gs.ProtocolType, gs.Protocol = d.State, "consumer", d.AssignorName
 			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
 		}
 		out.Groups = append(out.Groups, gs)
@@ -192,6 +239,20 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 		return
 	}
 	defer done()
+	// A consumer group (KIP-848) is described with ConsumerGroupDescribe,
+	// which answers GROUP_ID_NOT_FOUND for any other group; those, and
+	// every group of a broker that does not serve it, with DescribeGroups.
+	cgs, err := adm.DescribeConsumerGroups(ctx, name)
+	if cg, ok := cgs[name]; err == nil && ok {
+		switch {
+		case cg.Err == nil:
+			q.describeConsumerGroup(ctx, w, adm, cg)
+			return
+		case !errors.Is(cg.Err, kerr.GroupIDNotFound):
+			writeKafkaError(w, cg.Err)
+			return
+		}
+	}
 	described, err := adm.DescribeGroups(ctx, name)
 	if err != nil && len(described) == 0 {
 		writeKafkaError(w, err)
@@ -217,7 +278,7 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 		return
 	}
 	out := groupJSON{
-		GroupID: name, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+		GroupID: name, Type: groupTypeClassic, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
 		Coordinator: d.Coordinator.NodeID, Members: []memberJSON{}, Offsets: rows, Lag: totalLag(rows),
 	}
 	if out.Offsets == nil {
@@ -235,4 +296,57 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 		out.Members = append(out.Members, mj)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// describeConsumerGroup answers a consumer group (KIP-848) described by
+// ConsumerGroupDescribe: what `sluice group describe` prints of it, the
+// group and assignment epochs and each member's epoch, client, host,
+// subscription, current and target assignment, with its committed offsets
+// and lag. Topics the principal may not Describe are left out of the
+// assignments and offsets.
+func (q *request) describeConsumerGroup(ctx context.Context, w http.ResponseWriter, adm *kadm.Client, g kadm.DescribedConsumerGroup) {
+	offsets, err := q.groupOffsets(ctx, adm, []string{g.Group})
+	if err != nil {
+		writeKafkaError(w, err)
+		return
+	}
+	rows := offsets[g.Group]
+	if rows == nil {
+		rows = []groupOffsetJSON{}
+	}
+	out := groupJSON{
+		GroupID: g.Group, Type: groupTypeConsumer, State: g.State, ProtocolType: "consumer", Protocol: g.AssignorName,
+		Coordinator: g.Coordinator.NodeID, Members: []memberJSON{}, Offsets: rows, Lag: totalLag(rows),
+		GroupEpoch: &g.Epoch, AssignmentEpoch: &g.AssignmentEpoch,
+	}
+	for _, m := range g.Members {
+		mj := memberJSON{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			MemberEpoch: &m.MemberEpoch, RackID: m.RackID, SubscribedTopicRegex: m.SubscribedTopicRegex,
+			Assignments: q.visibleAssignments(m.Assignment), TargetAssignments: q.visibleAssignments(m.TargetAssignment),
+			SubscribedTopics: []string{},
+		}
+		for _, t := range m.SubscribedTopics {
+			if q.allowed(acl.OpDescribe, acl.ResourceTopic, t) {
+				mj.SubscribedTopics = append(mj.SubscribedTopics, t)
+			}
+		}
+		slices.Sort(mj.SubscribedTopics)
+		out.Members = append(out.Members, mj)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// visibleAssignments is s, sorted by topic and partition, without the
+// topics the principal may not Describe; never nil.
+func (q *request) visibleAssignments(s kadm.TopicsSet) []assignmentJSON {
+	out := []assignmentJSON{}
+	for _, tp := range s.Sorted() {
+		if q.allowed(acl.OpDescribe, acl.ResourceTopic, tp.Topic) {
+			ps := slices.Clone(tp.Partitions)
+			slices.Sort(ps)
+			out = append(out, assignmentJSON{Topic: tp.Topic, Partitions: nonNil(ps)})
+		}
+	}
+	return out
 }

@@ -417,24 +417,47 @@ async function groupsPage() {
   groups.sort((a, b) => a.groupId.localeCompare(b.groupId));
   const rows = groups.map((g) => el("tr", { "data-group": g.groupId },
     el("td", {}, el("a", { href: "#/groups/" + enc(g.groupId) }, g.groupId)),
+    el("td", { "data-col": "type" }, g.type || "–"),
     el("td", { "data-col": "state" }, g.state),
     el("td", {}, g.protocolType || "–"),
-    el("td", {}, g.protocol || "–"),
+    el("td", { "data-col": "protocol" }, g.protocol || "–"),
     el("td", { class: "num", "data-col": "members" }, num(g.members)),
     el("td", { class: "num" }, String(g.coordinator)),
     el("td", { class: "num", "data-col": "lag", "data-lag-group": g.groupId, "data-lag": g.lag }, num(g.lag))));
   return el("div", {},
     el("h1", {}, "Consumer groups"),
     el("div", { class: "toolbar" }, el("button", { class: "secondary", onclick: render }, "Refresh")),
-    table(["Group", "State", "Protocol type", "Protocol", { label: "Members", num: true }, { label: "Coordinator", num: true },
+    table(["Group", "Type", "State", "Protocol type", "Protocol", { label: "Members", num: true }, { label: "Coordinator", num: true },
       { label: "Lag", num: true }], rows));
+}
+
+// assignmentText writes an assignment as `sluice group describe` does:
+// "orders:0,1 payments:2", "–" when empty.
+function assignmentText(as) {
+  const parts = (as || []).filter((a) => a.partitions.length > 0)
+    .map((a) => a.topic + ":" + a.partitions.slice().sort((x, y) => x - y).join(","));
+  return parts.length ? parts.join(" ") : "–";
+}
+
+// assignmentCell shows an assignment one topic a line; data-assignment
+// holds it as assignmentText writes it.
+function assignmentCell(col, as) {
+  return el("td", { "data-col": col, "data-assignment": assignmentText(as) },
+    (as || []).map((a) => el("div", {}, a.topic + ": " + a.partitions.join(", "))));
 }
 
 async function groupPage(id) {
   const g = await api("/api/groups/" + enc(id));
+  // A consumer group (KIP-848) has epochs: the group's, the target
+  // assignment's and each member's, and a target assignment per member
+  // that its current assignment converges to.
+  const consumer = g.type === "consumer";
   const members = (g.members || []).map((m) => el("tr", { "data-member": m.memberId },
-    el("td", {}, m.memberId), el("td", {}, m.instanceId || "–"), el("td", {}, m.clientId), el("td", {}, m.clientHost),
-    el("td", { "data-col": "assignments" }, (m.assignments || []).map((a) => el("div", {}, a.topic + ": " + a.partitions.join(", "))))));
+    el("td", {}, m.memberId), el("td", {}, m.instanceId || "–"), el("td", { "data-col": "client" }, m.clientId),
+    el("td", { "data-col": "host" }, m.clientHost),
+    consumer ? el("td", { class: "num", "data-col": "epoch" }, String(m.memberEpoch)) : null,
+    assignmentCell("assignments", m.assignments),
+    consumer ? assignmentCell("target", m.targetAssignments) : null));
   const offsets = (g.offsets || []).slice().sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition).map((o) =>
     el("tr", { "data-topic": o.topic, "data-lag-partition": o.partition },
       el("td", {}, el("a", { href: "#/topics/" + enc(o.topic) }, o.topic)),
@@ -443,17 +466,26 @@ async function groupPage(id) {
       el("td", { class: "num", "data-col": "end" }, num(o.endOffset)),
       el("td", { class: "num", "data-col": "lag", "data-lag": o.lag }, num(o.lag)),
       el("td", { class: "muted" }, o.metadata || "")));
+  const facts_ = [
+    ["Type", g.type || "classic", "group-type"],
+    ["State", g.state, "group-state"],
+    ["Protocol", (g.protocolType || "–") + (g.protocol ? " / " + g.protocol : ""), "group-protocol"],
+    ["Coordinator", String(g.coordinator)],
+    ["Members", String((g.members || []).length)],
+    ["Lag", num(g.lag), "group-lag"],
+  ];
+  if (consumer) {
+    facts_.splice(3, 0, ["Group epoch", String(g.groupEpoch), "group-epoch"],
+      ["Assignment epoch", String(g.assignmentEpoch), "group-assignment-epoch"]);
+  }
+  const memberHeaders = consumer
+    ? ["Member id", "Instance id", "Client id", "Host", { label: "Member epoch", num: true }, "Assignment", "Target assignment"]
+    : ["Member id", "Instance id", "Client id", "Host", "Assignments"];
   return el("div", {},
     el("h1", { id: "group-id" }, g.groupId),
-    el("div", { class: "card" }, facts([
-      ["State", g.state, "group-state"],
-      ["Protocol", (g.protocolType || "–") + (g.protocol ? " / " + g.protocol : "")],
-      ["Coordinator", String(g.coordinator)],
-      ["Members", String((g.members || []).length)],
-      ["Lag", num(g.lag), "group-lag"],
-    ])),
+    el("div", { class: "card" }, facts(facts_)),
     el("h2", {}, "Members"),
-    table(["Member id", "Instance id", "Client id", "Host", "Assignments"], members),
+    table(memberHeaders, members),
     el("h2", {}, "Committed offsets"),
     table(["Topic", { label: "Partition", num: true }, { label: "Committed", num: true }, { label: "End offset", num: true },
       { label: "Lag", num: true }, "Metadata"], offsets));
