@@ -36,6 +36,9 @@ type controller struct {
 	// in topics but not here is new (no leader yet).
 	states  map[TopicPartition]*partState
 	senders map[int32]*brokerSender
+	// offlineDirs holds, per broker, its replicas in failed log dirs
+	// (Kafka's replicasOnOfflineDirs; logdirevents.go).
+	offlineDirs map[int32]map[TopicPartition]bool
 }
 
 type topicInfo struct {
@@ -147,6 +150,9 @@ func (c *controller) failover() error {
 		return err
 	}
 	if err := c.onTopicDeletion(); err != nil {
+		return err
+	}
+	if err := c.onLogDirEvent(); err != nil { // logdirevents.go
 		return err
 	}
 	return c.onIsrChange()
@@ -554,6 +560,7 @@ func (c *controller) onBrokerFailure(dead []int32) error {
 // their partitions, and elects leaders where one of them makes it possible
 // (Kafka's onBrokerStartup).
 func (c *controller) onBrokerStartup(added []int32) error {
+	c.forgetOfflineDirs(added) // logdirevents.go
 	c.sendUpdateMetadata(c.liveIDs(), c.allPartitions())
 	for _, id := range added {
 		c.sendLeaderAndIsr([]int32{id}, c.partitionsOn(id), false)

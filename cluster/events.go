@@ -23,10 +23,13 @@ const (
 	evAutoLeaderRebalance                    // the periodic preferred-leader check
 	evElectLeaders                           // ElectLeaders
 	evControllerStats                        // a scrape wants the counts recounted (stats.go)
+	evLogDirEvent                            // children of /log_dir_event_notification (logdirevents.go)
+	evLeaderAndIsrResponse                   // a LeaderAndIsr response with KAFKA_STORAGE_ERROR (logdirevents.go)
 )
 
 var eventNames = [...]string{"ControllerChange", "SessionRenewed", "BrokerChange", "TopicChange",
-	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats"}
+	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats",
+	"LogDirEventNotification", "LeaderAndIsrResponseReceived"}
 
 func (k eventKind) String() string { return eventNames[k] }
 
@@ -39,6 +42,8 @@ type event struct {
 	topic    string
 	shutdown *shutdownReq
 	elect    *electReq
+	// storageErr is evLeaderAndIsrResponse's response.
+	storageErr *storageErrorResponse
 }
 
 type shutdownReq struct {
@@ -157,6 +162,9 @@ func (n *Node) handle(e event) {
 		}
 		return
 	}
+	if e.kind == evLeaderAndIsrResponse && c != nil {
+		e.term = c.term // a response, not a watch: for the current term
+	}
 	if c == nil || e.term != c.term {
 		return // a watch of an ended controller term
 	}
@@ -172,6 +180,10 @@ func (n *Node) handle(e event) {
 		err = c.onTopicDeletion()
 	case evIsrChange:
 		err = c.onIsrChange()
+	case evLogDirEvent:
+		err = c.onLogDirEvent()
+	case evLeaderAndIsrResponse:
+		err = c.onStorageErrors(e.storageErr)
 	case evAutoLeaderRebalance:
 		// The next period is the retry: one chain of checks per term
 		// whatever happens (a fenced controller's chain dies with its

@@ -62,6 +62,7 @@ func (n *Node) sendWithRetry(ctx context.Context, b Broker, req kmsg.Request) {
 		cancel()
 		if err == nil {
 			logResponseErrors(n, b.ID, resp)
+			n.onControllerResponse(b.ID, resp) // logdirevents.go
 			return
 		}
 		if ctx.Err() != nil {

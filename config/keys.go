@@ -79,7 +79,7 @@ var brokerKeys = []Key{
 
 	// Storage.
 	{Name: "log.dirs", Aliases: []string{"log.dir"}, Type: TypeString, Importance: High, Default: "./data",
-		Doc: "the data directory (one; `log.dir` is accepted as an alias)",
+		Doc: "the data directories, comma-separated (JBOD: each holds its own partitions; the metastore lives in the first); `log.dir` is accepted as an alias",
 		codec: codec{
 			set: func(s *setter, key, v string) error {
 				s.c.LogDirs = splitList(v)
