@@ -1,0 +1,390 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/faultfs"
+	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/segment"
+)
+
+// jbod is a metastore and n segment log dirs opened through a faultfs.FS,
+// for Managers with several dirs.
+type jbod struct {
+	meta   *metastore.Store
+	fs     *faultfs.FS
+	paths  []string
+	stores []engine.Store
+	failed chan string // OnLogDirFailure's calls
+}
+
+func newJBOD(t *testing.T, n int) *jbod {
+	t.Helper()
+	root := t.TempDir()
+	meta, err := metastore.Open(filepath.Join(root, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { meta.Close() })
+	j := &jbod{meta: meta, fs: faultfs.New(), failed: make(chan string, 16)}
+	for i := range n {
+		j.paths = append(j.paths, filepath.Join(root, fmt.Sprintf("d%d", i)))
+	}
+	return j
+}
+
+// open opens the stores of the dirs whose path exists or can be made; a
+// dir that is a regular file is offline from the start.
+func (j *jbod) open(t *testing.T) []LogDir {
+	t.Helper()
+	var dirs []LogDir
+	j.stores = nil
+	for _, p := range j.paths {
+		st, err := segment.OpenFS(engine.Options{Dir: p, Logger: slog.New(slog.DiscardHandler), RecoveryCheckpointInterval: -1}, j.fs)
+		if err != nil {
+			dirs = append(dirs, LogDir{Path: p, Err: err})
+			continue
+		}
+		j.stores = append(j.stores, st)
+		dirs = append(dirs, LogDir{Path: p, Store: st})
+	}
+	return dirs
+}
+
+func (j *jbod) manager(t *testing.T) *Manager {
+	t.Helper()
+	dirs := j.open(t)
+	cfg := config.Default()
+	cfg.LogCleanerEnable = false
+	m := New(Options{
+		Config: cfg, Meta: j.meta, Dirs: dirs, NodeID: 1,
+		Logger: slog.New(slog.DiscardHandler), TopicConfig: testConfig,
+		OnLogDirFailure: func(dir string) { j.failed <- dir },
+	})
+	if err := m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (j *jbod) close(t *testing.T, m *Manager) {
+	t.Helper()
+	if err := m.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	for _, s := range j.stores {
+		s.Close()
+	}
+}
+
+// dirOfPartition returns the index of the dir holding name-part, -1 for
+// none.
+func (j *jbod) dirOfPartition(m *Manager, name string, part int32) int {
+	got := m.LogDirOf(name, part)
+	for i, p := range j.paths {
+		if p == got {
+			return i
+		}
+	}
+	return -1
+}
+
+func batch(n int, value string) []byte {
+	recs := make([]record.BuildRecord, n)
+	for i := range recs {
+		recs[i] = record.BuildRecord{Value: []byte(value), Timestamp: 1}
+	}
+	return record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, BaseSequence: -1}, recs)
+}
+
+// waitFor polls cond until it holds; the deadline only ends a test that
+// would otherwise hang, it asserts nothing about timing.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLogDirsPlacementAndRestart: new partitions go to the dir holding the
+// fewest (the first on a tie), each in Kafka's <dir>/<topic>-<partition>;
+// a restart finds each partition, with its records, in its dir.
+func TestLogDirsPlacementAndRestart(t *testing.T) {
+	j := newJBOD(t, 2)
+	m := j.manager(t)
+	m.create(t, "a", 3, nil) // a-0 in d0, a-1 in d1, a-2 in d0 (a tie: the first)
+	m.create(t, "b", 1, nil) // d1, which holds fewer
+	type placed struct {
+		name string
+		part int32
+		dir  int
+	}
+	want := []placed{{"a", 0, 0}, {"a", 1, 1}, {"a", 2, 0}, {"b", 0, 1}}
+	for _, w := range want {
+		if got := j.dirOfPartition(m, w.name, w.part); got != w.dir {
+			t.Errorf("%s-%d in dir %d, want %d", w.name, w.part, got, w.dir)
+		}
+		if _, err := os.Stat(filepath.Join(j.paths[w.dir], fmt.Sprintf("%s-%d", w.name, w.part))); err != nil {
+			t.Errorf("%s-%d: %v", w.name, w.part, err)
+		}
+	}
+	for p := int32(0); p < 3; p++ {
+		if _, err := m.Partition("a", p).Append(context.Background(), batch(2, "x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos := m.LogDirs()
+	if len(infos) != 2 || len(infos[0].Replicas) != 2 || len(infos[1].Replicas) != 2 {
+		t.Fatalf("LogDirs: %+v", infos)
+	}
+	j.close(t, m)
+
+	m = j.manager(t)
+	defer j.close(t, m)
+	for _, w := range want {
+		if got := j.dirOfPartition(m, w.name, w.part); got != w.dir {
+			t.Errorf("after restart %s-%d in dir %d, want %d", w.name, w.part, got, w.dir)
+		}
+	}
+	for p := int32(0); p < 3; p++ {
+		if end := m.Partition("a", p).LogEndOffset(); end != 2 {
+			t.Errorf("after restart a-%d ends at %d, want 2", p, end)
+		}
+	}
+}
+
+// TestLogDirFailureTakesOnlyItsPartitionsOffline: an I/O error on a write
+// in one dir takes that dir offline: its partitions answer
+// KAFKA_STORAGE_ERROR (ErrLogDirOffline wrapping engine.ErrStorage), the
+// failure is reported once, and the other dir's partitions keep taking
+// appends.
+func TestLogDirFailureTakesOnlyItsPartitionsOffline(t *testing.T) {
+	j := newJBOD(t, 2)
+	m := j.manager(t)
+	defer j.close(t, m)
+	m.create(t, "a", 4, nil) // a-0, a-2 in d0; a-1, a-3 in d1
+	for p := int32(0); p < 4; p++ {
+		if _, err := m.Partition("a", p).Append(context.Background(), batch(1, "before"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.fs.Fail(j.paths[1])
+	p1 := m.Partition("a", 1)
+	_, err := p1.Append(context.Background(), batch(1, "lost"), 1)
+	if err == nil {
+		t.Fatal("append to a failed disk succeeded")
+	}
+	m.ReportStorageError(p1, err) // as the produce path does
+	if got := <-j.failed; got != j.paths[1] {
+		t.Fatalf("OnLogDirFailure(%q), want %q", got, j.paths[1])
+	}
+	for _, p := range []int32{1, 3} {
+		err := m.Offline("a", p)
+		if !errors.Is(err, ErrLogDirOffline) || !errors.Is(err, engine.ErrStorage) {
+			t.Errorf("a-%d: Offline = %v", p, err)
+		}
+		if m.Partition("a", p) != nil {
+			t.Errorf("a-%d still served", p)
+		}
+	}
+	for _, p := range []int32{0, 2} {
+		if err := m.Offline("a", p); err != nil {
+			t.Errorf("a-%d offline: %v", p, err)
+		}
+		if _, err := m.Partition("a", p).Append(context.Background(), batch(1, "after"), 1); err != nil {
+			t.Errorf("a-%d append after the other dir failed: %v", p, err)
+		}
+	}
+	paths, _ := m.OfflineLogDirs()
+	if len(paths) != 1 || paths[0] != j.paths[1] {
+		t.Errorf("OfflineLogDirs = %v", paths)
+	}
+	infos := m.LogDirs()
+	if infos[1].Err == nil || len(infos[1].Replicas) != 0 || len(infos[0].Replicas) != 2 {
+		t.Errorf("LogDirs after the failure: %+v", infos)
+	}
+	// A new partition goes to the live dir.
+	m.create(t, "b", 2, nil)
+	for p := int32(0); p < 2; p++ {
+		if d := j.dirOfPartition(m, "b", p); d != 0 {
+			t.Errorf("b-%d in dir %d, want the live dir 0", p, d)
+		}
+	}
+}
+
+// TestLogDirFailureFoundBySweep: a log that failed on its own (here an
+// fsync of the periodic flush) takes its dir offline without the produce
+// path reporting it.
+func TestLogDirFailureFoundBySweep(t *testing.T) {
+	j := newJBOD(t, 2)
+	m := j.manager(t)
+	defer j.close(t, m)
+	m.create(t, "a", 2, nil)
+	if _, err := m.Partition("a", 1).Append(context.Background(), batch(1, "x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	j.fs.Fail(j.paths[1])
+	m.flushLogs()
+	m.checkFailedLogs()
+	if got := <-j.failed; got != j.paths[1] {
+		t.Fatalf("OnLogDirFailure(%q), want %q", got, j.paths[1])
+	}
+	waitFor(t, "a-1 offline", func() bool { return m.Offline("a", 1) != nil && m.Partition("a", 1) == nil })
+	if m.Offline("a", 0) != nil || m.Partition("a", 0) == nil {
+		t.Fatal("a-0, in the live dir, went offline")
+	}
+}
+
+// TestRestartWithALogDirMissing: a dir that cannot be opened at start is
+// offline; the partitions of the other dirs open, those that may be in
+// the missing dir are offline rather than created empty.
+func TestRestartWithALogDirMissing(t *testing.T) {
+	j := newJBOD(t, 2)
+	m := j.manager(t)
+	m.create(t, "a", 2, nil)
+	for p := int32(0); p < 2; p++ {
+		if _, err := m.Partition("a", p).Append(context.Background(), batch(3, "x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.close(t, m)
+	// The second disk is gone: its mount point is not a directory.
+	if err := os.RemoveAll(j.paths[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(j.paths[1], nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = j.manager(t)
+	defer j.close(t, m)
+	if p := m.Partition("a", 0); p == nil || p.LogEndOffset() != 3 {
+		t.Fatalf("a-0 (live dir): %v", p)
+	}
+	if err := m.Offline("a", 1); !errors.Is(err, ErrLogDirOffline) || m.Partition("a", 1) != nil {
+		t.Fatalf("a-1 (missing dir): Offline %v, partition %v", err, m.Partition("a", 1))
+	}
+	if paths, _ := m.OfflineLogDirs(); len(paths) != 1 || paths[0] != j.paths[1] {
+		t.Fatalf("OfflineLogDirs = %v", paths)
+	}
+}
+
+// TestMoveBetweenLogDirsUnderAppends moves a partition to the other dir
+// while appends go on: the future replica shows in LogDirs, then the
+// partition is in the target dir with every acknowledged record, in order,
+// and Kafka's -future directory is gone.
+func TestMoveBetweenLogDirsUnderAppends(t *testing.T) {
+	j := newJBOD(t, 2)
+	m := j.manager(t)
+	defer j.close(t, m)
+	m.create(t, "a", 1, nil) // in d0
+	for i := range 200 {
+		if _, err := m.Partition("a", 0).Append(context.Background(), batch(5, fmt.Sprint("pre", i)), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var acked []string
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := m.Partition("a", 0)
+			if p == nil {
+				continue
+			}
+			v := fmt.Sprintf("during%08d", i)
+			if _, err := p.Append(context.Background(), batch(1, v), 1); err != nil {
+				continue // the old replica closed under the append: retried as a client would
+			}
+			mu.Lock()
+			acked = append(acked, v)
+			mu.Unlock()
+		}
+	}()
+	m.Lock()
+	err := m.AlterReplicaLogDirLocked("a", 0, j.paths[1])
+	m.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawFuture := false
+	waitFor(t, "the move to finish", func() bool {
+		for _, r := range m.LogDirs()[1].Replicas {
+			sawFuture = sawFuture || r.IsFuture
+		}
+		return j.dirOfPartition(m, "a", 0) == 1
+	})
+	// Appends after the move land in the new dir.
+	waitFor(t, "appends after the move", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) > 0
+	})
+	close(stop)
+	<-done
+	if !sawFuture {
+		t.Log("the move finished before LogDirs was read: no future replica seen")
+	}
+	p := m.Partition("a", 0)
+	if want := int64(1000 + len(acked)); p.LogEndOffset() != want {
+		t.Fatalf("log end %d, want %d", p.LogEndOffset(), want)
+	}
+	// Walk the batches: the 200 first of 5 records, then one batch of one
+	// record per acknowledged append, in order.
+	var batches []record.Batch
+	for off := int64(0); off < p.LogEndOffset(); {
+		sl, err := p.ReadBelow(off, 1<<20, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := sl.AppendTo(nil)
+		sl.Release()
+		for len(data) > 0 {
+			b := record.Batch(data)
+			batches = append(batches, b[:b.Size()])
+			off = b.NextOffset()
+			data = data[b.Size():]
+		}
+	}
+	if len(batches) != 200+len(acked) {
+		t.Fatalf("read %d batches, want %d", len(batches), 200+len(acked))
+	}
+	for i, v := range acked {
+		if b := batches[200+i]; !bytes.Contains(b.Records(), []byte(v)) {
+			t.Fatalf("batch %d does not hold %q", 200+i, v)
+		}
+	}
+	entries, _ := os.ReadDir(j.paths[1])
+	for _, e := range entries {
+		if _, _, ok := engine.ParseFutureDirName(e.Name()); ok {
+			t.Errorf("future dir left behind: %s", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(j.paths[0], "a-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old log still in the first dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(j.paths[1], "a-0")); err != nil {
+		t.Errorf("moved log: %v", err)
+	}
+}
