@@ -83,7 +83,7 @@ type Broker struct {
 	// the start), in log.dirs order; dirs[0].Store is store.
 	dirs []replica.LogDir
 	srv  *server.Server
-	node  *cluster.Node // cluster mode only (cluster.go)
+	node *cluster.Node // cluster mode only (cluster.go)
 	// tlsServers are the TLS listeners' certificate holders by listener
 	// name, set while Start builds them (security.go), read-only after.
 	tlsServers map[string]*tlsconf.Server
