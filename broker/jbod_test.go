@@ -83,9 +83,16 @@ func dirOf(resp *kmsg.DescribeLogDirsResponse, topic string, part int32) (dir st
 	return dir, future
 }
 
-// produceRaw sends one acks=1 Produce of one record to topic-part and
-// returns the partition's error code.
+// produceRaw sends one acks=1 Produce of one record to topic-part on the
+// single broker (id 0) and returns the partition's error code.
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, part int32) int16 {
+	t.Helper()
+	return produceRawTo(t, cl, 0, topic, part)
+}
+
+// produceRawTo is produceRaw sent to broker id, whatever the client's
+// metadata says.
+func produceRawTo(t *testing.T, cl *kgo.Client, id int32, topic string, part int32) int16 {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = 1, 10000
@@ -97,11 +104,11 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, part int32) int16 {
 		[]record.BuildRecord{{Value: []byte("v"), Timestamp: time.Now().UnixMilli()}})
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxFor(t, 30*time.Second), cl)
+	resp, err := cl.Broker(int(id)).Request(ctxFor(t, 30*time.Second), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.Topics[0].Partitions[0].ErrorCode
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 // eventually polls cond until it holds; the deadline only ends a test
