@@ -22,6 +22,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"syscall"
@@ -83,6 +84,9 @@ func (m *Manager) initDirs(opts Options) {
 		path := ""
 		if len(opts.Config.LogDirs) > 0 {
 			path = opts.Config.LogDirs[0]
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
 		}
 		dirs = []LogDir{{Path: path, Store: opts.Store}}
 	}
