@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,12 +123,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // TestJBODMoveUnderProduce moves a partition between log dirs with
-// AlterReplicaLogDirs while an idempotent franz-go producer writes to it:
-// DescribeLogDirs shows the partition in its first dir, then in the
-// target; every acknowledged record is read back once, in order.
+// AlterReplicaLogDirs while an idempotent franz-go producer writes to it,
+// the copy throttled (replica.alter.log.dirs.io.max.bytes.per.second) so
+// that the move lasts: DescribeLogDirs shows the partition in its first
+// dir, then a future replica in the target, then the partition there;
+// every acknowledged record is read back once, in order.
 func TestJBODMoveUnderProduce(t *testing.T) {
 	dirs := twoDirs(t)
-	b := jbodBroker(t, dirs, faultfs.New())
+	const rate = 32 << 10
+	b := jbodBroker(t, dirs, faultfs.New(), func(c *config.Config) { c.ReplicaAlterLogDirsIOMaxBytesPerSecond = rate })
 	cl := client(t, b.Addr(), kgo.DefaultProduceTopic("m"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 	if r, err := adm.CreateTopic(ctxFor(t, 30*time.Second), 1, 1, nil, "m"); err != nil || r.Err != nil {
@@ -139,72 +141,86 @@ func TestJBODMoveUnderProduce(t *testing.T) {
 	if from != dirs[0] {
 		t.Fatalf("m-0 in %q, want the first dir %q", from, dirs[0])
 	}
-
-	const total = 20000
-	var mu sync.Mutex
 	var acked []string
-	var wg sync.WaitGroup
+	value := func(i int) string { return fmt.Sprintf("%08d-%s", i, strings.Repeat("x", 100)) }
+	// Three throttle-seconds of records before the move.
+	var batch []*kgo.Record
+	for i := 0; len(batch)*110 < 3*rate; i++ {
+		batch = append(batch, &kgo.Record{Value: []byte(value(i))})
+	}
+	if err := cl.ProduceSync(ctxFor(t, 30*time.Second), batch...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range batch {
+		acked = append(acked, string(r.Value))
+	}
+
+	req := kadm.AlterReplicaLogDirsReq{}
+	req.Add(dirs[1], kadm.TopicsSet{"m": {0: {}}})
+	res, err := adm.AlterBrokerReplicaLogDirs(ctxFor(t, 30*time.Second), 0, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			t.Fatalf("AlterReplicaLogDirs %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+
+	// Produce goes on, one record at a time, slower than the throttle
+	// (else the copy never catches up, as in Kafka), until the move is
+	// seen done; bounded.
+	moved := make(chan struct{})
 	produced := make(chan struct{})
 	go func() {
 		defer close(produced)
-		for i := range total {
-			v := fmt.Sprintf("%08d", i)
-			wg.Add(1)
-			cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
-				defer wg.Done()
-				if err != nil {
-					t.Errorf("produce %s: %v", v, err)
-					return
-				}
-				mu.Lock()
-				acked = append(acked, v)
-				mu.Unlock()
-			})
-			if i == total/4 {
-				// A quarter in: start the move while the rest flows.
-				req := kadm.AlterReplicaLogDirsReq{}
-				req.Add(dirs[1], kadm.TopicsSet{"m": {0: {}}})
-				res, err := adm.AlterBrokerReplicaLogDirs(context.Background(), 0, req)
-				if err != nil {
-					t.Errorf("AlterReplicaLogDirs: %v", err)
-					continue
-				}
-				res.Each(func(r kadm.AlterReplicaLogDirsResponse) {
-					if r.Err != nil {
-						t.Errorf("AlterReplicaLogDirs %s-%d: %v", r.Topic, r.Partition, r.Err)
-					}
-				})
+		for i := len(acked); i < len(batch)+20000; i++ {
+			select {
+			case <-moved:
+				return
+			case <-time.After(10 * time.Millisecond):
 			}
+			v := value(i)
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Errorf("produce %d: %v", i, err)
+				return
+			}
+			acked = append(acked, v)
 		}
 	}()
 	sawFuture := false
 	eventually(t, "m-0 in the second dir", func() bool {
 		dir, future := dirOf(describeLogDirs(t, cl), "m", 0)
-		sawFuture = sawFuture || future
+		if future {
+			sawFuture = true
+			if dir != dirs[0] {
+				t.Errorf("while the future replica copies, m-0 is in %q", dir)
+			}
+		}
 		return dir == dirs[1] && !future
 	})
+	close(moved)
 	<-produced
-	wg.Wait()
-	t.Logf("saw the future replica in DescribeLogDirs: %v; %d records acknowledged", sawFuture, len(acked))
-	if len(acked) != total {
-		t.Fatalf("%d of %d records acknowledged", len(acked), total)
+	if !sawFuture {
+		t.Error("DescribeLogDirs never showed the future replica of the move")
 	}
+	t.Logf("%d records acknowledged, %d of them during the move", len(acked), len(acked)-len(batch))
 
 	cons := client(t, b.Addr(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"m": {0: kgo.NewOffset().AtStart()}}))
 	var got []string
-	for len(got) < total {
+	for len(got) < len(acked) {
 		fs := cons.PollFetches(ctxFor(t, 30*time.Second))
 		if err := fs.Err0(); err != nil {
 			t.Fatalf("consume after %d records: %v", len(got), err)
 		}
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	}
-	if len(got) != total {
-		t.Fatalf("consumed %d records, want %d", len(got), total)
+	if len(got) != len(acked) {
+		t.Fatalf("consumed %d records, want %d", len(got), len(acked))
 	}
 	for i, v := range got {
-		if v != fmt.Sprintf("%08d", i) {
-			t.Fatalf("record %d is %q: lost, duplicated or reordered", i, v)
+		if v != acked[i] {
+			t.Fatalf("record %d is %q, want %q: lost, duplicated or reordered", i, v[:8], acked[i][:8])
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dirs[0], "m-0")); !os.IsNotExist(err) {

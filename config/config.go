@@ -293,6 +293,11 @@ type Config struct {
 	// are leader.replication.throttled.rate and
 	// follower.replication.throttled.rate (bytes/s; math.MaxInt64, Kafka's
 	// default, is unbounded): kept and described, not yet enforced.
+	// ReplicaAlterLogDirsIOMaxBytesPerSecond is
+	// replica.alter.log.dirs.io.max.bytes.per.second: the copy rate of
+	// moves between log dirs, all together (math.MaxInt64: unbounded).
+	ReplicaAlterLogDirsIOMaxBytesPerSecond int64
+
 	LeaderReplicationThrottledRate   int64
 	FollowerReplicationThrottledRate int64
 

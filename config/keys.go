@@ -689,6 +689,9 @@ var brokerKeys = []Key{
 	{Name: "follower.replication.throttled.rate", Dynamic: ClusterWide, Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
 		Doc:   "bytes/s a follower may fetch for the throttled replicas of `follower.replication.throttled.replicas` (Kafka's dynamic-only broker quota): stored and described; not enforced yet",
 		codec: int64Key(func(c *Config) *int64 { return &c.FollowerReplicationThrottledRate }, 0, math.MaxInt64)},
+	{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
+		Doc:   "bytes/s a move of replicas between log dirs (AlterReplicaLogDirs) copies, all moves together (Kafka's ReplicaAlterLogDirs quota; dynamic in Kafka, read at start here)",
+		codec: int64Key(func(c *Config) *int64 { return &c.ReplicaAlterLogDirsIOMaxBytesPerSecond }, 1, math.MaxInt64)},
 
 	// Kafka keys accepted for compatibility with Kafka's server.properties;
 	// Sluice sizes these itself. The value must still be an integer.

@@ -21,6 +21,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 	"time"
 
 	"github.com/sluice/sluice/engine"
@@ -45,6 +47,43 @@ const futureCopyBytes = 1 << 20
 // futureIdle is how long a copier with nothing to copy waits before it
 // looks again (Kafka's replica.fetch.backoff.ms plays this part).
 const futureIdle = 10 * time.Millisecond
+
+// moveThrottle paces the copiers of every move together to
+// replica.alter.log.dirs.io.max.bytes.per.second (Kafka's
+// ReplicaAlterLogDirs quota). Safe for concurrent use.
+type moveThrottle struct {
+	rate int64 // bytes/s; math.MaxInt64 (or <= 0): unbounded
+	mu   sync.Mutex
+	// paid is when the bytes copied so far are paid for at rate: a
+	// copier waits until then before its next step. REQUIRES: mu.
+	paid time.Time
+}
+
+func (t *moveThrottle) unbounded() bool { return t.rate <= 0 || t.rate == math.MaxInt64 }
+
+// chunk is the most a copier step may read: a second's worth at most.
+func (t *moveThrottle) chunk() int {
+	if t.unbounded() || t.rate >= futureCopyBytes {
+		return futureCopyBytes
+	}
+	return int(max(t.rate, 1))
+}
+
+// copied charges n bytes and returns how long the copier waits before its
+// next step.
+func (t *moveThrottle) copied(n int) time.Duration {
+	if t.unbounded() || n <= 0 {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if t.paid.Before(now) {
+		t.paid = now
+	}
+	t.paid = t.paid.Add(time.Duration(float64(n) / float64(t.rate) * float64(time.Second)))
+	return t.paid.Sub(now)
+}
 
 // future is a move in progress: the future log of partition id in dir.
 type future struct {
@@ -158,8 +197,18 @@ func (m *Manager) runFuture(f *future) {
 		p := m.Partition(f.id.Topic, f.id.Partition)
 		caught, copied := false, false
 		var err error
+		var n int
 		if p != nil {
-			caught, copied, err = copyStep(p.Log(), f.log)
+			before := f.log.Size()
+			caught, copied, err = copyStep(p.Log(), f.log, m.throttle.chunk())
+			n = int(f.log.Size() - before)
+		}
+		if wait := m.throttle.copied(n); wait > 0 {
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(wait):
+			}
 		}
 		switch {
 		case err != nil && errors.Is(err, engine.ErrClosed):
@@ -197,10 +246,10 @@ func (m *Manager) runFuture(f *future) {
 
 // copyStep moves dst one step closer to src: it truncates dst where src
 // diverged from it (by their leader epochs) or was truncated below it,
-// follows src's log start, and appends at most futureCopyBytes of src's
-// batches. caught reports that dst ends where src does; copied that
+// follows src's log start, and appends at most maxBytes of src's
+// batches (at least one whole batch). caught reports that dst ends where src does; copied that
 // batches were appended.
-func copyStep(src, dst engine.Log) (caught, copied bool, err error) {
+func copyStep(src, dst engine.Log, maxBytes int) (caught, copied bool, err error) {
 	ss, se := src.StartOffset(), src.EndOffset()
 	de := dst.EndOffset()
 	if div := divergence(src.LeaderEpochs(), dst.LeaderEpochs(), se); div < de {
@@ -225,7 +274,7 @@ func copyStep(src, dst engine.Log) (caught, copied bool, err error) {
 	if de >= se {
 		return true, false, nil
 	}
-	sl, err := src.Read(de, futureCopyBytes, -1)
+	sl, err := src.Read(de, maxBytes, -1)
 	if err != nil {
 		return false, false, err
 	}
@@ -322,7 +371,7 @@ func (m *Manager) swapFutureLocked(f *future) bool {
 		return fail(err)
 	}
 	for {
-		caught, _, err := copyStep(curLog, f.log)
+		caught, _, err := copyStep(curLog, f.log, futureCopyBytes) // unthrottled: appends wait
 		if err != nil {
 			curLog.Close()
 			return fail(err)

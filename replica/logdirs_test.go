@@ -335,11 +335,17 @@ func TestMoveBetweenLogDirsUnderAppends(t *testing.T) {
 		}
 		return j.dirOfPartition(m, "a", 0) == 1
 	})
-	// Appends after the move land in the new dir.
+	// The swap publishes the new replica before it lets the admin lock
+	// go; appends after that land in the new dir.
+	m.Lock()
+	m.Unlock()
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
 	waitFor(t, "appends after the move", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(acked) > 0
+		return len(acked) > n
 	})
 	close(stop)
 	<-done

@@ -158,6 +158,8 @@ type Manager struct {
 	// partitions cost nothing while none is.
 	failedDirs   atomic.Int32
 	onDirFailure func(dir string)
+	// throttle paces the moves between dirs (future.go).
+	throttle moveThrottle
 	// bg is the background work Close waits for: dir failure handling
 	// and the copiers of moves.
 	bg sync.WaitGroup
@@ -179,6 +181,7 @@ func New(opts Options) *Manager {
 		hwCheckpoints: opts.CheckpointHighWatermarks,
 		cleanerKeys:   cleanerKeysOf(&opts.Config),
 		onDirFailure:  opts.OnLogDirFailure,
+		throttle:      moveThrottle{rate: opts.Config.ReplicaAlterLogDirsIOMaxBytesPerSecond},
 		preferred:     map[engine.PartitionID]*logDir{},
 	}
 	if m.log == nil {
