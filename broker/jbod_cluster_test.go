@@ -131,6 +131,19 @@ func TestJBODDirFailureMovesLeadership(t *testing.T) {
 	if kids, _, err := zc.Children("/sluice/log_dir_event_notification"); err != nil || len(kids) != 0 {
 		t.Errorf("log dir event notifications left unhandled: %v %v", kids, err)
 	}
+	// Metadata names the failed replica offline (the controller's
+	// UpdateMetadata).
+	eventually(t, "Metadata naming the offline replica", func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("c")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxFor(t, 30*time.Second), cl)
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return false
+		}
+		return slices.Contains(resp.Topics[0].Partitions[0].OfflineReplicas, leader)
+	})
 
 	// Producing goes on through the new leader; nothing acknowledged is
 	// lost. (The record produced raw before the failure is in the log
