@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	_ "github.com/sluice/sluice/engine/pebblelog"
 	"github.com/sluice/sluice/internal/faultfs"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
@@ -28,6 +29,8 @@ type jbod struct {
 	paths  []string
 	stores []engine.Store
 	failed chan string // OnLogDirFailure's calls
+	// backend is the storage backend; "" is "segment" through fs.
+	backend string
 }
 
 func newJBOD(t *testing.T, n int) *jbod {
@@ -52,7 +55,14 @@ func (j *jbod) open(t *testing.T) []LogDir {
 	var dirs []LogDir
 	j.stores = nil
 	for _, p := range j.paths {
-		st, err := segment.OpenFS(engine.Options{Dir: p, Logger: slog.New(slog.DiscardHandler), RecoveryCheckpointInterval: -1}, j.fs)
+		o := engine.Options{Dir: p, Logger: slog.New(slog.DiscardHandler), RecoveryCheckpointInterval: -1}
+		var st engine.Store
+		var err error
+		if j.backend == "" {
+			st, err = segment.OpenFS(o, j.fs)
+		} else {
+			st, err = engine.Open(j.backend, o)
+		}
 		if err != nil {
 			dirs = append(dirs, LogDir{Path: p, Err: err})
 			continue
@@ -288,7 +298,18 @@ func TestRestartWithALogDirMissing(t *testing.T) {
 // partition is in the target dir with every acknowledged record, in order,
 // and Kafka's -future directory is gone.
 func TestMoveBetweenLogDirsUnderAppends(t *testing.T) {
-	j := newJBOD(t, 2)
+	for _, backend := range []string{"segment", "pebble", "memory"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			j := newJBOD(t, 2)
+			if backend != "segment" {
+				j.backend = backend
+			}
+			testMoveUnderAppends(t, j)
+		})
+	}
+}
+
+func testMoveUnderAppends(t *testing.T, j *jbod) {
 	m := j.manager(t)
 	defer j.close(t, m)
 	m.create(t, "a", 1, nil) // in d0
@@ -380,6 +401,9 @@ func TestMoveBetweenLogDirsUnderAppends(t *testing.T) {
 		if b := batches[200+i]; !bytes.Contains(b.Records(), []byte(v)) {
 			t.Fatalf("batch %d does not hold %q", 200+i, v)
 		}
+	}
+	if j.backend != "" {
+		return // the file layout below is the segment backend's
 	}
 	entries, _ := os.ReadDir(j.paths[1])
 	for _, e := range entries {
