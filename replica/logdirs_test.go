@@ -18,6 +18,7 @@ import (
 	"github.com/sluice/sluice/internal/faultfs"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/segment"
 )
 
@@ -416,5 +417,37 @@ func testMoveUnderAppends(t *testing.T, j *jbod) {
 	}
 	if _, err := os.Stat(filepath.Join(j.paths[1], "a-0")); err != nil {
 		t.Errorf("moved log: %v", err)
+	}
+}
+
+// TestClusterReplicaWithADirOffline: in cluster mode, with a log dir
+// offline, a replica the controller names that is not here is refused
+// (ErrOpen, KAFKA_STORAGE_ERROR: it may be in the offline dir) unless the
+// partition is new (LeaderAndIsr is_new), which is created in a live dir,
+// as Kafka's LogManager.getOrCreateLog decides.
+func TestClusterReplicaWithADirOffline(t *testing.T) {
+	j := newJBOD(t, 2)
+	dirs := j.open(t)
+	dirs[1] = LogDir{Path: dirs[1].Path, Err: errors.New("disk gone")}
+	cfg := config.Default()
+	cfg.LogCleanerEnable = false
+	h := &fakeHooks{assigned: map[string][][]int32{"c": {{1, 2}, {1, 2}}}}
+	m := New(Options{Config: cfg, Meta: j.meta, Dirs: dirs, NodeID: 1, Hooks: h,
+		Logger: slog.New(slog.DiscardHandler), TopicConfig: testConfig})
+	defer j.close(t, m)
+	st := replication.LeaderAndIsr{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}
+	m.Lock()
+	err := m.BecomeLeaderOrFollowerLocked("c", [16]byte{7}, 0, st, 3)
+	st.IsNew = true
+	errNew := m.BecomeLeaderOrFollowerLocked("c", [16]byte{7}, 1, st, 3)
+	m.Unlock()
+	if !errors.Is(err, ErrOpen) || !errors.Is(err, engine.ErrStorage) {
+		t.Errorf("replica not new: %v, want ErrOpen and a storage error", err)
+	}
+	if m.Partition("c", 0) != nil {
+		t.Error("a replica that may be in the offline dir was created empty")
+	}
+	if errNew != nil || m.Partition("c", 1) == nil || j.dirOfPartition(m, "c", 1) != 0 {
+		t.Errorf("new replica: %v, in dir %d", errNew, j.dirOfPartition(m, "c", 1))
 	}
 }

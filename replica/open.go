@@ -21,8 +21,12 @@ const (
 	openStored openMode = iota
 	// openNew: a new partition; a leftover log is deleted first.
 	openNew
-	// openReplica: a replica the controller names; created when missing.
+	// openReplica: a replica the controller names; created when missing,
+	// unless a log dir is offline (it may be there).
 	openReplica
+	// openReplicaNew: a replica of a partition the controller just
+	// created (LeaderAndIsr is_new); created when missing.
+	openReplicaNew
 )
 
 // newTopic returns a snapshot of m, unpublished, with no partitions.
@@ -122,7 +126,7 @@ func (m *Manager) openLog(t *Topic, id engine.PartitionID, mode openMode) (engin
 		}
 		m.setDirOf(id, nil) // gone behind our back
 	}
-	if mode != openNew && m.anyDirOffline() {
+	if (mode == openStored || mode == openReplica) && m.anyDirOffline() {
 		// It may be in the dir that is offline (Kafka refuses to create
 		// a replica that is not new while a dir is offline).
 		var od *logDir
@@ -459,7 +463,11 @@ func (m *Manager) BecomeLeaderOrFollowerLocked(name string, id [16]byte, part in
 		if err := m.Offline(name, part); err != nil {
 			return fmt.Errorf("%w: %w", ErrOpen, err)
 		}
-		if p, err = m.openPartition(t, part, openReplica); err != nil {
+		mode := openReplica
+		if st.IsNew {
+			mode = openReplicaNew
+		}
+		if p, err = m.openPartition(t, part, mode); err != nil {
 			return fmt.Errorf("%w: %w", ErrOpen, err)
 		}
 	}
