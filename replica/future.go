@@ -252,7 +252,7 @@ func (m *Manager) runFuture(f *future) {
 func copyStep(src, dst engine.Log, maxBytes int) (caught, copied bool, err error) {
 	ss, se := src.StartOffset(), src.EndOffset()
 	de := dst.EndOffset()
-	if div := divergence(src.LeaderEpochs(), dst.LeaderEpochs(), se); div < de {
+	if div := divergence(src.LeaderEpochs(), dst.LeaderEpochs(), se, de); div < de {
 		if err := dst.Truncate(div); err != nil {
 			if err := truncateFully(dst, ss); err != nil {
 				return false, false, err
@@ -301,31 +301,48 @@ func truncateFully(l engine.Log, offset int64) error {
 	return ft.TruncateFullyAndStartAt(offset)
 }
 
-// divergence returns the offset up to which a copy with epoch history dst
-// agrees with a source with history src ending at srcEnd: the source's end
-// offset for the copy's last epoch (Kafka's OffsetsForLeaderEpoch
-// truncation), or srcEnd when the copy has no epoch yet.
-func divergence(src, dst []engine.EpochEntry, srcEnd int64) int64 {
+// divergence returns the offset up to which a copy with epoch history
+// dst, ending at dstEnd, agrees with a source with history src ending at
+// srcEnd, as a follower finds it with OffsetsForLeaderEpoch (KIP-279):
+// the source's end offset for the copy's last epoch; when the source
+// lacks that epoch, the smaller of the two logs' end offsets for the
+// largest epoch the source has below it. dstEnd when the copy has no
+// epoch yet. A copy truncated there may diverge again further back: the
+// copier asks again at its next step.
+func divergence(src, dst []engine.EpochEntry, srcEnd, dstEnd int64) int64 {
 	if len(dst) == 0 {
-		return srcEnd
+		return dstEnd
 	}
 	last := dst[len(dst)-1].Epoch
-	end := int64(-1)
-	for i, e := range src {
-		if e.Epoch > last {
-			if i == 0 {
-				return e.StartOffset
-			}
-			end = e.StartOffset
+	e, end := endForEpoch(src, last, srcEnd)
+	if e < 0 {
+		return 0 // nothing in common: the copy starts over
+	}
+	if e == last {
+		return min(end, dstEnd)
+	}
+	_, dend := endForEpoch(dst, e, dstEnd)
+	return min(end, dend)
+}
+
+// endForEpoch returns the largest epoch of entries that is at most epoch
+// (-1 when none is) and the offset where it ends: the next entry's start,
+// or logEnd for the last one.
+func endForEpoch(entries []engine.EpochEntry, epoch int32, logEnd int64) (int32, int64) {
+	i := -1
+	for j, e := range entries {
+		if e.Epoch > epoch {
 			break
 		}
+		i = j
 	}
-	if end < 0 {
-		end = srcEnd
+	if i < 0 {
+		return -1, 0
 	}
-	// The source has no entry for the copy's epoch: they agree only up
-	// to where the source's next epoch starts.
-	return end
+	if i+1 < len(entries) {
+		return entries[i].Epoch, entries[i+1].StartOffset
+	}
+	return entries[i].Epoch, logEnd
 }
 
 // swapFutureLocked replaces the current replica of f.id with the future

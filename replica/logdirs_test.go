@@ -451,3 +451,34 @@ func TestClusterReplicaWithADirOffline(t *testing.T) {
 		t.Errorf("new replica: %v, in dir %d", errNew, j.dirOfPartition(m, "c", 1))
 	}
 }
+
+// TestDivergence: where a copy's log stops agreeing with its source, by
+// their leader epochs (KIP-279's truncation).
+func TestDivergence(t *testing.T) {
+	ep := func(pairs ...int64) []engine.EpochEntry {
+		var out []engine.EpochEntry
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, engine.EpochEntry{Epoch: int32(pairs[i]), StartOffset: pairs[i+1]})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name           string
+		src, dst       []engine.EpochEntry
+		srcEnd, dstEnd int64
+		want           int64
+	}{
+		{"copy empty", ep(0, 0), nil, 100, 0, 0},
+		{"same history, copy behind", ep(0, 0, 1, 50), ep(0, 0, 1, 50), 100, 70, 70},
+		{"source truncated below the copy", ep(0, 0, 1, 50), ep(0, 0, 1, 50), 60, 70, 60},
+		{"source moved on to a new epoch", ep(0, 0, 2, 80), ep(0, 0), 120, 90, 80},
+		{"copy has an epoch the source lost", ep(0, 0, 2, 100), ep(0, 0, 1, 50), 150, 120, 50},
+		{"nothing in common", ep(3, 0), ep(1, 0), 10, 10, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := divergence(tc.src, tc.dst, tc.srcEnd, tc.dstEnd); got != tc.want {
+				t.Errorf("divergence = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
