@@ -7,10 +7,12 @@ package replica
 // watermark at the value it last checkpointed, not at its log end, and
 // consumers never read a record that may yet be truncated away.
 // Checkpoints are written every HighWatermarkCheckpointInterval and at
-// Close, through the backend's optional engine.HighWatermarkStore; a
-// backend without it restarts every replica at its log start, which is
-// safe and only delays consumers. (Recovery-point checkpoints are the
-// store's, which Start has it write: see flush.go.)
+// Close, one per log dir (each dir's replicas in the store of that dir,
+// as Kafka keeps a replication-offset-checkpoint per dir), through the
+// backend's optional engine.HighWatermarkStore; a backend without it
+// restarts every replica at its log start, which is safe and only delays
+// consumers. (Recovery-point checkpoints are the stores', which Start has
+// them write: see flush.go.)
 
 import "github.com/sluice/sluice/engine"
 

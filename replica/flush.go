@@ -3,8 +3,8 @@ package replica
 // The periodic flush (log.flush.interval.ms) and the recovery-point
 // checkpoints (log.flush.offset.checkpoint.interval.ms; Kafka's
 // LogManager.flushDirtyLogs and checkpointLogRecoveryOffsets), run by
-// Start on the Manager's timers through the store's optional
-// engine.Maintainer. The broker opens its store with the store's own
+// Start on the Manager's timers through each live log dir's store's
+// optional engine.Maintainer. The broker opens its stores with their own
 // timers off, so these are the only ones. A store without Maintainer (the
 // memory backend) has nothing to make durable. Store.Close still flushes
 // everything and writes the last checkpoint itself.
