@@ -6,8 +6,10 @@
 // configs to logs, and runs the periodic work of logs: retention every
 // log.retention.check.interval.ms, the log cleaner's feed, the flush every
 // log.flush.interval.ms, and the recovery-point and high-watermark
-// checkpoints. Package server asks it for a partition and never reaches
-// through one to its engine.Log.
+// checkpoints. With several log dirs (JBOD) it places each log in a dir,
+// takes a failed dir's partitions offline and moves replicas between dirs
+// (logdirs.go, future.go). Package server asks it for a partition and
+// never reaches through one to its engine.Log.
 //
 // What differs between the modes comes in through Hooks (the control
 // plane's replica-lifecycle hooks): nil on a single node.
