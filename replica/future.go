@@ -403,22 +403,25 @@ func (m *Manager) swapFutureLocked(f *future) bool {
 	}
 	curLog.Close()
 	f.log.Close()
-	// Kafka renames the current log "-delete" before it renames the
-	// future log: a crash between leaves the partition in one dir only.
-	if err := cur.store.DeleteLog(f.id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+	// As Kafka's replaceCurrentWithFutureLog: the future log takes the
+	// partition's name first, then the current log goes. A crash between
+	// leaves the partition whole in both dirs (the next start keeps the
+	// first dir's and logs the other), never in neither.
+	if err := f.dir.store.(engine.LogRenamer).RenameLog(f.fid, f.id); err != nil {
+		if isIOError(err) {
+			m.failDir(f.dir, err)
+		}
 		return fail(err)
 	}
 	m.dirMu.Lock()
 	delete(m.futures, f.id)
 	m.dirOf[f.id] = f.dir
 	m.dirMu.Unlock()
-	if err := f.dir.store.(engine.LogRenamer).RenameLog(f.fid, f.id); err != nil {
-		// The current log is gone: the copy is all there is.
-		m.log.Error("replica: log dir move: rename future log", "dir", f.dir.path, "topic", f.id.Topic, "partition", f.id.Partition, "err", err)
+	if err := cur.store.DeleteLog(f.id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+		m.log.Error("replica: log dir move: delete the old log; it stays on disk", "dir", cur.path, "topic", f.id.Topic, "partition", f.id.Partition, "err", err)
 		if isIOError(err) {
-			m.failDirNow(f.dir, err)
+			m.failDir(cur, err)
 		}
-		return true
 	}
 	m.reopenLocked(t, f.id.Partition, st, hw)
 	m.log.Info("replica: replica moved to another log dir", "topic", f.id.Topic, "partition", f.id.Partition, "from", cur.path, "to", f.dir.path)
