@@ -10,9 +10,10 @@ package replica
 // (Kafka's replaceCurrentWithFutureLog) runs under the admin lock: the
 // current replica stops and closes, which waits for the appends in flight
 // and refuses new ones (NOT_LEADER_OR_FOLLOWER, which clients retry); the
-// records appended since the copier's last step are copied; the current
-// log is deleted, the future log renamed to "<topic>-<partition>" and
-// opened as the partition's replica with the role the old one had. A
+// records appended since the copier's last step are copied; the future
+// log is renamed "<topic>-<partition>", the current log deleted, and the
+// moved log opened as the partition's replica with the role the old one
+// had. A
 // future log found at start is a move that did not finish and is deleted
 // (Kafka resumes it; here AlterReplicaLogDirs is sent again).
 
