@@ -482,3 +482,45 @@ func TestDivergence(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartDropsAnUnfinishedMove: a future log found at start (a move a
+// restart interrupted) is deleted and the partition opens from its
+// current log, whole.
+func TestRestartDropsAnUnfinishedMove(t *testing.T) {
+	j := newJBOD(t, 2)
+	m := j.manager(t)
+	m.create(t, "a", 1, nil) // in d0
+	if _, err := m.Partition("a", 0).Append(context.Background(), batch(4, "x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	// The move's future log in d1, part copied, as a crash leaves it.
+	fid := engine.FutureLogID(engine.PartitionID{Topic: "a", Partition: 0}, "00112233445566778899aabbccddeeff")
+	fl, err := j.stores[1].CreateLog(fid, engine.LogConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl.Append(batch(1, "x"), engine.AppendOptions{AssignOffsets: true}); err != nil {
+		t.Fatal(err)
+	}
+	fl.Close()
+	j.close(t, m)
+	if _, err := os.Stat(filepath.Join(j.paths[1], fid.Topic)); err != nil {
+		t.Fatalf("the future log is not Kafka's directory: %v", err)
+	}
+
+	m = j.manager(t)
+	defer j.close(t, m)
+	if _, err := os.Stat(filepath.Join(j.paths[1], fid.Topic)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("future log left after the restart: %v", err)
+	}
+	if p := m.Partition("a", 0); p == nil || p.LogEndOffset() != 4 || j.dirOfPartition(m, "a", 0) != 0 {
+		t.Fatalf("a-0 after the restart: %v", p)
+	}
+	for _, info := range m.LogDirs() {
+		for _, r := range info.Replicas {
+			if r.IsFuture {
+				t.Errorf("a future replica listed after the restart: %+v", r)
+			}
+		}
+	}
+}
