@@ -1,16 +1,21 @@
 // Package broker is Sluice's public entry point: Start opens the metastore
-// and the storage backend in the first log dir, loads the topics, listens
-// on the configured listeners and serves the Kafka protocol until Close.
+// in the first log dir and a store of the storage backend in each dir of
+// log.dirs, loads the topics, listens on the configured listeners and
+// serves the Kafka protocol until Close.
 //
 //	b, err := broker.Start(cfg, broker.Options{Logger: logger})
 //	...
 //	defer b.Close()
 //	fmt.Println("listening on", b.Addr())
 //
-// Layout of the first log dir: the storage backend's files (for "segment",
-// Kafka's <topic>-<partition> directories), the metastore in __sluice_meta,
-// and Kafka's meta.properties (broker.id, cluster.id; a dir naming another
-// broker is refused). The cluster id is kept in the metastore (checkpoint
+// Layout of each log dir (JBOD: several dirs, each with its own
+// partitions; see replica/logdirs.go): the storage backend's files (for
+// "segment", Kafka's <topic>-<partition> directories and per-dir
+// checkpoints) and Kafka's meta.properties (broker.id, cluster.id; a dir
+// naming another broker or cluster is refused). The first dir also holds
+// the metastore, in __sluice_meta, and must be usable; a later dir that
+// cannot be created, read or opened is offline from the start and the
+// broker serves the others. The cluster id is kept in the metastore (checkpoint
 // "cluster.id") and never changes: a single-node broker creates it once,
 // a cluster member takes ZooKeeper's /cluster/id and refuses a dir kept for
 // another cluster; cluster.id in the config, if set, must match it.
@@ -41,6 +46,7 @@ import (
 	"github.com/sluice/sluice/internal/kconn"
 	"github.com/sluice/sluice/internal/lifecycle"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/server"
 
 	// The storage backends register themselves.
@@ -61,6 +67,9 @@ type Options struct {
 	// UI is the web console's files served at / by the HTTP side; nil
 	// serves the console embedded in the binary (package console/ui).
 	UI fs.FS
+	// OpenStore opens the store of one log dir; nil: engine.Open with
+	// storage.backend. Tests wrap a backend to inject I/O errors.
+	OpenStore func(opts engine.Options) (engine.Store, error)
 }
 
 // Broker is a running broker: on its own, or with zookeeper.connect set a
@@ -69,9 +78,12 @@ type Broker struct {
 	cfg   config.Config
 	log   *slog.Logger
 	meta  *metastore.Store
-	store engine.Store
-	srv   *server.Server
-	node  *cluster.Node // cluster mode only (cluster.go)
+	store engine.Store // the first log dir's
+	// dirs are the log dirs with their stores (nil when offline from
+	// the start), in log.dirs order; dirs[0].Store is store.
+	dirs []replica.LogDir
+	srv  *server.Server
+	node *cluster.Node // cluster mode only (cluster.go)
 	// tlsServers are the TLS listeners' certificate holders by listener
 	// name, set while Start builds them (security.go), read-only after.
 	tlsServers map[string]*tlsconf.Server
@@ -120,9 +132,6 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		return nil, errors.New("broker: listeners is empty")
 	}
 	dir := cfg.LogDirs[0]
-	if len(cfg.LogDirs) > 1 {
-		log.Warn("broker: only the first log dir is used", "log.dirs", cfg.LogDirs)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: create log dir: %w", err)
 	}
@@ -171,14 +180,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		return nil, err
 	}
 	checkLimits(cfg, log)
-	// No FlushInterval and a negative RecoveryCheckpointInterval: the
-	// replica manager runs those timers (engine.Maintainer).
-	if b.store, err = engine.Open(cfg.StorageBackend, engine.Options{Dir: dir, Logger: log,
-		OpenSegmentsMax: cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: -1,
-		DeleteDelay: cfg.LogSegmentDeleteDelay}); err != nil {
-		return nil, fmt.Errorf("broker: open storage: %w", err)
-	}
-	if err := b.stack.Push("storage", b.store.Close); err != nil {
+	if err := b.openLogDirs(opts, props, localCID); err != nil {
 		return nil, err
 	}
 
@@ -238,6 +240,16 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 	if err = adoptClusterID(b.meta, dir, props, cfg.BrokerID, b.cid); err != nil {
 		return nil, err
 	}
+	for _, d := range b.dirs[1:] {
+		if d.Store == nil {
+			continue
+		}
+		if p, err := readMetaProperties(d.Path, cfg.BrokerID); err == nil && p == nil {
+			if err := writeMetaProperties(d.Path, cfg.BrokerID, b.cid); err != nil {
+				log.Error("broker: write meta.properties", "dir", d.Path, "err", err)
+			}
+		}
+	}
 
 	// Listener security and the authorizer (security.go) push their
 	// watches: they stop after the server has closed, before the node.
@@ -261,7 +273,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		return nil, err
 	}
 	b.srv, err = server.New(server.Options{
-		Config: cfg, Logger: log, Meta: b.meta, Store: b.store,
+		Config: cfg, Logger: log, Meta: b.meta, Store: b.store, LogDirs: b.dirs,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
 		ReconfigureListeners: b.reconfigureListeners,
@@ -308,7 +320,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		}
 	}
 	log.Info("broker: started", "broker.id", cfg.BrokerID, "cluster.id", b.cid, "addr", b.addr,
-		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "storage.backend", cfg.StorageBackend, "log.dir", dir)
+		"advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "storage.backend", cfg.StorageBackend, "log.dirs", cfg.LogDirs)
 	return b, nil
 }
 
@@ -498,4 +510,76 @@ func defaultHost() string {
 		return "localhost"
 	}
 	return h
+}
+
+// openLogDirs opens a store in each dir of log.dirs, in order, and pushes
+// its close. The first dir's store must open (it is b.store, next to the
+// metastore); a later dir that cannot be created, whose meta.properties
+// cannot be read, or whose store does not open is offline from the start
+// (logged; the replica manager serves the others, as Kafka's LogManager
+// does with the dirs that fail createAndValidateLogDirs). A dir whose
+// meta.properties names another broker or cluster is refused.
+func (b *Broker) openLogDirs(opts Options, firstProps map[string]string, localCID string) error {
+	open := opts.OpenStore
+	if open == nil {
+		open = func(o engine.Options) (engine.Store, error) { return engine.Open(b.cfg.StorageBackend, o) }
+	}
+	for i, dir := range b.cfg.LogDirs {
+		path := dir
+		if abs, err := filepath.Abs(dir); err == nil {
+			path = abs
+		}
+		d := replica.LogDir{Path: path}
+		offline := func(err error) error {
+			if i == 0 {
+				return err
+			}
+			b.log.Error("broker: log dir offline; serving the others", "dir", path, "err", err)
+			d.Err = err
+			b.dirs = append(b.dirs, d)
+			return nil
+		}
+		if i > 0 {
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				if err := offline(fmt.Errorf("broker: create log dir: %w", err)); err != nil {
+					return err
+				}
+				continue
+			}
+			props, err := readMetaProperties(path, b.cfg.BrokerID)
+			if err != nil && !errors.Is(err, errWrongBroker) {
+				if err := offline(err); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if c := props["cluster.id"]; c != "" && firstProps["cluster.id"] != "" && c != firstProps["cluster.id"] || c != "" && localCID != "" && c != localCID {
+				return fmt.Errorf("broker: %s says cluster.id=%s, another cluster than the first log dir's", filepath.Join(path, metaPropertiesFile), c)
+			}
+		}
+		// No FlushInterval and a negative RecoveryCheckpointInterval: the
+		// replica manager runs those timers (engine.Maintainer).
+		st, err := open(engine.Options{Dir: path, Logger: b.log,
+			OpenSegmentsMax: b.cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: -1,
+			DeleteDelay: b.cfg.LogSegmentDeleteDelay})
+		if err != nil {
+			if err := offline(fmt.Errorf("broker: open storage: %w", err)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := b.stack.Push("storage "+path, st.Close); err != nil {
+			st.Close()
+			return err
+		}
+		d.Store = st
+		b.dirs = append(b.dirs, d)
+		if i == 0 {
+			b.store = st
+		}
+	}
+	return nil
 }

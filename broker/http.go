@@ -350,6 +350,11 @@ func (b *Broker) readiness() []console.Check {
 		pc.Detail = fmt.Sprintf("partitions: %d of %d partitions this broker should lead are offline", rd.OfflineCount, rd.Leading)
 		pc.Offline = splitPartitions(rd.Offline)
 	}
+	dc := console.Check{Name: "logDirs", OK: len(rd.OfflineLogDirs) == 0, Detail: "log dirs: all online"}
+	if !dc.OK {
+		dc.Detail = fmt.Sprintf("log dirs: %d of %d offline: %s", len(rd.OfflineLogDirs), len(b.cfg.LogDirs), strings.Join(rd.OfflineLogDirs, "; "))
+	}
+	checks = append(checks, dc)
 	gc := console.Check{Name: "groupCoordinator", OK: true, Detail: "group coordinator: loaded"}
 	switch {
 	case rd.GroupsLoadErr != nil:

@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,9 @@ import (
 // Like Kafka, a broker refuses a log dir whose meta.properties names another
 // broker or cluster: that dir belongs to someone else.
 const metaPropertiesFile = "meta.properties"
+
+// errWrongBroker: a log dir's meta.properties names another broker.
+var errWrongBroker = errors.New("broker: log dir belongs to another broker")
 
 // readMetaProperties reads dir/meta.properties (nil when absent) and checks
 // its broker.id against brokerID; its cluster.id is checked by
@@ -44,7 +48,7 @@ func readMetaProperties(dir string, brokerID int32) (map[string]string, error) {
 		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	if v, ok := props["broker.id"]; ok && v != strconv.Itoa(int(brokerID)) {
-		return nil, fmt.Errorf("broker: %s says broker.id=%s but the config says %d", path, v, brokerID)
+		return nil, fmt.Errorf("%w: %s says broker.id=%s but the config says %d", errWrongBroker, path, v, brokerID)
 	}
 	return props, nil
 }

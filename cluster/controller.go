@@ -39,6 +39,9 @@ type controller struct {
 	// zkReassignCzxid is the creation zxid of the /admin/reassign_partitions
 	// znode this term handled (reassign.go); 0: none yet.
 	zkReassignCzxid int64
+	// offlineDirs holds, per broker, its replicas in failed log dirs
+	// (Kafka's replicasOnOfflineDirs; logdirevents.go).
+	offlineDirs map[int32]map[TopicPartition]bool
 }
 
 type topicInfo struct {
@@ -153,6 +156,9 @@ func (c *controller) failover() error {
 		return err
 	}
 	if err := c.onTopicDeletion(); err != nil {
+		return err
+	}
+	if err := c.onLogDirEvent(); err != nil { // logdirevents.go
 		return err
 	}
 	if err := c.onIsrChange(); err != nil {
@@ -567,6 +573,7 @@ func (c *controller) onBrokerFailure(dead []int32) error {
 // their partitions, and elects leaders where one of them makes it possible
 // (Kafka's onBrokerStartup).
 func (c *controller) onBrokerStartup(added []int32) error {
+	c.forgetOfflineDirs(added) // logdirevents.go
 	c.sendUpdateMetadata(c.liveIDs(), c.allPartitions())
 	for _, id := range added {
 		c.sendLeaderAndIsr([]int32{id}, c.partitionsOn(id), false)

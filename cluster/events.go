@@ -25,10 +25,13 @@ const (
 	evControllerStats                        // a scrape wants the counts recounted (stats.go)
 	evControllerCall                         // a ctlCall (reassign.go)
 	evReassignPartitions                     // /admin/reassign_partitions changed, or a move to resume
+	evLogDirEvent                            // children of /log_dir_event_notification (logdirevents.go)
+	evLeaderAndIsrResponse                   // a LeaderAndIsr response with KAFKA_STORAGE_ERROR (logdirevents.go)
 )
 
 var eventNames = [...]string{"ControllerChange", "SessionRenewed", "BrokerChange", "TopicChange",
-	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats", "ControllerCall", "PartitionReassignment"}
+	"PartitionModification", "TopicDeletion", "IsrChangeNotification", "ControlledShutdown", "AutoPreferredReplicaLeaderElection", "ElectLeaders", "ControllerStats", "ControllerCall", "PartitionReassignment",
+	"LogDirEventNotification", "LeaderAndIsrResponseReceived"}
 
 func (k eventKind) String() string { return eventNames[k] }
 
@@ -42,6 +45,8 @@ type event struct {
 	shutdown *shutdownReq
 	elect    *electReq
 	call     *ctlCall
+	// storageErr is evLeaderAndIsrResponse's response.
+	storageErr *storageErrorResponse
 }
 
 type shutdownReq struct {
@@ -175,6 +180,9 @@ func (n *Node) handle(e event) {
 		}
 		return
 	}
+	if e.kind == evLeaderAndIsrResponse && c != nil {
+		e.term = c.term // a response, not a watch: for the current term
+	}
 	if c == nil || e.term != c.term {
 		return // a watch of an ended controller term
 	}
@@ -192,6 +200,10 @@ func (n *Node) handle(e event) {
 		err = c.onIsrChange()
 	case evReassignPartitions:
 		err = c.onReassignEvent()
+	case evLogDirEvent:
+		err = c.onLogDirEvent()
+	case evLeaderAndIsrResponse:
+		err = c.onStorageErrors(e.storageErr)
 	case evAutoLeaderRebalance:
 		// The next period is the retry: one chain of checks per term
 		// whatever happens (a fenced controller's chain dies with its

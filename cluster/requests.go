@@ -62,6 +62,7 @@ func (n *Node) sendWithRetry(ctx context.Context, b Broker, req kmsg.Request) {
 		cancel()
 		if err == nil {
 			logResponseErrors(n, b.ID, resp)
+			n.onControllerResponse(b.ID, resp) // logdirevents.go
 			return
 		}
 		if ctx.Err() != nil {
@@ -239,7 +240,7 @@ func (c *controller) updateMetadataRequest(tps []TopicPartition, deleting bool) 
 		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
 		ps.Topic, ps.Partition = tp.Topic, tp.Partition
 		ps.Replicas = slices.Clone(c.replicas(tp))
-		ps.OfflineReplicas = filter(ps.Replicas, func(id int32) bool { _, ok := c.live[id]; return !ok })
+		ps.OfflineReplicas = filter(ps.Replicas, func(id int32) bool { _, ok := c.live[id]; return !ok || c.offlineReplica(tp, id) })
 		if st != nil {
 			ps.ControllerEpoch, ps.Leader, ps.LeaderEpoch = st.ControllerEpoch, st.Leader, st.LeaderEpoch
 			ps.ISR, ps.ZKVersion = slices.Clone(st.ISR), st.zkVersion

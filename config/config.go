@@ -298,6 +298,11 @@ type Config struct {
 	LeaderReplicationThrottledRate   int64
 	FollowerReplicationThrottledRate int64
 
+	// ReplicaAlterLogDirsIOMaxBytesPerSecond is
+	// replica.alter.log.dirs.io.max.bytes.per.second: the copy rate of
+	// moves between log dirs, all together (math.MaxInt64: unbounded).
+	ReplicaAlterLogDirsIOMaxBytesPerSecond int64
+
 	ReplicationQuotaWindowNum, ReplicationQuotaWindowSizeSeconds int32
 
 	// dynDefault and dynBroker are the dynamic layers WithDynamic applied

@@ -103,7 +103,7 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"timestamp after not a number", "log.message.timestamp.after.max.ms=1h", "log.message.timestamp.after.max.ms"},
 		{"timestamp difference negative", "log.message.timestamp.difference.max.ms=-5", "log.message.timestamp.difference.max.ms"},
 		{"advertised wildcard", "advertised.listeners=PLAINTEXT://:9092", "advertised.listeners"},
-		{"two log dirs", "log.dirs=/a,/b", "log.dirs"},
+		{"log dir twice", "log.dirs=/a,/b/../a", "log.dirs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

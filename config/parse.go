@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -476,8 +477,8 @@ func (c *Config) Validate() error {
 	default:
 		return keyError("storage.backend", "%q is not one of segment, pebble, memory", c.StorageBackend)
 	}
-	if len(c.LogDirs) > 1 {
-		return keyError("log.dirs", "only one log directory is supported, got %d", len(c.LogDirs))
+	if err := checkLogDirs(c.LogDirs); err != nil {
+		return err
 	}
 	if c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax {
 		// Kafka's KafkaConfig rule: a follower parked longer than the lag
@@ -570,4 +571,22 @@ func parseHTTPListeners(key, v string) ([]string, error) {
 		out = append(out, scheme+"://"+net.JoinHostPort(host, port))
 	}
 	return out, nil
+}
+
+// checkLogDirs refuses a log dir named twice (after filepath.Clean and, where
+// it resolves, filepath.Abs), as Kafka's LogManager refuses duplicate
+// canonical paths: two dirs would hold the same partitions.
+func checkLogDirs(dirs []string) error {
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		k := filepath.Clean(d)
+		if abs, err := filepath.Abs(k); err == nil {
+			k = abs
+		}
+		if seen[k] {
+			return keyError("log.dirs", "%s is listed twice", d)
+		}
+		seen[k] = true
+	}
+	return nil
 }

@@ -3,8 +3,8 @@ package replica
 // The periodic flush (log.flush.interval.ms) and the recovery-point
 // checkpoints (log.flush.offset.checkpoint.interval.ms; Kafka's
 // LogManager.flushDirtyLogs and checkpointLogRecoveryOffsets), run by
-// Start on the Manager's timers through the store's optional
-// engine.Maintainer. The broker opens its store with the store's own
+// Start on the Manager's timers through each live log dir's store's
+// optional engine.Maintainer. The broker opens its stores with their own
 // timers off, so these are the only ones. A store without Maintainer (the
 // memory backend) has nothing to make durable. Store.Close still flushes
 // everything and writes the last checkpoint itself.
@@ -15,21 +15,54 @@ import (
 	"github.com/sluice/sluice/engine"
 )
 
-// flushLogs makes every open log's appends durable and then checkpoints
-// the recovery points the flush moved, as log.flush.interval.ms asks.
-// Errors are logged (a log whose flush failed stays failed and refuses
-// appends on its own); a store closing under it is not an error.
-func (m *Manager) flushLogs(mt engine.Maintainer) {
-	if err := mt.FlushAll(); err != nil && !errors.Is(err, engine.ErrClosed) {
-		m.log.Error("replica: periodic flush failed", "err", err)
+// anyMaintainer reports whether some dir's store is an engine.Maintainer.
+func (m *Manager) anyMaintainer() bool {
+	for _, d := range m.dirs {
+		if _, ok := d.store.(engine.Maintainer); ok {
+			return true
+		}
 	}
-	m.checkpointRecoveryPoints(mt)
+	return false
 }
 
-// checkpointRecoveryPoints writes the store's recovery-point checkpoint,
-// so that recovery after a crash re-validates only what lies past it.
-func (m *Manager) checkpointRecoveryPoints(mt engine.Maintainer) {
+// flushLogs makes every open log's appends durable, dir by dir, and then
+// checkpoints the recovery points the flush moved, as
+// log.flush.interval.ms asks. Errors are logged (a log whose flush failed
+// stays failed and refuses appends on its own) and an I/O error takes its
+// dir offline; a store closing under it is not an error.
+func (m *Manager) flushLogs() {
+	m.eachLiveStore(func(d *logDir) {
+		mt, ok := d.store.(engine.Maintainer)
+		if !ok {
+			return
+		}
+		if err := mt.FlushAll(); err != nil && !errors.Is(err, engine.ErrClosed) {
+			m.log.Error("replica: periodic flush failed", "dir", d.path, "err", err)
+			if isIOError(err) {
+				m.failDir(d, err)
+				return
+			}
+		}
+		m.checkpointDir(d, mt)
+	})
+}
+
+// checkpointRecoveryPoints writes each live dir's recovery-point
+// checkpoint, so that recovery after a crash re-validates only what lies
+// past it.
+func (m *Manager) checkpointRecoveryPoints() {
+	m.eachLiveStore(func(d *logDir) {
+		if mt, ok := d.store.(engine.Maintainer); ok {
+			m.checkpointDir(d, mt)
+		}
+	})
+}
+
+func (m *Manager) checkpointDir(d *logDir, mt engine.Maintainer) {
 	if err := mt.CheckpointRecoveryPoints(); err != nil && !errors.Is(err, engine.ErrClosed) {
-		m.log.Error("replica: recovery point checkpoint failed", "err", err)
+		m.log.Error("replica: recovery point checkpoint failed", "dir", d.path, "err", err)
+		if isIOError(err) {
+			m.failDir(d, err)
+		}
 	}
 }

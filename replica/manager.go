@@ -6,8 +6,10 @@
 // configs to logs, and runs the periodic work of logs: retention every
 // log.retention.check.interval.ms, the log cleaner's feed, the flush every
 // log.flush.interval.ms, and the recovery-point and high-watermark
-// checkpoints. Package server asks it for a partition and never reaches
-// through one to its engine.Log.
+// checkpoints. With several log dirs (JBOD) it places each log in a dir,
+// takes a failed dir's partitions offline and moves replicas between dirs
+// (logdirs.go, future.go). Package server asks it for a partition and
+// never reaches through one to its engine.Log.
 //
 // What differs between the modes comes in through Hooks (the control
 // plane's replica-lifecycle hooks): nil on a single node.
@@ -73,6 +75,16 @@ type Options struct {
 	// caller's, open for the Manager's life.
 	Meta  *metastore.Store
 	Store engine.Store
+	// Dirs are the log dirs (log.dirs), each with its own store, in
+	// order; when empty, Store is the only one, at Config.LogDirs[0]. The
+	// stores are the caller's, open for the Manager's life (see
+	// logdirs.go).
+	Dirs []LogDir
+	// OnLogDirFailure is told, once per dir and after the dir's
+	// partitions have gone offline, that a log dir failed (nil: no one
+	// is). It runs with the admin lock held: it must not call back into
+	// the Manager's Locked methods.
+	OnLogDirFailure func(dir string)
 	// NodeID is this broker's id.
 	NodeID  int32
 	Logger  *slog.Logger     // nil: slog.Default()
@@ -98,7 +110,6 @@ type Options struct {
 type Manager struct {
 	cfg    config.Config
 	meta   *metastore.Store
-	store  engine.Store
 	nodeID int32
 	log    *slog.Logger
 	now    func() time.Time
@@ -129,6 +140,31 @@ type Manager struct {
 	// watermarks checkpointed before the last stop, read-only after New.
 	hwCheckpoints bool
 	savedHW       map[engine.PartitionID]int64
+
+	// dirs are the log dirs in log.dirs order, read-only after New
+	// (logdirs.go); dirMu guards the maps below. Lock order: the admin
+	// lock, then dirMu.
+	dirs  []*logDir
+	dirMu sync.RWMutex
+	// dirOf is the dir holding each local log (opened or not).
+	dirOf map[engine.PartitionID]*logDir
+	// offline holds the partitions whose dir failed (Kafka's
+	// HostedPartition.Offline), with that dir.
+	offline map[engine.PartitionID]*logDir
+	// futures are the moves between dirs in progress (future.go);
+	// preferred the dirs AlterReplicaLogDirs named for replicas not
+	// created yet.
+	futures   map[engine.PartitionID]*future
+	preferred map[engine.PartitionID]*logDir
+	// failedDirs counts the dirs offline, so that lookups of offline
+	// partitions cost nothing while none is.
+	failedDirs   atomic.Int32
+	onDirFailure func(dir string)
+	// throttle paces the moves between dirs (future.go).
+	throttle moveThrottle
+	// bg is the background work Close waits for: dir failure handling
+	// and the copiers of moves.
+	bg sync.WaitGroup
 }
 
 // New returns a Manager hosting no partition yet. With
@@ -137,7 +173,6 @@ func New(opts Options) *Manager {
 	m := &Manager{
 		cfg:           opts.Config,
 		meta:          opts.Meta,
-		store:         opts.Store,
 		nodeID:        opts.NodeID,
 		log:           opts.Logger,
 		now:           opts.Now,
@@ -147,6 +182,9 @@ func New(opts Options) *Manager {
 		checkConfig:   opts.CheckConfig,
 		hwCheckpoints: opts.CheckpointHighWatermarks,
 		cleanerKeys:   cleanerKeysOf(&opts.Config),
+		onDirFailure:  opts.OnLogDirFailure,
+		throttle:      moveThrottle{rate: opts.Config.ReplicaAlterLogDirsIOMaxBytesPerSecond},
+		preferred:     map[engine.PartitionID]*logDir{},
 	}
 	if m.log == nil {
 		m.log = slog.Default()
@@ -158,6 +196,7 @@ func New(opts Options) *Manager {
 		m.checkConfig = func(map[string]string) error { return nil }
 	}
 	m.reg.init()
+	m.initDirs(opts)
 	if m.hwCheckpoints {
 		m.savedHW = m.loadHighWatermarks()
 	}
@@ -226,18 +265,21 @@ func (m *Manager) Start() (stop func() error, err error) {
 			tick(stop, every, func() { m.ApplyRetention() }) // logs its own errors
 		})
 	}
-	if mt, ok := m.store.(engine.Maintainer); ok {
+	if m.anyMaintainer() {
 		if every := m.cfg.LogFlushInterval; every > 0 {
 			st.Go("log flush", func(stop <-chan struct{}) {
-				tick(stop, every, func() { m.flushLogs(mt) })
+				tick(stop, every, m.flushLogs)
 			})
 		}
 		if every := m.cfg.LogFlushOffsetCheckpointInterval; every > 0 {
 			st.Go("recovery-point checkpoints", func(stop <-chan struct{}) {
-				tick(stop, every, func() { m.checkpointRecoveryPoints(mt) })
+				tick(stop, every, m.checkpointRecoveryPoints)
 			})
 		}
 	}
+	st.Go("log dir failure check", func(stop <-chan struct{}) {
+		tick(stop, LogDirCheckInterval, m.checkFailedLogs)
+	})
 	if m.hwCheckpoints {
 		st.Go("high-watermark checkpoints", func(stop <-chan struct{}) {
 			tick(stop, HighWatermarkCheckpointInterval, m.checkpointHighWatermarks)
@@ -263,6 +305,18 @@ func tick(stop <-chan struct{}, every time.Duration, fn func()) {
 // Close writes the last high-watermark checkpoint and closes every open
 // partition; it returns the first error. The Manager is not used after.
 func (m *Manager) Close() error {
+	m.Lock()
+	m.dirMu.RLock()
+	var moving []engine.PartitionID
+	for id := range m.futures {
+		moving = append(moving, id)
+	}
+	m.dirMu.RUnlock()
+	for _, id := range moving {
+		m.cancelFutureLocked(id)
+	}
+	m.Unlock()
+	m.bg.Wait()
 	if m.hwCheckpoints {
 		m.checkpointHighWatermarks()
 	}
@@ -288,6 +342,7 @@ func (m *Manager) ApplyRetention() error {
 			if errors.Is(err, engine.ErrClosed) {
 				return // deleted under us
 			}
+			m.ReportStorageError(p, err)
 			m.log.Error("replica: retention failed", "topic", t.Name, "partition", p.Index(), "err", err)
 			if first == nil {
 				first = err

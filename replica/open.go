@@ -21,8 +21,12 @@ const (
 	openStored openMode = iota
 	// openNew: a new partition; a leftover log is deleted first.
 	openNew
-	// openReplica: a replica the controller names; created when missing.
+	// openReplica: a replica the controller names; created when missing,
+	// unless a log dir is offline (it may be there).
 	openReplica
+	// openReplicaNew: a replica of a partition the controller just
+	// created (LeaderAndIsr is_new); created when missing.
+	openReplicaNew
 )
 
 // newTopic returns a snapshot of m, unpublished, with no partitions.
@@ -33,12 +37,16 @@ func (m *Manager) newTopic(meta metastore.Topic) *Topic {
 	return &Topic{Name: meta.Name, ID: meta.ID, Meta: meta, Config: m.topicConfig(meta.Name, meta.Configs)}
 }
 
-// Load opens every topic in the metastore (single-node mode). A log the
-// metastore lists but the store lacks (a memory store after a restart, or
-// a crash between the metastore write and the log creation) is created
-// empty; a log the store holds for no topic (a crash during a delete) is
-// deleted. On error what opened stays registered, for Close.
+// Load opens every topic in the metastore (single-node mode), each
+// partition from the log dir holding it. A log the metastore lists but no
+// dir holds (a memory store after a restart, or a crash between the
+// metastore write and the log creation) is created empty, unless a dir is
+// offline: it may hold the log, so the partition is offline instead. A
+// log a dir holds for no topic (a crash during a delete) is deleted. On
+// error what opened stays registered, for Close.
 func (m *Manager) Load() error {
+	m.Lock()
+	defer m.Unlock()
 	metas, err := m.meta.ListTopics()
 	if err != nil {
 		return fmt.Errorf("replica: load topics: %w", err)
@@ -50,6 +58,10 @@ func (m *Manager) Load() error {
 		for i := int32(0); i < meta.Partitions; i++ {
 			known[engine.PartitionID{Topic: meta.Name, Partition: i}] = true
 			p, err := m.openPartition(t, i, openStored)
+			if errors.Is(err, ErrLogDirOffline) {
+				t.Parts = append(t.Parts, nil) // offline: its dir failed
+				continue
+			}
 			if err != nil {
 				m.reg.publish(t) // so Close sees what opened
 				return err
@@ -58,45 +70,142 @@ func (m *Manager) Load() error {
 		}
 		m.reg.publish(t)
 	}
-	ids, err := m.store.ListLogs()
-	if err != nil {
-		return fmt.Errorf("replica: list logs: %w", err)
-	}
-	for _, id := range ids {
+	m.dirMu.RLock()
+	var stray []engine.PartitionID
+	for id := range m.dirOf {
 		if !known[id] {
-			m.log.Warn("replica: deleting stray log with no topic in the metastore", "topic", id.Topic, "partition", id.Partition)
-			if err := m.store.DeleteLog(id); err != nil {
-				return fmt.Errorf("replica: delete stray log %s-%d: %w", id.Topic, id.Partition, err)
-			}
+			stray = append(stray, id)
+		}
+	}
+	m.dirMu.RUnlock()
+	for _, id := range stray {
+		m.log.Warn("replica: deleting stray log with no topic in the metastore", "topic", id.Topic, "partition", id.Partition)
+		if err := m.deleteLogLocked(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+			return fmt.Errorf("replica: delete stray log %s-%d: %w", id.Topic, id.Partition, err)
 		}
 	}
 	return nil
+}
+
+// openLog opens partition id's log in the dir holding it, or creates it
+// (as mode says) in the dir AlterReplicaLogDirs named for it or else the
+// next dir (nextDir). A failure of the disk takes the dir offline and
+// gives an error wrapping ErrLogDirOffline; so does a log that may be in
+// an offline dir.
+func (m *Manager) openLog(t *Topic, id engine.PartitionID, mode openMode) (engine.Log, error) {
+	if err := m.Offline(id.Topic, id.Partition); err != nil {
+		return nil, err
+	}
+	ioFail := func(d *logDir, err error) error {
+		if !isIOError(err) {
+			return err
+		}
+		m.dirMu.Lock()
+		delete(m.dirOf, id)
+		m.offline[id] = d
+		m.dirMu.Unlock()
+		m.failDir(d, err)
+		return fmt.Errorf("%w: %w", offlineErr(d.path), err)
+	}
+	d := m.logDirOf(id)
+	if d != nil && mode == openNew {
+		m.log.Warn("replica: replacing leftover log", "topic", id.Topic, "partition", id.Partition, "dir", d.path)
+		if err := d.store.DeleteLog(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+			return nil, ioFail(d, err)
+		}
+		m.setDirOf(id, nil)
+		d = nil
+	}
+	if d != nil {
+		log, err := d.store.OpenLog(id, t.Config.Log)
+		if err == nil {
+			return log, nil
+		}
+		if !errors.Is(err, engine.ErrNoLog) {
+			return nil, ioFail(d, err)
+		}
+		m.setDirOf(id, nil) // gone behind our back
+	}
+	if (mode == openStored || mode == openReplica) && m.anyDirOffline() {
+		// It may be in the dir that is offline (Kafka refuses to create
+		// a replica that is not new while a dir is offline).
+		var od *logDir
+		for _, dd := range m.dirs {
+			if dd.failure() != nil {
+				od = dd
+				break
+			}
+		}
+		m.dirMu.Lock()
+		m.offline[id] = od
+		m.dirMu.Unlock()
+		return nil, offlineErr(od.path)
+	}
+	if mode == openStored {
+		m.log.Warn("replica: log missing; creating it empty", "topic", id.Topic, "partition", id.Partition)
+	}
+	m.dirMu.Lock()
+	d = m.preferred[id]
+	delete(m.preferred, id)
+	m.dirMu.Unlock()
+	if d == nil || d.failure() != nil {
+		d = m.nextDir()
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%w: %w: every log dir is offline", ErrLogDirOffline, engine.ErrStorage)
+	}
+	log, err := d.store.CreateLog(id, t.Config.Log)
+	if errors.Is(err, engine.ErrLogExists) && mode == openNew {
+		m.log.Warn("replica: replacing leftover log", "topic", id.Topic, "partition", id.Partition, "dir", d.path)
+		if err = d.store.DeleteLog(id); err == nil {
+			log, err = d.store.CreateLog(id, t.Config.Log)
+		}
+	}
+	if err != nil {
+		return nil, ioFail(d, err)
+	}
+	m.setDirOf(id, d)
+	return log, nil
+}
+
+// deleteLogLocked deletes partition id's log from the dir holding it,
+// after cancelling a move of it; a log in an offline dir is forgotten (it
+// is deleted when the dir comes back, as a stray). ErrNoLog when no dir
+// holds it. REQUIRES: m.Lock held.
+func (m *Manager) deleteLogLocked(id engine.PartitionID) error {
+	m.cancelFutureLocked(id)
+	m.dirMu.Lock()
+	d := m.dirOf[id]
+	delete(m.dirOf, id)
+	delete(m.offline, id)
+	delete(m.preferred, id)
+	m.dirMu.Unlock()
+	if d == nil {
+		return fmt.Errorf("%w: %s-%d", engine.ErrNoLog, id.Topic, id.Partition)
+	}
+	if d.failure() != nil {
+		return nil
+	}
+	err := d.store.DeleteLog(id)
+	if err != nil && isIOError(err) {
+		m.failDir(d, err)
+	}
+	return err
 }
 
 // openPartition opens (or creates, as mode says) partition i of t and wraps
 // it in a replication.Partition with the mode's options. It is not
 // published.
 func (m *Manager) openPartition(t *Topic, i int32, mode openMode) (*Partition, error) {
+	return m.openPartitionHW(t, i, mode, -1)
+}
+
+// openPartitionHW is openPartition with the high watermark to restore
+// (hw >= 0; a replica reopened after a move between dirs) instead of the
+// checkpointed one.
+func (m *Manager) openPartitionHW(t *Topic, i int32, mode openMode, hw int64) (*Partition, error) {
 	id := engine.PartitionID{Topic: t.Name, Partition: i}
-	var log engine.Log
-	var err error
-	if mode == openNew {
-		log, err = m.store.CreateLog(id, t.Config.Log)
-		if errors.Is(err, engine.ErrLogExists) {
-			m.log.Warn("replica: replacing leftover log", "topic", t.Name, "partition", i)
-			if err = m.store.DeleteLog(id); err == nil {
-				log, err = m.store.CreateLog(id, t.Config.Log)
-			}
-		}
-	} else {
-		log, err = m.store.OpenLog(id, t.Config.Log)
-		if errors.Is(err, engine.ErrNoLog) {
-			if mode == openStored {
-				m.log.Warn("replica: log missing; creating it empty", "topic", t.Name, "partition", i)
-			}
-			log, err = m.store.CreateLog(id, t.Config.Log)
-		}
-	}
+	log, err := m.openLog(t, id, mode)
 	if err != nil {
 		return nil, fmt.Errorf("replica: open log %s-%d: %w", t.Name, i, err)
 	}
@@ -116,7 +225,11 @@ func (m *Manager) openPartition(t *Topic, i int32, mode openMode) (*Partition, e
 	if m.hooks != nil {
 		opts = m.hooks.ReplicaOptions(t, opts)
 	}
-	if m.hwCheckpoints {
+	switch {
+	case hw >= 0:
+		opts.RestoreHighWatermark = true
+		opts.HighWatermark = hw
+	case m.hwCheckpoints:
 		// The high watermark restarts at the checkpointed one, never
 		// past what was committed before the restart; missing clamps
 		// to the log start.
@@ -173,7 +286,7 @@ func (m *Manager) CreateTopicLocked(meta metastore.Topic) (*Topic, error) {
 		if err != nil {
 			for _, p := range t.Parts {
 				p.Close()
-				m.store.DeleteLog(engine.PartitionID{Topic: t.Name, Partition: p.Index()})
+				m.deleteLogLocked(engine.PartitionID{Topic: t.Name, Partition: p.Index()})
 			}
 			if derr := m.meta.DeleteTopic(t.Name); derr != nil {
 				m.log.Error("replica: undo topic creation", "topic", t.Name, "err", derr)
@@ -195,17 +308,21 @@ func (m *Manager) DeleteTopicLocked(t *Topic) error {
 	m.reg.remove(t)
 	m.mtr.RemoveTopic(t.Name)
 	var first error
-	for _, p := range t.Parts {
+	for i, p := range t.Parts {
+		id := engine.PartitionID{Topic: t.Name, Partition: int32(i)}
 		if p == nil {
-			continue // cluster mode: no replica of this partition here
+			// Cluster mode: no replica here; or offline: forget it.
+			m.deleteLogLocked(id)
+			continue
 		}
 		if m.hooks != nil {
 			m.hooks.ReplicaStopped(p)
 		}
+		m.cancelFutureLocked(id)
 		if err := p.Close(); err != nil && first == nil {
 			first = err
 		}
-		if err := m.store.DeleteLog(engine.PartitionID{Topic: t.Name, Partition: p.Index()}); err != nil && !errors.Is(err, engine.ErrNoLog) && first == nil {
+		if err := m.deleteLogLocked(id); err != nil && !errors.Is(err, engine.ErrNoLog) && first == nil {
 			first = err
 		}
 	}
@@ -343,7 +460,14 @@ func (m *Manager) BecomeLeaderOrFollowerLocked(name string, id [16]byte, part in
 	p := t.Parts[part]
 	fresh := p == nil
 	if fresh {
-		if p, err = m.openPartition(t, part, openReplica); err != nil {
+		if err := m.Offline(name, part); err != nil {
+			return fmt.Errorf("%w: %w", ErrOpen, err)
+		}
+		mode := openReplica
+		if st.IsNew {
+			mode = openReplicaNew
+		}
+		if p, err = m.openPartition(t, part, mode); err != nil {
 			return fmt.Errorf("%w: %w", ErrOpen, err)
 		}
 	}
@@ -425,7 +549,7 @@ func (m *Manager) StopReplicaLocked(name string, part int32, del bool) error {
 		if !del {
 			return nil
 		}
-		if err := m.store.DeleteLog(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+		if err := m.deleteLogLocked(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
 			m.log.Error("replica: StopReplica: delete log", "topic", name, "partition", part, "err", err)
 			return err
 		}
@@ -438,11 +562,12 @@ func (m *Manager) StopReplicaLocked(name string, part int32, del bool) error {
 		return nil
 	}
 	t := m.setPartitionLocked(m.reg.get(name), part, nil)
+	m.cancelFutureLocked(id)
 	if err := p.Close(); err != nil {
 		m.log.Warn("replica: StopReplica: close", "topic", name, "partition", part, "err", err)
 	}
 	var derr error
-	if err := m.store.DeleteLog(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+	if err := m.deleteLogLocked(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
 		m.log.Error("replica: StopReplica: delete log", "topic", name, "partition", part, "err", err)
 		derr = err
 	}

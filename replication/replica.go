@@ -48,6 +48,10 @@ type LeaderAndIsr struct {
 	// ZkVersion is the version of the partition state znode, the guard
 	// of the leader's ISR writes.
 	ZkVersion int32
+	// IsNew is LeaderAndIsr's is_new: the partition was just created, so
+	// a replica missing here may be created even while a log dir is
+	// offline (replica.Manager; Kafka's LogManager.getOrCreateLog).
+	IsNew bool
 }
 
 // StateConflictError is what Options.AlterISR returns when the partition

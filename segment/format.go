@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sluice/sluice/engine"
 )
 
 // On-disk layout of one log dir (part of the on-disk format: Kafka's, do
@@ -117,12 +119,18 @@ func parseSegmentName(stem string) (int64, error) {
 
 // logDirName is the partition directory name "<topic>-<partition>".
 func logDirName(topic string, partition int32) string {
+	if partition == engine.FuturePartition {
+		return topic // a future log: the topic is the whole name (engine.FutureLogID)
+	}
 	return topic + "-" + strconv.Itoa(int(partition))
 }
 
 // parseLogDirName splits "<topic>-<partition>"; ok is false for anything
 // else (including dirs being deleted).
 func parseLogDirName(name string) (topic string, partition int32, ok bool) {
+	if _, _, ok := engine.ParseFutureDirName(name); ok {
+		return name, engine.FuturePartition, true
+	}
 	i := strings.LastIndexByte(name, '-')
 	if i <= 0 || strings.HasSuffix(name, deleteDirSuffix) {
 		return "", 0, false

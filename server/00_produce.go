@@ -337,8 +337,12 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		return
 	}
 	p := t.Parts[rp.Partition]
-	if p == nil { // cluster mode: no replica here
-		s.fillProduceError(sp, topicName, replication.ErrNotLeader)
+	if p == nil { // cluster mode: no replica here; or its log dir failed
+		err := s.rm.Offline(topicName, rp.Partition)
+		if err == nil {
+			err = replication.ErrNotLeader
+		}
+		s.fillProduceError(sp, topicName, err)
 		return
 	}
 	switch {
@@ -371,6 +375,7 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		p.Stats.Produced(0, 0) // a retry (duplicate): nothing appended
 	}
 	if err != nil {
+		s.rm.ReportStorageError(p, err) // an I/O error takes the log dir offline
 		s.fillProduceError(sp, topicName, err)
 		if !res.Appended {
 			countProduceError(p.Stats, sp.ErrorCode)
@@ -390,6 +395,8 @@ func (s *Server) fillProduceError(sp *kmsg.ProduceResponseTopicPartition, topicN
 	sp.ErrorMessage = errorMessage(err)
 	switch sp.ErrorCode {
 	case kerr.UnknownServerError.Code, kerr.KafkaStorageError.Code:
-		s.log.Error("server: produce failed", "topic", topicName, "partition", sp.Partition, "err", err)
+		if !errors.Is(err, replica.ErrLogDirOffline) { // logged once, when the dir failed
+			s.log.Error("server: produce failed", "topic", topicName, "partition", sp.Partition, "err", err)
+		}
 	}
 }

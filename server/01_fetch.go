@@ -67,6 +67,7 @@ package server
 // the socket with sendfile and are never copied through user space.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -167,6 +168,8 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				ft.err = terr
 			case rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				ft.err = errUnknownTopicOrPartition
+			case t.Parts[rp.Partition] == nil && s.rm.Offline(t.Name, rp.Partition) != nil:
+				ft.err = s.rm.Offline(t.Name, rp.Partition) // its log dir failed
 			case t.Parts[rp.Partition] == nil || !t.Parts[rp.Partition].IsLeader():
 				// Cluster mode: no replica here, or a follower.
 				ft.err = replication.ErrNotLeader
@@ -321,8 +324,9 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 			if err != nil {
 				hasErr = true
 				op.ErrorCode = errorCode(err)
-				if op.ErrorCode == kerr.UnknownServerError.Code || op.ErrorCode == kerr.KafkaStorageError.Code {
+				if (op.ErrorCode == kerr.UnknownServerError.Code || op.ErrorCode == kerr.KafkaStorageError.Code) && !errors.Is(err, replica.ErrLogDirOffline) {
 					s.log.Error("server: fetch failed", "topic", out.Topics[i].Name, "partition", part, "replica", replicaID, "err", err)
+					s.rm.ReportStorageError(ft.p, err) // an I/O error takes the log dir offline
 				}
 				continue
 			}

@@ -79,6 +79,7 @@ func handleLeaderAndIsr(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 func applyLeaderAndIsrLocked(s *Server, topicName string, topicID [16]byte, ps kmsg.LeaderAndISRRequestTopicPartition) int16 {
 	st := replication.LeaderAndIsr{
 		Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch, ISR: ps.ISR, Replicas: ps.Replicas, ZkVersion: ps.ZKVersion,
+		IsNew: ps.IsNew,
 	}
 	switch err := s.rm.BecomeLeaderOrFollowerLocked(topicName, topicID, ps.Partition, st, ps.ControllerEpoch); {
 	case err == nil:

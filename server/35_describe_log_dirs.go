@@ -1,9 +1,12 @@
 package server
 
-// DescribeLogDirs (key 35), served v0-v4: the log dir (the first of
-// log.dirs, the only one Sluice uses) and the size of each local replica
-// in it, with its offset lag (high watermark - log end offset, 0 on a
-// leader; Kafka's ReplicaManager.describeLogDirs).
+// DescribeLogDirs (key 35), served v0-v4: every dir of log.dirs, in
+// order, with the size of each replica in it and its offset lag (Kafka's
+// ReplicaManager.describeLogDirs: for a current replica its high
+// watermark minus its log end offset, 0 on a leader; for a future replica
+// of a move between dirs, IsFuture and how far its log end is behind the
+// current replica's). An offline dir is answered KAFKA_STORAGE_ERROR with
+// no replicas.
 //
 //	v1: no change (throttle behaviour)
 //	v2: flexible versions
@@ -16,8 +19,6 @@ package server
 // with no replica here is left out, as Kafka does.
 
 import (
-	"path/filepath"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,36 +44,34 @@ func handleDescribeLogDirs(s *Server, rc *reqCtx, req kmsg.Request) (*response, 
 			}
 		}
 	}
-	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = s.cfg.LogDirs[0]
-	if abs, err := filepath.Abs(dir.Dir); err == nil {
-		dir.Dir = abs
-	}
-	if r.Version >= 4 {
-		if total, usable, err := volumeSpace(dir.Dir); err == nil {
-			dir.TotalBytes, dir.UsableBytes = total, usable
-		}
-	}
-	for _, t := range s.rm.Topics() {
-		if want != nil && want[t.Name] == nil {
+	for _, info := range s.rm.LogDirs() {
+		dir := kmsg.NewDescribeLogDirsResponseDir()
+		dir.Dir = info.Path
+		if info.Err != nil {
+			dir.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, dir)
 			continue
 		}
-		rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-		rt.Topic = t.Name
-		for _, p := range t.Parts {
-			if p == nil || want != nil && !want[t.Name][p.Index()] {
+		if r.Version >= 4 {
+			if total, usable, err := volumeSpace(dir.Dir); err == nil {
+				dir.TotalBytes, dir.UsableBytes = total, usable
+			}
+		}
+		for _, rep := range info.Replicas {
+			if want != nil && !want[rep.Topic][rep.Partition] {
 				continue
 			}
+			if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != rep.Topic {
+				rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+				rt.Topic = rep.Topic
+				dir.Topics = append(dir.Topics, rt)
+			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition = p.Index()
-			rp.Size = p.Size()
-			rp.OffsetLag = max(0, p.HighWatermark()-p.LogEndOffset())
+			rp.Partition, rp.Size, rp.OffsetLag, rp.IsFuture = rep.Partition, rep.Size, rep.OffsetLag, rep.IsFuture
+			rt := &dir.Topics[len(dir.Topics)-1]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		if len(rt.Partitions) > 0 {
-			dir.Topics = append(dir.Topics, rt)
-		}
+		resp.Dirs = append(resp.Dirs, dir)
 	}
-	resp.Dirs = append(resp.Dirs, dir)
 	return kresp(resp), nil
 }

@@ -30,6 +30,7 @@ const (
 	apiKeyOffsetForLeaderEpoch    int16 = 23
 	apiKeyWriteTxnMarkers         int16 = 27 // inter-broker; on a single node, Admin.abortTransaction
 	apiKeyDescribeConfigs         int16 = 32
+	apiKeyAlterReplicaLogDirs     int16 = 34
 	apiKeyDescribeLogDirs         int16 = 35
 	apiKeyAlterConfigs            int16 = 33
 	apiKeyCreatePartitions        int16 = 37
@@ -116,6 +117,7 @@ func init() {
 		apiKeyOffsetForLeaderEpoch:    {0, 4, handleOffsetForLeaderEpoch},
 		apiKeyWriteTxnMarkers:         {0, 1, handleWriteTxnMarkers},
 		apiKeyDescribeConfigs:         {0, 4, handleDescribeConfigs},
+		apiKeyAlterReplicaLogDirs:     {0, 2, handleAlterReplicaLogDirs},
 		apiKeyDescribeLogDirs:         {0, 4, handleDescribeLogDirs},
 		apiKeyAlterConfigs:            {0, 2, handleAlterConfigs},
 		apiKeyCreatePartitions:        {0, 3, handleCreatePartitions},

@@ -189,6 +189,15 @@ func (lp localPlane) partitions(name string) []metadata.PartitionInfo {
 	id := lp.s.nodeID
 	out := make([]metadata.PartitionInfo, len(t.Parts))
 	for i, p := range t.Parts {
+		if p == nil {
+			// Its log dir failed: no leader, as Kafka's controller
+			// leaves a partition whose only replica is offline.
+			out[i] = metadata.PartitionInfo{
+				Topic: name, Partition: int32(i), TopicID: t.ID, Leader: -1,
+				Replicas: []int32{id}, ISR: []int32{id}, OfflineReplicas: []int32{id},
+			}
+			continue
+		}
 		out[i] = metadata.PartitionInfo{
 			Topic: name, Partition: int32(i), TopicID: t.ID, Leader: id, LeaderEpoch: p.LeaderEpoch(),
 			Replicas: []int32{id}, ISR: []int32{id}, OfflineReplicas: []int32{},

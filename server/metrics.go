@@ -11,6 +11,8 @@ package server
 //	kafka_controller_kafkacontroller_{activecontrollercount,
 //	    offlinepartitionscount,globaltopiccount,globalpartitioncount}
 //	kafka_log_log_{size,logstartoffset,logendoffset,numlogsegments}{topic,partition}
+//	kafka_log_logmanager_offlinelogdirectorycount,
+//	kafka_log_logmanager_logdirectoryoffline{logDirectory}
 //	kafka_consumergroup_{current_offset,lag}{consumergroup,topic,partition},
 //	kafka_consumergroup_lag_sum{consumergroup,topic},
 //	kafka_consumergroup_members{consumergroup}
@@ -162,6 +164,8 @@ var (
 	descFetchSessParts   = gaugeDesc("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached", "Partitions in the cached incremental fetch sessions.")
 	descFetchSessEvicted = prometheus.NewDesc("kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total", "Incremental fetch sessions evicted to make room for new ones.", nil, nil)
 	descOfflineReplicas  = gaugeDesc("kafka_server_replicamanager_offlinereplicacount", "Replicas here whose log has failed (a storage error), as Kafka counts the replicas of an offline log dir.")
+	descOfflineLogDirs   = gaugeDesc("kafka_log_logmanager_offlinelogdirectorycount", "Log dirs of log.dirs that failed (an I/O error, or missing at start).")
+	descLogDirOffline    = gaugeDesc("kafka_log_logmanager_logdirectoryoffline", "1 when the log dir has failed, else 0.", "logDirectory")
 	descActiveController = gaugeDesc("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller, else 0 (a single node is its own controller).")
 	descOfflinePartition = gaugeDesc("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader, as the controller sees them (0 elsewhere); on a single node, those whose log has failed.")
 	descGlobalTopics     = gaugeDesc("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster, as the controller sees them (0 elsewhere).")
@@ -220,7 +224,7 @@ type stateCollector struct {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR, descOfflineReplicas,
-		descFetchSessions, descFetchSessParts, descFetchSessEvicted, descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
+		descOfflineLogDirs, descLogDirOffline, descFetchSessions, descFetchSessParts, descFetchSessEvicted, descActiveController, descOfflinePartition, descGlobalTopics, descGlobalPartitions,
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
 		descGroupCount, descConsumerGroupCount, descClassicRebalances, descConsumerRebalances, descMembersByType,
@@ -293,7 +297,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaderCount, float64(leaders))
 	gauge(descUnderReplicated, float64(under))
 	gauge(descUnderMinISR, float64(underMin))
-	gauge(descOfflineReplicas, float64(offline))
+	gauge(descOfflineReplicas, float64(offline+s.rm.OfflinePartitionCount()))
+	dirs, dirOffline := s.rm.LogDirPaths()
+	offlineDirs := 0
+	for i, d := range dirs {
+		v := 0.0
+		if dirOffline[i] {
+			v, offlineDirs = 1, offlineDirs+1
+		}
+		gauge(descLogDirOffline, v, d)
+	}
+	gauge(descOfflineLogDirs, float64(offlineDirs))
 	sessions, sessParts, evicted := s.fetchSessions.stats()
 	gauge(descFetchSessions, float64(sessions))
 	gauge(descFetchSessParts, float64(sessParts))

@@ -2,10 +2,14 @@ package server
 
 // Readiness: what /readyz (package console, wired by the broker) needs to
 // know from the server: the partitions this broker should lead but cannot
-// serve, and the group coordinator's loading.
+// serve, the log dirs that failed, and the group coordinator's loading.
 
 import (
+	"context"
 	"fmt"
+	"time"
+
+	"github.com/sluice/sluice/cluster"
 
 	"github.com/sluice/sluice/offsets"
 )
@@ -29,6 +33,10 @@ type Readiness struct {
 	// meanwhile, so GroupsLoadErr is never set by the server.
 	GroupsLoading string
 	GroupsLoadErr error
+	// OfflineLogDirs names the dirs of log.dirs that failed (an I/O
+	// error, or missing at start), each "<path>: <error>"; the broker
+	// serves the partitions of the others.
+	OfflineLogDirs []string
 }
 
 // Readiness reports what is not ready. Safe for concurrent use; it reads
@@ -58,8 +66,32 @@ func (s *Server) Readiness() Readiness {
 			}
 		}
 	}
+	paths, errs := s.rm.OfflineLogDirs()
+	for i, p := range paths {
+		rd.OfflineLogDirs = append(rd.OfflineLogDirs, fmt.Sprintf("%s: %v", p, errs[i]))
+	}
 	if loading > 0 {
 		rd.GroupsLoading = fmt.Sprintf("%d %s partitions led here are loading", loading, offsets.Topic)
 	}
 	return rd
+}
+
+// logDirFailed returns replica.Options.OnLogDirFailure: in a cluster the
+// controller is told through ZooKeeper (Kafka's
+// /log_dir_event_notification), in the background since the manager calls
+// it holding its admin lock; nil on a single node, where there is no one
+// to move leadership to.
+func (s *Server) logDirFailed(node *cluster.Node) func(dir string) {
+	if node == nil {
+		return nil
+	}
+	return func(dir string) {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := node.NotifyLogDirFailure(ctx); err != nil {
+				s.log.Error("server: could not tell the controller of a failed log dir", "dir", dir, "err", err)
+			}
+		}()
+	}
 }

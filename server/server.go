@@ -75,6 +75,10 @@ type Options struct {
 	// Server's Close.
 	Meta  *metastore.Store
 	Store engine.Store
+	// LogDirs are the log dirs (log.dirs) with their stores, owned by the
+	// caller like Store; empty: Store alone, in the first of log.dirs
+	// (see replica.Options.Dirs).
+	LogDirs []replica.LogDir
 	// ClusterID is answered in Metadata and DescribeCluster.
 	ClusterID string
 	// AdvertisedHost and AdvertisedPort are the address clients are told to
@@ -338,13 +342,17 @@ func New(opts Options) (*Server, error) {
 	}
 	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol())
 	s.rm = replica.New(replica.Options{
-		Config:  *s.currentConfig(),
-		Meta:    s.meta,
-		Store:   s.store,
-		NodeID:  s.nodeID,
-		Logger:  s.log,
-		Now:     s.now,
-		Metrics: s.metrics,
+		Config: *s.currentConfig(),
+		Meta:   s.meta,
+		Store:  s.store,
+		Dirs:   opts.LogDirs,
+		// A failed log dir is logged by the manager; in a cluster the
+		// controller is told (Kafka's /log_dir_event_notification).
+		OnLogDirFailure: s.logDirFailed(opts.Cluster),
+		NodeID:          s.nodeID,
+		Logger:          s.log,
+		Now:             s.now,
+		Metrics:         s.metrics,
 		TopicConfig: func(name string, overrides map[string]string) replica.TopicConfig {
 			tc := s.effectiveConfig(internalOverrides(name, overrides))
 			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules}

@@ -67,6 +67,9 @@ func (l *topicLookup) leaderPartition(name string, i int32) (*replica.Partition,
 		}
 		return p, nil
 	}
+	if err := l.rm.Offline(name, i); err != nil {
+		return nil, err // its log dir failed: KAFKA_STORAGE_ERROR
+	}
 	if i >= 0 && int(i) < len(l.md.partitions(name)) {
 		return nil, replication.ErrNotLeader
 	}
