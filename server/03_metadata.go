@@ -38,6 +38,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -318,6 +319,12 @@ type localMetadata struct {
 
 // add appends t's entry to resp, its partitions to be written from t.
 func (m *localMetadata) add(resp *kmsg.MetadataResponse, t *replica.Topic) {
+	if slices.Contains(t.Parts, nil) {
+		// A partition whose log dir failed has no leader: written from
+		// kmsg structs (localTopic), off the fast path.
+		m.addResponse(resp, localTopic(t, m.self))
+		return
+	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &t.Name // t is immutable: no copy
 	mt.TopicID = t.ID
@@ -564,7 +571,9 @@ func localMetadataSize(v int16, resp *kmsg.MetadataResponse, topics []*replica.T
 }
 
 // localTopic returns t's Metadata entry as kmsg structs, on a single node
-// (this broker leads every partition, is its only replica and the ISR).
+// (this broker leads every partition, is its only replica and the ISR; a
+// partition whose log dir failed has no leader and its replica offline,
+// as Kafka's controller leaves a partition whose only replica is offline).
 func localTopic(t *replica.Topic, self int32) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &t.Name
@@ -581,6 +590,10 @@ func localTopic(t *replica.Topic, self int32) kmsg.MetadataResponseTopic {
 		mp.Leader = self
 		mp.LeaderEpoch = epoch
 		mp.Replicas, mp.ISR, mp.OfflineReplicas = replicas, replicas, offline
+		if t.Parts[i] == nil {
+			mp.Leader, mp.OfflineReplicas = -1, replicas
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 	}
 	return mt
 }
