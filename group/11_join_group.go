@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -67,9 +66,6 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	if err := c.validateGroup(req.Group); err != nil {
 		return fail(err)
 	}
-	if c.consumerGroupHasMembers(req.Group) {
-		return fail(fmt.Errorf("%w: group %s is a consumer group (KIP-848) with members", errInconsistentProtocol, req.Group))
-	}
 	a := joinArgs{
 		version:      req.Version,
 		memberID:     req.MemberID,
@@ -87,6 +83,10 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	a.clientID, a.clientHost = clientFrom(ctx)
 	if a.session < c.opts.MinSessionTimeout || a.session > c.opts.MaxSessionTimeout {
 		return fail(errInvalidSessionTimeout)
+	}
+	if cg := c.consumerGroupWithMembers(req.Group); cg != nil {
+		// A classic member of a consumer group (consumer_migration.go).
+		return c.joinConsumerGroup(ctx, cg, a), nil
 	}
 
 	unknown := a.memberID == ""

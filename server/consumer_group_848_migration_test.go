@@ -1,0 +1,695 @@
+package server_test
+
+// Online migration between classic and consumer (KIP-848) groups, with
+// franz-go clients on both protocols (group.consumer.migration.policy):
+// a classic group upgraded member by member, classic members inside a
+// consumer group, the downgrade when the last member of the consumer
+// protocol leaves, the policies, the classic members' records replayed by
+// a restart, and hostile classic metadata.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/broker"
+	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
+)
+
+// migrationBroker starts a broker with fast consumer groups, classic groups
+// that rebalance at once, and policy (Kafka's default when "").
+func migrationBroker(t *testing.T, policy string, more ...func(*config.Config)) *broker.Broker {
+	t.Helper()
+	return brokertest.Start(t, "segment", append([]func(*config.Config){fastConsumerGroups, func(c *config.Config) {
+		c.GroupInitialRebalanceDelay = 0
+		c.GroupMinSessionTimeout = time.Second
+		if policy != "" {
+			c.GroupConsumerMigrationPolicy = policy
+		}
+	}}, more...)...)
+}
+
+// migMember is one group consumer, classic or of the consumer protocol,
+// that counts each record it gets in seen ("partition/offset" -> count).
+type migMember struct {
+	name string
+	cl   *kgo.Client
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func startMigMember(t *testing.T, addr, name, group, topic string, next bool, seen *sync.Map) *migMember {
+	t.Helper()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.ClientID(name),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.AutoCommitInterval(200 * time.Millisecond),
+		kgo.SessionTimeout(6 * time.Second),
+		kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.RebalanceTimeout(20 * time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+	}
+	if next {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &migMember{name: name, cl: cl, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				v, _ := seen.LoadOrStore(fmt.Sprintf("%d/%d", r.Partition, r.Offset), new(int))
+				seenMu.Lock()
+				*v.(*int)++
+				seenMu.Unlock()
+			})
+		}
+	}()
+	t.Cleanup(func() { m.close(context.Background()) })
+	return m
+}
+
+var seenMu sync.Mutex
+
+// close stops polling, commits what was polled and leaves. Idempotent.
+func (m *migMember) close(ctx context.Context) {
+	if m.stop == nil {
+		return
+	}
+	m.stop()
+	m.stop = nil
+	<-m.done
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = m.cl.CommitUncommittedOffsets(cctx)
+	m.cl.Close()
+}
+
+// boundedProducer keeps every partition of topic busy (one record per
+// partition every 20 ms, at most n rounds) until stopped.
+type boundedProducer struct {
+	cl   *kgo.Client
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+func startBoundedProducer(t *testing.T, addr, topic string, parts int32, rounds int) *boundedProducer {
+	p := &boundedProducer{cl: newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.stop = cancel
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for i := 0; i < rounds && ctx.Err() == nil; i++ {
+			for q := int32(0); q < parts; q++ {
+				p.cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: q, Value: []byte("v")}, nil)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { p.stop(); p.wg.Wait() })
+	return p
+}
+
+// finish stops producing, flushes and returns the end offsets of topic.
+func (p *boundedProducer) finish(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) kadm.ListedOffsets {
+	t.Helper()
+	p.stop()
+	p.wg.Wait()
+	if err := p.cl.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ends
+}
+
+// waitConsumed waits until seen holds every record below ends.
+func waitConsumed(t *testing.T, seen *sync.Map, ends kadm.ListedOffsets) {
+	t.Helper()
+	total := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	count := func() (n int64) {
+		seen.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	waitUntil(t, 90*time.Second, func() bool { return count() == total },
+		func() string { return fmt.Sprintf("consumed %d distinct records of %d", count(), total) })
+}
+
+// checkCommitted checks that group's commits on topic reach ends.
+func checkCommitted(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string, ends kadm.ListedOffsets) {
+	t.Helper()
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := committed.Lookup(topic, o.Partition)
+		if !ok || c.At != o.Offset {
+			missing = append(missing, fmt.Sprintf("p%d committed %d end %d", o.Partition, c.At, o.Offset))
+		}
+	})
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("commits do not reach the ends: %v", missing)
+	}
+}
+
+// waitStable848 waits until ConsumerGroupDescribe shows n members holding
+// a complete, unique assignment of topic's parts partitions, and returns
+// the description.
+func waitStable848(t *testing.T, ctx context.Context, cl *kgo.Client, group, topic string, parts, n int) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	var g kmsg.ConsumerGroupDescribeResponseGroup
+	var why error
+	waitUntil(t, 60*time.Second, func() bool {
+		var err error
+		if g, err = describe848(ctx, cl, group); err != nil {
+			why = err
+			return false
+		}
+		why = assignmentComplete(g, topic, parts, n)
+		return why == nil
+	}, func() string { return fmt.Sprint(why) })
+	return g
+}
+
+// memberTypes counts the described members by MemberType (0 classic, 1
+// consumer).
+func memberTypes(g kmsg.ConsumerGroupDescribeResponseGroup) (classic, next int) {
+	for _, m := range g.Members {
+		switch m.MemberType {
+		case 0:
+			classic++
+		case 1:
+			next++
+		}
+	}
+	return classic, next
+}
+
+// waitClassicStable waits until DescribeGroups shows group as a Stable
+// classic group of n members and returns it.
+func waitClassicStable(t *testing.T, ctx context.Context, adm *kadm.Client, group string, n int) kadm.DescribedGroup {
+	t.Helper()
+	var dg kadm.DescribedGroup
+	waitUntil(t, 60*time.Second, func() bool {
+		d, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return false
+		}
+		dg = d[group]
+		return dg.Err == nil && dg.State == "Stable" && len(dg.Members) == n
+	}, func() string { return fmt.Sprintf("classic group: state %q, %d members, err %v", dg.State, len(dg.Members), dg.Err) })
+	return dg
+}
+
+// TestConsumerGroupMigrationUpgrade: a classic group of three franz-go
+// members over 12 partitions is upgraded member by member to the consumer
+// protocol while records flow: after each restart the group is a consumer
+// group with a complete, unique assignment across both kinds of members;
+// the committed offsets survive the conversion; nothing is lost.
+func TestConsumerGroupMigrationUpgrade(t *testing.T) {
+	const (
+		group, topic = "gmig-up", "tmig-up"
+		parts        = 12
+	)
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 4*time.Minute)
+	admCl := newClient(t, b.Addr())
+	adm := kadm.NewClient(admCl)
+	createTopic(t, adm, topic, parts, nil)
+	prod := startBoundedProducer(t, b.Addr(), topic, parts, 500)
+
+	var seen sync.Map
+	ms := make([]*migMember, 3)
+	for i := range ms {
+		ms[i] = startMigMember(t, b.Addr(), fmt.Sprintf("classic-%d", i), group, topic, false, &seen)
+	}
+	waitClassicStable(t, ctx, adm, group, 3)
+	// Let commits land before the first restart.
+	var before kadm.OffsetResponses
+	waitUntil(t, 30*time.Second, func() bool {
+		var err error
+		before, err = adm.FetchOffsets(ctx, group)
+		n := 0
+		before.Each(func(o kadm.OffsetResponse) {
+			if o.At > 0 {
+				n++
+			}
+		})
+		return err == nil && n == parts
+	}, func() string { return "the classic group did not commit every partition" })
+
+	for i := range ms {
+		ms[i].close(ctx)
+		ms[i] = startMigMember(t, b.Addr(), fmt.Sprintf("next-%d", i), group, topic, true, &seen)
+		// The closed classic member left; the other classic members are
+		// still there and the new member joined.
+		d := waitStable848(t, ctx, admCl, group, topic, parts, 3)
+		classic, next := memberTypes(d)
+		t.Logf("after restarting member %d: consumer group at epoch %d, %d classic and %d consumer members", i, d.Epoch, classic, next)
+		if classic != 2-i || next != i+1 {
+			t.Fatalf("members: %d classic, %d consumer", classic, next)
+		}
+		if i == 0 {
+			// The commits of the classic group are the consumer group's.
+			after, err := adm.FetchOffsets(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before.Each(func(o kadm.OffsetResponse) {
+				a, ok := after.Lookup(o.Topic, o.Partition)
+				if !ok || a.At < o.At {
+					t.Errorf("p%d: committed %d before the upgrade, %d after", o.Partition, o.At, a.At)
+				}
+			})
+		}
+	}
+	// All three on the consumer protocol now (the classic ones left).
+	d := waitStable848(t, ctx, admCl, group, topic, parts, 3)
+	if classic, next := memberTypes(d); classic != 0 || next != 3 {
+		t.Fatalf("after the upgrade: %d classic and %d consumer members", classic, next)
+	}
+
+	ends := prod.finish(t, ctx, adm, topic)
+	waitConsumed(t, &seen, ends)
+	for _, m := range ms {
+		m.close(ctx)
+	}
+	checkCommitted(t, ctx, adm, group, topic, ends)
+}
+
+// TestConsumerGroupMigrationClassicJoins: a classic franz-go member joins
+// a consumer group of two consumer-protocol members and gets its share of
+// the same target assignment: the three hold a complete, unique assignment
+// and every record is consumed; when it leaves, the other two take its
+// partitions.
+func TestConsumerGroupMigrationClassicJoins(t *testing.T) {
+	const (
+		group, topic = "gmig-join", "tmig-join"
+		parts        = 12
+	)
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 3*time.Minute)
+	admCl := newClient(t, b.Addr())
+	adm := kadm.NewClient(admCl)
+	createTopic(t, adm, topic, parts, nil)
+	prod := startBoundedProducer(t, b.Addr(), topic, parts, 400)
+
+	var seen sync.Map
+	n1 := startMigMember(t, b.Addr(), "next-1", group, topic, true, &seen)
+	n2 := startMigMember(t, b.Addr(), "next-2", group, topic, true, &seen)
+	waitStable848(t, ctx, admCl, group, topic, parts, 2)
+	c := startMigMember(t, b.Addr(), "classic", group, topic, false, &seen)
+	d := waitStable848(t, ctx, admCl, group, topic, parts, 3)
+	classic, next := memberTypes(d)
+	if classic != 1 || next != 2 {
+		t.Fatalf("%d classic and %d consumer members", classic, next)
+	}
+	for _, m := range d.Members {
+		if m.MemberType == 0 && len(flatten(m.Assignment, topic)) == 0 {
+			t.Fatalf("the classic member holds nothing: %+v", d.Members)
+		}
+	}
+	// It stays there through another member's arrival.
+	n3 := startMigMember(t, b.Addr(), "next-3", group, topic, true, &seen)
+	waitStable848(t, ctx, admCl, group, topic, parts, 4)
+	c.close(ctx)
+	waitStable848(t, ctx, admCl, group, topic, parts, 3)
+
+	ends := prod.finish(t, ctx, adm, topic)
+	waitConsumed(t, &seen, ends)
+	for _, m := range []*migMember{n1, n2, n3} {
+		m.close(ctx)
+	}
+	checkCommitted(t, ctx, adm, group, topic, ends)
+}
+
+// TestConsumerGroupMigrationDowngrade: when the last consumer-protocol
+// member leaves a consumer group whose other members are classic, the group
+// becomes a classic group again and rebalances; the classic members then
+// share every partition and nothing is lost.
+func TestConsumerGroupMigrationDowngrade(t *testing.T) {
+	const (
+		group, topic = "gmig-down", "tmig-down"
+		parts        = 12
+	)
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 3*time.Minute)
+	admCl := newClient(t, b.Addr())
+	adm := kadm.NewClient(admCl)
+	createTopic(t, adm, topic, parts, nil)
+	prod := startBoundedProducer(t, b.Addr(), topic, parts, 400)
+
+	var seen sync.Map
+	n := startMigMember(t, b.Addr(), "next", group, topic, true, &seen)
+	waitStable848(t, ctx, admCl, group, topic, parts, 1)
+	c1 := startMigMember(t, b.Addr(), "classic-1", group, topic, false, &seen)
+	c2 := startMigMember(t, b.Addr(), "classic-2", group, topic, false, &seen)
+	waitStable848(t, ctx, admCl, group, topic, parts, 3)
+
+	n.close(ctx)
+	dg := waitClassicStable(t, ctx, adm, group, 2)
+	if dg.Protocol == "" || dg.ProtocolType != "consumer" {
+		t.Fatalf("downgraded group: protocol type %q, protocol %q", dg.ProtocolType, dg.Protocol)
+	}
+	owner := map[int32]string{}
+	waitUntil(t, 30*time.Second, func() bool {
+		d, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return false
+		}
+		clear(owner)
+		for _, m := range d[group].Members {
+			ca, ok := m.Assigned.AsConsumer()
+			if !ok {
+				return false
+			}
+			for _, tp := range ca.Topics {
+				for _, p := range tp.Partitions {
+					if _, dup := owner[p]; dup {
+						t.Fatalf("partition %d assigned twice", p)
+					}
+					owner[p] = m.MemberID
+				}
+			}
+		}
+		return len(owner) == parts
+	}, func() string { return fmt.Sprintf("%d of %d partitions assigned", len(owner), parts) })
+	if r, err := describe848(ctx, admCl, group); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupDescribe of the downgraded group: %v %s", err, errName(r.ErrorCode))
+	}
+
+	ends := prod.finish(t, ctx, adm, topic)
+	waitConsumed(t, &seen, ends)
+	c1.close(ctx)
+	c2.close(ctx)
+	checkCommitted(t, ctx, adm, group, topic, ends)
+}
+
+// joinClassic sends one raw JoinGroup v9 of a classic consumer subscribed
+// to topics, with metadata md when non-nil.
+func joinClassic(ctx context.Context, cl *kgo.Client, group, member string, topics []string, md []byte) (*kmsg.JoinGroupResponse, error) {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.MemberID, req.ProtocolType = group, member, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+	if md == nil {
+		sub := kmsg.NewConsumerMemberMetadata()
+		sub.Version, sub.Topics = 3, topics
+		md = sub.AppendTo(nil)
+	}
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md}}
+	return req.RequestWith(ctx, cl)
+}
+
+// TestConsumerGroupMigrationPolicy: group.consumer.migration.policy decides
+// whether a ConsumerGroupHeartbeat upgrades a classic group (else
+// GROUP_ID_NOT_FOUND, as Kafka) and whether the last consumer-protocol
+// member's leave downgrades the group; classic members are served in a
+// consumer group under every policy, as in Kafka.
+func TestConsumerGroupMigrationPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy             string
+		upgrade, downgrade bool
+	}{
+		{"bidirectional", true, true},
+		{"upgrade", true, false},
+		{"downgrade", false, true},
+		{"disabled", false, false},
+	} {
+		t.Run("policy="+tc.policy, func(t *testing.T) {
+			b := migrationBroker(t, tc.policy)
+			ctx := testCtx(t, 60*time.Second)
+			cl := newClient(t, b.Addr())
+			adm := kadm.NewClient(cl)
+			createTopic(t, adm, "tpol", 4, nil)
+
+			// Upgrade: a classic group with one member, then a consumer
+			// heartbeat joining it.
+			var seen sync.Map
+			startMigMember(t, b.Addr(), "classic", "gpol-up", "tpol", false, &seen)
+			waitClassicStable(t, ctx, adm, "gpol-up", 1)
+			r := heartbeat848(t, ctx, cl, "gpol-up", hb848{member: "n", topics: []string{"tpol"}})
+			switch {
+			case tc.upgrade && r.ErrorCode != 0:
+				t.Fatalf("upgrade refused: %s", errName(r.ErrorCode))
+			case !tc.upgrade && r.ErrorCode != kerr.GroupIDNotFound.Code:
+				t.Fatalf("upgrade under %s: %s, want GROUP_ID_NOT_FOUND", tc.policy, errName(r.ErrorCode))
+			}
+			if tc.upgrade {
+				d, err := describe848(ctx, cl, "gpol-up")
+				if err != nil || d.ErrorCode != 0 || len(d.Members) != 2 {
+					t.Fatalf("after the upgrade: %v %+v", err, d)
+				}
+			}
+
+			// Downgrade: a consumer group of one consumer member and one
+			// classic member; the consumer member leaves.
+			const g = "gpol-down"
+			j := heartbeat848(t, ctx, cl, g, hb848{member: "n", topics: []string{"tpol"}})
+			if j.ErrorCode != 0 {
+				t.Fatalf("join: %s", errName(j.ErrorCode))
+			}
+			jr, err := joinClassic(ctx, cl, g, "", []string{"tpol"}, nil)
+			if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+				t.Fatalf("classic join: %v %+v", err, jr)
+			}
+			jr, err = joinClassic(ctx, cl, g, jr.MemberID, []string{"tpol"}, nil)
+			if err != nil || jr.ErrorCode != 0 || jr.LeaderID != "" || jr.Protocol == nil || *jr.Protocol != "range" {
+				t.Fatalf("classic join into a consumer group: %v %+v", err, jr)
+			}
+			if l := heartbeat848(t, ctx, cl, g, hb848{member: "n", epoch: -1}); l.ErrorCode != 0 {
+				t.Fatalf("leave: %s", errName(l.ErrorCode))
+			}
+			d, err := describe848(ctx, cl, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dg, err := adm.DescribeGroups(ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.downgrade {
+				if d.ErrorCode != kerr.GroupIDNotFound.Code || len(dg[g].Members) != 1 || dg[g].Members[0].MemberID != jr.MemberID {
+					t.Fatalf("not downgraded: describe %s, classic members %+v", errName(d.ErrorCode), dg[g].Members)
+				}
+			} else if d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberType != 0 {
+				t.Fatalf("downgraded under %s: describe %s %+v", tc.policy, errName(d.ErrorCode), d.Members)
+			}
+		})
+	}
+}
+
+// TestConsumerGroupMigrationClassicWire: a classic member of a consumer
+// group at the wire: its generation is its member epoch; SyncGroup gives
+// its partitions; Heartbeat says REBALANCE_IN_PROGRESS once the group
+// epoch moves; OffsetCommit with its generation (before v9) is accepted,
+// with another one ILLEGAL_GENERATION; its record (with its classic
+// metadata) survives a restart; malformed classic metadata gets an error
+// code, never a panic; LeaveGroup removes it.
+func TestConsumerGroupMigrationClassicWire(t *testing.T) {
+	dir := t.TempDir()
+	slow := func(c *config.Config) {
+		c.GroupConsumerSessionTimeout = 45 * time.Second
+		c.GroupInitialRebalanceDelay = 0
+		c.GroupMinSessionTimeout = time.Second
+	}
+	b := brokertest.StartIn(t, dir, "segment", slow)
+	ctx := testCtx(t, 90*time.Second)
+	cl := newClient(t, b.Addr())
+	createTopic(t, kadm.NewClient(cl), "tw", 4, nil)
+	const group = "gmig-wire"
+
+	j := heartbeat848(t, ctx, cl, group, hb848{member: "n", topics: []string{"tw"}})
+	if j.ErrorCode != 0 {
+		t.Fatalf("join: %s", errName(j.ErrorCode))
+	}
+
+	// Hostile classic metadata: an error code, and the broker serves on.
+	for name, md := range map[string][]byte{
+		"truncated":     {0, 1, 0, 0, 0, 1},
+		"negative":      {0xff, 0xff, 0, 0, 0, 0},
+		"huge array":    {0, 0, 0x7f, 0xff, 0xff, 0xff},
+		"version only":  {0, 0},
+		"empty":         {},
+		"garbage bytes": []byte("not a subscription at all"),
+	} {
+		r, err := joinClassic(ctx, cl, group, "hostile-"+name, []string{"tw"}, md)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r.ErrorCode == 0 {
+			t.Fatalf("%s: malformed metadata accepted", name)
+		}
+	}
+	emptyProtos := kmsg.NewPtrJoinGroupRequest()
+	emptyProtos.Group, emptyProtos.MemberID, emptyProtos.ProtocolType = group, "x", "consumer"
+	emptyProtos.SessionTimeoutMillis, emptyProtos.RebalanceTimeoutMillis = 10000, 10000
+	if r, err := emptyProtos.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("join without protocols: %v %+v", err, r)
+	}
+	if d, err := describe848(ctx, cl, group); err != nil || len(d.Members) != 1 {
+		t.Fatalf("hostile joins changed the group: %v %+v", err, d.Members)
+	}
+
+	jr, err := joinClassic(ctx, cl, group, "c1", []string{"tw"}, nil)
+	if err != nil || jr.ErrorCode != 0 {
+		t.Fatalf("classic join: %v %+v", err, jr)
+	}
+	gen := jr.Generation
+	sync1 := func(gen int32) *kmsg.SyncGroupResponse {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = group, "c1", gen
+		pt, p := "consumer", "range"
+		req.ProtocolType, req.Protocol = &pt, &p
+		r, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	hb := func(gen int32) int16 {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = group, "c1", gen
+		r, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ErrorCode
+	}
+	if s := sync1(gen + 1); s.ErrorCode != kerr.IllegalGeneration.Code {
+		t.Fatalf("sync at a wrong generation: %s", errName(s.ErrorCode))
+	}
+	s := sync1(gen)
+	if s.ErrorCode != 0 {
+		t.Fatalf("sync: %s", errName(s.ErrorCode))
+	}
+	var asg kmsg.ConsumerMemberAssignment
+	if err := asg.ReadFrom(s.MemberAssignment); err != nil {
+		t.Fatalf("assignment: %v", err)
+	}
+	t.Logf("classic member at generation %d holds %+v", gen, asg.Topics)
+
+	commit := func(gen int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		req.Group, req.MemberID, req.Generation = group, "c1", gen
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "tw"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	if got := commit(gen); got != 0 {
+		t.Fatalf("classic commit v8: %s", errName(got))
+	}
+	if got := commit(gen + 7); got != kerr.IllegalGeneration.Code {
+		t.Fatalf("classic commit at a wrong generation: %s", errName(got))
+	}
+
+	// Reconcile both members so the heartbeat settles.
+	owned := ownedFrom(j.Assignment)
+	epoch := j.MemberEpoch
+	waitUntil(t, 20*time.Second, func() bool {
+		r := heartbeat848(t, ctx, cl, group, hb848{member: "n", epoch: epoch, owned: owned})
+		if r.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %s", errName(r.ErrorCode))
+		}
+		epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			owned = ownedFrom(r.Assignment)
+		}
+		if code := hb(gen); code == kerr.RebalanceInProgress.Code {
+			// Rejoin with what it owns (it owns nothing here: eager).
+			jr, err := joinClassic(ctx, cl, group, "c1", []string{"tw"}, nil)
+			if err != nil || jr.ErrorCode != 0 {
+				t.Fatalf("rejoin: %v %+v", err, jr)
+			}
+			gen = jr.Generation
+			if s := sync1(gen); s.ErrorCode != 0 && s.ErrorCode != kerr.RebalanceInProgress.Code {
+				t.Fatalf("sync: %s", errName(s.ErrorCode))
+			}
+		} else if code != 0 {
+			t.Fatalf("classic heartbeat: %s", errName(code))
+		}
+		d, err := describe848(ctx, cl, group)
+		return err == nil && assignmentComplete(d, "tw", 4, 2) == nil
+	}, func() string { return "group not stable" })
+	if code := hb(gen); code != 0 {
+		t.Fatalf("classic heartbeat in a stable group: %s", errName(code))
+	}
+
+	// A restart replays the classic member with its classic metadata.
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = brokertest.StartIn(t, dir, "segment", slow)
+	cl = newClient(t, b.Addr())
+	waitUntil(t, 30*time.Second, func() bool {
+		d, err := describe848(ctx, cl, group)
+		return err == nil && d.ErrorCode == 0 && len(d.Members) == 2
+	}, func() string { return "group not back after the restart" })
+	d, _ := describe848(ctx, cl, group)
+	if c, n := memberTypes(d); c != 1 || n != 1 {
+		t.Fatalf("after the restart: %d classic and %d consumer members", c, n)
+	}
+	if code := hb(gen); code != 0 {
+		t.Fatalf("classic heartbeat after the restart: %s", errName(code))
+	}
+	if s := sync1(gen); s.ErrorCode != 0 {
+		t.Fatalf("classic sync after the restart: %s", errName(s.ErrorCode))
+	}
+
+	// The consumer member joins again elsewhere: a new member bumps the
+	// group epoch and the classic member is told to rejoin.
+	if r := heartbeat848(t, ctx, cl, group, hb848{member: "n2", topics: []string{"tw"}}); r.ErrorCode != 0 {
+		t.Fatalf("join n2: %s", errName(r.ErrorCode))
+	}
+	if code := hb(gen); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("classic heartbeat after the group epoch moved: %s", errName(code))
+	}
+
+	lg := kmsg.NewPtrLeaveGroupRequest()
+	lg.Group = group
+	lg.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "c1"}, {MemberID: "n"}}
+	lr, err := lg.RequestWith(ctx, cl)
+	if err != nil || lr.ErrorCode != 0 || len(lr.Members) != 2 {
+		t.Fatalf("leave: %v %+v", err, lr)
+	}
+	if lr.Members[0].ErrorCode != 0 || lr.Members[1].ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("leave codes: %s (classic), %s (consumer member)", errName(lr.Members[0].ErrorCode), errName(lr.Members[1].ErrorCode))
+	}
+	if d, err := describe848(ctx, cl, group); err != nil || len(d.Members) != 2 {
+		t.Fatalf("after the classic leave: %v %+v", err, d.Members)
+	}
+}
