@@ -198,7 +198,9 @@ func sameClassic(a, b *offsets.ClassicMemberMetadata) bool {
 		return a == b
 	}
 	return a.SessionTimeoutMs == b.SessionTimeoutMs && slices.EqualFunc(a.SupportedProtocols, b.SupportedProtocols,
-		func(x, y offsets.ClassicProtocol) bool { return x.Name == y.Name && string(x.Metadata) == string(y.Metadata) })
+		func(x, y offsets.ClassicProtocol) bool {
+			return x.Name == y.Name && string(x.Metadata) == string(y.Metadata)
+		})
 }
 
 func sortedTopics(ts []string) []string {

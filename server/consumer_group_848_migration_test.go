@@ -222,7 +222,9 @@ func waitClassicStable(t *testing.T, ctx context.Context, adm *kadm.Client, grou
 		}
 		dg = d[group]
 		return dg.Err == nil && dg.State == "Stable" && len(dg.Members) == n
-	}, func() string { return fmt.Sprintf("classic group: state %q, %d members, err %v", dg.State, len(dg.Members), dg.Err) })
+	}, func() string {
+		return fmt.Sprintf("classic group: state %q, %d members, err %v", dg.State, len(dg.Members), dg.Err)
+	})
 	return dg
 }
 
