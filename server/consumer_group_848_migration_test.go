@@ -695,3 +695,48 @@ func TestConsumerGroupMigrationClassicWire(t *testing.T) {
 		t.Fatalf("after the classic leave: %v %+v", err, d.Members)
 	}
 }
+
+// TestConsumerGroupMigrationUpgradeMalformed: a classic group of the
+// consumer protocol type whose member sent metadata or an assignment that
+// is not Kafka's consumer protocol is not upgraded: the joining consumer
+// heartbeat gets GROUP_ID_NOT_FOUND (Kafka's answer when the embedded
+// protocol is malformed) and the classic group stays as it was.
+func TestConsumerGroupMigrationUpgradeMalformed(t *testing.T) {
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	createTopic(t, kadm.NewClient(cl), "tbad", 2, nil)
+	good := kmsg.NewConsumerMemberMetadata()
+	good.Topics = []string{"tbad"}
+	for name, tc := range map[string]struct{ md, asg []byte }{
+		"metadata":   {md: []byte{0, 0, 0, 0, 0, 9, 'x'}, asg: nil},
+		"assignment": {md: good.AppendTo(nil), asg: []byte{0, 0, 0, 0, 0, 1, 0, 4, 't', 'b', 'a', 'd', 0xff}},
+		"garbage":    {md: []byte("garbage"), asg: []byte("garbage")},
+	} {
+		t.Run("bad="+name, func(t *testing.T) {
+			group := "gbad-" + name
+			jr, err := joinClassic(ctx, cl, group, "", nil, tc.md)
+			if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+				t.Fatalf("join: %v %+v", err, jr)
+			}
+			id := jr.MemberID
+			if jr, err = joinClassic(ctx, cl, group, id, nil, tc.md); err != nil || jr.ErrorCode != 0 || jr.LeaderID != id {
+				t.Fatalf("rejoin: %v %+v", err, jr)
+			}
+			sg := kmsg.NewPtrSyncGroupRequest()
+			sg.Group, sg.MemberID, sg.Generation = group, id, jr.Generation
+			sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: id, MemberAssignment: tc.asg}}
+			if sr, err := sg.RequestWith(ctx, cl); err != nil || sr.ErrorCode != 0 {
+				t.Fatalf("sync: %v %+v", err, sr)
+			}
+			r := heartbeat848(t, ctx, cl, group, hb848{member: "n", topics: []string{"tbad"}})
+			if r.ErrorCode != kerr.GroupIDNotFound.Code {
+				t.Fatalf("upgrade of a malformed classic group: %s", errName(r.ErrorCode))
+			}
+			dg, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+			if err != nil || dg[group].State != "Stable" || len(dg[group].Members) != 1 {
+				t.Fatalf("classic group after the refused upgrade: %v %+v", err, dg[group])
+			}
+		})
+	}
+}
