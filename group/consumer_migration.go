@@ -466,28 +466,38 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cg *cgroup, a
 		return joinResult{}, fmt.Errorf("group: malformed embedded consumer protocol in the subscription of member %s: %w", memberID, err)
 	}
 
+	// The member, as Kafka's getOrMaybeSubscribe{Dynamic,Static}
+	// ConsumerGroupMember for the classic protocol: a dynamic member id is
+	// created if unknown; a static member joining without member id takes
+	// the place of the instance's member (no UNRELEASED_INSTANCE_ID), with
+	// its assignment, at epoch 0; one rejoining with its id must hold the
+	// instance.
 	var recs []consumer.Record
 	m, isNew, replaces := consumer.Member{ID: memberID}, true, ""
-	if a.instanceID == nil {
-		if old, ok := g.Member(memberID); ok {
+	var old consumer.Member
+	var held bool
+	switch {
+	case a.instanceID == nil:
+		if old, held = g.Member(memberID); held {
 			m, isNew = old, false
 		}
-	} else if old, ok := g.StaticMember(*a.instanceID); ok {
-		// A static member (re)joining takes the place of the instance's
-		// member, with its assignment, at epoch 0 (Kafka's
-		// getOrMaybeSubscribeStaticConsumerGroupMember for the classic
-		// protocol: no UNRELEASED_INSTANCE_ID).
-		m, isNew = old, old.ID != memberID
-		m.ID, m.MemberEpoch, m.PreviousMemberEpoch = memberID, 0, 0
-		if old.ID != memberID {
-			replaces = old.ID
+	case unknown:
+		if old, held = g.StaticMember(*a.instanceID); held {
+			m, replaces = old, old.ID
+			m.ID, m.MemberEpoch, m.PreviousMemberEpoch = memberID, 0, 0
 			target := g.Target[old.ID]
 			g.RemoveMember(old.ID)
 			recs = append(recs, consumer.MemberTombstones(g.ID, old.ID)...)
 			g.Target[memberID] = target
 			recs = append(recs, consumer.TargetMemberRecord(g.ID, memberID, target))
 		}
-	} else if old, ok := g.Member(memberID); ok {
+	default:
+		if old, held = g.StaticMember(*a.instanceID); !held {
+			return joinResult{}, fmt.Errorf("%w: instance id %s is unknown", errUnknownMemberID, *a.instanceID)
+		}
+		if old.ID != memberID {
+			return joinResult{}, fmt.Errorf("%w: static member %s with instance id %s was fenced by member %s", errFencedInstanceID, memberID, *a.instanceID, old.ID)
+		}
 		m, isNew = old, false
 	}
 

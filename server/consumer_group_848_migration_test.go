@@ -740,3 +740,56 @@ func TestConsumerGroupMigrationUpgradeMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerGroupMigrationClassicStatic: a static classic member of a
+// consumer group: a restart (a join without member id under the same
+// instance id) takes the old member's place, which is then fenced
+// (FENCED_INSTANCE_ID); a join naming an instance id nobody holds with a
+// member id gets UNKNOWN_MEMBER_ID.
+func TestConsumerGroupMigrationClassicStatic(t *testing.T) {
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	createTopic(t, kadm.NewClient(cl), "tst", 2, nil)
+	const group = "gmig-static"
+	if j := heartbeat848(t, ctx, cl, group, hb848{member: "n", topics: []string{"tst"}}); j.ErrorCode != 0 {
+		t.Fatalf("join: %s", errName(j.ErrorCode))
+	}
+	join := func(member, instance string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType, req.InstanceID = group, member, "consumer", &instance
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+		sub := kmsg.NewConsumerMemberMetadata()
+		sub.Version, sub.Topics = 3, []string{"tst"}
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: sub.AppendTo(nil)}}
+		r, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := join("", "i1")
+	if first.ErrorCode != 0 || first.MemberID == "" {
+		t.Fatalf("static join: %+v", first)
+	}
+	if again := join(first.MemberID, "i1"); again.ErrorCode != 0 || again.MemberID != first.MemberID {
+		t.Fatalf("static rejoin with its id: %+v", again)
+	}
+	second := join("", "i1")
+	if second.ErrorCode != 0 || second.MemberID == first.MemberID {
+		t.Fatalf("static restart: %+v", second)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	i1 := "i1"
+	hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = group, first.MemberID, first.Generation, &i1
+	if r, err := hb.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.FencedInstanceID.Code {
+		t.Fatalf("heartbeat of the replaced member: %v %+v", err, r)
+	}
+	if r := join("someone", "i2"); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("join with an unknown instance id: %s", errName(r.ErrorCode))
+	}
+	d, err := describe848(ctx, cl, group)
+	if err != nil || len(d.Members) != 2 {
+		t.Fatalf("members: %v %+v", err, d.Members)
+	}
+}
