@@ -86,7 +86,16 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	}
 	if cg := c.consumerGroupWithMembers(req.Group); cg != nil {
 		// A classic member of a consumer group (consumer_migration.go).
-		return c.joinConsumerGroup(ctx, cg, a), nil
+		var cl *group
+		if a.memberID == "" && a.instanceID != nil {
+			// A static member replacing the last member of the
+			// consumer protocol may downgrade the group: take the
+			// classic group's lock first.
+			if cl = c.lockClassicForReplace(req.Group, *a.instanceID); cl != nil {
+				defer cl.mu.Unlock()
+			}
+		}
+		return c.joinConsumerGroup(ctx, cl, cg, a), nil
 	}
 
 	unknown := a.memberID == ""

@@ -343,7 +343,7 @@ func (c *Coordinator) fenceMember(name, id, why string, still func(consumer.Memb
 	if cg.dead || !ok || t == nil || !still(m, t) {
 		return
 	}
-	if done, err := c.downgradeLocked(cl, cg, id); done {
+	if done, err := c.downgradeLocked(cl, cg, id, nil); done {
 		if err != nil {
 			c.log.Warn("group: persist consumer group downgrade", "group", name, "member", id, "err", err)
 		}

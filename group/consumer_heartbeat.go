@@ -394,7 +394,7 @@ func (c *Coordinator) leave848(ctx context.Context, req *kmsg.ConsumerGroupHeart
 // REQUIRES: cg.mu held, cg not dead.
 func (c *Coordinator) leaveLocked(ctx context.Context, cl *group, cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
 	if m, ok := cg.g.Member(req.MemberID); ok && req.MemberEpoch == consumer.LeaveEpoch && deref(req.InstanceID) == m.InstanceID {
-		if done, err := c.downgradeLocked(cl, cg, req.MemberID); done {
+		if done, err := c.downgradeLocked(cl, cg, req.MemberID, nil); done {
 			if err != nil {
 				return nil, err
 			}

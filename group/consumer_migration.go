@@ -424,10 +424,12 @@ func (cg *cgroup) classicMemberLocked(memberID string, instanceID *string) (cons
 
 // joinConsumerGroup serves a classic JoinGroup into a consumer group with
 // members (Kafka's classicGroupJoinToConsumerGroup). It never waits.
-func (c *Coordinator) joinConsumerGroup(ctx context.Context, cg *cgroup, a joinArgs) joinResult {
+// cl, when set, is the classic group of the same name, locked, for a
+// downgrade by a static member's replacement (lockClassicForReplace).
+func (c *Coordinator) joinConsumerGroup(ctx context.Context, cl *group, cg *cgroup, a joinArgs) joinResult {
 	cg.mu.Lock()
 	defer cg.mu.Unlock()
-	res, err := c.joinConsumerGroupLocked(ctx, cg, a)
+	res, err := c.joinConsumerGroupLocked(ctx, cl, cg, a)
 	if err != nil {
 		return joinResult{err: err, memberID: a.memberID, generation: -1}
 	}
@@ -436,7 +438,7 @@ func (c *Coordinator) joinConsumerGroup(ctx context.Context, cg *cgroup, a joinA
 
 // joinConsumerGroupLocked is joinConsumerGroup under the group's lock.
 // REQUIRES: cg.mu held.
-func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cg *cgroup, a joinArgs) (joinResult, error) {
+func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cl *group, cg *cgroup, a joinArgs) (joinResult, error) {
 	if cg.dead || cg.g.Len() == 0 {
 		return joinResult{}, errCoordinatorNotAvailable // converted or unloaded meanwhile: retry
 	}
@@ -555,6 +557,25 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cg *cgroup, a
 	if err := g.UpdateMember(next); err != nil {
 		return joinResult{}, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
 	}
+	answer := joinResult{
+		memberID:     next.ID,
+		generation:   next.MemberEpoch,
+		protocolType: consumerProtocolType,
+		protocol:     a.protocols[0].Name,
+		hasProtocol:  true,
+	}
+	if replaces != "" && cl != nil {
+		// The last member of the consumer protocol replaced by a classic
+		// one: the group becomes classic, the joining member in the
+		// replaced one's place (Kafka's downgrade in
+		// classicGroupJoinToConsumerGroup).
+		if done, err := c.downgradeLocked(cl, cg, replaces, &next); done {
+			if err != nil {
+				return joinResult{}, err
+			}
+			return answer, nil
+		}
+	}
 	mrecs := consumer.MemberRecords(g.ID, next)
 	if mdChanged {
 		recs = append(recs, mrecs[0])
@@ -579,13 +600,7 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cg *cgroup, a
 	}
 	cg.cancelClassicLocked(next.ID, classicJoinTimer)
 	c.scheduleClassicLocked(cg, next, classicSyncTimer)
-	return joinResult{
-		memberID:     next.ID,
-		generation:   next.MemberEpoch,
-		protocolType: consumerProtocolType,
-		protocol:     a.protocols[0].Name,
-		hasProtocol:  true,
-	}, nil
+	return answer, nil
 }
 
 // syncConsumerGroup serves a classic SyncGroup in a consumer group (Kafka's
@@ -791,6 +806,43 @@ func (c *Coordinator) mayDowngrade(g *consumer.Group, id string) bool {
 	return c.opts.MaxGroupSize <= 0 || g.Len()-1 <= c.opts.MaxGroupSize
 }
 
+// mayDowngradeReplacing is Kafka's validateOnlineDowngradeWithReplacedMemberId:
+// a classic static member replacing member id (of the consumer protocol)
+// leaves only classic members, no more than group.max.size, and the policy
+// allows it.
+func (c *Coordinator) mayDowngradeReplacing(g *consumer.Group, id string) bool {
+	if !c.migration().downgrade || !g.AllClassicExcept(id) {
+		return false
+	}
+	return c.opts.MaxGroupSize <= 0 || g.Len() <= c.opts.MaxGroupSize
+}
+
+// lockClassicForReplace is lockClassicForDowngrade for a classic static
+// member joining without member id under instanceID, which replaces that
+// instance's member.
+func (c *Coordinator) lockClassicForReplace(name, instanceID string) *group {
+	if !c.migration().downgrade {
+		return nil
+	}
+	cg := c.consumerGroup(name, false)
+	if cg == nil {
+		return nil
+	}
+	cg.mu.Lock()
+	old, held := cg.g.StaticMember(instanceID)
+	may := !cg.dead && held && c.mayDowngradeReplacing(cg.g, old.ID)
+	cg.mu.Unlock()
+	if !may {
+		return nil
+	}
+	g := c.getGroup(name, true)
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	return g
+}
+
 // lockClassicForDowngrade returns the classic group of name locked when
 // removing member id from its consumer group may downgrade it, so that
 // the caller holds the locks in their order (classic, then consumer);
@@ -821,11 +873,16 @@ func (c *Coordinator) lockClassicForDowngrade(name, id string) *group {
 // protocol) is going, into the classic group cl (Kafka's
 // convertToClassicGroup): the consumer group's records are tombstoned, the
 // classic group is written Stable at the group epoch with each remaining
-// member's target assignment, and a rebalance starts. done is false when
-// the downgrade does not apply (the caller removes the member as usual).
+// member's target assignment. When joining is set (a classic static member
+// replacing leaving), it takes leaving's place and target, and the group
+// stays Stable; otherwise a rebalance starts. done is false when the
+// downgrade does not apply (the caller goes on as usual).
 // REQUIRES: cl.mu and cg.mu held.
-func (c *Coordinator) downgradeLocked(cl *group, cg *cgroup, leaving string) (done bool, err error) {
-	if cl == nil || cl.state == stateDead || len(cl.members) > 0 || cg.dead || !c.mayDowngrade(cg.g, leaving) {
+func (c *Coordinator) downgradeLocked(cl *group, cg *cgroup, leaving string, joining *consumer.Member) (done bool, err error) {
+	if cl == nil || cl.state == stateDead || len(cl.members) > 0 || cg.dead {
+		return false, nil
+	}
+	if joining == nil && !c.mayDowngrade(cg.g, leaving) || joining != nil && !c.mayDowngradeReplacing(cg.g, leaving) {
 		return false, nil
 	}
 	src := cg.g
@@ -837,7 +894,11 @@ func (c *Coordinator) downgradeLocked(cl *group, cg *cgroup, leaving string) (do
 	next := newGroup(name, c.clock.Now())
 	next.protocolType = consumerProtocolType
 	next.generation = src.Epoch
-	for _, m := range ms {
+	classicMs := ms
+	if joining != nil {
+		classicMs = append(slices.Clone(ms), *joining)
+	}
+	for _, m := range classicMs {
 		if m.ID == leaving {
 			continue
 		}
@@ -852,7 +913,11 @@ func (c *Coordinator) downgradeLocked(cl *group, cg *cgroup, leaving string) (do
 	next.protocol = next.selectProtocol()
 	next.computeSubscribed()
 	for _, m := range next.members {
-		m.assignment = c.encodeAssignment(src.Target[m.id], subscriptionVersion(m.metadata(next.protocol)))
+		target := src.Target[m.id]
+		if joining != nil && m.id == joining.ID {
+			target = src.Target[leaving]
+		}
+		m.assignment = c.encodeAssignment(target, subscriptionVersion(m.metadata(next.protocol)))
 	}
 	next.transitionLocked(stateStable, c.clock.Now())
 
@@ -890,6 +955,8 @@ func (c *Coordinator) downgradeLocked(cl *group, cg *cgroup, leaving string) (do
 		c.scheduleHeartbeatLocked(cl, m, m.sessionTimeout)
 	}
 	c.log.Info("group: consumer group downgraded to a classic group", "group", name, "members", len(cl.members), "generation", cl.generation)
-	c.prepareRebalanceLocked(cl)
+	if joining == nil {
+		c.prepareRebalanceLocked(cl)
+	}
 	return true, nil
 }

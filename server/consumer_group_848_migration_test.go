@@ -793,3 +793,69 @@ func TestConsumerGroupMigrationClassicStatic(t *testing.T) {
 		t.Fatalf("members: %v %+v", err, d.Members)
 	}
 }
+
+// TestConsumerGroupMigrationStaticDowngrade: the last consumer-protocol
+// member is static and restarts as a classic client under the same
+// instance id: the group becomes a classic group at once (Kafka's
+// downgrade on a static member's replacement), the joining member taking
+// the replaced one's partitions without a rebalance.
+func TestConsumerGroupMigrationStaticDowngrade(t *testing.T) {
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	createTopic(t, kadm.NewClient(cl), "tsd", 4, nil)
+	const group = "gmig-static-down"
+	j := heartbeat848(t, ctx, cl, group, hb848{member: "n", instance: "s1", topics: []string{"tsd"}})
+	if j.ErrorCode != 0 || countParts(j.Assignment) != 4 {
+		t.Fatalf("join: %s %+v", errName(j.ErrorCode), j.Assignment)
+	}
+	c1, err := joinClassic(ctx, cl, group, "", []string{"tsd"}, nil)
+	if err != nil || c1.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("classic join: %v %+v", err, c1)
+	}
+	if c1, err = joinClassic(ctx, cl, group, c1.MemberID, []string{"tsd"}, nil); err != nil || c1.ErrorCode != 0 {
+		t.Fatalf("classic join: %v %+v", err, c1)
+	}
+	// The consumer member revokes what the classic member gets.
+	owned, epoch := ownedFrom(j.Assignment), j.MemberEpoch
+	waitUntil(t, 20*time.Second, func() bool {
+		r := heartbeat848(t, ctx, cl, group, hb848{member: "n", instance: "s1", epoch: epoch, owned: owned})
+		if r.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %s", errName(r.ErrorCode))
+		}
+		epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			owned = ownedFrom(r.Assignment)
+		}
+		return countOwned(owned) == 2
+	}, func() string { return fmt.Sprintf("the consumer member holds %d partitions", countOwned(owned)) })
+
+	req := kmsg.NewPtrJoinGroupRequest()
+	s1 := "s1"
+	req.Group, req.ProtocolType, req.InstanceID = group, "consumer", &s1
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+	sub := kmsg.NewConsumerMemberMetadata()
+	sub.Version, sub.Topics = 3, []string{"tsd"}
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: sub.AppendTo(nil)}}
+	jr, err := req.RequestWith(ctx, cl)
+	if err != nil || jr.ErrorCode != 0 {
+		t.Fatalf("static classic join: %v %+v", err, jr)
+	}
+	if d, err := describe848(ctx, cl, group); err != nil || d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("still a consumer group: %v %s", err, errName(d.ErrorCode))
+	}
+	dg, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+	if err != nil || dg[group].State != "Stable" || len(dg[group].Members) != 2 {
+		t.Fatalf("classic group: %v %+v", err, dg[group])
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.MemberID, sg.Generation, sg.InstanceID = group, jr.MemberID, jr.Generation, &s1
+	sr, err := sg.RequestWith(ctx, cl)
+	if err != nil || sr.ErrorCode != 0 {
+		t.Fatalf("sync in the downgraded group: %v %+v", err, sr)
+	}
+	var asg kmsg.ConsumerMemberAssignment
+	if err := asg.ReadFrom(sr.MemberAssignment); err != nil || len(asg.Topics) != 1 || len(asg.Topics[0].Partitions) != 2 {
+		t.Fatalf("the replacing member's assignment: %v %+v", err, asg.Topics)
+	}
+}
