@@ -619,6 +619,10 @@ func (c *Coordinator) syncConsumerGroup(cg *cgroup, memberID string, instanceID 
 	if generation != m.MemberEpoch {
 		return syncResult{err: fmt.Errorf("%w: generation %d is not member %s's epoch %d", errIllegalGeneration, generation, m.ID, m.MemberEpoch)}
 	}
+	if len(m.Classic.SupportedProtocols) == 0 {
+		// Only a hostile log holds such a member: JoinGroup needs one.
+		return syncResult{err: fmt.Errorf("%w: member %s has no protocol", errInconsistentProtocol, m.ID)}
+	}
 	name := m.Classic.SupportedProtocols[0].Name
 	if protocolType != nil && *protocolType != consumerProtocolType || protocol != nil && *protocol != name {
 		return syncResult{err: fmt.Errorf("%w: member %s syncs with another protocol than it joined with", errInconsistentProtocol, m.ID)}

@@ -859,3 +859,93 @@ func TestConsumerGroupMigrationStaticDowngrade(t *testing.T) {
 		t.Fatalf("the replacing member's assignment: %v %+v", err, asg.Topics)
 	}
 }
+
+// TestConsumerGroupMigrationRestart: both conversions are in the log: a
+// restart after an upgrade finds the consumer group with the converted
+// classic member (its heartbeat is not UNKNOWN_MEMBER_ID) and the classic
+// group's commit; a restart after the downgrade finds the classic group.
+func TestConsumerGroupMigrationRestart(t *testing.T) {
+	dir := t.TempDir()
+	slow := func(c *config.Config) {
+		c.GroupConsumerSessionTimeout = 45 * time.Second
+		c.GroupInitialRebalanceDelay = 0
+		c.GroupMinSessionTimeout = time.Second
+	}
+	b := brokertest.StartIn(t, dir, "segment", slow)
+	ctx := testCtx(t, 90*time.Second)
+	cl := newClient(t, b.Addr())
+	createTopic(t, kadm.NewClient(cl), "trs", 2, nil)
+	const group = "gmig-restart"
+
+	// A classic group of one member holding both partitions, with a commit.
+	jr, err := joinClassic(ctx, cl, group, "", []string{"trs"}, nil)
+	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("join: %v %+v", err, jr)
+	}
+	id := jr.MemberID
+	if jr, err = joinClassic(ctx, cl, group, id, []string{"trs"}, nil); err != nil || jr.ErrorCode != 0 {
+		t.Fatalf("join: %v %+v", err, jr)
+	}
+	asg := kmsg.NewConsumerMemberAssignment()
+	asg.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "trs", Partitions: []int32{0, 1}}}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.MemberID, sg.Generation = group, id, jr.Generation
+	sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: id, MemberAssignment: asg.AppendTo(nil)}}
+	if sr, err := sg.RequestWith(ctx, cl); err != nil || sr.ErrorCode != 0 {
+		t.Fatalf("sync: %v %+v", err, sr)
+	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.SetVersion(8)
+	oc.Group, oc.MemberID, oc.Generation = group, id, jr.Generation
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "trs", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}}}}
+	if r, err := oc.RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %v %+v", err, r)
+	}
+
+	// Upgrade, then restart.
+	if r := heartbeat848(t, ctx, cl, group, hb848{member: "n", topics: []string{"trs"}}); r.ErrorCode != 0 {
+		t.Fatalf("upgrade: %s", errName(r.ErrorCode))
+	}
+	if code, off := fetch848(t, ctx, cl, group, nil, -1, "trs"); code != 0 || off != 42 {
+		t.Fatalf("the classic commit after the upgrade: %s %d", errName(code), off)
+	}
+	restart := func() {
+		t.Helper()
+		cl.Close()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = brokertest.StartIn(t, dir, "segment", slow)
+		cl = newClient(t, b.Addr())
+	}
+	restart()
+	var d kmsg.ConsumerGroupDescribeResponseGroup
+	waitUntil(t, 30*time.Second, func() bool {
+		d, err = describe848(ctx, cl, group)
+		return err == nil && d.ErrorCode == 0 && len(d.Members) == 2
+	}, func() string { return fmt.Sprintf("after the restart: %v %+v", err, d) })
+	if c, n := memberTypes(d); c != 1 || n != 1 {
+		t.Fatalf("after the restart: %d classic and %d consumer members", c, n)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = group, id, jr.Generation
+	if r, err := hb.RequestWith(ctx, cl); err != nil || (r.ErrorCode != 0 && r.ErrorCode != kerr.RebalanceInProgress.Code) {
+		t.Fatalf("the converted member's heartbeat after the restart: %v %+v", err, r)
+	}
+	if code, off := fetch848(t, ctx, cl, group, nil, -1, "trs"); code != 0 || off != 42 {
+		t.Fatalf("the classic commit after the upgrade and a restart: %s %d", errName(code), off)
+	}
+
+	// Downgrade (the consumer member leaves), then restart.
+	if r := heartbeat848(t, ctx, cl, group, hb848{member: "n", epoch: -1}); r.ErrorCode != 0 {
+		t.Fatalf("leave: %s", errName(r.ErrorCode))
+	}
+	restart()
+	waitUntil(t, 30*time.Second, func() bool {
+		dg, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+		return err == nil && dg[group].ProtocolType == "consumer" && len(dg[group].Members) == 1 && dg[group].Members[0].MemberID == id
+	}, func() string { return "the downgraded classic group is not back after the restart" })
+	if d, err := describe848(ctx, cl, group); err != nil || d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("a consumer group after the downgrade and a restart: %v %s", err, errName(d.ErrorCode))
+	}
+}
