@@ -23,6 +23,7 @@ import (
 	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/zktest"
 )
 
 // migrationBroker starts a broker with fast consumer groups, classic groups
@@ -947,5 +948,174 @@ func TestConsumerGroupMigrationRestart(t *testing.T) {
 	}, func() string { return "the downgraded classic group is not back after the restart" })
 	if d, err := describe848(ctx, cl, group); err != nil || d.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("a consumer group after the downgrade and a restart: %v %s", err, errName(d.ErrorCode))
+	}
+}
+
+// TestConsumerGroupMigrationClusterFailover: in a 3-broker cluster a
+// classic group is upgraded, then its coordinator is closed: the new
+// coordinator replays the consumer group with the converted classic member
+// (its classic metadata, its epoch) and the classic group's commit.
+func TestConsumerGroupMigrationClusterFailover(t *testing.T) {
+	zk := zktest.Start(t)
+	bs := brokertest.StartCluster(t, 3, "segment", zk.Addr(), func(c *config.Config) {
+		c.OffsetsTopicReplication = 3
+		c.OffsetsTopicPartitions = 3
+		c.GroupConsumerSessionTimeout = 45 * time.Second
+		c.GroupInitialRebalanceDelay = 0
+		c.GroupMinSessionTimeout = time.Second
+	})
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.Addr())
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 3, nil, "cmig"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	const group = "gcmig"
+	// retry sends a request until its answer is no coordinator error,
+	// with a fresh client after a failed one (kgo keeps a dead coordinator
+	// cached for requests it does not retry).
+	retry := func(what string, send func() (int16, error)) int16 {
+		t.Helper()
+		var code int16
+		var err error
+		waitUntil(t, 60*time.Second, func() bool {
+			if code, err = send(); err != nil {
+				cl.Close()
+				if cl, err = kgo.NewClient(kgo.SeedBrokers(seeds...)); err != nil {
+					t.Fatal(err)
+				}
+				return false
+			}
+			switch code {
+			case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code:
+				return false
+			}
+			return true
+		}, func() string { return fmt.Sprintf("%s: %s (%v)", what, errName(code), err) })
+		return code
+	}
+
+	// The classic group: one member holding every partition, a commit.
+	var jr *kmsg.JoinGroupResponse
+	join := func(id string) int16 {
+		return retry("join", func() (int16, error) {
+			var err error
+			if jr, err = joinClassic(ctx, cl, group, id, []string{"cmig"}, nil); err != nil {
+				return 0, err
+			}
+			return jr.ErrorCode, nil
+		})
+	}
+	if code := join(""); code != kerr.MemberIDRequired.Code {
+		t.Fatalf("join: %s", errName(code))
+	}
+	id := jr.MemberID
+	if code := join(id); code != 0 {
+		t.Fatalf("join: %s", errName(code))
+	}
+	gen := jr.Generation
+	asg := kmsg.NewConsumerMemberAssignment()
+	asg.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "cmig", Partitions: []int32{0, 1, 2, 3}}}
+	if code := retry("sync", func() (int16, error) {
+		sg := kmsg.NewPtrSyncGroupRequest()
+		sg.Group, sg.MemberID, sg.Generation = group, id, gen
+		sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: id, MemberAssignment: asg.AppendTo(nil)}}
+		r, err := sg.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		return r.ErrorCode, nil
+	}); code != 0 {
+		t.Fatalf("sync: %s", errName(code))
+	}
+	if code := retry("commit", func() (int16, error) {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.SetVersion(8)
+		oc.Group, oc.MemberID, oc.Generation = group, id, gen
+		oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "cmig", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 55}}}}
+		r, err := oc.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		return r.Topics[0].Partitions[0].ErrorCode, nil
+	}); code != 0 {
+		t.Fatalf("commit: %s", errName(code))
+	}
+
+	// The upgrade.
+	if code := retry("upgrade", func() (int16, error) {
+		r, err := tryHeartbeat848(ctx, cl, group, hb848{member: "n", topics: []string{"cmig"}})
+		if err != nil {
+			return 0, err
+		}
+		return r.ErrorCode, nil
+	}); code != 0 {
+		t.Fatalf("upgrade: %s", errName(code))
+	}
+	before, err := describe848(ctx, cl, group)
+	if err != nil || len(before.Members) != 2 {
+		t.Fatalf("after the upgrade: %v %+v", err, before)
+	}
+
+	// Close the coordinator.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	fresp, ferr := fc.RequestWith(ctx, cl)
+	if ferr != nil || fresp.ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %v", ferr, fresp)
+	}
+	var coord *broker.Broker
+	for i, b := range bs {
+		if int32(i+1) == fresp.NodeID {
+			coord = b
+		}
+	}
+	if coord == nil {
+		t.Fatalf("coordinator %d is not one of ours", fresp.NodeID)
+	}
+	if err := coord.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("closed coordinator %d", fresp.NodeID)
+
+	var after kmsg.ConsumerGroupDescribeResponseGroup
+	retry("describe", func() (int16, error) {
+		var err error
+		after, err = describe848(ctx, cl, group)
+		return after.ErrorCode, err
+	})
+	if after.ErrorCode != 0 || len(after.Members) != 2 || after.Epoch != before.Epoch {
+		t.Fatalf("after the failover: %s epoch %d (%d before), %d members", errName(after.ErrorCode), after.Epoch, before.Epoch, len(after.Members))
+	}
+	for _, m := range after.Members {
+		if m.MemberID == id && (m.MemberType != 0 || m.MemberEpoch != gen) {
+			t.Fatalf("the classic member after the failover: type %d epoch %d (generation %d)", m.MemberType, m.MemberEpoch, gen)
+		}
+	}
+	if code := retry("classic heartbeat", func() (int16, error) {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.Generation = group, id, gen
+		r, err := hb.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		return r.ErrorCode, nil
+	}); code != 0 && code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("the classic member's heartbeat after the failover: %s", errName(code))
+	}
+	var off int64
+	if code := retry("fetch", func() (int16, error) {
+		code, o := fetch848(t, ctx, cl, group, nil, -1, "cmig")
+		off = o
+		return code, nil
+	}); code != 0 || off != 55 {
+		t.Fatalf("the classic commit after the failover: %s %d", errName(code), off)
 	}
 }
