@@ -28,7 +28,22 @@ package group
 //     consumer protocol leaves (or is fenced) and the others all speak the
 //     classic protocol, the group becomes a classic group again: its
 //     members keep their ids and, as assignment, their target assignment;
-//     a rebalance starts at once.
+//     a rebalance starts at once. A classic static member replacing the
+//     last member of the consumer protocol takes its place and target
+//     instead, without a rebalance.
+//
+// Malformed embedded protocol data gets Kafka's answers: GROUP_ID_NOT_FOUND
+// for an upgrade (the classic group is left as it was), UNKNOWN_SERVER_ERROR
+// for a classic JoinGroup into a consumer group (Kafka throws
+// IllegalStateException there); never a panic.
+//
+// Kafka writes a conversion as one batch. Here the two kinds of records go
+// through two hooks, ordered so that a crash between them loses no offset
+// and leaves one group to serve: an upgrade appends the consumer group's
+// records, then the classic group's memberless state (a replay that finds
+// both serves the consumer group, which has members); a downgrade appends
+// the consumer group's tombstones, then the classic group (a crash between
+// leaves a memberless group whose clients rejoin).
 //
 // Lock order: a classic group's mu before a cgroup's mu (the upgrade and
 // the downgrade hold both); no path takes them the other way round.
