@@ -746,7 +746,8 @@ func TestConsumerGroupMigrationUpgradeMalformed(t *testing.T) {
 // consumer group: a restart (a join without member id under the same
 // instance id) takes the old member's place, which is then fenced
 // (FENCED_INSTANCE_ID); a join naming an instance id nobody holds with a
-// member id gets UNKNOWN_MEMBER_ID.
+// member id gets UNKNOWN_MEMBER_ID; the instance restarted with the consumer
+// protocol replaces the classic member at once.
 func TestConsumerGroupMigrationClassicStatic(t *testing.T) {
 	b := migrationBroker(t, "")
 	ctx := testCtx(t, 60*time.Second)
@@ -792,6 +793,19 @@ func TestConsumerGroupMigrationClassicStatic(t *testing.T) {
 	d, err := describe848(ctx, cl, group)
 	if err != nil || len(d.Members) != 2 {
 		t.Fatalf("members: %v %+v", err, d.Members)
+	}
+	// The instance restarted with the consumer protocol takes the classic
+	// member's place at once (no UNRELEASED_INSTANCE_ID), as Kafka.
+	up := heartbeat848(t, ctx, cl, group, hb848{member: "up", instance: "i1", topics: []string{"tst"}})
+	if up.ErrorCode != 0 {
+		t.Fatalf("static upgrade of instance i1: %s", errName(up.ErrorCode))
+	}
+	d, err = describe848(ctx, cl, group)
+	if err != nil || len(d.Members) != 2 {
+		t.Fatalf("members after the static upgrade: %v %+v", err, d.Members)
+	}
+	if c, n := memberTypes(d); c != 0 || n != 2 {
+		t.Fatalf("after the static upgrade: %d classic and %d consumer members", c, n)
 	}
 }
 

@@ -211,10 +211,11 @@ type Heartbeat struct {
 //   - epoch 0, dynamic: the member if known (its epoch is then checked),
 //     else a new member (isNew).
 //   - epoch 0, static: a new member if the instance id is free; if the
-//     instance id is held by a member that left with epoch -2, a copy of
-//     that member under the new member id at epoch 0 (isNew and replaces
-//     names the old member id, which the caller removes); if it is held by
-//     a member that did not leave, ErrUnreleasedInstanceID.
+//     instance id is held by a member that left with epoch -2, or by a
+//     member of the classic protocol, a copy of that member under the new
+//     member id at epoch 0 (isNew and replaces names the old member id,
+//     which the caller removes); if it is held by a member that did not
+//     leave, ErrUnreleasedInstanceID.
 //   - epoch > 0: the member must exist (ErrUnknownMemberID); a static
 //     heartbeat must come from the instance id's current member id
 //     (ErrFencedInstanceID); the epoch must pass CheckEpoch.
@@ -242,7 +243,10 @@ func (g *Group) Lookup(h Heartbeat) (m Member, isNew bool, replaces string, err 
 			}
 			return Member{ID: h.MemberID, InstanceID: h.InstanceID}, true, "", nil
 		}
-		if old.MemberEpoch != StaticLeaveEpoch {
+		// A classic member's instance is taken over at once (Kafka checks
+		// the release only when both speak the consumer protocol): a
+		// static classic consumer restarted with the new protocol.
+		if old.MemberEpoch != StaticLeaveEpoch && !old.UsesClassic() {
 			return Member{}, false, "", fmt.Errorf("%w: static member %s with instance id %s cannot join: the instance id is owned by member %s",
 				ErrUnreleasedInstanceID, h.MemberID, h.InstanceID, old.ID)
 		}
