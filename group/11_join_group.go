@@ -97,6 +97,9 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 		}
 		return c.joinConsumerGroup(ctx, cl, cg, a), nil
 	}
+	if err := c.dropEmptyConsumerGroup(req.Group); err != nil {
+		return fail(err)
+	}
 
 	unknown := a.memberID == ""
 	g := c.getGroup(req.Group, unknown)

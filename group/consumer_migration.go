@@ -50,6 +50,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -395,6 +396,26 @@ func (c *Coordinator) emptyClassicLocked(g *group) {
 	}
 }
 
+// dropEmptyConsumerGroup is Kafka's maybeDeleteEmptyConsumerGroup for a
+// classic JoinGroup: a consumer group of that name without members is
+// tombstoned and forgotten, so that the classic group (which keeps the
+// offsets) is the group of that name. Its error is the JoinGroup's: a
+// failed append, or REBALANCE_IN_PROGRESS when a member joined the
+// consumer group meanwhile (the client joins again and is served by it).
+func (c *Coordinator) dropEmptyConsumerGroup(name string) error {
+	if c.consumerGroup(name, false) == nil {
+		return nil
+	}
+	if _, err := c.deleteConsumerGroup(name); err != nil {
+		if errors.Is(err, errNonEmptyGroup) {
+			return fmt.Errorf("%w: group %s became a consumer group with members", errRebalanceInProgress, name)
+		}
+		return err
+	}
+	c.log.Info("group: converted the empty consumer group to a classic group", "group", name)
+	return nil
+}
+
 // ---- Classic members in a consumer group ----
 
 // consumerGroupWithMembers returns the consumer group called name when it
@@ -587,6 +608,11 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cl *group, cg
 		if done, err := c.downgradeLocked(cl, cg, replaces, &next); done {
 			if err != nil {
 				return joinResult{}, err
+			}
+			if subChanged {
+				// Its subscription differs from the replaced member's:
+				// the classic group must rebalance (Kafka 4.1+).
+				c.prepareRebalanceLocked(cl)
 			}
 			return answer, nil
 		}

@@ -1133,3 +1133,43 @@ func TestConsumerGroupMigrationClusterFailover(t *testing.T) {
 		t.Fatalf("the classic commit after the failover: %s %d", errName(code), off)
 	}
 }
+
+// TestConsumerGroupMigrationEmptyToClassic: a classic JoinGroup for a
+// consumer group without members turns it into a classic group (Kafka's
+// maybeDeleteEmptyConsumerGroup), keeping its offsets: ListGroups shows the
+// classic group, ConsumerGroupDescribe no longer finds a consumer group.
+func TestConsumerGroupMigrationEmptyToClassic(t *testing.T) {
+	b := migrationBroker(t, "")
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "tec", 2, nil)
+	const group = "gmig-empty"
+	j := heartbeat848(t, ctx, cl, group, hb848{member: "n", topics: []string{"tec"}})
+	if j.ErrorCode != 0 {
+		t.Fatalf("join: %s", errName(j.ErrorCode))
+	}
+	if got := commit848(t, ctx, cl, group, "n", j.MemberEpoch, "tec", 7, 9); got != 0 {
+		t.Fatalf("commit: %s", errName(got))
+	}
+	if l := heartbeat848(t, ctx, cl, group, hb848{member: "n", epoch: -1}); l.ErrorCode != 0 {
+		t.Fatalf("leave: %s", errName(l.ErrorCode))
+	}
+
+	var seen sync.Map
+	startMigMember(t, b.Addr(), "classic", group, "tec", false, &seen)
+	waitClassicStable(t, ctx, adm, group, 1)
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg, ok := listed[group]; !ok || lg.ProtocolType != "consumer" || lg.State != "Stable" {
+		t.Fatalf("ListGroups: %+v", listed[group])
+	}
+	if d, err := describe848(ctx, cl, group); err != nil || d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupDescribe: %v %s", err, errName(d.ErrorCode))
+	}
+	if code, off := fetch848(t, ctx, cl, group, nil, -1, "tec"); code != 0 || off < 7 {
+		t.Fatalf("offsets after the conversion: %s %d", errName(code), off)
+	}
+}
