@@ -322,6 +322,7 @@ type Config struct {
 	GroupConsumerMaxSessionTimeout    time.Duration // group.consumer.max.session.timeout.ms
 	GroupConsumerMaxSize              int           // group.consumer.max.size
 	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
+	GroupConsumerMigrationPolicy      string        // group.consumer.migration.policy (lower case)
 
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as

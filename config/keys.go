@@ -507,6 +507,19 @@ var brokerKeys = []Key{
 			},
 			get: func(c *Config) string { return strings.Join(c.GroupConsumerAssignors, ",") },
 		}},
+	{Name: "group.consumer.migration.policy", Type: TypeString, Importance: Medium, Default: "bidirectional",
+		Doc: "online migration between classic and consumer (KIP-848) groups: `bidirectional`, `upgrade` (classic to consumer only), `downgrade` (consumer to classic only) or `disabled`",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				switch v = strings.ToLower(strings.TrimSpace(v)); v {
+				case "bidirectional", "upgrade", "downgrade", "disabled":
+					s.c.GroupConsumerMigrationPolicy = v
+					return nil
+				}
+				return keyError(key, "%q is not one of bidirectional, upgrade, downgrade, disabled", v)
+			},
+			get: func(c *Config) string { return c.GroupConsumerMigrationPolicy },
+		}},
 	{Name: "offsets.retention.minutes", Type: TypeInt, Importance: High, Default: "10080",
 		Doc:   "committed offsets of empty groups expire after this",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.OffsetsRetention }, time.Minute, 1)},

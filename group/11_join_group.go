@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -67,9 +66,6 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	if err := c.validateGroup(req.Group); err != nil {
 		return fail(err)
 	}
-	if c.consumerGroupHasMembers(req.Group) {
-		return fail(fmt.Errorf("%w: group %s is a consumer group (KIP-848) with members", errInconsistentProtocol, req.Group))
-	}
 	a := joinArgs{
 		version:      req.Version,
 		memberID:     req.MemberID,
@@ -87,6 +83,22 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	a.clientID, a.clientHost = clientFrom(ctx)
 	if a.session < c.opts.MinSessionTimeout || a.session > c.opts.MaxSessionTimeout {
 		return fail(errInvalidSessionTimeout)
+	}
+	if cg := c.consumerGroupWithMembers(req.Group); cg != nil {
+		// A classic member of a consumer group (consumer_migration.go).
+		var cl *group
+		if a.memberID == "" && a.instanceID != nil {
+			// A static member replacing the last member of the
+			// consumer protocol may downgrade the group: take the
+			// classic group's lock first.
+			if cl = c.lockClassicForReplace(req.Group, *a.instanceID); cl != nil {
+				defer cl.mu.Unlock()
+			}
+		}
+		return c.joinConsumerGroup(ctx, cl, cg, a), nil
+	}
+	if err := c.dropEmptyConsumerGroup(req.Group); err != nil {
+		return fail(err)
 	}
 
 	unknown := a.memberID == ""

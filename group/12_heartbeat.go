@@ -27,13 +27,17 @@ func (c *Coordinator) heartbeatErr(req *kmsg.HeartbeatRequest) error {
 	if err := c.validateGroup(req.Group); err != nil {
 		return err
 	}
-	g := c.getGroup(req.Group, false)
-	if g == nil {
-		return errUnknownMemberID
-	}
 	var instanceID *string
 	if req.Version >= 3 {
 		instanceID = req.InstanceID
+	}
+	if cg := c.consumerGroupWithMembers(req.Group); cg != nil {
+		// A classic member of a consumer group (consumer_migration.go).
+		return c.heartbeatConsumerGroup(cg, req.MemberID, instanceID, req.Generation)
+	}
+	g := c.getGroup(req.Group, false)
+	if g == nil {
+		return errUnknownMemberID
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

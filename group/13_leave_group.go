@@ -50,6 +50,10 @@ func (c *Coordinator) leave(name string, leaving []kmsg.LeaveGroupRequestMember)
 	if err := c.validateGroup(name); err != nil {
 		return errs, err
 	}
+	if cg := c.consumerGroupWithMembers(name); cg != nil {
+		// Classic members of a consumer group (consumer_migration.go).
+		return c.leaveConsumerGroup(cg, leaving)
+	}
 	g := c.getGroup(name, false)
 	if g == nil {
 		for i := range errs {

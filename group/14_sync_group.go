@@ -49,12 +49,16 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncR
 		return fail(err)
 	}
 	g := c.getGroup(req.Group, false)
-	if g == nil {
+	if g == nil && c.consumerGroupWithMembers(req.Group) == nil {
 		return fail(errUnknownMemberID)
 	}
 	var instanceID *string
 	if req.Version >= 3 {
 		instanceID = req.InstanceID
+	}
+	if cg := c.consumerGroupWithMembers(req.Group); cg != nil {
+		// A classic member of a consumer group (consumer_migration.go).
+		return c.syncConsumerGroup(cg, req.MemberID, instanceID, req.Generation, req.ProtocolType, req.Protocol), nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

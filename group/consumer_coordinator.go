@@ -120,6 +120,10 @@ type memberTimers struct {
 	session, rebalance Timer
 	seq                uint64
 	rebalanceEpoch     int32
+	// classic are a classic member's join and sync timers
+	// (consumer_migration.go), classicSeq their sequence numbers.
+	classic    [2]Timer
+	classicSeq [2]uint64
 }
 
 // consumerGroup returns the consumer group called name, creating an empty
@@ -165,6 +169,8 @@ func (cg *cgroup) killLocked() {
 	for _, t := range cg.timers {
 		stopTimer(t.session)
 		stopTimer(t.rebalance)
+		stopTimer(t.classic[classicJoinTimer])
+		stopTimer(t.classic[classicSyncTimer])
 		t.seq++
 	}
 	cg.timers = map[string]*memberTimers{}
@@ -264,7 +270,8 @@ func (c *Coordinator) ReloadConsumer(match func(string) bool, groups map[string]
 
 // scheduleSessionLocked (re)starts member id's session timer: when it
 // fires the member is removed, as Kafka's consumer group session timeout.
-// REQUIRES: cg.mu held.
+// A classic member's timeout is the one of its JoinGroup.
+// REQUIRES: cg.mu held, id's member installed in cg.g.
 func (c *Coordinator) scheduleSessionLocked(cg *cgroup, id string) {
 	t := cg.timers[id]
 	if t == nil {
@@ -275,7 +282,11 @@ func (c *Coordinator) scheduleSessionLocked(cg *cgroup, id string) {
 	t.seq++
 	seq := t.seq
 	name := cg.g.ID
-	t.session = c.clock.AfterFunc(c.consumerSessionTimeout(name), func() {
+	d := c.consumerSessionTimeout(name)
+	if m, ok := cg.g.Member(id); ok && m.UsesClassic() {
+		d = time.Duration(m.Classic.SessionTimeoutMs) * time.Millisecond
+	}
+	t.session = c.clock.AfterFunc(d, func() {
 		c.fenceMember(name, id, "session timeout", func(_ consumer.Member, mt *memberTimers) bool { return mt.seq == seq })
 	})
 }
@@ -313,8 +324,14 @@ func (cg *cgroup) cancelRebalanceLocked(id string) {
 }
 
 // fenceMember removes member id of group name when still checks true, and
-// bumps the group epoch, as Kafka's consumerGroupFenceMember.
+// bumps the group epoch, as Kafka's consumerGroupFenceMember; when only
+// classic members remain, the group is downgraded instead (Kafka's
+// validateOnlineDowngradeWithFencedMember).
 func (c *Coordinator) fenceMember(name, id, why string, still func(consumer.Member, *memberTimers) bool) {
+	cl := c.lockClassicForDowngrade(name, id)
+	if cl != nil {
+		defer cl.mu.Unlock()
+	}
 	cg := c.consumerGroup(name, false)
 	if cg == nil {
 		return
@@ -324,6 +341,12 @@ func (c *Coordinator) fenceMember(name, id, why string, still func(consumer.Memb
 	m, ok := cg.g.Member(id)
 	t := cg.timers[id]
 	if cg.dead || !ok || t == nil || !still(m, t) {
+		return
+	}
+	if done, err := c.downgradeLocked(cl, cg, id, nil); done {
+		if err != nil {
+			c.log.Warn("group: persist consumer group downgrade", "group", name, "member", id, "err", err)
+		}
 		return
 	}
 	g := cg.g.Clone()
@@ -338,10 +361,7 @@ func (c *Coordinator) fenceMember(name, id, why string, still func(consumer.Memb
 	}
 	c.noteConsumerInstall(cg.g, g)
 	cg.g, cg.subNames = g, subscribedNames(g)
-	stopTimer(t.session)
-	stopTimer(t.rebalance)
-	t.seq++
-	delete(cg.timers, id)
+	cg.dropTimersLocked(id)
 	c.log.Info("group: consumer group member removed", "group", name, "member", id, "reason", why, "epoch", g.Epoch)
 }
 
@@ -670,20 +690,6 @@ var errBadConsumerRequest = errors.New("group: invalid consumer group heartbeat"
 // badRequest is an INVALID_REQUEST with Kafka's message.
 func badRequest(msg string) error {
 	return fmt.Errorf("%w: %w: %s", errInvalidRequest, errBadConsumerRequest, msg)
-}
-
-// consumerGroupHasMembers reports whether name is a consumer group with
-// members: a classic JoinGroup is refused then (INCONSISTENT_GROUP_PROTOCOL;
-// Kafka serves classic members inside consumer groups, which Sluice does not
-// yet).
-func (c *Coordinator) consumerGroupHasMembers(name string) bool {
-	cg := c.consumerGroup(name, false)
-	if cg == nil {
-		return false
-	}
-	cg.mu.Lock()
-	defer cg.mu.Unlock()
-	return !cg.dead && cg.g.Len() > 0
 }
 
 // deleteConsumerGroup is DeleteGroups for a consumer group, as Kafka's:

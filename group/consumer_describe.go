@@ -78,7 +78,10 @@ func (c *Coordinator) describeConsumerGroup(name string, rg *kmsg.ConsumerGroupD
 	for _, m := range members {
 		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		rm.MemberID, rm.MemberEpoch = m.ID, m.MemberEpoch
-		rm.MemberType = 1 // consumer protocol; classic members do not exist here
+		rm.MemberType = 1 // consumer protocol
+		if m.UsesClassic() {
+			rm.MemberType = 0 // a classic member (consumer_migration.go)
+		}
 		rm.InstanceID, rm.RackID = nullableString(m.InstanceID), nullableString(m.RackID)
 		rm.ClientID, rm.ClientHost = m.ClientID, m.ClientHost
 		rm.SubscribedTopics = slices.Clone(m.SubscribedTopicNames)

@@ -123,8 +123,16 @@ func (c *Coordinator) heartbeat848(ctx context.Context, req *kmsg.ConsumerGroupH
 	if req.MemberEpoch == consumer.LeaveEpoch || req.MemberEpoch == consumer.StaticLeaveEpoch {
 		return c.leave848(ctx, req)
 	}
-	if c.hasClassicMembers(req.Group) {
-		return nil, errNotConsumerGroup(req.Group)
+	if c.hasClassicMembers(req.Group) && c.consumerGroupWithMembers(req.Group) == nil {
+		// A classic group: a joining member may upgrade it
+		// (consumer_migration.go); anyone else is told it is not a
+		// consumer group, as Kafka's getOrMaybeCreateConsumerGroup.
+		if req.MemberEpoch != consumer.JoinEpoch {
+			return nil, errNotConsumerGroup(req.Group)
+		}
+		if err := c.upgrade(ctx, req.Group); err != nil {
+			return nil, err
+		}
 	}
 	memberID := req.MemberID
 	if memberID == "" { // v0 join: the coordinator names the member
@@ -239,12 +247,7 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		cg.subNames = subscribedNames(g)
 	}
 	if replaces != "" {
-		if t := cg.timers[replaces]; t != nil {
-			stopTimer(t.session)
-			stopTimer(t.rebalance)
-			t.seq++
-			delete(cg.timers, replaces)
-		}
+		cg.dropTimersLocked(replaces)
 	}
 	return c.answerLocked(cg, req, m, next), nil
 }
@@ -295,11 +298,14 @@ func applyRequest(ctx context.Context, m consumer.Member, req *kmsg.ConsumerGrou
 	if req.ServerAssignor != nil {
 		upd.ServerAssignor = *req.ServerAssignor
 	}
+	// A member heartbeating with the consumer protocol no longer speaks
+	// the classic one (Kafka's setClassicMemberMetadata(null)).
+	upd.Classic = nil
 	subChanged = !slices.Equal(upd.SubscribedTopicNames, m.SubscribedTopicNames) ||
 		upd.SubscribedTopicRegex != m.SubscribedTopicRegex ||
 		upd.ServerAssignor != m.ServerAssignor
 	mdChanged = subChanged || upd.ClientID != m.ClientID || upd.ClientHost != m.ClientHost ||
-		upd.RackID != m.RackID || upd.RebalanceTimeoutMs != m.RebalanceTimeoutMs
+		upd.RackID != m.RackID || upd.RebalanceTimeoutMs != m.RebalanceTimeoutMs || m.Classic != nil
 	return upd, subChanged, mdChanged
 }
 
@@ -359,6 +365,14 @@ func assignmentOf(a assignor.Assignment) *kmsg.ConsumerGroupHeartbeatResponseAss
 
 // leave848 handles epochs -1 and -2, as Kafka's consumerGroupLeave.
 func (c *Coordinator) leave848(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	var cl *group
+	if req.MemberEpoch == consumer.LeaveEpoch {
+		// The last member of the consumer protocol leaving may downgrade
+		// the group: take the classic group's lock first.
+		if cl = c.lockClassicForDowngrade(req.Group, req.MemberID); cl != nil {
+			defer cl.mu.Unlock()
+		}
+	}
 	for {
 		cg := c.consumerGroup(req.Group, false)
 		if cg == nil {
@@ -369,15 +383,28 @@ func (c *Coordinator) leave848(ctx context.Context, req *kmsg.ConsumerGroupHeart
 			cg.mu.Unlock()
 			continue
 		}
-		resp, err := c.leaveLocked(ctx, cg, req)
+		resp, err := c.leaveLocked(ctx, cl, cg, req)
 		cg.mu.Unlock()
 		return resp, err
 	}
 }
 
-// leaveLocked is leave848 under the group's lock.
+// leaveLocked is leave848 under the group's lock; cl, when set, is the
+// classic group of the same name, locked, for a downgrade.
 // REQUIRES: cg.mu held, cg not dead.
-func (c *Coordinator) leaveLocked(ctx context.Context, cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+func (c *Coordinator) leaveLocked(ctx context.Context, cl *group, cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	if m, ok := cg.g.Member(req.MemberID); ok && req.MemberEpoch == consumer.LeaveEpoch && deref(req.InstanceID) == m.InstanceID {
+		if done, err := c.downgradeLocked(cl, cg, req.MemberID, nil); done {
+			if err != nil {
+				return nil, err
+			}
+			resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			id := req.MemberID
+			resp.MemberID = &id
+			resp.MemberEpoch = req.MemberEpoch
+			return resp, nil
+		}
+	}
 	g := cg.g.Clone()
 	removed, err := g.Leave(req.MemberID, deref(req.InstanceID), req.MemberEpoch)
 	if err != nil {
@@ -397,14 +424,11 @@ func (c *Coordinator) leaveLocked(ctx context.Context, cg *cgroup, req *kmsg.Con
 	}
 	c.noteConsumerInstall(cg.g, g)
 	cg.g, cg.subNames = g, subscribedNames(g)
-	if t := cg.timers[req.MemberID]; t != nil {
+	if removed {
+		cg.dropTimersLocked(req.MemberID)
+	} else if t := cg.timers[req.MemberID]; t != nil {
 		stopTimer(t.rebalance)
 		t.rebalance = nil
-		if removed {
-			stopTimer(t.session)
-			t.seq++
-			delete(cg.timers, req.MemberID)
-		}
 	}
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	id := req.MemberID

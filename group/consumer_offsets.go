@@ -19,8 +19,10 @@ var errUnsupportedCommitVersion = errcode.ErrUnsupportedCommitVersion
 // if so, whether a commit by memberID at epoch (OffsetCommit's generation
 // field) of request version may proceed: an anonymous commit (epoch < 0)
 // only while the group has no members; otherwise the member must exist
-// (UNKNOWN_MEMBER_ID), commit with v9+ unless transactional
-// (UNSUPPORTED_VERSION) and send its current epoch (STALE_MEMBER_EPOCH).
+// (UNKNOWN_MEMBER_ID), commit with v9+ unless transactional or a classic
+// member (UNSUPPORTED_VERSION) and send its current epoch
+// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member, whose
+// generation is its member epoch).
 func (c *Coordinator) validateConsumerCommit(name, memberID string, epoch int32, version int16, transactional bool) (isConsumer bool, err error) {
 	cg := c.consumerGroup(name, false)
 	if cg == nil {
@@ -35,8 +37,12 @@ func (c *Coordinator) validateConsumerCommit(name, memberID string, epoch int32,
 	if !ok {
 		return true, fmt.Errorf("%w: member %s is not a member of group %s", errUnknownMemberID, memberID, name)
 	}
-	if !transactional && version < 9 {
+	if !transactional && !m.UsesClassic() && version < 9 {
 		return true, fmt.Errorf("%w: OffsetCommit version 9 or above must be used by members using the consumer group protocol", errUnsupportedCommitVersion)
+	}
+	if epoch != m.MemberEpoch && m.UsesClassic() {
+		return true, fmt.Errorf("%w: member %s of group %s committed at generation %d; its epoch is %d",
+			errIllegalGeneration, memberID, name, epoch, m.MemberEpoch)
 	}
 	if epoch != m.MemberEpoch {
 		return true, fmt.Errorf("%w: member %s of group %s committed at epoch %d; its epoch is %d",
@@ -67,6 +73,10 @@ func (c *Coordinator) validateConsumerFetch(name string, memberID *string, epoch
 	m, ok := cg.g.Member(id)
 	if !ok {
 		return fmt.Errorf("%w: member %s is not a member of group %s", errUnknownMemberID, id, name)
+	}
+	if epoch != m.MemberEpoch && m.UsesClassic() {
+		return fmt.Errorf("%w: member %s of group %s fetched at generation %d; its epoch is %d",
+			errIllegalGeneration, id, name, epoch, m.MemberEpoch)
 	}
 	if epoch != m.MemberEpoch {
 		return fmt.Errorf("%w: member %s of group %s fetched at epoch %d; its epoch is %d",

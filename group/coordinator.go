@@ -124,6 +124,10 @@ type Options struct {
 	// held, on every heartbeat: it must be cheap and must not call back
 	// into the Coordinator.
 	ConsumerGroupTimeouts func(group string) (session, heartbeat time.Duration)
+	// ConsumerMigrationPolicy is group.consumer.migration.policy:
+	// "bidirectional" (also ""), "upgrade", "downgrade" or "disabled"
+	// (consumer_migration.go).
+	ConsumerMigrationPolicy string
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.

@@ -415,6 +415,7 @@ func New(opts Options) (*Server, error) {
 		ConsumerSessionTimeout:    c.GroupConsumerSessionTimeout,
 		ConsumerMaxSize:           c.GroupConsumerMaxSize,
 		ConsumerAssignors:         c.GroupConsumerAssignors,
+		ConsumerMigrationPolicy:   c.GroupConsumerMigrationPolicy,
 		ConsumerGroupTimeouts:     s.consumerGroupTimeouts, // groupconfig.go
 	})
 	if err != nil {

@@ -3,8 +3,10 @@ package consumer
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/sluice/sluice/group/consumer/assignor"
+	"github.com/sluice/sluice/offsets"
 )
 
 // Group is the state of one consumer group: its epochs, its members, its
@@ -209,10 +211,11 @@ type Heartbeat struct {
 //   - epoch 0, dynamic: the member if known (its epoch is then checked),
 //     else a new member (isNew).
 //   - epoch 0, static: a new member if the instance id is free; if the
-//     instance id is held by a member that left with epoch -2, a copy of
-//     that member under the new member id at epoch 0 (isNew and replaces
-//     names the old member id, which the caller removes); if it is held by
-//     a member that did not leave, ErrUnreleasedInstanceID.
+//     instance id is held by a member that left with epoch -2, or by a
+//     member of the classic protocol, a copy of that member under the new
+//     member id at epoch 0 (isNew and replaces names the old member id,
+//     which the caller removes); if it is held by a member that did not
+//     leave, ErrUnreleasedInstanceID.
 //   - epoch > 0: the member must exist (ErrUnknownMemberID); a static
 //     heartbeat must come from the instance id's current member id
 //     (ErrFencedInstanceID); the epoch must pass CheckEpoch.
@@ -240,7 +243,10 @@ func (g *Group) Lookup(h Heartbeat) (m Member, isNew bool, replaces string, err 
 			}
 			return Member{ID: h.MemberID, InstanceID: h.InstanceID}, true, "", nil
 		}
-		if old.MemberEpoch != StaticLeaveEpoch {
+		// A classic member's instance is taken over at once (Kafka checks
+		// the release only when both speak the consumer protocol): a
+		// static classic consumer restarted with the new protocol.
+		if old.MemberEpoch != StaticLeaveEpoch && !old.UsesClassic() {
 			return Member{}, false, "", fmt.Errorf("%w: static member %s with instance id %s cannot join: the instance id is owned by member %s",
 				ErrUnreleasedInstanceID, h.MemberID, h.InstanceID, old.ID)
 		}
@@ -361,4 +367,69 @@ func (g *Group) Members() []Member {
 		out = append(out, m)
 	}
 	return out
+}
+
+// ClassicMembers returns how many members speak the classic protocol.
+func (g *Group) ClassicMembers() int {
+	n := 0
+	for _, m := range g.members {
+		if m.UsesClassic() {
+			n++
+		}
+	}
+	return n
+}
+
+// AllClassicExcept is Kafka's allMembersUseClassicProtocolExcept: member
+// id speaks the consumer protocol and every other member the classic one.
+func (g *Group) AllClassicExcept(id string) bool {
+	m, ok := g.members[id]
+	return ok && !m.UsesClassic() && g.ClassicMembers() == len(g.members)-1
+}
+
+// SupportsClassicProtocols is Kafka's ConsumerGroup.supportsClassicProtocols:
+// a classic member may join when its protocol type is "consumer" and one
+// of the protocol names it lists is listed by every classic member (any
+// name, when there are no members).
+func (g *Group) SupportsClassicProtocols(protocolType string, names []string) bool {
+	if protocolType != ClassicProtocolType {
+		return false
+	}
+	if len(g.members) == 0 {
+		return len(names) > 0
+	}
+	n := g.ClassicMembers()
+	for _, name := range names {
+		count := 0
+		for _, m := range g.members {
+			if m.UsesClassic() && slices.ContainsFunc(m.Classic.SupportedProtocols, func(p offsets.ClassicProtocol) bool { return p.Name == name }) {
+				count++
+			}
+		}
+		if count == n {
+			return true
+		}
+	}
+	return false
+}
+
+// ClassicProtocolType is the protocol type of Kafka consumers in JoinGroup,
+// the only one a consumer group serves (ConsumerProtocol.PROTOCOL_TYPE).
+const ClassicProtocolType = "consumer"
+
+// WaitingOnUnreleased is Kafka's waitingOnUnreleasedPartition: m is in
+// UnreleasedPartitions and a partition of its target it does not hold yet
+// is still held by another member.
+func (g *Group) WaitingOnUnreleased(m Member) bool {
+	if m.State != UnreleasedPartitions {
+		return false
+	}
+	for t, ps := range g.Target[m.ID] {
+		for _, p := range ps {
+			if !has(m.Assigned[t], p) && g.PartitionEpoch(t, p) != -1 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/group/consumer/assignor"
+	"github.com/sluice/sluice/offsets"
 )
 
 // TestCheckEpoch is Kafka's throwIfConsumerGroupMemberEpochIsInvalid.
@@ -40,6 +41,8 @@ func TestLookup(t *testing.T) {
 	must(t, g.UpdateMember(Member{ID: "dyn", MemberEpoch: 5, PreviousMemberEpoch: 4}))
 	must(t, g.UpdateMember(Member{ID: "static-1", InstanceID: "i1", MemberEpoch: 5, PreviousMemberEpoch: 4, Assigned: a(topic1, 0)}))
 	must(t, g.UpdateMember(Member{ID: "static-2", InstanceID: "i2", MemberEpoch: StaticLeaveEpoch, Assigned: a(topic1, 1)}))
+	must(t, g.UpdateMember(Member{ID: "classic-4", InstanceID: "i4", MemberEpoch: 5, Assigned: a(topic1, 2),
+		Classic: &offsets.ClassicMemberMetadata{SessionTimeoutMs: 6000, SupportedProtocols: []offsets.ClassicProtocol{{Name: "range"}}}}))
 
 	cases := []struct {
 		name     string
@@ -57,6 +60,7 @@ func TestLookup(t *testing.T) {
 		{name: "new static member", h: Heartbeat{MemberID: "s3", InstanceID: "i3", MemberEpoch: 0}, isNew: true, id: "s3"},
 		{name: "instance id still held", h: Heartbeat{MemberID: "other", InstanceID: "i1", MemberEpoch: 0}, err: ErrUnreleasedInstanceID},
 		{name: "instance id released with -2", h: Heartbeat{MemberID: "back", InstanceID: "i2", MemberEpoch: 0}, isNew: true, id: "back", replaces: "static-2"},
+		{name: "instance id of a classic member (upgrade)", h: Heartbeat{MemberID: "up", InstanceID: "i4", MemberEpoch: 0}, isNew: true, id: "up", replaces: "classic-4"},
 		{name: "static member heartbeat", h: Heartbeat{MemberID: "static-1", InstanceID: "i1", MemberEpoch: 5}, id: "static-1"},
 		{name: "static member fenced by another id", h: Heartbeat{MemberID: "impostor", InstanceID: "i1", MemberEpoch: 5}, err: ErrFencedInstanceID},
 		{name: "unknown instance id with an epoch", h: Heartbeat{MemberID: "x", InstanceID: "i9", MemberEpoch: 2}, err: ErrUnknownMemberID},

@@ -34,6 +34,7 @@ import (
 
 	"github.com/sluice/sluice/group/consumer/assignor"
 	"github.com/sluice/sluice/internal/errcode"
+	"github.com/sluice/sluice/offsets"
 )
 
 // Special member epochs of ConsumerGroupHeartbeat, as Kafka's.
@@ -129,6 +130,13 @@ type Member struct {
 	ServerAssignor       string
 	RebalanceTimeoutMs   int32
 
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) inside this consumer group, after an
+	// online migration (KIP-848): its session timeout and the protocols
+	// of its last JoinGroup. nil for a member of the consumer protocol.
+	// Shared, never modified: a change installs a new value.
+	Classic *offsets.ClassicMemberMetadata
+
 	State               MemberState
 	MemberEpoch         int32
 	PreviousMemberEpoch int32
@@ -145,3 +153,6 @@ func (m Member) withEpoch(e int32) Member {
 	m.MemberEpoch = e
 	return m
 }
+
+// UsesClassic reports whether m speaks the classic protocol.
+func (m Member) UsesClassic() bool { return m.Classic != nil }

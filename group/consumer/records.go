@@ -39,6 +39,7 @@ func MemberRecords(groupID string, m Member) []Record {
 		ClientID: m.ClientID, ClientHost: m.ClientHost,
 		SubscribedTopicNames: m.SubscribedTopicNames, SubscribedTopicRegex: nullable(m.SubscribedTopicRegex),
 		RebalanceTimeoutMs: m.RebalanceTimeoutMs, ServerAssignor: nullable(m.ServerAssignor),
+		ClassicMemberMetadata: m.Classic,
 	}
 	ca := offsets.ConsumerGroupCurrentMemberAssignmentValue{
 		MemberEpoch: m.MemberEpoch, PreviousMemberEpoch: m.PreviousMemberEpoch, State: int8(m.State),
@@ -135,6 +136,7 @@ func (g *Group) Replay(r Record) error {
 		m.ClientID, m.ClientHost = v.ClientID, v.ClientHost
 		m.SubscribedTopicNames, m.SubscribedTopicRegex = v.SubscribedTopicNames, deref(v.SubscribedTopicRegex)
 		m.RebalanceTimeoutMs, m.ServerAssignor = v.RebalanceTimeoutMs, deref(v.ServerAssignor)
+		m.Classic = v.ClassicMemberMetadata
 		return g.UpdateMember(m)
 	case offsets.ConsumerGroupCurrentMemberAssignmentType:
 		m, had := g.members[r.Key.Member]

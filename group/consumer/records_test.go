@@ -171,3 +171,38 @@ func TestReplayRefuses(t *testing.T) {
 		t.Errorf("type 2: %v", err)
 	}
 }
+
+// TestClassicMemberReplay: a classic member's records (ClassicMemberMetadata
+// in its ConsumerGroupMemberMetadata) replay into a member that still
+// speaks the classic protocol, with its session timeout and protocols.
+func TestClassicMemberReplay(t *testing.T) {
+	m := Member{
+		ID: "c1", ClientID: "kcat", ClientHost: "/127.0.0.1", SubscribedTopicNames: []string{"t"},
+		RebalanceTimeoutMs: 30000, MemberEpoch: 4, PreviousMemberEpoch: 3,
+		Assigned: assignor.Assignment{}, PendingRevocation: assignor.Assignment{},
+		Classic: &offsets.ClassicMemberMetadata{SessionTimeoutMs: 6000, SupportedProtocols: []offsets.ClassicProtocol{
+			{Name: "range", Metadata: []byte{0, 1, 0, 0, 0, 1, 0, 1, 't'}}, {Name: "roundrobin", Metadata: []byte{0, 0}},
+		}},
+	}
+	g := NewGroup("g")
+	for _, r := range MemberRecords("g", m) {
+		if err := g.Replay(throughBytes(t, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok := g.Member("c1")
+	if !ok || !got.UsesClassic() {
+		t.Fatalf("replayed member %+v", got)
+	}
+	if got.Classic.SessionTimeoutMs != 6000 || len(got.Classic.SupportedProtocols) != 2 ||
+		got.Classic.SupportedProtocols[1].Name != "roundrobin" || string(got.Classic.SupportedProtocols[0].Metadata) != string(m.Classic.SupportedProtocols[0].Metadata) {
+		t.Fatalf("classic metadata %+v, want %+v", got.Classic, m.Classic)
+	}
+	if g.ClassicMembers() != 1 || g.AllClassicExcept("c1") {
+		t.Fatalf("ClassicMembers %d, AllClassicExcept(c1) %v", g.ClassicMembers(), g.AllClassicExcept("c1"))
+	}
+	if !g.SupportsClassicProtocols("consumer", []string{"sticky", "roundrobin"}) || g.SupportsClassicProtocols("consumer", []string{"sticky"}) ||
+		g.SupportsClassicProtocols("connect", []string{"range"}) {
+		t.Fatal("SupportsClassicProtocols")
+	}
+}
