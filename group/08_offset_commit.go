@@ -64,7 +64,7 @@ func (c *Coordinator) commit(ctx context.Context, req *kmsg.OffsetCommitRequest)
 	if err := c.validateGroup(req.Group); err != nil {
 		return failAll(err)
 	}
-	isConsumer, err := c.validateConsumerCommit(req.Group, req.MemberID, req.Generation, req.Version, false)
+	isConsumer, err := c.validateConsumerCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version, false)
 	if err != nil {
 		return failAll(err)
 	}

@@ -68,7 +68,7 @@ func (c *Coordinator) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRe
 	}
 	// A consumer group (KIP-848) checks the member epoch; a stale one is
 	// ILLEGAL_GENERATION here, as Kafka's validateTransactionalOffsetCommit.
-	isConsumer, err := c.validateConsumerCommit(req.Group, memberID, generation, req.Version, true)
+	isConsumer, err := c.validateConsumerCommit(req.Group, memberID, instanceID, generation, req.Version, true)
 	if errors.Is(err, errcode.ErrStaleMemberEpoch) {
 		err = fmt.Errorf("%w: %w", errIllegalGeneration, err)
 	}

@@ -12,8 +12,9 @@ import (
 // Deletes committed offsets of a group. In an Empty group any offset may go;
 // in a consumer group with members, offsets of topics a member subscribes
 // to answer GROUP_SUBSCRIBED_TO_TOPIC; a non-consumer group with members
-// answers NON_EMPTY_GROUP. An Empty group left without offsets is removed,
-// as Kafka does.
+// answers NON_EMPTY_GROUP. A consumer group (KIP-848) answers
+// GROUP_SUBSCRIBED_TO_TOPIC for the topics its members subscribe to. An
+// Empty group left without offsets is removed, as Kafka does.
 
 func (c *Coordinator) offsetDelete(req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
@@ -68,11 +69,18 @@ func (c *Coordinator) deleteOffsetsLocked(g *group, topics []kmsg.OffsetDeleteRe
 			return nil, false, errNonEmptyGroup
 		}
 	}
+	// A consumer group's (KIP-848) offsets sit in a classic group without
+	// members: its members' subscriptions, by name or resolved regex, are
+	// the consumer group's (Kafka's ConsumerGroup.isSubscribedToTopic).
+	consumerSub := c.consumerSubscribed(g.name)
 	errs := make([][]error, len(topics))
 	var tps []metastore.TopicPartition
 	for i, t := range topics {
 		errs[i] = make([]error, len(t.Partitions))
 		subscribed := g.state != stateEmpty && g.isSubscribed(t.Topic)
+		if consumerSub != nil {
+			subscribed = consumerSub(t.Topic)
+		}
 		for j, p := range t.Partitions {
 			if subscribed {
 				errs[i][j] = errGroupSubscribedToTopic

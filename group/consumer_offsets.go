@@ -22,8 +22,11 @@ var errUnsupportedCommitVersion = errcode.ErrUnsupportedCommitVersion
 // (UNKNOWN_MEMBER_ID), commit with v9+ unless transactional or a classic
 // member (UNSUPPORTED_VERSION) and send its current epoch
 // (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member, whose
-// generation is its member epoch).
-func (c *Coordinator) validateConsumerCommit(name, memberID string, epoch int32, version int16, transactional bool) (isConsumer bool, err error) {
+// generation is its member epoch). A TxnOffsetCommit that names no member,
+// epoch or instance (a transactional producer that does not pass its
+// consumer's group metadata) is accepted whatever the members, as Kafka's
+// ConsumerGroup.validateOffsetCommit: those fields are optional there.
+func (c *Coordinator) validateConsumerCommit(name, memberID string, instanceID *string, epoch int32, version int16, transactional bool) (isConsumer bool, err error) {
 	cg := c.consumerGroup(name, false)
 	if cg == nil {
 		return false, nil
@@ -31,6 +34,9 @@ func (c *Coordinator) validateConsumerCommit(name, memberID string, epoch int32,
 	cg.mu.Lock()
 	defer cg.mu.Unlock()
 	if epoch < 0 && cg.g.Len() == 0 {
+		return true, nil
+	}
+	if transactional && epoch == -1 && memberID == "" && instanceID == nil {
 		return true, nil
 	}
 	m, ok := cg.g.Member(memberID)

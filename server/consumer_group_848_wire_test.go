@@ -555,3 +555,112 @@ func TestConsumerGroup848DeleteAndClassic(t *testing.T) {
 		t.Fatalf("consumer heartbeat into a classic group: %s", errName(r.ErrorCode))
 	}
 }
+
+// TestConsumerGroup848OffsetDeleteAndTxnCommit: OffsetDelete of a topic a
+// member of a consumer group subscribes to answers GROUP_SUBSCRIBED_TO_TOPIC
+// and keeps the offset, while an unsubscribed topic's offsets go (Kafka's
+// OffsetMetadataManager.deleteOffsets); a TxnOffsetCommit that names no
+// member (a producer that does not pass its consumer's metadata) is
+// accepted beside live members, one at the member's epoch too, and a stale
+// epoch is ILLEGAL_GENERATION (Kafka's ConsumerGroup.validateOffsetCommit).
+func TestConsumerGroup848OffsetDeleteAndTxnCommit(t *testing.T) {
+	b := brokertest.Start(t, "segment", fastConsumerGroups, func(c *config.Config) {
+		c.GroupInitialRebalanceDelay = 0
+	})
+	ctx := testCtx(t, 60*time.Second)
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "od848-sub", 1, nil)
+	createTopic(t, adm, "od848-other", 1, nil)
+	const group = "god848"
+
+	j := heartbeat848(t, ctx, cl, group, hb848{member: "m", topics: []string{"od848-sub"}})
+	if j.ErrorCode != 0 {
+		t.Fatalf("join: %s", errName(j.ErrorCode))
+	}
+	for _, topic := range []string{"od848-sub", "od848-other"} {
+		if got := commit848(t, ctx, cl, group, "m", j.MemberEpoch, topic, 7, 9); got != 0 {
+			t.Fatalf("commit %s: %s", topic, errName(got))
+		}
+	}
+	del := func(topic string) int16 {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = group
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if got := del("od848-sub"); got != kerr.GroupSubscribedToTopic.Code {
+		t.Errorf("OffsetDelete of a subscribed topic: %s, want GROUP_SUBSCRIBED_TO_TOPIC", errName(got))
+	}
+	if code, off := fetch848(t, ctx, cl, group, nil, -1, "od848-sub"); code != 0 || off != 7 {
+		t.Errorf("subscribed topic's offset after the refused delete: %s %d, want 7", errName(code), off)
+	}
+	if got := del("od848-other"); got != 0 {
+		t.Errorf("OffsetDelete of a topic nobody subscribes to: %s", errName(got))
+	}
+	if code, off := fetch848(t, ctx, cl, group, nil, -1, "od848-other"); code != 0 || off != -1 {
+		t.Errorf("unsubscribed topic's offset after the delete: %s %d, want none", errName(code), off)
+	}
+
+	// TxnOffsetCommit from a transactional producer.
+	pcl := newClient(t, b.Addr(), kgo.TransactionalID("txn-od848"))
+	if err := pcl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	pid, pepoch, err := pcl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "txn-od848", pid, pepoch, group
+	if r, err := add.RequestWith(ctx, pcl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v %v", err, r)
+	}
+	txnCommit := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "txn-od848", group, pid, pepoch
+		req.MemberID, req.Generation = member, epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "od848-sub"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 11
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if got := txnCommit("", -1); got != 0 {
+		t.Errorf("anonymous TxnOffsetCommit beside a live member: %s, want NONE", errName(got))
+	}
+	if got := txnCommit("m", j.MemberEpoch); got != 0 {
+		t.Errorf("TxnOffsetCommit at the member's epoch: %s", errName(got))
+	}
+	if got := txnCommit("m", j.MemberEpoch+5); got != kerr.IllegalGeneration.Code {
+		t.Errorf("TxnOffsetCommit at a stale epoch: %s, want ILLEGAL_GENERATION", errName(got))
+	}
+	// The offsets were added by hand, which kgo does not know of: EndTxn
+	// by hand too.
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "txn-od848", pid, pepoch, true
+	if r, err := end.RequestWith(ctx, pcl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v %v", err, r)
+	}
+	waitUntil(t, 10*time.Second, func() bool {
+		_, off := fetch848(t, ctx, cl, group, nil, -1, "od848-sub")
+		return off == 11
+	}, func() string { return "the transaction's offset never became visible" })
+}
