@@ -300,7 +300,7 @@ var versionRanges = map[int16][2]int16{
 	12: {0, 4}, // Heartbeat
 	13: {0, 5}, // LeaveGroup
 	14: {0, 5}, // SyncGroup
-	15: {0, 5}, // DescribeGroups
+	15: {0, 6}, // DescribeGroups
 	16: {0, 5}, // ListGroups
 	42: {0, 2}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/sluice/sluice/broker/brokertest"
 )
@@ -173,22 +175,44 @@ func TestDescribeGroupsConsumerGroup(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	cl := newClient(t, b.Addr())
 	twoGroupTypes(t, ctx, cl, true)
-	for _, v := range []int16{0, 5} {
+	for _, v := range []int16{0, 5, 6} {
+		// kgo sends the highest version both sides serve: pin it.
+		pinned := kversion.Stable()
+		pinned.SetMaxKeyVersion(int16(kmsg.DescribeGroups), v)
+		vcl := newClient(t, b.Addr(), kgo.MaxVersions(pinned))
 		req := kmsg.NewPtrDescribeGroupsRequest()
-		req.Version, req.Groups = v, []string{"consumer848", "classic848"}
-		resp, err := req.RequestWith(ctx, cl)
+		req.Groups = []string{"consumer848", "classic848", "nosuch848"}
+		resp, err := req.RequestWith(ctx, vcl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(resp.Groups) != 2 {
+		if resp.Version != v {
+			t.Fatalf("answered at v%d, want v%d", resp.Version, v)
+		}
+		if len(resp.Groups) != 3 {
 			t.Fatalf("v%d: %d groups described", v, len(resp.Groups))
 		}
-		cg, classic := resp.Groups[0], resp.Groups[1]
-		if cg.ErrorCode != 0 || cg.State != "Dead" || cg.ProtocolType != "" || len(cg.Members) != 0 {
-			t.Errorf("v%d consumer group: error %s state %q protocol type %q %d members, want Dead with nothing", v, errName(cg.ErrorCode), cg.State, cg.ProtocolType, len(cg.Members))
-		}
+		cg, classic, none := resp.Groups[0], resp.Groups[1], resp.Groups[2]
 		if classic.ErrorCode != 0 || classic.State != "Empty" {
 			t.Errorf("v%d classic group: error %s state %q, want Empty", v, errName(classic.ErrorCode), classic.State)
+		}
+		if v < 6 {
+			// Dead with no error, as Kafka below v6.
+			for _, g := range []kmsg.DescribeGroupsResponseGroup{cg, none} {
+				if g.ErrorCode != 0 || g.State != "Dead" || g.ProtocolType != "" || len(g.Members) != 0 {
+					t.Errorf("v%d %s: error %s state %q protocol type %q %d members, want Dead with nothing", v, g.Group, errName(g.ErrorCode), g.State, g.ProtocolType, len(g.Members))
+				}
+			}
+			continue
+		}
+		// v6 (KIP-1043): GROUP_ID_NOT_FOUND with Kafka's messages.
+		for _, c := range []struct {
+			g   kmsg.DescribeGroupsResponseGroup
+			msg string
+		}{{cg, "Group consumer848 is not a classic group."}, {none, "Group nosuch848 not found."}} {
+			if c.g.ErrorCode != kerr.GroupIDNotFound.Code || c.g.ErrorMessage == nil || *c.g.ErrorMessage != c.msg {
+				t.Errorf("v6 %s: error %s message %v, want GROUP_ID_NOT_FOUND %q", c.g.Group, errName(c.g.ErrorCode), c.g.ErrorMessage, c.msg)
+			}
 		}
 	}
 }
