@@ -461,6 +461,7 @@ func testReassign(t *testing.T, killController bool) {
 	if !strings.Contains(out, "Successfully started partition reassignments for ") || !strings.Contains(out, fmt.Sprintf("The inter-broker throttle limit was set to %d B/s", reassignThrottle)) {
 		t.Fatalf("execute:\n%s", out)
 	}
+	probe.executed.Store(true)
 	if v := c.describeBrokerConfig(4, "follower.replication.throttled.rate"); v != strconv.Itoa(reassignThrottle) {
 		t.Fatalf("broker 4 follower.replication.throttled.rate = %q after --execute --throttle", v)
 	}
@@ -706,7 +707,7 @@ func (m *moveMeter) String() string {
 
 // probeResult counts the probe's acks=all produces.
 type probeResult struct {
-	during, after int             // acknowledged while the copy ran, after
+	during, after int             // acknowledged while the copy ran (after --execute), after it
 	lat           []time.Duration // of those during, sorted
 	errs          int
 }
@@ -720,14 +721,15 @@ func (r probeResult) String() string {
 }
 
 type prober struct {
-	quit chan struct{}
-	res  chan probeResult
+	quit     chan struct{}
+	res      chan probeResult
+	executed atomic.Bool // --execute has returned: the moves run, throttled
 }
 
 // probe produces small records one at a time (ProduceSync, acks=all) to
 // partitions in turn until stopped, at most 5000, each recorded as an
-// acknowledged franz-go record, and counts those acknowledged while m
-// says the copy runs.
+// acknowledged franz-go record, and counts those acknowledged after
+// --execute while m says the copy runs.
 func (l *reassignLoad) probe(c *testCluster, partitions []int32, m *moveMeter) *prober {
 	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -757,9 +759,10 @@ func (l *reassignLoad) probe(c *testCluster, partitions []int32, m *moveMeter) *
 			l.mu.Lock()
 			l.goAck[v] = true
 			l.mu.Unlock()
-			if m.done() {
+			switch {
+			case m.done():
 				r.after++
-			} else {
+			case pr.executed.Load():
 				r.during++
 				r.lat = append(r.lat, lat)
 			}
