@@ -729,7 +729,9 @@ type prober struct {
 // probe produces small records one at a time (ProduceSync, acks=all) to
 // partitions in turn until stopped, at most 5000, each recorded as an
 // acknowledged franz-go record, and counts those acknowledged after
-// --execute while m says the copy runs.
+// --execute while m says the copy runs. Their latencies include the
+// leadership moves when a move completes and its leader leaves (a second
+// or so), not only in-sync replication.
 func (l *reassignLoad) probe(c *testCluster, partitions []int32, m *moveMeter) *prober {
 	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
