@@ -8,6 +8,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // reassignLoad is the load of a reassignment test: an idempotent franz-go
@@ -369,8 +371,16 @@ func (c *testCluster) checkThrottlesGone(topic string) {
 			c.t.Errorf("broker %d still has leader.replication.throttled.rate=%s", id, cfg)
 		}
 	}
-	if v := c.describeTopicConfigs(1, topic)["leader.replication.throttled.replicas"]; v != "" {
-		c.t.Errorf("topic still has leader.replication.throttled.replicas=%s", v)
+	for id := int32(1); id <= 4; id++ {
+		if cfg := c.describeBrokerConfig(id, "follower.replication.throttled.rate"); cfg != "" {
+			c.t.Errorf("broker %d still has follower.replication.throttled.rate=%s", id, cfg)
+		}
+	}
+	cfgs := c.describeTopicConfigs(1, topic)
+	for _, k := range []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
+		if v := cfgs[k]; v != "" {
+			c.t.Errorf("topic still has %s=%s", k, v)
+		}
 	}
 }
 
@@ -394,19 +404,34 @@ func (c *testCluster) describeBrokerConfig(id int32, key string) string {
 	return ""
 }
 
+// Sizes of a reassignment test's moves: each moving partition gets
+// reassignBulkPerPart records of 64 KiB (incompressible) before the move,
+// which the throttle of reassignThrottle B/s then bounds to ~12 s of
+// copying onto broker 4 (it fetches the two partitions under one
+// follower quota). Enough that the first fetches of broker 4 (up to
+// replica.fetch.max.bytes, 1 MiB, per partition before the quota has
+// measured anything) are a small part of the move.
+const (
+	reassignBulkPerPart = 192 // 12 MiB
+	reassignThrottle    = 2 << 20
+)
+
 // TestReassignOntoNewBroker: three brokers under acks=all load from
 // franz-go and kcat with a consumer group reading; a fourth broker starts
 // and `sluice partitions reassign` moves a third of the partitions onto it
-// with a throttle; --verify reports the moves done and removes the
-// throttles; nothing acknowledged is lost or duplicated, the group keeps
-// consuming, and broker 4's replicas are in sync.
+// with a throttle; the move runs at most 20% above the throttle, acks=all
+// produce to the moving partitions keeps going meanwhile (in-sync
+// replication is not throttled); --verify reports the moves done and
+// removes the throttles; nothing acknowledged is lost or duplicated, the
+// group keeps consuming, and broker 4's replicas are in sync.
 func TestReassignOntoNewBroker(t *testing.T) {
 	testReassign(t, false)
 }
 
-// TestReassignControllerKilledMidMove: the same, with broker 4 paused
-// while the moves run and the controller SIGKILLed: the next controller
-// resumes the moves from ZooKeeper and they complete once broker 4 is back.
+// TestReassignControllerKilledMidMove: the same, with the controller
+// SIGKILLed while the (throttled, so still running) moves copy: the next
+// controller resumes the moves from ZooKeeper and completes them; the
+// killed broker comes back and catches up.
 func TestReassignControllerKilledMidMove(t *testing.T) {
 	testReassign(t, true)
 }
@@ -418,45 +443,43 @@ func testReassign(t *testing.T, killController bool) {
 	two := "2"
 	c.createTopic(topic, parts, 3, map[string]*string{"min.insync.replicas": &two})
 	load := startReassignLoad(t, c, kcat, topic)
-	// More data for the controller variant, whose moves must still run
-	// when broker 4 is paused right after --execute.
-	preload := 20000
-	if killController {
-		preload = 40000
-	}
-	load.waitProgress("before broker 4", preload)
+	load.waitProgress("before broker 4", 5000)
 
-	// In the controller variant broker 4 first fetches one batch at a
-	// time, so the moves are still running when it is paused.
-	var slow []string
-	if killController {
-		slow = []string{"replica.fetch.max.bytes=1", "replica.fetch.response.max.bytes=1"}
-	}
-	c.addBroker(4, slow...)
+	c.addBroker(4)
 	planFile, plan := c.planOntoBroker4(topic, parts)
-	out := c.sluiceCLI("partitions", "reassign", "--execute", "--reassignment-json-file", planFile, "--throttle", "20000000")
-	if !strings.Contains(out, "Successfully started partition reassignments for ") || !strings.Contains(out, "The inter-broker throttle limit was set to 20000000 B/s") {
+	var moving []int32
+	for _, e := range plan.Partitions {
+		moving = append(moving, e.Partition)
+	}
+	load.bulk(c, moving, reassignBulkPerPart)
+	have := c.replicaSizes(topic, moving)
+	t.Logf("moving partitions %v: %d bytes to copy onto broker 4", moving, have)
+
+	meter := c.meterBroker4(topic, moving, have)
+	probe := load.probe(c, moving, meter)
+	out := c.sluiceCLI("partitions", "reassign", "--execute", "--reassignment-json-file", planFile, "--throttle", strconv.Itoa(reassignThrottle))
+	if !strings.Contains(out, "Successfully started partition reassignments for ") || !strings.Contains(out, fmt.Sprintf("The inter-broker throttle limit was set to %d B/s", reassignThrottle)) {
 		t.Fatalf("execute:\n%s", out)
 	}
-	if v := c.describeBrokerConfig(4, "follower.replication.throttled.rate"); v != "20000000" {
+	probe.executed.Store(true)
+	if v := c.describeBrokerConfig(4, "follower.replication.throttled.rate"); v != strconv.Itoa(reassignThrottle) {
 		t.Fatalf("broker 4 follower.replication.throttled.rate = %q after --execute --throttle", v)
 	}
 	if killController {
-		c.brokers[4].pause()
+		// The throttle keeps the moves running for seconds: long enough
+		// to kill the controller in the middle of them.
 		adm, cl := c.admin()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		set := kadm.TopicsSet{}
-		for _, e := range plan.Partitions {
-			set.Add(topic, e.Partition)
-		}
-		moving, err := adm.ListPartitionReassignments(ctx, set)
+		set.Add(topic, moving...)
+		inProgress, err := adm.ListPartitionReassignments(ctx, set)
 		cancel()
 		cl.Close()
-		if err != nil || len(moving.Sorted()) == 0 {
-			t.Fatalf("no move in progress with broker 4 paused (%v): the moves completed before the pause", err)
+		if err != nil || len(inProgress.Sorted()) == 0 {
+			t.Fatalf("no move in progress right after --execute (%v): the throttle did not hold the moves back", err)
 		}
 		ctrl := c.controllerID()
-		t.Logf("%d moves in progress; SIGKILL controller %d", len(moving.Sorted()), ctrl)
+		t.Logf("%d moves in progress; SIGKILL controller %d", len(inProgress.Sorted()), ctrl)
 		c.brokers[ctrl].kill()
 		c.waitFor(60*time.Second, "a new controller", func(*kadm.Client) bool {
 			for _, v := range c.views() {
@@ -466,30 +489,20 @@ func testReassign(t *testing.T, killController bool) {
 			}
 			return true
 		})
-		// Broker 4 dies too, and comes back fetching at full size.
-		c.brokers[4].resume()
-		c.brokers[4].kill()
-		var args []string
-		for i := 0; i < len(c.brokers[4].args); i++ {
-			if a := c.brokers[4].args; a[i] == "--set" && i+1 < len(a) && strings.HasPrefix(a[i+1], "replica.fetch.") {
-				i++
-				continue
-			}
-			args = append(args, c.brokers[4].args[i])
-		}
-		c.brokers[4].args = args
-		// The moves wait for broker 4; --list shows them.
+		// The new controller has the moves (from the topic znodes).
 		listed := c.sluiceCLI("partitions", "reassign", "--list")
 		if !strings.HasPrefix(listed, "Current partition reassignments:\n") {
 			t.Fatalf("list:\n%s", listed)
 		}
 		for _, e := range plan.Partitions {
+			if meter.done() {
+				break // copied meanwhile: the new controller completes it
+			}
 			if !strings.Contains(listed, fmt.Sprintf("%s-%d: replicas: ", topic, e.Partition)) || !strings.Contains(listed, ". adding: 4. removing: ") {
 				t.Fatalf("list lacks the move of %s-%d:\n%s", topic, e.Partition, listed)
 			}
 		}
 		c.brokers[ctrl].restart()
-		c.brokers[4].restart()
 		c.waitBrokers(4, 60*time.Second)
 	}
 	verified := c.verifyUntilDone(planFile, len(plan.Partitions))
@@ -500,8 +513,268 @@ func testReassign(t *testing.T, killController bool) {
 		}
 	}
 	c.checkThrottlesGone(topic)
+	rate := meter.stop()
+	probes := probe.stop()
+	t.Logf("moves onto broker 4 under a %d B/s throttle: %s", reassignThrottle, meter)
+	t.Logf("acks=all produce to the moving partitions during the moves: %s", probes)
+	// The rate is checked strictly on one side only. Above 1.2 × the
+	// throttle means the throttle was not enforced: the copy can only be
+	// that fast if a quota let bytes through, whatever the machine does.
+	// Below 0.8 × means the copy was slower than the throttle allows,
+	// which on a shared 2-core machine under this load (brokers,
+	// ZooKeeper, kcat, the CLI) can be the machine, not Sluice: that is
+	// logged, not failed, as no assertion here may hang on timing.
+	if rate > 1.2*reassignThrottle {
+		t.Errorf("moves ran at %.0f B/s, more than 1.2 × the %d B/s throttle", rate, reassignThrottle)
+	} else if rate < 0.8*reassignThrottle {
+		t.Logf("warning: moves ran at %.0f B/s, below 0.8 × the %d B/s throttle (a busy machine?)", rate, reassignThrottle)
+	}
+	// In-sync replication is not throttled: acks=all produce to the
+	// moving partitions, which needs their in-sync followers, completed
+	// while the throttle held broker 4's copy back.
+	if probes.during == 0 {
+		t.Errorf("no acks=all produce to a moving partition completed while the moves ran: %s", probes)
+	}
 	load.waitProgress("after the moves", 5000)
 	load.finish()
 	c.checkMoved(topic, plan)
 	load.checkNothingLost(c, parts)
+}
+
+// bulk writes n records of 64 KiB (random, so incompressible) to each of
+// partitions at acks=all, and records them as acknowledged franz-go
+// records, so that the moves have tens of MiB to copy.
+func (l *reassignLoad) bulk(c *testCluster, partitions []int32, n int) {
+	l.t.Helper()
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(64))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer cl.Close()
+	pad := make([]byte, 64<<10)
+	rand.Read(pad)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var failed atomic.Int64
+	for i := range n {
+		for _, p := range partitions {
+			v := fmt.Sprintf("b-%d-%05d", p, i)
+			cl.Produce(ctx, &kgo.Record{Topic: l.topic, Partition: p, Value: append([]byte(v+"|"), pad...)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				l.mu.Lock()
+				l.goAck[v] = true
+				l.mu.Unlock()
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil || failed.Load() > 0 {
+		l.t.Fatalf("bulk produce to %v: %v, %d records failed", partitions, err, failed.Load())
+	}
+}
+
+// replicaSizes returns the total size of the largest replica of each of
+// topic's partitions (DescribeLogDirs on every broker).
+func (c *testCluster) replicaSizes(topic string, partitions []int32) int64 {
+	c.t.Helper()
+	adm, cl := c.admin()
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	set := kadm.TopicsSet{}
+	set.Add(topic, partitions...)
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	largest := map[int32]int64{}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			largest[p.Partition] = max(largest[p.Partition], p.Size)
+		})
+	})
+	var total int64
+	for _, s := range largest {
+		total += s
+	}
+	return total
+}
+
+// moveMeter samples, every 200 ms, the size of broker 4's replicas of the
+// moving partitions (DescribeLogDirs), from just before --execute until
+// they hold the bytes the partitions had then.
+type moveMeter struct {
+	want  int64 // bytes the moving partitions held before the move
+	start time.Time
+	quit  chan struct{}
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	copied  int64         // broker 4's bytes at the first sample >= want
+	took    time.Duration // from start to that sample
+	samples int
+	last    int64
+	err     error // the last sampling error
+}
+
+func (c *testCluster) meterBroker4(topic string, partitions []int32, want int64) *moveMeter {
+	m := &moveMeter{want: want, start: time.Now(), quit: make(chan struct{})}
+	cl, err := c.newClient(kgo.SeedBrokers(c.brokers[4].addr))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	rt := kmsg.NewDescribeLogDirsRequestTopic()
+	rt.Topic, rt.Partitions = topic, partitions
+	req.Topics = append(req.Topics, rt)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer cl.Close()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for !m.done() {
+			select {
+			case <-m.quit:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// To broker 4 alone: the client would send DescribeLogDirs to
+			// every broker and merge the answers.
+			kr, err := cl.SeedBrokers()[0].Request(ctx, req)
+			cancel()
+			now := time.Now()
+			var size int64
+			if err == nil {
+				for _, d := range kr.(*kmsg.DescribeLogDirsResponse).Dirs {
+					for _, t := range d.Topics {
+						for _, p := range t.Partitions {
+							size += p.Size
+						}
+					}
+				}
+			}
+			m.mu.Lock()
+			m.samples++
+			if err != nil {
+				m.err = err
+			} else {
+				m.last = size
+				if size >= m.want && m.took == 0 {
+					m.copied, m.took = size, now.Sub(m.start)
+				}
+			}
+			m.mu.Unlock()
+		}
+	}()
+	return m
+}
+
+// done reports whether broker 4 holds the bytes the moves had to copy.
+func (m *moveMeter) done() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.took > 0
+}
+
+// stop ends the sampling and returns the copy rate in bytes/s: broker
+// 4's bytes of the moving partitions when they first held all the bytes
+// there were before the move, over the time since just before --execute
+// (0 if that was never sampled).
+func (m *moveMeter) stop() float64 {
+	close(m.quit)
+	m.wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.took == 0 {
+		return 0
+	}
+	return float64(m.copied) / m.took.Seconds()
+}
+
+func (m *moveMeter) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.took == 0 {
+		return fmt.Sprintf("broker 4 never held the %d bytes within %d samples (last %d, err %v)", m.want, m.samples, m.last, m.err)
+	}
+	return fmt.Sprintf("%d bytes in %v: %.2f MiB/s (%d samples)", m.copied, m.took.Round(time.Millisecond), float64(m.copied)/m.took.Seconds()/(1<<20), m.samples)
+}
+
+// probeResult counts the probe's acks=all produces.
+type probeResult struct {
+	during, after int             // acknowledged while the copy ran (after --execute), after it
+	lat           []time.Duration // of those during, sorted
+	errs          int
+}
+
+func (r probeResult) String() string {
+	s := fmt.Sprintf("%d acknowledged while broker 4 copied, %d after, %d errors", r.during, r.after, r.errs)
+	if n := len(r.lat); n > 0 {
+		s += fmt.Sprintf("; latency during p50 %v max %v", r.lat[n/2].Round(time.Millisecond), r.lat[n-1].Round(time.Millisecond))
+	}
+	return s
+}
+
+type prober struct {
+	quit     chan struct{}
+	res      chan probeResult
+	executed atomic.Bool // --execute has returned: the moves run, throttled
+}
+
+// probe produces small records one at a time (ProduceSync, acks=all) to
+// partitions in turn until stopped, at most 5000, each recorded as an
+// acknowledged franz-go record, and counts those acknowledged after
+// --execute while m says the copy runs. Their latencies include the
+// leadership moves when a move completes and its leader leaves (a second
+// or so), not only in-sync replication.
+func (l *reassignLoad) probe(c *testCluster, partitions []int32, m *moveMeter) *prober {
+	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	pr := &prober{quit: make(chan struct{}), res: make(chan probeResult, 1)}
+	go func() {
+		defer cl.Close()
+		var r probeResult
+		defer func() { slices.Sort(r.lat); pr.res <- r }()
+		for i := 0; i < 5000; i++ {
+			select {
+			case <-pr.quit:
+				return
+			default:
+			}
+			v := fmt.Sprintf("p-%05d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			start := time.Now()
+			err := cl.ProduceSync(ctx, &kgo.Record{Topic: l.topic, Partition: partitions[i%len(partitions)], Value: []byte(v)}).FirstErr()
+			lat := time.Since(start)
+			cancel()
+			if err != nil {
+				r.errs++
+				continue
+			}
+			l.mu.Lock()
+			l.goAck[v] = true
+			l.mu.Unlock()
+			switch {
+			case m.done():
+				r.after++
+			case pr.executed.Load():
+				r.during++
+				r.lat = append(r.lat, lat)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return pr
+}
+
+func (pr *prober) stop() probeResult {
+	close(pr.quit)
+	return <-pr.res
 }

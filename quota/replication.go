@@ -56,7 +56,7 @@ type ReplicationConfig struct {
 type Replication struct {
 	cfg    ReplicationConfig
 	window int64        // ms
-	bound  atomic.Int64 // bytes/s; <= 0 or math.MaxInt64: none
+	bound  atomic.Int64 // bytes/s; math.MaxInt64: none
 
 	mu   sync.Mutex
 	rate sampled // bytes of the throttled partitions
@@ -94,9 +94,11 @@ func NewReplication(cfg ReplicationConfig) *Replication {
 }
 
 // SetBound makes bytesPerSec the quota (a dynamic config change takes
-// effect with the next check). <= 0 or math.MaxInt64: none.
+// effect with the next check). Negative or math.MaxInt64: none. 0 is a
+// bound, as Kafka's Quota.upperBound(0): any byte recorded exceeds it, so
+// the throttled replicas not in sync stop (one fetch per quiet window).
 func (r *Replication) SetBound(bytesPerSec int64) {
-	if bytesPerSec <= 0 {
+	if bytesPerSec < 0 {
 		bytesPerSec = math.MaxInt64
 	}
 	r.bound.Store(bytesPerSec)

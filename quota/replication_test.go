@@ -97,15 +97,27 @@ func TestReplicationRate(t *testing.T) {
 	if r2.Exceeded() {
 		t.Fatal("exceeded after the bound was raised")
 	}
-	r2.SetBound(0) // none
-	if r2.Exceeded() || r2.Bound() != math.MaxInt64 {
-		t.Fatal("a bound of 0 is not none")
+	// A bound of 0 is Kafka's Quota.upperBound(0): any byte of a
+	// throttled replica exceeds it (a rate of 0 is acceptable, so a
+	// quiet quota lets one fetch through), not "no bound".
+	r2.SetBound(0)
+	if !r2.Exceeded() || r2.Bound() != 0 {
+		t.Fatalf("a bound of 0 is not exceeded by %.0f B/s (bound %d)", r2.Rate(), r2.Bound())
 	}
-	// Windows older than samples × window are forgotten.
-	r2.SetBound(1)
+	r2.SetBound(-1) // none
+	if r2.Exceeded() || r2.Bound() != math.MaxInt64 {
+		t.Fatal("a negative bound is not none")
+	}
+	// Windows older than samples × window are forgotten: even a bound of
+	// 0 then lets the next fetch through.
+	r2.SetBound(0)
 	clk.advance(12 * time.Second)
 	if r2.Exceeded() || r2.Rate() != 0 {
 		t.Fatalf("old windows still count: rate %.0f", r2.Rate())
+	}
+	r2.Record(1)
+	if !r2.Exceeded() {
+		t.Fatal("a byte did not exceed a bound of 0")
 	}
 }
 

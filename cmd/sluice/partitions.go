@@ -12,7 +12,8 @@ package main
 //	    leader/follower.replication.throttled.rate on every broker of the
 //	    moves and leader.replication.throttled.replicas (the replicas now)
 //	    and follower.replication.throttled.replicas (the ones added) on the
-//	    topics
+//	    topics, the moves already in progress included (--additional); 0
+//	    is a rate, which holds the moves back
 //	--verify --reassignment-json-file F [--preserve-throttles]
 //	    each partition's state, with the bytes the added replicas hold so
 //	    far; once every move is done, removes the throttles
@@ -182,8 +183,8 @@ func reassignCmd(c *adminCmd) error {
 	if (*execute || *verify || *cancel) && *reassignPath == "" {
 		return usageErr("--reassignment-json-file is required")
 	}
-	if *throttle != -1 && (!*execute || *throttle <= 0) {
-		return usageErr("--throttle takes a positive rate and goes with --execute")
+	if *throttle != -1 && (!*execute || *throttle < 0) {
+		return usageErr("--throttle takes a rate (0 or more) and goes with --execute")
 	}
 	switch {
 	case *generate:
@@ -397,8 +398,8 @@ func reassignExecute(c *adminCmd, adm *kadm.Client, ctx context.Context, target 
 		rollback[p] = cur[p]
 	}
 	fmt.Fprintf(c.stdout, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", encodeReassignment(rollback))
-	if throttle > 0 {
-		if err := setThrottles(c, adm, ctx, cur, target, throttle); err != nil {
+	if throttle >= 0 {
+		if err := setThrottles(c, adm, ctx, proposedMoves(moving, cur, target), throttle); err != nil {
 			return err
 		}
 		fmt.Fprintln(c.stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
@@ -438,29 +439,73 @@ func plural(n int) string {
 	return "s"
 }
 
-// setThrottles is Kafka's --throttle: the rate on every broker of the
-// moves (their replicas now and after), and per topic the replicas now as
-// leader.replication.throttled.replicas and the ones added as
-// follower.replication.throttled.replicas, "partition:broker,...".
-func setThrottles(c *adminCmd, adm *kadm.Client, ctx context.Context, cur, target map[tp][]int32, rate int64) error {
+// partMove is a partition's move as the throttles see it: the replicas
+// it copies from and the ones it copies to (Kafka's PartitionMove).
+type partMove struct {
+	sources, destinations []int32
+}
+
+// proposedMoves is Kafka's calculateProposedMoveMap: every move in
+// progress (moving; its sources are the replicas before it, RS minus the
+// adding ones) and every partition of target, whose sources are those of
+// its move in progress if it has one (--additional), else its replicas now
+// (cur), and whose destinations are the target replicas not among them.
+// The moves already running keep their throttles when --additional starts
+// more: the topic configs are replaced as a whole.
+func proposedMoves(moving map[tp]kmsg.ListPartitionReassignmentsResponseTopicPartition, cur, target map[tp][]int32) map[tp]partMove {
+	out := make(map[tp]partMove, len(moving)+len(target))
+	for p, m := range moving {
+		out[p] = partMove{sources: without(m.Replicas, m.AddingReplicas), destinations: slices.Clone(m.AddingReplicas)}
+	}
+	for p, rs := range target {
+		sources := cur[p]
+		if m, ok := out[p]; ok {
+			sources = m.sources
+		}
+		out[p] = partMove{sources: slices.Clone(sources), destinations: without(rs, sources)}
+	}
+	return out
+}
+
+// without returns xs minus the members of ys, in xs's order.
+func without(xs, ys []int32) []int32 {
+	out := []int32{}
+	for _, x := range xs {
+		if !slices.Contains(ys, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// setThrottles is Kafka's --throttle (modifyReassignmentThrottle): the
+// rate on every broker of the moves (sources and destinations), and per
+// topic the sources as leader.replication.throttled.replicas and the
+// destinations as follower.replication.throttled.replicas,
+// "partition:broker,...".
+func setThrottles(c *adminCmd, adm *kadm.Client, ctx context.Context, moves map[tp]partMove, rate int64) error {
 	var brokers []int32
 	leader, follower := map[string][]string{}, map[string][]string{}
-	for _, p := range slices.SortedFunc(maps.Keys(target), cmpTP) {
-		for _, r := range append(slices.Clone(cur[p]), target[p]...) {
+	for _, p := range slices.SortedFunc(maps.Keys(moves), cmpTP) {
+		m := moves[p]
+		for _, r := range append(slices.Clone(m.sources), m.destinations...) {
 			if !slices.Contains(brokers, r) {
 				brokers = append(brokers, r)
 			}
 		}
-		for _, r := range cur[p] {
+		for _, r := range m.sources {
 			leader[p.topic] = append(leader[p.topic], fmt.Sprintf("%d:%d", p.part, r))
 		}
-		for _, r := range target[p] {
-			if !slices.Contains(cur[p], r) {
-				follower[p.topic] = append(follower[p.topic], fmt.Sprintf("%d:%d", p.part, r))
-			}
+		for _, r := range m.destinations {
+			follower[p.topic] = append(follower[p.topic], fmt.Sprintf("%d:%d", p.part, r))
 		}
 	}
 	slices.Sort(brokers)
+	for _, m := range []map[string][]string{leader, follower} {
+		for _, l := range m {
+			slices.Sort(l) // as Kafka's TreeSet of "p:b" strings
+		}
+	}
 	v := strconv.FormatInt(rate, 10)
 	for _, b := range brokers {
 		err := alterOne(adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{

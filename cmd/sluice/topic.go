@@ -184,6 +184,10 @@ func topicDescribe(c *adminCmd) error {
 			}
 		}
 		cleaning := cleanerStatuses(ctx, c.client(), compacted)
+		moving, err := reassignmentsOf(ctx, adm, tds, names)
+		if err != nil {
+			return c.brokerErr("list partition reassignments", err)
+		}
 		for i, name := range names {
 			if i > 0 {
 				fmt.Fprintln(c.stdout)
@@ -191,10 +195,34 @@ func topicDescribe(c *adminCmd) error {
 			if st, ok := cleaning[name]; ok {
 				policies[name] += "  " + st.String()
 			}
-			printTopic(c.stdout, tds[name], overrides[name], policies[name])
+			printTopic(c.stdout, tds[name], overrides[name], policies[name], moving[name])
 		}
 		return failed.err()
 	})
+}
+
+// reassignmentsOf returns the moves in progress among the partitions of
+// the topics named (ListPartitionReassignments), as kafka-topics.sh
+// --describe asks for them. As Kafka's TopicCommand, a broker that does
+// not serve the request (a single node: nothing can move) or refuses it
+// (no Describe on the cluster) means no moves to show; other failures are
+// errors.
+func reassignmentsOf(ctx context.Context, adm *kadm.Client, tds kadm.TopicDetails, names []string) (kadm.ListPartitionReassignmentsResponses, error) {
+	set := kadm.TopicsSet{}
+	for _, name := range names {
+		for p := range tds[name].Partitions {
+			set.Add(name, p)
+		}
+	}
+	moving, err := adm.ListPartitionReassignments(ctx, set)
+	switch {
+	case err == nil:
+		return moving, nil
+	case errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.UnsupportedVersion),
+		strings.Contains(err.Error(), "broker is too old"): // kgo's text for an API not in ApiVersions
+		return nil, nil
+	}
+	return nil, err
 }
 
 // cleanerStatus is what the brokers report of a compacted topic's cleaning:
@@ -286,8 +314,10 @@ func cleanupPolicy(cfg kadm.Config) string {
 // printTopic writes what kafka-topics.sh --describe shows of a topic: a
 // header line with its overridden configs, its cleanup policy when the
 // broker described it (policy "": no line), then a table of its
-// partitions.
-func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy string) {
+// partitions. moving holds the partitions being reassigned: when there is
+// one, the table gains ADDING and REMOVING columns (kafka-topics.sh's
+// "Adding Replicas" and "Removing Replicas"), "-" for the others.
+func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy string, moving map[int32]kadm.ListPartitionReassignmentsResponse) {
 	fmt.Fprintf(w, "Topic: %s  TopicId: %s  PartitionCount: %d  ReplicationFactor: %d  Configs: %s\n",
 		td.Topic, topicIDString(td.ID), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(overrides, ","))
 	if policy != "" {
@@ -303,6 +333,10 @@ func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy str
 	if showOffline {
 		header = append(header, "OFFLINE")
 	}
+	showMoving := len(moving) > 0
+	if showMoving {
+		header = append(header, "ADDING", "REMOVING")
+	}
 	t := newTable(w, header...)
 	for _, p := range td.Partitions.Sorted() {
 		leader := strconv.Itoa(int(p.Leader))
@@ -316,6 +350,10 @@ func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy str
 				offline += " (" + p.Err.Error() + ")"
 			}
 			row = append(row, offline)
+		}
+		if showMoving {
+			m := moving[p.Partition]
+			row = append(row, orDash(int32s(m.AddingReplicas)), orDash(int32s(m.RemovingReplicas)))
 		}
 		t.row(row...)
 	}
