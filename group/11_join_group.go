@@ -67,6 +67,9 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	if err := c.validateGroup(req.Group); err != nil {
 		return fail(err)
 	}
+	if c.isShareGroup(req.Group) {
+		return fail(fmt.Errorf("%w: Group %s is not a classic group.", errGroupIDNotFound, req.Group))
+	}
 	if c.consumerGroupHasMembers(req.Group) {
 		return fail(fmt.Errorf("%w: group %s is a consumer group (KIP-848) with members", errInconsistentProtocol, req.Group))
 	}

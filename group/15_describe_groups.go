@@ -48,7 +48,7 @@ func (c *Coordinator) describe(name string) kmsg.DescribeGroupsResponseGroup {
 		return dg
 	}
 	dg.State = stateDead.String()
-	if c.isConsumerGroup(name) {
+	if c.isConsumerGroup(name) || c.isShareGroup(name) {
 		return dg
 	}
 	g := c.getGroup(name, false)

@@ -123,7 +123,7 @@ func (c *Coordinator) heartbeat848(ctx context.Context, req *kmsg.ConsumerGroupH
 	if req.MemberEpoch == consumer.LeaveEpoch || req.MemberEpoch == consumer.StaticLeaveEpoch {
 		return c.leave848(ctx, req)
 	}
-	if c.hasClassicMembers(req.Group) {
+	if c.hasClassicMembers(req.Group) || c.isShareGroup(req.Group) {
 		return nil, errNotConsumerGroup(req.Group)
 	}
 	memberID := req.MemberID
