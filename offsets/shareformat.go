@@ -258,7 +258,9 @@ func (ShareGroupMetadataValue) RecordType() int16     { return ShareGroupMetadat
 func (ShareTargetAssignmentMetadataValue) RecordType() int16 {
 	return ShareGroupTargetAssignmentMetadataType
 }
-func (ShareTargetAssignmentMemberValue) RecordType() int16 { return ShareGroupTargetAssignmentMemberType }
+func (ShareTargetAssignmentMemberValue) RecordType() int16 {
+	return ShareGroupTargetAssignmentMemberType
+}
 func (ShareCurrentMemberAssignmentValue) RecordType() int16 {
 	return ShareGroupCurrentMemberAssignmentType
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 )
 
-
 // TestShareRecordsRoundTrip encodes every share group record type and
 // decodes it back unchanged.
 func TestShareRecordsRoundTrip(t *testing.T) {
