@@ -318,6 +318,9 @@ type Config struct {
 	GroupConsumerMaxSize              int           // group.consumer.max.size
 	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
 
+	// Share groups (KIP-932), Kafka's group.share.* keys (sharegroup.go).
+	GroupShare ShareGroupBroker
+
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as
 	// STATIC_BROKER_CONFIG. Copied on write, so Configs copied from one
