@@ -219,7 +219,10 @@ func TestShareGroupScenario(t *testing.T) {
 // on without rejoining.
 func TestShareGroupRestart(t *testing.T) {
 	dir := t.TempDir()
-	b := brokertest.StartIn(t, dir, "segment", fastShareGroups, func(c *config.Config) { c.GroupShare.SessionTimeout = 30 * time.Second; c.GroupShare.MaxSessionTimeout = time.Minute })
+	b := brokertest.StartIn(t, dir, "segment", fastShareGroups, func(c *config.Config) {
+		c.GroupShare.SessionTimeout = 30 * time.Second
+		c.GroupShare.MaxSessionTimeout = time.Minute
+	})
 	ctx := testCtx(t, time.Minute)
 	cl := newClient(t, b.Addr())
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, "rt"); err != nil {
@@ -241,7 +244,10 @@ func TestShareGroupRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b = brokertest.StartIn(t, dir, "segment", fastShareGroups, func(c *config.Config) { c.GroupShare.SessionTimeout = 30 * time.Second; c.GroupShare.MaxSessionTimeout = time.Minute })
+	b = brokertest.StartIn(t, dir, "segment", fastShareGroups, func(c *config.Config) {
+		c.GroupShare.SessionTimeout = 30 * time.Second
+		c.GroupShare.MaxSessionTimeout = time.Minute
+	})
 	cl = newClient(t, b.Addr())
 	s.cl = cl
 	var after kmsg.ShareGroupDescribeResponseGroup
@@ -253,7 +259,9 @@ func TestShareGroupRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	sortMembers := func(g *kmsg.ShareGroupDescribeResponseGroup) {
-		slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int { return strings.Compare(a.MemberID, b.MemberID) })
+		slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int {
+			return strings.Compare(a.MemberID, b.MemberID)
+		})
 	}
 	sortMembers(&before)
 	sortMembers(&after)
