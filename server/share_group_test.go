@@ -375,3 +375,48 @@ func TestShareGroupHostileHeartbeats(t *testing.T) {
 		t.Fatalf("join after the hostile ones: %v %+v", err, r)
 	}
 }
+
+// TestShareGroupMetrics: the group coordinator metrics count share groups
+// by state, their members and their rebalances (epoch bumps), and do not
+// count them as classic groups.
+func TestShareGroupMetrics(t *testing.T) {
+	ms := startMetricsServer(t, "memory", fastShareGroups)
+	ctx := testCtx(t, 30*time.Second)
+	cl := newClient(t, ms.addr)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "mt"); err != nil {
+		t.Fatal(err)
+	}
+	a, b := shareMemberID(), shareMemberID()
+	for _, id := range []string{a, b} {
+		if r, err := shareHeartbeat(ctx, cl, "msg", id, 0, []string{"mt"}); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("join: %v %+v", err, r)
+		}
+	}
+	if r, err := shareHeartbeat(ctx, cl, "msg", b, -1, nil); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("leave: %v %+v", err, r)
+	}
+	d, err := shareDescribe(ctx, cl, "msg")
+	if err != nil || d.ErrorCode != 0 {
+		t.Fatalf("describe: %v %+v", err, d)
+	}
+	fams := scrape(t, ms.metrics)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"kafka_server_group_coordinator_metrics_group_count", map[string]string{"protocol": "share"}, 1},
+		{"kafka_server_group_coordinator_metrics_share_group_count", map[string]string{"state": "Stable"}, 1},
+		{"kafka_server_group_coordinator_metrics_share_group_count", map[string]string{"state": "Empty"}, 0},
+		{"sluice_group_coordinator_members", map[string]string{"protocol": "share"}, 1},
+		{"kafka_server_group_coordinator_metrics_share_group_rebalance_count", nil, float64(d.GroupEpoch)},
+		{"kafka_coordinator_group_groupmetadatamanager_numgroups", nil, 0},
+	} {
+		if got := mustValue(t, fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if d.GroupEpoch != 3 {
+		t.Errorf("group epoch %d after join, join, leave; want 3", d.GroupEpoch)
+	}
+}
