@@ -1,7 +1,11 @@
 package group
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/offsets"
 )
 
 func newShareEnv(t *testing.T, topics *fakeTopics, tweak func(*Options)) *env {
@@ -346,5 +352,85 @@ func TestShareGroupListDelete(t *testing.T) {
 	e.restart()
 	if gs := list(nil, nil); len(gs) != 0 {
 		t.Fatalf("deleted group came back after a reload: %+v", gs)
+	}
+}
+
+// TestShareGroupPersistFailure: a heartbeat whose records cannot be
+// appended changes nothing: the join is refused with a coordinator error
+// and leaves no group behind; a known member keeps its epoch.
+func TestShareGroupPersistFailure(t *testing.T) {
+	var fail atomic.Bool
+	e := newShareEnv(t, newFakeTopics(map[string]int32{"t": 2}), nil)
+	real := e.c.opts.PersistShare
+	e.c.opts.PersistShare = func(ctx context.Context, g string, recs []offsets.ShareRecord) error {
+		if fail.Load() {
+			return errors.New("disk on fire")
+		}
+		return real(ctx, g, recs)
+	}
+	fail.Store(true)
+	if r := e.sgHeartbeat("g", "a", 0, []string{"t"}); r.ErrorCode == 0 {
+		t.Fatal("join succeeded without its records")
+	}
+	if e.c.isShareGroup("g") {
+		t.Fatal("a failed first join left a group behind")
+	}
+	fail.Store(false)
+	a := e.sgHeartbeat("g", "a", 0, []string{"t"})
+	if a.ErrorCode != 0 {
+		t.Fatalf("join: %s", kerr.ErrorForCode(a.ErrorCode))
+	}
+	fail.Store(true)
+	if r := e.sgHeartbeat("g", "b", 0, []string{"t"}); r.ErrorCode == 0 {
+		t.Fatal("second join succeeded without its records")
+	}
+	fail.Store(false)
+	if d := e.sgDescribe("g"); len(d.Members) != 1 || d.GroupEpoch != a.MemberEpoch {
+		t.Fatalf("after a failed join: %+v", d)
+	}
+}
+
+// TestShareGroupConcurrent: members heartbeat from several goroutines
+// while sessions expire (run with -race); every partition stays covered by
+// the members left.
+func TestShareGroupConcurrent(t *testing.T) {
+	e := newShareEnv(t, newFakeTopics(map[string]int32{"t": 5}), nil)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("m%d", i)
+			ep := e.sgHeartbeat("g", id, 0, []string{"t"}).MemberEpoch
+			for range 20 {
+				r := e.sgHeartbeat("g", id, ep, nil)
+				switch r.ErrorCode {
+				case 0:
+					ep = r.MemberEpoch
+				case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
+					ep = e.sgHeartbeat("g", id, 0, []string{"t"}).MemberEpoch
+				default:
+					t.Errorf("%s: %s", id, kerr.ErrorForCode(r.ErrorCode))
+					return
+				}
+				if i == 0 {
+					e.clock.Advance(10 * time.Second)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := e.sgDescribe("g")
+	if d.ErrorCode != 0 {
+		t.Fatalf("describe: %s", kerr.ErrorForCode(d.ErrorCode))
+	}
+	epochs := map[string]int32{}
+	for _, m := range d.Members {
+		epochs[m.MemberID] = m.MemberEpoch
+	}
+	settle(e, "g", epochs)
+	ids := mapsKeys(epochs)
+	if h := shareHolders(e, "g", ids...); len(h) != 5 {
+		t.Fatalf("%d members cover %v, want all 5 partitions", len(ids), h)
 	}
 }
