@@ -22,6 +22,9 @@ var errUnsupportedCommitVersion = errcode.ErrUnsupportedCommitVersion
 // (UNKNOWN_MEMBER_ID), commit with v9+ unless transactional
 // (UNSUPPORTED_VERSION) and send its current epoch (STALE_MEMBER_EPOCH).
 func (c *Coordinator) validateConsumerCommit(name, memberID string, epoch int32, version int16, transactional bool) (isConsumer bool, err error) {
+	if err := c.notShareGroup(name); err != nil {
+		return false, err
+	}
 	cg := c.consumerGroup(name, false)
 	if cg == nil {
 		return false, nil

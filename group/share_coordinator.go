@@ -476,6 +476,16 @@ func (c *Coordinator) deleteShareGroup(name string) (isShare bool, err error) {
 	return true, nil
 }
 
+// notShareGroup is GROUP_ID_NOT_FOUND for a share group's name, nil for any
+// other: the offset APIs (OffsetCommit, TxnOffsetCommit, OffsetFetch,
+// OffsetDelete) refuse a share group, as Kafka's ShareGroup.validateOffset*.
+func (c *Coordinator) notShareGroup(name string) error {
+	if c.isShareGroup(name) {
+		return fmt.Errorf("%w: Group %s is not a consumer group.", errGroupIDNotFound, name)
+	}
+	return nil
+}
+
 // errNotShareGroup: a share group request for a group of another type
 // (GROUP_ID_NOT_FOUND, Kafka's message).
 func errNotShareGroup(name string) error {

@@ -434,3 +434,27 @@ func TestShareGroupConcurrent(t *testing.T) {
 		t.Fatalf("%d members cover %v, want all 5 partitions", len(ids), h)
 	}
 }
+
+// TestShareGroupOffsetAPIs: OffsetCommit, OffsetFetch and OffsetDelete of a
+// share group's name are GROUP_ID_NOT_FOUND, as Kafka's (share offsets
+// live in __share_group_state), and create no classic group.
+func TestShareGroupOffsetAPIs(t *testing.T) {
+	e := newShareEnv(t, newFakeTopics(map[string]int32{"t": 1}), nil)
+	e.sgHeartbeat("g", "a", 0, []string{"t"})
+	if c := e.commit("g", "", -1, "t", 0, 5); c != kerr.GroupIDNotFound.Code {
+		t.Fatalf("OffsetCommit: %s", kerr.ErrorForCode(c))
+	}
+	f := kmsg.NewPtrOffsetFetchRequest()
+	f.Version, f.Group = 7, "g"
+	if r := do[*kmsg.OffsetFetchResponse](e, f); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("OffsetFetch: %s", kerr.ErrorForCode(r.ErrorCode))
+	}
+	d := kmsg.NewPtrOffsetDeleteRequest()
+	d.Group = "g"
+	if r := do[*kmsg.OffsetDeleteResponse](e, d); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("OffsetDelete: %s", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if e.c.getGroup("g", false) != nil {
+		t.Fatal("a classic group was made with a share group's name")
+	}
+}
