@@ -166,11 +166,16 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 		writeKafkaError(w, err)
 		return
 	}
+	shared := describeShareGroups(ctx, adm, listed, names) // sharegroups.go
 	for _, name := range names {
 		l := listed[name]
 		gs := groupSummaryJSON{GroupID: name, State: l.State, ProtocolType: l.ProtocolType, Coordinator: l.Coordinator, Lag: totalLag(offsets[name])}
 		if d, ok := described[name]; ok && d.Err == nil {
 			gs.State, gs.ProtocolType, gs.Protocol = d.State, d.ProtocolType, d.Protocol
+			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
+		}
+		if d, ok := shared[name]; ok && d.Err == nil {
+			gs.State, gs.ProtocolType, gs.Protocol = d.GroupState, "share", d.Assignor
 			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
 		}
 		out.Groups = append(out.Groups, gs)
@@ -213,6 +218,12 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 	}
 	rows := offsets[name]
 	if (d.State == "Dead" || d.State == "") && len(d.Members) == 0 && len(rows) == 0 {
+		// Maybe a share group (sharegroups.go), which DescribeGroups
+		// answers Dead.
+		if sd, _ := adm.DescribeShareGroups(ctx, name); sd[name].Err == nil && sd[name].GroupState != "" && sd[name].GroupState != "Dead" {
+			writeJSON(w, http.StatusOK, q.shareGroupJSON(sd[name]))
+			return
+		}
 		writeError(w, http.StatusNotFound, "no such group: "+name, kerr.GroupIDNotFound.Message)
 		return
 	}
