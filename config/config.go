@@ -324,6 +324,9 @@ type Config struct {
 	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
 	GroupConsumerMigrationPolicy      string        // group.consumer.migration.policy (lower case)
 
+	// Share groups (KIP-932), Kafka's group.share.* keys (sharegroup.go).
+	GroupShare ShareGroupBroker
+
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as
 	// STATIC_BROKER_CONFIG. Copied on write, so Configs copied from one

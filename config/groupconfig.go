@@ -78,6 +78,9 @@ func (c *Config) GroupValue(props map[string]string, k GroupKey) (string, bool) 
 	if v, ok := props[k.Name]; ok {
 		return v, true
 	}
+	if isShareGroupKey(k.Name) {
+		return c.shareGroupValue(props, k), false
+	}
 	t := c.GroupTimeouts(nil)
 	switch k.Name {
 	case GroupConsumerSessionTimeoutKey:
@@ -102,6 +105,9 @@ func (c *Config) CheckGroupConfigs(props map[string]string) error {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	hb, st := ms(c.GroupConsumerHeartbeatInterval), ms(c.GroupConsumerSessionTimeout)
 	for _, k := range groupKeys {
+		if isShareGroupKey(k.Name) {
+			continue // checkShareGroupConfigs
+		}
 		v, err := groupInt(props, k.Name)
 		if err != nil {
 			return err
@@ -135,7 +141,7 @@ func (c *Config) CheckGroupConfigs(props map[string]string) error {
 	if st <= hb {
 		return fmt.Errorf("%w: %s must be greater than %s", ErrGroupConfig, GroupConsumerSessionTimeoutKey, GroupConsumerHeartbeatIntervalKey)
 	}
-	return nil
+	return c.checkShareGroupConfigs(props)
 }
 
 // groupInt parses props[name] as Kafka's ConfigDef INT with atLeast(1);

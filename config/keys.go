@@ -520,6 +520,66 @@ var brokerKeys = []Key{
 			},
 			get: func(c *Config) string { return c.GroupConsumerMigrationPolicy },
 		}},
+	{Name: "group.share.enable", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "share groups (KIP-932): serve ShareGroupHeartbeat and ShareGroupDescribe (Kafka 4.2's internal key; Kafka enables them with the `share.version` feature)",
+		codec: boolKey(func(c *Config) *bool { return &c.GroupShare.Enable })},
+	{Name: "group.share.heartbeat.interval.ms", Type: TypeInt, Importance: Medium, Default: "5000",
+		Doc:   "share groups: how often members heartbeat",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupShare.HeartbeatInterval }, time.Millisecond, 1)},
+	{Name: "group.share.min.heartbeat.interval.ms", Type: TypeInt, Importance: Medium, Default: "5000",
+		Doc:   "share groups: lower bound of `group.share.heartbeat.interval.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupShare.MinHeartbeatInterval }, time.Millisecond, 1)},
+	{Name: "group.share.max.heartbeat.interval.ms", Type: TypeInt, Importance: Medium, Default: "15000",
+		Doc:   "share groups: upper bound of `group.share.heartbeat.interval.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupShare.MaxHeartbeatInterval }, time.Millisecond, 1)},
+	{Name: "group.share.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "45000",
+		Doc:   "share groups: a member silent this long is removed",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupShare.SessionTimeout }, time.Millisecond, 1)},
+	{Name: "group.share.min.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "45000",
+		Doc:   "share groups: lower bound of `group.share.session.timeout.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupShare.MinSessionTimeout }, time.Millisecond, 1)},
+	{Name: "group.share.max.session.timeout.ms", Type: TypeInt, Importance: Medium, Default: "60000",
+		Doc:   "share groups: upper bound of `group.share.session.timeout.ms`",
+		codec: durationKey(func(c *Config) *time.Duration { return &c.GroupShare.MaxSessionTimeout }, time.Millisecond, 1)},
+	{Name: "group.share.max.size", Type: TypeInt, Importance: Medium, Default: "200",
+		Doc:   "share groups: most members a group may have (GROUP_MAX_SIZE_REACHED beyond)",
+		codec: intKey(func(c *Config) *int { return &c.GroupShare.MaxSize }, 1, 1000)},
+	{Name: "group.share.assignors", Type: TypeList, Importance: Medium, Default: "simple",
+		Doc: "share groups: the server-side assignor, exactly one: `simple` (or Kafka's class name)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				n := 0
+				for _, a := range strings.Split(v, ",") {
+					switch a = strings.TrimSpace(a); a {
+					case "":
+					case "simple", "org.apache.kafka.coordinator.group.assignor.SimpleAssignor":
+						n++
+					default:
+						return keyError(key, "%q is not a share group assignor: simple", a)
+					}
+				}
+				if n != 1 {
+					return keyError(key, "must contain exactly one assignor, but found %d", n)
+				}
+				return nil
+			},
+			get: func(*Config) string { return "simple" },
+		}},
+	{Name: "group.share.record.lock.duration.ms", Type: TypeInt, Importance: Medium, Default: "30000",
+		Doc:   "share groups: how long a delivered record stays acquired by its consumer",
+		codec: intKey(func(c *Config) *int { return &c.GroupShare.RecordLockDurationMs }, 1000, 3600000)},
+	{Name: "group.share.min.record.lock.duration.ms", Type: TypeInt, Importance: Medium, Default: "15000",
+		Doc:   "share groups: lower bound of a group's `share.record.lock.duration.ms`",
+		codec: intKey(func(c *Config) *int { return &c.GroupShare.MinRecordLockDurationMs }, 1000, 30000)},
+	{Name: "group.share.max.record.lock.duration.ms", Type: TypeInt, Importance: Medium, Default: "60000",
+		Doc:   "share groups: upper bound of a group's `share.record.lock.duration.ms`",
+		codec: intKey(func(c *Config) *int { return &c.GroupShare.MaxRecordLockDurationMs }, 30000, 3600000)},
+	{Name: "group.share.delivery.count.limit", Type: TypeInt, Importance: Medium, Default: "5",
+		Doc:   "share groups: deliveries of a record before it is archived",
+		codec: intKey(func(c *Config) *int { return &c.GroupShare.DeliveryCountLimit }, 2, 10)},
+	{Name: "group.share.partition.max.record.locks", Type: TypeInt, Importance: Medium, Default: "2000",
+		Doc:   "share groups: most records in flight (acquired) per share-partition",
+		codec: intKey(func(c *Config) *int { return &c.GroupShare.PartitionMaxRecordLocks }, 100, 10000)},
 	{Name: "offsets.retention.minutes", Type: TypeInt, Importance: High, Default: "10080",
 		Doc:   "committed offsets of empty groups expire after this",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.OffsetsRetention }, time.Minute, 1)},

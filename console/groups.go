@@ -171,9 +171,11 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 	for _, g := range listed.Sorted() {
 		if q.allowed(acl.OpDescribe, acl.ResourceGroup, g.Group) {
 			names = append(names, g.Group)
-			if g.GroupType == groupTypeConsumer {
+			switch g.GroupType {
+			case groupTypeConsumer:
 				consumer = append(consumer, g.Group)
-			} else {
+			case "share": // described by describeShareGroups
+			default:
 				classic = append(classic, g.Group)
 			}
 		}
@@ -208,6 +210,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 		writeKafkaError(w, err)
 		return
 	}
+	shared := describeShareGroups(ctx, adm, listed, names) // sharegroups.go
 	for _, name := range names {
 		l := listed[name]
 		gs := groupSummaryJSON{GroupID: name, Type: cmp.Or(l.GroupType, groupTypeClassic), State: l.State,
@@ -218,6 +221,10 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, q *request) 
 		}
 		if d, ok := consumers[name]; ok && d.Err == nil {
 			gs.State, gs.ProtocolType, gs.Protocol = d.State, "consumer", d.AssignorName
+			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
+		}
+		if d, ok := shared[name]; ok && d.Err == nil {
+			gs.State, gs.ProtocolType, gs.Protocol = d.GroupState, "share", d.Assignor
 			gs.Members, gs.Coordinator = len(d.Members), d.Coordinator.NodeID
 		}
 		out.Groups = append(out.Groups, gs)
@@ -258,12 +265,25 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 		writeKafkaError(w, err)
 		return
 	}
+	// share answers a share group (sharegroups.go), which DescribeGroups
+	// answers Dead (GROUP_ID_NOT_FOUND from v6).
+	share := func() bool {
+		sd, _ := adm.DescribeShareGroups(ctx, name)
+		if sd[name].Err == nil && sd[name].GroupState != "" && sd[name].GroupState != "Dead" {
+			writeJSON(w, http.StatusOK, q.shareGroupJSON(sd[name]))
+			return true
+		}
+		return false
+	}
 	d, ok := described[name]
 	if !ok {
 		writeKafkaError(w, kerr.GroupIDNotFound)
 		return
 	}
 	if d.Err != nil {
+		if errors.Is(d.Err, kerr.GroupIDNotFound) && share() {
+			return
+		}
 		writeKafkaError(w, d.Err)
 		return
 	}
@@ -274,6 +294,9 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request, q *reques
 	}
 	rows := offsets[name]
 	if (d.State == "Dead" || d.State == "") && len(d.Members) == 0 && len(rows) == 0 {
+		if share() {
+			return
+		}
 		writeError(w, http.StatusNotFound, "no such group: "+name, kerr.GroupIDNotFound.Message)
 		return
 	}

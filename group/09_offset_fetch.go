@@ -105,6 +105,9 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 	if err := c.validateGroup(name); err != nil {
 		return nil, err
 	}
+	if err := c.notShareGroup(name); err != nil {
+		return nil, err
+	}
 	var offsets map[metastore.TopicPartition]metastore.CommittedOffset
 	var unstable map[metastore.TopicPartition]bool
 	if g := c.getGroup(name, false); g != nil {

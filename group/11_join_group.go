@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -65,6 +66,9 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (joi
 	}
 	if err := c.validateGroup(req.Group); err != nil {
 		return fail(err)
+	}
+	if c.isShareGroup(req.Group) {
+		return fail(fmt.Errorf("%w: Group %s is not a classic group.", errGroupIDNotFound, req.Group))
 	}
 	a := joinArgs{
 		version:      req.Version,

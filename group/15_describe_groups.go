@@ -61,7 +61,7 @@ func (c *Coordinator) describe(name string, v int16) kmsg.DescribeGroupsResponse
 		dg.State = stateDead.String()
 		return dg
 	}
-	if c.isConsumerGroup(name) {
+	if c.isConsumerGroup(name) || c.isShareGroup(name) {
 		return notFound(fmt.Sprintf("Group %s is not a classic group.", name))
 	}
 	g := c.getGroup(name, false)

@@ -21,7 +21,9 @@ import (
 // GroupMetadataManager.listGroups: classic groups with their protocol type
 // (empty for groups that only hold offsets) and type "classic"; consumer
 // groups (KIP-848) with protocol type "consumer", type "consumer" and
-// their ConsumerGroupState (Empty, Assigning, Reconciling, Stable). The
+// their ConsumerGroupState (Empty, Assigning, Reconciling, Stable); share
+// groups (KIP-932) with protocol type and type "share" and their state
+// (Empty, Stable). The
 // memberless classic group that holds a consumer group's offsets is not a
 // group of its own and is not listed. Filters match case-insensitively (a
 // state filter trimmed, as Kafka's); a type filter that names no known
@@ -72,6 +74,10 @@ func (c *Coordinator) summaries() []groupSummary {
 	for _, s := range cs {
 		isConsumer[s.name] = true
 		out = append(out, groupSummary{s.name, s.state, consumerProtocolType, ConsumerGroupType})
+	}
+	for _, s := range c.shareSummaries() {
+		isConsumer[s.name] = true
+		out = append(out, groupSummary{s.name, s.state, ShareGroupType, ShareGroupType})
 	}
 	for _, g := range c.groupList() {
 		g.mu.Lock()

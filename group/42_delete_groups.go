@@ -35,6 +35,9 @@ func (c *Coordinator) deleteGroup(name string) error {
 	if err := c.validateGroup(name); err != nil {
 		return err
 	}
+	if isShare, err := c.deleteShareGroup(name); isShare {
+		return err
+	}
 	isConsumer, err := c.deleteConsumerGroup(name)
 	if err != nil {
 		return err

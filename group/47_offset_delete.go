@@ -42,6 +42,9 @@ func (c *Coordinator) deleteOffsets(req *kmsg.OffsetDeleteRequest) ([][]error, e
 	if err := c.validateGroup(req.Group); err != nil {
 		return nil, err
 	}
+	if err := c.notShareGroup(req.Group); err != nil {
+		return nil, err
+	}
 	g := c.getGroup(req.Group, false)
 	if g == nil {
 		return nil, errGroupIDNotFound

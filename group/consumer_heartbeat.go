@@ -123,6 +123,9 @@ func (c *Coordinator) heartbeat848(ctx context.Context, req *kmsg.ConsumerGroupH
 	if req.MemberEpoch == consumer.LeaveEpoch || req.MemberEpoch == consumer.StaticLeaveEpoch {
 		return c.leave848(ctx, req)
 	}
+	if c.isShareGroup(req.Group) {
+		return nil, errNotConsumerGroup(req.Group)
+	}
 	if c.hasClassicMembers(req.Group) && c.consumerGroupWithMembers(req.Group) == nil {
 		// A classic group: a joining member may upgrade it
 		// (consumer_migration.go); anyone else is told it is not a

@@ -27,6 +27,9 @@ var errUnsupportedCommitVersion = errcode.ErrUnsupportedCommitVersion
 // consumer's group metadata) is accepted whatever the members, as Kafka's
 // ConsumerGroup.validateOffsetCommit: those fields are optional there.
 func (c *Coordinator) validateConsumerCommit(name, memberID string, instanceID *string, epoch int32, version int16, transactional bool) (isConsumer bool, err error) {
+	if err := c.notShareGroup(name); err != nil {
+		return false, err
+	}
 	cg := c.consumerGroup(name, false)
 	if cg == nil {
 		return false, nil

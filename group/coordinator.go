@@ -128,6 +128,17 @@ type Options struct {
 	// "bidirectional" (also ""), "upgrade", "downgrade" or "disabled"
 	// (consumer_migration.go).
 	ConsumerMigrationPolicy string
+
+	// Share groups (KIP-932, share_coordinator.go). PersistShare
+	// (offsets.Coordinator.PersistShare) and Topics are required for
+	// ShareGroupHeartbeat; without them it answers
+	// COORDINATOR_NOT_AVAILABLE. ShareGroupConfigs returns a group's
+	// effective configuration (nil: Kafka's defaults); it is called with
+	// the group's lock held and must not call back into the Coordinator.
+	// ShareMaxSize is group.share.max.size (0: 200).
+	PersistShare      PersistShareFunc
+	ShareGroupConfigs func(group string) ShareGroupConfig
+	ShareMaxSize      int
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.
@@ -151,6 +162,8 @@ type Coordinator struct {
 
 	// cgs are the consumer groups (KIP-848; consumer_coordinator.go).
 	cgs consumerGroups
+	// sgs are the share groups (KIP-932; share_coordinator.go).
+	sgs shareGroups
 
 	// rebalances count rebalances for the metrics (stats.go).
 	rebalances rebalanceCounters
@@ -263,6 +276,7 @@ func (c *Coordinator) Close() error {
 	c.groups = make(map[string]*group)
 	c.mu.Unlock()
 	c.closeConsumerGroups()
+	c.closeShareGroups()
 	for _, g := range groups {
 		g.mu.Lock()
 		g.stopTimersLocked()
@@ -327,6 +341,9 @@ var versionRanges = map[int16][2]int16{
 func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	r, ok := versionRanges[req.Key()]
 	if !ok {
+		r, ok = shareVersionRanges[req.Key()]
+	}
+	if !ok {
 		return nil, ErrUnhandled
 	}
 	if v := req.GetVersion(); v < r[0] || v > r[1] {
@@ -366,6 +383,15 @@ func (c *Coordinator) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respon
 		return c.consumerGroupHeartbeat(ctx, req), nil
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return c.consumerGroupDescribe(req), nil
+	case *kmsg.ShareGroupHeartbeatRequest:
+		if c.opts.PersistShare == nil || c.opts.Topics == nil {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = errcode.Code(errCoordinatorNotAvailable)
+			return resp, nil
+		}
+		return c.shareGroupHeartbeat(ctx, req), nil
+	case *kmsg.ShareGroupDescribeRequest:
+		return c.shareGroupDescribe(req), nil
 	}
 	return nil, ErrUnhandled
 }

@@ -213,6 +213,9 @@ func (e *env) start() {
 			ReloadConsumer: func(match func(string) bool, gs map[string][]offsets.ConsumerRecord) error {
 				return e.c.ReloadConsumer(match, gs)
 			},
+			ReloadShare: func(match func(string) bool, gs map[string][]offsets.ShareRecord) error {
+				return e.c.ReloadShare(match, gs)
+			},
 			Meta:   e.store,
 			Now:    e.clock.Now,
 			Logger: quietLogger(),
@@ -220,6 +223,9 @@ func (e *env) start() {
 		opts.Owns, opts.Persist, opts.PersistGroup, opts.PersistTxn = e.oc.Owns, e.oc.Persist, e.oc.PersistGroup, e.oc.PersistTxn
 		if opts.PersistConsumer == nil {
 			opts.PersistConsumer = e.oc.PersistConsumer
+		}
+		if opts.PersistShare == nil {
+			opts.PersistShare = e.oc.PersistShare
 		}
 		if opts.Loading == nil {
 			opts.Loading = e.oc.Loading

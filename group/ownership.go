@@ -153,6 +153,7 @@ func (c *Coordinator) Reload(match func(group string) bool) error {
 func (c *Coordinator) Unload(match func(group string) bool) {
 	c.drop(match, nil)
 	c.unloadConsumerGroups(match)
+	c.unloadShareGroups(match)
 }
 
 // drop removes the groups matching match and installs repl in their place.

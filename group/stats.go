@@ -84,6 +84,10 @@ func (c *Coordinator) Stats() []GroupStats {
 		}
 		out[i].Type, out[i].State, out[i].Members = ConsumerGroupType, cs.state, cs.members
 	}
+	for _, ss := range c.shareSummaries() {
+		out = append(out, GroupStats{Name: ss.name, Type: ShareGroupType, State: ss.state, Members: ss.members,
+			Offsets: map[metastore.TopicPartition]int64{}})
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

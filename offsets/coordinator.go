@@ -89,6 +89,9 @@ type Options struct {
 	// by those the replay found: each group's latest record per key, in
 	// log order. nil: consumer group records are read and dropped.
 	ReloadConsumer func(match func(group string) bool, groups map[string][]ConsumerRecord) error
+	// ReloadShare is ReloadConsumer for share groups (KIP-932). nil: share
+	// group records are read and dropped.
+	ReloadShare func(match func(group string) bool, groups map[string][]ShareRecord) error
 	// Meta is the metastore the replay materializes into. Required.
 	Meta *metastore.Store
 	// Now stamps records. nil: time.Now.
@@ -260,6 +263,11 @@ func (c *Coordinator) load(i int32, current func() bool) (coordlog.Loaded, error
 	}
 	if c.opts.ReloadConsumer != nil {
 		if err := c.opts.ReloadConsumer(match, v.consumerGroups(match)); err != nil {
+			return coordlog.Loaded{}, err
+		}
+	}
+	if c.opts.ReloadShare != nil {
+		if err := c.opts.ReloadShare(match, v.shareGroups(match)); err != nil {
 			return coordlog.Loaded{}, err
 		}
 	}

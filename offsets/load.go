@@ -27,6 +27,9 @@ type view struct {
 	// consumer-group key (types 3-8 and 16), by encoded key
 	// (consumerpersist.go).
 	consumer map[string]map[string]consumerEntry
+	// share holds, per share group, the latest record of each share-group
+	// key (types 9-15), by encoded key (sharepersist.go).
+	share map[string]map[string]shareEntry
 }
 
 // groupTP names a group's partition.
@@ -76,6 +79,9 @@ func replay(p *replication.Partition, end int64) (*view, coordlog.ReplayStats, e
 			var err error
 			if b.Control() {
 				err = v.applyControl(b.ProducerID(), r.Key)
+			} else if isShareKey(r.Key) {
+				st.Records++
+				err = v.applyShare(r.Key, r.Value, it.Offset())
 			} else if isConsumerKey(r.Key) {
 				// Consumer group records (KIP-848) go to the consumer
 				// group coordinator, not the metastore.

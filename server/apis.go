@@ -85,8 +85,9 @@ var apis, clusterAPIs apiTable
 
 // apisFor returns the dispatch table of a cluster member or a single node;
 // without consumerProtocol (group.coordinator.rebalance.protocols lacks
-// `consumer`), one without the KIP-848 consumer group APIs.
-func apisFor(cluster, consumerProtocol bool) apiTable {
+// `consumer`), one without the KIP-848 consumer group APIs; without
+// shareGroups (group.share.enable), one without the share group APIs.
+func apisFor(cluster, consumerProtocol bool, shareGroups ...bool) apiTable {
 	t := apis
 	if cluster {
 		t = clusterAPIs
@@ -95,6 +96,12 @@ func apisFor(cluster, consumerProtocol bool) apiTable {
 		t = maps.Clone(t)
 		delete(t, apiKeyConsumerGroupHeartbeat)
 		delete(t, apiKeyConsumerGroupDescribe)
+	}
+	if len(shareGroups) == 0 || !shareGroups[0] {
+		t = maps.Clone(t)
+		for k := range group.ShareAPIs() {
+			delete(t, k)
+		}
 	}
 	return t
 }
@@ -152,6 +159,11 @@ func init() {
 	// group.coordinator.rebalance.protocols lacks `consumer`.
 	apis[apiKeyConsumerGroupHeartbeat] = api{0, 1, handleConsumerGroupHeartbeat}
 	apis[apiKeyConsumerGroupDescribe] = api{0, 1, handleConsumerGroupDescribe}
+	// KIP-932 share groups: the coordinator's, with the server's
+	// authorization around them; left out by apisFor unless
+	// group.share.enable is set.
+	apis[apiKeyShareGroupHeartbeat] = api{1, 1, handleShareGroupHeartbeat}
+	apis[apiKeyShareGroupDescribe] = api{1, 1, handleShareGroupDescribe}
 	clusterAPIs = maps.Clone(apis)
 	clusterAPIs[apiKeyLeaderAndIsr] = api{2, 5, handleLeaderAndIsr}
 	clusterAPIs[apiKeyStopReplica] = api{3, 3, handleStopReplica}

@@ -61,7 +61,9 @@ func newTestServerOn(t testing.TB, backend string, cfg *config.Config, opts Opti
 // down, so long polls return at once, with a small partition limit so that
 // created topics stay cheap.
 func newFuzzServer(t testing.TB) *Server {
-	s := newTestServer(t, nil, Options{ClusterID: "fuzz", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
+	cfg := config.Default()
+	cfg.GroupShare.Enable = true // the share group APIs are fuzzed too
+	s := newTestServer(t, &cfg, Options{ClusterID: "fuzz", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092})
 	s.rules.maxPartitions = 4
 	s.Shutdown()
 	return s

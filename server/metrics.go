@@ -192,6 +192,8 @@ var (
 	descConsumerGroupCount = gaugeDesc("kafka_server_group_coordinator_metrics_consumer_group_count", "Consumer groups (KIP-848) this broker coordinates, by state (Empty, Assigning, Reconciling, Stable, Dead).", "state")
 	descClassicRebalances  = prometheus.NewDesc("kafka_server_group_coordinator_metrics_group_completed_rebalance_count", "Rebalances of classic groups completed here (a SyncGroup that made the group Stable).", nil, nil)
 	descConsumerRebalances = prometheus.NewDesc("kafka_server_group_coordinator_metrics_consumer_group_rebalance_count", "Rebalances of consumer groups (KIP-848) here: bumps of a group epoch.", nil, nil)
+	descShareGroupCount    = gaugeDesc("kafka_server_group_coordinator_metrics_share_group_count", "Share groups (KIP-932) this broker coordinates, by state (Empty, Stable, Dead).", "state")
+	descShareRebalances    = prometheus.NewDesc("kafka_server_group_coordinator_metrics_share_group_rebalance_count", "Rebalances of share groups (KIP-932) here: bumps of a group epoch.", nil, nil)
 	descMembersByType      = gaugeDesc("sluice_group_coordinator_members", "Members of the groups this broker coordinates, by rebalance protocol (classic, consumer); Kafka has no such gauge.", "protocol")
 	descTxns               = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
 
@@ -228,6 +230,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
 		descGroupCount, descConsumerGroupCount, descClassicRebalances, descConsumerRebalances, descMembersByType,
+		descShareGroupCount, descShareRebalances,
 		descCleanTime, descRecopy, descUncleanable, descTxns,
 		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked} {
 		ch <- d
@@ -375,12 +378,15 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 	groups := c.s.groups.Stats()
 	byState := map[string]int{}         // classic groups
 	consumerByState := map[string]int{} // consumer groups
+	shareByState := map[string]int{}    // share groups
 	count := map[string]int{}           // group type -> groups
 	members := map[string]int{}         // group type -> members
 	offsets := 0
 	for _, g := range groups {
 		if g.Type == group.ConsumerGroupType {
 			consumerByState[g.State]++
+		} else if g.Type == group.ShareGroupType {
+			shareByState[g.State]++
 		} else {
 			byState[g.State]++
 		}
@@ -394,7 +400,7 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 	for state, d := range groupStateGauges {
 		gauge(d, float64(byState[state]))
 	}
-	for _, t := range []string{group.ClassicGroupType, group.ConsumerGroupType} {
+	for _, t := range []string{group.ClassicGroupType, group.ConsumerGroupType, group.ShareGroupType} {
 		gauge(descGroupCount, float64(count[t]), t)
 		gauge(descMembersByType, float64(members[t]), t)
 	}
@@ -404,6 +410,10 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 	rb := c.s.groups.Rebalances()
 	ch <- prometheus.MustNewConstMetric(descClassicRebalances, prometheus.CounterValue, float64(rb.ClassicCompleted))
 	ch <- prometheus.MustNewConstMetric(descConsumerRebalances, prometheus.CounterValue, float64(rb.Consumer))
+	for _, st := range []string{"Empty", "Stable", "Dead"} {
+		gauge(descShareGroupCount, float64(shareByState[st]), st)
+	}
+	ch <- prometheus.MustNewConstMetric(descShareRebalances, prometheus.CounterValue, float64(c.s.groups.ShareRebalances()))
 
 	all := len(groups)
 	groups = exportedGroups(groups)

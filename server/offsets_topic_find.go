@@ -57,6 +57,9 @@ func newOffsetsCoord(s *Server) *offsets.Coordinator {
 		ReloadConsumer: func(match func(string) bool, groups map[string][]offsets.ConsumerRecord) error {
 			return s.groups.ReloadConsumer(match, groups)
 		},
+		ReloadShare: func(match func(string) bool, groups map[string][]offsets.ShareRecord) error {
+			return s.groups.ReloadShare(match, groups)
+		},
 		Meta:   s.meta,
 		Now:    s.now,
 		Logger: s.log,

@@ -340,7 +340,7 @@ func New(opts Options) (*Server, error) {
 	if ib, ok := cp.(interBroker); ok && hooks != nil {
 		s.ib = ib
 	}
-	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol())
+	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol(), opts.Config.ServesShareGroups())
 	s.rm = replica.New(replica.Options{
 		Config: *s.currentConfig(),
 		Meta:   s.meta,
@@ -417,6 +417,10 @@ func New(opts Options) (*Server, error) {
 		ConsumerAssignors:         c.GroupConsumerAssignors,
 		ConsumerMigrationPolicy:   c.GroupConsumerMigrationPolicy,
 		ConsumerGroupTimeouts:     s.consumerGroupTimeouts, // groupconfig.go
+
+		PersistShare:      s.offsets.PersistShare,
+		ShareGroupConfigs: s.shareGroupConfig, // 76_share_group_heartbeat.go
+		ShareMaxSize:      c.GroupShare.MaxSize,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("server: group coordinator: %w", err))

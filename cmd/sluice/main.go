@@ -22,6 +22,7 @@ func commands() []command {
 		{"perf", "load-test a broker: perf produce|consume|e2e", perf},
 		{"topic", "create, list, describe, delete topics and alter their configs", topicCmd},
 		{"group", "list, describe (with lag), delete consumer groups and reset their offsets", groupCmd},
+		{"share-group", "list, describe, delete share groups (kafka-share-groups.sh)", shareGroupCmd},
 		{"acl", "add, list, remove ACL bindings (kafka-acls.sh)", aclCmd},
 		{"user", "create, list, delete SCRAM credentials", userCmd},
 		{"quota", "set, describe, remove client quotas (kafka-configs.sh --entity-type users|clients)", quotaCmd},

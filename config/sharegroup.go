@@ -1,0 +1,278 @@
+package config
+
+// Share groups (KIP-932): the broker's group.share.* keys and the share.*
+// per-group configs, with Kafka 4.2's rules (GroupCoordinatorConfig and
+// ShareGroupConfig for the broker, GroupConfig.validateValues for a
+// group), and Kafka 4.3's share.delivery.count.limit and
+// share.partition.max.record.locks (KIP-1240), bounded by the ranges of
+// their broker keys.
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ShareGroupBroker is the broker's share group settings.
+type ShareGroupBroker struct {
+	Enable                                     bool          // group.share.enable
+	HeartbeatInterval                          time.Duration // group.share.heartbeat.interval.ms
+	MinHeartbeatInterval, MaxHeartbeatInterval time.Duration
+	SessionTimeout                             time.Duration // group.share.session.timeout.ms
+	MinSessionTimeout, MaxSessionTimeout       time.Duration
+	MaxSize                                    int // group.share.max.size
+	RecordLockDurationMs                       int // group.share.record.lock.duration.ms
+	MinRecordLockDurationMs                    int // group.share.min.record.lock.duration.ms
+	MaxRecordLockDurationMs                    int // group.share.max.record.lock.duration.ms
+	DeliveryCountLimit                         int // group.share.delivery.count.limit
+	PartitionMaxRecordLocks                    int // group.share.partition.max.record.locks
+}
+
+// ServesShareGroups reports whether group.share.enable is set: the share
+// group APIs are then in the dispatch table.
+func (c *Config) ServesShareGroups() bool { return c.GroupShare.Enable }
+
+// checkShareGroupBounds is Kafka's GroupCoordinatorConfig and
+// ShareGroupConfig rules for the share group keys.
+func (c *Config) checkShareGroupBounds() error {
+	s := c.GroupShare
+	if s.MinHeartbeatInterval > s.MaxHeartbeatInterval {
+		return keyError("group.share.max.heartbeat.interval.ms", "must be greater than or equal to group.share.min.heartbeat.interval.ms")
+	}
+	if s.HeartbeatInterval < s.MinHeartbeatInterval || s.HeartbeatInterval > s.MaxHeartbeatInterval {
+		return keyError("group.share.heartbeat.interval.ms", "%d is outside [%d, %d]", s.HeartbeatInterval.Milliseconds(),
+			s.MinHeartbeatInterval.Milliseconds(), s.MaxHeartbeatInterval.Milliseconds())
+	}
+	if s.MinSessionTimeout > s.MaxSessionTimeout {
+		return keyError("group.share.max.session.timeout.ms", "must be greater than or equal to group.share.min.session.timeout.ms")
+	}
+	if s.SessionTimeout < s.MinSessionTimeout || s.SessionTimeout > s.MaxSessionTimeout {
+		return keyError("group.share.session.timeout.ms", "%d is outside [%d, %d]", s.SessionTimeout.Milliseconds(),
+			s.MinSessionTimeout.Milliseconds(), s.MaxSessionTimeout.Milliseconds())
+	}
+	if s.HeartbeatInterval >= s.SessionTimeout {
+		return keyError("group.share.heartbeat.interval.ms", "must be less than group.share.session.timeout.ms")
+	}
+	if s.MinRecordLockDurationMs > s.MaxRecordLockDurationMs {
+		return keyError("group.share.max.record.lock.duration.ms", "must be greater than or equal to group.share.min.record.lock.duration.ms")
+	}
+	if d := s.RecordLockDurationMs; d < s.MinRecordLockDurationMs || d > s.MaxRecordLockDurationMs {
+		return keyError("group.share.record.lock.duration.ms", "%d is outside [%d, %d]", d, s.MinRecordLockDurationMs, s.MaxRecordLockDurationMs)
+	}
+	return nil
+}
+
+// The share group keys a GROUP config resource takes, Kafka's names.
+const (
+	GroupShareAutoOffsetResetKey         = "share.auto.offset.reset"
+	GroupShareDeliveryCountLimitKey      = "share.delivery.count.limit"
+	GroupShareHeartbeatIntervalKey       = "share.heartbeat.interval.ms"
+	GroupShareIsolationLevelKey          = "share.isolation.level"
+	GroupSharePartitionMaxRecordLocksKey = "share.partition.max.record.locks"
+	GroupShareRecordLockDurationKey      = "share.record.lock.duration.ms"
+	GroupShareRenewAcknowledgeEnableKey  = "share.renew.acknowledge.enable"
+	GroupShareSessionTimeoutKey          = "share.session.timeout.ms"
+)
+
+// shareGroupKeys are the share.* per-group keys, sorted by name.
+var shareGroupKeys = []GroupKey{
+	{Name: GroupShareAutoOffsetResetKey, Type: TypeString,
+		Doc: "Where a share-partition of this group starts: latest (default), earliest, or by_duration:<ISO-8601 duration> back from now."},
+	{Name: GroupShareDeliveryCountLimitKey, Synonym: "group.share.delivery.count.limit", Type: TypeInt,
+		Doc: "Deliveries of a record to this group before it is archived (2-10; default: the broker's group.share.delivery.count.limit; Kafka 4.3, KIP-1240)."},
+	{Name: GroupShareHeartbeatIntervalKey, Synonym: "group.share.heartbeat.interval.ms", Type: TypeInt,
+		Doc: "The heartbeat interval given to this share group's members (default: the broker's group.share.heartbeat.interval.ms)."},
+	{Name: GroupShareIsolationLevelKey, Type: TypeString,
+		Doc: "read_uncommitted (default) or read_committed: whether this group skips records of aborted transactions."},
+	{Name: GroupSharePartitionMaxRecordLocksKey, Synonym: "group.share.partition.max.record.locks", Type: TypeInt,
+		Doc: "Most records in flight per share-partition of this group (100-10000; default: the broker's group.share.partition.max.record.locks; Kafka 4.3, KIP-1240)."},
+	{Name: GroupShareRecordLockDurationKey, Synonym: "group.share.record.lock.duration.ms", Type: TypeInt,
+		Doc: "How long a record delivered to this group stays acquired (default: the broker's group.share.record.lock.duration.ms)."},
+	{Name: GroupShareRenewAcknowledgeEnableKey, Type: TypeBoolean,
+		Doc: "Whether this group's consumers may renew a record's acquisition lock (KIP-1222; default true)."},
+	{Name: GroupShareSessionTimeoutKey, Synonym: "group.share.session.timeout.ms", Type: TypeInt,
+		Doc: "The timeout to detect failures of this share group's members (default: the broker's group.share.session.timeout.ms)."},
+}
+
+func init() { groupKeys = append(groupKeys, shareGroupKeys...) }
+
+// isShareGroupKey reports whether name is a share.* group key.
+func isShareGroupKey(name string) bool { return strings.HasPrefix(name, "share.") }
+
+// ShareGroupSettings is what a share group runs with.
+type ShareGroupSettings struct {
+	SessionTimeout          time.Duration
+	HeartbeatInterval       time.Duration
+	RecordLockDuration      time.Duration
+	DeliveryCountLimit      int
+	PartitionMaxRecordLocks int
+	AutoOffsetReset         string // latest, earliest or by_duration:<ISO-8601>
+	IsolationLevel          string // read_uncommitted or read_committed
+	RenewAcknowledgeEnable  bool
+}
+
+// ShareGroupSettings returns the settings of a share group whose stored
+// configs are props: each the group's value when set and valid, else the
+// broker's (or Kafka's default for the keys without a broker synonym).
+func (c *Config) ShareGroupSettings(props map[string]string) ShareGroupSettings {
+	s := c.GroupShare
+	out := ShareGroupSettings{
+		SessionTimeout:          s.SessionTimeout,
+		HeartbeatInterval:       s.HeartbeatInterval,
+		RecordLockDuration:      time.Duration(s.RecordLockDurationMs) * time.Millisecond,
+		DeliveryCountLimit:      s.DeliveryCountLimit,
+		PartitionMaxRecordLocks: s.PartitionMaxRecordLocks,
+		AutoOffsetReset:         "latest",
+		IsolationLevel:          "read_uncommitted",
+		RenewAcknowledgeEnable:  true,
+	}
+	ms := func(k string, d *time.Duration) {
+		if v, err := groupInt(props, k); err == nil && v > 0 {
+			*d = time.Duration(v) * time.Millisecond
+		}
+	}
+	ms(GroupShareSessionTimeoutKey, &out.SessionTimeout)
+	ms(GroupShareHeartbeatIntervalKey, &out.HeartbeatInterval)
+	ms(GroupShareRecordLockDurationKey, &out.RecordLockDuration)
+	if v, err := groupInt(props, GroupShareDeliveryCountLimitKey); err == nil && v > 0 {
+		out.DeliveryCountLimit = int(v)
+	}
+	if v, err := groupInt(props, GroupSharePartitionMaxRecordLocksKey); err == nil && v > 0 {
+		out.PartitionMaxRecordLocks = int(v)
+	}
+	if v, ok := props[GroupShareAutoOffsetResetKey]; ok && checkAutoOffsetReset(v) == nil {
+		out.AutoOffsetReset = strings.ToLower(strings.TrimSpace(v))
+		if strings.HasPrefix(out.AutoOffsetReset, "by_duration:") {
+			out.AutoOffsetReset = "by_duration:" + strings.TrimSpace(v)[len("by_duration:"):]
+		}
+	}
+	if v, ok := props[GroupShareIsolationLevelKey]; ok && (v == "read_committed" || v == "read_uncommitted") {
+		out.IsolationLevel = v
+	}
+	if v, ok := props[GroupShareRenewAcknowledgeEnableKey]; ok {
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			out.RenewAcknowledgeEnable = b
+		}
+	}
+	return out
+}
+
+// shareGroupValue is GroupValue for a share.* key.
+func (c *Config) shareGroupValue(props map[string]string, k GroupKey) string {
+	s := c.ShareGroupSettings(nil)
+	switch k.Name {
+	case GroupShareAutoOffsetResetKey:
+		return s.AutoOffsetReset
+	case GroupShareDeliveryCountLimitKey:
+		return strconv.Itoa(s.DeliveryCountLimit)
+	case GroupShareHeartbeatIntervalKey:
+		return strconv.FormatInt(s.HeartbeatInterval.Milliseconds(), 10)
+	case GroupShareIsolationLevelKey:
+		return s.IsolationLevel
+	case GroupSharePartitionMaxRecordLocksKey:
+		return strconv.Itoa(s.PartitionMaxRecordLocks)
+	case GroupShareRecordLockDurationKey:
+		return strconv.FormatInt(s.RecordLockDuration.Milliseconds(), 10)
+	case GroupShareRenewAcknowledgeEnableKey:
+		return strconv.FormatBool(s.RenewAcknowledgeEnable)
+	default:
+		return strconv.FormatInt(s.SessionTimeout.Milliseconds(), 10)
+	}
+}
+
+// isoDuration is ISO-8601's PnDTnHnMn.nS as Java's Duration.parse takes it
+// (days, hours, minutes, seconds; a leading sign refused here, as Kafka
+// refuses negative durations).
+var isoDuration = regexp.MustCompile(`^[pP](?:\d+[dD])?(?:[tT](?:\d+[hH])?(?:\d+[mM])?(?:\d+(?:[.,]\d{0,9})?[sS])?)?$`)
+
+// checkAutoOffsetReset is Kafka's ShareGroupAutoOffsetResetStrategy
+// validator.
+func checkAutoOffsetReset(v string) error {
+	s := strings.ToLower(strings.TrimSpace(v))
+	switch {
+	case s == "latest", s == "earliest":
+		return nil
+	case strings.HasPrefix(s, "by_duration:"):
+		d := strings.TrimSpace(v)[len("by_duration:"):]
+		if d == "" || strings.EqualFold(d, "P") || strings.EqualFold(d, "PT") || !isoDuration.MatchString(d) ||
+			strings.HasSuffix(strings.ToUpper(d), "T") {
+			return fmt.Errorf("%w: Invalid value %s for configuration %s: Unable to parse duration string '%s' for by_duration reset strategy.",
+				ErrGroupConfig, v, GroupShareAutoOffsetResetKey, d)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: Invalid value %s for configuration %s: Invalid value `%s` for configuration %s. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'.",
+		ErrGroupConfig, v, GroupShareAutoOffsetResetKey, v, GroupShareAutoOffsetResetKey)
+}
+
+// checkShareGroupConfigs checks the share.* keys of a group's complete set
+// of configs as Kafka's GroupConfig.validate: types, each value within the
+// broker's bounds, the session timeout above the heartbeat interval (an
+// unset one is the broker's value). Errors wrap ErrGroupConfig.
+func (c *Config) checkShareGroupConfigs(props map[string]string) error {
+	s := c.GroupShare
+	ints := map[string]int64{}
+	for _, k := range []string{GroupShareSessionTimeoutKey, GroupShareHeartbeatIntervalKey, GroupShareRecordLockDurationKey,
+		GroupShareDeliveryCountLimitKey, GroupSharePartitionMaxRecordLocksKey} {
+		v, err := groupInt(props, k)
+		if err != nil {
+			return err
+		}
+		ints[k] = v
+	}
+	if v, ok := props[GroupShareAutoOffsetResetKey]; ok {
+		if err := checkAutoOffsetReset(v); err != nil {
+			return err
+		}
+	}
+	if v, ok := props[GroupShareIsolationLevelKey]; ok && v != "read_committed" && v != "read_uncommitted" {
+		return fmt.Errorf("%w: Invalid value %s for configuration %s: String must be one of: read_committed, read_uncommitted", ErrGroupConfig, v, GroupShareIsolationLevelKey)
+	}
+	if v, ok := props[GroupShareRenewAcknowledgeEnableKey]; ok {
+		if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil || !strings.EqualFold(strings.TrimSpace(v), "true") && !strings.EqualFold(strings.TrimSpace(v), "false") {
+			return fmt.Errorf("%w: Invalid value %s for configuration %s: Expected value to be either true or false", ErrGroupConfig, v, GroupShareRenewAcknowledgeEnableKey)
+		}
+	}
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	or := func(v, def int64) int64 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	hb := or(ints[GroupShareHeartbeatIntervalKey], ms(s.HeartbeatInterval))
+	st := or(ints[GroupShareSessionTimeoutKey], ms(s.SessionTimeout))
+	bounds := []struct {
+		key, minKey, maxKey string
+		set                 bool
+		v, min, max         int64
+	}{
+		{GroupShareHeartbeatIntervalKey, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms",
+			true, hb, ms(s.MinHeartbeatInterval), ms(s.MaxHeartbeatInterval)},
+		{GroupShareSessionTimeoutKey, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms",
+			true, st, ms(s.MinSessionTimeout), ms(s.MaxSessionTimeout)},
+		{GroupShareRecordLockDurationKey, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms",
+			ints[GroupShareRecordLockDurationKey] > 0, ints[GroupShareRecordLockDurationKey], int64(s.MinRecordLockDurationMs), int64(s.MaxRecordLockDurationMs)},
+		{GroupShareDeliveryCountLimitKey, "2", "10",
+			ints[GroupShareDeliveryCountLimitKey] > 0, ints[GroupShareDeliveryCountLimitKey], 2, 10},
+		{GroupSharePartitionMaxRecordLocksKey, "100", "10000",
+			ints[GroupSharePartitionMaxRecordLocksKey] > 0, ints[GroupSharePartitionMaxRecordLocksKey], 100, 10000},
+	}
+	for _, b := range bounds {
+		if !b.set {
+			continue
+		}
+		if b.v < b.min {
+			return fmt.Errorf("%w: %s must be greater than or equal to %s", ErrGroupConfig, b.key, b.minKey)
+		}
+		if b.v > b.max {
+			return fmt.Errorf("%w: %s must be less than or equal to %s", ErrGroupConfig, b.key, b.maxKey)
+		}
+	}
+	if st <= hb {
+		return fmt.Errorf("%w: %s must be greater than %s", ErrGroupConfig, GroupShareSessionTimeoutKey, GroupShareHeartbeatIntervalKey)
+	}
+	return nil
+}
