@@ -264,4 +264,9 @@ func TestConsumerGroupMaxSize(t *testing.T) {
 	if r := e.cgHeartbeat("g", "a", a.MemberEpoch, nil, ownedOfResp(a.Assignment), 0); r.ErrorCode != 0 {
 		t.Fatalf("member in the full group: %d", r.ErrorCode)
 	}
+	// An unknown member at any epoch meets the full group first, as
+	// Kafka's throwIfConsumerGroupIsFull precedes the member lookup.
+	if r := e.cgHeartbeat("g", "stranger", 3, nil, nil, 0); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("unknown member at epoch 3 into a full group: code %d, want GROUP_MAX_SIZE_REACHED", r.ErrorCode)
+	}
 }

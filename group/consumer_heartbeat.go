@@ -164,16 +164,17 @@ func (c *Coordinator) heartbeat848(ctx context.Context, req *kmsg.ConsumerGroupH
 // heartbeatLocked is heartbeat848 for a member that joins or stays.
 // REQUIRES: cg.mu held, cg not dead.
 func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg.ConsumerGroupHeartbeatRequest, memberID string) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	// Every heartbeat of a member the group does not know meets a full
+	// group first, whatever its epoch (Kafka's throwIfConsumerGroupIsFull
+	// before any other check).
+	if err := cg.g.CheckSize(memberID, c.consumerMaxSize()); err != nil {
+		return nil, err
+	}
 	owned := ownedOf(req.Topics)
 	if resp, done, err := c.steadyHeartbeatLocked(ctx, cg, req, memberID, owned); done {
 		return resp, err
 	}
 	g := cg.g.Clone()
-	if req.MemberEpoch == consumer.JoinEpoch {
-		if err := g.CheckSize(memberID, c.consumerMaxSize()); err != nil {
-			return nil, err
-		}
-	}
 	m, isNew, replaces, err := g.Lookup(consumer.Heartbeat{
 		MemberID: memberID, InstanceID: deref(req.InstanceID), MemberEpoch: req.MemberEpoch, Owned: owned,
 	})

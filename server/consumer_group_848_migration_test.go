@@ -6,6 +6,12 @@ package server_test
 // consumer group, the downgrade when the last member of the consumer
 // protocol leaves, the policies, the classic members' records replayed by
 // a restart, and hostile classic metadata.
+//
+// No kfake reference here, unlike the other KIP-848 scenarios: kfake does
+// not migrate. Its ConsumerGroupHeartbeat answers GROUP_ID_NOT_FOUND to a
+// member joining a classic group that has members, and its JoinGroup
+// refuses a classic member into a consumer group, so every scenario below
+// would stop at its first step there.
 
 import (
 	"context"
