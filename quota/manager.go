@@ -57,7 +57,13 @@ type Manager struct {
 	cfg                  Config
 	window, ctrlWindow   int64 // ms
 	samples, ctrlSamples int
-	levels               atomic.Uint32 // level bits of the quotas set now
+	// levels holds, per quota type, the level bits of the quotas of that
+	// type set now: Kafka keeps one ClientQuotaManager per type, each with
+	// its own overridden quotas and enabled levels, so an entity that sets
+	// only consumer_byte_rate takes no part in produce's precedence.
+	levels [NumTypes]atomic.Uint32
+	// anyLevel is the union of levels: Enabled's one atomic load.
+	anyLevel atomic.Uint32
 	mu                   sync.RWMutex
 	overrides            map[Entity]Values
 	sensors              [NumTypes]map[tags]*sensor
@@ -95,7 +101,7 @@ func New(cfg Config) *Manager {
 func (m *Manager) nowMs() int64 { return m.cfg.Now().UnixMilli() }
 
 // Enabled reports whether any quota is set.
-func (m *Manager) Enabled() bool { return m != nil && m.levels.Load() != 0 }
+func (m *Manager) Enabled() bool { return m != nil && m.anyLevel.Load() != 0 }
 
 // Set makes v the quotas of e (empty v: none), as a change notification
 // or an alteration applies them.
@@ -123,29 +129,40 @@ func (m *Manager) Replace(all map[Entity]Values) {
 	m.relevelLocked()
 }
 
-// relevelLocked recomputes the level bits. Kafka keeps a level's bit
-// until restart once a quota was set at it; Sluice clears it when the
-// last quota of the level goes, so a broker whose quotas were all removed
-// pays nothing again. REQUIRES: m.mu held for writing.
+// relevelLocked recomputes the level bits of each type. Kafka keeps a
+// level's bit until restart once a quota was set at it; Sluice clears it
+// when the last quota of the level goes, so a broker whose quotas were all
+// removed pays nothing again. REQUIRES: m.mu held for writing.
 func (m *Manager) relevelLocked() {
-	var lv uint32
-	for e := range m.overrides {
+	var lv [NumTypes]uint32
+	for e, v := range m.overrides {
+		var bit uint32
 		switch {
 		case e.User.Set && e.ClientID.Set:
-			lv |= levelUserClientID
+			bit = levelUserClientID
 		case e.User.Set:
-			lv |= levelUser
+			bit = levelUser
 		default:
-			lv |= levelClientID
+			bit = levelClientID
+		}
+		for t, x := range v {
+			if x > 0 {
+				lv[t] |= bit
+			}
 		}
 	}
-	m.levels.Store(lv)
+	var all uint32
+	for t := range lv {
+		m.levels[t].Store(lv[t])
+		all |= lv[t]
+	}
+	m.anyLevel.Store(all)
 }
 
-// tagsForLocked is DefaultQuotaCallback.quotaMetricTags. REQUIRES: m.mu
-// held.
-func (m *Manager) tagsForLocked(user, clientID string) tags {
-	switch m.levels.Load() {
+// tagsForLocked is DefaultQuotaCallback.quotaMetricTags of type t's
+// manager: only quotas of type t count. REQUIRES: m.mu held.
+func (m *Manager) tagsForLocked(t Type, user, clientID string) tags {
+	switch m.levels[t].Load() {
 	case 0, levelClientID:
 		return tags{"", clientID}
 	case levelUser:
@@ -154,7 +171,7 @@ func (m *Manager) tagsForLocked(user, clientID string) tags {
 		return tags{user, clientID}
 	}
 	u, c := Named(user), Named(clientID)
-	has := func(e Entity) bool { _, ok := m.overrides[e]; return ok }
+	has := func(e Entity) bool { return m.overrides[e][t] > 0 }
 	switch {
 	case has(Entity{u, c}), has(Entity{u, Default}):
 		return tags{user, clientID}
@@ -187,8 +204,8 @@ func (m *Manager) tagsForLocked(user, clientID string) tags {
 func (m *Manager) limitLocked(t Type, tg tags) float64 {
 	first := func(es ...Entity) float64 {
 		for _, e := range es {
-			if v, ok := m.overrides[e]; ok {
-				return v[t]
+			if x := m.overrides[e][t]; x > 0 {
+				return x
 			}
 		}
 		return 0
@@ -210,7 +227,7 @@ func (m *Manager) limitLocked(t Type, tg tags) float64 {
 func (m *Manager) Quota(t Type, user, clientID string) float64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.limitLocked(t, m.tagsForLocked(user, clientID))
+	return m.limitLocked(t, m.tagsForLocked(t, user, clientID))
 }
 
 // sensorFor returns the sensor of type t that a client of user with
@@ -218,7 +235,7 @@ func (m *Manager) Quota(t Type, user, clientID string) float64 {
 // none).
 func (m *Manager) sensorFor(t Type, user, clientID string, now int64) (*sensor, float64) {
 	m.mu.RLock()
-	tg := m.tagsForLocked(user, clientID)
+	tg := m.tagsForLocked(t, user, clientID)
 	bound := m.limitLocked(t, tg)
 	s := m.sensors[t][tg]
 	m.mu.RUnlock()

@@ -54,6 +54,40 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// TestPrecedencePerType: each quota type has its own precedence, as
+// Kafka keeps one ClientQuotaManager per type: an entity that sets only
+// consumer_byte_rate takes no part in produce's, so a client-id default
+// producer_byte_rate still holds a user whose own entity sets only a fetch
+// rate.
+func TestPrecedencePerType(t *testing.T) {
+	m := New(Config{})
+	m.Set(Entity{User: Named("alice")}, vals(Fetch, 1000))
+	m.Set(Entity{ClientID: Default}, vals(Produce, 500))
+	if got := m.Quota(Produce, "alice", "c"); got != 500 {
+		t.Errorf("alice's produce quota: %v, want 500 (clients/<default>)", got)
+	}
+	if got := m.Quota(Fetch, "alice", "c"); got != 1000 {
+		t.Errorf("alice's fetch quota: %v, want 1000 (users/alice)", got)
+	}
+	if got := m.Quota(Fetch, "bob", "c"); got != 0 {
+		t.Errorf("bob's fetch quota: %v, want none", got)
+	}
+	// Produce at pair level, fetch at user level: each type resolves
+	// within its own levels.
+	m.Set(pair(Named("alice"), Named("c")), vals(Produce, 700))
+	if got, want := [2]float64{m.Quota(Produce, "alice", "c"), m.Quota(Fetch, "alice", "c")}, [2]float64{700, 1000}; got != want {
+		t.Errorf("alice produce/fetch: %v, want %v", got, want)
+	}
+	m.Set(pair(Named("alice"), Named("c")), Values{})
+	m.Set(Entity{ClientID: Default}, Values{})
+	if got := m.Quota(Produce, "alice", "c"); got != 0 {
+		t.Errorf("alice's produce quota after removal: %v, want none", got)
+	}
+	if !m.Enabled() {
+		t.Error("the fetch quota is still set: enabled")
+	}
+}
+
 // TestUserQuotaSharedByClients: a user quota is one rate for all of the
 // user's client ids (tags (user, "")), so two clients together are held
 // to it.

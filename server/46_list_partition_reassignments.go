@@ -38,11 +38,15 @@ func handleListPartitionReassignments(s *Server, rc *reqCtx, req kmsg.Request) (
 	}
 	var tps []metadata.TopicPartition // nil: all
 	if r.Topics != nil {
+		// Deduplicated through a set: a frame can name ~260,000
+		// partitions, which a scan per entry would make quadratic.
 		tps = []metadata.TopicPartition{}
+		seen := map[metadata.TopicPartition]struct{}{}
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
 				tp := metadata.TopicPartition{Topic: t.Topic, Partition: p}
-				if !slices.Contains(tps, tp) {
+				if _, dup := seen[tp]; !dup {
+					seen[tp] = struct{}{}
 					tps = append(tps, tp)
 				}
 			}
