@@ -318,6 +318,13 @@ type Config struct {
 	GroupConsumerMaxSize              int           // group.consumer.max.size
 	GroupConsumerAssignors            []string      // group.consumer.assignors (short names)
 
+	// Share groups (KIP-932): the share partitions' broker-wide values.
+	GroupShareRecordLockDuration    time.Duration // group.share.record.lock.duration.ms
+	GroupShareMinRecordLockDuration time.Duration // group.share.min.record.lock.duration.ms
+	GroupShareMaxRecordLockDuration time.Duration // group.share.max.record.lock.duration.ms
+	GroupShareDeliveryCountLimit    int           // group.share.delivery.count.limit
+	GroupSharePartitionMaxLocks     int           // group.share.partition.max.record.locks
+
 	// explicit maps each key set by Load or Set (its canonical name) to
 	// the value as given: what DescribeConfigs reports as
 	// STATIC_BROKER_CONFIG. Copied on write, so Configs copied from one
