@@ -214,6 +214,22 @@ func (p *Partition) advance() {
 	}
 }
 
+// FirstAcquirable is the first offset Acquire would hand out at now: the
+// first available in-flight record past its backoff, else Next.
+func (p *Partition) FirstAcquirable(now time.Time) int64 {
+	t := now.UnixNano()
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Available && r.readyAt <= t {
+			return p.start + int64(i)
+		}
+		if r.state == Acquired && r.lockUntil <= t {
+			return p.start + int64(i)
+		}
+	}
+	return p.Next()
+}
+
 // ExpireLocks releases every record whose acquisition lock has passed and
 // reports how many it released.
 func (p *Partition) ExpireLocks(now time.Time, cfg Config) int {
@@ -263,11 +279,11 @@ func (p *Partition) NextDeadline() (time.Time, bool) {
 	return time.Unix(0, min), true
 }
 
-// Acquire hands member up to maxRecords records: first the available
-// in-flight ones (redeliveries, in offset order), then fresh ones from Next
-// up to but not including limit (the high watermark, or the last stable
-// offset under read_committed), never letting more than cfg.MaxRecordLocks
-// offsets be in flight. Expired locks are released first. It returns the
+// Acquire hands member up to maxRecords records below limit (the high
+// watermark, or the last stable offset under read_committed, or the end of
+// what the caller read of the log): first the available in-flight ones
+// (redeliveries, in offset order), then fresh ones from Next, never letting
+// more than cfg.MaxRecordLocks offsets be in flight. Expired locks are released first. It returns the
 // acquired runs in offset order; nil when nothing is acquirable.
 func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit int64, cfg Config) []Range {
 	p.ExpireLocks(now, cfg)
@@ -286,7 +302,7 @@ func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit 
 	}
 	got := 0
 	for i := range p.recs {
-		if got == maxRecords {
+		if got == maxRecords || p.start+int64(i) >= limit {
 			break
 		}
 		r := &p.recs[i]
@@ -326,6 +342,7 @@ func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit 
 // the batches' ranges.
 func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch, allowRenew bool, cfg Config) error {
 	next := p.Next()
+	total := 0
 	for _, b := range batches {
 		if b.First > b.Last || len(b.Types) == 0 {
 			return ErrInvalidRequest
@@ -348,17 +365,28 @@ func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch
 				return ErrInvalidRequest
 			}
 		}
+		// Within the in-flight window, more offsets than it holds means
+		// some offset is named twice.
+		total += int(n)
+		if total > len(p.recs) {
+			return ErrInvalidRecordState
+		}
+	}
+	// Every offset acquired by member and named once (overlapping batches
+	// would apply twice). The bitmap is bounded by the in-flight window.
+	seen := make([]uint64, (len(p.recs)+63)/64)
+	for _, b := range batches {
 		for off := b.First; off <= b.Last; off++ {
-			r := &p.recs[off-p.start]
+			i := off - p.start
+			if seen[i/64]&(1<<(i%64)) != 0 {
+				return ErrInvalidRecordState
+			}
+			seen[i/64] |= 1 << (i % 64)
+			r := &p.recs[i]
 			if r.state != Acquired || r.owner != member {
 				return ErrInvalidRecordState
 			}
 		}
-	}
-	// Overlapping batches: the second touch of an offset sees it no longer
-	// acquired. Check that before changing anything.
-	if overlapping(batches) {
-		return ErrInvalidRecordState
 	}
 	t := now.UnixNano()
 	for _, b := range batches {
@@ -383,20 +411,6 @@ func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch
 	p.dirty++
 	p.advance()
 	return nil
-}
-
-// overlapping reports whether two batches share an offset. Batches are few
-// (bounded by the request), so a quadratic check is fine for small counts and
-// a sort would allocate.
-func overlapping(batches []AckBatch) bool {
-	for i := range batches {
-		for j := i + 1; j < len(batches); j++ {
-			if batches[i].First <= batches[j].Last && batches[j].First <= batches[i].Last {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // ReleaseMember releases every record member holds (its share session or

@@ -271,3 +271,20 @@ func TestArchiveAcquiredAndAdvanceStart(t *testing.T) {
 		t.Fatalf("start %d in flight %d", p.Start(), p.InFlight())
 	}
 }
+
+func TestAcquireLimitBoundsRedeliveries(t *testing.T) {
+	cfg := testConfig()
+	p := New(0)
+	p.Acquire("m", t0, 10, 10, cfg)
+	p.Acknowledge("m", t0, one(0, 9, AckRelease), false, cfg)
+	if off := p.FirstAcquirable(t0); off != 0 {
+		t.Fatalf("first acquirable %d", off)
+	}
+	got := p.Acquire("m", t0, 100, 4, cfg)
+	if len(got) != 1 || got[0] != (Range{0, 3, 2}) {
+		t.Fatalf("acquired %v", got)
+	}
+	if off := p.FirstAcquirable(t0); off != 4 {
+		t.Fatalf("first acquirable %d", off)
+	}
+}
