@@ -121,6 +121,11 @@ type Options struct {
 	// the alter.
 	ReconfigureListeners func(cfg *config.Config, validateOnly bool) error
 
+	// ShareMembership, when set, is the share groups' membership side:
+	// the server then serves ShareFetch and ShareAcknowledge
+	// (share_session.go). nil: neither is served nor advertised.
+	ShareMembership ShareMembership
+
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper: a plane that implements
 	// interBroker and replica.Hooks makes the server a cluster member).
@@ -210,6 +215,8 @@ type Server struct {
 
 	// fetchSessions holds the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
+	// share is the share groups' data path (share_session.go).
+	share *shareData
 
 	// parked counts the fetches waiting in the purgatory now.
 	parked atomic.Int64
@@ -337,6 +344,10 @@ func New(opts Options) (*Server, error) {
 		s.ib = ib
 	}
 	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol())
+	s.share = newShareData(opts.ShareMembership)
+	if opts.ShareMembership != nil {
+		s.apis = withShareData(s.apis)
+	}
 	s.rm = replica.New(replica.Options{
 		Config:  *s.currentConfig(),
 		Meta:    s.meta,

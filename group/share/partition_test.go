@@ -288,3 +288,19 @@ func TestAcquireLimitBoundsRedeliveries(t *testing.T) {
 		t.Fatalf("first acquirable %d", off)
 	}
 }
+
+// TestAcknowledgeManyOverlappingBatches: a request naming the same offsets
+// in a million batches is refused after at most the in-flight window's work.
+func TestAcknowledgeManyOverlappingBatches(t *testing.T) {
+	cfg := testConfig()
+	p := New(0)
+	p.Acquire("m", t0, 10, 10, cfg)
+	batches := make([]AckBatch, 1_000_000)
+	for i := range batches {
+		batches[i] = AckBatch{First: 0, Last: 9, Types: []AckType{AckAccept}}
+	}
+	if err := p.Acknowledge("m", t0, batches, false, cfg); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("got %v", err)
+	}
+	mustState(t, p, 0, Acquired, 1)
+}

@@ -1,0 +1,242 @@
+package server
+
+// Share groups (KIP-932), the data path: the seam to the membership side,
+// the share partitions' configuration and the share sessions.
+//
+// ShareFetch (78_share_fetch.go) and ShareAcknowledge
+// (79_share_acknowledge.go) read and change share partitions
+// (group/share); the share group's membership (ShareGroupHeartbeat,
+// the assignor, the group's configs) lives behind ShareMembership. Without
+// one (Options.ShareMembership nil) the broker serves neither API and
+// ApiVersions does not list them.
+//
+// Share sessions are Kafka's ShareSessionCache: one per (group, member),
+// opened by a ShareFetch with epoch 0 naming its partitions, then each
+// request carries the session's next epoch (ShareFetch may add partitions
+// and forget others; ShareAcknowledge only acknowledges), and epoch -1
+// closes it. A request for a session that does not exist is answered
+// SHARE_SESSION_NOT_FOUND, one with the wrong epoch
+// INVALID_SHARE_SESSION_EPOCH. A session belongs to the connection that
+// opened it: when that connection closes (or the session is closed or
+// replaced), the member's acquired records in the session's partitions are
+// released at once, as Kafka does, rather than waiting for their locks to
+// expire.
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/group/share"
+)
+
+// ShareMembership is what the data path needs of the share groups'
+// membership (the share group coordinator). Implementations must be safe
+// for concurrent use and answer without blocking on the network.
+type ShareMembership interface {
+	// Member reports whether memberID is a member of share group groupID
+	// and the partitions assigned to it, by topic id.
+	Member(groupID, memberID string) (assigned map[[16]byte][]int32, ok bool)
+	// GroupConfig returns the group's effective configuration: its own
+	// share.* configs over the broker's group.share.* defaults.
+	GroupConfig(groupID string) ShareGroupConfig
+}
+
+// ShareGroupConfig is a share group's configuration as the data path
+// applies it.
+type ShareGroupConfig struct {
+	RecordLockDuration     time.Duration // share.record.lock.duration.ms
+	DeliveryCountLimit     int           // share.delivery.count.limit
+	PartitionMaxRecordLock int           // share.partition.max.record.locks
+	// AutoOffsetReset is share.auto.offset.reset: "latest" (default),
+	// "earliest" or "by_duration:<ISO-8601 duration>".
+	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level=read_committed.
+	ReadCommitted bool
+	// RenewEnabled is share.renew.acknowledge.enable (KIP-1222).
+	RenewEnabled bool
+	// Redelivery backoff, Sluice's own (share.redelivery.backoff.ms,
+	// share.redelivery.backoff.max.ms, share.redelivery.backoff.multiplier):
+	// a released or lock-expired record stays unavailable for
+	// min(backoff * multiplier^(deliveries-1), max). 0 disables it.
+	RedeliveryBackoff           time.Duration
+	RedeliveryBackoffMax        time.Duration
+	RedeliveryBackoffMultiplier float64
+}
+
+// defaultShareGroupConfig is the broker's group.share.* values, for a
+// group the membership side has no configs for.
+func (s *Server) defaultShareGroupConfig() ShareGroupConfig {
+	c := s.currentConfig()
+	return ShareGroupConfig{
+		RecordLockDuration:     c.GroupShareRecordLockDuration,
+		DeliveryCountLimit:     c.GroupShareDeliveryCountLimit,
+		PartitionMaxRecordLock: c.GroupSharePartitionMaxLocks,
+		AutoOffsetReset:        "latest",
+		RenewEnabled:           true,
+	}
+}
+
+// partitionConfig is the group config in the state machine's terms.
+func (g ShareGroupConfig) partitionConfig() share.Config {
+	return share.Config{
+		LockDuration:       g.RecordLockDuration,
+		DeliveryCountLimit: int16(min(max(g.DeliveryCountLimit, 0), 1<<15-1)),
+		MaxRecordLocks:     g.PartitionMaxRecordLock,
+		RenewEnabled:       g.RenewEnabled,
+		Backoff: share.Backoff{
+			Initial:    g.RedeliveryBackoff,
+			Max:        g.RedeliveryBackoffMax,
+			Multiplier: g.RedeliveryBackoffMultiplier,
+		},
+	}
+}
+
+// isoDuration matches the ISO-8601 durations by_duration takes
+// (Java's Duration.parse: PnDTnHnMn.nS, all parts optional).
+var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+
+// parseByDuration parses the duration of share.auto.offset.reset's
+// by_duration:<duration>.
+func parseByDuration(v string) (time.Duration, error) {
+	m := isoDuration.FindStringSubmatch(v)
+	if m == nil || v == "P" || v == "PT" {
+		return 0, fmt.Errorf("server: %q is not an ISO-8601 duration", v)
+	}
+	var d time.Duration
+	for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute} {
+		if m[i+1] != "" {
+			n, err := strconv.ParseInt(m[i+1], 10, 32)
+			if err != nil {
+				return 0, err
+			}
+			d += time.Duration(n) * unit
+		}
+	}
+	if m[4] != "" {
+		f, err := strconv.ParseFloat(m[4], 64)
+		if err != nil || f > 1e9 {
+			return 0, fmt.Errorf("server: %q is not an ISO-8601 duration", v)
+		}
+		d += time.Duration(f * float64(time.Second))
+	}
+	return d, nil
+}
+
+// maxShareSessions bounds the share sessions a broker keeps (Kafka's
+// group.share.max.share.sessions default); one more is
+// SHARE_SESSION_LIMIT_REACHED.
+const maxShareSessions = 2000
+
+// shareSessionKey names a share session.
+type shareSessionKey struct{ group, member string }
+
+// sharePart is one partition of a share session.
+type sharePart struct {
+	topic     [16]byte
+	partition int32
+}
+
+// shareSession is one member's share session.
+type shareSession struct {
+	epoch int32 // the epoch the next request must carry
+	parts []sharePart
+	owner *conn // the connection that opened it; nil in direct handler tests
+}
+
+func (ss *shareSession) has(p sharePart) bool {
+	for _, q := range ss.parts {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (ss *shareSession) forget(p sharePart) {
+	for i, q := range ss.parts {
+		if q == p {
+			ss.parts = append(ss.parts[:i], ss.parts[i+1:]...)
+			return
+		}
+	}
+}
+
+// bump moves the session to its next epoch (wrapping to 1, never 0 or -1).
+func (ss *shareSession) bump() {
+	if ss.epoch == 1<<31-1 {
+		ss.epoch = 1
+		return
+	}
+	ss.epoch++
+}
+
+// shareData is the server's share-group data path state.
+type shareData struct {
+	members ShareMembership // nil: share groups are not served
+	parts   *share.Manager
+
+	mu       sync.Mutex
+	sessions map[shareSessionKey]*shareSession
+}
+
+func newShareData(m ShareMembership) *shareData {
+	return &shareData{members: m, parts: share.NewManager(), sessions: map[shareSessionKey]*shareSession{}}
+}
+
+// groupConfig is group's configuration, the broker's when no membership
+// side knows it.
+func (s *Server) shareGroupConfig(group string) ShareGroupConfig {
+	if s.share.members != nil {
+		return s.share.members.GroupConfig(group)
+	}
+	return s.defaultShareGroupConfig()
+}
+
+// releaseSession releases what member holds in the session's partitions.
+func (s *Server) releaseSession(k shareSessionKey, ss *shareSession) {
+	if ss == nil || len(ss.parts) == 0 {
+		return
+	}
+	cfg := s.shareGroupConfig(k.group).partitionConfig()
+	now := s.now()
+	released := 0
+	for _, p := range ss.parts {
+		h := s.share.parts.Lookup(share.Key{Group: k.group, Topic: p.topic, Partition: p.partition})
+		if h == nil {
+			continue
+		}
+		h.Lock()
+		released += h.P.ReleaseMember(k.member, now, cfg)
+		h.Unlock()
+	}
+	if released > 0 {
+		s.share.parts.Notify()
+	}
+}
+
+// shareConnClosed closes the share sessions c opened, releasing their
+// records. Called when a connection is unregistered.
+func (s *Server) shareConnClosed(c *conn) {
+	if s.share == nil {
+		return
+	}
+	type closed struct {
+		k  shareSessionKey
+		ss *shareSession
+	}
+	var gone []closed
+	s.share.mu.Lock()
+	for k, ss := range s.share.sessions {
+		if ss.owner == c {
+			gone = append(gone, closed{k, ss})
+			delete(s.share.sessions, k)
+		}
+	}
+	s.share.mu.Unlock()
+	for _, g := range gone {
+		s.releaseSession(g.k, g.ss)
+	}
+}
