@@ -284,7 +284,7 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			resp.ErrorCode = kerr.ShareSessionLimitReached.Code
 			return kresp(resp), nil
 		}
-		ss = &shareSession{epoch: 1}
+		ss = &shareSession{} // epoch 0, bumped to 1 below
 		if rc != nil {
 			ss.owner = rc.conn
 		}
@@ -321,6 +321,8 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 				if !ss.has(sp) {
 					if _, _, c := s.shareResolve(rc, t.TopicID, p.Partition); c == 0 {
 						ss.parts = append(ss.parts, sp)
+					} else {
+						entry(sp.topic, sp.partition).ErrorCode = c
 					}
 				}
 			}
@@ -447,6 +449,7 @@ func (s *Server) shareLongPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs in
 			continue
 		}
 		pf.timer.Reset(wait)
+		s.share.parked.Add(1)
 		select {
 		case <-pf.w.C():
 			pf.timer.Stop()
@@ -454,11 +457,14 @@ func (s *Server) shareLongPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs in
 			pf.timer.Stop()
 		case <-pf.timer.C:
 		case <-srvClosing:
+			s.share.parked.Add(-1)
 			fill()
 			return
 		case <-connDone:
+			s.share.parked.Add(-1)
 			return
 		}
+		s.share.parked.Add(-1)
 	}
 }
 

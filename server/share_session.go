@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice/sluice/group/share"
@@ -177,6 +178,9 @@ func (ss *shareSession) bump() {
 type shareData struct {
 	members ShareMembership // nil: share groups are not served
 	parts   *share.Manager
+
+	// parked counts the share fetches waiting in a long poll (tests).
+	parked atomic.Int32
 
 	mu       sync.Mutex
 	sessions map[shareSessionKey]*shareSession
