@@ -42,6 +42,7 @@ package server
 // default).
 
 import (
+	"context"
 	"maps"
 	"strings"
 	"time"
@@ -157,7 +158,7 @@ func (s *Server) shareResolve(rc *reqCtx, topic [16]byte, partition int32) (*rep
 
 // shareAck applies acknowledgements and returns each partition's code.
 // Released records wake waiting fetches.
-func (s *Server) shareAck(rc *reqCtx, group, member string, acks []shareAckPart, renew bool, cfg ShareGroupConfig) []int16 {
+func (s *Server) shareAck(ctx context.Context, rc *reqCtx, group, member string, acks []shareAckPart, renew bool, cfg ShareGroupConfig) []int16 {
 	codes := make([]int16, len(acks))
 	pcfg := cfg.partitionConfig()
 	now := s.now()
@@ -173,9 +174,17 @@ func (s *Server) shareAck(rc *reqCtx, group, member string, acks []shareAckPart,
 			codes[i] = kerr.InvalidRecordState.Code
 			continue
 		}
+		key := share.Key{Group: group, Topic: a.topic, Partition: a.partition}
 		h.Lock()
 		h.P.ExpireLocks(now, pcfg)
+		undo := h.P.Clone()
 		err := h.P.Acknowledge(member, now, a.batches, renew, pcfg)
+		if err == nil {
+			// Durable before answered; a failed write undoes it.
+			if err = s.sharePersist(ctx, key, h.P); err != nil {
+				*h.P = *undo
+			}
+		}
 		h.Unlock()
 		codes[i] = errorCode(err)
 		changed = changed || err == nil
@@ -184,6 +193,14 @@ func (s *Server) shareAck(rc *reqCtx, group, member string, acks []shareAckPart,
 		s.share.parts.Notify()
 	}
 	return codes
+}
+
+// shareCtx is the context of a share request: its connection's.
+func shareCtx(rc *reqCtx) context.Context {
+	if rc != nil && rc.conn != nil {
+		return rc.conn.ctx
+	}
+	return context.Background()
 }
 
 // shareMember checks the parts of a share request common to both APIs and
@@ -338,7 +355,8 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 		s.releaseSession(key, replaced)
 	}
 
-	for i, c := range s.shareAck(rc, group, member, acks, renew, cfg) {
+	ctx := shareCtx(rc)
+	for i, c := range s.shareAck(ctx, rc, group, member, acks, renew, cfg) {
 		entry(acks[i].topic, acks[i].partition).AcknowledgeErrorCode = c
 	}
 	if closing {
@@ -385,7 +403,7 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			if t.code != 0 || remRecords <= 0 || remBytes <= 0 {
 				continue
 			}
-			recs, ranges, dl, err := s.shareAcquire(t.p, group, member, t.sp, cfg, remRecords, remBytes)
+			recs, ranges, dl, err := s.shareAcquire(ctx, t.p, group, member, t.sp, cfg, remRecords, remBytes)
 			if !dl.IsZero() && (next.IsZero() || dl.Before(next)) {
 				next = dl
 			}
@@ -471,12 +489,24 @@ func (s *Server) shareLongPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs in
 // shareAcquire acquires up to maxRecords records of one share partition for
 // member and returns the bytes of the batches that hold them, the acquired
 // ranges, and the next time a lock expires or a backoff ends there.
-func (s *Server) shareAcquire(p *replica.Partition, group, member string, sp sharePart, cfg ShareGroupConfig, maxRecords int, maxBytes int64) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, time.Time, error) {
+func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, member string, sp sharePart, cfg ShareGroupConfig, maxRecords int, maxBytes int64) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, time.Time, error) {
 	now := s.now()
 	pcfg := cfg.partitionConfig()
-	h := s.share.parts.Get(share.Key{Group: group, Topic: sp.topic, Partition: sp.partition}, func() *share.Partition {
-		return share.New(shareStartOffset(p, cfg.AutoOffsetReset, now))
-	})
+	key := share.Key{Group: group, Topic: sp.topic, Partition: sp.partition}
+	h := s.share.parts.Lookup(key)
+	if h == nil {
+		// The persisted state, else a new one at share.auto.offset.reset.
+		restored, err := s.shareRestore(ctx, key, pcfg.MaxRecordLocks)
+		if err != nil {
+			return nil, nil, time.Time{}, err
+		}
+		h = s.share.parts.Get(key, func() *share.Partition {
+			if restored != nil {
+				return restored
+			}
+			return share.New(shareStartOffset(p, cfg.AutoOffsetReset, now))
+		})
+	}
 	h.Lock()
 	defer h.Unlock()
 	sh := h.P

@@ -65,7 +65,7 @@ func handleShareAcknowledge(s *Server, rc *reqCtx, kreq kmsg.Request) (*response
 				})})
 		}
 	}
-	codes := s.shareAck(rc, group, member, acks, renew, cfg)
+	codes := s.shareAck(shareCtx(rc), rc, group, member, acks, renew, cfg)
 	var out shareResp[kmsg.ShareAcknowledgeResponseTopicPartition]
 	for i, a := range acks {
 		p := kmsg.NewShareAcknowledgeResponseTopicPartition()

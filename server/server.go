@@ -427,6 +427,11 @@ func New(opts Options) (*Server, error) {
 	s.txn = newTxnCoord(s)
 	s.life.Push("transaction coordinator", func() error { s.txn.Close(); s.txnMarkers.close(); return nil })
 	s.openLocalTxnPartitions()
+	s.share.coord = newShareCoord(s)
+	if c := s.share.coord; c != nil {
+		s.life.Push("share coordinator", func() error { c.Close(); return nil })
+		s.openLocalShareStatePartitions()
+	}
 	if err := s.openLocalOffsets(); err != nil {
 		return fail(err)
 	}

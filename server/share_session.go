@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/group/share"
+	"github.com/sluice/sluice/sharecoord"
 )
 
 // ShareMembership is what the data path needs of the share groups'
@@ -178,6 +179,8 @@ func (ss *shareSession) bump() {
 type shareData struct {
 	members ShareMembership // nil: share groups are not served
 	parts   *share.Manager
+	// coord persists share partitions (share_state.go); nil: in memory only.
+	coord *sharecoord.Coordinator
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32

@@ -95,3 +95,11 @@ func Restore(s Snapshot, maxInFlight int) *Partition {
 
 // StateEpoch is the share-partition state epoch.
 func (p *Partition) StateEpoch() int32 { return p.stateEpoch }
+
+// Clone returns a deep copy of p (to undo a change whose persistence
+// failed).
+func (p *Partition) Clone() *Partition {
+	q := *p
+	q.recs = append([]record(nil), p.recs...)
+	return &q
+}
