@@ -7,16 +7,15 @@
 //
 // The model is Kafka's SharePartition (core/src/main/java/kafka/server/share):
 //
-//		    start                                  next
-//		      |                                      |
-//		log: ... [ in-flight records: recs[i] is offset start+i ] [ never acquired ... hwm )
+//	     start                                       next
+//	       |                                           |
+//	log: ...[ in flight: recs[i] is offset start+i ]...[ never acquired ... hwm )
 //
-//	  - start is the share-partition start offset (SPSO): every offset below it
-//	    is acknowledged or archived and forgotten.
-//	  - next is one past the share-partition end offset (SPEO): offsets from
-//	    next on have never been acquired.
-//	  - Invariant: start <= next and next-start <= len(recs) == next-start.
-//	    recs[0] is never Acknowledged or Archived (start advances past them).
+// start is the share-partition start offset (SPSO): every offset below it is
+// acknowledged or archived and forgotten. next is one past the
+// share-partition end offset (SPEO): offsets from next on have never been
+// acquired. Invariant: next == start+len(recs), and recs[0] is never
+// Acknowledged or Archived (start advances past them).
 //
 // Every record in flight is Available, Acquired (by one member, until its
 // lock expires), Acknowledged or Archived. A record is delivered each time it
