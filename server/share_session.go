@@ -82,10 +82,21 @@ func (s *Server) defaultShareGroupConfig() ShareGroupConfig {
 }
 
 // partitionConfig is the group config in the state machine's terms.
+// Values a membership side left unset (0) take Kafka's defaults, so that
+// the in-flight bound and the limit always hold.
 func (g ShareGroupConfig) partitionConfig() share.Config {
+	if g.RecordLockDuration <= 0 {
+		g.RecordLockDuration = 30 * time.Second
+	}
+	if g.DeliveryCountLimit <= 0 {
+		g.DeliveryCountLimit = 5
+	}
+	if g.PartitionMaxRecordLock <= 0 {
+		g.PartitionMaxRecordLock = 2000
+	}
 	return share.Config{
 		LockDuration:       g.RecordLockDuration,
-		DeliveryCountLimit: int16(min(max(g.DeliveryCountLimit, 0), 1<<15-1)),
+		DeliveryCountLimit: int16(min(g.DeliveryCountLimit, 1<<15-1)),
 		MaxRecordLocks:     g.PartitionMaxRecordLock,
 		RenewEnabled:       g.RenewEnabled,
 		Backoff: share.Backoff{
