@@ -70,7 +70,7 @@ type shareEnv struct {
 
 // startShareServer starts a listening single node serving share groups,
 // with topic "sq" of one partition holding n records (values "0".."n-1").
-func startShareServer(t *testing.T, n int, configure func(*ShareGroupConfig)) *shareEnv {
+func startShareServer(t *testing.T, n int, configure func(*ShareGroupConfig), setup ...func(*Server)) *shareEnv {
 	t.Helper()
 	members := &testShareMembers{members: map[string]bool{"a": true, "b": true}}
 	clock := &fakeNow{t: time.Now()}
@@ -86,6 +86,9 @@ func startShareServer(t *testing.T, n int, configure func(*ShareGroupConfig)) *s
 	}
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
 	s.self.Port = s.advPort
+	for _, f := range setup {
+		f(s)
+	}
 	go s.Serve(ln)
 	env := &shareEnv{t: t, s: s, addr: ln.Addr().String(), members: members, clock: clock}
 	env.admin = env.client()

@@ -1,0 +1,174 @@
+package server
+
+// Share groups through franz-go's kgo.ShareGroup client, end to end on the
+// data path. ShareGroupHeartbeat is the membership side's (another
+// package); this test serves a stand-in of its own, registered only in
+// this test's server: every member gets every partition of the topics it
+// subscribes to (what Kafka's simple assignor does with fewer members than
+// partitions... and more: share partitions are shared).
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testHeartbeats is the stand-in ShareGroupHeartbeat: members join the
+// test membership with their subscriptions, and leave it.
+type testHeartbeats struct {
+	members *testShareMembers
+	mu      sync.Mutex
+	subs    map[string][]string
+}
+
+func (h *testHeartbeats) handle(s *Server, _ *reqCtx, kreq kmsg.Request) (*response, error) {
+	req := kreq.(*kmsg.ShareGroupHeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	member := req.MemberID
+	if member == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return kresp(resp), nil
+	}
+	resp.MemberID = &member
+	resp.HeartbeatIntervalMillis = 1000
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.members.mu.Lock()
+	defer h.members.mu.Unlock()
+	if req.MemberEpoch == -1 {
+		delete(h.members.members, member)
+		delete(h.subs, member)
+		resp.MemberEpoch = -1
+		return kresp(resp), nil
+	}
+	h.members.members[member] = true
+	resp.MemberEpoch = max(req.MemberEpoch, 1)
+	if req.SubscribedTopicNames == nil && req.MemberEpoch != 0 {
+		return kresp(resp), nil // unchanged
+	}
+	if req.SubscribedTopicNames != nil {
+		h.subs[member] = req.SubscribedTopicNames
+	}
+	a := &kmsg.ShareGroupHeartbeatResponseAssignment{}
+	for _, name := range h.subs[member] {
+		t := s.rm.Topic(name)
+		if t == nil {
+			continue
+		}
+		tp := kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{TopicID: t.ID}
+		for i := range t.Parts {
+			tp.Partitions = append(tp.Partitions, int32(i))
+		}
+		a.TopicPartitions = append(a.TopicPartitions, tp)
+	}
+	resp.Assignment = a
+	return kresp(resp), nil
+}
+
+func TestShareGroupKgoAcceptReleaseReject(t *testing.T) {
+	hb := &testHeartbeats{subs: map[string][]string{}}
+	e := startShareServer(t, 0, nil, func(s *Server) {
+		hb.members = s.share.members.(*testShareMembers)
+		s.apis = maps.Clone(s.apis)
+		s.apis[76] = api{1, 1, hb.handle}
+	})
+	ctx := context.Background()
+	if ct, err := kadm.NewClient(e.admin).CreateTopic(ctx, 3, 1, nil, "q3"); err != nil || ct.Err != nil {
+		t.Fatalf("create: %v %v", err, ct.Err)
+	}
+	const n = 60
+	for i := range n {
+		r := &kgo.Record{Topic: "q3", Partition: int32(i % 3), Value: []byte(strconv.Itoa(i))}
+		if err := e.admin.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu         sync.Mutex
+		accepted   = map[int]int32{} // value -> delivery count when accepted
+		acceptedN  = map[int]int{}
+		deliveries = map[int][]int32{}
+	)
+	want := 0
+	for i := range n {
+		if i%7 != 0 {
+			want++
+		}
+	}
+	done := make(chan struct{})
+	var closeDone sync.Once
+	var wg sync.WaitGroup
+	for m := range 3 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ShareGroup("g"), kgo.ConsumeTopics("q3"),
+			kgo.ClientID(fmt.Sprintf("member-%d", m)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			for range 3000 { // bounded
+				select {
+				case <-done:
+					return
+				default:
+				}
+				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				fs := cl.PollRecords(pctx, 100)
+				cancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					v, _ := strconv.Atoi(string(r.Value))
+					mu.Lock()
+					defer mu.Unlock()
+					deliveries[v] = append(deliveries[v], r.DeliveryCount())
+					switch {
+					case v%7 == 0:
+						r.Ack(kgo.AckReject)
+					case v%5 == 0 && r.DeliveryCount() == 1:
+						r.Ack(kgo.AckRelease)
+					default:
+						r.Ack(kgo.AckAccept)
+						accepted[v] = r.DeliveryCount()
+						acceptedN[v]++
+						if len(accepted) == want {
+							closeDone.Do(func() { close(done) })
+						}
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(accepted) != want {
+		t.Fatalf("accepted %d records, want %d (deliveries %v)", len(accepted), want, deliveries)
+	}
+	for v, c := range acceptedN {
+		if c != 1 {
+			t.Errorf("record %d accepted %d times", v, c)
+		}
+	}
+	for v := range n {
+		switch {
+		case v%7 == 0:
+			if len(deliveries[v]) != 1 {
+				t.Errorf("rejected record %d delivered %v", v, deliveries[v])
+			}
+		case v%5 == 0:
+			if accepted[v] != 2 {
+				t.Errorf("released record %d accepted at delivery %d, want 2", v, accepted[v])
+			}
+		}
+	}
+}
