@@ -510,7 +510,13 @@ func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, 
 	h.Lock()
 	defer h.Unlock()
 	sh := h.P
-	sh.ExpireLocks(now, pcfg)
+	if sh.ExpireLocks(now, pcfg) > 0 {
+		// Expired deliveries count: write them (best effort: the fetch
+		// goes on; an acknowledgement's write carries them otherwise).
+		if err := s.sharePersist(ctx, key, sh); err != nil {
+			s.log.Warn("server: share state not written after lock expiry", "group", group, "partition", sp.partition, "err", err)
+		}
+	}
 	sh.AdvanceStart(p.LogStartOffset())
 	deadline := func() time.Time {
 		t, _ := sh.NextDeadline()

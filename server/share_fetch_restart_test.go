@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,13 +18,14 @@ import (
 
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/group/share"
 	"github.com/sluice/sluice/metastore"
 	_ "github.com/sluice/sluice/segment"
 )
 
 // startShareServerIn starts a listening single node on the segment backend
 // in dir, serving share groups; stop closes it.
-func startShareServerIn(t *testing.T, dir string, members *testShareMembers) (env *shareEnv, stop func()) {
+func startShareServerIn(t *testing.T, dir string, members *testShareMembers, clock *fakeNow) (env *shareEnv, stop func()) {
 	t.Helper()
 	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -34,7 +36,7 @@ func startShareServerIn(t *testing.T, dir string, members *testShareMembers) (en
 		t.Fatal(err)
 	}
 	s, err := New(Options{Config: config.Default(), Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store,
-		ClusterID: "share", AdvertisedHost: "127.0.0.1", ShareMembership: members})
+		ClusterID: "share", AdvertisedHost: "127.0.0.1", ShareMembership: members, Now: clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func startShareServerIn(t *testing.T, dir string, members *testShareMembers) (en
 	s.advPort = int32(ln.Addr().(*net.TCPAddr).Port)
 	s.self.Port = s.advPort
 	go s.Serve(ln)
-	env = &shareEnv{t: t, s: s, addr: ln.Addr().String(), members: members}
+	env = &shareEnv{t: t, s: s, addr: ln.Addr().String(), members: members, clock: clock}
 	var clients []*kgo.Client
 	client := func() *kgo.Client {
 		cl := env.client()
@@ -70,7 +72,8 @@ func startShareServerIn(t *testing.T, dir string, members *testShareMembers) (en
 func TestShareStateSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	members := &testShareMembers{members: map[string]bool{"a": true, "b": true}}
-	e, stop := startShareServerIn(t, dir, members)
+	clock := &fakeNow{t: time.Now()}
+	e, stop := startShareServerIn(t, dir, members, clock)
 	ctx := context.Background()
 	ct, err := kadm.NewClient(e.admin).CreateTopic(ctx, 1, 1, nil, "sq")
 	if err != nil || ct.Err != nil {
@@ -87,9 +90,16 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 	}
 	stop()
 
-	e, stop = startShareServerIn(t, dir, members)
+	e, stop = startShareServerIn(t, dir, members, clock)
 	defer stop()
 	e.topicID = ct.ID
+	wantRanges(t, fetchAfterRestart(t, e), [3]int64{5, 5, 2})
+}
+
+// fetchAfterRestart is b's first fetch after a restart, retried (bounded)
+// while the state's partition loads.
+func fetchAfterRestart(t *testing.T, e *shareEnv) [][3]int64 {
+	t.Helper()
 	var got [][3]int64
 	// The state's partition loads in the background: retry (bounded)
 	// while it answers an error.
@@ -102,5 +112,31 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 		e.fetch(e.admin, sfetch{member: "b", epoch: -1})
 		time.Sleep(10 * time.Millisecond)
 	}
-	wantRanges(t, got, [3]int64{5, 5, 2})
+	return got
+}
+
+// TestShareExpiryIsWritten: a delivery whose lock expired is written at
+// once (a crash before any acknowledgement still counts it).
+func TestShareExpiryIsWritten(t *testing.T) {
+	members := &testShareMembers{members: map[string]bool{"a": true, "b": true}}
+	clock := &fakeNow{t: time.Now()}
+	e, stop := startShareServerIn(t, t.TempDir(), members, clock)
+	defer stop()
+	ct, err := kadm.NewClient(e.admin).CreateTopic(context.Background(), 1, 1, nil, "sq")
+	if err != nil || ct.Err != nil {
+		t.Fatalf("create topic: %v %v", err, ct.Err)
+	}
+	e.topicID = ct.ID
+	e.produce(2, 0)
+	wantRanges(t, acquired(t, e.fetch(e.admin, sfetch{member: "a", max: 10})), [3]int64{0, 1, 1})
+	clock.add(time.Hour)
+	wantRanges(t, acquired(t, e.fetch(e.client(), sfetch{member: "b", max: 10})), [3]int64{0, 1, 2})
+	snap, ok, err := e.s.share.coord.Read(context.Background(), share.Key{Group: "g", Topic: ct.ID, Partition: 0})
+	if err != nil || !ok {
+		t.Fatalf("no state written: %v %v", ok, err)
+	}
+	want := []share.StateBatch{{First: 0, Last: 1, DeliveryState: share.Available, DeliveryCount: 1}}
+	if snap.StartOffset != 0 || !slices.Equal(snap.Batches, want) {
+		t.Fatalf("written %+v, want start 0 and %v", snap, want)
+	}
 }

@@ -23,6 +23,7 @@ package server
 // expire.
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -226,8 +227,14 @@ func (s *Server) releaseSession(k shareSessionKey, ss *shareSession) {
 		if h == nil {
 			continue
 		}
+		key := share.Key{Group: k.group, Topic: p.topic, Partition: p.partition}
 		h.Lock()
-		released += h.P.ReleaseMember(k.member, now, cfg)
+		if n := h.P.ReleaseMember(k.member, now, cfg); n > 0 {
+			released += n
+			if err := s.sharePersist(context.Background(), key, h.P); err != nil {
+				s.log.Warn("server: share state not written after a release", "group", k.group, "partition", p.partition, "err", err)
+			}
+		}
 		h.Unlock()
 	}
 	if released > 0 {
