@@ -483,3 +483,14 @@ func TestShareAPIsNotAdvertisedWithoutMembership(t *testing.T) {
 		t.Fatalf("ShareFetch with a membership: %+v %v", a, ok)
 	}
 }
+
+func TestShareMemberGoneReleases(t *testing.T) {
+	e := startShareServer(t, 2, nil)
+	a, b := e.client(), e.client()
+	wantRanges(t, acquired(t, e.fetch(a, sfetch{member: "a", max: 10})), [3]int64{0, 1, 1})
+	e.s.shareMemberGone("g", "a")
+	wantRanges(t, acquired(t, e.fetch(b, sfetch{member: "b", max: 10})), [3]int64{0, 1, 2})
+	if c := e.fetch(a, sfetch{member: "a", epoch: 1}).ErrorCode; c != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("a's session after leaving: %v", kerr.ErrorForCode(c))
+	}
+}

@@ -265,3 +265,22 @@ func (s *Server) shareConnClosed(c *conn) {
 		s.releaseSession(g.k, g.ss)
 	}
 }
+
+// shareMemberGone is for the membership side: member left group (a
+// ShareGroupHeartbeat with epoch -1, a session timeout, the group's
+// deletion). Its share session ends and everything it holds in the group's
+// share partitions is released at once, as Kafka does.
+func (s *Server) shareMemberGone(group, member string) {
+	if s.share == nil {
+		return
+	}
+	k := shareSessionKey{group, member}
+	s.share.mu.Lock()
+	delete(s.share.sessions, k)
+	s.share.mu.Unlock()
+	var parts []sharePart
+	s.share.parts.Each(group, func(key share.Key, _ *share.Held) {
+		parts = append(parts, sharePart{key.Topic, key.Partition})
+	})
+	s.releaseSession(k, &shareSession{parts: parts})
+}

@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -303,4 +304,38 @@ func TestAcknowledgeManyOverlappingBatches(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	mustState(t, p, 0, Acquired, 1)
+}
+
+// FuzzAcknowledge drives a partition with arbitrary acquisitions and
+// acknowledgement batches. Invariants: no panic; an acknowledgement that
+// fails changes nothing; the start never passes an unfinished record; the
+// in-flight window never exceeds the bound.
+func FuzzAcknowledge(f *testing.F) {
+	f.Add(int64(0), int64(3), int8(1), int64(2), int64(5), int8(2), uint8(10))
+	f.Add(int64(-1), int64(1<<62), int8(4), int64(0), int64(0), int8(0), uint8(200))
+	f.Fuzz(func(t *testing.T, f1, l1 int64, t1 int8, f2, l2 int64, t2 int8, n uint8) {
+		cfg := testConfig()
+		cfg.MaxRecordLocks = 64
+		p := New(0)
+		p.Acquire("m", t0, int(n), 100, cfg)
+		before := p.Snapshot()
+		inflight := p.InFlight()
+		err := p.Acknowledge("m", t0, []AckBatch{
+			{First: f1, Last: l1, Types: []AckType{AckType(t1)}},
+			{First: f2, Last: l2, Types: []AckType{AckType(t2)}},
+		}, true, cfg)
+		if err != nil {
+			after := p.Snapshot()
+			if after.StartOffset != before.StartOffset || p.InFlight() != inflight || !slices.Equal(after.Batches, before.Batches) {
+				t.Fatalf("failed ack changed the state: %+v -> %+v", before, after)
+			}
+			return
+		}
+		if p.InFlight() > cfg.MaxRecordLocks {
+			t.Fatalf("in flight %d", p.InFlight())
+		}
+		if st, _, ok := p.Record(p.Start()); ok && (st == Acknowledged || st == Archived) {
+			t.Fatalf("start %d at a finished record", p.Start())
+		}
+	})
 }
