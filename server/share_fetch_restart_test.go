@@ -140,3 +140,32 @@ func TestShareExpiryIsWritten(t *testing.T) {
 		t.Fatalf("written %+v, want start 0 and %v", snap, want)
 	}
 }
+
+// TestShareDeleteGroup: a deleted group's state is gone, in memory and on
+// disk: after a restart the group starts over at share.auto.offset.reset.
+func TestShareDeleteGroup(t *testing.T) {
+	dir := t.TempDir()
+	members := &testShareMembers{members: map[string]bool{"a": true, "b": true}}
+	clock := &fakeNow{t: time.Now()}
+	e, stop := startShareServerIn(t, dir, members, clock)
+	ct, err := kadm.NewClient(e.admin).CreateTopic(context.Background(), 1, 1, nil, "sq")
+	if err != nil || ct.Err != nil {
+		t.Fatalf("create topic: %v %v", err, ct.Err)
+	}
+	e.topicID = ct.ID
+	e.produce(3, 0)
+	wantRanges(t, acquired(t, e.fetch(e.admin, sfetch{member: "a", max: 10})), [3]int64{0, 2, 1})
+	e.ack(e.admin, "a", 1, ackBatch(0, 2, 1))
+	starts, err := e.s.shareStartOffsets(context.Background(), "g")
+	if k := (share.Key{Group: "g", Topic: ct.ID}); err != nil || starts[k] != 3 {
+		t.Fatalf("start offsets %v %v", starts, err)
+	}
+	if err := e.s.shareDeleteGroup(context.Background(), "g"); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	e, stop = startShareServerIn(t, dir, members, clock)
+	defer stop()
+	e.topicID = ct.ID
+	wantRanges(t, fetchAfterRestart(t, e), [3]int64{0, 2, 1})
+}

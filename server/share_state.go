@@ -114,3 +114,49 @@ func (s *Server) sharePersist(ctx context.Context, k share.Key, p *share.Partiti
 	}
 	return s.share.coord.Write(ctx, k, p.Snapshot(), -1)
 }
+
+// shareDeleteGroup is for the membership side (DeleteGroups of an empty
+// share group): it forgets the group's share partitions and deletes their
+// persisted state. The first error stops it; what was deleted stays so.
+func (s *Server) shareDeleteGroup(ctx context.Context, group string) error {
+	keys := map[share.Key]bool{}
+	s.share.parts.Each(group, func(k share.Key, _ *share.Held) { keys[k] = true })
+	if s.share.coord != nil {
+		for _, k := range s.share.coord.Keys(group) {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		if s.share.coord != nil {
+			if err := s.share.coord.Delete(ctx, k); err != nil {
+				return err
+			}
+		}
+		s.share.parts.Remove(k)
+	}
+	return nil
+}
+
+// shareStartOffsets is for the membership side (DescribeShareGroupOffsets,
+// lag): the start offset of each of group's share partitions this broker
+// holds, in memory or persisted.
+func (s *Server) shareStartOffsets(ctx context.Context, group string) (map[share.Key]int64, error) {
+	out := map[share.Key]int64{}
+	if s.share.coord != nil {
+		for _, k := range s.share.coord.Keys(group) {
+			snap, ok, err := s.share.coord.Read(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[k] = snap.StartOffset
+			}
+		}
+	}
+	s.share.parts.Each(group, func(k share.Key, h *share.Held) {
+		h.Lock()
+		out[k] = h.P.Start()
+		h.Unlock()
+	})
+	return out, nil
+}

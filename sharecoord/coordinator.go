@@ -317,3 +317,52 @@ func (c *Coordinator) unload(i int32) {
 	}
 	c.mu.Unlock()
 }
+
+// Delete removes k's state: tombstones for its ShareSnapshot and ShareUpdate
+// keys (acks=all), then the state itself. Deleting a key with no state
+// writes nothing.
+func (c *Coordinator) Delete(ctx context.Context, k share.Key) error {
+	i := c.partitionFor(k)
+	if i < 0 {
+		return nil
+	}
+	if err := c.parts.WaitLoaded(ctx, i); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	_, ok := c.states[k]
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	p := c.opts.Partition(i)
+	if p == nil {
+		return fmt.Errorf("%w: no replica of %s-%d", ErrNotCoordinator, Topic, i)
+	}
+	now := c.opts.Now().UnixMilli()
+	recs := []record.BuildRecord{
+		{Key: AppendKey(nil, TypeSnapshot, k), Timestamp: now},
+		{Key: AppendKey(nil, TypeUpdate, k), Timestamp: now},
+	}
+	if err := coordlog.Append(ctx, p, recs, c.opts.AppendTimeout, ErrNotCoordinator); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	delete(c.states, k)
+	c.mu.Unlock()
+	return nil
+}
+
+// Keys returns the keys of group's persisted share partitions on the
+// partitions this broker leads and has loaded.
+func (c *Coordinator) Keys(group string) []share.Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []share.Key
+	for k := range c.states {
+		if k.Group == group {
+			out = append(out, k)
+		}
+	}
+	return out
+}
