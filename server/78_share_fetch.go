@@ -76,16 +76,20 @@ const defaultShareMaxRecords = 500
 // maxShareRead bounds one partition's log read in a ShareFetch.
 const maxShareRead = 8 << 20
 
-// shareResp collects a share response's partitions, by topic.
+// shareResp collects a share response's partitions, by topic, with an
+// index so that a request naming many partitions costs linear work.
 type shareResp[P any] struct {
 	topics map[[16]byte]int
+	at     map[sharePart]int // position in parts[topics[topic]]
 	order  [][16]byte
 	parts  [][]P
 }
 
-func (r *shareResp[P]) add(topic [16]byte, p P) *P {
+// get returns the entry of (topic, partition), made with mk when absent.
+// The pointer is valid until the next get.
+func (r *shareResp[P]) get(topic [16]byte, partition int32, mk func() P) *P {
 	if r.topics == nil {
-		r.topics = map[[16]byte]int{}
+		r.topics, r.at = map[[16]byte]int{}, map[sharePart]int{}
 	}
 	i, ok := r.topics[topic]
 	if !ok {
@@ -94,22 +98,14 @@ func (r *shareResp[P]) add(topic [16]byte, p P) *P {
 		r.order = append(r.order, topic)
 		r.parts = append(r.parts, nil)
 	}
-	r.parts[i] = append(r.parts[i], p)
-	return &r.parts[i][len(r.parts[i])-1]
-}
-
-// find returns the entry of (topic, partition), nil when none.
-func (r *shareResp[P]) find(topic [16]byte, match func(*P) bool) *P {
-	i, ok := r.topics[topic]
+	k := sharePart{topic, partition}
+	j, ok := r.at[k]
 	if !ok {
-		return nil
+		j = len(r.parts[i])
+		r.at[k] = j
+		r.parts[i] = append(r.parts[i], mk())
 	}
-	for j := range r.parts[i] {
-		if match(&r.parts[i][j]) {
-			return &r.parts[i][j]
-		}
-	}
-	return nil
+	return &r.parts[i][j]
 }
 
 // shareAckPart is one partition's acknowledgements, from either request.
@@ -168,6 +164,9 @@ func (s *Server) shareAck(ctx context.Context, rc *reqCtx, group, member string,
 		if code != 0 {
 			codes[i] = code
 			continue
+		}
+		if len(a.batches) == 0 {
+			continue // nothing to acknowledge, nothing to write
 		}
 		h := s.share.parts.Lookup(share.Key{Group: group, Topic: a.topic, Partition: a.partition})
 		if h == nil {
@@ -252,13 +251,12 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 	}
 	var out shareResp[kmsg.ShareFetchResponseTopicPartition]
 	entry := func(topic [16]byte, partition int32) *kmsg.ShareFetchResponseTopicPartition {
-		if e := out.find(topic, func(p *kmsg.ShareFetchResponseTopicPartition) bool { return p.Partition == partition }); e != nil {
-			return e
-		}
-		p := kmsg.NewShareFetchResponseTopicPartition()
-		p.Partition = partition
-		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
-		return out.add(topic, p)
+		return out.get(topic, partition, func() kmsg.ShareFetchResponseTopicPartition {
+			p := kmsg.NewShareFetchResponseTopicPartition()
+			p.Partition = partition
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
+			return p
+		})
 	}
 	finish := func() (*response, error) {
 		for i, id := range out.order {
@@ -327,17 +325,22 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 		// Partitions named join the session, forgotten ones leave it; only
 		// partitions that resolve are kept, so a session cannot grow with
 		// made-up ones.
+		var gone map[sharePart]struct{}
 		for _, f := range req.ForgottenTopicsData {
 			for _, p := range f.Partitions {
-				ss.forget(sharePart{f.TopicID, p})
+				if gone == nil {
+					gone = map[sharePart]struct{}{}
+				}
+				gone[sharePart{f.TopicID, p}] = struct{}{}
 			}
 		}
+		ss.forget(gone)
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
 				sp := sharePart{t.TopicID, p.Partition}
 				if !ss.has(sp) {
 					if _, _, c := s.shareResolve(rc, t.TopicID, p.Partition); c == 0 {
-						ss.parts = append(ss.parts, sp)
+						ss.add(sp)
 					} else {
 						entry(sp.topic, sp.partition).ErrorCode = c
 					}
@@ -397,6 +400,9 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			entry(sp.topic, sp.partition) // a new session answers every partition
 		}
 	}
+	// fill returns how many partitions acquired records or failed (the
+	// request is answered when that is not 0) and when a lock expires or
+	// a backoff ends next.
 	fill := func() (acquired int, next time.Time) {
 		remRecords, remBytes := maxRecords, maxBytes
 		for _, t := range targets {
@@ -408,7 +414,9 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 				next = dl
 			}
 			if err != nil {
+				// An error answers at once, with what was acquired.
 				entry(t.sp.topic, t.sp.partition).ErrorCode = errorCode(err)
+				acquired++
 				continue
 			}
 			if len(ranges) == 0 {

@@ -68,10 +68,15 @@ func handleShareAcknowledge(s *Server, rc *reqCtx, kreq kmsg.Request) (*response
 	codes := s.shareAck(shareCtx(rc), rc, group, member, acks, renew, cfg)
 	var out shareResp[kmsg.ShareAcknowledgeResponseTopicPartition]
 	for i, a := range acks {
-		p := kmsg.NewShareAcknowledgeResponseTopicPartition()
-		p.Partition, p.ErrorCode = a.partition, codes[i]
-		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
-		out.add(a.topic, p)
+		e := out.get(a.topic, a.partition, func() kmsg.ShareAcknowledgeResponseTopicPartition {
+			p := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			p.Partition = a.partition
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
+			return p
+		})
+		if e.ErrorCode == 0 {
+			e.ErrorCode = codes[i] // a partition named twice keeps its first error
+		}
 	}
 	for i, id := range out.order {
 		t := kmsg.NewShareAcknowledgeResponseTopic()

@@ -494,3 +494,45 @@ func TestShareMemberGoneReleases(t *testing.T) {
 		t.Fatalf("a's session after leaving: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// TestShareSessionManyPartitions: a session naming a hundred thousand
+// partitions (made up: none is kept) and forgetting as many costs linear
+// work, and each gets its error.
+func TestShareSessionManyPartitions(t *testing.T) {
+	e := startShareServer(t, 1, nil)
+	cl := e.client()
+	e.fetch(cl, sfetch{member: "a", max: 1})
+	req := kmsg.NewPtrShareFetchRequest()
+	g, m := "g", "a"
+	req.GroupID, req.MemberID, req.ShareSessionEpoch, req.MaxRecords = &g, &m, 1, 1
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = e.topicID
+	ft := kmsg.NewShareFetchRequestForgottenTopicsData()
+	ft.TopicID = e.topicID
+	for i := range int32(100_000) {
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition = i + 1 // partition 0 exists; the rest do not
+		rt.Partitions = append(rt.Partitions, rp)
+		ft.Partitions = append(ft.Partitions, i+200_000)
+	}
+	req.Topics = []kmsg.ShareFetchRequestTopic{rt}
+	req.ForgottenTopicsData = []kmsg.ShareFetchRequestForgottenTopicsData{ft}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 100_000 {
+		t.Fatalf("%v, %d topics", kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics))
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	e.s.share.mu.Lock()
+	n := len(e.s.share.sessions[shareSessionKey{"g", "a"}].parts)
+	e.s.share.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("session holds %d partitions, want 1", n)
+	}
+}

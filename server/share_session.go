@@ -157,25 +157,37 @@ type sharePart struct {
 type shareSession struct {
 	epoch int32 // the epoch the next request must carry
 	parts []sharePart
-	owner *conn // the connection that opened it; nil in direct handler tests
+	set   map[sharePart]struct{} // parts, for lookups; nil when parts is empty
+	owner *conn                  // the connection that opened it; nil in direct handler tests
 }
 
 func (ss *shareSession) has(p sharePart) bool {
-	for _, q := range ss.parts {
-		if q == p {
-			return true
-		}
-	}
-	return false
+	_, ok := ss.set[p]
+	return ok
 }
 
-func (ss *shareSession) forget(p sharePart) {
-	for i, q := range ss.parts {
-		if q == p {
-			ss.parts = append(ss.parts[:i], ss.parts[i+1:]...)
-			return
-		}
+func (ss *shareSession) add(p sharePart) {
+	if ss.set == nil {
+		ss.set = map[sharePart]struct{}{}
 	}
+	ss.set[p] = struct{}{}
+	ss.parts = append(ss.parts, p)
+}
+
+// forget removes the partitions in gone, in one pass.
+func (ss *shareSession) forget(gone map[sharePart]struct{}) {
+	if len(gone) == 0 {
+		return
+	}
+	kept := ss.parts[:0]
+	for _, p := range ss.parts {
+		if _, drop := gone[p]; drop {
+			delete(ss.set, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	ss.parts = kept
 }
 
 // bump moves the session to its next epoch (wrapping to 1, never 0 or -1).
