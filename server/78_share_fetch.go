@@ -289,12 +289,13 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 	// The session.
 	key := shareSessionKey{group, member}
 	var ss *shareSession
-	var replaced *shareSession
 	s.share.mu.Lock()
 	switch e := req.ShareSessionEpoch; {
 	case e == 0:
-		replaced = s.share.sessions[key]
-		if replaced == nil && len(s.share.sessions) >= maxShareSessions {
+		// A session the member had is replaced (Kafka's cache.remove
+		// before maybeCreateSession); what the member holds stays its
+		// own, to acknowledge in the new session.
+		if s.share.sessions[key] == nil && len(s.share.sessions) >= maxShareSessions {
 			s.share.mu.Unlock()
 			resp.ErrorCode = kerr.ShareSessionLimitReached.Code
 			return kresp(resp), nil
@@ -354,9 +355,6 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 		ss.bump()
 	}
 	s.share.mu.Unlock()
-	if replaced != nil {
-		s.releaseSession(key, replaced)
-	}
 
 	ctx := shareCtx(rc)
 	for i, c := range s.shareAck(ctx, rc, group, member, acks, renew, cfg) {

@@ -536,3 +536,21 @@ func TestShareSessionManyPartitions(t *testing.T) {
 		t.Fatalf("session holds %d partitions, want 1", n)
 	}
 }
+
+// TestShareSessionReopenKeepsRecords: a member that opens a new session
+// (epoch 0 again, as a client does after a session error) still holds its
+// records and may acknowledge them in the new session.
+func TestShareSessionReopenKeepsRecords(t *testing.T) {
+	e := startShareServer(t, 2, nil)
+	a, b := e.client(), e.client()
+	wantRanges(t, acquired(t, e.fetch(a, sfetch{member: "a", max: 10})), [3]int64{0, 1, 1})
+	if got := acquired(t, e.fetch(a, sfetch{member: "a", max: 10})); len(got) != 0 {
+		t.Fatalf("reopened session acquired %v", got)
+	}
+	if got := acquired(t, e.fetch(b, sfetch{member: "b", max: 10})); len(got) != 0 {
+		t.Fatalf("b acquired %v of a's records", got)
+	}
+	if c := e.ack(a, "a", 1, ackBatch(0, 1, 1)).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("ack in the new session: %v", kerr.ErrorForCode(c))
+	}
+}

@@ -17,10 +17,11 @@ package server
 // closes it. A request for a session that does not exist is answered
 // SHARE_SESSION_NOT_FOUND, one with the wrong epoch
 // INVALID_SHARE_SESSION_EPOCH. A session belongs to the connection that
-// opened it: when that connection closes (or the session is closed or
-// replaced), the member's acquired records in the session's partitions are
+// opened it: when that connection closes (or the session is closed with
+// epoch -1), the member's acquired records in the session's partitions are
 // released at once, as Kafka does, rather than waiting for their locks to
-// expire.
+// expire. A session replaced by a new epoch-0 request releases nothing: the
+// member's records stay its own to acknowledge.
 
 import (
 	"context"
