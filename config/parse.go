@@ -490,6 +490,9 @@ func (c *Config) Validate() error {
 	if err := c.checkConsumerGroupBounds(); err != nil {
 		return err
 	}
+	if err := c.checkShareGroupBounds(); err != nil {
+		return err
+	}
 	if int(c.MessageMaxBytes) > int(c.SocketRequestMaxBytes) {
 		return keyError("message.max.bytes", "%d exceeds socket.request.max.bytes %d", c.MessageMaxBytes, c.SocketRequestMaxBytes)
 	}
