@@ -554,3 +554,26 @@ func TestShareSessionReopenKeepsRecords(t *testing.T) {
 		t.Fatalf("ack in the new session: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// TestShareStateTopicShape: a client creating __share_group_state gets
+// exactly the coordinator's topic (internal, 50 partitions) or an error.
+func TestShareStateTopicShape(t *testing.T) {
+	e := startShareServer(t, 0, nil)
+	adm := kadm.NewClient(e.admin)
+	ctx := context.Background()
+	if r, err := adm.CreateTopic(ctx, 3, 1, nil, "__share_group_state"); err == nil && r.Err == nil {
+		t.Fatal("created __share_group_state with 3 partitions")
+	}
+	r, err := adm.CreateTopic(ctx, -1, -1, nil, "__share_group_state")
+	if err != nil || r.Err != nil {
+		t.Fatalf("create with defaults: %v %v", err, r.Err)
+	}
+	td, err := adm.ListTopicsWithInternal(ctx, "__share_group_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := td["__share_group_state"]
+	if !d.IsInternal || len(d.Partitions) != 50 {
+		t.Fatalf("internal %v, %d partitions", d.IsInternal, len(d.Partitions))
+	}
+}

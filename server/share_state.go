@@ -71,12 +71,7 @@ func (s *Server) ensureShareStateTopic(ctx context.Context) error {
 	if s.share.coord == nil || len(s.md.partitions(sharecoord.Topic)) > 0 {
 		return nil
 	}
-	_, err := s.admin.createTopic(ctx, topicSpec{
-		name:       sharecoord.Topic,
-		partitions: sharecoord.DefaultPartitions,
-		rf:         1,
-		configs:    sharecoord.TopicConfigs(1),
-	})
+	_, err := s.admin.createTopic(ctx, shareStateTopicSpec())
 	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
 		err = nil
 	}
@@ -159,4 +154,17 @@ func (s *Server) shareStartOffsets(ctx context.Context, group string) (map[share
 		h.Unlock()
 	})
 	return out, nil
+}
+
+// shareStateTopicSpec is the shape of __share_group_state on a single node
+// (share.coordinator.state.topic.* defaults, one replica): what
+// ensureShareStateTopic creates and the only shape CreateTopics accepts for
+// it.
+func shareStateTopicSpec() topicSpec {
+	return topicSpec{
+		name:       sharecoord.Topic,
+		partitions: sharecoord.DefaultPartitions,
+		rf:         1,
+		configs:    sharecoord.TopicConfigs(1),
+	}
 }

@@ -29,11 +29,10 @@ const DefaultPartitions = 50
 // (share.coordinator.state.topic.prune.interval.ms): replay is the same.
 func TopicConfigs(minISR int) map[string]string {
 	return map[string]string{
-		"cleanup.policy":                 "compact",
-		"compression.type":               "uncompressed",
-		"unclean.leader.election.enable": "false",
-		"min.insync.replicas":            strconv.Itoa(minISR),
-		"segment.bytes":                  strconv.Itoa(100 << 20),
+		"cleanup.policy":      "compact",
+		"compression.type":    "uncompressed",
+		"min.insync.replicas": strconv.Itoa(minISR),
+		"segment.bytes":       strconv.Itoa(100 << 20),
 	}
 }
 
