@@ -172,3 +172,64 @@ func TestShareGroupKgoAcceptReleaseReject(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupKgoSilentMemberLosesRecords: a member that holds records
+// and stops polling loses them to another after the group's lock duration
+// (on the server's fake clock), delivered a second time.
+func TestShareGroupKgoSilentMemberLosesRecords(t *testing.T) {
+	hb := &testHeartbeats{subs: map[string][]string{}}
+	e := startShareServer(t, 0, func(c *ShareGroupConfig) { c.RecordLockDuration = 20 * time.Second }, func(s *Server) {
+		hb.members = s.share.members.(*testShareMembers)
+		s.apis = maps.Clone(s.apis)
+		s.apis[76] = api{1, 1, hb.handle}
+	})
+	ctx := context.Background()
+	if ct, err := kadm.NewClient(e.admin).CreateTopic(ctx, 1, 1, nil, "q1"); err != nil || ct.Err != nil {
+		t.Fatalf("create: %v %v", err, ct.Err)
+	}
+	for i := range 5 {
+		if err := e.admin.ProduceSync(ctx, &kgo.Record{Topic: "q1", Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll := func(cl *kgo.Client, want, tries int) []*kgo.Record {
+		var got []*kgo.Record
+		for range tries { // bounded
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			fs := cl.PollRecords(pctx, 100)
+			cancel()
+			got = append(got, fs.Records()...)
+			if len(got) >= want {
+				break
+			}
+		}
+		return got
+	}
+	silent, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ShareGroup("g"), kgo.ConsumeTopics("q1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if got := poll(silent, 5, 200); len(got) != 5 {
+		t.Fatalf("silent member got %d records", len(got))
+	}
+	// It holds all five and never polls again.
+	other, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ShareGroup("g"), kgo.ConsumeTopics("q1"), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got := poll(other, 1, 5); len(got) != 0 {
+		t.Fatalf("other member got %d records while they were locked", len(got))
+	}
+	e.clock.add(20 * time.Second)
+	got := poll(other, 5, 200)
+	if len(got) != 5 {
+		t.Fatalf("other member got %d records after the lock duration, want 5", len(got))
+	}
+	for _, r := range got {
+		if r.DeliveryCount() != 2 {
+			t.Errorf("record %s delivered with count %d, want 2", r.Value, r.DeliveryCount())
+		}
+	}
+}
