@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/group/share"
 )
 
 // testHeartbeats is the stand-in ShareGroupHeartbeat: members join the
@@ -231,5 +233,62 @@ func TestShareGroupKgoSilentMemberLosesRecords(t *testing.T) {
 		if r.DeliveryCount() != 2 {
 			t.Errorf("record %s delivered with count %d, want 2", r.Value, r.DeliveryCount())
 		}
+	}
+}
+
+// TestShareGroupKgoDeliveryLimit: a record always released is delivered
+// exactly share.delivery.count.limit times, then archived.
+func TestShareGroupKgoDeliveryLimit(t *testing.T) {
+	hb := &testHeartbeats{subs: map[string][]string{}}
+	e := startShareServer(t, 0, func(c *ShareGroupConfig) { c.DeliveryCountLimit = 3 }, func(s *Server) {
+		hb.members = s.share.members.(*testShareMembers)
+		s.apis = maps.Clone(s.apis)
+		s.apis[76] = api{1, 1, hb.handle}
+	})
+	ctx := context.Background()
+	if ct, err := kadm.NewClient(e.admin).CreateTopic(ctx, 1, 1, nil, "q1"); err != nil || ct.Err != nil {
+		t.Fatalf("create: %v %v", err, ct.Err)
+	}
+	if err := e.admin.ProduceSync(ctx, &kgo.Record{Topic: "q1", Partition: 0, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ShareGroup("g"), kgo.ConsumeTopics("q1"), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var counts []int32
+	for i := 0; i < 400 && len(counts) < 3; i++ { // bounded
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		fs := cl.PollRecords(pctx, 10)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			counts = append(counts, r.DeliveryCount())
+			r.Ack(kgo.AckRelease)
+		})
+	}
+	// A few more polls send the last release and would see a fourth
+	// delivery.
+	for range 5 {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		fs := cl.PollRecords(pctx, 10)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			counts = append(counts, r.DeliveryCount())
+			r.Ack(kgo.AckRelease)
+		})
+	}
+	if fmt.Sprint(counts) != "[1 2 3]" {
+		t.Fatalf("delivery counts %v, want [1 2 3]", counts)
+	}
+	h := e.s.share.parts.Each
+	archived := false
+	h("g", func(_ share.Key, held *share.Held) {
+		held.Lock()
+		archived = held.P.Start() == 1
+		held.Unlock()
+	})
+	if !archived {
+		t.Fatal("the record was not archived after its last delivery")
 	}
 }
