@@ -49,6 +49,7 @@ import (
 	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/replica"
+	"github.com/sluice/sluice/sharecoord"
 	"github.com/sluice/sluice/txn"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -273,7 +274,9 @@ func (l *topicLookup) metadataTopic(name string, live []metadata.Broker) kmsg.Me
 
 // isInternalTopic reports whether name is one of Kafka's internal topics,
 // which only the broker writes, deletes or reshapes.
-func isInternalTopic(name string) bool { return name == offsets.Topic || name == txn.Topic }
+func isInternalTopic(name string) bool {
+	return name == offsets.Topic || name == txn.Topic || name == sharecoord.Topic
+}
 
 // isLive reports whether broker id is among live.
 func isLive(live []metadata.Broker, id int32) bool {

@@ -49,6 +49,7 @@ import (
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
+	"github.com/sluice/sluice/sharecoord"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -264,6 +265,9 @@ func (r *topicRules) checkInternalTopic(spec *topicSpec) error {
 	prefix := "offsets.topic"
 	if spec.name == txn.Topic {
 		want, prefix = r.txnSpec(), "transaction.state.log"
+	}
+	if spec.name == sharecoord.Topic {
+		want, prefix = shareStateTopicSpec(), "share.coordinator.state.topic"
 	}
 	switch {
 	case spec.assignment != nil:

@@ -62,3 +62,27 @@ func (s *Server) shareGroupConfig(name string) group.ShareGroupConfig {
 		RenewAcknowledgeEnable:  st.RenewAcknowledgeEnable,
 	}
 }
+
+// coordinatorShareMembership is the group coordinator as the share data
+// path's ShareMembership: who is a member with which partitions, and the
+// group's effective share.* configs.
+type coordinatorShareMembership struct{ s *Server }
+
+func (m coordinatorShareMembership) Member(groupID, memberID string) (map[[16]byte][]int32, bool) {
+	if m.s.groups == nil {
+		return nil, false
+	}
+	return m.s.groups.ShareMember(groupID, memberID)
+}
+
+func (m coordinatorShareMembership) GroupConfig(groupID string) ShareGroupConfig {
+	g := m.s.shareGroupConfig(groupID)
+	return ShareGroupConfig{
+		RecordLockDuration:     g.RecordLockDuration,
+		DeliveryCountLimit:     g.DeliveryCountLimit,
+		PartitionMaxRecordLock: g.PartitionMaxRecordLocks,
+		AutoOffsetReset:        g.AutoOffsetReset,
+		ReadCommitted:          g.IsolationLevel == "read_committed",
+		RenewEnabled:           g.RenewAcknowledgeEnable,
+	}
+}

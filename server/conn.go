@@ -862,5 +862,6 @@ func (c *conn) unregister() {
 	s.limits.closed(c.ip)
 	s.limits.listenerClosed(c.quota)
 	c.lst.Closed()
+	s.shareConnClosed(c)
 	s.connWG.Done()
 }

@@ -125,6 +125,11 @@ type Options struct {
 	// the alter.
 	ReconfigureListeners func(cfg *config.Config, validateOnly bool) error
 
+	// ShareMembership, when set, is the share groups' membership side:
+	// the server then serves ShareFetch and ShareAcknowledge
+	// (share_session.go). nil: neither is served nor advertised.
+	ShareMembership ShareMembership
+
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper: a plane that implements
 	// interBroker and replica.Hooks makes the server a cluster member).
@@ -214,6 +219,8 @@ type Server struct {
 
 	// fetchSessions holds the incremental fetch sessions (fetch_session.go).
 	fetchSessions *fetchSessionCache
+	// share is the share groups' data path (share_session.go).
+	share *shareData
 
 	// parked counts the fetches waiting in the purgatory now.
 	parked atomic.Int64
@@ -341,6 +348,18 @@ func New(opts Options) (*Server, error) {
 		s.ib = ib
 	}
 	s.apis = apisFor(s.ib != nil, opts.Config.ServesConsumerProtocol(), opts.Config.ServesShareGroups())
+	// Share groups (group.share.enable): the membership side is the group
+	// coordinator (76/77), the data side ShareFetch/ShareAcknowledge
+	// (78/79), served together, as kgo.ShareGroup needs all four.
+	// Options.ShareMembership replaces the coordinator in tests.
+	membership := opts.ShareMembership
+	if membership == nil && opts.Config.ServesShareGroups() {
+		membership = coordinatorShareMembership{s}
+	}
+	s.share = newShareData(membership)
+	if membership != nil {
+		s.apis = withShareData(s.apis)
+	}
 	s.rm = replica.New(replica.Options{
 		Config: *s.currentConfig(),
 		Meta:   s.meta,
@@ -429,6 +448,11 @@ func New(opts Options) (*Server, error) {
 	s.txn = newTxnCoord(s)
 	s.life.Push("transaction coordinator", func() error { s.txn.Close(); s.txnMarkers.close(); return nil })
 	s.openLocalTxnPartitions()
+	s.share.coord = newShareCoord(s)
+	if c := s.share.coord; c != nil {
+		s.life.Push("share coordinator", func() error { c.Close(); return nil })
+		s.openLocalShareStatePartitions()
+	}
 	if err := s.openLocalOffsets(); err != nil {
 		return fail(err)
 	}

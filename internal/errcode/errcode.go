@@ -18,6 +18,7 @@ import (
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/group/share"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replication"
@@ -50,6 +51,10 @@ func Code(err error) int16 {
 		return code
 	}
 	switch {
+	case errors.Is(err, share.ErrInvalidRecordState):
+		return kerr.InvalidRecordState.Code
+	case errors.Is(err, share.ErrInvalidRequest):
+		return kerr.InvalidRequest.Code
 	case errors.Is(err, engine.ErrNoLog):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, engine.ErrBatchTooLarge):
