@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +175,14 @@ func TestRegistryRoundTrip(t *testing.T) {
 	if err != nil || s4.ID <= s3.ID {
 		t.Fatalf("new id after restart: %+v %v, want > %d", s4, err, s3.ID)
 	}
+}
+
+// registryAddr is the host:port cl talks to.
+func registryAddr(t *testing.T, cl *sr.Client) string {
+	t.Helper()
+	u, ok := cl.OptValue(sr.URLs).([]string)
+	if !ok || len(u) == 0 {
+		t.Fatal("sr client has no URL")
+	}
+	return strings.TrimPrefix(u[0], "http://")
 }
