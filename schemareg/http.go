@@ -17,8 +17,12 @@ import (
 // application/vnd.schemaregistry+json and application/json are accepted
 // and answered with application/vnd.schemaregistry.v1+json.
 
-// maxBodyBytes bounds a request body (a schema and its envelope).
-const maxBodyBytes = 4 << 20
+// maxBodyBytes bounds a request body (a schema and its envelope), and
+// maxBodiesInFlight how many are read and parsed at once.
+const (
+	maxBodyBytes      = 4 << 20
+	maxBodiesInFlight = 16
+)
 
 const contentType = "application/vnd.schemaregistry.v1+json"
 
@@ -30,6 +34,17 @@ func (r *Registry) Handler() http.Handler {
 			ctx, cancel := context.WithTimeout(q.Context(), r.opts.Timeout)
 			defer cancel()
 			q = q.WithContext(ctx)
+			if q.Method == http.MethodPost || q.Method == http.MethodPut {
+				// At most maxBodiesInFlight bodies are read and parsed at
+				// once: memory stays bounded however many clients send.
+				select {
+				case r.bodies <- struct{}{}:
+					defer func() { <-r.bodies }()
+				case <-ctx.Done():
+					writeError(w, fmt.Errorf("%w: too many requests in flight", errTimeout))
+					return
+				}
+			}
 			if err := r.load(ctx); err != nil {
 				writeError(w, err)
 				return

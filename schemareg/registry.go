@@ -79,6 +79,7 @@ type Registry struct {
 	writeMu sync.Mutex
 
 	parsed parseCache
+	bodies chan struct{} // a slot per request body being read (http.go)
 
 	// loadMu guards the replay loop's start (load, createTopic).
 	loadMu         sync.Mutex
@@ -115,7 +116,7 @@ func Start(opts Options) (*Registry, error) {
 		return nil, fmt.Errorf("schemareg: kafka client: %w", err)
 	}
 	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(),
-		done: make(chan struct{}), serveDone: make(chan struct{})}
+		done: make(chan struct{}), serveDone: make(chan struct{}), bodies: make(chan struct{}, maxBodiesInFlight)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.http = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes: 64 << 10}
