@@ -162,10 +162,10 @@ func (r *Registry) waitApplied(ctx context.Context, off int64) error {
 // until the view has applied it.
 // REQUIRES: r.writeMu held (one writer at a time keeps ids unique).
 func (r *Registry) writeLocked(ctx context.Context, key storeKey, value any) error {
-	if err := r.checkWriter(ctx); err != nil {
+	if err := r.createTopic(ctx); err != nil {
 		return err
 	}
-	if err := r.createTopic(ctx); err != nil {
+	if err := r.checkWriter(ctx); err != nil {
 		return err
 	}
 	rec := &kgo.Record{Topic: r.opts.Topic, Partition: 0, Key: encodeKey(key)}
@@ -191,14 +191,25 @@ func (r *Registry) checkWriter(ctx context.Context) error {
 	if !r.opts.Cluster {
 		return nil
 	}
-	md, err := kadm.NewClient(r.cl).Metadata(ctx, r.opts.Topic)
-	if err != nil {
-		return fmt.Errorf("%w: metadata of %s: %w", errStore, r.opts.Topic, err)
-	}
 	leader := int32(-1)
-	if t, ok := md.Topics[r.opts.Topic]; ok {
-		if p, ok := t.Partitions[0]; ok && p.Err == nil {
-			leader = p.Leader
+	for {
+		md, err := kadm.NewClient(r.cl).Metadata(ctx, r.opts.Topic)
+		if err != nil {
+			return fmt.Errorf("%w: metadata of %s: %w", errStore, r.opts.Topic, err)
+		}
+		if t, ok := md.Topics[r.opts.Topic]; ok {
+			if p, ok := t.Partitions[0]; ok && p.Err == nil {
+				leader = p.Leader
+			}
+		}
+		if leader >= 0 {
+			break
+		}
+		// A topic just created, or a leader election under way.
+		select {
+		case <-ctx.Done():
+			return &apiError{codeUnknownLeader, fmt.Sprintf("%s-0 has no leader: the schema registry's writer is unknown", r.opts.Topic)}
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	if leader != r.opts.BrokerID {
