@@ -148,6 +148,9 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return 0, err
+	}
 	r.view.mu.RLock()
 	sv, err := r.prepareRegisterLocked(subject, req, normalize)
 	r.view.mu.RUnlock()
@@ -313,6 +316,9 @@ func (r *Registry) referencedByLocked(subject string, v int, includeDeleted bool
 func (r *Registry) deleteVersion(ctx context.Context, subject string, v int, permanent bool) (int, error) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return 0, err
+	}
 	r.view.mu.RLock()
 	sv, err := r.prepareDeleteVersionLocked(subject, v, permanent)
 	r.view.mu.RUnlock()
@@ -352,6 +358,9 @@ func (r *Registry) prepareDeleteVersionLocked(subject string, v int, permanent b
 func (r *Registry) deleteSubject(ctx context.Context, subject string, permanent bool) ([]int, error) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return nil, err
+	}
 	r.view.mu.RLock()
 	versions, err := r.prepareDeleteSubjectLocked(subject, permanent)
 	_, hasConfig := r.view.subjectConfig[subject]
@@ -424,6 +433,9 @@ func (r *Registry) setConfig(ctx context.Context, subject, level string, normali
 	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return err
+	}
 	return r.writeLocked(ctx, configKey(subject), &configValue{Subject: subject, CompatibilityLevel: level, Normalize: normalize})
 }
 
@@ -435,6 +447,9 @@ func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool
 	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return err
+	}
 	if mode == "IMPORT" && !force {
 		r.view.mu.RLock()
 		var n int
@@ -455,5 +470,8 @@ func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool
 func (r *Registry) clearKey(ctx context.Context, k storeKey) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return err
+	}
 	return r.writeLocked(ctx, k, nil)
 }

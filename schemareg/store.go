@@ -158,16 +158,22 @@ func (r *Registry) waitApplied(ctx context.Context, off int64) error {
 	return nil
 }
 
-// write appends key/value (value nil: a tombstone) at acks=all and waits
-// until the view has applied it.
-// REQUIRES: r.writeMu held (one writer at a time keeps ids unique).
-func (r *Registry) writeLocked(ctx context.Context, key storeKey, value any) error {
+// beginWrite prepares a write operation, before it validates anything:
+// it creates the topic if there is none and, in a cluster, refuses unless
+// this broker is the writer.
+// REQUIRES: r.writeMu held.
+func (r *Registry) beginWrite(ctx context.Context) error {
 	if err := r.createTopic(ctx); err != nil {
 		return err
 	}
-	if err := r.checkWriter(ctx); err != nil {
-		return err
-	}
+	return r.checkWriter(ctx)
+}
+
+// writeLocked appends key/value (value nil: a tombstone) at acks=all and
+// waits until the view has applied it.
+// REQUIRES: r.writeMu held (one writer at a time keeps ids unique), and
+// beginWrite returned nil under it.
+func (r *Registry) writeLocked(ctx context.Context, key storeKey, value any) error {
 	rec := &kgo.Record{Topic: r.opts.Topic, Partition: 0, Key: encodeKey(key)}
 	if value != nil {
 		b, err := jsonMarshal(value)
