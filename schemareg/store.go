@@ -28,6 +28,9 @@ func (r *Registry) ensureTopic(ctx context.Context) error {
 		rf = -1 // the broker's default.replication.factor
 	}
 	res, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, r.opts.Topic)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("schemareg: create %s: %w", r.opts.Topic, err)
 	}
@@ -166,7 +169,28 @@ func (r *Registry) beginWrite(ctx context.Context) error {
 	if err := r.createTopic(ctx); err != nil {
 		return err
 	}
-	return r.checkWriter(ctx)
+	if err := r.checkWriter(ctx); err != nil {
+		return err
+	}
+	// The view must hold every record in the topic before this writer
+	// picks an id or a version: a broker that has just become the writer
+	// may not have applied what the previous one wrote (Confluent's
+	// waitUntilKafkaReaderReachesLastOffset).
+	for {
+		end, err := r.endOffset(ctx)
+		switch {
+		case err == nil:
+			return r.waitApplied(ctx, end)
+		case !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.NotLeaderForPartition):
+			return fmt.Errorf("%w: %s: %w", errStore, r.opts.Topic, err)
+		}
+		// A topic just created: its partition is not hosted yet.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", errTimeout, r.opts.Topic, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // writeLocked appends key/value (value nil: a tombstone) at acks=all and
