@@ -2,6 +2,7 @@ package schemareg_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,5 +74,82 @@ func TestClusterOneWriterReadsEverywhere(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+}
+
+// The writer leaves the cluster: another broker becomes the leader of
+// _schemas-0 and takes writes, its ids above every id handed out before,
+// and no schema is lost.
+func TestClusterWriterFailover(t *testing.T) {
+	zk := zktest.Start(t) // NeedsProcess
+	var bs []*broker.Broker
+	for id := int32(1); id <= 3; id++ {
+		bs = append(bs, brokertest.Start(t, "memory", withRegistry, func(c *config.Config) {
+			c.BrokerID = id
+			c.ZooKeeperConnect = zk.Addr() + "/sluice"
+			c.ControlledShutdownEnable = false
+			c.DefaultReplicationFactor = 3
+			c.ReplicaLagTimeMax = 2 * time.Second
+		}))
+	}
+	brokertest.WaitForBrokers(t, 3, nil, bs...)
+	c, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cls := make([]*sr.Client, len(bs))
+	for i, b := range bs {
+		cl, err := sr.NewClient(sr.URLs("http://" + b.SchemaRegistry().Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cls[i] = cl
+	}
+	// register tries every live broker's registry until one (the writer)
+	// takes the schema; bounded by c.
+	register := func(live []int, subject, schema string) (int, sr.SubjectSchema) {
+		t.Helper()
+		for {
+			for _, i := range live {
+				s, err := cls[i].CreateSchema(c, subject, sr.Schema{Schema: schema})
+				if err == nil {
+					return i, s
+				}
+				if code := srCode(err); code != 50004 && code != 50001 && code != 50002 {
+					t.Fatalf("broker %d: %v", i+1, err)
+				}
+			}
+			if c.Err() != nil {
+				t.Fatal("no registry took the write")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	var ids []int
+	writer := -1
+	for i, schema := range []string{avroV1, `"int"`, `"long"`} {
+		w, s := register([]int{0, 1, 2}, fmt.Sprintf("s%d", i), schema)
+		writer = w
+		ids = append(ids, s.ID)
+	}
+	if err := bs[writer].Close(); err != nil {
+		t.Fatal(err)
+	}
+	var live []int
+	for i := range bs {
+		if i != writer {
+			live = append(live, i)
+		}
+	}
+	newWriter, s := register(live, "after-failover", `"string"`)
+	for _, id := range ids {
+		if s.ID == id {
+			t.Fatalf("id %d handed out twice (new writer broker %d)", id, newWriter+1)
+		}
+		got, err := cls[newWriter].SchemaByID(c, id)
+		if err != nil || got.Schema == "" {
+			t.Fatalf("schema %d lost after failover: %+v %v", id, got, err)
+		}
+	}
+	if s.ID <= ids[len(ids)-1] {
+		t.Fatalf("id after failover %d, want above %d", s.ID, ids[len(ids)-1])
 	}
 }
