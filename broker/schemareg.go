@@ -4,9 +4,11 @@ package broker
 // registry"): started on schema.registry.listeners once the Kafka
 // listeners serve, as a Kafka client of this broker's inter-broker
 // listener (the console's way in, attachHTTP), and stopped before the
-// server closes.
+// server closes. In a cluster its address is published in ZooKeeper
+// (cluster/schemaregistry.go) for the other brokers to forward writes to.
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -73,8 +75,21 @@ func (b *Broker) startSchemaRegistry() error {
 		return nil
 	}
 	opts := schemareg.Options{Kafka: kopts, Listener: ln, Logger: b.log}
-	if !b.cfg.SingleNode() {
+	if b.node != nil {
 		opts.Cluster, opts.BrokerID = true, b.cfg.BrokerID
+		opts.WriterURL = func(_ context.Context, id int32) (string, error) { return b.node.SchemaRegistryURL(id) }
+		// Other brokers forward writes here: the bound address, or the
+		// advertised host when bound to every address.
+		la := ln.Addr().(*net.TCPAddr)
+		h := la.IP.String()
+		if la.IP.IsUnspecified() {
+			h = host
+		}
+		url := "http://" + net.JoinHostPort(h, strconv.Itoa(la.Port))
+		if err := b.node.PublishSchemaRegistry(url); err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: schema registry: %w", err)
+		}
 	}
 	reg, err := schemareg.Start(opts)
 	if err != nil {

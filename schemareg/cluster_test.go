@@ -14,10 +14,11 @@ import (
 	"github.com/sluice/sluice/internal/zktest"
 )
 
-// In a three-broker cluster exactly one registry (the leader of
-// _schemas-0's) takes writes, the others refuse them with 50004, and a
-// schema registered there is read from every broker's registry.
-func TestClusterOneWriterReadsEverywhere(t *testing.T) {
+// In a three-broker cluster every registry takes writes: the writer (the
+// leader of _schemas-0) makes them, the others forward them to it; a
+// schema registered through one broker is read from every broker, and ids
+// stay unique.
+func TestClusterForwardsWritesReadsEverywhere(t *testing.T) {
 	zk := zktest.Start(t) // NeedsProcess
 	var bs []*broker.Broker
 	for id := int32(1); id <= 3; id++ {
@@ -39,40 +40,41 @@ func TestClusterOneWriterReadsEverywhere(t *testing.T) {
 		}
 		cls = append(cls, cl)
 	}
-	// A different schema for each broker: a registry that has the schema
-	// already answers with its id without writing, writer or not.
-	schemas := []string{avroV1, avroV2, avroV3}
-	writer := -1
-	var id int
+	schemas := []string{avroV1, avroV2, `"int"`}
+	ids := map[int]string{}
 	for i, cl := range cls {
-		s, err := cl.CreateSchema(c, "orders-value", sr.Schema{Schema: schemas[i]})
-		switch {
-		case err == nil:
-			if writer >= 0 {
-				t.Fatalf("brokers %d and %d both took a write", writer+1, i+1)
-			}
-			writer, id = i, s.ID
-		case srCode(err) != 50004:
-			t.Fatalf("broker %d: %v, want success or 50004", i+1, err)
+		s, err := cl.CreateSchema(c, fmt.Sprintf("s%d", i), sr.Schema{Schema: schemas[i]})
+		if err != nil {
+			t.Fatalf("register through broker %d: %v", i+1, err)
 		}
+		if _, dup := ids[s.ID]; dup {
+			t.Fatalf("id %d handed out twice", s.ID)
+		}
+		ids[s.ID] = schemas[i]
 	}
-	if writer < 0 {
-		t.Fatal("no broker took the write")
+	if r := cls[1].SetCompatibility(c, sr.SetCompatibility{Level: sr.CompatFull}, "s0"); r[0].Err != nil {
+		t.Fatalf("config through a non-writer: %v", r[0].Err)
+	}
+	// A forwarded incompatible write gets the writer's 409.
+	if _, err := cls[2].CreateSchema(c, "s0", sr.Schema{Schema: avroV3}); srCode(err) != 409 {
+		t.Fatalf("incompatible write: %v, want 409", err)
 	}
 	for i, cl := range cls {
-		// Other brokers' views follow the topic: poll, bounded by c.
-		for {
-			got, err := cl.SchemaByID(c, id)
-			if err == nil {
-				if got.Schema != schemas[writer] {
-					t.Fatalf("broker %d: schema %q", i+1, got.Schema)
+		for id, want := range ids {
+			// Other brokers' views follow the topic: poll, bounded by c.
+			for {
+				got, err := cl.SchemaByID(c, id)
+				if err == nil {
+					if got.Schema != want {
+						t.Fatalf("broker %d: schema %d is %q, want %q", i+1, id, got.Schema, want)
+					}
+					break
 				}
-				break
+				if srCode(err) != 40403 || c.Err() != nil {
+					t.Fatalf("broker %d: schema %d: %v", i+1, id, err)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
-			if srCode(err) != 40403 || c.Err() != nil {
-				t.Fatalf("broker %d: schema %d: %v", i+1, id, err)
-			}
-			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
@@ -113,7 +115,7 @@ func TestClusterWriterFailover(t *testing.T) {
 				if err == nil {
 					return i, s
 				}
-				if code := srCode(err); code != 50004 && code != 50001 && code != 50002 {
+				if code := srCode(err); code != 50001 && code != 50002 && code != 50003 && code != 50004 {
 					t.Fatalf("broker %d: %v", i+1, err)
 				}
 			}

@@ -29,7 +29,7 @@ const contentType = "application/vnd.schemaregistry.v1+json"
 // Handler returns the REST API's handler.
 func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
-	h := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
+	handle := func(pattern string, write bool, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
 			ctx, cancel := context.WithTimeout(q.Context(), r.opts.Timeout)
 			defer cancel()
@@ -45,6 +45,9 @@ func (r *Registry) Handler() http.Handler {
 					return
 				}
 			}
+			if write && r.forwardIfNotWriter(w, q) {
+				return
+			}
 			if err := r.load(ctx); err != nil {
 				writeError(w, err)
 				return
@@ -57,34 +60,40 @@ func (r *Registry) Handler() http.Handler {
 			writeJSON(w, http.StatusOK, v)
 		})
 	}
+	h := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
+		handle(pattern, false, fn)
+	}
+	hw := func(pattern string, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
+		handle(pattern, true, fn)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, q *http.Request) { writeJSON(w, 200, struct{}{}) })
 	h("GET /schemas/types", func(w http.ResponseWriter, q *http.Request) (any, error) {
 		return []string{typeJSON, typeProtobuf, typeAvro}, nil
 	})
 	h("GET /subjects", r.getSubjects)
 	h("GET /subjects/{s}/versions", r.getVersions)
-	h("POST /subjects/{s}/versions", r.postVersion)
+	hw("POST /subjects/{s}/versions", r.postVersion)
 	h("GET /subjects/{s}/versions/{v}", r.getVersion)
 	h("GET /subjects/{s}/versions/{v}/schema", r.getVersionSchema)
 	h("GET /subjects/{s}/versions/{v}/referencedby", r.getReferencedBy)
-	h("DELETE /subjects/{s}/versions/{v}", r.deleteVersionHandler)
+	hw("DELETE /subjects/{s}/versions/{v}", r.deleteVersionHandler)
 	h("POST /subjects/{s}", r.postLookup)
-	h("DELETE /subjects/{s}", r.deleteSubjectHandler)
+	hw("DELETE /subjects/{s}", r.deleteSubjectHandler)
 	h("GET /schemas/ids/{id}", r.getByID)
 	h("GET /schemas/ids/{id}/schema", r.getByIDSchema)
 	h("GET /schemas/ids/{id}/subjects", r.getByIDSubjects)
 	h("GET /schemas/ids/{id}/versions", r.getByIDVersions)
 	h("GET /config", r.getConfig)
 	h("GET /config/{s}", r.getConfig)
-	h("PUT /config", r.putConfig)
-	h("PUT /config/{s}", r.putConfig)
-	h("DELETE /config", r.deleteConfig)
-	h("DELETE /config/{s}", r.deleteConfig)
+	hw("PUT /config", r.putConfig)
+	hw("PUT /config/{s}", r.putConfig)
+	hw("DELETE /config", r.deleteConfig)
+	hw("DELETE /config/{s}", r.deleteConfig)
 	h("GET /mode", r.getMode)
 	h("GET /mode/{s}", r.getMode)
-	h("PUT /mode", r.putMode)
-	h("PUT /mode/{s}", r.putMode)
-	h("DELETE /mode/{s}", r.deleteMode)
+	hw("PUT /mode", r.putMode)
+	hw("PUT /mode/{s}", r.putMode)
+	hw("DELETE /mode/{s}", r.deleteMode)
 	h("POST /compatibility/subjects/{s}/versions/{v}", r.postCompatibility)
 	h("POST /compatibility/subjects/{s}/versions", r.postCompatibility)
 	mux.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) {

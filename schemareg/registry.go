@@ -56,9 +56,13 @@ type Options struct {
 	Listener net.Listener
 	// Cluster: this broker is one of a cluster's; it writes only while it
 	// leads partition 0 of the topic (then it is the one writer) and
-	// refuses writes otherwise with 50004, naming the writer.
+	// forwards writes otherwise (WriterURL).
 	Cluster  bool
 	BrokerID int32
+	// WriterURL, in a cluster, returns the registry URL of broker id (the
+	// writer), to which a write this broker cannot make is forwarded
+	// (forward.go); nil answers such writes with 50004.
+	WriterURL func(ctx context.Context, id int32) (string, error)
 	// Timeout bounds one request's Kafka work; 0 means 30s.
 	Timeout time.Duration
 	Logger  *slog.Logger

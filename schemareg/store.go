@@ -87,7 +87,6 @@ func (r *Registry) load(ctx context.Context) error {
 
 // createTopic creates the topic before the first write if load found
 // none, and starts the replay loop.
-// REQUIRES: r.writeMu held.
 func (r *Registry) createTopic(ctx context.Context) error {
 	r.loadMu.Lock()
 	defer r.loadMu.Unlock()
@@ -221,11 +220,24 @@ func (r *Registry) checkWriter(ctx context.Context) error {
 	if !r.opts.Cluster {
 		return nil
 	}
+	leader, err := r.writerID(ctx)
+	if err != nil {
+		return err
+	}
+	if leader != r.opts.BrokerID {
+		return &apiError{codeUnknownLeader, fmt.Sprintf("this broker (%d) is not the schema registry's writer: writes go to the registry of broker %d, the leader of %s-0", r.opts.BrokerID, leader, r.opts.Topic)}
+	}
+	return nil
+}
+
+// writerID is the broker that leads partition 0 of the topic, waiting
+// (bounded by ctx) while it has none.
+func (r *Registry) writerID(ctx context.Context) (int32, error) {
 	leader := int32(-1)
 	for {
 		md, err := kadm.NewClient(r.cl).Metadata(ctx, r.opts.Topic)
 		if err != nil {
-			return fmt.Errorf("%w: metadata of %s: %w", errStore, r.opts.Topic, err)
+			return -1, fmt.Errorf("%w: metadata of %s: %w", errStore, r.opts.Topic, err)
 		}
 		if t, ok := md.Topics[r.opts.Topic]; ok {
 			if p, ok := t.Partitions[0]; ok && p.Err == nil {
@@ -238,12 +250,9 @@ func (r *Registry) checkWriter(ctx context.Context) error {
 		// A topic just created, or a leader election under way.
 		select {
 		case <-ctx.Done():
-			return &apiError{codeUnknownLeader, fmt.Sprintf("%s-0 has no leader: the schema registry's writer is unknown", r.opts.Topic)}
+			return -1, &apiError{codeUnknownLeader, fmt.Sprintf("%s-0 has no leader: the schema registry's writer is unknown", r.opts.Topic)}
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if leader != r.opts.BrokerID {
-		return &apiError{codeUnknownLeader, fmt.Sprintf("this broker (%d) is not the schema registry's writer: writes go to the registry of broker %d, the leader of %s-0", r.opts.BrokerID, leader, r.opts.Topic)}
-	}
-	return nil
+	return leader, nil
 }
