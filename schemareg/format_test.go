@@ -125,3 +125,47 @@ func TestCyclicReferences(t *testing.T) {
 		t.Fatalf("parse a schema in a cycle: %v", err)
 	}
 }
+
+// checkDepth counts nesting the way each parser sees it: brackets in JSON
+// strings and in .proto strings and comments do not count.
+func TestCheckDepth(t *testing.T) {
+	deep := strings.Repeat("{", maxSchemaDepth+1)
+	for _, tc := range []struct {
+		typ, text string
+		refused   bool
+	}{
+		{typeAvro, `{"type":"string","doc":"` + deep + `"}`, false},
+		{typeAvro, deep, true},
+		{typeJSON, strings.Repeat("[", maxSchemaDepth+1), true},
+		{typeProtobuf, "// " + deep + "\nmessage M {}", false},
+		{typeProtobuf, "/* " + deep + " */ message M {}", false},
+		{typeProtobuf, `option x = '` + deep + `'; message M {}`, false},
+		{typeProtobuf, `// it's "quoted` + "\n" + strings.Repeat("message M { ", maxSchemaDepth+1), true},
+		{typeProtobuf, strings.Repeat("message M { ", maxSchemaDepth) + strings.Repeat("}", maxSchemaDepth), false},
+	} {
+		err := checkDepth(tc.typ, tc.text)
+		if (err != nil) != tc.refused || (err != nil && !errors.Is(err, errInvalidSchema)) {
+			t.Errorf("checkDepth(%s, %.40q...) = %v, want refused %v", tc.typ, tc.text, err, tc.refused)
+		}
+	}
+}
+
+// FuzzParseSchema parses arbitrary text as each schema type. Invariants:
+// it never panics, and every failure is an errInvalidSchema (a 422, never
+// a 500).
+func FuzzParseSchema(f *testing.F) {
+	f.Add(`{"type":"record","name":"r","fields":[{"name":"a","type":["null","int"],"default":null}]}`)
+	f.Add(`syntax = "proto3"; message M { map<string, int32> m = 1; oneof o { string s = 2; } }`)
+	f.Add(`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"integer"}}}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, typ := range []string{typeAvro, typeJSON, typeProtobuf} {
+			p, err := parseSchema(typ, text, nil, nil, true)
+			if err != nil && !errors.Is(err, errInvalidSchema) {
+				t.Fatalf("%s: error %v is not errInvalidSchema", typ, err)
+			}
+			if err == nil && p.same == "" {
+				t.Fatalf("%s: parsed without an identity", typ)
+			}
+		}
+	})
+}

@@ -119,11 +119,11 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 	if typ == "" {
 		typ = typeAvro
 	}
-	if err := checkDepth(text); err != nil {
+	if err := checkDepth(typ, text); err != nil {
 		return nil, err
 	}
 	for _, d := range deps {
-		if err := checkDepth(d.sv.Schema); err != nil {
+		if err := checkDepth(typ, d.sv.Schema); err != nil {
 			return nil, err
 		}
 	}
@@ -215,31 +215,43 @@ func parseAvro(text string, cache *avro.SchemaCache) (s avro.Schema, err error) 
 	return avro.ParseWithCache(text, "", cache)
 }
 
-// checkDepth refuses a text whose brackets outside JSON strings (or, in a
-// .proto, braces outside string literals) nest deeper than maxSchemaDepth.
-func checkDepth(text string) error {
-	depth, inStr, esc := 0, false, false
+// checkDepth refuses a text whose nesting is deeper than maxSchemaDepth:
+// brackets ({ and [) outside strings for JSON (Avro, JSON Schema); braces,
+// brackets, parentheses and angle brackets outside string literals and
+// comments for a .proto. Unbalanced closers are ignored: the parser
+// refuses them.
+func checkDepth(typ, text string) error {
+	proto := typ == typeProtobuf
+	depth := 0
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		switch {
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
+		case c == '"' || (proto && c == '\''):
+			// Skip the string literal, escapes included.
+			for i++; i < len(text) && text[i] != c; i++ {
+				if text[i] == '\\' {
+					i++
+				}
 			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[' || c == '<' || c == '(':
+		case proto && c == '/' && i+1 < len(text) && text[i+1] == '/':
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+		case proto && c == '/' && i+1 < len(text) && text[i+1] == '*':
+			end := strings.Index(text[i+2:], "*/")
+			if end < 0 {
+				return nil // an unterminated comment: the parser refuses it
+			}
+			i += end + 3
+		case c == '{' || c == '[' || (proto && (c == '<' || c == '(')):
 			depth++
 			if depth > maxSchemaDepth {
 				return fmt.Errorf("%w: nested deeper than %d levels", errInvalidSchema, maxSchemaDepth)
 			}
-		case c == '}' || c == ']' || c == '>' || c == ')':
-			depth--
+		case c == '}' || c == ']' || (proto && (c == '>' || c == ')')):
+			if depth > 0 {
+				depth--
+			}
 		}
 	}
 	return nil
