@@ -92,7 +92,7 @@ func TestReferences(t *testing.T) {
 	_, cl := startRegistry(t, t.TempDir())
 	c := ctx(t)
 	addr := registryAddr(t, cl)
-	base, err := cl.CreateSchema(c, "base", sr.Schema{Schema: `{"type":"record","name":"Base","namespace":"x","fields":[{"name":"a","type":"int"}]}`})
+	_, err := cl.CreateSchema(c, "base", sr.Schema{Schema: `{"type":"record","name":"Base","namespace":"x","fields":[{"name":"a","type":"int"}]}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,6 @@ func TestReferences(t *testing.T) {
 	if _, err := cl.CreateSchema(c, "user2", sr.Schema{Schema: `{"type":"record","name":"U2","fields":[{"name":"b","type":"x.Base"}]}`}); srCode(err) != 42201 {
 		t.Fatalf("unresolved named type: %v, want 42201", err)
 	}
-	_ = base
 }
 
 // Protobuf and JSON Schema register, dedupe and check the documented
@@ -222,5 +221,57 @@ func TestImportModeAndConfig(t *testing.T) {
 	if st, _, raw := httpDo(t, addr, "GET", "/subjects/imp/versions/latest/schema", nil); st != 200 || strings.TrimSpace(string(raw)) != `"int"` {
 		t.Fatalf("raw schema: %d %s", st, raw)
 	}
-	_ = http.StatusOK
+}
+
+// normalize: two JSON Schema texts differing in key order are one schema
+// with normalize=true and two without; Avro texts differing only in key
+// order are one schema either way (as Confluent, which compares Avro's
+// own rendering). Content types: application/json is served, text/plain
+// is 415.
+func TestNormalizeAndContentTypes(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	reg := func(path, schema, typ string) map[string]any {
+		t.Helper()
+		st, m, raw := httpDo(t, addr, "POST", path, map[string]any{"schema": schema, "schemaType": typ})
+		if st != 200 {
+			t.Fatalf("POST %s: %d %s", path, st, raw)
+		}
+		return m
+	}
+	a := reg("/subjects/j/versions?normalize=true", `{"type":"object","properties":{"x":{"type":"string"}}}`, "JSON")
+	b := reg("/subjects/j/versions?normalize=true", `{"properties":{"x":{"type":"string"}},"type":"object"}`, "JSON")
+	if a["id"] != b["id"] {
+		t.Fatalf("normalized JSON schemas got ids %v and %v", a["id"], b["id"])
+	}
+	c := reg("/subjects/j2/versions", `{"type":"object","properties":{"x":{"type":"string"}}}`, "JSON")
+	d := reg("/subjects/j2/versions", `{"properties":{"x":{"type":"string"}},"type":"object"}`, "JSON")
+	if c["id"] == d["id"] {
+		t.Fatalf("without normalize, reordered JSON schemas share id %v", c["id"])
+	}
+	e := reg("/subjects/av/versions", `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, "AVRO")
+	f := reg("/subjects/av/versions", `{"fields":[{"type":"int","name":"a"}],"name":"R","type":"record"}`, "AVRO")
+	if e["id"] != f["id"] {
+		t.Fatalf("reordered Avro got ids %v and %v", e["id"], f["id"])
+	}
+	st, _, raw := httpDo(t, addr, "GET", fmt.Sprintf("/schemas/ids/%v/subjects", e["id"]), nil)
+	if st != 200 || strings.TrimSpace(string(raw)) != `["av"]` {
+		t.Fatalf("subjects by id: %d %s", st, raw)
+	}
+
+	for _, tc := range []struct {
+		ct     string
+		status int
+	}{{"application/json", 200}, {"application/vnd.schemaregistry.v1+json; charset=utf-8", 200}, {"text/plain", 415}} {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/subjects/ct/versions", strings.NewReader(`{"schema":"\"int\""}`))
+		req.Header.Set("Content-Type", tc.ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || (tc.status == 200 && resp.Header.Get("Content-Type") != "application/vnd.schemaregistry.v1+json") {
+			t.Fatalf("Content-Type %s: %d %s, want %d", tc.ct, resp.StatusCode, resp.Header.Get("Content-Type"), tc.status)
+		}
+	}
 }

@@ -72,7 +72,6 @@ func httpDo(t *testing.T, addr, method, path string, body any) (int, map[string]
 // under NONE, then the subject's level is set.
 func TestAvroCompatibilityConfluentCases(t *testing.T) {
 	_, cl := startRegistry(t, t.TempDir())
-	_ = cl
 	addr := registryAddr(t, cl)
 	cases := []struct {
 		level      string
