@@ -70,6 +70,10 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /schemas/types", func(w http.ResponseWriter, q *http.Request) (any, error) {
 		return []string{typeJSON, typeProtobuf, typeAvro}, nil
 	})
+	h("GET /contexts", func(w http.ResponseWriter, q *http.Request) (any, error) {
+		return []string{"."}, nil // the default context only
+	})
+	h("GET /schemas", r.getSchemas)
 	h("GET /subjects", r.getSubjects)
 	h("GET /subjects/{s}/versions", r.getVersions)
 	hw("POST /subjects/{s}/versions", r.postVersion)
@@ -211,6 +215,29 @@ func (r *Registry) getSubjects(w http.ResponseWriter, q *http.Request) (any, err
 	for _, n := range names {
 		if strings.HasPrefix(n, prefix) {
 			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// getSchemas lists every subject version (GET /schemas), with
+// subjectPrefix, deleted and latestOnly.
+func (r *Registry) getSchemas(w http.ResponseWriter, q *http.Request) (any, error) {
+	r.view.mu.RLock()
+	defer r.view.mu.RUnlock()
+	deleted, latest := boolParam(q, "deleted"), boolParam(q, "latestOnly")
+	prefix := q.URL.Query().Get("subjectPrefix")
+	out := []versionBody{}
+	for _, name := range r.view.subjectNamesLocked(deleted) {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		vs := r.view.versionsLocked(name, deleted)
+		if latest && len(vs) > 0 {
+			vs = vs[len(vs)-1:]
+		}
+		for _, sv := range vs {
+			out = append(out, toVersionBody(sv))
 		}
 	}
 	return out, nil

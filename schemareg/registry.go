@@ -29,7 +29,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/net/netutil"
 )
+
+// maxConnections bounds the REST API's open connections.
+const maxConnections = 1024
 
 // Sentinel errors; the HTTP side turns them into Confluent's codes
 // (errors.go).
@@ -122,12 +126,15 @@ func Start(opts Options) (*Registry, error) {
 	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(),
 		done: make(chan struct{}), serveDone: make(chan struct{}), bodies: make(chan struct{}, maxBodiesInFlight)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	// A client that trickles its body loses its slot (maxBodiesInFlight)
+	// after ReadTimeout; at most maxConnections are open at once.
 	r.http = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes: 64 << 10}
+		ReadTimeout: 2 * opts.Timeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	if opts.Listener != nil {
+		ln := netutil.LimitListener(opts.Listener, maxConnections)
 		go func() {
 			defer close(r.serveDone)
-			if err := r.http.Serve(opts.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := r.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				r.log.Error("schemareg: serve", "err", err)
 			}
 		}()

@@ -186,3 +186,26 @@ func registryAddr(t *testing.T, cl *sr.Client) string {
 	}
 	return strings.TrimPrefix(u[0], "http://")
 }
+
+// GET /schemas and /contexts, as franz-go's AllSchemas and Contexts call
+// them.
+func TestAllSchemasAndContexts(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	c := ctx(t)
+	for _, s := range []struct{ subject, schema string }{{"a", avroV1}, {"a", avroV2}, {"b", `"int"`}} {
+		if _, err := cl.CreateSchema(c, s.subject, sr.Schema{Schema: s.schema}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := cl.AllSchemas(c)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("all schemas: %+v %v", all, err)
+	}
+	latest, err := cl.AllSchemas(sr.WithParams(c, sr.LatestOnly))
+	if err != nil || len(latest) != 2 || latest[0].Version != 2 {
+		t.Fatalf("latest only: %+v %v", latest, err)
+	}
+	if cs, err := cl.Contexts(c); err != nil || !slices.Equal(cs, []string{"."}) {
+		t.Fatalf("contexts: %v %v", cs, err)
+	}
+}
