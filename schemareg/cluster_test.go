@@ -42,6 +42,11 @@ func TestClusterForwardsWritesReadsEverywhere(t *testing.T) {
 	}
 	schemas := []string{avroV1, avroV2, `"int"`}
 	ids := map[int]string{}
+	for _, cl := range cls {
+		if _, err := cl.Subjects(c); err != nil { // every view loaded
+			t.Fatal(err)
+		}
+	}
 	for i, cl := range cls {
 		s, err := cl.CreateSchema(c, fmt.Sprintf("s%d", i), sr.Schema{Schema: schemas[i]})
 		if err != nil {
@@ -49,6 +54,14 @@ func TestClusterForwardsWritesReadsEverywhere(t *testing.T) {
 		}
 		if _, dup := ids[s.ID]; dup {
 			t.Fatalf("id %d handed out twice", s.ID)
+		}
+		// Read-your-writes: the broker the write went through shows it
+		// at once, forwarded or not.
+		if got, err := cl.SchemaByID(c, s.ID); err != nil || got.Schema != schemas[i] {
+			t.Fatalf("broker %d: read its own write %d: %+v %v", i+1, s.ID, got, err)
+		}
+		if vs, err := cl.SubjectVersions(c, fmt.Sprintf("s%d", i)); err != nil || len(vs) != 1 {
+			t.Fatalf("broker %d: versions of its own write: %v %v", i+1, vs, err)
 		}
 		ids[s.ID] = schemas[i]
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -17,6 +18,12 @@ import (
 // never forwarded again: if leadership moved meanwhile, it gets 50004.
 
 const forwardedHeader = "X-Sluice-Schema-Registry-Forwarded"
+
+// appliedHeader, on the writer's answer to a write, is the offset below
+// which its view holds every record of the topic, its write included. The
+// forwarding registry answers only once its own view has got as far, so
+// the writing client reads its write from the broker it wrote through.
+const appliedHeader = "X-Sluice-Schema-Registry-Applied"
 
 // maxForwardedAnswer bounds the writer's answer read back.
 const maxForwardedAnswer = 8 << 20
@@ -78,6 +85,15 @@ func (r *Registry) forward(ctx context.Context, w http.ResponseWriter, q *http.R
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxForwardedAnswer))
 	if err != nil {
 		return &apiError{codeRequestForwardingFailed, fmt.Sprintf("Error while forwarding the request to the primary (broker %d): %v", leader, err)}
+	}
+	if off, err := strconv.ParseInt(resp.Header.Get(appliedHeader), 10, 64); err == nil && resp.StatusCode == http.StatusOK {
+		if err := r.load(ctx); err == nil {
+			err = r.waitApplied(ctx, off)
+		}
+		if err != nil {
+			// The write is made; answer it, the view will catch up.
+			r.log.Warn("schemareg: a forwarded write is not in this broker's view yet", "offset", off, "err", err)
+		}
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)

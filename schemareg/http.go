@@ -57,6 +57,14 @@ func (r *Registry) Handler() http.Handler {
 				writeError(w, err)
 				return
 			}
+			if write {
+				// For a registry that forwarded this write: how far its
+				// own view must get to show it (forward.go).
+				r.view.mu.RLock()
+				applied := r.view.applied
+				r.view.mu.RUnlock()
+				w.Header().Set(appliedHeader, strconv.FormatInt(applied, 10))
+			}
 			writeJSON(w, http.StatusOK, v)
 		})
 	}
