@@ -169,3 +169,13 @@ func FuzzParseSchema(f *testing.F) {
 		}
 	})
 }
+
+// An Avro default that does not match its field's type is an invalid
+// schema (hamba/avro validates defaults; Confluent's
+// AvroCompatibilityTest.testBadDefaultNull parses it: README says so).
+func TestAvroBadDefaultRefused(t *testing.T) {
+	_, err := parseSchema(typeAvro, `{"type":"record","name":"myrecord","fields":[{"type":["null","string"],"name":"f1","default":"null"}]}`, nil, nil, false)
+	if !errors.Is(err, errInvalidSchema) {
+		t.Fatalf("bad default: %v, want errInvalidSchema", err)
+	}
+}
