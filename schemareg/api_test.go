@@ -249,6 +249,15 @@ func TestNormalizeAndContentTypes(t *testing.T) {
 	if c["id"] == d["id"] {
 		t.Fatalf("without normalize, reordered JSON schemas share id %v", c["id"])
 	}
+	// normalize set in the subject's config applies without the parameter.
+	if st, _, raw := httpDo(t, addr, "PUT", "/config/j3", map[string]any{"compatibility": "BACKWARD", "normalize": true}); st != 200 {
+		t.Fatalf("config normalize: %d %s", st, raw)
+	}
+	g := reg("/subjects/j3/versions", `{"type":"object","properties":{"x":{"type":"string"}}}`, "JSON")
+	h := reg("/subjects/j3/versions", `{"properties":{"x":{"type":"string"}},"type":"object"}`, "JSON")
+	if g["id"] != h["id"] {
+		t.Fatalf("config normalize=true: ids %v and %v", g["id"], h["id"])
+	}
 	e := reg("/subjects/av/versions", `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, "AVRO")
 	f := reg("/subjects/av/versions", `{"fields":[{"type":"int","name":"a"}],"name":"R","type":"record"}`, "AVRO")
 	if e["id"] != f["id"] {

@@ -271,7 +271,11 @@ func (r *Registry) postVersion(w http.ResponseWriter, q *http.Request) (any, err
 	if err := readBody(w, q, &req); err != nil {
 		return nil, err
 	}
-	id, err := r.register(q.Context(), q.PathValue("s"), &req, boolParam(q, "normalize"))
+	s := q.PathValue("s")
+	r.view.mu.RLock()
+	normalize := boolParam(q, "normalize") || r.view.normalizeLocked(s)
+	r.view.mu.RUnlock()
+	id, err := r.register(q.Context(), s, &req, normalize)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +335,11 @@ func (r *Registry) postLookup(w http.ResponseWriter, q *http.Request) (any, erro
 	if err := readBody(w, q, &req); err != nil {
 		return nil, err
 	}
-	sv, err := r.lookup(q.PathValue("s"), &req, boolParam(q, "normalize"), boolParam(q, "deleted"))
+	s := q.PathValue("s")
+	r.view.mu.RLock()
+	normalize := boolParam(q, "normalize") || r.view.normalizeLocked(s)
+	r.view.mu.RUnlock()
+	sv, err := r.lookup(s, &req, normalize, boolParam(q, "deleted"))
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +448,11 @@ func (r *Registry) getConfig(w http.ResponseWriter, q *http.Request) (any, error
 		}
 		level = c.CompatibilityLevel
 	}
-	return map[string]string{"compatibilityLevel": level}, nil
+	out := map[string]any{"compatibilityLevel": level}
+	if r.view.normalizeLocked(s) {
+		out["normalize"] = true
+	}
+	return out, nil
 }
 
 func (r *Registry) putConfig(w http.ResponseWriter, q *http.Request) (any, error) {

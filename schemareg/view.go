@@ -245,3 +245,14 @@ func (v *view) modeLocked(subject string) string {
 	}
 	return "READWRITE"
 }
+
+// normalizeLocked reports whether registrations under subject are
+// normalized without being asked (the "normalize" of its config, else of
+// the global config).
+// REQUIRES: v.mu held.
+func (v *view) normalizeLocked(subject string) bool {
+	if c, ok := v.subjectConfig[subject]; ok && c.Normalize != nil {
+		return *c.Normalize
+	}
+	return v.globalConfig.Normalize != nil && *v.globalConfig.Normalize
+}
