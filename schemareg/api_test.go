@@ -284,3 +284,38 @@ func TestNormalizeAndContentTypes(t *testing.T) {
 		}
 	}
 }
+
+// References in JSON Schema ($ref by the reference's name, relative or
+// absolute) and Protobuf (import by the reference's name).
+func TestJSONAndProtobufReferences(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	c := ctx(t)
+	if _, err := cl.CreateSchema(c, "address", sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"type":"object","properties":{"street":{"type":"string"}},"required":["street"]}`}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"address.json", "https://example.com/schemas/address.json"} {
+		if _, err := cl.CreateSchema(c, "customer-"+strings.ReplaceAll(name, "/", "_"), sr.Schema{Type: sr.TypeJSON,
+			Schema:     `{"type":"object","properties":{"home":{"$ref":"` + name + `"}}}`,
+			References: []sr.SchemaReference{{Name: name, Subject: "address", Version: 1}}}); err != nil {
+			t.Fatalf("JSON Schema referencing %s: %v", name, err)
+		}
+	}
+	if _, err := cl.CreateSchema(c, "customer-unresolved", sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"type":"object","properties":{"home":{"$ref":"address.json"}}}`}); srCode(err) != 42201 {
+		t.Fatalf("JSON Schema with an unresolved $ref: %v, want 42201", err)
+	}
+	if _, err := cl.CreateSchema(c, "money", sr.Schema{Type: sr.TypeProtobuf,
+		Schema: `syntax = "proto3"; package shop; message Money { int64 cents = 1; }`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateSchema(c, "order", sr.Schema{Type: sr.TypeProtobuf,
+		Schema:     `syntax = "proto3"; package shop; import "shop/money.proto"; import "google/protobuf/timestamp.proto"; message Order { Money total = 1; google.protobuf.Timestamp at = 2; }`,
+		References: []sr.SchemaReference{{Name: "shop/money.proto", Subject: "money", Version: 1}}}); err != nil {
+		t.Fatalf("Protobuf importing a reference: %v", err)
+	}
+	if _, err := cl.CreateSchema(c, "order-unresolved", sr.Schema{Type: sr.TypeProtobuf,
+		Schema: `syntax = "proto3"; package shop; import "shop/money.proto"; message Order { Money total = 1; }`}); srCode(err) != 42201 {
+		t.Fatalf("Protobuf with an unresolved import: %v, want 42201", err)
+	}
+}

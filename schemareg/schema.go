@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
@@ -154,10 +155,18 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 	case typeJSON:
 		c := jsonschema.NewCompiler()
 		c.UseLoader(jsonschema.SchemeURLLoader{}) // never read files or the network
+		// The root has a hierarchical base URL, so that a relative $ref
+		// ("address.json") resolves against it to where its reference
+		// was added; an absolute one is added as named.
+		const root = "https://sluice.invalid/schema-registry/__sluice_root__.json"
+		base, _ := url.Parse(root)
 		for _, d := range deps {
 			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(d.sv.Schema))
 			if err == nil {
-				err = c.AddResource(d.name, doc)
+				var ref *url.URL
+				if ref, err = url.Parse(d.name); err == nil {
+					err = c.AddResource(base.ResolveReference(ref).String(), doc)
+				}
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%w: reference %q: %w", errInvalidSchema, d.name, err)
@@ -167,7 +176,6 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
 		}
-		const root = "urn:sluice:schema-registry:root.json"
 		if err := c.AddResource(root, doc); err != nil {
 			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
 		}
