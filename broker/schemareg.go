@@ -9,8 +9,10 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/auth/sasl"
+	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/schemareg"
 )
 
@@ -29,7 +32,21 @@ func (b *Broker) startSchemaRegistry() error {
 	if len(b.cfg.SchemaRegistryListeners) == 0 {
 		return nil
 	}
-	hostport := strings.TrimPrefix(b.cfg.SchemaRegistryListeners[0], "http://")
+	scheme, hostport, _ := strings.Cut(b.cfg.SchemaRegistryListeners[0], "://")
+	var tlsCfg *tls.Config
+	if scheme == "https" {
+		// The broker's ssl.* settings, as the https:// HTTP listeners.
+		get := func(key string) (string, bool) { v, ok := b.cfg.SecurityProperties[key]; return v, ok }
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			return fmt.Errorf("broker: schema.registry.listeners: https: %w", err)
+		}
+		ts, err := tlsconf.NewServer(settings, tlsconf.ServerOptions{Logger: b.log})
+		if err != nil {
+			return fmt.Errorf("broker: schema.registry.listeners: https: %w", err)
+		}
+		tlsCfg = ts.Config()
+	}
 	idx := slices.Index(b.lnNames, b.cfg.InterBrokerListenerName)
 	if idx < 0 {
 		idx = b.clientListener()
@@ -74,18 +91,26 @@ func (b *Broker) startSchemaRegistry() error {
 		b.log.Warn("broker: schema registry off: cannot listen on schema.registry.listeners", "addr", hostport, "err", err)
 		return nil
 	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
 	opts := schemareg.Options{Kafka: kopts, Listener: ln, Logger: b.log}
 	if b.node != nil {
 		opts.Cluster, opts.BrokerID = true, b.cfg.BrokerID
 		opts.WriterURL = func(_ context.Context, id int32) (string, error) { return b.node.SchemaRegistryURL(id) }
 		// Other brokers forward writes here: the bound address, or the
 		// advertised host when bound to every address.
-		la := ln.Addr().(*net.TCPAddr)
+		la := ln.Addr().(*net.TCPAddr) // tls.NewListener keeps Addr
 		h := la.IP.String()
 		if la.IP.IsUnspecified() {
 			h = host
 		}
-		url := "http://" + net.JoinHostPort(h, strconv.Itoa(la.Port))
+		url := scheme + "://" + net.JoinHostPort(h, strconv.Itoa(la.Port))
+		if sec.TLS != nil {
+			// Forwarded writes go out with the inter-broker TLS client
+			// settings (its truststore and, if any, certificate).
+			opts.ForwardClient = &http.Client{Transport: &http.Transport{TLSClientConfig: sec.TLS.Clone()}}
+		}
 		if err := b.node.PublishSchemaRegistry(url); err != nil {
 			ln.Close()
 			return fmt.Errorf("broker: schema registry: %w", err)

@@ -226,7 +226,8 @@ type Config struct {
 	HTTPListeners []string
 	// SchemaRegistryListeners is schema.registry.listeners (Sluice's own
 	// key): where the schema registry (package schemareg) listens, at most
-	// one http://host:port. Default http://127.0.0.1:8081; empty: off.
+	// one http://host:port or https://host:port (TLS with the broker's
+	// ssl.* settings). Default http://127.0.0.1:8081; empty: off.
 	SchemaRegistryListeners []string
 	// HTTPMetricsAuthentication is http.metrics.authentication.enable
 	// (Sluice's own key, true): when the HTTP side needs a user, /metrics

@@ -74,7 +74,7 @@ var brokerKeys = []Key{
 			get: listString(func(c *Config) []string { return c.HTTPListeners }),
 		}},
 	{Name: "schema.registry.listeners", Type: TypeList, Importance: Medium, Default: "http://127.0.0.1:8081",
-		Doc: "Sluice's own: where the built-in schema registry serves Confluent Schema Registry's REST API (`http://host:port`, one listener; `https://` is not served yet); empty: no schema registry. The listener is unauthenticated: keep it on loopback or a trusted network",
+		Doc: "Sluice's own: where the built-in schema registry serves Confluent Schema Registry's REST API (`http://host:port` or `https://host:port` with the broker's `ssl.*` settings; one listener); empty: no schema registry. The registry does not authenticate its users: keep it on loopback or a trusted network",
 		codec: codec{
 			set: func(s *setter, key, v string) (err error) {
 				ls, err := parseHTTPListeners(key, v)
@@ -83,9 +83,6 @@ var brokerKeys = []Key{
 				}
 				if len(ls) > 1 {
 					return keyError(key, "one listener, not %d", len(ls))
-				}
-				if len(ls) == 1 && !strings.HasPrefix(ls[0], "http://") {
-					return keyError(key, "%q: only http:// is served yet", ls[0])
 				}
 				s.c.SchemaRegistryListeners = ls
 				return nil

@@ -77,7 +77,11 @@ func (r *Registry) forward(ctx context.Context, w http.ResponseWriter, q *http.R
 		req.Header.Set("Content-Type", ct)
 	}
 	req.Header.Set(forwardedHeader, "1")
-	resp, err := http.DefaultClient.Do(req)
+	hc := r.opts.ForwardClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return &apiError{codeRequestForwardingFailed, fmt.Sprintf("Error while forwarding the request to the primary (broker %d at %s): %v", leader, base, err)}
 	}

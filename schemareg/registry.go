@@ -67,6 +67,8 @@ type Options struct {
 	// writer), to which a write this broker cannot make is forwarded
 	// (forward.go); nil answers such writes with 50004.
 	WriterURL func(ctx context.Context, id int32) (string, error)
+	// ForwardClient sends forwarded writes; nil means http.DefaultClient.
+	ForwardClient *http.Client
 	// Timeout bounds one request's Kafka work; 0 means 30s.
 	Timeout time.Duration
 	Logger  *slog.Logger

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/testpki"
 )
 
 // withRegistry turns the schema registry on, on a free loopback port.
@@ -207,5 +208,38 @@ func TestAllSchemasAndContexts(t *testing.T) {
 	}
 	if cs, err := cl.Contexts(c); err != nil || !slices.Equal(cs, []string{"."}) {
 		t.Fatalf("contexts: %v %v", cs, err)
+	}
+}
+
+// schema.registry.listeners=https:// serves TLS with the broker's ssl.*
+// settings; a plain-HTTP client is refused.
+func TestRegistryHTTPS(t *testing.T) {
+	pki := testpki.New(t)
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.SchemaRegistryListeners = []string{"https://127.0.0.1:0"}
+		c.SecurityProperties = map[string]string{
+			"ssl.keystore.location":   pki.Broker.Keystore,
+			"ssl.truststore.location": pki.Broker.CA,
+		}
+	})
+	addr := b.SchemaRegistry().Addr()
+	cl, err := sr.NewClient(sr.URLs("https://"+addr), sr.DialTLSConfig(pki.TLS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctx(t)
+	s, err := cl.CreateSchema(c, "tls", sr.Schema{Schema: `"int"`})
+	if err != nil {
+		t.Fatalf("register over https: %v", err)
+	}
+	if got, err := cl.SchemaByID(c, s.ID); err != nil || got.Schema != `"int"` {
+		t.Fatalf("read over https: %+v %v", got, err)
+	}
+	plain, err := sr.NewClient(sr.URLs("http://" + addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Subjects(c); err == nil {
+		t.Fatal("plain HTTP to the https listener answered")
 	}
 }
