@@ -3,11 +3,13 @@ package schemareg_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluice/sluice/broker"
@@ -241,5 +243,29 @@ func TestRegistryHTTPS(t *testing.T) {
 	}
 	if _, err := plain.Subjects(c); err == nil {
 		t.Fatal("plain HTTP to the https listener answered")
+	}
+}
+
+// A taken registry port (several brokers on one host with the default)
+// leaves the broker serving Kafka without a registry instead of failing.
+func TestRegistryPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.SchemaRegistryListeners = []string{"http://" + ln.Addr().String()}
+	})
+	if b.SchemaRegistry() != nil {
+		t.Fatal("a registry on a taken port")
+	}
+	kc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	if err := kc.Ping(ctx(t)); err != nil {
+		t.Fatalf("the broker does not serve Kafka: %v", err)
 	}
 }
