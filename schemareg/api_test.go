@@ -135,6 +135,11 @@ func TestProtobufAndJSONSchema(t *testing.T) {
 	if again, err := cl.CreateSchema(c, "orders-proto", sr.Schema{Schema: proto1, Type: sr.TypeProtobuf}); err != nil || again.ID != s1.ID {
 		t.Fatalf("same proto again: %+v %v", again, err)
 	}
+	// Whitespace and comments do not make another schema.
+	reformatted := "// orders\nsyntax = \"proto3\";\npackage p;\n\nmessage Order {\n  string id = 1;\n  int64 amount = 2; // cents\n}\n"
+	if again, err := cl.CreateSchema(c, "orders-proto", sr.Schema{Schema: reformatted, Type: sr.TypeProtobuf}); err != nil || again.ID != s1.ID || again.Version != 1 {
+		t.Fatalf("reformatted proto: %+v %v, want id %d version 1", again, err, s1.ID)
+	}
 	if _, err := cl.CreateSchema(c, "orders-proto", sr.Schema{Schema: proto2, Type: sr.TypeProtobuf}); err != nil {
 		t.Fatalf("adding a field: %v", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/bufbuild/protocompile/linker"
 	"github.com/hamba/avro/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 )
 
 // Schema types, as the REST API and the _schemas values name them.
@@ -41,8 +43,10 @@ type parsedSchema struct {
 	// text is what is stored: the text as given with insignificant JSON
 	// whitespace removed (Avro, JSON), or normalized when asked.
 	text string
-	// same identifies the schema for "registered already?": two texts
-	// with the same type, same and references are the same schema.
+	// same identifies the schema for "registered already?": two schemas
+	// with the same type, rendering (Avro: hamba/avro's full JSON; JSON: the
+	// compacted or normalized text; Protobuf: the compiled descriptor) and
+	// references are the same schema.
 	same string
 
 	avro  avro.Schema
@@ -204,7 +208,16 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 		}
 		p.proto = out
 		p.text = text
-		p.same = strings.TrimSpace(text)
+		// The compiled descriptor, not the text: whitespace and comments
+		// do not make another schema (Confluent compares its canonical
+		// rendering of the descriptor).
+		fd := protodesc.ToFileDescriptorProto(out[0])
+		fd.SourceCodeInfo = nil
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fd)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
+		}
+		p.same = string(b)
 	default:
 		return nil, fmt.Errorf("%w: unknown schema type %q", errInvalidSchema, typ)
 	}

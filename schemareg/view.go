@@ -62,7 +62,7 @@ func newView() *view {
 	return v
 }
 
-// apply applies one record at offset off. Records it cannot parse are
+// applyLocked applies one record at offset off. Records it cannot parse are
 // skipped (returned as an error for the caller to log): a topic written by
 // a newer registry must not stop the replay.
 // REQUIRES: v.mu held for writing.
