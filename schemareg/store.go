@@ -61,16 +61,16 @@ func (r *Registry) endOffset(ctx context.Context) (int64, error) {
 // finds out whether the topic exists and, if so, starts the replay loop and
 // waits until the view has reached the end offset seen then. Until a
 // registry is first used it sends nothing to Kafka, and a broker whose
-// registry is never written never gets a _schemas topic. A cluster
-// member whose topic does not exist yet looks again at most once a
-// second, for another broker's registry may create it.
+// registry is never written never gets a _schemas topic. While the topic
+// does not exist, load looks again at most once a second: another
+// broker's registry (or a Confluent registry) may create it.
 func (r *Registry) load(ctx context.Context) error {
 	r.loadMu.Lock()
 	defer r.loadMu.Unlock()
 	if r.consuming {
 		return r.waitApplied(ctx, r.loadedTo)
 	}
-	if r.checkedMissing && (!r.opts.Cluster || time.Since(r.missingAt) < time.Second) {
+	if r.checkedMissing && time.Since(r.missingAt) < time.Second {
 		return nil
 	}
 	end, err := r.endOffset(ctx)
