@@ -82,12 +82,9 @@ func (v *view) applyLocked(key, value []byte, off int64) error {
 		if err := json.Unmarshal(value, &sv); err != nil {
 			return err
 		}
-		if sv.Subject == "" {
-			sv.Subject = k.Subject
-		}
-		if sv.Version == 0 {
-			sv.Version = k.Version
-		}
+		// The key names the version (compaction and tombstones go by
+		// it); a value that says otherwise does not move it.
+		sv.Subject, sv.Version = k.Subject, k.Version
 		v.addVersionLocked(&sv)
 	case keyConfig:
 		if value == nil {
