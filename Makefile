@@ -7,7 +7,8 @@ PKGS      := ./...
 # Packages whose state is shared between goroutines run under the race detector.
 RACE_PKGS ?= ./engine/... ./segment/... ./mmapindex/... ./zerocopy/... ./record/... \
 	./replication/... ./metastore/... ./group/... ./server/... ./broker/... ./cluster/... ./internal/... \
-	./coordlog/... ./offsets/... ./txn/... ./replica/... ./acl/... ./auth/... ./console/... ./metrics/...
+	./coordlog/... ./offsets/... ./txn/... ./replica/... ./acl/... ./auth/... ./console/... ./metrics/... \
+	./schemareg/...
 
 export GOFLAGS := -buildvcs=false
 

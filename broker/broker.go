@@ -47,6 +47,7 @@ import (
 	"github.com/sluice/sluice/internal/lifecycle"
 	"github.com/sluice/sluice/metastore"
 	"github.com/sluice/sluice/replica"
+	"github.com/sluice/sluice/schemareg"
 	"github.com/sluice/sluice/server"
 
 	// The storage backends register themselves.
@@ -88,7 +89,10 @@ type Broker struct {
 	// name, set while Start builds them (security.go), read-only after.
 	tlsServers map[string]*tlsconf.Server
 	lns        []net.Listener
-	http       httpState // http.go
+	// schemaRegistry is the built-in schema registry (schemareg.go); nil
+	// when schema.registry.listeners is empty.
+	schemaRegistry *schemareg.Registry
+	http           httpState // http.go
 	// srvReady is srv once server.New has loaded the topics (log recovery
 	// done); recoveringPartitions is how many partitions the metastore
 	// lists, -1 until read. /readyz reads both (http.go).
@@ -301,7 +305,10 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 			}
 		}()
 	}
-	b.srvReady.Store(b.srv) // the Kafka listeners serve: /readyz looks further
+	b.srvReady.Store(b.srv)                         // the Kafka listeners serve: /readyz looks further
+	if err := b.startSchemaRegistry(); err != nil { // schemareg.go
+		return nil, err
+	}
 	if b.node != nil {
 		// Before the server closes, while its listeners still answer the
 		// controller: the controller moves this broker's leadership away

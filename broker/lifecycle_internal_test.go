@@ -13,21 +13,25 @@ import (
 // TestStackOrder pins the order Start pushes a single node's components
 // in, which Close unwinds backwards: the HTTP side serves from the start
 // and is stopped first (the retention loop is the replica manager's, inside
-// the server), the server before the storage and the metastore, the store before the
+// the server), the schema registry (a client of the server) before the
+// server, the server before the storage and the metastore, the store before the
 // metastore.
 func TestStackOrder(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
 	cfg.HTTPListeners = []string{"http://127.0.0.1:0"}
-	cfg.LogDirs = []string{t.TempDir()}
+	cfg.SchemaRegistryListeners = []string{"http://127.0.0.1:0"}
+	dir := t.TempDir()
+	cfg.LogDirs = []string{dir}
 	cfg.StorageBackend = "memory"
 	cfg.LogRetentionCheck = time.Hour
 	b, err := Start(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"http", "metastore", "storage", "listener PLAINTEXT", "background goroutines",
-		"server", "http (stopped first)"}
+	// One storage entry per log dir, named by its dir.
+	want := []string{"http", "metastore", "storage " + dir, "listener PLAINTEXT", "background goroutines",
+		"server", "schema registry", "http (stopped first)"}
 	if got := b.stack.Names(); !slices.Equal(got, want) {
 		t.Errorf("stack %q, want %q", got, want)
 	}

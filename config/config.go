@@ -224,6 +224,11 @@ type Config struct {
 	// settings). Default http://127.0.0.1:9644; empty: no HTTP server, and
 	// no metrics are kept.
 	HTTPListeners []string
+	// SchemaRegistryListeners is schema.registry.listeners (Sluice's own
+	// key): where the schema registry (package schemareg) listens, at most
+	// one http://host:port or https://host:port (TLS with the broker's
+	// ssl.* settings). Default http://127.0.0.1:8081; empty: off.
+	SchemaRegistryListeners []string
 	// HTTPMetricsAuthentication is http.metrics.authentication.enable
 	// (Sluice's own key, true): when the HTTP side needs a user, /metrics
 	// needs one too; false serves /metrics to anyone, as /healthz.

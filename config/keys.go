@@ -73,6 +73,22 @@ var brokerKeys = []Key{
 			},
 			get: listString(func(c *Config) []string { return c.HTTPListeners }),
 		}},
+	{Name: "schema.registry.listeners", Type: TypeList, Importance: Medium, Default: "http://127.0.0.1:8081",
+		Doc: "Sluice's own: where the built-in schema registry serves Confluent Schema Registry's REST API (`http://host:port` or `https://host:port` with the broker's `ssl.*` settings; one listener); empty: no schema registry. The registry does not authenticate its users: keep it on loopback or a trusted network",
+		codec: codec{
+			set: func(s *setter, key, v string) (err error) {
+				ls, err := parseHTTPListeners(key, v)
+				if err != nil {
+					return err
+				}
+				if len(ls) > 1 {
+					return keyError(key, "one listener, not %d", len(ls))
+				}
+				s.c.SchemaRegistryListeners = ls
+				return nil
+			},
+			get: listString(func(c *Config) []string { return c.SchemaRegistryListeners }),
+		}},
 	{Name: "http.metrics.authentication.enable", Type: TypeBoolean, Importance: Medium, Default: "true",
 		Doc:   "Sluice's own: when the HTTP side needs a user (an authorizer, or a Kafka listener that authenticates its clients; see Who sees what), `/metrics` needs one too (and with an authorizer shows the series of only the topics and groups that user may Describe); `false` serves `/metrics` to anyone who reaches the port, topic and group names included",
 		codec: boolKey(func(c *Config) *bool { return &c.HTTPMetricsAuthentication })},

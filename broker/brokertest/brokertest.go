@@ -17,12 +17,13 @@ import (
 func Backends() []string { return engine.Names() }
 
 // Config returns a test configuration: listener 127.0.0.1:0, the HTTP side
-// on http://127.0.0.1:0 (Broker.HTTPAddr), log dir dir,
+// on http://127.0.0.1:0 (Broker.HTTPAddr), no schema registry, log dir dir,
 // the given backend, retention checks off, then overrides applied in order.
 func Config(dir, backend string, overrides ...func(*config.Config)) config.Config {
 	cfg := config.Default()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
 	cfg.HTTPListeners = []string{"http://127.0.0.1:0"}
+	cfg.SchemaRegistryListeners = nil // tests that want it set http://127.0.0.1:0
 	cfg.LogDirs = []string{dir}
 	cfg.StorageBackend = backend
 	cfg.LogRetentionCheck = 0

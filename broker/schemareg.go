@@ -1,0 +1,131 @@
+package broker
+
+// The built-in schema registry (package schemareg; README, "Schema
+// registry"): started on schema.registry.listeners once the Kafka
+// listeners serve, as a Kafka client of this broker's inter-broker
+// listener (the console's way in, attachHTTP), and stopped before the
+// server closes. In a cluster its address is published in ZooKeeper
+// (cluster/schemaregistry.go) for the other brokers to forward writes to.
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/auth/sasl"
+	"github.com/sluice/sluice/auth/tlsconf"
+	"github.com/sluice/sluice/schemareg"
+)
+
+// startSchemaRegistry starts the registry when schema.registry.listeners
+// is set and pushes its entry: it closes before the server it is a
+// client of.
+func (b *Broker) startSchemaRegistry() error {
+	if len(b.cfg.SchemaRegistryListeners) == 0 {
+		return nil
+	}
+	scheme, hostport, _ := strings.Cut(b.cfg.SchemaRegistryListeners[0], "://")
+	var tlsCfg *tls.Config
+	if scheme == "https" {
+		// The broker's ssl.* settings, as the https:// HTTP listeners.
+		get := func(key string) (string, bool) { v, ok := b.cfg.SecurityProperties[key]; return v, ok }
+		settings, err := tlsconf.FromProperties(get)
+		if err != nil {
+			return fmt.Errorf("broker: schema.registry.listeners: https: %w", err)
+		}
+		ts, err := tlsconf.NewServer(settings, tlsconf.ServerOptions{Logger: b.log})
+		if err != nil {
+			return fmt.Errorf("broker: schema.registry.listeners: https: %w", err)
+		}
+		tlsCfg = ts.Config()
+	}
+	idx := slices.Index(b.lnNames, b.cfg.InterBrokerListenerName)
+	if idx < 0 {
+		idx = b.clientListener()
+	}
+	mech := b.cfg.SASLInterBrokerMechanism
+	sec, err := b.connSecurity(b.lnNames[idx])
+	if err != nil && b.cfg.SingleNode() {
+		for _, m := range []string{sasl.Plain, sasl.ScramSHA512, sasl.ScramSHA256} {
+			if s, err2 := b.connSecurityWith(b.lnNames[idx], m); err2 == nil {
+				sec, mech, err = s, m, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("broker: the schema registry cannot log in to the broker: %w", err)
+	}
+	host, _, err := b.advertised(idx)
+	if err != nil {
+		return err
+	}
+	addr := b.lns[idx].Addr().(*net.TCPAddr)
+	dial := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		dial = "127.0.0.1"
+		if addr.IP.To4() == nil {
+			dial = "::1"
+		}
+	}
+	dialAddr := net.JoinHostPort(dial, strconv.Itoa(addr.Port))
+	kopts := []kgo.Opt{kgo.SeedBrokers(dialAddr), kgo.DialTimeout(5 * time.Second), kgo.MetadataMinAge(time.Second)}
+	if sec.TLS != nil {
+		kopts = append(kopts, kgo.Dialer(tlsDialer(sec.TLS, dialAddr, host)))
+	}
+	if sec.SASL != nil {
+		kopts = append(kopts, kgo.SASL(saslMechanism{mech, sec.SASL}))
+	}
+	ln, err := net.Listen("tcp", hostport)
+	if err != nil {
+		// Several brokers on one host all default to port 8081: the
+		// first serves the registry, the others serve Kafka without it.
+		b.log.Warn("broker: schema registry off: cannot listen on schema.registry.listeners", "addr", hostport, "err", err)
+		return nil
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	opts := schemareg.Options{Kafka: kopts, Listener: ln, Logger: b.log}
+	if b.node != nil {
+		opts.Cluster, opts.BrokerID = true, b.cfg.BrokerID
+		opts.WriterURL = func(_ context.Context, id int32) (string, error) { return b.node.SchemaRegistryURL(id) }
+		// Other brokers forward writes here: the bound address, or the
+		// advertised host when bound to every address.
+		la := ln.Addr().(*net.TCPAddr) // tls.NewListener keeps Addr
+		h := la.IP.String()
+		if la.IP.IsUnspecified() {
+			h = host
+		}
+		url := scheme + "://" + net.JoinHostPort(h, strconv.Itoa(la.Port))
+		if sec.TLS != nil {
+			// Forwarded writes go out with the inter-broker TLS client
+			// settings (its truststore and, if any, certificate).
+			opts.ForwardClient = &http.Client{Transport: &http.Transport{TLSClientConfig: sec.TLS.Clone()}}
+		}
+		if err := b.node.PublishSchemaRegistry(url); err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: schema registry: %w", err)
+		}
+	}
+	reg, err := schemareg.Start(opts)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	b.schemaRegistry = reg
+	b.log.Info("broker: schema registry started", "addr", reg.Addr())
+	return b.stack.Push("schema registry", reg.Close)
+}
+
+// SchemaRegistry returns the running schema registry, nil when
+// schema.registry.listeners is empty.
+func (b *Broker) SchemaRegistry() *schemareg.Registry { return b.schemaRegistry }

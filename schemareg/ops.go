@@ -1,0 +1,477 @@
+package schemareg
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+)
+
+// apiError is an answer with Confluent's error code (rest/exceptions/
+// Errors.java): the HTTP status is the code's first three digits.
+type apiError struct {
+	Code    int    `json:"error_code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("schemareg: %d: %s", e.Code, e.Message) }
+
+func (e *apiError) status() int {
+	c := e.Code
+	for c >= 1000 {
+		c /= 10
+	}
+	if c < 100 || c > 599 {
+		return http.StatusInternalServerError
+	}
+	return c
+}
+
+// Confluent's error codes.
+const (
+	codeSubjectNotFound         = 40401
+	codeVersionNotFound         = 40402
+	codeSchemaNotFound          = 40403
+	codeSubjectSoftDeleted      = 40404
+	codeSubjectNotSoftDeleted   = 40405
+	codeVersionSoftDeleted      = 40406
+	codeVersionNotSoftDeleted   = 40407
+	codeSubjectConfigNotSet     = 40408
+	codeSubjectModeNotSet       = 40409
+	codeIncompatible            = 409
+	codeInvalidSchema           = 42201
+	codeInvalidVersion          = 42202
+	codeInvalidCompatibility    = 42203
+	codeInvalidMode             = 42204
+	codeOperationNotPermitted   = 42205
+	codeReferenceExists         = 42206
+	codeIDDoesNotMatch          = 42207
+	codeInvalidSubject          = 42208
+	codeStoreError              = 50001
+	codeOperationTimeout        = 50002
+	codeRequestForwardingFailed = 50003
+	codeUnknownLeader           = 50004
+)
+
+func errSubjectNotFound(s string) *apiError {
+	return &apiError{codeSubjectNotFound, fmt.Sprintf("Subject '%s' not found.", s)}
+}
+
+func errVersionNotFound(v int) *apiError {
+	return &apiError{codeVersionNotFound, fmt.Sprintf("Version %d not found.", v)}
+}
+
+var levels = []string{"NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"}
+var modes = []string{"READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT"}
+
+// parseCache holds the parsed form of stored schemas by id, so that
+// compatibility checks and "registered already?" parse each stored
+// schema once.
+type parseCache struct {
+	mu sync.Mutex
+	m  map[int]*parsedSchema
+}
+
+// parsedLocked returns sv parsed (cached by id).
+// REQUIRES: r.view.mu held.
+func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
+	r.parsed.mu.Lock()
+	p := r.parsed.m[sv.ID]
+	r.parsed.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	deps, err := r.resolveRefsLocked(sv.References)
+	if err != nil {
+		return nil, err
+	}
+	p, err = parseSchema(schemaTypeOf(sv), sv.Schema, sv.References, deps, false)
+	if err != nil {
+		return nil, err
+	}
+	r.parsed.mu.Lock()
+	if r.parsed.m == nil {
+		r.parsed.m = map[int]*parsedSchema{}
+	}
+	r.parsed.m[sv.ID] = p
+	r.parsed.mu.Unlock()
+	return p, nil
+}
+
+// registerRequest is the body of POST /subjects/{s}/versions and of the
+// lookup and compatibility calls.
+type registerRequest struct {
+	Schema     string      `json:"schema"`
+	SchemaType string      `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	ID         int         `json:"id,omitempty"`
+	Version    int         `json:"version,omitempty"`
+}
+
+// parseRequestLocked parses req's schema with its references.
+// REQUIRES: r.view.mu held.
+func (r *Registry) parseRequestLocked(req *registerRequest, normalize bool) (*parsedSchema, error) {
+	if req.Schema == "" {
+		return nil, &apiError{codeInvalidSchema, "Empty schema"}
+	}
+	deps, err := r.resolveRefsLocked(req.References)
+	if err != nil {
+		return nil, &apiError{codeInvalidSchema, err.Error()}
+	}
+	p, err := parseSchema(req.SchemaType, req.Schema, req.References, deps, normalize)
+	if err != nil {
+		return nil, &apiError{codeInvalidSchema, err.Error()}
+	}
+	return p, nil
+}
+
+// previousLocked parses subject's live versions, oldest first.
+// REQUIRES: r.view.mu held.
+func (r *Registry) previousLocked(subject string) ([]*parsedSchema, error) {
+	var out []*parsedSchema
+	for _, sv := range r.view.versionsLocked(subject, false) {
+		p, err := r.parsedLocked(sv)
+		if err != nil {
+			return nil, &apiError{codeInvalidSchema, fmt.Sprintf("stored schema id %d: %v", sv.ID, err)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// register registers req under subject and returns its id; the same schema
+// registered again under the subject returns the id it has.
+func (r *Registry) register(ctx context.Context, subject string, req *registerRequest, normalize bool) (int, error) {
+	if subject == "" {
+		return 0, &apiError{codeInvalidSubject, "Subject name is empty"}
+	}
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return 0, err
+	}
+	r.view.mu.RLock()
+	sv, err := r.prepareRegisterLocked(subject, req, normalize)
+	r.view.mu.RUnlock()
+	if err != nil {
+		return 0, err
+	}
+	if sv == nil { // registered already: req.ID is its id
+		return req.ID, nil
+	}
+	if err := r.writeLocked(ctx, schemaKey(subject, sv.Version), sv); err != nil {
+		return 0, err
+	}
+	return sv.ID, nil
+}
+
+// prepareRegisterLocked decides what registering req means: nil and
+// req.ID set to the existing id when the subject has it already, else the
+// value to append.
+// REQUIRES: r.view.mu held, r.writeMu held.
+func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, normalize bool) (*schemaValue, error) {
+	mode := r.view.modeLocked(subject)
+	if mode == "READONLY" || mode == "READONLY_OVERRIDE" {
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
+	}
+	if req.ID != 0 && mode != "IMPORT" {
+		return nil, &apiError{codeOperationNotPermitted, "Overriding schema id is only permitted in IMPORT mode"}
+	}
+	if req.ID < 0 || req.Version < 0 {
+		return nil, &apiError{codeInvalidSchema, "id and version must not be negative"}
+	}
+	p, err := r.parseRequestLocked(req, normalize)
+	if err != nil {
+		return nil, err
+	}
+	all := r.view.versionsLocked(subject, true)
+	for _, sv := range all {
+		if sv.Deleted {
+			continue
+		}
+		old, err := r.parsedLocked(sv)
+		if err == nil && old.same == p.same {
+			if req.ID != 0 && req.ID != sv.ID {
+				return nil, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", sv.ID, req.ID)}
+			}
+			req.ID = sv.ID
+			return nil, nil
+		}
+	}
+	if mode != "IMPORT" {
+		prev, err := r.previousLocked(subject)
+		if err != nil {
+			return nil, err
+		}
+		if msgs := compatibility(r.view.compatibilityLocked(subject), p, prev); len(msgs) > 0 {
+			return nil, &apiError{codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\", details: " + fmt.Sprint(msgs)}
+		}
+	}
+	// The id: the caller's (IMPORT), else the id this schema has under
+	// another subject, else the largest id plus one.
+	id := req.ID
+	if id != 0 {
+		if is := r.view.ids[id]; is != nil {
+			old, err := r.parsedLocked(is.schema)
+			if err != nil || old.same != p.same {
+				return nil, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Overwrite new schema with id %d is not permitted.", id)}
+			}
+		}
+	} else {
+		for existing, is := range r.view.ids {
+			old, err := r.parsedLocked(is.schema)
+			if err == nil && old.same == p.same && (id == 0 || existing < id) {
+				id = existing
+			}
+		}
+		if id == 0 {
+			id = r.view.maxID + 1
+		}
+	}
+	version := req.Version
+	if version == 0 {
+		version = 1
+		if len(all) > 0 {
+			version = all[len(all)-1].Version + 1
+		}
+	} else if s := r.view.subjects[subject]; s != nil && s.versions[version] != nil {
+		return nil, &apiError{codeInvalidVersion, fmt.Sprintf("Version %d already exists in subject %s", version, subject)}
+	}
+	sv := &schemaValue{Subject: subject, Version: version, ID: id, References: req.References, Schema: p.text}
+	if p.typ != typeAvro {
+		sv.SchemaType = p.typ
+	}
+	return sv, nil
+}
+
+// lookup finds the version of subject that holds req's schema.
+func (r *Registry) lookup(subject string, req *registerRequest, normalize, deleted bool) (*schemaValue, error) {
+	r.view.mu.RLock()
+	defer r.view.mu.RUnlock()
+	all := r.view.versionsLocked(subject, deleted)
+	if len(all) == 0 {
+		return nil, errSubjectNotFound(subject)
+	}
+	p, err := r.parseRequestLocked(req, normalize)
+	if err != nil {
+		return nil, err
+	}
+	for _, sv := range all {
+		if old, err := r.parsedLocked(sv); err == nil && old.same == p.same {
+			return sv, nil
+		}
+	}
+	return nil, &apiError{codeSchemaNotFound, "Schema not found"}
+}
+
+// versionLocked resolves v (-1: latest) in subject.
+// REQUIRES: r.view.mu held.
+func (r *Registry) versionLocked(subject string, v int, deleted bool) (*schemaValue, error) {
+	all := r.view.versionsLocked(subject, true)
+	live := r.view.versionsLocked(subject, false)
+	if len(all) == 0 || (len(live) == 0 && !deleted) {
+		return nil, errSubjectNotFound(subject)
+	}
+	if v == -1 {
+		src := live
+		if deleted {
+			src = all
+		}
+		if len(src) == 0 {
+			return nil, errVersionNotFound(v)
+		}
+		return src[len(src)-1], nil
+	}
+	for _, sv := range all {
+		if sv.Version == v && (deleted || !sv.Deleted) {
+			return sv, nil
+		}
+	}
+	return nil, errVersionNotFound(v)
+}
+
+// referencedByLocked lists the ids of live schemas that reference
+// subject's version v.
+// REQUIRES: r.view.mu held.
+func (r *Registry) referencedByLocked(subject string, v int, includeDeleted bool) []int {
+	var out []int
+	for _, s := range r.view.subjects {
+		for _, sv := range s.versions {
+			if sv.Deleted && !includeDeleted {
+				continue
+			}
+			for _, ref := range sv.References {
+				if ref.Subject == subject && ref.Version == v && !slices.Contains(out, sv.ID) {
+					out = append(out, sv.ID)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deleteVersion soft- or permanently deletes subject's version v.
+func (r *Registry) deleteVersion(ctx context.Context, subject string, v int, permanent bool) (int, error) {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return 0, err
+	}
+	r.view.mu.RLock()
+	sv, err := r.prepareDeleteVersionLocked(subject, v, permanent)
+	r.view.mu.RUnlock()
+	if err != nil {
+		return 0, err
+	}
+	if permanent {
+		return sv.Version, r.writeLocked(ctx, schemaKey(subject, sv.Version), nil)
+	}
+	c := *sv
+	c.Deleted = true
+	return sv.Version, r.writeLocked(ctx, schemaKey(subject, sv.Version), &c)
+}
+
+// REQUIRES: r.view.mu held.
+func (r *Registry) prepareDeleteVersionLocked(subject string, v int, permanent bool) (*schemaValue, error) {
+	if m := r.view.modeLocked(subject); m == "READONLY" || m == "READONLY_OVERRIDE" {
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
+	}
+	sv, err := r.versionLocked(subject, v, permanent)
+	if err != nil {
+		return nil, err
+	}
+	if permanent && !sv.Deleted {
+		return nil, &apiError{codeVersionNotSoftDeleted, fmt.Sprintf("Subject '%s' Version %d was not deleted first before being permanently deleted", subject, sv.Version)}
+	}
+	if !permanent && sv.Deleted {
+		return nil, &apiError{codeVersionSoftDeleted, fmt.Sprintf("Subject '%s' Version %d was soft deleted. Set permanent=true to delete permanently", subject, sv.Version)}
+	}
+	if refs := r.referencedByLocked(subject, sv.Version, permanent); len(refs) > 0 {
+		return nil, &apiError{codeReferenceExists, fmt.Sprintf("One or more references exist to the schema {subject=%s,version=%d}", subject, sv.Version)}
+	}
+	return sv, nil
+}
+
+// deleteSubject soft- or permanently deletes every version of subject.
+func (r *Registry) deleteSubject(ctx context.Context, subject string, permanent bool) ([]int, error) {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return nil, err
+	}
+	r.view.mu.RLock()
+	versions, err := r.prepareDeleteSubjectLocked(subject, permanent)
+	_, hasConfig := r.view.subjectConfig[subject]
+	_, hasMode := r.view.subjectMode[subject]
+	r.view.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	if !permanent {
+		return versions, r.writeLocked(ctx, deleteSubjectKey(subject), &deleteSubjectValue{Subject: subject, Version: versions[len(versions)-1]})
+	}
+	for i := len(versions) - 1; i >= 0; i-- {
+		if err := r.writeLocked(ctx, schemaKey(subject, versions[i]), nil); err != nil {
+			return nil, err
+		}
+	}
+	if hasMode {
+		if err := r.writeLocked(ctx, modeKey(subject), nil); err != nil {
+			return nil, err
+		}
+	}
+	if hasConfig {
+		if err := r.writeLocked(ctx, configKey(subject), nil); err != nil {
+			return nil, err
+		}
+	}
+	return versions, nil
+}
+
+// REQUIRES: r.view.mu held.
+func (r *Registry) prepareDeleteSubjectLocked(subject string, permanent bool) ([]int, error) {
+	if m := r.view.modeLocked(subject); m == "READONLY" || m == "READONLY_OVERRIDE" {
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
+	}
+	all := r.view.versionsLocked(subject, true)
+	live := r.view.versionsLocked(subject, false)
+	if len(all) == 0 {
+		return nil, errSubjectNotFound(subject)
+	}
+	if !permanent && len(live) == 0 {
+		return nil, &apiError{codeSubjectSoftDeleted, fmt.Sprintf("Subject '%s' was soft deleted. Set permanent=true to delete permanently", subject)}
+	}
+	if permanent && len(live) > 0 {
+		return nil, &apiError{codeSubjectNotSoftDeleted, fmt.Sprintf("Subject '%s' was not deleted first before being permanently deleted", subject)}
+	}
+	src := live
+	if permanent {
+		src = all
+	}
+	var versions []int
+	for _, sv := range src {
+		for _, id := range r.referencedByLocked(subject, sv.Version, permanent) {
+			if is := r.view.ids[id]; is != nil {
+				for u := range is.uses {
+					if u.subject != subject {
+						return nil, &apiError{codeReferenceExists, fmt.Sprintf("One or more references exist to the schema {subject=%s,version=%d}", subject, sv.Version)}
+					}
+				}
+			}
+		}
+		versions = append(versions, sv.Version)
+	}
+	return versions, nil
+}
+
+// setConfig sets subject's compatibility level ("" subject: global).
+func (r *Registry) setConfig(ctx context.Context, subject, level string, normalize *bool) error {
+	if !slices.Contains(levels, level) {
+		return &apiError{codeInvalidCompatibility, "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive"}
+	}
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return err
+	}
+	return r.writeLocked(ctx, configKey(subject), &configValue{Subject: subject, CompatibilityLevel: level, Normalize: normalize})
+}
+
+// setMode sets subject's mode ("" subject: global). IMPORT needs an empty
+// registry (or subject) unless force.
+func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool) error {
+	if !slices.Contains(modes, mode) {
+		return &apiError{codeInvalidMode, "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE and IMPORT."}
+	}
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return err
+	}
+	if mode == "IMPORT" && !force {
+		r.view.mu.RLock()
+		var n int
+		if subject == "" {
+			n = len(r.view.subjectNamesLocked(false))
+		} else {
+			n = len(r.view.versionsLocked(subject, false))
+		}
+		r.view.mu.RUnlock()
+		if n > 0 {
+			return &apiError{codeOperationNotPermitted, "Cannot import since found existing subjects"}
+		}
+	}
+	return r.writeLocked(ctx, modeKey(subject), &modeValue{Subject: subject, Mode: mode})
+}
+
+// clearKey tombstones a subject's config or mode.
+func (r *Registry) clearKey(ctx context.Context, k storeKey) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	if err := r.beginWrite(ctx); err != nil {
+		return err
+	}
+	return r.writeLocked(ctx, k, nil)
+}

@@ -1,0 +1,229 @@
+// Package schemareg is Sluice's built-in schema registry: Confluent Schema
+// Registry's REST API (README, "Schema registry") served from the broker's
+// process, its state stored in the compacted _schemas topic in Confluent's
+// own record format (format.go), so a Confluent registry and Sluice's can
+// read each other's topic.
+//
+// State is a materialized view (view.go) of that topic, replayed from
+// offset 0 by one Kafka client of this broker's own listener (store.go).
+// Writes are serialized by one mutex (the single writer), appended at
+// acks=all, and answered only once the view has applied them, so the
+// writing client reads its own write. Ids are the largest id in the topic
+// plus one.
+//
+// Reads for other packages (broker-side validation, the CLI, the console)
+// go through SchemaByID and SubjectVersions.
+//
+// The listener is unauthenticated: the broker binds it to loopback by
+// default (schema.registry.listeners).
+package schemareg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/net/netutil"
+)
+
+// maxConnections bounds the REST API's open connections.
+const maxConnections = 1024
+
+// Sentinel errors; the HTTP side turns them into Confluent's codes
+// (errors.go).
+var (
+	errInvalidSchema = errors.New("schemareg: invalid schema")
+	errStore         = errors.New("schemareg: store error")
+	errTimeout       = errors.New("schemareg: timed out")
+	// ErrNotFound: SchemaByID found no schema with that id.
+	ErrNotFound = errors.New("schemareg: not found")
+)
+
+// Options configure a Registry.
+type Options struct {
+	// Kafka are the options of the registry's Kafka client (seed broker,
+	// TLS dialer, SASL); the registry adds its own partitioner and
+	// client id.
+	Kafka []kgo.Opt
+	// Topic is the storage topic; "" means "_schemas".
+	Topic string
+	// ReplicationFactor of the topic when the registry creates it; 0 means
+	// the broker's default.replication.factor.
+	ReplicationFactor int16
+	// Listener is where the REST API is served; the registry closes it.
+	Listener net.Listener
+	// Cluster: this broker is one of a cluster's; it writes only while it
+	// leads partition 0 of the topic (then it is the one writer) and
+	// forwards writes otherwise (WriterURL).
+	Cluster  bool
+	BrokerID int32
+	// WriterURL, in a cluster, returns the registry URL of broker id (the
+	// writer), to which a write this broker cannot make is forwarded
+	// (forward.go); nil answers such writes with 50004.
+	WriterURL func(ctx context.Context, id int32) (string, error)
+	// ForwardClient sends forwarded writes; nil means http.DefaultClient.
+	ForwardClient *http.Client
+	// Timeout bounds one request's Kafka work; 0 means 30s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Registry is a running schema registry. Its methods are safe for
+// concurrent use.
+type Registry struct {
+	opts Options
+	log  *slog.Logger
+	cl   *kgo.Client
+	view *view
+	http *http.Server
+
+	// writeMu makes this registry the single writer: a registration reads
+	// the view and appends under it, so two cannot pick the same id or
+	// version.
+	writeMu sync.Mutex
+
+	parsed parseCache
+	bodies chan struct{} // a slot per request body being read (http.go)
+
+	// loadMu guards the replay loop's start (load, createTopic).
+	loadMu         sync.Mutex
+	consuming      bool      // the replay loop runs
+	loadedTo       int64     // the end offset load saw; the view is loaded past it
+	checkedMissing bool      // load found no topic ...
+	missingAt      time.Time // ... then
+
+	ctx       context.Context // ends at Close
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when run returns (at once if it never ran)
+	serveDone chan struct{}
+	closeOnce sync.Once
+}
+
+// Start starts the registry's REST API on opts.Listener. The first request
+// loads the view from the topic (store.go, load); the first write creates
+// the topic if there is none.
+func Start(opts Options) (*Registry, error) {
+	if opts.Topic == "" {
+		opts.Topic = "_schemas"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	kopts := append([]kgo.Opt{kgo.ClientID("sluice-schema-registry"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
+		kgo.RequiredAcks(kgo.AllISRAcks())}, opts.Kafka...)
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, fmt.Errorf("schemareg: kafka client: %w", err)
+	}
+	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(),
+		done: make(chan struct{}), serveDone: make(chan struct{}), bodies: make(chan struct{}, maxBodiesInFlight)}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	// A client that trickles its body loses its slot (maxBodiesInFlight)
+	// after ReadTimeout; at most maxConnections are open at once.
+	r.http = &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 2 * opts.Timeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	if opts.Listener != nil {
+		ln := netutil.LimitListener(opts.Listener, maxConnections)
+		go func() {
+			defer close(r.serveDone)
+			if err := r.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				r.log.Error("schemareg: serve", "err", err)
+			}
+		}()
+	} else {
+		close(r.serveDone)
+	}
+	return r, nil
+}
+
+// Addr is the REST API's address; "" without a listener.
+func (r *Registry) Addr() string {
+	if r.opts.Listener == nil {
+		return ""
+	}
+	return r.opts.Listener.Addr().String()
+}
+
+// Close stops the REST API (requests in flight are cut after 5s), the
+// replay loop and the Kafka client. Safe to call more than once.
+func (r *Registry) Close() error {
+	var err error
+	r.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if e := r.http.Shutdown(ctx); e != nil {
+			r.http.Close()
+		}
+		<-r.serveDone
+		r.cancel()
+		r.loadMu.Lock()
+		if r.consuming {
+			<-r.done
+		}
+		r.loadMu.Unlock()
+		r.cl.Close()
+	})
+	return err
+}
+
+// Schema is a registered schema as other packages see it.
+type Schema struct {
+	ID         int
+	Type       string // AVRO, PROTOBUF, JSON
+	Schema     string
+	References []Reference
+}
+
+// SchemaByID returns the schema registered with id, or ErrNotFound. The
+// first call may load the view (a Kafka round trip, bounded by ctx);
+// later ones read it only.
+func (r *Registry) SchemaByID(ctx context.Context, id int) (Schema, error) {
+	if err := r.load(ctx); err != nil {
+		return Schema{}, err
+	}
+	r.view.mu.RLock()
+	defer r.view.mu.RUnlock()
+	is := r.view.ids[id]
+	if is == nil {
+		return Schema{}, ErrNotFound
+	}
+	return Schema{ID: id, Type: schemaTypeOf(is.schema), Schema: is.schema.Schema, References: is.schema.References}, nil
+}
+
+// SubjectVersion is one live version of a subject.
+type SubjectVersion struct {
+	Version int
+	ID      int
+}
+
+// SubjectVersions returns subject's live (not soft-deleted) versions in
+// ascending order; none for an unknown subject. Loads as SchemaByID.
+func (r *Registry) SubjectVersions(ctx context.Context, subject string) ([]SubjectVersion, error) {
+	if err := r.load(ctx); err != nil {
+		return nil, err
+	}
+	r.view.mu.RLock()
+	defer r.view.mu.RUnlock()
+	var out []SubjectVersion
+	for _, sv := range r.view.versionsLocked(subject, false) {
+		out = append(out, SubjectVersion{Version: sv.Version, ID: sv.ID})
+	}
+	return out, nil
+}
+
+func schemaTypeOf(sv *schemaValue) string {
+	if sv.SchemaType == "" {
+		return typeAvro
+	}
+	return sv.SchemaType
+}
