@@ -55,7 +55,7 @@ func newBackendStores(od LogDir) *backendStores {
 // hand the Manager one store).
 const defaultBackend = "segment"
 
-// storeFor returns the store of backend ("": the root's), opening it with
+// storeForLocked returns the store of backend ("": the root's), opening it with
 // LogDir.Open the first time. REQUIRES: b.mu held.
 func (b *backendStores) storeForLocked(backend string) (engine.Store, error) {
 	if backend == "" {
@@ -73,14 +73,6 @@ func (b *backendStores) storeForLocked(backend string) (engine.Store, error) {
 	}
 	b.stores[backend] = st
 	return st, nil
-}
-
-// has reports whether backend's store is open in the dir (b.def's always
-// is) or can be opened.
-func (b *backendStores) has(backend string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return backend == "" || b.stores[backend] != nil || b.open != nil
 }
 
 // CreateLog creates id's log in backend's store ("": the root's).
