@@ -524,4 +524,3 @@ func checkLayout(t *testing.T, dir, def string) {
 		t.Errorf("a store of the broker's own backend %s outside the root", def)
 	}
 }
-

@@ -24,7 +24,7 @@ import (
 // concurrent use. The stores are the caller's (the broker's): it closes
 // them.
 type backendStores struct {
-	def  string       // the backend of the store at the dir's root
+	def  string // the backend of the store at the dir's root
 	open func(backend string) (engine.Store, error)
 
 	mu sync.Mutex
