@@ -59,6 +59,70 @@ import (
 // MetaDirName is the metastore's directory inside the first log dir.
 const MetaDirName = "__sluice_meta"
 
+// backendDirPrefix names the subdirectory of a log dir holding the store
+// of a storage backend other than the broker's (the topic config
+// storage.backend): "<dir>/storage-<backend>". No partition dir
+// ("<topic>-<n>") has such a name.
+const backendDirPrefix = "storage-"
+
+// openOtherBackends opens, in the log dir at path, the store of every
+// backend other than the broker's whose subdirectory is there (topics of
+// that backend had logs in the dir), and returns them with the opener of
+// the others (replica.LogDir.Open), which opens each at most once. Every
+// store it opens, now or later, is closed with the broker, before the
+// dir's own store.
+func (b *Broker) openOtherBackends(path string, eopts engine.Options) (map[string]engine.Store, func(string) (engine.Store, error), error) {
+	var mu sync.Mutex
+	opened := map[string]engine.Store{}
+	openOne := func(name string) (engine.Store, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if st := opened[name]; st != nil {
+			return st, nil
+		}
+		if name == b.cfg.StorageBackend {
+			return nil, fmt.Errorf("broker: storage backend %q is the log dir's own", name)
+		}
+		o := eopts
+		o.Dir = filepath.Join(path, backendDirPrefix+name)
+		st, err := engine.Open(name, o)
+		if err != nil {
+			return nil, err
+		}
+		opened[name] = st
+		return st, nil
+	}
+	closeAll := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		var first error
+		for name, st := range opened {
+			if err := st.Close(); err != nil && first == nil {
+				first = fmt.Errorf("broker: close the %q store of %s: %w", name, path, err)
+			}
+		}
+		return first
+	}
+	if err := b.stack.Push("storage backends "+path, closeAll); err != nil {
+		return nil, nil, err
+	}
+	others := map[string]engine.Store{}
+	for _, name := range engine.Names() {
+		if name == b.cfg.StorageBackend {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(path, backendDirPrefix+name)); err != nil {
+			continue
+		}
+		st, err := openOne(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("broker: open the %q store of %s: %w", name, path, err)
+		}
+		others[name] = st
+	}
+	return others, openOne, nil
+}
+
 // clusterIDCheckpoint names the metastore checkpoint holding the cluster id.
 const clusterIDCheckpoint = "cluster.id"
 
@@ -569,9 +633,17 @@ func (b *Broker) openLogDirs(opts Options, firstProps map[string]string, localCI
 		}
 		// No FlushInterval and a negative RecoveryCheckpointInterval: the
 		// replica manager runs those timers (engine.Maintainer).
-		st, err := open(engine.Options{Dir: path, Logger: b.log,
+		eopts := engine.Options{Dir: path, Logger: b.log,
 			OpenSegmentsMax: b.cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: -1,
-			DeleteDelay: b.cfg.LogSegmentDeleteDelay})
+			DeleteDelay: b.cfg.LogSegmentDeleteDelay}
+		st, err := open(eopts)
+		if err == nil {
+			d.Backend = b.cfg.StorageBackend
+			d.Others, d.Open, err = b.openOtherBackends(path, eopts)
+			if err != nil {
+				st.Close()
+			}
+		}
 		if err != nil {
 			if err := offline(fmt.Errorf("broker: open storage: %w", err)); err != nil {
 				return err

@@ -86,6 +86,7 @@ func TestTopicSynonyms(t *testing.T) {
 		"retention.ms":                        {"log.retention.ms", "604800000"},
 		"segment.bytes":                       {"log.segment.bytes", "1073741824"},
 		"segment.ms":                          {"log.roll.ms", "604800000"},
+		"storage.backend":                     {"storage.backend", "segment"}, // Sluice's own
 	}
 	// The replication throttles' replica lists have no broker synonym.
 	want[LeaderThrottledReplicas] = [2]string{LeaderThrottledReplicas, ""}

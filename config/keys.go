@@ -106,7 +106,7 @@ var brokerKeys = []Key{
 			},
 			get: listString(func(c *Config) []string { return c.LogDirs }),
 		}},
-	{Name: "storage.backend", Type: TypeString, Importance: High, Default: "segment",
+	{Name: "storage.backend", Type: TypeString, Importance: High, Default: "segment", Topic: "storage.backend",
 		Doc: "Sluice's own: `segment`, `pebble` or `memory` (see Storage backends)",
 		codec: codec{
 			set: func(s *setter, key, v string) error {

@@ -71,7 +71,14 @@ var topicKeys = []TopicKey{
 	{Name: "segment.ms", Type: TypeLong, Importance: Medium,
 		Doc:   "time after which a segment is rolled",
 		check: intRange(1, math.MaxInt64)},
+	{Name: "storage.backend", Type: TypeString, Importance: Medium,
+		Doc:   "Sluice's own: the storage backend of the topic's partitions (`segment`, `pebble` or `memory`), on every broker holding a replica; set when the topic is created and never changed after (INVALID_CONFIG)",
+		check: oneOf(StorageBackends...)},
 }
+
+// StorageBackends are the values of storage.backend (the broker key and
+// the topic key): the backends registered in package engine.
+var StorageBackends = []string{"segment", "pebble", "memory"}
 
 func intRange(min, max int64) func(string) error {
 	return func(v string) error {

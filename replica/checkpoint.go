@@ -22,11 +22,7 @@ import "github.com/sluice/sluice/engine"
 func (m *Manager) loadHighWatermarks() map[engine.PartitionID]int64 {
 	all := map[engine.PartitionID]int64{}
 	m.eachLiveStore(func(d *logDir) {
-		hs, ok := d.store.(engine.HighWatermarkStore)
-		if !ok {
-			return
-		}
-		hw, err := hs.HighWatermarks()
+		hw, err := d.store.HighWatermarks()
 		if err != nil {
 			m.log.Warn("replica: ignoring damaged high-watermark checkpoint; replicas start at their log start", "dir", d.path, "err", err)
 			return
@@ -55,11 +51,7 @@ func (m *Manager) checkpointHighWatermarks() {
 		}
 	})
 	for d, hw := range byDir {
-		hs, ok := d.store.(engine.HighWatermarkStore)
-		if !ok {
-			continue
-		}
-		if err := hs.SaveHighWatermarks(hw); err != nil {
+		if err := d.store.SaveHighWatermarks(hw); err != nil {
 			m.log.Error("replica: checkpoint high watermarks", "dir", d.path, "err", err)
 			if isIOError(err) {
 				m.failDir(d, err)

@@ -18,7 +18,7 @@ import (
 // anyMaintainer reports whether some dir's store is an engine.Maintainer.
 func (m *Manager) anyMaintainer() bool {
 	for _, d := range m.dirs {
-		if _, ok := d.store.(engine.Maintainer); ok {
+		if d.store != nil && d.store.maintained() {
 			return true
 		}
 	}
@@ -32,8 +32,8 @@ func (m *Manager) anyMaintainer() bool {
 // dir offline; a store closing under it is not an error.
 func (m *Manager) flushLogs() {
 	m.eachLiveStore(func(d *logDir) {
-		mt, ok := d.store.(engine.Maintainer)
-		if !ok {
+		mt := d.store
+		if !mt.maintained() {
 			return
 		}
 		if err := mt.FlushAll(); err != nil && !errors.Is(err, engine.ErrClosed) {
@@ -52,8 +52,8 @@ func (m *Manager) flushLogs() {
 // past it.
 func (m *Manager) checkpointRecoveryPoints() {
 	m.eachLiveStore(func(d *logDir) {
-		if mt, ok := d.store.(engine.Maintainer); ok {
-			m.checkpointDir(d, mt)
+		if d.store.maintained() {
+			m.checkpointDir(d, d.store)
 		}
 	})
 }

@@ -135,14 +135,20 @@ func (m *Manager) AlterReplicaLogDirLocked(name string, part int32, path string)
 	if m.anyDirOffline() {
 		return fmt.Errorf("%w: %w: not creating a future log while a log dir is offline", ErrLogDirOffline, engine.ErrStorage)
 	}
-	if _, ok := d.store.(engine.LogRenamer); !ok {
+	// The future log is of the backend of the current one (the topic's
+	// storage.backend), in the target dir's store of that backend.
+	t := m.reg.get(name)
+	backend := cur.store.BackendOf(id)
+	if backend == "" {
+		backend = t.Config.Backend
+	}
+	if !d.store.canRename(backend) {
 		return ErrMoveUnsupported
 	}
 	var u [16]byte
 	rand.Read(u[:])
 	fid := engine.FutureLogID(id, hex.EncodeToString(u[:]))
-	t := m.reg.get(name)
-	flog, err := d.store.CreateLog(fid, t.Config.Log)
+	flog, err := d.store.CreateLog(backend, fid, t.Config.Log)
 	if err != nil {
 		if isIOError(err) {
 			m.failDir(d, err)
@@ -408,7 +414,7 @@ func (m *Manager) swapFutureLocked(f *future) bool {
 	// partition's name first, then the current log goes. A crash between
 	// leaves the partition whole in both dirs (the next start keeps the
 	// first dir's and logs the other), never in neither.
-	if err := f.dir.store.(engine.LogRenamer).RenameLog(f.fid, f.id); err != nil {
+	if err := f.dir.store.RenameLog(f.fid, f.id); err != nil {
 		if isIOError(err) {
 			m.failDir(f.dir, err)
 		}

@@ -49,12 +49,20 @@ type LogDir struct {
 	// (then Err says why and the dir is offline from the start).
 	Store engine.Store
 	Err   error
+	// Backend is Store's backend (the broker's storage.backend; "":
+	// segment). Others are the stores of other backends found in the dir
+	// at start, by backend; Open opens another backend's store in the dir
+	// when a topic of it first places a log there (nil: none can be; the
+	// stores it opens are the caller's to close). See backends.go.
+	Backend string
+	Others  map[string]engine.Store
+	Open    func(backend string) (engine.Store, error)
 }
 
 // logDir is a log dir as the Manager runs it.
 type logDir struct {
 	path  string
-	store engine.Store // nil: offline from the start
+	store *backendStores // nil: offline from the start
 	// failed is the error that took the dir offline (nil: online). Set
 	// once; a dir never comes back online before a restart, as in Kafka.
 	failed atomic.Pointer[error]
@@ -94,7 +102,10 @@ func (m *Manager) initDirs(opts Options) {
 	m.offline = map[engine.PartitionID]*logDir{}
 	m.futures = map[engine.PartitionID]*future{}
 	for _, od := range dirs {
-		d := &logDir{path: od.Path, store: od.Store}
+		d := &logDir{path: od.Path}
+		if od.Store != nil {
+			d.store = newBackendStores(od)
+		}
 		m.dirs = append(m.dirs, d)
 		if od.Store == nil {
 			err := od.Err
@@ -104,15 +115,18 @@ func (m *Manager) initDirs(opts Options) {
 			m.markFailed(d, fmt.Errorf("log dir offline at start: %w", err))
 			continue
 		}
-		ids, err := od.Store.ListLogs()
+		ids, dup, err := d.store.ListLogs()
 		if err != nil {
 			m.failDirNow(d, err)
 			continue
 		}
+		for _, id := range dup {
+			m.log.Error("replica: partition found in the stores of two storage backends of a log dir; using the broker's", "dir", d.path, "topic", id.Topic, "partition", id.Partition)
+		}
 		for _, id := range ids {
 			if f, _, ok := engine.ParseFutureLogID(id); ok {
 				m.log.Warn("replica: deleting the future log of a log dir move that did not finish", "dir", d.path, "topic", f.Topic, "partition", f.Partition)
-				if err := od.Store.DeleteLog(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
+				if err := d.store.DeleteLog(id); err != nil && !errors.Is(err, engine.ErrNoLog) {
 					m.log.Error("replica: delete future log", "dir", d.path, "err", err)
 				}
 				continue

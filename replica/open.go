@@ -119,6 +119,9 @@ func (m *Manager) openLog(t *Topic, id engine.PartitionID, mode openMode) (engin
 	if d != nil {
 		log, err := d.store.OpenLog(id, t.Config.Log)
 		if err == nil {
+			if b := d.store.BackendOf(id); b != "" && b != t.Config.backend(d.store.def) {
+				m.log.Warn("replica: log found in another storage backend than its topic's; serving it from there", "topic", id.Topic, "partition", id.Partition, "dir", d.path, "backend", b, "topic_backend", t.Config.backend(d.store.def))
+			}
 			return log, nil
 		}
 		if !errors.Is(err, engine.ErrNoLog) {
@@ -154,11 +157,11 @@ func (m *Manager) openLog(t *Topic, id engine.PartitionID, mode openMode) (engin
 	if d == nil {
 		return nil, fmt.Errorf("%w: %w: every log dir is offline", ErrLogDirOffline, engine.ErrStorage)
 	}
-	log, err := d.store.CreateLog(id, t.Config.Log)
+	log, err := d.store.CreateLog(t.Config.Backend, id, t.Config.Log)
 	if errors.Is(err, engine.ErrLogExists) && mode == openNew {
 		m.log.Warn("replica: replacing leftover log", "topic", id.Topic, "partition", id.Partition, "dir", d.path)
 		if err = d.store.DeleteLog(id); err == nil {
-			log, err = d.store.CreateLog(id, t.Config.Log)
+			log, err = d.store.CreateLog(t.Config.Backend, id, t.Config.Log)
 		}
 	}
 	if err != nil {

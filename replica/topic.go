@@ -23,6 +23,18 @@ type TopicConfig struct {
 	MaxMessage    int
 	MinISR        int
 	Rules         record.Rules // what client batches are validated against
+	// Backend is the storage backend of the topic's logs (the topic
+	// config storage.backend); "": the broker's (the store at each log
+	// dir's root).
+	Backend string
+}
+
+// backend returns c.Backend, def when it is "".
+func (c *TopicConfig) backend(def string) string {
+	if c.Backend == "" {
+		return def
+	}
+	return c.Backend
 }
 
 // Partition is one open partition this broker hosts. Handlers use its

@@ -116,6 +116,9 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	if err := checkTopicConfigs(overrides); err != nil {
 		return err
 	}
+	if err := s.checkBackendUnchanged(cur, overrides); err != nil {
+		return err
+	}
 	if err := s.checkTopicConfigRelations(overrides); err != nil {
 		return err
 	}

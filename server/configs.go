@@ -101,6 +101,24 @@ func (s *Server) checkTopicConfigRelations(overrides map[string]string) error {
 	return nil
 }
 
+// storageBackendKey is the topic config naming the storage backend of a
+// topic's logs (config.StorageBackends).
+const storageBackendKey = "storage.backend"
+
+// checkBackendUnchanged refuses overrides that would change a topic's
+// storage backend (its effective storage.backend) from what cur gives: its
+// logs were created with that backend on every replica and stay there.
+// Setting it to the value it has, or dropping an override that equals the
+// broker's, is no change. The error wraps errInvalidConfig.
+func (s *Server) checkBackendUnchanged(cur, overrides map[string]string) error {
+	was, _ := s.configValue(cur, storageBackendKey)
+	now, _ := s.configValue(overrides, storageBackendKey)
+	if was != now {
+		return fmt.Errorf("%w: %s cannot be changed on an existing topic (it is %s; its logs were created with that backend): create a new topic with %s=%s and copy the data", errInvalidConfig, storageBackendKey, was, storageBackendKey, now)
+	}
+	return nil
+}
+
 // configValue is the effective value of topic config name: the override
 // (DYNAMIC_TOPIC_CONFIG) or the broker's value of its synonym
 // (STATIC_BROKER_CONFIG when the broker key was set, else DEFAULT_CONFIG).

@@ -374,7 +374,7 @@ func New(opts Options) (*Server, error) {
 		Metrics:         s.metrics,
 		TopicConfig: func(name string, overrides map[string]string) replica.TopicConfig {
 			tc := s.effectiveConfig(internalOverrides(name, overrides))
-			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules}
+			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules, Backend: overrides[storageBackendKey]}
 		},
 		CheckConfig: checkTopicConfigs,
 		Hooks:       hooks, // nil on a single node
