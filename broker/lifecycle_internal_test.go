@@ -29,8 +29,9 @@ func TestStackOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One storage entry per log dir, named by its dir.
-	want := []string{"http", "metastore", "storage " + dir, "listener PLAINTEXT", "background goroutines",
+	// Per log dir: the stores of other topics' backends (opened when a
+	// topic needs one), then the broker's backend's store.
+	want := []string{"http", "metastore", "storage backends " + dir, "storage " + dir, "listener PLAINTEXT", "background goroutines",
 		"server", "schema registry", "http (stopped first)"}
 	if got := b.stack.Names(); !slices.Equal(got, want) {
 		t.Errorf("stack %q, want %q", got, want)
