@@ -28,7 +28,7 @@ func (m *Manager) loadHighWatermarks() map[engine.PartitionID]int64 {
 			return
 		}
 		for id, off := range hw {
-			if m.dirOf[id] == d {
+			if m.dirOf.m[id] == d {
 				all[id] = off
 			}
 		}

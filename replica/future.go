@@ -123,7 +123,7 @@ func (m *Manager) AlterReplicaLogDirLocked(name string, part int32, path string)
 		m.dirMu.Lock()
 	}
 	m.preferred[id] = d
-	cur, hasFuture := m.dirOf[id], m.futures[id] != nil
+	cur, hasFuture := m.dirOf.m[id], m.futures[id] != nil
 	m.dirMu.Unlock()
 	p := m.Partition(name, part)
 	if p == nil || cur == nil {
@@ -359,7 +359,7 @@ func endForEpoch(entries []engine.EpochEntry, epoch int32, logEnd int64) (int32,
 func (m *Manager) swapFutureLocked(f *future) bool {
 	m.dirMu.RLock()
 	live := m.futures[f.id] == f
-	cur := m.dirOf[f.id]
+	cur := m.dirOf.m[f.id]
 	m.dirMu.RUnlock()
 	t := m.reg.get(f.id.Topic)
 	if !live || cur == nil || t == nil || int(f.id.Partition) >= len(t.Parts) || t.Parts[f.id.Partition] == nil {
@@ -422,7 +422,7 @@ func (m *Manager) swapFutureLocked(f *future) bool {
 	}
 	m.dirMu.Lock()
 	delete(m.futures, f.id)
-	m.dirOf[f.id] = f.dir
+	m.dirOf.set(f.id, f.dir)
 	m.dirMu.Unlock()
 	if err := cur.store.DeleteLog(f.id); err != nil && !errors.Is(err, engine.ErrNoLog) {
 		m.log.Error("replica: log dir move: delete the old log; it stays on disk", "dir", cur.path, "topic", f.id.Topic, "partition", f.id.Partition, "err", err)

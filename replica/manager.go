@@ -147,7 +147,7 @@ type Manager struct {
 	dirs  []*logDir
 	dirMu sync.RWMutex
 	// dirOf is the dir holding each local log (opened or not).
-	dirOf map[engine.PartitionID]*logDir
+	dirOf dirIndex
 	// offline holds the partitions whose dir failed (Kafka's
 	// HostedPartition.Offline), with that dir.
 	offline map[engine.PartitionID]*logDir

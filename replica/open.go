@@ -72,7 +72,7 @@ func (m *Manager) Load() error {
 	}
 	m.dirMu.RLock()
 	var stray []engine.PartitionID
-	for id := range m.dirOf {
+	for id := range m.dirOf.m {
 		if !known[id] {
 			stray = append(stray, id)
 		}
@@ -101,7 +101,7 @@ func (m *Manager) openLog(t *Topic, id engine.PartitionID, mode openMode) (engin
 			return err
 		}
 		m.dirMu.Lock()
-		delete(m.dirOf, id)
+		m.dirOf.del(id)
 		m.offline[id] = d
 		m.dirMu.Unlock()
 		m.failDir(d, err)
@@ -178,8 +178,8 @@ func (m *Manager) openLog(t *Topic, id engine.PartitionID, mode openMode) (engin
 func (m *Manager) deleteLogLocked(id engine.PartitionID) error {
 	m.cancelFutureLocked(id)
 	m.dirMu.Lock()
-	d := m.dirOf[id]
-	delete(m.dirOf, id)
+	d := m.dirOf.m[id]
+	m.dirOf.del(id)
 	delete(m.offline, id)
 	delete(m.preferred, id)
 	m.dirMu.Unlock()
