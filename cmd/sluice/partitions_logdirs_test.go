@@ -31,7 +31,9 @@ import (
 // which holds the 256 KiB copy back: --verify reports the replica move
 // still in progress; run again with --additional and a high throttle, it
 // completes, and --verify reports it and clears that throttle with the
-// others.
+// others. A move back, held by the throttle again, is cancelled with
+// --cancel (the replica sent to the dir it is in) and --verify then says
+// it is not being moved.
 func TestReassignLogDirs(t *testing.T) {
 	zk := zktest.Start(t)
 	var mu sync.Mutex
@@ -172,5 +174,29 @@ func TestReassignLogDirs(t *testing.T) {
 		if len(in) != 1 || in[0] != want {
 			t.Errorf("broker %d lists dirs-%d in %v, want %s", id, p, in, want)
 		}
+	}
+
+	// Back to the first dir, throttled again, then cancelled.
+	back := reassignFile{Version: 1, Partitions: []reassignEntry{
+		{Topic: "dirs", Partition: 0, Replicas: []int32{1, 2}, LogDirs: []string{from, anyLogDir}},
+	}}
+	backFile := filepath.Join(t.TempDir(), "back.json")
+	b, _ = json.Marshal(back)
+	os.WriteFile(backFile, b, 0o644)
+	sl("partitions", "reassign", "--execute", "--reassignment-json-file", backFile, "--replica-alter-log-dirs-throttle", "1024")
+	if out := sl("partitions", "reassign", "--verify", "--reassignment-json-file", backFile); !strings.Contains(out, "Reassignment of replica dirs-0-1 is still in progress.\n") {
+		t.Fatalf("verify of the move back:\n%s", out)
+	}
+	out = sl("partitions", "reassign", "--cancel", "--reassignment-json-file", backFile)
+	if want := fmt.Sprintf("Successfully started moving log directory to %s for replica dirs-0 with broker 1 \n", to); !strings.Contains(out, want) ||
+		!strings.Contains(out, "Clearing broker-level throttles") {
+		t.Fatalf("cancel lacks %q:\n%s", want, out)
+	}
+	want := fmt.Sprintf("Partition dirs-0 on broker 1 is not being moved from log dir %s to %s.\n", to, from)
+	if out := sl("partitions", "reassign", "--verify", "--reassignment-json-file", backFile); !strings.Contains(out, want) {
+		t.Fatalf("verify after cancel lacks %q:\n%s", want, out)
+	}
+	if out := sl("partitions", "reassign", "--cancel", "--reassignment-json-file", backFile); !strings.Contains(out, "None of the specified partition moves are active.\n") {
+		t.Fatalf("cancel of nothing:\n%s", out)
 	}
 }
