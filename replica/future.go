@@ -55,7 +55,9 @@ const futureIdle = 10 * time.Millisecond
 // while moves run. Safe for concurrent use.
 type moveThrottle struct {
 	mu sync.Mutex
-	// rate is in bytes/s; math.MaxInt64 (or <= 0): unbounded. REQUIRES: mu.
+	// rate is in bytes/s; math.MaxInt64: unbounded; 0 holds the copiers
+	// back (Kafka's quota of 0: as --throttle 0 does for moves between
+	// brokers). REQUIRES: mu.
 	rate int64
 	// paid is when the bytes copied so far are paid for at rate: a
 	// copier waits until then before its next step. REQUIRES: mu.
@@ -65,7 +67,21 @@ type moveThrottle struct {
 	changed chan struct{}
 }
 
-func unboundedRate(rate int64) bool { return rate <= 0 || rate == math.MaxInt64 }
+func unboundedRate(rate int64) bool { return rate < 0 || rate == math.MaxInt64 }
+
+// held returns a channel closed when the rate changes if the rate is 0
+// (no copying until then), else nil.
+func (t *moveThrottle) held() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate != 0 {
+		return nil
+	}
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	return t.changed
+}
 
 // setRate makes rate the throttle of every copier from now on: the
 // waits already charged at the old rate are forgiven (copiers waiting
@@ -102,8 +118,8 @@ func (t *moveThrottle) chunk() int {
 func (t *moveThrottle) copied(n int) (time.Duration, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if unboundedRate(t.rate) || n <= 0 {
-		return 0, nil
+	if unboundedRate(t.rate) || t.rate == 0 || n <= 0 {
+		return 0, nil // a rate of 0: the next step waits in held
 	}
 	now := time.Now()
 	if t.paid.Before(now) {
@@ -232,6 +248,14 @@ func (m *Manager) runFuture(f *future) {
 		case <-f.stop:
 			return
 		default:
+		}
+		if held := m.throttle.held(); held != nil {
+			select {
+			case <-f.stop:
+				return
+			case <-held:
+			}
+			continue
 		}
 		p := m.Partition(f.id.Topic, f.id.Partition)
 		caught, copied := false, false
