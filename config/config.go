@@ -305,7 +305,8 @@ type Config struct {
 
 	// ReplicaAlterLogDirsIOMaxBytesPerSecond is
 	// replica.alter.log.dirs.io.max.bytes.per.second: the copy rate of
-	// moves between log dirs, all together (math.MaxInt64: unbounded).
+	// moves between log dirs, all together (math.MaxInt64: unbounded; 0:
+	// held back). Dynamic: replica.Manager.SetAlterLogDirsRate applies it.
 	ReplicaAlterLogDirsIOMaxBytesPerSecond int64
 
 	ReplicationQuotaWindowNum, ReplicationQuotaWindowSizeSeconds int32

@@ -784,9 +784,9 @@ var brokerKeys = []Key{
 	{Name: "follower.replication.throttled.rate", Dynamic: ClusterWide, Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
 		Doc:   "as Kafka: bytes/s a follower fetches for the replicas its topics' `follower.replication.throttled.replicas` name; while above it, its fetcher leaves such partitions out of its fetches unless they are caught up with the leader's high watermark. Dynamic (per broker or cluster-wide), applied at once",
 		codec: int64Key(func(c *Config) *int64 { return &c.FollowerReplicationThrottledRate }, 0, math.MaxInt64)},
-	{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
-		Doc:   "bytes/s a move of replicas between log dirs (AlterReplicaLogDirs) copies, all moves together (Kafka's ReplicaAlterLogDirs quota; dynamic in Kafka, read at start here)",
-		codec: int64Key(func(c *Config) *int64 { return &c.ReplicaAlterLogDirsIOMaxBytesPerSecond }, 1, math.MaxInt64)},
+	{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Dynamic: ClusterWide, Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
+		Doc:   "as Kafka: bytes/s the moves of replicas between log dirs (AlterReplicaLogDirs) copy, all moves together (Kafka's ReplicaAlterLogDirs quota). Dynamic (per broker or cluster-wide), applied at once to the moves in progress; 0 holds them back",
+		codec: int64Key(func(c *Config) *int64 { return &c.ReplicaAlterLogDirsIOMaxBytesPerSecond }, 0, math.MaxInt64)},
 
 	// Kafka keys accepted for compatibility with Kafka's server.properties;
 	// Sluice sizes these itself. The value must still be an integer.

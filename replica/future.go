@@ -51,39 +51,93 @@ const futureIdle = 10 * time.Millisecond
 
 // moveThrottle paces the copiers of every move together to
 // replica.alter.log.dirs.io.max.bytes.per.second (Kafka's
-// ReplicaAlterLogDirs quota). Safe for concurrent use.
+// ReplicaAlterLogDirs quota), a dynamic broker config: setRate changes it
+// while moves run. Safe for concurrent use.
 type moveThrottle struct {
-	rate int64 // bytes/s; math.MaxInt64 (or <= 0): unbounded
-	mu   sync.Mutex
+	mu sync.Mutex
+	// rate is in bytes/s; math.MaxInt64: unbounded; 0 holds the copiers
+	// back (Kafka's quota of 0: as --throttle 0 does for moves between
+	// brokers). REQUIRES: mu.
+	rate int64
 	// paid is when the bytes copied so far are paid for at rate: a
 	// copier waits until then before its next step. REQUIRES: mu.
 	paid time.Time
+	// changed is closed (and replaced) by setRate, waking the copiers
+	// waiting for paid so that a new rate applies at once. REQUIRES: mu.
+	changed chan struct{}
 }
 
-func (t *moveThrottle) unbounded() bool { return t.rate <= 0 || t.rate == math.MaxInt64 }
+func unboundedRate(rate int64) bool { return rate < 0 || rate == math.MaxInt64 }
+
+// held returns a channel closed when the rate changes if the rate is 0
+// (no copying until then), else nil.
+func (t *moveThrottle) held() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate != 0 {
+		return nil
+	}
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	return t.changed
+}
+
+// setRate makes rate the throttle of every copier from now on: the
+// waits already charged at the old rate are forgiven (copiers waiting
+// wake and step again), as Kafka's ReplicationQuotaManager.updateQuota
+// applies a new quota to the next record.
+func (t *moveThrottle) setRate(rate int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rate == t.rate {
+		return
+	}
+	t.rate = rate
+	t.paid = time.Time{}
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+}
 
 // chunk is the most a copier step may read: a second's worth at most.
 func (t *moveThrottle) chunk() int {
-	if t.unbounded() || t.rate >= futureCopyBytes {
+	t.mu.Lock()
+	rate := t.rate
+	t.mu.Unlock()
+	if unboundedRate(rate) || rate >= futureCopyBytes {
 		return futureCopyBytes
 	}
-	return int(max(t.rate, 1))
+	return int(max(rate, 1))
 }
 
 // copied charges n bytes and returns how long the copier waits before its
-// next step.
-func (t *moveThrottle) copied(n int) time.Duration {
-	if t.unbounded() || n <= 0 {
-		return 0
-	}
+// next step, and a channel closed if the rate changes meanwhile (nil when
+// there is no wait).
+func (t *moveThrottle) copied(n int) (time.Duration, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if unboundedRate(t.rate) || t.rate == 0 || n <= 0 {
+		return 0, nil // a rate of 0: the next step waits in held
+	}
 	now := time.Now()
 	if t.paid.Before(now) {
 		t.paid = now
 	}
 	t.paid = t.paid.Add(time.Duration(float64(n) / float64(t.rate) * float64(time.Second)))
-	return t.paid.Sub(now)
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	return t.paid.Sub(now), t.changed
+}
+
+// SetAlterLogDirsRate applies a new
+// replica.alter.log.dirs.io.max.bytes.per.second (bytes/s; math.MaxInt64:
+// unbounded) to the moves between log dirs, those in progress included.
+// Safe for concurrent use.
+func (m *Manager) SetAlterLogDirsRate(rate int64) {
+	m.throttle.setRate(rate)
 }
 
 // future is a move in progress: the future log of partition id in dir.
@@ -201,6 +255,14 @@ func (m *Manager) runFuture(f *future) {
 			return
 		default:
 		}
+		if held := m.throttle.held(); held != nil {
+			select {
+			case <-f.stop:
+				return
+			case <-held:
+			}
+			continue
+		}
 		p := m.Partition(f.id.Topic, f.id.Partition)
 		caught, copied := false, false
 		var err error
@@ -210,11 +272,15 @@ func (m *Manager) runFuture(f *future) {
 			caught, copied, err = copyStep(p.Log(), f.log, m.throttle.chunk())
 			n = int(f.log.Size() - before)
 		}
-		if wait := m.throttle.copied(n); wait > 0 {
+		if wait, changed := m.throttle.copied(n); wait > 0 {
+			timer := time.NewTimer(wait)
 			select {
 			case <-f.stop:
+				timer.Stop()
 				return
-			case <-time.After(wait):
+			case <-changed:
+				timer.Stop()
+			case <-timer.C:
 			}
 		}
 		switch {

@@ -28,8 +28,14 @@ package server
 //     certificates, through Options.ReconfigureListeners, checked before
 //     the alter is stored (the new stores must load and name the same
 //     subject, as Kafka's SslFactory requires);
-//   - the rest (thread counts Sluice sizes itself, replication throttle
-//     rates not enforced yet) are stored and described.
+//   - the replication throttle rates (leader.replication.throttled.rate,
+//     follower.replication.throttled.rate): the replication quotas
+//     (replQuotas.reconfigure), enforced by Fetch and the fetchers;
+//   - replica.alter.log.dirs.io.max.bytes.per.second: the copy rate of
+//     the moves between log dirs, those in progress included
+//     (replica.Manager.SetAlterLogDirsRate);
+//   - the rest (thread counts Sluice sizes itself) are stored and
+//     described.
 //
 // An invalid stored entry (written by another tool) is ignored with an
 // error log, as Kafka ignores it; a stored set that breaks a relation
@@ -220,6 +226,9 @@ func (s *Server) applyBrokerConfigsLocked(def, own map[string]string) {
 		s.limits.reconfigure(&nc, s.log)
 	}
 	s.repl.reconfigure(&nc)
+	if s.rm != nil {
+		s.rm.SetAlterLogDirsRate(nc.ReplicaAlterLogDirsIOMaxBytesPerSecond)
+	}
 	if s.dyn.unclean != nil {
 		s.dyn.unclean(nc.UncleanLeaderElection)
 	}

@@ -6,26 +6,35 @@ package main
 //	--generate --topics-to-move-json-file F --broker-list 1,2,3
 //	    the current assignment of F's topics and a proposed one over the
 //	    brokers listed (Kafka's AdminUtils rack-unaware placement)
-//	--execute --reassignment-json-file F [--throttle B/s] [--additional]
+//	--execute --reassignment-json-file F [--throttle B/s]
+//	          [--replica-alter-log-dirs-throttle B/s] [--additional]
 //	    prints the current assignment (for a rollback), then starts the moves
 //	    (AlterPartitionReassignments); --throttle sets, as Kafka's tool does,
 //	    leader/follower.replication.throttled.rate on every broker of the
 //	    moves and leader.replication.throttled.replicas (the replicas now)
 //	    and follower.replication.throttled.replicas (the ones added) on the
 //	    topics, the moves already in progress included (--additional); 0
-//	    is a rate, which holds the moves back
+//	    is a rate, which holds the moves back. Replicas given a log dir
+//	    (log_dirs other than "any") are then moved there with
+//	    AlterReplicaLogDirs to their broker, retried while the broker
+//	    answers REPLICA_NOT_AVAILABLE (a replica a reassignment is still
+//	    creating there) until --timeout; --replica-alter-log-dirs-throttle
+//	    sets replica.alter.log.dirs.io.max.bytes.per.second on their brokers
 //	--verify --reassignment-json-file F [--preserve-throttles]
 //	    each partition's state, with the bytes the added replicas hold so
-//	    far; once every move is done, removes the throttles
+//	    far, and each log dir move's (DescribeLogDirs); once every move is
+//	    done, removes the throttles
 //	--cancel --reassignment-json-file F [--preserve-throttles]
-//	    cancels the moves (null replicas), then removes the throttles
+//	    cancels the moves (null replicas) and the log dir moves in progress
+//	    (each replica sent back to its current dir), then removes the
+//	    throttles
 //	--list
 //	    every move in progress, with its progress
 //
 // Files: topics to move {"version":1,"topics":[{"topic":"t"}]}; a
 // reassignment {"version":1,"partitions":[{"topic":"t","partition":0,
-// "replicas":[1,2],"log_dirs":["any","any"]}]} (log_dirs optional, "any"
-// only).
+// "replicas":[1,2],"log_dirs":["any","/data/d1"]}]} (log_dirs optional:
+// one per replica, an absolute path on that replica's broker or "any").
 
 import (
 	"context"
@@ -52,7 +61,11 @@ const (
 	followerThrottleRate     = "follower.replication.throttled.rate"
 	leaderThrottledReplicas  = "leader.replication.throttled.replicas"
 	followerThrottledReplica = "follower.replication.throttled.replicas"
+	logDirThrottleRate       = "replica.alter.log.dirs.io.max.bytes.per.second"
 )
+
+// anyLogDir in a reassignment's log_dirs leaves the dir to the broker.
+const anyLogDir = "any"
 
 func partitionsCmd(args []string, stdout, stderr io.Writer) int {
 	return runSubcommand("partitions", []subcommand{
@@ -89,6 +102,24 @@ type tp struct {
 
 func (p tp) String() string { return p.topic + "-" + strconv.Itoa(int(p.part)) }
 
+// tpr names a partition's replica on a broker, as Kafka's
+// TopicPartitionReplica: topic-partition-broker.
+type tpr struct {
+	tp
+	broker int32
+}
+
+func (r tpr) String() string { return r.tp.String() + "-" + strconv.Itoa(int(r.broker)) }
+
+// cmpTPR orders replicas by broker, then partition (Kafka's
+// compareTopicPartitionReplicas).
+func cmpTPR(a, b tpr) int {
+	if a.broker != b.broker {
+		return int(a.broker - b.broker)
+	}
+	return cmpTP(a.tp, b.tp)
+}
+
 func cmpTP(a, b tp) int {
 	if c := strings.Compare(a.topic, b.topic); c != 0 {
 		return c
@@ -114,46 +145,53 @@ func encodeReassignment(assignment map[tp][]int32) string {
 
 // parseReassignment reads a reassignment file as Kafka's tool does: at
 // least one partition, none twice, no replica twice, log_dirs (if given)
-// one per replica and "any".
-func parseReassignment(path string) (map[tp][]int32, error) {
+// one per replica. It returns the replicas of each partition and the log
+// dir of each replica given one (Kafka's replicaAssignment: "any" is left
+// out).
+func parseReassignment(path string) (map[tp][]int32, map[tpr]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var f reassignFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: not a reassignment JSON file: %v", path, err)
+		return nil, nil, fmt.Errorf("%s: not a reassignment JSON file: %v", path, err)
 	}
 	if len(f.Partitions) == 0 {
-		return nil, fmt.Errorf("%s: partition reassignment list cannot be empty", path)
+		return nil, nil, fmt.Errorf("%s: partition reassignment list cannot be empty", path)
 	}
 	out := make(map[tp][]int32, len(f.Partitions))
+	dirs := map[tpr]string{}
 	for _, e := range f.Partitions {
 		p := tp{e.Topic, e.Partition}
 		switch {
 		case e.Topic == "" || e.Partition < 0:
-			return nil, fmt.Errorf("%s: bad partition %q %d", path, e.Topic, e.Partition)
+			return nil, nil, fmt.Errorf("%s: bad partition %q %d", path, e.Topic, e.Partition)
 		case len(e.Replicas) == 0:
-			return nil, fmt.Errorf("%s: partition %s has no replicas", path, p)
+			return nil, nil, fmt.Errorf("%s: partition %s has no replicas", path, p)
 		case e.LogDirs != nil && len(e.LogDirs) != len(e.Replicas):
-			return nil, fmt.Errorf("%s: partition %s has %d log_dirs for %d replicas", path, p, len(e.LogDirs), len(e.Replicas))
+			return nil, nil, fmt.Errorf("%s: partition %s has %d log_dirs for %d replicas", path, p, len(e.LogDirs), len(e.Replicas))
 		}
 		if _, dup := out[p]; dup {
-			return nil, fmt.Errorf("%s: duplicate reassignment of partition %s", path, p)
+			return nil, nil, fmt.Errorf("%s: duplicate reassignment of partition %s", path, p)
 		}
 		for i, r := range e.Replicas {
 			if slices.Contains(e.Replicas[:i], r) {
-				return nil, fmt.Errorf("%s: partition %s lists broker %d twice", path, p, r)
+				return nil, nil, fmt.Errorf("%s: partition %s lists broker %d twice", path, p, r)
 			}
 		}
-		for _, d := range e.LogDirs {
-			if d != "any" {
-				return nil, fmt.Errorf("%s: partition %s: log dir %q: only \"any\" is supported", path, p, d)
+		for i, d := range e.LogDirs {
+			switch {
+			case d == anyLogDir:
+			case d == "":
+				return nil, nil, fmt.Errorf("%s: partition %s: an empty log dir for broker %d (\"any\" leaves it to the broker)", path, p, e.Replicas[i])
+			default:
+				dirs[tpr{p, e.Replicas[i]}] = d
 			}
 		}
 		out[p] = e.Replicas
 	}
-	return out, nil
+	return out, dirs, nil
 }
 
 func reassignCmd(c *adminCmd) error {
@@ -166,6 +204,7 @@ func reassignCmd(c *adminCmd) error {
 	brokerList := c.flags.String("broker-list", "", "comma-separated broker `ids` to place replicas on (--generate)")
 	reassignPath := c.flags.String("reassignment-json-file", "", "reassignment `file` (--execute, --verify, --cancel)")
 	throttle := c.flags.Int64("throttle", -1, "replication throttle in `bytes/s` for the moves (--execute)")
+	logDirThrottle := c.flags.Int64("replica-alter-log-dirs-throttle", -1, "throttle in `bytes/s` of the moves between log dirs on a broker (--execute)")
 	additional := c.flags.Bool("additional", false, "start moves while others are in progress (--execute)")
 	preserve := c.flags.Bool("preserve-throttles", false, "leave the throttles in place (--verify, --cancel)")
 	if _, err := c.parse(noArgs); err != nil {
@@ -186,6 +225,9 @@ func reassignCmd(c *adminCmd) error {
 	if *throttle != -1 && (!*execute || *throttle < 0) {
 		return usageErr("--throttle takes a rate (0 or more) and goes with --execute")
 	}
+	if *logDirThrottle != -1 && (!*execute || *logDirThrottle < 0) {
+		return usageErr("--replica-alter-log-dirs-throttle takes a rate (0 or more) and goes with --execute")
+	}
 	switch {
 	case *generate:
 		if *topicsFile == "" || *brokerList == "" {
@@ -205,18 +247,18 @@ func reassignCmd(c *adminCmd) error {
 	case *list:
 		return c.connect(func(adm *kadm.Client, ctx context.Context) error { return reassignList(c, adm, ctx) })
 	}
-	target, err := parseReassignment(*reassignPath)
+	target, dirs, err := parseReassignment(*reassignPath)
 	if err != nil {
 		return err
 	}
 	return c.connect(func(adm *kadm.Client, ctx context.Context) error {
 		switch {
 		case *execute:
-			return reassignExecute(c, adm, ctx, target, *throttle, *additional)
+			return reassignExecute(c, adm, ctx, target, dirs, *throttle, *logDirThrottle, *additional)
 		case *verify:
-			return reassignVerify(c, adm, ctx, target, *preserve)
+			return reassignVerify(c, adm, ctx, target, dirs, *preserve)
 		default:
-			return reassignCancel(c, adm, ctx, target, *preserve)
+			return reassignCancel(c, adm, ctx, target, dirs, *preserve)
 		}
 	})
 }
@@ -376,7 +418,7 @@ func derefString(s *string) string {
 	return *s
 }
 
-func reassignExecute(c *adminCmd, adm *kadm.Client, ctx context.Context, target map[tp][]int32, throttle int64, additional bool) error {
+func reassignExecute(c *adminCmd, adm *kadm.Client, ctx context.Context, target map[tp][]int32, dirs map[tpr]string, throttle, logDirThrottle int64, additional bool) error {
 	cur, _, err := currentAssignment(adm, ctx, topicsOf(target))
 	if err != nil {
 		return err
@@ -398,12 +440,20 @@ func reassignExecute(c *adminCmd, adm *kadm.Client, ctx context.Context, target 
 		rollback[p] = cur[p]
 	}
 	fmt.Fprintf(c.stdout, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", encodeReassignment(rollback))
+	if throttle >= 0 || logDirThrottle >= 0 {
+		fmt.Fprintln(c.stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
+	}
 	if throttle >= 0 {
 		if err := setThrottles(c, adm, ctx, proposedMoves(moving, cur, target), throttle); err != nil {
 			return err
 		}
-		fmt.Fprintln(c.stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
 		fmt.Fprintf(c.stdout, "The inter-broker throttle limit was set to %d B/s\n", throttle)
+	}
+	if logDirThrottle >= 0 {
+		if err := setLogDirThrottle(adm, ctx, dirs, logDirThrottle); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "The replica-alter-dir throttle limit was set to %d B/s\n", logDirThrottle)
 	}
 	var req kadm.AlterPartitionAssignmentsReq
 	for p, rs := range target {
@@ -429,7 +479,7 @@ func reassignExecute(c *adminCmd, adm *kadm.Client, ctx context.Context, target 
 	if err := fails.err(); err != nil {
 		return fmt.Errorf("error reassigning partition(s):\n%w", err)
 	}
-	return nil
+	return executeLogDirMoves(c, adm, ctx, dirs)
 }
 
 func plural(n int) string {
@@ -556,6 +606,7 @@ func clearThrottles(c *adminCmd, adm *kadm.Client, ctx context.Context, topics [
 		err := alterOne(adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
 			{Op: kadm.DeleteConfig, Name: leaderThrottleRate},
 			{Op: kadm.DeleteConfig, Name: followerThrottleRate},
+			{Op: kadm.DeleteConfig, Name: logDirThrottleRate},
 		}, b))
 		if err != nil {
 			return fmt.Errorf("clear the throttle rate of broker %d: %w", b, err)
@@ -622,7 +673,7 @@ func progress(adm *kadm.Client, ctx context.Context, moves map[tp]kmsg.ListParti
 	return out
 }
 
-func reassignVerify(c *adminCmd, adm *kadm.Client, ctx context.Context, target map[tp][]int32, preserve bool) error {
+func reassignVerify(c *adminCmd, adm *kadm.Client, ctx context.Context, target map[tp][]int32, dirs map[tpr]string, preserve bool) error {
 	moving, err := listAll(c, ctx)
 	if err != nil {
 		return err
@@ -648,14 +699,29 @@ func reassignVerify(c *adminCmd, adm *kadm.Client, ctx context.Context, target m
 			fmt.Fprintf(c.stdout, "There is no active reassignment of partition %s, but replica set is %s rather than %s.\n", p, int32s(cur[p]), int32s(target[p]))
 		}
 	}
+	// As Kafka's verifyReplicaMoves: the log dir moves, one line each
+	// (none: an empty line).
+	states, err := logDirMoveStates(c, adm, ctx, dirs)
+	if err != nil {
+		return err
+	}
+	for _, r := range slices.SortedFunc(maps.Keys(states), cmpTPR) {
+		st := states[r]
+		if !st.done() {
+			done = false
+		}
+		fmt.Fprintln(c.stdout, st.describe(r))
+	}
+	if len(states) == 0 {
+		fmt.Fprintln(c.stdout)
+	}
 	if !done || preserve {
 		return nil
 	}
-	fmt.Fprintln(c.stdout)
 	return clearThrottles(c, adm, ctx, topicsOf(target))
 }
 
-func reassignCancel(c *adminCmd, adm *kadm.Client, ctx context.Context, target map[tp][]int32, preserve bool) error {
+func reassignCancel(c *adminCmd, adm *kadm.Client, ctx context.Context, target map[tp][]int32, dirs map[tpr]string, preserve bool) error {
 	var req kadm.AlterPartitionAssignmentsReq
 	for p := range target {
 		req.CancelAssign(p.topic, p.part)
@@ -679,6 +745,24 @@ func reassignCancel(c *adminCmd, adm *kadm.Client, ctx context.Context, target m
 	fmt.Fprintf(c.stdout, "Successfully cancelled partition reassignments for: %s\n", strings.Join(cancelled, ","))
 	if err := fails.err(); err != nil {
 		return fmt.Errorf("error cancelling partition reassignment(s):\n%w", err)
+	}
+	// The log dir moves in progress go back: each replica is sent to the
+	// dir it is in (Kafka's cancelAssignment), which drops its future
+	// replica.
+	states, err := logDirMoveStates(c, adm, ctx, dirs)
+	if err != nil {
+		return err
+	}
+	back := map[tpr]string{}
+	for r, st := range states {
+		if st.future != "" && st.current != "" {
+			back[r] = st.current
+		}
+	}
+	if len(back) == 0 {
+		fmt.Fprintln(c.stdout, "None of the specified partition moves are active.")
+	} else if err := executeLogDirMoves(c, adm, ctx, back); err != nil {
+		return err
 	}
 	if preserve {
 		return nil
@@ -705,4 +789,158 @@ func reassignList(c *adminCmd, adm *kadm.Client, ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// setLogDirThrottle is Kafka's modifyLogDirThrottle:
+// replica.alter.log.dirs.io.max.bytes.per.second on every broker a log
+// dir move names.
+func setLogDirThrottle(adm *kadm.Client, ctx context.Context, dirs map[tpr]string, rate int64) error {
+	var brokers []int32
+	for r := range dirs {
+		if !slices.Contains(brokers, r.broker) {
+			brokers = append(brokers, r.broker)
+		}
+	}
+	slices.Sort(brokers)
+	v := strconv.FormatInt(rate, 10)
+	for _, b := range brokers {
+		if err := alterOne(adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: logDirThrottleRate, Value: &v}}, b)); err != nil {
+			return fmt.Errorf("set the log dir throttle of broker %d: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// logDirRetry is how long executeLogDirMoves waits before it asks again
+// for the replicas not there yet (Kafka's tool: 100 ms).
+const logDirRetry = 100 * time.Millisecond
+
+// executeLogDirMoves is Kafka's executeMoves: AlterReplicaLogDirs for
+// each replica of dirs, sent to its broker, again every logDirRetry for
+// those whose broker answers REPLICA_NOT_AVAILABLE (a reassignment has
+// not created the replica there yet; the broker keeps the dir for when it
+// does, but the tool waits to see it taken) until ctx ends (--timeout).
+// Any other error fails the command.
+func executeLogDirMoves(c *adminCmd, adm *kadm.Client, ctx context.Context, dirs map[tpr]string) error {
+	pending := maps.Clone(dirs)
+	for len(pending) > 0 {
+		byBroker := map[int32]kadm.AlterReplicaLogDirsReq{}
+		for r, d := range pending {
+			req := byBroker[r.broker]
+			if req == nil {
+				req = kadm.AlterReplicaLogDirsReq{}
+				byBroker[r.broker] = req
+			}
+			req.Add(d, kadm.TopicsSet{r.topic: {r.part: {}}})
+		}
+		var started []tpr
+		for _, b := range slices.Sorted(maps.Keys(byBroker)) {
+			resps, err := adm.AlterBrokerReplicaLogDirs(ctx, b, byBroker[b])
+			if err != nil {
+				return c.brokerErr(fmt.Sprintf("alter replica log dirs on broker %d", b), err)
+			}
+			var fail error
+			resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+				k := tpr{tp{r.Topic, r.Partition}, b}
+				switch {
+				case r.Err == nil:
+					started = append(started, k)
+				case errors.Is(r.Err, kerr.ReplicaNotAvailable):
+				case fail == nil:
+					fail = fmt.Errorf("failed to alter dir for %s: %w", k, r.Err)
+				}
+			})
+			if fail != nil {
+				return fail
+			}
+		}
+		slices.SortFunc(started, cmpTPR)
+		for _, r := range started {
+			fmt.Fprintf(c.stdout, "Successfully started moving log directory to %s for replica %s with broker %d \n", pending[r], r.tp, r.broker)
+			delete(pending, r)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			left := slices.SortedFunc(maps.Keys(pending), cmpTPR)
+			names := make([]string, len(left))
+			for i, r := range left {
+				names[i] = r.String()
+			}
+			return fmt.Errorf("timed out before log directory move%s could be started for: %s", plural(len(left)), strings.Join(names, ","))
+		case <-time.After(logDirRetry):
+		}
+	}
+	return nil
+}
+
+// logDirMove is where a replica is and is going, as DescribeLogDirs tells
+// (Kafka's LogDirMoveState): current is the dir of its replica and future
+// that of its future replica ("" for none: a replica its broker does not
+// list has neither, as in Kafka's describeReplicaLogDirs).
+type logDirMove struct {
+	target, current, future string
+}
+
+// done reports whether the replica is in its target dir, or its move was
+// cancelled (Kafka: CompletedMoveState and CancelledMoveState are done).
+func (m logDirMove) done() bool { return m.current != "" && m.future == "" }
+
+// describe is the line Kafka's tool prints for the move of r.
+func (m logDirMove) describe(r tpr) string {
+	switch {
+	case m.current == "":
+		return fmt.Sprintf("Partition %s is not found in any live log dir on broker %d. There is likely an offline log directory on the broker.", r.tp, r.broker)
+	case m.future != "" && m.future == m.target:
+		return fmt.Sprintf("Reassignment of replica %s is still in progress.", r)
+	case m.future != "":
+		return fmt.Sprintf("Partition %s on broker %d is being moved to log dir %s instead of %s.", r.tp, r.broker, m.future, m.target)
+	case m.current == m.target:
+		return fmt.Sprintf("Reassignment of replica %s completed successfully.", r)
+	default:
+		return fmt.Sprintf("Partition %s on broker %d is not being moved from log dir %s to %s.", r.tp, r.broker, m.current, m.target)
+	}
+}
+
+// logDirMoveStates is Kafka's findLogDirMoveStates: DescribeLogDirs of
+// the replicas of dirs, asked of their brokers. A broker that does not
+// answer fails the command.
+func logDirMoveStates(c *adminCmd, adm *kadm.Client, ctx context.Context, dirs map[tpr]string) (map[tpr]logDirMove, error) {
+	out := make(map[tpr]logDirMove, len(dirs))
+	sets := map[int32]kadm.TopicsSet{}
+	for r, d := range dirs {
+		out[r] = logDirMove{target: d}
+		if sets[r.broker] == nil {
+			sets[r.broker] = kadm.TopicsSet{}
+		}
+		set := sets[r.broker]
+		set.Add(r.topic, r.part)
+	}
+	for _, b := range slices.Sorted(maps.Keys(sets)) {
+		described, err := adm.DescribeBrokerLogDirs(ctx, b, sets[b])
+		if err != nil {
+			return nil, c.brokerErr(fmt.Sprintf("describe the log dirs of broker %d", b), err)
+		}
+		described.Each(func(d kadm.DescribedLogDir) {
+			if d.Err != nil {
+				return // an offline dir lists nothing
+			}
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+				k := tpr{tp{p.Topic, p.Partition}, b}
+				m, ok := out[k]
+				if !ok {
+					return
+				}
+				if p.IsFuture {
+					m.future = d.Dir
+				} else {
+					m.current = d.Dir
+				}
+				out[k] = m
+			})
+		})
+	}
+	return out, nil
 }

@@ -41,11 +41,11 @@ func TestParseReassignmentRefusesBadFiles(t *testing.T) {
 		"replica twice":  `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}`,
 		"no replicas":    `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[]}]}`,
 		"log dirs count": `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any"]}]}`,
-		"a log dir":      `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["/d"]}]}`,
+		"empty log dir":  `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":[""]}]}`,
 	} {
 		f := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
 		os.WriteFile(f, []byte(body), 0o644)
-		if _, err := parseReassignment(f); err == nil {
+		if _, _, err := parseReassignment(f); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
