@@ -63,11 +63,11 @@ type Manager struct {
 	// only consumer_byte_rate takes no part in produce's precedence.
 	levels [NumTypes]atomic.Uint32
 	// anyLevel is the union of levels: Enabled's one atomic load.
-	anyLevel atomic.Uint32
-	mu                   sync.RWMutex
-	overrides            map[Entity]Values
-	sensors              [NumTypes]map[tags]*sensor
-	lastSweep            int64
+	anyLevel  atomic.Uint32
+	mu        sync.RWMutex
+	overrides map[Entity]Values
+	sensors   [NumTypes]map[tags]*sensor
+	lastSweep int64
 }
 
 // New returns a manager with no quota set.

@@ -121,7 +121,9 @@ func TestShareGroupClusterFailover(t *testing.T) {
 		return after.ErrorCode == 0
 	}, func() string { return errName(after.ErrorCode) })
 	sortMembers := func(g *kmsg.ShareGroupDescribeResponseGroup) {
-		slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int { return strings.Compare(a.MemberID, b.MemberID) })
+		slices.SortFunc(g.Members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int {
+			return strings.Compare(a.MemberID, b.MemberID)
+		})
 		for i := range g.Members {
 			g.Members[i].ClientHost = "" // the new coordinator saw the same client from the same host; ports may differ
 		}
