@@ -481,3 +481,13 @@ func (x dirIndex) del(id engine.PartitionID) {
 		delete(x.n, d)
 	}
 }
+
+// OfflineFunc returns a check of whether a partition is offline here (its
+// log dir failed), or nil when no partition is: what a Metadata answer
+// consults for each of its partitions.
+func (m *Manager) OfflineFunc() func(name string, part int32) bool {
+	if m.failedDirs.Load() == 0 {
+		return nil
+	}
+	return func(name string, part int32) bool { return m.Offline(name, part) != nil }
+}

@@ -38,7 +38,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -84,7 +83,7 @@ func handleMetadata(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) 
 	// topic itself when the response is encoded (localMetadata), and
 	// resp.Topics holds it without partitions.
 	_, isLocal := s.md.(localPlane)
-	lm := &localMetadata{self: s.nodeID}
+	lm := &localMetadata{self: s.nodeID, offline: s.rm.OfflineFunc()}
 	addTopic := func(name string) {
 		if isLocal {
 			if t := s.rm.Topic(name); t != nil {
@@ -245,7 +244,7 @@ func (l *topicLookup) topicNameByID(id [16]byte) string {
 func (l *topicLookup) metadataTopic(name string, live []metadata.Broker) kmsg.MetadataResponseTopic {
 	if _, local := l.md.(localPlane); local {
 		if t := l.rm.Topic(name); t != nil {
-			return localTopic(t, l.nodeID)
+			return localTopic(t, l.nodeID, l.rm.OfflineFunc())
 		}
 	}
 	mt := kmsg.NewMetadataResponseTopic()
@@ -318,14 +317,27 @@ type localMetadata struct {
 	// and is its only replica and ISR).
 	topics []*replica.Topic
 	n      int // how many of topics are not nil
+	// offline reports a partition whose log dir failed (nil: none has):
+	// its topic is written from kmsg structs, without a leader.
+	offline func(name string, part int32) bool
+}
+
+// anyOffline reports whether a partition of t is offline.
+func anyOffline(t *replica.Topic, offline func(string, int32) bool) bool {
+	for i := range t.Parts {
+		if offline(t.Name, int32(i)) {
+			return true
+		}
+	}
+	return false
 }
 
 // add appends t's entry to resp, its partitions to be written from t.
 func (m *localMetadata) add(resp *kmsg.MetadataResponse, t *replica.Topic) {
-	if slices.Contains(t.Parts, nil) {
+	if m.offline != nil && anyOffline(t, m.offline) {
 		// A partition whose log dir failed has no leader: written from
 		// kmsg structs (localTopic), off the fast path.
-		m.addResponse(resp, localTopic(t, m.self))
+		m.addResponse(resp, localTopic(t, m.self, m.offline))
 		return
 	}
 	mt := kmsg.NewMetadataResponseTopic()
@@ -577,7 +589,7 @@ func localMetadataSize(v int16, resp *kmsg.MetadataResponse, topics []*replica.T
 // (this broker leads every partition, is its only replica and the ISR; a
 // partition whose log dir failed has no leader and its replica offline,
 // as Kafka's controller leaves a partition whose only replica is offline).
-func localTopic(t *replica.Topic, self int32) kmsg.MetadataResponseTopic {
+func localTopic(t *replica.Topic, self int32, isOffline func(string, int32) bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &t.Name
 	mt.TopicID = t.ID
@@ -593,7 +605,7 @@ func localTopic(t *replica.Topic, self int32) kmsg.MetadataResponseTopic {
 		mp.Leader = self
 		mp.LeaderEpoch = epoch
 		mp.Replicas, mp.ISR, mp.OfflineReplicas = replicas, replicas, offline
-		if t.Parts[i] == nil {
+		if isOffline != nil && isOffline(t.Name, int32(i)) {
 			mp.Leader, mp.OfflineReplicas = -1, replicas
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}

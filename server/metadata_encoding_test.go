@@ -83,7 +83,7 @@ func TestLocalMetadataEncoding(t *testing.T) {
 					mt := &full.Topics[i]
 					if tp := s.rm.TopicByID(mt.TopicID); tp != nil && mt.ErrorCode == 0 && mt.Partitions == nil {
 						local[i] = tp
-						*mt = localTopic(tp, s.nodeID)
+						*mt = localTopic(tp, s.nodeID, nil)
 					}
 				}
 				want := appendKmsgFrame(nil, 7, &full)
