@@ -320,6 +320,9 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 				}
 			} else if err == nil {
 				err = readPartition(ft, op, &remaining, total == 0)
+				if s.tiered != nil && (err == nil || errors.Is(err, engine.ErrOffsetOutOfRange)) {
+					err = s.fetchTiered(ft, op, &remaining, total == 0, err)
+				}
 			}
 			if err != nil {
 				hasErr = true
