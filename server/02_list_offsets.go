@@ -99,13 +99,12 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 			return p.LastStableOffset(), -1, epoch, nil
 		}
 		return p.HighWatermark(), -1, epoch, nil
-	case t == listEarliest || t == listEarliestLocal && version >= 8:
-		start, local, err := s.remoteLogStart(p)
+	case t == listEarliestLocal && version >= 8:
+		return p.LogStartOffset(), -1, epoch, nil
+	case t == listEarliest:
+		start, _, err := s.remoteLogStart(p)
 		if err != nil {
 			return 0, 0, 0, err
-		}
-		if t == listEarliestLocal {
-			return local, -1, epoch, nil
 		}
 		return start, -1, epoch, nil
 	case t == listLatestTiered && version >= 9:

@@ -80,6 +80,9 @@ type Options struct {
 	// caller like Store; empty: Store alone, in the first of log.dirs
 	// (see replica.Options.Dirs).
 	LogDirs []replica.LogDir
+	// RemoteStorage is the remote tier of tiered storage; nil: the
+	// local-directory backend at rsm.config.dir (tiered.go).
+	RemoteStorage tiered.RemoteStorageManager
 	// ClusterID is answered in Metadata and DescribeCluster.
 	ClusterID string
 	// AdvertisedHost and AdvertisedPort are the address clients are told to
@@ -368,7 +371,7 @@ func New(opts Options) (*Server, error) {
 		CheckpointHighWatermarks: zp != nil,
 	})
 	s.life.Push("partitions", s.rm.Close)
-	tm, err := s.newTiered()
+	tm, err := s.newTiered(opts.RemoteStorage)
 	if err != nil {
 		return fail(fmt.Errorf("server: tiered storage: %w", err))
 	}

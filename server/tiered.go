@@ -20,12 +20,12 @@ import (
 // below the local log start (readRemote).
 
 // newTiered returns the remote log manager, nil when tiering is off.
-func (s *Server) newTiered() (*tiered.Manager, error) {
+func (s *Server) newTiered(rsm tiered.RemoteStorageManager) (*tiered.Manager, error) {
 	c := s.currentConfig()
 	if !c.RemoteLogStorageSystemEnable {
 		return nil, nil
 	}
-	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, Logger: s.log, Now: s.now})
+	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Logger: s.log, Now: s.now})
 }
 
 // checkTieredConfigs refuses what Kafka's LogConfig.validate refuses of a

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/metastore"
+	"github.com/sluice/sluice/tiered"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,6 +36,11 @@ type tieredBroker struct {
 }
 
 func startTiered(t *testing.T, dir string) *tieredBroker {
+	t.Helper()
+	return startTieredRSM(t, dir, nil)
+}
+
+func startTieredRSM(t *testing.T, dir string, rsm tiered.RemoteStorageManager) *tieredBroker {
 	t.Helper()
 	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -53,7 +60,7 @@ func startTiered(t *testing.T, dir string) *tieredBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store,
+	s, err := New(Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), Meta: meta, Store: store, RemoteStorage: rsm,
 		ClusterID: "tiered", AdvertisedHost: "127.0.0.1", AdvertisedPort: int32(ln.Addr().(*net.TCPAddr).Port)})
 	if err != nil {
 		t.Fatal(err)
@@ -262,3 +269,211 @@ func TestTieredConfigsRefused(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// crashingRSM is the local-directory backend that "crashes" in its
+// crashAt-th copy (from 1): it writes that segment's objects and a torn
+// temporary one, then ends the task's goroutine, as a SIGKILL mid-upload
+// would, leaving the segment COPY_SEGMENT_STARTED.
+type crashingRSM struct {
+	*tiered.LocalDir
+	dir     string
+	copies  int
+	crashAt int
+}
+
+func (c *crashingRSM) CopyLogSegmentData(md tiered.SegmentMetadata, data tiered.LogSegmentData) error {
+	c.copies++
+	if err := c.LocalDir.CopyLogSegmentData(md, data); err != nil {
+		return err
+	}
+	if c.copies == c.crashAt {
+		torn := filepath.Join(c.dir, md.Partition.Topic+"-"+md.Partition.TopicID.String(), "0",
+			fmt.Sprintf("%020d-%s.log.tmp", md.StartOffset, md.SegmentID))
+		os.WriteFile(torn, []byte("torn"), 0o644)
+		runtime.Goexit()
+	}
+	return nil
+}
+
+// remoteLogStarts counts the remote .log objects per start offset, and
+// the temporary files.
+func (b *tieredBroker) remoteLogStarts(t *testing.T) (starts map[string]int, tmp int) {
+	starts = map[string]int{}
+	for _, f := range b.remoteFiles(t) {
+		name := filepath.Base(f)
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			tmp++
+		case strings.HasSuffix(name, ".log"):
+			starts[name[:20]]++
+		}
+	}
+	return starts, tmp
+}
+
+// TestTieredCrashMidUpload: a segment left COPY_SEGMENT_STARTED by a
+// crash mid-upload (its objects written, a torn temporary one beside
+// them) is never read; after a restart the task deletes its objects and
+// copies the segment again, once: every remote start offset has one .log
+// object and no temporary file is left.
+func TestTieredCrashMidUpload(t *testing.T) {
+	dir := t.TempDir()
+	remote := filepath.Join(dir, "remote")
+	ld, err := tiered.NewLocalDir(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crash := &crashingRSM{LocalDir: ld, dir: remote, crashAt: 3}
+	b := startTieredRSM(t, dir, crash)
+	const topic, n = "crash", 120
+	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	done := make(chan struct{})
+	go func() { defer close(done); b.s.tiered.RunOnce() }()
+	<-done
+	if crash.copies != crash.crashAt {
+		t.Fatalf("%d copies, want the crash at %d", crash.copies, crash.crashAt)
+	}
+	if _, tmp := b.remoteLogStarts(t); tmp != 1 {
+		t.Fatalf("%d temporary files after the crash, want the torn one", tmp)
+	}
+	// Only the finished copies count: the third segment is not remote.
+	if end, code := listOffset(t, mustClient(t, b.addr), topic, -5); code != 0 || end < 0 {
+		t.Fatalf("latest tiered after the crash: %d (code %d)", end, code)
+	}
+	b.close()
+
+	b = startTiered(t, dir)
+	b.s.tiered.RunOnce()
+	starts, tmp := b.remoteLogStarts(t)
+	if tmp != 0 {
+		t.Fatalf("%d temporary files left", tmp)
+	}
+	if len(starts) < crash.crashAt {
+		t.Fatalf("%d remote segments, want at least %d", len(starts), crash.crashAt)
+	}
+	for start, k := range starts {
+		if k != 1 {
+			t.Fatalf("segment %s is remote %d times", start, k)
+		}
+	}
+	consumeAll(t, b.addr, topic, n)
+}
+
+// fetchCode fetches topic-0 at offset with a raw Fetch and returns the
+// partition's error code and record bytes.
+func (b *tieredBroker) fetchCode(t *testing.T, cl *kgo.Client, topic string, offset int64) (int16, int) {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rt.TopicID = b.s.rm.Topic(topic).ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset = offset
+	rp.PartitionMaxBytes = 1 << 20
+	rp.CurrentLeaderEpoch = -1
+	rp.LogStartOffset = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.ErrorCode, len(p.RecordBatches)
+}
+
+// TestTieredHostileRemote: a missing remote object, then a damaged remote
+// metadata record, answer a fetch of remote offsets KAFKA_STORAGE_ERROR
+// (retriable) and never panic; local offsets are still served, and local
+// retention deletes nothing while the metadata is unreadable.
+func TestTieredHostileRemote(t *testing.T) {
+	dir := t.TempDir()
+	b := startTiered(t, dir)
+	const topic, n = "hostile", 120
+	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	cl := mustClient(t, b.addr)
+	local, _ := listOffset(t, cl, topic, -4)
+	if local <= 0 {
+		t.Fatalf("local log start %d: nothing tiered", local)
+	}
+	if code, size := b.fetchCode(t, cl, topic, 0); code != 0 || size == 0 {
+		t.Fatalf("remote fetch: code %d, %d bytes", code, size)
+	}
+
+	// A missing .log object.
+	var first string
+	for _, f := range b.remoteFiles(t) {
+		if strings.HasSuffix(f, ".log") && strings.HasPrefix(filepath.Base(f), "00000000000000000000-") {
+			first = f
+		}
+	}
+	if first == "" {
+		t.Fatal("no remote segment at offset 0")
+	}
+	moved := first + ".aside"
+	if err := os.Rename(first, moved); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := b.fetchCode(t, cl, topic, 0); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("fetch of a missing remote object: code %d, want KAFKA_STORAGE_ERROR", code)
+	}
+	if err := os.Rename(moved, first); err != nil {
+		t.Fatal(err)
+	}
+	if code, size := b.fetchCode(t, cl, topic, 0); code != 0 || size == 0 {
+		t.Fatalf("remote fetch once the object is back: code %d, %d bytes", code, size)
+	}
+
+	// A damaged metadata record (one byte flipped in the stored value).
+	id := b.s.rm.Topic(topic).ID
+	b.close()
+	meta, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprintf("tiered/%s/0", tiered.UUID(id))
+	v, err := meta.GetCheckpoint(key)
+	if err != nil || len(v) < 100 {
+		t.Fatalf("metadata %s: %d bytes, %v", key, len(v), err)
+	}
+	v[len(v)-20] ^= 0xff
+	if err := meta.PutCheckpoint(key, v); err != nil {
+		t.Fatal(err)
+	}
+	meta.Close()
+	before, files := 0, 0
+	b = startTiered(t, dir)
+	cl = mustClient(t, b.addr)
+	_, files = b.localLogBytes(t, topic)
+	produceTiered(t, b.addr, topic, n, 40)
+	b.s.tiered.RunOnce()
+	if code, _ := b.fetchCode(t, cl, topic, 0); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("fetch with damaged metadata: code %d, want KAFKA_STORAGE_ERROR", code)
+	}
+	if code, size := b.fetchCode(t, cl, topic, local); code != 0 || size == 0 {
+		t.Fatalf("local fetch with damaged remote metadata: code %d, %d bytes", code, size)
+	}
+	if start, _ := listOffset(t, cl, topic, -4); start != local {
+		t.Fatalf("local log start moved from %d to %d with unreadable metadata", local, start)
+	}
+	_, after := b.localLogBytes(t, topic)
+	if after < files+before {
+		t.Fatalf("local segments went from %d to %d with unreadable metadata", files, after)
+	}
+}
