@@ -65,7 +65,7 @@ func (s *metadataStore) loadLocked(tp TopicIDPartition) *partMeta {
 		switch {
 		case err != nil:
 			pm.err = fmt.Errorf("tiered: metadata of %s: %w", tp, err)
-		case got.TopicID != tp.TopicID || got.Partition != tp.Partition:
+		case got != tp:
 			pm.err = fmt.Errorf("tiered: metadata of %s: %w: names %s", tp, ErrCorruptMetadata, got)
 		default:
 			pm.segs = segs
