@@ -86,7 +86,7 @@ var tieredTopicKeys = []TopicKey{
 		Doc:   "tiered topics: stop copying segments to remote storage; what is remote stays readable and retention still deletes it",
 		check: oneOf("true", "false")},
 	{Name: "remote.log.delete.on.disable", Type: TypeBoolean, Importance: Medium, Default: "false",
-		Doc:   "must be true to turn remote.storage.enable off on a tiered topic; the topic's remote segments are then deleted",
+		Doc:   "with remote.storage.enable turned off on a topic that was tiered: true deletes its remote segments at the remote log manager's next run; false keeps them (unread while tiering is off)",
 		check: oneOf("true", "false")},
 	{Name: "remote.storage.enable", Type: TypeBoolean, Importance: Medium, Default: "false",
 		Doc:   "tier this topic: copy its rolled segments to remote storage and keep only local.retention.* on local disk (needs remote.log.storage.system.enable; refused with cleanup.policy compact)",
