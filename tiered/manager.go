@@ -241,15 +241,20 @@ func (m *Manager) deleteSegment(s SegmentMetadata) error {
 // -1 when there is none), bytes their total size.
 type remoteState struct {
 	start, end, bytes int64
-	segs              []SegmentMetadata // COPY_SEGMENT_FINISHED only, by start offset
+	segs              []SegmentMetadata // COPY_SEGMENT_FINISHED only, by start offset; read-only
 }
 
 func (m *Manager) remote(tp TopicIDPartition) (remoteState, error) {
-	all, err := m.meta.Segments(tp)
+	rs, err := m.meta.Finished(tp)
 	if err != nil {
 		return remoteState{}, err
 	}
-	rs := remoteState{start: -1, end: -1}
+	return *rs, nil
+}
+
+// summarize computes the remoteState of a partition's segments.
+func summarize(all []SegmentMetadata) *remoteState {
+	rs := &remoteState{start: -1, end: -1}
 	for _, s := range all {
 		if s.State != CopySegmentFinished {
 			continue
@@ -261,7 +266,7 @@ func (m *Manager) remote(tp TopicIDPartition) (remoteState, error) {
 		rs.bytes += s.SizeInBytes
 		rs.segs = append(rs.segs, s)
 	}
-	return rs, nil
+	return rs
 }
 
 // copySegments copies every rolled segment past what is remote whose

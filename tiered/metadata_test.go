@@ -199,9 +199,9 @@ func TestLocalDirCopyFetchDelete(t *testing.T) {
 }
 
 func TestSegmentEpochs(t *testing.T) {
-	e := []engine.EpochEntry{{0, 0}, {1, 50}, {3, 120}, {4, 300}}
+	e := []engine.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 50}, {Epoch: 3, StartOffset: 120}, {Epoch: 4, StartOffset: 300}}
 	got := segmentEpochs(e, 100, 200)
-	want := []engine.EpochEntry{{1, 100}, {3, 120}}
+	want := []engine.EpochEntry{{Epoch: 1, StartOffset: 100}, {Epoch: 3, StartOffset: 120}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%v, want %v", got, want)
 	}

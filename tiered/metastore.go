@@ -38,8 +38,14 @@ type metadataStore struct {
 }
 
 type partMeta struct {
-	segs []SegmentMetadata // by StartOffset, then the order they were added
-	err  error             // the stored value did not decode
+	// segs are by StartOffset, then the order they were added; replaced
+	// whole on every change, never modified in place, so a reader may keep
+	// the slice it got.
+	segs []SegmentMetadata
+	err  error // the stored value did not decode
+	// finished summarizes segs' COPY_SEGMENT_FINISHED segments, computed
+	// on first use after each change (nil: not yet).
+	finished *remoteState
 }
 
 func newMetadataStore(kv checkpoints) *metadataStore {
@@ -165,8 +171,24 @@ func (s *metadataStore) putLocked(tp TopicIDPartition, pm *partMeta, segs []Segm
 	if err := s.kv.PutCheckpoint(partitionKey(tp), encodePartition(nil, tp, segs)); err != nil {
 		return fmt.Errorf("tiered: write metadata of %s: %w", tp, err)
 	}
-	pm.segs = segs
+	pm.segs, pm.finished = segs, nil
 	return nil
+}
+
+// Finished returns the summary of tp's finished segments, shared and
+// read-only, without copying (the fetch path calls it for every read of
+// a tiered partition).
+func (s *metadataStore) Finished(tp TopicIDPartition) (*remoteState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pm := s.loadLocked(tp)
+	if pm.err != nil {
+		return nil, pm.err
+	}
+	if pm.finished == nil {
+		pm.finished = summarize(pm.segs)
+	}
+	return pm.finished, nil
 }
 
 // indexLocked adds tp to (or removes it from) the partition index.
