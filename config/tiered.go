@@ -1,6 +1,9 @@
 package config
 
-import "maps"
+import (
+	"maps"
+	"path/filepath"
+)
 
 // RemoteStoragePrefix is the prefix of the remote storage manager's own
 // keys (Kafka's rsm.config.*), kept as given in
@@ -31,8 +34,16 @@ func (c *Config) checkTieredStorage() error {
 	if !c.SingleNode() {
 		return keyError("remote.log.storage.system.enable", "tiered storage runs on a single node only for now (zookeeper.connect is set)")
 	}
-	if c.RemoteStorageProperties[RemoteStoragePrefix+"dir"] == "" {
-		return keyError("remote.log.storage.system.enable", "the local-directory remote storage needs %sdir", RemoteStoragePrefix)
-	}
 	return nil
+}
+
+// RemoteStorageDir is the local-directory remote storage's root:
+// rsm.config.dir, or by default the first log dir's path with "-remote"
+// appended (./data-remote beside ./data), outside every log dir, so that
+// one --set turns tiering on.
+func (c *Config) RemoteStorageDir() string {
+	if d := c.RemoteStorageProperties[RemoteStoragePrefix+"dir"]; d != "" {
+		return d
+	}
+	return filepath.Clean(c.LogDirs[0]) + "-remote"
 }

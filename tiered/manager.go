@@ -59,7 +59,7 @@ func New(opts Options) (*Manager, error) {
 		m.now = time.Now
 	}
 	if m.rsm == nil {
-		ld, err := NewLocalDir(opts.Config.RemoteStorageProperties[config.RemoteStoragePrefix+"dir"])
+		ld, err := NewLocalDir(opts.Config.RemoteStorageDir())
 		if err != nil {
 			return nil, err
 		}
