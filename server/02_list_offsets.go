@@ -15,7 +15,8 @@ package server
 //	    remote storage, -1 when none is (or the topic is not tiered)
 //
 // A tiered topic (tiered.go) answers -2 with the first remote offset,
-// the log start offset of Kafka's UnifiedLog.
+// the log start offset of Kafka's UnifiedLog, and searches a timestamp in
+// the remote tier before the local log.
 //
 // Timestamps: -1 latest (high watermark, or last stable offset for
 // read_committed), -2 earliest (log start offset), -3 max timestamp, and
@@ -110,6 +111,11 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 	case t == listLatestTiered && version >= 9:
 		return s.latestTiered(p), -1, epoch, nil
 	case t == listMaxTimestamp && version >= 7, t >= 0:
+		if t >= 0 && s.tiered != nil { // older records may be remote (tiered.go)
+			if off, ts, ok, err := s.remoteOffsetForTimestamp(p, t); err != nil || ok {
+				return off, ts, epoch, err
+			}
+		}
 		off, ts, ok, err := p.OffsetForTimestamp(t)
 		if err != nil {
 			return 0, 0, 0, err

@@ -152,3 +152,18 @@ func (s *Server) latestTiered(p *replica.Partition) int64 {
 	}
 	return end - 1
 }
+
+// remoteOffsetForTimestamp is ListOffsets for a timestamp ts >= 0 in the
+// remote tier of a tiered partition: ok is false when no remote record has
+// a timestamp >= ts (the local log is searched then).
+func (s *Server) remoteOffsetForTimestamp(p *replica.Partition, ts int64) (offset, timestamp int64, ok bool, err error) {
+	t := s.rm.Topic(p.Topic())
+	if t == nil {
+		return 0, 0, false, nil
+	}
+	offset, timestamp, ok, err = s.tiered.OffsetForTimestamp(t, p, ts)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%w: %w", errRemoteStorage, err)
+	}
+	return offset, timestamp, ok, nil
+}

@@ -113,6 +113,10 @@ func (b *tieredBroker) localLogBytes(t *testing.T, topic string) (n int64, files
 	return n, files
 }
 
+// tieredTimeBase is the timestamp of record 0 (an hour ago, well inside
+// the default retention); record i's is 10 ms later per record.
+var tieredTimeBase = time.Now().Add(-time.Hour).UnixMilli()
+
 func tieredValue(i int) []byte {
 	return []byte(fmt.Sprintf("record-%06d-%s", i, strings.Repeat(string(rune('a'+i%26)), 80)))
 }
@@ -126,7 +130,9 @@ func produceTiered(t *testing.T, addr, topic string, from, n int) {
 	}
 	defer cl.Close()
 	for i := from; i < from+n; i++ {
-		if err := cl.ProduceSync(context.Background(), kgo.SliceRecord(tieredValue(i))).FirstErr(); err != nil {
+		r := kgo.SliceRecord(tieredValue(i))
+		r.Timestamp = time.UnixMilli(tieredTimeBase + int64(i)*10)
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 			t.Fatalf("produce %d: %v", i, err)
 		}
 	}
@@ -225,6 +231,13 @@ func TestTieredConsumeFromRemote(t *testing.T) {
 	}
 	if tiered, code := listOffset(t, adm, topic, -5); tiered < localStart-1 || tiered >= n || code != 0 {
 		t.Fatalf("latest tiered: %d (code %d), local start %d", tiered, code, localStart)
+	}
+	// A timestamp of a remote record finds it; one past every record none.
+	if off, code := listOffset(t, adm, topic, tieredTimeBase+5*10-3); off != 5 || code != 0 {
+		t.Fatalf("offset for a remote record's timestamp: %d (code %d), want 5", off, code)
+	}
+	if off, code := listOffset(t, adm, topic, tieredTimeBase+(localStart+2)*10); off != localStart+2 || code != 0 {
+		t.Fatalf("offset for a local record's timestamp: %d (code %d), want %d", off, code, localStart+2)
 	}
 	consumeAll(t, b.addr, topic, n)
 
@@ -475,5 +488,34 @@ func TestTieredHostileRemote(t *testing.T) {
 	_, after := b.localLogBytes(t, topic)
 	if after < files+before {
 		t.Fatalf("local segments went from %d to %d with unreadable metadata", files, after)
+	}
+}
+
+// TestTieredRetentionDeletesRemote: whole-log retention (retention.ms)
+// deletes remote segments past it, and their local copies; the log start
+// offset (ListOffsets -2) follows.
+func TestTieredRetentionDeletesRemote(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	const topic, n = "expiring", 120
+	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+		"retention.ms": ptr(fmt.Sprint((24 * time.Hour).Milliseconds())),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	saved := tieredTimeBase
+	tieredTimeBase = time.Now().Add(-48 * time.Hour).UnixMilli()
+	produceTiered(t, b.addr, topic, 0, n)
+	tieredTimeBase = saved
+	b.s.tiered.RunOnce()
+	if starts, _ := b.remoteLogStarts(t); len(starts) != 0 {
+		t.Fatalf("%d remote segments past retention.ms left", len(starts))
+	}
+	cl := mustClient(t, b.addr)
+	earliest, _ := listOffset(t, cl, topic, -2)
+	local, _ := listOffset(t, cl, topic, -4)
+	if earliest != local || earliest <= 0 {
+		t.Fatalf("earliest %d, earliest local %d: want equal and above 0", earliest, local)
 	}
 }

@@ -285,3 +285,90 @@ func (r *reader) abortedTxns(md SegmentMetadata, from, upTo int64) ([]engine.Abo
 	}
 	return out, nil
 }
+
+// OffsetForTimestamp returns the offset and timestamp of the first remote
+// record whose timestamp is >= ts (ts >= 0), as Kafka's
+// RemoteLogManager.findOffsetByTimestamp: the first finished segment whose
+// largest timestamp reaches ts is searched from the position of its time
+// index's last entry below ts. ok is false when no remote record has such
+// a timestamp.
+func (m *Manager) OffsetForTimestamp(t *replica.Topic, p *replica.Partition, ts int64) (offset, timestamp int64, ok bool, err error) {
+	if !m.TopicTiering(t).Enable {
+		return 0, 0, false, nil
+	}
+	rs, err := m.remote(m.partitionOf(t, p.Index()))
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for _, md := range rs.segs {
+		if md.MaxTimestamp < ts {
+			continue
+		}
+		return m.reader.searchTimestamp(md, ts)
+	}
+	return 0, 0, false, nil
+}
+
+func (r *reader) searchTimestamp(md SegmentMetadata, ts int64) (int64, int64, bool, error) {
+	from := md.StartOffset
+	if rc, err := r.m.rsm.FetchIndex(md, IndexTimestamp); err == nil {
+		tix, rerr := io.ReadAll(io.LimitReader(rc, 64<<20))
+		rc.Close()
+		if rerr != nil {
+			return 0, 0, false, fmt.Errorf("%w: read time index: %v", ErrRemoteStorage, rerr)
+		}
+		// Entries (timestamp int64, offset - base int32), ascending.
+		for i := 0; i+12 <= len(tix); i += 12 {
+			if int64(binary.BigEndian.Uint64(tix[i:])) >= ts {
+				break
+			}
+			from = md.StartOffset + int64(int32(binary.BigEndian.Uint32(tix[i+8:])))
+		}
+	} else if !errors.Is(err, ErrRemoteNotFound) {
+		return 0, 0, false, err
+	}
+	idx, err := r.offsetIndex(md)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	pos := lookup(idx, md.StartOffset, from)
+	rc, err := r.m.rsm.FetchLogSegment(md, pos)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer rc.Close()
+	var it record.Iter
+	var buf []byte
+	for left := md.SizeInBytes - pos; left >= record.HeaderSize; {
+		if cap(buf) < record.HeaderSize {
+			buf = make([]byte, record.HeaderSize)
+		}
+		buf = buf[:record.HeaderSize]
+		if _, err := io.ReadFull(rc, buf); err != nil {
+			return 0, 0, false, fmt.Errorf("%w: segment %s: %v", ErrRemoteStorage, md.SegmentID, err)
+		}
+		size := int64(record.Batch(buf).Size())
+		if size < record.HeaderSize || size > left {
+			return 0, 0, false, fmt.Errorf("%w: segment %s: batch of %d bytes with %d left", ErrRemoteStorage, md.SegmentID, size, left)
+		}
+		left -= size
+		b := append(buf, make([]byte, size-record.HeaderSize)...)
+		if _, err := io.ReadFull(rc, b[record.HeaderSize:]); err != nil {
+			return 0, 0, false, fmt.Errorf("%w: segment %s: %v", ErrRemoteStorage, md.SegmentID, err)
+		}
+		buf = b
+		if record.Batch(b).MaxTimestamp() < ts {
+			continue
+		}
+		it.Reset(record.Batch(b))
+		for it.Next() {
+			if it.Timestamp() >= ts {
+				return it.Offset(), it.Timestamp(), true, nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return 0, 0, false, fmt.Errorf("%w: segment %s: %v", ErrRemoteStorage, md.SegmentID, err)
+		}
+	}
+	return 0, 0, false, nil
+}
