@@ -112,8 +112,12 @@ func (s *Server) readRemote(ft *fetchTarget, op *fetchresp.Partition, limit int6
 // fetchTiered completes a consumer's read of a tiered partition
 // (readPartition answered with err): the log start offset answered is the
 // remote one, and an offset below the local log start but in the remote
-// tier is read from there instead of OFFSET_OUT_OF_RANGE.
-func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, err error) error {
+// tier is read from there instead of OFFSET_OUT_OF_RANGE. As Kafka's
+// ReplicaManager, one fill of a fetch reads the remote tier for one
+// partition at most (remoteRead records it): the others needing it
+// answer no records this time, so a response waits for one bounded
+// remote read, and the consumer's next fetches get the rest.
+func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, err error, remoteRead *bool) error {
 	if s.tiered == nil {
 		return err
 	}
@@ -129,9 +133,10 @@ func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining
 		return err
 	}
 	limit := min(int64(ft.maxBytes), *remaining)
-	if limit <= 0 && !first {
+	if (limit <= 0 && !first) || *remoteRead {
 		return nil
 	}
+	*remoteRead = true
 	return s.readRemote(ft, op, limit, remaining, first)
 }
 

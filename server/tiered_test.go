@@ -519,3 +519,63 @@ func TestTieredRetentionDeletesRemote(t *testing.T) {
 		t.Fatalf("earliest %d, earliest local %d: want equal and above 0", earliest, local)
 	}
 }
+
+// TestTieredOneRemoteReadPerFetch: a fetch of two partitions both below
+// their local log start reads the remote tier for one of them; the other
+// answers no records and no error, and is read by the next fetch.
+func TestTieredOneRemoteReadPerFetch(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	const topic, n = "two", 100
+	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 2, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("2048"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := 0; i < 2*n; i++ {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: tieredValue(i)}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.s.tiered.RunOnce()
+	for p := int32(0); p < 2; p++ {
+		if start := b.s.rm.Partition(topic, p).LogStartOffset(); start == 0 {
+			t.Fatalf("partition %d: nothing tiered away", p)
+		}
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, b.s.rm.Topic(topic).ID
+	for p := int32(0); p < 2; p++ {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = p, 1<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRecords := 0
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 || p.LogStartOffset != 0 {
+			t.Fatalf("partition %d: code %d, log start %d", p.Partition, p.ErrorCode, p.LogStartOffset)
+		}
+		if len(p.RecordBatches) > 0 {
+			withRecords++
+		}
+	}
+	if withRecords != 1 {
+		t.Fatalf("%d partitions read from the remote tier in one fetch, want 1", withRecords)
+	}
+	if code, size := b.fetchCode(t, cl, topic, 0); code != 0 || size == 0 {
+		t.Fatalf("partition 0 alone: code %d, %d bytes", code, size)
+	}
+}
