@@ -79,6 +79,20 @@ type Config struct {
 	LogDirs            []string // log.dirs (log.dir accepted as an alias)
 	StorageBackend     string   // storage.backend: segment, pebble, memory
 
+	// Tiered storage (KIP-405; package tiered). RemoteStorageProperties
+	// holds every rsm.config.* key as given (the remote storage manager's
+	// own settings, read by the backend that is configured).
+	RemoteLogStorageSystemEnable bool          // remote.log.storage.system.enable
+	LogLocalRetentionMs          int64         // log.local.retention.ms; -2: the topic's retention.ms
+	LogLocalRetentionBytes       int64         // log.local.retention.bytes; -2: the topic's retention.bytes
+	RemoteLogManagerTaskInterval time.Duration // remote.log.manager.task.interval.ms
+	RemoteLogCopyMaxBytesPerSec  int64         // remote.log.manager.copy.max.bytes.per.second
+	RemoteLogFetchMaxBytesPerSec int64         // remote.log.manager.fetch.max.bytes.per.second
+	RemoteLogReaderThreads       int           // remote.log.reader.threads
+	RemoteFetchMaxWait           time.Duration // remote.fetch.max.wait.ms
+	RemoteLogIndexCacheBytes     int64         // remote.log.index.file.cache.total.size.bytes
+	RemoteStorageProperties      map[string]string
+
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
 	AutoCreateTopics         bool  // auto.create.topics.enable

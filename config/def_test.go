@@ -88,6 +88,12 @@ func TestTopicSynonyms(t *testing.T) {
 		"segment.ms":                          {"log.roll.ms", "604800000"},
 		"storage.backend":                     {"storage.backend", "segment"}, // Sluice's own
 	}
+	// Tiered storage (KIP-405): Kafka's synonyms and defaults.
+	want["local.retention.bytes"] = [2]string{"log.local.retention.bytes", "-2"}
+	want["local.retention.ms"] = [2]string{"log.local.retention.ms", "-2"}
+	for _, k := range []string{"remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable"} {
+		want[k] = [2]string{k, "false"}
+	}
 	// The replication throttles' replica lists have no broker synonym.
 	want[LeaderThrottledReplicas] = [2]string{LeaderThrottledReplicas, ""}
 	want[FollowerThrottledReplicas] = [2]string{FollowerThrottledReplicas, ""}

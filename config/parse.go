@@ -241,6 +241,10 @@ func (s *setter) set(key, v string) error {
 			s.c.setSecurityProperty(key, v)
 			return nil
 		}
+		if strings.HasPrefix(key, RemoteStoragePrefix) {
+			s.c.setRemoteStorageProperty(key, v)
+			return nil
+		}
 		return fmt.Errorf("%w: unknown key %q", ErrConfig, key)
 	}
 	if err := k.set(s, key, v); err != nil {
@@ -501,6 +505,9 @@ func (c *Config) Validate() error {
 		// Kafka's rule: a frame of the largest size allowed must fit, or
 		// it could never be read.
 		return keyError("queued.max.request.bytes", "%d is below socket.request.max.bytes %d", c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes)
+	}
+	if err := c.checkTieredStorage(); err != nil {
+		return err
 	}
 	if c.LogCleanerMinCompactionLagMs > c.LogCleanerMaxCompactionLagMs {
 		// Kafka's LogConfig.validateValues rule, for the broker defaults.

@@ -80,6 +80,31 @@ var topicKeys = []TopicKey{
 // the topic key): the backends registered in package engine.
 var StorageBackends = []string{"segment", "pebble", "memory"}
 
+// tieredTopicKeys are the topic keys of tiered storage (KIP-405), kept in
+// their own block and merged into topicKeys, in name order, by init.
+var tieredTopicKeys = []TopicKey{
+	{Name: "local.retention.bytes", Type: TypeLong, Importance: Medium,
+		Doc:   "tiered topics: the most bytes a partition keeps on local disk; only segments already remote are deleted; -2: retention.bytes",
+		check: intRange(-2, math.MaxInt64)},
+	{Name: "local.retention.ms", Type: TypeLong, Importance: Medium,
+		Doc:   "tiered topics: how long a segment stays on local disk; only segments already remote are deleted; -2: retention.ms",
+		check: intRange(-2, math.MaxInt64)},
+	{Name: "remote.log.copy.disable", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "tiered topics: stop copying segments to remote storage; what is remote stays readable and retention still deletes it",
+		check: oneOf("true", "false")},
+	{Name: "remote.log.delete.on.disable", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "with remote.storage.enable turned off on a topic that was tiered: true deletes its remote segments at the remote log manager's next run; false keeps them (unread while tiering is off)",
+		check: oneOf("true", "false")},
+	{Name: "remote.storage.enable", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "tier this topic: copy its rolled segments to remote storage and keep only local.retention.* on local disk (needs remote.log.storage.system.enable; refused with cleanup.policy compact)",
+		check: oneOf("true", "false")},
+}
+
+func init() {
+	topicKeys = append(topicKeys, tieredTopicKeys...)
+	slices.SortFunc(topicKeys, func(a, b TopicKey) int { return strings.Compare(a.Name, b.Name) })
+}
+
 func intRange(min, max int64) func(string) error {
 	return func(v string) error {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)

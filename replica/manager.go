@@ -100,6 +100,10 @@ type Options struct {
 	// names replicas: BecomeLeaderOrFollowerLocked and StopReplicaLocked
 	// are for cluster mode only).
 	Hooks Hooks
+	// OwnsRetention reports whether retention of a topic belongs to
+	// someone else (the remote log manager of a tiered topic, package
+	// tiered); nil: to no one else.
+	OwnsRetention func(t *Topic) bool
 	// CheckpointHighWatermarks saves the replicas' high watermarks every
 	// HighWatermarkCheckpointInterval and at Close, and restores them when
 	// a replica opens (cluster mode; see checkpoint.go).
@@ -118,6 +122,8 @@ type Manager struct {
 
 	topicConfig func(string, map[string]string) TopicConfig
 	checkConfig func(map[string]string) error
+	// ownsRetention is Options.OwnsRetention.
+	ownsRetention func(*Topic) bool
 
 	reg registry
 
@@ -180,6 +186,7 @@ func New(opts Options) *Manager {
 		hooks:         opts.Hooks,
 		topicConfig:   opts.TopicConfig,
 		checkConfig:   opts.CheckConfig,
+		ownsRetention: opts.OwnsRetention,
 		hwCheckpoints: opts.CheckpointHighWatermarks,
 		cleanerKeys:   cleanerKeysOf(&opts.Config),
 		onDirFailure:  opts.OnLogDirFailure,
@@ -336,6 +343,9 @@ func (m *Manager) ApplyRetention() error {
 	now := m.now()
 	var first error
 	m.each(func(t *Topic, p *Partition) {
+		if m.ownsRetention != nil && m.ownsRetention(t) {
+			return // the remote log manager's (tiered storage)
+		}
 		before := p.LogStartOffset()
 		after, err := p.Log().ApplyRetention(now)
 		if err != nil {

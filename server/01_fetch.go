@@ -302,6 +302,7 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 	// Kafka's shouldLeaderThrottle, checked once per read of the
 	// request: the rate is only recorded when the response is sent.
 	leaderExceeded := replicaID >= 0 && s.repl.leader.Exceeded()
+	remoteRead := false // one remote-tier read per fill, as Kafka (tiered.go)
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
@@ -320,6 +321,9 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 				}
 			} else if err == nil {
 				err = readPartition(ft, op, &remaining, total == 0)
+				if s.tiered != nil && (err == nil || errors.Is(err, engine.ErrOffsetOutOfRange)) {
+					err = s.fetchTiered(ft, op, &remaining, total == 0, err, &remoteRead)
+				}
 			}
 			if err != nil {
 				hasErr = true

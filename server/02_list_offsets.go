@@ -1,6 +1,6 @@
 package server
 
-// ListOffsets (key 2), served v0-v8.
+// ListOffsets (key 2), served v0-v9.
 //
 //	v0: a list of offsets per partition, at most max_num_offsets of them
 //	    (old_style_offsets; see listOffsetsV0)
@@ -11,6 +11,12 @@ package server
 //	v7: timestamp -3 asks for the record with the largest timestamp (KIP-734)
 //	v8: timestamp -4, earliest local offset (KIP-405); without tiered
 //	    storage it is the earliest offset
+//	v9: timestamp -5, latest tiered offset (KIP-1005): the last offset in
+//	    remote storage, -1 when none is (or the topic is not tiered)
+//
+// A tiered topic (tiered.go) answers -2 with the first remote offset,
+// the log start offset of Kafka's UnifiedLog, and searches a timestamp in
+// the remote tier before the local log.
 //
 // Timestamps: -1 latest (high watermark, or last stable offset for
 // read_committed), -2 earliest (log start offset), -3 max timestamp, and
@@ -42,6 +48,7 @@ const (
 	listEarliest      = -2
 	listMaxTimestamp  = -3
 	listEarliestLocal = -4
+	listLatestTiered  = -5
 )
 
 func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -93,9 +100,22 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 			return p.LastStableOffset(), -1, epoch, nil
 		}
 		return p.HighWatermark(), -1, epoch, nil
-	case t == listEarliest || t == listEarliestLocal && version >= 8:
+	case t == listEarliestLocal && version >= 8:
 		return p.LogStartOffset(), -1, epoch, nil
+	case t == listEarliest:
+		start, _, err := s.remoteLogStart(p)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		return start, -1, epoch, nil
+	case t == listLatestTiered && version >= 9:
+		return s.latestTiered(p), -1, epoch, nil
 	case t == listMaxTimestamp && version >= 7, t >= 0:
+		if t >= 0 && s.tiered != nil { // older records may be remote (tiered.go)
+			if off, ts, ok, err := s.remoteOffsetForTimestamp(p, t); err != nil || ok {
+				return off, ts, epoch, err
+			}
+		}
 		off, ts, ok, err := p.OffsetForTimestamp(t)
 		if err != nil {
 			return 0, 0, 0, err

@@ -110,7 +110,7 @@ func init() {
 	apis = apiTable{
 		apiKeyProduce:                 {3, 11, handleProduce},
 		apiKeyFetch:                   {4, 16, handleFetch},
-		apiKeyListOffsets:             {0, 8, handleListOffsets},
+		apiKeyListOffsets:             {0, 9, handleListOffsets},
 		apiKeyMetadata:                {0, 12, handleMetadata},
 		apiKeySASLHandshake:           {0, 1, handleSASLHandshake},
 		apiKeyApiVersions:             {0, 4, handleApiVersions},

@@ -98,7 +98,7 @@ func (s *Server) checkTopicConfigRelations(overrides map[string]string) error {
 		maxV, _ := s.configValue(overrides, "max.compaction.lag.ms")
 		return fmt.Errorf("%w: min.compaction.lag.ms %s is above max.compaction.lag.ms %s", errInvalidConfig, minV, maxV)
 	}
-	return nil
+	return s.checkTieredConfigs(overrides, tc.log.Compact) // tiered.go
 }
 
 // storageBackendKey is the topic config naming the storage backend of a

@@ -223,7 +223,11 @@ func (lp localPlane) createTopic(_ context.Context, spec topicSpec) ([16]byte, e
 }
 
 func (lp localPlane) deleteTopic(_ context.Context, name string) error {
-	return lp.withTopic(name, lp.s.rm.DeleteTopicLocked)
+	return lp.withTopic(name, func(t *replica.Topic) error {
+		err := lp.s.rm.DeleteTopicLocked(t)
+		lp.s.topicDeletedRemote(t) // tiered storage (tiered.go)
+		return err
+	})
 }
 
 func (lp localPlane) addPartitions(_ context.Context, name string, count int32, _ [][]int32) error {

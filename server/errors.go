@@ -14,6 +14,11 @@ import (
 // Errors raised by the handlers. Each maps to one Kafka error code in
 // errorCode; wrap them with %w to add the detail that goes into a response's
 // error message (CreateTopics and friends carry one from v1).
+// errRemoteStorage: a read of the remote tier failed (tiered storage):
+// KAFKA_STORAGE_ERROR, which clients retry; it never takes a local log
+// dir offline.
+var errRemoteStorage = errors.New("server: remote storage")
+
 var (
 	// errTopicAuthorization: clients may not do this to the topic (an
 	// internal topic: delete, alter configs).
@@ -81,6 +86,8 @@ func serverCode(err error) (int16, bool) {
 		return kerr.InvalidReplicaAssignment.Code, true
 	case errors.Is(err, errInvalidConfig):
 		return kerr.InvalidConfig.Code, true
+	case errors.Is(err, errRemoteStorage):
+		return kerr.KafkaStorageError.Code, true
 	case errors.Is(err, errInvalidRequest), errors.Is(err, errTransactionsUnsupported):
 		return kerr.InvalidRequest.Code, true
 	case errors.Is(err, errTopicDeletionDisabled):

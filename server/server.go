@@ -64,6 +64,7 @@ import (
 	"github.com/sluice/sluice/offsets"
 	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
+	"github.com/sluice/sluice/tiered"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -79,6 +80,9 @@ type Options struct {
 	// caller like Store; empty: Store alone, in the first of log.dirs
 	// (see replica.Options.Dirs).
 	LogDirs []replica.LogDir
+	// RemoteStorage is the remote tier of tiered storage; nil: the
+	// local-directory backend at rsm.config.dir (tiered.go).
+	RemoteStorage tiered.RemoteStorageManager
 	// ClusterID is answered in Metadata and DescribeCluster.
 	ClusterID string
 	// AdvertisedHost and AdvertisedPort are the address clients are told to
@@ -172,6 +176,7 @@ type Server struct {
 	// rm is the replica manager: the partitions this broker hosts, their
 	// logs and the logs' periodic work (package replica).
 	rm     *replica.Manager
+	tiered *tiered.Manager // the remote log manager; nil: tiered storage off (tiered.go)
 	groups *group.Coordinator
 	// offsets is the __consumer_offsets coordinator under the group
 	// coordinator, in both modes (offsets_topic_find.go).
@@ -377,12 +382,19 @@ func New(opts Options) (*Server, error) {
 			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules, Backend: overrides[storageBackendKey]}
 		},
 		CheckConfig: checkTopicConfigs,
-		Hooks:       hooks, // nil on a single node
+		// Tiered topics' retention is the remote log manager's.
+		OwnsRetention: func(t *replica.Topic) bool { return s.tiered != nil && s.tiered.OwnsRetention(t) },
+		Hooks:         hooks, // nil on a single node
 		// A cluster's replicas restart at their committed high
 		// watermark; a single node leads all and commits at once.
 		CheckpointHighWatermarks: zp != nil,
 	})
 	s.life.Push("partitions", s.rm.Close)
+	tm, err := s.newTiered(opts.RemoteStorage)
+	if err != nil {
+		return fail(fmt.Errorf("server: tiered storage: %w", err))
+	}
+	s.tiered = tm
 	s.lookup = topicLookup{rm: s.rm, md: s.md, nodeID: s.nodeID}
 	s.rules = topicRules{
 		cfg: &s.cfg, md: s.md, rm: s.rm, maxPartitions: MaxPartitionsPerTopic,
@@ -458,6 +470,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := s.life.Start("log upkeep", s.rm.Start); err != nil {
 		return fail(fmt.Errorf("server: %w", err))
+	}
+	if s.tiered != nil {
+		if err := s.life.Start("remote log manager", s.tiered.Start); err != nil {
+			return fail(fmt.Errorf("server: %w", err))
+		}
 	}
 	if err := s.startQuotas(opts.Cluster); err != nil {
 		return fail(fmt.Errorf("server: client quotas: %w", err))

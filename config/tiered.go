@@ -1,0 +1,49 @@
+package config
+
+import (
+	"maps"
+	"path/filepath"
+)
+
+// RemoteStoragePrefix is the prefix of the remote storage manager's own
+// keys (Kafka's rsm.config.*), kept as given in
+// Config.RemoteStorageProperties: the local-directory backend reads
+// rsm.config.dir.
+const RemoteStoragePrefix = "rsm.config."
+
+// setRemoteStorageProperty keeps an rsm.config.* key as given.
+func (c *Config) setRemoteStorageProperty(key, v string) {
+	c.RemoteStorageProperties = maps.Clone(c.RemoteStorageProperties)
+	if c.RemoteStorageProperties == nil {
+		c.RemoteStorageProperties = map[string]string{}
+	}
+	c.RemoteStorageProperties[key] = v
+}
+
+// checkTieredStorage refuses tiered storage where it cannot run: on a
+// backend other than segment (the remote log manager copies segment
+// files), and in cluster mode (its remote log metadata is kept per broker,
+// not yet in __remote_log_metadata).
+func (c *Config) checkTieredStorage() error {
+	if !c.RemoteLogStorageSystemEnable {
+		return nil
+	}
+	if c.StorageBackend != "segment" {
+		return keyError("remote.log.storage.system.enable", "tiered storage needs storage.backend=segment, not %q", c.StorageBackend)
+	}
+	if !c.SingleNode() {
+		return keyError("remote.log.storage.system.enable", "tiered storage runs on a single node only for now (zookeeper.connect is set)")
+	}
+	return nil
+}
+
+// RemoteStorageDir is the local-directory remote storage's root:
+// rsm.config.dir, or by default the first log dir's path with "-remote"
+// appended (./data-remote beside ./data), outside every log dir, so that
+// one --set turns tiering on.
+func (c *Config) RemoteStorageDir() string {
+	if d := c.RemoteStorageProperties[RemoteStoragePrefix+"dir"]; d != "" {
+		return d
+	}
+	return filepath.Clean(c.LogDirs[0]) + "-remote"
+}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replica"
+	"github.com/sluice/sluice/server/fetchresp"
+	"github.com/sluice/sluice/tiered"
+)
+
+// Tiered storage (KIP-405, package tiered): the server's side is small.
+// The remote log manager starts with the broker when
+// remote.log.storage.system.enable is true (newTiered), owns the retention
+// of tiered topics (replica.Options.OwnsRetention), hears of deleted
+// topics, answers ListOffsets -2 (the remote log start), -4 (the local
+// one) and -5 (the end of what is remote), and serves consumer fetches
+// below the local log start (readRemote).
+
+// newTiered returns the remote log manager, nil when tiering is off.
+func (s *Server) newTiered(rsm tiered.RemoteStorageManager) (*tiered.Manager, error) {
+	c := s.currentConfig()
+	if !c.RemoteLogStorageSystemEnable {
+		return nil, nil
+	}
+	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Logger: s.log, Now: s.now})
+}
+
+// checkTieredConfigs refuses what Kafka's LogConfig.validate refuses of a
+// tiered topic: remote.storage.enable with cleanup.policy compact, or on a
+// broker without remote.log.storage.system.enable. The error wraps
+// errInvalidConfig.
+func (s *Server) checkTieredConfigs(overrides map[string]string, compact bool) error {
+	if overrides["remote.storage.enable"] != "true" {
+		return nil
+	}
+	if !s.currentConfig().RemoteLogStorageSystemEnable {
+		return fmt.Errorf("%w: remote.storage.enable: tiered storage is off on this broker (remote.log.storage.system.enable=false)", errInvalidConfig)
+	}
+	if compact {
+		return fmt.Errorf("%w: remote.storage.enable: remote log storage is not supported for compacted topics (cleanup.policy includes compact)", errInvalidConfig)
+	}
+	// Tiering copies Kafka-layout segment files: only the segment backend
+	// has them (the broker's own backend is checked at start).
+	if b, ok := overrides["storage.backend"]; ok && b != "segment" {
+		return fmt.Errorf("%w: remote.storage.enable: tiered storage works on topics of the segment backend only; this topic's storage.backend is %s", errInvalidConfig, b)
+	}
+	return nil
+}
+
+// topicDeletedRemote deletes a deleted topic's remote segments.
+func (s *Server) topicDeletedRemote(t *replica.Topic) {
+	if s.tiered != nil {
+		s.tiered.TopicDeleted(t.ID, t.Name, len(t.Parts))
+	}
+}
+
+// remoteLogStart is the log start offset a fetch or ListOffsets -2
+// answers: the first remote offset of a tiered partition, else the local
+// log start.
+func (s *Server) remoteLogStart(p *replica.Partition) (start, local int64, err error) {
+	local = p.LogStartOffset()
+	if s.tiered == nil {
+		return local, local, nil
+	}
+	t := s.rm.Topic(p.Topic())
+	if t == nil {
+		return local, local, nil
+	}
+	start, local, err = s.tiered.LogStart(t, p)
+	if err != nil {
+		return local, local, fmt.Errorf("%w: %w", errRemoteStorage, err)
+	}
+	return start, local, nil
+}
+
+// readRemote serves a consumer fetch of ft.offset, below the local log
+// start, from the remote tier: at most limit bytes (at least one batch
+// when first), below bound (the high watermark or the LSO), with the
+// aborted transactions for read_committed. Remote readers busy past
+// remote.fetch.max.wait.ms answer no records, so the consumer fetches
+// again; a failed read answers KAFKA_STORAGE_ERROR.
+func (s *Server) readRemote(ft *fetchTarget, op *fetchresp.Partition, limit int64, remaining *int64, first bool) error {
+	t := s.rm.Topic(ft.p.Topic())
+	if t == nil {
+		return errUnknownTopicOrPartition
+	}
+	bound := op.HighWatermark
+	if ft.committed {
+		bound = op.LastStableOffset
+	}
+	sl, aborted, err := s.tiered.Read(context.Background(), t, ft.p, ft.offset, int(max(limit, 1)), bound)
+	switch {
+	case errors.Is(err, tiered.ErrRemoteFetchBusy):
+		return nil
+	case errors.Is(err, engine.ErrOffsetOutOfRange):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: %w", errRemoteStorage, err)
+	}
+	if sl.Len() == 0 {
+		return nil
+	}
+	if !keepRecords(op, sl, limit, remaining, first) {
+		return nil
+	}
+	if ft.committed {
+		for _, a := range aborted {
+			op.AbortedTransactions = append(op.AbortedTransactions, fetchresp.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+		}
+	}
+	return nil
+}
+
+// fetchTiered completes a consumer's read of a tiered partition
+// (readPartition answered with err): the log start offset answered is the
+// remote one, and an offset below the local log start but in the remote
+// tier is read from there instead of OFFSET_OUT_OF_RANGE. As Kafka's
+// ReplicaManager, one fill of a fetch reads the remote tier for one
+// partition at most (remoteRead records it): the others needing it
+// answer no records this time, so a response waits for one bounded
+// remote read, and the consumer's next fetches get the rest.
+func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, err error, remoteRead *bool) error {
+	if s.tiered == nil {
+		return err
+	}
+	start, local, serr := s.remoteLogStart(ft.p)
+	if serr != nil {
+		if err == nil {
+			return nil // local data answered; the remote start is unknown
+		}
+		return serr
+	}
+	op.LogStartOffset = start
+	if err == nil || ft.offset >= local || ft.offset < start {
+		return err
+	}
+	limit := min(int64(ft.maxBytes), *remaining)
+	if (limit <= 0 && !first) || *remoteRead {
+		return nil
+	}
+	*remoteRead = true
+	return s.readRemote(ft, op, limit, remaining, first)
+}
+
+// latestTiered is ListOffsets -5: the last offset in remote storage, -1
+// when nothing is remote, the topic is not tiered or its metadata cannot
+// be read (as Kafka's highestOffsetInRemoteStorage before it is known).
+func (s *Server) latestTiered(p *replica.Partition) int64 {
+	if s.tiered == nil {
+		return -1
+	}
+	t := s.rm.Topic(p.Topic())
+	if t == nil {
+		return -1
+	}
+	end, ok, err := s.tiered.RemoteEnd(t, p)
+	if err != nil || !ok {
+		return -1
+	}
+	return end - 1
+}
+
+// remoteOffsetForTimestamp is ListOffsets for a timestamp ts >= 0 in the
+// remote tier of a tiered partition: ok is false when no remote record has
+// a timestamp >= ts (the local log is searched then).
+func (s *Server) remoteOffsetForTimestamp(p *replica.Partition, ts int64) (offset, timestamp int64, ok bool, err error) {
+	t := s.rm.Topic(p.Topic())
+	if t == nil {
+		return 0, 0, false, nil
+	}
+	offset, timestamp, ok, err = s.tiered.OffsetForTimestamp(t, p, ts)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%w: %w", errRemoteStorage, err)
+	}
+	return offset, timestamp, ok, nil
+}

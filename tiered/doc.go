@@ -1,0 +1,27 @@
+// Package tiered is tiered storage (Kafka's KIP-405) on a single node: the
+// remote log manager (manager.go) copies each rolled segment of a topic
+// with remote.storage.enable=true, once it lies wholly below the high
+// watermark, to a RemoteStorageManager (rsm.go; the local-directory
+// backend in localdir.go), records what is remote in the remote log
+// metadata (metadata.go, kept in the metastore by metastore.go), then lets
+// local retention (local.retention.ms/.bytes) delete only segments already
+// remote. Whole-log retention (retention.ms/.bytes) and topic deletion
+// delete remote segments. Fetches below the local log start are served
+// from the remote tier (read.go).
+//
+// Crash safety. A segment's copy is recorded COPY_SEGMENT_STARTED before
+// any object is written and COPY_SEGMENT_FINISHED after every object is
+// durable; only FINISHED segments are read or counted as remote, and only
+// they let local retention delete a local segment. Each object is written
+// to a temporary name, fsynced and renamed, so no reader ever sees a torn
+// object. At start (and on every task run) a segment left STARTED by a
+// crash is deleted (DELETE_SEGMENT_STARTED, its objects removed,
+// DELETE_SEGMENT_FINISHED) and copied again under a new segment id: it is
+// never trusted, and never copied twice into the set of FINISHED segments.
+// Deletion is recorded DELETE_SEGMENT_STARTED before any object goes, so a
+// crash mid-delete is finished by the next run.
+//
+// Not here yet (issue 31): the S3 backend, cluster mode (the
+// __remote_log_metadata topic, followers rebuilding from the remote tier,
+// leadership changes), Kafka's RemoteLogManager metrics.
+package tiered

@@ -1,0 +1,593 @@
+package tiered
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replica"
+)
+
+// Options configure a Manager.
+type Options struct {
+	Config config.Config // remote.log.*, log.local.retention.*, rsm.config.*
+	Meta   checkpoints   // the metastore: where the metadata lives
+	RM     *replica.Manager
+	// RSM is the remote storage; nil: the local-directory backend at
+	// rsm.config.dir.
+	RSM    RemoteStorageManager
+	Logger *slog.Logger     // nil: slog.Default()
+	Now    func() time.Time // nil: time.Now
+}
+
+// Manager is Kafka's RemoteLogManager on a single node: the copy task,
+// local and remote retention, remote deletion and the remote reads. Safe
+// for concurrent use; the task runs on one goroutine (Start).
+type Manager struct {
+	cfg  config.Config
+	meta *metadataStore
+	rsm  RemoteStorageManager
+	rm   *replica.Manager
+	log  *slog.Logger
+	now  func() time.Time
+
+	// taskMu serializes task runs and topic deletions: a segment found
+	// COPY_SEGMENT_STARTED at the start of a run is a leftover.
+	taskMu   sync.Mutex
+	copyRate *rate
+	reader   reader
+}
+
+// New returns a Manager, or an error when the remote storage cannot be
+// opened.
+func New(opts Options) (*Manager, error) {
+	m := &Manager{cfg: opts.Config, rm: opts.RM, rsm: opts.RSM, log: opts.Logger, now: opts.Now}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if m.rsm == nil {
+		ld, err := NewLocalDir(opts.Config.RemoteStorageDir())
+		if err != nil {
+			return nil, err
+		}
+		m.rsm = ld
+	}
+	m.meta = newMetadataStore(opts.Meta)
+	m.copyRate = newRate(opts.Config.RemoteLogCopyMaxBytesPerSec)
+	m.reader.init(m, &opts.Config)
+	return m, nil
+}
+
+// Start runs the task every remote.log.manager.task.interval.ms until the
+// returned stop is called.
+func (m *Manager) Start() (stop func() error, err error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(m.cfg.RemoteLogManagerTaskInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				m.RunOnce()
+			}
+		}
+	}()
+	return func() error { close(done); wg.Wait(); return nil }, nil
+}
+
+// Tiering is a topic's tiered-storage config, effective.
+type Tiering struct {
+	Enable, CopyDisable, DeleteOnDisable bool
+	// Local is the topic's log config with retention.* replaced by
+	// local.retention.* (-2 resolved to retention.*).
+	Local engine.LogConfig
+}
+
+// TopicTiering returns the tiering of t on this broker (off when
+// remote.log.storage.system.enable is).
+func (m *Manager) TopicTiering(t *replica.Topic) Tiering {
+	return TieringOf(&m.cfg, t.Meta.Configs, t.Config.Log)
+}
+
+// TieringOf resolves the tiered-storage keys of a topic with overrides on
+// a broker configured by c; log is the topic's parsed log config.
+func TieringOf(c *config.Config, overrides map[string]string, log engine.LogConfig) Tiering {
+	var tg Tiering
+	tg.Enable = c.RemoteLogStorageSystemEnable && overrides["remote.storage.enable"] == "true"
+	tg.CopyDisable = overrides["remote.log.copy.disable"] == "true"
+	tg.DeleteOnDisable = overrides["remote.log.delete.on.disable"] == "true"
+	tg.Local = log
+	num := func(key string, def int64) int64 {
+		if v, ok := overrides[key]; ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return n
+			}
+		}
+		return def
+	}
+	switch ms := num("local.retention.ms", c.LogLocalRetentionMs); {
+	case ms == -2:
+	case ms < 0:
+		tg.Local.RetentionMs = -1
+	case ms == 0:
+		tg.Local.RetentionMs = time.Nanosecond
+	default:
+		tg.Local.RetentionMs = time.Duration(ms) * time.Millisecond
+	}
+	switch b := num("local.retention.bytes", c.LogLocalRetentionBytes); {
+	case b == -2:
+	case b < 0:
+		tg.Local.RetentionBytes = -1
+	default:
+		tg.Local.RetentionBytes = b
+	}
+	// Local retention never keeps more than the whole log's.
+	if tg.Local.RetentionMs < 0 || (log.RetentionMs >= 0 && tg.Local.RetentionMs > log.RetentionMs) {
+		tg.Local.RetentionMs = log.RetentionMs
+	}
+	if tg.Local.RetentionBytes < 0 || (log.RetentionBytes >= 0 && tg.Local.RetentionBytes > log.RetentionBytes) {
+		tg.Local.RetentionBytes = log.RetentionBytes
+	}
+	return tg
+}
+
+// OwnsRetention reports whether retention of t is the remote log
+// manager's (the replica manager then leaves t alone).
+func (m *Manager) OwnsRetention(t *replica.Topic) bool { return m.TopicTiering(t).Enable }
+
+func (m *Manager) partitionOf(t *replica.Topic, i int32) TopicIDPartition {
+	return TopicIDPartition{TopicID: t.ID, Topic: t.Name, Partition: i}
+}
+
+// RunOnce runs the task once over every partition: leftovers of crashed
+// copies and deletions are cleaned, rolled segments below the high
+// watermark copied, local retention and then remote retention applied,
+// and the remote segments of deleted topics removed. Errors are logged;
+// the next run retries.
+func (m *Manager) RunOnce() {
+	m.taskMu.Lock()
+	defer m.taskMu.Unlock()
+	for _, t := range m.rm.Topics() {
+		tg := m.TopicTiering(t)
+		for i, p := range t.Parts {
+			if p == nil {
+				continue
+			}
+			tp := m.partitionOf(t, int32(i))
+			switch {
+			case tg.Enable:
+				if err := m.runPartition(tp, p, tg); err != nil && !errors.Is(err, engine.ErrClosed) {
+					m.log.Error("tiered: task failed", "partition", tp.String(), "err", err)
+				}
+			case tg.DeleteOnDisable:
+				if err := m.deletePartition(tp); err != nil {
+					m.log.Error("tiered: delete on disable failed", "partition", tp.String(), "err", err)
+				}
+			}
+		}
+	}
+	m.sweepDeleted()
+}
+
+func (m *Manager) runPartition(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
+	if err := m.cleanLeftovers(tp); err != nil {
+		return err
+	}
+	if !tg.CopyDisable {
+		if err := m.copySegments(tp, p); err != nil {
+			m.log.Warn("tiered: copy failed, retried next run", "partition", tp.String(), "err", err)
+		}
+	}
+	if err := m.localRetention(tp, p, tg); err != nil {
+		return err
+	}
+	return m.remoteRetention(tp, p, tg)
+}
+
+// cleanLeftovers deletes segments left COPY_SEGMENT_STARTED or
+// DELETE_SEGMENT_STARTED by a crash or a failed step: never trusted, their
+// objects removed, their records dropped. REQUIRES: taskMu held.
+func (m *Manager) cleanLeftovers(tp TopicIDPartition) error {
+	segs, err := m.meta.Segments(tp)
+	if err != nil {
+		return err
+	}
+	for _, s := range segs {
+		if s.State == CopySegmentStarted || s.State == DeleteSegmentStarted {
+			m.log.Info("tiered: cleaning up an unfinished remote segment", "partition", tp.String(), "segment", s.SegmentID.String(), "state", s.State.String(), "start_offset", s.StartOffset)
+			if err := m.deleteSegment(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteSegment deletes one remote segment: DELETE_SEGMENT_STARTED,
+// objects removed, DELETE_SEGMENT_FINISHED (the record dropped).
+func (m *Manager) deleteSegment(s SegmentMetadata) error {
+	if s.State != DeleteSegmentStarted {
+		if err := m.meta.Update(s.Partition, s.SegmentID, DeleteSegmentStarted, m.now().UnixMilli()); err != nil {
+			return err
+		}
+	}
+	if err := m.rsm.DeleteLogSegmentData(s); err != nil {
+		return err
+	}
+	m.reader.forget(s.SegmentID)
+	return m.meta.Update(s.Partition, s.SegmentID, DeleteSegmentFinished, m.now().UnixMilli())
+}
+
+// remoteState summarizes a partition's finished remote segments: start is
+// the first one's start offset, end the last one's end offset + 1 (both
+// -1 when there is none), bytes their total size.
+type remoteState struct {
+	start, end, bytes int64
+	segs              []SegmentMetadata // COPY_SEGMENT_FINISHED only, by start offset; read-only
+}
+
+func (m *Manager) remote(tp TopicIDPartition) (remoteState, error) {
+	rs, err := m.meta.Finished(tp)
+	if err != nil {
+		return remoteState{}, err
+	}
+	return *rs, nil
+}
+
+// summarize computes the remoteState of a partition's segments.
+func summarize(all []SegmentMetadata) *remoteState {
+	rs := &remoteState{start: -1, end: -1}
+	for _, s := range all {
+		if s.State != CopySegmentFinished {
+			continue
+		}
+		if rs.start < 0 {
+			rs.start = s.StartOffset
+		}
+		rs.end = max(rs.end, s.EndOffset+1)
+		rs.bytes += s.SizeInBytes
+		rs.segs = append(rs.segs, s)
+	}
+	return rs
+}
+
+// copySegments copies every rolled segment past what is remote whose
+// offsets all lie below the high watermark and the last stable offset
+// (Kafka's candidateLogSegments), oldest first, stopping at the first
+// failure. REQUIRES: taskMu held.
+func (m *Manager) copySegments(tp TopicIDPartition, p *replica.Partition) error {
+	log := p.Log()
+	c, ok := log.(engine.Compactable)
+	if !ok {
+		return fmt.Errorf("tiered: %s: the log's backend does not list segments", tp)
+	}
+	rs, err := m.remote(tp)
+	if err != nil {
+		return err
+	}
+	bound := min(p.HighWatermark(), p.LastStableOffset())
+	dir := filepath.Join(m.rm.LogDirOf(tp.Topic, tp.Partition), fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+	for _, seg := range c.InactiveSegments() {
+		if seg.Next > bound {
+			break
+		}
+		if seg.Next-1 < rs.end || seg.End == seg.Base {
+			continue // remote already, or no batch
+		}
+		if rs.end >= 0 && seg.Base != rs.end {
+			// A hole between what is remote and this segment (records
+			// deleted locally before they were copied): copy from here on.
+			m.log.Warn("tiered: gap before a segment to copy", "partition", tp.String(), "remote_end", rs.end, "segment", seg.Base)
+		}
+		if err := m.copySegment(tp, log, dir, seg); err != nil {
+			return err
+		}
+		rs.end = seg.Next
+	}
+	return nil
+}
+
+func newUUID() UUID {
+	var u UUID
+	rand.Read(u[:])
+	return u
+}
+
+func offsetFile(dir string, off int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", off, suffix))
+}
+
+// existing returns path when it names a non-empty file, else "".
+func existing(path string) string {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return path
+	}
+	return ""
+}
+
+func (m *Manager) copySegment(tp TopicIDPartition, log engine.Log, dir string, seg engine.SegmentInfo) error {
+	epochs := log.LeaderEpochs()
+	md := SegmentMetadata{
+		Partition:      tp,
+		SegmentID:      newUUID(),
+		StartOffset:    seg.Base,
+		EndOffset:      seg.Next - 1,
+		MaxTimestamp:   seg.LargestTimestamp,
+		EventTimestamp: m.now().UnixMilli(),
+		BrokerID:       m.cfg.BrokerID,
+		LeaderEpochs:   segmentEpochs(epochs, seg.Base, seg.Next),
+		SizeInBytes:    seg.Bytes,
+		State:          CopySegmentStarted,
+	}
+	data := LogSegmentData{
+		Log:              offsetFile(dir, seg.Base, ".log"),
+		LogBytes:         seg.Bytes,
+		OffsetIndex:      offsetFile(dir, seg.Base, ".index"),
+		TimeIndex:        offsetFile(dir, seg.Base, ".timeindex"),
+		TxnIndex:         existing(offsetFile(dir, seg.Base, ".txnindex")),
+		ProducerSnapshot: existing(offsetFile(dir, seg.Next, ".snapshot")),
+		LeaderEpochs:     epochCheckpoint(epochs, seg.Next),
+	}
+	md.TxnIndexEmpty = data.TxnIndex == ""
+	for _, f := range []*string{&data.OffsetIndex, &data.TimeIndex} {
+		if _, err := os.Stat(*f); errors.Is(err, fs.ErrNotExist) {
+			*f = "" // written empty: the reader scans the log instead
+		}
+	}
+	if err := m.meta.Add(md); err != nil {
+		return err
+	}
+	m.copyRate.wait(seg.Bytes)
+	if err := m.rsm.CopyLogSegmentData(md, data); err != nil {
+		if derr := m.deleteSegment(md); derr != nil {
+			m.log.Warn("tiered: cleaning a failed copy failed, retried next run", "partition", tp.String(), "err", derr)
+		}
+		return fmt.Errorf("tiered: copy segment %d of %s: %w", seg.Base, tp, err)
+	}
+	if err := m.meta.Update(tp, md.SegmentID, CopySegmentFinished, m.now().UnixMilli()); err != nil {
+		return err
+	}
+	m.log.Debug("tiered: copied segment", "partition", tp.String(), "start_offset", md.StartOffset, "end_offset", md.EndOffset, "bytes", md.SizeInBytes)
+	return nil
+}
+
+// segmentEpochs are the epochs of entries in effect in [base, next), the
+// first one starting at base.
+func segmentEpochs(entries []engine.EpochEntry, base, next int64) []engine.EpochEntry {
+	var out []engine.EpochEntry
+	for i, e := range entries {
+		if e.StartOffset >= next {
+			break
+		}
+		if i+1 < len(entries) && entries[i+1].StartOffset <= base {
+			continue
+		}
+		out = append(out, engine.EpochEntry{Epoch: e.Epoch, StartOffset: max(e.StartOffset, base)})
+	}
+	return out
+}
+
+// epochCheckpoint renders the epochs that start before next in Kafka's
+// leader-epoch-checkpoint text format: version 0, the count, then "epoch
+// offset" lines.
+func epochCheckpoint(entries []engine.EpochEntry, next int64) []byte {
+	var lines []string
+	for _, e := range entries {
+		if e.StartOffset < next {
+			lines = append(lines, fmt.Sprintf("%d %d", e.Epoch, e.StartOffset))
+		}
+	}
+	return []byte(fmt.Sprintf("0\n%d\n", len(lines)) + strings.Join(append(lines, ""), "\n"))
+}
+
+// localRetention deletes the oldest local segments that local.retention.*
+// lets go, but only those wholly remote. REQUIRES: taskMu held.
+func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
+	log := p.Log()
+	c, ok := log.(engine.Compactable)
+	if !ok {
+		return nil
+	}
+	rs, err := m.remote(tp)
+	if err != nil || rs.end < 0 {
+		return err
+	}
+	segs := c.InactiveSegments()
+	var inactive int64
+	for _, s := range segs {
+		inactive += s.Bytes
+	}
+	active := max(log.Size()-inactive, 0)
+	k := engine.RetentionCut(tg.Local, m.now(), len(segs)+1, func(i int) (int64, int64) {
+		if i == len(segs) {
+			return m.now().UnixMilli(), active
+		}
+		ts := segs[i].LargestTimestamp
+		if ts < 0 {
+			ts = m.now().UnixMilli() // no timestamp: kept by time
+		}
+		return ts, segs[i].Bytes
+	})
+	for k > 0 && segs[k-1].Next > rs.end {
+		k-- // not remote yet
+	}
+	if k == 0 {
+		return nil
+	}
+	cut := segs[k-1].Next
+	if cut <= log.StartOffset() {
+		return nil
+	}
+	if err := log.DeleteBefore(cut); err != nil {
+		return fmt.Errorf("tiered: local retention of %s: %w", tp, err)
+	}
+	m.log.Info("tiered: local retention deleted remote segments' local copies", "partition", tp.String(), "local_log_start_offset", cut)
+	return nil
+}
+
+// remoteRetention deletes the oldest remote segments past the topic's
+// retention.ms (their largest timestamp) or retention.bytes (remote and
+// local-only bytes together), as Kafka's RLMExpirationTask.
+// REQUIRES: taskMu held.
+func (m *Manager) remoteRetention(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
+	rs, err := m.remote(tp)
+	if err != nil || len(rs.segs) == 0 {
+		return err
+	}
+	cfg := p.Log()
+	total := rs.bytes + localOnlyBytes(cfg, rs.end)
+	retMs := m.rmTopicRetention(tp)
+	for _, s := range rs.segs {
+		byTime := retMs.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < m.now().UnixMilli()-retMs.RetentionMs.Milliseconds()
+		bySize := retMs.RetentionBytes >= 0 && total-s.SizeInBytes >= retMs.RetentionBytes
+		if !retMs.DeletePolicy() || (!byTime && !bySize) {
+			break
+		}
+		if err := m.deleteSegment(s); err != nil {
+			return err
+		}
+		total -= s.SizeInBytes
+		// The local copy goes too, when there still is one.
+		if s.EndOffset+1 > cfg.StartOffset() {
+			if err := cfg.DeleteBefore(s.EndOffset + 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) rmTopicRetention(tp TopicIDPartition) engine.LogConfig {
+	if t := m.rm.Topic(tp.Topic); t != nil {
+		return t.Config.Log
+	}
+	return engine.LogConfig{RetentionMs: -1, RetentionBytes: -1, Delete: true}
+}
+
+// localOnlyBytes is the size of the local segments from remoteEnd on.
+func localOnlyBytes(log engine.Log, remoteEnd int64) int64 {
+	c, ok := log.(engine.Compactable)
+	if !ok {
+		return log.Size()
+	}
+	total := log.Size()
+	for _, s := range c.InactiveSegments() {
+		if s.Next <= remoteEnd {
+			total -= s.Bytes
+		}
+	}
+	return max(total, 0)
+}
+
+// deletePartition deletes every remote segment of tp and its metadata.
+func (m *Manager) deletePartition(tp TopicIDPartition) error {
+	segs, err := m.meta.Segments(tp)
+	if err != nil {
+		return err
+	}
+	for _, s := range segs {
+		if err := m.deleteSegment(s); err != nil {
+			return err
+		}
+	}
+	if len(segs) == 0 {
+		parts, err := m.meta.Partitions()
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, p := range parts {
+			found = found || p == tp
+		}
+		if !found {
+			return nil
+		}
+	}
+	return m.meta.Forget(tp)
+}
+
+// TopicDeleted deletes the remote segments of a deleted topic (its
+// partitions named by id). A failure is logged; the task's sweep finishes
+// it, also after a restart.
+func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
+	m.taskMu.Lock()
+	defer m.taskMu.Unlock()
+	for i := 0; i < partitions; i++ {
+		tp := TopicIDPartition{TopicID: id, Topic: name, Partition: int32(i)}
+		if err := m.deletePartition(tp); err != nil {
+			m.log.Error("tiered: deleting a deleted topic's remote segments failed, retried by the next run", "partition", tp.String(), "err", err)
+		}
+	}
+}
+
+// sweepDeleted deletes the remote segments of partitions whose topic no
+// longer exists (deleted while a deletion failed or the broker was down).
+// REQUIRES: taskMu held.
+func (m *Manager) sweepDeleted() {
+	parts, err := m.meta.Partitions()
+	if err != nil {
+		m.log.Error("tiered: reading the partition index failed", "err", err)
+		return
+	}
+	for _, tp := range parts {
+		if t := m.rm.TopicByID(tp.TopicID); t != nil {
+			continue
+		}
+		if err := m.deletePartition(tp); err != nil {
+			m.log.Error("tiered: deleting a deleted topic's remote segments failed", "partition", tp.String(), "err", err)
+		}
+	}
+}
+
+// rate paces copies to a number of bytes per second (<= 0 or MaxInt64:
+// no bound).
+type rate struct {
+	perSec int64
+	mu     sync.Mutex
+	next   time.Time
+}
+
+func newRate(perSec int64) *rate { return &rate{perSec: perSec} }
+
+func (r *rate) unbounded() bool { return r.perSec <= 0 || r.perSec >= 1<<62 }
+
+// wait blocks until n more bytes fit the rate.
+func (r *rate) wait(n int64) {
+	if d := r.reserve(n); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// reserve takes n bytes and returns how long to wait before using them.
+func (r *rate) reserve(n int64) time.Duration {
+	if r.unbounded() {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.next.Before(now) {
+		r.next = now
+	}
+	d := r.next.Sub(now)
+	r.next = r.next.Add(time.Duration(float64(n) / float64(r.perSec) * float64(time.Second)))
+	return d
+}
