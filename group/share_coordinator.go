@@ -289,6 +289,11 @@ func (c *Coordinator) removeShareMemberLocked(ctx context.Context, sg *sgroup, i
 	}
 	c.installShareLocked(sg, g)
 	sg.stopMemberLocked(id)
+	if gone := c.opts.ShareMemberGone; gone != nil {
+		// Not under sg.mu: the data path holds share-partition locks while
+		// asking ShareMember, which takes sg.mu.
+		go gone(g.ID, id)
+	}
 	return nil
 }
 

@@ -306,3 +306,99 @@ func shareE2ELimit(t *testing.T, addr string) {
 		t.Fatalf("delivery counts %v, want [1 2 3]", counts)
 	}
 }
+
+// TestShareGroupRemovedMemberReleases: when the coordinator removes a
+// member (it leaves with epoch -1, or its session times out) the records it
+// holds are released at once, as Kafka does, though its connection stays
+// open and the group's lock duration (1 min here, the broker's max) is far off: another
+// member gets them with delivery count 2.
+func TestShareGroupRemovedMemberReleases(t *testing.T) {
+	for _, how := range []string{"leave", "session-timeout"} {
+		t.Run(how, func(t *testing.T) {
+			b := brokertest.Start(t, "memory", fastShareGroups)
+			ctx := testCtx(t, 2*time.Minute)
+			const n = 4
+			group, topic := "e2e-gone", "e2e-gone"
+			lock := "60000" // group.share.max.record.lock.duration.ms
+			cl := shareE2ESetup(t, ctx, b.Addr(), group, topic, 1, n,
+				groupOp{kmsg.IncrementalAlterConfigOpSet, "share.record.lock.duration.ms", &lock})
+			td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+			if err != nil || td[topic].Err != nil {
+				t.Fatalf("list topics: %v %v", err, td[topic].Err)
+			}
+			tid := td[topic].ID
+			// Member a, by hand: join, heartbeat until assigned, acquire.
+			a := shareMemberID()
+			epoch := int32(0)
+			topics := []string{topic}
+			assigned := false
+			for i := 0; i < 100 && !assigned; i++ { // bounded
+				r, err := shareHeartbeat(ctx, cl, group, a, epoch, topics)
+				if err != nil || r.ErrorCode != 0 {
+					t.Fatalf("heartbeat: %v %+v", err, r)
+				}
+				epoch, topics = r.MemberEpoch, nil
+				assigned = r.Assignment != nil && len(r.Assignment.TopicPartitions) > 0
+				if !assigned {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			if !assigned {
+				t.Fatal("member a was never assigned the partition")
+			}
+			held := 0
+			for i := 0; i < 50 && held < n; i++ { // bounded
+				req := kmsg.NewPtrShareFetchRequest()
+				req.GroupID, req.MemberID = &group, &a
+				req.ShareSessionEpoch, req.MaxRecords, req.MaxWaitMillis = int32(i), 10, 200 // 0 opens the session
+				req.MaxBytes, req.BatchSize, req.ShareAcquireMode = 1<<20, 500, 0
+				rt := kmsg.NewShareFetchRequestTopic()
+				rt.TopicID = tid
+				rt.Partitions = []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}
+				if i > 0 {
+					rt.Partitions = nil // already in the session
+				}
+				req.Topics = append(req.Topics, rt)
+				resp, err := req.RequestWith(ctx, cl)
+				if err != nil || resp.ErrorCode != 0 {
+					t.Fatalf("share fetch: %v %+v", err, resp)
+				}
+				for _, rt := range resp.Topics {
+					for _, rp := range rt.Partitions {
+						if rp.ErrorCode != 0 {
+							t.Fatalf("share fetch partition: %s", errName(rp.ErrorCode))
+						}
+						for _, ar := range rp.AcquiredRecords {
+							held += int(ar.LastOffset - ar.FirstOffset + 1)
+						}
+					}
+				}
+			}
+			if held != n {
+				t.Fatalf("member a holds %d of %d records", held, n)
+			}
+			if how == "leave" {
+				if r, err := shareHeartbeat(ctx, cl, group, a, -1, nil); err != nil || r.ErrorCode != 0 {
+					t.Fatalf("leave: %v %+v", err, r)
+				}
+			} // else: a stops heartbeating; its 2 s session ends.
+			other := shareMember(t, b.Addr(), group, topic)
+			defer other.Close()
+			got := map[string]int32{}
+			for i := 0; i < 100 && len(got) < n; i++ { // bounded: about 30 s, under the 1 min lock
+				poll(ctx, other).EachRecord(func(r *kgo.Record) {
+					got[string(r.Value)] = r.DeliveryCount()
+					r.Ack(kgo.AckAccept)
+				})
+			}
+			if len(got) != n {
+				t.Fatalf("the other member got %v, want all %d records released by a's removal", got, n)
+			}
+			for v, c := range got {
+				if c != 2 {
+					t.Errorf("record %s delivered with count %d, want 2", v, c)
+				}
+			}
+		})
+	}
+}
