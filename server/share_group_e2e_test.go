@@ -402,3 +402,45 @@ func TestShareGroupRemovedMemberReleases(t *testing.T) {
 		})
 	}
 }
+
+// TestShareGroupRedeliveryBackoff: with the group's
+// share.redelivery.backoff.* set (Sluice's own, beyond Kafka; kfake has no
+// such keys), a released record is not delivered again before the backoff
+// after its n-th delivery, min(backoff * multiplier^(n-1), max), has passed
+// since the client released it (the broker releases it later still, so
+// "not before" holds on any machine).
+func TestShareGroupRedeliveryBackoff(t *testing.T) {
+	b := brokertest.Start(t, "memory", fastShareGroups)
+	ctx := testCtx(t, 2*time.Minute)
+	ms, maxMs, mult := "1000", "1500", "2"
+	set := kmsg.IncrementalAlterConfigOpSet
+	shareE2ESetup(t, ctx, b.Addr(), "e2e-backoff", "e2e-b1", 1, 1,
+		groupOp{set, "share.redelivery.backoff.ms", &ms}, groupOp{set, "share.redelivery.backoff.max.ms", &maxMs},
+		groupOp{set, "share.redelivery.backoff.multiplier", &mult})
+	cl := shareMember(t, b.Addr(), "e2e-backoff", "e2e-b1")
+	defer cl.Close()
+	// After delivery 1: 1000 ms; after delivery 2: min(2000, 1500) ms.
+	want := map[int32]time.Duration{2: time.Second, 3: 1500 * time.Millisecond}
+	var released time.Time
+	var counts []int32
+	for i := 0; i < 200 && len(counts) < 3; i++ { // bounded
+		poll(ctx, cl).EachRecord(func(r *kgo.Record) {
+			now := time.Now()
+			c := r.DeliveryCount()
+			counts = append(counts, c)
+			if d, ok := want[c]; ok && now.Sub(released) < d {
+				t.Errorf("delivery %d came %v after the release, before the backoff %v", c, now.Sub(released), d)
+			}
+			if c < 3 {
+				released = time.Now()
+				r.Ack(kgo.AckRelease)
+			} else {
+				r.Ack(kgo.AckAccept)
+			}
+		})
+	}
+	poll(ctx, cl) // sends the accept
+	if fmt.Sprint(counts) != "[1 2 3]" {
+		t.Fatalf("delivery counts %v, want [1 2 3]", counts)
+	}
+}
