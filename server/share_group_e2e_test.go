@@ -327,56 +327,7 @@ func TestShareGroupRemovedMemberReleases(t *testing.T) {
 				t.Fatalf("list topics: %v %v", err, td[topic].Err)
 			}
 			tid := td[topic].ID
-			// Member a, by hand: join, heartbeat until assigned, acquire.
-			a := shareMemberID()
-			epoch := int32(0)
-			topics := []string{topic}
-			assigned := false
-			for i := 0; i < 100 && !assigned; i++ { // bounded
-				r, err := shareHeartbeat(ctx, cl, group, a, epoch, topics)
-				if err != nil || r.ErrorCode != 0 {
-					t.Fatalf("heartbeat: %v %+v", err, r)
-				}
-				epoch, topics = r.MemberEpoch, nil
-				assigned = r.Assignment != nil && len(r.Assignment.TopicPartitions) > 0
-				if !assigned {
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-			if !assigned {
-				t.Fatal("member a was never assigned the partition")
-			}
-			held := 0
-			for i := 0; i < 50 && held < n; i++ { // bounded
-				req := kmsg.NewPtrShareFetchRequest()
-				req.GroupID, req.MemberID = &group, &a
-				req.ShareSessionEpoch, req.MaxRecords, req.MaxWaitMillis = int32(i), 10, 200 // 0 opens the session
-				req.MaxBytes, req.BatchSize, req.ShareAcquireMode = 1<<20, 500, 0
-				rt := kmsg.NewShareFetchRequestTopic()
-				rt.TopicID = tid
-				rt.Partitions = []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}
-				if i > 0 {
-					rt.Partitions = nil // already in the session
-				}
-				req.Topics = append(req.Topics, rt)
-				resp, err := req.RequestWith(ctx, cl)
-				if err != nil || resp.ErrorCode != 0 {
-					t.Fatalf("share fetch: %v %+v", err, resp)
-				}
-				for _, rt := range resp.Topics {
-					for _, rp := range rt.Partitions {
-						if rp.ErrorCode != 0 {
-							t.Fatalf("share fetch partition: %s", errName(rp.ErrorCode))
-						}
-						for _, ar := range rp.AcquiredRecords {
-							held += int(ar.LastOffset - ar.FirstOffset + 1)
-						}
-					}
-				}
-			}
-			if held != n {
-				t.Fatalf("member a holds %d of %d records", held, n)
-			}
+			a, _ := handShareMember(t, ctx, cl, group, topic, tid, n)
 			if how == "leave" {
 				if r, err := shareHeartbeat(ctx, cl, group, a, -1, nil); err != nil || r.ErrorCode != 0 {
 					t.Fatalf("leave: %v %+v", err, r)
@@ -442,5 +393,155 @@ func TestShareGroupRedeliveryBackoff(t *testing.T) {
 	poll(ctx, cl) // sends the accept
 	if fmt.Sprint(counts) != "[1 2 3]" {
 		t.Fatalf("delivery counts %v, want [1 2 3]", counts)
+	}
+}
+
+// handShareMember joins group by hand (ShareGroupHeartbeat), heartbeats
+// until it is assigned topic's partitions and acquires n records of
+// partition 0 with ShareFetch; it returns the member id and the share
+// session's next epoch.
+func handShareMember(t *testing.T, ctx context.Context, cl *kgo.Client, group, topic string, tid [16]byte, n int) (string, int32) {
+	t.Helper()
+	a := shareMemberID()
+	epoch := int32(0)
+	topics := []string{topic}
+	assigned := false
+	for i := 0; i < 100 && !assigned; i++ { // bounded
+		r, err := shareHeartbeat(ctx, cl, group, a, epoch, topics)
+		if err != nil || r.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v %+v", err, r)
+		}
+		epoch, topics = r.MemberEpoch, nil
+		assigned = r.Assignment != nil && len(r.Assignment.TopicPartitions) > 0
+		if !assigned {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !assigned {
+		t.Fatal("member a was never assigned the partition")
+	}
+	held, sess := 0, int32(0)
+	for ; sess < 50 && held < n; sess++ { // bounded
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID = &group, &a
+		req.ShareSessionEpoch, req.MaxRecords, req.MaxWaitMillis = sess, int32(n), 200 // 0 opens the session
+		req.MaxBytes, req.BatchSize = 1<<20, 500
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = tid
+		if sess == 0 {
+			rt.Partitions = []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("share fetch: %v %+v", err, resp)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("share fetch partition: %s", errName(rp.ErrorCode))
+				}
+				for _, ar := range rp.AcquiredRecords {
+					held += int(ar.LastOffset - ar.FirstOffset + 1)
+				}
+			}
+		}
+	}
+	if held != n {
+		t.Fatalf("member a holds %d of %d records", held, n)
+	}
+	return a, sess
+}
+
+// TestDescribeShareGroupOffsets: after a member accepts offsets 0-3 and 6
+// of ten, the share-partition start offset is 4 and the lag 10-4-1 = 5
+// (KIP-1226: the acknowledged record past the start is not lag), by topic
+// and for all topics (Topics null); a partition without share state and a
+// group without any answer -1. The same on kfake.
+func TestDescribeShareGroupOffsets(t *testing.T) {
+	t.Run("broker=sluice", func(t *testing.T) {
+		b := brokertest.Start(t, "memory", fastShareGroups)
+		runDescribeShareOffsets(t, b.Addr())
+	})
+	t.Run("broker=kfake", func(t *testing.T) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{
+			"group.share.heartbeat.interval.ms": "200",
+			"group.share.session.timeout.ms":    "2000",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		runDescribeShareOffsets(t, c.ListenAddrs()[0])
+	})
+}
+
+func runDescribeShareOffsets(t *testing.T, addr string) {
+	ctx := testCtx(t, time.Minute)
+	const n = 10
+	group, topic := "e2e-offsets", "e2e-offsets"
+	cl := shareE2ESetup(t, ctx, addr, group, topic, 2, 0)
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		t.Fatalf("list topics: %v %v", err, td[topic].Err)
+	}
+	tid := td[topic].ID
+	a, sess := handShareMember(t, ctx, cl, group, topic, tid, n)
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &group, &a, sess
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = tid
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{
+		{FirstOffset: 0, LastOffset: 3, AcknowledgeTypes: []int8{1}},
+		{FirstOffset: 6, LastOffset: 6, AcknowledgeTypes: []int8{1}},
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	ack.Topics = append(ack.Topics, rt)
+	ar, err := ack.RequestWith(ctx, cl)
+	if err != nil || ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("acknowledge: %v %+v", err, ar)
+	}
+	describe := func(g string, topics []kmsg.DescribeShareGroupOffsetsRequestGroupTopic) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: g, Topics: topics}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			t.Fatalf("describe share group offsets %s: %v %+v", g, err, resp)
+		}
+		return resp.Groups[0]
+	}
+	type so struct{ start, lag int64 }
+	flat := func(g kmsg.DescribeShareGroupOffsetsResponseGroup) map[string]so {
+		out := map[string]so{}
+		for _, rt := range g.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					t.Fatalf("%s/%d: %s", rt.Topic, rp.Partition, errName(rp.ErrorCode))
+				}
+				out[fmt.Sprintf("%s/%d", rt.Topic, rp.Partition)] = so{rp.StartOffset, rp.Lag}
+			}
+		}
+		return out
+	}
+	named := describe(group, []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1}}})
+	if got, want := flat(named), map[string]so{topic + "/0": {4, 5}, topic + "/1": {-1, -1}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("by topic: %v, want %v", got, want)
+	}
+	all := describe(group, nil)
+	if got, want := flat(all), map[string]so{topic + "/0": {4, 5}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("all topics: %v, want %v", got, want)
+	}
+	none := describe("e2e-no-such-group", []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}})
+	if got, want := flat(none), map[string]so{topic + "/0": {-1, -1}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("no such group: %v, want %v", got, want)
 	}
 }
