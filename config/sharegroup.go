@@ -72,6 +72,9 @@ const (
 	GroupShareIsolationLevelKey          = "share.isolation.level"
 	GroupSharePartitionMaxRecordLocksKey = "share.partition.max.record.locks"
 	GroupShareRecordLockDurationKey      = "share.record.lock.duration.ms"
+	GroupShareRedeliveryBackoffKey       = "share.redelivery.backoff.ms"
+	GroupShareRedeliveryBackoffMaxKey    = "share.redelivery.backoff.max.ms"
+	GroupShareRedeliveryBackoffMultKey   = "share.redelivery.backoff.multiplier"
 	GroupShareRenewAcknowledgeEnableKey  = "share.renew.acknowledge.enable"
 	GroupShareSessionTimeoutKey          = "share.session.timeout.ms"
 )
@@ -90,6 +93,12 @@ var shareGroupKeys = []GroupKey{
 		Doc: "Most records in flight per share-partition of this group (100-10000; default: the broker's group.share.partition.max.record.locks; Kafka 4.3, KIP-1240)."},
 	{Name: GroupShareRecordLockDurationKey, Synonym: "group.share.record.lock.duration.ms", Type: TypeInt,
 		Doc: "How long a record delivered to this group stays acquired (default: the broker's group.share.record.lock.duration.ms)."},
+	{Name: GroupShareRedeliveryBackoffKey, Type: TypeInt,
+		Doc: "Sluice's own, beyond Kafka: how long a record released by this group's consumers, or whose lock expired, stays unavailable before its next delivery (0-3600000; default 0, redelivered at once as Kafka does)."},
+	{Name: GroupShareRedeliveryBackoffMaxKey, Type: TypeInt,
+		Doc: "Sluice's own, beyond Kafka: the cap of the exponential redelivery backoff (0-3600000, at least share.redelivery.backoff.ms when set; default 0, no cap)."},
+	{Name: GroupShareRedeliveryBackoffMultKey, Type: TypeDouble,
+		Doc: "Sluice's own, beyond Kafka: the redelivery backoff after a record's n-th delivery is share.redelivery.backoff.ms times this to the power n-1, capped at share.redelivery.backoff.max.ms (1-100; default 1, a fixed backoff)."},
 	{Name: GroupShareRenewAcknowledgeEnableKey, Type: TypeBoolean,
 		Doc: "Whether this group's consumers may renew a record's acquisition lock (KIP-1222; default true)."},
 	{Name: GroupShareSessionTimeoutKey, Synonym: "group.share.session.timeout.ms", Type: TypeInt,
@@ -111,6 +120,12 @@ type ShareGroupSettings struct {
 	AutoOffsetReset         string // latest, earliest or by_duration:<ISO-8601>
 	IsolationLevel          string // read_uncommitted or read_committed
 	RenewAcknowledgeEnable  bool
+	// The redelivery backoff, Sluice's own (share.redelivery.backoff.*):
+	// 0 backoff disables it, 0 max is no cap, multiplier 1 a fixed
+	// backoff.
+	RedeliveryBackoff           time.Duration
+	RedeliveryBackoffMax        time.Duration
+	RedeliveryBackoffMultiplier float64
 }
 
 // ShareGroupSettings returns the settings of a share group whose stored
@@ -127,6 +142,8 @@ func (c *Config) ShareGroupSettings(props map[string]string) ShareGroupSettings 
 		AutoOffsetReset:         "latest",
 		IsolationLevel:          "read_uncommitted",
 		RenewAcknowledgeEnable:  true,
+
+		RedeliveryBackoffMultiplier: 1,
 	}
 	ms := func(k string, d *time.Duration) {
 		if v, err := groupInt(props, k); err == nil && v > 0 {
@@ -156,7 +173,74 @@ func (c *Config) ShareGroupSettings(props map[string]string) ShareGroupSettings 
 			out.RenewAcknowledgeEnable = b
 		}
 	}
+	if v, err := backoffMs(props, GroupShareRedeliveryBackoffKey); err == nil {
+		out.RedeliveryBackoff = time.Duration(v) * time.Millisecond
+	}
+	if v, err := backoffMs(props, GroupShareRedeliveryBackoffMaxKey); err == nil {
+		out.RedeliveryBackoffMax = time.Duration(v) * time.Millisecond
+	}
+	if v, err := backoffMultiplier(props); err == nil {
+		out.RedeliveryBackoffMultiplier = v
+	}
 	return out
+}
+
+// maxRedeliveryBackoffMs bounds share.redelivery.backoff.ms and .max.ms:
+// an hour.
+const maxRedeliveryBackoffMs = 3600000
+
+// backoffMs parses share.redelivery.backoff.ms or .max.ms: an INT in
+// [0, maxRedeliveryBackoffMs]; 0 when unset.
+func backoffMs(props map[string]string, key string) (int64, error) {
+	s, ok := props[key]
+	if !ok {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: Invalid value %s for configuration %s: Not a number of type INT", ErrGroupConfig, s, key)
+	}
+	if v < 0 || v > maxRedeliveryBackoffMs {
+		return 0, fmt.Errorf("%w: Invalid value %s for configuration %s: Value must be in [0, %d]", ErrGroupConfig, s, key, maxRedeliveryBackoffMs)
+	}
+	return v, nil
+}
+
+// backoffMultiplier parses share.redelivery.backoff.multiplier: a DOUBLE
+// in [1, 100]; 1 when unset.
+func backoffMultiplier(props map[string]string) (float64, error) {
+	s, ok := props[GroupShareRedeliveryBackoffMultKey]
+	if !ok {
+		return 1, nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: Invalid value %s for configuration %s: Not a number of type DOUBLE", ErrGroupConfig, s, GroupShareRedeliveryBackoffMultKey)
+	}
+	if !(v >= 1 && v <= 100) { // also refuses NaN
+		return 0, fmt.Errorf("%w: Invalid value %s for configuration %s: Value must be in [1, 100]", ErrGroupConfig, s, GroupShareRedeliveryBackoffMultKey)
+	}
+	return v, nil
+}
+
+// checkRedeliveryBackoff checks the share.redelivery.backoff.* keys: each
+// in range, and a set cap not below the backoff.
+func checkRedeliveryBackoff(props map[string]string) error {
+	b, err := backoffMs(props, GroupShareRedeliveryBackoffKey)
+	if err != nil {
+		return err
+	}
+	m, err := backoffMs(props, GroupShareRedeliveryBackoffMaxKey)
+	if err != nil {
+		return err
+	}
+	if _, err := backoffMultiplier(props); err != nil {
+		return err
+	}
+	if m > 0 && m < b {
+		return fmt.Errorf("%w: %s must be greater than or equal to %s", ErrGroupConfig, GroupShareRedeliveryBackoffMaxKey, GroupShareRedeliveryBackoffKey)
+	}
+	return nil
 }
 
 // shareGroupValue is GroupValue for a share.* key.
@@ -177,6 +261,16 @@ func (c *Config) shareGroupValue(props map[string]string, k GroupKey) string {
 		return strconv.FormatInt(s.RecordLockDuration.Milliseconds(), 10)
 	case GroupShareRenewAcknowledgeEnableKey:
 		return strconv.FormatBool(s.RenewAcknowledgeEnable)
+	case GroupShareRedeliveryBackoffKey:
+		return strconv.FormatInt(s.RedeliveryBackoff.Milliseconds(), 10)
+	case GroupShareRedeliveryBackoffMaxKey:
+		return strconv.FormatInt(s.RedeliveryBackoffMax.Milliseconds(), 10)
+	case GroupShareRedeliveryBackoffMultKey:
+		v := strconv.FormatFloat(s.RedeliveryBackoffMultiplier, 'f', -1, 64)
+		if !strings.ContainsAny(v, ".eE") {
+			v += ".0" // as Java prints a double
+		}
+		return v
 	default:
 		return strconv.FormatInt(s.SessionTimeout.Milliseconds(), 10)
 	}
@@ -221,6 +315,9 @@ func (c *Config) checkShareGroupConfigs(props map[string]string) error {
 			return err
 		}
 		ints[k] = v
+	}
+	if err := checkRedeliveryBackoff(props); err != nil {
+		return err
 	}
 	if v, ok := props[GroupShareAutoOffsetResetKey]; ok {
 		if err := checkAutoOffsetReset(v); err != nil {

@@ -71,6 +71,18 @@ func TestShareGroupConfigs(t *testing.T) {
 		{"renew bad", map[string]string{"share.renew.acknowledge.enable": "maybe"}, false},
 		{"not a number", map[string]string{"share.session.timeout.ms": "x"}, false},
 		{"unknown share key", map[string]string{"share.nope": "1"}, false},
+		{"backoff", map[string]string{"share.redelivery.backoff.ms": "500", "share.redelivery.backoff.max.ms": "8000",
+			"share.redelivery.backoff.multiplier": "2.5"}, true},
+		{"backoff zero", map[string]string{"share.redelivery.backoff.ms": "0"}, true},
+		{"backoff negative", map[string]string{"share.redelivery.backoff.ms": "-1"}, false},
+		{"backoff above an hour", map[string]string{"share.redelivery.backoff.ms": "3600001"}, false},
+		{"backoff not a number", map[string]string{"share.redelivery.backoff.ms": "1s"}, false},
+		{"backoff max below backoff", map[string]string{"share.redelivery.backoff.ms": "500", "share.redelivery.backoff.max.ms": "499"}, false},
+		{"backoff max alone", map[string]string{"share.redelivery.backoff.max.ms": "1000"}, true},
+		{"multiplier below 1", map[string]string{"share.redelivery.backoff.multiplier": "0.5"}, false},
+		{"multiplier NaN", map[string]string{"share.redelivery.backoff.multiplier": "NaN"}, false},
+		{"multiplier too big", map[string]string{"share.redelivery.backoff.multiplier": "101"}, false},
+		{"multiplier not a number", map[string]string{"share.redelivery.backoff.multiplier": "x"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := c.CheckGroupConfigs(tc.props)
@@ -84,6 +96,21 @@ func TestShareGroupConfigs(t *testing.T) {
 	if s.RecordLockDuration != 20*time.Second || s.AutoOffsetReset != "earliest" || s.IsolationLevel != "read_committed" ||
 		s.DeliveryCountLimit != 3 || s.RenewAcknowledgeEnable || s.SessionTimeout != 45*time.Second || s.PartitionMaxRecordLocks != 2000 {
 		t.Fatalf("settings: %+v", s)
+	}
+	b := c.ShareGroupSettings(map[string]string{"share.redelivery.backoff.ms": "500", "share.redelivery.backoff.max.ms": "8000",
+		"share.redelivery.backoff.multiplier": "2.5"})
+	if b.RedeliveryBackoff != 500*time.Millisecond || b.RedeliveryBackoffMax != 8*time.Second || b.RedeliveryBackoffMultiplier != 2.5 {
+		t.Fatalf("backoff settings: %+v", b)
+	}
+	if d := c.ShareGroupSettings(nil); d.RedeliveryBackoff != 0 || d.RedeliveryBackoffMax != 0 || d.RedeliveryBackoffMultiplier != 1 {
+		t.Fatalf("default backoff settings: %+v", d)
+	}
+	for key, want := range map[string]string{"share.redelivery.backoff.ms": "0", "share.redelivery.backoff.max.ms": "0",
+		"share.redelivery.backoff.multiplier": "1.0"} {
+		k, ok := LookupGroupKey(key)
+		if v, set := c.GroupValue(nil, k); !ok || v != want || set {
+			t.Fatalf("default %s: %s %v %v", key, v, set, ok)
+		}
 	}
 	k, _ := LookupGroupKey("share.record.lock.duration.ms")
 	if v, set := c.GroupValue(nil, k); v != "30000" || set {

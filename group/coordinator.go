@@ -135,10 +135,15 @@ type Options struct {
 	// COORDINATOR_NOT_AVAILABLE. ShareGroupConfigs returns a group's
 	// effective configuration (nil: Kafka's defaults); it is called with
 	// the group's lock held and must not call back into the Coordinator.
-	// ShareMaxSize is group.share.max.size (0: 200).
+	// ShareMaxSize is group.share.max.size (0: 200). ShareMemberGone,
+	// when set, is told each member the coordinator removes (it left
+	// with epoch -1 or its session timed out), once the removal is
+	// committed, so that the data path releases what the member holds; it
+	// runs on its own goroutine, with no lock of the Coordinator held.
 	PersistShare      PersistShareFunc
 	ShareGroupConfigs func(group string) ShareGroupConfig
 	ShareMaxSize      int
+	ShareMemberGone   func(group, member string)
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.

@@ -57,6 +57,12 @@ type ShareGroupConfig struct {
 	AutoOffsetReset         string        // share.auto.offset.reset: latest, earliest or by_duration:<ISO-8601>
 	IsolationLevel          string        // share.isolation.level: read_uncommitted or read_committed
 	RenewAcknowledgeEnable  bool          // share.renew.acknowledge.enable (KIP-1222)
+
+	// Sluice's redelivery backoff, beyond Kafka (share.redelivery.backoff.ms,
+	// .max.ms, .multiplier): 0 backoff disables it, 0 max is no cap.
+	RedeliveryBackoff           time.Duration
+	RedeliveryBackoffMax        time.Duration
+	RedeliveryBackoffMultiplier float64
 }
 
 // DefaultShareGroupConfig is Kafka's defaults of the share group configs.
@@ -289,6 +295,11 @@ func (c *Coordinator) removeShareMemberLocked(ctx context.Context, sg *sgroup, i
 	}
 	c.installShareLocked(sg, g)
 	sg.stopMemberLocked(id)
+	if gone := c.opts.ShareMemberGone; gone != nil {
+		// Not under sg.mu: the data path holds share-partition locks while
+		// asking ShareMember, which takes sg.mu.
+		go gone(g.ID, id)
+	}
 	return nil
 }
 

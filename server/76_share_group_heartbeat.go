@@ -60,6 +60,10 @@ func (s *Server) shareGroupConfig(name string) group.ShareGroupConfig {
 		AutoOffsetReset:         st.AutoOffsetReset,
 		IsolationLevel:          st.IsolationLevel,
 		RenewAcknowledgeEnable:  st.RenewAcknowledgeEnable,
+
+		RedeliveryBackoff:           st.RedeliveryBackoff,
+		RedeliveryBackoffMax:        st.RedeliveryBackoffMax,
+		RedeliveryBackoffMultiplier: st.RedeliveryBackoffMultiplier,
 	}
 }
 
@@ -84,5 +88,9 @@ func (m coordinatorShareMembership) GroupConfig(groupID string) ShareGroupConfig
 		AutoOffsetReset:        g.AutoOffsetReset,
 		ReadCommitted:          g.IsolationLevel == "read_committed",
 		RenewEnabled:           g.RenewAcknowledgeEnable,
+
+		RedeliveryBackoff:           g.RedeliveryBackoff,
+		RedeliveryBackoffMax:        g.RedeliveryBackoffMax,
+		RedeliveryBackoffMultiplier: g.RedeliveryBackoffMultiplier,
 	}
 }

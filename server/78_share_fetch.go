@@ -61,11 +61,13 @@ const (
 	apiKeyShareAcknowledge int16 = 79
 )
 
-// withShareData returns t with ShareFetch and ShareAcknowledge.
+// withShareData returns t with ShareFetch, ShareAcknowledge and
+// DescribeShareGroupOffsets.
 func withShareData(t apiTable) apiTable {
 	t = maps.Clone(t)
 	t[apiKeyShareFetch] = api{1, 2, handleShareFetch}
 	t[apiKeyShareAcknowledge] = api{1, 2, handleShareAcknowledge}
+	t[apiKeyDescribeShareGroupOffsets] = api{0, 1, handleDescribeShareGroupOffsets} // 90_describe_share_group_offsets.go
 	return t
 }
 

@@ -3,9 +3,10 @@ package main
 // `sluice share-group`, after Kafka 4.2's kafka-share-groups.sh: it lists,
 // describes (state and members, with --state or --members; --verbose adds
 // the epochs) and deletes share groups (KIP-932) through the Kafka
-// protocol. The offsets view (START-OFFSET, LAG) and reset-offsets need
-// DescribeShareGroupOffsets and AlterShareGroupOffsets (keys 90, 91), the
-// share-partition side's: they are not here yet.
+// protocol. --offsets is the offsets view (START-OFFSET, LAG; --verbose
+// adds LEADER-EPOCH) from DescribeShareGroupOffsets (key 90): every
+// partition the group has share state for, and any a member is assigned
+// without state yet ("-"). reset-offsets awaits AlterShareGroupOffsets (91).
 
 import (
 	"context"
@@ -24,8 +25,8 @@ func shareGroupCmd(args []string, stdout, stderr io.Writer) int {
 	return runSubcommand("share-group", []subcommand{
 		{"list", "[--state STATE ...]",
 			"list share groups with their state (GROUP STATE, as kafka-share-groups.sh --list --state)", shareGroupList},
-		{"describe", "GROUP... [--state | --members] [--verbose]",
-			"show each group's state (coordinator, #members; --verbose: group and assignment epochs) and members with their assignment", shareGroupDescribe},
+		{"describe", "GROUP... [--state | --members | --offsets] [--verbose]",
+			"show each group's state (coordinator, #members; --verbose: group and assignment epochs) and members with their assignment; --offsets: each partition's share-partition start offset and lag", shareGroupDescribe},
 		{"delete", "GROUP...",
 			"delete share groups that have no members", shareGroupDelete},
 	}, args, stdout, stderr)
@@ -49,17 +50,24 @@ func shareGroupList(c *adminCmd) error {
 }
 
 func shareGroupDescribe(c *adminCmd) error {
-	var onlyState, onlyMembers, verbose bool
+	var onlyState, onlyMembers, offsets, verbose bool
 	c.flags.BoolVar(&onlyState, "state", false, "only the state view")
 	c.flags.BoolVar(&onlyMembers, "members", false, "only the members view")
+	c.flags.BoolVar(&offsets, "offsets", false, "the offsets view: START-OFFSET and LAG per partition")
 	c.flags.BoolVar(&verbose, "verbose", false, "add the group, assignment and member epochs")
 	return c.run(oneOrMore("group"), func(adm *kadm.Client, ctx context.Context, names []string) error {
-		if onlyState && onlyMembers {
-			return usageErr("--state and --members are exclusive")
+		if n := btoi(onlyState) + btoi(onlyMembers) + btoi(offsets); n > 1 {
+			return usageErr("--state, --members and --offsets are exclusive")
 		}
 		described, err := adm.DescribeShareGroups(ctx, names...)
 		if err != nil && len(described) == 0 {
 			return c.brokerErr("describe share groups", err)
+		}
+		var offs kadm.DescribedShareGroupsOffsets
+		if offsets {
+			if offs, err = adm.DescribeShareGroupOffsets(ctx, names...); err != nil && len(offs) == 0 {
+				return c.brokerErr("describe share group offsets", err)
+			}
 		}
 		first := true
 		return eachNamed(names, described, func(name string, g kadm.DescribedShareGroup) error {
@@ -73,6 +81,17 @@ func shareGroupDescribe(c *adminCmd) error {
 				fmt.Fprintln(c.stdout)
 			}
 			first = false
+			if offsets {
+				o, ok := offs[name]
+				switch {
+				case !ok:
+					return errors.New(name + ": no offsets in the broker's answer")
+				case o.Err != nil:
+					return errors.New(name + ": " + o.Err.Error())
+				}
+				printShareOffsets(c.stdout, g, o.Offsets, verbose)
+				return nil
+			}
 			if !onlyMembers {
 				printShareState(c.stdout, g, verbose)
 			}
@@ -85,6 +104,78 @@ func shareGroupDescribe(c *adminCmd) error {
 			return nil
 		})
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// printShareOffsets is kafka-share-groups.sh --describe --offsets: one row
+// per partition with share state or assigned to a member, by topic and
+// partition; "-" where the partition has no share state yet.
+func printShareOffsets(w io.Writer, g kadm.DescribedShareGroup, offs kadm.ShareOffsets, verbose bool) {
+	type tp struct {
+		topic string
+		part  int32
+	}
+	rows := map[tp]*kadm.ShareOffset{}
+	for topic, ps := range offs {
+		for p, o := range ps {
+			rows[tp{topic, p}] = &o
+		}
+	}
+	for _, m := range g.Members {
+		for topic, ps := range m.Assignment {
+			for p := range ps {
+				if _, ok := rows[tp{topic, p}]; !ok {
+					rows[tp{topic, p}] = nil
+				}
+			}
+		}
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "Share group '%s' has no offset information.\n", g.GroupID)
+		return
+	}
+	header := []string{"GROUP", "TOPIC", "PARTITION"}
+	if verbose {
+		header = append(header, "LEADER-EPOCH")
+	}
+	t := newTable(w, append(header, "START-OFFSET", "LAG")...)
+	keys := make([]tp, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b tp) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.part - b.part)
+	})
+	num := func(v int64) string {
+		if v < 0 {
+			return "-"
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	for _, k := range keys {
+		start, lag, epoch := "-", "-", "-"
+		if o := rows[k]; o != nil && o.Err == nil {
+			start, lag = num(o.StartOffset), num(o.Lag)
+			if o.StartOffset >= 0 && o.LeaderEpoch >= 0 {
+				epoch = strconv.Itoa(int(o.LeaderEpoch))
+			}
+		}
+		row := []string{g.GroupID, k.topic, strconv.Itoa(int(k.part))}
+		if verbose {
+			row = append(row, epoch)
+		}
+		t.row(append(row, start, lag)...)
+	}
+	t.flush()
 }
 
 // printShareState is kafka-share-groups.sh --describe --state.
