@@ -184,13 +184,7 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cl *group, cg
 			return answer, nil
 		}
 	}
-	mrecs := consumer.MemberRecords(g.ID, next)
-	if mdChanged {
-		recs = append(recs, mrecs[0])
-	}
-	if asgChanged {
-		recs = append(recs, mrecs[1])
-	}
+	recs = appendMemberRecords(recs, g.ID, next, mdChanged, asgChanged)
 	if err := c.persistConsumer(ctx, g.ID, recs); err != nil {
 		c.log.Warn("group: persist classic join into a consumer group", "group", g.ID, "member", next.ID, "err", err)
 		return joinResult{}, appendErr(err)

@@ -199,13 +199,7 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 	if err != nil {
 		return nil, err
 	}
-	mrecs := consumer.MemberRecords(g.ID, next)
-	if mdChanged {
-		recs = append(recs, mrecs[0])
-	}
-	if asgChanged {
-		recs = append(recs, mrecs[1])
-	}
+	recs = appendMemberRecords(recs, g.ID, next, mdChanged, asgChanged)
 
 	if err := c.persistConsumer(ctx, g.ID, recs); err != nil {
 		c.log.Warn("group: persist consumer group heartbeat", "group", g.ID, "member", next.ID, "err", err)
@@ -220,6 +214,20 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		cg.dropTimersLocked(replaces)
 	}
 	return c.answerLocked(cg, req, m, next), nil
+}
+
+// appendMemberRecords appends to recs member m's records of group that
+// changed: its metadata when mdChanged, its current assignment when
+// asgChanged.
+func appendMemberRecords(recs []consumer.Record, group string, m consumer.Member, mdChanged, asgChanged bool) []consumer.Record {
+	mrecs := consumer.MemberRecords(group, m)
+	if mdChanged {
+		recs = append(recs, mrecs[0])
+	}
+	if asgChanged {
+		recs = append(recs, mrecs[1])
+	}
+	return recs
 }
 
 // reconcileLocked installs upd, the new state of member m (isNew: one g did
