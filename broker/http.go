@@ -188,24 +188,7 @@ func (b *Broker) attachHTTP(authz server.Authorizer, creds sasl.CredentialLookup
 	if h.srv == nil {
 		return nil
 	}
-	idx := slices.Index(b.lnNames, b.cfg.InterBrokerListenerName)
-	if idx < 0 {
-		idx = b.clientListener()
-	}
-	mech := b.cfg.SASLInterBrokerMechanism
-	sec, err := b.connSecurity(b.lnNames[idx])
-	if err != nil && b.cfg.SingleNode() {
-		// A single node has no inter-broker login of its own to reuse
-		// (sasl.mechanism.inter.broker.protocol keeps Kafka's GSSAPI
-		// default): the console logs in with the first mechanism the
-		// listener's JAAS configuration gives this broker a user for.
-		for _, m := range []string{sasl.Plain, sasl.ScramSHA512, sasl.ScramSHA256} {
-			if s, err2 := b.connSecurityWith(b.lnNames[idx], m); err2 == nil {
-				sec, mech, err = s, m, nil
-				break
-			}
-		}
-	}
+	idx, sec, mech, err := b.selfSecurity()
 	if err != nil {
 		// The broker serves anyway; the API says why it cannot read.
 		b.log.Warn("broker: the HTTP API cannot log in to the broker; /api/ will answer 503", "err", err)
@@ -218,16 +201,8 @@ func (b *Broker) attachHTTP(authz server.Authorizer, creds sasl.CredentialLookup
 	if err != nil {
 		return err
 	}
-	addr := b.lns[idx].Addr().(*net.TCPAddr)
-	dial := addr.IP.String()
-	if addr.IP.IsUnspecified() {
-		dial = "127.0.0.1"
-		if addr.IP.To4() == nil {
-			dial = "::1"
-		}
-	}
 	h.mu.Lock()
-	h.dialAddr = net.JoinHostPort(dial, strconv.Itoa(addr.Port))
+	h.dialAddr = b.selfDialAddr(idx)
 	h.dialSec, h.dialHost, h.dialMech = sec, host, mech
 	h.mu.Unlock()
 	backend := console.Backend{Credentials: creds, Client: b.consoleClient}

@@ -13,14 +13,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice/sluice/auth/sasl"
 	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/schemareg"
 )
@@ -47,20 +45,7 @@ func (b *Broker) startSchemaRegistry() error {
 		}
 		tlsCfg = ts.Config()
 	}
-	idx := slices.Index(b.lnNames, b.cfg.InterBrokerListenerName)
-	if idx < 0 {
-		idx = b.clientListener()
-	}
-	mech := b.cfg.SASLInterBrokerMechanism
-	sec, err := b.connSecurity(b.lnNames[idx])
-	if err != nil && b.cfg.SingleNode() {
-		for _, m := range []string{sasl.Plain, sasl.ScramSHA512, sasl.ScramSHA256} {
-			if s, err2 := b.connSecurityWith(b.lnNames[idx], m); err2 == nil {
-				sec, mech, err = s, m, nil
-				break
-			}
-		}
-	}
+	idx, sec, mech, err := b.selfSecurity()
 	if err != nil {
 		return fmt.Errorf("broker: the schema registry cannot log in to the broker: %w", err)
 	}
@@ -68,15 +53,7 @@ func (b *Broker) startSchemaRegistry() error {
 	if err != nil {
 		return err
 	}
-	addr := b.lns[idx].Addr().(*net.TCPAddr)
-	dial := addr.IP.String()
-	if addr.IP.IsUnspecified() {
-		dial = "127.0.0.1"
-		if addr.IP.To4() == nil {
-			dial = "::1"
-		}
-	}
-	dialAddr := net.JoinHostPort(dial, strconv.Itoa(addr.Port))
+	dialAddr := b.selfDialAddr(idx)
 	kopts := []kgo.Opt{kgo.SeedBrokers(dialAddr), kgo.DialTimeout(5 * time.Second), kgo.MetadataMinAge(time.Second)}
 	if sec.TLS != nil {
 		kopts = append(kopts, kgo.Dialer(tlsDialer(sec.TLS, dialAddr, host)))

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluice/sluice/acl"
@@ -123,6 +124,46 @@ func (b *Broker) listenerSASL(name string) ([]string, map[string]string, error) 
 // the listener's JAAS entry for that mechanism.
 func (b *Broker) connSecurity(listener string) (kconn.Security, error) {
 	return b.connSecurityWith(listener, b.cfg.SASLInterBrokerMechanism)
+}
+
+// selfSecurity is how a client inside this broker (the HTTP console, the
+// schema registry) logs in to it: the index of the inter-broker listener
+// (the client listener when none is named), the security to connect with
+// and the SASL mechanism. A single node has no inter-broker login of its
+// own to reuse (sasl.mechanism.inter.broker.protocol keeps Kafka's GSSAPI
+// default): it logs in with the first mechanism the listener's JAAS
+// configuration gives this broker a user for. Errors are connSecurity's.
+func (b *Broker) selfSecurity() (idx int, sec kconn.Security, mech string, err error) {
+	idx = slices.Index(b.lnNames, b.cfg.InterBrokerListenerName)
+	if idx < 0 {
+		idx = b.clientListener()
+	}
+	mech = b.cfg.SASLInterBrokerMechanism
+	sec, err = b.connSecurity(b.lnNames[idx])
+	if err != nil && b.cfg.SingleNode() {
+		for _, m := range []string{sasl.Plain, sasl.ScramSHA512, sasl.ScramSHA256} {
+			if s, err2 := b.connSecurityWith(b.lnNames[idx], m); err2 == nil {
+				sec, mech, err = s, m, nil
+				break
+			}
+		}
+	}
+	return idx, sec, mech, err
+}
+
+// selfDialAddr is the address a client inside this broker dials to reach
+// listener idx: its bound address, loopback when it listens on every
+// address.
+func (b *Broker) selfDialAddr(idx int) string {
+	addr := b.lns[idx].Addr().(*net.TCPAddr)
+	dial := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		dial = "127.0.0.1"
+		if addr.IP.To4() == nil {
+			dial = "::1"
+		}
+	}
+	return net.JoinHostPort(dial, strconv.Itoa(addr.Port))
 }
 
 // connSecurityWith is connSecurity logging in with SASL mechanism mech.

@@ -248,7 +248,22 @@ func (q *QuotaStore) Alter(e quota.Entity, change func(quota.Values) (quota.Valu
 	if !e.Valid() {
 		return fmt.Errorf("cluster: empty quota entity")
 	}
-	ep := quotaEntityPath(e)
+	return q.alterEntityConfig(quotaEntityPath(e), func(cfg map[string]string) (map[string]string, error) {
+		v, err := change(quotaValues(cfg))
+		if err != nil {
+			return nil, err
+		}
+		return withQuotaValues(cfg, v), nil
+	}, func() error { return q.ensureParents(e) })
+}
+
+// alterEntityConfig rewrites the config znode /config/<ep> with change
+// (given its current keys, an empty map for a missing znode; it may
+// modify and return them) and notifies every broker of ep in the same
+// multi; it retries when another writer (a SCRAM change, another broker)
+// got there first. A missing znode is created after ensureParents has
+// created what it needs above it.
+func (q *QuotaStore) alterEntityConfig(ep string, change func(map[string]string) (map[string]string, error), ensureParents func() error) error {
 	p := "/config/" + ep
 	note := []byte(`{"version":2,"entity_path":"` + ep + `"}`)
 	for attempt := 0; ; attempt++ {
@@ -259,14 +274,13 @@ func (q *QuotaStore) Alter(e quota.Entity, change func(quota.Values) (quota.Valu
 		if err != nil {
 			return err
 		}
-		v, err := change(quotaValues(cfg))
-		if err != nil {
+		if cfg, err = change(cfg); err != nil {
 			return err
 		}
-		data := sasl.EncodeUserConfig(withQuotaValues(cfg, v))
+		data := sasl.EncodeUserConfig(cfg)
 		var ops []any
 		if version < 0 {
-			if err := q.ensureParents(e); err != nil {
+			if err := ensureParents(); err != nil {
 				return err
 			}
 			ops = append(ops, &zk.CreateRequest{Path: p, Data: data})
@@ -418,46 +432,23 @@ func (q *QuotaStore) AlterIP(name string, change func(float64) (float64, error))
 	if name == "" {
 		return fmt.Errorf("cluster: empty ip quota entity")
 	}
-	ep := "ips/" + ipComponent(name)
-	p := "/config/" + ep
-	note := []byte(`{"version":2,"entity_path":"` + ep + `"}`)
-	for attempt := 0; ; attempt++ {
-		if err := q.n.ctx.Err(); err != nil {
-			return ErrClosed
-		}
-		cfg, version, err := q.readEntityConfig(p)
-		if err != nil {
-			return err
-		}
+	return q.alterEntityConfig("ips/"+ipComponent(name), func(cfg map[string]string) (map[string]string, error) {
 		v, err := change(ipValue(cfg))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if v > 0 {
 			cfg[quota.IPKey] = strconv.FormatInt(int64(v), 10)
 		} else {
 			delete(cfg, quota.IPKey)
 		}
-		data := sasl.EncodeUserConfig(cfg)
-		var ops []any
-		if version < 0 {
-			if err := q.n.zk.ensurePath(configIPsPath); err != nil {
-				return fmt.Errorf("cluster: create %s: %w", configIPsPath, err)
-			}
-			ops = append(ops, &zk.CreateRequest{Path: p, Data: data})
-		} else {
-			ops = append(ops, &zk.SetDataRequest{Path: p, Data: data, Version: version})
+		return cfg, nil
+	}, func() error {
+		if err := q.n.zk.ensurePath(configIPsPath); err != nil {
+			return fmt.Errorf("cluster: create %s: %w", configIPsPath, err)
 		}
-		ops = append(ops, &zk.CreateRequest{Path: configChangesPath + "/" + configChangePrefix, Data: note, Flags: zk.FlagSequence})
-		_, err = q.n.zk.multi(ops...)
-		if err == nil {
-			return nil
-		}
-		if (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)) && attempt < 10 {
-			continue
-		}
-		return fmt.Errorf("cluster: write %s: %w", p, err)
-	}
+		return nil
+	})
 }
 
 // WatchIPQuotaChanges calls fn with the ip entity name (an address or

@@ -156,42 +156,9 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cl *group, cg
 	mdChanged := isNew || subChanged || upd.InstanceID != m.InstanceID || upd.RackID != m.RackID ||
 		upd.RebalanceTimeoutMs != m.RebalanceTimeoutMs || upd.ClientID != m.ClientID ||
 		upd.ClientHost != m.ClientHost || !sameClassic(upd.Classic, m.Classic)
-	if err := g.UpdateMember(upd); err != nil {
-		return joinResult{}, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
-	}
-
-	regexRecs, regexChanged := c.refreshRegexes(g, topicAuthFrom(ctx), c.clock.Now())
-	recs = append(recs, regexRecs...)
-	sub848 := c.resolve(g)
-	hash := cg.metaHash
-	if subChanged || regexChanged || sub848.hash != hash {
-		g.BumpEpoch()
-		hash = sub848.hash
-		recs = append(recs, cg.epochRecord(g, hash))
-	}
-	if g.Epoch > g.AssignmentEpoch {
-		trecs, err := c.computeTarget(g, sub848)
-		if err != nil {
-			return joinResult{}, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
-		}
-		recs = append(recs, trecs...)
-	}
-	next, err := consumer.Reconcile(upd, consumer.Reconciliation{
-		TargetEpoch:                    g.AssignmentEpoch,
-		Target:                         g.Target[upd.ID],
-		Subscribed:                     sub848.member[upd.ID],
-		EnforceSubscriptionConsistency: subChanged,
-		PartitionEpoch:                 g.PartitionEpoch,
-		Owned:                          c.ownedIDs(sub.OwnedPartitions),
-	})
+	next, recs, hash, asgChanged, err := c.reconcileLocked(ctx, cg, g, m, upd, isNew, subChanged, c.ownedIDs(sub.OwnedPartitions), recs)
 	if err != nil {
 		return joinResult{}, err
-	}
-	asgChanged := isNew || next.MemberEpoch != m.MemberEpoch || next.PreviousMemberEpoch != m.PreviousMemberEpoch ||
-		next.State != m.State || !equalAssignment(next.Assigned, m.Assigned) ||
-		!equalAssignment(next.PendingRevocation, m.PendingRevocation)
-	if err := g.UpdateMember(next); err != nil {
-		return joinResult{}, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
 	}
 	answer := joinResult{
 		memberID:     next.ID,
@@ -217,13 +184,7 @@ func (c *Coordinator) joinConsumerGroupLocked(ctx context.Context, cl *group, cg
 			return answer, nil
 		}
 	}
-	mrecs := consumer.MemberRecords(g.ID, next)
-	if mdChanged {
-		recs = append(recs, mrecs[0])
-	}
-	if asgChanged {
-		recs = append(recs, mrecs[1])
-	}
+	recs = appendMemberRecords(recs, g.ID, next, mdChanged, asgChanged)
 	if err := c.persistConsumer(ctx, g.ID, recs); err != nil {
 		c.log.Warn("group: persist classic join into a consumer group", "group", g.ID, "member", next.ID, "err", err)
 		return joinResult{}, appendErr(err)

@@ -195,51 +195,11 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 	upd, subChanged, mdChanged := applyRequest(ctx, m, req)
 	subChanged = subChanged || isNew && replaces == ""
 	mdChanged = mdChanged || isNew
-	if err := g.UpdateMember(upd); err != nil {
-		return nil, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
-	}
-
-	regexRecs, regexChanged := c.refreshRegexes(g, topicAuthFrom(ctx), c.clock.Now())
-	recs = append(recs, regexRecs...)
-	sub := c.resolve(g)
-	hash := cg.metaHash
-	if subChanged || regexChanged || sub.hash != hash {
-		g.BumpEpoch()
-		hash = sub.hash
-		recs = append(recs, cg.epochRecord(g, hash))
-	}
-	if g.Epoch > g.AssignmentEpoch {
-		trecs, err := c.computeTarget(g, sub)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
-		}
-		recs = append(recs, trecs...)
-	}
-
-	next, err := consumer.Reconcile(upd, consumer.Reconciliation{
-		TargetEpoch:                    g.AssignmentEpoch,
-		Target:                         g.Target[upd.ID],
-		Subscribed:                     sub.member[upd.ID],
-		EnforceSubscriptionConsistency: subChanged,
-		PartitionEpoch:                 g.PartitionEpoch,
-		Owned:                          owned,
-	})
+	next, recs, hash, asgChanged, err := c.reconcileLocked(ctx, cg, g, m, upd, isNew, subChanged, owned, recs)
 	if err != nil {
 		return nil, err
 	}
-	asgChanged := isNew || next.MemberEpoch != m.MemberEpoch || next.PreviousMemberEpoch != m.PreviousMemberEpoch ||
-		next.State != m.State || !equalAssignment(next.Assigned, m.Assigned) ||
-		!equalAssignment(next.PendingRevocation, m.PendingRevocation)
-	if err := g.UpdateMember(next); err != nil {
-		return nil, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
-	}
-	mrecs := consumer.MemberRecords(g.ID, next)
-	if mdChanged {
-		recs = append(recs, mrecs[0])
-	}
-	if asgChanged {
-		recs = append(recs, mrecs[1])
-	}
+	recs = appendMemberRecords(recs, g.ID, next, mdChanged, asgChanged)
 
 	if err := c.persistConsumer(ctx, g.ID, recs); err != nil {
 		c.log.Warn("group: persist consumer group heartbeat", "group", g.ID, "member", next.ID, "err", err)
@@ -254,6 +214,74 @@ func (c *Coordinator) heartbeatLocked(ctx context.Context, cg *cgroup, req *kmsg
 		cg.dropTimersLocked(replaces)
 	}
 	return c.answerLocked(cg, req, m, next), nil
+}
+
+// appendMemberRecords appends to recs member m's records of group that
+// changed: its metadata when mdChanged, its current assignment when
+// asgChanged.
+func appendMemberRecords(recs []consumer.Record, group string, m consumer.Member, mdChanged, asgChanged bool) []consumer.Record {
+	mrecs := consumer.MemberRecords(group, m)
+	if mdChanged {
+		recs = append(recs, mrecs[0])
+	}
+	if asgChanged {
+		recs = append(recs, mrecs[1])
+	}
+	return recs
+}
+
+// reconcileLocked installs upd, the new state of member m (isNew: one g did
+// not hold; subChanged: its subscription changed), in g and moves the
+// group and the member on as Kafka's consumer group heartbeat does, for
+// members of either protocol: regular expressions refreshed, a new group
+// epoch when a subscription or the subscribed topics' metadata changed, a
+// new target assignment when the group epoch is past the assignment's, and
+// the member reconciled toward its target given the partitions it says it
+// owns. It returns the member as reconciled (installed in g), recs with the
+// records of those changes appended, the group's metadata hash, and
+// whether the member's assignment changed. Errors wrap
+// errCoordinatorNotAvailable when g refuses a member, else are
+// computeTarget's or consumer.Reconcile's.
+// REQUIRES: cg.mu held; g a clone of cg.g.
+func (c *Coordinator) reconcileLocked(ctx context.Context, cg *cgroup, g *consumer.Group, m, upd consumer.Member,
+	isNew, subChanged bool, owned assignor.Assignment, recs []consumer.Record) (next consumer.Member, _ []consumer.Record, hash int64, asgChanged bool, err error) {
+	if err := g.UpdateMember(upd); err != nil {
+		return next, nil, 0, false, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
+	}
+	regexRecs, regexChanged := c.refreshRegexes(g, topicAuthFrom(ctx), c.clock.Now())
+	recs = append(recs, regexRecs...)
+	sub := c.resolve(g)
+	hash = cg.metaHash
+	if subChanged || regexChanged || sub.hash != hash {
+		g.BumpEpoch()
+		hash = sub.hash
+		recs = append(recs, cg.epochRecord(g, hash))
+	}
+	if g.Epoch > g.AssignmentEpoch {
+		trecs, err := c.computeTarget(g, sub)
+		if err != nil {
+			return next, nil, 0, false, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
+		}
+		recs = append(recs, trecs...)
+	}
+	next, err = consumer.Reconcile(upd, consumer.Reconciliation{
+		TargetEpoch:                    g.AssignmentEpoch,
+		Target:                         g.Target[upd.ID],
+		Subscribed:                     sub.member[upd.ID],
+		EnforceSubscriptionConsistency: subChanged,
+		PartitionEpoch:                 g.PartitionEpoch,
+		Owned:                          owned,
+	})
+	if err != nil {
+		return next, nil, 0, false, err
+	}
+	asgChanged = isNew || next.MemberEpoch != m.MemberEpoch || next.PreviousMemberEpoch != m.PreviousMemberEpoch ||
+		next.State != m.State || !equalAssignment(next.Assigned, m.Assigned) ||
+		!equalAssignment(next.PendingRevocation, m.PendingRevocation)
+	if err := g.UpdateMember(next); err != nil {
+		return next, nil, 0, false, fmt.Errorf("%w: %w", errCoordinatorNotAvailable, err)
+	}
+	return next, recs, hash, asgChanged, nil
 }
 
 // answerLocked restarts member next's timers and builds the answer: the

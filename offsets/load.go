@@ -26,10 +26,10 @@ type view struct {
 	// consumer holds, per consumer group, the latest record of each
 	// consumer-group key (types 3-8 and 16), by encoded key
 	// (consumerpersist.go).
-	consumer map[string]map[string]consumerEntry
+	consumer latestRecords[ConsumerRecord]
 	// share holds, per share group, the latest record of each share-group
 	// key (types 9-15), by encoded key (sharepersist.go).
-	share map[string]map[string]shareEntry
+	share latestRecords[ShareRecord]
 }
 
 // groupTP names a group's partition.
@@ -53,7 +53,7 @@ func newView() *view {
 		pending: map[int64]map[groupTP]pendingRec{},
 		seqs:    map[int64]seqState{},
 
-		consumer: map[string]map[string]consumerEntry{},
+		consumer: latestRecords[ConsumerRecord]{},
 	}
 }
 

@@ -7,14 +7,8 @@ package offsets
 // log order (Options.ReloadShare).
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
-	"fmt"
-	"slices"
-
-	"github.com/sluice/sluice/coordlog"
-	"github.com/sluice/sluice/record"
 )
 
 // ShareRecord is one share group record: its key and its value, nil for a
@@ -24,43 +18,26 @@ type ShareRecord struct {
 	Value ShareValue
 }
 
+// group and encode make ShareRecord a groupRecord (grouppersist.go).
+func (r ShareRecord) group() string { return r.Key.Group }
+
+func (r ShareRecord) encode() (key, value []byte, err error) {
+	if key, err = AppendShareKey(nil, r.Key); err != nil {
+		return nil, nil, err
+	}
+	if r.Value != nil {
+		if value, err = r.Value.AppendTo(nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	return key, value, nil
+}
+
 // PersistShare appends recs, records of share group name, as one batch with
 // acks=all to the group's partition and returns once they are committed.
 // Errors as PersistConsumer's.
 func (c *Coordinator) PersistShare(ctx context.Context, name string, recs []ShareRecord) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	now := c.opts.Now().UnixMilli()
-	out := make([]record.BuildRecord, 0, len(recs))
-	for _, r := range recs {
-		if r.Key.Group != name {
-			return fmt.Errorf("%w: record of group %q persisted for group %q", ErrBadRecord, r.Key.Group, name)
-		}
-		k, err := AppendShareKey(nil, r.Key)
-		if err != nil {
-			return err
-		}
-		br := record.BuildRecord{Key: k, Timestamp: now}
-		if r.Value != nil {
-			if br.Value, err = r.Value.AppendTo(nil); err != nil {
-				return err
-			}
-		}
-		out = append(out, br)
-	}
-	p, err := c.leaderFor(name)
-	if err != nil {
-		return err
-	}
-	return coordlog.Append(ctx, p, out, commitTimeout, coordlog.ErrNotCoordinator)
-}
-
-// shareEntry is the latest record of one share-group key in a replay and
-// its log offset.
-type shareEntry struct {
-	rec ShareRecord
-	pos int64
+	return persistGroupRecords(ctx, c, name, recs)
 }
 
 // applyShare keeps the record at offset pos as the latest of its key.
@@ -76,38 +53,14 @@ func (v *view) applyShare(key, value []byte, pos int64) error {
 			return err
 		}
 	}
-	if v.share == nil {
-		v.share = map[string]map[string]shareEntry{}
-	}
-	m := v.share[k.Group]
-	if m == nil {
-		m = map[string]shareEntry{}
-		v.share[k.Group] = m
-	}
-	m[string(key)] = shareEntry{rec: r, pos: pos}
+	v.share.keep(k.Group, key, r, pos)
 	return nil
 }
 
 // shareGroups returns, for each share group match selects, the latest
 // record of each of its keys in log order, tombstones included.
 func (v *view) shareGroups(match func(string) bool) map[string][]ShareRecord {
-	out := map[string][]ShareRecord{}
-	for g, m := range v.share {
-		if !match(g) {
-			continue
-		}
-		es := make([]shareEntry, 0, len(m))
-		for _, e := range m {
-			es = append(es, e)
-		}
-		slices.SortFunc(es, func(a, b shareEntry) int { return cmp.Compare(a.pos, b.pos) })
-		recs := make([]ShareRecord, len(es))
-		for i, e := range es {
-			recs[i] = e.rec
-		}
-		out[g] = recs
-	}
-	return out
+	return v.share.groups(match)
 }
 
 // isShareKey reports whether a __consumer_offsets key is one of a share

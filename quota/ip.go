@@ -94,15 +94,7 @@ type ipSensor struct {
 // NewIPRates returns rates with no quota, measured over cfg's Samples of
 // Window (quota.window.num, quota.window.size.seconds).
 func NewIPRates(cfg Config) *IPRates {
-	if cfg.Samples < 1 {
-		cfg.Samples = 11
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	sampleDefaults(&cfg.Samples, &cfg.Window, &cfg.Now)
 	return &IPRates{samples: cfg.Samples, window: max(cfg.Window.Milliseconds(), 1), now: cfg.Now,
 		per: map[netip.Addr]float64{}, sensors: map[netip.Addr]*ipSensor{}}
 }

@@ -70,23 +70,26 @@ type Manager struct {
 	lastSweep int64
 }
 
+// sampleDefaults fills in what a quota configuration leaves unset with
+// Kafka's defaults: *samples below 1 becomes 11 (quota.window.num), *window
+// not positive becomes 1s (quota.window.size.seconds), and *now, when now
+// is not nil, nil becomes time.Now.
+func sampleDefaults(samples *int, window *time.Duration, now *func() time.Time) {
+	if *samples < 1 {
+		*samples = 11
+	}
+	if *window <= 0 {
+		*window = time.Second
+	}
+	if now != nil && *now == nil {
+		*now = time.Now
+	}
+}
+
 // New returns a manager with no quota set.
 func New(cfg Config) *Manager {
-	if cfg.Samples < 1 {
-		cfg.Samples = 11
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = time.Second
-	}
-	if cfg.ControllerSamples < 1 {
-		cfg.ControllerSamples = 11
-	}
-	if cfg.ControllerWindow <= 0 {
-		cfg.ControllerWindow = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	sampleDefaults(&cfg.Samples, &cfg.Window, &cfg.Now)
+	sampleDefaults(&cfg.ControllerSamples, &cfg.ControllerWindow, nil)
 	m := &Manager{
 		cfg: cfg, overrides: map[Entity]Values{},
 		window: cfg.Window.Milliseconds(), ctrlWindow: cfg.ControllerWindow.Milliseconds(),

@@ -77,15 +77,7 @@ type throttledList struct {
 
 // NewReplication returns a quota with no bound and no throttled replica.
 func NewReplication(cfg ReplicationConfig) *Replication {
-	if cfg.Samples < 1 {
-		cfg.Samples = 11
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	sampleDefaults(&cfg.Samples, &cfg.Window, &cfg.Now)
 	r := &Replication{cfg: cfg, window: cfg.Window.Milliseconds(), lists: map[string]*throttledList{}}
 	r.window = max(r.window, 1)
 	r.rate = newSampled(cfg.Samples, r.window)

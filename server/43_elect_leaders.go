@@ -15,11 +15,8 @@ package server
 // election there is not needed.
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,22 +79,16 @@ func handleElectLeaders(s *Server, rc *reqCtx, req kmsg.Request) (*response, err
 			results[tp] = err
 		}
 	}
-	byTopic := map[string][]kmsg.ElectLeadersResponseTopicPartition{}
-	for tp, err := range results {
-		pr := kmsg.NewElectLeadersResponseTopicPartition()
-		pr.Partition = tp.Partition
-		if err != nil {
-			pr.ErrorCode = errorCode(err)
-			pr.ErrorMessage = errorMessage(err)
-		}
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], pr)
-	}
-	for topic, prs := range byTopic {
-		slices.SortFunc(prs, func(a, b kmsg.ElectLeadersResponseTopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
-		t := kmsg.NewElectLeadersResponseTopic()
-		t.Topic, t.Partitions = topic, prs
-		resp.Topics = append(resp.Topics, t)
-	}
-	slices.SortFunc(resp.Topics, func(a, b kmsg.ElectLeadersResponseTopic) int { return strings.Compare(a.Topic, b.Topic) })
+	resp.Topics = topicResults(results,
+		func(partition int32, code int16, msg *string) kmsg.ElectLeadersResponseTopicPartition {
+			p := kmsg.NewElectLeadersResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.ErrorMessage = partition, code, msg
+			return p
+		},
+		func(topic string, parts []kmsg.ElectLeadersResponseTopicPartition) kmsg.ElectLeadersResponseTopic {
+			t := kmsg.NewElectLeadersResponseTopic()
+			t.Topic, t.Partitions = topic, parts
+			return t
+		})
 	return kresp(resp), nil
 }

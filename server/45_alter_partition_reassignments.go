@@ -19,10 +19,7 @@ package server
 // partition twice keeps the last entry, as Kafka's map does.
 
 import (
-	"cmp"
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,24 +90,16 @@ func handleAlterPartitionReassignments(s *Server, rc *reqCtx, req kmsg.Request) 
 		resp.ErrorMessage = errorMessage(err)
 		return kresp(resp), nil
 	}
-	byTopic := map[string][]kmsg.AlterPartitionAssignmentsResponseTopicPartition{}
-	for tp, err := range results {
-		pr := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
-		pr.Partition = tp.Partition
-		if err != nil {
-			pr.ErrorCode = errorCode(err)
-			pr.ErrorMessage = errorMessage(err)
-		}
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], pr)
-	}
-	for topic, prs := range byTopic {
-		slices.SortFunc(prs, func(a, b kmsg.AlterPartitionAssignmentsResponseTopicPartition) int {
-			return cmp.Compare(a.Partition, b.Partition)
+	resp.Topics = topicResults(results,
+		func(partition int32, code int16, msg *string) kmsg.AlterPartitionAssignmentsResponseTopicPartition {
+			p := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.ErrorMessage = partition, code, msg
+			return p
+		},
+		func(topic string, parts []kmsg.AlterPartitionAssignmentsResponseTopicPartition) kmsg.AlterPartitionAssignmentsResponseTopic {
+			t := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			t.Topic, t.Partitions = topic, parts
+			return t
 		})
-		t := kmsg.NewAlterPartitionAssignmentsResponseTopic()
-		t.Topic, t.Partitions = topic, prs
-		resp.Topics = append(resp.Topics, t)
-	}
-	slices.SortFunc(resp.Topics, func(a, b kmsg.AlterPartitionAssignmentsResponseTopic) int { return strings.Compare(a.Topic, b.Topic) })
 	return kresp(resp), nil
 }

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"cmp"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluice/sluice/internal/errcode"
+	"github.com/sluice/sluice/metadata"
 	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/replica"
 )
@@ -158,4 +162,28 @@ func errorMessage(err error) *string {
 		}
 	}
 	return &m
+}
+
+// topicResults lists per-partition outcomes as a response's topics, sorted
+// by name, each with its partitions sorted by number: newPart makes a
+// partition's entry from its number, error code and message (0 and nil
+// when its error is nil), newTopic a topic's entry from its name and
+// partitions. ElectLeaders and AlterPartitionReassignments answer so.
+func topicResults[T, P any](results map[metadata.TopicPartition]error,
+	newPart func(partition int32, code int16, msg *string) P, newTopic func(topic string, parts []P) T) []T {
+	tps := slices.SortedFunc(maps.Keys(results), func(a, b metadata.TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	var out []T
+	for i := 0; i < len(tps); {
+		j := i
+		var parts []P
+		for ; j < len(tps) && tps[j].Topic == tps[i].Topic; j++ {
+			err := results[tps[j]]
+			parts = append(parts, newPart(tps[j].Partition, errorCode(err), errorMessage(err)))
+		}
+		out = append(out, newTopic(tps[i].Topic, parts))
+		i = j
+	}
+	return out
 }
