@@ -175,6 +175,12 @@ func (p *Partition) TakeDeadLetters() []DeadLetter {
 	return d
 }
 
+// RequeueDeadLetters puts back dead letters TakeDeadLetters returned whose
+// write failed, ahead of any taken since.
+func (p *Partition) RequeueDeadLetters(d []DeadLetter) {
+	p.dead = append(append([]DeadLetter(nil), d...), p.dead...)
+}
+
 // New returns an empty share partition starting at offset start (chosen by
 // share.auto.offset.reset when the group has no state for it).
 func New(start int64) *Partition { return &Partition{start: start} }
