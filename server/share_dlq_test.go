@@ -171,3 +171,50 @@ func TestShareGroupDeadLetterTopic(t *testing.T) {
 		t.Fatalf("dead letters for %d records, want %d: %v", len(seen), want, fmt.Sprint(seen))
 	}
 }
+
+// TestShareGroupDeadLetterTopicMissing: without
+// errors.deadletterqueue.auto.create.topics.enable a missing dead-letter
+// topic is not created; the dead letters are skipped and counted in
+// sluice_share_dlq_skipped_total, and the rejected record is still archived
+// (never delivered again).
+func TestShareGroupDeadLetterTopicMissing(t *testing.T) {
+	ms := startMetricsServer(t, "memory", fastShareGroups)
+	ctx := testCtx(t, time.Minute)
+	const group, topic, dlq = "dlq-miss", "dlq-miss-src", "dlq.missing"
+	name := dlq
+	cl := shareE2ESetup(t, ctx, ms.addr, group, topic, 1, 3,
+		groupOp{kmsg.IncrementalAlterConfigOpSet, "errors.deadletterqueue.topic.name", &name})
+	m := shareMember(t, ms.addr, group, topic)
+	defer m.Close()
+	got := map[string]int{}
+	for i := 0; i < 200 && len(got) < 3; i++ { // bounded
+		poll(ctx, m).EachRecord(func(r *kgo.Record) {
+			got[string(r.Value)]++
+			if string(r.Value) == "1" {
+				r.Ack(kgo.AckReject)
+			} else {
+				r.Ack(kgo.AckAccept)
+			}
+		})
+	}
+	for range 5 { // sends the last acknowledgements
+		poll(ctx, m).EachRecord(func(r *kgo.Record) { got[string(r.Value)]++ })
+	}
+	if fmt.Sprint(got) != "map[0:1 1:1 2:1]" {
+		t.Fatalf("deliveries %v, want each record once", got)
+	}
+	td, err := kadm.NewClient(cl).ListTopics(ctx, dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := td[dlq]; ok && td[dlq].Err == nil {
+		t.Errorf("dead-letter topic %s created without auto-create", dlq)
+	}
+	fams := scrape(t, ms.metrics)
+	if v := mustValue(t, fams, "sluice_share_dlq_skipped_total", nil); v != 1 {
+		t.Errorf("sluice_share_dlq_skipped_total = %v, want 1", v)
+	}
+	if v := mustValue(t, fams, "sluice_share_dlq_written_total", nil); v != 0 {
+		t.Errorf("sluice_share_dlq_written_total = %v, want 0", v)
+	}
+}
