@@ -22,12 +22,14 @@ type ShareGroupBroker struct {
 	MinHeartbeatInterval, MaxHeartbeatInterval time.Duration
 	SessionTimeout                             time.Duration // group.share.session.timeout.ms
 	MinSessionTimeout, MaxSessionTimeout       time.Duration
-	MaxSize                                    int // group.share.max.size
-	RecordLockDurationMs                       int // group.share.record.lock.duration.ms
-	MinRecordLockDurationMs                    int // group.share.min.record.lock.duration.ms
-	MaxRecordLockDurationMs                    int // group.share.max.record.lock.duration.ms
-	DeliveryCountLimit                         int // group.share.delivery.count.limit
-	PartitionMaxRecordLocks                    int // group.share.partition.max.record.locks
+	MaxSize                                    int    // group.share.max.size
+	RecordLockDurationMs                       int    // group.share.record.lock.duration.ms
+	MinRecordLockDurationMs                    int    // group.share.min.record.lock.duration.ms
+	MaxRecordLockDurationMs                    int    // group.share.max.record.lock.duration.ms
+	DeliveryCountLimit                         int    // group.share.delivery.count.limit
+	PartitionMaxRecordLocks                    int    // group.share.partition.max.record.locks
+	DLQAutoCreateTopics                        bool   // errors.deadletterqueue.auto.create.topics.enable (KIP-1191)
+	DLQTopicNamePrefix                         string // errors.deadletterqueue.topic.name.prefix (KIP-1191)
 }
 
 // ServesShareGroups reports whether group.share.enable is set: the share
@@ -77,10 +79,18 @@ const (
 	GroupShareRedeliveryBackoffMultKey   = "share.redelivery.backoff.multiplier"
 	GroupShareRenewAcknowledgeEnableKey  = "share.renew.acknowledge.enable"
 	GroupShareSessionTimeoutKey          = "share.session.timeout.ms"
+
+	// KIP-1191's dead-letter topic of a share group.
+	GroupDLQTopicNameKey        = "errors.deadletterqueue.topic.name"
+	GroupDLQCopyRecordEnableKey = "errors.deadletterqueue.copy.record.enable"
 )
 
 // shareGroupKeys are the share.* per-group keys, sorted by name.
 var shareGroupKeys = []GroupKey{
+	{Name: GroupDLQCopyRecordEnableKey, Type: TypeBoolean,
+		Doc: "Whether a dead letter of this share group carries the record's key and value, not only the headers naming it (KIP-1191; default false)."},
+	{Name: GroupDLQTopicNameKey, Type: TypeString,
+		Doc: "The dead-letter topic of this share group: records rejected or archived at the delivery-count limit are written there before they are archived (KIP-1191; must start with the broker's errors.deadletterqueue.topic.name.prefix; default none)."},
 	{Name: GroupShareAutoOffsetResetKey, Type: TypeString,
 		Doc: "Where a share-partition of this group starts: latest (default), earliest, or by_duration:<ISO-8601 duration> back from now."},
 	{Name: GroupShareDeliveryCountLimitKey, Synonym: "group.share.delivery.count.limit", Type: TypeInt,
@@ -108,7 +118,9 @@ var shareGroupKeys = []GroupKey{
 func init() { groupKeys = append(groupKeys, shareGroupKeys...) }
 
 // isShareGroupKey reports whether name is a share.* group key.
-func isShareGroupKey(name string) bool { return strings.HasPrefix(name, "share.") }
+func isShareGroupKey(name string) bool {
+	return strings.HasPrefix(name, "share.") || strings.HasPrefix(name, "errors.deadletterqueue.")
+}
 
 // ShareGroupSettings is what a share group runs with.
 type ShareGroupSettings struct {
@@ -126,6 +138,10 @@ type ShareGroupSettings struct {
 	RedeliveryBackoff           time.Duration
 	RedeliveryBackoffMax        time.Duration
 	RedeliveryBackoffMultiplier float64
+	// KIP-1191: the dead-letter topic ("" none) and whether a dead letter
+	// copies the record's key and value.
+	DLQTopic      string
+	DLQCopyRecord bool
 }
 
 // ShareGroupSettings returns the settings of a share group whose stored
@@ -181,6 +197,10 @@ func (c *Config) ShareGroupSettings(props map[string]string) ShareGroupSettings 
 	}
 	if v, err := backoffMultiplier(props); err == nil {
 		out.RedeliveryBackoffMultiplier = v
+	}
+	out.DLQTopic = strings.TrimSpace(props[GroupDLQTopicNameKey])
+	if v, ok := props[GroupDLQCopyRecordEnableKey]; ok {
+		out.DLQCopyRecord, _ = strconv.ParseBool(strings.TrimSpace(v))
 	}
 	return out
 }
@@ -265,6 +285,10 @@ func (c *Config) shareGroupValue(props map[string]string, k GroupKey) string {
 		return strconv.FormatInt(s.RedeliveryBackoff.Milliseconds(), 10)
 	case GroupShareRedeliveryBackoffMaxKey:
 		return strconv.FormatInt(s.RedeliveryBackoffMax.Milliseconds(), 10)
+	case GroupDLQTopicNameKey:
+		return s.DLQTopic
+	case GroupDLQCopyRecordEnableKey:
+		return strconv.FormatBool(s.DLQCopyRecord)
 	case GroupShareRedeliveryBackoffMultKey:
 		v := strconv.FormatFloat(s.RedeliveryBackoffMultiplier, 'f', -1, 64)
 		if !strings.ContainsAny(v, ".eE") {
@@ -317,6 +341,9 @@ func (c *Config) checkShareGroupConfigs(props map[string]string) error {
 		ints[k] = v
 	}
 	if err := checkRedeliveryBackoff(props); err != nil {
+		return err
+	}
+	if err := c.checkDLQ(props); err != nil {
 		return err
 	}
 	if v, ok := props[GroupShareAutoOffsetResetKey]; ok {
@@ -373,3 +400,29 @@ func (c *Config) checkShareGroupConfigs(props map[string]string) error {
 	}
 	return nil
 }
+
+// checkDLQ checks KIP-1191's group keys: a boolean copy.record.enable, and
+// a topic name that is a legal topic name starting with the broker's
+// errors.deadletterqueue.topic.name.prefix (an empty one is none).
+func (c *Config) checkDLQ(props map[string]string) error {
+	if v, ok := props[GroupDLQCopyRecordEnableKey]; ok {
+		t := strings.TrimSpace(v)
+		if !strings.EqualFold(t, "true") && !strings.EqualFold(t, "false") {
+			return fmt.Errorf("%w: Invalid value %s for configuration %s: Expected value to be either true or false", ErrGroupConfig, v, GroupDLQCopyRecordEnableKey)
+		}
+	}
+	name := strings.TrimSpace(props[GroupDLQTopicNameKey])
+	if name == "" {
+		return nil
+	}
+	if !legalTopicName.MatchString(name) || len(name) > 249 || name == "." || name == ".." {
+		return fmt.Errorf("%w: Invalid value %s for configuration %s: not a legal topic name", ErrGroupConfig, name, GroupDLQTopicNameKey)
+	}
+	if p := c.GroupShare.DLQTopicNamePrefix; !strings.HasPrefix(name, p) {
+		return fmt.Errorf("%w: Invalid value %s for configuration %s: the topic name must start with %q (errors.deadletterqueue.topic.name.prefix)", ErrGroupConfig, name, GroupDLQTopicNameKey, p)
+	}
+	return nil
+}
+
+// legalTopicName is Kafka's Topic.LEGAL_CHARS.
+var legalTopicName = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)

@@ -63,6 +63,11 @@ type ShareGroupConfig struct {
 	RedeliveryBackoff           time.Duration
 	RedeliveryBackoffMax        time.Duration
 	RedeliveryBackoffMultiplier float64
+
+	// KIP-1191: errors.deadletterqueue.topic.name ("" none) and
+	// errors.deadletterqueue.copy.record.enable.
+	DLQTopic      string
+	DLQCopyRecord bool
 }
 
 // DefaultShareGroupConfig is Kafka's defaults of the share group configs.

@@ -64,6 +64,8 @@ func (s *Server) shareGroupConfig(name string) group.ShareGroupConfig {
 		RedeliveryBackoff:           st.RedeliveryBackoff,
 		RedeliveryBackoffMax:        st.RedeliveryBackoffMax,
 		RedeliveryBackoffMultiplier: st.RedeliveryBackoffMultiplier,
+		DLQTopic:                    st.DLQTopic,
+		DLQCopyRecord:               st.DLQCopyRecord,
 	}
 }
 
@@ -92,5 +94,7 @@ func (m coordinatorShareMembership) GroupConfig(groupID string) ShareGroupConfig
 		RedeliveryBackoff:           g.RedeliveryBackoff,
 		RedeliveryBackoffMax:        g.RedeliveryBackoffMax,
 		RedeliveryBackoffMultiplier: g.RedeliveryBackoffMultiplier,
+		DLQTopic:                    g.DLQTopic,
+		DLQCopyRecord:               g.DLQCopyRecord,
 	}
 }

@@ -194,6 +194,8 @@ var (
 	descConsumerRebalances = prometheus.NewDesc("kafka_server_group_coordinator_metrics_consumer_group_rebalance_count", "Rebalances of consumer groups (KIP-848) here: bumps of a group epoch.", nil, nil)
 	descShareGroupCount    = gaugeDesc("kafka_server_group_coordinator_metrics_share_group_count", "Share groups (KIP-932) this broker coordinates, by state (Empty, Stable, Dead).", "state")
 	descShareRebalances    = prometheus.NewDesc("kafka_server_group_coordinator_metrics_share_group_rebalance_count", "Rebalances of share groups (KIP-932) here: bumps of a group epoch.", nil, nil)
+	descShareDLQWritten    = prometheus.NewDesc("sluice_share_dlq_written_total", "Records of share groups written to their dead-letter topics (KIP-1191).", nil, nil)
+	descShareDLQSkipped    = prometheus.NewDesc("sluice_share_dlq_skipped_total", "Dead letters of share groups skipped: the dead-letter topic is missing (and not auto-created) or not led here.", nil, nil)
 	descMembersByType      = gaugeDesc("sluice_group_coordinator_members", "Members of the groups this broker coordinates, by rebalance protocol (classic, consumer); Kafka has no such gauge.", "protocol")
 	descTxns               = gaugeDesc("sluice_transaction_coordinator_transactions", "Transactional ids this broker coordinates, by state (Ongoing, PrepareCommit, ...).", "state")
 
@@ -230,7 +232,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descLogSize, descLogStart, descLogEnd, descLogSegments, descSuppressed, descLagSuppressed, descGroupsSuppressed,
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descNumGroups, descNumOffsets,
 		descGroupCount, descConsumerGroupCount, descClassicRebalances, descConsumerRebalances, descMembersByType,
-		descShareGroupCount, descShareRebalances,
+		descShareGroupCount, descShareRebalances, descShareDLQWritten, descShareDLQSkipped,
 		descCleanTime, descRecopy, descUncleanable, descTxns,
 		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked} {
 		ch <- d
@@ -414,6 +416,10 @@ func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int) {
 		gauge(descShareGroupCount, float64(shareByState[st]), st)
 	}
 	ch <- prometheus.MustNewConstMetric(descShareRebalances, prometheus.CounterValue, float64(c.s.groups.ShareRebalances()))
+	if sd := c.s.share; sd != nil {
+		ch <- prometheus.MustNewConstMetric(descShareDLQWritten, prometheus.CounterValue, float64(sd.dlqWritten.Load()))
+		ch <- prometheus.MustNewConstMetric(descShareDLQSkipped, prometheus.CounterValue, float64(sd.dlqSkipped.Load()))
+	}
 
 	all := len(groups)
 	groups = exportedGroups(groups)

@@ -68,6 +68,10 @@ type ShareGroupConfig struct {
 	RedeliveryBackoff           time.Duration
 	RedeliveryBackoffMax        time.Duration
 	RedeliveryBackoffMultiplier float64
+	// KIP-1191's dead-letter topic ("" none) and whether a dead letter
+	// copies the record's key and value (share_dlq.go).
+	DLQTopic      string
+	DLQCopyRecord bool
 }
 
 // defaultShareGroupConfig is the broker's group.share.* values, for a
@@ -209,6 +213,9 @@ type shareData struct {
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32
+	// Dead letters written to and skipped for (no topic) dead-letter
+	// topics (share_dlq.go).
+	dlqWritten, dlqSkipped atomic.Int64
 
 	mu       sync.Mutex
 	sessions map[shareSessionKey]*shareSession

@@ -101,6 +101,11 @@ func (s *Server) shareRestore(ctx context.Context, k share.Key, maxInFlight int)
 // sharePersist writes k's state. REQUIRES: the share partition's lock held
 // (writes of one key stay in order).
 func (s *Server) sharePersist(ctx context.Context, k share.Key, p *share.Partition) error {
+	// Dead letters first (share_dlq.go): the state archiving them is
+	// written only once they are.
+	if err := s.writeDeadLetters(ctx, k, p); err != nil {
+		return err
+	}
 	if s.share.coord == nil {
 		return nil
 	}

@@ -119,6 +119,14 @@ type Config struct {
 	Backoff            Backoff       // share.redelivery.backoff.*
 }
 
+// DeadLetter is a record archived because it was rejected or reached the
+// delivery-count limit: what a dead-letter topic (KIP-1191) receives.
+type DeadLetter struct {
+	Offset     int64
+	Deliveries int16
+	Rejected   bool // else its delivery count reached the limit
+}
+
 // record is one in-flight offset.
 type record struct {
 	state      RecordState
@@ -152,6 +160,25 @@ type Partition struct {
 	stateEpoch int32
 	// dirty counts changes since the last Snapshot, for the persister.
 	dirty uint64
+	// dead are the records archived as dead letters since the last
+	// TakeDeadLetters, in the order they were archived.
+	dead []DeadLetter
+}
+
+// TakeDeadLetters returns the records archived by Reject or at the
+// delivery-count limit since its last call, and forgets them. The caller
+// writes them to the group's dead-letter topic before persisting the state
+// that archives them.
+func (p *Partition) TakeDeadLetters() []DeadLetter {
+	d := p.dead
+	p.dead = nil
+	return d
+}
+
+// RequeueDeadLetters puts back dead letters TakeDeadLetters returned whose
+// write failed, ahead of any taken since.
+func (p *Partition) RequeueDeadLetters(d []DeadLetter) {
+	p.dead = append(append([]DeadLetter(nil), d...), p.dead...)
 }
 
 // New returns an empty share partition starting at offset start (chosen by
@@ -186,11 +213,12 @@ func (p *Partition) Record(off int64) (RecordState, int16, bool) {
 
 // release makes an acquired record available again, or archives it once its
 // delivery count reached the limit.
-func (p *Partition) release(r *record, now int64, cfg *Config) {
+func (p *Partition) release(r *record, off, now int64, cfg *Config) {
 	r.owner = ""
 	r.lockUntil = 0
 	if cfg.DeliveryCountLimit > 0 && r.deliveries >= cfg.DeliveryCountLimit {
 		r.state = Archived
+		p.dead = append(p.dead, DeadLetter{Offset: off, Deliveries: r.deliveries})
 		return
 	}
 	r.state = Available
@@ -237,7 +265,7 @@ func (p *Partition) ExpireLocks(now time.Time, cfg Config) int {
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Acquired && r.lockUntil <= t {
-			p.release(r, t, &cfg)
+			p.release(r, p.start+int64(i), t, &cfg)
 			n++
 		}
 	}
@@ -398,10 +426,13 @@ func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch
 			switch ty {
 			case AckAccept:
 				r.state, r.owner, r.lockUntil = Acknowledged, "", 0
-			case AckReject, AckGap:
+			case AckReject:
+				r.state, r.owner, r.lockUntil = Archived, "", 0
+				p.dead = append(p.dead, DeadLetter{Offset: off, Deliveries: r.deliveries, Rejected: true})
+			case AckGap:
 				r.state, r.owner, r.lockUntil = Archived, "", 0
 			case AckRelease:
-				p.release(r, t, &cfg)
+				p.release(r, off, t, &cfg)
 			case AckRenew:
 				r.lockUntil = t + int64(cfg.LockDuration)
 			}
@@ -420,7 +451,7 @@ func (p *Partition) ReleaseMember(member string, now time.Time, cfg Config) int 
 	for i := range p.recs {
 		r := &p.recs[i]
 		if r.state == Acquired && r.owner == member {
-			p.release(r, t, &cfg)
+			p.release(r, p.start+int64(i), t, &cfg)
 			n++
 		}
 	}

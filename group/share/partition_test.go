@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -338,4 +339,39 @@ func FuzzAcknowledge(f *testing.F) {
 			t.Fatalf("start %d at a finished record", p.Start())
 		}
 	})
+}
+
+// TestDeadLetters: a rejected record and one released at the delivery-count
+// limit are reported once each, in order; accepted, released-below-limit
+// and gap offsets never.
+func TestDeadLetters(t *testing.T) {
+	cfg := Config{LockDuration: time.Minute, DeliveryCountLimit: 2, MaxRecordLocks: 100}
+	now := time.Unix(1000, 0)
+	p := New(0)
+	if r := p.Acquire("m", now, 4, 4, cfg); len(r) == 0 {
+		t.Fatal("nothing acquired")
+	}
+	// 0 accepted, 1 rejected, 2 released (delivery 1 < limit), 3 gap.
+	if err := p.Acknowledge("m", now, []AckBatch{{First: 0, Last: 3, Types: []AckType{AckAccept, AckReject, AckRelease, AckGap}}}, false, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := p.TakeDeadLetters()
+	if want := []DeadLetter{{Offset: 1, Deliveries: 1, Rejected: true}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("dead letters %+v, want %+v", got, want)
+	}
+	if d := p.TakeDeadLetters(); d != nil {
+		t.Fatalf("second take %+v, want none", d)
+	}
+	// Offset 2's second delivery, then its lock expires: the limit.
+	if r := p.Acquire("m", now, 1, 4, cfg); len(r) != 1 || r[0].First != 2 || r[0].DeliveryCount != 2 {
+		t.Fatalf("redelivery %+v", r)
+	}
+	p.ExpireLocks(now.Add(2*time.Minute), cfg)
+	got = p.TakeDeadLetters()
+	if want := []DeadLetter{{Offset: 2, Deliveries: 2}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("dead letters %+v, want %+v", got, want)
+	}
+	if st, _, ok := p.Record(2); ok && st != Archived {
+		t.Fatalf("offset 2 %v, want archived", st)
+	}
 }

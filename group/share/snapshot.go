@@ -101,5 +101,6 @@ func (p *Partition) StateEpoch() int32 { return p.stateEpoch }
 func (p *Partition) Clone() *Partition {
 	q := *p
 	q.recs = append([]record(nil), p.recs...)
+	q.dead = append([]DeadLetter(nil), p.dead...)
 	return &q
 }
