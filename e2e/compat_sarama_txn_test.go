@@ -142,9 +142,22 @@ func testSaramaTxn(t *testing.T, addr string, version sarama.KafkaVersion) {
 		t.Fatalf("CommitTxn: %v", err)
 	}
 	want := next(n / 2)
+	// The commit's markers reach __consumer_offsets after EndTxn answers
+	// (as in Kafka, markers are written asynchronously): wait for them,
+	// bounded, before comparing.
 	checkOffsets := func(when string) {
 		t.Helper()
-		got := groupOffsets(t, addr, group, in)
+		var got map[int32]int64
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			got = groupOffsets(t, addr, group, in)
+			same := true
+			for part, o := range want {
+				same = same && got[part] == o
+			}
+			if same || time.Now().After(deadline) {
+				break
+			}
+		}
 		for part, o := range want {
 			if got[part] != o {
 				t.Errorf("%s: group offset of %s/%d is %d, want %d", when, in, part, got[part], o)
