@@ -1,6 +1,7 @@
 package schemareg_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"strings"
@@ -143,5 +144,48 @@ func TestBrokerSchemaValidation(t *testing.T) {
 	}
 	if end, _ := o.Lookup("sv", 0); end.Offset != 2 {
 		t.Fatalf("sv ends at %d, want 2 (the two valid records)", end.Offset)
+	}
+}
+
+// BenchmarkProduceSchemaValidation produces 100-byte framed values
+// (lz4, acks=all, one partition) to a topic with
+// confluent.value.schema.validation on and to one without
+// (BENCHMARKS.md, "Schema validation").
+func BenchmarkProduceSchemaValidation(b *testing.B) {
+	br, scl := startRegistry(b, b.TempDir())
+	c := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr()), kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	on := "true"
+	for topic, cfg := range map[string]map[string]*string{"off": nil, "on": {"confluent.value.schema.validation": &on}} {
+		if r, err := adm.CreateTopic(c, 1, 1, cfg, topic); err != nil || r.Err != nil {
+			b.Fatal(err, r.Err)
+		}
+	}
+	s, err := scl.CreateSchema(c, "on-value", sr.Schema{Schema: avroV1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := framed(s.ID, strings.Repeat("v", 95))
+	for _, topic := range []string{"off", "on"} {
+		b.Run(topic, func(b *testing.B) {
+			b.SetBytes(int64(len(value)))
+			const chunk = 1000
+			recs := make([]*kgo.Record, 0, chunk)
+			for i := 0; i < b.N; {
+				recs = recs[:0]
+				for ; len(recs) < chunk && i < b.N; i++ {
+					recs = append(recs, &kgo.Record{Topic: topic, Value: value})
+				}
+				if err := cl.ProduceSync(c, recs...).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
 	}
 }
