@@ -52,7 +52,7 @@ func TestSchemaCheckCachesAndDoesNotAllocatePerRecord(t *testing.T) {
 		}
 		a1 := testing.AllocsPerRun(50, func() { _ = c.validate(ctx, "t", false, true, one) })
 		a500 := testing.AllocsPerRun(50, func() { _ = c.validate(ctx, "t", false, true, many) })
-		if a500 > a1 {
+		if a500 > a1 && !raceEnabled { // the race detector's pools drop entries
 			t.Errorf("codec %d: %v allocations for 500 records, %v for 1: allocates per record", codec, a500, a1)
 		}
 	}
