@@ -109,6 +109,14 @@ func TestBrokerSchemaValidation(t *testing.T) {
 		t.Fatalf("topic without validation: %v", err)
 	}
 
+	// Turned on later (IncrementalAlterConfigs), it applies to the next batch.
+	if r, err := adm.AlterTopicConfigs(c, []kadm.AlterConfig{{Name: "confluent.value.schema.validation", Value: &on}}, "plain"); err != nil || r[0].Err != nil {
+		t.Fatal(err, r)
+	}
+	if err := produce(&kgo.Record{Topic: "plain", Value: []byte("no framing")}); !errors.Is(err, kerr.InvalidRecord) {
+		t.Errorf("plain after turning validation on: %v, want INVALID_RECORD", err)
+	}
+
 	// The raw response: record 2 of 3 (uncompressed and gzip) is named.
 	for _, codec := range []int{record.CodecNone, record.CodecGzip} {
 		recs := []record.BuildRecord{{Value: framed(mine.ID, "0")}, {Value: framed(mine.ID, "1")}, {Value: framed(other.ID, "2")}}
