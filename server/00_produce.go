@@ -356,7 +356,7 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		return
 	}
 	if t.Config.KeySchemaValidation || t.Config.ValueSchemaValidation { // schema_validate.go
-		if err := s.schemas.validate(ctx, topicName, t.Config.KeySchemaValidation, t.Config.ValueSchemaValidation, rp.Records); err != nil {
+		if err := s.schemas.validate(ctx, topicName, t.Config.KeySchemaValidation, t.Config.ValueSchemaValidation, t.Config.Rules.MaxDecompressed, rp.Records); err != nil {
 			s.fillSchemaError(sp, topicName, err)
 			countProduceError(p.Stats, sp.ErrorCode)
 			return

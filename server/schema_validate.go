@@ -77,7 +77,9 @@ func (e *schemaRecordError) Unwrap() error { return errSchemaValidation }
 // validate checks the records of one partition's batches for topic. It
 // returns nil when they pass, and also when a batch does not parse: the
 // append's own validation then answers with the right error.
-func (c *schemaCheck) validate(ctx context.Context, topic string, checkKey, checkValue bool, batches []byte) error {
+// maxDecompressed bounds what one compressed batch may decompress to
+// (the topic's record.Rules.MaxDecompressed).
+func (c *schemaCheck) validate(ctx context.Context, topic string, checkKey, checkValue bool, maxDecompressed int64, batches []byte) error {
 	it := iterPool.Get().(*record.Iter)
 	defer iterPool.Put(it)
 	var index int32
@@ -93,7 +95,9 @@ func (c *schemaCheck) validate(ctx context.Context, topic string, checkKey, chec
 		if b.Control() {
 			continue
 		}
-		it.Reset(b)
+		// Bounded as the append's own walk: a decompression bomb stops
+		// here, and the append then refuses it.
+		it.ResetLimit(b, maxDecompressed)
 		for it.Next() {
 			r := it.Record()
 			if checkKey {

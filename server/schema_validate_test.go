@@ -46,12 +46,12 @@ func TestSchemaCheckCachesAndDoesNotAllocatePerRecord(t *testing.T) {
 	for _, codec := range []int{record.CodecNone, record.CodecLZ4} {
 		one, many := schemaBatch(codec, 1, 7), schemaBatch(codec, 500, 7)
 		for _, b := range [][]byte{one, many, many} {
-			if err := c.validate(ctx, "t", false, true, b); err != nil {
+			if err := c.validate(ctx, "t", false, true, 1<<20, b); err != nil {
 				t.Fatal(err)
 			}
 		}
-		a1 := testing.AllocsPerRun(50, func() { _ = c.validate(ctx, "t", false, true, one) })
-		a500 := testing.AllocsPerRun(50, func() { _ = c.validate(ctx, "t", false, true, many) })
+		a1 := testing.AllocsPerRun(50, func() { _ = c.validate(ctx, "t", false, true, 1<<20, one) })
+		a500 := testing.AllocsPerRun(50, func() { _ = c.validate(ctx, "t", false, true, 1<<20, many) })
 		if a500 > a1 && !raceEnabled { // the race detector's pools drop entries
 			t.Errorf("codec %d: %v allocations for 500 records, %v for 1: allocates per record", codec, a500, a1)
 		}
@@ -60,13 +60,13 @@ func TestSchemaCheckCachesAndDoesNotAllocatePerRecord(t *testing.T) {
 		t.Fatalf("%d registry lookups, want 1 (cached)", reg.lookups)
 	}
 	bad := schemaBatch(record.CodecNone, 3, 8)
-	err := c.validate(ctx, "t", false, true, bad)
+	err := c.validate(ctx, "t", false, true, 1<<20, bad)
 	var re *schemaRecordError
 	if !errors.As(err, &re) || re.index != 0 || !errors.Is(err, record.ErrInvalid) {
 		t.Fatalf("id 8: %v, want a schema error on record 0", err)
 	}
 	reg.ids["t-value"] = append(reg.ids["t-value"], 8)
-	if err := c.validate(ctx, "t", false, true, bad); err != nil {
+	if err := c.validate(ctx, "t", false, true, 1<<20, bad); err != nil {
 		t.Fatalf("id 8 once registered: %v", err)
 	}
 }
@@ -83,10 +83,29 @@ func BenchmarkSchemaCheck(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(batch)))
 			for i := 0; i < b.N; i++ {
-				if err := c.validate(context.Background(), "t", false, true, batch); err != nil {
+				if err := c.validate(context.Background(), "t", false, true, 1<<20, batch); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// TestSchemaCheckBoundsDecompression: a compressed batch that decompresses
+// past the topic's bound is not decompressed in full by the check, which
+// leaves it to the append's validation (MESSAGE_TOO_LARGE) rather than
+// judging its records.
+func TestSchemaCheckBoundsDecompression(t *testing.T) {
+	c := schemaCheck{reg: &fakeSubjects{}}
+	recs := make([]record.BuildRecord, 200)
+	for i := range recs {
+		recs[i] = record.BuildRecord{Value: make([]byte, 1000)} // no framing: refused if read
+	}
+	bomb := record.AppendBatch(nil, record.BatchOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: record.CodecGzip}, recs)
+	if err := c.validate(context.Background(), "t", false, true, 1<<20, bomb); !errors.Is(err, errSchemaValidation) {
+		t.Fatalf("within the bound: %v, want a schema error", err)
+	}
+	if err := c.validate(context.Background(), "t", false, true, 64<<10, bomb); err != nil {
+		t.Fatalf("past the bound (200 KB > 64 KiB): %v, want nil (the append refuses it)", err)
 	}
 }
