@@ -156,7 +156,8 @@ type Broker struct {
 	// schemaRegistry is the built-in schema registry (schemareg.go); nil
 	// when schema.registry.listeners is empty.
 	schemaRegistry *schemareg.Registry
-	http           httpState // http.go
+	schemaSubjects schemaSubjects // the server's view of it (schemareg.go)
+	http           httpState      // http.go
 	// srvReady is srv once server.New has loaded the topics (log recovery
 	// done); recoveringPartitions is how many partitions the metastore
 	// lists, -1 until read. /readyz reads both (http.go).
@@ -341,7 +342,8 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 		return nil, err
 	}
 	b.srv, err = server.New(server.Options{
-		Config: cfg, Logger: log, Meta: b.meta, Store: b.store, LogDirs: b.dirs,
+		Schemas: &b.schemaSubjects, // schemareg.go
+		Config:  cfg, Logger: log, Meta: b.meta, Store: b.store, LogDirs: b.dirs,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
 		ReconfigureListeners: b.reconfigureListeners,

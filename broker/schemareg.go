@@ -10,11 +10,13 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -99,6 +101,7 @@ func (b *Broker) startSchemaRegistry() error {
 		return err
 	}
 	b.schemaRegistry = reg
+	b.schemaSubjects.reg.Store(reg)
 	b.log.Info("broker: schema registry started", "addr", reg.Addr())
 	return b.stack.Push("schema registry", reg.Close)
 }
@@ -106,3 +109,32 @@ func (b *Broker) startSchemaRegistry() error {
 // SchemaRegistry returns the running schema registry, nil when
 // schema.registry.listeners is empty.
 func (b *Broker) SchemaRegistry() *schemareg.Registry { return b.schemaRegistry }
+
+// schemaSubjects adapts the registry, once started, to
+// server.SchemaSubjects (broker-side schema validation): the server is
+// built before the registry, which is a client of it.
+type schemaSubjects struct {
+	reg atomic.Pointer[schemareg.Registry]
+}
+
+// errNoSchemaRegistry: validation is on but the registry is not running.
+var errNoSchemaRegistry = errors.New("not running (schema.registry.listeners is empty or could not listen)")
+
+func (s *schemaSubjects) SubjectHasID(ctx context.Context, subject string, id int) (bool, error) {
+	reg := s.reg.Load()
+	if reg == nil {
+		return false, errNoSchemaRegistry
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // the first call may load the view
+	defer cancel()
+	vs, err := reg.SubjectVersions(ctx, subject)
+	if err != nil {
+		return false, err
+	}
+	for _, v := range vs {
+		if v.ID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -94,6 +94,13 @@ func TestTopicSynonyms(t *testing.T) {
 	for _, k := range []string{"remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable"} {
 		want[k] = [2]string{k, "false"}
 	}
+	// Confluent Server's schema validation keys have no broker synonym.
+	for _, k := range []string{"confluent.key.schema.validation", "confluent.value.schema.validation"} {
+		want[k] = [2]string{k, "false"}
+	}
+	for _, k := range []string{"confluent.key.subject.name.strategy", "confluent.value.subject.name.strategy"} {
+		want[k] = [2]string{k, TopicNameStrategy}
+	}
 	// The replication throttles' replica lists have no broker synonym.
 	want[LeaderThrottledReplicas] = [2]string{LeaderThrottledReplicas, ""}
 	want[FollowerThrottledReplicas] = [2]string{FollowerThrottledReplicas, ""}

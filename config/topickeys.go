@@ -100,8 +100,43 @@ var tieredTopicKeys = []TopicKey{
 		check: oneOf("true", "false")},
 }
 
+// TopicNameStrategy is Confluent's default subject name strategy:
+// subject <topic>-key or <topic>-value. The only one Sluice implements.
+const TopicNameStrategy = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+
+// checkSubjectStrategy accepts TopicNameStrategy; Confluent's other two
+// strategies are known but refused, so that a topic is never validated
+// against a subject other than the one it was configured for.
+func checkSubjectStrategy(v string) error {
+	switch v {
+	case TopicNameStrategy:
+		return nil
+	case "io.confluent.kafka.serializers.subject.RecordNameStrategy", "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy":
+		return fmt.Errorf("%q is not implemented by Sluice: only %s", v, TopicNameStrategy)
+	}
+	return fmt.Errorf("%q is not a subject name strategy (%s)", v, TopicNameStrategy)
+}
+
+// schemaTopicKeys are Confluent Server's broker-side schema validation
+// keys (README, "Schema registry"), merged into topicKeys by init.
+var schemaTopicKeys = []TopicKey{
+	{Name: "confluent.key.schema.validation", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "as Confluent Server: refuse (INVALID_RECORD) a produced record whose key does not start with magic byte 0 and a schema id registered under the key subject (built-in schema registry)",
+		check: oneOf("true", "false")},
+	{Name: "confluent.key.subject.name.strategy", Type: TypeString, Importance: Medium, Default: TopicNameStrategy,
+		Doc:   "the key subject of confluent.key.schema.validation: TopicNameStrategy (`<topic>-key`); RecordNameStrategy and TopicRecordNameStrategy are INVALID_CONFIG (not implemented)",
+		check: checkSubjectStrategy},
+	{Name: "confluent.value.schema.validation", Type: TypeBoolean, Importance: Medium, Default: "false",
+		Doc:   "as Confluent Server: refuse (INVALID_RECORD) a produced record whose value does not start with magic byte 0 and a schema id registered under the value subject (built-in schema registry)",
+		check: oneOf("true", "false")},
+	{Name: "confluent.value.subject.name.strategy", Type: TypeString, Importance: Medium, Default: TopicNameStrategy,
+		Doc:   "the value subject of confluent.value.schema.validation: TopicNameStrategy (`<topic>-value`); RecordNameStrategy and TopicRecordNameStrategy are INVALID_CONFIG (not implemented)",
+		check: checkSubjectStrategy},
+}
+
 func init() {
 	topicKeys = append(topicKeys, tieredTopicKeys...)
+	topicKeys = append(topicKeys, schemaTopicKeys...)
 	slices.SortFunc(topicKeys, func(a, b TopicKey) int { return strings.Compare(a.Name, b.Name) })
 }
 

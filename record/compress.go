@@ -315,7 +315,12 @@ func (s *snappyReader) next() error {
 // to dst and returns it. Output past MaxDecompressed is ErrTooLarge, bytes
 // that do not decompress ErrCorrupt.
 func Decompress(codec int, src, dst []byte) ([]byte, error) {
-	d, err := openDecoder(codec, src, MaxDecompressed)
+	return decompressLimit(codec, src, dst, MaxDecompressed)
+}
+
+// decompressLimit is Decompress with output past limit ErrTooLarge.
+func decompressLimit(codec int, src, dst []byte, limit int64) ([]byte, error) {
+	d, err := openDecoder(codec, src, limit)
 	if err != nil {
 		return nil, decodeError(err)
 	}

@@ -138,11 +138,16 @@ type Iter struct {
 }
 
 // Reset points the iterator at a batch that has passed Validate.
-func (it *Iter) Reset(b Batch) {
+func (it *Iter) Reset(b Batch) { it.ResetLimit(b, MaxDecompressed) }
+
+// ResetLimit is Reset for a batch whose records must not decompress past
+// limit bytes (ErrTooLarge from Err), such as a client's batch not yet
+// validated (a topic's Rules.MaxDecompressed).
+func (it *Iter) ResetLimit(b Batch, limit int64) {
 	it.batch, it.left, it.err = b, b.RecordCount(), nil
 	it.raw = b.Records()
 	if codec := b.Codec(); codec != CodecNone {
-		it.buf, it.err = Decompress(codec, it.raw, it.buf[:0])
+		it.buf, it.err = decompressLimit(codec, it.raw, it.buf[:0], min(limit, MaxDecompressed))
 		it.raw = it.buf
 	}
 }

@@ -23,6 +23,10 @@ type TopicConfig struct {
 	MaxMessage    int
 	MinISR        int
 	Rules         record.Rules // what client batches are validated against
+	// KeySchemaValidation, ValueSchemaValidation: the topic configs
+	// confluent.{key,value}.schema.validation (checked by the produce
+	// handler, server/schema_validate.go).
+	KeySchemaValidation, ValueSchemaValidation bool
 	// Backend is the storage backend of the topic's logs (the topic
 	// config storage.backend); "": the broker's (the store at each log
 	// dir's root).

@@ -23,7 +23,7 @@ func withRegistry(c *config.Config) { c.SchemaRegistryListeners = []string{"http
 
 // startRegistry starts an in-process broker with its registry in dir and
 // returns the broker and a franz-go sr client of the registry.
-func startRegistry(t *testing.T, dir string) (*broker.Broker, *sr.Client) {
+func startRegistry(t testing.TB, dir string) (*broker.Broker, *sr.Client) {
 	t.Helper()
 	b := brokertest.StartIn(t, dir, "segment", withRegistry)
 	reg := b.SchemaRegistry()

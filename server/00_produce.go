@@ -355,6 +355,13 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		countProduceError(p.Stats, sp.ErrorCode)
 		return
 	}
+	if t.Config.KeySchemaValidation || t.Config.ValueSchemaValidation { // schema_validate.go
+		if err := s.schemas.validate(ctx, topicName, t.Config.KeySchemaValidation, t.Config.ValueSchemaValidation, t.Config.Rules.MaxDecompressed, rp.Records); err != nil {
+			s.fillSchemaError(sp, topicName, err)
+			countProduceError(p.Stats, sp.ErrorCode)
+			return
+		}
+	}
 	var res replication.AppendResult
 	var err error
 	if pipe != nil {

@@ -51,6 +51,8 @@ type topicConfig struct {
 	maxMessage    int
 	minISR        int
 	rules         record.Rules // what client batches are validated against
+	// keySchema, valueSchema: confluent.{key,value}.schema.validation
+	keySchema, valueSchema bool
 }
 
 // checkTopicConfigs validates overrides: every name known, every value in
@@ -225,6 +227,9 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		TimestampAfterMax:  orDiff(num("message.timestamp.after.max.ms")),
 		RequireKeys:        policy.Compact,
 	}
+	ks, _ := s.configValue(overrides, "confluent.key.schema.validation")
+	vs, _ := s.configValue(overrides, "confluent.value.schema.validation")
+	tc.keySchema, tc.valueSchema = ks == "true", vs == "true"
 	return tc
 }
 

@@ -134,6 +134,11 @@ type Options struct {
 	// (share_session.go). nil: neither is served nor advertised.
 	ShareMembership ShareMembership
 
+	// Schemas is the schema registry's view that topics with
+	// confluent.{key,value}.schema.validation are checked against
+	// (schema_validate.go); nil: such records are refused.
+	Schemas SchemaSubjects
+
 	// controlPlane, when set, replaces the mode's control plane (tests of
 	// the cluster-mode handlers without ZooKeeper: a plane that implements
 	// interBroker and replica.Hooks makes the server a cluster member).
@@ -150,6 +155,9 @@ const MaxPartitionsPerTopic = 100_000
 // listeners with Serve, stop it with Shutdown and Close. Safe for concurrent
 // use.
 type Server struct {
+	// schemas checks produced records of topics with schema validation
+	// on (schema_validate.go).
+	schemas schemaCheck
 	// topicDefaults are the topic keys' broker defaults, formatted once
 	// per effective config (configs.go): replaced when a dynamic broker
 	// config changes one (brokerconfig.go), never modified.
@@ -357,6 +365,7 @@ func New(opts Options) (*Server, error) {
 	// coordinator (76/77), the data side ShareFetch/ShareAcknowledge
 	// (78/79), served together, as kgo.ShareGroup needs all four.
 	// Options.ShareMembership replaces the coordinator in tests.
+	s.schemas.reg = opts.Schemas
 	membership := opts.ShareMembership
 	if membership == nil && opts.Config.ServesShareGroups() {
 		membership = coordinatorShareMembership{s}
@@ -379,7 +388,8 @@ func New(opts Options) (*Server, error) {
 		Metrics:         s.metrics,
 		TopicConfig: func(name string, overrides map[string]string) replica.TopicConfig {
 			tc := s.effectiveConfig(internalOverrides(name, overrides))
-			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules, Backend: overrides[storageBackendKey]}
+			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules,
+				KeySchemaValidation: tc.keySchema, ValueSchemaValidation: tc.valueSchema, Backend: overrides[storageBackendKey]}
 		},
 		CheckConfig: checkTopicConfigs,
 		// Tiered topics' retention is the remote log manager's.
