@@ -201,7 +201,9 @@ func (s *Server) shareResetStart(ctx context.Context, k share.Key, start int64) 
 	}
 	switch {
 	case h != nil:
+		st := h.P.Stats()
 		*h.P = *share.Restore(snap, 0)
+		h.P.KeepStats(st)
 	case s.share.coord == nil:
 		// No durable state: the reset lives in memory only.
 		s.share.parts.Get(k, func() *share.Partition { return share.Restore(snap, 0) })

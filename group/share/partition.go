@@ -152,6 +152,7 @@ type Partition struct {
 	stateEpoch int32
 	// dirty counts changes since the last Snapshot, for the persister.
 	dirty uint64
+	stats Stats // stats.go
 }
 
 // New returns an empty share partition starting at offset start (chosen by
@@ -191,6 +192,8 @@ func (p *Partition) release(r *record, now int64, cfg *Config) {
 	r.lockUntil = 0
 	if cfg.DeliveryCountLimit > 0 && r.deliveries >= cfg.DeliveryCountLimit {
 		r.state = Archived
+		p.stats.DeliveryLimitHits++
+		p.stats.Archived++
 		return
 	}
 	r.state = Available
@@ -242,6 +245,7 @@ func (p *Partition) ExpireLocks(now time.Time, cfg Config) int {
 		}
 	}
 	if n > 0 {
+		p.stats.LockExpiries += uint64(n)
 		p.dirty++
 		p.advance()
 	}
@@ -327,6 +331,7 @@ func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit 
 		got++
 	}
 	if got > 0 {
+		p.stats.Acquired += uint64(got)
 		p.dirty++
 	}
 	return out
@@ -398,9 +403,15 @@ func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch
 			switch ty {
 			case AckAccept:
 				r.state, r.owner, r.lockUntil = Acknowledged, "", 0
+				p.stats.Accepted++
 			case AckReject, AckGap:
 				r.state, r.owner, r.lockUntil = Archived, "", 0
+				p.stats.Archived++
+				if ty == AckReject {
+					p.stats.Rejected++
+				}
 			case AckRelease:
+				p.stats.Released++
 				p.release(r, t, &cfg)
 			case AckRenew:
 				r.lockUntil = t + int64(cfg.LockDuration)
@@ -425,6 +436,7 @@ func (p *Partition) ReleaseMember(member string, now time.Time, cfg Config) int 
 		}
 	}
 	if n > 0 {
+		p.stats.Released += uint64(n)
 		p.dirty++
 		p.advance()
 	}
@@ -441,6 +453,7 @@ func (p *Partition) ArchiveAcquired(member string, first, last int64) {
 		r := &p.recs[off-p.start]
 		if r.state == Acquired && r.owner == member {
 			r.state, r.owner, r.lockUntil = Archived, "", 0
+			p.stats.Archived++
 		}
 	}
 	p.dirty++
