@@ -206,3 +206,54 @@ func shareOffsetsAdminHostile(t *testing.T, addr string) {
 		t.Fatalf("many partitions: %v", err)
 	}
 }
+
+// TestShareGroupOffsetsAlterSurvivesRestart: the start offset set by
+// AlterShareGroupOffsets is in __share_group_state, so after a restart
+// DescribeShareGroupOffsets still answers it.
+func TestShareGroupOffsetsAlterSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := brokertest.StartIn(t, dir, "segment", fastShareGroups)
+	ctx := testCtx(t, time.Minute)
+	group, topic := "admin-restart", "admin-restart"
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	if ct, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || ct.Err != nil {
+		t.Fatalf("create: %v %v", err, ct.Err)
+	}
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 7})
+	if res, err := adm.AlterShareGroupOffsets(ctx, group, offs); err != nil || res.Error() != nil {
+		t.Fatalf("alter: %v %v", err, res.Error())
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = brokertest.StartIn(t, dir, "segment", fastShareGroups)
+	cl = newClient(t, b.Addr())
+	var start, lag int64 = -1, -1
+	for i := 0; i < 100 && start == -1; i++ { // bounded: the state topic loads
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group,
+			Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.Groups) == 1 && resp.Groups[0].ErrorCode == 0 && len(resp.Groups[0].Topics) == 1 {
+			rp := resp.Groups[0].Topics[0].Partitions[0]
+			start, lag = rp.StartOffset, rp.Lag
+		}
+		if start == -1 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if start != 7 || lag != 3 {
+		t.Fatalf("after restart: start %d lag %d, want 7 and 3", start, lag)
+	}
+}
