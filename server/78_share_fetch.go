@@ -62,12 +62,14 @@ const (
 )
 
 // withShareData returns t with ShareFetch, ShareAcknowledge and
-// DescribeShareGroupOffsets.
+// Describe/Alter/DeleteShareGroupOffsets.
 func withShareData(t apiTable) apiTable {
 	t = maps.Clone(t)
 	t[apiKeyShareFetch] = api{1, 2, handleShareFetch}
 	t[apiKeyShareAcknowledge] = api{1, 2, handleShareAcknowledge}
 	t[apiKeyDescribeShareGroupOffsets] = api{0, 1, handleDescribeShareGroupOffsets} // 90_describe_share_group_offsets.go
+	t[apiKeyAlterShareGroupOffsets] = api{0, 0, handleAlterShareGroupOffsets}       // 91_alter_share_group_offsets.go
+	t[apiKeyDeleteShareGroupOffsets] = api{0, 0, handleDeleteShareGroupOffsets}     // 92_delete_share_group_offsets.go
 	return t
 }
 

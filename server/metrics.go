@@ -237,6 +237,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked} {
 		ch <- d
 	}
+	for _, d := range shareStatDescs { // metrics_share.go
+		ch <- d
+	}
 	for _, d := range groupStateGauges {
 		ch <- d
 	}
@@ -336,6 +339,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLoginTracked, float64(s.failedLogins.Len()))
 
 	c.collectGroups(ch, limit)
+	c.collectShare(ch, limit) // metrics_share.go
 	c.collectCleaner(ch)
 	txns := s.txn.CountByState()
 	for st := txn.Empty; st <= txn.PrepareEpochFence; st++ {

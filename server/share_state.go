@@ -173,3 +173,74 @@ func shareStateTopicSpec() topicSpec {
 		configs:    sharecoord.TopicConfigs(1),
 	}
 }
+
+// shareResetStart is AlterShareGroupOffsets: k's share-partition start
+// offset becomes start and its in-flight state is dropped (every record
+// from start on is Available and undelivered), under a new state epoch,
+// written before it is answered. REQUIRES: the group empty (no member can
+// hold records of k).
+func (s *Server) shareResetStart(ctx context.Context, k share.Key, start int64) error {
+	if err := s.ensureShareStateTopic(ctx); err != nil {
+		return err
+	}
+	epoch := int32(0)
+	h := s.share.parts.Lookup(k)
+	if h != nil {
+		h.Lock()
+		defer h.Unlock()
+		epoch = h.P.StateEpoch() + 1
+	} else if s.share.coord != nil {
+		old, ok, err := s.share.coord.Read(ctx, k)
+		if err != nil {
+			return err
+		}
+		if ok {
+			epoch = old.StateEpoch + 1
+		}
+	}
+	snap := share.Snapshot{StateEpoch: epoch, StartOffset: start}
+	if s.share.coord != nil {
+		if err := s.share.coord.Write(ctx, k, snap, -1); err != nil {
+			return err
+		}
+	}
+	switch {
+	case h != nil:
+		st := h.P.Stats()
+		*h.P = *share.Restore(snap, 0)
+		h.P.KeepStats(st)
+	case s.share.coord == nil:
+		// No durable state: the reset lives in memory only.
+		s.share.parts.Get(k, func() *share.Partition { return share.Restore(snap, 0) })
+	}
+	return nil
+}
+
+// shareDeleteTopic is DeleteShareGroupOffsets: it forgets group's share
+// partitions of topic and deletes their persisted state, so the group's
+// next fetch starts them afresh at share.auto.offset.reset. The first
+// error stops it; what was deleted stays so.
+func (s *Server) shareDeleteTopic(ctx context.Context, group string, topic [16]byte) error {
+	keys := map[share.Key]bool{}
+	s.share.parts.Each(group, func(k share.Key, _ *share.Held) {
+		if k.Topic == topic {
+			keys[k] = true
+		}
+	})
+	if s.share.coord != nil {
+		for _, k := range s.share.coord.Keys(group) {
+			if k.Topic == topic {
+				keys[k] = true
+			}
+		}
+	}
+	for k := range keys {
+		if s.share.coord != nil {
+			if err := s.share.coord.Delete(ctx, k); err != nil {
+				return err
+			}
+		}
+		s.share.parts.Remove(k)
+	}
+	return nil
+}

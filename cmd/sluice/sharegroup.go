@@ -6,7 +6,8 @@ package main
 // protocol. --offsets is the offsets view (START-OFFSET, LAG; --verbose
 // adds LEADER-EPOCH) from DescribeShareGroupOffsets (key 90): every
 // partition the group has share state for, and any a member is assigned
-// without state yet ("-"). reset-offsets awaits AlterShareGroupOffsets (91).
+// without state yet ("-"). reset-offsets and delete-offsets:
+// sharegroup_offsets.go.
 
 import (
 	"context"
@@ -29,6 +30,10 @@ func shareGroupCmd(args []string, stdout, stderr io.Writer) int {
 			"show each group's state (coordinator, #members; --verbose: group and assignment epochs) and members with their assignment; --offsets: each partition's share-partition start offset and lag", shareGroupDescribe},
 		{"delete", "GROUP...",
 			"delete share groups that have no members", shareGroupDelete},
+		{"reset-offsets", "(--group G | G) (--topic T[:p,p] ... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime RFC3339 | --by-duration D) [--dry-run | --execute]",
+			"set the share-partition start offsets of an empty group (AlterShareGroupOffsets); a dry run by default", shareGroupResetOffsets},
+		{"delete-offsets", "(--group G | G) --topic T ...",
+			"forget an empty group's share state of topics (DeleteShareGroupOffsets)", shareGroupDeleteOffsets},
 	}, args, stdout, stderr)
 }
 

@@ -160,6 +160,7 @@ type Partition struct {
 	stateEpoch int32
 	// dirty counts changes since the last Snapshot, for the persister.
 	dirty uint64
+	stats Stats // stats.go
 	// dead are the records archived as dead letters since the last
 	// TakeDeadLetters, in the order they were archived.
 	dead []DeadLetter
@@ -219,6 +220,8 @@ func (p *Partition) release(r *record, off, now int64, cfg *Config) {
 	if cfg.DeliveryCountLimit > 0 && r.deliveries >= cfg.DeliveryCountLimit {
 		r.state = Archived
 		p.dead = append(p.dead, DeadLetter{Offset: off, Deliveries: r.deliveries})
+		p.stats.DeliveryLimitHits++
+		p.stats.Archived++
 		return
 	}
 	r.state = Available
@@ -270,6 +273,7 @@ func (p *Partition) ExpireLocks(now time.Time, cfg Config) int {
 		}
 	}
 	if n > 0 {
+		p.stats.LockExpiries += uint64(n)
 		p.dirty++
 		p.advance()
 	}
@@ -355,6 +359,7 @@ func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit 
 		got++
 	}
 	if got > 0 {
+		p.stats.Acquired += uint64(got)
 		p.dirty++
 	}
 	return out
@@ -426,12 +431,17 @@ func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch
 			switch ty {
 			case AckAccept:
 				r.state, r.owner, r.lockUntil = Acknowledged, "", 0
+				p.stats.Accepted++
 			case AckReject:
 				r.state, r.owner, r.lockUntil = Archived, "", 0
 				p.dead = append(p.dead, DeadLetter{Offset: off, Deliveries: r.deliveries, Rejected: true})
+				p.stats.Archived++
+				p.stats.Rejected++
 			case AckGap:
 				r.state, r.owner, r.lockUntil = Archived, "", 0
+				p.stats.Archived++
 			case AckRelease:
+				p.stats.Released++
 				p.release(r, off, t, &cfg)
 			case AckRenew:
 				r.lockUntil = t + int64(cfg.LockDuration)
@@ -456,6 +466,7 @@ func (p *Partition) ReleaseMember(member string, now time.Time, cfg Config) int 
 		}
 	}
 	if n > 0 {
+		p.stats.Released += uint64(n)
 		p.dirty++
 		p.advance()
 	}
@@ -472,6 +483,7 @@ func (p *Partition) ArchiveAcquired(member string, first, last int64) {
 		r := &p.recs[off-p.start]
 		if r.state == Acquired && r.owner == member {
 			r.state, r.owner, r.lockUntil = Archived, "", 0
+			p.stats.Archived++
 		}
 	}
 	p.dirty++
