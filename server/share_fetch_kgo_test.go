@@ -77,6 +77,7 @@ func (h *testHeartbeats) handle(s *Server, _ *reqCtx, kreq kmsg.Request) (*respo
 }
 
 func TestShareGroupKgoAcceptReleaseReject(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	hb := &testHeartbeats{subs: map[string][]string{}}
 	e := startShareServer(t, 0, nil, func(s *Server) {
 		hb.members = s.share.members.(*testShareMembers)
@@ -179,6 +180,7 @@ func TestShareGroupKgoAcceptReleaseReject(t *testing.T) {
 // and stops polling loses them to another after the group's lock duration
 // (on the server's fake clock), delivered a second time.
 func TestShareGroupKgoSilentMemberLosesRecords(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	hb := &testHeartbeats{subs: map[string][]string{}}
 	e := startShareServer(t, 0, func(c *ShareGroupConfig) { c.RecordLockDuration = 20 * time.Second }, func(s *Server) {
 		hb.members = s.share.members.(*testShareMembers)
@@ -242,6 +244,7 @@ func TestShareGroupKgoSilentMemberLosesRecords(t *testing.T) {
 // TestShareGroupKgoDeliveryLimit: a record always released is delivered
 // exactly share.delivery.count.limit times, then archived.
 func TestShareGroupKgoDeliveryLimit(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	hb := &testHeartbeats{subs: map[string][]string{}}
 	e := startShareServer(t, 0, func(c *ShareGroupConfig) { c.DeliveryCountLimit = 3 }, func(s *Server) {
 		hb.members = s.share.members.(*testShareMembers)

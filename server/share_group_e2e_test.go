@@ -39,6 +39,7 @@ import (
 const e2eLock = 2 * time.Second
 
 func TestShareGroupE2E(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	t.Run("broker=sluice", func(t *testing.T) {
 		b := brokertest.Start(t, "memory", fastShareGroups, func(c *config.Config) {
 			c.GroupShare.MinRecordLockDurationMs = 1000 // lets the group set 2 s; the broker's stays 30 s
@@ -313,6 +314,7 @@ func shareE2ELimit(t *testing.T, addr string) {
 // open and the group's lock duration (1 min here, the broker's max) is far off: another
 // member gets them with delivery count 2.
 func TestShareGroupRemovedMemberReleases(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	for _, how := range []string{"leave", "session-timeout"} {
 		t.Run(how, func(t *testing.T) {
 			b := brokertest.Start(t, "memory", fastShareGroups)
@@ -361,6 +363,7 @@ func TestShareGroupRemovedMemberReleases(t *testing.T) {
 // since the client released it (the broker releases it later still, so
 // "not before" holds on any machine).
 func TestShareGroupRedeliveryBackoff(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	b := brokertest.Start(t, "memory", fastShareGroups)
 	ctx := testCtx(t, 2*time.Minute)
 	ms, maxMs, mult := "1000", "1500", "2"

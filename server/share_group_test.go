@@ -197,6 +197,7 @@ func runShareScenario(t *testing.T, addr string, interval time.Duration) {
 
 // TestShareGroupScenario runs the heartbeat scenario on Sluice and on kfake.
 func TestShareGroupScenario(t *testing.T) {
+	t.Parallel() // waits on lock, session and heartbeat timers, not the CPU
 	t.Run("broker=sluice", func(t *testing.T) {
 		b := brokertest.Start(t, "memory", fastShareGroups)
 		runShareScenario(t, b.Addr(), 200*time.Millisecond)
