@@ -388,35 +388,9 @@ func groupResetOffsets(c *adminCmd) error {
 	}
 	group := pos[0]
 
-	var spec resetSpec
-	var given []string
-	if *earliest {
-		given, spec.kind = append(given, "--to-earliest"), "earliest"
-	}
-	if *latest {
-		given, spec.kind = append(given, "--to-latest"), "latest"
-	}
-	if *toOffset != "" {
-		given, spec.kind = append(given, "--to-offset"), "offset"
-		if spec.offset, err = strconv.ParseInt(*toOffset, 10, 64); err != nil || spec.offset < 0 {
-			return usageErr("--to-offset %q: want a non-negative offset", *toOffset)
-		}
-	}
-	if *toDatetime != "" {
-		given, spec.kind = append(given, "--to-datetime"), "time"
-		t, err := parseDatetime(*toDatetime)
-		if err != nil {
-			return err
-		}
-		spec.millis = t.UnixMilli()
-	}
-	if *byDuration != "" {
-		given, spec.kind = append(given, "--by-duration"), "time"
-		d, err := parseDuration(*byDuration)
-		if err != nil {
-			return err
-		}
-		spec.millis = time.Now().Add(-d).UnixMilli()
+	spec, given, err := resetTargets(*earliest, *latest, *toOffset, *toDatetime, *byDuration)
+	if err != nil {
+		return err
 	}
 	if *shiftBy != "" {
 		given, spec.kind = append(given, "--shift-by"), "shift"
@@ -650,4 +624,39 @@ func planReset(ctx context.Context, c *adminCmd, adm *kadm.Client, group string,
 		}
 	}
 	return plan, warnings, nil
+}
+
+// resetTargets reads the reset targets that `group reset-offsets` and
+// `share-group reset-offsets` share: the spec of the one given (the
+// caller checks that exactly one was) and the flags given.
+func resetTargets(earliest, latest bool, toOffset, toDatetime, byDuration string) (spec resetSpec, given []string, err error) {
+	if earliest {
+		given, spec.kind = append(given, "--to-earliest"), "earliest"
+	}
+	if latest {
+		given, spec.kind = append(given, "--to-latest"), "latest"
+	}
+	if toOffset != "" {
+		given, spec.kind = append(given, "--to-offset"), "offset"
+		if spec.offset, err = strconv.ParseInt(toOffset, 10, 64); err != nil || spec.offset < 0 {
+			return spec, nil, usageErr("--to-offset %q: want a non-negative offset", toOffset)
+		}
+	}
+	if toDatetime != "" {
+		given, spec.kind = append(given, "--to-datetime"), "time"
+		t, err := parseDatetime(toDatetime)
+		if err != nil {
+			return spec, nil, err
+		}
+		spec.millis = t.UnixMilli()
+	}
+	if byDuration != "" {
+		given, spec.kind = append(given, "--by-duration"), "time"
+		d, err := parseDuration(byDuration)
+		if err != nil {
+			return spec, nil, err
+		}
+		spec.millis = time.Now().Add(-d).UnixMilli()
+	}
+	return spec, given, nil
 }

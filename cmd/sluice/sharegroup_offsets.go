@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,35 +61,9 @@ func shareGroupResetOffsets(c *adminCmd) error {
 	if *execute && *dryRun {
 		return usageErr("--dry-run and --execute are exclusive")
 	}
-	var spec resetSpec
-	var given []string
-	if *earliest {
-		given, spec.kind = append(given, "--to-earliest"), "earliest"
-	}
-	if *latest {
-		given, spec.kind = append(given, "--to-latest"), "latest"
-	}
-	if *toOffset != "" {
-		given, spec.kind = append(given, "--to-offset"), "offset"
-		if spec.offset, err = strconv.ParseInt(*toOffset, 10, 64); err != nil || spec.offset < 0 {
-			return usageErr("--to-offset %q: want a non-negative offset", *toOffset)
-		}
-	}
-	if *toDatetime != "" {
-		given, spec.kind = append(given, "--to-datetime"), "time"
-		t, err := parseDatetime(*toDatetime)
-		if err != nil {
-			return err
-		}
-		spec.millis = t.UnixMilli()
-	}
-	if *byDuration != "" {
-		given, spec.kind = append(given, "--by-duration"), "time"
-		d, err := parseDuration(*byDuration)
-		if err != nil {
-			return err
-		}
-		spec.millis = time.Now().Add(-d).UnixMilli()
+	spec, given, err := resetTargets(*earliest, *latest, *toOffset, *toDatetime, *byDuration)
+	if err != nil {
+		return err
 	}
 	if len(given) != 1 {
 		return usageErr("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration (got %d)", len(given))
