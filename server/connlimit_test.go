@@ -150,6 +150,7 @@ func TestSlowFrameCutOff(t *testing.T) {
 // answered. The waiter sends half a timeout after the hog, so that its own
 // timeout, which counts the wait, ends well after the hog's.
 func TestReadsWaitForRequestMemory(t *testing.T) {
+	t.Parallel()
 	b := brokertest.Start(t, "memory", func(c *configT) {
 		c.SocketRequestMaxBytes = 1 << 20
 		c.QueuedMaxRequestBytes = 64 << 10

@@ -133,6 +133,7 @@ func TestRateLimitCounts(t *testing.T) {
 // smaller and the elapsed time longer: the check cannot fail spuriously.
 // The inter-broker listener is not held back by the broker-wide rate.
 func TestMaxConnectionCreationRate(t *testing.T) {
+	t.Parallel()
 	const rate, burst, n = 5, 5, 20
 	client, repl := serveTwo(t, func(c *config.Config) { c.MaxConnectionCreationRate = rate })
 	start := time.Now()

@@ -241,6 +241,7 @@ func waitClassicStable(t *testing.T, ctx context.Context, adm *kadm.Client, grou
 // group with a complete, unique assignment across both kinds of members;
 // the committed offsets survive the conversion; nothing is lost.
 func TestConsumerGroupMigrationUpgrade(t *testing.T) {
+	t.Parallel()
 	const (
 		group, topic = "gmig-up", "tmig-up"
 		parts        = 12
@@ -317,6 +318,7 @@ func TestConsumerGroupMigrationUpgrade(t *testing.T) {
 // and every record is consumed; when it leaves, the other two take its
 // partitions.
 func TestConsumerGroupMigrationClassicJoins(t *testing.T) {
+	t.Parallel()
 	const (
 		group, topic = "gmig-join", "tmig-join"
 		parts        = 12
@@ -362,6 +364,7 @@ func TestConsumerGroupMigrationClassicJoins(t *testing.T) {
 // becomes a classic group again and rebalances; the classic members then
 // share every partition and nothing is lost.
 func TestConsumerGroupMigrationDowngrade(t *testing.T) {
+	t.Parallel()
 	const (
 		group, topic = "gmig-down", "tmig-down"
 		parts        = 12
@@ -440,6 +443,7 @@ func joinClassic(ctx context.Context, cl *kgo.Client, group, member string, topi
 // member's leave downgrades the group; classic members are served in a
 // consumer group under every policy, as in Kafka.
 func TestConsumerGroupMigrationPolicy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy             string
 		upgrade, downgrade bool
@@ -886,6 +890,7 @@ func TestConsumerGroupMigrationStaticDowngrade(t *testing.T) {
 // classic member (its heartbeat is not UNKNOWN_MEMBER_ID) and the classic
 // group's commit; a restart after the downgrade finds the classic group.
 func TestConsumerGroupMigrationRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	slow := func(c *config.Config) {
 		c.GroupConsumerSessionTimeout = 45 * time.Second

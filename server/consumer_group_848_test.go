@@ -328,6 +328,7 @@ func run848Scenario(t *testing.T, addr string) time.Duration {
 
 // TestConsumerGroup848Scenario runs the scenario on Sluice and on kfake.
 func TestConsumerGroup848Scenario(t *testing.T) {
+	t.Parallel()
 	t.Run("broker=sluice", func(t *testing.T) {
 		b := brokertest.Start(t, "segment", fastConsumerGroups)
 		gap := run848Scenario(t, b.Addr())

@@ -138,6 +138,7 @@ func consumeWide(t *testing.T, n int32, sessions bool, idle time.Duration) sessi
 // requests must be far smaller than the full ones (a size check, not a
 // timing one).
 func TestFetchSessionKgoConsumer(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int32{500, 5000} {
 		if n > 500 && testing.Short() {
 			continue

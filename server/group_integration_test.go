@@ -423,6 +423,7 @@ func sum(m map[int32]int64) int {
 // partitions two each and consume 60k records exactly once between them,
 // and their commits reach the end of every partition.
 func TestGroupSplitAndConsumeOnce(t *testing.T) {
+	t.Parallel()
 	forGroupBackends(t, func(t *testing.T, be string) {
 		addr := startGroupBroker(t, be)
 		prod := newProducer(t, addr)
@@ -551,6 +552,7 @@ func TestGroupMemberExpires(t *testing.T) {
 // third member joining takes one partition from each of the two members,
 // who keep the other two and are never made to revoke everything.
 func TestGroupCooperativeIncremental(t *testing.T) {
+	t.Parallel()
 	forGroupBackends(t, func(t *testing.T, be string) {
 		addr := startGroupBroker(t, be)
 		prod := newProducer(t, addr)
@@ -631,6 +633,7 @@ func diff(a, b []int32) []int32 {
 // no owned partitions, its plan differs from the kept one and it rejoins;
 // it would do so against Kafka too.)
 func TestGroupStaticRestart(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		balancer string
 		opt      kgo.Opt
@@ -703,6 +706,7 @@ func TestGroupStaticRestart(t *testing.T) {
 // committed, auto.offset.reset earliest starts at the log start and latest
 // at the end.
 func TestGroupResumeAndReset(t *testing.T) {
+	t.Parallel()
 	forGroupBackends(t, func(t *testing.T, be string) {
 		addr := startGroupBroker(t, be)
 		prod := newProducer(t, addr)

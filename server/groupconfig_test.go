@@ -107,6 +107,7 @@ func checkGroupConfig(t *testing.T, ctx context.Context, cl *kgo.Client, group, 
 // refused with Kafka's errors; validate_only stores nothing; AlterConfigs
 // replaces the set; and the configs survive a restart.
 func TestGroupConfigs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir, "segment", groupCfgBroker)
 	ctx := testCtx(t, 90*time.Second)

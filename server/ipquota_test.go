@@ -22,6 +22,7 @@ import (
 // an address's own quota beating the default, and surviving a restart
 // (single node: the metastore).
 func TestIPQuotas(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir, "memory")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))

@@ -201,6 +201,7 @@ func sizePrefixed(body []byte) []byte {
 // timestamps (the int64 extremes) are stored as given and never break the
 // broker.
 func TestOffsetCommitV1(t *testing.T) {
+	t.Parallel()
 	b := brokertest.Start(t, "memory")
 	cl := newClient(t, b.Addr())
 	adm := kadm.NewClient(cl)

@@ -183,6 +183,7 @@ func TestIdempotentRetry(t *testing.T) {
 // gives up after 10 s, so only a woken fetch can answer in time; no timing
 // is asserted beyond that.
 func TestFetchLongPollWakes(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be string) {
 		b := brokertest.Start(t, be)
 		cl := newClient(t, b.Addr())

@@ -16,6 +16,7 @@ import (
 // record: this broker truncated it and replicated broker 2's records, and
 // its HW passed N+1's offset. N+1 must not be acknowledged.
 func TestProducePipelineAckAfterTruncation(t *testing.T) {
+	t.Parallel()
 	s, _, rc := pipelineAB(t)
 	n := rc.Send(produceReq("a", 0, -1, 1500))
 	n1 := rc.Send(produceReq("b", 0, -1, 30000))
@@ -133,6 +134,7 @@ func TestProducePipelineReadYourWrites(t *testing.T) {
 // the client) with partitions a-0 (ISR never catches up) and b-0: b's wait
 // now runs after a's, and acknowledges b's truncated record.
 func TestProducePipelineMultiPartitionAckAfterTruncation(t *testing.T) {
+	t.Parallel()
 	s, _, rc := pipelineAB(t)
 	req := produceReq("a", 0, -1, 1500)
 	req.Topics = append(req.Topics, produceReq("b", 0, -1, 1500).Topics[0])

@@ -77,6 +77,7 @@ func usable(t *testing.T, rc *kraw.Conn) {
 }
 
 func TestSASLReauthenticationRules(t *testing.T) {
+	t.Parallel()
 	t.Run("another mechanism", func(t *testing.T) {
 		// Kafka's REAUTH_BAD_MECHANISM: the handshake is accepted, the
 		// next token closes the connection without an answer.

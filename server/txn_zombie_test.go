@@ -13,6 +13,7 @@ import (
 // with INVALID_PRODUCER_EPOCH, as Kafka's log refuses it; otherwise its
 // offsets would be committed by the next producer's transaction.
 func TestZombieTxnOffsetCommitFencedSingleNode(t *testing.T) {
+	t.Parallel()
 	addr := startTxnBroker(t, "memory")
 	adm := kadm.NewClient(newClient(t, addr))
 	createTopic(t, adm, "out", 2, nil)
