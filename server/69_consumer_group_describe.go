@@ -8,6 +8,8 @@ package server
 // operations when asked for.
 
 import (
+	"iter"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/acl"
@@ -56,22 +58,35 @@ func handleConsumerGroupDescribe(s *Server, rc *reqCtx, kreq kmsg.Request) (*res
 	return out, nil
 }
 
-// describableTopics reports whether rc's principal may Describe every topic
-// rg's members subscribe to or are assigned.
+// describableTopics reports whether rc's principal may Describe every
+// topic rg's members subscribe to or are assigned.
 func describableTopics(s *Server, rc *reqCtx, rg *kmsg.ConsumerGroupDescribeResponseGroup) bool {
-	ok := func(t string) bool { return t == "" || s.az.allowed(rc, acl.OpDescribe, acl.ResourceTopic, t) }
-	for _, m := range rg.Members {
-		for _, t := range m.SubscribedTopics {
-			if !ok(t) {
-				return false
-			}
-		}
-		for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
-			for _, tp := range a.TopicPartitions {
-				if !ok(tp.Topic) {
-					return false
+	return mayDescribeTopics(s, rc, func(yield func(string) bool) {
+		for _, m := range rg.Members {
+			for _, t := range m.SubscribedTopics {
+				if !yield(t) {
+					return
 				}
 			}
+			for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+				for _, tp := range a.TopicPartitions {
+					if !yield(tp.Topic) {
+						return
+					}
+				}
+			}
+		}
+	})
+}
+
+// mayDescribeTopics reports whether rc's principal may Describe every topic
+// a group description names, as Kafka's describe handlers check before
+// they answer a group. An empty name (an assigned topic id whose topic is
+// gone) names nothing to hide and is skipped.
+func mayDescribeTopics(s *Server, rc *reqCtx, topics iter.Seq[string]) bool {
+	for t := range topics {
+		if t != "" && !s.az.allowed(rc, acl.OpDescribe, acl.ResourceTopic, t) {
+			return false
 		}
 	}
 	return true

@@ -59,17 +59,18 @@ func handleShareGroupDescribe(s *Server, rc *reqCtx, kreq kmsg.Request) (*respon
 // shareDescribableTopics reports whether rc's principal may Describe every
 // topic rg's members subscribe to or are assigned.
 func shareDescribableTopics(s *Server, rc *reqCtx, rg *kmsg.ShareGroupDescribeResponseGroup) bool {
-	for _, m := range rg.Members {
-		for _, t := range m.SubscribedTopicNames {
-			if !s.az.allowed(rc, acl.OpDescribe, acl.ResourceTopic, t) {
-				return false
+	return mayDescribeTopics(s, rc, func(yield func(string) bool) {
+		for _, m := range rg.Members {
+			for _, t := range m.SubscribedTopicNames {
+				if !yield(t) {
+					return
+				}
+			}
+			for _, tp := range m.Assignment.TopicPartitions {
+				if !yield(tp.Topic) {
+					return
+				}
 			}
 		}
-		for _, tp := range m.Assignment.TopicPartitions {
-			if tp.Topic != "" && !s.az.allowed(rc, acl.OpDescribe, acl.ResourceTopic, tp.Topic) {
-				return false
-			}
-		}
-	}
-	return true
+	})
 }
