@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/httpauth"
 	"github.com/sluice/sluice/auth/loginlimit"
 	"github.com/sluice/sluice/auth/sasl"
 )
@@ -161,7 +162,7 @@ type Server struct {
 	backend atomic.Pointer[Backend]
 	handler http.Handler
 	uiFiles http.Handler // nil without Options.UI
-	scram   scramLogins
+	auth    httpauth.Authenticator
 
 	srvs  []*http.Server
 	lns   []net.Listener
@@ -174,11 +175,12 @@ type Server struct {
 // taken, saying "address already in use").
 func Start(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger}
-	s.scram.sem = make(chan struct{}, maxScramParallel)
-	s.scram.ok = map[[32]byte]scramLogin{}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.auth = httpauth.Authenticator{PlainUsers: opts.PlainUsers, FailedLogins: opts.FailedLogins,
+		FailureDelay: opts.AuthFailureDelay, OnFailure: opts.OnAuthFailure, OnSuccess: opts.OnAuthSuccess,
+		Logger: s.log, Name: "console"}
 	if opts.UI != nil {
 		s.uiFiles = newUIFiles(opts.UI)
 	}
