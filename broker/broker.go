@@ -371,7 +371,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 			}
 		}()
 	}
-	b.srvReady.Store(b.srv)                         // the Kafka listeners serve: /readyz looks further
+	b.srvReady.Store(b.srv)                                     // the Kafka listeners serve: /readyz looks further
 	if err := b.startSchemaRegistry(authz, creds); err != nil { // schemareg.go
 		return nil, err
 	}
