@@ -2,6 +2,7 @@ package schemareg_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/zktest"
 )
 
 // securedRegistry starts a broker with a SASL listener (PLAIN users admin,
@@ -307,4 +309,70 @@ func raw2strings(t *testing.T, raw string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// In a secured cluster a write sent to a broker that is not the writer is
+// forwarded with the client's credentials: the writer logs the client in
+// and authorizes it again, so a user with Write on the topic registers
+// through every broker, and one without is refused by each.
+func TestRegistryAuthCluster(t *testing.T) {
+	zk := zktest.Start(t) // NeedsProcess
+	var bs []*broker.Broker
+	for id := int32(1); id <= 3; id++ {
+		bs = append(bs, brokertest.Start(t, "memory", withRegistry, func(c *config.Config) {
+			c.BrokerID = id
+			c.ZooKeeperConnect = zk.Addr() + "/sluice"
+			c.ControlledShutdownEnable = false
+			c.DefaultReplicationFactor = 3
+			c.Listeners = []string{"SASL_PLAINTEXT://127.0.0.1:0"}
+			c.SASLEnabledMechanisms = []string{"PLAIN"}
+			c.SASLInterBrokerMechanism = "PLAIN"
+			c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+			c.SuperUsers = []string{"User:admin"}
+			c.SecurityProperties = map[string]string{
+				"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+					`username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";`,
+			}
+		}))
+	}
+	admOpts := []kgo.Opt{kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())}
+	brokertest.WaitForBrokers(t, 3, admOpts, bs...)
+	c, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(append(admOpts, kgo.SeedBrokers(bs[0].Addr()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	acl := kadm.NewACLs().Allow("User:alice").Topics("orders").ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpWrite)
+	if res, err := adm.CreateACLs(c, acl); err != nil || res[0].Err != nil {
+		t.Fatalf("create ACL: %v %+v", err, res)
+	}
+	schemas := []string{avroV1, avroV2, `{"type":"record","name":"myrecord","fields":[{"type":"string","name":"f1"},{"type":"string","name":"f2","default":"foo"},{"type":"int","name":"f3","default":0}]}`}
+	for i, b := range bs {
+		addr := b.SchemaRegistry().Addr()
+		// The ACL reaches every broker through ZooKeeper: wait for this
+		// one to allow alice's read (bounded).
+		for try := 0; ; try++ {
+			st, _, _ := call(t, addr, "alice", "alice-secret", "GET", "/config/orders-value?defaultToGlobal=true", nil)
+			if st == 200 {
+				break
+			}
+			if try == 100 {
+				t.Fatalf("broker %d never allowed alice: %d", i+1, st)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if st, _, m := call(t, addr, "alice", "alice-secret", "POST", "/subjects/orders-value/versions", map[string]any{"schema": schemas[i]}); st != 200 {
+			t.Fatalf("alice registers through broker %d: %d %v", i+1, st, m)
+		}
+		if st, _, m := call(t, addr, "bob", "bob-secret", "POST", "/subjects/orders-value/versions", map[string]any{"schema": `"int"`}); st != 403 || m["error_code"] != float64(40301) {
+			t.Fatalf("bob registers through broker %d: %d %v, want 403/40301", i+1, st, m)
+		}
+	}
+	st, _, m := call(t, bs[2].SchemaRegistry().Addr(), "alice", "alice-secret", "GET", "/subjects/orders-value/versions", nil)
+	if st != 200 || m["raw"] != "[1,2,3]" {
+		t.Fatalf("versions: %d %v, want [1,2,3]", st, m)
+	}
 }
