@@ -37,6 +37,7 @@ import (
 	"github.com/sluice/sluice/auth/httpauth"
 	"github.com/sluice/sluice/auth/loginlimit"
 	"github.com/sluice/sluice/auth/sasl"
+	"github.com/sluice/sluice/schemareg"
 )
 
 // Limits of every request.
@@ -136,6 +137,9 @@ type Backend struct {
 	// owns and closes it. It must produce with kgo.ManualPartitioner: the
 	// console chooses each record's partition.
 	Client func() (*kgo.Client, error)
+	// SchemaRegistry returns the broker's schema registry, nil while it
+	// has not started or when there is none (schemas.go); nil: none.
+	SchemaRegistry func() *schemareg.Registry
 }
 
 // Check is one readiness check.

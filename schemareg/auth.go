@@ -135,11 +135,15 @@ func remoteAddr(q *http.Request) netip.Addr {
 
 // allowed reports whether q's caller may do op on the resource.
 func (r *Registry) allowed(q *http.Request, op acl.Operation, rt acl.ResourceType, name string) bool {
+	return r.allowedFor(callerOf(q), op, rt, name)
+}
+
+// allowedFor reports whether c may do op on the resource.
+func (r *Registry) allowedFor(c caller, op acl.Operation, rt acl.ResourceType, name string) bool {
 	sec := r.opts.Security
 	if sec == nil || sec.Authorizer == nil {
 		return true
 	}
-	c := callerOf(q)
 	return sec.Authorizer.Authorize(c.principal, c.host, op, rt, name)
 }
 
@@ -172,8 +176,12 @@ func legalTopic(t string) bool {
 // mayReadSubject reports whether q's caller may read subject: Describe
 // on its topic, else on the cluster.
 func (r *Registry) mayReadSubject(q *http.Request, subject string) bool {
+	return r.mayReadSubjectAs(callerOf(q), subject)
+}
+
+func (r *Registry) mayReadSubjectAs(c caller, subject string) bool {
 	rt, name := subjectResource(subject)
-	return r.allowed(q, acl.OpDescribe, rt, name)
+	return r.allowedFor(c, acl.OpDescribe, rt, name)
 }
 
 // mayWriteSubject reports whether q's caller may register in or delete
