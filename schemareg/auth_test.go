@@ -25,7 +25,7 @@ import (
 // securedRegistry starts a broker with a SASL listener (PLAIN users admin,
 // alice; SCRAM users added by the test), an ACL authorizer with admin as
 // super user, and its registry; it returns the broker and an admin client.
-func securedRegistry(t *testing.T, more ...func(*config.Config)) (*broker.Broker, *kadm.Client) {
+func securedRegistry(t testing.TB, more ...func(*config.Config)) (*broker.Broker, *kadm.Client) {
 	t.Helper()
 	b := brokertest.Start(t, "memory", append([]func(*config.Config){withRegistry, func(c *config.Config) {
 		c.Listeners = []string{"SASL_PLAINTEXT://127.0.0.1:0"}
