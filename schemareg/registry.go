@@ -11,8 +11,9 @@
 // writing client reads its own write. Ids are the largest id in the topic
 // plus one.
 //
-// Reads for other packages (broker-side validation, the CLI, the console)
-// go through SchemaByID and SubjectVersions.
+// Reads for other packages go through SchemaByID and SubjectVersions
+// (broker-side validation) and BrowseSubjects and BrowseSubject, which
+// apply the REST API's ACL rules (the console; auth_browse.go).
 //
 // The REST API logs its clients in with the broker's users and authorizes
 // them by the topic and cluster ACLs when the broker asks (auth.go); the
