@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
+	"github.com/sluice/sluice/internal/testpki"
 )
 
 const (
@@ -218,5 +219,27 @@ func TestSchemaCommandAuth(t *testing.T) {
 	}
 	if code, _, errOut := sluice("schema", "get", "orders-value", "--user", "carol"); code != 1 || !strings.Contains(errOut, "error 40301") {
 		t.Errorf("carol gets orders-value: exit %d %q, want 40301", code, errOut)
+	}
+}
+
+// An https registry: --ca-file trusts its CA; without it the system's
+// roots do not, and the command says why.
+func TestSchemaCommandHTTPS(t *testing.T) {
+	pki := testpki.New(t)
+	b := brokertest.Start(t, "memory", func(c *config.Config) {
+		c.SchemaRegistryListeners = []string{"https://127.0.0.1:0"}
+		c.SecurityProperties = map[string]string{
+			"ssl.keystore.location":   pki.Broker.Keystore,
+			"ssl.truststore.location": pki.Broker.CA,
+		}
+	})
+	reg := "https://" + b.SchemaRegistry().Addr()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"schema", "register", "tls-value", "--schema", `"int"`, "--registry", reg, "--ca-file", pki.Broker.CA}, &out, &errOut); code != 0 {
+		t.Fatalf("register over https with --ca-file: exit %d %s%s", code, out.String(), errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"schema", "list", "--registry", reg}, io.Discard, &errOut); code != 1 || !strings.Contains(errOut.String(), "certificate") {
+		t.Errorf("https without --ca-file: exit %d %q, want 1 naming the certificate", code, errOut.String())
 	}
 }
