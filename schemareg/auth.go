@@ -37,7 +37,7 @@ package schemareg
 // schema types and the contexts are any logged-in user's. A refusal is
 // 403 with error_code 40301, as Confluent's security plugin answers. A
 // registration is checked on its subject only, not on the subjects its
-// references name (as Confluent).
+// references name.
 //
 // In a cluster, a write forwarded to the writer carries the client's
 // Authorization header (forward.go); the writer logs the client in and
