@@ -371,8 +371,8 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 			}
 		}()
 	}
-	b.srvReady.Store(b.srv)                         // the Kafka listeners serve: /readyz looks further
-	if err := b.startSchemaRegistry(); err != nil { // schemareg.go
+	b.srvReady.Store(b.srv)                                     // the Kafka listeners serve: /readyz looks further
+	if err := b.startSchemaRegistry(authz, creds); err != nil { // schemareg.go
 		return nil, err
 	}
 	if b.node != nil {

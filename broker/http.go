@@ -205,7 +205,7 @@ func (b *Broker) attachHTTP(authz server.Authorizer, creds sasl.CredentialLookup
 	h.dialAddr = b.selfDialAddr(idx)
 	h.dialSec, h.dialHost, h.dialMech = sec, host, mech
 	h.mu.Unlock()
-	backend := console.Backend{Credentials: creds, Client: b.consoleClient}
+	backend := console.Backend{Credentials: creds, Client: b.consoleClient, SchemaRegistry: b.schemaSubjects.reg.Load}
 	if authz != nil {
 		backend.Authorizer = authz
 	}

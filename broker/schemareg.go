@@ -21,14 +21,19 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice/sluice/auth/httpauth"
+	"github.com/sluice/sluice/auth/sasl"
 	"github.com/sluice/sluice/auth/tlsconf"
 	"github.com/sluice/sluice/schemareg"
+	"github.com/sluice/sluice/server"
 )
 
 // startSchemaRegistry starts the registry when schema.registry.listeners
 // is set and pushes its entry: it closes before the server it is a
-// client of.
-func (b *Broker) startSchemaRegistry() error {
+// client of. Its clients log in with the broker's users (authz, creds)
+// when the console's do (httpAuthRequired), and its metrics join the
+// broker's.
+func (b *Broker) startSchemaRegistry(authz server.Authorizer, creds sasl.CredentialLookup) error {
 	if len(b.cfg.SchemaRegistryListeners) == 0 {
 		return nil
 	}
@@ -73,7 +78,7 @@ func (b *Broker) startSchemaRegistry() error {
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
-	opts := schemareg.Options{Kafka: kopts, Listener: ln, Logger: b.log}
+	opts := schemareg.Options{Kafka: kopts, Listener: ln, Logger: b.log, Security: b.schemaRegistrySecurity(authz, creds)}
 	if b.node != nil {
 		opts.Cluster, opts.BrokerID = true, b.cfg.BrokerID
 		opts.WriterURL = func(_ context.Context, id int32) (string, error) { return b.node.SchemaRegistryURL(id) }
@@ -103,7 +108,33 @@ func (b *Broker) startSchemaRegistry() error {
 	b.schemaRegistry = reg
 	b.schemaSubjects.reg.Store(reg)
 	b.log.Info("broker: schema registry started", "addr", reg.Addr())
-	return b.stack.Push("schema registry", reg.Close)
+	m := b.http.metrics // nil without http.listeners: nothing kept
+	if err := m.Register(reg.Collector()); err != nil {
+		reg.Close()
+		return fmt.Errorf("broker: schema registry metrics: %w", err)
+	}
+	return b.stack.Push("schema registry", func() error {
+		m.Unregister(reg.Collector())
+		return reg.Close()
+	})
+}
+
+// schemaRegistrySecurity is who may use the registry: nil (everyone)
+// unless the console needs a login too; then the broker's PLAIN and
+// SCRAM users log in as they do on the console, sharing its failed-login
+// limit, and authz (nil: everything allowed) decides (schemareg/auth.go).
+func (b *Broker) schemaRegistrySecurity(authz server.Authorizer, creds sasl.CredentialLookup) *schemareg.Security {
+	if !b.httpAuthRequired() {
+		return nil
+	}
+	lm := b.http.metrics.Listener("SCHEMA_REGISTRY") // its logins
+	sec := &schemareg.Security{Credentials: creds, Auth: &httpauth.Authenticator{
+		PlainUsers: b.plainUsers(), FailedLogins: b.failedLogins, FailureDelay: b.cfg.FailedAuthenticationDelay,
+		OnFailure: lm.AuthenticationFailed, OnSuccess: lm.Authenticated, Logger: b.log, Name: "schemareg"}}
+	if authz != nil {
+		sec.Authorizer = authz
+	}
+	return sec
 }
 
 // SchemaRegistry returns the running schema registry, nil when

@@ -74,7 +74,7 @@ var brokerKeys = []Key{
 			get: listString(func(c *Config) []string { return c.HTTPListeners }),
 		}},
 	{Name: "schema.registry.listeners", Type: TypeList, Importance: Medium, Default: "http://127.0.0.1:8081",
-		Doc: "Sluice's own: where the built-in schema registry serves Confluent Schema Registry's REST API (`http://host:port` or `https://host:port` with the broker's `ssl.*` settings; one listener); empty: no schema registry. The registry does not authenticate its users: keep it on loopback or a trusted network",
+		Doc: "Sluice's own: where the built-in schema registry serves Confluent Schema Registry's REST API (`http://host:port` or `https://host:port` with the broker's `ssl.*` settings; one listener); empty: no schema registry. It logs its clients in with the broker's users and follows the ACLs whenever the console does (README, Schema registry, Security)",
 		codec: codec{
 			set: func(s *setter, key, v string) (err error) {
 				ls, err := parseHTTPListeners(key, v)

@@ -26,6 +26,8 @@ func (s *Server) apiRoutes(mux *http.ServeMux, auth func(func(http.ResponseWrite
 	mux.Handle("GET /api/groups", auth(s.listGroups))
 	mux.Handle("GET /api/groups/{group}", auth(s.describeGroup))
 	mux.Handle("GET /api/throughput", auth(s.throughput))
+	mux.Handle("GET /api/schemas", auth(s.listSchemas))                     // schemas.go
+	mux.Handle("GET /api/schemas/{subject}", auth(s.describeSchemaSubject)) // schemas.go
 }
 
 type whoamiJSON struct {

@@ -73,7 +73,7 @@ func loginStorm(t testing.TB, limit *loginlimit.Limiter, delay time.Duration, at
 	tenth := make(chan struct{})
 	var tenthOnce sync.Once
 	var next atomic.Int64
-	d0, cpu0 := s.scram.derivations.Load(), processCPU(t)
+	d0, cpu0 := s.auth.Derivations(), processCPU(t)
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Add(1)
@@ -128,7 +128,7 @@ func loginStorm(t testing.TB, limit *loginlimit.Limiter, delay time.Duration, at
 		f.goodDuringRun = true
 	}
 	<-stormDone
-	f.derivations = s.scram.derivations.Load() - d0
+	f.derivations = s.auth.Derivations() - d0
 	f.cpu = processCPU(t) - cpu0
 	return f
 }

@@ -34,8 +34,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/auth/httpauth"
 	"github.com/sluice/sluice/auth/loginlimit"
 	"github.com/sluice/sluice/auth/sasl"
+	"github.com/sluice/sluice/schemareg"
 )
 
 // Limits of every request.
@@ -135,6 +137,9 @@ type Backend struct {
 	// owns and closes it. It must produce with kgo.ManualPartitioner: the
 	// console chooses each record's partition.
 	Client func() (*kgo.Client, error)
+	// SchemaRegistry returns the broker's schema registry, nil while it
+	// has not started or when there is none (schemas.go); nil: none.
+	SchemaRegistry func() *schemareg.Registry
 }
 
 // Check is one readiness check.
@@ -161,7 +166,7 @@ type Server struct {
 	backend atomic.Pointer[Backend]
 	handler http.Handler
 	uiFiles http.Handler // nil without Options.UI
-	scram   scramLogins
+	auth    httpauth.Authenticator
 
 	srvs  []*http.Server
 	lns   []net.Listener
@@ -174,11 +179,12 @@ type Server struct {
 // taken, saying "address already in use").
 func Start(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger}
-	s.scram.sem = make(chan struct{}, maxScramParallel)
-	s.scram.ok = map[[32]byte]scramLogin{}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.auth = httpauth.Authenticator{PlainUsers: opts.PlainUsers, FailedLogins: opts.FailedLogins,
+		FailureDelay: opts.AuthFailureDelay, OnFailure: opts.OnAuthFailure, OnSuccess: opts.OnAuthSuccess,
+		Logger: s.log, Name: "console"}
 	if opts.UI != nil {
 		s.uiFiles = newUIFiles(opts.UI)
 	}

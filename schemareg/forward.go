@@ -76,6 +76,10 @@ func (r *Registry) forward(ctx context.Context, w http.ResponseWriter, q *http.R
 	if ct := q.Header.Get("Content-Type"); ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
+	if a := q.Header.Get("Authorization"); a != "" {
+		// The writer logs the client in and authorizes it again (auth.go).
+		req.Header.Set("Authorization", a)
+	}
 	req.Header.Set(forwardedHeader, "1")
 	hc := r.opts.ForwardClient
 	if hc == nil {

@@ -31,6 +31,9 @@ func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, write bool, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
+			if !r.authorize(w, q, write) { // auth.go
+				return
+			}
 			ctx, cancel := context.WithTimeout(q.Context(), r.opts.Timeout)
 			defer cancel()
 			q = q.WithContext(ctx)
@@ -111,7 +114,7 @@ func (r *Registry) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, q *http.Request) {
 		writeError(w, &apiError{404, "HTTP 404 Not Found"})
 	})
-	return mux
+	return r.instrument(mux) // login and metrics: auth.go, metrics.go
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -138,6 +141,7 @@ func writeError(w http.ResponseWriter, err error) {
 		ae = &apiError{codeStoreError, err.Error()}
 	}
 	b, _ := jsonMarshal(ae)
+	recordErrorCode(w, ae.Code) // metrics.go
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(ae.status())
 	w.Write(b)
@@ -221,7 +225,7 @@ func (r *Registry) getSubjects(w http.ResponseWriter, q *http.Request) (any, err
 	prefix := q.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for _, n := range names {
-		if strings.HasPrefix(n, prefix) {
+		if strings.HasPrefix(n, prefix) && r.mayReadSubject(q, n) {
 			out = append(out, n)
 		}
 	}
@@ -237,7 +241,7 @@ func (r *Registry) getSchemas(w http.ResponseWriter, q *http.Request) (any, erro
 	prefix := q.URL.Query().Get("subjectPrefix")
 	out := []versionBody{}
 	for _, name := range r.view.subjectNamesLocked(deleted) {
-		if !strings.HasPrefix(name, prefix) {
+		if !strings.HasPrefix(name, prefix) || !r.mayReadSubject(q, name) {
 			continue
 		}
 		vs := r.view.versionsLocked(name, deleted)
@@ -359,6 +363,9 @@ func (r *Registry) idState(q *http.Request) (*idState, error) {
 	if is == nil {
 		return nil, &apiError{codeSchemaNotFound, fmt.Sprintf("Schema %d not found", id)}
 	}
+	if !r.mayReadIDLocked(q, is) { // auth.go
+		return nil, denied("Read", "Schema", strconv.Itoa(id))
+	}
 	return is, nil
 }
 
@@ -402,7 +409,7 @@ func (r *Registry) idUses(q *http.Request) ([]subjectVersionBody, error) {
 	out := []subjectVersionBody{}
 	for u := range is.uses {
 		sv := r.view.subjects[u.subject].versions[u.version]
-		if deleted || !sv.Deleted {
+		if (deleted || !sv.Deleted) && r.mayReadSubject(q, u.subject) {
 			out = append(out, subjectVersionBody{u.subject, u.version})
 		}
 	}

@@ -11,11 +11,13 @@
 // writing client reads its own write. Ids are the largest id in the topic
 // plus one.
 //
-// Reads for other packages (broker-side validation, the CLI, the console)
-// go through SchemaByID and SubjectVersions.
+// Reads for other packages go through SchemaByID and SubjectVersions
+// (broker-side validation) and BrowseSubjects and BrowseSubject, which
+// apply the REST API's ACL rules (the console; auth_browse.go).
 //
-// The listener is unauthenticated: the broker binds it to loopback by
-// default (schema.registry.listeners).
+// The REST API logs its clients in with the broker's users and authorizes
+// them by the topic and cluster ACLs when the broker asks (auth.go); the
+// broker binds it to loopback by default (schema.registry.listeners).
 package schemareg
 
 import (
@@ -69,6 +71,9 @@ type Options struct {
 	WriterURL func(ctx context.Context, id int32) (string, error)
 	// ForwardClient sends forwarded writes; nil means http.DefaultClient.
 	ForwardClient *http.Client
+	// Security is who may use the REST API (auth.go); nil: everyone,
+	// everything, as User:ANONYMOUS.
+	Security *Security
 	// Timeout bounds one request's Kafka work; 0 means 30s.
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -90,6 +95,8 @@ type Registry struct {
 
 	parsed parseCache
 	bodies chan struct{} // a slot per request body being read (http.go)
+
+	metrics requestMetrics // of the REST API (metrics.go)
 
 	// loadMu guards the replay loop's start (load, createTopic).
 	loadMu         sync.Mutex

@@ -30,6 +30,7 @@ func commands() []command {
 		{"zk", "set-acls: secure (or open) an existing cluster's znodes in ZooKeeper", zkCmd},
 		{"broker", "config set|describe|delete: dynamic broker configs (kafka-configs.sh --entity-type brokers)", brokerCmd},
 		{"partitions", "reassign: move partitions between brokers (kafka-reassign-partitions.sh)", partitionsCmd},
+		{"schema", "list, get, register, delete, compat, config: the schema registry over its REST API", schemaCmd},
 	}
 }
 

@@ -115,6 +115,7 @@ const routes = {
   groups: (r) => (r.segs.length > 1 ? groupPage(r.segs[1]) : groupsPage()),
   messages: (r) => messagesPage(r.query),
   create: createPage,
+  schemas: (r) => (r.segs.length > 1 ? schemaSubjectPage(r.segs[1], r.query) : schemasPage()),
 };
 
 async function render() {
@@ -607,6 +608,59 @@ async function messagesPage(q) {
     page.append(errorBox(err));
   }
   return page;
+}
+
+// ---- schema registry ----
+
+async function schemasPage() {
+  const { enabled, subjects } = await api("/api/schemas");
+  if (!enabled) {
+    return el("div", {}, el("h1", {}, "Schemas"),
+      el("p", { class: "muted", id: "schemas-off" }, "This broker runs no schema registry (schema.registry.listeners is empty)."));
+  }
+  const rows = subjects.map((s) => el("tr", { "data-subject": s.subject },
+    el("td", {}, el("a", { href: "#/schemas/" + enc(s.subject) }, s.subject)),
+    el("td", { "data-col": "type" }, s.type),
+    el("td", { class: "num", "data-col": "versions" }, num(s.versions.length)),
+    el("td", { class: "num", "data-col": "latest" }, String(s.versions[s.versions.length - 1])),
+    el("td", { class: "num", "data-col": "id" }, String(s.latestId))));
+  const filter = el("input", { type: "search", placeholder: "Filter subjects", id: "subject-filter", oninput: (e) => {
+    const f = e.target.value.toLowerCase();
+    for (const r of rows) r.hidden = !r.dataset.subject.toLowerCase().includes(f);
+  } });
+  return el("div", {},
+    el("h1", {}, "Schemas"),
+    el("div", { class: "toolbar" }, filter, el("button", { class: "secondary", onclick: render }, "Refresh")),
+    table(["Subject", "Type", { label: "Versions", num: true }, { label: "Latest version", num: true }, { label: "Latest id", num: true }], rows));
+}
+
+// schemaSubjectPage shows one version of a subject (?version=N, else the
+// latest) with links to the others.
+async function schemaSubjectPage(subject, query) {
+  const d = await api("/api/schemas/" + enc(subject));
+  const want = Number(query.get("version"));
+  const v = d.versions.find((x) => x.version === want) || d.versions[d.versions.length - 1];
+  const versions = d.versions.map((x) => x.version === v.version
+    ? el("strong", { "data-version": x.version }, String(x.version))
+    : el("a", { href: "#/schemas/" + enc(subject) + "?version=" + x.version, "data-version": x.version }, String(x.version)));
+  const refs = v.references.map((r) => el("tr", { "data-reference": r.name },
+    el("td", {}, r.name),
+    el("td", {}, el("a", { href: "#/schemas/" + enc(r.subject) + "?version=" + r.version }, r.subject)),
+    el("td", { class: "num" }, String(r.version))));
+  const text = v.type === "PROTOBUF" ? v.schema : (prettyJSON(v.schema) || v.schema);
+  return el("div", {},
+    el("h1", { id: "schema-subject" }, d.subject),
+    el("div", { class: "card" }, facts([
+      ["Version", String(v.version), "schema-version"],
+      ["Id", String(v.id), "schema-id"],
+      ["Type", v.type, "schema-type"],
+      ["Versions", String(d.versions.length)],
+    ])),
+    el("div", { class: "toolbar", id: "schema-versions" }, "Versions: ", versions.flatMap((n, i) => (i ? [" ", n] : [n]))),
+    el("h2", {}, "Schema"),
+    el("div", { class: "card" }, el("pre", { id: "schema-text", "data-schema-type": v.type }, text)),
+    refs.length ? el("h2", {}, "References") : null,
+    refs.length ? table(["Name", "Subject", { label: "Version", num: true }], refs) : null);
 }
 
 // go navigates to hash, rendering again when it is the current one.
