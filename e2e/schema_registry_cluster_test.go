@@ -89,7 +89,7 @@ func TestSchemaRegistryClusterWriterKill(t *testing.T) {
 
 	// Bounded concurrent registrations through every broker in turn; the
 	// writer is SIGKILLed once killAfter of them have succeeded.
-	const workers, perWorker, attempts, killAfter = 4, 25, 10, 12
+	const workers, perWorker, attempts, killAfter = 4, 25, 100, 12
 	type result struct {
 		id     int
 		schema string
