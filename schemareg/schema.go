@@ -133,6 +133,9 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 		}
 	}
 	p := &parsedSchema{typ: typ}
+	if len(refs) == 0 {
+		refs = nil // "references": [] is no references, as an absent list
+	}
 	refKey, _ := json.Marshal(refs)
 	switch typ {
 	case typeAvro:
@@ -200,8 +203,7 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 		}
 		const root = "sluice-schema-registry-root.proto"
 		files[root] = text
-		c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: protocompile.SourceAccessorFromMap(files)})}
+		c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(protoResolver(files))} // proto_descriptor.go
 		out, err := c.Compile(context.Background(), root)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
