@@ -104,4 +104,3 @@ func fillJSONName(f *descriptorpb.FieldDescriptorProto) {
 	}
 	f.JsonName = proto.String(b.String())
 }
-
