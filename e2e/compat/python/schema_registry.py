@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 
+sys.dont_write_bytecode = True  # no __pycache__ beside sr_user_pb2.py
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from confluent_kafka.admin import AdminClient, NewTopic
