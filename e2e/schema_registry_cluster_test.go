@@ -89,7 +89,7 @@ func TestSchemaRegistryClusterWriterKill(t *testing.T) {
 
 	// Bounded concurrent registrations through every broker in turn; the
 	// writer is SIGKILLed once killAfter of them have succeeded.
-	const workers, perWorker, attempts, killAfter = 4, 25, 100, 12
+	const workers, perWorker, attempts, killAfter = 8, 25, 1000, 12
 	type result struct {
 		id     int
 		schema string
@@ -124,7 +124,7 @@ func TestSchemaRegistryClusterWriterKill(t *testing.T) {
 						mu.Lock()
 						failures++
 						mu.Unlock()
-						time.Sleep(200 * time.Millisecond)
+						time.Sleep(20 * time.Millisecond)
 						continue
 					}
 					mu.Lock()
