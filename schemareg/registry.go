@@ -87,6 +87,11 @@ type Registry struct {
 	// the view and appends under it, so two cannot pick the same id or
 	// version.
 	writeMu sync.Mutex
+	// syncedEpoch is the leader epoch of the topic's partition 0 in which
+	// this registry, as the writer, last made its view whole with a NOOP
+	// append (store.go, beginWrite); -1 before the first. Guarded by
+	// writeMu.
+	syncedEpoch int32
 
 	parsed parseCache
 	bodies chan struct{} // a slot per request body being read (http.go)
@@ -125,7 +130,7 @@ func Start(opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schemareg: kafka client: %w", err)
 	}
-	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(),
+	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(), syncedEpoch: -1,
 		done: make(chan struct{}), serveDone: make(chan struct{}), bodies: make(chan struct{}, maxBodiesInFlight)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	// A client that trickles its body loses its slot (maxBodiesInFlight)
