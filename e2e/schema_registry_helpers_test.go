@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluice/sluice/internal/zktest"
 )
 
@@ -37,6 +39,7 @@ func srBroker(t *testing.T, sets ...string) (*brokerProc, string) {
 type srCluster struct {
 	*testCluster
 	urls map[int32]string
+	kcl  map[int32]*kgo.Client // srProduceTo's clients, by broker
 }
 
 // startSRCluster starts ZooKeeper and n brokers (ids 1..n), each with its
@@ -45,7 +48,7 @@ type srCluster struct {
 func startSRCluster(t *testing.T, n int, sets ...string) *srCluster {
 	t.Helper()
 	zk := zktest.Start(t)
-	c := &srCluster{testCluster: &testCluster{t: t, zk: zk, brokers: map[int32]*brokerProc{}}, urls: map[int32]string{}}
+	c := &srCluster{testCluster: &testCluster{t: t, zk: zk, brokers: map[int32]*brokerProc{}}, urls: map[int32]string{}, kcl: map[int32]*kgo.Client{}}
 	for id := int32(1); id <= int32(n); id++ {
 		dir := filepath.Join(t.TempDir(), "broker-"+strconv.Itoa(int(id)))
 		if err := os.MkdirAll(dir, 0o755); err != nil {

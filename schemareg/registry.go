@@ -232,3 +232,36 @@ func schemaTypeOf(sv *schemaValue) string {
 	}
 	return sv.SchemaType
 }
+
+// SubjectHasID reports whether id is the schema id of a live (not
+// soft-deleted) version of subject: broker-side schema validation asks it
+// for each (topic, id) pair it has not accepted yet. A miss brings the view
+// up to the topic's end (catchUp) and looks again: a schema registered
+// through another broker is in the topic before that broker answers, but
+// this broker's view may not have applied it yet, and a client that
+// registers a schema and produces at once must not be refused. A record
+// with an id registered nowhere therefore costs a ListOffsets to this
+// broker's own listener each time.
+func (r *Registry) SubjectHasID(ctx context.Context, subject string, id int) (bool, error) {
+	if err := r.load(ctx); err != nil {
+		return false, err
+	}
+	if r.subjectHasID(subject, id) {
+		return true, nil
+	}
+	if err := r.catchUp(ctx); err != nil {
+		return false, err
+	}
+	return r.subjectHasID(subject, id), nil
+}
+
+func (r *Registry) subjectHasID(subject string, id int) bool {
+	r.view.mu.RLock()
+	defer r.view.mu.RUnlock()
+	for _, sv := range r.view.versionsLocked(subject, false) {
+		if sv.ID == id {
+			return true
+		}
+	}
+	return false
+}

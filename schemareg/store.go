@@ -273,3 +273,22 @@ func (r *Registry) writerID(ctx context.Context) (leader, epoch int32, err error
 	}
 	return leader, epoch, nil
 }
+
+// catchUp makes the view hold every record committed to the topic now: it
+// waits until the replay loop has applied everything below the topic's
+// current end offset. A topic that did not exist when load last looked is
+// looked for again at once.
+func (r *Registry) catchUp(ctx context.Context) error {
+	r.loadMu.Lock()
+	consuming := r.consuming
+	r.checkedMissing = false
+	r.loadMu.Unlock()
+	if !consuming {
+		return r.load(ctx)
+	}
+	end, err := r.endOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errStore, r.opts.Topic, err)
+	}
+	return r.waitApplied(ctx, end)
+}
