@@ -53,6 +53,9 @@ func (r *Registry) Handler() http.Handler {
 				return
 			}
 			v, err := fn(w, q)
+			if q.Method == http.MethodGet && isNotFound(err) && r.catchUp(ctx) == nil {
+				v, err = fn(w, q) // registry.go, isNotFound
+			}
 			if err != nil {
 				writeError(w, err)
 				return

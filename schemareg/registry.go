@@ -265,3 +265,13 @@ func (r *Registry) subjectHasID(subject string, id int) bool {
 	}
 	return false
 }
+
+// isNotFound reports whether err is a 404 answer (subject, version or
+// schema not found). A read that gets one catches the view up (catchUp)
+// and is answered again (http.go): what another broker wrote a moment ago
+// is in the topic before that broker answers, and a client that reads an
+// id it was just given, through any broker, must find it.
+func isNotFound(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.status() == http.StatusNotFound
+}
