@@ -3,7 +3,11 @@ package schemareg_test
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // What Confluent's own clients send, which other clients do not:
@@ -86,5 +90,24 @@ func TestProtobufBase64Descriptor(t *testing.T) {
 	st, m, raw = httpDo(t, addr, "POST", "/subjects/pb-bad-value/versions", map[string]any{"schema": "bm90IGEgZGVzY3JpcHRvcg==", "schemaType": "PROTOBUF"})
 	if st != 422 || m["error_code"] != float64(42201) {
 		t.Fatalf("garbage: %d %s, want 42201", st, raw)
+	}
+}
+
+// A descriptor whose messages nest deeper than .proto source may (64
+// levels) is refused with 42201, as that source is.
+func TestProtobufBase64DescriptorTooDeep(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	m := &descriptorpb.DescriptorProto{Name: proto.String("M0")}
+	for i := 1; i <= 100; i++ {
+		m = &descriptorpb.DescriptorProto{Name: proto.String(fmt.Sprintf("M%d", i)), NestedType: []*descriptorpb.DescriptorProto{m}}
+	}
+	b, err := proto.Marshal(&descriptorpb.FileDescriptorProto{Name: proto.String("deep.proto"), Syntax: proto.String("proto3"), MessageType: []*descriptorpb.DescriptorProto{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, body, raw := httpDo(t, addr, "POST", "/subjects/deep-value/versions", map[string]any{"schema": base64.StdEncoding.EncodeToString(b), "schemaType": "PROTOBUF"})
+	if st != 422 || body["error_code"] != float64(42201) || !strings.Contains(string(raw), "nested deeper") {
+		t.Fatalf("a descriptor nested 101 deep: %d %s, want 42201", st, raw)
 	}
 }

@@ -2,6 +2,7 @@ package schemareg
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io/fs"
 	"strings"
 
@@ -26,7 +27,11 @@ func protoResolver(files map[string]string) protocompile.Resolver {
 		if !ok {
 			return protocompile.SearchResult{}, fs.ErrNotExist
 		}
-		if fd := descriptorFromBase64(text); fd != nil {
+		fd, err := descriptorFromBase64(text)
+		if err != nil {
+			return protocompile.SearchResult{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if fd != nil {
 			fd.Name = proto.String(path)
 			return protocompile.SearchResult{Proto: fd}, nil
 		}
@@ -36,40 +41,44 @@ func protoResolver(files map[string]string) protocompile.Resolver {
 
 // descriptorFromBase64 returns the FileDescriptorProto text encodes in
 // standard base64, or nil when text is not that (.proto source always has
-// characters outside base64's alphabet: spaces, ';', '{', '"').
-func descriptorFromBase64(text string) *descriptorpb.FileDescriptorProto {
+// characters outside base64's alphabet: spaces, ';', '{', '"'). A
+// descriptor whose messages nest deeper than maxSchemaDepth is an error,
+// as such source is (checkDepth).
+func descriptorFromBase64(text string) (*descriptorpb.FileDescriptorProto, error) {
 	text = strings.TrimSpace(text)
 	if text == "" || strings.IndexFunc(text, func(r rune) bool {
 		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+' || r == '/' || r == '=')
 	}) >= 0 {
-		return nil
+		return nil, nil
 	}
 	b, err := base64.StdEncoding.DecodeString(text)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	fd := &descriptorpb.FileDescriptorProto{}
 	if err := proto.Unmarshal(b, fd); err != nil {
-		return nil
+		return nil, nil
 	}
 	// protoc leaves json_name out of the descriptors it embeds in
 	// generated code; the linker takes an absent one for a custom ""
 	// (and refuses two of them), so fill in protoc's default.
 	for _, m := range fd.MessageType {
-		fillJSONNames(m, 0)
+		if !fillJSONNames(m, 1) {
+			return nil, fmt.Errorf("%w: messages nested deeper than %d levels", errInvalidSchema, maxSchemaDepth)
+		}
 	}
 	for _, f := range fd.Extension {
 		fillJSONName(f)
 	}
-	return fd
+	return fd, nil
 }
 
 // fillJSONNames gives every field of m and of its nested messages without
-// a json_name protoc's default one; nesting deeper than maxSchemaDepth is
-// left for the linker to refuse.
-func fillJSONNames(m *descriptorpb.DescriptorProto, depth int) {
+// a json_name protoc's default one; false when messages nest deeper than
+// maxSchemaDepth (m is at depth).
+func fillJSONNames(m *descriptorpb.DescriptorProto, depth int) bool {
 	if depth > maxSchemaDepth {
-		return
+		return false
 	}
 	for _, f := range m.Field {
 		fillJSONName(f)
@@ -78,8 +87,11 @@ func fillJSONNames(m *descriptorpb.DescriptorProto, depth int) {
 		fillJSONName(f)
 	}
 	for _, n := range m.NestedType {
-		fillJSONNames(n, depth+1)
+		if !fillJSONNames(n, depth+1) {
+			return false
+		}
 	}
+	return true
 }
 
 // fillJSONName sets f's json_name, when absent, as protoc does: the name
