@@ -60,8 +60,8 @@ func TestSchemaRegistryClusterWriterKill(t *testing.T) {
 	c := startSRCluster(t, 3, "default.replication.factor=3", "min.insync.replicas=2")
 
 	// Read-your-writes: a schema registered through one broker is read at
-	// once, by id and as its subject's latest version, through every
-	// broker (a broker whose view has not applied it yet catches up before
+	// once, by id, as its subject's latest version and by lookup, through
+	// every broker (a broker whose view has not applied it yet catches up before
 	// it answers 404). Many rounds: before that catch-up, a read through
 	// another broker right after the write missed about one time in ten.
 	first := map[int]string{}
@@ -72,6 +72,15 @@ func TestSchemaRegistryClusterWriterKill(t *testing.T) {
 		id, err := srRegister(c.urls[via], subject, s)
 		if err != nil {
 			t.Fatalf("register through broker %d: %v\n%s", via, err, c.logs())
+		}
+		// First a lookup (POST /subjects/{s}, as a serializer that does
+		// not register makes) through the next broker.
+		var lk struct {
+			ID int `json:"id"`
+		}
+		next := via%3 + 1
+		if st, raw, err := srCall(c.urls[next], "POST", "/subjects/"+subject, map[string]string{"schema": s}, &lk); err != nil || st != 200 || lk.ID != id {
+			t.Fatalf("broker %d: lookup in %s at once: %d %s %v, want id %d", next, subject, st, raw, err, id)
 		}
 		for b := int32(1); b <= 3; b++ {
 			got, found, err := srSchemaByID(c.urls[b], id)

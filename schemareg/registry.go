@@ -275,3 +275,15 @@ func isNotFound(err error) bool {
 	var ae *apiError
 	return errors.As(err, &ae) && ae.status() == http.StatusNotFound
 }
+
+// freshen catches the view up (catchUp) before a read made with a POST, a
+// lookup or a compatibility check, which cannot be answered again on a
+// miss as a GET is (its body is read once): it then sees every write
+// committed before it, through whichever broker. When the topic's end
+// cannot be read (no leader of partition 0 at the moment), the view
+// answers as it is.
+func (r *Registry) freshen(ctx context.Context) {
+	if err := r.catchUp(ctx); err != nil {
+		r.log.Debug("schemareg: answering from the view as it is", "err", err)
+	}
+}
