@@ -76,12 +76,15 @@ func TestSchemaRegistryPython(t *testing.T) {
 			t.Errorf("%s: produced %d, consumed %d, want %d each", f, sum.Produced[f], sum.Consumed[f], n)
 		}
 	}
-	// The Protobuf schema the serializer registered reads back as sent.
+	// The Protobuf schema the serializer registered (a base64
+	// FileDescriptorProto) reads back as .proto source, as from
+	// Confluent's registry, for clients that parse it.
 	var v struct {
 		SchemaType string `json:"schemaType"`
 		Schema     string `json:"schema"`
 	}
-	if st, raw, err := srCall(url, "GET", "/schemas/ids/"+strconv.Itoa(sum.ProtoSchemaID), nil, &v); err != nil || st != 200 || v.SchemaType != "PROTOBUF" {
-		t.Fatalf("schema %d: %d %s %v", sum.ProtoSchemaID, st, raw, err)
+	if st, raw, err := srCall(url, "GET", "/schemas/ids/"+strconv.Itoa(sum.ProtoSchemaID), nil, &v); err != nil || st != 200 || v.SchemaType != "PROTOBUF" ||
+		!strings.Contains(v.Schema, "message User {") || !strings.Contains(v.Schema, "int32 age = 2;") {
+		t.Fatalf("schema %d: %d %s %v, want .proto source of message User", sum.ProtoSchemaID, st, raw, err)
 	}
 }

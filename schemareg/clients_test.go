@@ -1,12 +1,15 @@
 package schemareg_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -56,8 +59,8 @@ const srUserProto = "syntax = \"proto3\";\npackage sluice.e2e;\n\nmessage User {
 
 // A Protobuf schema registered as the base64 of its FileDescriptorProto
 // (as confluent-kafka-python's ProtobufSerializer does) is a valid schema,
-// kept as given, found again in the same form, and the same schema as its
-// .proto source: one id for both.
+// kept as .proto source, found again in the same form, and the same schema
+// as its .proto source: one id for both.
 func TestProtobufBase64Descriptor(t *testing.T) {
 	_, cl := startRegistry(t, t.TempDir())
 	addr := registryAddr(t, cl)
@@ -71,8 +74,9 @@ func TestProtobufBase64Descriptor(t *testing.T) {
 	if st, m, raw := httpDo(t, addr, "POST", "/subjects/pb-desc-value", body); st != 200 || m["id"] != id {
 		t.Fatalf("lookup the descriptor: %d %s, want id %v", st, raw, id)
 	}
-	if st, m, raw := httpDo(t, addr, "GET", fmt.Sprintf("/schemas/ids/%v", id), nil); st != 200 || m["schema"] != b64 || m["schemaType"] != "PROTOBUF" {
-		t.Fatalf("schema %v: %d %s, want the descriptor as registered", id, st, raw)
+	// Kept as .proto source, as Confluent keeps it.
+	if st, m, raw := httpDo(t, addr, "GET", fmt.Sprintf("/schemas/ids/%v", id), nil); st != 200 || m["schema"] != strings.ReplaceAll(srUserProto, "\n\n", "\n") || m["schemaType"] != "PROTOBUF" {
+		t.Fatalf("schema %v: %d %s, want the descriptor as .proto source", id, st, raw)
 	}
 	st, m, raw = httpDo(t, addr, "POST", "/subjects/pb-text-value/versions", map[string]any{"schema": srUserProto, "schemaType": "PROTOBUF"})
 	if st != 200 || m["id"] != id {
@@ -110,4 +114,110 @@ func TestProtobufBase64DescriptorTooDeep(t *testing.T) {
 	if st != 422 || body["error_code"] != float64(42201) || !strings.Contains(string(raw), "nested deeper") {
 		t.Fatalf("a descriptor nested 101 deep: %d %s, want 42201", st, raw)
 	}
+}
+
+// Descriptors of schemas with what the renderer writes (nested messages and
+// enums, maps, oneofs, proto3 optional, repeated, reserved, an import of a
+// well-known type, a custom json_name), compiled and stripped of source
+// info and default json_names as protoc embeds them, are kept as .proto
+// source that is the same schema as the one they came from; one with
+// options it does not render is kept as sent.
+func TestProtobufBase64DescriptorRendered(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	for i, tc := range []struct {
+		src      string
+		rendered bool
+	}{
+		{`syntax = "proto3";
+package shop.v1;
+import "google/protobuf/timestamp.proto";
+message Order {
+  enum Status { UNKNOWN = 0; PAID = 1; reserved 5 to 7; reserved "OLD"; }
+  message Line { string sku = 1; int64 qty = 2; }
+  string id = 1;
+  repeated Line lines = 2;
+  map<string, int64> totals = 3;
+  oneof payment { string card = 4; Line voucher = 5; }
+  optional Status status = 6;
+  google.protobuf.Timestamp at = 7;
+  string created_by = 8 [json_name = "author"];
+  reserved 10 to 12;
+  reserved "legacy";
+}
+enum Region { EU = 0; US = 1; }
+`, true},
+		{`syntax = "proto2";
+message P { required string a = 1; optional int32 b = 2; repeated bool c = 3; }
+`, true},
+		{`syntax = "proto3";
+option go_package = "example.com/x";
+message Q { string a = 1; }
+`, false},
+	} {
+		files, err := (&protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+			Accessor: protocompile.SourceAccessorFromMap(map[string]string{"x.proto": tc.src})})}).Compile(context.Background(), "x.proto")
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		fd := protodesc.ToFileDescriptorProto(files[0])
+		fd.SourceCodeInfo = nil
+		for _, m := range fd.MessageType {
+			stripJSONNames(m)
+		}
+		b, err := proto.Marshal(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b64 := base64.StdEncoding.EncodeToString(b)
+		st, m, raw := httpDo(t, addr, "POST", fmt.Sprintf("/subjects/rendered-%d/versions", i), map[string]any{"schema": b64, "schemaType": "PROTOBUF"})
+		if st != 200 {
+			t.Fatalf("case %d: register: %d %s", i, st, raw)
+		}
+		id := m["id"]
+		st, m, raw = httpDo(t, addr, "GET", fmt.Sprintf("/schemas/ids/%v", id), nil)
+		if st != 200 {
+			t.Fatalf("case %d: %d %s", i, st, raw)
+		}
+		if got := m["schema"].(string); (got != b64) != tc.rendered || (tc.rendered && !strings.Contains(got, "message ")) {
+			t.Fatalf("case %d: kept as %q, want rendered %v", i, got, tc.rendered)
+		}
+		st, m, raw = httpDo(t, addr, "POST", fmt.Sprintf("/subjects/source-%d/versions", i), map[string]any{"schema": tc.src, "schemaType": "PROTOBUF"})
+		if st != 200 || m["id"] != id {
+			t.Fatalf("case %d: the source: %d %s, want id %v", i, st, raw, id)
+		}
+		if st, m, raw := httpDo(t, addr, "POST", fmt.Sprintf("/subjects/rendered-%d", i), map[string]any{"schema": b64, "schemaType": "PROTOBUF"}); st != 200 || m["id"] != id {
+			t.Fatalf("case %d: lookup of the descriptor: %d %s", i, st, raw)
+		}
+	}
+}
+
+// stripJSONNames drops the json_names that are protoc's default, as protoc
+// does in the descriptors it embeds.
+func stripJSONNames(m *descriptorpb.DescriptorProto) {
+	for _, f := range m.Field {
+		if f.GetJsonName() == protoDefaultJSONName(f.GetName()) {
+			f.JsonName = nil
+		}
+	}
+	for _, n := range m.NestedType {
+		stripJSONNames(n)
+	}
+}
+
+func protoDefaultJSONName(name string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			up = true
+		case up:
+			b.WriteString(strings.ToUpper(string(r)))
+			up = false
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -220,6 +220,7 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
 		}
 		p.same = string(b)
+		p.text = protoTextOf(text, files, root, b) // a base64 descriptor kept as .proto source: proto_descriptor.go
 	default:
 		return nil, fmt.Errorf("%w: unknown schema type %q", errInvalidSchema, typ)
 	}
