@@ -158,14 +158,5 @@ func (s *schemaSubjects) SubjectHasID(ctx context.Context, subject string, id in
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // the first call may load the view
 	defer cancel()
-	vs, err := reg.SubjectVersions(ctx, subject)
-	if err != nil {
-		return false, err
-	}
-	for _, v := range vs {
-		if v.ID == id {
-			return true, nil
-		}
-	}
-	return false, nil
+	return reg.SubjectHasID(ctx, subject, id)
 }

@@ -3,9 +3,13 @@ package schemareg_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sluice/sluice/broker"
@@ -139,11 +143,24 @@ func TestClusterWriterFailover(t *testing.T) {
 		}
 	}
 	var ids []int
-	writer := -1
 	for i, schema := range []string{avroV1, `"int"`, `"long"`} {
-		w, s := register([]int{0, 1, 2}, fmt.Sprintf("s%d", i), schema)
-		writer = w
+		_, s := register([]int{0, 1, 2}, fmt.Sprintf("s%d", i), schema)
 		ids = append(ids, s.ID)
+	}
+	// The writer is the leader of _schemas-0 (the broker a write went
+	// through may have forwarded it there).
+	mcl, err := kgo.NewClient(kgo.SeedBrokers(bs[0].Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := kadm.NewClient(mcl).Metadata(c, "_schemas")
+	mcl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := int(md.Topics["_schemas"].Partitions[0].Leader) - 1
+	if writer < 0 || writer >= len(bs) {
+		t.Fatalf("_schemas-0 has leader %d", writer+1)
 	}
 	if err := bs[writer].Close(); err != nil {
 		t.Fatal(err)
@@ -166,5 +183,26 @@ func TestClusterWriterFailover(t *testing.T) {
 	}
 	if s.ID <= ids[len(ids)-1] {
 		t.Fatalf("id after failover %d, want above %d", s.ID, ids[len(ids)-1])
+	}
+	// The new writer made its view whole before it picked the id: a NOOP
+	// (Confluent's key) lies between the old writer's last record and the
+	// new writer's first.
+	kcl, err := kgo.NewClient(kgo.SeedBrokers(bs[newWriter].Addr()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"_schemas": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kcl.Close()
+	var keys []string
+	for !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, `"after-failover"`) }) {
+		fs := kcl.PollFetches(c)
+		if c.Err() != nil {
+			t.Fatalf("_schemas holds %q, no record of after-failover", keys)
+		}
+		fs.EachRecord(func(r *kgo.Record) { keys = append(keys, string(r.Key)) })
+	}
+	lastOld := slices.IndexFunc(keys, func(k string) bool { return strings.Contains(k, `"s2"`) })
+	firstNew := slices.IndexFunc(keys, func(k string) bool { return strings.Contains(k, `"after-failover"`) })
+	if lastOld < 0 || !slices.Contains(keys[lastOld+1:firstNew], `{"keytype":"NOOP","magic":0}`) {
+		t.Fatalf("_schemas holds %q: no NOOP between the old writer's last record and the new writer's first", keys)
 	}
 }

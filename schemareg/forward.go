@@ -39,7 +39,7 @@ func (r *Registry) forwardIfNotWriter(w http.ResponseWriter, q *http.Request) bo
 		writeError(w, err)
 		return true
 	}
-	leader, err := r.writerID(ctx)
+	leader, _, err := r.writerID(ctx)
 	if err != nil {
 		writeError(w, err)
 		return true

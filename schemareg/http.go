@@ -55,7 +55,13 @@ func (r *Registry) Handler() http.Handler {
 				writeError(w, err)
 				return
 			}
+			if !write && q.Method == http.MethodPost {
+				r.freshen(ctx) // a lookup or a compatibility check: registry.go
+			}
 			v, err := fn(w, q)
+			if q.Method == http.MethodGet && isNotFound(err) && r.catchUp(ctx) == nil {
+				v, err = fn(w, q) // registry.go, isNotFound
+			}
 			if err != nil {
 				writeError(w, err)
 				return

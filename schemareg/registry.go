@@ -92,6 +92,11 @@ type Registry struct {
 	// the view and appends under it, so two cannot pick the same id or
 	// version.
 	writeMu sync.Mutex
+	// syncedEpoch is the leader epoch of the topic's partition 0 in which
+	// this registry, as the writer, last made its view whole with a NOOP
+	// append (store.go, beginWrite); -1 before the first. Guarded by
+	// writeMu.
+	syncedEpoch int32
 
 	parsed parseCache
 	bodies chan struct{} // a slot per request body being read (http.go)
@@ -132,7 +137,7 @@ func Start(opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schemareg: kafka client: %w", err)
 	}
-	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(),
+	r := &Registry{opts: opts, log: opts.Logger, cl: cl, view: newView(), syncedEpoch: -1,
 		done: make(chan struct{}), serveDone: make(chan struct{}), bodies: make(chan struct{}, maxBodiesInFlight)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	// A client that trickles its body loses its slot (maxBodiesInFlight)
@@ -233,4 +238,59 @@ func schemaTypeOf(sv *schemaValue) string {
 		return typeAvro
 	}
 	return sv.SchemaType
+}
+
+// SubjectHasID reports whether id is the schema id of a live (not
+// soft-deleted) version of subject: broker-side schema validation asks it
+// for each (topic, id) pair it has not accepted yet. A miss brings the view
+// up to the topic's end (catchUp) and looks again: a schema registered
+// through another broker is in the topic before that broker answers, but
+// this broker's view may not have applied it yet, and a client that
+// registers a schema and produces at once must not be refused. A record
+// with an id registered nowhere therefore costs a ListOffsets to this
+// broker's own listener each time.
+func (r *Registry) SubjectHasID(ctx context.Context, subject string, id int) (bool, error) {
+	if err := r.load(ctx); err != nil {
+		return false, err
+	}
+	if r.subjectHasID(subject, id) {
+		return true, nil
+	}
+	if err := r.catchUp(ctx); err != nil {
+		return false, err
+	}
+	return r.subjectHasID(subject, id), nil
+}
+
+func (r *Registry) subjectHasID(subject string, id int) bool {
+	r.view.mu.RLock()
+	defer r.view.mu.RUnlock()
+	for _, sv := range r.view.versionsLocked(subject, false) {
+		if sv.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// isNotFound reports whether err is a 404 answer (subject, version or
+// schema not found). A read that gets one catches the view up (catchUp)
+// and is answered again (http.go): what another broker wrote a moment ago
+// is in the topic before that broker answers, and a client that reads an
+// id it was just given, through any broker, must find it.
+func isNotFound(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.status() == http.StatusNotFound
+}
+
+// freshen catches the view up (catchUp) before a read made with a POST, a
+// lookup or a compatibility check, which cannot be answered again on a
+// miss as a GET is (its body is read once): it then sees every write
+// committed before it, through whichever broker. When the topic's end
+// cannot be read (no leader of partition 0 at the moment), the view
+// answers as it is.
+func (r *Registry) freshen(ctx context.Context) {
+	if err := r.catchUp(ctx); err != nil {
+		r.log.Debug("schemareg: answering from the view as it is", "err", err)
+	}
 }

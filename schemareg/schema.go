@@ -133,6 +133,9 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 		}
 	}
 	p := &parsedSchema{typ: typ}
+	if len(refs) == 0 {
+		refs = nil // "references": [] is no references, as an absent list
+	}
 	refKey, _ := json.Marshal(refs)
 	switch typ {
 	case typeAvro:
@@ -200,8 +203,7 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 		}
 		const root = "sluice-schema-registry-root.proto"
 		files[root] = text
-		c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: protocompile.SourceAccessorFromMap(files)})}
+		c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(protoResolver(files))} // proto_descriptor.go
 		out, err := c.Compile(context.Background(), root)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
@@ -218,6 +220,7 @@ func parseSchema(typ, text string, refs []Reference, deps []resolvedRef, normali
 			return nil, fmt.Errorf("%w: %w", errInvalidSchema, err)
 		}
 		p.same = string(b)
+		p.text = protoTextOf(text, files, root, b) // a base64 descriptor kept as .proto source: proto_descriptor.go
 	default:
 		return nil, fmt.Errorf("%w: unknown schema type %q", errInvalidSchema, typ)
 	}

@@ -168,13 +168,29 @@ func (r *Registry) beginWrite(ctx context.Context) error {
 	if err := r.createTopic(ctx); err != nil {
 		return err
 	}
-	if err := r.checkWriter(ctx); err != nil {
+	epoch, err := r.checkWriter(ctx)
+	if err != nil {
 		return err
 	}
 	// The view must hold every record in the topic before this writer
 	// picks an id or a version: a broker that has just become the writer
-	// may not have applied what the previous one wrote (Confluent's
-	// waitUntilKafkaReaderReachesLastOffset).
+	// may not have applied what the previous one wrote.
+	if r.opts.Cluster && (epoch < 0 || epoch != r.syncedEpoch) {
+		// A leader new to its epoch keeps the high watermark it had as a
+		// follower, which may lie below records the previous writer had
+		// already answered for: it advances only once the followers fetch
+		// from the new leader. The end offset (the high watermark) could
+		// leave those records out of the view, and their ids would be
+		// handed out again. A NOOP appended at acks=all is answered only
+		// once everything before it is committed, and once the view has
+		// applied it, the view holds them (Confluent's
+		// waitUntilKafkaReaderReachesLastOffset, on becoming the leader).
+		if err := r.writeLocked(ctx, storeKey{KeyType: keyNoop}, nil); err != nil {
+			return err
+		}
+		r.syncedEpoch = epoch
+		return nil
+	}
 	for {
 		end, err := r.endOffset(ctx)
 		switch {
@@ -214,34 +230,35 @@ func (r *Registry) writeLocked(ctx context.Context, key storeKey, value any) err
 
 // checkWriter refuses a write in a cluster unless this broker leads
 // partition 0 of the topic: the partition's leader is the registry's one
-// writer, so two brokers never hand out the same id. Writes are not
-// forwarded yet: a client sends them to the writer's registry.
-func (r *Registry) checkWriter(ctx context.Context) error {
+// writer, so two brokers never hand out the same id. It returns the
+// partition's leader epoch (-1 when the metadata has none, and outside a
+// cluster).
+func (r *Registry) checkWriter(ctx context.Context) (int32, error) {
 	if !r.opts.Cluster {
-		return nil
+		return -1, nil
 	}
-	leader, err := r.writerID(ctx)
+	leader, epoch, err := r.writerID(ctx)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if leader != r.opts.BrokerID {
-		return &apiError{codeUnknownLeader, fmt.Sprintf("this broker (%d) is not the schema registry's writer: writes go to the registry of broker %d, the leader of %s-0", r.opts.BrokerID, leader, r.opts.Topic)}
+		return -1, &apiError{codeUnknownLeader, fmt.Sprintf("this broker (%d) is not the schema registry's writer: writes go to the registry of broker %d, the leader of %s-0", r.opts.BrokerID, leader, r.opts.Topic)}
 	}
-	return nil
+	return epoch, nil
 }
 
-// writerID is the broker that leads partition 0 of the topic, waiting
-// (bounded by ctx) while it has none.
-func (r *Registry) writerID(ctx context.Context) (int32, error) {
-	leader := int32(-1)
+// writerID is the broker that leads partition 0 of the topic and its
+// leader epoch, waiting (bounded by ctx) while it has no leader.
+func (r *Registry) writerID(ctx context.Context) (leader, epoch int32, err error) {
+	leader = -1
 	for {
 		md, err := kadm.NewClient(r.cl).Metadata(ctx, r.opts.Topic)
 		if err != nil {
-			return -1, fmt.Errorf("%w: metadata of %s: %w", errStore, r.opts.Topic, err)
+			return -1, -1, fmt.Errorf("%w: metadata of %s: %w", errStore, r.opts.Topic, err)
 		}
 		if t, ok := md.Topics[r.opts.Topic]; ok {
 			if p, ok := t.Partitions[0]; ok && p.Err == nil {
-				leader = p.Leader
+				leader, epoch = p.Leader, p.LeaderEpoch
 			}
 		}
 		if leader >= 0 {
@@ -250,9 +267,28 @@ func (r *Registry) writerID(ctx context.Context) (int32, error) {
 		// A topic just created, or a leader election under way.
 		select {
 		case <-ctx.Done():
-			return -1, &apiError{codeUnknownLeader, fmt.Sprintf("%s-0 has no leader: the schema registry's writer is unknown", r.opts.Topic)}
+			return -1, -1, &apiError{codeUnknownLeader, fmt.Sprintf("%s-0 has no leader: the schema registry's writer is unknown", r.opts.Topic)}
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return leader, nil
+	return leader, epoch, nil
+}
+
+// catchUp makes the view hold every record committed to the topic now: it
+// waits until the replay loop has applied everything below the topic's
+// current end offset. A topic that did not exist when load last looked is
+// looked for again at once.
+func (r *Registry) catchUp(ctx context.Context) error {
+	r.loadMu.Lock()
+	consuming := r.consuming
+	r.checkedMissing = false
+	r.loadMu.Unlock()
+	if !consuming {
+		return r.load(ctx)
+	}
+	end, err := r.endOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errStore, r.opts.Topic, err)
+	}
+	return r.waitApplied(ctx, end)
 }

@@ -27,6 +27,11 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
+# confluent-kafka-python's SchemaRegistryClient and its JSON and Protobuf
+# serializers (e2e/schema_registry_python_test.go).
+/usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || need+=(python3-requests)
+/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || need+=(python3-jsonschema)
+/usr/bin/python3 -c 'import google.protobuf' >/dev/null 2>&1 || need+=(python3-protobuf)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -x /usr/bin/chromium ] || need+=(chromium)
@@ -43,7 +48,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 js=e2e/compat/kafkajs
-if [ ! -f "$js/node_modules/kafkajs/package.json" ]; then
+if [ ! -f "$js/node_modules/kafkajs/package.json" ] || [ ! -f "$js/node_modules/@kafkajs/confluent-schema-registry/package.json" ]; then
 	echo "test-deps: npm ci in $js" >&2
 	if ! (cd "$js" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >&2; then
 		fail "could not install kafkajs (npm ci in $js)"
