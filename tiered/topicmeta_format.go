@@ -56,10 +56,10 @@ import (
 const (
 	rlmFrameVersion = 1
 
-	rlmSegmentKey  = 0 // RemoteLogSegmentMetadataRecord
-	rlmUpdateKey   = 1 // RemoteLogSegmentMetadataUpdateRecord
-	rlmDeleteKey   = 2 // RemotePartitionDeleteMetadataRecord
-	rlmSnapshotKey = 3 // RemoteLogSegmentMetadataSnapshotRecord
+	MetadataSegmentKey  = 0 // RemoteLogSegmentMetadataRecord
+	MetadataUpdateKey   = 1 // RemoteLogSegmentMetadataUpdateRecord
+	MetadataDeleteKey   = 2 // RemotePartitionDeleteMetadataRecord
+	MetadataSnapshotKey = 3 // RemoteLogSegmentMetadataSnapshotRecord
 )
 
 // PartitionDeleteState is Kafka's RemotePartitionDeleteState with its ids.
@@ -84,15 +84,15 @@ func (s PartitionDeleteState) String() string {
 	return fmt.Sprintf("PartitionDeleteState(%d)", int8(s))
 }
 
-// rlmRecord is one decoded record of __remote_log_metadata. Kind is its
-// apiKey and says which fields are set:
+// MetadataRecord is one decoded record of __remote_log_metadata. Kind is
+// its apiKey and says which fields are set:
 //
-//   - rlmSegmentKey: Segment whole.
-//   - rlmUpdateKey: Segment.Partition, SegmentID, BrokerID,
+//   - MetadataSegmentKey: Segment whole.
+//   - MetadataUpdateKey: Segment.Partition, SegmentID, BrokerID,
 //     EventTimestamp and State.
-//   - rlmDeleteKey: Delete.
-//   - rlmSnapshotKey: Segment without Partition.
-type rlmRecord struct {
+//   - MetadataDeleteKey: Delete.
+//   - MetadataSnapshotKey: Segment without Partition.
+type MetadataRecord struct {
 	Kind    int16
 	Segment SegmentMetadata
 	Delete  PartitionDelete
@@ -107,13 +107,13 @@ type PartitionDelete struct {
 }
 
 // appendRLMRecord appends r's encoding (the record's value) to dst.
-func appendRLMRecord(dst []byte, r *rlmRecord) []byte {
+func appendRLMRecord(dst []byte, r *MetadataRecord) []byte {
 	dst = binary.AppendUvarint(dst, rlmFrameVersion)
 	dst = binary.AppendUvarint(dst, uint64(r.Kind))
 	dst = binary.AppendUvarint(dst, 0) // version
 	s := &r.Segment
 	switch r.Kind {
-	case rlmSegmentKey:
+	case MetadataSegmentKey:
 		dst = appendSegmentID(dst, s.Partition, s.SegmentID)
 		dst = be64(dst, s.StartOffset)
 		dst = be64(dst, s.EndOffset)
@@ -124,19 +124,19 @@ func appendRLMRecord(dst []byte, r *rlmRecord) []byte {
 		dst = be32(dst, int32(min(s.SizeInBytes, math.MaxInt32)))
 		dst = append(dst, 0) // CustomMetadata: null
 		dst = append(dst, byte(s.State))
-	case rlmUpdateKey:
+	case MetadataUpdateKey:
 		dst = appendSegmentID(dst, s.Partition, s.SegmentID)
 		dst = be32(dst, s.BrokerID)
 		dst = be64(dst, s.EventTimestamp)
 		dst = append(dst, 0) // CustomMetadata: null
 		dst = append(dst, byte(s.State))
-	case rlmDeleteKey:
+	case MetadataDeleteKey:
 		d := &r.Delete
 		dst = appendTopicIDPartition(dst, d.Partition)
 		dst = be32(dst, d.BrokerID)
 		dst = be64(dst, d.EventTimestamp)
 		dst = append(dst, byte(d.State))
-	case rlmSnapshotKey:
+	case MetadataSnapshotKey:
 		dst = append(dst, s.SegmentID[:]...)
 		dst = be64(dst, s.StartOffset)
 		dst = be64(dst, s.EndOffset)
@@ -330,15 +330,19 @@ func (r *rlmReader) segmentState() State {
 	return s
 }
 
+// DecodeMetadataRecord decodes the value of a __remote_log_metadata
+// record (tools and tests read the topic with it); see decodeRLMRecord.
+func DecodeMetadataRecord(b []byte) (MetadataRecord, error) { return decodeRLMRecord(b) }
+
 // decodeRLMRecord decodes a record's value. Anything Kafka's serde would
 // refuse (a frame version other than 1, an unknown apiKey or version,
 // short input, trailing bytes) and values that cannot be (an unknown
 // state, a negative size or offset range) give an error wrapping
 // ErrCorruptMetadata; it never panics and allocates at most in
 // proportion to len(b).
-func decodeRLMRecord(b []byte) (rlmRecord, error) {
+func decodeRLMRecord(b []byte) (MetadataRecord, error) {
 	r := rlmReader{b: b}
-	var rec rlmRecord
+	var rec MetadataRecord
 	if fv := r.uvarint("frame version"); r.err == nil && fv != rlmFrameVersion {
 		r.fail("frame version %d", fv)
 	}
@@ -347,13 +351,13 @@ func decodeRLMRecord(b []byte) (rlmRecord, error) {
 		r.fail("apiKey %d version %d", key, v)
 	}
 	if r.err != nil {
-		return rlmRecord{}, r.err
+		return MetadataRecord{}, r.err
 	}
 	rec.Kind = int16(min(key, math.MaxInt16))
 	s := &rec.Segment
 	switch key {
-	case rlmSegmentKey, rlmSnapshotKey:
-		if key == rlmSegmentKey {
+	case MetadataSegmentKey, MetadataSnapshotKey:
+		if key == MetadataSegmentKey {
 			s.Partition, s.SegmentID = r.segmentID()
 		} else {
 			s.SegmentID = r.uuid("segment id")
@@ -370,13 +374,13 @@ func decodeRLMRecord(b []byte) (rlmRecord, error) {
 		if r.err == nil && (s.StartOffset < 0 || s.EndOffset < s.StartOffset || s.SizeInBytes < 0) {
 			r.fail("offsets [%d, %d], size %d", s.StartOffset, s.EndOffset, s.SizeInBytes)
 		}
-	case rlmUpdateKey:
+	case MetadataUpdateKey:
 		s.Partition, s.SegmentID = r.segmentID()
 		s.BrokerID = r.int32("broker id")
 		s.EventTimestamp = r.int64("event timestamp")
 		r.customMetadata()
 		s.State = r.segmentState()
-	case rlmDeleteKey:
+	case MetadataDeleteKey:
 		d := &rec.Delete
 		d.Partition = r.topicIDPartition()
 		d.BrokerID = r.int32("broker id")
@@ -393,7 +397,7 @@ func decodeRLMRecord(b []byte) (rlmRecord, error) {
 		r.fail("%d trailing bytes after apiKey %d", len(r.b), key)
 	}
 	if r.err != nil {
-		return rlmRecord{}, r.err
+		return MetadataRecord{}, r.err
 	}
 	return rec, nil
 }

@@ -10,18 +10,18 @@ import (
 	"github.com/sluice/sluice/engine"
 )
 
-func rlmSamples() []rlmRecord {
+func rlmSamples() []MetadataRecord {
 	seg := testSegment(100, 199)
 	seg.TxnIndexEmpty = false
-	upd := rlmRecord{Kind: rlmUpdateKey, Segment: SegmentMetadata{Partition: testTP, SegmentID: seg.SegmentID, BrokerID: 2, EventTimestamp: 77, State: CopySegmentFinished}}
+	upd := MetadataRecord{Kind: MetadataUpdateKey, Segment: SegmentMetadata{Partition: testTP, SegmentID: seg.SegmentID, BrokerID: 2, EventTimestamp: 77, State: CopySegmentFinished}}
 	snap := seg
 	snap.Partition = TopicIDPartition{}
 	snap.LeaderEpochs = nil
-	return []rlmRecord{
-		{Kind: rlmSegmentKey, Segment: seg},
+	return []MetadataRecord{
+		{Kind: MetadataSegmentKey, Segment: seg},
 		upd,
-		{Kind: rlmDeleteKey, Delete: PartitionDelete{Partition: testTP, BrokerID: 1, EventTimestamp: 9, State: DeletePartitionStarted}},
-		{Kind: rlmSnapshotKey, Segment: snap},
+		{Kind: MetadataDeleteKey, Delete: PartitionDelete{Partition: testTP, BrokerID: 1, EventTimestamp: 9, State: DeletePartitionStarted}},
+		{Kind: MetadataSnapshotKey, Segment: snap},
 	}
 }
 
@@ -38,7 +38,7 @@ func TestRLMRecordRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.Segment.LeaderEpochs == nil && rec.Kind != rlmUpdateKey && rec.Kind != rlmDeleteKey {
+			if rec.Segment.LeaderEpochs == nil && rec.Kind != MetadataUpdateKey && rec.Kind != MetadataDeleteKey {
 				rec.Segment.LeaderEpochs = []engine.EpochEntry{}
 			}
 			if !reflect.DeepEqual(got, rec) {
@@ -52,7 +52,7 @@ func TestRLMRecordRoundTrip(t *testing.T) {
 // (Kafka's RemoteLogSegmentMetadataUpdateRecord v0, flexible).
 func TestRLMRecordLayout(t *testing.T) {
 	tp := TopicIDPartition{TopicID: UUID{15: 1}, Topic: "ab", Partition: 5}
-	rec := rlmRecord{Kind: rlmUpdateKey, Segment: SegmentMetadata{Partition: tp, SegmentID: UUID{0: 2}, BrokerID: 3, EventTimestamp: 4, State: DeleteSegmentStarted}}
+	rec := MetadataRecord{Kind: MetadataUpdateKey, Segment: SegmentMetadata{Partition: tp, SegmentID: UUID{0: 2}, BrokerID: 3, EventTimestamp: 4, State: DeleteSegmentStarted}}
 	var want []byte
 	want = append(want, 1, 1, 0)     // frame version, apiKey, version
 	want = append(want, 3, 'a', 'b') // compact string "ab"
