@@ -147,21 +147,33 @@ func (m *TopicMetadata) Close() error {
 	return nil
 }
 
-// run finds or creates the topic, then applies its records until Close.
+// run finds the topic, then applies its records until Close. While the
+// topic does not exist the view is ready and empty (nothing was ever
+// remote in this cluster), and run looks for it again every second: the
+// first broker to copy a segment creates it (write).
 func (m *TopicMetadata) run() {
 	defer close(m.done)
 	var n int32
 	var ends []int64
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		var err error
-		n, ends, err = m.prepare(m.ctx)
+		n, ends, err = m.find(m.ctx)
 		if err == nil {
 			break
 		}
 		if m.ctx.Err() != nil {
 			return
 		}
-		m.log.Debug("tiered: remote log metadata topic not ready, retrying", "err", err)
+		if errors.Is(err, errNoMetadataTopic) {
+			m.mu.Lock()
+			if !m.ready {
+				m.ready = true
+				m.log.Info("tiered: no remote log metadata topic yet: nothing is remote", "topic", RemoteLogMetadataTopic)
+			}
+			m.mu.Unlock()
+		} else {
+			m.log.Debug("tiered: remote log metadata topic not readable yet, retrying", "err", err)
+		}
 		select {
 		case <-m.ctx.Done():
 			return
@@ -169,8 +181,9 @@ func (m *TopicMetadata) run() {
 		}
 	}
 	m.mu.Lock()
-	m.n, m.loadedTo, m.applied = n, ends, make([]int64, n)
+	m.n, m.loadedTo, m.applied, m.ready = n, ends, make([]int64, n), false
 	m.checkReadyLocked()
+	m.cond.Broadcast()
 	m.mu.Unlock()
 	offsets := map[int32]kgo.Offset{}
 	for p := int32(0); p < n; p++ {
@@ -206,31 +219,22 @@ func (m *TopicMetadata) run() {
 	}
 }
 
-// prepare creates the topic when missing and returns its partition count
-// and end offsets.
-func (m *TopicMetadata) prepare(ctx context.Context) (int32, []int64, error) {
+// errNoMetadataTopic: __remote_log_metadata does not exist (yet).
+var errNoMetadataTopic = errors.New("tiered: no remote log metadata topic")
+
+// find returns the topic's partition count and end offsets, or
+// errNoMetadataTopic.
+func (m *TopicMetadata) find(ctx context.Context) (int32, []int64, error) {
 	adm := kadm.NewClient(m.cl)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	md, err := adm.Metadata(ctx)
+	md, err := adm.Metadata(ctx, RemoteLogMetadataTopic)
 	if err != nil {
 		return 0, nil, err
 	}
 	td, ok := md.Topics[RemoteLogMetadataTopic]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		rf := min(m.opts.ReplicationFactor, int16(max(len(md.Brokers), 1)))
-		res, err := adm.CreateTopic(ctx, m.opts.Partitions, rf, map[string]*string{
-			"retention.ms":    kadm.StringPtr("-1"),
-			"retention.bytes": kadm.StringPtr("-1"),
-			"cleanup.policy":  kadm.StringPtr("delete"),
-		}, RemoteLogMetadataTopic)
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return 0, nil, fmt.Errorf("create %s: %w", RemoteLogMetadataTopic, err)
-		}
-		return 0, nil, fmt.Errorf("%s created, waiting for its metadata", RemoteLogMetadataTopic)
+		return 0, nil, errNoMetadataTopic
 	}
 	if td.Err != nil {
 		return 0, nil, td.Err
@@ -252,6 +256,30 @@ func (m *TopicMetadata) prepare(ctx context.Context) (int32, []int64, error) {
 		ends[p] = o.Offset
 	}
 	return n, ends, nil
+}
+
+// create creates the topic with Kafka's defaults (retention -1, the
+// replication factor capped by the brokers registered now).
+func (m *TopicMetadata) create(ctx context.Context) error {
+	adm := kadm.NewClient(m.cl)
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	rf := min(m.opts.ReplicationFactor, int16(max(len(md.Brokers), 1)))
+	res, err := adm.CreateTopic(ctx, m.opts.Partitions, rf, map[string]*string{
+		"retention.ms":    kadm.StringPtr("-1"),
+		"retention.bytes": kadm.StringPtr("-1"),
+		"cleanup.policy":  kadm.StringPtr("delete"),
+	}, RemoteLogMetadataTopic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", RemoteLogMetadataTopic, err)
+	}
+	m.log.Info("tiered: created the remote log metadata topic", "topic", RemoteLogMetadataTopic, "partitions", m.opts.Partitions, "replication_factor", rf)
+	return nil
 }
 
 // REQUIRES: m.mu held.
@@ -337,6 +365,15 @@ func (m *TopicMetadata) write(tp TopicIDPartition, r *MetadataRecord) error {
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, m.opts.WriteTimeout)
 	defer cancel()
+	if n == 0 {
+		// No topic yet: create it; the caller retries once run has found
+		// and replayed it (another broker may have written to it since
+		// this view was read).
+		if err := m.create(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ErrMetadataNotReady, err)
+		}
+		return ErrMetadataNotReady
+	}
 	rec := &kgo.Record{Topic: RemoteLogMetadataTopic, Partition: metadataPartition(tp, n), Value: appendRLMRecord(nil, r)}
 	if err := m.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return fmt.Errorf("%w: write remote log metadata of %s: %w", ErrRemoteStorage, tp, err)

@@ -32,7 +32,11 @@ import (
 //	BrokerId int32, MaxTimestampMs int64, EventTimestampMs int64,
 //	SegmentLeaderEpochs [] { LeaderEpoch int32, Offset int64 },
 //	SegmentSizeInBytes int32, CustomMetadata nullable bytes,
-//	RemoteLogSegmentState int8
+//	RemoteLogSegmentState int8, tagged field 0: TxnIndexEmpty bool
+//
+// TxnIndexEmpty is the tagged field Kafka added after 3.9 (KIP-1058,
+// KAFKA-16780): written only when true, false when absent (a reader then
+// expects a transaction index object). Other tags are skipped.
 //
 // apiKey 1, RemoteLogSegmentMetadataUpdateRecord:
 //
@@ -50,7 +54,7 @@ import (
 //	SegmentId uuid, StartOffset int64, EndOffset int64, BrokerId int32,
 //	MaxTimestampMs int64, EventTimestampMs int64, SegmentLeaderEpochs
 //	(as above), SegmentSizeInBytes int32, CustomMetadata nullable bytes,
-//	RemoteLogSegmentState int8
+//	RemoteLogSegmentState int8, tagged field 0: TxnIndexEmpty bool
 //
 // Part of Kafka's format: do not change.
 const (
@@ -148,8 +152,14 @@ func appendRLMRecord(dst []byte, r *MetadataRecord) []byte {
 		dst = append(dst, 0)
 		dst = append(dst, byte(s.State))
 	}
+	if (r.Kind == MetadataSegmentKey || r.Kind == MetadataSnapshotKey) && s.TxnIndexEmpty {
+		return append(dst, 1, txnIndexEmptyTag, 1, 1) // one tagged field: tag 0, 1 byte, true
+	}
 	return append(dst, 0) // the message's tagged fields: none
 }
+
+// txnIndexEmptyTag is TxnIndexEmpty's tag. Part of the format.
+const txnIndexEmptyTag = 0
 
 func be64(dst []byte, v int64) []byte { return binary.BigEndian.AppendUint64(dst, uint64(v)) }
 func be32(dst []byte, v int32) []byte { return binary.BigEndian.AppendUint32(dst, uint32(v)) }
@@ -263,20 +273,27 @@ func (r *rlmReader) compactLen(what string, nullable bool) int {
 }
 
 // tags skips a struct's tagged fields.
-func (r *rlmReader) tags(what string) {
+func (r *rlmReader) tags(what string) { r.tagsWith(what, nil) }
+
+// tagsWith reads a struct's tagged fields, handing each to field (nil:
+// skip them all).
+func (r *rlmReader) tagsWith(what string, field func(tag uint64, v []byte)) {
 	n := r.uvarint(what + " tagged fields")
 	if n > uint64(len(r.b)) {
 		r.fail("%s: %d tagged fields in %d bytes", what, n, len(r.b))
 		return
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		r.uvarint(what + " tag")
+		tag := r.uvarint(what + " tag")
 		size := r.uvarint(what + " tag size")
 		if size > uint64(len(r.b)) {
 			r.fail("%s: tagged field of %d bytes in %d", what, size, len(r.b))
 			return
 		}
-		r.take(int(size), what+" tagged field")
+		v := r.take(int(size), what+" tagged field")
+		if field != nil && r.err == nil {
+			field(tag, v)
+		}
 	}
 }
 
@@ -392,7 +409,15 @@ func decodeRLMRecord(b []byte) (MetadataRecord, error) {
 	default:
 		r.fail("apiKey %d", key)
 	}
-	r.tags("message")
+	r.tagsWith("message", func(tag uint64, v []byte) {
+		if tag == txnIndexEmptyTag && (key == MetadataSegmentKey || key == MetadataSnapshotKey) {
+			if len(v) != 1 || v[0] > 1 {
+				r.fail("TxnIndexEmpty of %d bytes", len(v))
+				return
+			}
+			s.TxnIndexEmpty = v[0] == 1
+		}
+	})
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d trailing bytes after apiKey %d", len(r.b), key)
 	}

@@ -12,11 +12,11 @@ import (
 
 func rlmSamples() []MetadataRecord {
 	seg := testSegment(100, 199)
-	seg.TxnIndexEmpty = false
+	seg.TxnIndexEmpty = true
 	upd := MetadataRecord{Kind: MetadataUpdateKey, Segment: SegmentMetadata{Partition: testTP, SegmentID: seg.SegmentID, BrokerID: 2, EventTimestamp: 77, State: CopySegmentFinished}}
 	snap := seg
 	snap.Partition = TopicIDPartition{}
-	snap.LeaderEpochs = nil
+	snap.LeaderEpochs, snap.TxnIndexEmpty = nil, false
 	return []MetadataRecord{
 		{Kind: MetadataSegmentKey, Segment: seg},
 		upd,
@@ -164,4 +164,11 @@ func FuzzDecodeRLMRecord(f *testing.F) {
 			t.Fatalf("unstable: %+v then %+v", rec, rec2)
 		}
 	})
+}
+
+// badState is an update record whose state byte is 9.
+func badState() []byte {
+	b := appendRLMRecord(nil, &rlmSamples()[1])
+	b[len(b)-2] = 9 // the state, before the empty tagged fields
+	return b
 }
