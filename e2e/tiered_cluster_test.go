@@ -174,6 +174,26 @@ func TestTieredCluster(t *testing.T) {
 		}
 	}
 
+	// sluice topic describe shows the split: the local log starts past
+	// the remote one, both sizes, nothing left to tier but the active
+	// segment.
+	desc := c.sluiceCLI("topic", "describe", topic)
+	row := tieredRow(t, desc)
+	localStart, _ := strconv.ParseInt(row["LOCAL-START"], 10, 64)
+	if row["REMOTE-START"] != "0" || localStart <= 0 || row["TIERED-END"] != strconv.FormatInt(c.latestTiered(newLeader, topic), 10) ||
+		row["LOG-END"] != strconv.Itoa(records) || row["REMOTE-SIZE"] == "-" || row["LOCAL-SIZE"] == "-" {
+		t.Errorf("sluice topic describe: partition 0 %v\n%s", row, desc)
+	}
+	t.Logf("sluice topic describe:\n%s", desc)
+
+	// The old leader comes back below the leader's local log start and
+	// catches up from there, keeping about the local retention too.
+	c.brokers[oldLeader].restart()
+	c.waitISR(topic, []int32{1, 2, 3}, 5*time.Minute)
+	c.waitLong(5*time.Minute, "the old leader's local log down to the local retention", func() bool {
+		return c.localLogBytes(topic)[oldLeader] <= bound
+	})
+
 	// Deleting the topic deletes every object.
 	adm, acl := c.admin()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -197,6 +217,29 @@ func (c *testCluster) waitLong(within time.Duration, what string, try func() boo
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// tieredRow parses the partition 0 row of the tiering table in sluice
+// topic describe's output, by column name.
+func tieredRow(t *testing.T, out string) map[string]string {
+	t.Helper()
+	var header []string
+	for _, l := range lines(out) {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "PARTITION" && slices.Contains(f, "LOCAL-START") {
+			header = f
+			continue
+		}
+		if header != nil && len(f) == len(header) && f[0] == "0" {
+			row := map[string]string{}
+			for i, h := range header {
+				row[h] = f[i]
+			}
+			return row
+		}
+	}
+	t.Fatalf("no tiering table in sluice topic describe:\n%s", out)
+	return nil
 }
 
 // latestTiered asks broker id for ListOffsets -5 (latest tiered, v9) of
@@ -254,7 +297,7 @@ func (c *testCluster) consumeTiered(topic string, records int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		fs := cl.PollFetches(ctx)
 		cancel()
-		if next > 0 || fs.NumRecords() > 0 {
+		if fs.NumRecords() > 0 {
 			stalled = time.Now()
 		}
 		fs.EachError(func(_ string, _ int32, err error) {

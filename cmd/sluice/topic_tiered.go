@@ -90,7 +90,8 @@ func tieredStatus(ctx context.Context, cl *kgo.Client, adm *kadm.Client, td kadm
 	for p := range td.Partitions {
 		set.Add(td.Topic, p)
 	}
-	if dirs, err := adm.DescribeAllLogDirs(ctx, set); err == nil {
+	// A broker that is down fails its part: the others' answers count.
+	if dirs, _ := adm.DescribeAllLogDirs(ctx, set); dirs != nil {
 		dirs.Each(func(d kadm.DescribedLogDir) {
 			d.Topics.Each(func(lp kadm.DescribedLogDirPartition) {
 				pd, ok := td.Partitions[lp.Partition]
