@@ -605,11 +605,23 @@ func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
 // PartitionDeleted deletes the remote segments of one partition of a
 // deleted topic (in a cluster, on StopReplica with delete). A failure is
 // logged.
+//
+// While the metadata loads or the storage fails it tries again, a few
+// times over about a minute: in a cluster no sweep finds the partition
+// later (this broker no longer hosts it).
 func (m *Manager) PartitionDeleted(id [16]byte, name string, partition int32) {
-	m.taskMu.Lock()
-	defer m.taskMu.Unlock()
 	tp := TopicIDPartition{TopicID: id, Topic: name, Partition: partition}
-	if err := m.deletePartition(tp); err != nil {
+	var err error
+	for try, wait := 0, time.Second; try < 6; try, wait = try+1, 2*wait {
+		m.taskMu.Lock()
+		err = m.deletePartition(tp)
+		m.taskMu.Unlock()
+		if err == nil || (!errors.Is(err, ErrMetadataNotReady) && !errors.Is(err, ErrRemoteStorage)) {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
 		m.log.Error("tiered: deleting a deleted topic's remote segments failed", "partition", tp.String(), "err", err)
 	}
 }
