@@ -370,14 +370,19 @@ func (c *testCluster) consumeTiered(topic string, records int) {
 // segment added twice or an undecodable record.
 func (c *testCluster) remoteMetadata(tp tiered.TopicIDPartition) map[string]tiered.SegmentMetadata {
 	c.t.Helper()
-	adm, acl := c.admin()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, tiered.RemoteLogMetadataTopic)
-	acl.Close()
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	var ends kadm.ListedOffsets
+	c.retry("the end offsets of "+tiered.RemoteLogMetadataTopic, func() bool {
+		adm, acl := c.admin()
+		defer acl.Close()
+		var err error
+		ends, err = adm.ListEndOffsets(ctx, tiered.RemoteLogMetadataTopic)
+		if err != nil {
+			c.t.Logf("list end offsets of %s: %v", tiered.RemoteLogMetadataTopic, err)
+		}
+		return err == nil
+	})
 	offsets := map[int32]kgo.Offset{}
 	left := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {

@@ -258,27 +258,47 @@ func (m *TopicMetadata) find(ctx context.Context) (int32, []int64, error) {
 	return n, ends, nil
 }
 
-// create creates the topic with Kafka's defaults (retention -1, the
-// replication factor capped by the brokers registered now).
+// create creates the topic with Kafka's defaults (retention -1,
+// replication factor 3). A cluster of fewer brokers refuses that
+// (INVALID_REPLICATION_FACTOR) and gets one replica per live broker: the
+// factor is capped by the brokers only then, after asking again for ten
+// seconds, never by a view of the cluster that has not yet seen every
+// broker register.
 func (m *TopicMetadata) create(ctx context.Context) error {
 	adm := kadm.NewClient(m.cl)
-	md, err := adm.BrokerMetadata(ctx)
-	if err != nil {
-		return err
-	}
-	rf := min(m.opts.ReplicationFactor, int16(max(len(md.Brokers), 1)))
-	res, err := adm.CreateTopic(ctx, m.opts.Partitions, rf, map[string]*string{
+	configs := map[string]*string{
 		"retention.ms":    kadm.StringPtr("-1"),
 		"retention.bytes": kadm.StringPtr("-1"),
 		"cleanup.policy":  kadm.StringPtr("delete"),
-	}, RemoteLogMetadataTopic)
-	if err == nil {
-		err = res.Err
+	}
+	try := func(rf int16) error {
+		res, err := adm.CreateTopic(ctx, m.opts.Partitions, rf, configs, RemoteLogMetadataTopic)
+		if err == nil {
+			err = res.Err
+		}
+		if err == nil {
+			m.log.Info("tiered: created the remote log metadata topic", "topic", RemoteLogMetadataTopic, "partitions", m.opts.Partitions, "replication_factor", rf)
+		}
+		return err
+	}
+	err := try(m.opts.ReplicationFactor)
+	// Brokers still registering: ask again for a few seconds first.
+	for i := 0; i < 10 && errors.Is(err, kerr.InvalidReplicationFactor) && ctx.Err() == nil; i++ {
+		time.Sleep(time.Second)
+		err = try(m.opts.ReplicationFactor)
+	}
+	if errors.Is(err, kerr.InvalidReplicationFactor) {
+		md, merr := adm.BrokerMetadata(ctx)
+		if merr != nil {
+			return merr
+		}
+		if n := int16(len(md.Brokers)); n > 0 && n < m.opts.ReplicationFactor {
+			err = try(n)
+		}
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create %s: %w", RemoteLogMetadataTopic, err)
 	}
-	m.log.Info("tiered: created the remote log metadata topic", "topic", RemoteLogMetadataTopic, "partitions", m.opts.Partitions, "replication_factor", rf)
 	return nil
 }
 
