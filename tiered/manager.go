@@ -108,11 +108,14 @@ func (m *Manager) Start() (stop func() error, err error) {
 	}()
 	return func() error {
 		close(done)
-		wg.Wait()
+		var err error
 		if m.topicMeta != nil {
-			return m.topicMeta.Close()
+			// First: a run waiting on a metadata write fails at once
+			// instead of at its timeout.
+			err = m.topicMeta.Close()
 		}
-		return nil
+		wg.Wait()
+		return err
 	}, nil
 }
 
