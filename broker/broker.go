@@ -341,9 +341,14 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	rlmm, err := b.remoteLogMetadata() // tiered.go
+	if err != nil {
+		return nil, err
+	}
 	b.srv, err = server.New(server.Options{
-		Schemas: &b.schemaSubjects, // schemareg.go
-		Config:  cfg, Logger: log, Meta: b.meta, Store: b.store, LogDirs: b.dirs,
+		Schemas:           &b.schemaSubjects, // schemareg.go
+		RemoteLogMetadata: rlmm,
+		Config:            cfg, Logger: log, Meta: b.meta, Store: b.store, LogDirs: b.dirs,
 		ClusterID: b.cid, AdvertisedHost: host, AdvertisedPort: port,
 		Cluster: b.node, Listeners: secs, Authorizer: authz, ACLs: acls, Credentials: creds,
 		ReconfigureListeners: b.reconfigureListeners,

@@ -213,6 +213,19 @@ func (n *Node) ReplicaDeletable(topic string, partition int32) (bool, error) {
 		slices.Contains(fa.removing[partition], n.opts.BrokerID), nil
 }
 
+// TopicBeingDeleted reports whether topic is being deleted
+// (/admin/delete_topics/<topic> exists) or already gone: a StopReplica
+// with delete for it then deletes the partition's remote segments too,
+// not for a replica a reassignment moves away.
+func (n *Node) TopicBeingDeleted(topic string) (bool, error) {
+	ok, _, err := n.zk.exists(deleteTopicsPath + "/" + topic)
+	if err != nil || ok {
+		return ok, err
+	}
+	ok, _, err = n.zk.exists(topicPath(topic))
+	return !ok, err
+}
+
 // readController reads /controller and /controller_epoch.
 func (n *Node) readController() (id, epoch int32, err error) {
 	data, _, err := n.zk.get(controllerPath)

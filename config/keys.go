@@ -212,7 +212,7 @@ var brokerKeys = []Key{
 		codec: durationKey(func(c *Config) *time.Duration { return &c.LogFlushInterval }, time.Millisecond, 0)},
 	// Tiered storage (KIP-405; package tiered, README "Tiered storage").
 	{Name: "remote.log.storage.system.enable", Type: TypeBoolean, Importance: Medium, Default: "false",
-		Doc:   "turns tiered storage on for this broker: topics with `remote.storage.enable=true` copy their rolled segments to the remote storage (`rsm.config.*`: the local-directory backend's root is `rsm.config.dir`, by default the first log dir with `-remote` appended) and read them back. Only with `storage.backend=segment`; single-node mode only for now",
+		Doc:   "turns tiered storage on for this broker: topics with `remote.storage.enable=true` copy their rolled segments to the remote storage (`rsm.config.*`: the local-directory backend's root is `rsm.config.dir`, by default the first log dir with `-remote` appended) and read them back. Only with `storage.backend=segment`; in a cluster every broker must reach the same remote storage, and the remote log metadata lives in `__remote_log_metadata`",
 		codec: boolKey(func(c *Config) *bool { return &c.RemoteLogStorageSystemEnable })},
 	{Name: "log.local.retention.ms", Type: TypeLong, Importance: Medium, Default: "-2", Topic: "local.retention.ms",
 		Doc:   "tiered topics: how long a segment stays on local disk once it is remote; -2: the topic's `retention.ms`",

@@ -22,17 +22,14 @@ func (c *Config) setRemoteStorageProperty(key, v string) {
 
 // checkTieredStorage refuses tiered storage where it cannot run: on a
 // backend other than segment (the remote log manager copies segment
-// files), and in cluster mode (its remote log metadata is kept per broker,
-// not yet in __remote_log_metadata).
+// files). In cluster mode the remote log metadata lives in
+// __remote_log_metadata (tiered/topicmeta.go).
 func (c *Config) checkTieredStorage() error {
 	if !c.RemoteLogStorageSystemEnable {
 		return nil
 	}
 	if c.StorageBackend != "segment" {
 		return keyError("remote.log.storage.system.enable", "tiered storage needs storage.backend=segment, not %q", c.StorageBackend)
-	}
-	if !c.SingleNode() {
-		return keyError("remote.log.storage.system.enable", "tiered storage runs on a single node only for now (zookeeper.connect is set)")
 	}
 	return nil
 }

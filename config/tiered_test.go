@@ -32,12 +32,15 @@ func TestTieredStorageKeys(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"remote.log.storage.system.enable=true", "storage.backend=pebble"},
-		{"remote.log.storage.system.enable=true", "zookeeper.connect=127.0.0.1:2181"},
 	} {
 		_, err := Load("", bad)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "remote.log.storage.system.enable") {
 			t.Errorf("%v: %v, want a remote.log.storage.system.enable error", bad, err)
 		}
+	}
+	// Cluster mode tiers too (__remote_log_metadata, tiered/topicmeta.go).
+	if _, err := Load("", []string{"remote.log.storage.system.enable=true", "zookeeper.connect=127.0.0.1:2181"}); err != nil {
+		t.Errorf("tiering in cluster mode: %v", err)
 	}
 	if _, err := Load("", []string{"storage.backend=pebble"}); err != nil {
 		t.Errorf("pebble without tiering: %v", err)

@@ -35,6 +35,11 @@ type partitionJSON struct {
 	StartOffset int64   `json:"startOffset"`
 	EndOffset   int64   `json:"endOffset"`
 	Size        int64   `json:"size"`
+	// LocalStartOffset and RemoteSize are set for a tiered topic (see
+	// tieredSplit): the first offset on the leader's disk and the bytes in
+	// the remote tier.
+	LocalStartOffset int64 `json:"localStartOffset"`
+	RemoteSize       int64 `json:"remoteSize"`
 }
 
 type configJSON struct {
@@ -53,6 +58,10 @@ type topicJSON struct {
 	// ConfigsHidden is set when the principal may describe the topic but
 	// not its configs (DescribeConfigs): Configs is then empty.
 	ConfigsHidden bool `json:"configsHidden,omitempty"`
+	// Tiered is set for a topic with remote.storage.enable=true: its
+	// partitions' LocalStartOffset and RemoteSize are the local/remote
+	// split (Size is the local size).
+	Tiered bool `json:"tiered,omitempty"`
 }
 
 // topicStats are the offsets and sizes of some topics' partitions.
@@ -225,6 +234,12 @@ func (s *Server) writeTopic(ctx context.Context, w http.ResponseWriter, q *reque
 	}
 	if q.allowed(acl.OpDescribeConfigs, acl.ResourceTopic, name) {
 		out.Configs = topicConfigs(ctx, cl, name)
+		for _, c := range out.Configs {
+			if c.Name == "remote.storage.enable" && c.Value != nil && *c.Value == "true" {
+				out.Tiered = true
+				tieredSplit(ctx, cl, name, out.Partitions)
+			}
+		}
 	} else {
 		out.ConfigsHidden = true
 	}

@@ -58,8 +58,12 @@ func stopReplicaLocked(s *Server, topicName string, ps kmsg.StopReplicaRequestTo
 			}
 		}
 	}
+	remote := s.remoteDeletion(topicName, ps) // tiered.go
 	if err := s.rm.StopReplicaLocked(topicName, ps.Partition, ps.Delete); err != nil {
 		return kerr.KafkaStorageError.Code
+	}
+	if remote != nil {
+		go remote() // off the controller's request: objects may take a while
 	}
 	return 0
 }

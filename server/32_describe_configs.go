@@ -110,6 +110,7 @@ func (s *Server) describeTopicConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.De
 		sr.Configs = append(sr.Configs, c)
 	}
 	s.describeCleanerStatus(rr, sr)
+	s.describeRemoteStatus(rr, sr) // tiered_status.go
 	return nil
 }
 

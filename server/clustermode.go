@@ -216,6 +216,10 @@ func (zp *zkPlane) acceptControllerRequest(controllerID, controllerEpoch int32, 
 	return zp.node.VerifyBrokerEpoch(brokerEpoch)
 }
 
+func (zp *zkPlane) topicBeingDeleted(topic string) (bool, error) {
+	return zp.node.TopicBeingDeleted(topic)
+}
+
 func (zp *zkPlane) checkReplicaDelete(topic string, partition int32) error {
 	ok, err := zp.node.ReplicaDeletable(topic, partition)
 	switch {

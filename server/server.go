@@ -83,6 +83,10 @@ type Options struct {
 	// RemoteStorage is the remote tier of tiered storage; nil: the
 	// local-directory backend at rsm.config.dir (tiered.go).
 	RemoteStorage tiered.RemoteStorageManager
+	// RemoteLogMetadata is a cluster's topic-based remote log metadata
+	// (__remote_log_metadata); nil on a single node, whose metadata is in
+	// the metastore (tiered.go).
+	RemoteLogMetadata *tiered.TopicMetadata
 	// ClusterID is answered in Metadata and DescribeCluster.
 	ClusterID string
 	// AdvertisedHost and AdvertisedPort are the address clients are told to
@@ -400,7 +404,7 @@ func New(opts Options) (*Server, error) {
 		CheckpointHighWatermarks: zp != nil,
 	})
 	s.life.Push("partitions", s.rm.Close)
-	tm, err := s.newTiered(opts.RemoteStorage)
+	tm, err := s.newTiered(opts.RemoteStorage, opts.RemoteLogMetadata)
 	if err != nil {
 		return fail(fmt.Errorf("server: tiered storage: %w", err))
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/server/fetchresp"
@@ -20,12 +22,12 @@ import (
 // below the local log start (readRemote).
 
 // newTiered returns the remote log manager, nil when tiering is off.
-func (s *Server) newTiered(rsm tiered.RemoteStorageManager) (*tiered.Manager, error) {
+func (s *Server) newTiered(rsm tiered.RemoteStorageManager, md *tiered.TopicMetadata) (*tiered.Manager, error) {
 	c := s.currentConfig()
 	if !c.RemoteLogStorageSystemEnable {
 		return nil, nil
 	}
-	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Logger: s.log, Now: s.now})
+	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Metadata: md, Logger: s.log, Now: s.now})
 }
 
 // checkTieredConfigs refuses what Kafka's LogConfig.validate refuses of a
@@ -55,6 +57,33 @@ func (s *Server) topicDeletedRemote(t *replica.Topic) {
 	if s.tiered != nil {
 		s.tiered.TopicDeleted(t.ID, t.Name, len(t.Parts))
 	}
+}
+
+// topicDeletion is what a cluster's plane knows of topic deletions
+// (zkPlane, cluster.Node.TopicBeingDeleted).
+type topicDeletion interface {
+	topicBeingDeleted(topic string) (bool, error)
+}
+
+// remoteDeletion returns, for a StopReplica with delete of a replica
+// whose topic is being deleted, the deletion of the partition's remote
+// segments (Kafka's RemoteLogManager.stopPartitions with
+// deleteRemoteLog, run by every replica); nil otherwise.
+// REQUIRES: s.rm.Lock held.
+func (s *Server) remoteDeletion(topic string, ps kmsg.StopReplicaRequestTopicPartitionState) func() {
+	if s.tiered == nil || !ps.Delete {
+		return nil
+	}
+	td, ok := s.ib.(topicDeletion)
+	t := s.rm.Topic(topic)
+	if !ok || t == nil {
+		return nil
+	}
+	if deleting, err := td.topicBeingDeleted(topic); err != nil || !deleting {
+		return nil
+	}
+	id, part := t.ID, ps.Partition
+	return func() { s.tiered.PartitionDeleted(id, topic, part) }
 }
 
 // remoteLogStart is the log start offset a fetch or ListOffsets -2

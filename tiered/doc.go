@@ -1,4 +1,4 @@
-// Package tiered is tiered storage (Kafka's KIP-405) on a single node: the
+// Package tiered is tiered storage (Kafka's KIP-405): the
 // remote log manager (manager.go) copies each rolled segment of a topic
 // with remote.storage.enable=true, once it lies wholly below the high
 // watermark, to a RemoteStorageManager (rsm.go; the local-directory
@@ -21,7 +21,13 @@
 // Deletion is recorded DELETE_SEGMENT_STARTED before any object goes, so a
 // crash mid-delete is finished by the next run.
 //
-// Not here yet (issue 31): the S3 backend, cluster mode (the
-// __remote_log_metadata topic, followers rebuilding from the remote tier,
-// leadership changes), Kafka's RemoteLogManager metrics.
+// Cluster mode (topicmeta.go): the metadata is Kafka's topic-based one,
+// __remote_log_metadata, replayed by every broker; only a partition's
+// leader copies and expires remote segments (a new leader cleans what a
+// dead one left COPY_SEGMENT_STARTED, then continues after the last
+// finished segment), followers apply local retention to what is remote.
+//
+// Not here yet (issue 31): the S3 backend, followers rebuilding their
+// leader epochs and producer state from the remote tier
+// (OFFSET_MOVED_TO_TIERED_STORAGE), Kafka's RemoteLogManager metrics.
 package tiered

@@ -25,9 +25,16 @@ type Options struct {
 	RM     *replica.Manager
 	// RSM is the remote storage; nil: the local-directory backend at
 	// rsm.config.dir.
-	RSM    RemoteStorageManager
-	Logger *slog.Logger     // nil: slog.Default()
-	Now    func() time.Time // nil: time.Now
+	RSM RemoteStorageManager
+	// Metadata is the cluster's topic-based remote log metadata
+	// (topicmeta.go); nil: a single node's, in Meta. With it the Manager
+	// runs in cluster mode: only a partition's leader copies and applies
+	// remote retention, followers apply local retention to what is
+	// remote, and deleted topics are found through StopReplica
+	// (TopicDeleted), not by a sweep of the metadata.
+	Metadata *TopicMetadata
+	Logger   *slog.Logger     // nil: slog.Default()
+	Now      func() time.Time // nil: time.Now
 }
 
 // Manager is Kafka's RemoteLogManager on a single node: the copy task,
@@ -35,11 +42,13 @@ type Options struct {
 // for concurrent use; the task runs on one goroutine (Start).
 type Manager struct {
 	cfg  config.Config
-	meta *metadataStore
-	rsm  RemoteStorageManager
-	rm   *replica.Manager
-	log  *slog.Logger
-	now  func() time.Time
+	meta metadataManager
+	// topicMeta is Options.Metadata (cluster mode), nil on a single node.
+	topicMeta *TopicMetadata
+	rsm       RemoteStorageManager
+	rm        *replica.Manager
+	log       *slog.Logger
+	now       func() time.Time
 
 	// taskMu serializes task runs and topic deletions: a segment found
 	// COPY_SEGMENT_STARTED at the start of a run is a leftover.
@@ -65,7 +74,11 @@ func New(opts Options) (*Manager, error) {
 		}
 		m.rsm = ld
 	}
-	m.meta = newMetadataStore(opts.Meta)
+	if opts.Metadata != nil {
+		m.meta, m.topicMeta = opts.Metadata, opts.Metadata
+	} else {
+		m.meta = newMetadataStore(opts.Meta)
+	}
 	m.copyRate = newRate(opts.Config.RemoteLogCopyMaxBytesPerSec)
 	m.reader.init(m, &opts.Config)
 	return m, nil
@@ -74,6 +87,9 @@ func New(opts Options) (*Manager, error) {
 // Start runs the task every remote.log.manager.task.interval.ms until the
 // returned stop is called.
 func (m *Manager) Start() (stop func() error, err error) {
+	if m.topicMeta != nil {
+		m.topicMeta.Start()
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -90,7 +106,38 @@ func (m *Manager) Start() (stop func() error, err error) {
 			}
 		}
 	}()
-	return func() error { close(done); wg.Wait(); return nil }, nil
+	return func() error {
+		close(done)
+		var err error
+		if m.topicMeta != nil {
+			// First: a run waiting on a metadata write fails at once
+			// instead of at its timeout.
+			err = m.topicMeta.Close()
+		}
+		wg.Wait()
+		return err
+	}, nil
+}
+
+// metadataManager is Kafka's RemoteLogMetadataManager as the Manager uses
+// it: the metastore's on a single node (metastore.go), the topic-based
+// one in a cluster (topicmeta.go). Both are safe for concurrent use.
+type metadataManager interface {
+	// Segments returns a partition's segments in every state, by start
+	// offset; the slice is the caller's.
+	Segments(tp TopicIDPartition) ([]SegmentMetadata, error)
+	// Finished summarizes its COPY_SEGMENT_FINISHED segments; shared
+	// and read-only.
+	Finished(tp TopicIDPartition) (*remoteState, error)
+	// Add records a new COPY_SEGMENT_STARTED segment durably.
+	Add(md SegmentMetadata) error
+	// Update moves a segment to state durably; DELETE_SEGMENT_FINISHED
+	// drops it.
+	Update(tp TopicIDPartition, id UUID, state State, eventMs int64) error
+	// Forget drops a partition's metadata once its segments are deleted.
+	Forget(tp TopicIDPartition) error
+	// Partitions lists the partitions with metadata.
+	Partitions() ([]TopicIDPartition, error)
 }
 
 // Tiering is a topic's tiered-storage config, effective.
@@ -172,9 +219,17 @@ func (m *Manager) RunOnce() {
 				continue
 			}
 			tp := m.partitionOf(t, int32(i))
+			follower := m.topicMeta != nil && !p.IsLeader()
 			switch {
+			case tg.Enable && follower:
+				// Only the leader copies and expires remote segments;
+				// a follower keeps locally what is not remote yet.
+				if err := m.localRetention(tp, p, tg); err != nil && !errors.Is(err, engine.ErrClosed) && !errors.Is(err, ErrMetadataNotReady) {
+					m.log.Error("tiered: follower's local retention failed", "partition", tp.String(), "err", err)
+				}
+			case follower:
 			case tg.Enable:
-				if err := m.runPartition(tp, p, tg); err != nil && !errors.Is(err, engine.ErrClosed) {
+				if err := m.runPartition(tp, p, tg); err != nil && !errors.Is(err, engine.ErrClosed) && !errors.Is(err, ErrMetadataNotReady) {
 					m.log.Error("tiered: task failed", "partition", tp.String(), "err", err)
 				}
 			case tg.DeleteOnDisable:
@@ -184,7 +239,11 @@ func (m *Manager) RunOnce() {
 			}
 		}
 	}
-	m.sweepDeleted()
+	if m.topicMeta == nil {
+		// In a cluster, rm holds only this broker's replicas: a topic
+		// it does not host is not a deleted one.
+		m.sweepDeleted()
+	}
 }
 
 func (m *Manager) runPartition(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
@@ -297,6 +356,9 @@ func (m *Manager) copySegments(tp TopicIDPartition, p *replica.Partition) error 
 			// deleted locally before they were copied): copy from here on.
 			m.log.Warn("tiered: gap before a segment to copy", "partition", tp.String(), "remote_end", rs.end, "segment", seg.Base)
 		}
+		if m.topicMeta != nil && !p.IsLeader() {
+			return nil // leadership moved: the new leader continues
+		}
 		if err := m.copySegment(tp, log, dir, seg); err != nil {
 			return err
 		}
@@ -363,6 +425,11 @@ func (m *Manager) copySegment(tp TopicIDPartition, log engine.Log, dir string, s
 		return fmt.Errorf("tiered: copy segment %d of %s: %w", seg.Base, tp, err)
 	}
 	if err := m.meta.Update(tp, md.SegmentID, CopySegmentFinished, m.now().UnixMilli()); err != nil {
+		// In a cluster a new leader may have cleaned this copy up as a
+		// leftover meanwhile: its objects go, so none is orphaned.
+		if derr := m.rsm.DeleteLogSegmentData(md); derr != nil {
+			m.log.Warn("tiered: removing the objects of an unrecorded copy failed", "partition", tp.String(), "segment", md.SegmentID.String(), "err", derr)
+		}
 		return err
 	}
 	m.log.Debug("tiered: copied segment", "partition", tp.String(), "start_offset", md.StartOffset, "end_offset", md.EndOffset, "bytes", md.SizeInBytes)
@@ -535,6 +602,30 @@ func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
 		if err := m.deletePartition(tp); err != nil {
 			m.log.Error("tiered: deleting a deleted topic's remote segments failed, retried by the next run", "partition", tp.String(), "err", err)
 		}
+	}
+}
+
+// PartitionDeleted deletes the remote segments of one partition of a
+// deleted topic (in a cluster, on StopReplica with delete). A failure is
+// logged.
+//
+// While the metadata loads or the storage fails it tries again, a few
+// times over about a minute: in a cluster no sweep finds the partition
+// later (this broker no longer hosts it).
+func (m *Manager) PartitionDeleted(id [16]byte, name string, partition int32) {
+	tp := TopicIDPartition{TopicID: id, Topic: name, Partition: partition}
+	var err error
+	for try, wait := 0, time.Second; try < 6; try, wait = try+1, 2*wait {
+		m.taskMu.Lock()
+		err = m.deletePartition(tp)
+		m.taskMu.Unlock()
+		if err == nil || (!errors.Is(err, ErrMetadataNotReady) && !errors.Is(err, ErrRemoteStorage)) {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
+		m.log.Error("tiered: deleting a deleted topic's remote segments failed", "partition", tp.String(), "err", err)
 	}
 }
 

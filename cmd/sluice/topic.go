@@ -153,6 +153,7 @@ func topicDescribe(c *adminCmd) error {
 		}
 		overrides := map[string][]string{}
 		policies := map[string]string{}
+		tieredTopics := map[string]bool{} // remote.storage.enable=true (topic_tiered.go)
 		var compacted []string
 		if len(names) > 0 {
 			rcs, err := adm.DescribeTopicConfigs(ctx, names...)
@@ -165,6 +166,9 @@ func topicDescribe(c *adminCmd) error {
 					continue
 				}
 				for _, cfg := range rc.Configs {
+					if cfg.Key == "remote.storage.enable" && cfg.MaybeValue() == "true" {
+						tieredTopics[rc.Name] = true
+					}
 					if cfg.Key == "cleanup.policy" {
 						policies[rc.Name] = cleanupPolicy(cfg)
 						if strings.Contains(cfg.MaybeValue(), "compact") {
@@ -196,6 +200,9 @@ func topicDescribe(c *adminCmd) error {
 				policies[name] += "  " + st.String()
 			}
 			printTopic(c.stdout, tds[name], overrides[name], policies[name], moving[name])
+			if tieredTopics[name] {
+				printTiered(c.stdout, tieredStatus(ctx, c.client(), adm, tds[name]))
+			}
 		}
 		return failed.err()
 	})

@@ -339,6 +339,9 @@ async function topicPage(name) {
     el("td", { class: "num", "data-col": "start" }, num(p.startOffset)),
     el("td", { class: "num", "data-col": "end" }, num(p.endOffset)),
     el("td", { class: "num", "data-col": "size" }, bytes(p.size)),
+    // A tiered topic's split: where the local log starts, and what is remote.
+    t.tiered ? el("td", { class: "num", "data-col": "local-start" }, num(p.localStartOffset)) : null,
+    t.tiered ? el("td", { class: "num", "data-col": "remote-size" }, bytes(p.remoteSize)) : null,
     el("td", {}, el("a", { href: "#/messages?topic=" + enc(name) + "&partition=" + p.partition + "&offset=-20" }, "browse"))));
   const configs = (t.configs || []).slice().sort((a, b) => a.name.localeCompare(b.name)).map((c) =>
     el("tr", { "data-config": c.name, class: c.source && c.source !== "DEFAULT_CONFIG" ? "set" : null },
@@ -347,6 +350,7 @@ async function topicPage(name) {
       el("td", { class: "muted" }, c.source || "")));
   const messages = parts.reduce((n, p) => n + (p.endOffset - p.startOffset), 0);
   const size = parts.reduce((n, p) => n + (p.size || 0), 0);
+  const remote = parts.reduce((n, p) => n + (p.remoteSize || 0), 0);
   return el("div", {},
     el("h1", { id: "topic-name" }, t.name, t.internal ? el("span", { class: "badge" }, "internal") : null),
     el("div", { class: "card" }, facts([
@@ -354,10 +358,11 @@ async function topicPage(name) {
       ["Replication factor", String(parts.length ? parts[0].replicas.length : 0)],
       ["Messages", num(messages)],
       ["Size", bytes(size)],
-    ])),
+    ].concat(t.tiered ? [["Local size", bytes(size), "topic-local-size"], ["Remote size", bytes(remote), "topic-remote-size"]] : []))),
     el("h2", {}, "Partitions"),
     table([{ label: "Partition", num: true }, { label: "Leader", num: true }, "Replicas", "ISR", "Offline",
-      { label: "Start offset", num: true }, { label: "End offset", num: true }, { label: "Size", num: true }, ""], rows),
+      { label: "Start offset", num: true }, { label: "End offset", num: true }, { label: t.tiered ? "Local size" : "Size", num: true }]
+      .concat(t.tiered ? [{ label: "Local start", num: true }, { label: "Remote size", num: true }] : [], [""]), rows),
     el("h2", {}, "Produce a test record"),
     produceForm(name, parts.length),
     el("h2", {}, "Configs"),

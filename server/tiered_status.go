@@ -1,0 +1,44 @@
+package server
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/config"
+)
+
+// remoteSizesConfig is a read-only status entry of a tiered topic,
+// returned only when asked for by name (as the cleaner's, so a tool
+// listing every config sees only Kafka's): each partition's bytes in the
+// remote tier, "partition:bytes" joined by commas (Kafka's
+// RemoteLogSizeBytes per partition). Any broker answers it, from the
+// remote log metadata. `sluice topic describe` shows it beside the local
+// sizes (DescribeLogDirs) and the offsets of ListOffsets -2, -4 and -5.
+const remoteSizesConfig = "sluice.remote.partition.size.bytes"
+
+func (s *Server) describeRemoteStatus(rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) {
+	if s.tiered == nil || rr.ConfigNames == nil || !slices.Contains(rr.ConfigNames, remoteSizesConfig) {
+		return
+	}
+	id, ok := s.md.topicID(rr.ResourceName)
+	if !ok {
+		return
+	}
+	sizes, err := s.tiered.RemoteSizes(id, rr.ResourceName, len(s.md.partitions(rr.ResourceName)))
+	if err != nil {
+		return // unknown yet: no entry
+	}
+	parts := make([]string, len(sizes))
+	for i, n := range sizes {
+		parts[i] = strconv.Itoa(i) + ":" + strconv.FormatInt(n, 10)
+	}
+	v := strings.Join(parts, ",")
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value, c.ReadOnly = remoteSizesConfig, &v, true
+	c.Source = kmsg.ConfigSource(sourceDefault)
+	c.ConfigType = kmsg.ConfigType(config.TypeString)
+	sr.Configs = append(sr.Configs, c)
+}
