@@ -208,8 +208,10 @@ func (ss *shareSession) bump() {
 type shareData struct {
 	members ShareMembership // nil: share groups are not served
 	parts   *share.Manager
-	// coord persists share partitions (share_state.go); nil: in memory only.
-	coord *sharecoord.Coordinator
+	// coord is this broker's share coordinator, persister the way to
+	// every share coordinator (share_state.go, share_persister.go).
+	coord     *sharecoord.Coordinator
+	persister *sharePersister
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32
