@@ -26,15 +26,18 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/group/share"
 	"github.com/sluice/sluice/internal/kconn"
@@ -320,4 +323,67 @@ func (p *sharePersister) delete(ctx context.Context, k share.Key) error {
 		rp := r.Topics[0].Partitions[0]
 		return shareCodeError(rp.ErrorCode, rp.ErrorMessage)
 	})
+}
+
+// coordinatorTypeShare is FindCoordinator's key type of a share partition
+// (KIP-932): the key is "group:topicId:partition".
+const coordinatorTypeShare = 2
+
+// parseShareCoordinatorKey is Kafka's SharePartitionKey.getInstance(key).
+func parseShareCoordinatorKey(key string) (share.Key, bool) {
+	parts := strings.Split(key, ":")
+	if len(parts) != 3 || parts[0] == "" {
+		return share.Key{}, false
+	}
+	id, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || len(id) != 16 {
+		return share.Key{}, false
+	}
+	n, err := strconv.ParseInt(parts[2], 10, 32)
+	if err != nil || n < 0 {
+		return share.Key{}, false
+	}
+	k := share.Key{Group: parts[0], Partition: int32(n)}
+	copy(k.Topic[:], id)
+	return k, true
+}
+
+// handleFindShareCoordinator answers FindCoordinator v4+ with key type 2
+// (10_find_coordinator.go routes it here), as Kafka's
+// KafkaApis.getCoordinator: ClusterAction on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED), a key that is not
+// "group:topicId:partition" INVALID_REQUEST, then the live leader of the
+// key's __share_group_state partition (created when missing;
+// COORDINATOR_NOT_AVAILABLE until it has a leader).
+func handleFindShareCoordinator(s *Server, rc *reqCtx, r *kmsg.FindCoordinatorRequest) (*response, error) {
+	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	allowed := s.az.allowedCluster(rc, acl.OpClusterAction)
+	for _, key := range r.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Port = key, -1, -1
+		code, msg := int16(0), ""
+		k, ok := parseShareCoordinatorKey(key)
+		switch {
+		case !allowed:
+			code = kerr.ClusterAuthorizationFailed.Code
+		case !ok:
+			code, msg = kerr.InvalidRequest.Code, "the key is not group:topicId:partition"
+		default:
+			leader, err := s.share.persister.coordinatorOf(shareCtx(rc), k)
+			code, msg = kerr.CoordinatorNotAvailable.Code, fmt.Sprint(err)
+			for _, b := range s.md.brokers() {
+				if err == nil && b.ID == leader {
+					code, msg = 0, ""
+					c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+				}
+			}
+		}
+		c.ErrorCode = code
+		if code != 0 {
+			c.ErrorMessage = &msg
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	s.coordinatorAddrs(rc, resp)
+	return kresp(resp), nil
 }
