@@ -144,6 +144,7 @@ func (s *Server) shareLeaderEpoch(k share.Key) int32 {
 func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fresh func() int64) (*share.Partition, error) {
 	st, ok, err := s.share.persister.read(ctx, k, s.shareLeaderEpoch(k))
 	if err != nil {
+		s.log.Warn("server: share partition state not read", "group", k.Group, "partition", k.Partition, "err", err)
 		return nil, shareFenced(err)
 	}
 	if ok && st.StartOffset >= 0 {
@@ -151,6 +152,7 @@ func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fr
 	}
 	start := fresh()
 	if err := s.share.persister.initialize(ctx, k, max(st.StateEpoch, 0), start); err != nil {
+		s.log.Warn("server: share partition state not initialized", "group", k.Group, "partition", k.Partition, "err", err)
 		return nil, shareFenced(err)
 	}
 	p := share.New(start)
@@ -184,6 +186,9 @@ func (s *Server) sharePersist(ctx context.Context, k share.Key, p *share.Partiti
 	if errors.Is(err, sharecoord.ErrFencedLeaderEpoch) || errors.Is(err, sharecoord.ErrFencedStateEpoch) {
 		// A newer leader or a reset owns the state: this copy is stale.
 		s.share.parts.Remove(k)
+	}
+	if err != nil {
+		s.log.Warn("server: share partition state not written", "group", k.Group, "partition", k.Partition, "err", err)
 	}
 	return shareFenced(err)
 }
