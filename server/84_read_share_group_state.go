@@ -7,9 +7,15 @@ package server
 // epoch 0, no batches, no error. A leader epoch older than the one the
 // state was written or read with: FENCED_LEADER_EPOCH; a newer one is
 // written before the answer. The common checks are shareStateReq.check's
-// (83_initialize_share_group_state.go).
+// (83_initialize_share_group_state.go). Sluice's dead-letter bookkeeping
+// rides in the partition's tagged field sharecoord.TagDLQ (Kafka's readers
+// skip it).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/sharecoord"
+)
 
 func handleReadShareGroupState(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ReadShareGroupStateRequest)
@@ -32,6 +38,9 @@ func handleReadShareGroupState(s *Server, rc *reqCtx, req kmsg.Request) (*respon
 						sb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
 						sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.First, b.Last, int8(b.DeliveryState), b.DeliveryCount
 						rp.StateBatches = append(rp.StateBatches, sb)
+					}
+					if st.DLQ != nil {
+						rp.UnknownTags.Set(sharecoord.TagDLQ, sharecoord.AppendDLQ(nil, st.DLQ))
 					}
 				}
 			}

@@ -15,9 +15,13 @@ package server
 // FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH (-1: no check); more state
 // batches than a share partition may hold (sharecoord's bound, also after
 // the merge): INVALID_REQUEST, nothing written. The common checks are
-// shareStateReq.check's (83_initialize_share_group_state.go).
+// shareStateReq.check's (83_initialize_share_group_state.go). Sluice's
+// dead-letter bookkeeping rides in the partition's tagged field
+// sharecoord.TagDLQ (one that does not decode: INVALID_REQUEST).
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/group/share"
@@ -50,7 +54,17 @@ func handleWriteShareGroupState(s *Server, rc *reqCtx, req kmsg.Request) (*respo
 				} else {
 					w.Batches = make([]share.StateBatch, sharecoord.MaxBatches+1) // refused by Write
 				}
-				code, msg = shareStateCode(s.share.coord.Write(ctx, k, w))
+				var derr error
+				p.UnknownTags.Each(func(tag uint32, b []byte) {
+					if tag == sharecoord.TagDLQ {
+						w.DLQ, derr = sharecoord.DecodeDLQ(b)
+					}
+				})
+				if derr != nil {
+					code, msg = shareStateCode(fmt.Errorf("%w: %v", sharecoord.ErrInvalid, derr))
+				} else {
+					code, msg = shareStateCode(s.share.coord.Write(ctx, k, w))
+				}
 			}
 			rp.ErrorCode, rp.ErrorMessage = code, msg
 			rt.Partitions = append(rt.Partitions, rp)

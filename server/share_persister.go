@@ -143,14 +143,16 @@ func (p *sharePersister) once(ctx context.Context, k share.Key, local func(conte
 	return nil
 }
 
-// retriableShare says whether err is worth another lookup and try.
+// retriableShare says whether err is worth another lookup and try: the
+// coordinator errors Kafka's PersisterStateManager retries, and no
+// coordinator reachable. A failed write (NOT_ENOUGH_REPLICAS, a timeout)
+// is the caller's answer.
 func retriableShare(err error) bool {
 	return errors.Is(err, errSharePersistRetry) ||
 		errors.Is(err, coordlog.ErrNotCoordinator) || errors.Is(err, coordlog.ErrLoadInProgress) ||
 		errors.Is(err, coordlog.ErrCoordinatorNotAvailable) ||
 		errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable) ||
-		errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.RequestTimedOut) ||
-		errors.Is(err, kerr.NotEnoughReplicas) || errors.Is(err, kerr.NotEnoughReplicasAfterAppend)
+		errors.Is(err, kerr.CoordinatorLoadInProgress)
 }
 
 // conn returns the connection to broker id.
@@ -233,6 +235,15 @@ func (p *sharePersister) read(ctx context.Context, k share.Key, leaderEpoch int3
 		}
 		st = sharecoord.State{LeaderEpoch: leaderEpoch, Snapshot: share.Snapshot{StateEpoch: rp2.StateEpoch, StartOffset: rp2.StartOffset}}
 		ok = rp2.StartOffset >= 0
+		var derr error
+		rp2.UnknownTags.Each(func(tag uint32, b []byte) {
+			if tag == sharecoord.TagDLQ {
+				st.DLQ, derr = sharecoord.DecodeDLQ(b)
+			}
+		})
+		if derr != nil {
+			return derr
+		}
 		for _, b := range rp2.StateBatches {
 			st.Batches = append(st.Batches, share.StateBatch{First: b.FirstOffset, Last: b.LastOffset, DeliveryState: share.RecordState(b.DeliveryState), DeliveryCount: b.DeliveryCount})
 		}
@@ -257,6 +268,9 @@ func (p *sharePersister) write(ctx context.Context, k share.Key, w sharecoord.Wr
 			sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
 			sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.First, b.Last, int8(b.DeliveryState), b.DeliveryCount
 			wp.StateBatches = append(wp.StateBatches, sb)
+		}
+		if w.DLQ != nil {
+			wp.UnknownTags.Set(sharecoord.TagDLQ, sharecoord.AppendDLQ(nil, w.DLQ))
 		}
 		t.Partitions = append(t.Partitions, wp)
 		req.Topics = append(req.Topics, t)

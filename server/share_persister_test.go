@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -144,8 +145,14 @@ func TestSharePersisterAPIs(t *testing.T) {
 	if c := persisterReq[*kmsg.FindCoordinatorResponse](t, e, fc).Coordinators[0]; c.ErrorCode != 0 {
 		t.Fatalf("find coordinator: %s", psErrName(c.ErrorCode))
 	}
-	// Nothing yet: start offset -1, state epoch 0, no error.
-	if r := psRead(t, e, g, topic, 0, 0); r.ErrorCode != 0 || r.StartOffset != -1 || r.StateEpoch != 0 || len(r.StateBatches) != 0 {
+	// Nothing yet: start offset -1, state epoch 0, no error (once the new
+	// partition is loaded: COORDINATOR_LOAD_IN_PROGRESS until then).
+	r0 := psRead(t, e, g, topic, 0, 0)
+	for i := 0; i < 500 && r0.ErrorCode == kerr.CoordinatorLoadInProgress.Code; i++ { // bounded
+		time.Sleep(10 * time.Millisecond)
+		r0 = psRead(t, e, g, topic, 0, 0)
+	}
+	if r := r0; r.ErrorCode != 0 || r.StartOffset != -1 || r.StateEpoch != 0 || len(r.StateBatches) != 0 {
 		t.Fatalf("read of no state: %+v", r)
 	}
 	wantCode(t, "initialize", psInit(t, e, g, topic, 0, 1, 5), nil)

@@ -212,6 +212,10 @@ type shareData struct {
 	// every share coordinator (share_state.go, share_persister.go).
 	coord     *sharecoord.Coordinator
 	persister *sharePersister
+	// dlq is the dead-letter bookkeeping of the share partitions held
+	// here (share_dlq.go).
+	dlqMu sync.Mutex
+	dlq   map[share.Key]*sharecoord.DLQState
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32

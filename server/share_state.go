@@ -97,6 +97,7 @@ func (s *Server) shareOnRole(topic string, partition int32, leader bool) {
 	s.share.parts.Each("", func(k share.Key, _ *share.Held) {
 		if k.Topic == t.ID && k.Partition == partition {
 			s.share.parts.Remove(k)
+			s.setDLQState(k, nil)
 		}
 	})
 }
@@ -147,7 +148,11 @@ func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fr
 		s.log.Warn("server: share partition state not read", "group", k.Group, "partition", k.Partition, "err", err)
 		return nil, shareFenced(err)
 	}
+	s.setDLQState(k, st.DLQ)
 	if ok && st.StartOffset >= 0 {
+		// Dead letters written into the state and maybe not appended yet
+		// (a failover between the two) are appended now, or found there.
+		s.flushDeadLetters(ctx, k)
 		return share.Restore(st.Snapshot, maxInFlight), nil
 	}
 	start := fresh()
@@ -171,26 +176,31 @@ func shareFenced(err error) error {
 	return err
 }
 
-// sharePersist writes k's state. REQUIRES: the share partition's lock held
-// (writes of one key stay in order).
+// sharePersist writes k's state, with the dead letters archived since the
+// last write as a new pending chunk (share_dlq.go), then appends the
+// pending dead letters. REQUIRES: the share partition's lock held (writes
+// of one key stay in order).
 func (s *Server) sharePersist(ctx context.Context, k share.Key, p *share.Partition) error {
-	// Dead letters first (share_dlq.go): the state archiving them is
-	// written only once they are.
-	if err := s.writeDeadLetters(ctx, k, p); err != nil {
+	d, dead, err := s.takeDeadLetters(k, p)
+	if err != nil {
 		return err
 	}
 	snap := p.Snapshot()
-	err := s.share.persister.write(ctx, k, sharecoord.WriteReq{
-		StateEpoch: snap.StateEpoch, LeaderEpoch: s.shareLeaderEpoch(k), StartOffset: snap.StartOffset, Batches: snap.Batches,
+	err = s.share.persister.write(ctx, k, sharecoord.WriteReq{
+		StateEpoch: snap.StateEpoch, LeaderEpoch: s.shareLeaderEpoch(k), StartOffset: snap.StartOffset, Batches: snap.Batches, DLQ: d,
 	})
 	if errors.Is(err, sharecoord.ErrFencedLeaderEpoch) || errors.Is(err, sharecoord.ErrFencedStateEpoch) {
 		// A newer leader or a reset owns the state: this copy is stale.
 		s.share.parts.Remove(k)
 	}
 	if err != nil {
+		p.RequeueDeadLetters(dead) // the new chunk was not written
 		s.log.Warn("server: share partition state not written", "group", k.Group, "partition", k.Partition, "err", err)
+		return shareFenced(err)
 	}
-	return shareFenced(err)
+	s.setDLQState(k, d)
+	s.flushDeadLetters(ctx, k)
+	return nil
 }
 
 // shareDeleteGroup is for the membership side (DeleteGroups of an empty
@@ -209,6 +219,7 @@ func (s *Server) shareDeleteGroup(ctx context.Context, group string) error {
 			return err
 		}
 		s.share.parts.Remove(k)
+		s.setDLQState(k, nil)
 	}
 	return nil
 }
@@ -310,6 +321,7 @@ func (s *Server) shareDeleteTopic(ctx context.Context, group string, topic [16]b
 			return err
 		}
 		s.share.parts.Remove(k)
+		s.setDLQState(k, nil)
 	}
 	return nil
 }

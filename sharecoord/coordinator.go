@@ -57,7 +57,8 @@ type Options struct {
 // entry is one share partition's persisted state.
 type entry struct {
 	snap          share.Snapshot
-	leaderEpoch   int32 // the highest leader epoch written or read with (-1: none)
+	dlq           *DLQState // dead-letter bookkeeping (dlq.go), nil: none
+	leaderEpoch   int32     // the highest leader epoch written or read with (-1: none)
 	snapshotEpoch int32
 	createTime    int64
 	part          int32 // the __share_group_state partition holding it
@@ -172,6 +173,7 @@ func (c *Coordinator) wait(ctx context.Context, k share.Key) (int32, error) {
 type State struct {
 	share.Snapshot
 	LeaderEpoch int32
+	DLQ         *DLQState // nil: none
 }
 
 // Read returns k's persisted state, waiting for its partition's load.
@@ -204,7 +206,7 @@ func (c *Coordinator) ReadState(ctx context.Context, k share.Key, leaderEpoch in
 		c.mu.Unlock()
 		return State{LeaderEpoch: -1, Snapshot: share.Snapshot{StartOffset: -1}}, false, nil
 	}
-	st := State{Snapshot: cloneSnapshot(e.snap), LeaderEpoch: e.leaderEpoch}
+	st := State{Snapshot: cloneSnapshot(e.snap), LeaderEpoch: e.leaderEpoch, DLQ: e.dlq.Clone()}
 	c.mu.Unlock()
 	if leaderEpoch != -1 && st.LeaderEpoch > leaderEpoch {
 		return State{}, false, fmt.Errorf("%w: %d, state read or written with %d", ErrFencedLeaderEpoch, leaderEpoch, st.LeaderEpoch)
@@ -219,8 +221,8 @@ func (c *Coordinator) ReadState(ctx context.Context, k share.Key, leaderEpoch in
 		if prev.leaderEpoch > leaderEpoch {
 			return Value{}, fmt.Errorf("%w: %d, state at %d", ErrFencedLeaderEpoch, leaderEpoch, prev.leaderEpoch)
 		}
-		st = State{Snapshot: cloneSnapshot(prev.snap), LeaderEpoch: leaderEpoch}
-		return Value{StateEpoch: prev.snap.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: prev.snap.StartOffset, Batches: prev.snap.Batches}, nil
+		st = State{Snapshot: cloneSnapshot(prev.snap), LeaderEpoch: leaderEpoch, DLQ: prev.dlq.Clone()}
+		return Value{StateEpoch: prev.snap.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: prev.snap.StartOffset, Batches: prev.snap.Batches, DLQ: prev.dlq}, nil
 	})
 	if err != nil {
 		return State{}, false, err
@@ -234,6 +236,7 @@ type WriteReq struct {
 	LeaderEpoch int32 // -1: unchanged (no check)
 	StartOffset int64 // -1: unchanged
 	Batches     []share.StateBatch
+	DLQ         *DLQState // nil: unchanged
 }
 
 // MaxBatches bounds the state batches of one share partition a write may
@@ -253,7 +256,10 @@ func (c *Coordinator) Write(ctx context.Context, k share.Key, w WriteReq) error 
 		return fmt.Errorf("%w: partition %d, %d batches", ErrInvalid, k.Partition, len(w.Batches))
 	}
 	return c.update(ctx, k, func(prev *entry) (Value, error) {
-		v := Value{StateEpoch: w.StateEpoch, LeaderEpoch: w.LeaderEpoch, StartOffset: w.StartOffset}
+		v := Value{StateEpoch: w.StateEpoch, LeaderEpoch: w.LeaderEpoch, StartOffset: w.StartOffset, DLQ: w.DLQ}
+		if v.DLQ == nil && prev != nil {
+			v.DLQ = prev.dlq
+		}
 		if prev == nil {
 			v.StateEpoch = max(v.StateEpoch, 0)
 			if v.StartOffset < 0 {
@@ -303,7 +309,7 @@ func (c *Coordinator) Initialize(ctx context.Context, k share.Key, stateEpoch in
 			if prev.snap.StateEpoch > stateEpoch {
 				return v, fmt.Errorf("%w: %d, state at %d", ErrFencedStateEpoch, stateEpoch, prev.snap.StateEpoch)
 			}
-			v.LeaderEpoch = prev.leaderEpoch
+			v.LeaderEpoch, v.DLQ = prev.leaderEpoch, prev.dlq
 		}
 		return v, nil
 	})
@@ -357,7 +363,7 @@ func (c *Coordinator) update(ctx context.Context, k share.Key, next func(prev *e
 	c.mu.Lock()
 	if owned, _ := c.parts.State(i); owned {
 		c.states[k] = &entry{
-			snap:        share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches},
+			snap: share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches}, dlq: v.DLQ.Clone(),
 			leaderEpoch: v.LeaderEpoch, snapshotEpoch: v.SnapshotEpoch, createTime: v.CreateTime, part: i,
 		}
 	}
@@ -427,7 +433,7 @@ func (c *Coordinator) logSkip(i int32, off int64, err error) {
 func apply(states map[share.Key]*entry, typ int16, k share.Key, v Value, part int32) {
 	if typ == TypeSnapshot {
 		states[k] = &entry{
-			snap:        share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches},
+			snap: share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches}, dlq: v.DLQ,
 			leaderEpoch: v.LeaderEpoch, snapshotEpoch: v.SnapshotEpoch, createTime: v.CreateTime, part: part,
 		}
 		return
