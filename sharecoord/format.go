@@ -27,6 +27,8 @@ package sharecoord
 //	| version | snapEpoch i32| stateEpoch | leaderEpoch | startOffset |
 //	+---------+--------------+------------+-------------+-------------+
 //	| createTimestamp i64 | writeTimestamp i64 | batches | tags |
+//	  tags: Sluice's dead-letter bookkeeping under TagDLQ (dlq.go) when
+//	  there is any; other tags are skipped
 //
 //	ShareUpdateValue (version int16 = 0, flexible):
 //	| version | snapEpoch i32 | leaderEpoch i32 | startOffset i64 (-1: unchanged) | batches | tags |
