@@ -174,6 +174,33 @@ func (c *testCluster) shareCoordinator(group string, topicID [16]byte, p int32) 
 	return node
 }
 
+// readShareState sends ReadShareGroupState (leader epoch -1) for group's
+// share partition of topic id, partition p to broker id.
+func (c *testCluster) readShareState(id int32, group string, topicID [16]byte, p int32) kmsg.ReadShareGroupStateResponseTopicPartition {
+	c.t.Helper()
+	_, cl := c.admin()
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = group
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = topicID
+	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch = p, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(int(id)).Request(ctx, req)
+	if err != nil {
+		c.t.Fatalf("ReadShareGroupState to broker %d: %v", id, err)
+	}
+	r := resp.(*kmsg.ReadShareGroupStateResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		c.t.Fatalf("ReadShareGroupState from broker %d: %d topics", id, len(r.Topics))
+	}
+	return r.Topics[0].Partitions[0]
+}
+
 // setGroupConfig sets a share group config (IncrementalAlterConfigs on a
 // GROUP resource).
 func (c *testCluster) setGroupConfig(group, name, value string) {
@@ -293,6 +320,17 @@ func TestClusterShareGroupKills(t *testing.T) {
 
 	// 1. The share coordinator of partition 0's share partition.
 	coord := c.shareCoordinator(group, topicID, 0)
+	// The persister API as another broker sends it: the coordinator has
+	// the share partition's state, the others are not its coordinator.
+	for id := range c.brokers {
+		r := c.readShareState(id, group, topicID, 0)
+		switch {
+		case id == coord && (r.ErrorCode != 0 || r.StartOffset < 0):
+			t.Fatalf("ReadShareGroupState from the coordinator %d: %s, start offset %d", id, kerr.ErrorForCode(r.ErrorCode), r.StartOffset)
+		case id != coord && r.ErrorCode != kerr.NotCoordinator.Code:
+			t.Fatalf("ReadShareGroupState from broker %d, not the coordinator: %v", id, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
 	c.brokers[coord].kill()
 	t.Logf("SIGKILLed broker %d, the share coordinator of %s-0 (%d confirmed, %d produced)", coord, topic, l.nConfirmed.Load(), nAcked.Load())
 	progress("acceptances after the coordinator kill", 300)

@@ -213,9 +213,11 @@ type shareData struct {
 	coord     *sharecoord.Coordinator
 	persister *sharePersister
 	// dlq is the dead-letter bookkeeping of the share partitions held
-	// here (share_dlq.go).
-	dlqMu sync.Mutex
-	dlq   map[share.Key]*sharecoord.DLQState
+	// here (share_dlq.go), openedAt the leader epoch each was opened at
+	// (share_state.go); both under dlqMu.
+	dlqMu    sync.Mutex
+	dlq      map[share.Key]*sharecoord.DLQState
+	openedAt map[share.Key]int32
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32

@@ -29,9 +29,11 @@ package server
 //     partition answers the write's error. Acquisitions are not written:
 //     after a failover their records are available again with the
 //     delivery count last written.
-//   - A broker that stops leading a user partition, or leads it again,
-//     forgets its share partitions there (shareOnRole): the next leader
-//     reads them back, and a stale in-memory copy is never used again.
+//   - A broker that stops leading a user partition, or leads it again at
+//     another leader epoch, forgets its share partitions there
+//     (shareOnRole): the next leader reads them back, and a stale
+//     in-memory copy is never used again. A role restated at the same
+//     epoch keeps them.
 
 import (
 	"context"
@@ -94,12 +96,35 @@ func (s *Server) shareOnRole(topic string, partition int32, leader bool) {
 	if t == nil {
 		return
 	}
-	s.share.parts.Each("", func(k share.Key, _ *share.Held) {
-		if k.Topic == t.ID && k.Partition == partition {
-			s.share.parts.Remove(k)
-			s.setDLQState(k, nil)
+	epoch := int32(-2) // none kept: not the leader
+	if leader {
+		if p := s.rm.Partition(topic, partition); p != nil {
+			epoch = p.LeaderEpoch()
 		}
+	}
+	s.share.parts.Each("", func(k share.Key, _ *share.Held) {
+		if k.Topic != t.ID || k.Partition != partition {
+			return
+		}
+		s.share.dlqMu.Lock()
+		at, ok := s.share.openedAt[k]
+		s.share.dlqMu.Unlock()
+		if ok && at == epoch {
+			return // a restated role at the same leader epoch: still ours
+		}
+		s.share.parts.Remove(k)
+		s.setDLQState(k, nil)
 	})
+}
+
+// setOpenedAt records the leader epoch k was opened at.
+func (s *Server) setOpenedAt(k share.Key, epoch int32) {
+	s.share.dlqMu.Lock()
+	defer s.share.dlqMu.Unlock()
+	if s.share.openedAt == nil {
+		s.share.openedAt = map[share.Key]int32{}
+	}
+	s.share.openedAt[k] = epoch
 }
 
 // ensureShareStateTopic creates __share_group_state when missing. It
@@ -143,12 +168,14 @@ func (s *Server) shareLeaderEpoch(k share.Key) int32 {
 // error (the share coordinator not reachable in time, a newer leader)
 // opens nothing: the fetch answers it and is tried again.
 func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fresh func() int64) (*share.Partition, error) {
-	st, ok, err := s.share.persister.read(ctx, k, s.shareLeaderEpoch(k))
+	epoch := s.shareLeaderEpoch(k)
+	st, ok, err := s.share.persister.read(ctx, k, epoch)
 	if err != nil {
 		s.log.Warn("server: share partition state not read", "group", k.Group, "partition", k.Partition, "err", err)
 		return nil, shareFenced(err)
 	}
 	s.setDLQState(k, st.DLQ)
+	s.setOpenedAt(k, epoch)
 	if ok && st.StartOffset >= 0 {
 		// Dead letters written into the state and maybe not appended yet
 		// (a failover between the two) are appended now, or found there.
