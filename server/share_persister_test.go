@@ -9,6 +9,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/group/share"
 	"github.com/sluice/sluice/sharecoord"
 )
@@ -259,4 +261,39 @@ func psErrName(code int16) string {
 		return "NONE"
 	}
 	return kerr.ErrorForCode(code).Error()
+}
+
+// denyClusterAction refuses ClusterAction on the cluster, allows the rest.
+type denyClusterAction struct{}
+
+func (denyClusterAction) Authorize(_ string, _ netip.Addr, op acl.Operation, rt acl.ResourceType, _ string) bool {
+	return !(op == acl.OpClusterAction && rt == acl.ResourceCluster)
+}
+
+// TestSharePersisterAuthorization: without ClusterAction on the cluster
+// every persister API answers CLUSTER_AUTHORIZATION_FAILED for each
+// partition, and FindCoordinator for a share key too (Kafka's
+// KafkaApis), and nothing is written.
+func TestSharePersisterAuthorization(t *testing.T) {
+	e := startShareServer(t, 0, nil, func(s *Server) { s.az.authz = denyClusterAction{} })
+	topic := e.topicID
+	for _, tc := range []struct {
+		name string
+		code int16
+	}{
+		{"initialize", psInit(t, e, "g", topic, 0, 1, 0)},
+		{"read", psRead(t, e, "g", topic, 0, 0).ErrorCode},
+		{"write", psWrite(t, e, "g", topic, 0, 1, 0, 0, []psBatch{{0, 0, int8(share.Acknowledged), 1}})},
+		{"summary", psSummary(t, e, "g", topic, 0, 0).ErrorCode},
+		{"delete", psDelete(t, e, "g", topic, 0)},
+	} {
+		wantCode(t, tc.name, tc.code, kerr.ClusterAuthorizationFailed)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType = coordinatorTypeShare
+	fc.CoordinatorKeys = []string{"g:" + base64.RawURLEncoding.EncodeToString(topic[:]) + ":0"}
+	wantCode(t, "find coordinator", persisterReq[*kmsg.FindCoordinatorResponse](t, e, fc).Coordinators[0].ErrorCode, kerr.ClusterAuthorizationFailed)
+	if st, ok, err := e.s.share.coord.ReadState(context.Background(), share.Key{Group: "g", Topic: topic}, -1); ok || err == nil && st.StartOffset != -1 {
+		t.Fatalf("state written without authorization: %+v %v %v", st, ok, err)
+	}
 }
