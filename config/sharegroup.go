@@ -30,6 +30,9 @@ type ShareGroupBroker struct {
 	PartitionMaxRecordLocks                    int    // group.share.partition.max.record.locks
 	DLQAutoCreateTopics                        bool   // errors.deadletterqueue.auto.create.topics.enable (KIP-1191)
 	DLQTopicNamePrefix                         string // errors.deadletterqueue.topic.name.prefix (KIP-1191)
+	StateTopicPartitions                       int32  // share.coordinator.state.topic.num.partitions
+	StateTopicReplication                      int16  // share.coordinator.state.topic.replication.factor (cluster mode)
+	StateTopicMinISR                           int    // share.coordinator.state.topic.min.isr (cluster mode)
 }
 
 // ServesShareGroups reports whether group.share.enable is set: the share

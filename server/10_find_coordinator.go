@@ -8,6 +8,8 @@ package server
 //	  Describe on each group (authorizeFindGroupCoordinator)
 //	key type 1 (transaction, v1+): the leader of the transactional id's
 //	  __transaction_state partition, PartitionFor(id, partitions)
+//	key type 2 (share, v4+, with group.share.enable): the share
+//	  coordinator of "group:topicId:partition" (handleFindShareCoordinator)
 //
 // For a transactional id, as Kafka's KafkaApis.getCoordinator: Describe on
 // the TransactionalId is required (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
@@ -34,6 +36,9 @@ const coordinatorTypeTransaction = 1
 
 func handleFindCoordinator(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.FindCoordinatorRequest)
+	if r.Version >= 4 && r.CoordinatorType == coordinatorTypeShare && s.share.members != nil {
+		return handleFindShareCoordinator(s, rc, r) // share_persister.go
+	}
 	if r.Version == 0 || r.CoordinatorType != coordinatorTypeTransaction {
 		return handleGroup(s, rc, req)
 	}

@@ -166,6 +166,8 @@ type topicRules struct {
 	relations func(overrides map[string]string) error
 	// txnSpec is the shape of __transaction_state (Server.txnTopicSpec).
 	txnSpec func() topicSpec
+	// shareSpec is the shape of __share_group_state (Server.shareStateTopicSpec).
+	shareSpec func() topicSpec
 }
 
 // newTopicSpec turns a CreateTopics entry into a validated topicSpec.
@@ -267,7 +269,7 @@ func (r *topicRules) checkInternalTopic(spec *topicSpec) error {
 		want, prefix = r.txnSpec(), "transaction.state.log"
 	}
 	if spec.name == sharecoord.Topic {
-		want, prefix = shareStateTopicSpec(), "share.coordinator.state.topic"
+		want, prefix = r.shareSpec(), "share.coordinator.state.topic"
 	}
 	switch {
 	case spec.assignment != nil:

@@ -78,6 +78,13 @@ func (m coordinatorShareMembership) Member(groupID, memberID string) (map[[16]by
 	if m.s.groups == nil {
 		return nil, false
 	}
+	// In a cluster the leader of a share partition is often not the
+	// group's coordinator and cannot know its members: as Kafka's
+	// SharePartitionManager, it trusts the share session
+	// (share_state.go).
+	if owned, _ := m.s.offsets.Owns(groupID); !owned && !m.s.singleNode() {
+		return nil, true
+	}
 	return m.s.groups.ShareMember(groupID, memberID)
 }
 

@@ -505,17 +505,13 @@ func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, 
 	key := share.Key{Group: group, Topic: sp.topic, Partition: sp.partition}
 	h := s.share.parts.Lookup(key)
 	if h == nil {
-		// The persisted state, else a new one at share.auto.offset.reset.
-		restored, err := s.shareRestore(ctx, key, pcfg.MaxRecordLocks)
+		// The persisted state, else a new one at share.auto.offset.reset
+		// (share_state.go).
+		opened, err := s.shareOpen(ctx, key, pcfg.MaxRecordLocks, func() int64 { return shareStartOffset(p, cfg.AutoOffsetReset, now) })
 		if err != nil {
 			return nil, nil, time.Time{}, err
 		}
-		h = s.share.parts.Get(key, func() *share.Partition {
-			if restored != nil {
-				return restored
-			}
-			return share.New(shareStartOffset(p, cfg.AutoOffsetReset, now))
-		})
+		h = s.share.parts.Get(key, func() *share.Partition { return opened })
 	}
 	h.Lock()
 	defer h.Unlock()

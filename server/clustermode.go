@@ -309,6 +309,8 @@ func (zp *zkPlane) RoleChanged(p *replica.Partition, st replication.LeaderAndIsr
 		zp.s.offsets.OnRole(p.Index(), leader)
 	case txn.Topic:
 		zp.s.txn.OnRole(p.Index(), leader)
+	default:
+		zp.s.shareOnRole(p.Topic(), p.Index(), leader) // share_state.go
 	}
 }
 
@@ -321,6 +323,8 @@ func (zp *zkPlane) ReplicaStopped(p *replica.Partition) {
 		zp.s.offsets.OnStop(p.Index())
 	case txn.Topic:
 		zp.s.txn.OnStop(p.Index())
+	default:
+		zp.s.shareOnRole(p.Topic(), p.Index(), false) // share_state.go
 	}
 }
 

@@ -375,8 +375,11 @@ func New(opts Options) (*Server, error) {
 		membership = coordinatorShareMembership{s}
 	}
 	s.share = newShareData(membership)
+	// The share coordinator exists before the control plane starts, whose
+	// LeaderAndIsr loads its partitions (share_state.go).
+	s.share.coord, s.share.persister = newShareCoord(s), newSharePersister(s)
 	if membership != nil {
-		s.apis = withShareData(s.apis)
+		s.apis = withSharePersister(withShareData(s.apis)) // 83_initialize_share_group_state.go
 	}
 	s.rm = replica.New(replica.Options{
 		Config: *s.currentConfig(),
@@ -412,7 +415,7 @@ func New(opts Options) (*Server, error) {
 	s.lookup = topicLookup{rm: s.rm, md: s.md, nodeID: s.nodeID}
 	s.rules = topicRules{
 		cfg: &s.cfg, md: s.md, rm: s.rm, maxPartitions: MaxPartitionsPerTopic,
-		relations: s.checkTopicConfigRelations, txnSpec: s.txnTopicSpec,
+		relations: s.checkTopicConfigRelations, txnSpec: s.txnTopicSpec, shareSpec: s.shareStateTopicSpec,
 	}
 	if s.ib == nil {
 		if err := s.rm.Load(); err != nil {
@@ -475,9 +478,8 @@ func New(opts Options) (*Server, error) {
 	s.txn = newTxnCoord(s)
 	s.life.Push("transaction coordinator", func() error { s.txn.Close(); s.txnMarkers.close(); return nil })
 	s.openLocalTxnPartitions()
-	s.share.coord = newShareCoord(s)
 	if c := s.share.coord; c != nil {
-		s.life.Push("share coordinator", func() error { c.Close(); return nil })
+		s.life.Push("share coordinator", func() error { c.Close(); s.share.persister.close(); return nil })
 		s.openLocalShareStatePartitions()
 	}
 	if err := s.openLocalOffsets(); err != nil {

@@ -22,21 +22,30 @@ package server
 //     sluice_share_dlq_skipped_total. A dead-letter topic whose partition
 //     is not led here (cluster mode) is skipped the same way.
 //
-// Known gap: a crash after the dead letter is written and before the
-// share state is, writes it again when the record is archived again after
-// the restart (at-least-once there, not exactly once).
+// Exactly once per archived record, across crashes and failovers
+// (sharecoord/dlq.go): dead letters are written into the share
+// partition's durable state, as a pending chunk with the producer
+// sequence it will carry, in the same write that archives their records;
+// then each pending chunk is appended to the dead-letter partition as one
+// idempotent batch of the share partition's own producer id (allocated
+// once, kept in the state) at that sequence (flushDeadLetters). A chunk
+// whose append failed, or whose success was not yet written, is appended
+// again later (at the next write, or when a leader opens the share
+// partition after a failover) with the same producer and sequences: the
+// partition answers a duplicate, and nothing lands twice.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/sluice/sluice/cluster"
-	"github.com/sluice/sluice/coordlog"
 	"github.com/sluice/sluice/group/share"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/sharecoord"
 )
 
 // The headers of a dead letter. KIP-1191's exact names were not at hand:
@@ -53,33 +62,93 @@ const (
 	dlqReasonExhausted = "delivery-count-exhausted"
 )
 
-// errDLQNotLeader is coordlog's not-leader error for a dead-letter append.
-var errDLQNotLeader = errors.New("server: dead-letter partition not led here")
-
 // dlqAppendTimeout bounds one dead-letter write.
 const dlqAppendTimeout = 10 * time.Second
 
-// writeDeadLetters writes the dead letters of share partition k (pending in
-// p) to the group's dead-letter topic, before the state archiving them is
-// persisted. On an error they stay pending in p. REQUIRES: the share
-// partition's lock held.
-func (s *Server) writeDeadLetters(ctx context.Context, k share.Key, p *share.Partition) error {
-	dead := p.TakeDeadLetters()
-	if len(dead) == 0 || s.share == nil {
-		return nil
-	}
-	cfg := s.shareDataConfig(k.Group)
-	if cfg.DLQTopic == "" {
-		return nil
-	}
-	if err := s.appendDeadLetters(ctx, k, cfg, dead); err != nil {
-		p.RequeueDeadLetters(dead)
-		return err
-	}
-	return nil
+// dlqStateOf returns a copy of k's dead-letter bookkeeping, nil when
+// none.
+func (s *Server) dlqStateOf(k share.Key) *sharecoord.DLQState {
+	s.share.dlqMu.Lock()
+	defer s.share.dlqMu.Unlock()
+	return s.share.dlq[k].Clone()
 }
 
-func (s *Server) appendDeadLetters(ctx context.Context, k share.Key, cfg ShareGroupConfig, dead []share.DeadLetter) error {
+// setDLQState records k's dead-letter bookkeeping (nil forgets it).
+func (s *Server) setDLQState(k share.Key, d *sharecoord.DLQState) {
+	s.share.dlqMu.Lock()
+	defer s.share.dlqMu.Unlock()
+	if d == nil {
+		delete(s.share.dlq, k)
+		return
+	}
+	if s.share.dlq == nil {
+		s.share.dlq = map[share.Key]*sharecoord.DLQState{}
+	}
+	s.share.dlq[k] = d.Clone()
+}
+
+// takeDeadLetters moves the dead letters pending in p into a new pending
+// chunk of a copy of k's bookkeeping, to be written with the state that
+// archives them (nil: none kept), and returns the letters it moved (to
+// give back to p when that write fails). Without a dead-letter topic the
+// letters are dropped. REQUIRES: the share partition's lock held.
+func (s *Server) takeDeadLetters(k share.Key, p *share.Partition) (*sharecoord.DLQState, []share.DeadLetter, error) {
+	d := s.dlqStateOf(k)
+	dead := p.TakeDeadLetters()
+	if len(dead) == 0 || s.shareDataConfig(k.Group).DLQTopic == "" {
+		return d, nil, nil
+	}
+	if d == nil {
+		pid, err := s.pids.allocate()
+		if err != nil {
+			p.RequeueDeadLetters(dead)
+			return nil, nil, fmt.Errorf("server: a producer id for dead letters: %w", err)
+		}
+		d = &sharecoord.DLQState{ProducerID: pid}
+	}
+	d.Pending = append(d.Pending, sharecoord.DLQChunk{BaseSeq: d.NextSeq, Letters: dead})
+	d.NextSeq = seqAdd(d.NextSeq, len(dead))
+	return d, dead, nil
+}
+
+// seqAdd is Kafka's DefaultRecordBatch.incrementSequence.
+func seqAdd(seq int32, n int) int32 {
+	if int64(seq)+int64(n) > math.MaxInt32 {
+		return int32(int64(seq) + int64(n) - math.MaxInt32 - 1)
+	}
+	return seq + int32(n)
+}
+
+// flushDeadLetters appends k's pending dead-letter chunks, in order, to
+// the group's dead-letter topic; a chunk appended (or answered as a
+// duplicate) leaves the bookkeeping, the first failure stops it (what is
+// left is appended again later). Serialized per share partition by the
+// caller (the share partition's lock, or a partition not published yet:
+// two concurrent flushes append a chunk twice, the second a duplicate).
+func (s *Server) flushDeadLetters(ctx context.Context, k share.Key) {
+	d := s.dlqStateOf(k)
+	if d == nil || len(d.Pending) == 0 {
+		return
+	}
+	cfg := s.shareDataConfig(k.Group)
+	for len(d.Pending) > 0 {
+		ch := d.Pending[0]
+		if cfg.DLQTopic != "" {
+			if err := s.appendDeadLetters(ctx, k, cfg, ch.Letters, d.ProducerID, d.ProducerEpoch, ch.BaseSeq); err != nil {
+				s.log.Warn("server: dead letters not written yet", "group", k.Group, "partition", k.Partition, "records", len(ch.Letters), "err", err)
+				break
+			}
+		}
+		d.Pending = d.Pending[1:]
+	}
+	s.setDLQState(k, d)
+}
+
+// appendDeadLetters appends dead as one idempotent batch of producer pid
+// (epoch, first sequence seq) to the group's dead-letter partition of
+// k, acks=all; a retry of the same batch is answered as a duplicate and
+// writes nothing.
+func (s *Server) appendDeadLetters(ctx context.Context, k share.Key, cfg ShareGroupConfig, dead []share.DeadLetter, pid int64, epoch int16, seq int32) error {
 	srcName := s.lookup.topicNameByID(k.Topic)
 	if srcName == "" {
 		return nil // the source topic is gone: nothing to name
@@ -128,8 +197,11 @@ func (s *Server) appendDeadLetters(ctx context.Context, k share.Key, cfg ShareGr
 		)
 		recs = append(recs, r)
 	}
-	if err := coordlog.Append(ctx, dst.Partition, recs, dlqAppendTimeout, errDLQNotLeader); err != nil {
-		return err
+	batch := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}, recs)
+	actx, cancel := context.WithTimeout(ctx, dlqAppendTimeout)
+	defer cancel()
+	if _, err := dst.Partition.Append(actx, batch, -1); err != nil {
+		return fmt.Errorf("server: dead letters to %s-%d: %w", cfg.DLQTopic, dst.Index(), err)
 	}
 	s.share.dlqWritten.Add(int64(len(recs)))
 	return nil

@@ -208,8 +208,16 @@ func (ss *shareSession) bump() {
 type shareData struct {
 	members ShareMembership // nil: share groups are not served
 	parts   *share.Manager
-	// coord persists share partitions (share_state.go); nil: in memory only.
-	coord *sharecoord.Coordinator
+	// coord is this broker's share coordinator, persister the way to
+	// every share coordinator (share_state.go, share_persister.go).
+	coord     *sharecoord.Coordinator
+	persister *sharePersister
+	// dlq is the dead-letter bookkeeping of the share partitions held
+	// here (share_dlq.go), openedAt the leader epoch each was opened at
+	// (share_state.go); both under dlqMu.
+	dlqMu    sync.Mutex
+	dlq      map[share.Key]*sharecoord.DLQState
+	openedAt map[share.Key]int32
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32

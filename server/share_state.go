@@ -1,27 +1,44 @@
 package server
 
 // The durable state of share partitions (sharecoord, __share_group_state),
-// single node only for now:
+// in both modes:
 //
-//   - The share coordinator lives in s.share.coord, nil in cluster mode (no
-//     persister APIs between brokers yet: share partitions then keep their
-//     state in memory only).
-//   - __share_group_state is created, with share.coordinator's defaults
-//     (50 partitions, one replica on a single node), the first time a group
-//     starts a share partition; on a single node this broker leads every
-//     partition of it from the moment it is opened, so
-//     openLocalShareStatePartitions loads them all then and at start.
-//   - A share partition's state is read when the group first uses it after
-//     a start (Restore), and written (a ShareSnapshot, acks=all) after each
-//     successful acknowledgement before the answer; a write that fails
-//     undoes the acknowledgement, whose partition answers the write's
-//     error. Acquisitions, lock expiries and releases are not written:
-//     after a restart their records are available again with the delivery
-//     count of the last acknowledgement written.
+//   - Every broker has a share coordinator (s.share.coord) serving the
+//     __share_group_state partitions it leads. On a single node it leads
+//     them all from the moment they are opened
+//     (openLocalShareStatePartitions); in a cluster LeaderAndIsr and
+//     StopReplica load and unload them (shareOnRole, called from
+//     clustermode.go).
+//   - The leader of a user partition reads and writes its share
+//     partitions' state through the persister (share_persister.go): the
+//     coordinator in process when it leads the key's partition, the
+//     persister APIs (83-87) to the broker that does otherwise.
+//   - __share_group_state is created the first time a group starts a
+//     share partition, with share.coordinator.state.topic.num.partitions
+//     partitions; replication.factor and min.isr from
+//     share.coordinator.state.topic.* in a cluster (not created while
+//     fewer brokers are live), one replica on a single node.
+//   - A share partition's state is read when its leader first uses it
+//     (shareOpen, with the partition's leader epoch, which fences the
+//     writes of an earlier leader); none: a new one at
+//     share.auto.offset.reset, initialized (InitializeShareGroupState)
+//     before it is used, so a later leader starts where this one did. It
+//     is written (WriteShareGroupState, acks=all) after each
+//     acknowledgement before the answer, and after lock expiries and
+//     releases; a write that fails undoes the acknowledgement, whose
+//     partition answers the write's error. Acquisitions are not written:
+//     after a failover their records are available again with the
+//     delivery count last written.
+//   - A broker that stops leading a user partition, or leads it again at
+//     another leader epoch, forgets its share partitions there
+//     (shareOnRole): the next leader reads them back, and a stale
+//     in-memory copy is never used again. A role restated at the same
+//     epoch keeps them.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group/share"
@@ -29,12 +46,8 @@ import (
 	"github.com/sluice/sluice/sharecoord"
 )
 
-// newShareCoord returns the share coordinator of a single node, nil in a
-// cluster.
+// newShareCoord returns this broker's share coordinator.
 func newShareCoord(s *Server) *sharecoord.Coordinator {
-	if !s.singleNode() {
-		return nil
-	}
 	return sharecoord.New(sharecoord.Options{
 		NumPartitions: func() int32 {
 			if t := s.rm.Topic(sharecoord.Topic); t != nil {
@@ -54,9 +67,10 @@ func newShareCoord(s *Server) *sharecoord.Coordinator {
 }
 
 // openLocalShareStatePartitions loads every partition of a local
-// __share_group_state on a single node.
+// __share_group_state on a single node. In a cluster LeaderAndIsr says
+// who leads, and this does nothing.
 func (s *Server) openLocalShareStatePartitions() {
-	if s.share.coord == nil {
+	if !s.singleNode() {
 		return
 	}
 	if t := s.rm.Topic(sharecoord.Topic); t != nil {
@@ -66,12 +80,66 @@ func (s *Server) openLocalShareStatePartitions() {
 	}
 }
 
-// ensureShareStateTopic creates __share_group_state when missing.
+// shareOnRole is for the control plane (clustermode.go): this broker's
+// role for partition of topic changed, or its replica stopped (leader
+// false). A __share_group_state partition loads or unloads; the share
+// partitions of a user partition are forgotten either way.
+func (s *Server) shareOnRole(topic string, partition int32, leader bool) {
+	if s.share == nil || s.share.coord == nil {
+		return
+	}
+	if topic == sharecoord.Topic {
+		s.share.coord.OnRole(partition, leader)
+		return
+	}
+	t := s.rm.Topic(topic)
+	if t == nil {
+		return
+	}
+	epoch := int32(-2) // none kept: not the leader
+	if leader {
+		if p := s.rm.Partition(topic, partition); p != nil {
+			epoch = p.LeaderEpoch()
+		}
+	}
+	s.share.parts.Each("", func(k share.Key, _ *share.Held) {
+		if k.Topic != t.ID || k.Partition != partition {
+			return
+		}
+		s.share.dlqMu.Lock()
+		at, ok := s.share.openedAt[k]
+		s.share.dlqMu.Unlock()
+		if ok && at == epoch {
+			return // a restated role at the same leader epoch: still ours
+		}
+		s.share.parts.Remove(k)
+		s.setDLQState(k, nil)
+	})
+}
+
+// setOpenedAt records the leader epoch k was opened at.
+func (s *Server) setOpenedAt(k share.Key, epoch int32) {
+	s.share.dlqMu.Lock()
+	defer s.share.dlqMu.Unlock()
+	if s.share.openedAt == nil {
+		s.share.openedAt = map[share.Key]int32{}
+	}
+	s.share.openedAt[k] = epoch
+}
+
+// ensureShareStateTopic creates __share_group_state when missing. It
+// returns nil when the topic exists (its leaders may still be coming);
+// cluster.ErrInvalidReplicationFactor while fewer brokers are live than
+// share.coordinator.state.topic.replication.factor.
 func (s *Server) ensureShareStateTopic(ctx context.Context) error {
-	if s.share.coord == nil || len(s.md.partitions(sharecoord.Topic)) > 0 {
+	if len(s.md.partitions(sharecoord.Topic)) > 0 {
 		return nil
 	}
-	_, err := s.admin.createTopic(ctx, shareStateTopicSpec())
+	spec := s.shareStateTopicSpec()
+	if live := len(s.md.brokers()); !s.singleNode() && int(spec.rf) > live {
+		return cluster.ErrInvalidReplicationFactor
+	}
+	_, err := s.admin.createTopic(ctx, spec)
 	if errors.Is(err, errTopicExists) || errors.Is(err, cluster.ErrTopicExists) {
 		err = nil
 	}
@@ -82,57 +150,103 @@ func (s *Server) ensureShareStateTopic(ctx context.Context) error {
 	return nil
 }
 
-// shareRestore returns the persisted state of k, nil when none (or no
-// coordinator).
-func (s *Server) shareRestore(ctx context.Context, k share.Key, maxInFlight int) (*share.Partition, error) {
-	if s.share.coord == nil {
-		return nil, nil
+// shareLeaderEpoch is the leader epoch of k's user partition here, -1
+// when this broker has no replica of it.
+func (s *Server) shareLeaderEpoch(k share.Key) int32 {
+	name := s.lookup.topicNameByID(k.Topic)
+	if name == "" {
+		return -1
 	}
-	if err := s.ensureShareStateTopic(ctx); err != nil {
-		return nil, err
+	if p := s.rm.Partition(name, k.Partition); p != nil {
+		return p.LeaderEpoch()
 	}
-	snap, ok, err := s.share.coord.Read(ctx, k)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return share.Restore(snap, maxInFlight), nil
+	return -1
 }
 
-// sharePersist writes k's state. REQUIRES: the share partition's lock held
-// (writes of one key stay in order).
+// shareOpen returns k's share partition as its persisted state has it;
+// without state, a new one starting at fresh(), initialized first. An
+// error (the share coordinator not reachable in time, a newer leader)
+// opens nothing: the fetch answers it and is tried again.
+func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fresh func() int64) (*share.Partition, error) {
+	epoch := s.shareLeaderEpoch(k)
+	st, ok, err := s.share.persister.read(ctx, k, epoch)
+	if err != nil {
+		s.log.Warn("server: share partition state not read", "group", k.Group, "partition", k.Partition, "err", err)
+		return nil, shareFenced(err)
+	}
+	s.setDLQState(k, st.DLQ)
+	s.setOpenedAt(k, epoch)
+	if ok && st.StartOffset >= 0 {
+		// Dead letters written into the state and maybe not appended yet
+		// (a failover between the two) are appended now, or found there.
+		s.flushDeadLetters(ctx, k)
+		return share.Restore(st.Snapshot, maxInFlight), nil
+	}
+	start := fresh()
+	if err := s.share.persister.initialize(ctx, k, max(st.StateEpoch, 0), start); err != nil {
+		s.log.Warn("server: share partition state not initialized", "group", k.Group, "partition", k.Partition, "err", err)
+		return nil, shareFenced(err)
+	}
+	p := share.New(start)
+	if st.StateEpoch > 0 {
+		p = share.Restore(share.Snapshot{StateEpoch: st.StateEpoch, StartOffset: start}, maxInFlight)
+	}
+	return p, nil
+}
+
+// shareFenced turns a fenced epoch into NOT_LEADER_OR_FOLLOWER: a newer
+// leader of the partition owns its share partitions now.
+func shareFenced(err error) error {
+	if errors.Is(err, sharecoord.ErrFencedLeaderEpoch) || errors.Is(err, sharecoord.ErrFencedStateEpoch) {
+		return fmt.Errorf("%w: %v", replication.ErrNotLeader, err)
+	}
+	return err
+}
+
+// sharePersist writes k's state, with the dead letters archived since the
+// last write as a new pending chunk (share_dlq.go), then appends the
+// pending dead letters. REQUIRES: the share partition's lock held (writes
+// of one key stay in order).
 func (s *Server) sharePersist(ctx context.Context, k share.Key, p *share.Partition) error {
-	// Dead letters first (share_dlq.go): the state archiving them is
-	// written only once they are.
-	if err := s.writeDeadLetters(ctx, k, p); err != nil {
+	d, dead, err := s.takeDeadLetters(k, p)
+	if err != nil {
 		return err
 	}
-	if s.share.coord == nil {
-		return nil
+	snap := p.Snapshot()
+	err = s.share.persister.write(ctx, k, sharecoord.WriteReq{
+		StateEpoch: snap.StateEpoch, LeaderEpoch: s.shareLeaderEpoch(k), StartOffset: snap.StartOffset, Batches: snap.Batches, DLQ: d,
+	})
+	if errors.Is(err, sharecoord.ErrFencedLeaderEpoch) || errors.Is(err, sharecoord.ErrFencedStateEpoch) {
+		// A newer leader or a reset owns the state: this copy is stale.
+		s.share.parts.Remove(k)
 	}
-	if err := s.ensureShareStateTopic(ctx); err != nil {
-		return err
+	if err != nil {
+		p.RequeueDeadLetters(dead) // the new chunk was not written
+		s.log.Warn("server: share partition state not written", "group", k.Group, "partition", k.Partition, "err", err)
+		return shareFenced(err)
 	}
-	return s.share.coord.Write(ctx, k, p.Snapshot(), -1)
+	s.setDLQState(k, d)
+	s.flushDeadLetters(ctx, k)
+	return nil
 }
 
 // shareDeleteGroup is for the membership side (DeleteGroups of an empty
 // share group): it forgets the group's share partitions and deletes their
 // persisted state. The first error stops it; what was deleted stays so.
+// In a cluster it reaches the share partitions this broker holds or
+// whose coordinator it is.
 func (s *Server) shareDeleteGroup(ctx context.Context, group string) error {
 	keys := map[share.Key]bool{}
 	s.share.parts.Each(group, func(k share.Key, _ *share.Held) { keys[k] = true })
-	if s.share.coord != nil {
-		for _, k := range s.share.coord.Keys(group) {
-			keys[k] = true
-		}
+	for _, k := range s.share.coord.Keys(group) {
+		keys[k] = true
 	}
 	for k := range keys {
-		if s.share.coord != nil {
-			if err := s.share.coord.Delete(ctx, k); err != nil {
-				return err
-			}
+		if err := s.share.persister.delete(ctx, k); err != nil {
+			return err
 		}
 		s.share.parts.Remove(k)
+		s.setDLQState(k, nil)
 	}
 	return nil
 }
@@ -142,15 +256,13 @@ func (s *Server) shareDeleteGroup(ctx context.Context, group string) error {
 // holds, in memory or persisted.
 func (s *Server) shareStartOffsets(ctx context.Context, group string) (map[share.Key]int64, error) {
 	out := map[share.Key]int64{}
-	if s.share.coord != nil {
-		for _, k := range s.share.coord.Keys(group) {
-			snap, ok, err := s.share.coord.Read(ctx, k)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out[k] = snap.StartOffset
-			}
+	for _, k := range s.share.coord.Keys(group) {
+		snap, ok, err := s.share.coord.Read(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[k] = snap.StartOffset
 		}
 	}
 	s.share.parts.Each(group, func(k share.Key, h *share.Held) {
@@ -161,36 +273,41 @@ func (s *Server) shareStartOffsets(ctx context.Context, group string) (map[share
 	return out, nil
 }
 
-// shareStateTopicSpec is the shape of __share_group_state on a single node
-// (share.coordinator.state.topic.* defaults, one replica): what
-// ensureShareStateTopic creates and the only shape CreateTopics accepts for
-// it.
-func shareStateTopicSpec() topicSpec {
+// shareStateTopicSpec is the shape of __share_group_state
+// (share.coordinator.state.topic.*; one replica on a single node): what
+// ensureShareStateTopic creates and the only shape CreateTopics accepts
+// for it.
+func (s *Server) shareStateTopicSpec() topicSpec {
+	c := s.cfg.GroupShare
+	parts, rf, minISR := c.StateTopicPartitions, c.StateTopicReplication, c.StateTopicMinISR
+	if parts <= 0 {
+		parts = sharecoord.DefaultPartitions
+	}
+	if s.singleNode() || rf <= 0 {
+		rf, minISR = 1, 1
+	}
 	return topicSpec{
 		name:       sharecoord.Topic,
-		partitions: sharecoord.DefaultPartitions,
-		rf:         1,
-		configs:    sharecoord.TopicConfigs(1),
+		partitions: parts,
+		rf:         rf,
+		configs:    sharecoord.TopicConfigs(max(minISR, 1)),
 	}
 }
 
 // shareResetStart is AlterShareGroupOffsets: k's share-partition start
 // offset becomes start and its in-flight state is dropped (every record
 // from start on is Available and undelivered), under a new state epoch,
-// written before it is answered. REQUIRES: the group empty (no member can
-// hold records of k).
+// written (InitializeShareGroupState) before it is answered. REQUIRES:
+// the group empty (no member can hold records of k).
 func (s *Server) shareResetStart(ctx context.Context, k share.Key, start int64) error {
-	if err := s.ensureShareStateTopic(ctx); err != nil {
-		return err
-	}
 	epoch := int32(0)
 	h := s.share.parts.Lookup(k)
 	if h != nil {
 		h.Lock()
 		defer h.Unlock()
 		epoch = h.P.StateEpoch() + 1
-	} else if s.share.coord != nil {
-		old, ok, err := s.share.coord.Read(ctx, k)
+	} else {
+		old, ok, err := s.share.persister.read(ctx, k, -1)
 		if err != nil {
 			return err
 		}
@@ -199,19 +316,13 @@ func (s *Server) shareResetStart(ctx context.Context, k share.Key, start int64) 
 		}
 	}
 	snap := share.Snapshot{StateEpoch: epoch, StartOffset: start}
-	if s.share.coord != nil {
-		if err := s.share.coord.Write(ctx, k, snap, -1); err != nil {
-			return err
-		}
+	if err := s.share.persister.initialize(ctx, k, epoch, start); err != nil {
+		return err
 	}
-	switch {
-	case h != nil:
+	if h != nil {
 		st := h.P.Stats()
 		*h.P = *share.Restore(snap, 0)
 		h.P.KeepStats(st)
-	case s.share.coord == nil:
-		// No durable state: the reset lives in memory only.
-		s.share.parts.Get(k, func() *share.Partition { return share.Restore(snap, 0) })
 	}
 	return nil
 }
@@ -227,20 +338,17 @@ func (s *Server) shareDeleteTopic(ctx context.Context, group string, topic [16]b
 			keys[k] = true
 		}
 	})
-	if s.share.coord != nil {
-		for _, k := range s.share.coord.Keys(group) {
-			if k.Topic == topic {
-				keys[k] = true
-			}
+	for _, k := range s.share.coord.Keys(group) {
+		if k.Topic == topic {
+			keys[k] = true
 		}
 	}
 	for k := range keys {
-		if s.share.coord != nil {
-			if err := s.share.coord.Delete(ctx, k); err != nil {
-				return err
-			}
+		if err := s.share.persister.delete(ctx, k); err != nil {
+			return err
 		}
 		s.share.parts.Remove(k)
+		s.setDLQState(k, nil)
 	}
 	return nil
 }

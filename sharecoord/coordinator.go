@@ -3,6 +3,7 @@ package sharecoord
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -56,6 +57,8 @@ type Options struct {
 // entry is one share partition's persisted state.
 type entry struct {
 	snap          share.Snapshot
+	dlq           *DLQState // dead-letter bookkeeping (dlq.go), nil: none
+	leaderEpoch   int32     // the highest leader epoch written or read with (-1: none)
 	snapshotEpoch int32
 	createTime    int64
 	part          int32 // the __share_group_state partition holding it
@@ -63,10 +66,16 @@ type entry struct {
 
 // Coordinator keeps the persisted state of the share partitions whose
 // __share_group_state partitions this broker leads. Safe for concurrent
-// use.
+// use; the writes of one __share_group_state partition are serialized (as
+// Kafka's runtime runs one shard's operations one at a time), so a
+// read-modify-write of a share partition's state never interleaves with
+// another.
 type Coordinator struct {
 	opts  Options
 	parts *coordlog.Partitions
+
+	wmu    sync.Mutex
+	writes map[int32]*sync.Mutex // per __share_group_state partition
 
 	mu     sync.Mutex
 	states map[share.Key]*entry
@@ -80,7 +89,7 @@ func New(opts Options) *Coordinator {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Coordinator{opts: opts, states: map[share.Key]*entry{}}
+	c := &Coordinator{opts: opts, states: map[share.Key]*entry{}, writes: map[int32]*sync.Mutex{}}
 	c.parts = coordlog.New(coordlog.Options{Topic: Topic, Load: c.load, Unload: c.unload, Logger: opts.Logger})
 	return c
 }
@@ -98,63 +107,251 @@ func CoordinatorKey(k share.Key) string {
 	return k.Group + ":" + base64.RawURLEncoding.EncodeToString(k.Topic[:]) + ":" + strconv.Itoa(int(k.Partition))
 }
 
-// partitionFor is k's __share_group_state partition, -1 without the topic.
-func (c *Coordinator) partitionFor(k share.Key) int32 {
-	n := c.opts.NumPartitions()
+// PartitionFor is k's __share_group_state partition among n (Kafka's
+// ShareCoordinatorService.partitionFor: the Java hash of the coordinator
+// key), -1 when n <= 0.
+func PartitionFor(k share.Key, n int32) int32 {
 	if n <= 0 {
 		return -1
 	}
 	return coordlog.PartitionFor(CoordinatorKey(k), n)
 }
 
-// Read returns k's persisted state, waiting for its partition's load.
-// ok is false when none was written (or it was deleted). Errors:
-// ErrNotCoordinator when this broker does not lead k's partition, ctx's.
-func (c *Coordinator) Read(ctx context.Context, k share.Key) (share.Snapshot, bool, error) {
-	i := c.partitionFor(k)
-	if i < 0 {
-		return share.Snapshot{}, false, nil // no topic: nothing was ever written
-	}
-	if err := c.parts.WaitLoaded(ctx, i); err != nil {
-		return share.Snapshot{}, false, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.states[k]
-	if e == nil {
-		return share.Snapshot{}, false, nil
-	}
-	return e.snap, true, nil
+// partitionFor is k's __share_group_state partition, -1 without the topic.
+func (c *Coordinator) partitionFor(k share.Key) int32 {
+	return PartitionFor(k, c.opts.NumPartitions())
 }
 
-// Write persists k's state as a ShareSnapshot with acks=all and returns once
-// it is committed. The caller serializes writes of one key (a later call
-// must carry the later state).
-func (c *Coordinator) Write(ctx context.Context, k share.Key, snap share.Snapshot, leaderEpoch int32) error {
+// Errors of the persister operations (Kafka's codes in server): the
+// share partition's leader epoch or state epoch is older than the one
+// the state was last written or read with (FENCED_LEADER_EPOCH,
+// FENCED_STATE_EPOCH), or the request names no valid share partition
+// (INVALID_REQUEST).
+var (
+	ErrFencedLeaderEpoch = errors.New("sharecoord: fenced leader epoch")
+	ErrFencedStateEpoch  = errors.New("sharecoord: fenced state epoch")
+	ErrInvalid           = errors.New("sharecoord: invalid share partition")
+)
+
+// Check says whether this broker can serve k now: nil when it leads k's
+// partition and has loaded it; ErrNotCoordinator (also without the
+// topic) or coordlog.ErrLoadInProgress otherwise. The persister APIs
+// answer with it without waiting, as Kafka's runtime does.
+func (c *Coordinator) Check(k share.Key) error {
 	i := c.partitionFor(k)
 	if i < 0 {
 		return fmt.Errorf("%w: %s does not exist", ErrNotCoordinator, Topic)
 	}
-	if owned, loading := c.parts.State(i); !owned {
+	owned, loading := c.parts.State(i)
+	switch {
+	case !owned:
 		return fmt.Errorf("%w: %s-%d", ErrNotCoordinator, Topic, i)
-	} else if loading {
-		if err := c.parts.WaitLoaded(ctx, i); err != nil {
-			return err
+	case loading:
+		return fmt.Errorf("%w: %s-%d", coordlog.ErrLoadInProgress, Topic, i)
+	}
+	return nil
+}
+
+// wait waits for k's partition's load: ErrNotCoordinator when this broker
+// does not lead it.
+func (c *Coordinator) wait(ctx context.Context, k share.Key) (int32, error) {
+	i := c.partitionFor(k)
+	if i < 0 {
+		return -1, fmt.Errorf("%w: %s does not exist", ErrNotCoordinator, Topic)
+	}
+	if err := c.parts.WaitLoaded(ctx, i); err != nil {
+		if errors.Is(err, coordlog.ErrNotOwned) {
+			return -1, fmt.Errorf("%w: %s-%d", ErrNotCoordinator, Topic, i)
 		}
+		return -1, err
+	}
+	return i, nil
+}
+
+// State is a share partition's persisted state as the persister APIs
+// carry it.
+type State struct {
+	share.Snapshot
+	LeaderEpoch int32
+	DLQ         *DLQState // nil: none
+}
+
+// Read returns k's persisted state, waiting for its partition's load.
+// ok is false when none was written (or it was deleted), also when this
+// broker has no __share_group_state at all. Errors: ErrNotCoordinator
+// when this broker does not lead k's partition, ctx's.
+func (c *Coordinator) Read(ctx context.Context, k share.Key) (share.Snapshot, bool, error) {
+	if c.partitionFor(k) < 0 {
+		return share.Snapshot{}, false, nil // no topic: nothing was ever written
+	}
+	st, ok, err := c.ReadState(ctx, k, -1)
+	return st.Snapshot, ok, err
+}
+
+// ReadState is ReadShareGroupState (Kafka's
+// readStateAndMaybeUpdateLeaderEpoch): k's state; ok is false when there
+// is none (the state then reads start offset -1, state epoch 0).
+// ErrFencedLeaderEpoch when the state was written or read with a newer
+// leader epoch; a newer leaderEpoch (-1: none, as a summary reads) is
+// written (a ShareSnapshot) before it is answered, so a partition leader
+// that read the state fences the writes of the leader before it, also
+// across a coordinator failover.
+func (c *Coordinator) ReadState(ctx context.Context, k share.Key, leaderEpoch int32) (State, bool, error) {
+	if _, err := c.wait(ctx, k); err != nil {
+		return State{}, false, err
+	}
+	c.mu.Lock()
+	e := c.states[k]
+	if e == nil {
+		c.mu.Unlock()
+		return State{LeaderEpoch: -1, Snapshot: share.Snapshot{StartOffset: -1}}, false, nil
+	}
+	st := State{Snapshot: cloneSnapshot(e.snap), LeaderEpoch: e.leaderEpoch, DLQ: e.dlq.Clone()}
+	c.mu.Unlock()
+	if leaderEpoch != -1 && st.LeaderEpoch > leaderEpoch {
+		return State{}, false, fmt.Errorf("%w: %d, state read or written with %d", ErrFencedLeaderEpoch, leaderEpoch, st.LeaderEpoch)
+	}
+	if leaderEpoch <= st.LeaderEpoch {
+		return st, true, nil
+	}
+	err := c.update(ctx, k, func(prev *entry) (Value, error) {
+		if prev == nil {
+			return Value{}, fmt.Errorf("%w: state of %s deleted meanwhile", ErrNotCoordinator, CoordinatorKey(k))
+		}
+		if prev.leaderEpoch > leaderEpoch {
+			return Value{}, fmt.Errorf("%w: %d, state at %d", ErrFencedLeaderEpoch, leaderEpoch, prev.leaderEpoch)
+		}
+		st = State{Snapshot: cloneSnapshot(prev.snap), LeaderEpoch: leaderEpoch, DLQ: prev.dlq.Clone()}
+		return Value{StateEpoch: prev.snap.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: prev.snap.StartOffset, Batches: prev.snap.Batches, DLQ: prev.dlq}, nil
+	})
+	if err != nil {
+		return State{}, false, err
+	}
+	return st, true, nil
+}
+
+// WriteReq is a WriteShareGroupState of one share partition.
+type WriteReq struct {
+	StateEpoch  int32 // -1: unchanged (no check)
+	LeaderEpoch int32 // -1: unchanged (no check)
+	StartOffset int64 // -1: unchanged
+	Batches     []share.StateBatch
+	DLQ         *DLQState // nil: unchanged
+}
+
+// MaxBatches bounds the state batches of one share partition a write may
+// leave (a hostile or broken writer cannot grow a record past what a
+// replica takes): group.share.partition.max.record.locks' maximum, each
+// offset its own batch, with room for the archived and acknowledged.
+const MaxBatches = 1 << 16
+
+// Write is WriteShareGroupState: it merges w into k's state (the offsets
+// w's batches name take w's state, offsets below the start offset go;
+// Kafka's PersisterStateBatchCombiner) and persists the result as a
+// ShareSnapshot with acks=all, returning once it is committed.
+// ErrFencedLeaderEpoch, ErrFencedStateEpoch when w is older than the
+// state; ErrInvalid for a negative partition or too many batches.
+func (c *Coordinator) Write(ctx context.Context, k share.Key, w WriteReq) error {
+	if k.Partition < 0 || len(w.Batches) > MaxBatches {
+		return fmt.Errorf("%w: partition %d, %d batches", ErrInvalid, k.Partition, len(w.Batches))
+	}
+	return c.update(ctx, k, func(prev *entry) (Value, error) {
+		v := Value{StateEpoch: w.StateEpoch, LeaderEpoch: w.LeaderEpoch, StartOffset: w.StartOffset, DLQ: w.DLQ}
+		if v.DLQ == nil && prev != nil {
+			v.DLQ = prev.dlq
+		}
+		if prev == nil {
+			v.StateEpoch = max(v.StateEpoch, 0)
+			if v.StartOffset < 0 {
+				v.StartOffset = 0
+				for _, b := range w.Batches {
+					v.StartOffset = b.First
+					break
+				}
+			}
+			v.Batches = MergeBatches(nil, w.Batches, v.StartOffset)
+			return v, nil
+		}
+		if w.LeaderEpoch != -1 && prev.leaderEpoch > w.LeaderEpoch {
+			return v, fmt.Errorf("%w: %d, state at %d", ErrFencedLeaderEpoch, w.LeaderEpoch, prev.leaderEpoch)
+		}
+		if w.StateEpoch != -1 && prev.snap.StateEpoch > w.StateEpoch {
+			return v, fmt.Errorf("%w: %d, state at %d", ErrFencedStateEpoch, w.StateEpoch, prev.snap.StateEpoch)
+		}
+		if v.StateEpoch == -1 {
+			v.StateEpoch = prev.snap.StateEpoch
+		}
+		if v.LeaderEpoch < 0 {
+			v.LeaderEpoch = prev.leaderEpoch
+		}
+		if v.StartOffset < 0 {
+			v.StartOffset = prev.snap.StartOffset
+		}
+		v.Batches = MergeBatches(prev.snap.Batches, w.Batches, v.StartOffset)
+		if len(v.Batches) > MaxBatches {
+			return v, fmt.Errorf("%w: %d batches after the merge", ErrInvalid, len(v.Batches))
+		}
+		return v, nil
+	})
+}
+
+// Initialize is InitializeShareGroupState: k's state becomes stateEpoch
+// and startOffset with nothing in flight (a new share partition, or an
+// AlterShareGroupOffsets reset). ErrFencedStateEpoch when the state is at
+// a newer state epoch.
+func (c *Coordinator) Initialize(ctx context.Context, k share.Key, stateEpoch int32, startOffset int64) error {
+	if k.Partition < 0 {
+		return fmt.Errorf("%w: partition %d", ErrInvalid, k.Partition)
+	}
+	return c.update(ctx, k, func(prev *entry) (Value, error) {
+		v := Value{StateEpoch: stateEpoch, LeaderEpoch: -1, StartOffset: max(startOffset, 0)}
+		if prev != nil {
+			if prev.snap.StateEpoch > stateEpoch {
+				return v, fmt.Errorf("%w: %d, state at %d", ErrFencedStateEpoch, stateEpoch, prev.snap.StateEpoch)
+			}
+			v.LeaderEpoch, v.DLQ = prev.leaderEpoch, prev.dlq
+		}
+		return v, nil
+	})
+}
+
+// update runs a read-modify-write of k's state under its partition's
+// write lock: next computes the new value from the current entry (nil:
+// none), which is appended as a ShareSnapshot and then installed.
+func (c *Coordinator) update(ctx context.Context, k share.Key, next func(prev *entry) (Value, error)) error {
+	i, err := c.wait(ctx, k)
+	if err != nil {
+		return err
 	}
 	p := c.opts.Partition(i)
 	if p == nil {
 		return fmt.Errorf("%w: no replica of %s-%d", ErrNotCoordinator, Topic, i)
 	}
+	c.wmu.Lock()
+	mu := c.writes[i]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		c.writes[i] = mu
+	}
+	c.wmu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
 	now := c.opts.Now().UnixMilli()
 	c.mu.Lock()
 	prev := c.states[k]
-	v := Value{StateEpoch: snap.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: snap.StartOffset,
-		CreateTime: now, WriteTime: now, Batches: snap.Batches}
+	if prev != nil {
+		p := *prev
+		prev = &p
+	}
+	c.mu.Unlock()
+	v, err := next(prev)
+	if err != nil {
+		return err
+	}
+	v.CreateTime, v.WriteTime = now, now
 	if prev != nil {
 		v.SnapshotEpoch, v.CreateTime = prev.snapshotEpoch+1, prev.createTime
 	}
-	c.mu.Unlock()
 	rec := record.BuildRecord{
 		Key:       AppendKey(nil, TypeSnapshot, k),
 		Value:     AppendSnapshotValue(nil, v),
@@ -164,7 +361,12 @@ func (c *Coordinator) Write(ctx context.Context, k share.Key, snap share.Snapsho
 		return err
 	}
 	c.mu.Lock()
-	c.states[k] = &entry{snap: cloneSnapshot(snap), snapshotEpoch: v.SnapshotEpoch, createTime: v.CreateTime, part: i}
+	if owned, _ := c.parts.State(i); owned {
+		c.states[k] = &entry{
+			snap: share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches}, dlq: v.DLQ.Clone(),
+			leaderEpoch: v.LeaderEpoch, snapshotEpoch: v.SnapshotEpoch, createTime: v.CreateTime, part: i,
+		}
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -231,8 +433,8 @@ func (c *Coordinator) logSkip(i int32, off int64, err error) {
 func apply(states map[share.Key]*entry, typ int16, k share.Key, v Value, part int32) {
 	if typ == TypeSnapshot {
 		states[k] = &entry{
-			snap:          share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches},
-			snapshotEpoch: v.SnapshotEpoch, createTime: v.CreateTime, part: part,
+			snap: share.Snapshot{StateEpoch: v.StateEpoch, StartOffset: v.StartOffset, Batches: v.Batches}, dlq: v.DLQ,
+			leaderEpoch: v.LeaderEpoch, snapshotEpoch: v.SnapshotEpoch, createTime: v.CreateTime, part: part,
 		}
 		return
 	}
@@ -242,9 +444,10 @@ func apply(states map[share.Key]*entry, typ int16, k share.Key, v Value, part in
 		// written by a coordinator that starts from updates): its own
 		// state.
 		start := max(v.StartOffset, 0)
-		e = &entry{snap: share.Snapshot{StartOffset: start}, part: part}
+		e = &entry{snap: share.Snapshot{StartOffset: start}, leaderEpoch: -1, part: part}
 		states[k] = e
 	}
+	e.leaderEpoch = max(e.leaderEpoch, v.LeaderEpoch)
 	if v.StartOffset >= 0 {
 		e.snap.StartOffset = v.StartOffset
 	}
@@ -321,11 +524,11 @@ func (c *Coordinator) unload(i int32) {
 // keys (acks=all), then the state itself. Deleting a key with no state
 // writes nothing.
 func (c *Coordinator) Delete(ctx context.Context, k share.Key) error {
-	i := c.partitionFor(k)
-	if i < 0 {
+	if c.partitionFor(k) < 0 {
 		return nil
 	}
-	if err := c.parts.WaitLoaded(ctx, i); err != nil {
+	i, err := c.wait(ctx, k)
+	if err != nil {
 		return err
 	}
 	c.mu.Lock()

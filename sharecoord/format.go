@@ -27,6 +27,8 @@ package sharecoord
 //	| version | snapEpoch i32| stateEpoch | leaderEpoch | startOffset |
 //	+---------+--------------+------------+-------------+-------------+
 //	| createTimestamp i64 | writeTimestamp i64 | batches | tags |
+//	  tags: Sluice's dead-letter bookkeeping under TagDLQ (dlq.go) when
+//	  there is any; other tags are skipped
 //
 //	ShareUpdateValue (version int16 = 0, flexible):
 //	| version | snapEpoch i32 | leaderEpoch i32 | startOffset i64 (-1: unchanged) | batches | tags |
@@ -66,7 +68,8 @@ type Value struct {
 	CreateTime     int64 // snapshots only, Unix ms
 	WriteTime      int64 // snapshots only, Unix ms
 	Batches        []share.StateBatch
-	UnknownTagData int // bytes of tagged fields skipped
+	DLQ            *DLQState // snapshots only: tag TagDLQ (dlq.go), nil when absent
+	UnknownTagData int       // bytes of tagged fields skipped
 }
 
 // AppendKey appends the key of type typ for k.
@@ -113,7 +116,14 @@ func AppendSnapshotValue(dst []byte, v Value) []byte {
 	dst = kbin.AppendInt64(dst, v.CreateTime)
 	dst = kbin.AppendInt64(dst, v.WriteTime)
 	dst = appendBatches(dst, v.Batches)
-	return kbin.AppendUvarint(dst, 0)
+	if v.DLQ == nil {
+		return kbin.AppendUvarint(dst, 0)
+	}
+	tag := AppendDLQ(nil, v.DLQ)
+	dst = kbin.AppendUvarint(dst, 1)
+	dst = kbin.AppendUvarint(dst, TagDLQ)
+	dst = kbin.AppendUvarint(dst, uint32(len(tag)))
+	return append(dst, tag...)
 }
 
 // AppendUpdateValue appends a ShareUpdateValue.
@@ -127,17 +137,31 @@ func AppendUpdateValue(dst []byte, v Value) []byte {
 }
 
 // skipTags skips a tagged-field section and returns the bytes skipped.
-func skipTags(r *kbin.Reader) int {
+func skipTags(r *kbin.Reader) int { return readTags(r, nil) }
+
+// readTags reads a tagged-field section: TagDLQ into v.DLQ (when v is not
+// nil), the others skipped; it returns the bytes skipped. A TagDLQ that
+// does not decode fails the reader.
+func readTags(r *kbin.Reader, v *Value) int {
 	n := int(r.Uvarint())
 	skipped := 0
 	for i := 0; i < n && r.Ok(); i++ {
-		r.Uvarint() // tag
+		tag := r.Uvarint()
 		size := int(r.Uvarint())
 		if size < 0 || size > len(r.Src) {
 			r.Span(len(r.Src) + 1) // fail the reader
 			return skipped
 		}
-		r.Span(size)
+		b := r.Span(size)
+		if v != nil && tag == TagDLQ {
+			d, err := DecodeDLQ(b)
+			if err != nil {
+				r.Span(len(r.Src) + 1)
+				return skipped
+			}
+			v.DLQ = d
+			continue
+		}
 		skipped += size
 	}
 	return skipped
@@ -189,7 +213,11 @@ func DecodeValue(typ int16, b []byte) (Value, error) {
 		v.StartOffset = r.Int64()
 	}
 	readBatches(&r, &v)
-	v.UnknownTagData += skipTags(&r)
+	if typ == TypeSnapshot {
+		v.UnknownTagData += readTags(&r, &v)
+	} else {
+		v.UnknownTagData += skipTags(&r)
+	}
 	if err := r.Complete(); err != nil || len(r.Src) != 0 {
 		return Value{}, fmt.Errorf("%w: type %d value of %d bytes (%d left): %v", ErrCorrupt, typ, len(b), len(r.Src), err)
 	}
