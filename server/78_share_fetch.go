@@ -172,9 +172,19 @@ func (s *Server) shareAck(ctx context.Context, rc *reqCtx, group, member string,
 		if len(a.batches) == 0 {
 			continue // nothing to acknowledge, nothing to write
 		}
+		// Malformed batches first, as Kafka's
+		// KafkaApis.validateAcknowledgementBatches before the share
+		// partition is looked up.
+		if err := share.CheckAckBatches(a.batches, renew, pcfg.RenewEnabled); err != nil {
+			codes[i] = errorCode(err)
+			continue
+		}
 		h := s.share.parts.Lookup(share.Key{Group: group, Topic: a.topic, Partition: a.partition})
 		if h == nil {
-			codes[i] = kerr.InvalidRecordState.Code
+			// No share partition of the group here (never fetched since
+			// the start, or its state deleted): Kafka's
+			// SharePartitionManager.acknowledge answers so.
+			codes[i] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
 		key := share.Key{Group: group, Topic: a.topic, Partition: a.partition}

@@ -10,8 +10,13 @@ package server
 // before they were produced; under earliest they are.
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestShareResetLatestAtFirstFetch(t *testing.T) {
@@ -43,4 +48,46 @@ func TestShareResetChangedBeforeFirstFetch(t *testing.T) {
 	e.members.mu.Unlock()
 	e.clock.add(time.Second)
 	wantRanges(t, acquired(t, e.fetch(e.client(), sfetch{member: "a", max: 10})), [3]int64{0, 4, 1})
+}
+
+// TestShareAcknowledgeUnloadedPartition: acknowledging a partition the group
+// has no share partition of on this broker (never fetched) is
+// UNKNOWN_TOPIC_OR_PARTITION, as Kafka's SharePartitionManager.acknowledge;
+// a malformed batch there is still INVALID_REQUEST (checked first).
+func TestShareAcknowledgeUnloadedPartition(t *testing.T) {
+	e := startShareServer(t, 2, nil)
+	cl := e.client()
+	ctx := context.Background()
+	ct, err := kadm.NewClient(e.admin).CreateTopic(ctx, 1, 1, nil, "other")
+	if err != nil || ct.Err != nil {
+		t.Fatalf("create topic: %v %v", err, ct.Err)
+	}
+	wantRanges(t, acquired(t, e.fetch(cl, sfetch{member: "a", max: 10})), [3]int64{0, 1, 1})
+	ack := func(epoch int32, b kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) int16 {
+		t.Helper()
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		g, m := "g", "a"
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = &g, &m, epoch
+		rt := kmsg.NewShareAcknowledgeRequestTopic()
+		rt.TopicID = ct.ID
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("share acknowledge: %v %+v", err, resp)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if c := ack(1, ackBatch(0, 0, 1)); c != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unloaded partition: %v", kerr.ErrorForCode(c))
+	}
+	if c := ack(2, ackBatch(3, 1, 1)); c != kerr.InvalidRequest.Code {
+		t.Fatalf("malformed batch on an unloaded partition: %v", kerr.ErrorForCode(c))
+	}
+	// The group's own records are untouched.
+	if c := e.ack(cl, "a", 3, ackBatch(0, 1, 1)).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("ack: %v", kerr.ErrorForCode(c))
+	}
 }
