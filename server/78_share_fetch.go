@@ -546,48 +546,80 @@ func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, 
 	if cfg.ReadCommitted {
 		bound = p.LastStableOffset()
 	}
-	from := sh.FirstAcquirable(now)
-	if from >= bound || (from == sh.Next() && pcfg.MaxRecordLocks > 0 && sh.InFlight() >= pcfg.MaxRecordLocks) {
-		return nil, nil, deadline(), nil
-	}
-	sl, err := p.ReadBelow(from, int(min(max(maxBytes, 1), maxShareRead)), bound)
-	if err != nil {
-		return nil, nil, deadline(), err
-	}
-	buf, err := sl.AppendTo(nil)
-	sl.Release()
-	if err != nil {
-		return nil, nil, deadline(), err
-	}
-	covered := int64(-1)
-	eachBatch(buf, func(b record.Batch) { covered = b.NextOffset() })
-	if covered <= from {
-		return nil, nil, deadline(), nil
-	}
-	ranges := sh.Acquire(member, now, maxRecords, min(bound, covered), pcfg)
-	if len(ranges) == 0 {
-		return nil, nil, deadline(), nil
-	}
-	if cfg.ReadCommitted {
-		ranges = archiveAborted(p, sh, member, buf, ranges, from, bound)
-		if len(ranges) == 0 {
-			return nil, nil, deadline(), nil
+	// The log is read in steps, from the first acquirable offset on, each
+	// twice the last (shareReadStep first), until maxRecords are acquired,
+	// the bound is reached or the read budget is spent: one read of the
+	// whole budget (8 MiB) for a few hundred records cost 16 bytes
+	// allocated per byte delivered (BENCHMARKS.md, share groups).
+	budget := int(min(max(maxBytes, 1), maxShareRead))
+	step := min(budget, max(shareReadMin, min(shareReadStep, maxRecords*1024)))
+	var (
+		keep    []byte
+		acq     []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+		scratch []byte
+	)
+	for from := sh.FirstAcquirable(now); maxRecords > 0 && budget > 0 && from < bound; {
+		if from == sh.Next() && pcfg.MaxRecordLocks > 0 && sh.InFlight() >= pcfg.MaxRecordLocks {
+			break // the in-flight bound
 		}
-	}
-	first, last := ranges[0].First, ranges[len(ranges)-1].Last
-	// Keep the batches that hold acquired records.
-	var keep []byte
-	eachBatch(buf, func(b record.Batch) {
-		if b.LastOffset() >= first && b.BaseOffset() <= last {
-			keep = append(keep, b[:b.Size()]...)
+		sl, err := p.ReadBelow(from, step, bound)
+		if err != nil {
+			if len(acq) > 0 {
+				break // answer what was acquired; the next fetch meets the error
+			}
+			return nil, nil, deadline(), err
 		}
-	})
-	acq := make([]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, len(ranges))
-	for i, r := range ranges {
-		acq[i] = kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: r.First, LastOffset: r.Last, DeliveryCount: r.DeliveryCount}
+		scratch, err = sl.AppendTo(scratch[:0])
+		sl.Release()
+		if err != nil {
+			if len(acq) > 0 {
+				break
+			}
+			return nil, nil, deadline(), err
+		}
+		covered := int64(-1)
+		eachBatch(scratch, func(b record.Batch) { covered = b.NextOffset() })
+		if covered <= from {
+			break
+		}
+		budget -= len(scratch)
+		step = min(budget, step*2)
+		ranges := sh.Acquire(member, now, maxRecords, min(bound, covered), pcfg)
+		if cfg.ReadCommitted && len(ranges) > 0 {
+			ranges = archiveAborted(p, sh, member, scratch, ranges, from, bound)
+		}
+		if len(ranges) > 0 {
+			first, last := ranges[0].First, ranges[len(ranges)-1].Last
+			// Keep the batches that hold acquired records.
+			eachBatch(scratch, func(b record.Batch) {
+				if b.LastOffset() >= first && b.BaseOffset() <= last {
+					keep = append(keep, b[:b.Size()]...)
+				}
+			})
+			for _, r := range ranges {
+				maxRecords -= int(r.Last - r.First + 1)
+				if n := len(acq); n > 0 && acq[n-1].LastOffset == r.First-1 && acq[n-1].DeliveryCount == r.DeliveryCount {
+					acq[n-1].LastOffset = r.Last // runs across reads are one
+					continue
+				}
+				acq = append(acq, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: r.First, LastOffset: r.Last, DeliveryCount: r.DeliveryCount})
+			}
+		}
+		// On past what is held by others: the next acquirable offset.
+		from = max(covered, sh.FirstAcquirable(now))
+	}
+	if len(acq) == 0 {
+		return nil, nil, deadline(), nil
 	}
 	return keep, acq, deadline(), nil
 }
+
+// shareReadMin and shareReadStep bound the first log read of a share
+// partition in a ShareFetch: a KiB per record asked for, within them.
+const (
+	shareReadMin  = 16 << 10
+	shareReadStep = 256 << 10
+)
 
 // archiveAborted archives, under read_committed, the records just acquired
 // that belong to aborted transactions (they are never delivered) and
