@@ -175,7 +175,7 @@ func (s *Server) shareAck(ctx context.Context, rc *reqCtx, group, member string,
 		// Malformed batches first, as Kafka's
 		// KafkaApis.validateAcknowledgementBatches before the share
 		// partition is looked up.
-		if err := share.CheckAckBatches(a.batches, renew, pcfg.RenewEnabled); err != nil {
+		if err := share.CheckAckBatches(a.batches, renew); err != nil {
 			codes[i] = errorCode(err)
 			continue
 		}

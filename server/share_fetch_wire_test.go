@@ -361,7 +361,10 @@ func TestShareConnectionCloseReleases(t *testing.T) {
 }
 
 func TestShareLockExpiry(t *testing.T) {
-	e := startShareServer(t, 2, func(c *ShareGroupConfig) { c.RecordLockDuration = 15 * time.Second })
+	e := startShareServer(t, 2, func(c *ShareGroupConfig) {
+		c.RecordLockDuration = 15 * time.Second
+		c.RenewEnabled = true // share.renew.acknowledge.enable, false by default
+	})
 	a, b := e.client(), e.client()
 	resp := e.fetch(a, sfetch{member: "a", max: 10})
 	if resp.AcquisitionLockTimeoutMillis != 15000 {

@@ -91,3 +91,27 @@ func TestShareAcknowledgeUnloadedPartition(t *testing.T) {
 		t.Fatalf("ack: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// TestShareRenewDisabledByDefault: share.renew.acknowledge.enable is false
+// unless the group sets it (Kafka's default, KAFKA-20161); a Renew
+// acknowledgement is then INVALID_RECORD_STATE and changes nothing, while
+// a Renew in a request without IsRenewAck stays INVALID_REQUEST.
+func TestShareRenewDisabledByDefault(t *testing.T) {
+	e := startShareServer(t, 2, nil)
+	if e.members.cfg.RenewEnabled {
+		t.Fatal("share.renew.acknowledge.enable defaults to true")
+	}
+	cl := e.client()
+	wantRanges(t, acquired(t, e.fetch(cl, sfetch{member: "a", max: 10})), [3]int64{0, 1, 1})
+	r := e.fetch(cl, sfetch{member: "a", epoch: 1, renew: true, acks: []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{fetchAck(0, 1, 4)}})
+	if r.ErrorCode != 0 || r.Topics[0].Partitions[0].AcknowledgeErrorCode != kerr.InvalidRecordState.Code {
+		t.Fatalf("renew while disabled: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Topics)
+	}
+	if c := e.ack(cl, "a", 2, ackBatch(0, 1, 4)).Topics[0].Partitions[0].ErrorCode; c != kerr.InvalidRequest.Code {
+		t.Fatalf("renew without IsRenewAck: %v", kerr.ErrorForCode(c))
+	}
+	// The records are still a's, with their first lock.
+	if c := e.ack(cl, "a", 3, ackBatch(0, 1, 1)).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("accept: %v", kerr.ErrorForCode(c))
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -115,7 +116,7 @@ type Config struct {
 	LockDuration       time.Duration // share.record.lock.duration.ms
 	DeliveryCountLimit int16         // share.delivery.count.limit
 	MaxRecordLocks     int           // share.partition.max.record.locks: the in-flight bound
-	RenewEnabled       bool          // share.renew.acknowledge.enable (KIP-1222)
+	RenewEnabled       bool          // share.renew.acknowledge.enable (KIP-1222; Kafka's default false)
 	Backoff            Backoff       // share.redelivery.backoff.*
 }
 
@@ -371,10 +372,10 @@ func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit 
 // First > Last, a batch starting before the previous batch's last offset
 // (the first batch: before -1), no types, types neither one for the whole
 // batch nor one per offset, an unknown type, or Renew without allowRenew
-// (the request's IsRenewAck) and renewEnabled. A batch may start at the
-// previous one's last offset: that offset is named twice, which Acknowledge
-// refuses as Kafka's SharePartition does (ErrInvalidRecordState).
-func CheckAckBatches(batches []AckBatch, allowRenew, renewEnabled bool) error {
+// (the request's IsRenewAck). A batch may start at the previous one's last
+// offset: that offset is named twice, which Acknowledge refuses as Kafka's
+// SharePartition does (ErrInvalidRecordState).
+func CheckAckBatches(batches []AckBatch, allowRenew bool) error {
 	prevEnd := int64(-1)
 	for _, b := range batches {
 		if b.First > b.Last || b.First < prevEnd || len(b.Types) == 0 {
@@ -388,7 +389,7 @@ func CheckAckBatches(batches []AckBatch, allowRenew, renewEnabled bool) error {
 			switch ty {
 			case AckGap, AckAccept, AckRelease, AckReject:
 			case AckRenew:
-				if !allowRenew || !renewEnabled {
+				if !allowRenew {
 					return ErrInvalidRequest
 				}
 			default:
@@ -410,12 +411,21 @@ func CheckAckBatches(batches []AckBatch, allowRenew, renewEnabled bool) error {
 // twice. Offsets below the start offset in a batch that reaches above it
 // are skipped (the log start moved past them and archived them, Kafka's
 // checkForStartOffsetWithinBatch). AckRenew is allowed only with allowRenew
-// (the request's IsRenewAck) and cfg.RenewEnabled. The cost is bounded by
-// the in-flight records and the number of batches, never by the batches'
-// ranges.
+// (the request's IsRenewAck), else ErrInvalidRequest, and only when the
+// group allows it (cfg.RenewEnabled, share.renew.acknowledge.enable), else
+// ErrInvalidRecordState as Kafka's SharePartition (KAFKA-20161). The cost is
+// bounded by the in-flight records and the number of batches, never by the
+// batches' ranges.
 func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch, allowRenew bool, cfg Config) error {
-	if err := CheckAckBatches(batches, allowRenew, cfg.RenewEnabled); err != nil {
+	if err := CheckAckBatches(batches, allowRenew); err != nil {
 		return err
+	}
+	if !cfg.RenewEnabled {
+		for _, b := range batches {
+			if slices.Contains(b.Types, AckRenew) {
+				return ErrInvalidRecordState
+			}
+		}
 	}
 	next := p.Next()
 	total := 0

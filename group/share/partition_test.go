@@ -101,7 +101,9 @@ func TestRenew(t *testing.T) {
 	}
 	off := cfg
 	off.RenewEnabled = false
-	if err := p.Acknowledge("m", t0, one(0, 0, AckRenew), true, off); !errors.Is(err, ErrInvalidRequest) {
+	// A group that does not allow renewing: INVALID_RECORD_STATE, as
+	// Kafka's SharePartition (KAFKA-20161).
+	if err := p.Acknowledge("m", t0, one(0, 0, AckRenew), true, off); !errors.Is(err, ErrInvalidRecordState) {
 		t.Fatalf("renew disabled: %v", err)
 	}
 	later := t0.Add(20 * time.Second)
