@@ -35,11 +35,13 @@ package server
 //     for a lock or redelivery backoff in them to end. MinBytes is treated
 //     as 1: acquired records are never held back waiting for more.
 //
-// BatchSize and ShareAcquireMode shape the client's batches only; Sluice
-// always acquires at most MaxRecords records (record-limit mode), which a
-// batch-optimized client accepts. A share partition's state starts, when
-// the group first fetches it, at share.auto.offset.reset (latest by
-// default).
+// ShareAcquireMode (KIP-1206): record_limit (1) acquires at most MaxRecords
+// records; batch_optimized (0, and every v1 request) acquires, as Kafka's
+// SharePartition, through the end of the batch that holds the MaxRecords-th
+// record, so that a batch goes to one member rather than its bytes to each
+// member holding part of it. BatchSize shapes the client's batches only. A
+// share partition's state starts, when the group first fetches it, at
+// share.auto.offset.reset (latest by default).
 
 import (
 	"context"
@@ -412,6 +414,7 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			entry(sp.topic, sp.partition) // a new session answers every partition
 		}
 	}
+	wholeBatches := req.Version < 2 || req.ShareAcquireMode == 0 // batch_optimized
 	// fill returns how many partitions acquired records or failed (the
 	// request is answered when that is not 0) and when a lock expires or
 	// a backoff ends next.
@@ -421,7 +424,7 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			if t.code != 0 || remRecords <= 0 || remBytes <= 0 {
 				continue
 			}
-			recs, ranges, dl, err := s.shareAcquire(ctx, t.p, group, member, t.sp, cfg, remRecords, remBytes)
+			recs, ranges, dl, err := s.shareAcquire(ctx, t.p, group, member, t.sp, cfg, remRecords, remBytes, wholeBatches)
 			if !dl.IsZero() && (next.IsZero() || dl.Before(next)) {
 				next = dl
 			}
@@ -507,9 +510,10 @@ func (s *Server) shareLongPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs in
 }
 
 // shareAcquire acquires up to maxRecords records of one share partition for
-// member and returns the bytes of the batches that hold them, the acquired
+// member (with wholeBatches, on to the end of the batch holding the last of
+// them) and returns the bytes of the batches that hold them, the acquired
 // ranges, and the next time a lock expires or a backoff ends there.
-func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, member string, sp sharePart, cfg ShareGroupConfig, maxRecords int, maxBytes int64) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, time.Time, error) {
+func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, member string, sp sharePart, cfg ShareGroupConfig, maxRecords int, maxBytes int64, wholeBatches bool) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, time.Time, error) {
 	now := s.now()
 	pcfg := cfg.partitionConfig()
 	key := share.Key{Group: group, Topic: sp.topic, Partition: sp.partition}
@@ -585,6 +589,16 @@ func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, 
 		budget -= len(scratch)
 		step = min(budget, step*2)
 		ranges := sh.Acquire(member, now, maxRecords, min(bound, covered), pcfg)
+		if n := rangesLen(ranges); wholeBatches && n >= maxRecords {
+			// The limit was reached: the rest of the last record's batch too.
+			last := ranges[len(ranges)-1].Last
+			eachBatch(scratch, func(b record.Batch) {
+				if b.BaseOffset() <= last && last < b.LastOffset() {
+					more := sh.Acquire(member, now, int(b.LastOffset()-last), min(bound, b.NextOffset()), pcfg)
+					ranges = mergeRanges(ranges, more)
+				}
+			})
+		}
 		if cfg.ReadCommitted && len(ranges) > 0 {
 			ranges = archiveAborted(p, sh, member, scratch, ranges, from, bound)
 		}
@@ -612,6 +626,28 @@ func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, 
 		return nil, nil, deadline(), nil
 	}
 	return keep, acq, deadline(), nil
+}
+
+// rangesLen is the number of offsets in ranges.
+func rangesLen(ranges []share.Range) int {
+	n := 0
+	for _, r := range ranges {
+		n += int(r.Last - r.First + 1)
+	}
+	return n
+}
+
+// mergeRanges appends more (after a's offsets) to a, joining adjacent runs
+// of the same delivery count.
+func mergeRanges(a, more []share.Range) []share.Range {
+	for _, r := range more {
+		if n := len(a); n > 0 && a[n-1].Last == r.First-1 && a[n-1].DeliveryCount == r.DeliveryCount {
+			a[n-1].Last = r.Last
+			continue
+		}
+		a = append(a, r)
+	}
+	return a
 }
 
 // shareReadMin and shareReadStep bound the first log read of a share
