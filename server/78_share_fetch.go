@@ -23,12 +23,14 @@ package server
 //     the member still holds in the session's partitions and answers.
 //  4. The fetch: over the session's partitions, starting one further each
 //     epoch (fairness), each partition reads its log from its first
-//     acquirable offset, acquires up to MaxRecords records in all below the
-//     high watermark (the last stable offset under share.isolation.level=
-//     read_committed, which also archives the records of aborted
-//     transactions instead of delivering them) and the end of what it read,
-//     and answers the whole batches holding them with AcquiredRecords.
-//     Read on each topic (TOPIC_AUTHORIZATION_FAILED in its partitions).
+//     acquirable offset, in steps that grow while they hold too few
+//     acquirable records, acquires up to MaxRecords records in all (see
+//     ShareAcquireMode below) below the high watermark (the last stable
+//     offset under share.isolation.level=read_committed, which also
+//     archives the records of aborted transactions instead of delivering
+//     them) and the end of what it read, and answers the whole batches
+//     holding them with AcquiredRecords. Read on each topic
+//     (TOPIC_AUTHORIZATION_FAILED in its partitions).
 //  5. Long poll: when nothing was acquired, the request waits up to
 //     MaxWaitMillis for an append to one of its partitions, for records to
 //     be released, acknowledged or archived in its groups' partitions, or
