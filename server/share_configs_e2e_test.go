@@ -8,11 +8,13 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -212,5 +214,75 @@ func TestShareGroupMaxRecordLocksAndByDuration(t *testing.T) {
 	}
 	if n, _, _ := bm.fetch(500); n != 0 {
 		t.Fatalf("b acquired %d records past the in-flight bound", n)
+	}
+}
+
+// TestShareGroupRenewKgo: a kgo.ShareGroup member's Renew acknowledgement
+// (KIP-1222) succeeds in a group with share.renew.acknowledge.enable=true
+// and keeps the records its own (it accepts them after); in a group
+// without it (Kafka's default) the broker answers INVALID_RECORD_STATE.
+func TestShareGroupRenewKgo(t *testing.T) {
+	b := brokertest.Start(t, "memory", fastShareGroups)
+	ctx := testCtx(t, 2*time.Minute)
+	cl := newClient(t, b.Addr())
+	const topic = "renew"
+	if ct, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil || ct.Err != nil {
+		t.Fatalf("create: %v %v", err, ct.Err)
+	}
+	earliest, on := "earliest", "true"
+	for g, ops := range map[string][]groupOp{
+		"renew-on":  {{kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", &earliest}, {kmsg.IncrementalAlterConfigOpSet, "share.renew.acknowledge.enable", &on}},
+		"renew-off": {{kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", &earliest}},
+	} {
+		if c, msg := alterGroup(t, ctx, cl, g, false, ops...); c != 0 {
+			t.Fatalf("%s configs: %s %s", g, errName(c), msg)
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("r")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// renew returns the errors of the Renew acknowledgements of one
+	// member of group, then of its Accept.
+	renew := func(group string) (renewErr, acceptErr error) {
+		t.Helper()
+		results := make(chan kgo.ShareAckResults, 16)
+		m := shareMember(t, b.Addr(), group, topic, kgo.ShareAckCallback(func(_ *kgo.Client, r kgo.ShareAckResults) { results <- r }))
+		defer m.Close()
+		var recs []*kgo.Record
+		for i := 0; i < 100 && len(recs) == 0; i++ { // bounded
+			recs = poll(ctx, m).Records()
+		}
+		if len(recs) != 1 {
+			t.Fatalf("%s: polled %d records", group, len(recs))
+		}
+		errOf := func() error {
+			t.Helper()
+			if err := m.FlushAcks(ctx); err != nil {
+				t.Fatalf("%s: flush: %v", group, err)
+			}
+			select {
+			case r := <-results:
+				for _, p := range r {
+					if p.Err != nil {
+						return p.Err
+					}
+				}
+				return nil
+			case <-ctx.Done():
+				t.Fatalf("%s: no acknowledgement result", group)
+				return nil
+			}
+		}
+		recs[0].Ack(kgo.AckRenew)
+		renewErr = errOf()
+		recs[0].Ack(kgo.AckAccept)
+		acceptErr = errOf()
+		return renewErr, acceptErr
+	}
+	if rerr, aerr := renew("renew-on"); rerr != nil || aerr != nil {
+		t.Fatalf("renew enabled: renew %v, accept %v", rerr, aerr)
+	}
+	if rerr, _ := renew("renew-off"); !errors.Is(rerr, kerr.InvalidRecordState) {
+		t.Fatalf("renew disabled: %v, want INVALID_RECORD_STATE", rerr)
 	}
 }
