@@ -115,3 +115,43 @@ func TestShareRenewDisabledByDefault(t *testing.T) {
 		t.Fatalf("accept: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// TestShareFetchHostilePiggybackedAcks: acknowledgements piggy-backed on
+// ShareFetch get the same codes as ShareAcknowledge's, in the partition's
+// AcknowledgeErrorCode, apply nothing when refused, and do not stop the
+// fetch.
+func TestShareFetchHostilePiggybackedAcks(t *testing.T) {
+	e := startShareServer(t, 5, nil)
+	cl := e.client()
+	wantRanges(t, acquired(t, e.fetch(cl, sfetch{member: "a", max: 3})), [3]int64{0, 2, 1})
+	type ab = kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
+	epoch := int32(1)
+	for _, tc := range []struct {
+		name string
+		acks []ab
+		want int16
+	}{
+		{"huge range", []ab{fetchAck(0, 1<<62, 1)}, kerr.InvalidRequest.Code},
+		{"min to max", []ab{fetchAck(-1<<63, 1<<63-1, 1)}, kerr.InvalidRequest.Code},
+		{"negative", []ab{fetchAck(-3, -2, 1)}, kerr.InvalidRequest.Code},
+		{"overlap", []ab{fetchAck(0, 1, 1), fetchAck(1, 2, 1)}, kerr.InvalidRecordState.Code},
+		{"out of order", []ab{fetchAck(2, 2, 1), fetchAck(0, 1, 1)}, kerr.InvalidRequest.Code},
+		{"huge per-offset types", []ab{{FirstOffset: 0, LastOffset: 1 << 62, AcknowledgeTypes: []int8{1, 1, 1}}}, kerr.InvalidRequest.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := e.fetch(cl, sfetch{member: "a", epoch: epoch, max: 1, acks: tc.acks})
+			epoch++
+			if resp.ErrorCode != 0 {
+				t.Fatalf("top-level %v", kerr.ErrorForCode(resp.ErrorCode))
+			}
+			if c := resp.Topics[0].Partitions[0].AcknowledgeErrorCode; c != tc.want {
+				t.Fatalf("got %v, want %v", kerr.ErrorForCode(c), kerr.ErrorForCode(tc.want))
+			}
+		})
+	}
+	// Each fetch above acquired one more record; nothing was acknowledged:
+	// all five are a's to accept.
+	if c := e.ack(cl, "a", epoch, ackBatch(0, 4, 1)).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("accept: %v", kerr.ErrorForCode(c))
+	}
+}
