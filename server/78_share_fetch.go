@@ -23,23 +23,27 @@ package server
 //     the member still holds in the session's partitions and answers.
 //  4. The fetch: over the session's partitions, starting one further each
 //     epoch (fairness), each partition reads its log from its first
-//     acquirable offset, acquires up to MaxRecords records in all below the
-//     high watermark (the last stable offset under share.isolation.level=
-//     read_committed, which also archives the records of aborted
-//     transactions instead of delivering them) and the end of what it read,
-//     and answers the whole batches holding them with AcquiredRecords.
-//     Read on each topic (TOPIC_AUTHORIZATION_FAILED in its partitions).
+//     acquirable offset, in steps that grow while they hold too few
+//     acquirable records, acquires up to MaxRecords records in all (see
+//     ShareAcquireMode below) below the high watermark (the last stable
+//     offset under share.isolation.level=read_committed, which also
+//     archives the records of aborted transactions instead of delivering
+//     them) and the end of what it read, and answers the whole batches
+//     holding them with AcquiredRecords. Read on each topic
+//     (TOPIC_AUTHORIZATION_FAILED in its partitions).
 //  5. Long poll: when nothing was acquired, the request waits up to
 //     MaxWaitMillis for an append to one of its partitions, for records to
 //     be released, acknowledged or archived in its groups' partitions, or
 //     for a lock or redelivery backoff in them to end. MinBytes is treated
 //     as 1: acquired records are never held back waiting for more.
 //
-// BatchSize and ShareAcquireMode shape the client's batches only; Sluice
-// always acquires at most MaxRecords records (record-limit mode), which a
-// batch-optimized client accepts. A share partition's state starts, when
-// the group first fetches it, at share.auto.offset.reset (latest by
-// default).
+// ShareAcquireMode (KIP-1206): record_limit (1) acquires at most MaxRecords
+// records; batch_optimized (0, and every v1 request) acquires, as Kafka's
+// SharePartition, through the end of the batch that holds the MaxRecords-th
+// record, so that a batch goes to one member rather than its bytes to each
+// member holding part of it. BatchSize shapes the client's batches only. A
+// share partition's state starts, when the group first fetches it, at
+// share.auto.offset.reset (latest by default).
 
 import (
 	"context"
@@ -172,9 +176,19 @@ func (s *Server) shareAck(ctx context.Context, rc *reqCtx, group, member string,
 		if len(a.batches) == 0 {
 			continue // nothing to acknowledge, nothing to write
 		}
+		// Malformed batches first, as Kafka's
+		// KafkaApis.validateAcknowledgementBatches before the share
+		// partition is looked up.
+		if err := share.CheckAckBatches(a.batches, renew); err != nil {
+			codes[i] = errorCode(err)
+			continue
+		}
 		h := s.share.parts.Lookup(share.Key{Group: group, Topic: a.topic, Partition: a.partition})
 		if h == nil {
-			codes[i] = kerr.InvalidRecordState.Code
+			// No share partition of the group here (never fetched since
+			// the start, or its state deleted): Kafka's
+			// SharePartitionManager.acknowledge answers so.
+			codes[i] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
 		key := share.Key{Group: group, Topic: a.topic, Partition: a.partition}
@@ -402,6 +416,7 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			entry(sp.topic, sp.partition) // a new session answers every partition
 		}
 	}
+	wholeBatches := req.Version < 2 || req.ShareAcquireMode == 0 // batch_optimized
 	// fill returns how many partitions acquired records or failed (the
 	// request is answered when that is not 0) and when a lock expires or
 	// a backoff ends next.
@@ -411,7 +426,7 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 			if t.code != 0 || remRecords <= 0 || remBytes <= 0 {
 				continue
 			}
-			recs, ranges, dl, err := s.shareAcquire(ctx, t.p, group, member, t.sp, cfg, remRecords, remBytes)
+			recs, ranges, dl, err := s.shareAcquire(ctx, t.p, group, member, t.sp, cfg, remRecords, remBytes, wholeBatches)
 			if !dl.IsZero() && (next.IsZero() || dl.Before(next)) {
 				next = dl
 			}
@@ -497,9 +512,10 @@ func (s *Server) shareLongPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs in
 }
 
 // shareAcquire acquires up to maxRecords records of one share partition for
-// member and returns the bytes of the batches that hold them, the acquired
+// member (with wholeBatches, on to the end of the batch holding the last of
+// them) and returns the bytes of the batches that hold them, the acquired
 // ranges, and the next time a lock expires or a backoff ends there.
-func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, member string, sp sharePart, cfg ShareGroupConfig, maxRecords int, maxBytes int64) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, time.Time, error) {
+func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, member string, sp sharePart, cfg ShareGroupConfig, maxRecords int, maxBytes int64, wholeBatches bool) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, time.Time, error) {
 	now := s.now()
 	pcfg := cfg.partitionConfig()
 	key := share.Key{Group: group, Topic: sp.topic, Partition: sp.partition}
@@ -532,48 +548,112 @@ func (s *Server) shareAcquire(ctx context.Context, p *replica.Partition, group, 
 	if cfg.ReadCommitted {
 		bound = p.LastStableOffset()
 	}
-	from := sh.FirstAcquirable(now)
-	if from >= bound || (from == sh.Next() && pcfg.MaxRecordLocks > 0 && sh.InFlight() >= pcfg.MaxRecordLocks) {
-		return nil, nil, deadline(), nil
-	}
-	sl, err := p.ReadBelow(from, int(min(max(maxBytes, 1), maxShareRead)), bound)
-	if err != nil {
-		return nil, nil, deadline(), err
-	}
-	buf, err := sl.AppendTo(nil)
-	sl.Release()
-	if err != nil {
-		return nil, nil, deadline(), err
-	}
-	covered := int64(-1)
-	eachBatch(buf, func(b record.Batch) { covered = b.NextOffset() })
-	if covered <= from {
-		return nil, nil, deadline(), nil
-	}
-	ranges := sh.Acquire(member, now, maxRecords, min(bound, covered), pcfg)
-	if len(ranges) == 0 {
-		return nil, nil, deadline(), nil
-	}
-	if cfg.ReadCommitted {
-		ranges = archiveAborted(p, sh, member, buf, ranges, from, bound)
-		if len(ranges) == 0 {
-			return nil, nil, deadline(), nil
+	// The log is read in steps, from the first acquirable offset on, each
+	// twice the last (shareReadStep first), until maxRecords are acquired,
+	// the bound is reached or the read budget is spent: one read of the
+	// whole budget (8 MiB) for a few hundred records cost 16 bytes
+	// allocated per byte delivered (BENCHMARKS.md, share groups).
+	budget := int(min(max(maxBytes, 1), maxShareRead))
+	step := min(budget, max(shareReadMin, min(shareReadStep, maxRecords*1024)))
+	var (
+		keep    []byte
+		acq     []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+		scratch []byte
+	)
+	for from := sh.FirstAcquirable(now); maxRecords > 0 && budget > 0 && from < bound; {
+		if from == sh.Next() && pcfg.MaxRecordLocks > 0 && sh.InFlight() >= pcfg.MaxRecordLocks {
+			break // the in-flight bound
 		}
-	}
-	first, last := ranges[0].First, ranges[len(ranges)-1].Last
-	// Keep the batches that hold acquired records.
-	var keep []byte
-	eachBatch(buf, func(b record.Batch) {
-		if b.LastOffset() >= first && b.BaseOffset() <= last {
-			keep = append(keep, b[:b.Size()]...)
+		sl, err := p.ReadBelow(from, step, bound)
+		if err != nil {
+			if len(acq) > 0 {
+				break // answer what was acquired; the next fetch meets the error
+			}
+			return nil, nil, deadline(), err
 		}
-	})
-	acq := make([]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, len(ranges))
-	for i, r := range ranges {
-		acq[i] = kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: r.First, LastOffset: r.Last, DeliveryCount: r.DeliveryCount}
+		scratch, err = sl.AppendTo(scratch[:0])
+		sl.Release()
+		if err != nil {
+			if len(acq) > 0 {
+				break
+			}
+			return nil, nil, deadline(), err
+		}
+		covered := int64(-1)
+		eachBatch(scratch, func(b record.Batch) { covered = b.NextOffset() })
+		if covered <= from {
+			break
+		}
+		budget -= len(scratch)
+		step = min(budget, step*2)
+		ranges := sh.Acquire(member, now, maxRecords, min(bound, covered), pcfg)
+		if n := rangesLen(ranges); wholeBatches && n >= maxRecords {
+			// The limit was reached: the rest of the last record's batch too.
+			last := ranges[len(ranges)-1].Last
+			eachBatch(scratch, func(b record.Batch) {
+				if b.BaseOffset() <= last && last < b.LastOffset() {
+					more := sh.Acquire(member, now, int(b.LastOffset()-last), min(bound, b.NextOffset()), pcfg)
+					ranges = mergeRanges(ranges, more)
+				}
+			})
+		}
+		if cfg.ReadCommitted && len(ranges) > 0 {
+			ranges = archiveAborted(p, sh, member, scratch, ranges, from, bound)
+		}
+		if len(ranges) > 0 {
+			first, last := ranges[0].First, ranges[len(ranges)-1].Last
+			// Keep the batches that hold acquired records.
+			eachBatch(scratch, func(b record.Batch) {
+				if b.LastOffset() >= first && b.BaseOffset() <= last {
+					keep = append(keep, b[:b.Size()]...)
+				}
+			})
+			for _, r := range ranges {
+				maxRecords -= int(r.Last - r.First + 1)
+				if n := len(acq); n > 0 && acq[n-1].LastOffset == r.First-1 && acq[n-1].DeliveryCount == r.DeliveryCount {
+					acq[n-1].LastOffset = r.Last // runs across reads are one
+					continue
+				}
+				acq = append(acq, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: r.First, LastOffset: r.Last, DeliveryCount: r.DeliveryCount})
+			}
+		}
+		// On past what is held by others: the next acquirable offset.
+		from = max(covered, sh.FirstAcquirable(now))
+	}
+	if len(acq) == 0 {
+		return nil, nil, deadline(), nil
 	}
 	return keep, acq, deadline(), nil
 }
+
+// rangesLen is the number of offsets in ranges.
+func rangesLen(ranges []share.Range) int {
+	n := 0
+	for _, r := range ranges {
+		n += int(r.Last - r.First + 1)
+	}
+	return n
+}
+
+// mergeRanges appends more (after a's offsets) to a, joining adjacent runs
+// of the same delivery count.
+func mergeRanges(a, more []share.Range) []share.Range {
+	for _, r := range more {
+		if n := len(a); n > 0 && a[n-1].Last == r.First-1 && a[n-1].DeliveryCount == r.DeliveryCount {
+			a[n-1].Last = r.Last
+			continue
+		}
+		a = append(a, r)
+	}
+	return a
+}
+
+// shareReadMin and shareReadStep bound the first log read of a share
+// partition in a ShareFetch: a KiB per record asked for, within them.
+const (
+	shareReadMin  = 16 << 10
+	shareReadStep = 256 << 10
+)
 
 // archiveAborted archives, under read_committed, the records just acquired
 // that belong to aborted transactions (they are never delivered) and

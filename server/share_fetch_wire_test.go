@@ -310,9 +310,14 @@ func TestShareAcknowledgeHostileBatches(t *testing.T) {
 		batches []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch
 		want    int16
 	}{
-		{"huge range", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 1<<62, 1)}, kerr.InvalidRecordState.Code},
-		{"negative", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(-1<<62, 2, 1)}, kerr.InvalidRecordState.Code},
-		{"overlap", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 2, 1), ackBatch(2, 3, 1)}, kerr.InvalidRecordState.Code},
+		// Kafka's codes: past what was acquired, before -1 or before the
+		// previous batch's end is INVALID_REQUEST (KafkaApis,
+		// SharePartition's cache lookup); an offset named twice by
+		// touching batches is INVALID_RECORD_STATE.
+		{"huge range", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 1<<62, 1)}, kerr.InvalidRequest.Code},
+		{"negative", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(-1<<62, 2, 1)}, kerr.InvalidRequest.Code},
+		{"overlap", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 2, 1), ackBatch(1, 3, 1)}, kerr.InvalidRequest.Code},
+		{"touching", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 2, 1), ackBatch(2, 3, 1)}, kerr.InvalidRecordState.Code},
 		{"reversed", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(3, 1, 1)}, kerr.InvalidRequest.Code},
 		{"types mismatch", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 2, 1, 1)}, kerr.InvalidRequest.Code},
 		{"bad type", []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{ackBatch(0, 0, 77)}, kerr.InvalidRequest.Code},
@@ -356,7 +361,10 @@ func TestShareConnectionCloseReleases(t *testing.T) {
 }
 
 func TestShareLockExpiry(t *testing.T) {
-	e := startShareServer(t, 2, func(c *ShareGroupConfig) { c.RecordLockDuration = 15 * time.Second })
+	e := startShareServer(t, 2, func(c *ShareGroupConfig) {
+		c.RecordLockDuration = 15 * time.Second
+		c.RenewEnabled = true // share.renew.acknowledge.enable, false by default
+	})
 	a, b := e.client(), e.client()
 	resp := e.fetch(a, sfetch{member: "a", max: 10})
 	if resp.AcquisitionLockTimeoutMillis != 15000 {

@@ -83,7 +83,7 @@ func (s *Server) defaultShareGroupConfig() ShareGroupConfig {
 		DeliveryCountLimit:     c.GroupShare.DeliveryCountLimit,
 		PartitionMaxRecordLock: c.GroupShare.PartitionMaxRecordLocks,
 		AutoOffsetReset:        "latest",
-		RenewEnabled:           true,
+		RenewEnabled:           false, // share.renew.acknowledge.enable's default (KAFKA-20161)
 	}
 }
 

@@ -30,7 +30,10 @@ func TestShareGroupCLI(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("share-me"))
+	// The manual partitioner: kgo's default one ignores Record.Partition,
+	// which put the records below on any of jobs' partitions (issue 29's
+	// "ShareFetch acquires nothing" was that, two runs in three).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("share-me"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +69,89 @@ func TestShareGroupCLI(t *testing.T) {
 	if out := sl(0, "share-group", "describe", "workers", "--members"); strings.Contains(out, "COORDINATOR") || !strings.Contains(out, "#PARTITIONS") {
 		t.Fatalf("describe --members:\n%s", out)
 	}
+	// The offsets view: with share.auto.offset.reset=earliest set before
+	// the group's first ShareFetch (Kafka initializes a share partition's
+	// start offset when the partition is first loaded, at the group's reset
+	// strategy then), member-a takes the five records produced to jobs/0
+	// before it and accepts offsets 0-1: start offset 2, lag 3.
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
+	earliest := "earliest"
+	ir.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Op: kmsg.IncrementalAlterConfigOpSet, Value: &earliest}}
+	ia.Resources = append(ia.Resources, ir)
+	if r, err := ia.RequestWith(ctx, cl); err != nil || r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("group config: %v %+v", err, r)
+	}
+	td, err := kadm.NewClient(cl).ListTopics(ctx, "jobs")
+	if err != nil || td["jobs"].Err != nil {
+		t.Fatalf("list topics: %v %v", err, td["jobs"].Err)
+	}
+	group, member := "workers", "member-a"
+	fetch := func(epoch int32) int {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = &group, &member, epoch
+		req.MaxRecords, req.BatchSize, req.MaxBytes, req.MaxWaitMillis = 10, 10, 1<<20, 100
+		if epoch == 0 {
+			rt := kmsg.NewShareFetchRequestTopic()
+			rt.TopicID = td["jobs"].ID
+			rt.Partitions = []kmsg.ShareFetchRequestTopicPartition{kmsg.NewShareFetchRequestTopicPartition()}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("share fetch: %v %+v", err, resp)
+		}
+		n := 0
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				for _, ar := range rp.AcquiredRecords {
+					n += int(ar.LastOffset - ar.FirstOffset + 1)
+				}
+			}
+		}
+		return n
+	}
+	for i := range 5 {
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Partition: 0, Value: []byte{byte(i)}}).First()
+		if err != nil || r.Partition != 0 || r.Offset != int64(i) {
+			t.Fatalf("produce %d: %v, landed at jobs/%d@%d", i, err, r.Partition, r.Offset)
+		}
+	}
+	epoch := int32(0)
+	got := 0
+	for ; got < 5 && epoch < 50; epoch++ { // bounded
+		got += fetch(epoch)
+	}
+	if got != 5 {
+		t.Fatalf("acquired %d records of jobs/0, want 5", got)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &group, &member, epoch
+	at := kmsg.NewShareAcknowledgeRequestTopic()
+	at.TopicID = td["jobs"].ID
+	ap := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	ap.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 1, AcknowledgeTypes: []int8{1}}}
+	at.Partitions = append(at.Partitions, ap)
+	ack.Topics = append(ack.Topics, at)
+	if ar, err := ack.RequestWith(ctx, cl); err != nil || ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("acknowledge: %v %+v", err, ar)
+	}
+	out = sl(0, "share-group", "describe", "workers", "--offsets", "--verbose")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if strings.Join(strings.Fields(lines[0]), " ") != "GROUP TOPIC PARTITION LEADER-EPOCH START-OFFSET LAG" {
+		t.Fatalf("describe --offsets header:\n%s", out)
+	}
+	rows := map[string]string{}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		rows[f[1]+"/"+f[2]] = strings.Join(f[3:], " ")
+	}
+	if rows["jobs/0"] != "0 2 3" || len(rows) != 3 {
+		t.Fatalf("describe --offsets: %v\n%s", rows, out)
+	}
+	sl(2, "share-group", "describe", "workers", "--offsets", "--members")
 	sl(1, "share-group", "describe", "nope")
 	sl(1, "share-group", "delete", "workers")
 	hb("member-a", r.MemberEpoch, nil)

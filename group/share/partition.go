@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -115,7 +116,7 @@ type Config struct {
 	LockDuration       time.Duration // share.record.lock.duration.ms
 	DeliveryCountLimit int16         // share.delivery.count.limit
 	MaxRecordLocks     int           // share.partition.max.record.locks: the in-flight bound
-	RenewEnabled       bool          // share.renew.acknowledge.enable (KIP-1222)
+	RenewEnabled       bool          // share.renew.acknowledge.enable (KIP-1222; Kafka's default false)
 	Backoff            Backoff       // share.redelivery.backoff.*
 }
 
@@ -365,50 +366,89 @@ func (p *Partition) Acquire(member string, now time.Time, maxRecords int, limit 
 	return out
 }
 
-// Acknowledge applies member's acknowledgement batches atomically: either all
-// of them apply or none does. A batch must name only offsets in flight and
-// acquired by member (else ErrInvalidRecordState); First <= Last and Types of
-// length 1 or Last-First+1 holding known types (else ErrInvalidRequest).
-// AckRenew is allowed only with allowRenew (the request's IsRenewAck) and
-// cfg.RenewEnabled. The cost is bounded by the in-flight records, never by
-// the batches' ranges.
-func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch, allowRenew bool, cfg Config) error {
-	next := p.Next()
-	total := 0
+// CheckAckBatches is the check of one partition's acknowledgement batches
+// that needs no state, as Kafka's KafkaApis.validateAcknowledgementBatches
+// makes it before the share partition is looked up: ErrInvalidRequest for
+// First > Last, a batch starting before the previous batch's last offset
+// (the first batch: before -1), no types, types neither one for the whole
+// batch nor one per offset, an unknown type, or Renew without allowRenew
+// (the request's IsRenewAck). A batch may start at the previous one's last
+// offset: that offset is named twice, which Acknowledge refuses as Kafka's
+// SharePartition does (ErrInvalidRecordState).
+func CheckAckBatches(batches []AckBatch, allowRenew bool) error {
+	prevEnd := int64(-1)
 	for _, b := range batches {
-		if b.First > b.Last || len(b.Types) == 0 {
+		if b.First > b.Last || b.First < prevEnd || len(b.Types) == 0 {
 			return ErrInvalidRequest
 		}
-		if b.First < p.start || b.Last >= next {
-			return ErrInvalidRecordState
-		}
-		n := b.Last - b.First + 1
-		if len(b.Types) != 1 && int64(len(b.Types)) != n {
+		// Last >= First, so the difference is exact as a uint64.
+		if n := uint64(b.Last-b.First) + 1; len(b.Types) != 1 && uint64(len(b.Types)) != n {
 			return ErrInvalidRequest
 		}
 		for _, ty := range b.Types {
 			switch ty {
 			case AckGap, AckAccept, AckRelease, AckReject:
 			case AckRenew:
-				if !allowRenew || !cfg.RenewEnabled {
+				if !allowRenew {
 					return ErrInvalidRequest
 				}
 			default:
 				return ErrInvalidRequest
 			}
 		}
+		prevEnd = b.Last
+	}
+	return nil
+}
+
+// Acknowledge applies member's acknowledgement batches atomically: either all
+// of them apply or none does. Errors, as Kafka decides them:
+// CheckAckBatches' ErrInvalidRequest first; then, batch by batch,
+// ErrInvalidRecordState for a batch wholly below the start offset and
+// ErrInvalidRequest for one reaching past the records acquired so far
+// (Last >= Next, Kafka's "past acquired records"); then
+// ErrInvalidRecordState for an offset not acquired by member or named
+// twice. Offsets below the start offset in a batch that reaches above it
+// are skipped (the log start moved past them and archived them, Kafka's
+// checkForStartOffsetWithinBatch). AckRenew is allowed only with allowRenew
+// (the request's IsRenewAck), else ErrInvalidRequest, and only when the
+// group allows it (cfg.RenewEnabled, share.renew.acknowledge.enable), else
+// ErrInvalidRecordState as Kafka's SharePartition (KAFKA-20161). The cost is
+// bounded by the in-flight records and the number of batches, never by the
+// batches' ranges.
+func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch, allowRenew bool, cfg Config) error {
+	if err := CheckAckBatches(batches, allowRenew); err != nil {
+		return err
+	}
+	if !cfg.RenewEnabled {
+		for _, b := range batches {
+			if slices.Contains(b.Types, AckRenew) {
+				return ErrInvalidRecordState
+			}
+		}
+	}
+	next := p.Next()
+	total := 0
+	for _, b := range batches {
+		if b.Last < p.start {
+			return ErrInvalidRecordState
+		}
+		if b.Last >= next {
+			return ErrInvalidRequest
+		}
 		// Within the in-flight window, more offsets than it holds means
 		// some offset is named twice.
-		total += int(n)
+		total += int(b.Last - max(b.First, p.start) + 1)
 		if total > len(p.recs) {
 			return ErrInvalidRecordState
 		}
 	}
-	// Every offset acquired by member and named once (overlapping batches
-	// would apply twice). The bitmap is bounded by the in-flight window.
+	// Every offset acquired by member and named once (batches that touch
+	// would apply one offset twice). The bitmap is bounded by the in-flight
+	// window.
 	seen := make([]uint64, (len(p.recs)+63)/64)
 	for _, b := range batches {
-		for off := b.First; off <= b.Last; off++ {
+		for off := max(b.First, p.start); off <= b.Last; off++ {
 			i := off - p.start
 			if seen[i/64]&(1<<(i%64)) != 0 {
 				return ErrInvalidRecordState
@@ -422,7 +462,7 @@ func (p *Partition) Acknowledge(member string, now time.Time, batches []AckBatch
 	}
 	t := now.UnixNano()
 	for _, b := range batches {
-		for off := b.First; off <= b.Last; off++ {
+		for off := max(b.First, p.start); off <= b.Last; off++ {
 			ty := b.Types[0]
 			if len(b.Types) > 1 {
 				ty = b.Types[off-b.First]

@@ -101,7 +101,9 @@ func TestRenew(t *testing.T) {
 	}
 	off := cfg
 	off.RenewEnabled = false
-	if err := p.Acknowledge("m", t0, one(0, 0, AckRenew), true, off); !errors.Is(err, ErrInvalidRequest) {
+	// A group that does not allow renewing: INVALID_RECORD_STATE, as
+	// Kafka's SharePartition (KAFKA-20161).
+	if err := p.Acknowledge("m", t0, one(0, 0, AckRenew), true, off); !errors.Is(err, ErrInvalidRecordState) {
 		t.Fatalf("renew disabled: %v", err)
 	}
 	later := t0.Add(20 * time.Second)
@@ -143,12 +145,24 @@ func TestAcknowledgeIsAtomicAndBounded(t *testing.T) {
 		{"no types", []AckBatch{{First: 0, Last: 2}}, ErrInvalidRequest},
 		{"types length mismatch", []AckBatch{{First: 0, Last: 2, Types: []AckType{1, 1}}}, ErrInvalidRequest},
 		{"unknown type", one(0, 0, 9), ErrInvalidRequest},
-		{"before start", one(-5, 0, AckAccept), ErrInvalidRecordState},
-		{"past end", one(0, 10, AckAccept), ErrInvalidRecordState},
-		{"huge range", one(0, math.MaxInt64, AckAccept), ErrInvalidRecordState},
-		{"min to max", one(math.MinInt64, math.MaxInt64, AckAccept), ErrInvalidRecordState},
-		{"overlap", []AckBatch{{First: 0, Last: 2, Types: []AckType{AckAccept}}, {First: 2, Last: 3, Types: []AckType{AckAccept}}}, ErrInvalidRecordState},
-		{"second batch bad", []AckBatch{{First: 0, Last: 1, Types: []AckType{AckAccept}}, {First: 2, Last: 99, Types: []AckType{AckAccept}}}, ErrInvalidRecordState},
+		// Kafka's codes (KafkaApis.validateAcknowledgementBatches, then
+		// SharePartition.acknowledge's cache lookup): a malformed request,
+		// a batch before the previous one's end (the first: before -1) or
+		// past what was acquired is INVALID_REQUEST; a batch wholly below
+		// the start or an offset not acquired or named twice is
+		// INVALID_RECORD_STATE.
+		{"before -1", one(-5, 0, AckAccept), ErrInvalidRequest},
+		{"wholly below start", one(-1, -1, AckAccept), ErrInvalidRecordState},
+		{"past end", one(0, 10, AckAccept), ErrInvalidRequest},
+		{"huge range", one(0, math.MaxInt64, AckAccept), ErrInvalidRequest},
+		{"min to max", one(math.MinInt64, math.MaxInt64, AckAccept), ErrInvalidRequest},
+		{"-1 to max, per-offset types", []AckBatch{{First: -1, Last: math.MaxInt64, Types: []AckType{1, 1}}}, ErrInvalidRequest},
+		{"overlap", []AckBatch{{First: 0, Last: 2, Types: []AckType{AckAccept}}, {First: 1, Last: 3, Types: []AckType{AckAccept}}}, ErrInvalidRequest},
+		{"out of order", []AckBatch{{First: 3, Last: 4, Types: []AckType{AckAccept}}, {First: 0, Last: 1, Types: []AckType{AckAccept}}}, ErrInvalidRequest},
+		{"touching", []AckBatch{{First: 0, Last: 2, Types: []AckType{AckAccept}}, {First: 2, Last: 3, Types: []AckType{AckAccept}}}, ErrInvalidRecordState},
+		{"second batch past end", []AckBatch{{First: 0, Last: 1, Types: []AckType{AckAccept}}, {First: 2, Last: 99, Types: []AckType{AckAccept}}}, ErrInvalidRequest},
+		{"bad type after a batch past end", []AckBatch{{First: 0, Last: 99, Types: []AckType{AckAccept}}, {First: 100, Last: 100, Types: []AckType{9}}}, ErrInvalidRequest},
+		{"not acquired yet", one(0, 5, AckAccept), ErrInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New(0)
@@ -292,7 +306,9 @@ func TestAcquireLimitBoundsRedeliveries(t *testing.T) {
 }
 
 // TestAcknowledgeManyOverlappingBatches: a request naming the same offsets
-// in a million batches is refused after at most the in-flight window's work.
+// in a million batches is refused after at most the in-flight window's work:
+// batches that overlap are malformed (INVALID_REQUEST), batches that touch
+// name their shared offset twice (INVALID_RECORD_STATE).
 func TestAcknowledgeManyOverlappingBatches(t *testing.T) {
 	cfg := testConfig()
 	p := New(0)
@@ -301,10 +317,34 @@ func TestAcknowledgeManyOverlappingBatches(t *testing.T) {
 	for i := range batches {
 		batches[i] = AckBatch{First: 0, Last: 9, Types: []AckType{AckAccept}}
 	}
+	if err := p.Acknowledge("m", t0, batches, false, cfg); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("overlapping: got %v", err)
+	}
+	for i := range batches {
+		batches[i] = AckBatch{First: 9, Last: 9, Types: []AckType{AckAccept}}
+	}
+	batches[0].First = 0
 	if err := p.Acknowledge("m", t0, batches, false, cfg); !errors.Is(err, ErrInvalidRecordState) {
-		t.Fatalf("got %v", err)
+		t.Fatalf("touching: got %v", err)
 	}
 	mustState(t, p, 0, Acquired, 1)
+}
+
+// TestAcknowledgeSkipsBelowStart: when the log start moved past records in
+// flight (retention), a batch that reaches above the new start acknowledges
+// what is left and skips the rest, as Kafka's
+// SharePartition.checkForStartOffsetWithinBatch.
+func TestAcknowledgeSkipsBelowStart(t *testing.T) {
+	cfg := testConfig()
+	p := New(0)
+	p.Acquire("m", t0, 5, 5, cfg)
+	p.AdvanceStart(2)
+	if err := p.Acknowledge("m", t0, one(0, 4, AckAccept), false, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if p.Start() != 5 || p.InFlight() != 0 {
+		t.Fatalf("start %d in flight %d, want 5 0", p.Start(), p.InFlight())
+	}
 }
 
 // FuzzAcknowledge drives a partition with arbitrary acquisitions and
