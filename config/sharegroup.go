@@ -113,7 +113,7 @@ var shareGroupKeys = []GroupKey{
 	{Name: GroupShareRedeliveryBackoffMultKey, Type: TypeDouble,
 		Doc: "Sluice's own, beyond Kafka: the redelivery backoff after a record's n-th delivery is share.redelivery.backoff.ms times this to the power n-1, capped at share.redelivery.backoff.max.ms (1-100; default 1, a fixed backoff)."},
 	{Name: GroupShareRenewAcknowledgeEnableKey, Type: TypeBoolean,
-		Doc: "Whether this group's consumers may renew a record's acquisition lock (KIP-1222); when false a Renew acknowledgement is refused with INVALID_RECORD_STATE (default false, as Kafka)."},
+		Doc: "Whether this group's consumers may renew a record's acquisition lock (KIP-1222); when false a Renew acknowledgement is refused with INVALID_RECORD_STATE (default true, as Kafka's GroupConfig)."},
 	{Name: GroupShareSessionTimeoutKey, Synonym: "group.share.session.timeout.ms", Type: TypeInt,
 		Doc: "The timeout to detect failures of this share group's members (default: the broker's group.share.session.timeout.ms)."},
 }
@@ -160,7 +160,7 @@ func (c *Config) ShareGroupSettings(props map[string]string) ShareGroupSettings 
 		PartitionMaxRecordLocks: s.PartitionMaxRecordLocks,
 		AutoOffsetReset:         "latest",
 		IsolationLevel:          "read_uncommitted",
-		RenewAcknowledgeEnable:  false, // Kafka's default (KAFKA-20161)
+		RenewAcknowledgeEnable:  true, // Kafka's GroupConfig default
 
 		RedeliveryBackoffMultiplier: 1,
 	}

@@ -80,7 +80,7 @@ func DefaultShareGroupConfig() ShareGroupConfig {
 		PartitionMaxRecordLocks: 2000,
 		AutoOffsetReset:         "latest",
 		IsolationLevel:          "read_uncommitted",
-		RenewAcknowledgeEnable:  false, // Kafka's default (KAFKA-20161)
+		RenewAcknowledgeEnable:  true, // Kafka's GroupConfig default
 	}
 }
 

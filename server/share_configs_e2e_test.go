@@ -220,7 +220,7 @@ func TestShareGroupMaxRecordLocksAndByDuration(t *testing.T) {
 // TestShareGroupRenewKgo: a kgo.ShareGroup member's Renew acknowledgement
 // (KIP-1222) succeeds in a group with share.renew.acknowledge.enable=true
 // and keeps the records its own (it accepts them after); in a group
-// without it (Kafka's default) the broker answers INVALID_RECORD_STATE.
+// that sets it false the broker answers INVALID_RECORD_STATE.
 func TestShareGroupRenewKgo(t *testing.T) {
 	b := brokertest.Start(t, "memory", fastShareGroups)
 	ctx := testCtx(t, 2*time.Minute)
@@ -229,10 +229,10 @@ func TestShareGroupRenewKgo(t *testing.T) {
 	if ct, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil || ct.Err != nil {
 		t.Fatalf("create: %v %v", err, ct.Err)
 	}
-	earliest, on := "earliest", "true"
+	earliest, on, off := "earliest", "true", "false"
 	for g, ops := range map[string][]groupOp{
 		"renew-on":  {{kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", &earliest}, {kmsg.IncrementalAlterConfigOpSet, "share.renew.acknowledge.enable", &on}},
-		"renew-off": {{kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", &earliest}},
+		"renew-off": {{kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", &earliest}, {kmsg.IncrementalAlterConfigOpSet, "share.renew.acknowledge.enable", &off}},
 	} {
 		if c, msg := alterGroup(t, ctx, cl, g, false, ops...); c != 0 {
 			t.Fatalf("%s configs: %s %s", g, errName(c), msg)

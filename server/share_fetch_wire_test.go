@@ -363,7 +363,7 @@ func TestShareConnectionCloseReleases(t *testing.T) {
 func TestShareLockExpiry(t *testing.T) {
 	e := startShareServer(t, 2, func(c *ShareGroupConfig) {
 		c.RecordLockDuration = 15 * time.Second
-		c.RenewEnabled = true // share.renew.acknowledge.enable, false by default
+		c.RenewEnabled = true // share.renew.acknowledge.enable (the default, set for clarity)
 	})
 	a, b := e.client(), e.client()
 	resp := e.fetch(a, sfetch{member: "a", max: 10})

@@ -92,15 +92,15 @@ func TestShareAcknowledgeUnloadedPartition(t *testing.T) {
 	}
 }
 
-// TestShareRenewDisabledByDefault: share.renew.acknowledge.enable is false
-// unless the group sets it (Kafka's default, KAFKA-20161); a Renew
-// acknowledgement is then INVALID_RECORD_STATE and changes nothing, while
-// a Renew in a request without IsRenewAck stays INVALID_REQUEST.
-func TestShareRenewDisabledByDefault(t *testing.T) {
-	e := startShareServer(t, 2, nil)
-	if e.members.cfg.RenewEnabled {
-		t.Fatal("share.renew.acknowledge.enable defaults to true")
+// TestShareRenewDisabled: share.renew.acknowledge.enable is true by
+// default (Kafka's GroupConfig); a group that sets it false gets
+// INVALID_RECORD_STATE for a Renew acknowledgement, which changes nothing,
+// while a Renew in a request without IsRenewAck stays INVALID_REQUEST.
+func TestShareRenewDisabled(t *testing.T) {
+	if !startShareServer(t, 1, nil).members.cfg.RenewEnabled {
+		t.Fatal("share.renew.acknowledge.enable defaults to false, Kafka's is true")
 	}
+	e := startShareServer(t, 2, func(c *ShareGroupConfig) { c.RenewEnabled = false })
 	cl := e.client()
 	wantRanges(t, acquired(t, e.fetch(cl, sfetch{member: "a", max: 10})), [3]int64{0, 1, 1})
 	r := e.fetch(cl, sfetch{member: "a", epoch: 1, renew: true, acks: []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{fetchAck(0, 1, 4)}})

@@ -83,7 +83,7 @@ func (s *Server) defaultShareGroupConfig() ShareGroupConfig {
 		DeliveryCountLimit:     c.GroupShare.DeliveryCountLimit,
 		PartitionMaxRecordLock: c.GroupShare.PartitionMaxRecordLocks,
 		AutoOffsetReset:        "latest",
-		RenewEnabled:           false, // share.renew.acknowledge.enable's default (KAFKA-20161)
+		RenewEnabled:           true, // share.renew.acknowledge.enable's default (Kafka's GroupConfig)
 	}
 }
 

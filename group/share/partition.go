@@ -116,7 +116,7 @@ type Config struct {
 	LockDuration       time.Duration // share.record.lock.duration.ms
 	DeliveryCountLimit int16         // share.delivery.count.limit
 	MaxRecordLocks     int           // share.partition.max.record.locks: the in-flight bound
-	RenewEnabled       bool          // share.renew.acknowledge.enable (KIP-1222; Kafka's default false)
+	RenewEnabled       bool          // share.renew.acknowledge.enable (KIP-1222; Kafka's default true)
 	Backoff            Backoff       // share.redelivery.backoff.*
 }
 
