@@ -160,3 +160,23 @@ func (s *schemaSubjects) SubjectHasID(ctx context.Context, subject string, id in
 	defer cancel()
 	return reg.SubjectHasID(ctx, subject, id)
 }
+
+func (s *schemaSubjects) SchemaType(ctx context.Context, id int) (string, error) {
+	reg := s.reg.Load()
+	if reg == nil {
+		return "", errNoSchemaRegistry
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return reg.SchemaType(ctx, id)
+}
+
+func (s *schemaSubjects) RecordName(ctx context.Context, id int, msgIndexes []int) (string, error) {
+	reg := s.reg.Load()
+	if reg == nil {
+		return "", errNoSchemaRegistry
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return reg.RecordName(ctx, id, msgIndexes)
+}

@@ -100,21 +100,23 @@ var tieredTopicKeys = []TopicKey{
 		check: oneOf("true", "false")},
 }
 
-// TopicNameStrategy is Confluent's default subject name strategy:
-// subject <topic>-key or <topic>-value. The only one Sluice implements.
-const TopicNameStrategy = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+// Confluent's subject name strategies, by their class names, for
+// confluent.{key,value}.subject.name.strategy: TopicNameStrategy (the
+// default) names subject <topic>-key or <topic>-value; RecordNameStrategy
+// the record's name; TopicRecordNameStrategy <topic>-<record name>.
+const (
+	TopicNameStrategy       = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+	RecordNameStrategy      = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
+	TopicRecordNameStrategy = "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy"
+)
 
-// checkSubjectStrategy accepts TopicNameStrategy; Confluent's other two
-// strategies are known but refused, so that a topic is never validated
-// against a subject other than the one it was configured for.
+// checkSubjectStrategy accepts Confluent's three strategies.
 func checkSubjectStrategy(v string) error {
 	switch v {
-	case TopicNameStrategy:
+	case TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy:
 		return nil
-	case "io.confluent.kafka.serializers.subject.RecordNameStrategy", "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy":
-		return fmt.Errorf("%q is not implemented by Sluice: only %s", v, TopicNameStrategy)
 	}
-	return fmt.Errorf("%q is not a subject name strategy (%s)", v, TopicNameStrategy)
+	return fmt.Errorf("%q is not a subject name strategy (%s, %s or %s)", v, TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy)
 }
 
 // schemaTopicKeys are Confluent Server's broker-side schema validation
@@ -124,13 +126,13 @@ var schemaTopicKeys = []TopicKey{
 		Doc:   "as Confluent Server: refuse (INVALID_RECORD) a produced record whose key does not start with magic byte 0 and a schema id registered under the key subject (built-in schema registry)",
 		check: oneOf("true", "false")},
 	{Name: "confluent.key.subject.name.strategy", Type: TypeString, Importance: Medium, Default: TopicNameStrategy,
-		Doc:   "the key subject of confluent.key.schema.validation: TopicNameStrategy (`<topic>-key`); RecordNameStrategy and TopicRecordNameStrategy are INVALID_CONFIG (not implemented)",
+		Doc:   "the key subject of confluent.key.schema.validation, as Confluent's serializers name it: TopicNameStrategy (`<topic>-key`), RecordNameStrategy (the record name of the schema the id names: Avro's full name, JSON Schema's title, the Protobuf message the record's message indexes select) or TopicRecordNameStrategy (`<topic>-<record name>`), by Confluent's class names",
 		check: checkSubjectStrategy},
 	{Name: "confluent.value.schema.validation", Type: TypeBoolean, Importance: Medium, Default: "false",
 		Doc:   "as Confluent Server: refuse (INVALID_RECORD) a produced record whose value does not start with magic byte 0 and a schema id registered under the value subject (built-in schema registry)",
 		check: oneOf("true", "false")},
 	{Name: "confluent.value.subject.name.strategy", Type: TypeString, Importance: Medium, Default: TopicNameStrategy,
-		Doc:   "the value subject of confluent.value.schema.validation: TopicNameStrategy (`<topic>-value`); RecordNameStrategy and TopicRecordNameStrategy are INVALID_CONFIG (not implemented)",
+		Doc:   "the value subject of confluent.value.schema.validation, as Confluent's serializers name it: TopicNameStrategy (`<topic>-value`), RecordNameStrategy (the record name of the schema the id names: Avro's full name, JSON Schema's title, the Protobuf message the record's message indexes select) or TopicRecordNameStrategy (`<topic>-<record name>`), by Confluent's class names",
 		check: checkSubjectStrategy},
 }
 

@@ -27,6 +27,9 @@ type TopicConfig struct {
 	// confluent.{key,value}.schema.validation (checked by the produce
 	// handler, server/schema_validate.go).
 	KeySchemaValidation, ValueSchemaValidation bool
+	// KeySubjectStrategy, ValueSubjectStrategy: the topic configs
+	// confluent.{key,value}.subject.name.strategy (Confluent's class names).
+	KeySubjectStrategy, ValueSubjectStrategy string
 	// Backend is the storage backend of the topic's logs (the topic
 	// config storage.backend); "": the broker's (the store at each log
 	// dir's root).

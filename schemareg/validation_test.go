@@ -28,8 +28,8 @@ func framed(id int, body string) []byte {
 // (-key) are appended, compressed or not; a value without the magic byte,
 // with an unknown id or with the id of another subject is INVALID_RECORD,
 // the message and (Produce v8+) the record errors naming the record's
-// index. A topic without validation takes anything; a subject name
-// strategy Sluice does not implement is INVALID_CONFIG.
+// index. A topic without validation takes anything; an unknown subject
+// name strategy is INVALID_CONFIG.
 func TestBrokerSchemaValidation(t *testing.T) {
 	b, scl := startRegistry(t, t.TempDir())
 	c := ctx(t)
@@ -57,9 +57,9 @@ func TestBrokerSchemaValidation(t *testing.T) {
 	if err := create("plain", nil); err != nil {
 		t.Fatal(err)
 	}
-	rs := "io.confluent.kafka.serializers.subject.RecordNameStrategy"
-	if err := create("rns", map[string]*string{"confluent.value.schema.validation": &on, "confluent.value.subject.name.strategy": &rs}); !errors.Is(err, kerr.InvalidConfig) {
-		t.Fatalf("RecordNameStrategy: %v, want INVALID_CONFIG", err)
+	bad := "com.example.MyStrategy"
+	if err := create("rns", map[string]*string{"confluent.value.schema.validation": &on, "confluent.value.subject.name.strategy": &bad}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("an unknown subject name strategy: %v, want INVALID_CONFIG", err)
 	}
 
 	mine, err := scl.CreateSchema(c, "sv-value", sr.Schema{Schema: avroV1})
@@ -195,5 +195,95 @@ func BenchmarkProduceSchemaValidation(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
+	}
+}
+
+// TestBrokerSchemaValidationRecordStrategies: under RecordNameStrategy a
+// record's id must be registered under the record name of the schema it
+// names (Avro's full name, JSON Schema's title, the Protobuf message its
+// message indexes select), and under TopicRecordNameStrategy under
+// <topic>-<record name>, as Confluent's serializers register them; an id
+// registered only under <topic>-value, a JSON Schema without a title, or
+// message indexes naming no message are INVALID_RECORD.
+func TestBrokerSchemaValidationRecordStrategies(t *testing.T) {
+	b, scl := startRegistry(t, t.TempDir())
+	c := ctx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordRetries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	on := "true"
+	rns, trns := "io.confluent.kafka.serializers.subject.RecordNameStrategy", "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy"
+	for topic, strategy := range map[string]*string{"rn": &rns, "trn": &trns} {
+		r, err := adm.CreateTopic(c, 1, 1, map[string]*string{"confluent.value.schema.validation": &on, "confluent.value.subject.name.strategy": strategy}, topic)
+		if err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, r.Err)
+		}
+	}
+	register := func(subject string, s sr.Schema) int {
+		t.Helper()
+		ss, err := scl.CreateSchema(c, subject, s)
+		if err != nil {
+			t.Fatalf("register %s: %v", subject, err)
+		}
+		return ss.ID
+	}
+	const order = `{"type":"record","name":"Order","namespace":"com.example","fields":[{"name":"id","type":"long"}]}`
+	const proto = `syntax = "proto3"; package shop; message Order { int64 id = 1; message Line { string sku = 1; } } message Refund { int64 id = 1; }`
+	const jsonTitled = `{"title":"Payment","type":"object","properties":{"amount":{"type":"number"}}}`
+	const jsonUntitled = `{"type":"object","properties":{"x":{"type":"number"}}}`
+	avroRN := register("com.example.Order", sr.Schema{Schema: order})
+	jsonRN := register("Payment", sr.Schema{Schema: jsonTitled, Type: sr.TypeJSON})
+	untitled := register("rn-value", sr.Schema{Schema: jsonUntitled, Type: sr.TypeJSON})
+	protoRN := register("shop.Refund", sr.Schema{Schema: proto, Type: sr.TypeProtobuf})
+	register("shop.Order.Line", sr.Schema{Schema: proto, Type: sr.TypeProtobuf}) // the same schema, the same id
+	protoTRN := register("trn-shop.Order", sr.Schema{Schema: proto, Type: sr.TypeProtobuf})
+	onlyTopic := register("trn-value", sr.Schema{Schema: `{"type":"record","name":"Other","fields":[]}`})
+
+	// Confluent's Protobuf framing after the id: zigzag varint count,
+	// then the indexes; a single 0 is the first message.
+	protoFramed := func(id int, indexes ...int64) []byte {
+		b := framed(id, "")
+		if len(indexes) == 0 {
+			b = append(b, 0)
+		} else {
+			b = binary.AppendVarint(b, int64(len(indexes)))
+			for _, i := range indexes {
+				b = binary.AppendVarint(b, i)
+			}
+		}
+		return append(b, "body"...)
+	}
+	for _, tc := range []struct {
+		name  string
+		topic string
+		value []byte
+		ok    bool
+	}{
+		{"avro under its full name", "rn", framed(avroRN, "x"), true},
+		{"json under its title", "rn", framed(jsonRN, "x"), true},
+		{"json without a title", "rn", framed(untitled, "x"), false},
+		{"protobuf second message (Refund)", "rn", protoFramed(protoRN, 1), true},
+		{"protobuf nested message (Order.Line)", "rn", protoFramed(protoRN, 0, 0), true},
+		{"protobuf first message (Order), not registered under shop.Order", "rn", protoFramed(protoRN), false},
+		{"protobuf index naming no message", "rn", protoFramed(protoRN, 7), false},
+		{"protobuf without indexes", "rn", framed(protoRN, ""), false},
+		{"unknown id", "rn", framed(99999, "x"), false},
+		{"topic-record: <topic>-shop.Order", "trn", protoFramed(protoTRN), true},
+		{"topic-record: Refund not under trn-shop.Refund", "trn", protoFramed(protoTRN, 1), false},
+		{"topic-record: registered only under <topic>-value", "trn", framed(onlyTopic, "x"), false},
+	} {
+		// Twice: the second answer comes from the cache.
+		for range 2 {
+			err := cl.ProduceSync(c, &kgo.Record{Topic: tc.topic, Value: tc.value}).FirstErr()
+			if tc.ok && err != nil {
+				t.Errorf("%s: %v, want appended", tc.name, err)
+			}
+			if !tc.ok && !errors.Is(err, kerr.InvalidRecord) {
+				t.Errorf("%s: %v, want INVALID_RECORD", tc.name, err)
+			}
+		}
 	}
 }

@@ -356,7 +356,9 @@ func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks in
 		return
 	}
 	if t.Config.KeySchemaValidation || t.Config.ValueSchemaValidation { // schema_validate.go
-		if err := s.schemas.validate(ctx, topicName, t.Config.KeySchemaValidation, t.Config.ValueSchemaValidation, t.Config.Rules.MaxDecompressed, rp.Records); err != nil {
+		keys := schemaStrategy(t.Config.KeySchemaValidation, t.Config.KeySubjectStrategy)
+		values := schemaStrategy(t.Config.ValueSchemaValidation, t.Config.ValueSubjectStrategy)
+		if err := s.schemas.validate(ctx, topicName, keys, values, t.Config.Rules.MaxDecompressed, rp.Records); err != nil {
 			s.fillSchemaError(sp, topicName, err)
 			countProduceError(p.Stats, sp.ErrorCode)
 			return

@@ -53,6 +53,8 @@ type topicConfig struct {
 	rules         record.Rules // what client batches are validated against
 	// keySchema, valueSchema: confluent.{key,value}.schema.validation
 	keySchema, valueSchema bool
+	// keyStrategy, valueStrategy: confluent.{key,value}.subject.name.strategy
+	keyStrategy, valueStrategy string
 }
 
 // checkTopicConfigs validates overrides: every name known, every value in
@@ -230,6 +232,8 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 	ks, _ := s.configValue(overrides, "confluent.key.schema.validation")
 	vs, _ := s.configValue(overrides, "confluent.value.schema.validation")
 	tc.keySchema, tc.valueSchema = ks == "true", vs == "true"
+	tc.keyStrategy, _ = s.configValue(overrides, "confluent.key.subject.name.strategy")
+	tc.valueStrategy, _ = s.configValue(overrides, "confluent.value.subject.name.strategy")
 	return tc
 }
 

@@ -396,7 +396,8 @@ func New(opts Options) (*Server, error) {
 		TopicConfig: func(name string, overrides map[string]string) replica.TopicConfig {
 			tc := s.effectiveConfig(internalOverrides(name, overrides))
 			return replica.TopicConfig{Log: tc.log, LogAppendTime: tc.logAppendTime, MaxMessage: tc.maxMessage, MinISR: tc.minISR, Rules: tc.rules,
-				KeySchemaValidation: tc.keySchema, ValueSchemaValidation: tc.valueSchema, Backend: overrides[storageBackendKey]}
+				KeySchemaValidation: tc.keySchema, ValueSchemaValidation: tc.valueSchema,
+				KeySubjectStrategy: tc.keyStrategy, ValueSubjectStrategy: tc.valueStrategy, Backend: overrides[storageBackendKey]}
 		},
 		CheckConfig: checkTopicConfigs,
 		// Tiered topics' retention is the remote log manager's.
