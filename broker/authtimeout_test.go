@@ -33,6 +33,7 @@ import (
 // SSL and SASL clients connect and produce, and keep producing on their
 // connections after the timeout has passed.
 func TestAuthenticationTimeoutClosesSilentConnections(t *testing.T) {
+	t.Parallel()
 	const timeout = 500 * time.Millisecond
 	pki := testpki.New(t)
 	b := brokertest.Start(t, "memory", func(c *config.Config) {

@@ -140,6 +140,7 @@ func initPID(t *testing.T, addr string) int64 {
 // TestCloseEndsLongPoll: Close answers a parked fetch at once instead of
 // waiting for its MaxWait.
 func TestCloseEndsLongPoll(t *testing.T) {
+	t.Parallel()
 	b := brokertest.Start(t, "memory")
 	cl := client(t, b.Addr())
 	if _, err := kadm.NewClient(cl).CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, "lp"); err != nil {

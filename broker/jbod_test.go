@@ -130,6 +130,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // dir, then a future replica in the target, then the partition there;
 // every acknowledged record is read back once, in order.
 func TestJBODMoveUnderProduce(t *testing.T) {
+	t.Parallel()
 	dirs := twoDirs(t)
 	const rate = 32 << 10
 	b := jbodBroker(t, dirs, faultfs.New(), func(c *config.Config) { c.ReplicaAlterLogDirsIOMaxBytesPerSecond = rate })

@@ -34,8 +34,10 @@ var topicBackends = []string{"segment", "pebble", "memory"}
 // memory topic too, as a memory broker's logs outlive a restart inside one
 // process: e2e.TestTopicBackendRestartProcess for a new process).
 func TestTopicBackendsOneBroker(t *testing.T) {
+	t.Parallel()
 	for _, def := range []string{"segment", "pebble"} {
 		t.Run("broker="+def, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			fast := func(c *config.Config) { c.LogCleanerBackoff = 100 * time.Millisecond }
 			b := brokertest.StartIn(t, dir, def, fast)
