@@ -25,6 +25,12 @@ func (s *Server) newTiered(rsm tiered.RemoteStorageManager) (*tiered.Manager, er
 	if !c.RemoteLogStorageSystemEnable {
 		return nil, nil
 	}
+	if rsm == nil {
+		var err error
+		if rsm, err = tiered.OpenRemoteStorage(c); err != nil {
+			return nil, err
+		}
+	}
 	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Logger: s.log, Now: s.now})
 }
 
