@@ -31,7 +31,17 @@ func (s *Server) newTiered(rsm tiered.RemoteStorageManager) (*tiered.Manager, er
 			return nil, err
 		}
 	}
-	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Logger: s.log, Now: s.now})
+	tm, err := tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Logger: s.log, Now: s.now})
+	if err != nil || s.metrics == nil {
+		return tm, err
+	}
+	// Kafka's RemoteLogManager metrics (tiered/metrics.go).
+	col := tm.Collector()
+	if err := s.metrics.Register(col); err != nil {
+		return nil, fmt.Errorf("server: register tiered storage metrics: %w", err)
+	}
+	s.life.Push("tiered storage metrics", func() error { s.metrics.Unregister(col); return nil })
+	return tm, nil
 }
 
 // checkTieredConfigs refuses what Kafka's LogConfig.validate refuses of a
