@@ -347,6 +347,28 @@ func (s *S3) List(prefix string) ([]string, error) {
 	return keys, nil
 }
 
+// Uploads returns the keys of the multipart uploads in progress under
+// prefix.
+func (s *S3) Uploads(prefix string) ([]string, error) {
+	var keys []string
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.cfg.Bucket, Prefix: aws.String(prefix)}
+	for {
+		ctx, cancel := s.callCtx()
+		out, err := s.client.ListMultipartUploads(ctx, in)
+		cancel()
+		if err != nil {
+			return nil, s3Error("ListMultipartUploads", prefix, err)
+		}
+		for _, u := range out.Uploads {
+			keys = append(keys, aws.ToString(u.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return keys, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
 // abortUploads aborts the multipart uploads in progress under prefix.
 func (s *S3) abortUploads(prefix string) error {
 	in := &s3.ListMultipartUploadsInput{Bucket: &s.cfg.Bucket, Prefix: aws.String(prefix)}

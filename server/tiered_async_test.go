@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/sluice/sluice/tiered"
+)
+
+// stuckRSM is the local-directory backend whose segment reads wait until
+// release is closed: a store that stopped answering.
+type stuckRSM struct {
+	*tiered.LocalDir
+	release chan struct{}
+	waiting atomic.Int32
+}
+
+func (s *stuckRSM) FetchLogSegment(md tiered.SegmentMetadata, pos int64) (io.ReadCloser, error) {
+	s.waiting.Add(1)
+	<-s.release
+	return s.LocalDir.FetchLogSegment(md, pos)
+}
+
+// TestTieredRemoteReadDoesNotBlockFetch: with the store hanging on a
+// segment read, a fetch of remote offsets answers no records and no error
+// once remote.fetch.max.wait.ms is over, instead of waiting for the store,
+// and a fetch of local offsets on the same connection is answered; once
+// the store answers, the read that went on is served to the next fetch.
+// (Before, the read ran inline on the connection's goroutine: the fetch,
+// and every request of the connection after it, waited for the store.)
+func TestTieredRemoteReadDoesNotBlockFetch(t *testing.T) {
+	dir := t.TempDir()
+	ld, err := tiered.NewLocalDir(dir + "/remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsm := &stuckRSM{LocalDir: ld, release: make(chan struct{})}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(rsm.release)
+		}
+	}
+	b := startTieredRSM(t, dir, rsm)
+	t.Cleanup(release) // before the broker's close (cleanups run last first)
+	const topic, n = "stuck", 120
+	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	cl := mustClient(t, b.addr)
+	local, _ := listOffset(t, cl, topic, -4)
+	if local <= 0 {
+		t.Fatalf("local log start %d: nothing tiered", local)
+	}
+
+	type answer struct {
+		code int16
+		n    int
+	}
+	fetch := func(offset int64) answer {
+		got := make(chan answer, 1)
+		go func() {
+			code, k := b.fetchCodeOnce(t, cl, topic, offset)
+			got <- answer{code, k}
+		}()
+		select {
+		case a := <-got:
+			return a
+		case <-time.After(2 * time.Minute): // a bound on a hang, not a timing
+			release()
+			t.Fatalf("a fetch at %d waited for the stuck store", offset)
+			return answer{}
+		}
+	}
+	if a := fetch(0); a.code != 0 || a.n != 0 {
+		t.Fatalf("remote fetch with the store stuck: code %d, %d bytes; want none and no error", a.code, a.n)
+	}
+	if rsm.waiting.Load() == 0 {
+		t.Fatal("the remote read never reached the store")
+	}
+	if a := fetch(local); a.code != 0 || a.n == 0 {
+		t.Fatalf("local fetch on the same connection: code %d, %d bytes", a.code, a.n)
+	}
+	release()
+	if code, k := b.fetchCode(t, cl, topic, 0); code != 0 || k == 0 {
+		t.Fatalf("remote fetch once the store answers: code %d, %d bytes", code, k)
+	}
+	consumeAll(t, b.addr, topic, n)
+}
