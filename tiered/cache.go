@@ -186,3 +186,14 @@ func sliceBatches(b []byte, offset int64, maxBytes int) []byte {
 	}
 	return b[:end]
 }
+
+// DropCache empties the cache of remote indexes and chunks (benchmarks of
+// cold reads; an operator's cache flush).
+func (m *Manager) DropCache() {
+	c := m.reader.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.lru.Len() > 0 {
+		c.removeLocked(c.lru.Back())
+	}
+}
