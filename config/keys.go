@@ -267,7 +267,7 @@ var brokerKeys = []Key{
 		Doc:   "the longest a fetch waits for a free remote reader (`remote.log.reader.threads`); past it the partition answers no records this time and the consumer fetches again",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.RemoteFetchMaxWait }, time.Millisecond, 1)},
 	{Name: "remote.log.index.file.cache.total.size.bytes", Type: TypeLong, Importance: Low, Default: "1073741824",
-		Doc:   "bytes of remote offset indexes kept in memory for remote fetches; the least recently used go first",
+		Doc:   "bytes of remote offset and transaction indexes and of chunks read from remote segments kept in memory for remote fetches (a consumer that re-reads, or whose fetch stopped waiting for a read, is served from it); the least recently used go first",
 		codec: int64Key(func(c *Config) *int64 { return &c.RemoteLogIndexCacheBytes }, 1, math.MaxInt64)},
 
 	{Name: "process.scheduling.policy", Type: TypeString, Importance: Low, Default: "batch",

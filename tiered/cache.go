@@ -90,16 +90,15 @@ func (c *cache) chunk(id UUID, offset int64, maxBytes int) ([]byte, bool) {
 
 // putChunk caches b, whole batches of segment id.
 func (c *cache) putChunk(id UUID, b []byte) {
-	if len(b) < record.HeaderSize {
-		return
-	}
-	base := record.Batch(b).BaseOffset()
-	last := record.Batch(lastBatch(b)).LastOffset()
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if int64(len(b)) > c.max {
 		return
 	}
+	base, last, ok := chunkRange(b)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, e := range c.chunks[id] {
 		if ce := e.Value.(*cacheEntry); ce.base <= base && last <= ce.last {
 			return // held already
@@ -109,6 +108,26 @@ func (c *cache) putChunk(id UUID, b []byte) {
 	c.chunks[id] = append(c.chunks[id], e)
 	c.held += int64(len(b))
 	c.evictLocked()
+}
+
+// chunkRange returns the first and last offsets of b's batches; ok is
+// false unless b is one or more whole batches.
+func chunkRange(b []byte) (base, last int64, ok bool) {
+	for len(b) > 0 {
+		if len(b) < record.HeaderSize {
+			return 0, 0, false
+		}
+		n := record.Batch(b).Size()
+		if n < record.HeaderSize || n > len(b) {
+			return 0, 0, false
+		}
+		if !ok {
+			base, ok = record.Batch(b).BaseOffset(), true
+		}
+		last = record.Batch(b[:n]).LastOffset()
+		b = b[n:]
+	}
+	return base, last, ok
 }
 
 // forget drops everything cached of a deleted segment.

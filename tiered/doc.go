@@ -2,7 +2,7 @@
 // remote log manager (manager.go) copies each rolled segment of a topic
 // with remote.storage.enable=true, once it lies wholly below the high
 // watermark, to a RemoteStorageManager (rsm.go; the local-directory
-// backend in localdir.go), records what is remote in the remote log
+// backend in localdir.go, S3 in s3.go), records what is remote in the remote log
 // metadata (metadata.go, kept in the metastore by metastore.go), then lets
 // local retention (local.retention.ms/.bytes) delete only segments already
 // remote. Whole-log retention (retention.ms/.bytes) and topic deletion
@@ -21,7 +21,6 @@
 // Deletion is recorded DELETE_SEGMENT_STARTED before any object goes, so a
 // crash mid-delete is finished by the next run.
 //
-// Not here yet (issue 31): the S3 backend, cluster mode (the
-// __remote_log_metadata topic, followers rebuilding from the remote tier,
-// leadership changes), Kafka's RemoteLogManager metrics.
+// Not here yet (issue 31): cluster mode (the __remote_log_metadata topic,
+// followers rebuilding from the remote tier, leadership changes).
 package tiered
