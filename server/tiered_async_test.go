@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice/sluice/tiered"
 )
@@ -97,4 +98,57 @@ func TestTieredRemoteReadDoesNotBlockFetch(t *testing.T) {
 		t.Fatalf("remote fetch once the store answers: code %d, %d bytes", code, k)
 	}
 	consumeAll(t, b.addr, topic, n)
+}
+
+// TestTieredPendingRemoteReadAnswersNow: a fetch with a long max wait
+// whose remote read is still in progress after remote.fetch.max.wait.ms
+// answers then (no records, no error) instead of parking for its whole
+// max wait, since nothing would wake it when the read completes.
+func TestTieredPendingRemoteReadAnswersNow(t *testing.T) {
+	dir := t.TempDir()
+	ld, err := tiered.NewLocalDir(dir + "/remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsm := &stuckRSM{LocalDir: ld, release: make(chan struct{})}
+	b := startTieredRSM(t, dir, rsm)
+	t.Cleanup(func() { close(rsm.release) })
+	const topic, n = "pending", 120
+	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	cl := mustClient(t, b.addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
+	req.MaxWaitMillis, req.MinBytes = 10*60*1000, 1 // ten minutes
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, b.s.rm.Topic(topic).ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 0, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	got := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	select {
+	case resp := <-got:
+		if resp == nil {
+			return
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+			t.Fatalf("code %d, %d bytes; want none and no error", p.ErrorCode, len(p.RecordBatches))
+		}
+	case <-time.After(2 * time.Minute): // a bound on a hang, not a timing
+		t.Fatal("the fetch parked for its max wait with a remote read pending")
+	}
 }
