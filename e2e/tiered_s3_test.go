@@ -347,9 +347,10 @@ func TestTieredS3(t *testing.T) {
 	if _, err := adm.DeleteTopics(context.Background(), topic); err != nil {
 		t.Fatal(err)
 	}
-	waitTiered(t, "the bucket emptied", func() bool {
-		keys, err := store.List("")
-		return err == nil && len(keys) == 0
+	var left []string
+	waitBroker(t, b, "the bucket emptied", func() bool {
+		left, err = store.List("")
+		return err == nil && len(left) == 0
 	})
 	if strings.Contains(b.logText(), s3test.Secret) {
 		t.Fatal("the secret access key is in the broker's log")

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +153,42 @@ func TestTieredPendingRemoteReadAnswersNow(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute): // a bound on a hang, not a timing
 		t.Fatal("the fetch parked for its max wait with a remote read pending")
+	}
+}
+
+// TestTieredTopicDeletionSweepsOrphans: an object of the partition that no
+// metadata names (a copy that timed out against a hung store and landed
+// after its cleanup) is deleted with the topic, so deletion leaves the
+// remote tier empty.
+func TestTieredTopicDeletionSweepsOrphans(t *testing.T) {
+	dir := t.TempDir()
+	b := startTiered(t, dir)
+	const topic, n = "orphans", 60
+	adm := kadm.NewClient(mustClient(t, b.addr))
+	res, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	files := b.remoteFiles(t)
+	if len(files) == 0 {
+		t.Fatal("nothing tiered")
+	}
+	orphan := filepath.Join(filepath.Dir(files[0]), fmt.Sprintf("%020d-%s.log", 0, tiered.UUID{0xee, 1, 2, 3}))
+	if err := os.WriteFile(orphan, []byte("landed late"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.DeleteTopics(context.Background(), topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 600 && len(b.remoteFiles(t)) > 0; i++ {
+		b.s.tiered.RunOnce()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := b.remoteFiles(t); len(left) > 0 {
+		t.Fatalf("left after the topic's deletion: %v", left)
 	}
 }

@@ -213,6 +213,9 @@ func (m *Manager) runPartition(tp TopicIDPartition, p *replica.Partition, tg Tie
 	err := m.remoteRetention(tp, p, tg)
 	if copyErr == nil {
 		m.retry.done(tp, err)
+		if err == nil && m.retry.takeSweep(tp) {
+			err = m.deleteOrphans(tp, false) // what copies that timed out left (retry.go)
+		}
 	}
 	return err
 }
@@ -539,6 +542,9 @@ func (m *Manager) deletePartition(tp TopicIDPartition) error {
 		if !found {
 			return nil
 		}
+	}
+	if err := m.deleteOrphans(tp, true); err != nil {
+		return err
 	}
 	return m.meta.Forget(tp)
 }

@@ -22,6 +22,7 @@ type backoff struct {
 
 	mu    sync.Mutex
 	parts map[TopicIDPartition]backoffState
+	sweep map[TopicIDPartition]bool // succeeded after failures: sweep for orphans
 }
 
 type backoffState struct {
@@ -33,7 +34,7 @@ type backoffState struct {
 // one interval up to 16 of them, but at most 5 minutes.
 func newBackoff(interval time.Duration) *backoff {
 	base := max(interval, time.Millisecond)
-	return &backoff{base: base, max: max(base, min(16*base, 5*time.Minute)), now: time.Now, parts: map[TopicIDPartition]backoffState{}}
+	return &backoff{base: base, max: max(base, min(16*base, 5*time.Minute)), now: time.Now, parts: map[TopicIDPartition]backoffState{}, sweep: map[TopicIDPartition]bool{}}
 }
 
 // ready reports whether tp's remote work may run now.
@@ -51,6 +52,9 @@ func (b *backoff) done(tp TopicIDPartition, err error) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err == nil || !isStorageErr(err) {
+		if _, failing := b.parts[tp]; failing && err == nil {
+			b.sweep[tp] = true
+		}
 		delete(b.parts, tp)
 		return 0
 	}
@@ -66,11 +70,55 @@ func (b *backoff) done(tp TopicIDPartition, err error) time.Duration {
 	return d
 }
 
+// takeSweep reports, once, that tp's remote work succeeded after
+// failures.
+func (b *backoff) takeSweep(tp TopicIDPartition) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sw := b.sweep[tp]
+	delete(b.sweep, tp)
+	return sw
+}
+
 // forget drops a deleted partition's state.
 func (b *backoff) forget(tp TopicIDPartition) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.parts, tp)
+	delete(b.sweep, tp)
+}
+
+// deleteOrphans deletes, through the backend's OrphanDeleter (when it has
+// one), tp's objects whose segment the metadata does not name (all of
+// them when all is set: a deleted partition). A store call that timed out
+// can still complete once a hung store runs again, after the cleanup of
+// its copy listed the objects: such objects are named by no metadata, and
+// retention and topic deletion, which delete what the metadata names,
+// would never remove them. The remote log manager sweeps a partition
+// when its store calls succeed again after failures, and a deleted
+// partition's whole prefix. REQUIRES: m.taskMu held.
+func (m *Manager) deleteOrphans(tp TopicIDPartition, all bool) error {
+	od, ok := m.rsm.(OrphanDeleter)
+	if !ok {
+		return nil
+	}
+	keep := func(UUID) bool { return false }
+	if !all {
+		segs, err := m.meta.Segments(tp)
+		if err != nil {
+			return err
+		}
+		ids := make(map[UUID]bool, len(segs))
+		for _, s := range segs {
+			ids[s.SegmentID] = true
+		}
+		keep = func(id UUID) bool { return ids[id] }
+	}
+	n, err := od.DeleteOrphans(tp, keep)
+	if n > 0 {
+		m.log.Info("tiered: deleted remote objects no metadata names", "partition", tp.String(), "objects", n)
+	}
+	return err
 }
 
 // copyLagOf returns the rolled segments (of segs, oldest first) that lie

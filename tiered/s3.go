@@ -347,6 +347,59 @@ func (s *S3) List(prefix string) ([]string, error) {
 	return keys, nil
 }
 
+// DeleteOrphans implements OrphanDeleter: every object and multipart
+// upload under the partition's prefix whose segment id keep does not name
+// is deleted (aborted).
+func (s *S3) DeleteOrphans(tp TopicIDPartition, keep func(UUID) bool) (int, error) {
+	prefix := s.partitionKey(tp)
+	keys, err := s.List(prefix)
+	if err != nil {
+		return 0, err
+	}
+	orphan := func(key string) bool {
+		id, ok := segmentIDOf(key[len(prefix):])
+		return ok && !keep(id)
+	}
+	n := 0
+	for _, key := range keys {
+		if !orphan(key) {
+			continue
+		}
+		ctx, cancel := s.callCtx()
+		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.cfg.Bucket, Key: aws.String(key)})
+		cancel()
+		if err != nil {
+			return n, s3Error("DeleteObject", key, err)
+		}
+		n++
+	}
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.cfg.Bucket, Prefix: aws.String(prefix)}
+	for {
+		ctx, cancel := s.callCtx()
+		out, err := s.client.ListMultipartUploads(ctx, in)
+		cancel()
+		if err != nil {
+			return n, s3Error("ListMultipartUploads", prefix, err)
+		}
+		for _, u := range out.Uploads {
+			if !orphan(aws.ToString(u.Key)) {
+				continue
+			}
+			ctx, cancel := s.callCtx()
+			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.cfg.Bucket, Key: u.Key, UploadId: u.UploadId})
+			cancel()
+			if err != nil && !isNoSuchUpload(err) {
+				return n, s3Error("AbortMultipartUpload", aws.ToString(u.Key), err)
+			}
+			n++
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return n, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
 // Uploads returns the keys of the multipart uploads in progress under
 // prefix.
 func (s *S3) Uploads(prefix string) ([]string, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -198,5 +199,44 @@ func TestS3StoreDown(t *testing.T) {
 	rc.Close()
 	if string(got) != "3456789" {
 		t.Fatalf("read %q", got)
+	}
+}
+
+// TestS3DeleteOrphans: DeleteOrphans deletes the partition's objects and
+// uploads whose segment keep does not name, and nothing else: not the kept
+// segment's, not another partition's.
+func TestS3DeleteOrphans(t *testing.T) {
+	srv := s3test.Start(t)
+	s := newTestS3(t, srv, 0)
+	tp := TopicIDPartition{TopicID: UUID{8}, Topic: "t", Partition: 0}
+	other := TopicIDPartition{TopicID: UUID{8}, Topic: "t", Partition: 1}
+	kept := SegmentMetadata{Partition: tp, SegmentID: UUID{1}, StartOffset: 0}
+	orphan := SegmentMetadata{Partition: tp, SegmentID: UUID{2}, StartOffset: 0}
+	elsewhere := SegmentMetadata{Partition: other, SegmentID: UUID{3}, StartOffset: 0}
+	for _, md := range []SegmentMetadata{kept, orphan, elsewhere} {
+		for _, suffix := range []string{"index", "log"} {
+			if err := s.put(s.ObjectKey(md, suffix), bytes.NewReader([]byte("x")), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	key := s.ObjectKey(orphan, "timeindex")
+	if _, err := s.client.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: aws.String("tiered"), Key: &key}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.DeleteOrphans(tp, func(id UUID) bool { return id == kept.SegmentID })
+	if err != nil || n != 3 {
+		t.Fatalf("deleted %d, %v; want the orphan's 2 objects and its upload", n, err)
+	}
+	keys, err := s.List("cluster-a/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{s.ObjectKey(kept, "index"), s.ObjectKey(kept, "log"), s.ObjectKey(elsewhere, "index"), s.ObjectKey(elsewhere, "log")}
+	if fmt.Sprint(keys) != fmt.Sprint(want) {
+		t.Fatalf("left %q, want %q", keys, want)
+	}
+	if ups, err := s.Uploads("cluster-a/"); err != nil || len(ups) != 0 {
+		t.Fatalf("uploads left %q, %v", ups, err)
 	}
 }
