@@ -347,9 +347,8 @@ func TestTieredS3(t *testing.T) {
 	if _, err := adm.DeleteTopics(context.Background(), topic); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
 	waitBroker(t, b, "the bucket emptied", func() bool {
-		left, err = store.List("")
+		left, err := store.List("")
 		return err == nil && len(left) == 0
 	})
 	if strings.Contains(b.logText(), s3test.Secret) {
