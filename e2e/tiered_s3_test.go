@@ -187,6 +187,7 @@ func waitBroker(t *testing.T, b *brokerProc, what string, cond func() bool) {
 	t.Helper()
 	for i := 0; i < 1200; i++ {
 		if cond() {
+			t.Logf("%s: after %d polls", what, i)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
