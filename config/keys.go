@@ -264,7 +264,7 @@ var brokerKeys = []Key{
 		Doc:   "remote reads of fetches in progress at once; more wait their turn",
 		codec: intKey(func(c *Config) *int { return &c.RemoteLogReaderThreads }, 1, math.MaxInt32)},
 	{Name: "remote.fetch.max.wait.ms", Type: TypeInt, Importance: Medium, Default: "500",
-		Doc:   "the longest a fetch waits for a free remote reader (`remote.log.reader.threads`); past it the partition answers no records this time and the consumer fetches again",
+		Doc:   "the longest a fetch waits for its remote read (a free reader of `remote.log.reader.threads`, then the read); past it the fetch answers the partition with no records while the read goes on, and the consumer's next fetch gets what it read",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.RemoteFetchMaxWait }, time.Millisecond, 1)},
 	{Name: "remote.log.index.file.cache.total.size.bytes", Type: TypeLong, Importance: Low, Default: "1073741824",
 		Doc:   "bytes of remote offset and transaction indexes and of chunks read from remote segments kept in memory for remote fetches (a consumer that re-reads, or whose fetch stopped waiting for a read, is served from it); the least recently used go first",
