@@ -30,7 +30,10 @@ var ErrRemoteFetchBusy = errors.New("tiered: remote read in progress")
 // waits for it at most remote.fetch.max.wait.ms; the connection that
 // asked, and every other fetch, never waits longer. One read of a
 // segment at an offset is in flight at a time: fetches of the same
-// offset join it. Each read holds at most the fetch's partition bytes, so
+// offset join it. A read that fails after its fetch stopped waiting is
+// kept until the next fetch of that offset, which answers its error
+// (KAFKA_STORAGE_ERROR, retriable) rather than starting a read that could
+// again outlast the wait: a consumer of a stopped store hears of it. Each read holds at most the fetch's partition bytes, so
 // memory is bounded by the reader count times the largest fetch, plus the
 // cache (cache.go) of offset indexes and read chunks bounded by
 // remote.log.index.file.cache.total.size.bytes. Reads are paced to
@@ -110,6 +113,17 @@ func (r *reader) read(ctx context.Context, wait <-chan time.Time, md SegmentMeta
 	k := readKey{md.SegmentID, offset}
 	r.mu.Lock()
 	op := r.inflight[k]
+	if op != nil {
+		select {
+		case <-op.done:
+			// A read that failed after its fetch stopped waiting: this
+			// fetch reports it (the consumer retries), then it goes.
+			delete(r.inflight, k)
+			r.mu.Unlock()
+			return nil, op.err
+		default:
+		}
+	}
 	if op == nil {
 		op = &readOp{done: make(chan struct{})}
 		r.inflight[k] = op
@@ -124,6 +138,11 @@ func (r *reader) read(ctx context.Context, wait <-chan time.Time, md SegmentMeta
 		return nil, ctx.Err()
 	}
 	if op.err != nil {
+		r.mu.Lock()
+		if r.inflight[k] == op {
+			delete(r.inflight, k) // reported here
+		}
+		r.mu.Unlock()
 		return nil, op.err
 	}
 	return sliceBatches(op.b, offset, maxBytes), nil
@@ -144,7 +163,9 @@ func (r *reader) run(k readKey, op *readOp, md SegmentMetadata, offset int64, ma
 	}
 	r.m.metrics.fetched(md.Partition.Topic, int64(len(op.b)), op.err)
 	r.mu.Lock()
-	delete(r.inflight, k)
+	if op.err == nil {
+		delete(r.inflight, k)
+	} // a failure stays until a fetch of k reports it (read)
 	r.mu.Unlock()
 	close(op.done)
 }
