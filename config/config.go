@@ -92,6 +92,7 @@ type Config struct {
 	RemoteFetchMaxWait           time.Duration // remote.fetch.max.wait.ms
 	RemoteLogIndexCacheBytes     int64         // remote.log.index.file.cache.total.size.bytes
 	RemoteStorageProperties      map[string]string
+	RemoteLogStorageBackend      string // remote.log.storage.backend: localdir or s3
 
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor

@@ -214,6 +214,37 @@ var brokerKeys = []Key{
 	{Name: "remote.log.storage.system.enable", Type: TypeBoolean, Importance: Medium, Default: "false",
 		Doc:   "turns tiered storage on for this broker: topics with `remote.storage.enable=true` copy their rolled segments to the remote storage (`rsm.config.*`: the local-directory backend's root is `rsm.config.dir`, by default the first log dir with `-remote` appended) and read them back. Only with `storage.backend=segment`; in a cluster every broker must reach the same remote storage, and the remote log metadata lives in `__remote_log_metadata`",
 		codec: boolKey(func(c *Config) *bool { return &c.RemoteLogStorageSystemEnable })},
+	{Name: "remote.log.storage.backend", Type: TypeString, Importance: Medium, Default: "localdir",
+		Doc: "Sluice's own (Kafka names a class in `remote.log.storage.manager.class.name`): the remote storage of tiered storage, `localdir` (a directory, `rsm.config.dir`; for development) or `s3` (an S3-compatible object store, `rsm.config.storage.s3.*`; docs/tiered-storage.md)",
+		codec: codec{
+			set: func(s *setter, key, v string) error {
+				switch v {
+				case "localdir", "s3":
+					s.c.RemoteLogStorageBackend = v
+					return nil
+				}
+				return keyError(key, "%q is not localdir or s3", v)
+			},
+			get: func(c *Config) string { return c.RemoteLogStorageBackend },
+		}},
+	{Name: "rsm.config.storage.s3.bucket.name", Type: TypeString, Importance: High, NoDefault: true,
+		Doc: "Aiven tiered storage's key: the S3 bucket of `remote.log.storage.backend=s3` (required there)", codec: rsmKey(nil)},
+	{Name: "rsm.config.storage.s3.region", Type: TypeString, Importance: Medium, Default: "us-east-1",
+		Doc: "Aiven tiered storage's key: the bucket's AWS region", codec: rsmKey(nil)},
+	{Name: "rsm.config.storage.s3.endpoint.url", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc: "Aiven tiered storage's key: the URL of an S3-compatible store (unset: AWS's endpoint for the region)", codec: rsmKey(nil)},
+	{Name: "rsm.config.storage.s3.path.style.access.enabled", Type: TypeBoolean, Importance: Low, Default: "false",
+		Doc: "Aiven tiered storage's key: address the bucket in the path (`http://host/bucket/key`), as most S3-compatible stores need, instead of the host name", codec: rsmKey(rsmBool)},
+	{Name: "rsm.config.storage.aws.access.key.id", Type: TypeString, Importance: Medium, NoDefault: true,
+		Doc: "Aiven tiered storage's key: the access key id (with the secret; unset: the AWS SDK's default credential chain)", codec: rsmKey(nil)},
+	{Name: "rsm.config.storage.aws.secret.access.key", Type: TypePassword, Importance: Medium, NoDefault: true, Sensitive: true,
+		Doc: "Aiven tiered storage's key: the secret access key; never logged or described", codec: rsmKey(nil)},
+	{Name: "rsm.config.key.prefix", Type: TypeString, Importance: Low, NoDefault: true,
+		Doc: "Aiven tiered storage's key: prepended to every object key (e.g. `cluster-a/`)", codec: rsmKey(nil)},
+	{Name: "rsm.config.storage.s3.multipart.upload.part.size", Type: TypeInt, Importance: Low, Default: "26214400",
+		Doc: "Aiven tiered storage's key: the part size of multipart uploads (5 MiB to 5 GiB); a segment up to it is one PutObject", codec: rsmKey(rsmInt(5<<20, math.MaxInt32))},
+	{Name: "rsm.config.storage.s3.api.call.timeout", Type: TypeLong, Importance: Low, Default: "60000",
+		Doc: "Aiven tiered storage's key: milliseconds one call to the store may take (one PutObject, one part, one ranged GET with its body); past it the call fails and is retried", codec: rsmKey(rsmInt(1, math.MaxInt64))},
 	{Name: "log.local.retention.ms", Type: TypeLong, Importance: Medium, Default: "-2", Topic: "local.retention.ms",
 		Doc:   "tiered topics: how long a segment stays on local disk once it is remote; -2: the topic's `retention.ms`",
 		codec: int64Key(func(c *Config) *int64 { return &c.LogLocalRetentionMs }, -2, math.MaxInt64)},
@@ -233,10 +264,10 @@ var brokerKeys = []Key{
 		Doc:   "remote reads of fetches in progress at once; more wait their turn",
 		codec: intKey(func(c *Config) *int { return &c.RemoteLogReaderThreads }, 1, math.MaxInt32)},
 	{Name: "remote.fetch.max.wait.ms", Type: TypeInt, Importance: Medium, Default: "500",
-		Doc:   "the longest a fetch waits for a free remote reader (`remote.log.reader.threads`); past it the partition answers no records this time and the consumer fetches again",
+		Doc:   "the longest a fetch waits for its remote read (a free reader of `remote.log.reader.threads`, then the read); past it the fetch answers the partition with no records while the read goes on, and the consumer's next fetch gets what it read",
 		codec: durationKey(func(c *Config) *time.Duration { return &c.RemoteFetchMaxWait }, time.Millisecond, 1)},
 	{Name: "remote.log.index.file.cache.total.size.bytes", Type: TypeLong, Importance: Low, Default: "1073741824",
-		Doc:   "bytes of remote offset indexes kept in memory for remote fetches; the least recently used go first",
+		Doc:   "bytes of remote offset and transaction indexes and of chunks read from remote segments kept in memory for remote fetches (a consumer that re-reads, or whose fetch stopped waiting for a read, is served from it); the least recently used go first",
 		codec: int64Key(func(c *Config) *int64 { return &c.RemoteLogIndexCacheBytes }, 1, math.MaxInt64)},
 
 	{Name: "process.scheduling.policy", Type: TypeString, Importance: Low, Default: "batch",

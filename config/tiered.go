@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // RemoteStoragePrefix is the prefix of the remote storage manager's own
@@ -43,4 +46,38 @@ func (c *Config) RemoteStorageDir() string {
 		return d
 	}
 	return filepath.Clean(c.LogDirs[0]) + "-remote"
+}
+
+// rsmKey is the codec of an rsm.config.* key in the table: kept as given in
+// RemoteStorageProperties (read by the backend when it opens) and
+// described as given; check, when not nil, refuses a malformed value.
+func rsmKey(check func(v string) error) codec {
+	return codec{set: func(s *setter, key, v string) error {
+		if check != nil {
+			if err := check(v); err != nil {
+				return keyError(key, "%v", err)
+			}
+		}
+		s.c.setRemoteStorageProperty(key, v)
+		return nil
+	}}
+}
+
+func rsmBool(v string) error {
+	_, err := strconv.ParseBool(strings.TrimSpace(v))
+	return err
+}
+
+// rsmInt returns a check of an integer in [lo, hi].
+func rsmInt(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return err
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is not in [%d, %d]", n, lo, hi)
+		}
+		return nil
+	}
 }

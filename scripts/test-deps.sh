@@ -8,7 +8,8 @@
 # /usr/bin/Burrow, for e2e/burrow_test.go); Debian's chromium at
 # /usr/bin/chromium, which the web console's browser tests drive headless
 # with chromedp; nftables (nft) and iproute2 (ip) for the network-partition
-# suite e2e/chaos. Under CI=true a
+# suite e2e/chaos; Versity's S3 gateway (versitygw, bin/tools) for tiered
+# storage on S3. Under CI=true a
 # dependency that cannot be installed is a failure; elsewhere it is a
 # warning and those tests skip.
 set -u
@@ -52,6 +53,14 @@ if [ ! -f "$js/node_modules/kafkajs/package.json" ] || [ ! -f "$js/node_modules/
 	echo "test-deps: npm ci in $js" >&2
 	if ! (cd "$js" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >&2; then
 		fail "could not install kafkajs (npm ci in $js)"
+	fi
+fi
+# Versity's S3 gateway, the S3-compatible store of the tiered-storage
+# tests (internal/s3test), built from source into bin/tools.
+if [ ! -x bin/tools/versitygw ]; then
+	echo "test-deps: go install versitygw into bin/tools" >&2
+	if ! GOBIN="$PWD/bin/tools" GOFLAGS=-mod=mod timeout 1200 go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 >&2; then
+		fail "could not install versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
 	fi
 fi
 exit 0

@@ -294,7 +294,10 @@ func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minByt
 
 // fillFetch reads every target into out (releasing what out held before)
 // for a consumer (replicaID < 0) or the follower replicaID, and returns the
-// record bytes gathered and whether a partition failed.
+// record bytes gathered and whether to answer now: a partition failed, or
+// a remote read did not complete within remote.fetch.max.wait.ms (the
+// purgatory is not woken when it completes: the client's next fetch gets
+// it).
 func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, maxBytes int64, isolation int8, replicaID int32) (total int64, hasErr bool) {
 	releaseFetch(out)
 	remaining := maxBytes
@@ -302,7 +305,7 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 	// Kafka's shouldLeaderThrottle, checked once per read of the
 	// request: the rate is only recorded when the response is sent.
 	leaderExceeded := replicaID >= 0 && s.repl.leader.Exceeded()
-	remoteRead := false // one remote-tier read per fill, as Kafka (tiered.go)
+	var remote remoteFill // one remote-tier read per fill, as Kafka; one in progress answers now (tiered.go)
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
@@ -322,7 +325,7 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 			} else if err == nil {
 				err = readPartition(ft, op, &remaining, total == 0)
 				if s.tiered != nil && (err == nil || errors.Is(err, engine.ErrOffsetOutOfRange)) {
-					err = s.fetchTiered(ft, op, &remaining, total == 0, err, &remoteRead)
+					err = s.fetchTiered(ft, op, &remaining, total == 0, err, &remote)
 				}
 			}
 			if err != nil {
@@ -337,7 +340,7 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 			total += op.Records.Len()
 		}
 	}
-	return total, hasErr
+	return total, hasErr || remote.pending
 }
 
 // readPartition reads one partition for a consumer, below the high

@@ -27,7 +27,23 @@ func (s *Server) newTiered(rsm tiered.RemoteStorageManager, md *tiered.TopicMeta
 	if !c.RemoteLogStorageSystemEnable {
 		return nil, nil
 	}
-	return tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Metadata: md, Logger: s.log, Now: s.now})
+	if rsm == nil {
+		var err error
+		if rsm, err = tiered.OpenRemoteStorage(c); err != nil {
+			return nil, err
+		}
+	}
+	tm, err := tiered.New(tiered.Options{Config: *c, Meta: s.meta, RM: s.rm, RSM: rsm, Metadata: md, Logger: s.log, Now: s.now})
+	if err != nil || s.metrics == nil {
+		return tm, err
+	}
+	// Kafka's RemoteLogManager metrics (tiered/metrics.go).
+	col := tm.Collector()
+	if err := s.metrics.Register(col); err != nil {
+		return nil, fmt.Errorf("server: register tiered storage metrics: %w", err)
+	}
+	s.life.Push("tiered storage metrics", func() error { s.metrics.Unregister(col); return nil })
+	return tm, nil
 }
 
 // checkTieredConfigs refuses what Kafka's LogConfig.validate refuses of a
@@ -105,13 +121,21 @@ func (s *Server) remoteLogStart(p *replica.Partition) (start, local int64, err e
 	return start, local, nil
 }
 
+// remoteFill is what one fill of a fetch did with the remote tier: read
+// is set once a partition read it (one per fill, as Kafka); pending when
+// that read did not complete within remote.fetch.max.wait.ms, so that the
+// fetch answers at once instead of parking until its max wait (nothing
+// wakes the purgatory when the read completes; the next fetch finds it
+// cached).
+type remoteFill struct{ read, pending bool }
+
 // readRemote serves a consumer fetch of ft.offset, below the local log
 // start, from the remote tier: at most limit bytes (at least one batch
 // when first), below bound (the high watermark or the LSO), with the
-// aborted transactions for read_committed. Remote readers busy past
-// remote.fetch.max.wait.ms answer no records, so the consumer fetches
-// again; a failed read answers KAFKA_STORAGE_ERROR.
-func (s *Server) readRemote(ft *fetchTarget, op *fetchresp.Partition, limit int64, remaining *int64, first bool) error {
+// aborted transactions for read_committed. A read not done within
+// remote.fetch.max.wait.ms answers no records (rf.pending), so the
+// consumer fetches again; a failed read answers KAFKA_STORAGE_ERROR.
+func (s *Server) readRemote(ft *fetchTarget, op *fetchresp.Partition, limit int64, remaining *int64, first bool, rf *remoteFill) error {
 	t := s.rm.Topic(ft.p.Topic())
 	if t == nil {
 		return errUnknownTopicOrPartition
@@ -123,6 +147,7 @@ func (s *Server) readRemote(ft *fetchTarget, op *fetchresp.Partition, limit int6
 	sl, aborted, err := s.tiered.Read(context.Background(), t, ft.p, ft.offset, int(max(limit, 1)), bound)
 	switch {
 	case errors.Is(err, tiered.ErrRemoteFetchBusy):
+		rf.pending = true
 		return nil
 	case errors.Is(err, engine.ErrOffsetOutOfRange):
 		return err
@@ -148,10 +173,10 @@ func (s *Server) readRemote(ft *fetchTarget, op *fetchresp.Partition, limit int6
 // remote one, and an offset below the local log start but in the remote
 // tier is read from there instead of OFFSET_OUT_OF_RANGE. As Kafka's
 // ReplicaManager, one fill of a fetch reads the remote tier for one
-// partition at most (remoteRead records it): the others needing it
+// partition at most (rf records it): the others needing it
 // answer no records this time, so a response waits for one bounded
 // remote read, and the consumer's next fetches get the rest.
-func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, err error, remoteRead *bool) error {
+func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, first bool, err error, rf *remoteFill) error {
 	if s.tiered == nil {
 		return err
 	}
@@ -167,11 +192,11 @@ func (s *Server) fetchTiered(ft *fetchTarget, op *fetchresp.Partition, remaining
 		return err
 	}
 	limit := min(int64(ft.maxBytes), *remaining)
-	if (limit <= 0 && !first) || *remoteRead {
+	if (limit <= 0 && !first) || rf.read {
 		return nil
 	}
-	*remoteRead = true
-	return s.readRemote(ft, op, limit, remaining, first)
+	rf.read = true
+	return s.readRemote(ft, op, limit, remaining, first, rf)
 }
 
 // latestTiered is ListOffsets -5: the last offset in remote storage, -1

@@ -2,7 +2,7 @@
 // remote log manager (manager.go) copies each rolled segment of a topic
 // with remote.storage.enable=true, once it lies wholly below the high
 // watermark, to a RemoteStorageManager (rsm.go; the local-directory
-// backend in localdir.go), records what is remote in the remote log
+// backend in localdir.go, S3 in s3.go), records what is remote in the remote log
 // metadata (metadata.go, kept in the metastore by metastore.go), then lets
 // local retention (local.retention.ms/.bytes) delete only segments already
 // remote. Whole-log retention (retention.ms/.bytes) and topic deletion
@@ -27,7 +27,6 @@
 // dead one left COPY_SEGMENT_STARTED, then continues after the last
 // finished segment), followers apply local retention to what is remote.
 //
-// Not here yet (issue 31): the S3 backend, followers rebuilding their
-// leader epochs and producer state from the remote tier
-// (OFFSET_MOVED_TO_TIERED_STORAGE), Kafka's RemoteLogManager metrics.
+// Not here yet (issue 31): followers rebuilding their leader epochs and
+// producer state from the remote tier (OFFSET_MOVED_TO_TIERED_STORAGE).
 package tiered

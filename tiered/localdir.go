@@ -212,3 +212,35 @@ func (d *LocalDir) DeleteLogSegmentData(md SegmentMetadata) error {
 	}
 	return nil
 }
+
+// DeleteOrphans implements OrphanDeleter: every file of the partition's
+// directory whose segment id keep does not name is removed (.tmp ones
+// included).
+func (d *LocalDir) DeleteOrphans(tp TopicIDPartition, keep func(UUID) bool) (int, error) {
+	dir := d.partitionDir(tp)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrRemoteStorage, err)
+	}
+	n := 0
+	for _, e := range entries {
+		if id, ok := segmentIDOf(e.Name()); ok && !keep(id) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return n, fmt.Errorf("%w: %v", ErrRemoteStorage, err)
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		if err := syncDir(dir); err != nil {
+			return n, err
+		}
+	}
+	if os.Remove(dir) == nil {
+		os.Remove(filepath.Dir(dir))
+	}
+	return n, nil
+}

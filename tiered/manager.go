@@ -55,6 +55,8 @@ type Manager struct {
 	taskMu   sync.Mutex
 	copyRate *rate
 	reader   reader
+	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
+	metrics  *remoteMetrics // Kafka's RemoteLogManager metrics (metrics.go)
 }
 
 // New returns a Manager, or an error when the remote storage cannot be
@@ -80,6 +82,8 @@ func New(opts Options) (*Manager, error) {
 		m.meta = newMetadataStore(opts.Meta)
 	}
 	m.copyRate = newRate(opts.Config.RemoteLogCopyMaxBytesPerSec)
+	m.retry = newBackoff(opts.Config.RemoteLogManagerTaskInterval)
+	m.metrics = newRemoteMetrics()
 	m.reader.init(m, &opts.Config)
 	return m, nil
 }
@@ -247,18 +251,32 @@ func (m *Manager) RunOnce() {
 }
 
 func (m *Manager) runPartition(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
+	if !m.retry.ready(tp) {
+		// The store failed lately: only local retention of what is
+		// remote already until the backoff is over (retry.go).
+		return m.localRetention(tp, p, tg)
+	}
 	if err := m.cleanLeftovers(tp); err != nil {
+		m.retry.done(tp, err)
 		return err
 	}
+	var copyErr error
 	if !tg.CopyDisable {
-		if err := m.copySegments(tp, p); err != nil {
-			m.log.Warn("tiered: copy failed, retried next run", "partition", tp.String(), "err", err)
+		if copyErr = m.copySegments(tp, p); copyErr != nil {
+			m.log.Warn("tiered: copy failed, retried with backoff", "partition", tp.String(), "err", copyErr, "retry_in", m.retry.done(tp, copyErr))
 		}
 	}
 	if err := m.localRetention(tp, p, tg); err != nil {
 		return err
 	}
-	return m.remoteRetention(tp, p, tg)
+	err := m.remoteRetention(tp, p, tg)
+	if copyErr == nil {
+		m.retry.done(tp, err)
+		if err == nil && m.retry.takeSweep(tp) {
+			err = m.deleteOrphans(tp, false) // what copies that timed out left (retry.go)
+		}
+	}
+	return err
 }
 
 // cleanLeftovers deletes segments left COPY_SEGMENT_STARTED or
@@ -344,7 +362,9 @@ func (m *Manager) copySegments(tp TopicIDPartition, p *replica.Partition) error 
 	}
 	bound := min(p.HighWatermark(), p.LastStableOffset())
 	dir := filepath.Join(m.rm.LogDirOf(tp.Topic, tp.Partition), fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
-	for _, seg := range c.InactiveSegments() {
+	segs := c.InactiveSegments()
+	defer func() { m.metrics.setLag(tp, copyLagOf(segs, bound, rs.end)) }()
+	for _, seg := range segs {
 		if seg.Next > bound {
 			break
 		}
@@ -418,7 +438,9 @@ func (m *Manager) copySegment(tp TopicIDPartition, log engine.Log, dir string, s
 		return err
 	}
 	m.copyRate.wait(seg.Bytes)
-	if err := m.rsm.CopyLogSegmentData(md, data); err != nil {
+	err := m.rsm.CopyLogSegmentData(md, data)
+	m.metrics.copied(tp.Topic, seg.Bytes, err)
+	if err != nil {
 		if derr := m.deleteSegment(md); derr != nil {
 			m.log.Warn("tiered: cleaning a failed copy failed, retried next run", "partition", tp.String(), "err", derr)
 		}
@@ -588,6 +610,9 @@ func (m *Manager) deletePartition(tp TopicIDPartition) error {
 			return nil
 		}
 	}
+	if err := m.deleteOrphans(tp, true); err != nil {
+		return err
+	}
 	return m.meta.Forget(tp)
 }
 
@@ -597,8 +622,10 @@ func (m *Manager) deletePartition(tp TopicIDPartition) error {
 func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
 	m.taskMu.Lock()
 	defer m.taskMu.Unlock()
+	m.metrics.topicDeleted(id, name)
 	for i := 0; i < partitions; i++ {
 		tp := TopicIDPartition{TopicID: id, Topic: name, Partition: int32(i)}
+		m.retry.forget(tp)
 		if err := m.deletePartition(tp); err != nil {
 			m.log.Error("tiered: deleting a deleted topic's remote segments failed, retried by the next run", "partition", tp.String(), "err", err)
 		}

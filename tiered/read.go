@@ -1,7 +1,6 @@
 package tiered
 
 import (
-	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -19,33 +18,48 @@ import (
 	"github.com/sluice/sluice/zerocopy"
 )
 
-// ErrRemoteFetchBusy: every remote reader stayed busy for
-// remote.fetch.max.wait.ms; the fetch answers no records for the
-// partition and the client fetches again.
-var ErrRemoteFetchBusy = errors.New("tiered: remote readers busy")
+// ErrRemoteFetchBusy: the remote read of a fetch did not complete within
+// remote.fetch.max.wait.ms (readers busy, a slow or stopped store); the
+// fetch answers no records for the partition and the client fetches
+// again. The read goes on and its batches are cached for that next fetch.
+var ErrRemoteFetchBusy = errors.New("tiered: remote read in progress")
 
-// reader serves fetches from the remote tier: at most
-// remote.log.reader.threads reads at once (each holding at most the
-// fetch's partition bytes, so memory stays bounded), the offset indexes
-// of recently read segments cached up to
-// remote.log.index.file.cache.total.size.bytes, reads paced to
+// reader serves fetches from the remote tier, as Kafka's
+// RemoteLogReader pool: a read runs on its own goroutine, at most
+// remote.log.reader.threads of them reading at once, while the fetch
+// waits for it at most remote.fetch.max.wait.ms; the connection that
+// asked, and every other fetch, never waits longer. One read of a
+// segment at an offset is in flight at a time: fetches of the same
+// offset join it. A read that fails after its fetch stopped waiting is
+// kept until the next fetch of that offset, which answers its error
+// (KAFKA_STORAGE_ERROR, retriable) rather than starting a read that could
+// again outlast the wait: a consumer of a stopped store hears of it. Each read holds at most the fetch's partition bytes, so
+// memory is bounded by the reader count times the largest fetch, plus the
+// cache (cache.go) of offset indexes and read chunks bounded by
+// remote.log.index.file.cache.total.size.bytes. Reads are paced to
 // remote.log.manager.fetch.max.bytes.per.second.
 type reader struct {
 	m       *Manager
 	slots   chan struct{}
 	maxWait time.Duration
 	rate    *rate
+	cache   *cache
 
 	mu       sync.Mutex
-	cacheMax int64
-	cached   int64
-	lru      *list.List // of *indexEntry, most recent first
-	byID     map[UUID]*list.Element
+	inflight map[readKey]*readOp
 }
 
-type indexEntry struct {
-	id  UUID
-	idx []byte // the .index object: 8-byte entries (relative offset, position)
+// readKey names a read in flight.
+type readKey struct {
+	id     UUID
+	offset int64
+}
+
+// readOp is a read in flight; done is closed once b and err are set.
+type readOp struct {
+	done chan struct{}
+	b    []byte
+	err  error
 }
 
 func (r *reader) init(m *Manager, c *config.Config) {
@@ -57,55 +71,103 @@ func (r *reader) init(m *Manager, c *config.Config) {
 		r.maxWait = 500 * time.Millisecond
 	}
 	r.rate = newRate(c.RemoteLogFetchMaxBytesPerSec)
-	r.cacheMax = c.RemoteLogIndexCacheBytes
-	r.lru = list.New()
-	r.byID = map[UUID]*list.Element{}
+	r.cache = newCache(c.RemoteLogIndexCacheBytes)
+	r.inflight = map[readKey]*readOp{}
 }
 
-// forget drops a deleted segment's cached index.
-func (r *reader) forget(id UUID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e := r.byID[id]; e != nil {
-		r.cached -= int64(len(e.Value.(*indexEntry).idx))
-		r.lru.Remove(e)
-		delete(r.byID, id)
-	}
-}
+// forget drops what is cached of a deleted segment.
+func (r *reader) forget(id UUID) { r.cache.forget(id) }
 
 func (r *reader) offsetIndex(md SegmentMetadata) ([]byte, error) {
-	r.mu.Lock()
-	if e := r.byID[md.SegmentID]; e != nil {
-		r.lru.MoveToFront(e)
-		idx := e.Value.(*indexEntry).idx
-		r.mu.Unlock()
+	idx, err := r.index(md, IndexOffset)
+	return idx[:len(idx)/8*8], err
+}
+
+// index returns index t (IndexOffset or IndexTransaction) of md, from the
+// cache or the store.
+func (r *reader) index(md SegmentMetadata, t IndexType) ([]byte, error) {
+	if idx, ok := r.cache.getIndex(md.SegmentID, t); ok {
 		return idx, nil
 	}
-	r.mu.Unlock()
-	rc, err := r.m.rsm.FetchIndex(md, IndexOffset)
+	rc, err := r.m.rsm.FetchIndex(md, t)
 	if err != nil {
 		return nil, err
 	}
 	idx, err := io.ReadAll(io.LimitReader(rc, 64<<20))
 	rc.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%w: read offset index: %v", ErrRemoteStorage, err)
+		return nil, fmt.Errorf("%w: read index %d: %v", ErrRemoteStorage, t, err)
 	}
-	idx = idx[:len(idx)/8*8]
+	r.cache.putIndex(md.SegmentID, t, idx)
+	return idx, nil
+}
+
+// read returns batches of md from the one holding offset on, up to
+// maxBytes (at least one): from the cache, else from the read in flight
+// at that offset or a new one, waiting for it until wait is over
+// (ErrRemoteFetchBusy) or ctx is done.
+func (r *reader) read(ctx context.Context, wait <-chan time.Time, md SegmentMetadata, offset int64, maxBytes int) ([]byte, error) {
+	if b, ok := r.cache.chunk(md.SegmentID, offset, maxBytes); ok && len(b) > 0 {
+		return b, nil
+	}
+	k := readKey{md.SegmentID, offset}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byID[md.SegmentID] == nil && int64(len(idx)) <= r.cacheMax {
-		r.byID[md.SegmentID] = r.lru.PushFront(&indexEntry{id: md.SegmentID, idx: idx})
-		r.cached += int64(len(idx))
-		for r.cached > r.cacheMax {
-			last := r.lru.Back()
-			e := last.Value.(*indexEntry)
-			r.cached -= int64(len(e.idx))
-			r.lru.Remove(last)
-			delete(r.byID, e.id)
+	op := r.inflight[k]
+	if op != nil {
+		select {
+		case <-op.done:
+			// A read that failed after its fetch stopped waiting: this
+			// fetch reports it (the consumer retries), then it goes.
+			delete(r.inflight, k)
+			r.mu.Unlock()
+			return nil, op.err
+		default:
 		}
 	}
-	return idx, nil
+	if op == nil {
+		op = &readOp{done: make(chan struct{})}
+		r.inflight[k] = op
+		go r.run(k, op, md, offset, maxBytes)
+	}
+	r.mu.Unlock()
+	select {
+	case <-op.done:
+	case <-wait:
+		return nil, ErrRemoteFetchBusy
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if op.err != nil {
+		r.mu.Lock()
+		if r.inflight[k] == op {
+			delete(r.inflight, k) // reported here
+		}
+		r.mu.Unlock()
+		return nil, op.err
+	}
+	return sliceBatches(op.b, offset, maxBytes), nil
+}
+
+// run performs one read on a reader slot and caches what it read.
+func (r *reader) run(k readKey, op *readOp, md SegmentMetadata, offset int64, maxBytes int) {
+	r.slots <- struct{}{}
+	op.b, op.err = r.readBatches(md, offset, maxBytes, -1)
+	if op.err == nil && !md.TxnIndexEmpty {
+		// Fetched here so that Read finds it cached.
+		_, op.err = r.index(md, IndexTransaction)
+	}
+	<-r.slots
+	if op.err == nil {
+		r.rate.wait(int64(len(op.b)))
+		r.cache.putChunk(md.SegmentID, op.b)
+	}
+	r.m.metrics.fetched(md.Partition.Topic, int64(len(op.b)), op.err)
+	r.mu.Lock()
+	if op.err == nil {
+		delete(r.inflight, k)
+	} // a failure stays until a fetch of k reports it (read)
+	r.mu.Unlock()
+	close(op.done)
 }
 
 // lookup returns the position of the greatest index entry at or below
@@ -171,30 +233,42 @@ func (m *Manager) Read(ctx context.Context, t *replica.Topic, p *replica.Partiti
 		return zerocopy.Slice{}, nil, fmt.Errorf("%w: offset %d is in no remote segment", engine.ErrOffsetOutOfRange, offset)
 	}
 	md := rs.segs[i]
-	r := &m.reader
-	timer := time.NewTimer(r.maxWait)
+	timer := time.NewTimer(m.reader.maxWait)
 	defer timer.Stop()
-	select {
-	case r.slots <- struct{}{}:
-	case <-timer.C:
-		return zerocopy.Slice{}, nil, ErrRemoteFetchBusy
-	case <-ctx.Done():
-		return zerocopy.Slice{}, nil, ctx.Err()
-	}
-	defer func() { <-r.slots }()
-	b, err := r.readBatches(md, offset, maxBytes, upTo)
+	b, err := m.reader.read(ctx, timer.C, md, offset, maxBytes)
 	if err != nil || len(b) == 0 {
 		return zerocopy.Slice{}, nil, err
 	}
-	r.rate.wait(int64(len(b)))
+	// Remote segments lie wholly below the high watermark and the last
+	// stable offset when they are copied: upTo cuts nothing of them
+	// unless the log was truncated below them since.
+	if upTo >= 0 {
+		b = batchesBelow(b, upTo)
+		if len(b) == 0 {
+			return zerocopy.Slice{}, nil, nil
+		}
+	}
 	var aborted []engine.AbortedTxn
 	if !md.TxnIndexEmpty {
 		last := record.Batch(lastBatch(b)).LastOffset()
-		if aborted, err = r.abortedTxns(md, offset, last+1); err != nil {
+		if aborted, err = m.reader.abortedTxns(md, offset, last+1); err != nil {
 			return zerocopy.Slice{}, nil, err
 		}
 	}
 	return zerocopy.BytesSlice(b), aborted, nil
+}
+
+// batchesBelow returns the leading batches of b that end below upTo.
+func batchesBelow(b []byte, upTo int64) []byte {
+	end := 0
+	for end+record.HeaderSize <= len(b) {
+		bt := record.Batch(b[end:])
+		if bt.NextOffset() > upTo {
+			break
+		}
+		end += bt.Size()
+	}
+	return b[:end]
 }
 
 func lastBatch(b []byte) []byte {
@@ -267,14 +341,9 @@ func (r *reader) readBatches(md SegmentMetadata, offset int64, maxBytes int, upT
 // abortedTxns returns the entries of the segment's remote transaction
 // index overlapping [from, upTo).
 func (r *reader) abortedTxns(md SegmentMetadata, from, upTo int64) ([]engine.AbortedTxn, error) {
-	rc, err := r.m.rsm.FetchIndex(md, IndexTransaction)
+	b, err := r.index(md, IndexTransaction)
 	if err != nil {
 		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(rc, 64<<20))
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("%w: read txn index: %v", ErrRemoteStorage, err)
 	}
 	entries, _ := segment.DecodeTxnIndex(b)
 	var out []engine.AbortedTxn

@@ -1,8 +1,10 @@
 package tiered
 
 import (
+	"encoding/base64"
 	"errors"
 	"io"
+	"strings"
 )
 
 // Errors of a RemoteStorageManager, classified with errors.Is.
@@ -58,4 +60,36 @@ type RemoteStorageManager interface {
 	// DeleteLogSegmentData removes every object of the segment, and any
 	// left by a copy cut short; deleting what is absent is not an error.
 	DeleteLogSegmentData(md SegmentMetadata) error
+}
+
+// OrphanDeleter is an optional power of a RemoteStorageManager: it deletes
+// the objects of a partition's segments that keep does not name, whole or
+// left by a copy cut short. A copy that timed out against a hung store
+// can still land after its cleanup listed the objects (the store
+// processes the request once it runs again), leaving objects no metadata
+// names; the remote log manager sweeps them with it once a partition's
+// store calls succeed again after failures, and wipes a deleted
+// partition's prefix with it (keep names nothing).
+type OrphanDeleter interface {
+	DeleteOrphans(tp TopicIDPartition, keep func(UUID) bool) (deleted int, err error)
+}
+
+// segmentIDOf parses the segment id out of an object name
+// "<start offset>-<segment id>.<suffix>"; ok is false for another name.
+func segmentIDOf(name string) (UUID, bool) {
+	_, rest, ok := strings.Cut(name, "-")
+	if !ok {
+		return UUID{}, false
+	}
+	id, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return UUID{}, false
+	}
+	var u UUID
+	b, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(b) != len(u) {
+		return UUID{}, false
+	}
+	copy(u[:], b)
+	return u, true
 }
