@@ -202,3 +202,39 @@ func (f *fetcher) rebuildFromRemote(pd pending, starts map[tp]int64) {
 	}
 	pd.st.tiered, pd.st.refusals = false, 0
 }
+
+// ProducerSnapshotAt returns the producer state of the log below offset
+// (the end of a rolled segment the remote log manager copies; Kafka's
+// producer snapshot at the next segment's base), in this package's
+// snapshot format: the latest valid snapshot at or below offset, or none
+// (the log start), with the batches up to offset replayed. Batches that
+// end past offset are left out. It reads only what lies below offset,
+// which must be below the high watermark (never truncated), so it is
+// safe to call while the partition appends.
+func (p *Partition) ProducerSnapshotAt(offset int64) ([]byte, error) {
+	s := newProducerState(p.opts.ProducerIDExpiration)
+	from := p.log.StartOffset()
+	if ss, ok := p.log.(engine.SnapshotStore); ok {
+		for upTo := offset; upTo >= 0; {
+			off, data, ok, err := ss.LatestSnapshot(upTo)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			entries, err := decodeSnapshot(data)
+			if err != nil {
+				upTo = off - 1
+				continue
+			}
+			loadSnapshot(s, entries)
+			from = max(from, off)
+			break
+		}
+	}
+	if err := replayProducersTo(s, p.log, from, offset); err != nil {
+		return nil, err
+	}
+	return encodeSnapshot(s), nil
+}
