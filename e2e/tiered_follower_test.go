@@ -53,7 +53,7 @@ func TestTieredFollowerRebuildsFromRemote(t *testing.T) {
 	}
 
 	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchMaxBytes(16<<10))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,9 +365,13 @@ type EpochRestorer interface {
 	// EpochCache's invariant is dropped, as NewEpochCache does), cut as
 	// the log's own history is: entries at or above the start offset go
 	// (the next append assigns them) and the one covering the start
-	// offset starts there (EpochCache.TruncateFromStart). It is durable
-	// when it returns. A log with batches gives ErrOffsetOutOfRange and
-	// changes nothing.
+	// offset starts there (EpochCache.TruncateFromStart). It is written
+	// where the log keeps its history before it returns, but a reopen
+	// applies the log's recovery to it: the segment backend cuts entries
+	// at or above the log end, so on a log still empty the restored entry
+	// lasts until the first append (which assigns the epoch of the batch
+	// at the start offset, the same or a later one) or a reopen. A log
+	// with batches gives ErrOffsetOutOfRange and changes nothing.
 	RestoreLeaderEpochs(entries []EpochEntry) error
 }
 
