@@ -66,7 +66,7 @@ func TestTieredFollowerRebuildsFromRemote(t *testing.T) {
 	}
 	pid, pepoch := ipr.ProducerID, ipr.ProducerEpoch
 
-	if code, base := produceIdempotent(t, cl, topic, pid, pepoch, 0, 5); code != 0 || base != 0 {
+	if code, base := produceIdempotent(t, cl, leader, topic, pid, pepoch, 0, 5); code != 0 || base != 0 {
 		t.Fatalf("producer %d sequences 0-4: code %d at %d, want 0 at 0", pid, code, base)
 	}
 	// Filler rolls segments, which are tiered and deleted locally.
@@ -108,22 +108,27 @@ func TestTieredFollowerRebuildsFromRemote(t *testing.T) {
 		pd, ok := c.partition(topic, 0)
 		return ok && pd.Leader == follower
 	})
-	if code, base := produceIdempotent(t, cl, topic, pid, pepoch, 0, 5); code != 0 || base != 0 {
+	cl2, err := c.newClient(kgo.SeedBrokers(c.seeds()...)) // cl knew only the old leader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	if code, base := produceIdempotent(t, cl2, follower, topic, pid, pepoch, 0, 5); code != 0 || base != 0 {
 		t.Errorf("retry of sequences 0-4 on the new leader: code %d at %d, want 0 at the original offset 0", code, base)
 	}
-	if code, _ := produceIdempotent(t, cl, topic, pid, pepoch, 9, 1); code != kerr.OutOfOrderSequenceNumber.Code {
+	if code, _ := produceIdempotent(t, cl2, follower, topic, pid, pepoch, 9, 1); code != kerr.OutOfOrderSequenceNumber.Code {
 		t.Errorf("sequence 9 after 4 on the new leader: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", code)
 	}
-	if code, base := produceIdempotent(t, cl, topic, pid, pepoch, 5, 1); code != 0 || base != 517 {
+	if code, base := produceIdempotent(t, cl2, follower, topic, pid, pepoch, 5, 1); code != 0 || base != 517 {
 		t.Errorf("sequence 5 on the new leader: code %d at %d, want 0 at 517", code, base)
 	}
 }
 
 // produceIdempotent sends one batch of n records of producer pid from
-// sequence seq (acks=1) to the partition's current leader, retrying
+// sequence seq (acks=1) to broker id, the partition's leader, retrying
 // NOT_LEADER_OR_FOLLOWER for a bounded while, and returns the error code
 // and base offset.
-func produceIdempotent(t *testing.T, cl *kgo.Client, topic string, pid int64, epoch int16, seq int32, n int) (int16, int64) {
+func produceIdempotent(t *testing.T, cl *kgo.Client, id int32, topic string, pid int64, epoch int16, seq int32, n int) (int16, int64) {
 	t.Helper()
 	recs := make([]record.BuildRecord, n)
 	for i := range recs {
@@ -131,7 +136,7 @@ func produceIdempotent(t *testing.T, cl *kgo.Client, topic string, pid int64, ep
 	}
 	b := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}, recs)
 	var last error
-	for try := 0; try < 100; try++ {
+	for try := 0; try < 50; try++ {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = 1, 10000
 		rt := kmsg.NewProduceRequestTopic()
@@ -141,15 +146,15 @@ func produceIdempotent(t *testing.T, cl *kgo.Client, topic string, pid int64, ep
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		resp, err := req.RequestWith(ctx, cl)
+		kr, err := cl.Broker(int(id)).Request(ctx, req)
 		cancel()
-		if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+		resp, _ := kr.(*kmsg.ProduceResponse)
+		if err == nil && resp != nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
 			p := resp.Topics[0].Partitions[0]
 			if p.ErrorCode != kerr.NotLeaderForPartition.Code && p.ErrorCode != kerr.LeaderNotAvailable.Code {
 				return p.ErrorCode, p.BaseOffset
 			}
 			last = kerr.ErrorForCode(p.ErrorCode)
-			cl.ForceMetadataRefresh()
 		} else {
 			last = err
 		}
