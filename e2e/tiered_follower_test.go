@@ -183,4 +183,3 @@ func listOffsetV8(t *testing.T, cl *kgo.Client, topic string, ts int64) int64 {
 	}
 	return resp.Topics[0].Partitions[0].Offset
 }
-

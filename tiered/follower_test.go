@@ -145,4 +145,3 @@ func TestParseEpochCheckpoint(t *testing.T) {
 		t.Errorf("an empty checkpoint: %v", err)
 	}
 }
-
