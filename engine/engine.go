@@ -351,6 +351,39 @@ type FullTruncater interface {
 	TruncateFullyAndStartAt(offset int64) error
 }
 
+// EpochRestorer is an optional capability of a Log, found by type
+// assertion: a follower that fell below its leader's local log start on a
+// tiered topic (KIP-405) restarts its log there with
+// TruncateFullyAndStartAt, which clears the leader epoch history, and then
+// restores the history below the restart offset from the remote tier, as
+// Kafka's ReplicaFetcherTierStateMachine assigns the remote segment's
+// leader-epoch checkpoint to the log's epoch cache. The segment and memlog
+// backends implement it.
+type EpochRestorer interface {
+	// RestoreLeaderEpochs replaces the epoch history of an empty log
+	// (StartOffset == EndOffset) with entries, ascending (what breaks
+	// EpochCache's invariant is dropped, as NewEpochCache does), cut as
+	// the log's own history is: entries at or above the start offset go
+	// (the next append assigns them) and the one covering the start
+	// offset starts there (EpochCache.TruncateFromStart). It is written
+	// where the log keeps its history before it returns, but a reopen
+	// applies the log's recovery to it: the segment backend cuts entries
+	// at or above the log end, so on a log still empty the restored entry
+	// lasts until the first append (which assigns the epoch of the batch
+	// at the start offset, the same or a later one) or a reopen. A log
+	// with batches gives ErrOffsetOutOfRange and changes nothing.
+	RestoreLeaderEpochs(entries []EpochEntry) error
+}
+
+// RestoredEpochs returns the history RestoreLeaderEpochs keeps of entries
+// for a log empty at start.
+func RestoredEpochs(entries []EpochEntry, start int64) *EpochCache {
+	c := NewEpochCache(entries)
+	c.TruncateFromEnd(start)
+	c.TruncateFromStart(start)
+	return c
+}
+
 // HighWatermarkStore is an optional capability of a Store, found by type
 // assertion: it keeps the partitions' high watermarks across restarts, as
 // Kafka's replication-offset-checkpoint does per log dir. The store does

@@ -48,7 +48,9 @@ import (
 // to Backoff while the refusals last (retryBackoff; the controller's next
 // LeaderAndIsr re-adds it with the new leader and epoch).
 // OFFSET_OUT_OF_RANGE below the leader's log start restarts this log at the
-// leader's log start; otherwise the partition truncates again. A failed
+// leader's log start; otherwise the partition truncates again.
+// OFFSET_MOVED_TO_TIERED_STORAGE (below the leader's local log start, on a
+// tiered topic) rebuilds this log from the remote tier (tierstate.go). A failed
 // request backs off every partition of that leader and reconnects.
 
 // FetcherOptions configure a FetcherManager. Zero values mean the
@@ -86,6 +88,10 @@ type FetcherOptions struct {
 	// Quota is the follower's replication throttle
 	// (follower.replication.throttled.rate; nil: none).
 	Quota ReplicaQuota
+	// RemoteLog finds the state below a leader's local log start in the
+	// remote tier (tierstate.go); nil: a follower answered
+	// OFFSET_MOVED_TO_TIERED_STORAGE realigns by epochs and retries.
+	RemoteLog RemoteLogAux
 }
 
 // ReplicaQuota is a follower's replication throttle, Kafka's ReplicaQuota
@@ -222,8 +228,11 @@ func (m *FetcherManager) Close() {
 // fetchPart is a partition's replication state in its fetcher. A new one
 // replaces it on every Add, so a response for an older one is dropped.
 type fetchPart struct {
-	epoch        int32 // the leader epoch sent as CurrentLeaderEpoch
-	truncating   bool
+	epoch      int32 // the leader epoch sent as CurrentLeaderEpoch
+	truncating bool
+	// tiered: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE; the
+	// next tierRound rebuilds the log from the remote tier.
+	tiered       bool
 	backoffUntil time.Time
 	// refusals counts the partition's backoffs in a row; an answer
 	// applied without error resets it (see retryBackoff).
@@ -325,6 +334,7 @@ func (f *fetcher) run() {
 		var truncated, fetched bool
 		err := safe.Call(f.m.logger, "replication: replica fetcher round", func() error {
 			truncated = f.truncateRound()
+			truncated = f.tierRound() || truncated
 			fetched = f.fetchRound()
 			return nil
 		})
@@ -418,7 +428,7 @@ func (f *fetcher) snapshot(truncating bool) map[tp]pending {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, st := range f.parts {
-		if st.truncating != truncating || now.Before(st.backoffUntil) {
+		if st.truncating != truncating || st.tiered || now.Before(st.backoffUntil) {
 			continue
 		}
 		out[tp{p.Topic(), p.Index()}] = pending{p, st}
@@ -803,6 +813,9 @@ func (f *fetcher) applyFetch(pd pending, rp *kmsg.FetchResponseTopicPartition) {
 		// Above the leader's log end: realign by epochs.
 		pd.st.truncating = true
 		f.backoff(pd.st)
+		return
+	case errors.Is(err, kerr.OffsetMovedToTieredStorage):
+		pd.st.tiered = true // tierRound, before the next fetch
 		return
 	default:
 		level := slog.LevelInfo

@@ -168,7 +168,12 @@ func (p *Partition) maybeSnapshot(force bool) {
 // replayProducers loads into s every batch of log from the one holding
 // start to the log end.
 func replayProducers(s *producerState, log engine.Log, start int64) error {
-	end := log.EndOffset()
+	return replayProducersTo(s, log, start, log.EndOffset())
+}
+
+// replayProducersTo is replayProducers up to end: batches that end past
+// it are left out.
+func replayProducersTo(s *producerState, log engine.Log, start, end int64) error {
 	var buf []byte
 	// Every iteration moves off forward by at least one batch or stops.
 	for off := start; off < end; {
@@ -191,6 +196,9 @@ func replayProducers(s *producerState, log engine.Log, start int64) error {
 			pos += size
 			if b.NextOffset() <= off {
 				continue
+			}
+			if b.NextOffset() > end {
+				return nil
 			}
 			s.load(b, -1)
 			next = b.NextOffset()

@@ -319,6 +319,7 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 			if err == nil && replicaID >= 0 {
 				var held bool
 				held, err = readReplica(ft, op, &remaining, total == 0, replicaID, now, leaderExceeded && ft.throttled)
+				err = s.movedToTiered(ft, err) // tierfollow.go
 				if held {
 					s.repl.leader.NoteSkipped(1)
 				}

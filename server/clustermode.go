@@ -100,6 +100,7 @@ func newZKPlane(s *Server, node *cluster.Node) *zkPlane {
 		MaxWait:           s.cfg.ReplicaFetchWaitMax,
 		Backoff:           s.cfg.ReplicaFetchBackoff,
 		Quota:             followerQuota{s, s.repl.follower},
+		RemoteLog:         remoteLogAux{s}, // tierfollow.go
 	})
 	// Producer ids are unique per broker (each allocates from its own
 	// metastore), so the broker id goes into the high bits.

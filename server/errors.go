@@ -92,6 +92,8 @@ func serverCode(err error) (int16, bool) {
 		return kerr.InvalidConfig.Code, true
 	case errors.Is(err, errRemoteStorage):
 		return kerr.KafkaStorageError.Code, true
+	case errors.Is(err, errOffsetMovedToTieredStorage):
+		return kerr.OffsetMovedToTieredStorage.Code, true
 	case errors.Is(err, errInvalidRequest), errors.Is(err, errTransactionsUnsupported):
 		return kerr.InvalidRequest.Code, true
 	case errors.Is(err, errTopicDeletionDisabled):

@@ -27,6 +27,7 @@
 // dead one left COPY_SEGMENT_STARTED, then continues after the last
 // finished segment), followers apply local retention to what is remote.
 //
-// Not here yet (issue 31): followers rebuilding their leader epochs and
-// producer state from the remote tier (OFFSET_MOVED_TO_TIERED_STORAGE).
+// A follower below the leader's local log start is answered
+// OFFSET_MOVED_TO_TIERED_STORAGE and rebuilds its start, leader epochs and
+// producer state from the remote tier (follower.go, replication/tierstate.go).
 package tiered

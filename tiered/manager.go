@@ -379,7 +379,7 @@ func (m *Manager) copySegments(tp TopicIDPartition, p *replica.Partition) error 
 		if m.topicMeta != nil && !p.IsLeader() {
 			return nil // leadership moved: the new leader continues
 		}
-		if err := m.copySegment(tp, log, dir, seg); err != nil {
+		if err := m.copySegment(tp, p, dir, seg); err != nil {
 			return err
 		}
 		rs.end = seg.Next
@@ -405,8 +405,13 @@ func existing(path string) string {
 	return ""
 }
 
-func (m *Manager) copySegment(tp TopicIDPartition, log engine.Log, dir string, seg engine.SegmentInfo) error {
+func (m *Manager) copySegment(tp TopicIDPartition, p *replica.Partition, dir string, seg engine.SegmentInfo) error {
+	log := p.Log()
+	leaderEpoch := p.LeaderEpoch()
 	epochs := log.LeaderEpochs()
+	if err := ensureProducerSnapshot(p, seg.Next); err != nil {
+		return fmt.Errorf("tiered: producer snapshot at %d of %s: %w", seg.Next, tp, err)
+	}
 	md := SegmentMetadata{
 		Partition:      tp,
 		SegmentID:      newUUID(),
@@ -445,6 +450,16 @@ func (m *Manager) copySegment(tp TopicIDPartition, log engine.Log, dir string, s
 			m.log.Warn("tiered: cleaning a failed copy failed, retried next run", "partition", tp.String(), "err", derr)
 		}
 		return fmt.Errorf("tiered: copy segment %d of %s: %w", seg.Base, tp, err)
+	}
+	if m.topicMeta != nil && (!p.IsLeader() || p.LeaderEpoch() != leaderEpoch) {
+		// Deposed while copying (Kafka's copy task is fenced by the
+		// leader epoch): the segment is not recorded; its objects go and
+		// the new leader cleans the COPY_SEGMENT_STARTED record up as a
+		// leftover and copies the segment itself.
+		if derr := m.rsm.DeleteLogSegmentData(md); derr != nil {
+			m.log.Warn("tiered: removing the objects of a deposed leader's copy failed", "partition", tp.String(), "segment", md.SegmentID.String(), "err", derr)
+		}
+		return fmt.Errorf("tiered: copy segment %d of %s: leader epoch %d is no longer this broker's (now %d, leader %v)", seg.Base, tp, leaderEpoch, p.LeaderEpoch(), p.IsLeader())
 	}
 	if err := m.meta.Update(tp, md.SegmentID, CopySegmentFinished, m.now().UnixMilli()); err != nil {
 		// In a cluster a new leader may have cleaned this copy up as a
@@ -708,4 +723,24 @@ func (r *rate) reserve(n int64) time.Duration {
 	d := r.next.Sub(now)
 	r.next = r.next.Add(time.Duration(float64(n) / float64(r.perSec) * float64(time.Second)))
 	return d
+}
+
+// ensureProducerSnapshot writes the producer snapshot at next (the end of
+// a segment to copy) when the log has none there: replication snapshots
+// at the log end after a roll, not at the roll itself as Kafka does, and
+// the remote segment needs the state at its end (a follower that rebuilds
+// from it restores that).
+func ensureProducerSnapshot(p *replica.Partition, next int64) error {
+	ss, ok := p.Log().(engine.SnapshotStore)
+	if !ok {
+		return nil
+	}
+	if off, _, ok, err := ss.LatestSnapshot(next); err != nil || (ok && off == next) {
+		return err
+	}
+	data, err := p.ProducerSnapshotAt(next)
+	if err != nil {
+		return err
+	}
+	return ss.SaveSnapshot(next, data)
 }

@@ -342,6 +342,11 @@ func (r *reader) readBatches(md SegmentMetadata, offset int64, maxBytes int, upT
 // index overlapping [from, upTo).
 func (r *reader) abortedTxns(md SegmentMetadata, from, upTo int64) ([]engine.AbortedTxn, error) {
 	b, err := r.index(md, IndexTransaction)
+	if errors.Is(err, ErrRemoteNotFound) {
+		// Optional: none for a segment without aborted transactions
+		// (Kafka's RemoteIndexCache makes an empty one).
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
