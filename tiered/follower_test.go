@@ -102,7 +102,7 @@ func TestDeposedLeaderDoesNotRecordCopy(t *testing.T) {
 		}
 	}}
 	meta := newMetadataStore(&memKV{m: map[string][]byte{}})
-	m := &Manager{meta: meta, topicMeta: viewOnly(), rsm: rsm, log: slog.New(slog.DiscardHandler), now: time.Now, copyRate: newRate(0)}
+	m := &Manager{meta: meta, topicMeta: viewOnly(), rsm: rsm, log: slog.New(slog.DiscardHandler), now: time.Now, copyRate: newRate(0), metrics: newRemoteMetrics()}
 	tp := TopicIDPartition{Topic: "t", Partition: 0}
 	if err := m.copySegment(tp, p, t.TempDir(), segs[0]); err == nil {
 		t.Fatal("a deposed leader's copy succeeded")
@@ -121,7 +121,7 @@ func TestDeposedLeaderDoesNotRecordCopy(t *testing.T) {
 // KIP-1058) has no aborted transactions, as Kafka's RemoteIndexCache
 // makes an empty index; before, the read failed.
 func TestMissingTxnIndexIsEmpty(t *testing.T) {
-	r := &reader{m: &Manager{rsm: &hookRSM{}}}
+	r := &reader{m: &Manager{rsm: &hookRSM{}}, cache: newCache(1 << 20)}
 	got, err := r.abortedTxns(SegmentMetadata{StartOffset: 0, EndOffset: 9}, 0, 10)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("aborted transactions of a segment without a txn index: %v, %v; want none", got, err)
