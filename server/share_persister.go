@@ -432,6 +432,9 @@ func (p *sharePersister) summaries(ctx context.Context, group string, keys []sha
 	ctx, cancel := context.WithTimeout(ctx, sharePersistTimeout)
 	defer cancel()
 	out := map[share.Key]shareSummary{}
+	if len(p.s.md.partitions(sharecoord.Topic)) == 0 {
+		return out, nil // no share state anywhere yet (and none created to say so)
+	}
 	backoff := sharePersistBackoff
 	pending := keys
 	for len(pending) > 0 {
