@@ -171,7 +171,9 @@ func TestClusterShareGroupOffsetsAdmin(t *testing.T) {
 				}
 			}
 			return true
-		}, func() string { return fmt.Sprintf("describe --offsets: %v, want start %s lag %s on each partition", got, start, lag) })
+		}, func() string {
+			return fmt.Sprintf("describe --offsets: %v, want start %s lag %s on each partition", got, start, lag)
+		})
 	}
 	noState := func(what string) {
 		t.Helper()
