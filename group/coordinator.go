@@ -144,6 +144,12 @@ type Options struct {
 	ShareGroupConfigs func(group string) ShareGroupConfig
 	ShareMaxSize      int
 	ShareMemberGone   func(group, member string)
+	// ShareDeleteState, when set, deletes an empty share group's share
+	// state (on every share coordinator) before DeleteGroups deletes the
+	// group; its error fails the deletion, as Kafka's
+	// GroupCoordinatorService.deleteGroups. Called with the group's lock
+	// held; it must not call back into the Coordinator.
+	ShareDeleteState func(group string) error
 }
 
 // Coordinator is the group coordinator of one broker. Create it with New.

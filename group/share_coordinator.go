@@ -475,6 +475,11 @@ func (c *Coordinator) deleteShareGroup(name string) (isShare bool, err error) {
 	if sg.g.Len() > 0 {
 		return true, fmt.Errorf("%w: share group %s has %d members", errNonEmptyGroup, name, sg.g.Len())
 	}
+	if del := c.opts.ShareDeleteState; del != nil {
+		if err := del(name); err != nil {
+			return true, err
+		}
+	}
 	var recs []offsets.ShareRecord
 	for id := range sg.g.Target {
 		recs = append(recs, sharegroup.MemberTombstones(name, id)[1])

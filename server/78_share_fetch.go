@@ -340,6 +340,9 @@ func handleShareFetch(s *Server, rc *reqCtx, kreq kmsg.Request) (*response, erro
 		return kresp(resp), nil
 	}
 	closing := req.ShareSessionEpoch == -1
+	if closing {
+		defer s.shareGroupIdle(group) // share_state.go
+	}
 	if !closing {
 		// Partitions named join the session, forgotten ones leave it; only
 		// partitions that resolve are kept, so a session cannot grow with

@@ -55,6 +55,9 @@ func handleShareAcknowledge(s *Server, rc *reqCtx, kreq kmsg.Request) (*response
 		resp.ErrorCode = code
 		return kresp(resp), nil
 	}
+	if e == -1 {
+		defer s.shareGroupIdle(group) // share_state.go
+	}
 
 	var acks []shareAckPart
 	for _, t := range req.Topics {

@@ -7,7 +7,8 @@ package server
 // -1. A leader epoch older than the state's: FENCED_LEADER_EPOCH (-1: no
 // check).
 //
-//	v1: DeliveryCompleteCount (KIP-1226): always -1 (not counted)
+//	v1: DeliveryCompleteCount (KIP-1226): the offsets from the start offset
+//	    on that are acknowledged or archived (-1 without state)
 //
 // The common checks are shareStateReq.check's
 // (83_initialize_share_group_state.go).
@@ -37,6 +38,9 @@ func handleReadShareGroupStateSummary(s *Server, rc *reqCtx, req kmsg.Request) (
 						code = kerr.FencedLeaderEpoch.Code
 					} else {
 						rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = st.StateEpoch, st.LeaderEpoch, st.StartOffset
+						if st.StartOffset >= 0 {
+							rp.DeliveryCompleteCount = int32(min(shareDeliveryComplete(st.Snapshot), 1<<31-1))
+						}
 					}
 				}
 			}

@@ -12,7 +12,11 @@ package server
 //     partitions; an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION;
 //   - each partition named gets the start offset asked and loses its
 //     in-flight state (every record from there on is Available and never
-//     delivered), written to __share_group_state before the answer.
+//     delivered), written to __share_group_state before the answer, by
+//     InitializeShareGroupState to the partition's share coordinator
+//     (share_persister.go), whichever broker it is; the partition's
+//     leader, another broker maybe, forgot its copy when the group's last
+//     share session there ended (shareGroupIdle).
 //
 // A negative start offset is INVALID_REQUEST on its partition (Sluice's
 // choice: kafka-share-groups.sh resolves --to-earliest/--to-latest to
@@ -56,26 +60,29 @@ func (s *Server) alterShareTopic(ctx context.Context, rc *reqCtx, group string, 
 	out := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 	out.Topic = rt.Topic
 	code := int16(0)
-	t := s.rm.Topic(rt.Topic)
+	// The cluster's metadata: this broker may have no replica of the
+	// topic, whose share state is on any share coordinator.
+	id, known := s.md.topicID(rt.Topic)
+	n := len(s.md.partitions(rt.Topic))
 	switch {
 	case !s.az.allowed(rc, acl.OpRead, acl.ResourceTopic, rt.Topic):
 		code = kerr.TopicAuthorizationFailed.Code
-	case t == nil:
+	case !known:
 		code = kerr.UnknownTopicOrPartition.Code
 	default:
-		out.TopicID = t.ID
+		out.TopicID = id
 	}
 	for _, rp := range rt.Partitions {
 		p := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 		p.Partition, p.ErrorCode = rp.Partition, code
 		switch {
 		case code != 0:
-		case rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
+		case rp.Partition < 0 || int(rp.Partition) >= n:
 			p.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		case rp.StartOffset < 0:
 			p.ErrorCode = kerr.InvalidRequest.Code
 		default:
-			k := share.Key{Group: group, Topic: t.ID, Partition: rp.Partition}
+			k := share.Key{Group: group, Topic: id, Partition: rp.Partition}
 			if err := s.shareResetStart(ctx, k, rp.StartOffset); err != nil {
 				p.ErrorCode = errorCode(err)
 				s.logShareAdminErr("AlterShareGroupOffsets", group, rt.Topic, err)

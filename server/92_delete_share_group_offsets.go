@@ -11,8 +11,9 @@ package server
 //   - per topic: Read on it, else TOPIC_AUTHORIZATION_FAILED; an unknown
 //     topic is UNKNOWN_TOPIC_OR_PARTITION;
 //   - the group's share state of each topic named is deleted (memory and
-//     __share_group_state): its next fetch starts the topic's partitions
-//     afresh at share.auto.offset.reset.
+//     __share_group_state, DeleteShareGroupState on every share
+//     coordinator that has some, share_persister.go): its next fetch
+//     starts the topic's partitions afresh at share.auto.offset.reset.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,15 +36,15 @@ func handleDeleteShareGroupOffsets(s *Server, rc *reqCtx, kreq kmsg.Request) (*r
 		for _, rt := range req.Topics {
 			out := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			out.Topic = rt.Topic
-			t := s.rm.Topic(rt.Topic)
+			id, known := s.md.topicID(rt.Topic)
 			switch {
 			case !s.az.allowed(rc, acl.OpRead, acl.ResourceTopic, rt.Topic):
 				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			case t == nil:
+			case !known:
 				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				out.TopicID = t.ID
-				if err := s.shareDeleteTopic(ctx, req.GroupID, t.ID); err != nil {
+				out.TopicID = id
+				if err := s.shareDeleteTopic(ctx, req.GroupID, id); err != nil {
 					out.ErrorCode = errorCode(err)
 					s.logShareAdminErr("DeleteShareGroupOffsets", req.GroupID, rt.Topic, err)
 				}

@@ -45,6 +45,15 @@ func (c *stateCollector) collectShare(ch chan<- prometheus.Metric, limit int) {
 		rows = append(rows, row{k, h.P.Stats()})
 		h.Unlock()
 	})
+	// Partitions forgotten while their group is idle here keep their
+	// series (shareGroupIdle).
+	s.share.dlqMu.Lock()
+	for k, st := range s.share.idleStats {
+		if s.share.parts.Lookup(k) == nil {
+			rows = append(rows, row{k, st})
+		}
+	}
+	s.share.dlqMu.Unlock()
 	if len(rows) > limit {
 		return
 	}

@@ -470,7 +470,8 @@ func New(opts Options) (*Server, error) {
 		PersistShare:      s.offsets.PersistShare,
 		ShareGroupConfigs: s.shareGroupConfig, // 76_share_group_heartbeat.go
 		ShareMaxSize:      c.GroupShare.MaxSize,
-		ShareMemberGone:   s.shareMemberGone, // share_session.go
+		ShareMemberGone:   s.shareMemberGone,       // share_session.go
+		ShareDeleteState:  s.shareDeleteGroupState, // share_state.go
 	})
 	if err != nil {
 		return fail(fmt.Errorf("server: group coordinator: %w", err))

@@ -1,6 +1,6 @@
 package server
 
-// Dead-letter topics of share groups (KIP-1191), single node:
+// Dead-letter topics of share groups (KIP-1191), both modes:
 //
 //   - A share group with errors.deadletterqueue.topic.name set gets, for
 //     every record archived because it was rejected (AckReject) or because
@@ -19,8 +19,10 @@ package server
 //   - A missing dead-letter topic is created with the broker's defaults
 //     when errors.deadletterqueue.auto.create.topics.enable=true; else the
 //     dead letters are skipped with a logged warning and counted in
-//     sluice_share_dlq_skipped_total. A dead-letter topic whose partition
-//     is not led here (cluster mode) is skipped the same way.
+//     sluice_share_dlq_skipped_total. A dead-letter partition led by
+//     another broker gets them as a Produce (acks=all, the same batch,
+//     producer id and sequence) over the inter-broker listener
+//     (produceDeadLetters); one without a leader keeps them pending.
 //
 // Exactly once per archived record, across crashes and failovers
 // (sharecoord/dlq.go): dead letters are written into the share
@@ -42,9 +44,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/group/share"
 	"github.com/sluice/sluice/record"
+	"github.com/sluice/sluice/replication"
 	"github.com/sluice/sluice/sharecoord"
 )
 
@@ -153,25 +159,28 @@ func (s *Server) appendDeadLetters(ctx context.Context, k share.Key, cfg ShareGr
 	if srcName == "" {
 		return nil // the source topic is gone: nothing to name
 	}
-	t := s.rm.Topic(cfg.DLQTopic)
-	if t == nil && s.currentConfig().GroupShare.DLQAutoCreateTopics {
+	// The cluster's metadata: the dead-letter partition may be led by
+	// another broker, or have no replica here at all.
+	parts := s.md.partitions(cfg.DLQTopic)
+	if len(parts) == 0 && s.currentConfig().GroupShare.DLQAutoCreateTopics {
 		if err := s.autoCreateTopic(cfg.DLQTopic); err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 			return fmt.Errorf("server: creating dead-letter topic %s: %w", cfg.DLQTopic, err)
 		}
-		t = s.rm.Topic(cfg.DLQTopic)
+		if parts = s.md.partitions(cfg.DLQTopic); len(parts) == 0 {
+			// Created, not in the metadata yet: appended at the next try.
+			return fmt.Errorf("server: dead-letter topic %s is being created", cfg.DLQTopic)
+		}
 	}
-	if t == nil || len(t.Parts) == 0 {
+	if len(parts) == 0 {
 		s.share.dlqSkipped.Add(int64(len(dead)))
 		s.log.Warn("server: share group dead-letter topic missing, dead letters skipped",
 			"group", k.Group, "topic", cfg.DLQTopic, "records", len(dead))
 		return nil
 	}
-	dst := t.Parts[int(k.Partition)%len(t.Parts)]
-	if dst == nil || !dst.IsLeader() {
-		s.share.dlqSkipped.Add(int64(len(dead)))
-		s.log.Warn("server: share group dead-letter partition not led here, dead letters skipped",
-			"group", k.Group, "topic", cfg.DLQTopic, "records", len(dead))
-		return nil
+	dstIndex := k.Partition % int32(len(parts))
+	leader := parts[dstIndex].Leader
+	if leader < 0 {
+		return fmt.Errorf("server: dead-letter partition %s-%d has no leader", cfg.DLQTopic, dstIndex)
 	}
 	var copies map[int64]record.BuildRecord
 	if cfg.DLQCopyRecord {
@@ -200,11 +209,58 @@ func (s *Server) appendDeadLetters(ctx context.Context, k share.Key, cfg ShareGr
 	batch := record.AppendBatch(nil, record.BatchOptions{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}, recs)
 	actx, cancel := context.WithTimeout(ctx, dlqAppendTimeout)
 	defer cancel()
-	if _, err := dst.Partition.Append(actx, batch, -1); err != nil {
-		return fmt.Errorf("server: dead letters to %s-%d: %w", cfg.DLQTopic, dst.Index(), err)
+	if leader == s.nodeID {
+		dst := s.rm.Partition(cfg.DLQTopic, dstIndex)
+		if dst == nil || !dst.IsLeader() {
+			return fmt.Errorf("server: dead letters to %s-%d: %w", cfg.DLQTopic, dstIndex, replication.ErrNotLeader)
+		}
+		if _, err := dst.Partition.Append(actx, batch, -1); err != nil {
+			return fmt.Errorf("server: dead letters to %s-%d: %w", cfg.DLQTopic, dstIndex, err)
+		}
+	} else if err := s.produceDeadLetters(actx, leader, cfg.DLQTopic, dstIndex, batch); err != nil {
+		return err
 	}
 	s.share.dlqWritten.Add(int64(len(recs)))
 	return nil
+}
+
+// produceDeadLetters sends batch to the leader of topic-partition, another
+// broker, as a Produce with acks=all over the inter-broker listener (the
+// persister's connections, share_persister.go). The batch keeps its
+// producer id and sequence, so the leader answers a batch it already has
+// (a retry after a failover) as a duplicate, without writing it again.
+func (s *Server) produceDeadLetters(ctx context.Context, leader int32, topic string, partition int32, batch []byte) error {
+	c, err := s.share.persister.conn(leader)
+	if err != nil {
+		return fmt.Errorf("server: dead letters to %s-%d: %w", topic, partition, err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TimeoutMillis = int32(dlqAppendTimeout / time.Millisecond)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := c.Request(ctx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.share.persister.drop(c) // redial next time
+		}
+		return fmt.Errorf("server: dead letters to %s-%d on broker %d: %w", topic, partition, leader, err)
+	}
+	r := resp.(*kmsg.ProduceResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("server: dead letters to %s-%d on broker %d: %d topics answered", topic, partition, leader, len(r.Topics))
+	}
+	switch code := r.Topics[0].Partitions[0].ErrorCode; code {
+	case 0, kerr.DuplicateSequenceNumber.Code:
+		return nil
+	default:
+		return fmt.Errorf("server: dead letters to %s-%d on broker %d: %w", topic, partition, leader, kerr.ErrorForCode(code))
+	}
 }
 
 // readSourceRecords reads the key, value and headers of the dead records

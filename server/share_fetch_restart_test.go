@@ -156,8 +156,8 @@ func TestShareDeleteGroup(t *testing.T) {
 	e.produce(3, 0)
 	wantRanges(t, acquired(t, e.fetch(e.admin, sfetch{member: "a", max: 10})), [3]int64{0, 2, 1})
 	e.ack(e.admin, "a", 1, ackBatch(0, 2, 1))
-	starts, err := e.s.shareStartOffsets(context.Background(), "g")
-	if k := (share.Key{Group: "g", Topic: ct.ID}); err != nil || starts[k] != 3 {
+	starts, err := e.s.groupShareKeys(context.Background(), "g", [16]byte{})
+	if k := (share.Key{Group: "g", Topic: ct.ID}); err != nil || starts[k].StartOffset != 3 {
 		t.Fatalf("start offsets %v %v", starts, err)
 	}
 	if err := e.s.shareDeleteGroup(context.Background(), "g"); err != nil {

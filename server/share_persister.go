@@ -62,6 +62,9 @@ type sharePersister struct {
 	s     *Server
 	mu    sync.Mutex
 	conns map[string]*kconn.Conn // by broker address
+	// ends caches the high watermarks of partitions led elsewhere, for
+	// DescribeShareGroupOffsets' lag (metrics_lag.go).
+	ends remoteEnds
 }
 
 func newSharePersister(s *Server) *sharePersister {
@@ -70,6 +73,7 @@ func newSharePersister(s *Server) *sharePersister {
 
 // close closes the connections to other brokers.
 func (p *sharePersister) close() {
+	p.ends.close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for a, c := range p.conns {
@@ -400,4 +404,174 @@ func handleFindShareCoordinator(s *Server, rc *reqCtx, r *kmsg.FindCoordinatorRe
 	}
 	s.coordinatorAddrs(rc, resp)
 	return kresp(resp), nil
+}
+
+// shareSummary is a share partition's ReadShareGroupStateSummary answer:
+// what DescribeShareGroupOffsets shows.
+type shareSummary struct {
+	StateEpoch  int32
+	LeaderEpoch int32
+	StartOffset int64
+	// Complete counts the offsets from StartOffset on that are
+	// acknowledged or archived (KIP-1226's DeliveryCompleteCount).
+	Complete int64
+}
+
+// summaryOf is the summary of a share partition's state.
+func summaryOf(snap share.Snapshot, leaderEpoch int32) shareSummary {
+	return shareSummary{StateEpoch: snap.StateEpoch, LeaderEpoch: leaderEpoch, StartOffset: snap.StartOffset, Complete: shareDeliveryComplete(snap)}
+}
+
+// summaries is ReadShareGroupStateSummary of each of keys, all of group,
+// as Kafka's persister readSummary: one request per share coordinator
+// (in process for this broker's), the keys answered NOT_COORDINATOR and
+// the like looked up and asked again, until sharePersistTimeout. Keys
+// without state are left out of the answer. Any other error is the
+// answer.
+func (p *sharePersister) summaries(ctx context.Context, group string, keys []share.Key) (map[share.Key]shareSummary, error) {
+	ctx, cancel := context.WithTimeout(ctx, sharePersistTimeout)
+	defer cancel()
+	out := map[share.Key]shareSummary{}
+	if len(p.s.md.partitions(sharecoord.Topic)) == 0 {
+		return out, nil // no share state anywhere yet (and none created to say so)
+	}
+	backoff := sharePersistBackoff
+	pending := keys
+	for len(pending) > 0 {
+		var retry []share.Key
+		var why error
+		byLeader := map[int32][]share.Key{}
+		for _, k := range pending {
+			leader, err := p.coordinatorOf(ctx, k)
+			if err != nil {
+				retry, why = append(retry, k), err
+				continue
+			}
+			byLeader[leader] = append(byLeader[leader], k)
+		}
+		for leader, ks := range byLeader {
+			again, err := p.summariesAt(ctx, leader, group, ks, out)
+			if err != nil && !retriableShare(err) {
+				return nil, err
+			}
+			if err != nil {
+				why = err
+			}
+			retry = append(retry, again...)
+		}
+		if len(retry) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %v (%v)", coordlog.ErrCoordinatorNotAvailable, why, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+		pending = retry
+	}
+	return out, nil
+}
+
+// summariesAt asks broker leader for the summaries of ks into out and
+// returns the keys to ask again (with the retriable error that made it).
+func (p *sharePersister) summariesAt(ctx context.Context, leader int32, group string, ks []share.Key, out map[share.Key]shareSummary) ([]share.Key, error) {
+	if leader == p.s.nodeID {
+		var again []share.Key
+		var why error
+		for _, k := range ks {
+			st, ok, err := p.s.share.coord.ReadState(ctx, k, -1)
+			switch {
+			case err != nil && retriableShare(err):
+				again, why = append(again, k), err
+			case err != nil:
+				return nil, err
+			case ok && st.StartOffset >= 0:
+				out[k] = summaryOf(st.Snapshot, st.LeaderEpoch)
+			}
+		}
+		return again, why
+	}
+	c, err := p.conn(leader)
+	if err != nil {
+		return ks, err
+	}
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.Version = 1
+	req.GroupID = group
+	byTopic := map[[16]byte]int{}
+	for _, k := range ks {
+		i, ok := byTopic[k.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[k.Topic] = i
+			t := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+			t.TopicID = k.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+		rp.Partition, rp.LeaderEpoch = k.Partition, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp, err := c.Request(ctx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.drop(c)
+		}
+		return ks, fmt.Errorf("%w: broker %d: %v", errSharePersistRetry, leader, err)
+	}
+	asked := map[share.Key]bool{}
+	for _, k := range ks {
+		asked[k] = true
+	}
+	var why error
+	for _, t := range resp.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
+		for _, rp := range t.Partitions {
+			k := share.Key{Group: group, Topic: t.TopicID, Partition: rp.Partition}
+			if !asked[k] {
+				continue
+			}
+			delete(asked, k)
+			if err := shareCodeError(rp.ErrorCode, rp.ErrorMessage); err != nil {
+				if !retriableShare(err) {
+					return nil, err
+				}
+				asked[k], why = true, err // asked again below
+				continue
+			}
+			if rp.StartOffset >= 0 {
+				out[k] = shareSummary{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset, Complete: int64(max(rp.DeliveryCompleteCount, 0))}
+			}
+		}
+	}
+	var again []share.Key
+	for k := range asked {
+		again = append(again, k)
+	}
+	if len(again) > 0 && why == nil {
+		why = fmt.Errorf("%w: broker %d left %d partitions unanswered", errSharePersistRetry, leader, len(again))
+	}
+	return again, why
+}
+
+// groupShareKeys returns the share partitions of group that have state:
+// every partition of every topic the metadata knows (group's share state
+// can be on any share coordinator, and the membership side does not keep
+// the list Kafka's ShareGroupStatePartitionMetadata record holds), asked
+// with summaries. topic, when not zero, narrows it to that topic.
+func (s *Server) groupShareKeys(ctx context.Context, group string, topic [16]byte) (map[share.Key]shareSummary, error) {
+	var keys []share.Key
+	for _, name := range s.md.topicNames() {
+		id, ok := s.md.topicID(name)
+		if !ok || isInternalTopic(name) || (topic != ([16]byte{}) && id != topic) {
+			continue
+		}
+		for _, pi := range s.md.partitions(name) {
+			keys = append(keys, share.Key{Group: group, Topic: id, Partition: pi.Partition})
+		}
+	}
+	if len(keys) == 0 {
+		return map[share.Key]shareSummary{}, nil
+	}
+	return s.share.persister.summaries(ctx, group, keys)
 }

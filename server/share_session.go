@@ -218,6 +218,10 @@ type shareData struct {
 	dlqMu    sync.Mutex
 	dlq      map[share.Key]*sharecoord.DLQState
 	openedAt map[share.Key]int32
+	// idleStats are the counters of the share partitions forgotten when
+	// their group went idle here (shareGroupIdle), carried on when they
+	// open again and still exported meanwhile; under dlqMu.
+	idleStats map[share.Key]share.Stats
 
 	// parked counts the share fetches waiting in a long poll (tests).
 	parked atomic.Int32
@@ -289,8 +293,13 @@ func (s *Server) shareConnClosed(c *conn) {
 		}
 	}
 	s.share.mu.Unlock()
+	groups := map[string]bool{}
 	for _, g := range gone {
 		s.releaseSession(g.k, g.ss)
+		groups[g.k.group] = true
+	}
+	for g := range groups {
+		s.shareGroupIdle(g) // share_state.go
 	}
 }
 
@@ -311,4 +320,5 @@ func (s *Server) shareMemberGone(group, member string) {
 		parts = append(parts, sharePart{key.Topic, key.Partition})
 	})
 	s.releaseSession(k, &shareSession{parts: parts})
+	s.shareGroupIdle(group) // share_state.go
 }

@@ -180,7 +180,7 @@ func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fr
 		// Dead letters written into the state and maybe not appended yet
 		// (a failover between the two) are appended now, or found there.
 		s.flushDeadLetters(ctx, k)
-		return share.Restore(st.Snapshot, maxInFlight), nil
+		return s.keepIdleStats(k, share.Restore(st.Snapshot, maxInFlight)), nil
 	}
 	start := fresh()
 	if err := s.share.persister.initialize(ctx, k, max(st.StateEpoch, 0), start); err != nil {
@@ -191,7 +191,16 @@ func (s *Server) shareOpen(ctx context.Context, k share.Key, maxInFlight int, fr
 	if st.StateEpoch > 0 {
 		p = share.Restore(share.Snapshot{StateEpoch: st.StateEpoch, StartOffset: start}, maxInFlight)
 	}
-	return p, nil
+	return s.keepIdleStats(k, p), nil
+}
+
+// keepIdleStats gives p the counters k had when its group went idle here
+// (shareGroupIdle), so that they never go back.
+func (s *Server) keepIdleStats(k share.Key, p *share.Partition) *share.Partition {
+	if st, ok := s.takeIdleStats(k); ok {
+		p.KeepStats(st)
+	}
+	return p
 }
 
 // shareFenced turns a fenced epoch into NOT_LEADER_OR_FOLLOWER: a newer
@@ -231,14 +240,40 @@ func (s *Server) sharePersist(ctx context.Context, k share.Key, p *share.Partiti
 }
 
 // shareDeleteGroup is for the membership side (DeleteGroups of an empty
-// share group): it forgets the group's share partitions and deletes their
-// persisted state. The first error stops it; what was deleted stays so.
-// In a cluster it reaches the share partitions this broker holds or
-// whose coordinator it is.
+// share group, group.Options.ShareDeleteState), as Kafka's
+// GroupCoordinatorService.deleteGroups: the group's share state is deleted
+// (DeleteShareGroupState) on every share coordinator that has some
+// (groupShareKeys), and this broker forgets its copies. The first error
+// stops it; what was deleted stays so.
 func (s *Server) shareDeleteGroup(ctx context.Context, group string) error {
+	return s.shareDeleteKeys(ctx, group, [16]byte{})
+}
+
+// shareDeleteGroupState is group.Options.ShareDeleteState.
+func (s *Server) shareDeleteGroupState(group string) error {
+	if s.share == nil || s.share.persister == nil {
+		return nil
+	}
+	return s.shareDeleteGroup(context.Background(), group)
+}
+
+// shareDeleteKeys deletes group's share state of topic (zero: all
+// topics): every key a share coordinator has state for, and this broker's
+// in-memory copies. A partition leader elsewhere forgets its copy when
+// the group's last share session there ends (shareGroupIdle), which it
+// has, the group being empty.
+func (s *Server) shareDeleteKeys(ctx context.Context, group string, topic [16]byte) error {
 	keys := map[share.Key]bool{}
-	s.share.parts.Each(group, func(k share.Key, _ *share.Held) { keys[k] = true })
-	for _, k := range s.share.coord.Keys(group) {
+	s.share.parts.Each(group, func(k share.Key, _ *share.Held) {
+		if topic == ([16]byte{}) || k.Topic == topic {
+			keys[k] = true
+		}
+	})
+	found, err := s.groupShareKeys(ctx, group, topic)
+	if err != nil {
+		return err
+	}
+	for k := range found {
 		keys[k] = true
 	}
 	for k := range keys {
@@ -247,30 +282,61 @@ func (s *Server) shareDeleteGroup(ctx context.Context, group string) error {
 		}
 		s.share.parts.Remove(k)
 		s.setDLQState(k, nil)
+		s.takeIdleStats(k) // a deleted share partition's series go
 	}
 	return nil
 }
 
-// shareStartOffsets is for the membership side (DescribeShareGroupOffsets,
-// lag): the start offset of each of group's share partitions this broker
-// holds, in memory or persisted.
-func (s *Server) shareStartOffsets(ctx context.Context, group string) (map[share.Key]int64, error) {
-	out := map[share.Key]int64{}
-	for _, k := range s.share.coord.Keys(group) {
-		snap, ok, err := s.share.coord.Read(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out[k] = snap.StartOffset
+// shareGroupIdle is called when a share session of group ends here: when
+// it was the group's last one on this broker, the group's share
+// partitions here are forgotten (their state is in __share_group_state,
+// written after every change, and nobody holds records of them any
+// more), so the next fetch reads the state back. This is how an
+// AlterShareGroupOffsets, DeleteShareGroupOffsets or DeleteGroups, which
+// need the group empty and run on its coordinator, reaches a partition
+// leader that is another broker.
+func (s *Server) shareGroupIdle(group string) {
+	if s.share == nil {
+		return
+	}
+	s.share.mu.Lock()
+	defer s.share.mu.Unlock()
+	for k := range s.share.sessions {
+		if k.group == group {
+			return
 		}
 	}
+	// Under s.share.mu: no session of the group opens meanwhile.
+	type held struct {
+		k  share.Key
+		st share.Stats
+	}
+	var gone []held
 	s.share.parts.Each(group, func(k share.Key, h *share.Held) {
 		h.Lock()
-		out[k] = h.P.Start()
+		gone = append(gone, held{k, h.P.Stats()})
 		h.Unlock()
 	})
-	return out, nil
+	for _, g := range gone {
+		s.share.parts.Remove(g.k)
+		s.setDLQState(g.k, nil)
+		s.share.dlqMu.Lock()
+		if s.share.idleStats == nil {
+			s.share.idleStats = map[share.Key]share.Stats{}
+		}
+		s.share.idleStats[g.k] = g.st
+		s.share.dlqMu.Unlock()
+	}
+}
+
+// takeIdleStats returns (and forgets) the counters k had when its group
+// went idle here.
+func (s *Server) takeIdleStats(k share.Key) (share.Stats, bool) {
+	s.share.dlqMu.Lock()
+	defer s.share.dlqMu.Unlock()
+	st, ok := s.share.idleStats[k]
+	delete(s.share.idleStats, k)
+	return st, ok
 }
 
 // shareStateTopicSpec is the shape of __share_group_state
@@ -327,28 +393,11 @@ func (s *Server) shareResetStart(ctx context.Context, k share.Key, start int64) 
 	return nil
 }
 
-// shareDeleteTopic is DeleteShareGroupOffsets: it forgets group's share
-// partitions of topic and deletes their persisted state, so the group's
-// next fetch starts them afresh at share.auto.offset.reset. The first
-// error stops it; what was deleted stays so.
+// shareDeleteTopic is DeleteShareGroupOffsets: it deletes group's share
+// state of topic on every share coordinator (shareDeleteKeys), so the
+// group's next fetch starts those partitions afresh at
+// share.auto.offset.reset. The first error stops it; what was deleted
+// stays so.
 func (s *Server) shareDeleteTopic(ctx context.Context, group string, topic [16]byte) error {
-	keys := map[share.Key]bool{}
-	s.share.parts.Each(group, func(k share.Key, _ *share.Held) {
-		if k.Topic == topic {
-			keys[k] = true
-		}
-	})
-	for _, k := range s.share.coord.Keys(group) {
-		if k.Topic == topic {
-			keys[k] = true
-		}
-	}
-	for k := range keys {
-		if err := s.share.persister.delete(ctx, k); err != nil {
-			return err
-		}
-		s.share.parts.Remove(k)
-		s.setDLQState(k, nil)
-	}
-	return nil
+	return s.shareDeleteKeys(ctx, group, topic)
 }

@@ -33,6 +33,12 @@ package sharecoord
 //	ShareUpdateValue (version int16 = 0, flexible):
 //	| version | snapEpoch i32 | leaderEpoch i32 | startOffset i64 (-1: unchanged) | batches | tags |
 //
+//	Kafka 4.2 (KIP-1226) adds the tagged field 0, DeliveryCompleteCount
+//	int32 (default -1), to ShareUpdateValue (share-coordinator's
+//	ShareUpdateValue.json): Sluice skips it on read and does not write it
+//	(a Kafka reader sees -1, "not counted"); ReadShareGroupStateSummary v1
+//	counts it from the batches instead.
+//
 //	batches: compact array of
 //	| firstOffset i64 | lastOffset i64 | deliveryState i8 | deliveryCount i16 | tags |
 //
