@@ -201,7 +201,7 @@ func versionParam(q *http.Request) (int, error) {
 
 func idParam(q *http.Request) (int, error) {
 	id, err := strconv.ParseInt(q.PathValue("id"), 10, 32)
-	if err != nil || id < 1 {
+	if err != nil || id < 0 {
 		return 0, &apiError{codeSchemaNotFound, fmt.Sprintf("Schema %s not found", q.PathValue("id"))}
 	}
 	return int(id), nil

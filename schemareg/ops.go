@@ -3,6 +3,7 @@ package schemareg
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -105,8 +106,33 @@ type registerRequest struct {
 	Schema     string      `json:"schema"`
 	SchemaType string      `json:"schemaType,omitempty"`
 	References []Reference `json:"references,omitempty"`
-	ID         int         `json:"id,omitempty"`
-	Version    int         `json:"version,omitempty"`
+	// ID is the caller's schema id (IMPORT mode only): missing or negative
+	// means none, 0 is a real id. Version <= 0 means the next version.
+	// Both are 64-bit here so that a value outside Java's int is refused
+	// (checkIDVersion) instead of wrapping: the wire framing carries a
+	// 4-byte id.
+	ID      *int64 `json:"id,omitempty"`
+	Version int64  `json:"version,omitempty"`
+}
+
+// id returns the caller's id, -1 for none.
+func (req *registerRequest) id() int64 {
+	if req.ID == nil || *req.ID < 0 {
+		return -1
+	}
+	return *req.ID
+}
+
+// checkIDVersion refuses an id or version Confluent's registry (a Java
+// int) could not hold.
+func (req *registerRequest) checkIDVersion() error {
+	if id := req.id(); id > math.MaxInt32 {
+		return &apiError{codeInvalidSchema, fmt.Sprintf("Schema id %d is out of range: ids are between [0, 2^31-1]", id)}
+	}
+	if req.Version > math.MaxInt32 {
+		return &apiError{codeInvalidVersion, fmt.Sprintf("The specified version '%d' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", req.Version)}
+	}
+	return nil
 }
 
 // parseRequestLocked parses req's schema with its references.
@@ -152,13 +178,13 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 		return 0, err
 	}
 	r.view.mu.RLock()
-	sv, err := r.prepareRegisterLocked(subject, req, normalize)
+	sv, existing, err := r.prepareRegisterLocked(subject, req, normalize)
 	r.view.mu.RUnlock()
 	if err != nil {
 		return 0, err
 	}
-	if sv == nil { // registered already: req.ID is its id
-		return req.ID, nil
+	if sv == nil { // registered already
+		return existing, nil
 	}
 	if err := r.writeLocked(ctx, schemaKey(subject, sv.Version), sv); err != nil {
 		return 0, err
@@ -166,24 +192,30 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 	return sv.ID, nil
 }
 
-// prepareRegisterLocked decides what registering req means: nil and
-// req.ID set to the existing id when the subject has it already, else the
-// value to append.
+// prepareRegisterLocked decides what registering req means: nil and the
+// existing id when the subject has the schema already, else the value to
+// append. The mode rules are Confluent's (KafkaSchemaRegistry's
+// checkRegisterMode and register): a caller's id needs IMPORT, no id needs
+// READWRITE, and outside IMPORT a caller's version must be the next one.
 // REQUIRES: r.view.mu held, r.writeMu held.
-func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, normalize bool) (*schemaValue, error) {
+func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, normalize bool) (*schemaValue, int, error) {
 	mode := r.view.modeLocked(subject)
 	if mode == "READONLY" || mode == "READONLY_OVERRIDE" {
-		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
+		return nil, 0, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
 	}
-	if req.ID != 0 && mode != "IMPORT" {
-		return nil, &apiError{codeOperationNotPermitted, "Overriding schema id is only permitted in IMPORT mode"}
+	reqID := req.id()
+	if reqID >= 0 && mode != "IMPORT" {
+		return nil, 0, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in import mode", subject)}
 	}
-	if req.ID < 0 || req.Version < 0 {
-		return nil, &apiError{codeInvalidSchema, "id and version must not be negative"}
+	if reqID < 0 && mode != "READWRITE" {
+		return nil, 0, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in read-write mode", subject)}
+	}
+	if err := req.checkIDVersion(); err != nil {
+		return nil, 0, err
 	}
 	p, err := r.parseRequestLocked(req, normalize)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	all := r.view.versionsLocked(subject, true)
 	for _, sv := range all {
@@ -192,57 +224,63 @@ func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, n
 		}
 		old, err := r.parsedLocked(sv)
 		if err == nil && old.same == p.same {
-			if req.ID != 0 && req.ID != sv.ID {
-				return nil, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", sv.ID, req.ID)}
+			if reqID >= 0 && reqID != int64(sv.ID) {
+				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", sv.ID, reqID)}
 			}
-			req.ID = sv.ID
-			return nil, nil
+			return nil, sv.ID, nil
 		}
 	}
 	if mode != "IMPORT" {
 		prev, err := r.previousLocked(subject)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if msgs := compatibility(r.view.compatibilityLocked(subject), p, prev); len(msgs) > 0 {
-			return nil, &apiError{codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\", details: " + fmt.Sprint(msgs)}
+			return nil, 0, &apiError{codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\", details: " + fmt.Sprint(msgs)}
 		}
 	}
+	next := 1
+	if len(all) > 0 {
+		next = all[len(all)-1].Version + 1
+	}
+	version := int(req.Version)
+	if version <= 0 {
+		version = next
+	} else if version != next && mode != "IMPORT" {
+		return nil, 0, &apiError{codeInvalidSchema, "Version is not one more than previous version"}
+	} else if s := r.view.subjects[subject]; s != nil && s.versions[version] != nil {
+		return nil, 0, &apiError{codeInvalidVersion, fmt.Sprintf("Version %d already exists in subject %s", version, subject)}
+	}
 	// The id: the caller's (IMPORT), else the id this schema has under
-	// another subject, else the largest id plus one.
-	id := req.ID
-	if id != 0 {
+	// another subject, else the largest id plus one, never past Java's
+	// int (the wire framing's 4-byte id).
+	id := int(reqID)
+	if id >= 0 {
 		if is := r.view.ids[id]; is != nil {
 			old, err := r.parsedLocked(is.schema)
 			if err != nil || old.same != p.same {
-				return nil, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Overwrite new schema with id %d is not permitted.", id)}
+				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Overwrite new schema with id %d is not permitted.", id)}
 			}
 		}
 	} else {
 		for existing, is := range r.view.ids {
 			old, err := r.parsedLocked(is.schema)
-			if err == nil && old.same == p.same && (id == 0 || existing < id) {
+			if err == nil && old.same == p.same && (id < 0 || existing < id) {
 				id = existing
 			}
 		}
-		if id == 0 {
+		if id < 0 {
+			if r.view.maxID >= math.MaxInt32 {
+				return nil, 0, &apiError{codeStoreError, "Error while registering the schema: no schema id left below 2^31-1"}
+			}
 			id = r.view.maxID + 1
 		}
-	}
-	version := req.Version
-	if version == 0 {
-		version = 1
-		if len(all) > 0 {
-			version = all[len(all)-1].Version + 1
-		}
-	} else if s := r.view.subjects[subject]; s != nil && s.versions[version] != nil {
-		return nil, &apiError{codeInvalidVersion, fmt.Sprintf("Version %d already exists in subject %s", version, subject)}
 	}
 	sv := &schemaValue{Subject: subject, Version: version, ID: id, References: req.References, Schema: p.text}
 	if p.typ != typeAvro {
 		sv.SchemaType = p.typ
 	}
-	return sv, nil
+	return sv, 0, nil
 }
 
 // lookup finds the version of subject that holds req's schema.

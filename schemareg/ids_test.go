@@ -1,0 +1,67 @@
+package schemareg_test
+
+import (
+	"testing"
+)
+
+// Caller-chosen ids and versions as Confluent's registry (a Java int, and
+// KafkaSchemaRegistry's checkRegisterMode): ids and versions above 2^31-1
+// are refused and never become the writer's next id; an id needs IMPORT
+// (0 is a real id), IMPORT needs an id, -1 means none, and outside IMPORT
+// an explicit version must be the next one.
+func TestImportIDsAndVersions(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	post := func(subject string, body map[string]any) (int, map[string]any, string) {
+		t.Helper()
+		st, m, raw := httpDo(t, addr, "POST", "/subjects/"+subject+"/versions", body)
+		return st, m, string(raw)
+	}
+	want := func(name string, st int, m map[string]any, raw string, status int, code float64) {
+		t.Helper()
+		if st != status || (code != 0 && m["error_code"] != code) {
+			t.Fatalf("%s: %d %s, want %d/%v", name, st, raw, status, code)
+		}
+	}
+
+	// READWRITE: no id (-1 is none), a version that is the next one.
+	st, m, raw := post("rw", map[string]any{"schema": `"int"`, "id": -1})
+	want("id -1 in READWRITE", st, m, raw, 200, 0)
+	st, m, raw = post("rw", map[string]any{"schema": `"long"`, "version": 5})
+	want("version not next", st, m, raw, 422, 42201)
+	st, m, raw = post("rw", map[string]any{"schema": `"long"`, "version": 2})
+	want("version next", st, m, raw, 200, 0)
+	st, m, raw = post("rw", map[string]any{"schema": `"float"`, "id": 0})
+	want("id 0 outside IMPORT", st, m, raw, 422, 42205)
+
+	if st, _, raw := httpDo(t, addr, "PUT", "/mode/imp", map[string]any{"mode": "IMPORT"}); st != 200 {
+		t.Fatalf("IMPORT: %d %s", st, raw)
+	}
+	st, m, raw = post("imp", map[string]any{"schema": `"double"`, "id": 2147483648})
+	want("id 2^31", st, m, raw, 422, 42201)
+	st, m, raw = post("imp", map[string]any{"schema": `"double"`, "id": 7, "version": 2147483648})
+	want("version 2^31", st, m, raw, 422, 42202)
+	st, m, raw = post("imp", map[string]any{"schema": `"double"`})
+	want("IMPORT without an id", st, m, raw, 422, 42205)
+	st, m, raw = post("imp", map[string]any{"schema": `"double"`, "id": 0})
+	want("id 0 in IMPORT", st, m, raw, 200, 0)
+	if m["id"] != float64(0) {
+		t.Fatalf("id 0 in IMPORT answered %s", raw)
+	}
+	if st, _, raw := httpDo(t, addr, "GET", "/schemas/ids/0", nil); st != 200 {
+		t.Fatalf("GET id 0: %d %s", st, raw)
+	}
+	st, m, raw = post("imp", map[string]any{"schema": `"bytes"`, "id": 2147483647})
+	want("id 2^31-1", st, m, raw, 200, 0)
+	// The largest id is taken: the writer has no next id, and says so
+	// rather than wrapping or going past the 4-byte framing.
+	st, m, raw = post("rw", map[string]any{"schema": `"string"`})
+	if st == 200 {
+		if id, _ := m["id"].(float64); id > 2147483647 || id < 0 {
+			t.Fatalf("next id after 2^31-1: %s", raw)
+		}
+	}
+	if st, _, raw := httpDo(t, addr, "GET", "/schemas/ids/2147483648", nil); st != 404 {
+		t.Fatalf("GET id 2^31: %d %s", st, raw)
+	}
+}
