@@ -349,7 +349,7 @@ func (r *Registry) postLookup(w http.ResponseWriter, q *http.Request) (any, erro
 	r.view.mu.RLock()
 	normalize := boolParam(q, "normalize") || r.view.normalizeLocked(s)
 	r.view.mu.RUnlock()
-	sv, err := r.lookup(s, &req, normalize, boolParam(q, "deleted"))
+	sv, err := r.lookup(q.Context(), s, &req, normalize, boolParam(q, "deleted"))
 	if err != nil {
 		return nil, err
 	}
@@ -552,36 +552,48 @@ func (r *Registry) postCompatibility(w http.ResponseWriter, q *http.Request) (an
 		return nil, err
 	}
 	s := q.PathValue("s")
+	var v int
+	if q.PathValue("v") != "" {
+		var err error
+		if v, err = versionParam(q); err != nil {
+			return nil, err
+		}
+	}
+	// What the check needs is copied out under r.view.mu; the parse and
+	// the comparisons run without it (ops.go, pendingParse).
 	r.view.mu.RLock()
-	defer r.view.mu.RUnlock()
-	p, err := r.parseRequestLocked(&req, boolParam(q, "normalize"))
+	level := r.view.compatibilityLocked(s)
+	var pending []pendingParse
+	var err error
+	if req.Schema == "" {
+		err = &apiError{codeInvalidSchema, "Empty schema"}
+	}
+	var deps []resolvedRef
+	if err == nil {
+		deps, err = r.requestDepsLocked(&req)
+	}
+	if err == nil && q.PathValue("v") != "" {
+		var sv *schemaValue
+		sv, err = r.versionLocked(s, v, false)
+		var ae *apiError
+		if err != nil && v == -1 && errors.As(err, &ae) && ae.Code == codeSubjectNotFound {
+			err = nil // nothing to be incompatible with
+		} else if err == nil {
+			pending = []pendingParse{r.pendingLocked(sv)}
+		}
+	} else if err == nil {
+		pending = r.livePendingLocked(s)
+	}
+	r.view.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	level := r.view.compatibilityLocked(s)
-	var prev []*parsedSchema
-	if q.PathValue("v") != "" {
-		v, err := versionParam(q)
-		if err != nil {
-			return nil, err
-		}
-		sv, err := r.versionLocked(s, v, false)
-		if err != nil {
-			var ae *apiError
-			if v == -1 && errors.As(err, &ae) && ae.Code == codeSubjectNotFound {
-				sv = nil // nothing to be incompatible with
-			} else {
-				return nil, err
-			}
-		}
-		if sv != nil {
-			old, err := r.parsedLocked(sv)
-			if err != nil {
-				return nil, err
-			}
-			prev = []*parsedSchema{old}
-		}
-	} else if prev, err = r.previousLocked(s); err != nil {
+	p, err := parseRequest(&req, deps, boolParam(q, "normalize"))
+	if err != nil {
+		return nil, err
+	}
+	prev, err := r.parseAll(q.Context(), pending)
+	if err != nil {
 		return nil, err
 	}
 	msgs := compatibility(level, p, prev)

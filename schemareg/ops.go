@@ -74,20 +74,45 @@ type parseCache struct {
 	m  map[int]*parsedSchema
 }
 
-// parsedLocked returns sv parsed (cached by id).
+// pendingParse is a stored schema and what parsing it needs, copied out of
+// the view under r.view.mu so that the parse (and the comparisons after
+// it) run without the lock: a large schema takes seconds to parse and
+// compare, and a writer queued on the lock would stall every reader
+// meanwhile. Stored values are never changed in place (view.go), so the
+// copy stays valid.
+type pendingParse struct {
+	sv   *schemaValue
+	deps []resolvedRef
+	err  error
+}
+
+// pendingLocked copies out what parsing sv needs (nothing when cached).
 // REQUIRES: r.view.mu held.
-func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
+func (r *Registry) pendingLocked(sv *schemaValue) pendingParse {
+	r.parsed.mu.Lock()
+	p := r.parsed.m[sv.ID]
+	r.parsed.mu.Unlock()
+	if p != nil {
+		return pendingParse{sv: sv}
+	}
+	deps, err := r.resolveRefsLocked(sv.References)
+	return pendingParse{sv: sv, deps: deps, err: err}
+}
+
+// parseStored returns pp's schema parsed (cached by id). It does not need
+// r.view.mu.
+func (r *Registry) parseStored(pp pendingParse) (*parsedSchema, error) {
+	sv := pp.sv
 	r.parsed.mu.Lock()
 	p := r.parsed.m[sv.ID]
 	r.parsed.mu.Unlock()
 	if p != nil {
 		return p, nil
 	}
-	deps, err := r.resolveRefsLocked(sv.References)
-	if err != nil {
-		return nil, err
+	if pp.err != nil {
+		return nil, pp.err
 	}
-	p, err = parseSchema(schemaTypeOf(sv), sv.Schema, sv.References, deps, false)
+	p, err := parseSchema(schemaTypeOf(sv), sv.Schema, sv.References, pp.deps, false)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +123,29 @@ func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
 	r.parsed.m[sv.ID] = p
 	r.parsed.mu.Unlock()
 	return p, nil
+}
+
+// parsedLocked returns sv parsed (cached by id).
+// REQUIRES: r.view.mu held.
+func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
+	return r.parseStored(r.pendingLocked(sv))
+}
+
+// parseAll parses pending, in order; a stored schema that no longer
+// parses is a 42201 naming its id.
+func (r *Registry) parseAll(ctx context.Context, pending []pendingParse) ([]*parsedSchema, error) {
+	out := make([]*parsedSchema, 0, len(pending))
+	for _, pp := range pending {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %v", errTimeout, err)
+		}
+		p, err := r.parseStored(pp)
+		if err != nil {
+			return nil, &apiError{codeInvalidSchema, fmt.Sprintf("stored schema id %d: %v", pp.sv.ID, err)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // registerRequest is the body of POST /subjects/{s}/versions and of the
@@ -135,15 +183,21 @@ func (req *registerRequest) checkIDVersion() error {
 	return nil
 }
 
-// parseRequestLocked parses req's schema with its references.
+// requestDepsLocked resolves req's references.
 // REQUIRES: r.view.mu held.
-func (r *Registry) parseRequestLocked(req *registerRequest, normalize bool) (*parsedSchema, error) {
-	if req.Schema == "" {
-		return nil, &apiError{codeInvalidSchema, "Empty schema"}
-	}
+func (r *Registry) requestDepsLocked(req *registerRequest) ([]resolvedRef, error) {
 	deps, err := r.resolveRefsLocked(req.References)
 	if err != nil {
 		return nil, &apiError{codeInvalidSchema, err.Error()}
+	}
+	return deps, nil
+}
+
+// parseRequest parses req's schema with its resolved references; it does
+// not need r.view.mu.
+func parseRequest(req *registerRequest, deps []resolvedRef, normalize bool) (*parsedSchema, error) {
+	if req.Schema == "" {
+		return nil, &apiError{codeInvalidSchema, "Empty schema"}
 	}
 	p, err := parseSchema(req.SchemaType, req.Schema, req.References, deps, normalize)
 	if err != nil {
@@ -152,18 +206,14 @@ func (r *Registry) parseRequestLocked(req *registerRequest, normalize bool) (*pa
 	return p, nil
 }
 
-// previousLocked parses subject's live versions, oldest first.
+// livePendingLocked copies out subject's live versions, oldest first.
 // REQUIRES: r.view.mu held.
-func (r *Registry) previousLocked(subject string) ([]*parsedSchema, error) {
-	var out []*parsedSchema
+func (r *Registry) livePendingLocked(subject string) []pendingParse {
+	var out []pendingParse
 	for _, sv := range r.view.versionsLocked(subject, false) {
-		p, err := r.parsedLocked(sv)
-		if err != nil {
-			return nil, &apiError{codeInvalidSchema, fmt.Sprintf("stored schema id %d: %v", sv.ID, err)}
-		}
-		out = append(out, p)
+		out = append(out, r.pendingLocked(sv))
 	}
-	return out, nil
+	return out
 }
 
 // register registers req under subject and returns its id; the same schema
@@ -178,8 +228,15 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 		return 0, err
 	}
 	r.view.mu.RLock()
-	sv, existing, err := r.prepareRegisterLocked(subject, req, normalize)
+	plan, err := r.planRegisterLocked(subject, req)
 	r.view.mu.RUnlock()
+	if err != nil {
+		return 0, err
+	}
+	// Only this registry writes while r.writeMu is held: the view plan
+	// was copied from stays as it was while the schemas are parsed and
+	// compared without r.view.mu.
+	sv, existing, err := r.prepareRegister(ctx, plan, req, normalize)
 	if err != nil {
 		return 0, err
 	}
@@ -192,88 +249,124 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 	return sv.ID, nil
 }
 
-// prepareRegisterLocked decides what registering req means: nil and the
-// existing id when the subject has the schema already, else the value to
-// append. The mode rules are Confluent's (KafkaSchemaRegistry's
-// checkRegisterMode and register): a caller's id needs IMPORT, no id needs
-// READWRITE, and outside IMPORT a caller's version must be the next one.
+// registerPlan is what registering needs from the view, copied out under
+// r.view.mu.
+type registerPlan struct {
+	subject string
+	mode    string
+	level   string
+	deps    []resolvedRef  // the request's references
+	live    []pendingParse // the subject's live versions, oldest first
+	next    int            // the subject's next version
+	taken   map[int]bool   // the subject's versions, soft-deleted too
+	ids     map[int]pendingParse
+	maxID   int
+}
+
+// planRegisterLocked checks the mode rules, Confluent's (KafkaSchemaRegistry's
+// checkRegisterMode): a caller's id needs IMPORT, no id needs READWRITE;
+// then copies out what prepareRegister needs.
 // REQUIRES: r.view.mu held, r.writeMu held.
-func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, normalize bool) (*schemaValue, int, error) {
+func (r *Registry) planRegisterLocked(subject string, req *registerRequest) (*registerPlan, error) {
 	mode := r.view.modeLocked(subject)
 	if mode == "READONLY" || mode == "READONLY_OVERRIDE" {
-		return nil, 0, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
 	}
 	reqID := req.id()
 	if reqID >= 0 && mode != "IMPORT" {
-		return nil, 0, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in import mode", subject)}
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in import mode", subject)}
 	}
 	if reqID < 0 && mode != "READWRITE" {
-		return nil, 0, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in read-write mode", subject)}
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in read-write mode", subject)}
 	}
 	if err := req.checkIDVersion(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	p, err := r.parseRequestLocked(req, normalize)
+	if req.Schema == "" {
+		return nil, &apiError{codeInvalidSchema, "Empty schema"}
+	}
+	deps, err := r.requestDepsLocked(req)
+	if err != nil {
+		return nil, err
+	}
+	plan := &registerPlan{subject: subject, mode: mode, level: r.view.compatibilityLocked(subject), deps: deps,
+		live: r.livePendingLocked(subject), next: 1, taken: map[int]bool{}, ids: map[int]pendingParse{}, maxID: r.view.maxID}
+	for _, sv := range r.view.versionsLocked(subject, true) {
+		plan.taken[sv.Version] = true
+		plan.next = sv.Version + 1
+	}
+	for id, is := range r.view.ids {
+		plan.ids[id] = r.pendingLocked(is.schema)
+	}
+	return plan, nil
+}
+
+// prepareRegister decides what registering req means: nil and the
+// existing id when the subject has the schema already, else the value to
+// append. Outside IMPORT a caller's version must be the next one
+// (Confluent's register). It parses and compares without r.view.mu.
+// REQUIRES: r.writeMu held.
+func (r *Registry) prepareRegister(ctx context.Context, plan *registerPlan, req *registerRequest, normalize bool) (*schemaValue, int, error) {
+	subject, mode, reqID := plan.subject, plan.mode, req.id()
+	p, err := parseRequest(req, plan.deps, normalize)
 	if err != nil {
 		return nil, 0, err
 	}
-	all := r.view.versionsLocked(subject, true)
-	for _, sv := range all {
-		if sv.Deleted {
-			continue
-		}
-		old, err := r.parsedLocked(sv)
-		if err == nil && old.same == p.same {
-			if reqID >= 0 && reqID != int64(sv.ID) {
-				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", sv.ID, reqID)}
+	for _, pp := range plan.live {
+		if old, err := r.parseStored(pp); err == nil && old.same == p.same {
+			id := pp.sv.ID
+			if reqID >= 0 && reqID != int64(id) {
+				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", id, reqID)}
 			}
-			return nil, sv.ID, nil
+			return nil, id, nil
 		}
 	}
 	if mode != "IMPORT" {
-		prev, err := r.previousLocked(subject)
+		prev, err := r.parseAll(ctx, plan.live) // cached by now
 		if err != nil {
 			return nil, 0, err
 		}
-		if msgs := compatibility(r.view.compatibilityLocked(subject), p, prev); len(msgs) > 0 {
+		if msgs := compatibility(plan.level, p, prev); len(msgs) > 0 {
 			return nil, 0, &apiError{codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\", details: " + fmt.Sprint(msgs)}
 		}
 	}
-	next := 1
-	if len(all) > 0 {
-		next = all[len(all)-1].Version + 1
-	}
 	version := int(req.Version)
 	if version <= 0 {
-		version = next
-	} else if version != next && mode != "IMPORT" {
+		version = plan.next
+	} else if version != plan.next && mode != "IMPORT" {
 		return nil, 0, &apiError{codeInvalidSchema, "Version is not one more than previous version"}
-	} else if s := r.view.subjects[subject]; s != nil && s.versions[version] != nil {
+	} else if plan.taken[version] {
 		return nil, 0, &apiError{codeInvalidVersion, fmt.Sprintf("Version %d already exists in subject %s", version, subject)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errTimeout, err)
 	}
 	// The id: the caller's (IMPORT), else the id this schema has under
 	// another subject, else the largest id plus one, never past Java's
 	// int (the wire framing's 4-byte id).
 	id := int(reqID)
 	if id >= 0 {
-		if is := r.view.ids[id]; is != nil {
-			old, err := r.parsedLocked(is.schema)
+		if pp, ok := plan.ids[id]; ok {
+			old, err := r.parseStored(pp)
 			if err != nil || old.same != p.same {
 				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Overwrite new schema with id %d is not permitted.", id)}
 			}
 		}
 	} else {
-		for existing, is := range r.view.ids {
-			old, err := r.parsedLocked(is.schema)
-			if err == nil && old.same == p.same && (id < 0 || existing < id) {
+		for existing, pp := range plan.ids {
+			if id >= 0 && existing > id {
+				continue
+			}
+			old, err := r.parseStored(pp)
+			if err == nil && old.same == p.same {
 				id = existing
 			}
 		}
 		if id < 0 {
-			if r.view.maxID >= math.MaxInt32 {
+			if plan.maxID >= math.MaxInt32 {
 				return nil, 0, &apiError{codeStoreError, "Error while registering the schema: no schema id left below 2^31-1"}
 			}
-			id = r.view.maxID + 1
+			id = plan.maxID + 1
 		}
 	}
 	sv := &schemaValue{Subject: subject, Version: version, ID: id, References: req.References, Schema: p.text}
@@ -283,21 +376,36 @@ func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, n
 	return sv, 0, nil
 }
 
-// lookup finds the version of subject that holds req's schema.
-func (r *Registry) lookup(subject string, req *registerRequest, normalize, deleted bool) (*schemaValue, error) {
+// lookup finds the version of subject that holds req's schema. The parse
+// runs without r.view.mu.
+func (r *Registry) lookup(ctx context.Context, subject string, req *registerRequest, normalize, deleted bool) (*schemaValue, error) {
 	r.view.mu.RLock()
-	defer r.view.mu.RUnlock()
-	all := r.view.versionsLocked(subject, deleted)
-	if len(all) == 0 {
+	var pending []pendingParse
+	for _, sv := range r.view.versionsLocked(subject, deleted) {
+		pending = append(pending, r.pendingLocked(sv))
+	}
+	var deps []resolvedRef
+	var err error
+	if len(pending) > 0 {
+		deps, err = r.requestDepsLocked(req)
+	}
+	r.view.mu.RUnlock()
+	if len(pending) == 0 {
 		return nil, errSubjectNotFound(subject)
 	}
-	p, err := r.parseRequestLocked(req, normalize)
 	if err != nil {
 		return nil, err
 	}
-	for _, sv := range all {
-		if old, err := r.parsedLocked(sv); err == nil && old.same == p.same {
-			return sv, nil
+	p, err := parseRequest(req, deps, normalize)
+	if err != nil {
+		return nil, err
+	}
+	for _, pp := range pending {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %v", errTimeout, ctx.Err())
+		}
+		if old, err := r.parseStored(pp); err == nil && old.same == p.same {
+			return pp.sv, nil
 		}
 	}
 	return nil, &apiError{codeSchemaNotFound, "Schema not found"}
