@@ -1,6 +1,7 @@
 package schemareg_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,34 @@ func TestImportIDsAndVersions(t *testing.T) {
 	}
 	if st, _, raw := httpDo(t, addr, "GET", "/schemas/ids/2147483648", nil); st != 404 {
 		t.Fatalf("GET id 2^31: %d %s", st, raw)
+	}
+}
+
+// A schema too large for its record in _schemas is Confluent's
+// SchemaTooLargeException (422, 42209), not a store error: over 1 MiB it
+// is refused before parsing, and one just under that which still exceeds
+// the producer's limit is refused at the append.
+func TestSchemaTooLarge(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	withDoc := func(n int) string {
+		return `{"type":"record","name":"Big","doc":"` + strings.Repeat("a", n) + `","fields":[]}`
+	}
+	for _, tc := range []struct {
+		name string
+		doc  int
+	}{
+		{"over 1 MiB", 1500000},
+		{"over the producer's limit", 1040000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, m, raw := httpDo(t, addr, "POST", "/subjects/big/versions", map[string]any{"schema": withDoc(tc.doc)})
+			if st != 422 || m["error_code"] != float64(42209) {
+				t.Fatalf("%d %.300s, want 422/42209", st, raw)
+			}
+		})
+	}
+	if st, _, raw := httpDo(t, addr, "POST", "/subjects/big/versions", map[string]any{"schema": withDoc(1000)}); st != 200 {
+		t.Fatalf("a small one afterwards: %d %s", st, raw)
 	}
 }

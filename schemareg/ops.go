@@ -49,6 +49,7 @@ const (
 	codeReferenceExists         = 42206
 	codeIDDoesNotMatch          = 42207
 	codeInvalidSubject          = 42208
+	codeSchemaTooLarge          = 42209
 	codeStoreError              = 50001
 	codeOperationTimeout        = 50002
 	codeRequestForwardingFailed = 50003
@@ -216,11 +217,26 @@ func (r *Registry) livePendingLocked(subject string) []pendingParse {
 	return out
 }
 
+// maxSchemaBytes bounds a schema's text: its record in the _schemas topic
+// must fit the producer's and the topic's default limits (about 1 MB).
+// A longer one is refused before it is parsed, under no lock; one just
+// under it that still does not fit fails at the append, with the same
+// answer (errSchemaTooLarge).
+const maxSchemaBytes = 1 << 20
+
+// errSchemaTooLarge is Confluent's SchemaTooLargeException.
+func errSchemaTooLarge() *apiError {
+	return &apiError{codeSchemaTooLarge, "Write failed because schema is too large"}
+}
+
 // register registers req under subject and returns its id; the same schema
 // registered again under the subject returns the id it has.
 func (r *Registry) register(ctx context.Context, subject string, req *registerRequest, normalize bool) (int, error) {
 	if subject == "" {
 		return 0, &apiError{codeInvalidSubject, "Subject name is empty"}
+	}
+	if len(req.Schema) > maxSchemaBytes {
+		return 0, errSchemaTooLarge()
 	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
