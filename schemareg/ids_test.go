@@ -1,6 +1,7 @@
 package schemareg_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,38 @@ func TestSchemaTooLarge(t *testing.T) {
 	}
 	if st, _, raw := httpDo(t, addr, "POST", "/subjects/big/versions", map[string]any{"schema": withDoc(1000)}); st != 200 {
 		t.Fatalf("a small one afterwards: %d %s", st, raw)
+	}
+}
+
+// Soft-deleting a subject, or its last live version, deletes its config
+// and mode too, as Confluent's deleteSubject (deleteMode, deleteConfig).
+func TestSoftDeleteClearsConfigAndMode(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	for _, tc := range []struct{ name, delete string }{
+		{"subject", "/subjects/%s"},
+		{"last version", "/subjects/%s/versions/1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := "del-" + strings.ReplaceAll(tc.name, " ", "-")
+			do := func(method, path string, body any, want int) map[string]any {
+				t.Helper()
+				st, m, raw := httpDo(t, addr, method, path, body)
+				if st != want {
+					t.Fatalf("%s %s: %d %s, want %d", method, path, st, raw, want)
+				}
+				return m
+			}
+			do("POST", "/subjects/"+s+"/versions", map[string]any{"schema": `"int"`}, 200)
+			do("PUT", "/config/"+s, map[string]any{"compatibility": "NONE"}, 200)
+			do("PUT", "/mode/"+s, map[string]any{"mode": "READWRITE"}, 200)
+			do("DELETE", fmt.Sprintf(tc.delete, s), nil, 200)
+			if m := do("GET", "/config/"+s, nil, 404); m["error_code"] != float64(40408) {
+				t.Fatalf("config after delete: %v, want 40408", m)
+			}
+			if m := do("GET", "/mode/"+s, nil, 404); m["error_code"] != float64(40409) {
+				t.Fatalf("mode after delete: %v, want 40409", m)
+			}
+		})
 	}
 }

@@ -483,6 +483,9 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, v int, per
 	}
 	r.view.mu.RLock()
 	sv, err := r.prepareDeleteVersionLocked(subject, v, permanent)
+	last := len(r.view.versionsLocked(subject, false)) == 1
+	_, hasConfig := r.view.subjectConfig[subject]
+	_, hasMode := r.view.subjectMode[subject]
 	r.view.mu.RUnlock()
 	if err != nil {
 		return 0, err
@@ -492,7 +495,33 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, v int, per
 	}
 	c := *sv
 	c.Deleted = true
-	return sv.Version, r.writeLocked(ctx, schemaKey(subject, sv.Version), &c)
+	if err := r.writeLocked(ctx, schemaKey(subject, sv.Version), &c); err != nil {
+		return 0, err
+	}
+	if last { // the subject is gone: so are its mode and config, as Confluent
+		if err := r.clearModeConfigLocked(ctx, subject, hasMode, hasConfig); err != nil {
+			return 0, err
+		}
+	}
+	return sv.Version, nil
+}
+
+// clearModeConfigLocked tombstones subject's mode and config, as
+// Confluent's deleteSubject (deleteMode, deleteConfig) when a subject's
+// last live version goes.
+// REQUIRES: r.writeMu held, and beginWrite returned nil under it.
+func (r *Registry) clearModeConfigLocked(ctx context.Context, subject string, hasMode, hasConfig bool) error {
+	if hasMode {
+		if err := r.writeLocked(ctx, modeKey(subject), nil); err != nil {
+			return err
+		}
+	}
+	if hasConfig {
+		if err := r.writeLocked(ctx, configKey(subject), nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // REQUIRES: r.view.mu held.
@@ -532,22 +561,18 @@ func (r *Registry) deleteSubject(ctx context.Context, subject string, permanent 
 		return nil, err
 	}
 	if !permanent {
-		return versions, r.writeLocked(ctx, deleteSubjectKey(subject), &deleteSubjectValue{Subject: subject, Version: versions[len(versions)-1]})
-	}
-	for i := len(versions) - 1; i >= 0; i-- {
-		if err := r.writeLocked(ctx, schemaKey(subject, versions[i]), nil); err != nil {
+		if err := r.writeLocked(ctx, deleteSubjectKey(subject), &deleteSubjectValue{Subject: subject, Version: versions[len(versions)-1]}); err != nil {
 			return nil, err
 		}
-	}
-	if hasMode {
-		if err := r.writeLocked(ctx, modeKey(subject), nil); err != nil {
-			return nil, err
+	} else {
+		for i := len(versions) - 1; i >= 0; i-- {
+			if err := r.writeLocked(ctx, schemaKey(subject, versions[i]), nil); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if hasConfig {
-		if err := r.writeLocked(ctx, configKey(subject), nil); err != nil {
-			return nil, err
-		}
+	if err := r.clearModeConfigLocked(ctx, subject, hasMode, hasConfig); err != nil {
+		return nil, err
 	}
 	return versions, nil
 }
