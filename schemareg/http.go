@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The REST API: Confluent Schema Registry's paths, bodies and error codes.
@@ -31,6 +32,13 @@ func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, write bool, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
+			if s := q.PathValue("s"); s != "" {
+				if strings.ContainsRune(s, 0) {
+					writeError(w, &apiError{codeInvalidSubject, "The specified subject is not valid: it contains NUL"})
+					return
+				}
+				q.SetPathValue("s", validSubject(s))
+			}
 			if !r.authorize(w, q, write) { // auth.go
 				return
 			}
@@ -121,6 +129,27 @@ func (r *Registry) Handler() http.Handler {
 		writeError(w, &apiError{404, "HTTP 404 Not Found"})
 	})
 	return r.instrument(mux) // login and metrics: auth.go, metrics.go
+}
+
+// validSubject returns s with every byte that is not part of valid UTF-8
+// replaced by U+FFFD, byte by byte, as encoding/json writes the name into
+// the stored key: the name a request uses and the name the view holds
+// after the write are then one name.
+func validSubject(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		c, n := utf8.DecodeRuneInString(s)
+		if c == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

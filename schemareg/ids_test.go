@@ -129,3 +129,23 @@ func TestSoftDeleteClearsConfigAndMode(t *testing.T) {
 		})
 	}
 }
+
+// A subject name with invalid UTF-8 is the name with U+FFFD for each bad
+// byte, as it is stored (the key is JSON): registered, it is found again
+// by the same raw name. A name with NUL is refused (42208).
+func TestSubjectNameEncoding(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	if st, _, raw := httpDo(t, addr, "POST", "/subjects/bad%FF%FEname/versions", map[string]any{"schema": `"int"`}); st != 200 {
+		t.Fatalf("register: %d %s", st, raw)
+	}
+	for _, path := range []string{"/subjects/bad%FF%FEname/versions/1", "/subjects/bad%EF%BF%BD%EF%BF%BDname/versions/1"} {
+		st, m, raw := httpDo(t, addr, "GET", path, nil)
+		if st != 200 || m["subject"] != "bad\uFFFD\uFFFDname" {
+			t.Fatalf("GET %s: %d %s", path, st, raw)
+		}
+	}
+	if st, m, raw := httpDo(t, addr, "POST", "/subjects/nul%00name/versions", map[string]any{"schema": `"int"`}); st != 422 || m["error_code"] != float64(42208) {
+		t.Fatalf("NUL: %d %s, want 422/42208", st, raw)
+	}
+}
