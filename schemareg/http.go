@@ -256,10 +256,14 @@ func toVersionBody(sv *schemaValue) versionBody {
 func (r *Registry) getSubjects(w http.ResponseWriter, q *http.Request) (any, error) {
 	r.view.mu.RLock()
 	defer r.view.mu.RUnlock()
-	names := r.view.subjectNamesLocked(boolParam(q, "deleted"))
+	deletedOnly := boolParam(q, "deletedOnly")
+	names := r.view.subjectNamesLocked(boolParam(q, "deleted") || deletedOnly)
 	prefix := q.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for _, n := range names {
+		if deletedOnly && len(r.view.versionsLocked(n, false)) > 0 {
+			continue // deletedOnly: only subjects every version of which is soft-deleted
+		}
 		if strings.HasPrefix(n, prefix) && r.mayReadSubject(q, n) {
 			out = append(out, n)
 		}

@@ -149,3 +149,27 @@ func TestSubjectNameEncoding(t *testing.T) {
 		t.Fatalf("NUL: %d %s, want 422/42208", st, raw)
 	}
 }
+
+// GET /subjects?deletedOnly=true lists only the soft-deleted subjects.
+func TestSubjectsDeletedOnly(t *testing.T) {
+	_, cl := startRegistry(t, t.TempDir())
+	addr := registryAddr(t, cl)
+	for _, s := range []string{"live", "gone"} {
+		if st, _, raw := httpDo(t, addr, "POST", "/subjects/"+s+"/versions", map[string]any{"schema": `"int"`}); st != 200 {
+			t.Fatalf("register %s: %d %s", s, st, raw)
+		}
+	}
+	if st, _, raw := httpDo(t, addr, "DELETE", "/subjects/gone", nil); st != 200 {
+		t.Fatalf("delete: %d %s", st, raw)
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"", `["live"]`},
+		{"?deleted=true", `["gone","live"]`},
+		{"?deletedOnly=true", `["gone"]`},
+	} {
+		st, _, raw := httpDo(t, addr, "GET", "/subjects"+tc.query, nil)
+		if st != 200 || strings.TrimSpace(string(raw)) != tc.want {
+			t.Fatalf("GET /subjects%s: %d %s, want %s", tc.query, st, raw, tc.want)
+		}
+	}
+}
