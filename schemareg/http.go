@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The REST API: Confluent Schema Registry's paths, bodies and error codes.
@@ -31,6 +32,13 @@ func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, write bool, fn func(w http.ResponseWriter, q *http.Request) (any, error)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, q *http.Request) {
+			if s := q.PathValue("s"); s != "" {
+				if strings.ContainsRune(s, 0) {
+					writeError(w, &apiError{codeInvalidSubject, "The specified subject is not valid: it contains NUL"})
+					return
+				}
+				q.SetPathValue("s", validSubject(s))
+			}
 			if !r.authorize(w, q, write) { // auth.go
 				return
 			}
@@ -123,6 +131,27 @@ func (r *Registry) Handler() http.Handler {
 	return r.instrument(mux) // login and metrics: auth.go, metrics.go
 }
 
+// validSubject returns s with every byte that is not part of valid UTF-8
+// replaced by U+FFFD, byte by byte, as encoding/json writes the name into
+// the stored key: the name a request uses and the name the view holds
+// after the write are then one name.
+func validSubject(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		c, n := utf8.DecodeRuneInString(s)
+		if c == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := jsonMarshal(v)
 	if err != nil {
@@ -201,7 +230,7 @@ func versionParam(q *http.Request) (int, error) {
 
 func idParam(q *http.Request) (int, error) {
 	id, err := strconv.ParseInt(q.PathValue("id"), 10, 32)
-	if err != nil || id < 1 {
+	if err != nil || id < 0 {
 		return 0, &apiError{codeSchemaNotFound, fmt.Sprintf("Schema %s not found", q.PathValue("id"))}
 	}
 	return int(id), nil
@@ -227,10 +256,14 @@ func toVersionBody(sv *schemaValue) versionBody {
 func (r *Registry) getSubjects(w http.ResponseWriter, q *http.Request) (any, error) {
 	r.view.mu.RLock()
 	defer r.view.mu.RUnlock()
-	names := r.view.subjectNamesLocked(boolParam(q, "deleted"))
+	deletedOnly := boolParam(q, "deletedOnly")
+	names := r.view.subjectNamesLocked(boolParam(q, "deleted") || deletedOnly)
 	prefix := q.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for _, n := range names {
+		if deletedOnly && len(r.view.versionsLocked(n, false)) > 0 {
+			continue // deletedOnly: only subjects every version of which is soft-deleted
+		}
 		if strings.HasPrefix(n, prefix) && r.mayReadSubject(q, n) {
 			out = append(out, n)
 		}
@@ -349,7 +382,7 @@ func (r *Registry) postLookup(w http.ResponseWriter, q *http.Request) (any, erro
 	r.view.mu.RLock()
 	normalize := boolParam(q, "normalize") || r.view.normalizeLocked(s)
 	r.view.mu.RUnlock()
-	sv, err := r.lookup(s, &req, normalize, boolParam(q, "deleted"))
+	sv, err := r.lookup(q.Context(), s, &req, normalize, boolParam(q, "deleted"))
 	if err != nil {
 		return nil, err
 	}
@@ -552,36 +585,48 @@ func (r *Registry) postCompatibility(w http.ResponseWriter, q *http.Request) (an
 		return nil, err
 	}
 	s := q.PathValue("s")
+	var v int
+	if q.PathValue("v") != "" {
+		var err error
+		if v, err = versionParam(q); err != nil {
+			return nil, err
+		}
+	}
+	// What the check needs is copied out under r.view.mu; the parse and
+	// the comparisons run without it (ops.go, pendingParse).
 	r.view.mu.RLock()
-	defer r.view.mu.RUnlock()
-	p, err := r.parseRequestLocked(&req, boolParam(q, "normalize"))
+	level := r.view.compatibilityLocked(s)
+	var pending []pendingParse
+	var err error
+	if req.Schema == "" {
+		err = &apiError{codeInvalidSchema, "Empty schema"}
+	}
+	var deps []resolvedRef
+	if err == nil {
+		deps, err = r.requestDepsLocked(&req)
+	}
+	if err == nil && q.PathValue("v") != "" {
+		var sv *schemaValue
+		sv, err = r.versionLocked(s, v, false)
+		var ae *apiError
+		if err != nil && v == -1 && errors.As(err, &ae) && ae.Code == codeSubjectNotFound {
+			err = nil // nothing to be incompatible with
+		} else if err == nil {
+			pending = []pendingParse{r.pendingLocked(sv)}
+		}
+	} else if err == nil {
+		pending = r.livePendingLocked(s)
+	}
+	r.view.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	level := r.view.compatibilityLocked(s)
-	var prev []*parsedSchema
-	if q.PathValue("v") != "" {
-		v, err := versionParam(q)
-		if err != nil {
-			return nil, err
-		}
-		sv, err := r.versionLocked(s, v, false)
-		if err != nil {
-			var ae *apiError
-			if v == -1 && errors.As(err, &ae) && ae.Code == codeSubjectNotFound {
-				sv = nil // nothing to be incompatible with
-			} else {
-				return nil, err
-			}
-		}
-		if sv != nil {
-			old, err := r.parsedLocked(sv)
-			if err != nil {
-				return nil, err
-			}
-			prev = []*parsedSchema{old}
-		}
-	} else if prev, err = r.previousLocked(s); err != nil {
+	p, err := parseRequest(&req, deps, boolParam(q, "normalize"))
+	if err != nil {
+		return nil, err
+	}
+	prev, err := r.parseAll(q.Context(), pending)
+	if err != nil {
 		return nil, err
 	}
 	msgs := compatibility(level, p, prev)

@@ -3,6 +3,7 @@ package schemareg
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -48,6 +49,7 @@ const (
 	codeReferenceExists         = 42206
 	codeIDDoesNotMatch          = 42207
 	codeInvalidSubject          = 42208
+	codeSchemaTooLarge          = 42209
 	codeStoreError              = 50001
 	codeOperationTimeout        = 50002
 	codeRequestForwardingFailed = 50003
@@ -73,20 +75,45 @@ type parseCache struct {
 	m  map[int]*parsedSchema
 }
 
-// parsedLocked returns sv parsed (cached by id).
+// pendingParse is a stored schema and what parsing it needs, copied out of
+// the view under r.view.mu so that the parse (and the comparisons after
+// it) run without the lock: a large schema takes seconds to parse and
+// compare, and a writer queued on the lock would stall every reader
+// meanwhile. Stored values are never changed in place (view.go), so the
+// copy stays valid.
+type pendingParse struct {
+	sv   *schemaValue
+	deps []resolvedRef
+	err  error
+}
+
+// pendingLocked copies out what parsing sv needs (nothing when cached).
 // REQUIRES: r.view.mu held.
-func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
+func (r *Registry) pendingLocked(sv *schemaValue) pendingParse {
+	r.parsed.mu.Lock()
+	p := r.parsed.m[sv.ID]
+	r.parsed.mu.Unlock()
+	if p != nil {
+		return pendingParse{sv: sv}
+	}
+	deps, err := r.resolveRefsLocked(sv.References)
+	return pendingParse{sv: sv, deps: deps, err: err}
+}
+
+// parseStored returns pp's schema parsed (cached by id). It does not need
+// r.view.mu.
+func (r *Registry) parseStored(pp pendingParse) (*parsedSchema, error) {
+	sv := pp.sv
 	r.parsed.mu.Lock()
 	p := r.parsed.m[sv.ID]
 	r.parsed.mu.Unlock()
 	if p != nil {
 		return p, nil
 	}
-	deps, err := r.resolveRefsLocked(sv.References)
-	if err != nil {
-		return nil, err
+	if pp.err != nil {
+		return nil, pp.err
 	}
-	p, err = parseSchema(schemaTypeOf(sv), sv.Schema, sv.References, deps, false)
+	p, err := parseSchema(schemaTypeOf(sv), sv.Schema, sv.References, pp.deps, false)
 	if err != nil {
 		return nil, err
 	}
@@ -99,25 +126,79 @@ func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
 	return p, nil
 }
 
+// parsedLocked returns sv parsed (cached by id).
+// REQUIRES: r.view.mu held.
+func (r *Registry) parsedLocked(sv *schemaValue) (*parsedSchema, error) {
+	return r.parseStored(r.pendingLocked(sv))
+}
+
+// parseAll parses pending, in order; a stored schema that no longer
+// parses is a 42201 naming its id.
+func (r *Registry) parseAll(ctx context.Context, pending []pendingParse) ([]*parsedSchema, error) {
+	out := make([]*parsedSchema, 0, len(pending))
+	for _, pp := range pending {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %v", errTimeout, err)
+		}
+		p, err := r.parseStored(pp)
+		if err != nil {
+			return nil, &apiError{codeInvalidSchema, fmt.Sprintf("stored schema id %d: %v", pp.sv.ID, err)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // registerRequest is the body of POST /subjects/{s}/versions and of the
 // lookup and compatibility calls.
 type registerRequest struct {
 	Schema     string      `json:"schema"`
 	SchemaType string      `json:"schemaType,omitempty"`
 	References []Reference `json:"references,omitempty"`
-	ID         int         `json:"id,omitempty"`
-	Version    int         `json:"version,omitempty"`
+	// ID is the caller's schema id (IMPORT mode only): missing or negative
+	// means none, 0 is a real id. Version <= 0 means the next version.
+	// Both are 64-bit here so that a value outside Java's int is refused
+	// (checkIDVersion) instead of wrapping: the wire framing carries a
+	// 4-byte id.
+	ID      *int64 `json:"id,omitempty"`
+	Version int64  `json:"version,omitempty"`
 }
 
-// parseRequestLocked parses req's schema with its references.
-// REQUIRES: r.view.mu held.
-func (r *Registry) parseRequestLocked(req *registerRequest, normalize bool) (*parsedSchema, error) {
-	if req.Schema == "" {
-		return nil, &apiError{codeInvalidSchema, "Empty schema"}
+// id returns the caller's id, -1 for none.
+func (req *registerRequest) id() int64 {
+	if req.ID == nil || *req.ID < 0 {
+		return -1
 	}
+	return *req.ID
+}
+
+// checkIDVersion refuses an id or version Confluent's registry (a Java
+// int) could not hold.
+func (req *registerRequest) checkIDVersion() error {
+	if id := req.id(); id > math.MaxInt32 {
+		return &apiError{codeInvalidSchema, fmt.Sprintf("Schema id %d is out of range: ids are between [0, 2^31-1]", id)}
+	}
+	if req.Version > math.MaxInt32 {
+		return &apiError{codeInvalidVersion, fmt.Sprintf("The specified version '%d' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", req.Version)}
+	}
+	return nil
+}
+
+// requestDepsLocked resolves req's references.
+// REQUIRES: r.view.mu held.
+func (r *Registry) requestDepsLocked(req *registerRequest) ([]resolvedRef, error) {
 	deps, err := r.resolveRefsLocked(req.References)
 	if err != nil {
 		return nil, &apiError{codeInvalidSchema, err.Error()}
+	}
+	return deps, nil
+}
+
+// parseRequest parses req's schema with its resolved references; it does
+// not need r.view.mu.
+func parseRequest(req *registerRequest, deps []resolvedRef, normalize bool) (*parsedSchema, error) {
+	if req.Schema == "" {
+		return nil, &apiError{codeInvalidSchema, "Empty schema"}
 	}
 	p, err := parseSchema(req.SchemaType, req.Schema, req.References, deps, normalize)
 	if err != nil {
@@ -126,18 +207,26 @@ func (r *Registry) parseRequestLocked(req *registerRequest, normalize bool) (*pa
 	return p, nil
 }
 
-// previousLocked parses subject's live versions, oldest first.
+// livePendingLocked copies out subject's live versions, oldest first.
 // REQUIRES: r.view.mu held.
-func (r *Registry) previousLocked(subject string) ([]*parsedSchema, error) {
-	var out []*parsedSchema
+func (r *Registry) livePendingLocked(subject string) []pendingParse {
+	var out []pendingParse
 	for _, sv := range r.view.versionsLocked(subject, false) {
-		p, err := r.parsedLocked(sv)
-		if err != nil {
-			return nil, &apiError{codeInvalidSchema, fmt.Sprintf("stored schema id %d: %v", sv.ID, err)}
-		}
-		out = append(out, p)
+		out = append(out, r.pendingLocked(sv))
 	}
-	return out, nil
+	return out
+}
+
+// maxSchemaBytes bounds a schema's text: its record in the _schemas topic
+// must fit the producer's and the topic's default limits (about 1 MB).
+// A longer one is refused before it is parsed, under no lock; one just
+// under it that still does not fit fails at the append, with the same
+// answer (errSchemaTooLarge).
+const maxSchemaBytes = 1 << 20
+
+// errSchemaTooLarge is Confluent's SchemaTooLargeException.
+func errSchemaTooLarge() *apiError {
+	return &apiError{codeSchemaTooLarge, "Write failed because schema is too large"}
 }
 
 // register registers req under subject and returns its id; the same schema
@@ -146,19 +235,29 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 	if subject == "" {
 		return 0, &apiError{codeInvalidSubject, "Subject name is empty"}
 	}
+	if len(req.Schema) > maxSchemaBytes {
+		return 0, errSchemaTooLarge()
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	if err := r.beginWrite(ctx); err != nil {
 		return 0, err
 	}
 	r.view.mu.RLock()
-	sv, err := r.prepareRegisterLocked(subject, req, normalize)
+	plan, err := r.planRegisterLocked(subject, req)
 	r.view.mu.RUnlock()
 	if err != nil {
 		return 0, err
 	}
-	if sv == nil { // registered already: req.ID is its id
-		return req.ID, nil
+	// Only this registry writes while r.writeMu is held: the view plan
+	// was copied from stays as it was while the schemas are parsed and
+	// compared without r.view.mu.
+	sv, existing, err := r.prepareRegister(ctx, plan, req, normalize)
+	if err != nil {
+		return 0, err
+	}
+	if sv == nil { // registered already
+		return existing, nil
 	}
 	if err := r.writeLocked(ctx, schemaKey(subject, sv.Version), sv); err != nil {
 		return 0, err
@@ -166,100 +265,163 @@ func (r *Registry) register(ctx context.Context, subject string, req *registerRe
 	return sv.ID, nil
 }
 
-// prepareRegisterLocked decides what registering req means: nil and
-// req.ID set to the existing id when the subject has it already, else the
-// value to append.
+// registerPlan is what registering needs from the view, copied out under
+// r.view.mu.
+type registerPlan struct {
+	subject string
+	mode    string
+	level   string
+	deps    []resolvedRef  // the request's references
+	live    []pendingParse // the subject's live versions, oldest first
+	next    int            // the subject's next version
+	taken   map[int]bool   // the subject's versions, soft-deleted too
+	ids     map[int]pendingParse
+	maxID   int
+}
+
+// planRegisterLocked checks the mode rules, Confluent's (KafkaSchemaRegistry's
+// checkRegisterMode): a caller's id needs IMPORT, no id needs READWRITE;
+// then copies out what prepareRegister needs.
 // REQUIRES: r.view.mu held, r.writeMu held.
-func (r *Registry) prepareRegisterLocked(subject string, req *registerRequest, normalize bool) (*schemaValue, error) {
+func (r *Registry) planRegisterLocked(subject string, req *registerRequest) (*registerPlan, error) {
 	mode := r.view.modeLocked(subject)
 	if mode == "READONLY" || mode == "READONLY_OVERRIDE" {
 		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is in read-only mode", subject)}
 	}
-	if req.ID != 0 && mode != "IMPORT" {
-		return nil, &apiError{codeOperationNotPermitted, "Overriding schema id is only permitted in IMPORT mode"}
+	reqID := req.id()
+	if reqID >= 0 && mode != "IMPORT" {
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in import mode", subject)}
 	}
-	if req.ID < 0 || req.Version < 0 {
-		return nil, &apiError{codeInvalidSchema, "id and version must not be negative"}
+	if reqID < 0 && mode != "READWRITE" {
+		return nil, &apiError{codeOperationNotPermitted, fmt.Sprintf("Subject %s is not in read-write mode", subject)}
 	}
-	p, err := r.parseRequestLocked(req, normalize)
+	if err := req.checkIDVersion(); err != nil {
+		return nil, err
+	}
+	if req.Schema == "" {
+		return nil, &apiError{codeInvalidSchema, "Empty schema"}
+	}
+	deps, err := r.requestDepsLocked(req)
 	if err != nil {
 		return nil, err
 	}
-	all := r.view.versionsLocked(subject, true)
-	for _, sv := range all {
-		if sv.Deleted {
-			continue
-		}
-		old, err := r.parsedLocked(sv)
-		if err == nil && old.same == p.same {
-			if req.ID != 0 && req.ID != sv.ID {
-				return nil, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", sv.ID, req.ID)}
+	plan := &registerPlan{subject: subject, mode: mode, level: r.view.compatibilityLocked(subject), deps: deps,
+		live: r.livePendingLocked(subject), next: 1, taken: map[int]bool{}, ids: map[int]pendingParse{}, maxID: r.view.maxID}
+	for _, sv := range r.view.versionsLocked(subject, true) {
+		plan.taken[sv.Version] = true
+		plan.next = sv.Version + 1
+	}
+	for id, is := range r.view.ids {
+		plan.ids[id] = r.pendingLocked(is.schema)
+	}
+	return plan, nil
+}
+
+// prepareRegister decides what registering req means: nil and the
+// existing id when the subject has the schema already, else the value to
+// append. Outside IMPORT a caller's version must be the next one
+// (Confluent's register). It parses and compares without r.view.mu.
+// REQUIRES: r.writeMu held.
+func (r *Registry) prepareRegister(ctx context.Context, plan *registerPlan, req *registerRequest, normalize bool) (*schemaValue, int, error) {
+	subject, mode, reqID := plan.subject, plan.mode, req.id()
+	p, err := parseRequest(req, plan.deps, normalize)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, pp := range plan.live {
+		if old, err := r.parseStored(pp); err == nil && old.same == p.same {
+			id := pp.sv.ID
+			if reqID >= 0 && reqID != int64(id) {
+				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Schema already registered with id %d instead of input id %d", id, reqID)}
 			}
-			req.ID = sv.ID
-			return nil, nil
+			return nil, id, nil
 		}
 	}
 	if mode != "IMPORT" {
-		prev, err := r.previousLocked(subject)
+		prev, err := r.parseAll(ctx, plan.live) // cached by now
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if msgs := compatibility(r.view.compatibilityLocked(subject), p, prev); len(msgs) > 0 {
-			return nil, &apiError{codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\", details: " + fmt.Sprint(msgs)}
+		if msgs := compatibility(plan.level, p, prev); len(msgs) > 0 {
+			return nil, 0, &apiError{codeIncompatible, "Schema being registered is incompatible with an earlier schema for subject \"" + subject + "\", details: " + fmt.Sprint(msgs)}
 		}
 	}
+	version := int(req.Version)
+	if version <= 0 {
+		version = plan.next
+	} else if version != plan.next && mode != "IMPORT" {
+		return nil, 0, &apiError{codeInvalidSchema, "Version is not one more than previous version"}
+	} else if plan.taken[version] {
+		return nil, 0, &apiError{codeInvalidVersion, fmt.Sprintf("Version %d already exists in subject %s", version, subject)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errTimeout, err)
+	}
 	// The id: the caller's (IMPORT), else the id this schema has under
-	// another subject, else the largest id plus one.
-	id := req.ID
-	if id != 0 {
-		if is := r.view.ids[id]; is != nil {
-			old, err := r.parsedLocked(is.schema)
+	// another subject, else the largest id plus one, never past Java's
+	// int (the wire framing's 4-byte id).
+	id := int(reqID)
+	if id >= 0 {
+		if pp, ok := plan.ids[id]; ok {
+			old, err := r.parseStored(pp)
 			if err != nil || old.same != p.same {
-				return nil, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Overwrite new schema with id %d is not permitted.", id)}
+				return nil, 0, &apiError{codeIDDoesNotMatch, fmt.Sprintf("Overwrite new schema with id %d is not permitted.", id)}
 			}
 		}
 	} else {
-		for existing, is := range r.view.ids {
-			old, err := r.parsedLocked(is.schema)
-			if err == nil && old.same == p.same && (id == 0 || existing < id) {
+		for existing, pp := range plan.ids {
+			if id >= 0 && existing > id {
+				continue
+			}
+			old, err := r.parseStored(pp)
+			if err == nil && old.same == p.same {
 				id = existing
 			}
 		}
-		if id == 0 {
-			id = r.view.maxID + 1
+		if id < 0 {
+			if plan.maxID >= math.MaxInt32 {
+				return nil, 0, &apiError{codeStoreError, "Error while registering the schema: no schema id left below 2^31-1"}
+			}
+			id = plan.maxID + 1
 		}
-	}
-	version := req.Version
-	if version == 0 {
-		version = 1
-		if len(all) > 0 {
-			version = all[len(all)-1].Version + 1
-		}
-	} else if s := r.view.subjects[subject]; s != nil && s.versions[version] != nil {
-		return nil, &apiError{codeInvalidVersion, fmt.Sprintf("Version %d already exists in subject %s", version, subject)}
 	}
 	sv := &schemaValue{Subject: subject, Version: version, ID: id, References: req.References, Schema: p.text}
 	if p.typ != typeAvro {
 		sv.SchemaType = p.typ
 	}
-	return sv, nil
+	return sv, 0, nil
 }
 
-// lookup finds the version of subject that holds req's schema.
-func (r *Registry) lookup(subject string, req *registerRequest, normalize, deleted bool) (*schemaValue, error) {
+// lookup finds the version of subject that holds req's schema. The parse
+// runs without r.view.mu.
+func (r *Registry) lookup(ctx context.Context, subject string, req *registerRequest, normalize, deleted bool) (*schemaValue, error) {
 	r.view.mu.RLock()
-	defer r.view.mu.RUnlock()
-	all := r.view.versionsLocked(subject, deleted)
-	if len(all) == 0 {
+	var pending []pendingParse
+	for _, sv := range r.view.versionsLocked(subject, deleted) {
+		pending = append(pending, r.pendingLocked(sv))
+	}
+	var deps []resolvedRef
+	var err error
+	if len(pending) > 0 {
+		deps, err = r.requestDepsLocked(req)
+	}
+	r.view.mu.RUnlock()
+	if len(pending) == 0 {
 		return nil, errSubjectNotFound(subject)
 	}
-	p, err := r.parseRequestLocked(req, normalize)
 	if err != nil {
 		return nil, err
 	}
-	for _, sv := range all {
-		if old, err := r.parsedLocked(sv); err == nil && old.same == p.same {
-			return sv, nil
+	p, err := parseRequest(req, deps, normalize)
+	if err != nil {
+		return nil, err
+	}
+	for _, pp := range pending {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %v", errTimeout, ctx.Err())
+		}
+		if old, err := r.parseStored(pp); err == nil && old.same == p.same {
+			return pp.sv, nil
 		}
 	}
 	return nil, &apiError{codeSchemaNotFound, "Schema not found"}
@@ -321,6 +483,9 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, v int, per
 	}
 	r.view.mu.RLock()
 	sv, err := r.prepareDeleteVersionLocked(subject, v, permanent)
+	last := len(r.view.versionsLocked(subject, false)) == 1
+	_, hasConfig := r.view.subjectConfig[subject]
+	_, hasMode := r.view.subjectMode[subject]
 	r.view.mu.RUnlock()
 	if err != nil {
 		return 0, err
@@ -330,7 +495,33 @@ func (r *Registry) deleteVersion(ctx context.Context, subject string, v int, per
 	}
 	c := *sv
 	c.Deleted = true
-	return sv.Version, r.writeLocked(ctx, schemaKey(subject, sv.Version), &c)
+	if err := r.writeLocked(ctx, schemaKey(subject, sv.Version), &c); err != nil {
+		return 0, err
+	}
+	if last { // the subject is gone: so are its mode and config, as Confluent
+		if err := r.clearModeConfigLocked(ctx, subject, hasMode, hasConfig); err != nil {
+			return 0, err
+		}
+	}
+	return sv.Version, nil
+}
+
+// clearModeConfigLocked tombstones subject's mode and config, as
+// Confluent's deleteSubject (deleteMode, deleteConfig) when a subject's
+// last live version goes.
+// REQUIRES: r.writeMu held, and beginWrite returned nil under it.
+func (r *Registry) clearModeConfigLocked(ctx context.Context, subject string, hasMode, hasConfig bool) error {
+	if hasMode {
+		if err := r.writeLocked(ctx, modeKey(subject), nil); err != nil {
+			return err
+		}
+	}
+	if hasConfig {
+		if err := r.writeLocked(ctx, configKey(subject), nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // REQUIRES: r.view.mu held.
@@ -370,22 +561,18 @@ func (r *Registry) deleteSubject(ctx context.Context, subject string, permanent 
 		return nil, err
 	}
 	if !permanent {
-		return versions, r.writeLocked(ctx, deleteSubjectKey(subject), &deleteSubjectValue{Subject: subject, Version: versions[len(versions)-1]})
-	}
-	for i := len(versions) - 1; i >= 0; i-- {
-		if err := r.writeLocked(ctx, schemaKey(subject, versions[i]), nil); err != nil {
+		if err := r.writeLocked(ctx, deleteSubjectKey(subject), &deleteSubjectValue{Subject: subject, Version: versions[len(versions)-1]}); err != nil {
 			return nil, err
 		}
-	}
-	if hasMode {
-		if err := r.writeLocked(ctx, modeKey(subject), nil); err != nil {
-			return nil, err
+	} else {
+		for i := len(versions) - 1; i >= 0; i-- {
+			if err := r.writeLocked(ctx, schemaKey(subject, versions[i]), nil); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if hasConfig {
-		if err := r.writeLocked(ctx, configKey(subject), nil); err != nil {
-			return nil, err
-		}
+	if err := r.clearModeConfigLocked(ctx, subject, hasMode, hasConfig); err != nil {
+		return nil, err
 	}
 	return versions, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/linker"
@@ -307,6 +308,9 @@ func jsonMarshal(v any) ([]byte, error) {
 // BACKWARD means next can read what prev wrote, FORWARD the other way.
 // JSON Schema and Protobuf: see checkProtobuf and checkJSON.
 func compatibility(level string, next *parsedSchema, prev []*parsedSchema) []string {
+	if h := testHookCompat.Load(); h != nil {
+		(*h)()
+	}
 	var backward, forward bool
 	switch level {
 	case "NONE":
@@ -337,6 +341,10 @@ func compatibility(level string, next *parsedSchema, prev []*parsedSchema) []str
 	return msgs
 }
 
+// testHookCompat, when set (by tests only), runs at the start of every
+// compatibility check.
+var testHookCompat atomic.Pointer[func()]
+
 // canRead reports whether reader can read what writer wrote.
 func canRead(reader, writer *parsedSchema) (err error) {
 	if reader.typ != writer.typ {
@@ -349,7 +357,7 @@ func canRead(reader, writer *parsedSchema) (err error) {
 				err = fmt.Errorf("avro compatibility check failed: %v", p)
 			}
 		}()
-		return avro.NewSchemaCompatibility().Compatible(reader.avro, writer.avro)
+		return checkAvro(reader.avro, writer.avro)
 	case typeProtobuf:
 		return checkProtobuf(reader, writer)
 	case typeJSON:

@@ -223,6 +223,9 @@ func (r *Registry) writeLocked(ctx context.Context, key storeKey, value any) err
 	}
 	res := r.cl.ProduceSync(ctx, rec)
 	if err := res.FirstErr(); err != nil {
+		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+			return errSchemaTooLarge()
+		}
 		return fmt.Errorf("%w: append to %s: %w", errStore, r.opts.Topic, err)
 	}
 	return r.waitApplied(ctx, rec.Offset+1)

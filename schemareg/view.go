@@ -2,6 +2,8 @@ package schemareg
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -85,6 +87,10 @@ func (v *view) applyLocked(key, value []byte, off int64) error {
 		// The key names the version (compaction and tombstones go by
 		// it); a value that says otherwise does not move it.
 		sv.Subject, sv.Version = k.Subject, k.Version
+		if sv.ID < 0 || sv.ID > math.MaxInt32 || sv.Version < 1 || sv.Version > math.MaxInt32 {
+			// Outside Java's int: no Confluent client can name it.
+			return fmt.Errorf("schemareg: subject %q version %d: id %d out of range", sv.Subject, sv.Version, sv.ID)
+		}
 		v.addVersionLocked(&sv)
 	case keyConfig:
 		if value == nil {
