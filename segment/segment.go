@@ -48,6 +48,16 @@ type segment struct {
 	pins       int32        // pins held; the cache never closes a pinned segment
 	indexBytes int          // index room a reopen maps: the active preallocation, 0 when inactive
 	pinned     atomic.Int32 // copy of pins for the evictor's sweep (a hint)
+	// Indexes left unmapped by an append (pinAppend, opencache.go):
+	// unmapped means open with only the .log (idx and tidx nil); pend
+	// holds the index entries appended meanwhile, applied by the next
+	// full pin; idxRoom is how many entries the indexes took when last
+	// unmapped; lazyIdx says appends happened since they were last
+	// mapped (the closing time entry is still to write). REQUIRES: hmu
+	unmapped bool
+	lazyIdx  bool
+	idxRoom  int
+	pend     []pendEntry
 	ref        atomic.Bool  // CLOCK reference bit, set by pin
 	slot       int          // index in cache.ring, -1 when out (clockring.Entry)
 
@@ -180,8 +190,10 @@ func (s *segment) indexBatch(b record.Batch, pos int64, interval int64) {
 	if s.bytesSinceIndex >= interval {
 		// The indexes are hints: a full index (the segment rolls at
 		// the next append) only makes later lookups scan further.
-		_ = s.idx.Append(b.BaseOffset(), pos)
-		_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
+		if !s.appendPending(pendEntry{b.BaseOffset(), pos, s.maxTs.Load(), s.maxTsOffset}) {
+			_ = s.idx.Append(b.BaseOffset(), pos)
+			_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
+		}
 		s.bytesSinceIndex = 0
 	}
 	s.bytesSinceIndex += int64(b.Size())
@@ -257,12 +269,32 @@ func (s *segment) close() error {
 	var err error
 	if !s.dead {
 		s.dead = true
+		if s.lazyIdx {
+			// Appended with the indexes unmapped: their pending
+			// entries and closing time entry go in before the close.
+			err = s.mapForCloseLocked()
+		}
 		if s.open {
-			err = s.closeHandlesLocked()
+			if cerr := s.closeHandlesLocked(); err == nil {
+				err = cerr
+			}
 		}
 	}
 	s.hmu.Unlock()
 	s.cache.remove(s)
+	return err
+}
+
+// closeLogOnly is closeFiles for a segment open with its .log only
+// (pinAppend): the reservation released, the .log reference dropped.
+func (s *segment) closeLogOnly() error {
+	if s.reserved > 0 {
+		s.releaseReserved()
+	}
+	err := s.txn.close()
+	if rerr := s.zf.Release(); err == nil && rerr != nil {
+		err = fmt.Errorf("segment: close %s: %w", s.path, rerr)
+	}
 	return err
 }
 
@@ -291,11 +323,19 @@ func (s *segment) remove() error {
 	if s.cache != nil {
 		s.hmu.Lock()
 		wasOpen := s.open && !s.dead
-		s.dead, s.open = true, false
+		logOnly := s.unmapped
+		s.dead, s.open, s.unmapped, s.pend = true, false, false, nil
 		s.hmu.Unlock()
 		s.cache.remove(s)
 		if !wasOpen {
 			return s.removeClosed()
+		}
+		if logOnly {
+			err := s.removeClosed()
+			if rerr := s.zf.Release(); err == nil && rerr != nil {
+				err = fmt.Errorf("segment: remove %s: %w", s.path, rerr)
+			}
+			return err
 		}
 	}
 	err := os.Remove(s.path)
