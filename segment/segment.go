@@ -58,8 +58,8 @@ type segment struct {
 	lazyIdx  bool
 	idxRoom  int
 	pend     []pendEntry
-	ref        atomic.Bool  // CLOCK reference bit, set by pin
-	slot       int          // index in cache.ring, -1 when out (clockring.Entry)
+	ref      atomic.Bool // CLOCK reference bit, set by pin
+	slot     int         // index in cache.ring, -1 when out (clockring.Entry)
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
