@@ -109,15 +109,19 @@ func createSegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs in
 // lazySegment returns the empty active segment at base of a log whose
 // directory holds no segment files yet (a new log, or one restarted
 // empty), managed by cache and closed: its files are created by its first
-// pin (the log's first append), so a partition that is never written
-// costs a directory and no files, descriptors or mappings. Creating the
+// pin (the log's first append creates the .log, pinAppend; the indexes
+// come with the first full pin: a read, a roll, a flush or the close), so
+// a partition that is never written costs a directory and no files,
+// descriptors or mappings, and the first append to each of 10,000 new
+// partitions creates one file, not three. Creating the
 // three files and preallocating the indexes was most of CreateTopics
 // (~1 ms of kernel time per partition). REQUIRES: no files of the
 // segment exist (an existing .log would be opened, not replaced).
 func lazySegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs int64, cache *openCache) *segment {
 	s := &segment{base: base, path: segmentPath(dir, base, logSuffix), dir: dir, fs: fs,
 		txn: &txnIndex{path: segmentPath(dir, base, txnIndexSuffix)}, next: base, maxTsOffset: -1,
-		indexBytes: cfg.IndexMaxBytes, slot: -1, cache: cache, rollTs: nowMs}
+		indexBytes: cfg.IndexMaxBytes, slot: -1, cache: cache, rollTs: nowMs,
+		idxRoom: indexRoom(cfg.IndexMaxBytes, 0, 0)}
 	s.maxTs.Store(-1)
 	s.firstTs.Store(math.MinInt64)
 	return s
