@@ -439,7 +439,7 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	defer s.unpin()
 	var pos int64
 	var ok bool
-	pos, _, ok, err = s.findBatch(offset, s.size.Load())
+	pos, _, ok, err = s.findBatch(offset, s.size.Load(), -1, true)
 	if err == nil && !ok {
 		// offset is past the segment's last batch (a gap that cleaning
 		// left at its end): cut after it.

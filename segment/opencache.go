@@ -266,6 +266,77 @@ func (s *segment) indexesFull() bool {
 	return s.idx.Full() || s.tidx.Full()
 }
 
+// tailN is how many batch starts a segment remembers for reads at its
+// tail (segment.tail).
+const tailN = 8
+
+// batchStart is where the batch with base offset base starts in the .log.
+type batchStart struct{ base, pos int64 }
+
+// noteTail remembers where the batch at base starts (the appender, per
+// batch). REQUIRES: the log's appendMu.
+func (s *segment) noteTail(base, pos int64) {
+	if s.cache == nil {
+		return
+	}
+	s.hmu.Lock()
+	s.tail[s.tailAt] = batchStart{base + 1, pos} // base+1: the zero value is no entry
+	s.tailAt = (s.tailAt + 1) % tailN
+	s.hmu.Unlock()
+}
+
+// cutTail forgets the remembered batch starts (the segment was cut or is
+// rebuilt). REQUIRES: the log's mu held for writing, or exclusive access.
+func (s *segment) cutTail() {
+	s.hmu.Lock()
+	s.tail, s.tailAt = [tailN]batchStart{}, 0
+	s.hmu.Unlock()
+}
+
+// pinRead is pin for a read at offset. When the segment remembers where a
+// batch at or below offset starts (a read at the tail, as a consumer's
+// next fetch is), it returns that position as hint and, if the cache
+// closed the segment, reopens only the .log: with more active partitions
+// than log.segment.open.files.max, every consumer fetch otherwise mapped
+// both indexes again. useIdx says whether s.idx and s.tidx may be used
+// until unpin (false: they are not mapped; use the hint). hint is -1 when
+// there is none; then pinRead is pin.
+func (s *segment) pinRead(offset int64) (hint int64, useIdx bool, err error) {
+	if s.cache == nil {
+		return -1, true, nil
+	}
+	s.hmu.Lock()
+	hint = -1
+	var best int64 = -1
+	for _, t := range s.tail {
+		if b := t.base - 1; t.base > 0 && b <= offset && b > best {
+			best, hint = b, t.pos
+		}
+	}
+	if hint < 0 || s.dead {
+		s.hmu.Unlock()
+		return -1, true, s.pin()
+	}
+	reopened := false
+	if !s.open {
+		if err := s.openLogLocked(); err != nil {
+			s.hmu.Unlock()
+			return -1, false, err
+		}
+		s.open, s.unmapped, reopened = true, true, true
+	}
+	useIdx = !s.unmapped
+	s.pins++
+	s.pinned.Store(s.pins)
+	s.ref.Store(true)
+	s.hmu.Unlock()
+	if reopened {
+		s.cache.reopens.Add(1)
+		s.cache.add(s)
+	}
+	return hint, useIdx, nil
+}
+
 // unpin releases a pin taken by pin.
 func (s *segment) unpin() {
 	if s.cache == nil {

@@ -58,8 +58,14 @@ type segment struct {
 	lazyIdx  bool
 	idxRoom  int
 	pend     []pendEntry
-	ref      atomic.Bool // CLOCK reference bit, set by pin
-	slot     int         // index in cache.ring, -1 when out (clockring.Entry)
+	// tail holds where the last tailN batches appended start (a ring:
+	// tailAt is the next slot), so that a read at the tail finds its
+	// position without the indexes (pinRead). Cut by truncateTo and
+	// resetState. REQUIRES: hmu
+	tail   [tailN]batchStart
+	tailAt int
+	ref    atomic.Bool // CLOCK reference bit, set by pin
+	slot   int         // index in cache.ring, -1 when out (clockring.Entry)
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
@@ -200,12 +206,14 @@ func (s *segment) indexBatch(b record.Batch, pos int64, interval int64) {
 		}
 		s.bytesSinceIndex = 0
 	}
+	s.noteTail(b.BaseOffset(), pos)
 	s.bytesSinceIndex += int64(b.Size())
 	s.next = b.NextOffset()
 }
 
 // resetState empties the writer state and the indexes, before a rebuild.
 func (s *segment) resetState() {
+	s.cutTail()
 	s.idx.Reset()
 	s.tidx.Reset()
 	s.next, s.maxTsOffset, s.bytesSinceIndex = s.base, -1, 0
@@ -390,6 +398,7 @@ func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 	s.size.Store(pos)
 	s.gen++
 	s.firstTs.Store(math.MinInt64)
+	s.cutTail()
 	s.idx.TruncateTo(next)
 	s.tidx.TruncateTo(next)
 	if err := s.txn.truncateTo(next); err != nil {
