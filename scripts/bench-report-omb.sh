@@ -4,8 +4,10 @@
 # consumers in one group, a warm-up, a max-rate probe, then 25/50/75/100%
 # of that rate) against a fresh broker per target and partition count, and
 # rewrites BENCHMARKS.md's marked sections (bench:headline, bench:omb,
-# bench:partitions, bench:targets) with `benchreport omb`. `make
-# bench-report` runs it after scripts/bench-report.sh.
+# bench:partitions, bench:targets) with `benchreport omb`; the raw
+# results stay in docs/bench-omb/ (one JSON file per broker and partition
+# count, and the run's meta line). `make bench-report` runs it after
+# scripts/bench-report.sh.
 #
 #   scripts/bench-report-omb.sh                       # defaults below
 #   PARTS="100" TARGETS="segment kfake" WARMUP=2s PROBE=5s DURATION=5s \
@@ -65,5 +67,12 @@ done
 meta="Run $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo '+local changes'), \
 $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; \
 warm-up $WARMUP, probe $PROBE, $DURATION per rate; broker on CPU 0, clients on CPU 1; one run."
-"$work/benchreport" omb -out "$OUT" -meta "$meta" "$work"/omb-*.json
+# Keep the results beside the page, so it can be re-rendered without a
+# re-run: benchreport omb -out BENCHMARKS.md -meta ... docs/bench-omb/*.json
+results=${RESULTS:-$repo/docs/bench-omb}
+mkdir -p "$results"
+rm -f "$results"/omb-*.json
+cp "$work"/omb-*.json "$results"/
+printf '%s\n' "$meta" >"$results/meta.txt"
+"$work/benchreport" omb -out "$OUT" -meta "$meta" "$results"/omb-*.json
 log "rewrote the marked sections of $OUT"

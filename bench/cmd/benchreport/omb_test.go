@@ -59,7 +59,7 @@ func TestOMBSections(t *testing.T) {
 			"| sluice-segment, 10000 partitions: max sustained rate >= 1.5x kfake's | 1.40x (1400 vs 1000 records/s) | no |",
 			"| sluice-segment, 10000 partitions: publish p99 at the probe <= kfake's | 5.0 vs 5.0 ms | yes |",
 		},
-		"headline":   {"run: test", "| sluice-segment | 100 | 2.0 | 1.98x |", "| kfake | 10000 |"},
+		"headline":   {"run: test", "| sluice-segment | 100 | 2.0 | 2.0 | 1.98x |", "| kfake | 10000 |"},
 		"partitions": {"| 10000 | sluice-segment | 1.4 | 1.4 |"},
 		"omb":        {"(sluice-segment): 100 partitions"},
 	} {
