@@ -78,10 +78,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./bench/... ./engine/... ./segment/... ./mmapindex/...
 
 # Measure the machine's limits, sluice perf against every backend and
-# kfake, and profiles; rewrite BENCHMARKS.md's report and docs/bench.svg
-# (about 10 minutes on 2 cores; see scripts/bench-report.sh for knobs).
+# kfake, and profiles; then the OMB shape (sluice perf omb) at 100 and
+# 10,000 partitions against segment, pebble and kfake; rewrite
+# BENCHMARKS.md's generated sections and docs/bench.svg (about 40 minutes
+# on 2 cores; knobs at the top of scripts/bench-report.sh and
+# scripts/bench-report-omb.sh).
 bench-report:
 	@./scripts/bench-report.sh
+	@./scripts/bench-report-omb.sh
 
 # Partitions at scale on one node (issue 15): segment up to 20,000 under
 # ulimit -n 20000, pebble up to 100,000; RSS per partition, fds, maps,

@@ -83,6 +83,13 @@ func (p *Partition) loadProducerState() error {
 	if ok {
 		from = p.loadLatestSnapshot(ss)
 		p.snap.due = ss.SnapshotDue()
+		if p.snap.due < 0 {
+			// No segment yet (a new log): its first segment, at the
+			// log end, is not a roll, and a snapshot of the empty
+			// state there cost each of 10,000 new partitions a file
+			// written in the produce path.
+			p.snap.due = p.log.EndOffset()
+		}
 	}
 	if from < 0 {
 		if p.opts.ProducerScanBytes < 0 {

@@ -422,3 +422,30 @@ func TestSnapshotNoneForEmptyLog(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotNoneAtFirstAppend: the first append to a new log creates
+// its first segment, which is not a roll: no snapshot is written in the
+// produce path (one per new partition, 10,000 for a new topic of 10,000
+// partitions); the roll that follows still snapshots.
+func TestSnapshotNoneAtFirstAppend(t *testing.T) {
+	for _, backend := range snapshotBackends {
+		t.Run("backend="+backend, func(t *testing.T) {
+			st := openStore(t, backend)
+			p, cl := newPartition(t, st, engine.LogConfig{SegmentBytes: snapSegmentBytes}, Options{Topic: "t"})
+			ss := cl.Log.(engine.SnapshotStore)
+			mustAppend(t, p, batch(1, 0, 0, 2))
+			if off, _, ok, err := ss.LatestSnapshot(math.MaxInt64); err != nil || ok {
+				t.Fatalf("after the first append: snapshot at %d (%v, %v), want none", off, ok, err)
+			}
+			for i := 0; ss.SnapshotDue() <= 0 && i < 2_000; i++ {
+				mustAppend(t, p, batch(1, 0, int32(2+2*i), 2))
+			}
+			if ss.SnapshotDue() <= 0 {
+				return // a backend without rolls at this size
+			}
+			if _, _, ok, err := ss.LatestSnapshot(math.MaxInt64); err != nil || !ok {
+				t.Fatalf("after a roll: no snapshot (%v, %v)", ok, err)
+			}
+		})
+	}
+}

@@ -28,6 +28,10 @@ func writeFileAtomic(path string, data []byte) error { return writeFile(path, da
 // written this way. Store.Close's syncfs makes it durable.
 func writeFileRenamed(path string, data []byte) error { return writeFile(path, data, false) }
 
+// testHookDurableWrite, when set (by tests), is called with the path of
+// every file writeFile writes durably.
+var testHookDurableWrite func(path string)
+
 // writeFile writes data to path.tmp and renames it to path, with the
 // fsyncs of the file and the directory when durable.
 func writeFile(path string, data []byte, durable bool) error {
@@ -37,6 +41,9 @@ func writeFile(path string, data []byte, durable bool) error {
 		return fmt.Errorf("segment: write %s: %w", path, err)
 	}
 	_, err = f.Write(data)
+	if durable && testHookDurableWrite != nil {
+		testHookDurableWrite(path)
+	}
 	if err == nil && durable && !fsyncOff.Load() {
 		err = f.Sync()
 	}

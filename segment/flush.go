@@ -136,10 +136,19 @@ func (l *Log) fsyncUnflushed() (int64, error) {
 			return 0, err
 		}
 	}
+	// The epoch checkpoint an append wrote without fsync (writeEpochs):
+	// durable before the recovery point passes the batch that needed it.
+	if l.newDirs.And(^uint32(unsyncedEpochs))&unsyncedEpochs != 0 {
+		if err := l.writeEpochs(true); err != nil {
+			l.newDirs.Or(unsyncedEpochs)
+			return 0, err
+		}
+	}
 	// The entries of files and directories created since the last
 	// flush, after the files' data: the flush is not done until a crash
 	// can no longer lose the names.
-	if d := l.newDirs.Swap(0); d != 0 {
+	const dirs = newLogDir | newParentDir
+	if d := l.newDirs.And(^uint32(dirs)) & dirs; d != 0 {
 		if err := syncDir(l.dir); err != nil {
 			return 0, fmt.Errorf("segment: fsync %s: %w", l.dir, err)
 		}

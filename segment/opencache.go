@@ -64,6 +64,7 @@ type openCache struct {
 
 	reopens   atomic.Int64
 	evictions atomic.Int64
+	indexMaps atomic.Int64 // index pairs mapped by reopens (tests)
 }
 
 func newOpenCache(max int, log *slog.Logger) *openCache {
@@ -151,6 +152,11 @@ func (s *segment) pin() error {
 			return err
 		}
 		s.open, reopened = true, true
+	} else if s.unmapped {
+		if err := s.mapIndexesLocked(); err != nil {
+			s.hmu.Unlock()
+			return err
+		}
 	}
 	s.pins++
 	s.pinned.Store(s.pins)
@@ -161,6 +167,174 @@ func (s *segment) pin() error {
 		s.cache.add(s)
 	}
 	return nil
+}
+
+// pendMax is how many index entries an appender keeps pending with the
+// indexes unmapped before its next pin maps them (pinAppend): 16 entries
+// of 32 bytes per partition, one mapping per 64 KiB appended at the
+// default index.interval.bytes.
+const pendMax = 16
+
+// pendEntry is one offset index entry (offset, pos) and the time index
+// entry offered with it (ts, tsOffset), made while the indexes were not
+// mapped.
+type pendEntry struct{ offset, pos, ts, tsOffset int64 }
+
+// pinAppend is pin for the appender of the active segment: it needs only
+// the .log open. A segment the cache closed reopens only its .log (one
+// open instead of three, and no index mmap, ftruncate and munmap on the
+// reopen and the next eviction), and the index entries of the appends
+// wait in pend until a full pin (a reader, a roll, a flush, the close)
+// maps the indexes, or until pendMax of them are pending. With more
+// active partitions than log.segment.open.files.max every append reopens
+// its segment: the full reopen and eviction were 13x the cost of an
+// append to an open segment (BenchmarkAppendManyPartitions). The indexes
+// are hints rebuilt after a crash, so entries pending at a crash cost only
+// that rebuild.
+//
+// After pinAppend, s.f and s.zf are valid; s.idx and s.tidx are valid only
+// when the indexes are mapped: use indexBatch and indexesFull. REQUIRES:
+// the log's appendMu.
+func (s *segment) pinAppend() error {
+	if s.cache == nil {
+		return nil
+	}
+	s.hmu.Lock()
+	if s.dead {
+		s.hmu.Unlock()
+		return errClosedLog
+	}
+	reopened := false
+	mapNow := len(s.pend) >= min(pendMax, s.idxRoom)
+	switch {
+	case !s.open && mapNow:
+		if err := s.openHandlesLocked(); err != nil {
+			s.hmu.Unlock()
+			return err
+		}
+		s.open, reopened = true, true
+	case !s.open:
+		if err := s.openLogLocked(); err != nil {
+			s.hmu.Unlock()
+			return err
+		}
+		s.open, s.unmapped, s.lazyIdx, reopened = true, true, true, true
+	case s.unmapped && mapNow:
+		if err := s.mapIndexesLocked(); err != nil {
+			s.hmu.Unlock()
+			return err
+		}
+	}
+	s.pins++
+	s.pinned.Store(s.pins)
+	s.ref.Store(true)
+	s.hmu.Unlock()
+	if reopened {
+		s.cache.reopens.Add(1)
+		s.cache.add(s)
+	}
+	return nil
+}
+
+// appendPending keeps e pending when the indexes are unmapped and reports
+// whether it did; an entry beyond the room the indexes have is dropped,
+// as a full index drops it. REQUIRES: the log's appendMu, s pinned.
+func (s *segment) appendPending(e pendEntry) bool {
+	if s.cache == nil {
+		return false
+	}
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if !s.unmapped {
+		return false
+	}
+	if len(s.pend) < s.idxRoom {
+		s.pend = append(s.pend, e)
+	}
+	return true
+}
+
+// indexesFull reports whether the indexes can take no more entries (the
+// segment rolls), pending ones counted. REQUIRES: s pinned.
+func (s *segment) indexesFull() bool {
+	s.hmu.Lock()
+	unmapped, full := s.unmapped, len(s.pend) >= s.idxRoom
+	s.hmu.Unlock()
+	if unmapped {
+		return full
+	}
+	return s.idx.Full() || s.tidx.Full()
+}
+
+// tailN is how many batch starts a segment remembers for reads at its
+// tail (segment.tail).
+const tailN = 8
+
+// batchStart is where the batch with base offset base starts in the .log.
+type batchStart struct{ base, pos int64 }
+
+// noteTail remembers where the batch at base starts (the appender, per
+// batch). REQUIRES: the log's appendMu.
+func (s *segment) noteTail(base, pos int64) {
+	if s.cache == nil {
+		return
+	}
+	s.hmu.Lock()
+	s.tail[s.tailAt] = batchStart{base + 1, pos} // base+1: the zero value is no entry
+	s.tailAt = (s.tailAt + 1) % tailN
+	s.hmu.Unlock()
+}
+
+// cutTail forgets the remembered batch starts (the segment was cut or is
+// rebuilt). REQUIRES: the log's mu held for writing, or exclusive access.
+func (s *segment) cutTail() {
+	s.hmu.Lock()
+	s.tail, s.tailAt = [tailN]batchStart{}, 0
+	s.hmu.Unlock()
+}
+
+// pinRead is pin for a read at offset. When the segment remembers where a
+// batch at or below offset starts (a read at the tail, as a consumer's
+// next fetch is), it returns that position as hint and, if the cache
+// closed the segment, reopens only the .log: with more active partitions
+// than log.segment.open.files.max, every consumer fetch otherwise mapped
+// both indexes again. useIdx says whether s.idx and s.tidx may be used
+// until unpin (false: they are not mapped; use the hint). hint is -1 when
+// there is none; then pinRead is pin.
+func (s *segment) pinRead(offset int64) (hint int64, useIdx bool, err error) {
+	if s.cache == nil {
+		return -1, true, nil
+	}
+	s.hmu.Lock()
+	hint = -1
+	var best int64 = -1
+	for _, t := range s.tail {
+		if b := t.base - 1; t.base > 0 && b <= offset && b > best {
+			best, hint = b, t.pos
+		}
+	}
+	if hint < 0 || s.dead {
+		s.hmu.Unlock()
+		return -1, true, s.pin()
+	}
+	reopened := false
+	if !s.open {
+		if err := s.openLogLocked(); err != nil {
+			s.hmu.Unlock()
+			return -1, false, err
+		}
+		s.open, s.unmapped, reopened = true, true, true
+	}
+	useIdx = !s.unmapped
+	s.pins++
+	s.pinned.Store(s.pins)
+	s.ref.Store(true)
+	s.hmu.Unlock()
+	if reopened {
+		s.cache.reopens.Add(1)
+		s.cache.add(s)
+	}
+	return hint, useIdx, nil
 }
 
 // unpin releases a pin taken by pin.
@@ -186,33 +360,90 @@ func (s *segment) setIndexBytes(n int) {
 // size and writer state stay what they were: they are the truth, and the
 // files hold what was written. REQUIRES: s.hmu held, !s.open.
 func (s *segment) openHandlesLocked() error {
+	if err := s.openLogLocked(); err != nil {
+		return err
+	}
+	if err := s.mapIndexesLocked(); err != nil {
+		s.f.OS().Close()
+		s.f, s.zf = nil, nil
+		return err
+	}
+	return nil
+}
+
+// openLogLocked reopens the .log only. REQUIRES: s.hmu held, !s.open.
+func (s *segment) openLogLocked() error {
 	f, err := s.fs.OpenFile(s.path)
 	if err != nil {
 		return fmt.Errorf("segment: reopen %s: %w", s.path, err)
 	}
+	s.f, s.zf = f, zerocopy.NewFile(f.OS())
+	return nil
+}
+
+// mapIndexesLocked maps the indexes of a segment whose .log is open and
+// applies the entries pending (pinAppend). REQUIRES: s.hmu held, the .log
+// open, the indexes not mapped.
+func (s *segment) mapIndexesLocked() error {
 	idx, err := mmapindex.OpenOffset(segmentPath(s.dir, s.base, indexSuffix), s.base, s.indexBytes)
 	if err != nil {
-		f.OS().Close()
 		return fmt.Errorf("segment: reopen %s: %w", s.path, err)
 	}
 	tidx, err := mmapindex.OpenTime(segmentPath(s.dir, s.base, timeIndexSuffix), s.base, s.indexBytes)
 	if err != nil {
 		idx.Close()
-		f.OS().Close()
 		return fmt.Errorf("segment: reopen %s: %w", s.path, err)
 	}
-	s.f, s.zf, s.idx, s.tidx = f, zerocopy.NewFile(f.OS()), idx, tidx
+	for _, e := range s.pend {
+		_ = idx.Append(e.offset, e.pos)
+		_, _ = tidx.MaybeAppend(e.ts, e.tsOffset)
+	}
+	s.idx, s.tidx = idx, tidx
+	s.pend, s.unmapped, s.lazyIdx = nil, false, false
+	if s.cache != nil {
+		s.cache.indexMaps.Add(1)
+	}
+	return nil
+}
+
+// mapForCloseLocked maps the indexes of a segment appended with them
+// unmapped, so that its close writes their pending entries and the
+// closing time entry. REQUIRES: s.hmu held.
+func (s *segment) mapForCloseLocked() error {
+	if !s.open {
+		if err := s.openHandlesLocked(); err != nil {
+			return err
+		}
+		s.open = true
+		return nil
+	}
+	if s.unmapped {
+		return s.mapIndexesLocked()
+	}
 	return nil
 }
 
 // closeHandlesLocked does what close does to the files (final time index
 // entry, indexes trimmed and unmapped, descriptors dropped; slices keep
 // the .log open), keeping the writer state and the aborted-transaction
-// entries in memory for the next pin. REQUIRES: s.hmu held, s.open, no
-// pins.
+// entries in memory for the next pin. A segment whose indexes are not
+// mapped (pinAppend) closes its .log only. REQUIRES: s.hmu held, s.open,
+// no pins.
 func (s *segment) closeHandlesLocked() error {
-	err := s.closeFiles()
+	var err error
+	if s.unmapped {
+		err = s.closeLogOnly()
+	} else {
+		s.idxRoom = indexRoom(s.indexBytes, s.idx.Entries(), s.tidx.Entries())
+		err = s.closeFiles()
+	}
 	s.f, s.zf, s.idx, s.tidx = nil, nil, nil, nil
-	s.open = false
+	s.open, s.unmapped = false, false
 	return err
+}
+
+// indexRoom is how many more entries both indexes of a segment mapped
+// with indexBytes of room take, holding n and tn entries.
+func indexRoom(indexBytes, n, tn int) int {
+	return max(0, min(indexBytes/mmapindex.OffsetEntrySize-n, indexBytes/mmapindex.TimeEntrySize-tn))
 }

@@ -30,9 +30,18 @@ func (l *Log) segmentFor(offset int64) int {
 // read tell whether the batch before holds it. ok is false when every
 // batch below limit ends before offset. The scan is at most
 // index.interval.bytes of log (plus one batch). REQUIRES: l.mu held (read).
-func (s *segment) findBatch(offset, limit int64) (pos, size int64, ok bool, err error) {
-	if _, p, found := s.idx.Lookup(offset); found {
-		pos = p
+//
+// hint >= 0 is the start of a batch at or below offset to scan from
+// instead of the index's (pinRead); useIdx false means the indexes must
+// not be used (not mapped).
+func (s *segment) findBatch(offset, limit, hint int64, useIdx bool) (pos, size int64, ok bool, err error) {
+	switch {
+	case hint >= 0 && hint < limit:
+		pos = hint
+	case useIdx:
+		if _, p, found := s.idx.Lookup(offset); found {
+			pos = p
+		}
 	}
 	var hdr [headerPeekSize]byte
 	prev, prevSize := int64(-1), int64(0)
@@ -81,13 +90,15 @@ func (s *segment) holds(pos, offset int64) (bool, error) {
 // boundaries, so an index lookup by position gets within
 // index.interval.bytes of the answer and a short header scan finishes.
 // REQUIRES: l.mu held (read); limit <= committed <= the committed size.
-func (s *segment) endFor(from, firstSize, limit, committed int64) (int64, error) {
+func (s *segment) endFor(from, firstSize, limit, committed int64, useIdx bool) (int64, error) {
 	pos := from + firstSize
 	if pos >= limit {
 		return pos, nil
 	}
-	if _, p, ok := s.idx.LookupPosition(limit); ok && p > pos {
-		pos = p
+	if useIdx {
+		if _, p, ok := s.idx.LookupPosition(limit); ok && p > pos {
+			pos = p
+		}
 	}
 	var hdr [headerPeekSize]byte
 	for pos < limit {
@@ -123,13 +134,14 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	}
 	i := l.segmentFor(offset)
 	s := l.segs[i]
-	if err := s.pin(); err != nil {
+	hint, useIdx, err := s.pinRead(offset)
+	if err != nil {
 		return zerocopy.Slice{}, fmt.Errorf("%w: %w", engine.ErrStorage, err)
 	}
 	// s changes below: unpin whichever is pinned last.
 	defer func() { s.unpin() }()
 	limit := s.size.Load()
-	pos, size, ok, err := s.findBatch(offset, limit)
+	pos, size, ok, err := s.findBatch(offset, limit, hint, useIdx)
 	if err != nil {
 		return zerocopy.Slice{}, err
 	}
@@ -146,9 +158,9 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 			return zerocopy.Slice{}, fmt.Errorf("%w: %w", engine.ErrStorage, err)
 		}
 		s.unpin()
-		s = next
+		s, useIdx = next, true
 		limit = s.size.Load()
-		if pos, size, ok, err = s.findBatch(offset, limit); err != nil {
+		if pos, size, ok, err = s.findBatch(offset, limit, -1, true); err != nil {
 			return zerocopy.Slice{}, err
 		}
 	}
@@ -156,7 +168,8 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	if upTo >= 0 && upTo < end {
 		// Only batches whose last offset is below upTo: they end where
 		// the batch holding upTo begins.
-		upPos, _, found, err := s.findBatch(upTo, limit)
+		// upTo > offset: its batch is at or after pos.
+		upPos, _, found, err := s.findBatch(upTo, limit, pos, useIdx)
 		if err != nil {
 			return zerocopy.Slice{}, err
 		}
@@ -171,7 +184,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	if m := pos + int64(max(maxBytes, 0)); m < limit {
 		limit = m
 	}
-	e, err := s.endFor(pos, size, limit, committed)
+	e, err := s.endFor(pos, size, limit, committed, useIdx)
 	if err != nil {
 		return zerocopy.Slice{}, err
 	}

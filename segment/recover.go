@@ -141,7 +141,7 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 	l.epochs.TruncateFromEnd(end)
 	l.epochs.TruncateFromStart(start)
 	if got := l.epochs.Entries(); !equalEpochs(got, cached) || epochErr != nil {
-		if err := l.writeEpochs(); err != nil {
+		if err := l.writeEpochs(true); err != nil {
 			l.closeSegs()
 			return nil, err
 		}

@@ -48,8 +48,24 @@ type segment struct {
 	pins       int32        // pins held; the cache never closes a pinned segment
 	indexBytes int          // index room a reopen maps: the active preallocation, 0 when inactive
 	pinned     atomic.Int32 // copy of pins for the evictor's sweep (a hint)
-	ref        atomic.Bool  // CLOCK reference bit, set by pin
-	slot       int          // index in cache.ring, -1 when out (clockring.Entry)
+	// Indexes left unmapped by an append (pinAppend, opencache.go):
+	// unmapped means open with only the .log (idx and tidx nil); pend
+	// holds the index entries appended meanwhile, applied by the next
+	// full pin; idxRoom is how many entries the indexes took when last
+	// unmapped; lazyIdx says appends happened since they were last
+	// mapped (the closing time entry is still to write). REQUIRES: hmu
+	unmapped bool
+	lazyIdx  bool
+	idxRoom  int
+	pend     []pendEntry
+	// tail holds where the last tailN batches appended start (a ring:
+	// tailAt is the next slot), so that a read at the tail finds its
+	// position without the indexes (pinRead). Cut by truncateTo and
+	// resetState. REQUIRES: hmu
+	tail   [tailN]batchStart
+	tailAt int
+	ref    atomic.Bool // CLOCK reference bit, set by pin
+	slot   int         // index in cache.ring, -1 when out (clockring.Entry)
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
@@ -99,15 +115,19 @@ func createSegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs in
 // lazySegment returns the empty active segment at base of a log whose
 // directory holds no segment files yet (a new log, or one restarted
 // empty), managed by cache and closed: its files are created by its first
-// pin (the log's first append), so a partition that is never written
-// costs a directory and no files, descriptors or mappings. Creating the
+// pin (the log's first append creates the .log, pinAppend; the indexes
+// come with the first full pin: a read, a roll, a flush or the close), so
+// a partition that is never written costs a directory and no files,
+// descriptors or mappings, and the first append to each of 10,000 new
+// partitions creates one file, not three. Creating the
 // three files and preallocating the indexes was most of CreateTopics
 // (~1 ms of kernel time per partition). REQUIRES: no files of the
 // segment exist (an existing .log would be opened, not replaced).
 func lazySegment(fs FS, dir string, base int64, cfg engine.LogConfig, nowMs int64, cache *openCache) *segment {
 	s := &segment{base: base, path: segmentPath(dir, base, logSuffix), dir: dir, fs: fs,
 		txn: &txnIndex{path: segmentPath(dir, base, txnIndexSuffix)}, next: base, maxTsOffset: -1,
-		indexBytes: cfg.IndexMaxBytes, slot: -1, cache: cache, rollTs: nowMs}
+		indexBytes: cfg.IndexMaxBytes, slot: -1, cache: cache, rollTs: nowMs,
+		idxRoom: indexRoom(cfg.IndexMaxBytes, 0, 0)}
 	s.maxTs.Store(-1)
 	s.firstTs.Store(math.MinInt64)
 	return s
@@ -180,16 +200,20 @@ func (s *segment) indexBatch(b record.Batch, pos int64, interval int64) {
 	if s.bytesSinceIndex >= interval {
 		// The indexes are hints: a full index (the segment rolls at
 		// the next append) only makes later lookups scan further.
-		_ = s.idx.Append(b.BaseOffset(), pos)
-		_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
+		if !s.appendPending(pendEntry{b.BaseOffset(), pos, s.maxTs.Load(), s.maxTsOffset}) {
+			_ = s.idx.Append(b.BaseOffset(), pos)
+			_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
+		}
 		s.bytesSinceIndex = 0
 	}
+	s.noteTail(b.BaseOffset(), pos)
 	s.bytesSinceIndex += int64(b.Size())
 	s.next = b.NextOffset()
 }
 
 // resetState empties the writer state and the indexes, before a rebuild.
 func (s *segment) resetState() {
+	s.cutTail()
 	s.idx.Reset()
 	s.tidx.Reset()
 	s.next, s.maxTsOffset, s.bytesSinceIndex = s.base, -1, 0
@@ -257,12 +281,32 @@ func (s *segment) close() error {
 	var err error
 	if !s.dead {
 		s.dead = true
+		if s.lazyIdx {
+			// Appended with the indexes unmapped: their pending
+			// entries and closing time entry go in before the close.
+			err = s.mapForCloseLocked()
+		}
 		if s.open {
-			err = s.closeHandlesLocked()
+			if cerr := s.closeHandlesLocked(); err == nil {
+				err = cerr
+			}
 		}
 	}
 	s.hmu.Unlock()
 	s.cache.remove(s)
+	return err
+}
+
+// closeLogOnly is closeFiles for a segment open with its .log only
+// (pinAppend): the reservation released, the .log reference dropped.
+func (s *segment) closeLogOnly() error {
+	if s.reserved > 0 {
+		s.releaseReserved()
+	}
+	err := s.txn.close()
+	if rerr := s.zf.Release(); err == nil && rerr != nil {
+		err = fmt.Errorf("segment: close %s: %w", s.path, rerr)
+	}
 	return err
 }
 
@@ -291,11 +335,19 @@ func (s *segment) remove() error {
 	if s.cache != nil {
 		s.hmu.Lock()
 		wasOpen := s.open && !s.dead
-		s.dead, s.open = true, false
+		logOnly := s.unmapped
+		s.dead, s.open, s.unmapped, s.pend = true, false, false, nil
 		s.hmu.Unlock()
 		s.cache.remove(s)
 		if !wasOpen {
 			return s.removeClosed()
+		}
+		if logOnly {
+			err := s.removeClosed()
+			if rerr := s.zf.Release(); err == nil && rerr != nil {
+				err = fmt.Errorf("segment: remove %s: %w", s.path, rerr)
+			}
+			return err
 		}
 	}
 	err := os.Remove(s.path)
@@ -346,6 +398,7 @@ func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 	s.size.Store(pos)
 	s.gen++
 	s.firstTs.Store(math.MinInt64)
+	s.cutTail()
 	s.idx.TruncateTo(next)
 	s.tidx.TruncateTo(next)
 	if err := s.txn.truncateTo(next); err != nil {

@@ -46,7 +46,7 @@ func (f *kvFlag) Set(s string) error {
 
 func perf(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
-		fmt.Fprintln(stderr, "usage: sluice perf produce|consume|e2e [flags]")
+		fmt.Fprintln(stderr, "usage: sluice perf produce|consume|e2e|omb [flags]")
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		usage()
@@ -54,6 +54,9 @@ func perf(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if args[0] == "omb" {
+		return perfOMB(args[1:], stdout, stderr)
 	}
 	mode := load.Mode(args[0])
 	switch mode {

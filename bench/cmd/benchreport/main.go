@@ -21,6 +21,8 @@
 //	    touch (and free) all of MemAvailable but -leave-mib, or N MiB
 //	benchreport render -results FILE -svg PATH [flags]
 //	    write the markdown report on stdout and the chart to PATH
+//	benchreport omb -out BENCHMARKS.md -meta TEXT results.json...
+//	    rewrite the marked OMB, partitions, headline and targets sections
 //
 // Every line of the results file is one JSON object (see record).
 package main
@@ -32,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render|omb [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -49,6 +51,8 @@ func main() {
 		err = warmCmd(os.Args[2:])
 	case "render":
 		err = render(os.Args[2:])
+	case "omb":
+		err = ombCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -1,0 +1,93 @@
+package segment
+
+import (
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/sluice/sluice/engine"
+)
+
+// TestEpochCheckpointSyncedByFlush: an append that starts a leader epoch
+// does not write leader-epoch-checkpoint durably (the first append of each
+// of 10,000 new partitions used to wait for two fsyncs); the next flush
+// writes it durably before the recovery point passes that batch; a crash
+// before that flush still reopens with the epoch, recovered from the
+// batches above the recovery point; and a clean close leaves it written.
+func TestEpochCheckpointSyncedByFlush(t *testing.T) {
+	noFsync(t)
+	var mu sync.Mutex
+	var durable []string
+	testHookDurableWrite = func(path string) {
+		mu.Lock()
+		durable = append(durable, filepath.Base(path))
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookDurableWrite = nil })
+	synced := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(durable, leaderEpochFile)
+	}
+
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	defer st.Close()
+	el, err := st.CreateLog(tp, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := el.(*Log)
+	fill(t, l, rand.New(rand.NewSource(1)), 3, 5)
+	if synced() {
+		t.Fatalf("the append wrote %s durably (fsync in the produce path)", leaderEpochFile)
+	}
+	want := []engine.EpochEntry{{Epoch: 5, StartOffset: 0}}
+
+	// A crash before any flush: the checkpoint, if any, lacks the epoch.
+	crash := copyDir(t, dir)
+	if err := os.Remove(filepath.Join(crash, filepath.Base(l.dir), leaderEpochFile)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	s2, l2 := reopen(t, crash)
+	if e := l2.LeaderEpochs(); !slices.Equal(e, want) {
+		t.Fatalf("epochs after a crash that lost the unsynced checkpoint: %v, want %v", e, want)
+	}
+	s2.Close()
+
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !synced() {
+		t.Fatalf("Flush moved the recovery point to %d without writing %s durably", l.RecoveryPoint(), leaderEpochFile)
+	}
+	// A later epoch: unsynced again until the next flush.
+	mu.Lock()
+	durable = nil
+	mu.Unlock()
+	fill(t, l, rand.New(rand.NewSource(2)), 2, 6)
+	if synced() {
+		t.Fatalf("the append of epoch 6 wrote %s durably", leaderEpochFile)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !synced() {
+		t.Fatalf("the second flush did not write %s durably", leaderEpochFile)
+	}
+	// An epoch no flush covered, then a clean close: written.
+	fill(t, l, rand.New(rand.NewSource(3)), 1, 7)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != want[0] || got[1].Epoch != 6 || got[2].Epoch != 7 {
+		t.Fatalf("checkpoint after a clean close: %v, want epochs 5, 6, 7", got)
+	}
+}
