@@ -26,7 +26,7 @@ func (l *Log) RestoreLeaderEpochs(entries []engine.EpochEntry) error {
 	l.epochMu.Lock()
 	l.epochs = c
 	l.epochMu.Unlock()
-	if err := l.writeEpochs(); err != nil {
+	if err := l.writeEpochs(true); err != nil { // a rebuild from the remote tier: durable at once, as a truncation
 		return l.fail(err)
 	}
 	return nil
