@@ -412,7 +412,26 @@ func (m *TopicMetadata) write(tp TopicIDPartition, r *MetadataRecord) error {
 		}
 		m.cond.Wait()
 	}
+	if r.Kind == MetadataUpdateKey && r.Segment.State == CopySegmentFinished && !m.finishedLocked(r.Segment) {
+		// The view refused the transition (applyLocked skips an invalid
+		// one): another leader had already started deleting the
+		// segment, so this copy is not the partition's and its caller
+		// must remove what it uploaded, as Kafka's metadata cache
+		// refuses the transition rather than reporting it done.
+		return fmt.Errorf("%w: remote segment %s of %s not recorded finished: another leader moved it on", ErrRemoteStorage, r.Segment.SegmentID, tp)
+	}
 	return nil
+}
+
+// finishedLocked reports whether the view holds segment u as
+// COPY_SEGMENT_FINISHED. REQUIRES: m.mu held.
+func (m *TopicMetadata) finishedLocked(u SegmentMetadata) bool {
+	p := m.parts[u.Partition]
+	if p == nil {
+		return false
+	}
+	i := slices.IndexFunc(p.segs, func(x SegmentMetadata) bool { return x.SegmentID == u.SegmentID })
+	return i >= 0 && p.segs[i].State == CopySegmentFinished
 }
 
 // viewLocked returns tp's view, or ErrMetadataNotReady. REQUIRES: m.mu held.

@@ -92,3 +92,31 @@ func TestTopicMetadataNotReady(t *testing.T) {
 		t.Fatalf("Add: %v", err)
 	}
 }
+
+// TestTopicMetadataFinishRefusedAfterRace: a deposed leader's
+// COPY_SEGMENT_FINISHED that reaches the topic after the new leader's
+// DELETE_SEGMENT_STARTED of the same leftover is skipped by the view
+// (applyLocked), and write's read-back check (finishedLocked) reports it
+// refused, so the copier deletes what it uploaded instead of leaving
+// objects no metadata names.
+func TestTopicMetadataFinishRefusedAfterRace(t *testing.T) {
+	m := viewOnly()
+	a := testSegment(0, 9)
+	fin := update(a, CopySegmentFinished, 1)
+	m.applyAll(MetadataRecord{Kind: MetadataSegmentKey, Segment: a}, update(a, DeleteSegmentStarted, 2), fin)
+	m.mu.Lock()
+	done := m.finishedLocked(fin.Segment)
+	m.mu.Unlock()
+	if done {
+		t.Fatal("a finish applied after the new leader's delete reads as recorded")
+	}
+	b := testSegment(10, 19)
+	finB := update(b, CopySegmentFinished, 1)
+	m.applyAll(MetadataRecord{Kind: MetadataSegmentKey, Segment: b}, finB)
+	m.mu.Lock()
+	done = m.finishedLocked(finB.Segment)
+	m.mu.Unlock()
+	if !done {
+		t.Fatal("a finish with no race reads as refused")
+	}
+}
