@@ -297,8 +297,12 @@ func TestValidateAppendBomb(t *testing.T) {
 		t.Run("codec="+bc.name, func(t *testing.T) {
 			b := bc.batch()
 			t.Logf("%d-byte batch expands to %d bytes", len(b), expand)
-			// The first run fills the pools; the second is measured.
-			for i := 0; i < 2; i++ {
+			// The first run fills the pools; the next are measured and
+			// the least counts: a GC between two runs empties sync.Pool
+			// (every pool, by design), which a loaded machine makes
+			// likely, and the refill is not the bomb's doing.
+			least := uint64(math.MaxUint64)
+			for i := 0; i < 4; i++ {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				_, _, err := ValidateAppend(b, &rules)
@@ -306,11 +310,14 @@ func TestValidateAppendBomb(t *testing.T) {
 				if !errors.Is(err, ErrTooLarge) {
 					t.Fatalf("ValidateAppend = %v, want ErrTooLarge", err)
 				}
-				// Under -race sync.Pool drops items on purpose, so a warm
-				// pool is not guaranteed: only the verdict is checked.
-				if alloc := after.TotalAlloc - before.TotalAlloc; i == 1 && alloc > 2<<20 && !raceEnabled {
-					t.Fatalf("refusing the bomb allocated %d bytes", alloc)
+				if i > 0 {
+					least = min(least, after.TotalAlloc-before.TotalAlloc)
 				}
+			}
+			// Under -race sync.Pool drops items on purpose, so a warm
+			// pool is not guaranteed: only the verdict is checked.
+			if least > 2<<20 && !raceEnabled {
+				t.Fatalf("refusing the bomb allocated %d bytes (the least of 3 runs)", least)
 			}
 		})
 	}
