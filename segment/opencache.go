@@ -158,6 +158,13 @@ func (s *segment) pin() error {
 			return err
 		}
 	}
+	s.pinnedLocked(reopened)
+	return nil
+}
+
+// pinnedLocked counts a pin taken under s.hmu, unlocks it, and hands a
+// segment that was reopened for it to the cache. REQUIRES: s.hmu held.
+func (s *segment) pinnedLocked(reopened bool) {
 	s.pins++
 	s.pinned.Store(s.pins)
 	s.ref.Store(true)
@@ -166,7 +173,6 @@ func (s *segment) pin() error {
 		s.cache.reopens.Add(1)
 		s.cache.add(s)
 	}
-	return nil
 }
 
 // pendMax is how many index entries an appender keeps pending with the
@@ -225,14 +231,7 @@ func (s *segment) pinAppend() error {
 			return err
 		}
 	}
-	s.pins++
-	s.pinned.Store(s.pins)
-	s.ref.Store(true)
-	s.hmu.Unlock()
-	if reopened {
-		s.cache.reopens.Add(1)
-		s.cache.add(s)
-	}
+	s.pinnedLocked(reopened)
 	return nil
 }
 
