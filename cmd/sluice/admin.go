@@ -102,7 +102,15 @@ func oneOrMore(noun string) argsCheck {
 // as Kafka's tools do, and returns the positional arguments once check
 // accepts them. Call it after registering the subcommand's flags.
 func (c *adminCmd) parse(check argsCheck) ([]string, error) {
-	pos, err := parseInterspersed(c.flags, c.args)
+	return parsePositional(c.flags, c.args, check)
+}
+
+// parsePositional parses args into flags, allowing flags after positional
+// arguments, and returns the positional arguments once check accepts
+// them: flag.ErrHelp for -h, errFlags for a bad flag (the flag package has
+// printed why).
+func parsePositional(flags *flag.FlagSet, args []string, check argsCheck) ([]string, error) {
+	pos, err := parseInterspersed(flags, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return nil, err

@@ -118,14 +118,8 @@ func newSchemaCmd(name, synopsis string, args []string, stdout, stderr io.Writer
 // parse parses the flags (allowed after the positional arguments) and
 // returns the positional arguments once check accepts them.
 func (c *schemaCmdRun) parse(check argsCheck) ([]string, error) {
-	pos, err := parseInterspersed(c.flags, c.args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return nil, err
-	case err != nil:
-		return nil, errFlags
-	}
-	if err := check(pos); err != nil {
+	pos, err := parsePositional(c.flags, c.args, check)
+	if err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(c.registry)
