@@ -601,3 +601,53 @@ func TestTieredOneRemoteReadPerFetch(t *testing.T) {
 		t.Fatalf("partition 0 alone: code %d, %d bytes", code, size)
 	}
 }
+
+// TestTieredRetentionConfigsRefused: as Kafka's LogConfig, a tiered
+// topic's local.retention.* above, or -1 beside, a finite retention.*, and
+// turning remote.storage.enable off without
+// remote.log.delete.on.disable=true, are INVALID_CONFIG; the allowed
+// forms pass.
+func TestTieredRetentionConfigsRefused(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	ka := kadm.NewClient(mustClient(t, b.addr))
+	ctx := context.Background()
+	for _, c := range []map[string]*string{
+		{"retention.bytes": ptr("1000"), "local.retention.bytes": ptr("2000")},
+		{"retention.bytes": ptr("1000"), "local.retention.bytes": ptr("-1")},
+		{"retention.ms": ptr("60000"), "local.retention.ms": ptr("120000")},
+		{"retention.ms": ptr("60000"), "local.retention.ms": ptr("-1")},
+	} {
+		c["remote.storage.enable"] = ptr("true")
+		_, err := ka.CreateTopic(ctx, 1, 1, c, "refused")
+		var ke *kerr.Error
+		if !errors.As(err, &ke) || ke.Code != kerr.InvalidConfig.Code {
+			t.Fatalf("create with %v: %v, want INVALID_CONFIG", c, err)
+		}
+	}
+	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": ptr("true"), "retention.ms": ptr("60000"), "local.retention.ms": ptr("30000"),
+	}, "on")
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	alter := func(cfgs ...kadm.AlterConfig) error {
+		rs, err := ka.AlterTopicConfigs(ctx, cfgs, "on")
+		if err != nil {
+			return err
+		}
+		return rs[0].Err
+	}
+	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Name: k, Value: ptr(v)} }
+	if err := alter(set("local.retention.ms", "90000")); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("local.retention.ms above retention.ms: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(set("remote.storage.enable", "false")); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("turning remote storage off without delete: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "remote.storage.enable"}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("deleting remote.storage.enable without delete: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(set("remote.storage.enable", "false"), set("remote.log.delete.on.disable", "true")); err != nil {
+		t.Fatalf("turning remote storage off with delete: %v", err)
+	}
+}
