@@ -651,3 +651,42 @@ func TestTieredRetentionConfigsRefused(t *testing.T) {
 		t.Fatalf("turning remote storage off with delete: %v", err)
 	}
 }
+
+// TestTieredCopyDisabledKeepsRetention: with remote.log.copy.disable=true
+// nothing is copied and local retention is the topic's retention.*, so the
+// local log does not grow without bound; local.retention.* other than
+// retention.* (or -2) is INVALID_CONFIG, as Kafka's LogConfig.
+func TestTieredCopyDisabledKeepsRetention(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	ka := kadm.NewClient(mustClient(t, b.addr))
+	ctx := context.Background()
+	_, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": ptr("true"), "remote.log.copy.disable": ptr("true"),
+		"retention.bytes": ptr("4096"), "local.retention.bytes": ptr("2048"),
+	}, "mismatch")
+	if !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("copy disabled with local.retention.bytes != retention.bytes: %v, want INVALID_CONFIG", err)
+	}
+	const topic, n = "nocopy", 300
+	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "retention.bytes": ptr("4096"),
+		"remote.storage.enable": ptr("true"), "remote.log.copy.disable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	before, files := b.localLogBytes(t, topic)
+	b.s.tiered.RunOnce()
+	after, left := b.localLogBytes(t, topic)
+	if after > 4096+2048 || left >= files {
+		t.Fatalf("local .log bytes %d in %d files after retention (before: %d in %d), want about retention.bytes 4096", after, left, before, files)
+	}
+	if f := b.remoteFiles(t); len(f) != 0 {
+		t.Fatalf("copied with remote.log.copy.disable: %v", f)
+	}
+	cl := mustClient(t, b.addr)
+	if start, code := listOffset(t, cl, topic, -2); start <= 0 || code != 0 {
+		t.Fatalf("earliest %d (code %d), want above 0", start, code)
+	}
+}

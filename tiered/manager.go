@@ -166,6 +166,12 @@ func TieringOf(c *config.Config, overrides map[string]string, log engine.LogConf
 	tg.CopyDisable = overrides["remote.log.copy.disable"] == "true"
 	tg.DeleteOnDisable = overrides["remote.log.delete.on.disable"] == "true"
 	tg.Local = log
+	if tg.CopyDisable {
+		// Nothing more is copied: local retention is the topic's
+		// retention.* (Kafka's UnifiedLog with remote copy disabled;
+		// LogConfig refuses other local.retention.*).
+		return tg
+	}
 	num := func(key string, def int64) int64 {
 		if v, ok := overrides[key]; ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
@@ -503,16 +509,22 @@ func epochCheckpoint(entries []engine.EpochEntry, next int64) []byte {
 }
 
 // localRetention deletes the oldest local segments that local.retention.*
-// lets go, but only those wholly remote. REQUIRES: taskMu held.
+// lets go, but only those wholly remote; with remote.log.copy.disable
+// (nothing more is copied) those below the high watermark, as Kafka's
+// UnifiedLog does when remote copy is disabled. REQUIRES: taskMu held.
 func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
 	log := p.Log()
 	c, ok := log.(engine.Compactable)
 	if !ok {
 		return nil
 	}
-	rs, err := m.remote(tp)
-	if err != nil || rs.end < 0 {
-		return err
+	end := p.HighWatermark()
+	if !tg.CopyDisable {
+		rs, err := m.remote(tp)
+		if err != nil || rs.end < 0 {
+			return err
+		}
+		end = rs.end
 	}
 	segs := c.InactiveSegments()
 	var inactive int64
@@ -530,8 +542,8 @@ func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg T
 		}
 		return ts, segs[i].Bytes
 	})
-	for k > 0 && segs[k-1].Next > rs.end {
-		k-- // not remote yet
+	for k > 0 && segs[k-1].Next > end {
+		k-- // not remote yet (or above the high watermark)
 	}
 	if k == 0 {
 		return nil
