@@ -153,6 +153,29 @@ func (s *Server) remoteDeletion(topic string, ps kmsg.StopReplicaRequestTopicPar
 	return func() { s.tiered.PartitionDeleted(id, topic, part) }
 }
 
+// deleteRecordsRemote moves the log start offset of a tiered partition
+// to offset (-1: low, the local log start DeleteRecordsBefore left, which
+// is then the high watermark) after its local log applied a DeleteRecords,
+// and returns the new log start: below the local log start only the
+// remote log manager knows it. Other partitions answer low.
+func (s *Server) deleteRecordsRemote(p *replica.Partition, offset, low int64) (int64, error) {
+	if s.tiered == nil {
+		return low, nil
+	}
+	t := s.rm.Topic(p.Topic())
+	if t == nil {
+		return low, nil
+	}
+	if offset < 0 {
+		offset = low
+	}
+	start, err := s.tiered.DeleteRecords(t, p, offset)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", errRemoteStorage, err)
+	}
+	return start, nil
+}
+
 // remoteLogStart is the log start offset a fetch or ListOffsets -2
 // answers: the first remote offset of a tiered partition, else the local
 // log start.

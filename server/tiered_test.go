@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -688,5 +689,101 @@ func TestTieredCopyDisabledKeepsRetention(t *testing.T) {
 	cl := mustClient(t, b.addr)
 	if start, code := listOffset(t, cl, topic, -2); start <= 0 || code != 0 {
 		t.Fatalf("earliest %d (code %d), want above 0", start, code)
+	}
+}
+
+// TestTieredDeleteRecords: DeleteRecords on a tiered topic moves its log
+// start offset, also below the local log start: DeleteRecords and
+// ListOffsets -2 answer it, a fetch below it is OFFSET_OUT_OF_RANGE (not a
+// remote read, which left a consumer between the remote end and the new
+// start resetting to 0 forever), and the task deletes the remote segments
+// wholly below it, as Kafka's RemoteLogManager.
+func TestTieredDeleteRecords(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	const topic, n = "deleting", 300
+	cl := mustClient(t, b.addr)
+	ka := kadm.NewClient(cl)
+	ctx := context.Background()
+	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	remoteEnd, _ := listOffset(t, cl, topic, -5)
+	local, _ := listOffset(t, cl, topic, -4)
+	if remoteEnd < 40 || local <= 0 {
+		t.Fatalf("remote end %d, local start %d: want much remote", remoteEnd, local)
+	}
+	deleteBefore := func(off int64) int64 {
+		t.Helper()
+		rs, err := ka.DeleteRecords(ctx, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: off}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := rs.Lookup(topic, 0)
+		if r.Err != nil {
+			t.Fatalf("delete records before %d: %v", off, r.Err)
+		}
+		return r.LowWatermark
+	}
+	remoteBelow := func(off int64) (below, all int) {
+		starts, _ := b.remoteLogStarts(t)
+		for s := range starts {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("remote object name %q: %v", s, err)
+			}
+			if v < off {
+				below++
+			}
+			all++
+		}
+		return below, all
+	}
+
+	// Inside the remote tier.
+	mid := remoteEnd / 2
+	if low := deleteBefore(mid); low != mid {
+		t.Fatalf("low watermark %d, want %d", low, mid)
+	}
+	if off, code := listOffset(t, cl, topic, -2); off != mid || code != 0 {
+		t.Fatalf("earliest after delete records: %d (code %d), want %d", off, code, mid)
+	}
+	if code, _ := b.fetchCode(t, cl, topic, 0); code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch below the log start: code %d, want OFFSET_OUT_OF_RANGE", code)
+	}
+	if code, nb := b.fetchCode(t, cl, topic, mid); code != 0 || nb == 0 {
+		t.Fatalf("fetch at the log start: code %d, %d bytes", code, nb)
+	}
+	before, _ := remoteBelow(mid)
+	b.s.tiered.RunOnce()
+	if after, all := remoteBelow(mid); after != 1 || before <= 1 || all == 0 {
+		// One remote segment holds mid (it starts below it) and stays.
+		t.Fatalf("remote segments starting below the log start %d: %d before the task, %d after (of %d), want 1 after", mid, before, after, all)
+	}
+
+	// Above the remote end, in the local log.
+	to := max(local, remoteEnd+1) + 2
+	if to >= n {
+		t.Fatalf("remote end %d, local start %d: no room above both", remoteEnd, local)
+	}
+	if low := deleteBefore(to); low != to {
+		t.Fatalf("low watermark %d, want %d", low, to)
+	}
+	if off, code := listOffset(t, cl, topic, -2); off != to || code != 0 {
+		t.Fatalf("earliest after delete records: %d (code %d), want %d", off, code, to)
+	}
+	if code, _ := b.fetchCode(t, cl, topic, remoteEnd+1); code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch between the remote end and the log start: code %d, want OFFSET_OUT_OF_RANGE", code)
+	}
+	b.s.tiered.RunOnce()
+	if _, all := remoteBelow(to); all != 0 {
+		t.Fatalf("%d remote segments left below the log start %d", all, to)
+	}
+	if off, _ := listOffset(t, cl, topic, -2); off != to {
+		t.Fatalf("earliest after the task: %d, want %d", off, to)
 	}
 }

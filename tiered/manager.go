@@ -57,6 +57,12 @@ type Manager struct {
 	reader   reader
 	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
 	metrics  *remoteMetrics // Kafka's RemoteLogManager metrics (metrics.go)
+
+	// starts holds the log start offsets DeleteRecords set on tiered
+	// partitions (read.go): remote segments wholly below are deleted
+	// by the task, fetches below are out of range.
+	startsMu sync.Mutex
+	starts   map[TopicIDPartition]int64
 }
 
 // New returns a Manager, or an error when the remote storage cannot be
@@ -571,10 +577,14 @@ func (m *Manager) remoteRetention(tp TopicIDPartition, p *replica.Partition, tg 
 	cfg := p.Log()
 	total := rs.bytes + localOnlyBytes(cfg, rs.end)
 	retMs := m.rmTopicRetention(tp)
+	logStart, _ := m.deletedStart(tp)
 	for _, s := range rs.segs {
 		byTime := retMs.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < m.now().UnixMilli()-retMs.RetentionMs.Milliseconds()
 		bySize := retMs.RetentionBytes >= 0 && total-s.SizeInBytes >= retMs.RetentionBytes
-		if !retMs.DeletePolicy() || (!byTime && !bySize) {
+		// Wholly below the log start DeleteRecords set (Kafka's
+		// isSegmentBreachByLogStartOffset).
+		byStart := s.EndOffset+1 <= logStart
+		if !byStart && (!retMs.DeletePolicy() || (!byTime && !bySize)) {
 			break
 		}
 		if err := m.deleteSegment(s); err != nil {
@@ -615,6 +625,7 @@ func localOnlyBytes(log engine.Log, remoteEnd int64) int64 {
 
 // deletePartition deletes every remote segment of tp and its metadata.
 func (m *Manager) deletePartition(tp TopicIDPartition) error {
+	m.forgetStart(tp)
 	segs, err := m.meta.Segments(tp)
 	if err != nil {
 		return err
