@@ -679,6 +679,10 @@ func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
 // later (this broker no longer hosts it).
 func (m *Manager) PartitionDeleted(id [16]byte, name string, partition int32) {
 	tp := TopicIDPartition{TopicID: id, Topic: name, Partition: partition}
+	// The topic is being deleted: its series and this partition's
+	// backoff go, as in TopicDeleted.
+	m.metrics.topicDeleted(id, name)
+	m.retry.forget(tp)
 	var err error
 	for try, wait := 0, time.Second; try < 6; try, wait = try+1, 2*wait {
 		m.taskMu.Lock()
