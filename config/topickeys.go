@@ -90,7 +90,7 @@ var tieredTopicKeys = []TopicKey{
 		Doc:   "tiered topics: how long a segment stays on local disk; only segments already remote are deleted; -2: retention.ms",
 		check: intRange(-2, math.MaxInt64)},
 	{Name: "remote.log.copy.disable", Type: TypeBoolean, Importance: Medium, Default: "false",
-		Doc:   "tiered topics: stop copying segments to remote storage; what is remote stays readable and retention still deletes it",
+		Doc:   "tiered topics: stop copying segments to remote storage; what is remote stays readable and retention still deletes it, and local retention is retention.* (local.retention.* must equal it or be -2)",
 		check: oneOf("true", "false")},
 	{Name: "remote.log.delete.on.disable", Type: TypeBoolean, Importance: Medium, Default: "false",
 		Doc:   "with remote.storage.enable turned off on a topic that was tiered: true deletes its remote segments at the remote log manager's next run; false keeps them (unread while tiering is off)",

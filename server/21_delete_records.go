@@ -55,6 +55,8 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 				if sp.ErrorCode == kerr.UnknownServerError.Code || sp.ErrorCode == kerr.KafkaStorageError.Code {
 					s.log.Error("server: delete records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 				}
+			} else if low, err = s.deleteRecordsRemote(p, rp.Offset, low); err != nil { // tiered.go
+				sp.ErrorCode = errorCode(err)
 			} else {
 				sp.LowWatermark = low
 			}

@@ -122,6 +122,9 @@ func (s *Server) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	if err := s.checkTopicConfigRelations(overrides); err != nil {
 		return err
 	}
+	if err := s.checkTieredTurnOff(cur, overrides); err != nil { // tiered.go
+		return err
+	}
 	if validateOnly {
 		return nil
 	}

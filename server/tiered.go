@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -65,7 +67,56 @@ func (s *Server) checkTieredConfigs(overrides map[string]string, compact bool) e
 	if b, ok := overrides["storage.backend"]; ok && b != "segment" {
 		return fmt.Errorf("%w: remote.storage.enable: tiered storage works on topics of the segment backend only; this topic's storage.backend is %s", errInvalidConfig, b)
 	}
+	return s.checkTieredRetention(overrides)
+}
+
+// checkTieredRetention refuses local.retention.* that Kafka's
+// LogConfig.validateRemoteStorageRetentionSize / ...Time and
+// validateRetentionConfigsWhenRemoteCopyDisabled refuse of a tiered
+// topic: with a finite retention.*, local.retention.* -1 or above it; with
+// remote.log.copy.disable=true, local.retention.* other than retention.*
+// (or -2). The error wraps errInvalidConfig.
+func (s *Server) checkTieredRetention(overrides map[string]string) error {
+	num := func(name string) int64 {
+		v, _ := s.configValue(overrides, name)
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		return n
+	}
+	copyDisable := overrides["remote.log.copy.disable"] == "true"
+	for _, k := range []struct{ local, total string }{
+		{"local.retention.bytes", "retention.bytes"},
+		{"local.retention.ms", "retention.ms"},
+	} {
+		local, total := num(k.local), num(k.total)
+		if total > -1 && local != -2 {
+			if local == -1 {
+				return fmt.Errorf("%w: %s: Value must not be -1 as %s value is set as %d.", errInvalidConfig, k.local, k.total, total)
+			}
+			if local > total {
+				return fmt.Errorf("%w: %s: Value must not be more than %s property value: %d", errInvalidConfig, k.local, k.total, total)
+			}
+		}
+		if copyDisable && local != -2 && local != total {
+			return fmt.Errorf("%w: When `remote.log.copy.disable` is set to true, the `%s` and `%s` must be set to the identical value because there will be no more logs copied to the remote storage.", errInvalidConfig, k.local, k.total)
+		}
+	}
 	return nil
+}
+
+// checkTieredTurnOff refuses, as Kafka's
+// LogConfig.validateTurningOffRemoteStorageWithDelete, turning
+// remote.storage.enable from true (in cur) to false (in overrides)
+// without remote.log.delete.on.disable=true. The error wraps
+// errInvalidConfig.
+func (s *Server) checkTieredTurnOff(cur, overrides map[string]string) error {
+	was, _ := s.configValue(cur, "remote.storage.enable")
+	now, _ := s.configValue(overrides, "remote.storage.enable")
+	if was != "true" || now == "true" || overrides["remote.log.delete.on.disable"] == "true" {
+		return nil
+	}
+	return fmt.Errorf("%w: It is invalid to disable remote storage without deleting remote data. "+
+		"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. "+
+		"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.", errInvalidConfig)
 }
 
 // topicDeletedRemote deletes a deleted topic's remote segments.
@@ -100,6 +151,29 @@ func (s *Server) remoteDeletion(topic string, ps kmsg.StopReplicaRequestTopicPar
 	}
 	id, part := t.ID, ps.Partition
 	return func() { s.tiered.PartitionDeleted(id, topic, part) }
+}
+
+// deleteRecordsRemote moves the log start offset of a tiered partition
+// to offset (-1: low, the local log start DeleteRecordsBefore left, which
+// is then the high watermark) after its local log applied a DeleteRecords,
+// and returns the new log start: below the local log start only the
+// remote log manager knows it. Other partitions answer low.
+func (s *Server) deleteRecordsRemote(p *replica.Partition, offset, low int64) (int64, error) {
+	if s.tiered == nil {
+		return low, nil
+	}
+	t := s.rm.Topic(p.Topic())
+	if t == nil {
+		return low, nil
+	}
+	if offset < 0 {
+		offset = low
+	}
+	start, err := s.tiered.DeleteRecords(t, p, offset)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", errRemoteStorage, err)
+	}
+	return start, nil
 }
 
 // remoteLogStart is the log start offset a fetch or ListOffsets -2

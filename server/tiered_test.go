@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -599,5 +600,190 @@ func TestTieredOneRemoteReadPerFetch(t *testing.T) {
 	}
 	if code, size := b.fetchCode(t, cl, topic, 0); code != 0 || size == 0 {
 		t.Fatalf("partition 0 alone: code %d, %d bytes", code, size)
+	}
+}
+
+// TestTieredRetentionConfigsRefused: as Kafka's LogConfig, a tiered
+// topic's local.retention.* above, or -1 beside, a finite retention.*, and
+// turning remote.storage.enable off without
+// remote.log.delete.on.disable=true, are INVALID_CONFIG; the allowed
+// forms pass.
+func TestTieredRetentionConfigsRefused(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	ka := kadm.NewClient(mustClient(t, b.addr))
+	ctx := context.Background()
+	for _, c := range []map[string]*string{
+		{"retention.bytes": ptr("1000"), "local.retention.bytes": ptr("2000")},
+		{"retention.bytes": ptr("1000"), "local.retention.bytes": ptr("-1")},
+		{"retention.ms": ptr("60000"), "local.retention.ms": ptr("120000")},
+		{"retention.ms": ptr("60000"), "local.retention.ms": ptr("-1")},
+	} {
+		c["remote.storage.enable"] = ptr("true")
+		_, err := ka.CreateTopic(ctx, 1, 1, c, "refused")
+		var ke *kerr.Error
+		if !errors.As(err, &ke) || ke.Code != kerr.InvalidConfig.Code {
+			t.Fatalf("create with %v: %v, want INVALID_CONFIG", c, err)
+		}
+	}
+	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": ptr("true"), "retention.ms": ptr("60000"), "local.retention.ms": ptr("30000"),
+	}, "on")
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	alter := func(cfgs ...kadm.AlterConfig) error {
+		rs, err := ka.AlterTopicConfigs(ctx, cfgs, "on")
+		if err != nil {
+			return err
+		}
+		return rs[0].Err
+	}
+	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Name: k, Value: ptr(v)} }
+	if err := alter(set("local.retention.ms", "90000")); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("local.retention.ms above retention.ms: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(set("remote.storage.enable", "false")); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("turning remote storage off without delete: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "remote.storage.enable"}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("deleting remote.storage.enable without delete: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(set("remote.storage.enable", "false"), set("remote.log.delete.on.disable", "true")); err != nil {
+		t.Fatalf("turning remote storage off with delete: %v", err)
+	}
+}
+
+// TestTieredCopyDisabledKeepsRetention: with remote.log.copy.disable=true
+// nothing is copied and local retention is the topic's retention.*, so the
+// local log does not grow without bound; local.retention.* other than
+// retention.* (or -2) is INVALID_CONFIG, as Kafka's LogConfig.
+func TestTieredCopyDisabledKeepsRetention(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	ka := kadm.NewClient(mustClient(t, b.addr))
+	ctx := context.Background()
+	_, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": ptr("true"), "remote.log.copy.disable": ptr("true"),
+		"retention.bytes": ptr("4096"), "local.retention.bytes": ptr("2048"),
+	}, "mismatch")
+	if !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("copy disabled with local.retention.bytes != retention.bytes: %v, want INVALID_CONFIG", err)
+	}
+	const topic, n = "nocopy", 300
+	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "retention.bytes": ptr("4096"),
+		"remote.storage.enable": ptr("true"), "remote.log.copy.disable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	before, files := b.localLogBytes(t, topic)
+	b.s.tiered.RunOnce()
+	after, left := b.localLogBytes(t, topic)
+	if after > 4096+2048 || left >= files {
+		t.Fatalf("local .log bytes %d in %d files after retention (before: %d in %d), want about retention.bytes 4096", after, left, before, files)
+	}
+	if f := b.remoteFiles(t); len(f) != 0 {
+		t.Fatalf("copied with remote.log.copy.disable: %v", f)
+	}
+	cl := mustClient(t, b.addr)
+	if start, code := listOffset(t, cl, topic, -2); start <= 0 || code != 0 {
+		t.Fatalf("earliest %d (code %d), want above 0", start, code)
+	}
+}
+
+// TestTieredDeleteRecords: DeleteRecords on a tiered topic moves its log
+// start offset, also below the local log start: DeleteRecords and
+// ListOffsets -2 answer it, a fetch below it is OFFSET_OUT_OF_RANGE (not a
+// remote read, which left a consumer between the remote end and the new
+// start resetting to 0 forever), and the task deletes the remote segments
+// wholly below it, as Kafka's RemoteLogManager.
+func TestTieredDeleteRecords(t *testing.T) {
+	b := startTiered(t, t.TempDir())
+	const topic, n = "deleting", 300
+	cl := mustClient(t, b.addr)
+	ka := kadm.NewClient(cl)
+	ctx := context.Background()
+	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	remoteEnd, _ := listOffset(t, cl, topic, -5)
+	local, _ := listOffset(t, cl, topic, -4)
+	if remoteEnd < 40 || local <= 0 {
+		t.Fatalf("remote end %d, local start %d: want much remote", remoteEnd, local)
+	}
+	deleteBefore := func(off int64) int64 {
+		t.Helper()
+		rs, err := ka.DeleteRecords(ctx, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: off}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := rs.Lookup(topic, 0)
+		if r.Err != nil {
+			t.Fatalf("delete records before %d: %v", off, r.Err)
+		}
+		return r.LowWatermark
+	}
+	remoteBelow := func(off int64) (below, all int) {
+		starts, _ := b.remoteLogStarts(t)
+		for s := range starts {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("remote object name %q: %v", s, err)
+			}
+			if v < off {
+				below++
+			}
+			all++
+		}
+		return below, all
+	}
+
+	// Inside the remote tier.
+	mid := remoteEnd / 2
+	if low := deleteBefore(mid); low != mid {
+		t.Fatalf("low watermark %d, want %d", low, mid)
+	}
+	if off, code := listOffset(t, cl, topic, -2); off != mid || code != 0 {
+		t.Fatalf("earliest after delete records: %d (code %d), want %d", off, code, mid)
+	}
+	if code, _ := b.fetchCode(t, cl, topic, 0); code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch below the log start: code %d, want OFFSET_OUT_OF_RANGE", code)
+	}
+	if code, nb := b.fetchCode(t, cl, topic, mid); code != 0 || nb == 0 {
+		t.Fatalf("fetch at the log start: code %d, %d bytes", code, nb)
+	}
+	before, _ := remoteBelow(mid)
+	b.s.tiered.RunOnce()
+	if after, all := remoteBelow(mid); after != 1 || before <= 1 || all == 0 {
+		// One remote segment holds mid (it starts below it) and stays.
+		t.Fatalf("remote segments starting below the log start %d: %d before the task, %d after (of %d), want 1 after", mid, before, after, all)
+	}
+
+	// Above the remote end, in the local log.
+	to := max(local, remoteEnd+1) + 2
+	if to >= n {
+		t.Fatalf("remote end %d, local start %d: no room above both", remoteEnd, local)
+	}
+	if low := deleteBefore(to); low != to {
+		t.Fatalf("low watermark %d, want %d", low, to)
+	}
+	if off, code := listOffset(t, cl, topic, -2); off != to || code != 0 {
+		t.Fatalf("earliest after delete records: %d (code %d), want %d", off, code, to)
+	}
+	if code, _ := b.fetchCode(t, cl, topic, remoteEnd+1); code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch between the remote end and the log start: code %d, want OFFSET_OUT_OF_RANGE", code)
+	}
+	b.s.tiered.RunOnce()
+	if _, all := remoteBelow(to); all != 0 {
+		t.Fatalf("%d remote segments left below the log start %d", all, to)
+	}
+	if off, _ := listOffset(t, cl, topic, -2); off != to {
+		t.Fatalf("earliest after the task: %d, want %d", off, to)
 	}
 }

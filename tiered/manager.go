@@ -57,6 +57,12 @@ type Manager struct {
 	reader   reader
 	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
 	metrics  *remoteMetrics // Kafka's RemoteLogManager metrics (metrics.go)
+
+	// starts holds the log start offsets DeleteRecords set on tiered
+	// partitions (read.go): remote segments wholly below are deleted
+	// by the task, fetches below are out of range.
+	startsMu sync.Mutex
+	starts   map[TopicIDPartition]int64
 }
 
 // New returns a Manager, or an error when the remote storage cannot be
@@ -166,6 +172,12 @@ func TieringOf(c *config.Config, overrides map[string]string, log engine.LogConf
 	tg.CopyDisable = overrides["remote.log.copy.disable"] == "true"
 	tg.DeleteOnDisable = overrides["remote.log.delete.on.disable"] == "true"
 	tg.Local = log
+	if tg.CopyDisable {
+		// Nothing more is copied: local retention is the topic's
+		// retention.* (Kafka's UnifiedLog with remote copy disabled;
+		// LogConfig refuses other local.retention.*).
+		return tg
+	}
 	num := func(key string, def int64) int64 {
 		if v, ok := overrides[key]; ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
@@ -503,16 +515,22 @@ func epochCheckpoint(entries []engine.EpochEntry, next int64) []byte {
 }
 
 // localRetention deletes the oldest local segments that local.retention.*
-// lets go, but only those wholly remote. REQUIRES: taskMu held.
+// lets go, but only those wholly remote; with remote.log.copy.disable
+// (nothing more is copied) those below the high watermark, as Kafka's
+// UnifiedLog does when remote copy is disabled. REQUIRES: taskMu held.
 func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
 	log := p.Log()
 	c, ok := log.(engine.Compactable)
 	if !ok {
 		return nil
 	}
-	rs, err := m.remote(tp)
-	if err != nil || rs.end < 0 {
-		return err
+	end := p.HighWatermark()
+	if !tg.CopyDisable {
+		rs, err := m.remote(tp)
+		if err != nil || rs.end < 0 {
+			return err
+		}
+		end = rs.end
 	}
 	segs := c.InactiveSegments()
 	var inactive int64
@@ -530,8 +548,8 @@ func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg T
 		}
 		return ts, segs[i].Bytes
 	})
-	for k > 0 && segs[k-1].Next > rs.end {
-		k-- // not remote yet
+	for k > 0 && segs[k-1].Next > end {
+		k-- // not remote yet (or above the high watermark)
 	}
 	if k == 0 {
 		return nil
@@ -559,10 +577,14 @@ func (m *Manager) remoteRetention(tp TopicIDPartition, p *replica.Partition, tg 
 	cfg := p.Log()
 	total := rs.bytes + localOnlyBytes(cfg, rs.end)
 	retMs := m.rmTopicRetention(tp)
+	logStart, _ := m.deletedStart(tp)
 	for _, s := range rs.segs {
 		byTime := retMs.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < m.now().UnixMilli()-retMs.RetentionMs.Milliseconds()
 		bySize := retMs.RetentionBytes >= 0 && total-s.SizeInBytes >= retMs.RetentionBytes
-		if !retMs.DeletePolicy() || (!byTime && !bySize) {
+		// Wholly below the log start DeleteRecords set (Kafka's
+		// isSegmentBreachByLogStartOffset).
+		byStart := s.EndOffset+1 <= logStart
+		if !byStart && (!retMs.DeletePolicy() || (!byTime && !bySize)) {
 			break
 		}
 		if err := m.deleteSegment(s); err != nil {
@@ -603,6 +625,7 @@ func localOnlyBytes(log engine.Log, remoteEnd int64) int64 {
 
 // deletePartition deletes every remote segment of tp and its metadata.
 func (m *Manager) deletePartition(tp TopicIDPartition) error {
+	m.forgetStart(tp)
 	segs, err := m.meta.Segments(tp)
 	if err != nil {
 		return err
@@ -656,6 +679,10 @@ func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
 // later (this broker no longer hosts it).
 func (m *Manager) PartitionDeleted(id [16]byte, name string, partition int32) {
 	tp := TopicIDPartition{TopicID: id, Topic: name, Partition: partition}
+	// The topic is being deleted: its series and this partition's
+	// backoff go, as in TopicDeleted.
+	m.metrics.topicDeleted(id, name)
+	m.retry.forget(tp)
 	var err error
 	for try, wait := 0, time.Second; try < 6; try, wait = try+1, 2*wait {
 		m.taskMu.Lock()

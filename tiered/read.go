@@ -196,10 +196,55 @@ func (m *Manager) LogStart(t *replica.Topic, p *replica.Partition) (start, local
 	if err != nil {
 		return local, local, err
 	}
+	start = local
 	if rs.start >= 0 && rs.start < local {
-		return rs.start, local, nil
+		start = rs.start
 	}
-	return local, local, nil
+	if ds, ok := m.deletedStart(m.partitionOf(t, p.Index())); ok && ds > start {
+		start = min(ds, local)
+	}
+	return start, local, nil
+}
+
+// DeleteRecords moves the log start offset of tiered partition p to
+// offset (a DeleteRecords the local log has applied; below the current
+// start it changes nothing) and returns the new start. Remote segments
+// wholly below it are deleted by the task (remoteRetention), as Kafka's
+// RLMExpirationTask; LogStart answers it at once, so that fetches below
+// are OFFSET_OUT_OF_RANGE and a consumer reset to earliest lands on it.
+// Of a topic not tiered it returns the local log start.
+func (m *Manager) DeleteRecords(t *replica.Topic, p *replica.Partition, offset int64) (int64, error) {
+	start, local, err := m.LogStart(t, p)
+	if err != nil || !m.TopicTiering(t).Enable {
+		return local, err
+	}
+	if offset <= start {
+		return start, nil
+	}
+	offset = min(offset, max(local, p.HighWatermark()))
+	m.startsMu.Lock()
+	defer m.startsMu.Unlock()
+	if m.starts == nil {
+		m.starts = make(map[TopicIDPartition]int64)
+	}
+	tp := m.partitionOf(t, p.Index())
+	m.starts[tp] = max(m.starts[tp], offset)
+	return m.starts[tp], nil
+}
+
+// deletedStart is the log start offset DeleteRecords set on tp, if any.
+func (m *Manager) deletedStart(tp TopicIDPartition) (int64, bool) {
+	m.startsMu.Lock()
+	defer m.startsMu.Unlock()
+	s, ok := m.starts[tp]
+	return s, ok
+}
+
+// forgetStart drops what DeleteRecords set on tp (its deletion).
+func (m *Manager) forgetStart(tp TopicIDPartition) {
+	m.startsMu.Lock()
+	defer m.startsMu.Unlock()
+	delete(m.starts, tp)
 }
 
 // RemoteEnd returns the offset after the last remote record (Kafka's
