@@ -54,6 +54,14 @@ type Manager struct {
 	// COPY_SEGMENT_STARTED at the start of a run is a leftover.
 	taskMu   sync.Mutex
 	copyRate *rate
+	// copyPaid is what the copy rate granted to a copy that waited for
+	// it with taskMu released (copyTurn): the next copy uses it.
+	// Guarded by taskMu.
+	copyPaid int64
+	// stopped is closed by Start's stop: a copy waiting for the rate
+	// gives up at once.
+	stopped  chan struct{}
+	stopOnce sync.Once
 	reader   reader
 	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
 	metrics  *remoteMetrics // Kafka's RemoteLogManager metrics (metrics.go)
@@ -88,6 +96,7 @@ func New(opts Options) (*Manager, error) {
 		m.meta = newMetadataStore(opts.Meta)
 	}
 	m.copyRate = newRate(opts.Config.RemoteLogCopyMaxBytesPerSec)
+	m.stopped = make(chan struct{})
 	m.retry = newBackoff(opts.Config.RemoteLogManagerTaskInterval)
 	m.metrics = newRemoteMetrics()
 	m.reader.init(m, &opts.Config)
@@ -118,6 +127,7 @@ func (m *Manager) Start() (stop func() error, err error) {
 	}()
 	return func() error {
 		close(done)
+		m.stopOnce.Do(func() { close(m.stopped) })
 		var err error
 		if m.topicMeta != nil {
 			// First: a run waiting on a metadata write fails at once
@@ -234,6 +244,9 @@ func (m *Manager) RunOnce() {
 			if p == nil {
 				continue
 			}
+			if m.isStopped() {
+				return
+			}
 			tp := m.partitionOf(t, int32(i))
 			follower := m.topicMeta != nil && !p.IsLeader()
 			switch {
@@ -274,7 +287,9 @@ func (m *Manager) runPartition(tp TopicIDPartition, p *replica.Partition, tg Tie
 	}
 	var copyErr error
 	if !tg.CopyDisable {
-		if copyErr = m.copySegments(tp, p); copyErr != nil {
+		if copyErr = m.copySegments(tp, p); errors.Is(copyErr, errStopping) {
+			return nil
+		} else if copyErr != nil {
 			m.log.Warn("tiered: copy failed, retried with backoff", "partition", tp.String(), "err", copyErr, "retry_in", m.retry.done(tp, copyErr))
 		}
 	}
@@ -363,14 +378,25 @@ func summarize(all []SegmentMetadata) *remoteState {
 // (Kafka's candidateLogSegments), oldest first, stopping at the first
 // failure. REQUIRES: taskMu held.
 func (m *Manager) copySegments(tp TopicIDPartition, p *replica.Partition) error {
+	for {
+		again, err := m.copySegmentsOnce(tp, p)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// copySegmentsOnce is copySegments until a copy waits for the copy rate
+// with taskMu released (again: the partition is looked at anew).
+func (m *Manager) copySegmentsOnce(tp TopicIDPartition, p *replica.Partition) (again bool, err error) {
 	log := p.Log()
 	c, ok := log.(engine.Compactable)
 	if !ok {
-		return fmt.Errorf("tiered: %s: the log's backend does not list segments", tp)
+		return false, fmt.Errorf("tiered: %s: the log's backend does not list segments", tp)
 	}
 	rs, err := m.remote(tp)
 	if err != nil {
-		return err
+		return false, err
 	}
 	bound := min(p.HighWatermark(), p.LastStableOffset())
 	dir := filepath.Join(m.rm.LogDirOf(tp.Topic, tp.Partition), fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
@@ -389,14 +415,19 @@ func (m *Manager) copySegments(tp TopicIDPartition, p *replica.Partition) error 
 			m.log.Warn("tiered: gap before a segment to copy", "partition", tp.String(), "remote_end", rs.end, "segment", seg.Base)
 		}
 		if m.topicMeta != nil && !p.IsLeader() {
-			return nil // leadership moved: the new leader continues
+			return false, nil // leadership moved: the new leader continues
 		}
 		if err := m.copySegment(tp, p, dir, seg); err != nil {
-			return err
+			if errors.Is(err, errCopyRelocked) {
+				// taskMu was released while the copy waited for the
+				// rate: the topic may be gone, retention may have run.
+				return m.rm == nil || m.rm.TopicByID(tp.TopicID) != nil, nil
+			}
+			return false, err
 		}
 		rs.end = seg.Next
 	}
-	return nil
+	return false, nil
 }
 
 func newUUID() UUID {
@@ -451,10 +482,12 @@ func (m *Manager) copySegment(tp TopicIDPartition, p *replica.Partition, dir str
 			*f = "" // written empty: the reader scans the log instead
 		}
 	}
+	if err := m.copyTurn(seg.Bytes); err != nil {
+		return err
+	}
 	if err := m.meta.Add(md); err != nil {
 		return err
 	}
-	m.copyRate.wait(seg.Bytes)
 	err := m.rsm.CopyLogSegmentData(md, data)
 	m.metrics.copied(tp.Topic, seg.Bytes, err)
 	if err != nil {
@@ -715,6 +748,53 @@ func (m *Manager) sweepDeleted() {
 			m.log.Error("tiered: deleting a deleted topic's remote segments failed", "partition", tp.String(), "err", err)
 		}
 	}
+}
+
+// errCopyRelocked: a copy waited for the copy rate with taskMu released
+// (copyTurn); the caller looks at the partition again before copying.
+var errCopyRelocked = errors.New("tiered: copy waited for the rate")
+
+// errStopping: the manager is stopping (Start's stop).
+var errStopping = errors.New("tiered: remote log manager stopping")
+
+func (m *Manager) isStopped() bool {
+	select {
+	case <-m.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// copyTurn takes n bytes of remote.log.manager.copy.max.bytes.per.second.
+// When they do not fit yet it waits with taskMu released, so that topic
+// deletions, retention and shutdown never wait for the quota (Kafka's
+// quota blocks only its copier threads), and returns errCopyRelocked (the
+// bytes stay paid for the next copy), or errStopping at once when the
+// manager stops. REQUIRES: taskMu held; held again on return.
+func (m *Manager) copyTurn(n int64) error {
+	if m.copyPaid >= n {
+		m.copyPaid -= n
+		return nil
+	}
+	d := m.copyRate.reserve(n - m.copyPaid)
+	m.copyPaid = 0
+	if d <= 0 {
+		return nil
+	}
+	m.copyPaid = n
+	m.taskMu.Unlock()
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-m.stopped:
+	}
+	t.Stop()
+	m.taskMu.Lock()
+	if m.isStopped() {
+		return errStopping
+	}
+	return errCopyRelocked
 }
 
 // rate paces copies to a number of bytes per second (<= 0 or MaxInt64:
