@@ -258,7 +258,7 @@ var brokerKeys = []Key{
 		Doc:   "the most bytes per second the broker copies to remote storage (Long.MAX_VALUE: no bound)",
 		codec: int64Key(func(c *Config) *int64 { return &c.RemoteLogCopyMaxBytesPerSec }, 1, math.MaxInt64)},
 	{Name: "remote.log.manager.fetch.max.bytes.per.second", Type: TypeLong, Importance: Medium, Default: "9223372036854775807",
-		Doc:   "the most bytes per second the broker reads from remote storage for fetches: a remote read past the rate waits before it is answered (Long.MAX_VALUE: no bound)",
+		Doc:   "the most bytes per second the broker reads from remote storage for fetches: past the rate no remote read starts and the partition is answered empty until the quota allows, as Kafka's fetch throttle (Long.MAX_VALUE: no bound)",
 		codec: int64Key(func(c *Config) *int64 { return &c.RemoteLogFetchMaxBytesPerSec }, 1, math.MaxInt64)},
 	{Name: "remote.log.reader.threads", Type: TypeInt, Importance: Medium, Default: "10",
 		Doc:   "remote reads of fetches in progress at once; more wait their turn",

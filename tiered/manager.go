@@ -797,7 +797,7 @@ func (m *Manager) copyTurn(n int64) error {
 	return errCopyRelocked
 }
 
-// rate paces copies to a number of bytes per second (<= 0 or MaxInt64:
+// rate paces copies and remote reads to a number of bytes per second (<= 0 or MaxInt64:
 // no bound).
 type rate struct {
 	perSec int64
@@ -809,11 +809,15 @@ func newRate(perSec int64) *rate { return &rate{perSec: perSec} }
 
 func (r *rate) unbounded() bool { return r.perSec <= 0 || r.perSec >= 1<<62 }
 
-// wait blocks until n more bytes fit the rate.
-func (r *rate) wait(n int64) {
-	if d := r.reserve(n); d > 0 {
-		time.Sleep(d)
+// throttled reports whether bytes taken so far exceed the rate now (a
+// new use has to wait).
+func (r *rate) throttled() bool {
+	if r.unbounded() {
+		return false
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next.After(time.Now())
 }
 
 // reserve takes n bytes and returns how long to wait before using them.

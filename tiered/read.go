@@ -36,8 +36,10 @@ var ErrRemoteFetchBusy = errors.New("tiered: remote read in progress")
 // again outlast the wait: a consumer of a stopped store hears of it. Each read holds at most the fetch's partition bytes, so
 // memory is bounded by the reader count times the largest fetch, plus the
 // cache (cache.go) of offset indexes and read chunks bounded by
-// remote.log.index.file.cache.total.size.bytes. Reads are paced to
-// remote.log.manager.fetch.max.bytes.per.second.
+// remote.log.index.file.cache.total.size.bytes. Past
+// remote.log.manager.fetch.max.bytes.per.second no read starts: the fetch
+// answers the partition empty until the quota allows (Kafka's fetch
+// throttle).
 type reader struct {
 	m       *Manager
 	slots   chan struct{}
@@ -124,6 +126,16 @@ func (r *reader) read(ctx context.Context, wait <-chan time.Time, md SegmentMeta
 		default:
 		}
 	}
+	if op == nil && r.rate.throttled() {
+		// Over remote.log.manager.fetch.max.bytes.per.second: no read
+		// starts, the partition answers empty and the consumer fetches
+		// again, as Kafka's ReplicaManager with
+		// RemoteLogManager.getFetchThrottleTimeMs() > 0. Checked before
+		// the read, so that neither store bandwidth nor memory grow
+		// while throttled.
+		r.mu.Unlock()
+		return nil, nil
+	}
 	if op == nil {
 		op = &readOp{done: make(chan struct{})}
 		r.inflight[k] = op
@@ -158,7 +170,7 @@ func (r *reader) run(k readKey, op *readOp, md SegmentMetadata, offset int64, ma
 	}
 	<-r.slots
 	if op.err == nil {
-		r.rate.wait(int64(len(op.b)))
+		r.rate.reserve(int64(len(op.b))) // counted: reads after it wait their turn (read)
 		r.cache.putChunk(md.SegmentID, op.b)
 	}
 	r.m.metrics.fetched(md.Partition.Topic, int64(len(op.b)), op.err)
