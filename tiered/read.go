@@ -33,7 +33,10 @@ var ErrRemoteFetchBusy = errors.New("tiered: remote read in progress")
 // offset join it. A read that fails after its fetch stopped waiting is
 // kept until the next fetch of that offset, which answers its error
 // (KAFKA_STORAGE_ERROR, retriable) rather than starting a read that could
-// again outlast the wait: a consumer of a stopped store hears of it. Each read holds at most the fetch's partition bytes, so
+// again outlast the wait: a consumer of a stopped store hears of it. A
+// failure is kept remote.fetch.max.wait.ms times ten (at least 10s) at
+// most, and at most 1024 of them, so that consumers that moved on leave
+// none behind. Each read holds at most the fetch's partition bytes, so
 // memory is bounded by the reader count times the largest fetch, plus the
 // cache (cache.go) of offset indexes and read chunks bounded by
 // remote.log.index.file.cache.total.size.bytes. Past
@@ -49,7 +52,16 @@ type reader struct {
 
 	mu       sync.Mutex
 	inflight map[readKey]*readOp
+	// failed counts the failed reads kept in inflight for a fetch to
+	// report; each goes after failTTL, and past maxFailedReads a
+	// failure is not kept: a consumer that moved on leaves none for
+	// good.
+	failed  int
+	failTTL time.Duration
 }
+
+// maxFailedReads bounds the failed reads kept for a later fetch.
+const maxFailedReads = 1024
 
 // readKey names a read in flight.
 type readKey struct {
@@ -62,6 +74,19 @@ type readOp struct {
 	done chan struct{}
 	b    []byte
 	err  error
+	kept bool // a failure counted in reader.failed; guarded by reader.mu
+}
+
+// dropFailed removes op, a failed read, from inflight when it is still
+// there. REQUIRES: r.mu held.
+func (r *reader) dropFailed(k readKey, op *readOp) {
+	if r.inflight[k] == op {
+		delete(r.inflight, k)
+	}
+	if op.kept {
+		op.kept = false
+		r.failed--
+	}
 }
 
 func (r *reader) init(m *Manager, c *config.Config) {
@@ -75,6 +100,9 @@ func (r *reader) init(m *Manager, c *config.Config) {
 	r.rate = newRate(c.RemoteLogFetchMaxBytesPerSec)
 	r.cache = newCache(c.RemoteLogIndexCacheBytes)
 	r.inflight = map[readKey]*readOp{}
+	// Long enough for the consumer's next fetch (it retries within its
+	// fetch.max.wait.ms plus backoff).
+	r.failTTL = max(10*r.maxWait, 10*time.Second)
 }
 
 // forget drops what is cached of a deleted segment.
@@ -120,7 +148,7 @@ func (r *reader) read(ctx context.Context, wait <-chan time.Time, md SegmentMeta
 		case <-op.done:
 			// A read that failed after its fetch stopped waiting: this
 			// fetch reports it (the consumer retries), then it goes.
-			delete(r.inflight, k)
+			r.dropFailed(k, op)
 			r.mu.Unlock()
 			return nil, op.err
 		default:
@@ -151,9 +179,7 @@ func (r *reader) read(ctx context.Context, wait <-chan time.Time, md SegmentMeta
 	}
 	if op.err != nil {
 		r.mu.Lock()
-		if r.inflight[k] == op {
-			delete(r.inflight, k) // reported here
-		}
+		r.dropFailed(k, op) // reported here
 		r.mu.Unlock()
 		return nil, op.err
 	}
@@ -175,9 +201,23 @@ func (r *reader) run(k readKey, op *readOp, md SegmentMetadata, offset int64, ma
 	}
 	r.m.metrics.fetched(md.Partition.Topic, int64(len(op.b)), op.err)
 	r.mu.Lock()
-	if op.err == nil {
+	switch {
+	case op.err == nil:
 		delete(r.inflight, k)
-	} // a failure stays until a fetch of k reports it (read)
+	case r.failed >= maxFailedReads:
+		op.b = nil
+		delete(r.inflight, k) // too many kept: its fetch, if waiting, reports it
+	default:
+		// Kept until a fetch of k reports it (read), for failTTL at most.
+		op.b = nil
+		op.kept = true
+		r.failed++
+		time.AfterFunc(r.failTTL, func() {
+			r.mu.Lock()
+			r.dropFailed(k, op)
+			r.mu.Unlock()
+		})
+	}
 	r.mu.Unlock()
 	close(op.done)
 }

@@ -67,3 +67,46 @@ func TestFetchRateCheckedBeforeRead(t *testing.T) {
 		t.Fatalf("%d reads in flight after a throttled fetch; want none", n)
 	}
 }
+
+// TestFailedReadNotKeptForever: a read that fails after its fetch stopped
+// waiting is kept for a fetch of the same offset to report, but not after
+// failTTL: a consumer that moved on leaves no entry behind. Before, the
+// entry stayed in inflight until a fetch of that very offset came.
+func TestFailedReadNotKeptForever(t *testing.T) {
+	rsm := &gateRSM{gate: make(chan struct{})}
+	r := newTestReader(rsm, 0)
+	r.failTTL = time.Millisecond
+	md := SegmentMetadata{SegmentID: UUID{2}, StartOffset: 0, EndOffset: 9, SizeInBytes: 1000}
+	over := make(chan time.Time)
+	close(over) // the fetch's wait is over at once
+	if _, err := r.read(context.Background(), over, md, 0, 1000); err != ErrRemoteFetchBusy {
+		t.Fatalf("fetch with the store stuck: %v; want ErrRemoteFetchBusy", err)
+	}
+	r.mu.Lock()
+	op := r.inflight[readKey{md.SegmentID, 0}]
+	r.mu.Unlock()
+	if op == nil {
+		t.Fatal("no read in flight")
+	}
+	close(rsm.gate) // the store fails the read; nobody fetches offset 0 again
+	select {
+	case <-op.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the read did not complete")
+	}
+	if op.err == nil {
+		t.Fatal("the read succeeded; want a failure")
+	}
+	for i := 0; ; i++ {
+		r.mu.Lock()
+		n, failed := len(r.inflight), r.failed
+		r.mu.Unlock()
+		if n == 0 && failed == 0 {
+			break
+		}
+		if i == 2000 {
+			t.Fatalf("a failed read nobody fetched again kept: %d in flight, %d failed", n, failed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
