@@ -19,8 +19,9 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
+# make run ARGS='--set key=value ...' passes flags to sluice serve.
 run: build
-	./$(BIN) serve
+	./$(BIN) serve $(ARGS)
 
 # A local cluster: ZooKeeper and brokers 1-3 on 127.0.0.1:9092-9094, data
 # in ./cluster-data; Ctrl-C stops everything (scripts/cluster.sh).
