@@ -72,6 +72,19 @@ func psRead(t *testing.T, e *shareEnv, group string, topic [16]byte, part, leade
 	return persisterReq[*kmsg.ReadShareGroupStateResponse](t, e, req).Topics[0].Partitions[0]
 }
 
+// psReadLoaded reads group's state once its __share_group_state
+// partition has loaded (COORDINATOR_LOAD_IN_PROGRESS until then, which a
+// persister retries), bounded.
+func psReadLoaded(t *testing.T, e *shareEnv, group string, topic [16]byte, part int32) kmsg.ReadShareGroupStateResponseTopicPartition {
+	t.Helper()
+	r := psRead(t, e, group, topic, part, 0)
+	for i := 0; i < 500 && r.ErrorCode == kerr.CoordinatorLoadInProgress.Code; i++ { // bounded
+		time.Sleep(10 * time.Millisecond)
+		r = psRead(t, e, group, topic, part, 0)
+	}
+	return r
+}
+
 func psInit(t *testing.T, e *shareEnv, group string, topic [16]byte, part, stateEpoch int32, start int64) int16 {
 	t.Helper()
 	req := kmsg.NewPtrInitializeShareGroupStateRequest()
@@ -149,10 +162,11 @@ func TestSharePersisterAPIs(t *testing.T) {
 	}
 	// Nothing yet: start offset -1, state epoch 0, no error (once the new
 	// partition is loaded: COORDINATOR_LOAD_IN_PROGRESS until then).
-	r0 := psRead(t, e, g, topic, 0, 0)
-	for i := 0; i < 500 && r0.ErrorCode == kerr.CoordinatorLoadInProgress.Code; i++ { // bounded
-		time.Sleep(10 * time.Millisecond)
-		r0 = psRead(t, e, g, topic, 0, 0)
+	r0 := psReadLoaded(t, e, g, topic, 0)
+	// The other groups below may hash to other partitions of the topic,
+	// each loaded on its own.
+	for _, other := range []string{"nobody", "other"} {
+		psReadLoaded(t, e, other, topic, 0)
 	}
 	if r := r0; r.ErrorCode != 0 || r.StartOffset != -1 || r.StateEpoch != 0 || len(r.StateBatches) != 0 {
 		t.Fatalf("read of no state: %+v", r)
