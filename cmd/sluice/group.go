@@ -401,16 +401,9 @@ func groupResetOffsets(c *adminCmd) error {
 	if len(given) != 1 {
 		return usageErr("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration, --shift-by (got %d)", len(given))
 	}
-	if (len(topicArgs) > 0) == *allTopics {
-		return usageErr("give --topic (one or more) or --all-topics")
-	}
-	var specs []topicPartitions
-	for _, s := range topicArgs {
-		tp, err := parseTopicSpec(s)
-		if err != nil {
-			return err
-		}
-		specs = append(specs, tp)
+	specs, err := topicArgSpecs(topicArgs, *allTopics)
+	if err != nil {
+		return err
 	}
 
 	return c.connect(func(adm *kadm.Client, ctx context.Context) error {
@@ -659,4 +652,21 @@ func resetTargets(earliest, latest bool, toOffset, toDatetime, byDuration string
 		spec.millis = time.Now().Add(-d).UnixMilli()
 	}
 	return spec, given, nil
+}
+
+// topicArgSpecs parses the --topic T[:p,p] arguments of a reset-offsets
+// command, which must name topics or --all-topics, not both or neither.
+func topicArgSpecs(topicArgs []string, allTopics bool) ([]topicPartitions, error) {
+	if (len(topicArgs) > 0) == allTopics {
+		return nil, usageErr("give --topic (one or more) or --all-topics")
+	}
+	var specs []topicPartitions
+	for _, s := range topicArgs {
+		tp, err := parseTopicSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, tp)
+	}
+	return specs, nil
 }

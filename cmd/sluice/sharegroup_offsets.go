@@ -68,16 +68,9 @@ func shareGroupResetOffsets(c *adminCmd) error {
 	if len(given) != 1 {
 		return usageErr("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --by-duration (got %d)", len(given))
 	}
-	if (len(topicArgs) > 0) == *allTopics {
-		return usageErr("give --topic (one or more) or --all-topics")
-	}
-	var specs []topicPartitions
-	for _, s := range topicArgs {
-		tp, err := parseTopicSpec(s)
-		if err != nil {
-			return err
-		}
-		specs = append(specs, tp)
+	specs, err := topicArgSpecs(topicArgs, *allTopics)
+	if err != nil {
+		return err
 	}
 	return c.connect(func(adm *kadm.Client, ctx context.Context) error {
 		// Refuse a dry run too while the group has members, as Kafka's tool.
