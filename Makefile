@@ -81,12 +81,13 @@ bench:
 # Measure the machine's limits, sluice perf against every backend and
 # kfake, and profiles; then the OMB shape (sluice perf omb) at 100 and
 # 10,000 partitions against segment, pebble and kfake; rewrite
-# BENCHMARKS.md's generated sections and docs/bench.svg (about 40 minutes
-# on 2 cores; knobs at the top of scripts/bench-report.sh and
-# scripts/bench-report-omb.sh).
+# BENCHMARKS.md's generated sections and docs/bench.svg (about 65 minutes
+# on 2 cores; knobs at the top of scripts/bench-report.sh,
+# scripts/bench-report-omb.sh and scripts/bench-report-sections.sh).
 bench-report:
 	@./scripts/bench-report.sh
 	@./scripts/bench-report-omb.sh
+	@./scripts/bench-report-sections.sh
 
 # Partitions at scale on one node (issue 15): segment up to 20,000 under
 # ulimit -n 20000, pebble up to 100,000; RSS per partition, fds, maps,

@@ -23,6 +23,9 @@
 //	    write the markdown report on stdout and the chart to PATH
 //	benchreport omb -out BENCHMARKS.md -meta TEXT results.json...
 //	    rewrite the marked OMB, partitions, headline and targets sections
+//	benchreport gobench -out BENCHMARKS.md -section NAME -meta TEXT [-cols U=H,...] FILE...
+//	    rewrite one marked section with a table of `go test -bench` output:
+//	    a row per benchmark, the median and range of its runs per unit
 //
 // Every line of the results file is one JSON object (see record).
 package main
@@ -34,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render|omb [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render|omb|gobench [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -53,6 +56,8 @@ func main() {
 		err = render(os.Args[2:])
 	case "omb":
 		err = ombCmd(os.Args[2:])
+	case "gobench":
+		err = gobenchCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
