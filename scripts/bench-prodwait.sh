@@ -101,7 +101,7 @@ stop() {
 # rqwait: ns the broker's threads waited on a run queue, runnable but not
 # running (/proc/PID/task/*/schedstat, field 2): the time the broker had
 # work and no CPU, which the CPU time does not show.
-rqwait() { cat /proc/"$pid"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%d\n", s}'; }
+rqwait() { cat /proc/"$pid"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%.0f\n", s}'; }
 
 run() {
 	local b=$1 w=$2 rq0
