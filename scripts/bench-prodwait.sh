@@ -7,14 +7,20 @@
 #
 #   scripts/bench-prodwait.sh [NAME=SLUICE_BINARY ...]
 #
-# Every NAME=BINARY[,ARG...] is a Sluice build to compare, with extra `sluice
-# serve` arguments split on commas, env:K=V ones set in its environment
-# (e.g. normal=./sluice,--set,process.scheduling.policy=normal;
-# default: one built from this tree, named "sluice"); kfake is always measured too. Environment: RUNS
-# (rounds, default 3), RECORDS (per produce run, default 1000000), E2E_SECS
-# (default 3, 0: no e2e runs; RECORDS=0: no produce runs), SERVE_ARGS (extra `sluice serve` arguments).
-# Prints one line per run and then medians with min-max of MB/s, broker CPU
-# s/GB and p99 produce latency per broker.
+# Every NAME=BINARY[,ARG...] is a Sluice build to compare (default: one built
+# from this tree, named "sluice"), with extra `sluice serve` arguments split on
+# commas and env:K=V ones set in its environment, e.g.
+# normal=./sluice,--set,process.scheduling.policy=normal; kfake is always
+# measured too, and the first build's `sluice perf` is the load generator.
+# Environment: RUNS (rounds, default 3), RECORDS (per produce run, default
+# 1000000; 0: no produce runs), E2E_SECS (default 3; 0: no e2e runs),
+# SERVE_ARGS (`sluice serve` arguments for every Sluice build).
+#
+# Prints one line per run, then per workload and broker the medians (min-max)
+# of MB/s, broker CPU s/GB and % of the wall time, p50 and p99 latency
+# (produce, or end to end), and the broker's run-queue wait (rqwait below).
+# Results stay in the printed results.jsonl. The machine is shared: quote the
+# load average the script prints with the figures.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +60,7 @@ cleanup() {
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	fi
-	rm -rf "$work/data"
+	rm -rf "$work/data" "$work/sluice" "$work/kfakeserve" "$work/benchreport"
 }
 trap cleanup EXIT
 
