@@ -14,7 +14,9 @@
 # measured too, and the first build's `sluice perf` is the load generator.
 # Environment: RUNS (rounds, default 3), RECORDS (per produce run, default
 # 1000000; 0: no produce runs), E2E_SECS (default 3; 0: no e2e runs),
-# SERVE_ARGS (`sluice serve` arguments for every Sluice build).
+# SERVE_ARGS (`sluice serve` arguments for every Sluice build), PRODUCE_EXTRA
+# (`sluice perf produce` flags that override the shape's, e.g. "--producers 4
+# --acks 1").
 #
 # Prints one line per run, then per workload and broker the medians (min-max)
 # of MB/s, broker CPU s/GB and % of the wall time, p50 and p99 latency
@@ -28,6 +30,7 @@ RUNS=${RUNS:-3}
 RECORDS=${RECORDS:-1000000}
 E2E_SECS=${E2E_SECS:-3}
 SERVE_ARGS=${SERVE_ARGS:-}
+PRODUCE_EXTRA=${PRODUCE_EXTRA:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/prodwait.XXXXXX")
 log() { echo "bench-prodwait: $*" >&2; }
 
@@ -126,8 +129,9 @@ for r in $(seq "$RUNS"); do
 		n=0
 		if [ "$RECORDS" != 0 ]; then
 			n=$((n + 1))
+			# shellcheck disable=SC2086 # PRODUCE_EXTRA is split into flags
 			run "$b" produce4p produce --topic p4 --partitions 4 --record-size 1024 --records "$RECORDS" \
-				--linger 10ms --batch-max-bytes 1000000 --acks all
+				--linger 10ms --batch-max-bytes 1000000 --acks all $PRODUCE_EXTRA
 		fi
 		if [ "$E2E_SECS" != 0 ]; then
 			n=$((n + 1))
