@@ -131,9 +131,9 @@ type Config struct {
 	LogSegmentDeleteDelay time.Duration
 	// SchedulingPolicy is process.scheduling.policy (Sluice's own):
 	// the Linux scheduling policy `sluice serve` gives its threads,
-	// batch (default: no wake-up preemption among them, fewer context
-	// switches when requests overlap on a busy core; internal/sched) or
-	// normal (the kernel's default).
+	// normal (default: the kernel's) or batch (no wake-up preemption:
+	// fewer context switches when requests overlap on a core the broker
+	// has to itself, later wake-ups on one it shares; internal/sched).
 	SchedulingPolicy sched.Policy
 
 	// log.message.timestamp.difference.max.ms (deprecated in Kafka),

@@ -536,15 +536,16 @@ func TestSegmentDeleteDelay(t *testing.T) {
 	}
 }
 
-// TestSchedulingPolicy: process.scheduling.policy defaults to batch, takes
-// normal, refuses anything else.
+// TestSchedulingPolicy: process.scheduling.policy defaults to normal (a
+// broker on a shared core must preempt it when a request arrives: issue 33),
+// takes batch, refuses anything else.
 func TestSchedulingPolicy(t *testing.T) {
-	if c := Default(); c.SchedulingPolicy != sched.Batch {
+	if c := Default(); c.SchedulingPolicy != sched.Normal {
 		t.Fatalf("default %v", c.SchedulingPolicy)
 	}
-	c, err := Load("", []string{"process.scheduling.policy=normal"})
-	if err != nil || c.SchedulingPolicy != sched.Normal {
-		t.Fatalf("normal: %v %v", c.SchedulingPolicy, err)
+	c, err := Load("", []string{"process.scheduling.policy=batch"})
+	if err != nil || c.SchedulingPolicy != sched.Batch {
+		t.Fatalf("batch: %v %v", c.SchedulingPolicy, err)
 	}
 	for _, bad := range []string{"", "fifo", "Batch", "1"} {
 		if _, err := Load("", []string{"process.scheduling.policy=" + bad}); err == nil {

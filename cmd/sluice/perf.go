@@ -95,6 +95,7 @@ func perf(args []string, stdout, stderr io.Writer) int {
 	var topicConfigs kvFlag
 	fs.Var(&topicConfigs, "topic-config", "`key=value` config of the topic when it is created (repeatable), e.g. cleanup.policy=compact")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator to this file (for go tool pprof)")
+	traceFile := fs.String("trace", "", "write a runtime execution trace of the load generator to this file (for go tool trace)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -155,6 +156,12 @@ func perf(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer stopProfile()
+	stopTrace, err := startTrace(*traceFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice perf: %v\n", err)
+		return 2
+	}
+	defer stopTrace()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := load.Run(ctx, cfg)

@@ -36,6 +36,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	traceFile := fs.String("trace", "", "write a runtime execution trace of the whole run to this file (for go tool trace)")
 	memProfile := fs.String("memprofile", "", "on SIGTERM/SIGINT, before shutting down, write a heap profile (after a GC) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -69,6 +70,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer stopProfile()
+	stopTrace, err := startTrace(*traceFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 2
+	}
+	defer stopTrace()
 	// Before the broker starts its goroutines: the threads it makes
 	// later inherit the policy anyway.
 	if kept, err := sched.SetProcess(cfg.SchedulingPolicy); err != nil {
