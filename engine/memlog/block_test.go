@@ -143,3 +143,31 @@ func lastSize(bs []byte) int {
 	}
 	return n
 }
+
+// TestTruncateRoomBounded: a Truncate takes away the room of the block it
+// cuts, so the next append starts a new block; repeated append-truncate
+// cycles must not leave a mostly empty block per batch. The blocks held
+// stay under twice the bytes plus minBlock.
+func TestTruncateRoomBounded(t *testing.T) {
+	_, el := openLog(t, engine.LogConfig{SegmentBytes: 1 << 30})
+	l := el.(*Log)
+	for i := 0; i < 300; i++ {
+		mustAppend(t, l, batch(1, 1, "keep"), 0)
+		info := mustAppend(t, l, batch(1, 1, "cut"), 0)
+		if err := l.Truncate(info.FirstOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := l.chunks[len(l.chunks)-1]
+	if len(l.chunks) != 1 || c.capacity > 2*c.bytes+minBlock {
+		t.Fatalf("%d chunks; the last holds %d bytes in %d blocks of %d bytes in all, want at most %d",
+			len(l.chunks), c.bytes, len(c.blocks), c.capacity, 2*c.bytes+minBlock)
+	}
+	var capacity int64
+	for _, blk := range c.blocks {
+		capacity += int64(len(blk))
+	}
+	if capacity != c.capacity || c.bytes != l.Size() {
+		t.Fatalf("capacity field %d, blocks %d; bytes %d, size %d", c.capacity, capacity, c.bytes, l.Size())
+	}
+}

@@ -25,6 +25,8 @@ import (
 // back to back inside a block, and index[i+1] either follows index[i] in the
 // same block or starts the next block at pos 0; every block holds at least
 // one batch; bytes == the sum of index[i].end - index[i].pos;
+// capacity - bytes <= bytes + minBlock, except after a Truncate cut into
+// a block, when newBlock adds no room until bytes grows back to it;
 // base <= index[0].base and index[len-1].last < next. A chunk may hold no
 // batch (a cleaned group left empty, or a Truncate into a gap). The block
 // elements are never reassigned once published and the bytes of published
@@ -39,6 +41,7 @@ type chunk struct {
 	// or in a cleaned chunk).
 	room      []byte
 	bytes     int64 // batch bytes held: what the chunk counts for as a segment
+	capacity  int64 // sum of len(blocks[i]): bytes held plus room left unused
 	index     []entry
 	maxTs     int64     // largest batch maxTimestamp, -1 when none
 	created   time.Time // first append, for segment.ms
@@ -103,6 +106,7 @@ func (c *chunk) push(b record.Batch, now time.Time, segmentBytes int64) {
 		blk, c.room = c.newBlock(b, segmentBytes)
 		e.blk = len(c.blocks)
 		c.blocks = append(c.blocks, blk)
+		c.capacity += int64(len(blk))
 	}
 	e.end = e.pos + len(b)
 	c.index = append(c.index, e)
@@ -117,8 +121,15 @@ func (c *chunk) push(b record.Batch, now time.Time, segmentBytes int64) {
 // newBlock returns a new block holding b at its start, and the room left
 // after b. A block for b alone is allocated by append, which leaves the
 // bytes it copies uncleared; a shared block is cleared first (make).
+//
+// The room a chunk leaves unused (capacity - bytes) is kept under its
+// bytes plus minBlock: a Truncate takes the last block's room away, so
+// without the bound a follower that truncates after every few appends
+// would leave a block of 64 KiB to 4 MiB per small batch; past it,
+// batches get blocks of their own size.
 func (c *chunk) newBlock(b []byte, segmentBytes int64) (blk, room []byte) {
-	size := min(max(c.bytes, minBlock), maxBlock, max(segmentBytes-c.bytes, 0))
+	budget := max(c.bytes+minBlock-(c.capacity-c.bytes), 0)
+	size := min(max(c.bytes, minBlock), maxBlock, max(segmentBytes-c.bytes, 0), int64(len(b))+budget)
 	if int64(len(b)) > size/8 {
 		return append([]byte(nil), b...), nil
 	}

@@ -55,10 +55,13 @@ func (l *Log) Truncate(offset int64) error {
 		cut.room = nil
 		cut.next = offset
 		cut.maxTs = -1
-		cut.bytes = 0
+		cut.bytes, cut.capacity = 0, 0
 		for _, e := range cut.index {
 			cut.maxTs = max(cut.maxTs, e.maxTs)
 			cut.bytes += int64(e.end - e.pos)
+		}
+		for _, blk := range cut.blocks {
+			cut.capacity += int64(len(blk))
 		}
 		chunks = append(chunks, &cut)
 	}
