@@ -4,7 +4,11 @@
 # --data-dir) and the segment backend, interleaved in one run (issue 33
 # point 4). Every broker is started once, pinned to CPU 0; `sluice perf` runs
 # pinned to CPU 1; each round runs every workload on every broker in turn, so
-# a burst of outside load hits all of them alike.
+# a burst of outside load hits all of them alike. Workloads: one producer
+# to 4 partitions with 1 MB batches and linger 10 ms, acks=all (issue 16's
+# shape), and 1 KiB records to one partition from 1 or 4 producers with
+# acks 1 or all, as scripts/bench-report.sh runs them, plus a consume from
+# the start of the first of those.
 #
 #   scripts/bench-memlog.sh                        # about 6 minutes here
 #   BASE=/path/to/old/sluice scripts/bench-memlog.sh   # adds broker memory-base
@@ -85,6 +89,17 @@ workloads=(
 	"1p-4prod-1:--record-size 1024 --producers 4 --acks 1"
 	"1p-4prod-all:--record-size 1024 --producers 4 --acks all"
 )
+# run_perf BROKER WORKLOAD RUN PERF-ARGS...: one measured `sluice perf` run.
+run_perf() {
+	local b=$1 name=$2 run=$3
+	shift 3
+	timeout $((PERF_TIMEOUT + 10)) "$br" measure -pid "${pid[$b]}" -out "$results" -clk-tck "$clk" \
+		-tag "broker=$b" -tag "workload=$name" -tag "run=$run" -- \
+		taskset -c 1 timeout "$PERF_TIMEOUT" "$work/sluice" perf "$@" \
+		--brokers "127.0.0.1:${port[$b]}" --json --quiet \
+		--timeout "$((PERF_TIMEOUT - 5))s" || echo "bench-memlog: run failed: $b $name" >&2
+	tail -1 "$results" | jq -r '"\(.tags.workload) \(.tags.broker) run \(.tags.run): \(.result.mb_per_sec // 0 | floor) MB/s, broker \(.broker_cpu_s * 100 | round / 100) s CPU, \(if .result.bytes then (.broker_cpu_s / (.result.bytes / 1e9) * 1000 | round / 1000) else "-" end) s/GB"' >&2
+}
 for run in $(seq "$RUNS"); do
 	for w in "${workloads[@]}"; do
 		name=${w%%:*}
@@ -92,12 +107,11 @@ for run in $(seq "$RUNS"); do
 		args=(${w#*:})
 		for b in $BROKERS; do
 			topic=t-$name-$run
-			timeout $((PERF_TIMEOUT + 10)) "$br" measure -pid "${pid[$b]}" -out "$results" -clk-tck "$clk" \
-				-tag "broker=$b" -tag "workload=$name" -tag "run=$run" -- \
-				taskset -c 1 timeout "$PERF_TIMEOUT" "$work/sluice" perf produce --topic "$topic" \
-				--records "$RECORDS" "${args[@]}" --brokers "127.0.0.1:${port[$b]}" --json --quiet \
-				--timeout "$((PERF_TIMEOUT - 5))s" || echo "bench-memlog: run failed: $b $name" >&2
-			tail -1 "$results" | jq -r '"\(.tags.workload) \(.tags.broker) run \(.tags.run): \(.result.mb_per_sec // 0 | floor) MB/s, broker \(.broker_cpu_s) s CPU, \(if .result.bytes then (.broker_cpu_s / (.result.bytes / 1e9) * 1000 | round / 1000) else "-" end) s/GB"' >&2
+			run_perf "$b" "$name" "$run" produce --topic "$topic" --records "$RECORDS" "${args[@]}"
+			# Consume from the start what the first 1-partition run wrote.
+			if [ "$name" = 1p-1prod-1 ]; then
+				run_perf "$b" consume-1p "$run" consume --topic "$topic"
+			fi
 			timeout 30 "$work/sluice" topic delete "$topic" --bootstrap-server "127.0.0.1:${port[$b]}" >/dev/null 2>&1 ||
 				echo "bench-memlog: could not delete $topic on $b" >&2
 		done
