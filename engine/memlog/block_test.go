@@ -2,8 +2,10 @@ package memlog
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +172,65 @@ func TestTruncateRoomBounded(t *testing.T) {
 	if capacity != c.capacity || c.bytes != l.Size() {
 		t.Fatalf("capacity field %d, blocks %d; bytes %d, size %d", c.capacity, capacity, c.bytes, l.Size())
 	}
+}
+
+// TestConcurrentBlocks runs one writer that appends batches of mixed sizes
+// (packed into shared blocks and in blocks of their own) and now and then
+// truncates its last batch, beside readers that read from offsets they
+// have seen and check every batch's CRC, also after the writer went on
+// (run with -race: a block byte written under a reader shows up there).
+func TestConcurrentBlocks(t *testing.T) {
+	_, l := openLog(t, engine.LogConfig{SegmentBytes: 8 << 20})
+	sizes := []int{300, 2 << 10, 20 << 10, 300 << 10}
+	const appends = 300
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < appends; i++ {
+			info, err := l.Append(sizedBatch(sizes[i%len(sizes)], byte(i)), engine.AppendOptions{AssignOffsets: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if i%7 == 3 {
+				if err := l.Truncate(info.FirstOffset); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			var held [][]byte
+			for i := 0; i < 2*appends; i++ {
+				end := l.EndOffset()
+				if end == 0 {
+					continue
+				}
+				s, err := l.Read(int64(i*(r+1))%end, 1<<20, -1)
+				if errors.Is(err, engine.ErrOffsetOutOfRange) {
+					continue // truncated away since EndOffset
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if s.Len() > 0 {
+					held = append(held, s.Bytes())
+				}
+				s.Release()
+			}
+			for _, b := range held {
+				if _, _, err := record.ValidateAll(b); err != nil {
+					t.Errorf("a batch read earlier changed: %v", err)
+					return
+				}
+			}
+		}(r)
+	}
+	wg.Wait()
 }
