@@ -13,6 +13,7 @@
 #   scripts/bench-memlog.sh                        # about 6 minutes here
 #   BASE=/path/to/old/sluice scripts/bench-memlog.sh   # adds broker memory-base
 #   RUNS=1 RECORDS=300000 scripts/bench-memlog.sh  # a quick smoke run
+#   WORKLOADS='1p-100B:--record-size 100 --acks all' RECORDS=3000000 scripts/bench-memlog.sh
 #
 # Broker CPU is utime+stime from /proc/PID/stat before and after each run
 # (benchreport measure); CPU per GB divides it by the bytes produced. It
@@ -81,7 +82,7 @@ for b in $BROKERS; do start "$b"; done
 
 results=$work/results.jsonl
 : >"$results"
-# name: perf arguments
+# name: perf arguments; WORKLOADS (one "name:args" a line) replaces them.
 workloads=(
 	"4p-all:--partitions 4 --record-size 1024 --linger 10ms --batch-max-bytes 1000000 --acks all"
 	"1p-1prod-1:--record-size 1024 --producers 1 --acks 1"
@@ -89,6 +90,9 @@ workloads=(
 	"1p-4prod-1:--record-size 1024 --producers 4 --acks 1"
 	"1p-4prod-all:--record-size 1024 --producers 4 --acks all"
 )
+if [ -n "${WORKLOADS:-}" ]; then
+	mapfile -t workloads <<<"$WORKLOADS"
+fi
 # run_perf BROKER WORKLOAD RUN PERF-ARGS...: one measured `sluice perf` run.
 run_perf() {
 	local b=$1 name=$2 run=$3

@@ -36,9 +36,10 @@ type chunk struct {
 	base, next int64
 	blocks     [][]byte
 	// room is the unwritten end of the last block, where the next batch
-	// goes when it fits; nil when the last block must not be written
-	// (after a Truncate, which may have cut bytes a reader still holds,
-	// or in a cleaned chunk).
+	// goes when it fits; nil when the last block must not be written:
+	// after a Truncate cut batches off it (a reader may still hold their
+	// bytes, and the next batch would not follow the last one kept), and
+	// in a cleaned chunk.
 	room      []byte
 	bytes     int64 // batch bytes held: what the chunk counts for as a segment
 	capacity  int64 // sum of len(blocks[i]): bytes held plus room left unused

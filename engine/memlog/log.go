@@ -151,7 +151,8 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 // engine.Log. The slice aliases the log's memory without a copy; those
 // bytes are immutable, so it stays valid after Truncate, retention or
 // DeleteLog. A read never spans two chunks, as a segment read never spans
-// two segments, nor two blocks of a chunk. Release is a no-op but must still be called by contract.
+// two segments, nor two blocks of a chunk. Release is a no-op but must
+// still be called by contract.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

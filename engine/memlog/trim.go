@@ -16,8 +16,9 @@ import (
 // as Kafka's LogCleanerManager.maybeTruncateCheckpoint.
 //
 // The chunk cut in two gets no room in its last block, so that the next
-// append goes to a new block: bytes a reader holds are never overwritten. It stays even
-// when no batch is left in it, so that chunks still cover [base, end).
+// append goes to a new block: bytes a reader holds are never overwritten,
+// and batches stay back to back in their block. The chunk stays even when
+// no batch is left in it, so that chunks still cover [base, end).
 func (l *Log) Truncate(offset int64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
