@@ -25,7 +25,13 @@ func benchBatch(size int) []byte {
 }
 
 // BenchmarkAppend appends one batch per op as a leader. The log is emptied
-// (DeleteBefore its end) every 256 MiB so memory stays bounded.
+// (DeleteBefore its end) every 256 MiB so memory stays bounded. 1 KiB and
+// 16 KiB batches are packed into shared blocks (0 allocs/op); a 1 MiB
+// batch gets a block of its own, one allocation per batch (chunk.go).
+// Before blocks (a buffer per chunk grown by doubling, 2026-12-06, shared
+// 2-core VM): 1 MiB 470 MB/s, 3.0 MB allocated per op, 18% of the time in
+// memclr; after: 1.4-2.5 GB/s, 1.0 MB per op, memmove (the one copy) and
+// CRC-32C all that is left.
 func BenchmarkAppend(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(fmt.Sprintf("backend=memory/batch=%s", sz.name), func(b *testing.B) {

@@ -19,7 +19,7 @@ func (l *Log) InactiveSegments() []engine.SegmentInfo {
 	out := make([]engine.SegmentInfo, 0, len(l.chunks)-1)
 	for _, c := range l.chunks[:len(l.chunks)-1] {
 		s := engine.SegmentInfo{
-			Base: c.base, Next: c.next, End: c.base, Bytes: int64(len(c.buf)),
+			Base: c.base, Next: c.next, End: c.base, Bytes: c.bytes,
 			FirstBatchTimestamp: -1, LargestTimestamp: c.maxTs,
 		}
 		if n := len(c.index); n > 0 {
@@ -52,7 +52,12 @@ func (l *Log) ReplaceSegments(from, to int64) (engine.SegmentWriter, error) {
 			l.id.Topic, l.id.Partition, from, to)
 	}
 	l.replacing = true
+	var limit int64
+	for _, c := range l.chunks[i:j] {
+		limit += c.bytes
+	}
 	return &chunkWriter{
+		limit:      limit,
 		l:          l,
 		old:        append([]*chunk(nil), l.chunks[i:j]...),
 		next:       from,
@@ -105,10 +110,13 @@ func (l *Log) SetCleanerCheckpoint(offset int64) error {
 // chunkWriter is the engine.SegmentWriter of a memory log: it builds the
 // replacement chunk, unpublished, until Commit.
 type chunkWriter struct {
-	l    *Log
-	old  []*chunk // the chunks to replace, as ReplaceSegments saw them
-	c    *chunk   // the replacement
-	next int64    // the lowest offset the next batch may have
+	l   *Log
+	old []*chunk // the chunks to replace, as ReplaceSegments saw them
+	c   *chunk   // the replacement
+	// limit bounds the replacement's block sizes: the bytes of the
+	// chunks it replaces, which it cannot pass.
+	limit int64
+	next  int64 // the lowest offset the next batch may have
 	// checkpoint >= 0: Commit sets the cleaner checkpoint to it.
 	checkpoint int64
 	err        error // sticky
@@ -139,12 +147,11 @@ func (w *chunkWriter) Write(batches []byte) error {
 				b.BaseOffset(), b.LastOffset(), w.next, w.c.next)
 			return w.err
 		}
-		e := entry{base: b.BaseOffset(), last: b.LastOffset(), maxTs: b.MaxTimestamp(), pos: len(w.c.buf)}
-		w.c.buf = append(w.c.buf, b...)
-		e.end = len(w.c.buf)
-		w.c.index = append(w.c.index, e)
-		w.c.maxTs = max(w.c.maxTs, e.maxTs)
-		w.next = e.last + 1
+		// push moves the chunk's next and lastWrite: keep them.
+		next, lastWrite := w.c.next, w.c.lastWrite
+		w.c.push(b, lastWrite, w.limit)
+		w.c.next, w.c.lastWrite = next, lastWrite
+		w.next = b.LastOffset() + 1
 		pos += size
 	}
 	return nil
@@ -175,10 +182,10 @@ func (w *chunkWriter) Commit() error {
 	if !ok {
 		return fmt.Errorf("%w: %s/%d: chunks [%d, %d) changed", engine.ErrCleanConflict, l.id.Topic, l.id.Partition, w.c.base, w.c.next)
 	}
-	w.c.buf = w.c.buf[:len(w.c.buf):len(w.c.buf)]
+	w.c.room = nil // an inactive chunk is never appended to
 	var freed int64
 	for _, c := range w.old {
-		freed += int64(len(c.buf))
+		freed += c.bytes
 	}
 	chunks := make([]*chunk, 0, len(l.chunks)-len(w.old)+1)
 	chunks = append(chunks, l.chunks[:i]...)
@@ -188,7 +195,7 @@ func (w *chunkWriter) Commit() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.chunks = chunks
-	l.size += int64(len(w.c.buf)) - freed
+	l.size += w.c.bytes - freed
 	if w.checkpoint >= 0 {
 		l.checkpoint = w.checkpoint
 	}

@@ -10,43 +10,6 @@ import (
 	"github.com/sluice/sluice/zerocopy"
 )
 
-// chunk is the in-memory stand-in for one segment: batches back to back.
-// It covers the offsets [base, next); since a follower copies a compacted
-// leader's gaps and the cleaner removes batches, the batches need not fill
-// that range.
-//
-// Invariants: index[i] describes buf[index[i].pos:index[i].end];
-// index[i].end == index[i+1].pos; index[len-1].end == len(buf);
-// index[i].last < index[i+1].base (increasing, gaps allowed);
-// base <= index[0].base and index[len-1].last < next. A chunk may hold no
-// batch (a cleaned group left empty, or a Truncate into a gap). Bytes in
-// buf[:len(buf)] are never written again (see the package doc).
-type chunk struct {
-	base, next int64
-	buf        []byte
-	index      []entry
-	maxTs      int64     // largest batch maxTimestamp, -1 when none
-	created    time.Time // first append, for segment.ms
-	lastWrite  time.Time // last append, the retention time when maxTs < 0
-}
-
-// entry locates one batch in its chunk.
-type entry struct {
-	base, last int64 // first and last offset of the batch
-	maxTs      int64 // the batch's maxTimestamp
-	pos, end   int   // byte range in chunk.buf
-}
-
-// retentionTime is the time (ms) retention.ms measures a chunk by: its
-// largest timestamp, or its last write when no batch carried one, as Kafka
-// measures a segment.
-func (c *chunk) retentionTime() int64 {
-	if c.maxTs >= 0 {
-		return c.maxTs
-	}
-	return c.lastWrite.UnixMilli()
-}
-
 // Log is one in-memory partition log. Safe for concurrent use.
 //
 // Locking: writeMu serializes every mutation (Append, Truncate, DeleteBefore,
@@ -67,7 +30,7 @@ type Log struct {
 	chunks []*chunk
 	start  int64 // log start offset
 	end    int64 // log end offset; chunks[len-1].next when non-empty
-	size   int64 // sum of len(chunk.buf)
+	size   int64 // sum of chunk.bytes
 	epochs *engine.EpochCache
 	closed bool
 	// checkpoint is the cleaner checkpoint (engine.Compactable).
@@ -183,49 +146,13 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 	return info, nil
 }
 
-// rolls reports whether a batch of size bytes must go to a new chunk:
-// this one is not empty and would pass segment.bytes, or is segment.ms old.
-func (c *chunk) rolls(size int, now time.Time, cfg engine.LogConfig) bool {
-	return len(c.buf) > 0 && (int64(len(c.buf)+size) > cfg.SegmentBytes || now.Sub(c.created) >= cfg.RollAge())
-}
-
-// push appends batch b to the chunk's bytes and index. REQUIRES: the
-// log's writeMu held, and c either unpublished or a private copy.
-func (c *chunk) push(b record.Batch, now time.Time, segmentBytes int64) {
-	e := entry{base: b.BaseOffset(), last: b.LastOffset(), maxTs: b.MaxTimestamp(), pos: len(c.buf)}
-	c.buf = appendBytes(c.buf, b, segmentBytes)
-	e.end = len(c.buf)
-	c.index = append(c.index, e)
-	c.next = e.last + 1
-	c.lastWrite = now
-	if e.maxTs > c.maxTs {
-		c.maxTs = e.maxTs
-	}
-}
-
-// appendBytes appends b to buf, growing it by doubling (from 64 KiB, and
-// never past what the chunk can hold before it rolls) rather than by
-// append's 1.25x for large slices: that cut the copying that dominated
-// BenchmarkAppend. The old array is left to readers that still hold it.
-func appendBytes(buf, b []byte, segmentBytes int64) []byte {
-	need := len(buf) + len(b)
-	if need <= cap(buf) {
-		return append(buf, b...)
-	}
-	c := max(2*cap(buf), 64<<10)
-	c = int(min(int64(c), max(segmentBytes, int64(need))))
-	c = max(c, need)
-	nb := make([]byte, len(buf), c)
-	copy(nb, buf)
-	return append(nb, b...)
-}
-
 // Read returns whole batches from the one holding offset (or the first
 // after it when offset lies in a gap of a compacted log), as documented on
 // engine.Log. The slice aliases the log's memory without a copy; those
 // bytes are immutable, so it stays valid after Truncate, retention or
 // DeleteLog. A read never spans two chunks, as a segment read never spans
-// two segments. Release is a no-op but must still be called by contract.
+// two segments, nor two blocks of a chunk. Release is a no-op but must
+// still be called by contract.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -256,12 +183,12 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	}
 	end := first.end
 	for _, e := range c.index[i+1:] {
-		if (upTo >= 0 && e.last >= upTo) || e.end-first.pos > maxBytes {
+		if e.blk != first.blk || (upTo >= 0 && e.last >= upTo) || e.end-first.pos > maxBytes {
 			break
 		}
 		end = e.end
 	}
-	return zerocopy.BytesSlice(c.buf[first.pos:end:end]), nil
+	return zerocopy.BytesSlice(c.blocks[first.blk][first.pos:end:end]), nil
 }
 
 // chunkForLocked returns the index of the chunk holding offset.

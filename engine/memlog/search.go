@@ -30,7 +30,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 			if e.maxTs < ts || e.last < l.start {
 				continue
 			}
-			it.Reset(record.Batch(c.buf[e.pos:e.end]))
+			it.Reset(c.batch(e))
 			for it.Next() {
 				if it.Offset() >= l.start && it.Timestamp() >= ts {
 					return it.Offset(), it.Timestamp(), true, nil
@@ -75,7 +75,7 @@ func (l *Log) maxTimestampLocked() (offset, timestamp int64, ok bool, err error)
 	}
 	offset, timestamp = e.last, e.maxTs
 	var it record.Iter
-	it.Reset(record.Batch(best.buf[e.pos:e.end]))
+	it.Reset(best.batch(e))
 	found := false
 	for it.Next() {
 		if it.Offset() >= l.start && (!found || it.Timestamp() >= timestamp) {

@@ -2,17 +2,20 @@
 // in process memory. It is for tests and ephemeral brokers.
 //
 // Layout. A log is a list of chunks, each standing in for one segment of
-// the segment backend: batches back to back in one byte slice, rolled at
-// SegmentBytes or SegmentMs, so that retention deletes whole chunks, never
-// the newest, exactly as segment deletion does. Each chunk keeps an index
-// entry per batch (base offset, last offset, max timestamp, position) that
-// reads and time lookups search by binary search.
+// the segment backend, rolled at SegmentBytes or SegmentMs, so that
+// retention deletes whole chunks, never the newest, exactly as segment
+// deletion does. A chunk holds its batches back to back in blocks, byte
+// slices that are never grown or copied (a batch that does not fit goes to
+// a new block; see chunk.go), and keeps an index entry per batch (base
+// offset, last offset, max timestamp, block and position) that reads and
+// time lookups search by binary search.
 //
-// Immutability. Read returns a zerocopy.BytesSlice over a chunk's bytes
+// Immutability. Read returns a zerocopy.BytesSlice over a block's bytes
 // without copying. Those bytes are never written again: appends only write
-// past the published length of a chunk, and Truncate caps a shortened chunk
-// so the next append reallocates instead of overwriting what a reader may
-// still hold.
+// into the room past the last published batch, and Truncate leaves a
+// shortened chunk no room, so the next append takes a new block instead of
+// overwriting what a reader may still hold. A read stops at the end of a
+// block, as a segment read stops at the end of a segment.
 //
 // Lifetime. A Store opened with Options.Dir == "" is private and dies with
 // its Close. A Store opened with a non-empty Dir creates that directory (it

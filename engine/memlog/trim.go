@@ -15,9 +15,10 @@ import (
 // and changes nothing. A cleaner checkpoint above offset comes down to it,
 // as Kafka's LogCleanerManager.maybeTruncateCheckpoint.
 //
-// The chunk cut in two is capped at its new length so that the next append
-// reallocates: bytes a reader holds are never overwritten. It stays even
-// when no batch is left in it, so that chunks still cover [base, end).
+// The chunk cut in two gets no room in its last block, so that the next
+// append goes to a new block: bytes a reader holds are never overwritten,
+// and batches stay back to back in their block. The chunk stays even when
+// no batch is left in it, so that chunks still cover [base, end).
 func (l *Log) Truncate(offset int64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
@@ -46,22 +47,28 @@ func (l *Log) Truncate(offset int64) error {
 	chunks := l.chunks[:ci:ci]
 	if c.base < offset {
 		cut := *c
-		pos := len(c.buf)
-		if ei < len(c.index) {
-			pos = c.index[ei].pos
-		}
-		cut.buf = c.buf[:pos:pos]
 		cut.index = c.index[:ei:ei]
+		nblk := 0
+		if ei > 0 {
+			nblk = cut.index[ei-1].blk + 1
+		}
+		cut.blocks = c.blocks[:nblk:nblk]
+		cut.room = nil
 		cut.next = offset
 		cut.maxTs = -1
+		cut.bytes, cut.capacity = 0, 0
 		for _, e := range cut.index {
 			cut.maxTs = max(cut.maxTs, e.maxTs)
+			cut.bytes += int64(e.end - e.pos)
+		}
+		for _, blk := range cut.blocks {
+			cut.capacity += int64(len(blk))
 		}
 		chunks = append(chunks, &cut)
 	}
 	var size int64
 	for _, c := range chunks {
-		size += int64(len(c.buf))
+		size += c.bytes
 	}
 
 	l.mu.Lock()
@@ -130,7 +137,7 @@ func (l *Log) DeleteBefore(offset int64) error {
 func (l *Log) setStartLocked(start int64) {
 	n := 0
 	for n < len(l.chunks) && l.chunks[n].next <= start {
-		l.size -= int64(len(l.chunks[n].buf))
+		l.size -= l.chunks[n].bytes
 		n++
 	}
 	// Copy rather than reslice so the dropped chunks can be collected.
@@ -157,7 +164,7 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 		return 0, l.errClosed()
 	}
 	n := engine.RetentionCut(l.cfg, now, len(l.chunks), func(i int) (int64, int64) {
-		return l.chunks[i].retentionTime(), int64(len(l.chunks[i].buf))
+		return l.chunks[i].retentionTime(), l.chunks[i].bytes
 	})
 	if n == 0 {
 		return l.start, nil
