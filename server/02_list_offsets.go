@@ -24,6 +24,12 @@ package server
 // -1 and timestamp -1 when there is none (for read_committed, none at or
 // above the last stable offset). Other negative values are
 // INVALID_REQUEST.
+//
+// The leader epoch answered (v4+) is the epoch of the offset answered, as
+// Kafka's fetchOffsetByTimestamp: -1 the current leader epoch, every other
+// timestamp the epoch its offset was written in (epochAt; from the remote
+// segment metadata below the local log start), -1 when unknown or when
+// no offset is found.
 
 import (
 	"cmp"
@@ -35,6 +41,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/tiered"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -93,27 +100,33 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return 0, 0, 0, err
 	}
-	epoch = p.LeaderEpoch()
 	switch t := rp.Timestamp; {
 	case t == listLatest:
 		if isolation == 1 {
-			return p.LastStableOffset(), -1, epoch, nil
+			return p.LastStableOffset(), -1, p.LeaderEpoch(), nil
 		}
-		return p.HighWatermark(), -1, epoch, nil
+		return p.HighWatermark(), -1, p.LeaderEpoch(), nil
 	case t == listEarliestLocal && version >= 8:
-		return p.LogStartOffset(), -1, epoch, nil
+		local := p.LogStartOffset()
+		return local, -1, s.epochAt(p, local), nil
 	case t == listEarliest:
 		start, _, err := s.remoteLogStart(p)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		return start, -1, epoch, nil
+		return start, -1, s.epochAt(p, start), nil
 	case t == listLatestTiered && version >= 9:
-		return s.latestTiered(p), -1, epoch, nil
+		off := s.latestTiered(p)
+		if off < 0 {
+			return -1, -1, -1, nil // Kafka: NO_PARTITION_LEADER_EPOCH
+		}
+		return off, -1, s.epochAt(p, off), nil
 	case t == listMaxTimestamp && version >= 7, t >= 0:
 		if t >= 0 && s.tiered != nil { // older records may be remote (tiered.go)
-			if off, ts, ok, err := s.remoteOffsetForTimestamp(p, t); err != nil || ok {
-				return off, ts, epoch, err
+			if off, ts, ok, err := s.remoteOffsetForTimestamp(p, t); err != nil {
+				return 0, 0, 0, err
+			} else if ok {
+				return off, ts, s.epochAt(p, off), nil
 			}
 		}
 		off, ts, ok, err := p.OffsetForTimestamp(t)
@@ -123,12 +136,38 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 		if !ok || (isolation == 1 && off >= p.LastStableOffset()) {
 			// read_committed finds only offsets below the LSO (Kafka's
 			// Partition.fetchOffsetForTimestamp lastFetchableOffset).
-			return -1, -1, epoch, nil
+			return -1, -1, -1, nil
 		}
-		return off, ts, epoch, nil
+		return off, ts, s.epochAt(p, off), nil
 	default:
 		return 0, 0, 0, fmt.Errorf("%w: timestamp %d at version %d", errInvalidRequest, t, version)
 	}
+}
+
+// epochAt is the leader epoch ListOffsets answers with offset, as Kafka's
+// UnifiedLog.fetchOffsetByTimestamp: the epoch offset was written in
+// (LeaderEpochFileCache.epochForOffset), -1 when unknown. Kafka's cache
+// covers the remote tier and gains an entry at the log end on every
+// leader change; a Sluice log's history starts at the local log start
+// and gains entries on appends, so an offset below the local log start
+// takes its epoch from the remote segment metadata, and one at the log
+// end (nothing written there yet) the current leader epoch.
+func (s *Server) epochAt(p *replica.Partition, offset int64) int32 {
+	if s.tiered != nil && offset < p.LogStartOffset() {
+		if t := s.rm.Topic(p.Topic()); t != nil {
+			if e, ok, err := s.tiered.RemoteEpochForOffset(t, p, offset); err == nil && ok {
+				return e
+			}
+		}
+		return -1
+	}
+	if offset >= p.Log().EndOffset() {
+		return p.LeaderEpoch()
+	}
+	if e, ok := tiered.EpochForOffset(p.Log().LeaderEpochs(), offset); ok {
+		return e
+	}
+	return -1
 }
 
 // listOffsetsV0 answers one partition of a v0 request as Kafka 3.9's
