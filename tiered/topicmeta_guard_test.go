@@ -10,7 +10,9 @@ import (
 	"github.com/sluice/sluice/engine"
 )
 
-func add(s SegmentMetadata) MetadataRecord { return MetadataRecord{Kind: MetadataSegmentKey, Segment: s} }
+func add(s SegmentMetadata) MetadataRecord {
+	return MetadataRecord{Kind: MetadataSegmentKey, Segment: s}
+}
 
 // TestTopicMetadataRefusesImpossibleSegments: records no broker could
 // have written (anyone with Write on __remote_log_metadata can produce
@@ -31,7 +33,9 @@ func TestTopicMetadataRefusesImpossibleSegments(t *testing.T) {
 		"epoch past the end": func(s *SegmentMetadata) {
 			s.LeaderEpochs = []engine.EpochEntry{{Epoch: 0, StartOffset: s.StartOffset}, {Epoch: 1, StartOffset: s.EndOffset + 1}}
 		},
-		"epoch before the start": func(s *SegmentMetadata) { s.LeaderEpochs = []engine.EpochEntry{{Epoch: 0, StartOffset: s.StartOffset - 1}} },
+		"epoch before the start": func(s *SegmentMetadata) {
+			s.LeaderEpochs = []engine.EpochEntry{{Epoch: 0, StartOffset: s.StartOffset - 1}}
+		},
 		"epochs descending": func(s *SegmentMetadata) {
 			s.LeaderEpochs = []engine.EpochEntry{{Epoch: 3, StartOffset: s.StartOffset}, {Epoch: 2, StartOffset: s.StartOffset + 1}}
 		},
