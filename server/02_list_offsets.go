@@ -22,8 +22,10 @@ package server
 // read_committed), -2 earliest (log start offset), -3 max timestamp, and
 // any ts >= 0: the first offset whose record timestamp is >= ts, or offset
 // -1 and timestamp -1 when there is none (for read_committed, none at or
-// above the last stable offset). Other negative values are
-// INVALID_REQUEST.
+// above the last stable offset). As Kafka's ReplicaManager.fetchOffset,
+// a negative timestamp the request's version does not know (-3 before v7,
+// -4 before v8, -5 before v9, any other) is UNSUPPORTED_VERSION, and a
+// partition named twice in one request (v1+) INVALID_REQUEST each time.
 //
 // The leader epoch answered (v4+) is the epoch of the offset answered, as
 // Kafka's fetchOffsetByTimestamp: -1 the current leader epoch, every other
@@ -61,6 +63,7 @@ const (
 func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	dups := duplicateListPartitions(r)
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -73,7 +76,13 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 				continue
 			}
 			off, ts, epoch, err := int64(0), int64(0), int32(0), error(errTopicAuthorization)
-			if allowed {
+			switch {
+			case !allowed:
+			case dups[listPartition{rt.Topic, rp.Partition}]:
+				err = fmt.Errorf("%w: partition %s-%d named twice", errInvalidRequest, rt.Topic, rp.Partition)
+			case !listTimestampSupported(rp.Timestamp, r.Version):
+				err = fmt.Errorf("%w: timestamp %d at ListOffsets v%d", errUnsupportedVersion, rp.Timestamp, r.Version)
+			default:
 				off, ts, epoch, err = s.listOffset(r.Version, r.IsolationLevel, rt.Topic, rp)
 			}
 			if err != nil {
@@ -90,6 +99,52 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 		resp.Topics = append(resp.Topics, st)
 	}
 	return kresp(resp), nil
+}
+
+// listPartition names a partition of a ListOffsets request.
+type listPartition struct {
+	topic     string
+	partition int32
+}
+
+// duplicateListPartitions returns the partitions r names more than once
+// (Kafka's ListOffsetsRequest.duplicatePartitions), nil when none is.
+func duplicateListPartitions(r *kmsg.ListOffsetsRequest) map[listPartition]bool {
+	var seen, dups map[listPartition]bool
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			tp := listPartition{rt.Topic, rp.Partition}
+			if seen == nil {
+				seen = map[listPartition]bool{}
+			}
+			if seen[tp] {
+				if dups == nil {
+					dups = map[listPartition]bool{}
+				}
+				dups[tp] = true
+			}
+			seen[tp] = true
+		}
+	}
+	return dups
+}
+
+// listTimestampSupported reports whether ListOffsets version knows
+// timestamp ts (Kafka's ReplicaManager.isListOffsetsTimestampUnsupported,
+// negated): any ts >= 0; -1 and -2 from v1; -3 from v7; -4 from v8; -5
+// from v9.
+func listTimestampSupported(ts int64, version int16) bool {
+	switch ts {
+	case listLatest, listEarliest:
+		return true
+	case listMaxTimestamp:
+		return version >= 7
+	case listEarliestLocal:
+		return version >= 8
+	case listLatestTiered:
+		return version >= 9
+	}
+	return ts >= 0
 }
 
 func (s *Server) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition) (offset, ts int64, epoch int32, err error) {
