@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/topicname"
 )
 
 func rlmSamples() []MetadataRecord {
@@ -183,7 +184,8 @@ func badState() []byte {
 // start offset with unique ids and at most maxCopyingSegments of them
 // COPY_SEGMENT_STARTED, every partition held is known or counted among
 // at most maxUnknownPartitions unknown ones, and the finished summary
-// (remote start, end and bytes) is the one of its finished segments.
+// (remote start, end and bytes) is the one of its finished segments; no
+// partition held has a name no topic can have.
 func FuzzApplyRLMRecords(f *testing.F) {
 	var stream []byte
 	for _, rec := range rlmSamples() {
@@ -220,6 +222,9 @@ func FuzzApplyRLMRecords(f *testing.F) {
 			t.Fatalf("%d unknown partitions held", len(m.unknown))
 		}
 		for tp, p := range m.parts {
+			if topicname.Validate(tp.Topic) != nil {
+				t.Fatalf("partition %q held: no topic has that name", tp.Topic)
+			}
 			if _, unknown := m.unknown[tp]; !unknown && !m.knownLocked(tp) {
 				t.Fatalf("partition %s held but neither known nor counted unknown", tp)
 			}

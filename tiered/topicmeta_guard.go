@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sluice/sluice/internal/topicname"
 )
 
 // What the topic-based view admits (applyLocked asks admitLocked first).
@@ -18,7 +20,8 @@ import (
 // served. Refused:
 //
 //   - a record of apiKey 3 (snapshot records live in Kafka's snapshot
-//     files, never in the topic) or of a negative partition;
+//     files, never in the topic), of a negative partition or of a name no
+//     topic can have (a backend builds object paths from it);
 //   - a segment with a negative start, an end before its start or at
 //     math.MaxInt64 (the end + 1 the view computes would wrap), no bytes,
 //     or leader epochs not strictly ascending in epoch and offset within
@@ -96,6 +99,10 @@ func (m *TopicMetadata) admitLocked(r *MetadataRecord) error {
 	}
 	if tp.Partition < 0 {
 		return fmt.Errorf("%w: partition %d", errRefusedRecord, tp.Partition)
+	}
+	if err := topicname.Validate(tp.Topic); err != nil {
+		// Never a topic's: and the backends build object paths from it.
+		return fmt.Errorf("%w: %v", errRefusedRecord, err)
 	}
 	if m.parts[tp] != nil || m.knownLocked(tp) {
 		return nil

@@ -30,6 +30,7 @@ func TestTopicMetadataRefusesImpossibleSegments(t *testing.T) {
 		"no bytes":                        func(s *SegmentMetadata) { s.SizeInBytes = 0 },
 		"negative size":                   func(s *SegmentMetadata) { s.SizeInBytes = -1 },
 		"negative partition":              func(s *SegmentMetadata) { s.Partition.Partition = -1 },
+		"a path for a topic name":         func(s *SegmentMetadata) { s.Partition.Topic = "../../etc" },
 		"epoch past the end": func(s *SegmentMetadata) {
 			s.LeaderEpochs = []engine.EpochEntry{{Epoch: 0, StartOffset: s.StartOffset}, {Epoch: 1, StartOffset: s.EndOffset + 1}}
 		},
