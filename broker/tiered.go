@@ -35,5 +35,14 @@ func (b *Broker) remoteLogMetadata() (*tiered.TopicMetadata, error) {
 	if sec.SASL != nil {
 		kopts = append(kopts, kgo.SASL(saslMechanism{mech, sec.SASL}))
 	}
-	return tiered.NewTopicMetadata(tiered.TopicMetadataOptions{Kafka: kopts, BrokerID: b.cfg.BrokerID, Logger: b.log})
+	// The view bounds what it holds of partitions the cluster's metadata
+	// does not know (tiered/topicmeta_guard.go).
+	known := func(id [16]byte, topic string) (int32, bool) {
+		md := b.node.Metadata()
+		if tid, ok := md.TopicID(topic); !ok || tid != id {
+			return 0, false
+		}
+		return int32(len(md.Partitions(topic))), true
+	}
+	return tiered.NewTopicMetadata(tiered.TopicMetadataOptions{Kafka: kopts, BrokerID: b.cfg.BrokerID, Logger: b.log, PartitionCount: known})
 }

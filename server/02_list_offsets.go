@@ -22,8 +22,16 @@ package server
 // read_committed), -2 earliest (log start offset), -3 max timestamp, and
 // any ts >= 0: the first offset whose record timestamp is >= ts, or offset
 // -1 and timestamp -1 when there is none (for read_committed, none at or
-// above the last stable offset). Other negative values are
-// INVALID_REQUEST.
+// above the last stable offset). As Kafka's ReplicaManager.fetchOffset,
+// a negative timestamp the request's version does not know (-3 before v7,
+// -4 before v8, -5 before v9, any other) is UNSUPPORTED_VERSION, and a
+// partition named twice in one request (v1+) INVALID_REQUEST each time.
+//
+// The leader epoch answered (v4+) is the epoch of the offset answered, as
+// Kafka's fetchOffsetByTimestamp: -1 the current leader epoch, every other
+// timestamp the epoch its offset was written in (epochAt; from the remote
+// segment metadata below the local log start), -1 when unknown or when
+// no offset is found.
 
 import (
 	"cmp"
@@ -35,6 +43,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
+	"github.com/sluice/sluice/tiered"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -54,6 +63,7 @@ const (
 func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	dups := duplicateListPartitions(r)
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -66,7 +76,13 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 				continue
 			}
 			off, ts, epoch, err := int64(0), int64(0), int32(0), error(errTopicAuthorization)
-			if allowed {
+			switch {
+			case !allowed:
+			case dups[listPartition{rt.Topic, rp.Partition}]:
+				err = fmt.Errorf("%w: partition %s-%d named twice", errInvalidRequest, rt.Topic, rp.Partition)
+			case !listTimestampSupported(rp.Timestamp, r.Version):
+				err = fmt.Errorf("%w: timestamp %d at ListOffsets v%d", errUnsupportedVersion, rp.Timestamp, r.Version)
+			default:
 				off, ts, epoch, err = s.listOffset(r.Version, r.IsolationLevel, rt.Topic, rp)
 			}
 			if err != nil {
@@ -85,6 +101,52 @@ func handleListOffsets(s *Server, rc *reqCtx, req kmsg.Request) (*response, erro
 	return kresp(resp), nil
 }
 
+// listPartition names a partition of a ListOffsets request.
+type listPartition struct {
+	topic     string
+	partition int32
+}
+
+// duplicateListPartitions returns the partitions r names more than once
+// (Kafka's ListOffsetsRequest.duplicatePartitions), nil when none is.
+func duplicateListPartitions(r *kmsg.ListOffsetsRequest) map[listPartition]bool {
+	var seen, dups map[listPartition]bool
+	for _, rt := range r.Topics {
+		for _, rp := range rt.Partitions {
+			tp := listPartition{rt.Topic, rp.Partition}
+			if seen == nil {
+				seen = map[listPartition]bool{}
+			}
+			if seen[tp] {
+				if dups == nil {
+					dups = map[listPartition]bool{}
+				}
+				dups[tp] = true
+			}
+			seen[tp] = true
+		}
+	}
+	return dups
+}
+
+// listTimestampSupported reports whether ListOffsets version knows
+// timestamp ts (Kafka's ReplicaManager.isListOffsetsTimestampUnsupported,
+// negated): any ts >= 0; -1 and -2 from v1; -3 from v7; -4 from v8; -5
+// from v9.
+func listTimestampSupported(ts int64, version int16) bool {
+	switch ts {
+	case listLatest, listEarliest:
+		return true
+	case listMaxTimestamp:
+		return version >= 7
+	case listEarliestLocal:
+		return version >= 8
+	case listLatestTiered:
+		return version >= 9
+	}
+	return ts >= 0
+}
+
 func (s *Server) listOffset(version int16, isolation int8, topicName string, rp kmsg.ListOffsetsRequestTopicPartition) (offset, ts int64, epoch int32, err error) {
 	p, err := s.lookup.leaderPartition(topicName, rp.Partition)
 	if err != nil {
@@ -93,27 +155,33 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return 0, 0, 0, err
 	}
-	epoch = p.LeaderEpoch()
 	switch t := rp.Timestamp; {
 	case t == listLatest:
 		if isolation == 1 {
-			return p.LastStableOffset(), -1, epoch, nil
+			return p.LastStableOffset(), -1, p.LeaderEpoch(), nil
 		}
-		return p.HighWatermark(), -1, epoch, nil
+		return p.HighWatermark(), -1, p.LeaderEpoch(), nil
 	case t == listEarliestLocal && version >= 8:
-		return p.LogStartOffset(), -1, epoch, nil
+		local := p.LogStartOffset()
+		return local, -1, s.epochAt(p, local), nil
 	case t == listEarliest:
 		start, _, err := s.remoteLogStart(p)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		return start, -1, epoch, nil
+		return start, -1, s.epochAt(p, start), nil
 	case t == listLatestTiered && version >= 9:
-		return s.latestTiered(p), -1, epoch, nil
+		off := s.latestTiered(p)
+		if off < 0 {
+			return -1, -1, -1, nil // Kafka: NO_PARTITION_LEADER_EPOCH
+		}
+		return off, -1, s.epochAt(p, off), nil
 	case t == listMaxTimestamp && version >= 7, t >= 0:
 		if t >= 0 && s.tiered != nil { // older records may be remote (tiered.go)
-			if off, ts, ok, err := s.remoteOffsetForTimestamp(p, t); err != nil || ok {
-				return off, ts, epoch, err
+			if off, ts, ok, err := s.remoteOffsetForTimestamp(p, t); err != nil {
+				return 0, 0, 0, err
+			} else if ok {
+				return off, ts, s.epochAt(p, off), nil
 			}
 		}
 		off, ts, ok, err := p.OffsetForTimestamp(t)
@@ -123,12 +191,38 @@ func (s *Server) listOffset(version int16, isolation int8, topicName string, rp 
 		if !ok || (isolation == 1 && off >= p.LastStableOffset()) {
 			// read_committed finds only offsets below the LSO (Kafka's
 			// Partition.fetchOffsetForTimestamp lastFetchableOffset).
-			return -1, -1, epoch, nil
+			return -1, -1, -1, nil
 		}
-		return off, ts, epoch, nil
+		return off, ts, s.epochAt(p, off), nil
 	default:
 		return 0, 0, 0, fmt.Errorf("%w: timestamp %d at version %d", errInvalidRequest, t, version)
 	}
+}
+
+// epochAt is the leader epoch ListOffsets answers with offset, as Kafka's
+// UnifiedLog.fetchOffsetByTimestamp: the epoch offset was written in
+// (LeaderEpochFileCache.epochForOffset), -1 when unknown. Kafka's cache
+// covers the remote tier and gains an entry at the log end on every
+// leader change; a Sluice log's history starts at the local log start
+// and gains entries on appends, so an offset below the local log start
+// takes its epoch from the remote segment metadata, and one at the log
+// end (nothing written there yet) the current leader epoch.
+func (s *Server) epochAt(p *replica.Partition, offset int64) int32 {
+	if s.tiered != nil && offset < p.LogStartOffset() {
+		if t := s.rm.Topic(p.Topic()); t != nil {
+			if e, ok, err := s.tiered.RemoteEpochForOffset(t, p, offset); err == nil && ok {
+				return e
+			}
+		}
+		return -1
+	}
+	if offset >= p.Log().EndOffset() {
+		return p.LeaderEpoch()
+	}
+	if e, ok := tiered.EpochForOffset(p.Log().LeaderEpochs(), offset); ok {
+		return e
+	}
+	return -1
 }
 
 // listOffsetsV0 answers one partition of a v0 request as Kafka 3.9's

@@ -19,12 +19,30 @@ import (
 // sizes (DescribeLogDirs) and the offsets of ListOffsets -2, -4 and -5.
 const remoteSizesConfig = "sluice.remote.partition.size.bytes"
 
+// copyLagConfig is another such entry: the copy lag of each partition
+// this broker leads, as of its last task run, "partition:bytes:segments"
+// joined by commas (Kafka's RemoteCopyLagBytes and RemoteCopyLagSegments);
+// `sluice topic describe` asks each partition's leader for it.
+const copyLagConfig = "sluice.remote.partition.copy.lag"
+
 func (s *Server) describeRemoteStatus(rr kmsg.DescribeConfigsRequestResource, sr *kmsg.DescribeConfigsResponseResource) {
-	if s.tiered == nil || rr.ConfigNames == nil || !slices.Contains(rr.ConfigNames, remoteSizesConfig) {
+	if s.tiered == nil || rr.ConfigNames == nil {
 		return
 	}
 	id, ok := s.md.topicID(rr.ResourceName)
 	if !ok {
+		return
+	}
+	if slices.Contains(rr.ConfigNames, copyLagConfig) {
+		var parts []string
+		for i := range s.md.partitions(rr.ResourceName) {
+			if b, n, ok := s.tiered.CopyLag(id, rr.ResourceName, int32(i)); ok {
+				parts = append(parts, strconv.Itoa(i)+":"+strconv.FormatInt(b, 10)+":"+strconv.FormatInt(n, 10))
+			}
+		}
+		appendStatus(sr, copyLagConfig, strings.Join(parts, ","))
+	}
+	if !slices.Contains(rr.ConfigNames, remoteSizesConfig) {
 		return
 	}
 	sizes, err := s.tiered.RemoteSizes(id, rr.ResourceName, len(s.md.partitions(rr.ResourceName)))
@@ -35,9 +53,13 @@ func (s *Server) describeRemoteStatus(rr kmsg.DescribeConfigsRequestResource, sr
 	for i, n := range sizes {
 		parts[i] = strconv.Itoa(i) + ":" + strconv.FormatInt(n, 10)
 	}
-	v := strings.Join(parts, ",")
+	appendStatus(sr, remoteSizesConfig, strings.Join(parts, ","))
+}
+
+// appendStatus appends a read-only status entry name=v to sr.
+func appendStatus(sr *kmsg.DescribeConfigsResponseResource, name, v string) {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name, c.Value, c.ReadOnly = remoteSizesConfig, &v, true
+	c.Name, c.Value, c.ReadOnly = name, &v, true
 	c.Source = kmsg.ConfigSource(sourceDefault)
 	c.ConfigType = kmsg.ConfigType(config.TypeString)
 	sr.Configs = append(sr.Configs, c)

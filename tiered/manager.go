@@ -724,7 +724,9 @@ func (m *Manager) PartitionDeleted(id [16]byte, name string, partition int32) {
 		if err == nil || (!errors.Is(err, ErrMetadataNotReady) && !errors.Is(err, ErrRemoteStorage)) {
 			break
 		}
-		time.Sleep(wait)
+		if !m.sleepUnlessStopped(wait) {
+			break // shutting down: StopReplica's deletion ends with the broker
+		}
 	}
 	if err != nil {
 		m.log.Error("tiered: deleting a deleted topic's remote segments failed", "partition", tp.String(), "err", err)

@@ -217,3 +217,15 @@ func (c remoteCollector) Collect(ch chan<- prometheus.Metric) {
 func isStorageErr(err error) bool {
 	return errors.Is(err, ErrRemoteStorage) || errors.Is(err, ErrRemoteNotFound)
 }
+
+// CopyLag returns the copy lag of one partition (Kafka's RemoteCopyLagBytes
+// and RemoteCopyLagSegments of it) as of its last task run on this
+// broker; ok is false when none ran here (this broker does not lead it,
+// or has not run the task since it does).
+func (m *Manager) CopyLag(id [16]byte, name string, partition int32) (bytes, segments int64, ok bool) {
+	r := m.metrics
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.lag[TopicIDPartition{TopicID: id, Topic: name, Partition: partition}]
+	return l.bytes, l.segments, ok
+}

@@ -137,3 +137,21 @@ func copyLagOf(segs []engine.SegmentInfo, bound, remoteEnd int64) (lag copyLag) 
 	}
 	return lag
 }
+
+// sleepUnlessStopped waits d, or less when the manager stops (Start's
+// stop), and reports whether it may go on: false once it has stopped, so
+// that a retry loop outside the task (PartitionDeleted) ends with the
+// broker instead of holding its shutdown for its remaining sleeps.
+func (m *Manager) sleepUnlessStopped(d time.Duration) bool {
+	if m.isStopped() {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return !m.isStopped()
+	case <-m.stopped:
+		return false
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice/sluice/internal/logevery"
 )
 
 // Kafka's topic-based RemoteLogMetadataManager
@@ -61,6 +63,11 @@ type TopicMetadataOptions struct {
 	// WriteTimeout bounds a write and its application (0: 30s).
 	WriteTimeout time.Duration
 	Logger       *slog.Logger
+	// PartitionCount, when set, is the partition count of the topic with
+	// id and name in this broker's metadata; ok is false when it knows
+	// no such topic. The view holds a bounded number of partitions it
+	// does not know (topicmeta_guard.go).
+	PartitionCount func(id [16]byte, topic string) (n int32, ok bool)
 }
 
 // TopicMetadata is the topic-based remote log metadata manager. Safe for
@@ -86,6 +93,10 @@ type TopicMetadata struct {
 	ready             bool
 	closed            bool
 	parts             map[TopicIDPartition]*topicPart
+	// unknown are the partitions of parts that PartitionCount did not
+	// know when they were added, at most maxUnknownPartitions.
+	unknown map[TopicIDPartition]struct{}
+	skipped logevery.Counter // records refused or undecodable
 }
 
 // topicPart is one user partition's materialized metadata.
@@ -204,12 +215,13 @@ func (m *TopicMetadata) run() {
 				return
 			}
 			rec, err := decodeRLMRecord(r.Value)
+			if err == nil {
+				err = m.applyLocked(&rec)
+			}
 			if err != nil {
 				// Kafka's consumer task fails on such a record; skipping
 				// it keeps every other partition's metadata served.
-				m.log.Error("tiered: skipping an undecodable remote log metadata record", "partition", r.Partition, "offset", r.Offset, "err", err)
-			} else {
-				m.applyLocked(&rec)
+				m.logSkipped(r.Partition, r.Offset, err)
 			}
 			m.applied[r.Partition] = max(m.applied[r.Partition], r.Offset+1)
 		})
@@ -321,18 +333,22 @@ func (m *TopicMetadata) checkReadyLocked() {
 // known segment along a valid transition (an invalid one, or one for an
 // unknown segment, is ignored: two brokers deleting the same partition
 // both record the deletion), DELETE_SEGMENT_FINISHED drops the segment
-// and DELETE_PARTITION_FINISHED the partition. REQUIRES: m.mu held.
-func (m *TopicMetadata) applyLocked(r *MetadataRecord) {
+// and DELETE_PARTITION_FINISHED the partition. A record no broker could
+// have written is refused first (admitLocked, topicmeta_guard.go): the
+// error says why. REQUIRES: m.mu held.
+func (m *TopicMetadata) applyLocked(r *MetadataRecord) error {
+	if err := m.admitLocked(r); err != nil {
+		return err
+	}
 	switch r.Kind {
 	case MetadataSegmentKey:
 		s := r.Segment
 		if s.State != CopySegmentStarted {
-			m.log.Warn("tiered: ignoring a remote segment added in a state other than COPY_SEGMENT_STARTED", "partition", s.Partition.String(), "segment", s.SegmentID.String(), "state", s.State.String())
-			return
+			return fmt.Errorf("%w: segment %s of %s added in state %s", errRefusedRecord, s.SegmentID, s.Partition, s.State)
 		}
 		tp := m.partLocked(s.Partition)
 		if slices.ContainsFunc(tp.segs, func(x SegmentMetadata) bool { return x.SegmentID == s.SegmentID }) {
-			return
+			return nil
 		}
 		segs := append(slices.Clone(tp.segs), s)
 		slices.SortStableFunc(segs, func(a, b SegmentMetadata) int { return cmpInt64(a.StartOffset, b.StartOffset) })
@@ -341,11 +357,11 @@ func (m *TopicMetadata) applyLocked(r *MetadataRecord) {
 		u := r.Segment
 		tp := m.parts[u.Partition]
 		if tp == nil {
-			return
+			return nil
 		}
 		i := slices.IndexFunc(tp.segs, func(x SegmentMetadata) bool { return x.SegmentID == u.SegmentID })
 		if i < 0 || !tp.segs[i].State.validNext(u.State) {
-			return
+			return nil
 		}
 		segs := slices.Clone(tp.segs)
 		if u.State == DeleteSegmentFinished {
@@ -358,10 +374,12 @@ func (m *TopicMetadata) applyLocked(r *MetadataRecord) {
 		d := r.Delete
 		if d.State == DeletePartitionFinished {
 			delete(m.parts, d.Partition)
-			return
+			delete(m.unknown, d.Partition)
+			return nil
 		}
 		m.partLocked(d.Partition).deleting = true
 	}
+	return nil
 }
 
 // REQUIRES: m.mu held.

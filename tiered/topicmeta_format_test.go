@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/internal/topicname"
 )
 
 func rlmSamples() []MetadataRecord {
@@ -171,4 +173,95 @@ func badState() []byte {
 	b := appendRLMRecord(nil, &rlmSamples()[1])
 	b[len(b)-2] = 9 // the state, before the empty tagged fields
 	return b
+}
+
+// FuzzApplyRLMRecords feeds a stream of __remote_log_metadata record
+// values (each behind a uvarint length) through the decoder into the
+// materialized view, as the replay loop does, with a broker that knows
+// one topic of four partitions. It checks that nothing panics and that
+// the view stays sound whatever the records say: every segment it holds
+// is possible (checkSegment), a partition's segments are ordered by
+// start offset with unique ids and at most maxCopyingSegments of them
+// COPY_SEGMENT_STARTED, every partition held is known or counted among
+// at most maxUnknownPartitions unknown ones, and the finished summary
+// (remote start, end and bytes) is the one of its finished segments; no
+// partition held has a name no topic can have.
+func FuzzApplyRLMRecords(f *testing.F) {
+	var stream []byte
+	for _, rec := range rlmSamples() {
+		b := appendRLMRecord(nil, &rec)
+		stream = binary.AppendUvarint(stream, uint64(len(b)))
+		stream = append(stream, b...)
+	}
+	f.Add(stream)
+	seg := testSegment(0, 9)
+	var life []byte
+	for _, rec := range []MetadataRecord{add(seg), update(seg, CopySegmentFinished, 1), update(seg, DeleteSegmentStarted, 2), update(seg, DeleteSegmentFinished, 2)} {
+		b := appendRLMRecord(nil, &rec)
+		life = binary.AppendUvarint(life, uint64(len(b)))
+		life = append(life, b...)
+	}
+	f.Add(life)
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		m := viewOnly()
+		m.opts.PartitionCount = func(id [16]byte, _ string) (int32, bool) { return 4, UUID(id) == testTP.TopicID }
+		for len(stream) > 0 {
+			n, k := binary.Uvarint(stream)
+			if k <= 0 || n > uint64(len(stream)-k) {
+				break
+			}
+			rec, err := decodeRLMRecord(stream[k : k+int(n)])
+			stream = stream[k+int(n):]
+			if err == nil {
+				m.mu.Lock()
+				m.applyLocked(&rec)
+				m.mu.Unlock()
+			}
+		}
+		if len(m.unknown) > maxUnknownPartitions {
+			t.Fatalf("%d unknown partitions held", len(m.unknown))
+		}
+		for tp, p := range m.parts {
+			if topicname.Validate(tp.Topic) != nil {
+				t.Fatalf("partition %q held: no topic has that name", tp.Topic)
+			}
+			if _, unknown := m.unknown[tp]; !unknown && !m.knownLocked(tp) {
+				t.Fatalf("partition %s held but neither known nor counted unknown", tp)
+			}
+			ids := map[UUID]bool{}
+			copying := 0
+			for i := range p.segs {
+				s := &p.segs[i]
+				if err := checkSegment(s); err != nil {
+					t.Fatalf("%s holds an impossible segment: %v", tp, err)
+				}
+				if s.Partition != tp || ids[s.SegmentID] || (i > 0 && s.StartOffset < p.segs[i-1].StartOffset) {
+					t.Fatalf("%s: segments out of order or repeated: %+v", tp, p.segs)
+				}
+				ids[s.SegmentID] = true
+				if s.State == CopySegmentStarted {
+					copying++
+				}
+			}
+			if copying > maxCopyingSegments {
+				t.Fatalf("%s: %d segments being copied", tp, copying)
+			}
+			rs, err := m.Finished(tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start, end, bytes := int64(-1), int64(-1), int64(0)
+			for _, s := range p.segs {
+				if s.State == CopySegmentFinished {
+					if start < 0 {
+						start = s.StartOffset
+					}
+					end, bytes = max(end, s.EndOffset+1), bytes+s.SizeInBytes
+				}
+			}
+			if rs.start != start || rs.end != end || rs.bytes != bytes || end == math.MinInt64 {
+				t.Fatalf("%s: summary start %d end %d bytes %d, want %d %d %d", tp, rs.start, rs.end, rs.bytes, start, end, bytes)
+			}
+		}
+	})
 }

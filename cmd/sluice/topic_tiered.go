@@ -9,7 +9,11 @@ package main
 // DescribeLogDirs for the local sizes (each leader's replica, as
 // kafka-log-dirs.sh reports them); and the read-only DescribeConfigs entry
 // sluice.remote.partition.size.bytes for the remote sizes (a Sluice
-// broker's; another broker's topic shows "-").
+// broker's; another broker's topic shows "-"), and
+// sluice.remote.partition.copy.lag asked of each partition's leader for
+// the copy lag in bytes and segments (Kafka's RemoteCopyLagBytes and
+// RemoteCopyLagSegments: rolled segments below the high watermark not yet
+// remote, as of the leader's last task run; "-" before it ran).
 
 import (
 	"context"
@@ -27,11 +31,16 @@ import (
 // topic's remote sizes ("partition:bytes,...").
 const remoteSizesConfig = "sluice.remote.partition.size.bytes"
 
+// copyLagConfig is the status entry a leader answers with the copy lag of
+// the partitions it leads ("partition:bytes:segments,...").
+const copyLagConfig = "sluice.remote.partition.copy.lag"
+
 // tieredPartition is what describe shows of one partition of a tiered
 // topic; -1 where unknown.
 type tieredPartition struct {
 	localStart, remoteStart, tieredEnd, end int64
 	localBytes, remoteBytes                 int64
+	lagBytes, lagSegments                   int64 // copy lag
 }
 
 // lag is how many offsets are not remote yet: from the end of what is
@@ -51,7 +60,7 @@ func (p tieredPartition) lag() int64 {
 func tieredStatus(ctx context.Context, cl *kgo.Client, adm *kadm.Client, td kadm.TopicDetail) map[int32]*tieredPartition {
 	out := map[int32]*tieredPartition{}
 	for p := range td.Partitions {
-		out[p] = &tieredPartition{-1, -1, -1, -1, -1, -1}
+		out[p] = &tieredPartition{-1, -1, -1, -1, -1, -1, -1, -1}
 	}
 	for _, q := range []struct {
 		ts  int64
@@ -122,7 +131,50 @@ func tieredStatus(ctx context.Context, cl *kgo.Client, adm *kadm.Client, td kadm
 			}
 		}
 	}
+	copyLags(ctx, cl, td, out)
 	return out
+}
+
+// copyLags asks each leader of td's partitions for the copy lag of those
+// it leads. A leader that fails leaves -1.
+func copyLags(ctx context.Context, cl *kgo.Client, td kadm.TopicDetail, out map[int32]*tieredPartition) {
+	leaders := map[int32]bool{}
+	for _, pd := range td.Partitions {
+		if pd.Leader >= 0 {
+			leaders[pd.Leader] = true
+		}
+	}
+	for leader := range leaders {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeTopic, td.Topic, []string{copyLagConfig}
+		req.Resources = append(req.Resources, r)
+		kr, err := cl.Broker(int(leader)).Request(ctx, req)
+		resp, ok := kr.(*kmsg.DescribeConfigsResponse)
+		if err != nil || !ok {
+			continue
+		}
+		for _, rr := range resp.Resources {
+			for _, c := range rr.Configs {
+				if c.Name != copyLagConfig || c.Value == nil || rr.ErrorCode != 0 || *c.Value == "" {
+					continue
+				}
+				for _, e := range strings.Split(*c.Value, ",") {
+					f := strings.Split(e, ":")
+					if len(f) != 3 {
+						continue
+					}
+					pi, err1 := strconv.ParseInt(f[0], 10, 32)
+					b, err2 := strconv.ParseInt(f[1], 10, 64)
+					n, err3 := strconv.ParseInt(f[2], 10, 64)
+					// Only the leader's own: an old leader's last figure is stale.
+					if p := out[int32(pi)]; err1 == nil && err2 == nil && err3 == nil && p != nil && td.Partitions[int32(pi)].Leader == leader {
+						p.lagBytes, p.lagSegments = b, n
+					}
+				}
+			}
+		}
+	}
 }
 
 // printTiered writes the tiering lines of a topic under its partition
@@ -134,7 +186,7 @@ func printTiered(w io.Writer, parts map[int32]*tieredPartition) {
 		remote += max(p.remoteBytes, 0)
 	}
 	fmt.Fprintf(w, "  Tiered: LocalSize: %s  RemoteSize: %s\n", byteSize(local), byteSize(remote))
-	t := newTable(w, "  PARTITION", "LOCAL-START", "REMOTE-START", "TIERED-END", "LOG-END", "TIERING-LAG", "LOCAL-SIZE", "REMOTE-SIZE")
+	t := newTable(w, "  PARTITION", "LOCAL-START", "REMOTE-START", "TIERED-END", "LOG-END", "TIERING-LAG", "COPY-LAG-BYTES", "COPY-LAG-SEGMENTS", "LOCAL-SIZE", "REMOTE-SIZE")
 	num := func(n int64) string {
 		if n < 0 {
 			return "-"
@@ -152,7 +204,7 @@ func printTiered(w io.Writer, parts map[int32]*tieredPartition) {
 		if p == nil {
 			continue
 		}
-		t.row("  "+strconv.Itoa(int(i)), num(p.localStart), num(p.remoteStart), num(p.tieredEnd), num(p.end), num(p.lag()), size(p.localBytes), size(p.remoteBytes))
+		t.row("  "+strconv.Itoa(int(i)), num(p.localStart), num(p.remoteStart), num(p.tieredEnd), num(p.end), num(p.lag()), size(p.lagBytes), num(p.lagSegments), size(p.localBytes), size(p.remoteBytes))
 	}
 	t.flush()
 }
