@@ -26,6 +26,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/cluster"
 	"github.com/sluice/sluice/quota"
+	"github.com/sluice/sluice/tiered"
 )
 
 func handleCreatePartitions(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -77,6 +78,13 @@ func (r *topicRules) checkNewPartitions(rt kmsg.CreatePartitionsRequestTopic, du
 	parts := r.md.partitions(rt.Topic)
 	if parts == nil {
 		return nil, errUnknownTopicOrPartition
+	}
+	if rt.Topic == tiered.RemoteLogMetadataTopic {
+		// Records are spread over its partitions by a hash modulo their
+		// count: brokers reading before and after a change would keep
+		// different views of what is remote (Kafka's manager refuses to
+		// start on a count other than the configured one).
+		return nil, fmt.Errorf("%w: %s keeps the partition count it was created with: the remote log metadata is partitioned by it", errInvalidPartitions, rt.Topic)
 	}
 	cur := int32(len(parts))
 	if rt.Count <= cur {

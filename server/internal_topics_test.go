@@ -11,6 +11,7 @@ import (
 	"github.com/sluice/sluice/broker/brokertest"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/offsets"
+	"github.com/sluice/sluice/tiered"
 	"github.com/sluice/sluice/txn"
 )
 
@@ -137,5 +138,37 @@ func TestInternalTopicsKeepTheirShape(t *testing.T) {
 		if md, err := adm.Metadata(ctx, topic); err != nil || len(md.Topics[topic].Partitions) == 0 {
 			t.Errorf("%s after the refusals: %v %+v", topic, err, md.Topics[topic])
 		}
+	}
+}
+
+// TestRemoteLogMetadataKeepsItsPartitionCount: CreatePartitions on
+// __remote_log_metadata is INVALID_PARTITIONS and leaves its count, since the
+// remote log metadata is spread over its partitions by a hash modulo that
+// count; an ordinary topic still grows.
+func TestRemoteLogMetadataKeepsItsPartitionCount(t *testing.T) {
+	b := brokertest.Start(t, "memory")
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	ctx := testCtx(t, 30*time.Second)
+	for _, topic := range []string{tiered.RemoteLogMetadataTopic, "plain"} {
+		if r, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, r.Err)
+		}
+		waitLeader(t, adm, topic)
+	}
+	for topic, want := range map[string]error{tiered.RemoteLogMetadataTopic: kerr.InvalidPartitions, "plain": nil} {
+		r, err := adm.CreatePartitions(ctx, 1, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r[topic].Err; got != want {
+			t.Errorf("CreatePartitions %s: %v, want %v", topic, got, want)
+		}
+	}
+	md, err := adm.Metadata(ctx, tiered.RemoteLogMetadataTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(md.Topics[tiered.RemoteLogMetadataTopic].Partitions); n != 2 {
+		t.Errorf("%s has %d partitions after the refusal, want 2", tiered.RemoteLogMetadataTopic, n)
 	}
 }
