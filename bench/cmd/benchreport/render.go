@@ -445,7 +445,7 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("4-partition runs in every round: on this VM the CPU of filling fresh page-cache memory\n")
 	p("depends on what was freed just before, so the floor is sampled in the brokers' conditions.\n\n")
 	p("| mode | MB/s median (min–max) | CPU s/GB median (min–max) |\n|---|---|---|\n")
-	for _, m := range floor.Modes {
+	for _, m := range append(floor.Modes[:len(floor.Modes):len(floor.Modes)], floor.SpliceModes...) {
 		f, ok := d.floors[m]
 		if !ok {
 			continue
