@@ -370,7 +370,7 @@ func (s *sink) rotate(p int) error {
 	if s.maps != nil {
 		// Mapped past the file's end: only landed bytes are touched,
 		// and landing extends the file first.
-		m, err := unix.Mmap(int(f.Fd()), 0, s.mapLen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		m, err := unix.Mmap(int(f.Fd()), 0, s.mapLen, unix.PROT_READ, unix.MAP_SHARED)
 		if err != nil {
 			return fmt.Errorf("floor: mmap %s: %w", f.Name(), err)
 		}
