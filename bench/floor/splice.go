@@ -23,9 +23,10 @@ import (
 //	                pwrite(2) of the header. Landing only: no CRC.
 //	splice          splice-land with, before the header's pwrite, CRC-32C
 //	                of the header's covered bytes and of the landed records
-//	                read through a shared read-only mapping of the file (the
-//	                bytes must be read once anyway: from the page cache
-//	                instead of a user buffer), and baseOffset and
+//	                read through a shared read-only mapping of the file as
+//	                each pipeful lands (the bytes must be read once anyway:
+//	                from the page cache instead of a user buffer), and
+//	                baseOffset and
 //	                partitionLeaderEpoch, which the CRC does not cover, set
 //	                in the header before it is written.
 //	splice-reserve  splice into blocks reserved ahead of each file's end
@@ -146,7 +147,9 @@ func spliceRead(c syscall.RawConn, frames int64, cfg Config, sink *sink) (Result
 		return nil
 	}
 	// land moves n bytes from the socket into fd at off through the pipe.
-	land := func(fd int, off int64, n int) error {
+	crcOn := sink.cfg.Mode != "splice-land"
+	var crc uint32
+	land := func(fd int, m []byte, off int64, n int) error {
 		for n > 0 {
 			o.kind, o.want = opSplice, min(n, sp.size)
 			got, err := do()
@@ -160,6 +163,10 @@ func spliceRead(c syscall.RawConn, frames int64, cfg Config, sink *sink) (Result
 					return fmt.Errorf("floor: splice to file: %w", err)
 				}
 				got -= int(w)
+				if crcOn {
+					// CRC what just landed while it is in cache.
+					crc = crc32.Update(crc, castagnoli, m[off-w:off])
+				}
 			}
 		}
 		return nil
@@ -192,10 +199,16 @@ func spliceRead(c syscall.RawConn, frames int64, cfg Config, sink *sink) (Result
 			}
 			pos := sink.ends[p]
 			f := sink.files[p]
-			if err := land(int(f.Fd()), pos+record.HeaderSize, n-record.HeaderSize); err != nil {
+			if crcOn {
+				if pos+int64(n) > int64(len(sink.maps[p])) {
+					return Result{}, fmt.Errorf("floor: batch at %d+%d past the %d-byte mapping", pos, n, len(sink.maps[p]))
+				}
+				crc = crc32.Update(0, castagnoli, hdr[crcStart:])
+			}
+			if err := land(int(f.Fd()), sink.maps[p], pos+record.HeaderSize, n-record.HeaderSize); err != nil {
 				return Result{}, err
 			}
-			if err := sink.check(p, hdr[:], pos, n); err != nil {
+			if err := sink.check(p, hdr[:], crc); err != nil {
 				return Result{}, err
 			}
 			// The header last, patched: until it lands the batch's
@@ -243,25 +256,20 @@ func (s *sink) prepare(p, n int) error {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // check is what the splice and splice-reserve modes do with a batch whose
-// header hdr was read and whose records landed at pos+HeaderSize in
-// partition p's file: CRC-32C over the header's covered bytes and the
-// records read through the file's mapping (page cache, not a user buffer),
-// then baseOffset and partitionLeaderEpoch, which the CRC does not cover,
-// set in hdr before it is written. A batch that fails is an error here; a
-// broker would leave the end where it was (docs/one-copy-produce.md).
-func (s *sink) check(p int, hdr []byte, pos int64, n int) error {
+// header hdr was read and whose records landed in partition p's file: crc
+// is CRC-32C over the header's covered bytes and the records, read through
+// the file's mapping (page cache, not a user buffer) as each piece landed.
+// Then baseOffset and partitionLeaderEpoch, which the CRC does not cover,
+// are set in hdr before it is written. A batch that fails is an error
+// here; a broker would leave the end where it was
+// (docs/one-copy-produce.md).
+func (s *sink) check(p int, hdr []byte, crc uint32) error {
 	if s.cfg.Mode == "splice-land" {
 		return nil
 	}
-	m := s.maps[p]
-	if pos+int64(n) > int64(len(m)) {
-		return fmt.Errorf("floor: batch at %d+%d past the %d-byte mapping", pos, n, len(m))
-	}
 	h := record.Batch(hdr)
-	crc := crc32.Update(0, castagnoli, hdr[crcStart:])
-	crc = crc32.Update(crc, castagnoli, m[pos+record.HeaderSize:pos+int64(n)])
 	if crc != h.CRC() {
-		return fmt.Errorf("floor: CRC mismatch in the batch landed at %d", pos)
+		return fmt.Errorf("floor: CRC mismatch in a batch landed in partition %d", p)
 	}
 	binary.BigEndian.PutUint64(hdr[0:], uint64(s.next[p]))
 	binary.BigEndian.PutUint32(hdr[12:], 0) // partitionLeaderEpoch
