@@ -26,9 +26,8 @@ import (
 //	                read through a shared read-only mapping of the file as
 //	                each pipeful lands (the bytes must be read once anyway:
 //	                from the page cache instead of a user buffer), and
-//	                baseOffset and
-//	                partitionLeaderEpoch, which the CRC does not cover, set
-//	                in the header before it is written.
+//	                baseOffset and partitionLeaderEpoch, which the CRC does
+//	                not cover, set in the header before it is written.
 //	splice-reserve  splice into blocks reserved ahead of each file's end
 //	                (fsutil.Reserver), beside the reserve mode.
 //
