@@ -19,6 +19,9 @@
 //	         backend's real write path (validation, offset assignment,
 //	         pwrite, sparse indexes, rolling)
 //
+// SpliceModes (splice.go), run only when asked for, land the records with
+// splice(2) instead of read+pwrite (issue 33 point 5).
+//
 // The reader runs on its own OS thread, pinned to ReaderCPU; its CPU is that
 // thread's rusage (RUSAGE_THREAD), so the writer feeding the socket from
 // another thread pinned to WriterCPU is not counted.
