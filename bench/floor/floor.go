@@ -19,6 +19,9 @@
 //	         backend's real write path (validation, offset assignment,
 //	         pwrite, sparse indexes, rolling)
 //
+// SpliceModes (splice.go), run only when asked for, land the records with
+// splice(2) instead of read+pwrite (issue 33 point 5).
+//
 // The reader runs on its own OS thread, pinned to ReaderCPU; its CPU is that
 // thread's rusage (RUSAGE_THREAD), so the writer feeding the socket from
 // another thread pinned to WriterCPU is not counted.
@@ -33,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +49,10 @@ import (
 
 // Modes in the order they add work.
 var Modes = []string{"read", "crc", "pwrite", "reserve", "segment"}
+
+// SpliceModes land batches with splice(2) instead of read+pwrite
+// (splice.go). Run only when asked for (-modes), beside Modes.
+var SpliceModes = []string{"splice-land", "splice", "splice-reserve"}
 
 // Config is one measurement.
 type Config struct {
@@ -118,7 +126,7 @@ func Frame(cfg Config) []byte {
 func Run(cfg Config) (Result, error) {
 	cfg.defaults()
 	if !valid(cfg.Mode) {
-		return Result{}, fmt.Errorf("floor: unknown mode %q (want one of %v)", cfg.Mode, Modes)
+		return Result{}, fmt.Errorf("floor: unknown mode %q (want one of %v or %v)", cfg.Mode, Modes, SpliceModes)
 	}
 	body := Frame(cfg)
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
@@ -153,7 +161,16 @@ func Run(cfg Config) (Result, error) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := read(c.(*net.TCPConn), len(body), frames, cfg, sink)
+		var res Result
+		var err error
+		if spliceModes[cfg.Mode] {
+			var raw syscall.RawConn
+			if raw, err = c.(*net.TCPConn).SyscallConn(); err == nil {
+				res, err = spliceRead(raw, frames, cfg, sink)
+			}
+		} else {
+			res, err = read(c.(*net.TCPConn), len(body), frames, cfg, sink)
+		}
 		done <- out{res, err}
 	}()
 	o := <-done
@@ -169,6 +186,9 @@ func Run(cfg Config) (Result, error) {
 }
 
 func valid(mode string) bool {
+	if spliceModes[mode] {
+		return true
+	}
 	for _, m := range Modes {
 		if m == mode {
 			return true
@@ -286,12 +306,24 @@ type sink struct {
 	gen      int
 	store    *segment.Store
 	logs     []engine.Log
+	// maps: the splice modes' shared mapping of each partition's file,
+	// mapLen bytes from offset 0, through which landed batches are checked
+	// and patched; next: each partition's next offset.
+	maps   [][]byte
+	mapLen int
+	next   []int64
 }
 
 func newSink(cfg Config) (*sink, error) {
 	s := &sink{cfg: cfg}
 	switch cfg.Mode {
-	case "pwrite", "reserve":
+	case "pwrite", "reserve", "splice-land", "splice", "splice-reserve":
+		if spliceModes[cfg.Mode] {
+			page := os.Getpagesize()
+			s.mapLen = int(cfg.FileBytes+int64(cfg.FrameBytes)+int64(page)-1) / page * page
+			s.maps = make([][]byte, cfg.Partitions)
+			s.next = make([]int64, cfg.Partitions)
+		}
 		s.files = make([]*os.File, cfg.Partitions)
 		s.ends = make([]int64, cfg.Partitions)
 		s.reserved = make([]int64, cfg.Partitions)
@@ -324,6 +356,10 @@ func newSink(cfg Config) (*sink, error) {
 // rotate starts partition p's next file and removes its previous one, so
 // writes keep allocating new page-cache pages, as appending to a log does.
 func (s *sink) rotate(p int) error {
+	if s.maps != nil && s.maps[p] != nil {
+		unix.Munmap(s.maps[p])
+		s.maps[p] = nil
+	}
 	if f := s.files[p]; f != nil {
 		f.Close()
 		os.Remove(f.Name())
@@ -334,6 +370,15 @@ func (s *sink) rotate(p int) error {
 		return err
 	}
 	s.files[p], s.ends[p], s.reserved[p] = f, 0, 0
+	if s.maps != nil {
+		// Mapped past the file's end: only landed bytes are touched,
+		// and landing extends the file first.
+		m, err := unix.Mmap(int(f.Fd()), 0, s.mapLen, unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("floor: mmap %s: %w", f.Name(), err)
+		}
+		s.maps[p] = m
+	}
 	return nil
 }
 
@@ -376,6 +421,11 @@ func (s *sink) put(body []byte) error {
 }
 
 func (s *sink) close() {
+	for _, m := range s.maps {
+		if m != nil {
+			unix.Munmap(m)
+		}
+	}
 	for _, f := range s.files {
 		if f != nil {
 			f.Close()

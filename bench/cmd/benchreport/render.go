@@ -444,8 +444,15 @@ func writeFloor(w io.Writer, d *data, runs int) {
 	p("The `pwrite` and `reserve` rows pool the runs of all modes' block with one run each right before the brokers'\n")
 	p("4-partition runs in every round: on this VM the CPU of filling fresh page-cache memory\n")
 	p("depends on what was freed just before, so the floor is sampled in the brokers' conditions.\n\n")
+	for _, m := range floor.SpliceModes {
+		if _, ok := d.floors[m]; ok {
+			p("`splice-land`, `splice` and `splice-reserve` land the records with splice(2) instead\n")
+			p("of read+pwrite (bench/floor/splice.go; BENCHMARKS.md, \"One copy instead of two\").\n\n")
+			break
+		}
+	}
 	p("| mode | MB/s median (min–max) | CPU s/GB median (min–max) |\n|---|---|---|\n")
-	for _, m := range floor.Modes {
+	for _, m := range append(floor.Modes[:len(floor.Modes):len(floor.Modes)], floor.SpliceModes...) {
 		f, ok := d.floors[m]
 		if !ok {
 			continue
