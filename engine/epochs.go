@@ -1,5 +1,7 @@
 package engine
 
+import "sort"
+
 // EpochCache is the leader epoch history of a log, as Kafka's
 // LeaderEpochFileCache keeps it: ascending epochs, each with the first offset
 // written in that epoch. Backends keep one per log and persist it their own
@@ -117,4 +119,16 @@ func EndOffsetForEpoch(entries []EpochEntry, epoch int32, logEnd int64) (int32, 
 		return epoch, entries[0].StartOffset
 	}
 	return entries[higher-1].Epoch, entries[higher].StartOffset
+}
+
+// EpochForOffset is Kafka's LeaderEpochFileCache.epochForOffset over
+// entries (ascending): the epoch of the entry starting at offset, else of
+// the last entry starting before it; false when offset lies before the
+// first entry or there is none.
+func EpochForOffset(entries []EpochEntry, offset int64) (int32, bool) {
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].StartOffset > offset })
+	if i == 0 {
+		return -1, false
+	}
+	return entries[i-1].Epoch, true
 }

@@ -61,6 +61,13 @@ func (p *Partition) ReadBelow(offset int64, maxBytes int, bound int64) (zerocopy
 	return p.Log().Read(offset, maxBytes, bound)
 }
 
+// EpochAt returns the leader epoch of the batch holding offset, from the
+// log's leader epoch history (which starts at the local log start); ok is
+// false below the history.
+func (p *Partition) EpochAt(offset int64) (int32, bool) {
+	return engine.EpochForOffset(p.Log().LeaderEpochs(), offset)
+}
+
 // Size returns the bytes the partition's log holds.
 func (p *Partition) Size() int64 { return p.Log().Size() }
 

@@ -31,6 +31,16 @@ func crashedLog(t testing.TB, seed int64, clean bool) (string, [][]byte) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
+	} else {
+		// A crash: the files as they are now, in a dir the still-open
+		// store never writes to again (it would, when the process-wide
+		// open-file cache evicts its segments, racing the reopened
+		// store on the same checkpoint's .tmp name).
+		crashed := copyDir(t, dir)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dir = crashed
 	}
 	if n := len(segBases(t, filepath.Join(dir, "topic-3"))); n < 3 {
 		t.Fatalf("want several segments, have %d", n)

@@ -43,7 +43,6 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/replica"
 	"github.com/sluice/sluice/replication"
-	"github.com/sluice/sluice/tiered"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -216,10 +215,10 @@ func (s *Server) epochAt(p *replica.Partition, offset int64) int32 {
 		}
 		return -1
 	}
-	if offset >= p.Log().EndOffset() {
+	if offset >= p.LogEndOffset() {
 		return p.LeaderEpoch()
 	}
-	if e, ok := tiered.EpochForOffset(p.Log().LeaderEpochs(), offset); ok {
+	if e, ok := p.EpochAt(offset); ok {
 		return e
 	}
 	return -1

@@ -7,18 +7,6 @@ import (
 	"github.com/sluice/sluice/replica"
 )
 
-// EpochForOffset is Kafka's LeaderEpochFileCache.epochForOffset over
-// entries (ascending): the epoch of the entry starting at offset, else of
-// the last entry starting before it; false when offset lies before the
-// first entry or there is none.
-func EpochForOffset(entries []engine.EpochEntry, offset int64) (int32, bool) {
-	i := sort.Search(len(entries), func(i int) bool { return entries[i].StartOffset > offset })
-	if i == 0 {
-		return -1, false
-	}
-	return entries[i-1].Epoch, true
-}
-
 // RemoteEpochForOffset returns the leader epoch of offset in p's remote
 // tier, from the leader epochs of the finished remote segment holding it
 // (Kafka answers it from a leader epoch cache that still covers the
@@ -37,6 +25,6 @@ func (m *Manager) RemoteEpochForOffset(t *replica.Topic, p *replica.Partition, o
 	if i == len(rs.segs) || rs.segs[i].StartOffset > offset {
 		return -1, false, nil
 	}
-	epoch, ok = EpochForOffset(rs.segs[i].LeaderEpochs, offset)
+	epoch, ok = engine.EpochForOffset(rs.segs[i].LeaderEpochs, offset)
 	return epoch, ok, nil
 }
