@@ -193,3 +193,78 @@ func TestFollowerRebuildsFromRemoteTier(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowerKeepsLeaderLogStartBelowLocal (KIP-405): the leader of a
+// tiered partition keeps its log start offset below its local log start
+// (records deleted by DeleteRecords while the remote tier still holds
+// them). A follower rebuilt from the remote tier takes that log start from
+// the leader's OFFSET_MOVED_TO_TIERED_STORAGE answer; a later raise on the
+// leader reaches it through the fetch answers' log start, which it
+// checkpoints without cutting or restarting its local log; it answers it
+// once it leads.
+func TestFollowerKeepsLeaderLogStartBelowLocal(t *testing.T) {
+	c := newTestCluster(t, "segment")
+	leader := addRawBroker(c, 1)
+	follower := addRawBroker(c, 2)
+	remote := &fakeRemote{}
+	var listed []int64
+	c.mu.Lock()
+	c.fetchers[2] = NewFetcherManager(FetcherOptions{
+		BrokerID: 2, Logger: quietLogger, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond,
+		Send: tieredSend(c, 2, 0, &listed), RemoteLog: remote,
+	})
+	c.t.Cleanup(c.fetchers[2].Close)
+	c.mu.Unlock()
+
+	c.setDown(2, true)
+	c.elect(1, 1, 1)
+	for i := 0; i < 4; i++ {
+		if _, err := leader.Append(ctx, batch(-1, 0, -1, 2), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remote.aux = RemoteAuxState{NextOffset: 6, Epochs: []engine.EpochEntry{{Epoch: 1, StartOffset: 0}}}
+	// Local retention of what is remote, then DeleteRecords below the
+	// local start: the log start stays below it.
+	if err := leader.DeleteLocalBefore(6); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.RaiseLogStart(2); err != nil {
+		t.Fatal(err)
+	}
+	if got, local := leader.LogStart(), leader.LogStartOffset(); got != 2 || local != 6 {
+		t.Fatalf("leader log start %d, local %d; want 2 and 6", got, local)
+	}
+
+	c.setDown(2, false)
+	waitFor(t, "the follower to rebuild and catch up", func() bool {
+		return follower.LogEndOffset() == 8 && follower.LogStartOffset() == 6
+	})
+	waitFor(t, "the follower to take the leader's log start", func() bool { return follower.LogStart() == 2 })
+
+	// The leader raises its log start, still below both local starts.
+	if err := leader.RaiseLogStart(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Append(ctx, batch(-1, 0, -1, 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower to follow the leader's log start to 4", func() bool {
+		return follower.LogStart() == 4 && follower.LogEndOffset() == 9
+	})
+	if got := follower.LogStartOffset(); got != 6 {
+		t.Fatalf("follower local log start %d after following a log start below it, want 6 (not cut)", got)
+	}
+	remote.mu.Lock()
+	asked := len(remote.got)
+	remote.mu.Unlock()
+	if asked != 1 {
+		t.Fatalf("follower rebuilt %d times, want once", asked)
+	}
+
+	// The follower leads and answers the log start.
+	c.elect(2, 2, 2)
+	if got := follower.LogStart(); got != 4 {
+		t.Fatalf("new leader's log start %d, want 4", got)
+	}
+}

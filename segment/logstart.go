@@ -1,11 +1,5 @@
 package segment
 
-import (
-	"fmt"
-
-	"github.com/sluice/sluice/engine"
-)
-
 // The log start offset of a tiered log (KIP-405).
 //
 // Kafka's UnifiedLog has two starts: logStartOffset, the first offset a
@@ -18,8 +12,10 @@ import (
 //
 // A Log keeps the same pair: start (StartOffset, the local start) and
 // logStart (LogStartOffset), which is -1 unless the log's owner set it
-// below start (SetLogStartOffset, or DeleteLocalBefore, which moves only
-// the local start). The checkpoint holds LogStartOffset, so a value below
+// below start (DeleteLocalBefore, which moves only the local start and
+// keeps the log start below it; RaiseLogStartOffset raises it;
+// TruncateFullyAndStartAtWithLogStart restarts the log with one). The
+// checkpoint holds LogStartOffset, so a value below
 // the first segment's base on load is the log start of a tiered log and
 // is kept (loadLogStart). Everything that moves the log start itself
 // (DeleteBefore, retention, a restart) sets logStart back to -1: a log
@@ -42,18 +38,14 @@ func (l *Log) LogStartOffset() int64 {
 	return s
 }
 
-// SetLogStartOffset sets the log start offset to offset, which may lie
-// below StartOffset (records kept elsewhere: a tiered log's remote
-// segments); at or above StartOffset the log start is StartOffset again
-// (DeleteBefore moves that). It writes log-start-offset-checkpoint when
-// the value changed. The caller decides the direction: it raises it
-// (DeleteRecords, remote retention, a follower taking its leader's), or
-// sets it after TruncateFullyAndStartAt (a follower rebuilt from the
-// remote tier, Kafka's truncateFullyAndStartAt(offset, logStartOffset)).
-func (l *Log) SetLogStartOffset(offset int64) error {
-	if offset < 0 {
-		return fmt.Errorf("%w: log start offset %d", engine.ErrOffsetOutOfRange, offset)
-	}
+// RaiseLogStartOffset raises the log start offset to offset when that is
+// above it (never lowers it). Below StartOffset it stays below (records
+// kept elsewhere: a tiered log's remote segments); at or above, the log
+// start is StartOffset again (DeleteBefore moves that). It writes
+// log-start-offset-checkpoint when the value changed, before returning.
+// Callers: DeleteRecords and remote retention on a leader, a follower
+// taking its leader's.
+func (l *Log) RaiseLogStartOffset(offset int64) error {
 	l.appendMu.Lock()
 	if l.closed.Load() {
 		l.appendMu.Unlock()
@@ -63,15 +55,18 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 		l.appendMu.Unlock()
 		return err
 	}
-	v := offset
-	if v >= l.start.Load() {
-		v = -1
-	}
-	changed := l.logStart.Swap(v) != v
-	l.appendMu.Unlock()
-	if !changed {
+	start := l.start.Load()
+	ls := l.logStart.Load()
+	if ls < 0 || offset <= ls {
+		// At the local start already, or not raised.
+		l.appendMu.Unlock()
 		return nil
 	}
+	if offset >= start {
+		offset = -1
+	}
+	l.logStart.Store(offset)
+	l.appendMu.Unlock()
 	return l.store.checkpointStartOffsets()
 }
 

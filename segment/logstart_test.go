@@ -24,24 +24,31 @@ func TestLogStartBelowLocalStart(t *testing.T) {
 		}},
 		{"raised below the local start", func(t *testing.T, l *Log, base int64) (int64, int64) {
 			mustDo(t, l.DeleteLocalBefore(base))
-			mustDo(t, l.SetLogStartOffset(base/2))
+			mustDo(t, l.RaiseLogStartOffset(base/2))
 			return base, base / 2
 		}},
 		{"DeleteBefore moves both", func(t *testing.T, l *Log, base int64) (int64, int64) {
 			mustDo(t, l.DeleteLocalBefore(base))
-			mustDo(t, l.SetLogStartOffset(base/2))
+			mustDo(t, l.RaiseLogStartOffset(base/2))
 			mustDo(t, l.DeleteBefore(base+1))
 			return base + 1, base + 1
 		}},
 		{"set at the local start follows it", func(t *testing.T, l *Log, base int64) (int64, int64) {
 			mustDo(t, l.DeleteLocalBefore(base))
-			mustDo(t, l.SetLogStartOffset(base))
+			mustDo(t, l.RaiseLogStartOffset(base))
 			mustDo(t, l.DeleteBefore(base+2))
 			return base + 2, base + 2
 		}},
 		{"not tiered: DeleteBefore mid-segment", func(t *testing.T, l *Log, base int64) (int64, int64) {
 			mustDo(t, l.DeleteBefore(base+1))
 			return base + 1, base + 1
+		}},
+		{"never lowered, never raised from the local start", func(t *testing.T, l *Log, base int64) (int64, int64) {
+			mustDo(t, l.RaiseLogStartOffset(base/2)) // not below the local start yet: nothing
+			mustDo(t, l.DeleteLocalBefore(base))
+			mustDo(t, l.RaiseLogStartOffset(base/2))
+			mustDo(t, l.RaiseLogStartOffset(base/4))
+			return base, base / 2
 		}},
 		{"restart with the leader's log start", func(t *testing.T, l *Log, base int64) (int64, int64) {
 			mustDo(t, l.TruncateFullyAndStartAtWithLogStart(5000, base))
