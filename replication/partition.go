@@ -479,6 +479,8 @@ type logStarter interface {
 	RaiseLogStartOffset(offset int64) error
 	DeleteLocalBefore(offset int64) error
 	TruncateFullyAndStartAtWithLogStart(offset, logStart int64) error
+	LogStartUnknown() bool
+	ResolveLogStartOffset(offset int64) error
 }
 
 // LogStart returns the log start offset (Kafka's logStartOffset):
@@ -504,6 +506,26 @@ func (p *Partition) RaiseLogStart(offset int64) error {
 		return ls.RaiseLogStartOffset(offset)
 	}
 	return nil
+}
+
+// ResolveLogStart settles a log start offset the log lost (loaded
+// without a checkpointed one: segment.Log.LogStartUnknown) at offset, the
+// first record the remote tier holds, below the local log start, and
+// makes it durable; a known log start is left as it is. Until then
+// LogStart answers the local log start, and only the remote log manager,
+// which knows what is remote, may tell the two apart (LogStartUnknown).
+func (p *Partition) ResolveLogStart(offset int64) error {
+	if ls, ok := p.log.(logStarter); ok {
+		return ls.ResolveLogStartOffset(offset)
+	}
+	return nil
+}
+
+// LogStartUnknown reports whether the log lost its log start offset (see
+// ResolveLogStart).
+func (p *Partition) LogStartUnknown() bool {
+	ls, ok := p.log.(logStarter)
+	return ok && ls.LogStartUnknown()
 }
 
 // DeleteLocalBefore deletes the local records below offset but keeps the

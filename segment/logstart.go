@@ -24,8 +24,23 @@ package segment
 // a deletion and its checkpoint is taken as a log start too; the next
 // move of the start drops it.
 //
-// Invariant: logStart is -1 or below start (LogStartOffset reads the
-// lesser, so a racing reader never sees it above start).
+// A log loaded without an entry in the checkpoint (none, or a damaged
+// file, which the store ignores) whose first segment is not at 0 has an
+// unknown log start (logStartUnknown): LogStartOffset answers the local
+// start, as before, but the owner of a tiered log is told
+// (LogStartUnknown) and settles it (ResolveLogStartOffset) from what the
+// remote tier holds, so that a lost checkpoint never makes remote records
+// look deleted (Kafka's LogManager reads a damaged checkpoint as empty and
+// a tiered log's start as 0 then, raised by the remote log manager). A
+// raise settles it too; so does anything that moves the log start.
+//
+// Invariant: logStart is -1, logStartUnknown, or below start
+// (LogStartOffset reads the lesser, so a racing reader never sees it above
+// start).
+
+// logStartUnknown is Log.logStart of a log loaded with no checkpointed
+// log start.
+const logStartUnknown = -2
 
 // LogStartOffset returns the log start offset (Kafka's logStartOffset):
 // StartOffset, or below it on a tiered log whose first records are
@@ -57,8 +72,9 @@ func (l *Log) RaiseLogStartOffset(offset int64) error {
 	}
 	start := l.start.Load()
 	ls := l.logStart.Load()
-	if ls < 0 || offset <= ls {
-		// At the local start already, or not raised.
+	if ls == -1 || (ls >= 0 && offset <= ls) || offset < 0 {
+		// At the local start already, or not raised. An unknown one
+		// (logStartUnknown) is taken as 0: any raise settles it.
 		l.appendMu.Unlock()
 		return nil
 	}
@@ -76,22 +92,54 @@ func (l *Log) RaiseLogStartOffset(offset int64) error {
 // StartOffset, and is checkpointed with it.
 func (l *Log) DeleteLocalBefore(offset int64) error { return l.deleteBefore(offset, true) }
 
+// checkpointedLogStart is what log-start-offset-checkpoint holds for the
+// log: LogStartOffset, -1 (no entry) when it is unknown, so that a
+// checkpoint written before the owner settles it does not turn it into
+// the local start.
+func (l *Log) checkpointedLogStart() int64 {
+	if l.LogStartUnknown() {
+		return -1
+	}
+	return l.LogStartOffset()
+}
+
+// LogStartUnknown reports whether the log was loaded without a
+// checkpointed log start and nothing settled it since (see the top of
+// this file): the owner of a tiered log settles it with
+// ResolveLogStartOffset.
+func (l *Log) LogStartUnknown() bool { return l.logStart.Load() == logStartUnknown }
+
+// ResolveLogStartOffset settles an unknown log start at offset (below
+// StartOffset: the first record the remote tier holds) and checkpoints
+// it; a known log start is left as it is.
+func (l *Log) ResolveLogStartOffset(offset int64) error {
+	if !l.LogStartUnknown() {
+		return nil
+	}
+	return l.RaiseLogStartOffset(offset)
+}
+
 // moveLogStartLocked is called as the local start moves up: the log start
 // moves with it, unless only the local start moves (local), which keeps
-// it below. REQUIRES: appendMu.
+// it below (an unknown one stays unknown). REQUIRES: appendMu.
 func (l *Log) moveLogStartLocked(local bool) {
 	if !local {
 		l.logStart.Store(-1)
-	} else if l.logStart.Load() < 0 {
+	} else if l.logStart.Load() == -1 {
 		l.logStart.Store(l.start.Load())
 	}
 }
 
-// loadLogStart takes the checkpointed log start offset ck of a log just
-// loaded: below the local start it is a tiered log's log start (the local
-// start is then the first segment's base). REQUIRES: l not yet shared.
-func (l *Log) loadLogStart(ck int64) {
-	if ck >= 0 && ck < l.start.Load() {
+// loadLogStart takes the checkpointed log start offset ck (ok: there was
+// one) of a log just loaded: below the local start it is a tiered log's
+// log start (the local start is then the first segment's base); without
+// one, the log start is unknown unless the log starts at 0.
+// REQUIRES: l not yet shared.
+func (l *Log) loadLogStart(ck int64, ok bool) {
+	switch start := l.start.Load(); {
+	case !ok && start > 0:
+		l.logStart.Store(logStartUnknown)
+	case ok && ck >= 0 && ck < start:
 		l.logStart.Store(ck)
 	}
 }

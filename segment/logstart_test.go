@@ -2,8 +2,11 @@ package segment
 
 import (
 	"math/rand"
+	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sluice/sluice/engine"
 )
 
 // TestLogStartBelowLocalStart: the log start offset of a tiered log
@@ -114,5 +117,87 @@ func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogStartHostileCheckpoint: a log-start-offset-checkpoint that is
+// torn, of another version, with a huge or wrong count, a negative
+// offset or junk never panics the store and never invents a log start:
+// the tiered log below opens at its first segment, its log start unknown
+// (LogStartUnknown) and answered as the local start, and no checkpoint
+// written before its owner settles it (ResolveLogStartOffset) turns the
+// unknown start into the local one. Once settled it is checkpointed and
+// read back.
+func TestLogStartHostileCheckpoint(t *testing.T) {
+	cases := map[string]string{
+		"torn":            "0\n2\ntopic 3 1\nother 0 ",
+		"torn header":     "0\n",
+		"empty":           "",
+		"bad version":     "7\n1\ntopic 3 1\n",
+		"huge count":      "0\n99999999999999999999\ntopic 3 1\n",
+		"count too big":   "0\n1000000\ntopic 3 1\n",
+		"negative count":  "0\n-1\n",
+		"negative":        "0\n1\ntopic 3 -5\n",
+		"junk":            "\x00\xff\x13garbage\n\n\n",
+		"bad partition":   "0\n1\ntopic x 1\n",
+		"too many fields": "0\n1\ntopic 3 1 9\n",
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, nil)
+			el, err := s.CreateLog(tp, testCfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := el.(*Log)
+			fill(t, l, rand.New(rand.NewSource(2)), 60, 0)
+			base := l.segs[1].base
+			mustDo(t, l.DeleteLocalBefore(base))
+			mustDo(t, l.RaiseLogStartOffset(base/2))
+			mustDo(t, s.Close())
+			mustDo(t, os.WriteFile(filepath.Join(dir, logStartOffsetFile), []byte(content), 0o644))
+
+			s = openStore(t, dir, nil)
+			el, err = s.OpenLog(tp, testCfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = el.(*Log)
+			if l.StartOffset() != base || l.LogStartOffset() != base || !l.LogStartUnknown() {
+				t.Fatalf("after a damaged checkpoint: local start %d, log start %d, unknown %v; want %d, %d, true",
+					l.StartOffset(), l.LogStartOffset(), l.LogStartUnknown(), base, base)
+			}
+			// Another log's change rewrites the checkpoint: the unknown
+			// start is left out, not written as the local start.
+			other, err := s.CreateLog(engine.PartitionID{Topic: "other", Partition: 0}, testCfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(t, other, rand.New(rand.NewSource(3)), 3, 0)
+			mustDo(t, other.DeleteBefore(1))
+			mustDo(t, s.Close())
+			s = openStore(t, dir, nil)
+			el, err = s.OpenLog(tp, testCfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = el.(*Log)
+			if !l.LogStartUnknown() || l.StartOffset() != base {
+				t.Fatalf("after a reopen: unknown %v, local start %d; want still unknown at %d", l.LogStartUnknown(), l.StartOffset(), base)
+			}
+			mustDo(t, l.ResolveLogStartOffset(3))
+			mustDo(t, l.ResolveLogStartOffset(1)) // settled: no change
+			mustDo(t, s.Close())
+			s = openStore(t, dir, nil)
+			defer s.Close()
+			el, err = s.OpenLog(tp, testCfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := el.(*Log); l.LogStartOffset() != 3 || l.LogStartUnknown() || l.StartOffset() != base {
+				t.Fatalf("settled at 3: log start %d (unknown %v), local start %d", l.LogStartOffset(), l.LogStartUnknown(), l.StartOffset())
+			}
+		})
 	}
 }

@@ -455,7 +455,11 @@ func (s *Store) forget(l *Log) {
 		delete(s.logs, l.id)
 		rp, end := l.RecoveryPoint(), l.EndOffset()
 		s.recoveryPoints[l.id] = rp
-		s.startOffsets[l.id] = l.LogStartOffset()
+		if ls := l.checkpointedLogStart(); ls >= 0 {
+			s.startOffsets[l.id] = ls
+		} else {
+			delete(s.startOffsets, l.id)
+		}
 		if l.failure() != nil {
 			s.unrecovered[l.id] = true
 		} else if rp < end {
@@ -501,12 +505,17 @@ func (s *Store) offsets(saved map[engine.PartitionID]int64, get func(*Log) int64
 }
 
 // checkpointStartOffsets writes log-start-offset-checkpoint: each log's
-// log start offset, below its first local offset for a tiered log
-// (logstart.go).
+// log start offset, below its first local offset for a tiered log, none
+// for a log whose log start is unknown (logstart.go).
 func (s *Store) checkpointStartOffsets() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	m := s.offsets(s.startOffsets, (*Log).LogStartOffset)
+	m := s.offsets(s.startOffsets, (*Log).checkpointedLogStart)
+	for id, o := range m {
+		if o < 0 {
+			delete(m, id)
+		}
+	}
 	return writeOffsetCheckpoint(filepath.Join(s.dir, logStartOffsetFile), m)
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -114,4 +116,49 @@ func nextRemoteStart(starts map[string]int, v int64) int64 {
 		}
 	}
 	return next
+}
+
+// TestTieredLostLogStartCheckpoint: a tiered topic's broker restarted
+// with its log-start-offset-checkpoint damaged (the log start offset below
+// the local log start lost) answers the remote tier's first offset as the
+// log start, serves every record from offset 0, and its task deletes no
+// remote segment: a lost checkpoint never turns remote records into
+// deleted ones. The start it settles on survives the next restart.
+func TestTieredLostLogStartCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	b := startTiered(t, dir)
+	const topic, n = "lostckpt", 200
+	cl := mustClient(t, b.addr)
+	res, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	if local, _ := listOffset(t, cl, topic, -4); local <= 0 {
+		t.Fatalf("local start %d: want records only remote", local)
+	}
+	before, _ := b.remoteLogStarts(t)
+	cl.Close()
+	b.close()
+	if err := os.WriteFile(filepath.Join(dir, "logs", "log-start-offset-checkpoint"), []byte("0\n7\ntorn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, when := range []string{"after the damaged checkpoint", "after another restart"} {
+		b = startTiered(t, dir)
+		cl = mustClient(t, b.addr)
+		if off, code := listOffset(t, cl, topic, -2); off != 0 || code != 0 {
+			t.Fatalf("%s: earliest %d (code %d), want the remote start 0", when, off, code)
+		}
+		b.s.tiered.RunOnce()
+		if after, _ := b.remoteLogStarts(t); len(after) != len(before) {
+			t.Fatalf("%s: %d remote segments after the task, %d before", when, len(after), len(before))
+		}
+		consumeAll(t, b.addr, topic, n)
+		cl.Close()
+		b.close()
+	}
 }

@@ -562,6 +562,10 @@ func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg T
 			return err
 		}
 		end = rs.end
+		// Settles a log start the log lost (read.go).
+		if _, err := logStartOf(p, &rs); err != nil {
+			return err
+		}
 	}
 	segs := c.InactiveSegments()
 	var inactive int64
@@ -613,7 +617,10 @@ func (m *Manager) remoteRetention(tp TopicIDPartition, p *replica.Partition, tg 
 	cfg := p.Log()
 	total := rs.bytes + localOnlyBytes(cfg, rs.end)
 	retMs := m.rmTopicRetention(tp)
-	logStart := p.LogStart()
+	logStart, err := logStartOf(p, &rs) // read.go
+	if err != nil {
+		return err
+	}
 	for _, s := range rs.segs {
 		byTime := retMs.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < m.now().UnixMilli()-retMs.RetentionMs.Milliseconds()
 		bySize := retMs.RetentionBytes >= 0 && total-s.SizeInBytes >= retMs.RetentionBytes

@@ -252,11 +252,34 @@ func (m *Manager) LogStart(t *replica.Topic, p *replica.Partition) (start, local
 	if err != nil {
 		return local, local, err
 	}
+	start, err = logStartOf(p, &rs)
+	return start, local, err
+}
+
+// logStartOf is LogStart of tiered partition p whose finished remote
+// segments rs summarizes.
+func logStartOf(p *replica.Partition, rs *remoteState) (int64, error) {
+	local := p.LogStartOffset()
 	held := local
 	if rs.start >= 0 && rs.start < local {
 		held = rs.start
 	}
-	return max(p.LogStart(), held), local, nil
+	if p.LogStartUnknown() {
+		// The log lost its checkpointed log start (a damaged or missing
+		// log-start-offset-checkpoint): the remote tier's first record
+		// is the safe answer (Kafka reads 0, raised by the remote log
+		// manager); never the local start, which would make remote
+		// retention delete what is below it. Settled durably once
+		// something remote is known (not while the cluster's metadata
+		// view may still lack it).
+		if rs.start >= 0 && rs.start < local {
+			if err := p.ResolveLogStart(rs.start); err != nil {
+				return local, err
+			}
+		}
+		return held, nil
+	}
+	return max(p.LogStart(), held), nil
 }
 
 // DeleteRecords moves the log start offset of tiered partition p to
