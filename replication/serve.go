@@ -85,6 +85,14 @@ func (p *Partition) HandleReplicaFetch(replicaID, currentLeaderEpoch int32, fetc
 	}
 	res.Records = sl
 	res.LogStartOffset, res.LogEndOffset = p.LogStart(), p.log.EndOffset()
+	if p.LogStartUnknown() {
+		// Lost with a damaged checkpoint and not settled yet by the
+		// remote log manager: LogStart is only the local start, which
+		// followers must not raise theirs to (it may lie above records
+		// the remote tier holds). An out-of-range answer above keeps it,
+		// for a follower to restart at.
+		res.LogStartOffset = -1
+	}
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -266,5 +267,68 @@ func TestFollowerKeepsLeaderLogStartBelowLocal(t *testing.T) {
 	c.elect(2, 2, 2)
 	if got := follower.LogStart(); got != 4 {
 		t.Fatalf("new leader's log start %d, want 4", got)
+	}
+}
+
+// lostStartLog is a segment log whose log start offset was lost (as a
+// damaged log-start-offset-checkpoint leaves it) and not settled.
+type lostStartLog struct {
+	engine.Log
+	logStarter
+}
+
+func (lostStartLog) LogStartUnknown() bool { return true }
+
+// TestUnknownLogStartNotFollowed: a leader whose log lost its log start
+// offset (segment.Log.LogStartUnknown: a damaged checkpoint the remote log
+// manager has not settled yet) answers its followers' fetches with no log
+// start (-1), not its local start, which may lie above records the remote
+// tier holds: a follower keeps its own log start below it. An out-of-range
+// answer still carries the local start, for a follower to restart at. A
+// leader whose log start is known answers it, below its local start.
+func TestUnknownLogStartNotFollowed(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost=%v", lost), func(t *testing.T) {
+			l, err := openStore(t, "segment").CreateLog(testID, engine.LogConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log engine.Log = l
+			if lost {
+				log = lostStartLog{l, l.(logStarter)}
+			}
+			p, err := NewPartition(log, Options{Topic: testID.Topic, Partition: testID.Partition, BrokerID: 1, Logger: quietLogger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if err := p.MakeLeader(LeaderAndIsr{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2}}); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 4; i++ {
+				if _, err := p.Append(ctx, batch(-1, 0, -1, 2), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.DeleteLocalBefore(6); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.RaiseLogStart(2); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(2)
+			if lost {
+				want = -1
+			}
+			res, err := p.HandleReplicaFetch(2, 1, 8, 1<<20, time.Now())
+			if err != nil || res.LogStartOffset != want {
+				t.Fatalf("fetch answer: log start %d, %v; want %d", res.LogStartOffset, err, want)
+			}
+			res.Records.Release()
+			res, err = p.HandleReplicaFetch(2, 1, 3, 1<<20, time.Now())
+			if !errors.Is(err, engine.ErrOffsetOutOfRange) || res.LogStartOffset != p.LogStart() {
+				t.Fatalf("fetch below the local start: log start %d, %v; want %d and out of range", res.LogStartOffset, err, p.LogStart())
+			}
+		})
 	}
 }
