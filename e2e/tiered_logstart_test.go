@@ -169,28 +169,147 @@ func remoteSegmentStarts(t *testing.T, root string) []int64 {
 }
 
 // fetchCodeAt fetches topic-0 at offset from broker id as a consumer and
-// returns the partition's error code, retrying a remote read still in
-// progress (no records, no error) a bounded number of times.
+// returns the partition's error code (fetchCodeVia).
 func (c *testCluster) fetchCodeAt(id int32, topic string, offset int64) int16 {
 	c.t.Helper()
-	id16 := c.topicID(topic)
+	return fetchCodeVia(c.t, func(req kmsg.Request) kmsg.Response { return c.requestTo(id, req) }, topic, c.topicID(topic), offset)
+}
+
+// fetchCodeVia fetches topic-0 (id topicID) at offset as a consumer
+// through send and returns the partition's error code, retrying a remote
+// read still in progress (no records, no error) a bounded number of
+// times.
+func fetchCodeVia(t *testing.T, send func(kmsg.Request) kmsg.Response, topic string, topicID [16]byte, offset int64) int16 {
+	t.Helper()
 	for i := 0; ; i++ {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic, id16
+		rt.Topic, rt.TopicID = topic, topicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, 1<<20, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp := c.requestTo(id, req).(*kmsg.FetchResponse)
+		resp := send(req).(*kmsg.FetchResponse)
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			c.t.Fatalf("fetch answer for %d topics", len(resp.Topics))
+			t.Fatalf("fetch answer for %d topics", len(resp.Topics))
 		}
 		p := resp.Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || len(p.RecordBatches) > 0 || i == 100 {
 			return p.ErrorCode
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestTieredLogStartSurvivesSIGKILL (KIP-405) on a single node: the log
+// start offset DeleteRecords moved below the local log start of a tiered
+// topic is durable when DeleteRecords answers: after a SIGKILL and a
+// restart ListOffsets earliest answers it, a fetch below it is
+// OFFSET_OUT_OF_RANGE, and the remote segments wholly below it are
+// deleted.
+func TestTieredLogStartSurvivesSIGKILL(t *testing.T) {
+	testenv.NeedsProcess(t, "a sluice broker")
+	remoteDir := filepath.Join(t.TempDir(), "remote")
+	b := startBroker(t, t.TempDir(),
+		"remote.log.storage.system.enable=true",
+		"rsm.config.dir="+remoteDir,
+		"remote.log.manager.task.interval.ms=200",
+	)
+	const topic = "tierkill"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(16<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cl.Close() }()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("131072"),
+		"segment.bytes":         kadm.StringPtr("65536"),
+	}, topic)
+	cancel()
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	for i := 0; i < 1024; i += 64 {
+		var recs []*kgo.Record
+		for j := i; j < i+64; j++ {
+			recs = append(recs, &kgo.Record{Value: tieredValue(j)})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatalf("produce: %v\n%s", err, b.logText())
+		}
+	}
+	waitUntil(t, 2*time.Minute, "the local log start past 300", func() bool { return listOffsetV8(t, cl, topic, -4) > 300 })
+	start := listOffsetV8(t, cl, topic, -4) / 2
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	rs, err := adm.DeleteRecords(ctx, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: start}}})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rs.Lookup(topic, 0); r.Err != nil || r.LowWatermark != start {
+		t.Fatalf("delete records before %d: low watermark %d, %v", start, r.LowWatermark, r.Err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	td, err := adm.ListTopics(ctx, topic)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := td[topic].ID
+	cl.Close()
+
+	b.kill()
+	b.restart()
+	cl, err = kgo.NewClient(kgo.SeedBrokers(b.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, time.Minute, "the restarted broker to answer ListOffsets earliest", func() bool { return listOffsetV8(t, cl, topic, -2) >= 0 })
+	if got := listOffsetV8(t, cl, topic, -2); got != start {
+		t.Fatalf("earliest after SIGKILL and restart %d, want the log start %d", got, start)
+	}
+	send := func(req kmsg.Request) kmsg.Response {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := cl.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+		return resp
+	}
+	if code := fetchCodeVia(t, send, topic, id, start-1); code != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch below the log start after the restart: code %d, want OFFSET_OUT_OF_RANGE", code)
+	}
+	if code := fetchCodeVia(t, send, topic, id, start); code != 0 {
+		t.Fatalf("fetch at the log start after the restart: code %d", code)
+	}
+	waitUntil(t, 2*time.Minute, "the remote segments wholly below the log start deleted", func() bool {
+		starts := remoteSegmentStarts(t, remoteDir)
+		for i := 0; i+1 < len(starts); i++ {
+			if starts[i+1] <= start {
+				return false
+			}
+		}
+		return len(starts) > 0
+	})
+}
+
+// waitUntil retries try every 200 ms for at most within (bounded; it
+// asserts nothing about how long it took).
+func waitUntil(t *testing.T, within time.Duration, what string, try func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !try() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not so after %v: %s", within, what)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
