@@ -1,5 +1,7 @@
 package segment
 
+import "github.com/sluice/sluice/engine"
+
 // The log start offset of a tiered log (KIP-405).
 //
 // Kafka's UnifiedLog has two starts: logStartOffset, the first offset a
@@ -165,4 +167,36 @@ func (l *Log) TruncateFullyAndStartAtWithLogStart(offset, logStart int64) error 
 	}
 	// The recovery point moved (see Truncate).
 	return l.store.checkpointRecoveryPoints()
+}
+
+// CopyLogStartOffset gives l the log start offset of src, the log it is a
+// copy of (a replica moving to another log dir, Kafka's future log): kept
+// below l's local start as src keeps it below its own, unknown if src's
+// is; a log of another backend, or none below, leaves l's log start at
+// its local start. It writes log-start-offset-checkpoint when the value
+// changed. Unlike RaiseLogStartOffset it may lower it: the copy restarts
+// and deletes as src's local log did, which drops it (DeleteBefore).
+func (l *Log) CopyLogStartOffset(src engine.Log) error {
+	want := int64(-1)
+	if s, ok := src.(*Log); ok {
+		want = s.logStart.Load()
+	}
+	l.appendMu.Lock()
+	if l.closed.Load() {
+		l.appendMu.Unlock()
+		return errClosedLog
+	}
+	if err := l.failure(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
+	if want >= l.start.Load() {
+		want = -1
+	}
+	changed := l.logStart.Swap(want) != want
+	l.appendMu.Unlock()
+	if !changed {
+		return nil
+	}
+	return l.store.checkpointStartOffsets()
 }
