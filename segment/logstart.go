@@ -16,10 +16,11 @@ import "github.com/sluice/sluice/engine"
 // logStart (LogStartOffset), which is -1 unless the log's owner set it
 // below start (DeleteLocalBefore, which moves only the local start and
 // keeps the log start below it; RaiseLogStartOffset raises it;
-// TruncateFullyAndStartAtWithLogStart restarts the log with one). The
-// checkpoint holds LogStartOffset, so a value below
-// the first segment's base on load is the log start of a tiered log and
-// is kept (loadLogStart). Everything that moves the log start itself
+// TruncateFullyAndStartAtWithLogStart restarts the log with one;
+// CopyLogStartOffset copies it to a log moving to another dir). The
+// checkpoint holds LogStartOffset, so a value below the first segment's
+// base on load is the log start of a tiered log and is kept
+// (loadLogStart). Everything that moves the log start itself
 // (DeleteBefore, retention, a restart) sets logStart back to -1: a log
 // whose owner never sets it, every log not tiered, checkpoints and loads
 // exactly as before. A value below the first base left by a crash between
