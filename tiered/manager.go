@@ -595,7 +595,13 @@ func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg T
 	}
 	// Only the local start moves: the log start stays where it is,
 	// below, on every replica (Kafka's maybeIncrementLocalLogStartOffset).
-	if err := p.DeleteLocalBefore(cut); err != nil {
+	// With copy disabled this is the whole log's retention and the log
+	// start moves too (Kafka's incrementStartOffset then).
+	del := p.DeleteLocalBefore
+	if tg.CopyDisable {
+		del = log.DeleteBefore
+	}
+	if err := del(cut); err != nil {
 		return fmt.Errorf("tiered: local retention of %s: %w", tp, err)
 	}
 	m.log.Info("tiered: local retention deleted remote segments' local copies", "partition", tp.String(), "local_log_start_offset", cut)

@@ -279,6 +279,14 @@ func logStartOf(p *replica.Partition, rs *remoteState) (int64, error) {
 		}
 		return held, nil
 	}
+	if rs.start < 0 {
+		// Nothing remote, as far as the metadata shows: either all of
+		// it was deleted, which raised the kept log start to the local
+		// one first (remoteRetention), or the view of a broker that just
+		// restarted has not loaded yet (tiered/topicmeta.go is ready and
+		// empty until it finds its topic): the kept log start stands.
+		return p.LogStart(), nil
+	}
 	return max(p.LogStart(), held), nil
 }
 
