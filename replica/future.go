@@ -344,6 +344,12 @@ func copyStep(src, dst engine.Log, maxBytes int) (caught, copied bool, err error
 			return false, false, err
 		}
 	}
+	// A tiered log's log start below its local start (segment/logstart.go).
+	if c, ok := dst.(interface{ CopyLogStartOffset(engine.Log) error }); ok {
+		if err := c.CopyLogStartOffset(src); err != nil {
+			return false, false, err
+		}
+	}
 	if de >= se {
 		return true, false, nil
 	}

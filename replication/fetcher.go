@@ -232,8 +232,12 @@ type fetchPart struct {
 	truncating bool
 	// tiered: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE; the
 	// next tierRound rebuilds the log from the remote tier.
-	tiered       bool
-	backoffUntil time.Time
+	tiered bool
+	// leaderLogStart is the log start offset of the leader's answer
+	// OFFSET_MOVED_TO_TIERED_STORAGE, which the rebuilt log takes (Kafka's
+	// fetchPartitionData.logStartOffset in TierStateMachine.start).
+	leaderLogStart int64
+	backoffUntil   time.Time
 	// refusals counts the partition's backoffs in a row; an answer
 	// applied without error resets it (see retryBackoff).
 	refusals int
@@ -649,7 +653,7 @@ func (f *fetcher) fetchRound() bool {
 		}
 	}()
 	for k, pd := range parts {
-		sp := sentPart{topicID: pd.p.TopicID(), fetchOffset: pd.p.LogEndOffset(), logStart: pd.p.LogStartOffset(),
+		sp := sentPart{topicID: pd.p.TopicID(), fetchOffset: pd.p.LogEndOffset(), logStart: pd.p.LogStart(),
 			leaderEpoch: pd.st.epoch, maxBytes: o.PartitionMaxBytes}
 		sent[k] = sp
 		names[sp.topicID] = k.topic
@@ -816,6 +820,7 @@ func (f *fetcher) applyFetch(pd pending, rp *kmsg.FetchResponseTopicPartition) {
 		return
 	case errors.Is(err, kerr.OffsetMovedToTieredStorage):
 		pd.st.tiered = true // tierRound, before the next fetch
+		pd.st.leaderLogStart = rp.LogStartOffset
 		return
 	default:
 		level := slog.LevelInfo
@@ -866,14 +871,26 @@ func wholeBatchesFrom(b []byte, offset int64) []byte {
 	return b[start:end]
 }
 
-// followLogStart moves a follower's log start up to the leader's (records
-// deleted on the leader by DeleteRecords or retention), never past its own
-// high watermark.
+// followLogStart raises a follower's log start offset to the leader's
+// (Kafka's maybeIncrementLogStartOffset with LeaderOffsetIncremented):
+// above the follower's local log start, the records below are deleted
+// (DeleteRecords or retention on the leader), never past the follower's
+// own high watermark; below it, on a tiered partition whose first records
+// are remote, only the log start is raised and checkpointed (RaiseLogStart),
+// so that this replica answers it once it leads. A leader's log start
+// below the follower's is never a reason to cut or restart its log.
 func (p *Partition) followLogStart(leaderStart int64) {
-	if leaderStart <= p.log.StartOffset() || p.isLeader.Load() {
+	if leaderStart <= p.LogStart() || p.isLeader.Load() {
 		return
 	}
-	if off := min(leaderStart, p.hw.Load()); off > p.log.StartOffset() {
+	local := p.log.StartOffset()
+	if leaderStart <= local {
+		if err := p.RaiseLogStart(leaderStart); err != nil {
+			p.opts.Logger.Warn("replication: following the leader's log start failed", "topic", p.opts.Topic, "partition", p.index, "offset", leaderStart, "err", err)
+		}
+		return
+	}
+	if off := min(leaderStart, p.hw.Load()); off > local {
 		if err := p.log.DeleteBefore(off); err != nil {
 			p.opts.Logger.Warn("replication: following the leader's log start failed", "topic", p.opts.Topic, "partition", p.index, "offset", off, "err", err)
 		}

@@ -466,8 +466,78 @@ func (p *Partition) ReadReplica(offset int64, maxBytes int) (zerocopy.Slice, err
 // HighWatermark returns the offset below which records are committed.
 func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
-// LogStartOffset returns the log's first offset.
+// LogStartOffset returns the log's first local offset (Kafka's
+// localLogStartOffset; see LogStart).
 func (p *Partition) LogStartOffset() int64 { return p.log.StartOffset() }
+
+// logStarter is a log that keeps a log start offset below its first local
+// offset (segment.Log): Kafka's logStartOffset of a tiered partition whose
+// first records are remote, persisted with the log
+// (log-start-offset-checkpoint).
+type logStarter interface {
+	LogStartOffset() int64
+	RaiseLogStartOffset(offset int64) error
+	DeleteLocalBefore(offset int64) error
+	TruncateFullyAndStartAtWithLogStart(offset, logStart int64) error
+	LogStartUnknown() bool
+	ResolveLogStartOffset(offset int64) error
+}
+
+// LogStart returns the log start offset (Kafka's logStartOffset):
+// LogStartOffset, or below it on a tiered partition whose first records
+// are remote, as DeleteLocalBefore, RaiseLogStart and a follower's fetches
+// left it. A follower's fetch answer carries it. Partitions not tiered,
+// and backends without a log start of their own, answer LogStartOffset.
+func (p *Partition) LogStart() int64 {
+	if ls, ok := p.log.(logStarter); ok {
+		return ls.LogStartOffset()
+	}
+	return p.log.StartOffset()
+}
+
+// RaiseLogStart raises the log start offset (LogStart) to offset when
+// that is above it and below the local log start (records deleted by
+// DeleteRecords or remote retention while the remote tier still holds
+// them), and makes it durable before returning. At or above the local
+// start, DeleteRecordsBefore moves it. A backend without a log start of
+// its own ignores it.
+func (p *Partition) RaiseLogStart(offset int64) error {
+	if ls, ok := p.log.(logStarter); ok {
+		return ls.RaiseLogStartOffset(offset)
+	}
+	return nil
+}
+
+// ResolveLogStart settles a log start offset the log lost (loaded
+// without a checkpointed one: segment.Log.LogStartUnknown) at offset, the
+// first record the remote tier holds, below the local log start, and
+// makes it durable; a known log start is left as it is. Until then
+// LogStart answers the local log start, and only the remote log manager,
+// which knows what is remote, may tell the two apart (LogStartUnknown).
+func (p *Partition) ResolveLogStart(offset int64) error {
+	if ls, ok := p.log.(logStarter); ok {
+		return ls.ResolveLogStartOffset(offset)
+	}
+	return nil
+}
+
+// LogStartUnknown reports whether the log lost its log start offset (see
+// ResolveLogStart).
+func (p *Partition) LogStartUnknown() bool {
+	ls, ok := p.log.(logStarter)
+	return ok && ls.LogStartUnknown()
+}
+
+// DeleteLocalBefore deletes the local records below offset but keeps the
+// log start offset where it is (Kafka's maybeIncrementLocalLogStartOffset:
+// a tiered partition's local retention of what is remote). A backend
+// without a log start of its own deletes them as DeleteBefore.
+func (p *Partition) DeleteLocalBefore(offset int64) error {
+	if ls, ok := p.log.(logStarter); ok {
+		return ls.DeleteLocalBefore(offset)
+	}
+	return p.log.DeleteBefore(offset)
+}
 
 // LogEndOffset returns the offset the next record will get.
 func (p *Partition) LogEndOffset() int64 { return p.log.EndOffset() }

@@ -38,8 +38,11 @@ type ReplicaFetchResult struct {
 	// Records are whole batches from the fetch offset up to the log end
 	// (at least one batch when there is one, KIP-74); empty when the
 	// follower is caught up. The caller must Release it.
-	Records        zerocopy.Slice
-	HighWatermark  int64
+	Records       zerocopy.Slice
+	HighWatermark int64
+	// LogStartOffset is the log start offset (Partition.LogStart: below
+	// the local log start on a tiered partition), which the follower
+	// raises its own to.
 	LogStartOffset int64
 	LogEndOffset   int64
 }
@@ -72,16 +75,24 @@ func (p *Partition) HandleReplicaFetch(replicaID, currentLeaderEpoch int32, fetc
 		}
 		return res, fmt.Errorf("%w: %s-%d: broker %d is not a replica", ErrNotLeader, p.opts.Topic, p.index, replicaID)
 	case err != nil: // the offset is out of range
-		res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.log.StartOffset(), p.log.EndOffset(), hw
+		res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.LogStart(), p.log.EndOffset(), hw
 		return res, err
 	}
-	res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.log.StartOffset(), p.log.EndOffset(), hw
+	res.LogStartOffset, res.LogEndOffset, res.HighWatermark = p.LogStart(), p.log.EndOffset(), hw
 	sl, err := p.log.Read(fetchOffset, maxBytes, -1)
 	if err != nil {
 		return res, err
 	}
 	res.Records = sl
-	res.LogStartOffset, res.LogEndOffset = p.log.StartOffset(), p.log.EndOffset()
+	res.LogStartOffset, res.LogEndOffset = p.LogStart(), p.log.EndOffset()
+	if p.LogStartUnknown() {
+		// Lost with a damaged checkpoint and not settled yet by the
+		// remote log manager: LogStart is only the local start, which
+		// followers must not raise theirs to (it may lie above records
+		// the remote tier holds). An out-of-range answer above keeps it,
+		// for a follower to restart at.
+		res.LogStartOffset = -1
+	}
 	return res, nil
 }
 

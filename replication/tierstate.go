@@ -62,6 +62,13 @@ type RemoteAuxState struct {
 	// package's snapshot format (the segment backend's .snapshot file);
 	// nil when the segment had none.
 	ProducerSnapshot []byte
+	// LogStartOffset is the leader's log start offset, below NextOffset on
+	// a tiered partition: the rebuilt log keeps it (Kafka's
+	// truncateFullyAndStartAt(nextOffset, leaderLogStartOffset)), so that
+	// records the leader deleted stay deleted here, also once this
+	// replica leads. < 0: none (the log start is NextOffset). The fetcher
+	// sets it from the leader's OFFSET_MOVED_TO_TIERED_STORAGE answer.
+	LogStartOffset int64
 }
 
 // RestartFromRemote empties a follower's log and restarts it at
@@ -83,7 +90,11 @@ func (p *Partition) RestartFromRemote(aux RemoteAuxState) error {
 		return fmt.Errorf("%w: the %T log cannot restart at %d", engine.ErrOffsetOutOfRange, p.log, aux.NextOffset)
 	}
 	end := p.log.EndOffset()
-	if err := ft.TruncateFullyAndStartAt(aux.NextOffset); err != nil {
+	restart := ft.TruncateFullyAndStartAt
+	if ls, ok := p.log.(logStarter); ok {
+		restart = func(offset int64) error { return ls.TruncateFullyAndStartAtWithLogStart(offset, aux.LogStartOffset) }
+	}
+	if err := restart(aux.NextOffset); err != nil {
 		return fmt.Errorf("replication: restart %s-%d at %d: %w", p.opts.Topic, p.index, aux.NextOffset, err)
 	}
 	var errs []error
@@ -100,7 +111,7 @@ func (p *Partition) RestartFromRemote(aux RemoteAuxState) error {
 		}
 	}
 	p.afterTruncate(end)
-	p.opts.Logger.Warn("replication: follower log rebuilt from the remote tier", "topic", p.opts.Topic, "partition", p.index, "offset", aux.NextOffset, "old_end", end, "epochs", len(aux.Epochs), "producer_snapshot", len(aux.ProducerSnapshot) > 0)
+	p.opts.Logger.Warn("replication: follower log rebuilt from the remote tier", "topic", p.opts.Topic, "partition", p.index, "offset", aux.NextOffset, "log_start_offset", p.LogStart(), "old_end", end, "epochs", len(aux.Epochs), "producer_snapshot", len(aux.ProducerSnapshot) > 0)
 	return errors.Join(errs...)
 }
 
@@ -195,6 +206,7 @@ func (f *fetcher) rebuildFromRemote(pd pending, starts map[tp]int64) {
 		f.backoff(pd.st)
 		return
 	}
+	aux.LogStartOffset = pd.st.leaderLogStart
 	if err := p.RestartFromRemote(aux); err != nil {
 		f.m.logger.Warn("replication: rebuilding from the remote tier failed", "topic", p.Topic(), "partition", p.Index(), "offset", aux.NextOffset, "err", err)
 		f.backoff(pd.st)

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -189,6 +190,144 @@ func TestFollowerRebuildsFromRemoteTier(t *testing.T) {
 			}
 			if _, err := follower.Append(ctx, batch(7, 0, 5, 1), 1); err != nil {
 				t.Fatalf("producer 7 sequence 5: %v", err)
+			}
+		})
+	}
+}
+
+// TestFollowerKeepsLeaderLogStartBelowLocal (KIP-405): the leader of a
+// tiered partition keeps its log start offset below its local log start
+// (records deleted by DeleteRecords while the remote tier still holds
+// them). A follower rebuilt from the remote tier takes that log start from
+// the leader's OFFSET_MOVED_TO_TIERED_STORAGE answer; a later raise on the
+// leader reaches it through the fetch answers' log start, which it
+// checkpoints without cutting or restarting its local log; it answers it
+// once it leads.
+func TestFollowerKeepsLeaderLogStartBelowLocal(t *testing.T) {
+	c := newTestCluster(t, "segment")
+	leader := addRawBroker(c, 1)
+	follower := addRawBroker(c, 2)
+	remote := &fakeRemote{}
+	var listed []int64
+	c.mu.Lock()
+	c.fetchers[2] = NewFetcherManager(FetcherOptions{
+		BrokerID: 2, Logger: quietLogger, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond,
+		Send: tieredSend(c, 2, 0, &listed), RemoteLog: remote,
+	})
+	c.t.Cleanup(c.fetchers[2].Close)
+	c.mu.Unlock()
+
+	c.setDown(2, true)
+	c.elect(1, 1, 1)
+	for i := 0; i < 4; i++ {
+		if _, err := leader.Append(ctx, batch(-1, 0, -1, 2), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remote.aux = RemoteAuxState{NextOffset: 6, Epochs: []engine.EpochEntry{{Epoch: 1, StartOffset: 0}}}
+	// Local retention of what is remote, then DeleteRecords below the
+	// local start: the log start stays below it.
+	if err := leader.DeleteLocalBefore(6); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.RaiseLogStart(2); err != nil {
+		t.Fatal(err)
+	}
+	if got, local := leader.LogStart(), leader.LogStartOffset(); got != 2 || local != 6 {
+		t.Fatalf("leader log start %d, local %d; want 2 and 6", got, local)
+	}
+
+	c.setDown(2, false)
+	waitFor(t, "the follower to rebuild and catch up", func() bool {
+		return follower.LogEndOffset() == 8 && follower.LogStartOffset() == 6
+	})
+	waitFor(t, "the follower to take the leader's log start", func() bool { return follower.LogStart() == 2 })
+
+	// The leader raises its log start, still below both local starts.
+	if err := leader.RaiseLogStart(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Append(ctx, batch(-1, 0, -1, 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the follower to follow the leader's log start to 4", func() bool {
+		return follower.LogStart() == 4 && follower.LogEndOffset() == 9
+	})
+	if got := follower.LogStartOffset(); got != 6 {
+		t.Fatalf("follower local log start %d after following a log start below it, want 6 (not cut)", got)
+	}
+	remote.mu.Lock()
+	asked := len(remote.got)
+	remote.mu.Unlock()
+	if asked != 1 {
+		t.Fatalf("follower rebuilt %d times, want once", asked)
+	}
+
+	// The follower leads and answers the log start.
+	c.elect(2, 2, 2)
+	if got := follower.LogStart(); got != 4 {
+		t.Fatalf("new leader's log start %d, want 4", got)
+	}
+}
+
+// lostStartLog is a segment log whose log start offset was lost (as a
+// damaged log-start-offset-checkpoint leaves it) and not settled.
+type lostStartLog struct {
+	engine.Log
+	logStarter
+}
+
+func (lostStartLog) LogStartUnknown() bool { return true }
+
+// TestUnknownLogStartNotFollowed: a leader whose log lost its log start
+// offset (segment.Log.LogStartUnknown: a damaged checkpoint the remote log
+// manager has not settled yet) answers its followers' fetches with no log
+// start (-1), not its local start, which may lie above records the remote
+// tier holds: a follower keeps its own log start below it. An out-of-range
+// answer still carries the local start, for a follower to restart at. A
+// leader whose log start is known answers it, below its local start.
+func TestUnknownLogStartNotFollowed(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost=%v", lost), func(t *testing.T) {
+			l, err := openStore(t, "segment").CreateLog(testID, engine.LogConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log engine.Log = l
+			if lost {
+				log = lostStartLog{l, l.(logStarter)}
+			}
+			p, err := NewPartition(log, Options{Topic: testID.Topic, Partition: testID.Partition, BrokerID: 1, Logger: quietLogger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if err := p.MakeLeader(LeaderAndIsr{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2}}); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 4; i++ {
+				if _, err := p.Append(ctx, batch(-1, 0, -1, 2), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.DeleteLocalBefore(6); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.RaiseLogStart(2); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(2)
+			if lost {
+				want = -1
+			}
+			res, err := p.HandleReplicaFetch(2, 1, 8, 1<<20, time.Now())
+			if err != nil || res.LogStartOffset != want {
+				t.Fatalf("fetch answer: log start %d, %v; want %d", res.LogStartOffset, err, want)
+			}
+			res.Records.Release()
+			res, err = p.HandleReplicaFetch(2, 1, 3, 1<<20, time.Now())
+			if !errors.Is(err, engine.ErrOffsetOutOfRange) || res.LogStartOffset != p.LogStart() {
+				t.Fatalf("fetch below the local start: log start %d, %v; want %d and out of range", res.LogStartOffset, err, p.LogStart())
 			}
 		})
 	}

@@ -53,6 +53,12 @@ import (
 //	| <topic> <partition> <offset>  |  count lines, space separated
 //	+-------------------------------+
 //
+//	log-start-offset-checkpoint holds each log's log start offset, Kafka's
+//	logStartOffset: for a tiered log (KIP-405) it may lie below the first
+//	local segment (the first records are remote), and the local start is
+//	then that segment's base; a log whose start is unknown (loaded with no
+//	entry) has none (logstart.go).
+//
 //	leader-epoch-checkpoint, one per partition dir:
 //	+-------------------------------+
 //	| 0                             |  version

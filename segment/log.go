@@ -66,7 +66,10 @@ type Log struct {
 	epochs  *engine.EpochCache // REQUIRES: epochMu
 
 	start atomic.Int64 // log start offset
-	end   atomic.Int64 // log end offset, published after each write
+	// logStart is Kafka's logStartOffset when it lies below start (a
+	// tiered log whose first records are remote; logstart.go), else -1.
+	logStart atomic.Int64
+	end      atomic.Int64 // log end offset, published after each write
 
 	syncer syncer
 	bg     sync.WaitGroup // background flushes started by roll
@@ -546,6 +549,7 @@ func (l *Log) restartAtLocked(offset int64) error {
 	old := l.segs
 	l.segs = []*segment{ns}
 	l.start.Store(offset)
+	l.logStart.Store(-1)
 	l.end.Store(offset)
 	l.mu.Unlock()
 	for i := len(old) - 1; i >= 0; i-- {
@@ -590,8 +594,13 @@ func (l *Log) cutEpochs(cut func(*engine.EpochCache) bool) error {
 }
 
 // DeleteBefore implements engine.Log.DeleteBefore: the start offset moves
-// now (and is checkpointed); segments entirely below it are deleted.
-func (l *Log) DeleteBefore(offset int64) error {
+// now (and is checkpointed), the log start offset kept below it, if any,
+// with it (logstart.go); segments entirely below it are deleted.
+func (l *Log) DeleteBefore(offset int64) error { return l.deleteBefore(offset, false) }
+
+// deleteBefore is DeleteBefore; with local, the log start offset below the
+// local one stays where it is (DeleteLocalBefore, logstart.go).
+func (l *Log) deleteBefore(offset int64, local bool) error {
 	l.appendMu.Lock()
 	if l.closed.Load() {
 		l.appendMu.Unlock()
@@ -609,6 +618,7 @@ func (l *Log) DeleteBefore(offset int64) error {
 		l.appendMu.Unlock()
 		return nil
 	}
+	l.moveLogStartLocked(local)
 	l.start.Store(offset)
 	k := 0
 	for k+1 < len(l.segs) && l.segs[k+1].base <= offset {
@@ -646,6 +656,7 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 		if b := l.segs[k].base; b > start {
 			start = b
 			l.start.Store(b)
+			l.logStart.Store(-1)
 		}
 		err = l.deleteSegmentsLocked(k, start)
 	}

@@ -114,6 +114,8 @@ func (s *Store) loadLog(id engine.PartitionID, cfg engine.LogConfig) (*Log, erro
 	end := l.active().next
 	l.end.Store(end)
 	l.start.Store(start)
+	ck, ok := s.startOffsets[id]
+	l.loadLogStart(ck, ok) // logstart.go
 	// The recovery point is what is known durable: the checkpointed one
 	// (the log end after a clean shutdown), never raised by loading.
 	// What recovery validated is not fsynced here: it is on disk once a

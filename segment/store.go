@@ -314,6 +314,7 @@ func (s *Store) newLog(id engine.PartitionID, cfg engine.LogConfig) *Log {
 	l := &Log{store: s, id: id, dir: s.logDir(id), cfg: engine.ShareLogConfig(normalize(cfg))}
 	l.syncer.cond.L = &l.syncer.mu
 	l.epochs = engine.NewEpochCache(nil)
+	l.logStart.Store(-1)
 	return l
 }
 
@@ -454,7 +455,11 @@ func (s *Store) forget(l *Log) {
 		delete(s.logs, l.id)
 		rp, end := l.RecoveryPoint(), l.EndOffset()
 		s.recoveryPoints[l.id] = rp
-		s.startOffsets[l.id] = l.StartOffset()
+		if ls := l.checkpointedLogStart(); ls >= 0 {
+			s.startOffsets[l.id] = ls
+		} else {
+			delete(s.startOffsets, l.id)
+		}
 		if l.failure() != nil {
 			s.unrecovered[l.id] = true
 		} else if rp < end {
@@ -499,11 +504,18 @@ func (s *Store) offsets(saved map[engine.PartitionID]int64, get func(*Log) int64
 	return m
 }
 
-// checkpointStartOffsets writes log-start-offset-checkpoint.
+// checkpointStartOffsets writes log-start-offset-checkpoint: each log's
+// log start offset, below its first local offset for a tiered log, none
+// for a log whose log start is unknown (logstart.go).
 func (s *Store) checkpointStartOffsets() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	m := s.offsets(s.startOffsets, (*Log).StartOffset)
+	m := s.offsets(s.startOffsets, (*Log).checkpointedLogStart)
+	for id, o := range m {
+		if o < 0 {
+			delete(m, id)
+		}
+	}
 	return writeOffsetCheckpoint(filepath.Join(s.dir, logStartOffsetFile), m)
 }
 

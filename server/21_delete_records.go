@@ -10,7 +10,14 @@ package server
 // OFFSET_OUT_OF_RANGE. The answer's low watermark is the new log start
 // offset; the space below it is reclaimed by the backend when it can. Only
 // the partition's leader serves it (NOT_LEADER_OR_FOLLOWER elsewhere); in
-// cluster mode the followers' logs follow the leader's start offset.
+// cluster mode the followers' logs follow the leader's start offset. On a
+// tiered topic the offset may lie below the local log start, in the remote
+// tier (deleteRecordsRemote, tiered.go): the log start is then kept below
+// the local one, in log-start-offset-checkpoint on every replica (the
+// followers take it from their fetch answers), so a restart or a leader
+// change keeps the records deleted, and the remote log manager deletes the
+// remote segments below it. Unlike Kafka's DelayedDeleteRecords, the
+// answer does not wait for the followers to reach the new start.
 //
 // An internal topic (__consumer_offsets, __transaction_state) is
 // INVALID_TOPIC_EXCEPTION for every principal, super users included, as in

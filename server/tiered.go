@@ -156,8 +156,9 @@ func (s *Server) remoteDeletion(topic string, ps kmsg.StopReplicaRequestTopicPar
 // deleteRecordsRemote moves the log start offset of a tiered partition
 // to offset (-1: low, the local log start DeleteRecordsBefore left, which
 // is then the high watermark) after its local log applied a DeleteRecords,
-// and returns the new log start: below the local log start only the
-// remote log manager knows it. Other partitions answer low.
+// and returns the new log start, which may lie below the local log start
+// (tiered.Manager.DeleteRecords keeps it durably with the log). Other
+// partitions answer low.
 func (s *Server) deleteRecordsRemote(p *replica.Partition, offset, low int64) (int64, error) {
 	if s.tiered == nil {
 		return low, nil
@@ -177,8 +178,9 @@ func (s *Server) deleteRecordsRemote(p *replica.Partition, offset, low int64) (i
 }
 
 // remoteLogStart is the log start offset a fetch or ListOffsets -2
-// answers: the first remote offset of a tiered partition, else the local
-// log start.
+// answers: of a tiered partition the one it keeps (below the local log
+// start while the remote tier holds records; tiered.Manager.LogStart),
+// else the local log start.
 func (s *Server) remoteLogStart(p *replica.Partition) (start, local int64, err error) {
 	local = p.LogStartOffset()
 	if s.tiered == nil {

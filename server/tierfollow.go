@@ -19,15 +19,25 @@ var errOffsetMovedToTieredStorage = errors.New("server: offset moved to tiered s
 
 // movedToTiered turns a follower fetch's OFFSET_OUT_OF_RANGE (err) into
 // OFFSET_MOVED_TO_TIERED_STORAGE when the offset lies below the leader's
-// local log start but not below the remote log start of a tiered
-// partition, as Kafka's ReplicaManager.readFromLog answers a follower
-// (consumers are served from the remote tier instead: fetchTiered).
+// local log start but not below the log start of a tiered partition, as
+// Kafka's ReplicaManager.readFromLog answers a follower (consumers are
+// served from the remote tier instead: fetchTiered). The log start the
+// partition keeps (replication.Partition.LogStart) is enough, as in Kafka:
+// the remote log metadata view of a broker that just restarted may not
+// show what is remote yet.
 func (s *Server) movedToTiered(ft *fetchTarget, err error) error {
 	if s.tiered == nil || !errors.Is(err, engine.ErrOffsetOutOfRange) {
 		return err
 	}
-	start, local, serr := s.remoteLogStart(ft.p)
-	if serr != nil || ft.offset >= local || ft.offset < start {
+	t := s.rm.Topic(ft.p.Topic())
+	if t == nil || !s.tiered.TopicTiering(t).Enable {
+		return err
+	}
+	local, start := ft.p.LogStartOffset(), ft.p.LogStart()
+	if ts, _, serr := s.remoteLogStart(ft.p); serr == nil && ts < start {
+		start = ts // a log start lost with a damaged checkpoint (tiered.Manager.LogStart)
+	}
+	if ft.offset >= local || ft.offset < start {
 		return err
 	}
 	return fmt.Errorf("%w: %s-%d offset %d, remote log start %d, local log start %d", errOffsetMovedToTieredStorage, ft.p.Topic(), ft.p.Index(), ft.offset, start, local)

@@ -65,12 +65,6 @@ type Manager struct {
 	reader   reader
 	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
 	metrics  *remoteMetrics // Kafka's RemoteLogManager metrics (metrics.go)
-
-	// starts holds the log start offsets DeleteRecords set on tiered
-	// partitions (read.go): remote segments wholly below are deleted
-	// by the task, fetches below are out of range.
-	startsMu sync.Mutex
-	starts   map[TopicIDPartition]int64
 }
 
 // New returns a Manager, or an error when the remote storage cannot be
@@ -264,6 +258,10 @@ func (m *Manager) RunOnce() {
 			case tg.DeleteOnDisable:
 				if err := m.deletePartition(tp); err != nil {
 					m.log.Error("tiered: delete on disable failed", "partition", tp.String(), "err", err)
+				} else if err := p.RaiseLogStart(p.LogStartOffset()); err != nil {
+					// Nothing is remote any more: the log start is the
+					// local one again.
+					m.log.Error("tiered: resetting the log start on disable failed", "partition", tp.String(), "err", err)
 				}
 			}
 		}
@@ -564,6 +562,10 @@ func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg T
 			return err
 		}
 		end = rs.end
+		// Settles a log start the log lost (read.go).
+		if _, err := logStartOf(p, &rs); err != nil {
+			return err
+		}
 	}
 	segs := c.InactiveSegments()
 	var inactive int64
@@ -591,16 +593,27 @@ func (m *Manager) localRetention(tp TopicIDPartition, p *replica.Partition, tg T
 	if cut <= log.StartOffset() {
 		return nil
 	}
-	if err := log.DeleteBefore(cut); err != nil {
+	// Only the local start moves: the log start stays where it is,
+	// below, on every replica (Kafka's maybeIncrementLocalLogStartOffset).
+	// With copy disabled this is the whole log's retention and the log
+	// start moves too (Kafka's incrementStartOffset then).
+	del := p.DeleteLocalBefore
+	if tg.CopyDisable {
+		del = log.DeleteBefore
+	}
+	if err := del(cut); err != nil {
 		return fmt.Errorf("tiered: local retention of %s: %w", tp, err)
 	}
 	m.log.Info("tiered: local retention deleted remote segments' local copies", "partition", tp.String(), "local_log_start_offset", cut)
 	return nil
 }
 
-// remoteRetention deletes the oldest remote segments past the topic's
-// retention.ms (their largest timestamp) or retention.bytes (remote and
-// local-only bytes together), as Kafka's RLMExpirationTask.
+// remoteRetention deletes the oldest remote segments wholly below the log
+// start offset (DeleteRecords) or past the topic's retention.ms (their
+// largest timestamp) or retention.bytes (remote and local-only bytes
+// together), as Kafka's RLMExpirationTask, raising the log start past each
+// first (Kafka's handleLogStartOffsetUpdate), so that no fetch reads a
+// segment being deleted and the followers learn the new start.
 // REQUIRES: taskMu held.
 func (m *Manager) remoteRetention(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
 	rs, err := m.remote(tp)
@@ -610,15 +623,21 @@ func (m *Manager) remoteRetention(tp TopicIDPartition, p *replica.Partition, tg 
 	cfg := p.Log()
 	total := rs.bytes + localOnlyBytes(cfg, rs.end)
 	retMs := m.rmTopicRetention(tp)
-	logStart, _ := m.deletedStart(tp)
+	logStart, err := logStartOf(p, &rs) // read.go
+	if err != nil {
+		return err
+	}
 	for _, s := range rs.segs {
 		byTime := retMs.RetentionMs >= 0 && s.MaxTimestamp >= 0 && s.MaxTimestamp < m.now().UnixMilli()-retMs.RetentionMs.Milliseconds()
 		bySize := retMs.RetentionBytes >= 0 && total-s.SizeInBytes >= retMs.RetentionBytes
-		// Wholly below the log start DeleteRecords set (Kafka's
+		// Wholly below the log start (Kafka's
 		// isSegmentBreachByLogStartOffset).
 		byStart := s.EndOffset+1 <= logStart
 		if !byStart && (!retMs.DeletePolicy() || (!byTime && !bySize)) {
 			break
+		}
+		if err := p.RaiseLogStart(s.EndOffset + 1); err != nil {
+			return err
 		}
 		if err := m.deleteSegment(s); err != nil {
 			return err
@@ -658,7 +677,6 @@ func localOnlyBytes(log engine.Log, remoteEnd int64) int64 {
 
 // deletePartition deletes every remote segment of tp and its metadata.
 func (m *Manager) deletePartition(tp TopicIDPartition) error {
-	m.forgetStart(tp)
 	segs, err := m.meta.Segments(tp)
 	if err != nil {
 		return err

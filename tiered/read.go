@@ -237,8 +237,12 @@ func lookup(idx []byte, base, offset int64) int64 {
 }
 
 // LogStart returns the partition's log start offset counting the remote
-// tier (Kafka's logStartOffset: the first remote offset when there is
-// one), and its local log start.
+// tier (Kafka's logStartOffset) and its local log start. On a tiered
+// partition it is the log start the partition keeps with its log
+// (replication.Partition.LogStart: persisted in log-start-offset-checkpoint
+// on every replica, raised by DeleteRecords, remote retention and a
+// follower's fetches, kept by local retention), raised to the first offset
+// still held, remote or local: records below it are gone everywhere.
 func (m *Manager) LogStart(t *replica.Topic, p *replica.Partition) (start, local int64, err error) {
 	local = p.LogStartOffset()
 	if !m.TopicTiering(t).Enable {
@@ -248,23 +252,55 @@ func (m *Manager) LogStart(t *replica.Topic, p *replica.Partition) (start, local
 	if err != nil {
 		return local, local, err
 	}
-	start = local
+	start, err = logStartOf(p, &rs)
+	return start, local, err
+}
+
+// logStartOf is LogStart of tiered partition p whose finished remote
+// segments rs summarizes.
+func logStartOf(p *replica.Partition, rs *remoteState) (int64, error) {
+	local := p.LogStartOffset()
+	held := local
 	if rs.start >= 0 && rs.start < local {
-		start = rs.start
+		held = rs.start
 	}
-	if ds, ok := m.deletedStart(m.partitionOf(t, p.Index())); ok && ds > start {
-		start = min(ds, local)
+	if p.LogStartUnknown() {
+		// The log lost its checkpointed log start (a damaged or missing
+		// log-start-offset-checkpoint): the remote tier's first record
+		// is the safe answer (Kafka reads 0, raised by the remote log
+		// manager); never the local start, which would make remote
+		// retention delete what is below it. Settled durably once
+		// something remote is known (not while the cluster's metadata
+		// view may still lack it).
+		if rs.start >= 0 && rs.start < local {
+			if err := p.ResolveLogStart(rs.start); err != nil {
+				return local, err
+			}
+		}
+		return held, nil
 	}
-	return start, local, nil
+	if rs.start < 0 {
+		// Nothing remote, as far as the metadata shows: either all of
+		// it was deleted, which raised the kept log start to the local
+		// one first (remoteRetention), or the view of a broker that just
+		// restarted has not loaded yet (tiered/topicmeta.go is ready and
+		// empty until it finds its topic): the kept log start stands.
+		return p.LogStart(), nil
+	}
+	return max(p.LogStart(), held), nil
 }
 
 // DeleteRecords moves the log start offset of tiered partition p to
-// offset (a DeleteRecords the local log has applied; below the current
-// start it changes nothing) and returns the new start. Remote segments
-// wholly below it are deleted by the task (remoteRetention), as Kafka's
-// RLMExpirationTask; LogStart answers it at once, so that fetches below
-// are OFFSET_OUT_OF_RANGE and a consumer reset to earliest lands on it.
-// Of a topic not tiered it returns the local log start.
+// offset, after its local log applied the DeleteRecords (which moved it
+// already when offset is at or above the local log start; below, the
+// local log is untouched), and returns the new log start. The partition
+// keeps it durably (replication.Partition.RaiseLogStart), its followers
+// take it from their fetch answers, and it survives a restart or a leader
+// change: fetches below it are OFFSET_OUT_OF_RANGE, ListOffsets -2 answers
+// it, and the task deletes the remote segments wholly below it
+// (remoteRetention), as Kafka's RLMExpirationTask. Below the current start
+// it changes nothing. Of a topic not tiered it returns the local log
+// start.
 func (m *Manager) DeleteRecords(t *replica.Topic, p *replica.Partition, offset int64) (int64, error) {
 	start, local, err := m.LogStart(t, p)
 	if err != nil || !m.TopicTiering(t).Enable {
@@ -273,30 +309,12 @@ func (m *Manager) DeleteRecords(t *replica.Topic, p *replica.Partition, offset i
 	if offset <= start {
 		return start, nil
 	}
-	offset = min(offset, max(local, p.HighWatermark()))
-	m.startsMu.Lock()
-	defer m.startsMu.Unlock()
-	if m.starts == nil {
-		m.starts = make(map[TopicIDPartition]int64)
+	// At or above the local start this drops the log start kept below it.
+	if err := p.RaiseLogStart(offset); err != nil {
+		return -1, err
 	}
-	tp := m.partitionOf(t, p.Index())
-	m.starts[tp] = max(m.starts[tp], offset)
-	return m.starts[tp], nil
-}
-
-// deletedStart is the log start offset DeleteRecords set on tp, if any.
-func (m *Manager) deletedStart(tp TopicIDPartition) (int64, bool) {
-	m.startsMu.Lock()
-	defer m.startsMu.Unlock()
-	s, ok := m.starts[tp]
-	return s, ok
-}
-
-// forgetStart drops what DeleteRecords set on tp (its deletion).
-func (m *Manager) forgetStart(tp TopicIDPartition) {
-	m.startsMu.Lock()
-	defer m.startsMu.Unlock()
-	delete(m.starts, tp)
+	start, _, err = m.LogStart(t, p)
+	return start, err
 }
 
 // RemoteEnd returns the offset after the last remote record (Kafka's
@@ -467,20 +485,28 @@ func (m *Manager) OffsetForTimestamp(t *replica.Topic, p *replica.Partition, ts 
 	if !m.TopicTiering(t).Enable {
 		return 0, 0, false, nil
 	}
+	start, _, err := m.LogStart(t, p)
+	if err != nil {
+		return 0, 0, false, err
+	}
 	rs, err := m.remote(m.partitionOf(t, p.Index()))
 	if err != nil {
 		return 0, 0, false, err
 	}
 	for _, md := range rs.segs {
-		if md.MaxTimestamp < ts {
-			continue
+		if md.MaxTimestamp < ts || md.EndOffset < start {
+			continue // older, or wholly below the log start
 		}
-		return m.reader.searchTimestamp(md, ts)
+		if off, tts, ok, err := m.reader.searchTimestamp(md, ts, start); err != nil || ok {
+			return off, tts, ok, err
+		}
 	}
 	return 0, 0, false, nil
 }
 
-func (r *reader) searchTimestamp(md SegmentMetadata, ts int64) (int64, int64, bool, error) {
+// searchTimestamp finds in md the first record at or above offset floor
+// (the log start) whose timestamp is >= ts.
+func (r *reader) searchTimestamp(md SegmentMetadata, ts, floor int64) (int64, int64, bool, error) {
 	from := md.StartOffset
 	if rc, err := r.m.rsm.FetchIndex(md, IndexTimestamp); err == nil {
 		tix, rerr := io.ReadAll(io.LimitReader(rc, 64<<20))
@@ -498,6 +524,7 @@ func (r *reader) searchTimestamp(md SegmentMetadata, ts int64) (int64, int64, bo
 	} else if !errors.Is(err, ErrRemoteNotFound) {
 		return 0, 0, false, err
 	}
+	from = max(from, floor)
 	idx, err := r.offsetIndex(md)
 	if err != nil {
 		return 0, 0, false, err
@@ -528,12 +555,12 @@ func (r *reader) searchTimestamp(md SegmentMetadata, ts int64) (int64, int64, bo
 			return 0, 0, false, fmt.Errorf("%w: segment %s: %v", ErrRemoteStorage, md.SegmentID, err)
 		}
 		buf = b
-		if record.Batch(b).MaxTimestamp() < ts {
+		if record.Batch(b).MaxTimestamp() < ts || record.Batch(b).LastOffset() < floor {
 			continue
 		}
 		it.Reset(record.Batch(b))
 		for it.Next() {
-			if it.Timestamp() >= ts {
+			if it.Timestamp() >= ts && it.Offset() >= floor {
 				return it.Offset(), it.Timestamp(), true, nil
 			}
 		}
