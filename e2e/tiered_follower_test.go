@@ -34,17 +34,9 @@ import (
 func TestTieredFollowerRebuildsFromRemote(t *testing.T) {
 	testenv.NeedsProcess(t, "a 2-broker cluster with ZooKeeper")
 	remoteDir := filepath.Join(t.TempDir(), "remote")
-	c := startCluster(t, 2,
-		"remote.log.storage.system.enable=true",
-		"rsm.config.dir="+remoteDir,
-		"remote.log.manager.task.interval.ms=200",
-	)
+	c := startCluster(t, 2, tieredSets(remoteDir)...)
 	const topic = "tierfollow"
-	c.createTopic(topic, 1, 2, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("131072"),
-		"segment.bytes":         kadm.StringPtr("65536"),
-	})
+	c.createTopic(topic, 1, 2, smallTieredTopic())
 	pd, _ := c.partition(topic, 0)
 	leader := pd.Leader
 	follower := int32(3 - leader)
@@ -182,4 +174,25 @@ func listOffsetV8(t *testing.T, cl *kgo.Client, topic string, ts int64) int64 {
 		return -1
 	}
 	return resp.Topics[0].Partitions[0].Offset
+}
+
+// tieredSets are the broker settings of the small tiered tests: tiering on,
+// a local-directory remote store at remoteDir (shared by a cluster's
+// brokers) and a remote log manager run every 200 ms.
+func tieredSets(remoteDir string) []string {
+	return []string{
+		"remote.log.storage.system.enable=true",
+		"rsm.config.dir=" + remoteDir,
+		"remote.log.manager.task.interval.ms=200",
+	}
+}
+
+// smallTieredTopic is the config of the small tiered tests' topic: 64 KiB
+// segments of which 128 KiB stay local.
+func smallTieredTopic() map[string]*string {
+	return map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("131072"),
+		"segment.bytes":         kadm.StringPtr("65536"),
+	}
 }

@@ -34,17 +34,9 @@ import (
 func TestTieredLogStartSurvivesLeaderChange(t *testing.T) {
 	testenv.NeedsProcess(t, "a 3-broker cluster with ZooKeeper")
 	remoteDir := filepath.Join(t.TempDir(), "remote")
-	c := startCluster(t, 3,
-		"remote.log.storage.system.enable=true",
-		"rsm.config.dir="+remoteDir,
-		"remote.log.manager.task.interval.ms=200",
-	)
+	c := startCluster(t, 3, tieredSets(remoteDir)...)
 	const topic = "tierstart"
-	c.createTopic(topic, 1, 3, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("131072"),
-		"segment.bytes":         kadm.StringPtr("65536"),
-	})
+	c.createTopic(topic, 1, 3, smallTieredTopic())
 	cl, err := c.newClient(kgo.SeedBrokers(c.seeds()...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(16<<10))
 	if err != nil {
@@ -211,11 +203,7 @@ func fetchCodeVia(t *testing.T, send func(kmsg.Request) kmsg.Response, topic str
 func TestTieredLogStartSurvivesSIGKILL(t *testing.T) {
 	testenv.NeedsProcess(t, "a sluice broker")
 	remoteDir := filepath.Join(t.TempDir(), "remote")
-	b := startBroker(t, t.TempDir(),
-		"remote.log.storage.system.enable=true",
-		"rsm.config.dir="+remoteDir,
-		"remote.log.manager.task.interval.ms=200",
-	)
+	b := startBroker(t, t.TempDir(), tieredSets(remoteDir)...)
 	const topic = "tierkill"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(16<<10))
 	if err != nil {
@@ -224,11 +212,7 @@ func TestTieredLogStartSurvivesSIGKILL(t *testing.T) {
 	defer func() { cl.Close() }()
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
-		"remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("131072"),
-		"segment.bytes":         kadm.StringPtr("65536"),
-	}, topic)
+	res, err := adm.CreateTopic(ctx, 1, 1, smallTieredTopic(), topic)
 	cancel()
 	if err != nil || res.Err != nil {
 		t.Fatalf("create: %v %v", err, res.Err)

@@ -243,11 +243,10 @@ func read(c *net.TCPConn, size int, frames int64, cfg Config, sink *sink) (Resul
 		}
 		return n, nil
 	}
-	var before unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
+	m, err := startMeter()
+	if err != nil {
 		return Result{}, err
 	}
-	start := time.Now()
 	var total int64
 	for range frames {
 		if _, err := io.ReadFull(readerFunc(rd), buf); err != nil {
@@ -258,20 +257,7 @@ func read(c *net.TCPConn, size int, frames int64, cfg Config, sink *sink) (Resul
 		}
 		total += int64(len(buf))
 	}
-	elapsed := time.Since(start).Seconds()
-	var after unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
-		return Result{}, err
-	}
-	cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
-	return Result{
-		Bytes:      total,
-		Seconds:    elapsed,
-		CPUSeconds: cpu,
-		MBPerSec:   float64(total) / elapsed / 1e6,
-		CPUPerGB:   cpu / (float64(total) / 1e9),
-		Reads:      reads,
-	}, nil
+	return m.result(total, reads)
 }
 
 type readerFunc func([]byte) (int, error)
@@ -435,4 +421,38 @@ func (s *sink) close() {
 	if s.store != nil {
 		s.store.Close()
 	}
+}
+
+// meter measures a reader's wall time and its thread's CPU (the caller is
+// locked to its OS thread).
+type meter struct {
+	start  time.Time
+	before unix.Rusage
+}
+
+func startMeter() (meter, error) {
+	var m meter
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &m.before); err != nil {
+		return meter{}, err
+	}
+	m.start = time.Now()
+	return m, nil
+}
+
+// result is the Result of total bytes taken with reads calls since start.
+func (m meter) result(total, reads int64) (Result, error) {
+	elapsed := time.Since(m.start).Seconds()
+	var after unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
+		return Result{}, err
+	}
+	cpu := tv(after.Utime) + tv(after.Stime) - tv(m.before.Utime) - tv(m.before.Stime)
+	return Result{
+		Bytes:      total,
+		Seconds:    elapsed,
+		CPUSeconds: cpu,
+		MBPerSec:   float64(total) / elapsed / 1e6,
+		CPUPerGB:   cpu / (float64(total) / 1e9),
+		Reads:      reads,
+	}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -171,11 +170,10 @@ func spliceRead(c syscall.RawConn, frames int64, cfg Config, sink *sink) (Result
 		return nil
 	}
 
-	var before unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
+	m, err := startMeter()
+	if err != nil {
 		return Result{}, err
 	}
-	start := time.Now()
 	var total int64
 	for range frames {
 		if err := readFull(size[:]); err != nil {
@@ -221,20 +219,7 @@ func spliceRead(c syscall.RawConn, frames int64, cfg Config, sink *sink) (Result
 			left -= n
 		}
 	}
-	elapsed := time.Since(start).Seconds()
-	var after unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
-		return Result{}, err
-	}
-	cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
-	return Result{
-		Bytes:      total,
-		Seconds:    elapsed,
-		CPUSeconds: cpu,
-		MBPerSec:   float64(total) / elapsed / 1e6,
-		CPUPerGB:   cpu / (float64(total) / 1e9),
-		Reads:      o.calls,
-	}, nil
+	return m.result(total, o.calls)
 }
 
 // prepare rolls partition p's file if it is full and reserves room for n
