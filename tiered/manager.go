@@ -514,6 +514,9 @@ func (m *Manager) copySegment(tp TopicIDPartition, p *replica.Partition, dir str
 	if err := m.copyTurn(seg.Bytes); err != nil {
 		return err
 	}
+	// Add answers once the metadata holds the COPY_SEGMENT_STARTED
+	// record: a record the topic-based view refused is an error here,
+	// before anything is uploaded (topicmeta.go, write).
 	if err := m.meta.Add(md); err != nil {
 		return err
 	}

@@ -475,6 +475,12 @@ func (m *TopicMetadata) write(tp TopicIDPartition, r *MetadataRecord) error {
 		}
 		m.cond.Wait()
 	}
+	if r.Kind == MetadataSegmentKey && !m.heldLocked(r.Segment) {
+		// The view refused the new segment (admitLocked: say too many
+		// of the partition's segments are being copied already): no
+		// broker's view holds it, so nothing may be uploaded for it.
+		return fmt.Errorf("%w: remote segment %s of %s not recorded started: the remote log metadata view refused it", ErrRemoteStorage, r.Segment.SegmentID, tp)
+	}
 	if r.Kind == MetadataUpdateKey && r.Segment.State == CopySegmentFinished && !m.finishedLocked(r.Segment) {
 		// The view refused the transition (applyLocked skips an invalid
 		// one): another leader had already started deleting the
@@ -484,6 +490,13 @@ func (m *TopicMetadata) write(tp TopicIDPartition, r *MetadataRecord) error {
 		return fmt.Errorf("%w: remote segment %s of %s not recorded finished: another leader moved it on", ErrRemoteStorage, r.Segment.SegmentID, tp)
 	}
 	return nil
+}
+
+// heldLocked reports whether the view holds segment s (in any state).
+// REQUIRES: m.mu held.
+func (m *TopicMetadata) heldLocked(s SegmentMetadata) bool {
+	p := m.parts[s.Partition]
+	return p != nil && slices.ContainsFunc(p.segs, func(x SegmentMetadata) bool { return x.SegmentID == s.SegmentID })
 }
 
 // finishedLocked reports whether the view holds segment u as
