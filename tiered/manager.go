@@ -63,7 +63,7 @@ type Manager struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 	reader   reader
-	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
+	retry    *backoff // per-partition backoff of failing store calls (retry.go)
 	// disabled holds the partitions of topics with remote storage off
 	// and remote.log.delete.on.disable whose remote deletion finished,
 	// each with the leader epoch it finished in: the task does not run
