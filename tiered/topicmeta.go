@@ -160,7 +160,8 @@ func (m *TopicMetadata) Close() error {
 
 // run finds the topic, then applies its records until Close. While this
 // broker's metadata does not show the topic, run looks for it again every
-// second and asks the controller whether it exists (absent): a topic that
+// second and, until the view is ready, asks the controller whether it
+// exists (absent): a topic that
 // exists but is not yet visible here (a restarted broker whose metadata
 // has not caught up) keeps the view not ready (ErrMetadataNotReady,
 // retriable), as Kafka's TopicBasedRemoteLogMetadataManager is not
@@ -181,23 +182,22 @@ func (m *TopicMetadata) run() {
 		if m.ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errNoMetadataTopic) {
-			absent, aerr := m.absent(m.ctx)
-			m.mu.Lock()
-			switch {
-			case absent && !m.ready:
+		m.mu.Lock()
+		ready := m.ready
+		m.mu.Unlock()
+		if errors.Is(err, errNoMetadataTopic) && !ready {
+			// Asked only until the view is ready: a topic created
+			// later (by the first broker to copy) is found by find,
+			// which makes the view not ready until it is loaded.
+			if absent, aerr := m.absent(m.ctx); absent {
+				m.mu.Lock()
 				m.ready = true
+				m.mu.Unlock()
 				m.log.Info("tiered: no remote log metadata topic yet: nothing is remote", "topic", RemoteLogMetadataTopic)
-			case !absent && m.ready:
-				// Created since (by the first broker to copy): what
-				// it holds is not in the view yet.
-				m.ready = false
-			}
-			m.mu.Unlock()
-			if !absent {
+			} else {
 				m.log.Debug("tiered: remote log metadata topic not visible here yet, retrying", "err", aerr)
 			}
-		} else {
+		} else if !errors.Is(err, errNoMetadataTopic) {
 			m.log.Debug("tiered: remote log metadata topic not readable yet, retrying", "err", err)
 		}
 		select {
