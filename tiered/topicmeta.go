@@ -161,14 +161,14 @@ func (m *TopicMetadata) Close() error {
 // run finds the topic, then applies its records until Close. While this
 // broker's metadata does not show the topic, run looks for it again every
 // second and, until the view is ready, asks the controller whether it
-// exists (absent): a topic that
-// exists but is not yet visible here (a restarted broker whose metadata
-// has not caught up) keeps the view not ready (ErrMetadataNotReady,
-// retriable), as Kafka's TopicBasedRemoteLogMetadataManager is not
-// initialized until it sees its topic; a topic the controller does not
-// know makes the view ready and empty (nothing was ever remote in this
-// cluster): the first broker to copy a segment creates it (write), so a
-// cluster that never tiered anything is not held up.
+// exists (absent): a topic that exists but is not yet visible here (a
+// restarted broker whose metadata has not caught up) keeps the view not
+// ready (ErrMetadataNotReady, retriable), as Kafka's
+// TopicBasedRemoteLogMetadataManager is not initialized until it sees its
+// topic; a topic the controller does not know makes the view ready and
+// empty (nothing was ever remote in this cluster): the first broker to
+// copy a segment creates it (write), so a cluster that never tiered
+// anything is not held up.
 func (m *TopicMetadata) run() {
 	defer close(m.done)
 	var n int32
