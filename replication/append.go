@@ -399,9 +399,11 @@ type appendQueue struct {
 // maxKeptRoundBuf bounds the concatenation buffer kept between rounds.
 const maxKeptRoundBuf = 8 << 20
 
-// fillStart sets LogStartOffset in every successful result.
+// fillStart sets LogStartOffset in every successful result: the log start
+// offset (LogStart, Kafka's logStartOffset, which a tiered partition keeps
+// below its local start), as Kafka's produce response reports it.
 func (p *Partition) fillStart(round []*appendReq) {
-	start := p.log.StartOffset()
+	start := p.LogStart()
 	for _, r := range round {
 		if r.err == nil {
 			r.res.LogStartOffset = start

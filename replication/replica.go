@@ -97,6 +97,9 @@ type followerState struct {
 	lastCaughtUp       time.Time
 	lastFetchLeaderLEO int64 // the leader's log end at the previous fetch; -1 none
 	lastFetchTime      time.Time
+	// logStart is the log start offset the follower sent in its last
+	// fetch; -1 unknown (lowwatermark.go).
+	logStart int64
 }
 
 // isrChange is one AlterISR call in flight.
@@ -234,7 +237,7 @@ func (p *Partition) MakeLeader(st LeaderAndIsr) error {
 			if p.rs.followers == nil { // a partition that never led others holds none
 				p.rs.followers = make(map[int32]*followerState, len(st.Replicas))
 			}
-			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.opts.Now(), lastFetchLeaderLEO: -1}
+			p.rs.followers[id] = &followerState{leo: -1, lastCaughtUp: p.opts.Now(), lastFetchLeaderLEO: -1, logStart: -1}
 		}
 	}
 	for id := range p.rs.followers {

@@ -102,6 +102,9 @@ type fetchTarget struct {
 	// (replquota.go).
 	throttled bool
 	watch     replication.Watch // the fetch's registration with p (purgatory.go)
+	// logStart: the log start offset a follower sent (-1 for consumers),
+	// for the partition's low watermark (21_delete_records.go).
+	logStart int64
 }
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -160,7 +163,7 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		targets[i] = make([]fetchTarget, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			ft := &targets[i][j]
-			ft.offset, ft.maxBytes, ft.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+			ft.offset, ft.maxBytes, ft.leaderEpoch, ft.logStart = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset
 			switch {
 			case followerErr != nil:
 				ft.err = followerErr
@@ -484,6 +487,7 @@ func readReplica(ft *fetchTarget, op *fetchresp.Partition, remaining *int64, fir
 	if err != nil {
 		return false, err
 	}
+	ft.p.UpdateFollowerLogStart(replicaID, ft.logStart)
 	if throttle && res.Records.Len() > 0 && !ft.p.InISR(replicaID) {
 		res.Records.Release()
 		return true, nil

@@ -16,8 +16,17 @@ package server
 // the local one, in log-start-offset-checkpoint on every replica (the
 // followers take it from their fetch answers), so a restart or a leader
 // change keeps the records deleted, and the remote log manager deletes the
-// remote segments below it. Unlike Kafka's DelayedDeleteRecords, the
-// answer does not wait for the followers to reach the new start.
+// remote segments below it.
+//
+// As Kafka's DelayedDeleteRecords, a partition's answer waits until its
+// low watermark (replication.Partition.LowWatermark: the least log start
+// offset of the leader and its followers on live brokers, each follower's
+// as it sent it in its last fetch) reaches the offset asked for, and its
+// low_watermark is that low watermark. A partition still short of it when
+// the request's timeout_ms has passed is REQUEST_TIMED_OUT (the records
+// are deleted on the leader all the same); one whose leadership moves
+// meanwhile is NOT_LEADER_OR_FOLLOWER. The request's goroutine waits on
+// the partitions' Changed, which a follower's new log start closes.
 //
 // An internal topic (__consumer_offsets, __transaction_state) is
 // INVALID_TOPIC_EXCEPTION for every principal, super users included, as in
@@ -31,8 +40,10 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,6 +51,7 @@ import (
 func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	r := req.(*kmsg.DeleteRecordsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	var pending []pendingDelete
 	for _, rt := range r.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
@@ -65,11 +77,91 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			} else if low, err = s.deleteRecordsRemote(p, rp.Offset, low); err != nil { // tiered.go
 				sp.ErrorCode = errorCode(err)
 			} else {
+				// Kafka's requestedOffset: the offset asked for, the high
+				// watermark for -1 (which low is then).
+				required := rp.Offset
+				if required < 0 {
+					required = low
+				}
 				sp.LowWatermark = low
+				pending = append(pending, pendingDelete{topic: len(resp.Topics), part: len(st.Partitions), p: p, required: required})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	s.awaitLowWatermarks(resp, pending, time.Duration(r.TimeoutMillis)*time.Millisecond)
 	return kresp(resp), nil
+}
+
+// deleteRecordsWaiting, when set (by tests, before any request), is
+// called each time a DeleteRecords starts waiting for a low watermark.
+var deleteRecordsWaiting func()
+
+// pendingDelete is one partition of a DeleteRecords waiting for its low
+// watermark to reach required (Kafka's DeleteRecordsPartitionStatus);
+// topic and part index its answer.
+type pendingDelete struct {
+	topic, part int
+	p           *replica.Partition
+	required    int64
+}
+
+// awaitLowWatermarks settles every pending partition of resp once its
+// low watermark reaches the offset asked for, or with REQUEST_TIMED_OUT
+// (low_watermark: the one at the deletion) when timeout passes first
+// (Kafka's DelayedDeleteRecords, tryComplete and onExpiration).
+func (s *Server) awaitLowWatermarks(resp *kmsg.DeleteRecordsResponse, pending []pendingDelete, timeout time.Duration) {
+	live := map[int32]bool{}
+	for _, b := range s.md.brokers() {
+		live[b.ID] = true
+	}
+	alive := func(id int32) bool { return live[id] }
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for pass := 0; len(pending) > 0; pass++ {
+		first := pending[0].p
+		changed := first.Changed() // before the look: a change after it wakes the wait
+		left := pending[:0]
+		for _, d := range pending {
+			sp := &resp.Topics[d.topic].Partitions[d.part]
+			lw, err := d.p.LowWatermark(alive)
+			switch {
+			case err != nil:
+				sp.ErrorCode, sp.LowWatermark = errorCode(err), -1
+			case lw >= d.required:
+				sp.LowWatermark = lw
+			default:
+				if pass == 0 {
+					sp.LowWatermark = lw // answered if it times out, as Kafka's
+				}
+				left = append(left, d)
+			}
+		}
+		pending = left
+		if len(pending) == 0 {
+			return
+		}
+		if pending[0].p != first {
+			continue // the partition waited on is settled: wait on the next
+		}
+		if timer == nil {
+			timer = time.NewTimer(max(timeout, 0))
+		}
+		if deleteRecordsWaiting != nil {
+			deleteRecordsWaiting()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			for _, d := range pending {
+				resp.Topics[d.topic].Partitions[d.part].ErrorCode = kerr.RequestTimedOut.Code
+			}
+			return
+		}
+	}
 }

@@ -171,7 +171,7 @@ var (
 	descGlobalTopics     = gaugeDesc("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster, as the controller sees them (0 elsewhere).")
 	descGlobalPartitions = gaugeDesc("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster, as the controller sees them (0 elsewhere).")
 	descLogSize          = gaugeDesc("kafka_log_log_size", "Bytes of the partition's log on disk.", "topic", "partition")
-	descLogStart         = gaugeDesc("kafka_log_log_logstartoffset", "The partition's log start offset.", "topic", "partition")
+	descLogStart         = gaugeDesc("kafka_log_log_logstartoffset", "The partition's log start offset (Kafka's logStartOffset: below the local log start while a tiered partition's first records are remote).", "topic", "partition")
 	descLogEnd           = gaugeDesc("kafka_log_log_logendoffset", "The partition's log end offset.", "topic", "partition")
 	descLogSegments      = gaugeDesc("kafka_log_log_numlogsegments", "Segments of the partition's log (segment backend).", "topic", "partition")
 	descSuppressed       = gaugeDesc("sluice_metrics_partition_series_suppressed", "1 when the kafka_log_log_* series are left out: more local partitions than metrics.partition.series.max, or it is 0.")
@@ -294,7 +294,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			part := strconv.Itoa(int(p.Index()))
 			gauge(descLogSize, float64(p.Size()), t.Name, part)
-			gauge(descLogStart, float64(p.LogStartOffset()), t.Name, part)
+			gauge(descLogStart, float64(p.LogStart()), t.Name, part) // Kafka's logStartOffset, below the local start on a tiered partition
 			gauge(descLogEnd, float64(p.LogEndOffset()), t.Name, part)
 			if n, ok := p.Segments(); ok {
 				gauge(descLogSegments, float64(n), t.Name, part)

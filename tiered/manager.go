@@ -63,7 +63,16 @@ type Manager struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 	reader   reader
-	retry    *backoff       // per-partition backoff of failing store calls (retry.go)
+	retry    *backoff // per-partition backoff of failing store calls (retry.go)
+	// disabled holds the partitions of topics with remote storage off
+	// and remote.log.delete.on.disable whose remote deletion finished,
+	// each with the leader epoch it finished in: the task does not run
+	// it again while this broker stays their leader (only a leader of a
+	// tiered partition copies, so nothing remote can appear meanwhile)
+	// and the topic is not tiered again. Without it every run deleted
+	// every such partition again, each listing every partition of the
+	// remote log metadata. REQUIRES: taskMu.
+	disabled map[TopicIDPartition]int32
 	metrics  *remoteMetrics // Kafka's RemoteLogManager metrics (metrics.go)
 }
 
@@ -243,6 +252,9 @@ func (m *Manager) RunOnce() {
 			}
 			tp := m.partitionOf(t, int32(i))
 			follower := m.topicMeta != nil && !p.IsLeader()
+			if tg.Enable && len(m.disabled) > 0 {
+				delete(m.disabled, tp) // tiered again: a later disable deletes again
+			}
 			switch {
 			case tg.Enable && follower:
 				// Only the leader copies and expires remote segments;
@@ -256,13 +268,7 @@ func (m *Manager) RunOnce() {
 					m.log.Error("tiered: task failed", "partition", tp.String(), "err", err)
 				}
 			case tg.DeleteOnDisable:
-				if err := m.deletePartition(tp); err != nil {
-					m.log.Error("tiered: delete on disable failed", "partition", tp.String(), "err", err)
-				} else if err := p.RaiseLogStart(p.LogStartOffset()); err != nil {
-					// Nothing is remote any more: the log start is the
-					// local one again.
-					m.log.Error("tiered: resetting the log start on disable failed", "partition", tp.String(), "err", err)
-				}
+				m.deleteOnDisable(tp, p)
 			}
 		}
 	}
@@ -271,6 +277,31 @@ func (m *Manager) RunOnce() {
 		// it does not host is not a deleted one.
 		m.sweepDeleted()
 	}
+}
+
+// deleteOnDisable deletes the remote segments of partition tp of a topic
+// with remote storage off and remote.log.delete.on.disable (Kafka's
+// RemoteLogManager on disablement), once per leadership (disabled).
+// REQUIRES: taskMu held.
+func (m *Manager) deleteOnDisable(tp TopicIDPartition, p *replica.Partition) {
+	epoch := p.LeaderEpoch()
+	if e, ok := m.disabled[tp]; ok && e == epoch {
+		return
+	}
+	if err := m.deletePartition(tp); err != nil {
+		m.log.Error("tiered: delete on disable failed", "partition", tp.String(), "err", err)
+		return
+	}
+	if err := p.RaiseLogStart(p.LogStartOffset()); err != nil {
+		// Nothing is remote any more: the log start is the local one
+		// again.
+		m.log.Error("tiered: resetting the log start on disable failed", "partition", tp.String(), "err", err)
+		return
+	}
+	if m.disabled == nil {
+		m.disabled = map[TopicIDPartition]int32{}
+	}
+	m.disabled[tp] = epoch
 }
 
 func (m *Manager) runPartition(tp TopicIDPartition, p *replica.Partition, tg Tiering) error {
@@ -483,6 +514,9 @@ func (m *Manager) copySegment(tp TopicIDPartition, p *replica.Partition, dir str
 	if err := m.copyTurn(seg.Bytes); err != nil {
 		return err
 	}
+	// Add answers once the metadata holds the COPY_SEGMENT_STARTED
+	// record: a record the topic-based view refused is an error here,
+	// before anything is uploaded (topicmeta.go, write).
 	if err := m.meta.Add(md); err != nil {
 		return err
 	}
@@ -715,6 +749,7 @@ func (m *Manager) TopicDeleted(id [16]byte, name string, partitions int) {
 	for i := 0; i < partitions; i++ {
 		tp := TopicIDPartition{TopicID: id, Topic: name, Partition: int32(i)}
 		m.retry.forget(tp)
+		delete(m.disabled, tp)
 		if err := m.deletePartition(tp); err != nil {
 			m.log.Error("tiered: deleting a deleted topic's remote segments failed, retried by the next run", "partition", tp.String(), "err", err)
 		}
@@ -737,6 +772,7 @@ func (m *Manager) PartitionDeleted(id [16]byte, name string, partition int32) {
 	var err error
 	for try, wait := 0, time.Second; try < 6; try, wait = try+1, 2*wait {
 		m.taskMu.Lock()
+		delete(m.disabled, tp)
 		err = m.deletePartition(tp)
 		m.taskMu.Unlock()
 		if err == nil || (!errors.Is(err, ErrMetadataNotReady) && !errors.Is(err, ErrRemoteStorage)) {

@@ -282,9 +282,10 @@ func logStartOf(p *replica.Partition, rs *remoteState) (int64, error) {
 	if rs.start < 0 {
 		// Nothing remote, as far as the metadata shows: either all of
 		// it was deleted, which raised the kept log start to the local
-		// one first (remoteRetention), or the view of a broker that just
-		// restarted has not loaded yet (tiered/topicmeta.go is ready and
-		// empty until it finds its topic): the kept log start stands.
+		// one first (remoteRetention), or nothing was ever copied (the
+		// topic-based view is ready and empty only when the controller
+		// knows no __remote_log_metadata: tiered/topicmeta.go): the kept
+		// log start stands.
 		return p.LogStart(), nil
 	}
 	return max(p.LogStart(), held), nil

@@ -158,10 +158,17 @@ func (m *TopicMetadata) Close() error {
 	return nil
 }
 
-// run finds the topic, then applies its records until Close. While the
-// topic does not exist the view is ready and empty (nothing was ever
-// remote in this cluster), and run looks for it again every second: the
-// first broker to copy a segment creates it (write).
+// run finds the topic, then applies its records until Close. While this
+// broker's metadata does not show the topic, run looks for it again every
+// second and, until the view is ready, asks the controller whether it
+// exists (absent): a topic that exists but is not yet visible here (a
+// restarted broker whose metadata has not caught up) keeps the view not
+// ready (ErrMetadataNotReady, retriable), as Kafka's
+// TopicBasedRemoteLogMetadataManager is not initialized until it sees its
+// topic; a topic the controller does not know makes the view ready and
+// empty (nothing was ever remote in this cluster): the first broker to
+// copy a segment creates it (write), so a cluster that never tiered
+// anything is not held up.
 func (m *TopicMetadata) run() {
 	defer close(m.done)
 	var n int32
@@ -175,14 +182,22 @@ func (m *TopicMetadata) run() {
 		if m.ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errNoMetadataTopic) {
-			m.mu.Lock()
-			if !m.ready {
+		m.mu.Lock()
+		ready := m.ready
+		m.mu.Unlock()
+		if errors.Is(err, errNoMetadataTopic) && !ready {
+			// Asked only until the view is ready: a topic created
+			// later (by the first broker to copy) is found by find,
+			// which makes the view not ready until it is loaded.
+			if absent, aerr := m.absent(m.ctx); absent {
+				m.mu.Lock()
 				m.ready = true
+				m.mu.Unlock()
 				m.log.Info("tiered: no remote log metadata topic yet: nothing is remote", "topic", RemoteLogMetadataTopic)
+			} else {
+				m.log.Debug("tiered: remote log metadata topic not visible here yet, retrying", "err", aerr)
 			}
-			m.mu.Unlock()
-		} else {
+		} else if !errors.Is(err, errNoMetadataTopic) {
 			m.log.Debug("tiered: remote log metadata topic not readable yet, retrying", "err", err)
 		}
 		select {
@@ -233,6 +248,36 @@ func (m *TopicMetadata) run() {
 
 // errNoMetadataTopic: __remote_log_metadata does not exist (yet).
 var errNoMetadataTopic = errors.New("tiered: no remote log metadata topic")
+
+// absent reports whether the controller knows no topic named
+// __remote_log_metadata, which this broker's metadata does not show: it
+// validates the topic's creation (CreateTopics validate_only, sent to the
+// controller), which answers TOPIC_ALREADY_EXISTS for a topic that
+// exists. A refusal for any other reason that is not retriable comes from
+// checks after the one for existence, so the topic is absent too; a
+// retriable error or no answer is not an answer (false, with the error).
+func (m *TopicMetadata) absent(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(m.cl).ValidateCreateTopics(ctx, -1, -1, nil, RemoteLogMetadataTopic)
+	if err == nil {
+		r, ok := res[RemoteLogMetadataTopic]
+		if !ok {
+			return false, fmt.Errorf("no answer for %s in CreateTopics", RemoteLogMetadataTopic)
+		}
+		err = r.Err
+	}
+	var ke *kerr.Error
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return false, err
+	case errors.As(err, &ke) && !ke.Retriable:
+		return true, nil
+	}
+	return false, err
+}
 
 // find returns the topic's partition count and end offsets, or
 // errNoMetadataTopic.
@@ -430,6 +475,12 @@ func (m *TopicMetadata) write(tp TopicIDPartition, r *MetadataRecord) error {
 		}
 		m.cond.Wait()
 	}
+	if r.Kind == MetadataSegmentKey && !m.heldLocked(r.Segment) {
+		// The view refused the new segment (admitLocked: say too many
+		// of the partition's segments are being copied already): no
+		// broker's view holds it, so nothing may be uploaded for it.
+		return fmt.Errorf("%w: remote segment %s of %s not recorded started: the remote log metadata view refused it", ErrRemoteStorage, r.Segment.SegmentID, tp)
+	}
 	if r.Kind == MetadataUpdateKey && r.Segment.State == CopySegmentFinished && !m.finishedLocked(r.Segment) {
 		// The view refused the transition (applyLocked skips an invalid
 		// one): another leader had already started deleting the
@@ -439,6 +490,13 @@ func (m *TopicMetadata) write(tp TopicIDPartition, r *MetadataRecord) error {
 		return fmt.Errorf("%w: remote segment %s of %s not recorded finished: another leader moved it on", ErrRemoteStorage, r.Segment.SegmentID, tp)
 	}
 	return nil
+}
+
+// heldLocked reports whether the view holds segment s (in any state).
+// REQUIRES: m.mu held.
+func (m *TopicMetadata) heldLocked(s SegmentMetadata) bool {
+	p := m.parts[s.Partition]
+	return p != nil && slices.ContainsFunc(p.segs, func(x SegmentMetadata) bool { return x.SegmentID == s.SegmentID })
 }
 
 // finishedLocked reports whether the view holds segment u as
