@@ -30,7 +30,7 @@ func TestProduceManyPartitionsAllocs(t *testing.T) {
 	for p := range parts {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = int32(p)
-		rp.Records = batch
+		rp.Records = append([]byte(nil), batch...) // the append sets its base offset in place
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	r.Topics = []kmsg.ProduceRequestTopic{rt}
