@@ -21,8 +21,9 @@ package server
 // at all, and a failed acks=0 request closes the connection, as Kafka does,
 // so that the client notices and refreshes its metadata. Partitions of one
 // request append concurrently (produceWorkers at a time, or all at once
-// when each waits for its ISR: produceAll); replication.Partition coalesces concurrent
-// appends to one partition into one write and checks idempotent sequences.
+// when each waits for its ISR: produceAll); replication.Partition
+// coalesces concurrent appends to one partition into one write and checks
+// idempotent sequences.
 // Transactional produce (a transactional id, transactional batches) needs
 // Write on the transactional id, and transactional batches need a
 // transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, as
@@ -255,7 +256,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 // producePipe is one pipelined produce request's wait for its ISRs: one
 // AckGroup, and one AckWatch per partition of the request, by position
 // (one allocation per request; the watches are linked on the partitions,
-// so the slice never grows). Each partition's goroutine writes its own
+// so the slice never grows). Each partition's append writes its own
 // entry; the group is sealed once they are all done.
 type producePipe struct {
 	g        replication.AckGroup
