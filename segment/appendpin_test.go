@@ -269,3 +269,56 @@ func TestTailReadsConcurrentWithAppends(t *testing.T) {
 		}
 	}
 }
+
+// TestLaggingReadsManyLogs: a consumer reading more logs than the
+// open-segment bound from further behind than the last tailN batches
+// (a consumer that lags, as the OMB workload's do at 10,000 partitions)
+// reads the right batches, exactly up to its byte limit, and reopens the
+// .log only: the batch starts that got index entries (segment.marks) give
+// its position and where its bytes end, within index.interval.bytes.
+// Before them every such read mapped both indexes again.
+func TestLaggingReadsManyLogs(t *testing.T) {
+	noFsync(t)
+	const logs, bound, batches, lag = 60, 6, 40, 12
+	withOpenMax(t, bound)
+	cfg := engine.LogConfig{SegmentBytes: 1 << 20, IndexIntervalBytes: 512, IndexMaxBytes: 1 << 16, RetentionMs: -1, RetentionBytes: -1}
+	st := openStore(t, t.TempDir(), nil)
+	defer st.Close()
+	ls := make([]engine.Log, logs)
+	all := make([][][]byte, logs) // every log's batches, as appended
+	rng := rand.New(rand.NewSource(6))
+	for i := range ls {
+		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+	}
+	for n := range batches {
+		for i, l := range ls {
+			b := mkBatch(rng, 1, int64(n), 150+rng.Intn(100))
+			if _, err := l.Append(b, engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}); err != nil {
+				t.Fatal(err)
+			}
+			all[i] = append(all[i], b)
+		}
+	}
+	maps0 := st.cache.indexMaps.Load()
+	for i, l := range ls {
+		// One record per batch: batch k holds offset k.
+		from := int64(batches - lag - i%3)
+		want := bytes.Join(all[i][from:], nil)
+		if got := sliceBytes(t, l, from, 1<<20, -1); !bytes.Equal(got, want) {
+			t.Fatalf("log %d: read from %d: %d bytes, want the %d appended since", i, from, len(got), len(want))
+		}
+		// A byte limit that ends inside a batch: whole batches up to it.
+		limit := len(want) - len(all[i][batches-1]) - 1
+		wantLimited := bytes.Join(all[i][from:batches-2], nil)
+		if got := sliceBytes(t, l, from, limit, -1); !bytes.Equal(got, wantLimited) {
+			t.Fatalf("log %d: read from %d, %d bytes: got %d bytes, want %d", i, from, limit, len(got), len(wantLimited))
+		}
+	}
+	if maps := st.cache.indexMaps.Load() - maps0; maps > logs/4 {
+		t.Errorf("indexes mapped %d times for %d lagging reads of %d logs", maps, 2*logs, logs)
+	}
+}

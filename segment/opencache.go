@@ -272,15 +272,24 @@ const tailN = 8
 // batchStart is where the batch with base offset base starts in the .log.
 type batchStart struct{ base, pos int64 }
 
+// marksN is how many index-entry batch starts a segment remembers
+// (segment.marks): 64 KiB of log behind its tail at the default
+// index.interval.bytes, in 256 bytes per segment.
+const marksN = 16
+
 // noteTail remembers where the batch at base starts (the appender, per
-// batch). REQUIRES: the log's appendMu.
-func (s *segment) noteTail(base, pos int64) {
+// batch); mark says it got an index entry. REQUIRES: the log's appendMu.
+func (s *segment) noteTail(base, pos int64, mark bool) {
 	if s.cache == nil {
 		return
 	}
 	s.hmu.Lock()
 	s.tail[s.tailAt] = batchStart{base + 1, pos} // base+1: the zero value is no entry
 	s.tailAt = (s.tailAt + 1) % tailN
+	if mark {
+		s.marks[s.marksAt] = batchStart{base + 1, pos}
+		s.marksAt = (s.marksAt + 1) % marksN
+	}
 	s.hmu.Unlock()
 }
 
@@ -289,12 +298,44 @@ func (s *segment) noteTail(base, pos int64) {
 func (s *segment) cutTail() {
 	s.hmu.Lock()
 	s.tail, s.tailAt = [tailN]batchStart{}, 0
+	s.marks, s.marksAt = [marksN]batchStart{}, 0
 	s.hmu.Unlock()
+}
+
+// startAtOrBelowLocked returns the greatest remembered batch start whose
+// base offset is at or below offset, or -1. REQUIRES: s.hmu held.
+func (s *segment) startAtOrBelowLocked(offset int64) int64 {
+	hint, best := int64(-1), int64(-1)
+	for _, set := range [2][]batchStart{s.tail[:], s.marks[:]} {
+		for _, t := range set {
+			if b := t.base - 1; t.base > 0 && b <= offset && b > best {
+				best, hint = b, t.pos
+			}
+		}
+	}
+	return hint
+}
+
+// boundaryAtOrBelow returns the greatest remembered batch start in
+// (from, limit], a batch boundary for endFor, or from when there is none.
+func (s *segment) boundaryAtOrBelow(from, limit int64) int64 {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	pos := from
+	for _, set := range [2][]batchStart{s.tail[:], s.marks[:]} {
+		for _, t := range set {
+			if t.base > 0 && t.pos > pos && t.pos <= limit {
+				pos = t.pos
+			}
+		}
+	}
+	return pos
 }
 
 // pinRead is pin for a read at offset. When the segment remembers where a
 // batch at or below offset starts (a read at the tail, as a consumer's
-// next fetch is), it returns that position as hint and, if the cache
+// next fetch is, or within marksN index entries of it, as a lagging
+// consumer's is), it returns that position as hint and, if the cache
 // closed the segment, reopens only the .log: with more active partitions
 // than log.segment.open.files.max, every consumer fetch otherwise mapped
 // both indexes again. useIdx says whether s.idx and s.tidx may be used
@@ -305,13 +346,7 @@ func (s *segment) pinRead(offset int64) (hint int64, useIdx bool, err error) {
 		return -1, true, nil
 	}
 	s.hmu.Lock()
-	hint = -1
-	var best int64 = -1
-	for _, t := range s.tail {
-		if b := t.base - 1; t.base > 0 && b <= offset && b > best {
-			best, hint = b, t.pos
-		}
-	}
+	hint = s.startAtOrBelowLocked(offset)
 	if hint < 0 || s.dead {
 		s.hmu.Unlock()
 		return -1, true, s.pin()

@@ -99,6 +99,8 @@ func (s *segment) endFor(from, firstSize, limit, committed int64, useIdx bool) (
 		if _, p, ok := s.idx.LookupPosition(limit); ok && p > pos {
 			pos = p
 		}
+	} else {
+		pos = s.boundaryAtOrBelow(pos, limit)
 	}
 	var hdr [headerPeekSize]byte
 	for pos < limit {

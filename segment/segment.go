@@ -64,8 +64,16 @@ type segment struct {
 	// resetState. REQUIRES: hmu
 	tail   [tailN]batchStart
 	tailAt int
-	ref    atomic.Bool // CLOCK reference bit, set by pin
-	slot   int         // index in cache.ring, -1 when out (clockring.Entry)
+	// marks holds the starts of the last marksN batches that got an
+	// index entry (one per index.interval.bytes of log; a ring: marksAt
+	// is the next slot): a read behind the last tailN batches, as a
+	// lagging consumer's is, finds its position, and where its bytes
+	// end, within index.interval.bytes without mapping the indexes
+	// (pinRead, endFor). Cut with tail. REQUIRES: hmu
+	marks   [marksN]batchStart
+	marksAt int
+	ref     atomic.Bool // CLOCK reference bit, set by pin
+	slot    int         // index in cache.ring, -1 when out (clockring.Entry)
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
@@ -205,8 +213,10 @@ func (s *segment) indexBatch(b record.Batch, pos int64, interval int64) {
 			_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
 		}
 		s.bytesSinceIndex = 0
+		s.noteTail(b.BaseOffset(), pos, true)
+	} else {
+		s.noteTail(b.BaseOffset(), pos, false)
 	}
-	s.noteTail(b.BaseOffset(), pos)
 	s.bytesSinceIndex += int64(b.Size())
 	s.next = b.NextOffset()
 }

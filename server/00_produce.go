@@ -20,8 +20,10 @@ package server
 // NOT_ENOUGH_REPLICAS before the append). acks=0 gets no response
 // at all, and a failed acks=0 request closes the connection, as Kafka does,
 // so that the client notices and refreshes its metadata. Partitions of one
-// request append concurrently; replication.Partition coalesces concurrent
-// appends to one partition into one write and checks idempotent sequences.
+// request append concurrently (produceWorkers at a time, or all at once
+// when each waits for its ISR: produceAll); replication.Partition
+// coalesces concurrent appends to one partition into one write and checks
+// idempotent sequences.
 // Transactional produce (a transactional id, transactional batches) needs
 // Write on the transactional id, and transactional batches need a
 // transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, as
@@ -37,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -114,8 +117,8 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		}
 	}()
 
-	var wg sync.WaitGroup
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	jobs := make([]produceJob, 0, n)
 	k := 0 // the partition's position in the request: pipe.waits[k]
 	for i := range r.Topics {
 		rt := &r.Topics[i]
@@ -125,6 +128,10 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 		topicErr := reqErr
 		if topicErr == nil && !s.az.allowedTopic(rc, acl.OpWrite, rt.Topic) {
 			topicErr = errTopicAuthorization
+		}
+		var t *replica.Topic
+		if topicErr == nil {
+			t = s.rm.Topic(rt.Topic) // once per topic, not per partition
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -144,18 +151,23 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				s.fillProduceError(sp, rt.Topic, topicErr)
 				continue
 			}
-			if n == 1 {
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, pre, sp, pipe, pw)
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.producePartition(ctx, rc, r.Acks, rt.Topic, rp, pre, sp, pipe, pw)
-			}()
+			jobs = append(jobs, produceJob{t: t, topic: rt.Topic, rp: rp, pre: pre, sp: sp, pw: pw})
 		}
 	}
-	wg.Wait()
+	// An append that waits for its ISR (acks=-1 outside a connection's
+	// pipeline) gets its own goroutine, so that the request waits for its
+	// slowest partition, not for their sum. Every other append returns
+	// once it is in the log: produceWorkers goroutines, this one among
+	// them, take the partitions in turn. One goroutine per partition cost
+	// more than the appends of many small batches: with 10,000 partitions
+	// a request carries a few hundred one-record batches, and each
+	// goroutine's start and stack growth (runtime.newstack, copystack)
+	// was 10% of the broker's CPU under `sluice perf omb`.
+	workers := min(len(jobs), produceWorkers)
+	if r.Acks == -1 && pipe == nil {
+		workers = len(jobs)
+	}
+	s.produceAll(ctx, rc, r.Acks, jobs, workers, pipe)
 	pipelined := false
 	if pipe != nil {
 		pipe.appended = time.Now()
@@ -244,7 +256,7 @@ func handleProduce(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 // producePipe is one pipelined produce request's wait for its ISRs: one
 // AckGroup, and one AckWatch per partition of the request, by position
 // (one allocation per request; the watches are linked on the partitions,
-// so the slice never grows). Each partition's goroutine writes its own
+// so the slice never grows). Each partition's append writes its own
 // entry; the group is sealed once they are all done.
 type producePipe struct {
 	g        replication.AckGroup
@@ -309,13 +321,57 @@ func (pp *producePipe) cancel(err error) {
 	}
 }
 
+// produceWorkers is how many goroutines append a request's partitions
+// when no append waits for its ISR (handleProduce): enough to keep two
+// cores busy when one partition's append waits for another's round or
+// for a reopened file.
+const produceWorkers = 4
+
+// produceJob is one partition of a produce request to append: its topic
+// (t nil: unknown), request and response entries and pipeline entry.
+type produceJob struct {
+	t     *replica.Topic
+	topic string
+	rp    *kmsg.ProduceRequestTopicPartition
+	pre   record.Prechecked
+	sp    *kmsg.ProduceResponseTopicPartition
+	pw    *produceWait
+}
+
+// produceAll appends jobs with workers goroutines, the caller's among
+// them (workers <= 1: in order, on the caller's), and returns when every
+// append is done.
+func (s *Server) produceAll(ctx context.Context, rc *reqCtx, acks int16, jobs []produceJob, workers int, pipe *producePipe) {
+	run := func(j *produceJob) {
+		s.producePartition(ctx, rc, acks, j.t, j.topic, j.rp, j.pre, j.sp, pipe, j.pw)
+	}
+	if workers <= 1 {
+		for i := range jobs {
+			run(&jobs[i])
+		}
+		return
+	}
+	var next atomic.Int64
+	work := func() {
+		for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+			run(&jobs[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
 // producePartition appends one partition's batches and fills its response.
 // A panic (a bug) fails this partition only.
 // With pipe (acks -1 only) the ISR wait is left to pipe, through pw, the
 // partition's entry.
-func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
+func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t *replica.Topic, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
 	err := safe.Call(s.log, "server: produce", func() error {
-		s.producePartitionUnsafe(ctx, rc, acks, topicName, rp, pre, sp, pipe, pw)
+		s.producePartitionUnsafe(ctx, rc, acks, t, topicName, rp, pre, sp, pipe, pw)
 		return nil
 	})
 	if err != nil {
@@ -324,8 +380,7 @@ func (s *Server) producePartition(ctx context.Context, rc *reqCtx, acks int16, t
 	}
 }
 
-func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
-	t := s.rm.Topic(topicName)
+func (s *Server) producePartitionUnsafe(ctx context.Context, rc *reqCtx, acks int16, t *replica.Topic, topicName string, rp *kmsg.ProduceRequestTopicPartition, pre record.Prechecked, sp *kmsg.ProduceResponseTopicPartition, pipe *producePipe, pw *produceWait) {
 	if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts) {
 		s.fillProduceError(sp, topicName, errUnknownTopicOrPartition)
 		return

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -140,10 +141,10 @@ func (d *dataFile) acquire(create bool) (*zerocopy.File, *os.File, error) {
 	}
 	opened := false
 	if d.zf == nil {
-		f, err := os.OpenFile(d.path, os.O_RDWR, 0)
+		f, err := openFile(d.path, syscall.O_RDWR)
 		if create && errors.Is(err, os.ErrNotExist) {
 			// The directory entry is made durable by the next sync.
-			f, err = os.OpenFile(d.path, os.O_RDWR|os.O_CREATE, 0o644)
+			f, err = openFile(d.path, syscall.O_RDWR|syscall.O_CREAT)
 			if err == nil {
 				d.created.Store(true)
 			}
@@ -296,7 +297,7 @@ func (d *dataFile) punchLocked() {
 	f := d.f
 	if f == nil {
 		var err error
-		if f, err = os.OpenFile(d.path, os.O_RDWR, 0); err != nil {
+		if f, err = openFile(d.path, syscall.O_RDWR); err != nil {
 			// Tried again a punchRetry later (say, out of descriptors);
 			// a file that is not there has nothing to punch.
 			d.c.log.Warn("pebblelog: cannot open data file to punch", "file", d.path, "err", err)
@@ -636,4 +637,22 @@ func syncDir(dir string) error {
 		return fmt.Errorf("pebblelog: fsync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// openFile opens path with open(2) (mode 0644 when flag creates it) and
+// wraps the descriptor with os.NewFile: os.OpenFile also tries to register
+// a regular file with the runtime's poller, five system calls that never
+// succeed, and with more active partitions than the open data files
+// allowed most appends and reads reopen one (segment/fs.go does the same).
+func openFile(path string, flag int) (*os.File, error) {
+	for {
+		fd, err := syscall.Open(path, flag|syscall.O_CLOEXEC, 0o644)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -46,6 +47,13 @@ type Log struct {
 	cfg   engine.SharedLogConfig // one copy per distinct config, shared by the logs
 	start int64
 	end   int64 // segs[len-1].next, or start when there is no segment
+	// startPub and endPub are start and end, stored under mu (for
+	// writing) wherever those change and read without it by StartOffset
+	// and EndOffset: a fetch asks every partition of its session for
+	// them, and their read lock was 12% of the broker's CPU at 10,000
+	// partitions (sluice perf omb). A reader that then takes mu sees
+	// the state they were stored with.
+	startPub, endPub atomic.Int64
 	// segs are ascending and cover the offsets densely: segs[i].next ==
 	// segs[i+1].base. The batches inside may have gaps.
 	segs       []segment
@@ -159,6 +167,7 @@ func (l *Log) load() error {
 		return err
 	}
 	l.end = l.start
+	defer func() { l.startPub.Store(l.start); l.endPub.Store(l.end) }()
 	if n := len(l.segs); n > 0 {
 		l.end = max(l.start, l.segs[n-1].next)
 		last, ok, err := l.lastBatch()
@@ -359,6 +368,7 @@ func (l *Log) install(st staged) {
 	l.segs = append(l.segs, st.added...)
 	l.size += st.bytes
 	l.end = st.end
+	l.endPub.Store(st.end)
 	if st.epochs != nil {
 		l.epochs = st.epochs
 	}
@@ -592,18 +602,10 @@ func (l *Log) read(d *dataFile, zf *zerocopy.File, offset int64, maxBytes int, u
 }
 
 // StartOffset returns the log start offset.
-func (l *Log) StartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.start
-}
+func (l *Log) StartOffset() int64 { return l.startPub.Load() }
 
 // EndOffset returns the offset the next appended record gets.
-func (l *Log) EndOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.end
-}
+func (l *Log) EndOffset() int64 { return l.endPub.Load() }
 
 // Size returns the bytes of the batches kept, including batches below the
 // start offset that share a segment with it.

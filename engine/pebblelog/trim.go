@@ -199,6 +199,8 @@ func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCach
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.start, l.end, l.segs, l.size, l.epochs = start, end, segs, size, epochs
+	l.startPub.Store(start)
+	l.endPub.Store(end)
 	l.checkpoint = checkpoint
 }
 
