@@ -6,8 +6,8 @@ package server
 //	v1: no changes
 //	v2: flexible
 //
-// Offset -1 means the high watermark. An offset above the high watermark is
-// OFFSET_OUT_OF_RANGE. The answer's low watermark is the new log start
+// Offset -1 means the high watermark. An offset above the high watermark,
+// or negative other than -1, is OFFSET_OUT_OF_RANGE. The answer's low watermark is the new log start
 // offset; the space below it is reclaimed by the backend when it can. Only
 // the partition's leader serves it (NOT_LEADER_OR_FOLLOWER elsewhere); in
 // cluster mode the followers' logs follow the leader's start offset. On a
@@ -26,7 +26,10 @@ package server
 // the request's timeout_ms has passed is REQUEST_TIMED_OUT (the records
 // are deleted on the leader all the same); one whose leadership moves
 // meanwhile is NOT_LEADER_OR_FOLLOWER. The request's goroutine waits on
-// the partitions' Changed, which a follower's new log start closes.
+// the partitions' Changed, which a follower's new log start closes; the
+// server or the connection going away ends the wait as a timeout does
+// (requests of one connection run one at a time, so a client holds at
+// most one waiting DeleteRecords per connection).
 //
 // An internal topic (__consumer_offsets, __transaction_state) is
 // INVALID_TOPIC_EXCEPTION for every principal, super users included, as in
@@ -40,12 +43,15 @@ package server
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
-	"github.com/sluice/sluice/acl"
-	"github.com/sluice/sluice/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice/sluice/acl"
+	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/replica"
 )
 
 func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -66,6 +72,11 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 			case errors.Is(err, errUnknownTopicOrPartition):
 			case isInternalTopic(rt.Topic):
 				err = fmt.Errorf("%w: cannot delete records of internal topic %s", errInvalidTopic, rt.Topic)
+			}
+			if err == nil && rp.Offset < -1 {
+				// Only -1 stands for the high watermark; Kafka's
+				// deleteRecordsOnLeader refuses any other negative offset.
+				err = fmt.Errorf("%w: delete before offset %d", engine.ErrOffsetOutOfRange, rp.Offset)
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
@@ -90,7 +101,7 @@ func handleDeleteRecords(s *Server, rc *reqCtx, req kmsg.Request) (*response, er
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	s.awaitLowWatermarks(resp, pending, time.Duration(r.TimeoutMillis)*time.Millisecond)
+	s.awaitLowWatermarks(rc, resp, pending, time.Duration(r.TimeoutMillis)*time.Millisecond)
 	return kresp(resp), nil
 }
 
@@ -110,44 +121,28 @@ type pendingDelete struct {
 // awaitLowWatermarks settles every pending partition of resp once its
 // low watermark reaches the offset asked for, or with REQUEST_TIMED_OUT
 // (low_watermark: the one at the deletion) when timeout passes first
-// (Kafka's DelayedDeleteRecords, tryComplete and onExpiration).
-func (s *Server) awaitLowWatermarks(resp *kmsg.DeleteRecordsResponse, pending []pendingDelete, timeout time.Duration) {
-	live := map[int32]bool{}
-	for _, b := range s.md.brokers() {
-		live[b.ID] = true
-	}
-	alive := func(id int32) bool { return live[id] }
+// (Kafka's DelayedDeleteRecords, tryComplete and onExpiration). Any
+// pending partition's change wakes it, every pass takes the live brokers
+// anew (Kafka checks hasAliveBroker on each tryComplete), and a server or
+// connection going away ends the wait as a timeout does.
+func (s *Server) awaitLowWatermarks(rc *reqCtx, resp *kmsg.DeleteRecordsResponse, pending []pendingDelete, timeout time.Duration) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	for pass := 0; len(pending) > 0; pass++ {
-		first := pending[0].p
-		changed := first.Changed() // before the look: a change after it wakes the wait
-		left := pending[:0]
+	srvClosing, connDone := rc.closing(s)
+	var cases []reflect.SelectCase
+	for pass := 0; ; pass++ {
+		// The channels before the look: a change after it wakes the wait.
+		cases = cases[:0]
 		for _, d := range pending {
-			sp := &resp.Topics[d.topic].Partitions[d.part]
-			lw, err := d.p.LowWatermark(alive)
-			switch {
-			case err != nil:
-				sp.ErrorCode, sp.LowWatermark = errorCode(err), -1
-			case lw >= d.required:
-				sp.LowWatermark = lw
-			default:
-				if pass == 0 {
-					sp.LowWatermark = lw // answered if it times out, as Kafka's
-				}
-				left = append(left, d)
-			}
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(d.p.Changed())})
 		}
-		pending = left
+		pending = s.settleLowWatermarks(resp, pending, pass == 0)
 		if len(pending) == 0 {
 			return
-		}
-		if pending[0].p != first {
-			continue // the partition waited on is settled: wait on the next
 		}
 		if timer == nil {
 			timer = time.NewTimer(max(timeout, 0))
@@ -155,13 +150,48 @@ func (s *Server) awaitLowWatermarks(resp *kmsg.DeleteRecordsResponse, pending []
 		if deleteRecordsWaiting != nil {
 			deleteRecordsWaiting()
 		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			for _, d := range pending {
+		ends := len(cases)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(srvClosing)})
+		if connDone != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(connDone)})
+		}
+		if chosen, _, _ := reflect.Select(cases); chosen >= ends {
+			// Expired: what reached its low watermark meanwhile is
+			// answered, the rest timed out.
+			for _, d := range s.settleLowWatermarks(resp, pending, false) {
 				resp.Topics[d.topic].Partitions[d.part].ErrorCode = kerr.RequestTimedOut.Code
 			}
 			return
 		}
 	}
+}
+
+// settleLowWatermarks answers the partitions of pending whose low
+// watermark reached the offset asked for (or failed) and returns the
+// others; first records their low watermark now, answered if they time out.
+func (s *Server) settleLowWatermarks(resp *kmsg.DeleteRecordsResponse, pending []pendingDelete, first bool) []pendingDelete {
+	live := map[int32]bool{}
+	for _, b := range s.md.brokers() {
+		live[b.ID] = true
+	}
+	alive := func(id int32) bool { return live[id] }
+	left := pending[:0]
+	for _, d := range pending {
+		sp := &resp.Topics[d.topic].Partitions[d.part]
+		lw, err := d.p.LowWatermark(alive)
+		switch {
+		case err != nil:
+			sp.ErrorCode, sp.LowWatermark = errorCode(err), -1
+		case lw >= d.required:
+			sp.LowWatermark = lw
+		default:
+			if first {
+				sp.LowWatermark = lw
+			}
+			left = append(left, d)
+		}
+	}
+	return left
 }
