@@ -1,6 +1,14 @@
 package segment
 
-import "github.com/sluice/sluice/engine"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluice/sluice/engine"
+)
 
 // The log start offset of a tiered log (KIP-405).
 //
@@ -200,4 +208,60 @@ func (l *Log) CopyLogStartOffset(src engine.Log) error {
 		return nil
 	}
 	return l.store.checkpointStartOffsets()
+}
+
+// migrateLogStarts reads a log-start-offset-checkpoint written by a build
+// before logStartMarkerFile existed, which held every log's local start
+// (StartOffset), tiered or not: an entry at or below the log's first
+// segment base says nothing about the records a tiered log keeps in the
+// remote tier, so it is dropped and the log loads with an unknown log
+// start, which the remote log manager settles at the first remote offset
+// (those builds never kept a log start below the local start, so that is
+// what the entry meant). A log not tiered loads at its first base as
+// before. An entry above the first base is a log start that DeleteRecords
+// moved and is kept. The rewritten checkpoint is durable before the
+// marker is written, so a crash in between repeats the migration, which
+// drops nothing more; a dir with the marker (or a new one) is never
+// migrated. REQUIRES: in Open, before any log loads.
+func (s *Store) migrateLogStarts() error {
+	marker := filepath.Join(s.dir, logStartMarkerFile)
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("segment: %w", err)
+	}
+	dropped := 0
+	for id, ck := range s.startOffsets {
+		if base, ok := firstSegmentBase(s.logDir(id)); ok && ck <= base {
+			delete(s.startOffsets, id)
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		s.log.Info("segment: log-start-offset-checkpoint of an older build: local starts dropped, tiered logs settle their log start from the remote tier",
+			"dir", s.dir, "logs", dropped)
+		if err := writeOffsetCheckpoint(filepath.Join(s.dir, logStartOffsetFile), s.startOffsets); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(marker, nil)
+}
+
+// firstSegmentBase returns the least base offset of the .log files in
+// dir; ok is false when there is none (or no dir).
+func firstSegmentBase(dir string) (base int64, ok bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		stem, isLog := strings.CutSuffix(e.Name(), logSuffix)
+		if !isLog || e.IsDir() {
+			continue
+		}
+		if b, err := parseSegmentName(stem); err == nil && (!ok || b < base) {
+			base, ok = b, true
+		}
+	}
+	return base, ok
 }
