@@ -31,12 +31,18 @@ import (
 // (loadLogStart). Everything that moves the log start itself
 // (DeleteBefore, retention, a restart) sets logStart back to -1: a log
 // whose owner never sets it, every log not tiered, checkpoints and loads
-// exactly as before. A value below the first base left by a crash between
-// a deletion and its checkpoint is taken as a log start too; the next
-// move of the start drops it.
+// exactly as before. Only a tiered log (engine.LogConfig.RemoteStorage,
+// Kafka's remoteLogEnabled) keeps a checkpointed value below its first
+// base on load, as Kafka's LogLoader does; any other log takes the
+// greater of the two (a value below the first base there is left by a
+// crash between a deletion and its checkpoint), and a log whose topic
+// turns tiering off moves its log start to its local start (SetConfig).
+// A log dir written by an older build, which checkpointed the local start
+// of every log, is migrated once on open (migrateLogStarts).
 //
-// A log loaded without an entry in the checkpoint (none, or a damaged
-// file, which the store ignores) whose first segment is not at 0 has an
+// A tiered log loaded without an entry in the checkpoint (none, or a
+// damaged file, which the store ignores) whose first segment is not at 0
+// has an
 // unknown log start (logStartUnknown): LogStartOffset answers the local
 // start, as before, but the owner of a tiered log is told
 // (LogStartUnknown) and settles it (ResolveLogStartOffset) from what the
@@ -142,17 +148,35 @@ func (l *Log) moveLogStartLocked(local bool) {
 }
 
 // loadLogStart takes the checkpointed log start offset ck (ok: there was
-// one) of a log just loaded: below the local start it is a tiered log's
-// log start (the local start is then the first segment's base); without
-// one, the log start is unknown unless the log starts at 0.
+// one) of a log just loaded. Of a tiered log: below the local start it is
+// the log start (the local start is then the first segment's base);
+// without one, the log start is unknown unless the log starts at 0. Of
+// any other log the log start is the local start, as the store computed
+// it (the greater of ck and the first base).
 // REQUIRES: l not yet shared.
 func (l *Log) loadLogStart(ck int64, ok bool) {
+	if !l.cfg.Get().RemoteStorage {
+		return // not tiered: the local start, max(ck, first base)
+	}
 	switch start := l.start.Load(); {
 	case !ok && start > 0:
 		l.logStart.Store(logStartUnknown)
 	case ok && ck >= 0 && ck < start:
 		l.logStart.Store(ck)
 	}
+}
+
+// untierLogStartLocked moves the log start to the local start when the
+// log is not tiered (anymore): a log start below it, or an unknown one,
+// is a tiered log's (a topic turning tiering off deletes its remote
+// data). It reports whether it moved, for the caller to checkpoint.
+// REQUIRES: appendMu.
+func (l *Log) untierLogStartLocked() bool {
+	if l.cfg.Get().RemoteStorage || l.logStart.Load() == -1 {
+		return false
+	}
+	l.logStart.Store(-1)
+	return true
 }
 
 // TruncateFullyAndStartAtWithLogStart is TruncateFullyAndStartAt with the
