@@ -249,6 +249,11 @@ type LogConfig struct {
 	// Long.MAX_VALUE ms, does not fit a Duration: math.MaxInt64 (about 292
 	// years) stands for it, and WithDefaults sets it when <= 0.
 	MaxCompactionLag time.Duration
+	// RemoteStorage: the log is tiered (remote.storage.enable on a broker
+	// with remote.log.storage.system.enable, Kafka's
+	// UnifiedLog.remoteLogEnabled): its log start offset may be below its
+	// first local offset, its older records being in the remote tier.
+	RemoteStorage bool
 }
 
 // RollAge is how old the active segment may get before a roll: segment.ms,

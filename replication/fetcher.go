@@ -880,7 +880,20 @@ func wholeBatchesFrom(b []byte, offset int64) []byte {
 // so that this replica answers it once it leads. A leader's log start
 // below the follower's is never a reason to cut or restart its log.
 func (p *Partition) followLogStart(leaderStart int64) {
-	if leaderStart <= p.LogStart() || p.isLeader.Load() {
+	if p.isLeader.Load() {
+		return
+	}
+	if leaderStart >= 0 && p.LogStartUnknown() {
+		// Lost with the checkpoint: LogStart answers the local start,
+		// above the leader's maybe, which the leader's low watermark
+		// counts this replica as having reached. Kafka's follower takes
+		// the leader's (its own read as 0); at or above the local start
+		// that settles it there.
+		if err := p.ResolveLogStart(leaderStart); err != nil {
+			p.opts.Logger.Warn("replication: following the leader's log start failed", "topic", p.opts.Topic, "partition", p.index, "offset", leaderStart, "err", err)
+		}
+	}
+	if leaderStart <= p.LogStart() {
 		return
 	}
 	local := p.log.StartOffset()

@@ -87,6 +87,13 @@ const (
 	recoveryPointFile  = "recovery-point-offset-checkpoint"
 	logStartOffsetFile = "log-start-offset-checkpoint"
 	cleanerOffsetFile  = "cleaner-offset-checkpoint"
+	// logStartMarkerFile is Sluice's own (Kafka has no such file): its
+	// presence in the log dir says that log-start-offset-checkpoint
+	// holds each log's log start offset (Kafka's logStartOffset, below
+	// the first segment of a tiered log). Builds before it wrote the
+	// local start there for every log; Open migrates such a file once
+	// and then writes the marker (Store.migrateLogStarts, logstart.go).
+	logStartMarkerFile = ".sluice_log_start_offsets"
 	// replicationOffsetFile holds the high watermarks the broker saves
 	// through engine.HighWatermarkStore; the store only reads and
 	// writes it.

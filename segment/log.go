@@ -373,11 +373,16 @@ func (l *Log) Flush() error {
 // or retention pass.
 func (l *Log) SetConfig(cfg engine.LogConfig) error {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	if l.closed.Load() {
+		l.appendMu.Unlock()
 		return errClosedLog
 	}
 	l.cfg = engine.ShareLogConfig(normalize(cfg))
+	moved := l.untierLogStartLocked() // logstart.go
+	l.appendMu.Unlock()
+	if moved {
+		return l.store.checkpointStartOffsets()
+	}
 	return nil
 }
 

@@ -1,6 +1,14 @@
 package segment
 
-import "github.com/sluice/sluice/engine"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluice/sluice/engine"
+)
 
 // The log start offset of a tiered log (KIP-405).
 //
@@ -23,12 +31,18 @@ import "github.com/sluice/sluice/engine"
 // (loadLogStart). Everything that moves the log start itself
 // (DeleteBefore, retention, a restart) sets logStart back to -1: a log
 // whose owner never sets it, every log not tiered, checkpoints and loads
-// exactly as before. A value below the first base left by a crash between
-// a deletion and its checkpoint is taken as a log start too; the next
-// move of the start drops it.
+// exactly as before. Only a tiered log (engine.LogConfig.RemoteStorage,
+// Kafka's remoteLogEnabled) keeps a checkpointed value below its first
+// base on load, as Kafka's LogLoader does; any other log takes the
+// greater of the two (a value below the first base there is left by a
+// crash between a deletion and its checkpoint), and a log whose topic
+// turns tiering off moves its log start to its local start (SetConfig).
+// A log dir written by an older build, which checkpointed the local start
+// of every log, is migrated once on open (migrateLogStarts).
 //
-// A log loaded without an entry in the checkpoint (none, or a damaged
-// file, which the store ignores) whose first segment is not at 0 has an
+// A tiered log loaded without an entry in the checkpoint (none, or a
+// damaged file, which the store ignores) whose first segment is not at 0
+// has an
 // unknown log start (logStartUnknown): LogStartOffset answers the local
 // start, as before, but the owner of a tiered log is told
 // (LogStartUnknown) and settles it (ResolveLogStartOffset) from what the
@@ -134,17 +148,35 @@ func (l *Log) moveLogStartLocked(local bool) {
 }
 
 // loadLogStart takes the checkpointed log start offset ck (ok: there was
-// one) of a log just loaded: below the local start it is a tiered log's
-// log start (the local start is then the first segment's base); without
-// one, the log start is unknown unless the log starts at 0.
+// one) of a log just loaded. Of a tiered log: below the local start it is
+// the log start (the local start is then the first segment's base);
+// without one, the log start is unknown unless the log starts at 0. Of
+// any other log the log start is the local start, as the store computed
+// it (the greater of ck and the first base).
 // REQUIRES: l not yet shared.
 func (l *Log) loadLogStart(ck int64, ok bool) {
+	if !l.cfg.Get().RemoteStorage {
+		return // not tiered: the local start, max(ck, first base)
+	}
 	switch start := l.start.Load(); {
 	case !ok && start > 0:
 		l.logStart.Store(logStartUnknown)
 	case ok && ck >= 0 && ck < start:
 		l.logStart.Store(ck)
 	}
+}
+
+// untierLogStartLocked moves the log start to the local start when the
+// log is not tiered (anymore): a log start below it, or an unknown one,
+// is a tiered log's (a topic turning tiering off deletes its remote
+// data). It reports whether it moved, for the caller to checkpoint.
+// REQUIRES: appendMu.
+func (l *Log) untierLogStartLocked() bool {
+	if l.cfg.Get().RemoteStorage || l.logStart.Load() == -1 {
+		return false
+	}
+	l.logStart.Store(-1)
+	return true
 }
 
 // TruncateFullyAndStartAtWithLogStart is TruncateFullyAndStartAt with the
@@ -200,4 +232,60 @@ func (l *Log) CopyLogStartOffset(src engine.Log) error {
 		return nil
 	}
 	return l.store.checkpointStartOffsets()
+}
+
+// migrateLogStarts reads a log-start-offset-checkpoint written by a build
+// before logStartMarkerFile existed, which held every log's local start
+// (StartOffset), tiered or not: an entry at or below the log's first
+// segment base says nothing about the records a tiered log keeps in the
+// remote tier, so it is dropped and the log loads with an unknown log
+// start, which the remote log manager settles at the first remote offset
+// (those builds never kept a log start below the local start, so that is
+// what the entry meant). A log not tiered loads at its first base as
+// before. An entry above the first base is a log start that DeleteRecords
+// moved and is kept. The rewritten checkpoint is durable before the
+// marker is written, so a crash in between repeats the migration, which
+// drops nothing more; a dir with the marker (or a new one) is never
+// migrated. REQUIRES: in Open, before any log loads.
+func (s *Store) migrateLogStarts() error {
+	marker := filepath.Join(s.dir, logStartMarkerFile)
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("segment: %w", err)
+	}
+	dropped := 0
+	for id, ck := range s.startOffsets {
+		if base, ok := firstSegmentBase(s.logDir(id)); ok && ck <= base {
+			delete(s.startOffsets, id)
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		s.log.Info("segment: log-start-offset-checkpoint of an older build: local starts dropped, tiered logs settle their log start from the remote tier",
+			"dir", s.dir, "logs", dropped)
+		if err := writeOffsetCheckpoint(filepath.Join(s.dir, logStartOffsetFile), s.startOffsets); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(marker, nil)
+}
+
+// firstSegmentBase returns the least base offset of the .log files in
+// dir; ok is false when there is none (or no dir).
+func firstSegmentBase(dir string) (base int64, ok bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		stem, isLog := strings.CutSuffix(e.Name(), logSuffix)
+		if !isLog || e.IsDir() {
+			continue
+		}
+		if b, err := parseSegmentName(stem); err == nil && (!ok || b < base) {
+			base, ok = b, true
+		}
+	}
+	return base, ok
 }

@@ -67,7 +67,7 @@ func TestLogStartBelowLocalStart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openStore(t, dir, nil)
-			el, err := s.CreateLog(tp, testCfg())
+			el, err := s.CreateLog(tp, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestLogStartBelowLocalStart(t *testing.T) {
 			ckpt("after close")
 			s = openStore(t, dir, nil)
 			defer s.Close()
-			el, err = s.OpenLog(tp, testCfg())
+			el, err = s.OpenLog(tp, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openStore(t, dir, nil)
-			el, err := s.CreateLog(tp, testCfg())
+			el, err := s.CreateLog(tp, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 			mustDo(t, os.WriteFile(filepath.Join(dir, logStartOffsetFile), []byte(content), 0o644))
 
 			s = openStore(t, dir, nil)
-			el, err = s.OpenLog(tp, testCfg())
+			el, err = s.OpenLog(tp, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 			}
 			// Another log's change rewrites the checkpoint: the unknown
 			// start is left out, not written as the local start.
-			other, err := s.CreateLog(engine.PartitionID{Topic: "other", Partition: 0}, testCfg())
+			other, err := s.CreateLog(engine.PartitionID{Topic: "other", Partition: 0}, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 			mustDo(t, other.DeleteBefore(1))
 			mustDo(t, s.Close())
 			s = openStore(t, dir, nil)
-			el, err = s.OpenLog(tp, testCfg())
+			el, err = s.OpenLog(tp, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 			mustDo(t, s.Close())
 			s = openStore(t, dir, nil)
 			defer s.Close()
-			el, err = s.OpenLog(tp, testCfg())
+			el, err = s.OpenLog(tp, tieredCfg())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -176,6 +176,9 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 	}
 	s.recoveryPoints = s.readOffsets(recoveryPointFile)
 	s.startOffsets = s.readOffsets(logStartOffsetFile)
+	if err := s.migrateLogStarts(); err != nil { // logstart.go
+		return nil, err
+	}
 	s.cleanerPoints = s.readOffsets(cleanerOffsetFile)
 	if fsutil.SyncFSReportsErrors() && !fsyncOff.Load() {
 		if s.dirf, err = os.Open(s.dir); err != nil {

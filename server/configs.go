@@ -213,6 +213,8 @@ func (s *Server) effectiveConfig(overrides map[string]string) topicConfig {
 		ratio = cur.LogCleanerMinCleanableRatio
 	}
 	tc.log.MinCleanableDirtyRatio = ratio
+	// Tiered (KIP-405) as the remote log manager takes it (tiered.Manager).
+	tc.log.RemoteStorage = cur.RemoteLogStorageSystemEnable && overrides["remote.storage.enable"] == "true"
 	ts, _ := s.configValue(overrides, "message.timestamp.type")
 	tc.logAppendTime = ts == "LogAppendTime"
 	diff := num("message.timestamp.difference.max.ms")
