@@ -54,12 +54,7 @@ func TestTieredRemoteReadDoesNotBlockFetch(t *testing.T) {
 	b := startTieredRSM(t, dir, rsm)
 	t.Cleanup(release) // before the broker's close (cleanups run last first)
 	const topic, n = "stuck", 120
-	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(mustClient(t, b.addr)), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	cl := mustClient(t, b.addr)
@@ -117,12 +112,7 @@ func TestTieredPendingRemoteReadAnswersNow(t *testing.T) {
 	b := startTieredRSM(t, dir, rsm)
 	t.Cleanup(func() { close(rsm.release) })
 	const topic, n = "pending", 120
-	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(mustClient(t, b.addr)), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	cl := mustClient(t, b.addr)
@@ -165,12 +155,7 @@ func TestTieredTopicDeletionSweepsOrphans(t *testing.T) {
 	b := startTiered(t, dir)
 	const topic, n = "orphans", 60
 	adm := kadm.NewClient(mustClient(t, b.addr))
-	res, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, adm, topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	files := b.remoteFiles(t)

@@ -43,12 +43,7 @@ func TestTieredListOffsetsEpochs(t *testing.T) {
 	b := startTiered(t, t.TempDir())
 	const topic, perEpoch = "epochs", 150
 	cl := mustClient(t, b.addr)
-	res, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(cl), topic)
 	p := b.s.rm.Partition(topic, 0)
 	id := b.s.currentConfig().BrokerID
 	bump := func(epoch int32) {

@@ -27,12 +27,7 @@ func TestTieredProduceReportsLogStart(t *testing.T) {
 	const topic, n = "reporting", 300
 	cl := mustClient(t, b.addr)
 	ctx := context.Background()
-	res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(cl), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	local, _ := listOffset(t, cl, topic, -4)

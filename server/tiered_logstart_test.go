@@ -29,12 +29,7 @@ func TestTieredDeleteRecordsSurvivesRestart(t *testing.T) {
 			const topic, n = "restarting", 300
 			cl := mustClient(t, b.addr)
 			ctx := context.Background()
-			res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
-				"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-			}, topic)
-			if err != nil || res.Err != nil {
-				t.Fatalf("create: %v %v", err, res.Err)
-			}
+			createSmallTiered(t, kadm.NewClient(cl), topic)
 			produceTiered(t, b.addr, topic, 0, n)
 			b.s.tiered.RunOnce()
 			remoteEnd, _ := listOffset(t, cl, topic, -5)
@@ -129,12 +124,7 @@ func TestTieredLostLogStartCheckpoint(t *testing.T) {
 	b := startTiered(t, dir)
 	const topic, n = "lostckpt", 200
 	cl := mustClient(t, b.addr)
-	res, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(cl), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	if local, _ := listOffset(t, cl, topic, -4); local <= 0 {

@@ -347,12 +347,7 @@ func TestTieredCrashMidUpload(t *testing.T) {
 	crash := &crashingRSM{LocalDir: ld, dir: remote, crashAt: 3}
 	b := startTieredRSM(t, dir, crash)
 	const topic, n = "crash", 120
-	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(mustClient(t, b.addr)), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	done := make(chan struct{})
 	go func() { defer close(done); b.s.tiered.RunOnce() }()
@@ -433,12 +428,7 @@ func TestTieredHostileRemote(t *testing.T) {
 	dir := t.TempDir()
 	b := startTiered(t, dir)
 	const topic, n = "hostile", 120
-	res, err := kadm.NewClient(mustClient(t, b.addr)).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(mustClient(t, b.addr)), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	cl := mustClient(t, b.addr)
@@ -704,12 +694,7 @@ func TestTieredDeleteRecords(t *testing.T) {
 	cl := mustClient(t, b.addr)
 	ka := kadm.NewClient(cl)
 	ctx := context.Background()
-	res, err := ka.CreateTopic(ctx, 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, ka, topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	remoteEnd, _ := listOffset(t, cl, topic, -5)
@@ -785,5 +770,18 @@ func TestTieredDeleteRecords(t *testing.T) {
 	}
 	if off, _ := listOffset(t, cl, topic, -2); off != to {
 		t.Fatalf("earliest after the task: %d, want %d", off, to)
+	}
+}
+
+// createSmallTiered creates topic, one partition, tiered, with 2 KiB
+// segments of which 4 KiB stay local: a few hundred small records put
+// most of it in the remote tier.
+func createSmallTiered(t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	res, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
 	}
 }

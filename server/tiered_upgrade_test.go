@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,12 +19,7 @@ func TestTieredUpgradeFromLocalStartCheckpoint(t *testing.T) {
 	b := startTiered(t, dir)
 	const topic, n = "upgraded", 200
 	cl := mustClient(t, b.addr)
-	res, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{
-		"segment.bytes": ptr("2048"), "local.retention.bytes": ptr("4096"), "remote.storage.enable": ptr("true"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
+	createSmallTiered(t, kadm.NewClient(cl), topic)
 	produceTiered(t, b.addr, topic, 0, n)
 	b.s.tiered.RunOnce()
 	local, _ := listOffset(t, cl, topic, -4)
