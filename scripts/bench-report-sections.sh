@@ -46,7 +46,8 @@ section() {
 	fi
 	cp "$raw" "$RESULTS/$name.txt"
 	local meta
-	meta="Run $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo '+local changes'), \
+	# BENCHMARKS.md and the raw results are what this script writes.
+	meta="Run $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet -- . ':!BENCHMARKS.md' ':!docs/bench-sections' || echo '+local changes'), \
 $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; \
 \`$cmd\`; median of $count run(s), range in brackets."
 	"$work/benchreport" gobench -out "$OUT" -section "$name" -meta "$meta" -cols "$cols" \
