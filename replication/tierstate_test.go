@@ -125,15 +125,8 @@ func TestFollowerRebuildsFromRemoteTier(t *testing.T) {
 			c := newTestCluster(t, backend)
 			leader := addRawBroker(c, 1)
 			follower := addRawBroker(c, 2)
-			remote := &fakeRemote{}
-			var listed []int64
-			c.mu.Lock()
-			c.fetchers[2] = NewFetcherManager(FetcherOptions{
-				BrokerID: 2, Logger: quietLogger, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond,
-				Send: tieredSend(c, 2, 0, &listed), RemoteLog: remote,
-			})
-			c.t.Cleanup(c.fetchers[2].Close)
-			c.mu.Unlock()
+			remote, listed := &fakeRemote{}, new([]int64)
+			tieredFollower(c, remote, listed)
 
 			// The follower is away while the leader writes offsets 0-7
 			// (producer 7: sequences 0-4), tiers them and deletes them
@@ -166,7 +159,7 @@ func TestFollowerRebuildsFromRemoteTier(t *testing.T) {
 				t.Fatalf("follower log start %d, want the leader's local start 8", got)
 			}
 			c.mu.Lock()
-			gotListed := slices.Clone(listed)
+			gotListed := slices.Clone(*listed)
 			c.mu.Unlock()
 			remote.mu.Lock()
 			gotAsked := slices.Clone(remote.got)
@@ -207,15 +200,8 @@ func TestFollowerKeepsLeaderLogStartBelowLocal(t *testing.T) {
 	c := newTestCluster(t, "segment")
 	leader := addRawBroker(c, 1)
 	follower := addRawBroker(c, 2)
-	remote := &fakeRemote{}
-	var listed []int64
-	c.mu.Lock()
-	c.fetchers[2] = NewFetcherManager(FetcherOptions{
-		BrokerID: 2, Logger: quietLogger, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond,
-		Send: tieredSend(c, 2, 0, &listed), RemoteLog: remote,
-	})
-	c.t.Cleanup(c.fetchers[2].Close)
-	c.mu.Unlock()
+	remote, listed := &fakeRemote{}, new([]int64)
+	tieredFollower(c, remote, listed)
 
 	c.setDown(2, true)
 	c.elect(1, 1, 1)
@@ -331,4 +317,17 @@ func TestUnknownLogStartNotFollowed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tieredFollower gives broker 2 of c a fetcher that rebuilds from remote
+// (the leader answering through tieredSend, which records in listed the
+// offsets the follower asked the remote tier for).
+func tieredFollower(c *testCluster, remote *fakeRemote, listed *[]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fetchers[2] = NewFetcherManager(FetcherOptions{
+		BrokerID: 2, Logger: quietLogger, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond,
+		Send: tieredSend(c, 2, 0, listed), RemoteLog: remote,
+	})
+	c.t.Cleanup(c.fetchers[2].Close)
 }
