@@ -28,14 +28,7 @@ func TestAppendManyLogsBounded(t *testing.T) {
 		withOpenMax(t, openMax)
 		fds0, maps0 := countFds(t)
 		st := openStore(t, dir, nil)
-		ls := make([]engine.Log, logs)
-		for i := range ls {
-			l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ls[i] = l
-		}
+		ls := createLogs(t, st, logs, cfg)
 		rng := rand.New(rand.NewSource(3))
 		maxFds, maxMaps := 0, 0
 		for r := range rounds {
@@ -112,14 +105,7 @@ func TestTailReadsManyLogs(t *testing.T) {
 	cfg := engine.LogConfig{SegmentBytes: 1 << 20, IndexIntervalBytes: 512, IndexMaxBytes: 1 << 16, RetentionMs: -1, RetentionBytes: -1}
 	st := openStore(t, t.TempDir(), nil)
 	defer st.Close()
-	ls := make([]engine.Log, logs)
-	for i := range ls {
-		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls[i] = l
-	}
+	ls := createLogs(t, st, logs, cfg)
 	rng := rand.New(rand.NewSource(4))
 	maps0 := st.cache.indexMaps.Load()
 	reads := 0
@@ -197,14 +183,7 @@ func TestTailReadsConcurrentWithAppends(t *testing.T) {
 	cfg := engine.LogConfig{SegmentBytes: 64 << 10, IndexIntervalBytes: 256, IndexMaxBytes: 4096, RetentionMs: -1, RetentionBytes: -1}
 	st := openStore(t, t.TempDir(), nil)
 	defer st.Close()
-	ls := make([]engine.Log, logs)
-	for i := range ls {
-		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls[i] = l
-	}
+	ls := createLogs(t, st, logs, cfg)
 	want := make([][][]byte, logs)
 	done := make(chan struct{})
 	errs := make(chan error, logs)

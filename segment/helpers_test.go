@@ -209,3 +209,17 @@ func checkBytes(t testing.TB, l engine.Log, want [][]byte) {
 		t.Fatalf("sequential read differs: %d bytes, want %d", len(got), len(all))
 	}
 }
+
+// createLogs creates n logs of topic "t" (partitions 0..n-1) in st with cfg.
+func createLogs(t testing.TB, st *Store, n int, cfg engine.LogConfig) []engine.Log {
+	t.Helper()
+	ls := make([]engine.Log, n)
+	for i := range ls {
+		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+	}
+	return ls
+}
