@@ -65,21 +65,7 @@ func TestTieredClusterS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	produce := func(from, to int) {
-		const chunk = 1024
-		for i := from; i < to; i += chunk {
-			var recs []*kgo.Record
-			for j := i; j < min(i+chunk, to); j++ {
-				recs = append(recs, &kgo.Record{Value: tieredValue(j)})
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			err := cl.ProduceSync(ctx, recs...).FirstErr()
-			cancel()
-			if err != nil {
-				t.Fatalf("produce records %d..: %v\n%s", i, err, c.logs())
-			}
-		}
-	}
+	produce := func(from, to int) { produceTieredValues(t, c, cl, from, to, 1024) }
 	start := time.Now()
 	third := records / 3
 	produce(0, third)

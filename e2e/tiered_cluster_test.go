@@ -91,21 +91,7 @@ func TestTieredCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	produce := func(from, to int) {
-		const chunk = 2048
-		for i := from; i < to; i += chunk {
-			var recs []*kgo.Record
-			for j := i; j < min(i+chunk, to); j++ {
-				recs = append(recs, &kgo.Record{Value: tieredValue(j)})
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			err := cl.ProduceSync(ctx, recs...).FirstErr()
-			cancel()
-			if err != nil {
-				t.Fatalf("produce records %d..: %v\n%s", i, err, c.logs())
-			}
-		}
-	}
+	produce := func(from, to int) { produceTieredValues(t, c, cl, from, to, 2048) }
 	start := time.Now()
 	produce(0, records/2)
 
@@ -518,4 +504,23 @@ func dirBytes(t *testing.T, root string) int64 {
 		return nil
 	})
 	return n
+}
+
+// produceTieredValues produces the records from..to-1 of tieredValue
+// through cl at its acks, chunk records per ProduceSync; a failure ends
+// the test with the cluster's logs.
+func produceTieredValues(t *testing.T, c *testCluster, cl *kgo.Client, from, to, chunk int) {
+	t.Helper()
+	for i := from; i < to; i += chunk {
+		var recs []*kgo.Record
+		for j := i; j < min(i+chunk, to); j++ {
+			recs = append(recs, &kgo.Record{Value: tieredValue(j)})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatalf("produce records %d..: %v\n%s", i, err, c.logs())
+		}
+	}
 }
