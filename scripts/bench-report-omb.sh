@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench-report-omb.sh runs `sluice perf omb` (the OpenMessaging Benchmark's
 # workload shape: one topic, keyed 1 KiB records, 4 producers and 4
-# consumers in one group, a warm-up, a max-rate probe, then 25/50/75/100%
-# of that rate) against a fresh broker per target and partition count, and
+# consumers in one group) against a fresh broker per target and partition
+# count in two passes: first a warm-up and a max-rate probe of each broker,
+# then each broker (fresh again) at 25/50/75/100% of the highest of those
+# probes, so that every broker runs at the same fixed rates; and
 # rewrites BENCHMARKS.md's marked sections (bench:headline, bench:omb,
 # bench:partitions, bench:targets) with `benchreport omb`; the raw
 # results stay in docs/bench-omb/ (one JSON file per broker and partition
@@ -40,33 +42,59 @@ timeout 300 "$GO" build -o "$work/sluice" ./cmd/sluice
 timeout 300 "$GO" build -o "$work/kfakeserve" ./bench/cmd/kfakeserve
 timeout 300 "$GO" build -o "$work/benchreport" ./bench/cmd/benchreport
 
+# run_omb LABEL TARGET N OUT ARGS...: a fresh broker of TARGET (segment,
+# pebble, kfake) with its own data dir, `sluice perf omb` against it with
+# ARGS, the result in OUT (removed if the run wrote nothing).
+run_omb() {
+	local label=$1 t=$2 n=$3 out=$4
+	shift 4
+	local port dir cmd
+	port=$("$work/benchreport" freeport)
+	dir="$work/data-$t-$n"
+	mkdir -p "$dir"
+	case $t in
+	kfake) cmd="taskset -c 0 $work/kfakeserve --port $port --data-dir $dir" ;;
+	*) cmd="taskset -c 0 $work/sluice serve --set storage.backend=$t --set log.dirs=$dir --set listeners=PLAINTEXT://127.0.0.1:$port --set http.listeners= --set schema.registry.listeners=" ;;
+	esac
+	if ! timeout "$RUN_TIMEOUT" taskset -c 1 "$work/sluice" perf omb --brokers "127.0.0.1:$port" --broker-cmd "$cmd" \
+		--partitions "$n" --warmup "$WARMUP" --target "$label" --json "$@" >"$out"; then
+		log "$label, $n partitions: failed or had errors (kept in the report if it wrote a result)"
+	fi
+	[ -s "$out" ] || rm -f "$out"
+	rm -rf "$dir"
+}
+
+label_of() { case $1 in kfake) echo kfake ;; *) echo "sluice-$1" ;; esac; }
+
 for n in $PARTS; do
+	# Pass 1: each broker's maximum (the probe at the unlimited rate).
 	for t in $TARGETS; do
-		port=$("$work/benchreport" freeport)
-		dir="$work/data-$t-$n"
-		mkdir -p "$dir"
-		case $t in
-		kfake)
-			cmd="taskset -c 0 $work/kfakeserve --port $port --data-dir $dir"
-			label=kfake ;;
-		*)
-			cmd="taskset -c 0 $work/sluice serve --set storage.backend=$t --set log.dirs=$dir --set listeners=PLAINTEXT://127.0.0.1:$port --set http.listeners= --set schema.registry.listeners="
-			label=sluice-$t ;;
-		esac
-		log "$label, $n partitions"
-		if ! timeout "$RUN_TIMEOUT" taskset -c 1 "$work/sluice" perf omb --brokers "127.0.0.1:$port" --broker-cmd "$cmd" \
-			--partitions "$n" --warmup "$WARMUP" --probe "$PROBE" --duration "$DURATION" --target "$label" --json \
-			>"$work/omb-$label-$n.json"; then
-			log "$label, $n partitions: failed or had errors (kept in the report if it wrote a result)"
+		label=$(label_of "$t")
+		log "$label, $n partitions: probe"
+		run_omb "$label" "$t" "$n" "$work/probe-$label-$n.json" --probe "$PROBE" --rates none
+	done
+	# Pass 2: every broker at the same fixed rates, fractions of the
+	# highest probe, so that each rate compares brokers at one offered
+	# load (OMB's fixed-rate workloads), not each at its own maximum.
+	probes=("$work"/probe-*-"$n".json)
+	if ! max=$("$work/benchreport" ombmax "${probes[@]}"); then
+		log "$n partitions: no probe acked anything; no fixed rates"
+		continue
+	fi
+	log "$n partitions: the shared maximum is $max records/s"
+	for t in $TARGETS; do
+		label=$(label_of "$t")
+		log "$label, $n partitions: fixed rates of $max records/s"
+		run_omb "$label" "$t" "$n" "$work/rates-$label-$n.json" --max-rate "$max" --duration "$DURATION"
+		if [ -s "$work/probe-$label-$n.json" ] && [ -s "$work/rates-$label-$n.json" ]; then
+			"$work/benchreport" ombmerge -out "$work/omb-$label-$n.json" "$work/probe-$label-$n.json" "$work/rates-$label-$n.json"
 		fi
-		[ -s "$work/omb-$label-$n.json" ] || rm -f "$work/omb-$label-$n.json"
-		rm -rf "$dir"
 	done
 done
 
 meta="Run $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo '+local changes'), \
 $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; \
-warm-up $WARMUP, probe $PROBE, $DURATION per rate; broker on CPU 0, clients on CPU 1; one run."
+warm-up $WARMUP, probe $PROBE, $DURATION per rate at fractions of the highest probe of the partition count (the same rates for every broker); broker on CPU 0, clients on CPU 1; one run."
 # Keep the results beside the page, so it can be re-rendered without a
 # re-run: benchreport omb -out BENCHMARKS.md -meta ... docs/bench-omb/*.json
 results=${RESULTS:-$repo/docs/bench-omb}

@@ -54,7 +54,10 @@ type OMBConfig struct {
 
 	// MaxRate skips the probe and takes this records/s as the maximum.
 	MaxRate float64
-	// Fractions of the maximum rate to run at; nil: 0.25, 0.5, 0.75, 1.
+	// Fractions of the maximum rate to run at; nil: 0.25, 0.5, 0.75, 1;
+	// empty, not nil: none (a probe-only run, whose maximum a caller
+	// then gives several brokers as MaxRate, so that they all run at the
+	// same rates).
 	Fractions []float64
 
 	// BrokerPID, when > 0, is the broker process whose CPU time
@@ -111,6 +114,8 @@ func (c OMBConfig) withDefaults() (OMBConfig, error) {
 		return c, errors.New("load: omb: producers and consumers must be >= 1")
 	case c.Probe < 0 || c.Duration < 0 || c.MaxRate < 0 || c.Linger < 0:
 		return c, errors.New("load: omb: negative probe, duration, rate or linger")
+	case c.MaxRate > 0 && len(c.Fractions) == 0:
+		return c, errors.New("load: omb: a maximum rate given and no rates to run: nothing to measure")
 	}
 	for _, f := range c.Fractions {
 		if !(f > 0 && f <= 10) {
@@ -121,8 +126,12 @@ func (c OMBConfig) withDefaults() (OMBConfig, error) {
 }
 
 // ParseFractions parses rates given as percentages of the maximum,
-// "25,50,75,100", into fractions.
+// "25,50,75,100", into fractions; "none" is no fixed rate (an empty,
+// non-nil slice: the run ends after its probe).
 func ParseFractions(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "none" {
+		return []float64{}, nil
+	}
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSuffix(strings.TrimSpace(f), "%")

@@ -19,6 +19,7 @@ func TestParseFractions(t *testing.T) {
 		{in: "50,,100", bad: true},
 		{in: "x", bad: true},
 		{in: "2000", bad: true},
+		{in: "none", want: []float64{}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseFractions(tc.in)
@@ -28,7 +29,7 @@ func TestParseFractions(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || len(got) != len(tc.want) {
+			if err != nil || len(got) != len(tc.want) || got == nil {
 				t.Fatalf("ParseFractions(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 			}
 			for i := range got {
@@ -54,6 +55,7 @@ func TestOMBDefaults(t *testing.T) {
 		"fraction":     {Fractions: []float64{0}},
 		"negative max": {MaxRate: -1},
 		"partitions":   {Partitions: -3},
+		"max, no rate": {MaxRate: 1000, Fractions: []float64{}},
 	} {
 		if _, err := bad.withDefaults(); err == nil {
 			t.Errorf("%s: no error for %+v", name, bad)

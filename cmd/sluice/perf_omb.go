@@ -97,7 +97,7 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 	fs.DurationVar(&o.cfg.Probe, "probe", 30*time.Second, "the maximum-rate probe")
 	fs.DurationVar(&o.cfg.Duration, "duration", 60*time.Second, "each fixed rate")
 	fs.Float64Var(&o.cfg.MaxRate, "max-rate", 0, "records/s taken as the maximum, skipping the probe")
-	rates := fs.String("rates", "25,50,75,100", "fixed rates, in percent of the maximum")
+	rates := fs.String("rates", "25,50,75,100", "fixed rates, in percent of the maximum; none: the probe only (its maximum is then given to several brokers with --max-rate, so that they run at the same rates)")
 	fs.IntVar(&o.cfg.BrokerPID, "broker-pid", 0, "the broker's pid, for its CPU per GB")
 	fs.StringVar(&o.brokerCmd, "broker-cmd", "", "start the broker with this shell command (e.g. `taskset -c 0 sluice serve ...`), measure it, stop it at the end")
 	fs.StringVar(&o.target, "target", "", "a label for the report (e.g. sluice-segment, kfake)")

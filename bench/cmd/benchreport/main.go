@@ -26,6 +26,11 @@
 //	benchreport gobench -out BENCHMARKS.md -section NAME -meta TEXT [-cols U=H,...] FILE...
 //	    rewrite one marked section with a table of `go test -bench` output:
 //	    a row per benchmark, the median and range of its runs per unit
+//	benchreport ombmax PROBE.json...
+//	    print the highest probe rate (records/s) of `sluice perf omb
+//	    --rates none` results: the maximum every broker then runs at
+//	benchreport ombmerge -out FILE PROBE.json RATES.json
+//	    join a broker's probe-only result and its fixed-rate result
 //
 // Every line of the results file is one JSON object (see record).
 package main
@@ -37,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render|omb|gobench [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchreport freeport|limits|measure|floor|warm|render|omb|gobench|ombmax|ombmerge [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -58,6 +63,10 @@ func main() {
 		err = ombCmd(os.Args[2:])
 	case "gobench":
 		err = gobenchCmd(os.Args[2:])
+	case "ombmax":
+		err = ombMaxCmd(os.Args[2:])
+	case "ombmerge":
+		err = ombMergeCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
