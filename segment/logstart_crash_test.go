@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,13 +18,7 @@ func TestLogStartCrashBetweenDeleteAndCheckpoint(t *testing.T) {
 		cfg := testCfg()
 		cfg.RemoteStorage = tiered
 		dir := t.TempDir()
-		s := openStore(t, dir, nil)
-		el, err := s.CreateLog(tp, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := el.(*Log)
-		fill(t, l, rand.New(rand.NewSource(1)), 60, 0)
+		s, l := filledLog(t, dir, cfg, 1)
 		mustDo(t, s.checkpointStartOffsets())
 		old, err := os.ReadFile(filepath.Join(dir, logStartOffsetFile))
 		mustDo(t, err)

@@ -66,13 +66,7 @@ func TestLogStartBelowLocalStart(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openStore(t, dir, nil)
-			el, err := s.CreateLog(tp, tieredCfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := el.(*Log)
-			fill(t, l, rand.New(rand.NewSource(1)), 60, 0)
+			s, l := filledLog(t, dir, tieredCfg(), 1)
 			if len(l.segs) < 3 {
 				t.Fatalf("%d segments, want several", len(l.segs))
 			}
@@ -102,13 +96,9 @@ func TestLogStartBelowLocalStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			ckpt("after close")
-			s = openStore(t, dir, nil)
+			s, l = reopenCfg(t, dir, tieredCfg())
 			defer s.Close()
-			el, err = s.OpenLog(tp, tieredCfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			check("after reopen", el.(*Log))
+			check("after reopen", l)
 		})
 	}
 }
@@ -145,25 +135,14 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 	for name, content := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openStore(t, dir, nil)
-			el, err := s.CreateLog(tp, tieredCfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := el.(*Log)
-			fill(t, l, rand.New(rand.NewSource(2)), 60, 0)
+			s, l := filledLog(t, dir, tieredCfg(), 2)
 			base := l.segs[1].base
 			mustDo(t, l.DeleteLocalBefore(base))
 			mustDo(t, l.RaiseLogStartOffset(base/2))
 			mustDo(t, s.Close())
 			mustDo(t, os.WriteFile(filepath.Join(dir, logStartOffsetFile), []byte(content), 0o644))
 
-			s = openStore(t, dir, nil)
-			el, err = s.OpenLog(tp, tieredCfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l = el.(*Log)
+			s, l = reopenCfg(t, dir, tieredCfg())
 			if l.StartOffset() != base || l.LogStartOffset() != base || !l.LogStartUnknown() {
 				t.Fatalf("after a damaged checkpoint: local start %d, log start %d, unknown %v; want %d, %d, true",
 					l.StartOffset(), l.LogStartOffset(), l.LogStartUnknown(), base, base)
@@ -177,25 +156,16 @@ func TestLogStartHostileCheckpoint(t *testing.T) {
 			fill(t, other, rand.New(rand.NewSource(3)), 3, 0)
 			mustDo(t, other.DeleteBefore(1))
 			mustDo(t, s.Close())
-			s = openStore(t, dir, nil)
-			el, err = s.OpenLog(tp, tieredCfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			l = el.(*Log)
+			s, l = reopenCfg(t, dir, tieredCfg())
 			if !l.LogStartUnknown() || l.StartOffset() != base {
 				t.Fatalf("after a reopen: unknown %v, local start %d; want still unknown at %d", l.LogStartUnknown(), l.StartOffset(), base)
 			}
 			mustDo(t, l.ResolveLogStartOffset(3))
 			mustDo(t, l.ResolveLogStartOffset(1)) // settled: no change
 			mustDo(t, s.Close())
-			s = openStore(t, dir, nil)
+			s, l = reopenCfg(t, dir, tieredCfg())
 			defer s.Close()
-			el, err = s.OpenLog(tp, tieredCfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l := el.(*Log); l.LogStartOffset() != 3 || l.LogStartUnknown() || l.StartOffset() != base {
+			if l.LogStartOffset() != 3 || l.LogStartUnknown() || l.StartOffset() != base {
 				t.Fatalf("settled at 3: log start %d (unknown %v), local start %d", l.LogStartOffset(), l.LogStartUnknown(), l.StartOffset())
 			}
 		})

@@ -16,6 +16,20 @@ func tieredCfg() engine.LogConfig {
 	return c
 }
 
+// filledLog opens a store in dir and creates tp's log with cfg, holding
+// 60 batches from seed: several segments.
+func filledLog(t *testing.T, dir string, cfg engine.LogConfig, seed int64) (*Store, *Log) {
+	t.Helper()
+	s := openStore(t, dir, nil)
+	el, err := s.CreateLog(tp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := el.(*Log)
+	fill(t, l, rand.New(rand.NewSource(seed)), 60, 0)
+	return s, l
+}
+
 // reopenCfg reopens the store in dir and tp's log with cfg.
 func reopenCfg(t *testing.T, dir string, cfg engine.LogConfig) (*Store, *Log) {
 	t.Helper()
@@ -38,13 +52,7 @@ func reopenCfg(t *testing.T, dir string, cfg engine.LogConfig) (*Store, *Log) {
 func TestLogStartUpgradeFromLocalStartCheckpoint(t *testing.T) {
 	noFsync(t)
 	dir := t.TempDir()
-	s := openStore(t, dir, nil)
-	el, err := s.CreateLog(tp, tieredCfg())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := el.(*Log)
-	fill(t, l, rand.New(rand.NewSource(1)), 60, 0)
+	s, l := filledLog(t, dir, tieredCfg(), 1)
 	if len(l.segs) < 3 {
 		t.Fatalf("want 3+ segments, have %d", len(l.segs))
 	}
@@ -83,13 +91,7 @@ func TestLogStartUpgradeFromLocalStartCheckpoint(t *testing.T) {
 func TestLogStartUpgradeKeepsDeletedRecords(t *testing.T) {
 	noFsync(t)
 	dir := t.TempDir()
-	s := openStore(t, dir, nil)
-	el, err := s.CreateLog(tp, tieredCfg())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := el.(*Log)
-	fill(t, l, rand.New(rand.NewSource(1)), 60, 0)
+	s, l := filledLog(t, dir, tieredCfg(), 1)
 	mid := l.segs[1].base + 1
 	mustDo(t, l.DeleteBefore(mid))
 	mustDo(t, s.Close())

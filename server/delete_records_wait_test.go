@@ -32,20 +32,7 @@ func TestDeleteRecordsWaitsForFollowers(t *testing.T) {
 	}
 	// fetch is follower replica's fetch from offset 4 (the log end),
 	// sending its log start.
-	fetch := func(replica int32, logStart int64) {
-		t.Helper()
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = replica, 1<<20, 0
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 0, 4, 1<<20, -1, logStart
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		if _, err := call(t, s, 11, req); err != nil {
-			t.Fatalf("fetch by %d: %v", replica, err)
-		}
-	}
+	fetch := func(replica int32, logStart int64) { drFollowerFetch(t, s, replica, 0, logStart) }
 	fetch(2, 0)
 	fetch(3, 0)
 	if hw := s.rm.Partition("t", 0).HighWatermark(); hw != 4 {

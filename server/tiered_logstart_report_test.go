@@ -23,13 +23,9 @@ import (
 // remote tier holds, then one DeleteRecords raised between it and the
 // local start. Before, both reported the local start.
 func TestTieredProduceReportsLogStart(t *testing.T) {
-	b := startTiered(t, t.TempDir())
-	const topic, n = "reporting", 300
-	cl := mustClient(t, b.addr)
+	const topic = "reporting"
+	b, cl := tieredWithRemote(t, t.TempDir(), topic, 300)
 	ctx := context.Background()
-	createSmallTiered(t, kadm.NewClient(cl), topic)
-	produceTiered(t, b.addr, topic, 0, n)
-	b.s.tiered.RunOnce()
 	local, _ := listOffset(t, cl, topic, -4)
 	if earliest, _ := listOffset(t, cl, topic, -2); earliest != 0 || local <= 40 {
 		t.Fatalf("earliest %d, local start %d: want 0 and much remote", earliest, local)

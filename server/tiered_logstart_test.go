@@ -25,13 +25,9 @@ func TestTieredDeleteRecordsSurvivesRestart(t *testing.T) {
 	for _, at := range []string{"remote", "local-start"} {
 		t.Run("at="+at, func(t *testing.T) {
 			dir := t.TempDir()
-			b := startTiered(t, dir)
 			const topic, n = "restarting", 300
-			cl := mustClient(t, b.addr)
+			b, cl := tieredWithRemote(t, dir, topic, n)
 			ctx := context.Background()
-			createSmallTiered(t, kadm.NewClient(cl), topic)
-			produceTiered(t, b.addr, topic, 0, n)
-			b.s.tiered.RunOnce()
 			remoteEnd, _ := listOffset(t, cl, topic, -5)
 			local, _ := listOffset(t, cl, topic, -4)
 			if remoteEnd < 40 || local <= 40 {
@@ -121,12 +117,8 @@ func nextRemoteStart(starts map[string]int, v int64) int64 {
 // deleted ones. The start it settles on survives the next restart.
 func TestTieredLostLogStartCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	b := startTiered(t, dir)
 	const topic, n = "lostckpt", 200
-	cl := mustClient(t, b.addr)
-	createSmallTiered(t, kadm.NewClient(cl), topic)
-	produceTiered(t, b.addr, topic, 0, n)
-	b.s.tiered.RunOnce()
+	b, cl := tieredWithRemote(t, dir, topic, n)
 	if local, _ := listOffset(t, cl, topic, -4); local <= 0 {
 		t.Fatalf("local start %d: want records only remote", local)
 	}

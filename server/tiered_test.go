@@ -776,6 +776,19 @@ func TestTieredDeleteRecords(t *testing.T) {
 // createSmallTiered creates topic, one partition, tiered, with 2 KiB
 // segments of which 4 KiB stay local: a few hundred small records put
 // most of it in the remote tier.
+// tieredWithRemote starts a tiered broker on dir with createSmallTiered's
+// topic holding n records, and runs its task once: the rolled segments
+// are remote and cut locally. It returns the broker and a client of it.
+func tieredWithRemote(t *testing.T, dir, topic string, n int) (*tieredBroker, *kgo.Client) {
+	t.Helper()
+	b := startTiered(t, dir)
+	cl := mustClient(t, b.addr)
+	createSmallTiered(t, kadm.NewClient(cl), topic)
+	produceTiered(t, b.addr, topic, 0, n)
+	b.s.tiered.RunOnce()
+	return b, cl
+}
+
 func createSmallTiered(t *testing.T, adm *kadm.Client, topic string) {
 	t.Helper()
 	res, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestTieredUpgradeFromLocalStartCheckpoint: a log dir of a build before
@@ -16,12 +14,8 @@ import (
 // still answers 0, and remote retention deletes no remote segment.
 func TestTieredUpgradeFromLocalStartCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	b := startTiered(t, dir)
-	const topic, n = "upgraded", 200
-	cl := mustClient(t, b.addr)
-	createSmallTiered(t, kadm.NewClient(cl), topic)
-	produceTiered(t, b.addr, topic, 0, n)
-	b.s.tiered.RunOnce()
+	const topic = "upgraded"
+	b, cl := tieredWithRemote(t, dir, topic, 200)
 	local, _ := listOffset(t, cl, topic, -4)
 	before, _ := b.remoteLogStarts(t)
 	cl.Close()
