@@ -34,21 +34,31 @@ func readOMB(path string) (*bload.OMBResult, error) {
 // ombMaxCmd implements `benchreport ombmax PROBE.json...`: it prints the
 // highest probe rate (records/s, rounded down) of the results.
 func ombMaxCmd(args []string) error {
+	best, err := ombMax(args)
+	if err != nil {
+		return err
+	}
+	fmt.Println(best)
+	return nil
+}
+
+// ombMax returns the highest probe rate of the results in paths, rounded
+// down; an error when no probe acked anything.
+func ombMax(paths []string) (int64, error) {
 	best := 0.0
-	for _, p := range args {
+	for _, p := range paths {
 		r, err := readOMB(p)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if pr := phase(r, "probe"); pr != nil && pr.ProduceRate > best {
 			best = pr.ProduceRate
 		}
 	}
 	if best < 1 {
-		return errors.New("no probe acked anything")
+		return 0, errors.New("no probe acked anything")
 	}
-	fmt.Println(int64(best))
-	return nil
+	return int64(best), nil
 }
 
 // ombMergeCmd implements `benchreport ombmerge -out FILE PROBE.json

@@ -45,32 +45,21 @@ func TestOMBMax(t *testing.T) {
 	}
 	a := write("a.json", ombRun("kfake", 100, 1500.7, 1, 1))
 	b := write("b.json", ombRun("sluice-segment", 100, 2200.9, 1, 1))
-	out := captureStdout(t, func() {
-		if err := ombMaxCmd([]string{a, b}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if out != "2200\n" {
-		t.Fatalf("ombmax printed %q, want 2200", out)
+	if got, err := ombMax([]string{a, b}); err != nil || got != 2200 {
+		t.Fatalf("ombMax = %d, %v; want 2200", got, err)
 	}
 	none := write("none.json", &bload.OMBResult{Target: "kfake", Partitions: 100})
-	if err := ombMaxCmd([]string{none}); err == nil {
+	if _, err := ombMax([]string{none}); err == nil {
 		t.Fatal("no error without a probe")
 	}
-}
-
-func captureStdout(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
+	if _, err := ombMax([]string{filepath.Join(dir, "missing.json")}); err == nil {
+		t.Fatal("no error for a missing file")
+	}
+	torn := filepath.Join(dir, "torn.json")
+	if err := os.WriteFile(torn, []byte(`{"target":"kfake","phases":[{"na`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stdout
-	os.Stdout = w
-	defer func() { os.Stdout = old }()
-	f()
-	w.Close()
-	b := make([]byte, 256)
-	n, _ := r.Read(b)
-	return string(b[:n])
+	if _, err := ombMax([]string{a, torn}); err == nil {
+		t.Fatal("no error for a torn result")
+	}
 }
