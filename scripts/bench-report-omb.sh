@@ -21,6 +21,11 @@
 # data dir (bench/cmd/kfakeserve), as in scripts/bench-report.sh. Every
 # broker is stopped by `sluice perf omb` at the end of its run; every file
 # lives under one mktemp -d on the repository's filesystem, removed at exit.
+# Before the first broker starts, free page reporting is paused and the
+# machine's memory touched once (scripts/bench-lib.sh: bench_warm, QUIET_VM=1
+# by default), as scripts/bench-report.sh does: on this VM a write into pages
+# the host has not backed costs several times one into pages it has, and an
+# uncompressed OMB run writes hundreds of MB/s into the page cache.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,14 +38,19 @@ PROBE=${PROBE:-30s}
 DURATION=${DURATION:-60s}
 OUT=${OUT:-$repo/BENCHMARKS.md}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
+QUIET_VM=${QUIET_VM:-1}
 
 log() { printf 'bench-report-omb: %s\n' "$*" >&2; }
 work=$(mktemp -d "$repo/.bench-omb.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=bench-lib.sh
+. "$repo/scripts/bench-lib.sh"
+trap 'bench_vm_restore; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 
 timeout 300 "$GO" build -o "$work/sluice" ./cmd/sluice
 timeout 300 "$GO" build -o "$work/kfakeserve" ./bench/cmd/kfakeserve
 timeout 300 "$GO" build -o "$work/benchreport" ./bench/cmd/benchreport
+bench_warm "$work/benchreport"
 
 # run_omb LABEL TARGET N OUT ARGS...: a fresh broker of TARGET (segment,
 # pebble, kfake) with its own data dir, `sluice perf omb` against it with

@@ -227,20 +227,9 @@ func (c Config) producerOpts() ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("load: acks %q: want 0, 1 or all", c.Acks)
 	}
-	var codec kgo.CompressionCodec
-	switch strings.ToLower(c.Compression) {
-	case "", "none":
-		codec = kgo.NoCompression()
-	case "gzip":
-		codec = kgo.GzipCompression()
-	case "snappy":
-		codec = kgo.SnappyCompression()
-	case "lz4":
-		codec = kgo.Lz4Compression()
-	case "zstd":
-		codec = kgo.ZstdCompression()
-	default:
-		return nil, fmt.Errorf("load: compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
+	codec, err := compressionCodec(c.Compression)
+	if err != nil {
+		return nil, err
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(c.Linger))
 	if c.BatchMaxBytes > 0 {
@@ -270,4 +259,22 @@ func (c Config) isolation() kgo.IsolationLevel {
 func (c Config) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("sluice-perf")}
 	return append(opts, c.ClientOpts...)
+}
+
+// compressionCodec is the producer codec a --compression flag names; ""
+// is none, as the Java producer's compression.type default.
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("load: compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }

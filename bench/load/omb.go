@@ -47,6 +47,14 @@ type OMBConfig struct {
 	Consumers  int      // 0: 4, one group
 	Acks       string   // "": all
 	Linger     time.Duration
+	// Compression of the producers' batches: none, gzip, snappy, lz4
+	// or zstd; "": none. OMB's Kafka driver (driver-kafka/kafka.yaml
+	// and kafka-throughput.yaml) sets no compression.type, so its Java
+	// producers send uncompressed batches; franz-go's own default,
+	// snappy, would have the broker decompress every batch to validate
+	// it (as Kafka's LogValidator does) and the load generator compress
+	// and decompress each, and measure that instead.
+	Compression string
 
 	Warmup   time.Duration // 0: 10s; < 0: none
 	Probe    time.Duration // 0: 30s
@@ -104,6 +112,12 @@ func (c OMBConfig) withDefaults() (OMBConfig, error) {
 	}
 	if c.Fractions == nil {
 		c.Fractions = DefaultOMBFractions
+	}
+	if c.Compression == "" {
+		c.Compression = "none"
+	}
+	if _, err := compressionCodec(c.Compression); err != nil {
+		return c, fmt.Errorf("load: omb: %w", err)
 	}
 	switch {
 	case c.Partitions < 1:
@@ -171,15 +185,18 @@ type OMBPhase struct {
 
 // OMBResult is a whole run.
 type OMBResult struct {
-	Target     string     `json:"target,omitempty"` // a label given by the caller
-	Topic      string     `json:"topic"`
-	Partitions int32      `json:"partitions"`
-	RecordSize int        `json:"record_size"`
-	Producers  int        `json:"producers"`
-	Consumers  int        `json:"consumers"`
-	MaxRate    float64    `json:"max_rate"` // records/s, from the probe or given
-	Phases     []OMBPhase `json:"phases"`
-	FirstError string     `json:"first_error,omitempty"`
+	Target     string `json:"target,omitempty"` // a label given by the caller
+	Topic      string `json:"topic"`
+	Partitions int32  `json:"partitions"`
+	RecordSize int    `json:"record_size"`
+	Producers  int    `json:"producers"`
+	Consumers  int    `json:"consumers"`
+	// Compression is the producers' codec; "" in results written before
+	// the flag existed, when it was franz-go's default, snappy.
+	Compression string     `json:"compression,omitempty"`
+	MaxRate     float64    `json:"max_rate"` // records/s, from the probe or given
+	Phases      []OMBPhase `json:"phases"`
+	FirstError  string     `json:"first_error,omitempty"`
 }
 
 // ombRun is the state of a run shared by its clients.
@@ -259,7 +276,9 @@ func RunOMB(ctx context.Context, cfg OMBConfig) (*OMBResult, error) {
 
 	prods := make([]*kgo.Client, cfg.Producers)
 	pstats := make([]*counted, cfg.Producers)
-	popts := []kgo.Opt{kgo.ProducerLinger(cfg.Linger), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))}
+	codec, _ := compressionCodec(cfg.Compression) // checked by withDefaults
+	popts := []kgo.Opt{kgo.ProducerLinger(cfg.Linger), kgo.ProducerBatchCompression(codec),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))}
 	switch strings.ToLower(cfg.Acks) {
 	case "", "all", "-1":
 		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -322,7 +341,7 @@ func RunOMB(ctx context.Context, cfg OMBConfig) (*OMBResult, error) {
 	r.waitAssigned(ctx)
 
 	res := &OMBResult{Topic: cfg.Topic, Partitions: cfg.Partitions, RecordSize: cfg.RecordSize,
-		Producers: cfg.Producers, Consumers: cfg.Consumers}
+		Producers: cfg.Producers, Consumers: cfg.Consumers, Compression: cfg.Compression}
 	phase := func(name string, rate float64, d time.Duration) (OMBPhase, error) {
 		p := r.phase(ctx, name, rate, d, prods, pstats, cstats)
 		if cfg.Progress != nil {
@@ -558,8 +577,12 @@ func parseProcStatCPU(stat string) (float64, error) {
 
 // WriteTable writes the phases as a Markdown table.
 func (res *OMBResult) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "omb %s%s: %d partitions, %d B records, %d producers, %d consumers; max rate %.0f records/s\n\n",
-		res.Topic, labelSuffix(res.Target), res.Partitions, res.RecordSize, res.Producers, res.Consumers, res.MaxRate)
+	comp := res.Compression
+	if comp == "" {
+		comp = "snappy"
+	}
+	fmt.Fprintf(w, "omb %s%s: %d partitions, %d B records, %d producers, %d consumers, compression %s; max rate %.0f records/s\n\n",
+		res.Topic, labelSuffix(res.Target), res.Partitions, res.RecordSize, res.Producers, res.Consumers, comp, res.MaxRate)
 	fmt.Fprintln(w, "| phase | target rec/s | produced rec/s | consumed rec/s | MB/s | publish p50 / p99 / p99.9 / max ms | e2e p50 / p99 / p99.9 / max ms | broker CPU s/GB | errors |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---|---:|---:|")
 	for _, p := range res.Phases {

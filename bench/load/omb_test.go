@@ -47,7 +47,8 @@ func TestOMBDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Partitions != 100 || c.RecordSize != 1024 || c.Producers != 4 || c.Consumers != 4 ||
-		c.Duration != 60*time.Second || len(c.Fractions) != 4 || !strings.HasPrefix(c.Topic, "omb-") {
+		c.Duration != 60*time.Second || len(c.Fractions) != 4 || !strings.HasPrefix(c.Topic, "omb-") ||
+		c.Compression != "none" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for name, bad := range map[string]OMBConfig{
@@ -56,6 +57,7 @@ func TestOMBDefaults(t *testing.T) {
 		"negative max": {MaxRate: -1},
 		"partitions":   {Partitions: -3},
 		"max, no rate": {MaxRate: 1000, Fractions: []float64{}},
+		"compression":  {Compression: "brotli"},
 	} {
 		if _, err := bad.withDefaults(); err == nil {
 			t.Errorf("%s: no error for %+v", name, bad)

@@ -93,6 +93,7 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 	fs.IntVar(&o.cfg.Consumers, "consumers", 4, "consumer clients, in one group")
 	fs.StringVar(&o.cfg.Acks, "acks", "all", "1 or all")
 	fs.DurationVar(&o.cfg.Linger, "linger", time.Millisecond, "producer linger (OMB's Kafka driver: linger.ms=1)")
+	fs.StringVar(&o.cfg.Compression, "compression", "none", "none, gzip, snappy, lz4 or zstd (OMB's Kafka driver: none, the Java producer's default)")
 	fs.DurationVar(&o.cfg.Warmup, "warmup", 10*time.Second, "warm-up at the unlimited rate, not reported (0s: none)")
 	fs.DurationVar(&o.cfg.Probe, "probe", 30*time.Second, "the maximum-rate probe")
 	fs.DurationVar(&o.cfg.Duration, "duration", 60*time.Second, "each fixed rate")
