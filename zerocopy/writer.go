@@ -143,10 +143,12 @@ func (w *Writer) DisableSendfile() { w.raw = nil }
 // instead of a write, a sendfile and a write for each slice. On a small
 // response the read from the page cache costs less than the extra system
 // calls, and the response leaves as one TCP segment instead of three, which
-// matters to a consumer tailing the log one small batch at a time. Larger
-// flushes still go by sendfile. 0 (the default) never inlines; n is capped
-// at 256 KiB, the size of the pooled buffer the bytes are read into (held
-// only for the Flush, so idle connections keep nothing).
+// matters to a consumer tailing the log one small batch at a time. A larger
+// flush still reads each slice of at most n/4 bytes into memory (up to the
+// buffer's size) and sends the larger ones by sendfile. 0 (the default)
+// never inlines; n is capped at 256 KiB, the size of the pooled buffer the
+// bytes are read into (held only for the Flush, so idle connections keep
+// nothing).
 func (w *Writer) SetInlineMax(n int64) { w.inlineMax = min(max(n, 0), copyChunk) }
 
 // Sendfile reports whether file slices will go by sendfile(2).
@@ -291,29 +293,44 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// inlineSmall replaces the pending file slices by in-memory copies when
-// they add up to at most inlineMax bytes (see SetInlineMax). It returns the
-// pooled buffer the copies live in, if it took one; the caller puts it back
-// once they are written.
+// inlineSmall replaces pending file slices by in-memory copies (see
+// SetInlineMax): all of them when they add up to at most inlineMax bytes;
+// otherwise each one of at most inlineMax/4 bytes, in order, while they
+// fit the pooled buffer, the larger ones staying file slices. It returns
+// the pooled buffer the copies live in, if it took one; the caller puts it
+// back once they are written.
+//
+// Why the second rule: a wide fetch of a consumer tailing many partitions
+// (the OMB shape: 25 partitions of a few KiB each per response) adds up to
+// more than inlineMax, and then each small slice cost a writev of the
+// framing before it and a sendfile, where one pread each and one writev
+// for the whole run do (BenchmarkFetchWrite in server/fetchresp,
+// size=1KiB/parts=100 and size=4KiB/parts=100, path=server).
 func (w *Writer) inlineSmall() (*[]byte, error) {
 	var total int64
 	for i := range w.segs {
 		if w.segs[i].s.file != nil {
 			total += w.segs[i].s.n
-			if total > w.inlineMax {
-				return nil, nil
-			}
 		}
 	}
 	if total == 0 {
 		return nil, nil
 	}
-	bp := copyPool.Get().(*[]byte)
-	buf := (*bp)[:total]
+	whole := total <= w.inlineMax
+	small := w.inlineMax / 4
+	var bp *[]byte
+	var buf []byte
 	for i := range w.segs {
 		s := w.segs[i].s
-		if s.file == nil {
+		if s.file == nil || !whole && s.n > small {
 			continue
+		}
+		if bp == nil {
+			bp = copyPool.Get().(*[]byte)
+			buf = (*bp)[:cap(*bp)]
+		}
+		if s.n > int64(len(buf)) {
+			break // the buffer is full: the rest go by sendfile
 		}
 		dst := buf[:s.n]
 		buf = buf[s.n:]

@@ -176,6 +176,59 @@ func TestWriterPaths(t *testing.T) {
 	}
 }
 
+// TestWriterInlinesSmallSlices: a flush whose file slices add up to more
+// than the inline limit still reads each slice of at most a quarter of it
+// into memory, while they fit the pooled buffer, and sends the others by
+// sendfile; the wire carries every byte in order either way.
+func TestWriterInlinesSmallSlices(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		inline       int64
+		sizes        []int64
+		inlined, snd int64
+	}{
+		// 100-byte slices are under 1000/4; the 10,000-byte one is not
+		{"mixed", 1000, []int64{100, 10000, 100, 100}, 300, 10000},
+		// 60 KiB slices are under 256/4 KiB; the fifth no longer fits
+		// the 256 KiB buffer
+		{"buffer-full", 256 << 10, []int64{60 << 10, 60 << 10, 60 << 10, 60 << 10, 60 << 10}, 240 << 10, 60 << 10},
+		// all under the limit together: inlined whatever their sizes
+		{"whole", 1000, []int64{300, 600}, 900, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, data := testFile(t, 400<<10)
+			c, s := tcpPair(t)
+			w := NewWriter(s)
+			w.SetInlineMax(tc.inline)
+			var want []byte
+			var off int64
+			for i, n := range tc.sizes {
+				hdr := []byte{'h', byte(i)}
+				w.Write(hdr)
+				want = append(want, hdr...)
+				w.AddSlice(FileSlice(f, off, n))
+				want = append(want, data[off:off+n]...)
+				off += n
+			}
+			w.Write([]byte("end"))
+			want = append(want, "end"...)
+			ch := readAll(c, len(want))
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-ch; !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d (equal prefix %d)", len(got), len(want), commonPrefix(got, want))
+			}
+			if st := w.Stats(); st.InlineBytes != tc.inlined || st.SendfileBytes != tc.snd || st.CopyBytes != 0 {
+				t.Fatalf("stats %+v, want %d inlined and %d by sendfile", st, tc.inlined, tc.snd)
+			}
+			if r := f.refs.Load(); r != 1 {
+				t.Fatalf("file refs %d after Flush, want 1 (slices released)", r)
+			}
+		})
+	}
+}
+
 // cpuNanos is the process's user+system CPU time (sender, receiver and
 // kernel work), so the paths compare by CPU spent, not only wall time.
 func cpuNanos() int64 {

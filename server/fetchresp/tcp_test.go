@@ -164,7 +164,9 @@ func cpuNanos() int64 {
 // per-slice syscalls rather than copies dominate. path=inline reads the
 // file slices into memory and sends each response with one writev
 // (zerocopy.Writer.SetInlineMax), what the broker does for small responses;
-// the size=1KiB..64KiB shapes find where that stops paying.
+// the size=1KiB..64KiB shapes find where that stops paying. path=server is
+// the broker's setting (64 KiB): inline up to that in all, else each slice
+// of up to 16 KiB, the larger ones by sendfile.
 func BenchmarkFetchWrite(b *testing.B) {
 	const logSize = 1 << 20
 	log := batches(logSize/(16<<10), 200)[:logSize] // a trailing partial batch is allowed
@@ -180,9 +182,10 @@ func BenchmarkFetchWrite(b *testing.B) {
 		{"size=64KiB", 1, 64 << 10},
 		{"size=256KiB", 1, 256 << 10},
 		{"size=1MiB", 1, 1 << 20},
+		{"size=1KiB/parts=100", 100, 1 << 10},
 		{"size=4KiB/parts=100", 100, 4 << 10},
 	} {
-		for _, path := range []string{"sendfile", "copy", "inline"} {
+		for _, path := range []string{"sendfile", "copy", "inline", "server"} {
 			b.Run("path="+path+"/"+shape.name, func(b *testing.B) {
 				f := logFile(b, log)
 				c, s := tcpPair(b)
@@ -197,6 +200,8 @@ func BenchmarkFetchWrite(b *testing.B) {
 						b.Skip("over the 256 KiB cap of zerocopy.Writer.SetInlineMax")
 					}
 					w.SetInlineMax(shape.size * int64(shape.parts))
+				case "server":
+					w.SetInlineMax(64 << 10) // the broker's fetchInlineMax
 				}
 				parts := make([]fetchresp.Partition, shape.parts)
 				topics := []fetchresp.Topic{{ID: [16]byte{1}, Partitions: parts}}
