@@ -10,7 +10,7 @@ import (
 // connections since start: record bytes sent with sendfile(2) straight from
 // the page cache (the segment backend's fetch path), record bytes copied
 // through user space (other backends, or sendfile refused), record bytes of
-// small responses read from the file and written with their framing
+// small responses and small slices read from the file and written with their framing
 // (InlineBytes, also counted in WriteBytes; see fetchInlineMax), and framing
 // and in-memory bytes written. Operators and tests read it to see that
 // fetches really are zero-copy.

@@ -50,9 +50,10 @@ type Stats struct {
 	// Fallbacks counts file slices that went (wholly or partly) by the
 	// copy path although sendfile was enabled.
 	Fallbacks int64
-	// InlineBytes are file-slice bytes of small responses read into user
-	// space and written together with their framing in one writev(2) (see
-	// Writer.SetInlineMax). They are also counted in WriteBytes.
+	// InlineBytes are file-slice bytes of small responses, and small
+	// slices of larger ones, read into user space and written together
+	// with their framing by writev(2) (see Writer.SetInlineMax). They are
+	// also counted in WriteBytes.
 	InlineBytes int64
 }
 
