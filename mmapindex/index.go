@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +61,9 @@ var (
 	ErrCorrupt = errors.New("mmapindex: corrupt index")
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("mmapindex: closed")
+	// ErrFault: the kernel refused a store into the mapping with SIGBUS
+	// (no disk block for a page of the sparse file; see writeMapped).
+	ErrFault = errors.New("mmapindex: fault writing the mapped file")
 )
 
 // warmBytes is the size of the warm section searched first (see floor).
@@ -314,8 +318,34 @@ func (x *file) put(e []byte) error {
 	if n >= len(x.mm)/x.entrySize {
 		return fmt.Errorf("%w: %s has %d entries", ErrFull, x.path, n)
 	}
-	copy(x.mm[n*x.entrySize:], e)
+	if err := writeMapped(x.mm[n*x.entrySize:], e); err != nil {
+		return fmt.Errorf("mmapindex: write %s entry %d: %w", x.path, n, err)
+	}
 	x.n.Store(int64(n + 1))
+	return nil
+}
+
+// writeMapped copies src into dst, a part of the mapping, turning a memory
+// fault into ErrFault. The index files are sparse (sized by ftruncate, as
+// Kafka's are), so a page gets its disk block when it is first written, and
+// when the file system has none left the kernel answers the store with
+// SIGBUS; so does a store past the end of a file something else truncated.
+// Unhandled, that killed the broker the moment its disk filled (the log
+// write beside it fails with ENOSPC, which it handles: the log is failed and
+// its partitions go offline). An index entry is a hint: the caller drops it,
+// the log stays consistent and recovery rebuilds the index.
+func writeMapped(dst, src []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if f, ok := r.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("%w at %#x", ErrFault, f.Addr())
+				return
+			}
+			panic(r)
+		}
+	}()
+	copy(dst, src)
 	return nil
 }
 

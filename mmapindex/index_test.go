@@ -225,3 +225,51 @@ func TestStaleEntriesAfterHole(t *testing.T) {
 	}
 	x.Close()
 }
+
+// TestAppendFaultIsAnError: a store into the mapping that the kernel
+// answers with SIGBUS is an error of Append, not the end of the process. On
+// a full file system that is a page of the sparse file that can get no
+// block; here, the same signal: the page past the end of a file cut to its
+// first page behind the index's back, the entries before it still readable.
+func TestAppendFaultIsAnError(t *testing.T) {
+	page := os.Getpagesize()
+	path := filepath.Join(t.TempDir(), "0.index")
+	x, err := OpenOffset(path, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	fillOffset(t, x, page/OffsetEntrySize) // the first page, exactly
+	if err := os.Truncate(path, int64(page)); err != nil {
+		t.Fatal(err)
+	}
+	err = x.Append(int64(10*(page/OffsetEntrySize+1)), int64(100*(page/OffsetEntrySize+1)))
+	if !errors.Is(err, ErrFault) {
+		t.Fatalf("Append into the page past the end: %v, want ErrFault", err)
+	}
+	if n := x.Entries(); n != page/OffsetEntrySize {
+		t.Fatalf("%d entries after the failed Append, want %d (not published)", n, page/OffsetEntrySize)
+	}
+
+	tpath := filepath.Join(t.TempDir(), "0.timeindex")
+	tx, err := OpenTime(tpath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	k := page / TimeEntrySize // entry k starts in the first page and ends in the second
+	for i := range k {
+		if _, err := tx.MaybeAppend(int64(1000+i), int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(tpath, int64(page)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.MaybeAppend(int64(1000+k), int64(k)); !errors.Is(err, ErrFault) {
+		t.Fatalf("MaybeAppend across the end: %v, want ErrFault", err)
+	}
+	if n := tx.Entries(); n != k {
+		t.Fatalf("%d time entries after the failed append, want %d", n, k)
+	}
+}
