@@ -39,6 +39,14 @@ DURATION=${DURATION:-60s}
 OUT=${OUT:-$repo/BENCHMARKS.md}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 QUIET_VM=${QUIET_VM:-1}
+# Retention, so that a run fits the disk and kfake's memory: uncompressed,
+# a 100-partition run at the fixed rates writes about 50 GB in 4 minutes.
+# Each topic keeps at most RETAIN_BYTES a partition in SEGMENT_BYTES
+# segments, and both brokers look for what to delete every second
+# (log.retention.check.interval.ms for sluice, kfake's retention pass
+# log.cleaner.backoff.ms). Real OMB runs keep their brokers' retention too.
+RETAIN_BYTES=${RETAIN_BYTES:-67108864}
+SEGMENT_BYTES=${SEGMENT_BYTES:-33554432}
 
 log() { printf 'bench-report-omb: %s\n' "$*" >&2; }
 work=$(mktemp -d "$repo/.bench-omb.XXXXXX")
@@ -63,11 +71,12 @@ run_omb() {
 	dir="$work/data-$t-$n"
 	mkdir -p "$dir"
 	case $t in
-	kfake) cmd="taskset -c 0 $work/kfakeserve --port $port --data-dir $dir" ;;
-	*) cmd="taskset -c 0 $work/sluice serve --set storage.backend=$t --set log.dirs=$dir --set listeners=PLAINTEXT://127.0.0.1:$port --set http.listeners= --set schema.registry.listeners=" ;;
+	kfake) cmd="taskset -c 0 $work/kfakeserve --port $port --data-dir $dir --config log.cleaner.backoff.ms=1000" ;;
+	*) cmd="taskset -c 0 $work/sluice serve --set storage.backend=$t --set log.dirs=$dir --set listeners=PLAINTEXT://127.0.0.1:$port --set http.listeners= --set schema.registry.listeners= --set log.retention.check.interval.ms=1000" ;;
 	esac
 	if ! timeout "$RUN_TIMEOUT" taskset -c 1 "$work/sluice" perf omb --brokers "127.0.0.1:$port" --broker-cmd "$cmd" \
-		--partitions "$n" --warmup "$WARMUP" --target "$label" --json "$@" >"$out"; then
+		--partitions "$n" --warmup "$WARMUP" --target "$label" --json \
+		--topic-config "retention.bytes=$RETAIN_BYTES" --topic-config "segment.bytes=$SEGMENT_BYTES" "$@" >"$out"; then
 		log "$label, $n partitions: failed or had errors (kept in the report if it wrote a result)"
 	fi
 	[ -s "$out" ] || rm -f "$out"
@@ -104,7 +113,7 @@ done
 
 meta="Run $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo '+local changes'), \
 $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; \
-warm-up $WARMUP, probe $PROBE, $DURATION per rate at fractions of the highest probe of the partition count (the same rates for every broker); broker on CPU 0, clients on CPU 1; one run."
+uncompressed batches, topic retention.bytes=$RETAIN_BYTES segment.bytes=$SEGMENT_BYTES; warm-up $WARMUP, probe $PROBE, $DURATION per rate at fractions of the highest probe of the partition count (the same rates for every broker); broker on CPU 0, clients on CPU 1; one run."
 # Keep the results beside the page, so it can be re-rendered without a
 # re-run: benchreport omb -out BENCHMARKS.md -meta ... docs/bench-omb/*.json
 results=${RESULTS:-$repo/docs/bench-omb}

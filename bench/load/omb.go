@@ -55,6 +55,10 @@ type OMBConfig struct {
 	// it (as Kafka's LogValidator does) and the load generator compress
 	// and decompress each, and measure that instead.
 	Compression string
+	// TopicConfigs are the configs of the topic when it is created (nil:
+	// the broker's defaults). A long run at hundreds of MB/s needs a
+	// retention.bytes to fit the disk (scripts/bench-report-omb.sh).
+	TopicConfigs map[string]*string
 
 	Warmup   time.Duration // 0: 10s; < 0: none
 	Probe    time.Duration // 0: 30s
@@ -393,7 +397,7 @@ func (r *ombRun) createTopic(ctx context.Context) error {
 	adm := kadm.NewClient(cl)
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(cctx, r.cfg.Partitions, -1, nil, r.cfg.Topic)
+	resp, err := adm.CreateTopic(cctx, r.cfg.Partitions, -1, r.cfg.TopicConfigs, r.cfg.Topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("load: omb: create %s: %w", r.cfg.Topic, err)
 	}

@@ -94,6 +94,8 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 	fs.StringVar(&o.cfg.Acks, "acks", "all", "1 or all")
 	fs.DurationVar(&o.cfg.Linger, "linger", time.Millisecond, "producer linger (OMB's Kafka driver: linger.ms=1)")
 	fs.StringVar(&o.cfg.Compression, "compression", "none", "none, gzip, snappy, lz4 or zstd (OMB's Kafka driver: none, the Java producer's default)")
+	var topicConfigs kvFlag
+	fs.Var(&topicConfigs, "topic-config", "`key=value` config of the topic when it is created (repeatable), e.g. retention.bytes=67108864")
 	fs.DurationVar(&o.cfg.Warmup, "warmup", 10*time.Second, "warm-up at the unlimited rate, not reported (0s: none)")
 	fs.DurationVar(&o.cfg.Probe, "probe", 30*time.Second, "the maximum-rate probe")
 	fs.DurationVar(&o.cfg.Duration, "duration", 60*time.Second, "each fixed rate")
@@ -114,6 +116,7 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 		return o, fmt.Errorf("--partitions %d: want 1-%d", *partitions, 1<<20)
 	}
 	o.cfg.Partitions = int32(*partitions)
+	o.cfg.TopicConfigs = topicConfigs.m
 	if o.cfg.Warmup == 0 {
 		o.cfg.Warmup = -1 // none
 	}

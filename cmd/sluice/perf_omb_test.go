@@ -27,6 +27,8 @@ func TestPerfOMBFlags(t *testing.T) {
 		{name: "zero duration", args: []string{"--duration", "0s"}, bad: "must be > 0"},
 		{name: "partitions", args: []string{"--partitions", "0"}, bad: "--partitions"},
 		{name: "argument", args: []string{"extra"}, bad: "unexpected argument"},
+		{name: "topic config", args: []string{"--topic-config", "retention.bytes=5", "--compression", "lz4"}},
+		{name: "bad topic config", args: []string{"--topic-config", "retention.bytes"}, bad: "key=value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -42,8 +44,13 @@ func TestPerfOMBFlags(t *testing.T) {
 			}
 			switch tc.name {
 			case "defaults":
-				if o.cfg.Partitions != 100 || o.cfg.Producers != 4 || o.cfg.Consumers != 4 || len(o.cfg.Fractions) != 4 || o.cfg.Duration.Seconds() != 60 {
+				if o.cfg.Partitions != 100 || o.cfg.Producers != 4 || o.cfg.Consumers != 4 || len(o.cfg.Fractions) != 4 || o.cfg.Duration.Seconds() != 60 ||
+					o.cfg.Compression != "none" || o.cfg.TopicConfigs != nil {
 					t.Fatalf("defaults: %+v", o.cfg)
+				}
+			case "topic config":
+				if v := o.cfg.TopicConfigs["retention.bytes"]; v == nil || *v != "5" || o.cfg.Compression != "lz4" {
+					t.Fatalf("topic config: %+v", o.cfg)
 				}
 			case "rates":
 				if len(o.cfg.Fractions) != 2 || o.cfg.Fractions[0] != 0.5 || o.cfg.Warmup >= 0 {
