@@ -62,7 +62,7 @@ var (
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("mmapindex: closed")
 	// ErrFault: the kernel refused a store into the mapping with SIGBUS
-	// (no disk block for a page of the sparse file; see writeMapped).
+	// (no disk block for a page of the sparse file; see storeMapped).
 	ErrFault = errors.New("mmapindex: fault writing the mapped file")
 )
 
@@ -136,7 +136,12 @@ func (x *file) zeroRange(from, to int64) {
 	clear(x.mm[from:mid])
 	if mid < to {
 		if err := unix.Fallocate(int(x.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, mid, to-mid); err != nil {
-			clear(x.mm[mid:to]) // no hole punching here: write zeros
+			// No hole punching here: write zeros, which may need
+			// blocks the file system no longer has (storeMapped);
+			// then the pages stay as the crash left them, past the
+			// entries this open counted, and the next open tries
+			// again.
+			_ = storeMapped(func() { clear(x.mm[mid:to]) })
 		}
 	}
 }
@@ -318,14 +323,14 @@ func (x *file) put(e []byte) error {
 	if n >= len(x.mm)/x.entrySize {
 		return fmt.Errorf("%w: %s has %d entries", ErrFull, x.path, n)
 	}
-	if err := writeMapped(x.mm[n*x.entrySize:], e); err != nil {
+	if err := storeMapped(func() { copy(x.mm[n*x.entrySize:], e) }); err != nil {
 		return fmt.Errorf("mmapindex: write %s entry %d: %w", x.path, n, err)
 	}
 	x.n.Store(int64(n + 1))
 	return nil
 }
 
-// writeMapped copies src into dst, a part of the mapping, turning a memory
+// storeMapped runs store, which writes into the mapping, turning a memory
 // fault into ErrFault. The index files are sparse (sized by ftruncate, as
 // Kafka's are), so a page gets its disk block when it is first written, and
 // when the file system has none left the kernel answers the store with
@@ -334,7 +339,7 @@ func (x *file) put(e []byte) error {
 // write beside it fails with ENOSPC, which it handles: the log is failed and
 // its partitions go offline). An index entry is a hint: the caller drops it,
 // the log stays consistent and recovery rebuilds the index.
-func writeMapped(dst, src []byte) (err error) {
+func storeMapped(store func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -345,7 +350,7 @@ func writeMapped(dst, src []byte) (err error) {
 			panic(r)
 		}
 	}()
-	copy(dst, src)
+	store()
 	return nil
 }
 
