@@ -634,9 +634,9 @@ func dropResponse(r *response) {
 // fetchInlineMax: a flush whose record bytes (file slices) add up to at most
 // this goes out as one writev after reading them from the page cache; in a
 // larger one each slice of at most a quarter of this is read so, the larger
-// slices go by sendfile (zerocopy.Writer.SetInlineMax). A consumer tailing the log gets a small batch per
-// fetch, and for it a write, a sendfile and a write (three TCP segments)
-// cost more than one writev. BenchmarkFetchWrite in server/fetchresp
+// slices go by sendfile (zerocopy.Writer.SetInlineMax). A consumer tailing
+// the log gets a small batch per fetch, and for it a write, a sendfile and
+// a write (three TCP segments) cost more than one writev. BenchmarkFetchWrite in server/fetchresp
 // (loopback, one partition; CPU per response, medians of 5): 1 KiB 13 vs
 // 35 us, 4 KiB 13 vs 31, 16 KiB 16 vs 30, 64 KiB 49 vs 50 (even), 256 KiB
 // 149 vs 118 (sendfile wins from there on).

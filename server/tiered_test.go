@@ -773,9 +773,6 @@ func TestTieredDeleteRecords(t *testing.T) {
 	}
 }
 
-// createSmallTiered creates topic, one partition, tiered, with 2 KiB
-// segments of which 4 KiB stay local: a few hundred small records put
-// most of it in the remote tier.
 // tieredWithRemote starts a tiered broker on dir with createSmallTiered's
 // topic holding n records, and runs its task once: the rolled segments
 // are remote and cut locally. It returns the broker and a client of it.
@@ -789,6 +786,9 @@ func tieredWithRemote(t *testing.T, dir, topic string, n int) (*tieredBroker, *k
 	return b, cl
 }
 
+// createSmallTiered creates topic, one partition, tiered, with 2 KiB
+// segments of which 4 KiB stay local: a few hundred small records put
+// most of it in the remote tier.
 func createSmallTiered(t *testing.T, adm *kadm.Client, topic string) {
 	t.Helper()
 	res, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{
