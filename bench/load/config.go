@@ -227,7 +227,7 @@ func (c Config) producerOpts() ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("load: acks %q: want 0, 1 or all", c.Acks)
 	}
-	codec, err := compressionCodec(c.Compression)
+	codec, err := CompressionCodec(c.Compression)
 	if err != nil {
 		return nil, err
 	}
@@ -261,9 +261,11 @@ func (c Config) clientOpts() []kgo.Opt {
 	return append(opts, c.ClientOpts...)
 }
 
-// compressionCodec is the producer codec a --compression flag names; ""
-// is none, as the Java producer's compression.type default.
-func compressionCodec(name string) (kgo.CompressionCodec, error) {
+// CompressionCodec is the producer codec a --compression flag names; ""
+// is none, as the Java producer's compression.type default. Commands call
+// it while parsing their flags, so that a bad name fails before anything
+// (a broker of --broker-cmd) starts.
+func CompressionCodec(name string) (kgo.CompressionCodec, error) {
 	switch strings.ToLower(name) {
 	case "", "none":
 		return kgo.NoCompression(), nil

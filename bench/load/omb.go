@@ -120,7 +120,7 @@ func (c OMBConfig) withDefaults() (OMBConfig, error) {
 	if c.Compression == "" {
 		c.Compression = "none"
 	}
-	if _, err := compressionCodec(c.Compression); err != nil {
+	if _, err := CompressionCodec(c.Compression); err != nil {
 		return c, fmt.Errorf("load: omb: %w", err)
 	}
 	switch {
@@ -280,7 +280,7 @@ func RunOMB(ctx context.Context, cfg OMBConfig) (*OMBResult, error) {
 
 	prods := make([]*kgo.Client, cfg.Producers)
 	pstats := make([]*counted, cfg.Producers)
-	codec, _ := compressionCodec(cfg.Compression) // checked by withDefaults
+	codec, _ := CompressionCodec(cfg.Compression) // checked by withDefaults
 	popts := []kgo.Opt{kgo.ProducerLinger(cfg.Linger), kgo.ProducerBatchCompression(codec),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))}
 	switch strings.ToLower(cfg.Acks) {

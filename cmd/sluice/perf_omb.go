@@ -117,6 +117,9 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 	}
 	o.cfg.Partitions = int32(*partitions)
 	o.cfg.TopicConfigs = topicConfigs.m
+	if _, err := load.CompressionCodec(o.cfg.Compression); err != nil {
+		return o, fmt.Errorf("--compression: %w", err)
+	}
 	if o.cfg.Warmup == 0 {
 		o.cfg.Warmup = -1 // none
 	}

@@ -29,6 +29,7 @@ func TestPerfOMBFlags(t *testing.T) {
 		{name: "argument", args: []string{"extra"}, bad: "unexpected argument"},
 		{name: "topic config", args: []string{"--topic-config", "retention.bytes=5", "--compression", "lz4"}},
 		{name: "bad topic config", args: []string{"--topic-config", "retention.bytes"}, bad: "key=value"},
+		{name: "bad compression", args: []string{"--compression", "brotli"}, bad: "--compression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
