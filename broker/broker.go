@@ -163,6 +163,10 @@ type Broker struct {
 	// lists, -1 until read. /readyz reads both (http.go).
 	srvReady             atomic.Pointer[server.Server]
 	recoveringPartitions atomic.Int64
+	// openFilesMax is each log dir store's open-file cache size:
+	// log.segment.open.files.max, or what the limits allow when it is 0
+	// (checkLimits).
+	openFilesMax int
 	// lnNames are the listener names of lns (config.SplitListener), in order.
 	lnNames []string
 	addr    string
@@ -248,7 +252,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	checkLimits(cfg, log)
+	b.openFilesMax = checkLimits(cfg, log)
 	if err := b.openLogDirs(opts, props, localCID); err != nil {
 		return nil, err
 	}
@@ -641,7 +645,7 @@ func (b *Broker) openLogDirs(opts Options, firstProps map[string]string, localCI
 		// No FlushInterval and a negative RecoveryCheckpointInterval: the
 		// replica manager runs those timers (engine.Maintainer).
 		eopts := engine.Options{Dir: path, Logger: b.log,
-			OpenSegmentsMax: b.cfg.LogSegmentOpenFilesMax, RecoveryCheckpointInterval: -1,
+			OpenSegmentsMax: b.openFilesMax, RecoveryCheckpointInterval: -1,
 			DeleteDelay: b.cfg.LogSegmentDeleteDelay}
 		st, err := open(eopts)
 		if err == nil {

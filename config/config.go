@@ -119,7 +119,8 @@ type Config struct {
 	LogFlushOffsetCheckpointInterval time.Duration
 	// LogSegmentOpenFilesMax is log.segment.open.files.max (Sluice's own):
 	// how many segments of the segment backend keep their files open and
-	// their indexes mapped at once (3 descriptors and 2 mappings each).
+	// their indexes mapped at once (1 descriptor and 2 mappings each); 0:
+	// sized from the process's limits at start (broker/limits.go).
 	LogSegmentOpenFilesMax int
 	// LogSegmentDeleteDelay is log.segment.delete.delay.ms (Kafka's default
 	// 60000): how long bytes a log no longer indexes stay on disk before

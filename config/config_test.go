@@ -493,9 +493,10 @@ func TestScaleKeys(t *testing.T) {
 		every time.Duration
 		bad   bool
 	}{
-		{"defaults", nil, 1000, 60 * time.Second, false},
+		{"defaults", nil, 0, 60 * time.Second, false},
 		{"set", []string{"log.segment.open.files.max=50", "log.flush.offset.checkpoint.interval.ms=0"}, 50, 0, false},
-		{"zero open files", []string{"log.segment.open.files.max=0"}, 0, 0, true},
+		{"zero open files: sized from the limits", []string{"log.segment.open.files.max=0"}, 0, 60 * time.Second, false},
+		{"negative open files", []string{"log.segment.open.files.max=-1"}, 0, 0, true},
 		{"negative interval", []string{"log.flush.offset.checkpoint.interval.ms=-5"}, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,9 +49,10 @@ type Backend interface {
 	Open(opts Options) (Store, error)
 }
 
-// DefaultOpenFilesMax is the default of log.segment.open.files.max
-// (Options.OpenSegmentsMax): open segments for "segment" (3 descriptors
-// and 2 mappings each), open data files for "pebble" (1 descriptor each).
+// DefaultOpenFilesMax is the bound of a store opened without
+// Options.OpenSegmentsMax (log.segment.open.files.max; the broker sizes it
+// from its limits): open segments for "segment" (1 descriptor and 2
+// mappings each), open data files for "pebble" (1 descriptor each).
 const DefaultOpenFilesMax = 1000
 
 // Options configure a Store. Zero values mean the documented default.

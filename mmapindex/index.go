@@ -73,52 +73,100 @@ var (
 // few MiB of log) always lands in it.
 const warmBytes = 8192
 
-// file is what both index kinds share: the file, its mapping and the count.
+// file is what both index kinds share: the file's identity, its mapping
+// and the count.
+//
+// It holds no descriptor: the file is opened to be mapped and closed at
+// once (as Kafka's AbstractIndex does), so an open segment costs one
+// descriptor, its .log, and two mappings. The few operations that need a
+// descriptor (Resize, Trim, Close's trim) open the file by path again and
+// act only if it is still the file that was mapped (same device and inode):
+// a file renamed or replaced behind the index is not touched. Flush is
+// msync(2) of the mapping.
 //
 // Invariant: entries n <= len(mm)/entrySize; bytes [n*entrySize, len(mm))
 // are zero (TruncateTo zeroes what it cuts), so a crash leaves a tail that
 // the open scan recognizes as the end.
 type file struct {
 	path      string
-	f         *os.File
+	dev, ino  uint64 // the mapped file's identity
+	open      bool
+	released  bool   // unmapped by Release, not trimmed yet
 	mm        []byte // the mapping; len is a multiple of entrySize
 	entrySize int
 	n         atomic.Int64 // published entry count
 }
 
 func openFile(path string, entrySize, maxBytes int) (*file, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	fd, err := openFD(path, unix.O_CREAT)
 	if err != nil {
 		return nil, fmt.Errorf("mmapindex: open: %w", err)
 	}
-	x := &file{path: path, f: f, entrySize: entrySize}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("mmapindex: stat %s: %w", path, err)
 	}
-	size := st.Size() - st.Size()%int64(entrySize)
+	x := &file{path: path, dev: st.Dev, ino: st.Ino, open: true, entrySize: entrySize}
+	size := st.Size - st.Size%int64(entrySize)
 	// Entries can only lie in the data the file had, before any hole:
 	// the writer fills it from the start, and preallocation (here or
 	// before a crash) extends it with a hole. SEEK_HOLE finds the end of
 	// that data without touching the zero pages (on file systems without
 	// holes it returns the file size).
 	scan := size
-	if hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE); err == nil && hole < scan {
+	if hole, err := unix.Seek(fd, 0, unix.SEEK_HOLE); err == nil && hole < scan {
 		scan = hole
 	}
 	if want := int64(roundDown(maxBytes, entrySize)); want > size {
 		size = want
 	}
-	if err := x.mapSize(size); err != nil {
-		f.Close()
+	if err := x.mapFD(fd, size); err != nil {
 		return nil, err
 	}
 	x.adviseRandom(scan)
 	n := x.scanEntries(int(scan))
 	x.n.Store(int64(n))
-	x.zeroRange(int64(n*entrySize), st.Size())
+	x.zeroRange(fd, int64(n*entrySize), st.Size)
 	return x, nil
+}
+
+// openFD opens path read-write without the runtime's poller (a regular
+// file never needs it; os.OpenFile would spend five system calls finding
+// that out), retrying on EINTR.
+func openFD(path string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|flags, 0o644)
+		if err != unix.EINTR {
+			if err != nil {
+				return -1, &os.PathError{Op: "open", Path: path, Err: err}
+			}
+			return fd, nil
+		}
+	}
+}
+
+// errReplaced: the path no longer names the file that was mapped.
+var errReplaced = errors.New("mmapindex: file renamed or replaced since it was mapped")
+
+// reopen opens the mapped file again by its path for an operation that
+// needs a descriptor, and fails with errReplaced (or a not-exist error)
+// when the path now names another file, or none.
+func (x *file) reopen() (int, error) {
+	fd, err := openFD(x.path, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("mmapindex: stat %s: %w", x.path, err)
+	}
+	if st.Dev != x.dev || st.Ino != x.ino {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%w: %s", errReplaced, x.path)
+	}
+	return fd, nil
 }
 
 // zeroRange zeroes bytes [from, to) of the file, restoring the invariant
@@ -126,7 +174,7 @@ func openFile(path string, entrySize, maxBytes int) (*file, error) {
 // old entries after a page that never reached the disk (a hole, which the
 // scan stops at). Whole pages are punched out, so the file stays sparse;
 // where hole punching is not supported, zeros are written instead.
-func (x *file) zeroRange(from, to int64) {
+func (x *file) zeroRange(fd int, from, to int64) {
 	to = min(to, int64(len(x.mm)))
 	if from >= to {
 		return
@@ -135,7 +183,7 @@ func (x *file) zeroRange(from, to int64) {
 	mid := min((from+page-1)/page*page, to)
 	clear(x.mm[from:mid])
 	if mid < to {
-		if err := unix.Fallocate(int(x.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, mid, to-mid); err != nil {
+		if err := unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, mid, to-mid); err != nil {
 			// No hole punching here: write zeros, which may need
 			// blocks the file system no longer has (storeMapped);
 			// then the pages stay as the crash left them, past the
@@ -155,19 +203,30 @@ func roundDown(v, m int) int {
 
 // mapSize unmaps, sets the file length to size and maps it again.
 func (x *file) mapSize(size int64) error {
+	fd, err := x.reopen()
+	if err != nil {
+		return fmt.Errorf("mmapindex: resize %s: %w", x.path, err)
+	}
+	defer unix.Close(fd)
+	return x.mapFD(fd, size)
+}
+
+// mapFD unmaps, sets the length of the file open as fd to size and maps it
+// again.
+func (x *file) mapFD(fd int, size int64) error {
 	if err := x.unmap(); err != nil {
 		return err
 	}
 	if size > 1<<31-1 {
 		return fmt.Errorf("mmapindex: %s: size %d too large", x.path, size)
 	}
-	if err := unix.Ftruncate(int(x.f.Fd()), size); err != nil {
+	if err := unix.Ftruncate(fd, size); err != nil {
 		return fmt.Errorf("mmapindex: ftruncate %s to %d: %w", x.path, size, err)
 	}
 	if size == 0 {
 		return nil
 	}
-	mm, err := unix.Mmap(int(x.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mm, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("mmapindex: mmap %s (%d bytes): %w", x.path, size, err)
 	}
@@ -317,7 +376,7 @@ func floor64(mm []byte, es, field, n int, target int64) int {
 // put writes entry i (already encoded in e) and publishes it.
 func (x *file) put(e []byte) error {
 	n := int(x.n.Load())
-	if x.f == nil {
+	if !x.open {
 		return ErrClosed
 	}
 	if n >= len(x.mm)/x.entrySize {
@@ -368,7 +427,7 @@ func (x *file) truncateEntries(n int) {
 // never below the entries it holds) and remaps it: a segment that becomes
 // active again (after Truncate) or is rebuilt grows its index back.
 func (x *file) Resize(maxBytes int) error {
-	if x.f == nil {
+	if !x.open {
 		return ErrClosed
 	}
 	size := int64(roundDown(maxBytes, x.entrySize))
@@ -385,48 +444,106 @@ func (x *file) Resize(maxBytes int) error {
 // Trim shrinks the file to the entries it holds (a rolled or closing
 // segment), so that a reopen finds exactly them.
 func (x *file) Trim() error {
-	if x.f == nil {
+	if !x.open {
 		return ErrClosed
+	}
+	if int64(len(x.mm)) == x.n.Load()*int64(x.entrySize) {
+		return nil
 	}
 	return x.mapSize(x.n.Load() * int64(x.entrySize))
 }
 
-// Flush writes the mapped entries to disk (fsync on Linux also writes dirty
-// pages of a shared mapping).
+// Flush writes the mapped entries to disk: msync(MS_SYNC) of the mapping,
+// which on Linux syncs the file's data and the metadata needed to read it
+// back, its size included (fdatasync). A file mapped at size 0 has no
+// mapping; then the file is opened again and fsynced.
 func (x *file) Flush() error {
-	if x.f == nil {
+	if !x.open {
 		return ErrClosed
 	}
-	if err := x.f.Sync(); err != nil {
+	if len(x.mm) > 0 {
+		if err := unix.Msync(x.mm, unix.MS_SYNC); err != nil {
+			return fmt.Errorf("mmapindex: msync %s: %w", x.path, err)
+		}
+		return nil
+	}
+	fd, err := x.reopen()
+	if err != nil {
+		return fmt.Errorf("mmapindex: fsync %s: %w", x.path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
 		return fmt.Errorf("mmapindex: fsync %s: %w", x.path, err)
 	}
 	return nil
 }
 
-// Close trims the file and closes it.
+// Close unmaps the file and trims it to its entries. Closing an index
+// that Release unmapped trims the file (unless an open of the same file
+// since, which maps it again, made that its business: see Forget).
 func (x *file) Close() error {
-	if x.f == nil {
+	want := x.n.Load() * int64(x.entrySize)
+	if x.released {
+		x.released = false
+		return x.truncate(want)
+	}
+	if !x.open {
 		return nil
 	}
-	err := x.Trim()
-	if uerr := x.unmap(); err == nil {
-		err = uerr
+	x.open = false
+	mapped := int64(len(x.mm))
+	err := x.unmap()
+	if mapped != want {
+		if terr := x.truncate(want); err == nil {
+			err = terr
+		}
 	}
-	if cerr := x.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("mmapindex: close %s: %w", x.path, cerr)
-	}
-	x.f = nil
 	return err
 }
 
-// Remove unmaps, closes and deletes the file.
+// Release unmaps the file without trimming it: an active segment whose
+// files are closed for a while (its segment left the open-file cache) and
+// will be mapped again at the same size. The file is left as a crash
+// leaves it, preallocated with a zero tail, which a reopen scans past; a
+// later Close trims it, if nothing opened it again before (Forget).
+func (x *file) Release() error {
+	if !x.open {
+		return nil
+	}
+	x.open, x.released = false, true
+	return x.unmap()
+}
+
+// Forget drops a released index without trimming its file: the file was
+// opened again (a new index owns it now) or removed.
+func (x *file) Forget() { x.released = false }
+
+// truncate sets the length of the mapped file, unmapped, to size. A file
+// renamed or removed since it was mapped is left alone: it is not this
+// index's any more.
+func (x *file) truncate(size int64) error {
+	fd, err := x.reopen()
+	if errors.Is(err, errReplaced) || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mmapindex: trim %s: %w", x.path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, size); err != nil {
+		return fmt.Errorf("mmapindex: ftruncate %s to %d: %w", x.path, size, err)
+	}
+	return nil
+}
+
+// Remove unmaps and deletes the file.
 func (x *file) Remove() error {
 	var err error
-	if x.f != nil {
+	if x.open {
 		err = x.unmap()
-		x.f.Close()
-		x.f = nil
+		x.open = false
 	}
+	x.released = false
 	if rerr := os.Remove(x.path); rerr != nil && !os.IsNotExist(rerr) && err == nil {
 		err = fmt.Errorf("mmapindex: remove: %w", rerr)
 	}

@@ -69,7 +69,7 @@ func TestReopenFindsEntriesNotPrealloc(t *testing.T) {
 	}
 	// Simulate a crash: no trim, drop the mapping and file.
 	x.unmap()
-	x.f.Close()
+	x.open = false
 	x, err = OpenOffset(path, 0, 1<<16)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestStaleEntriesAfterHole(t *testing.T) {
 	}
 	fillOffset(t, x, 2000) // 16000 bytes: pages 0-3
 	x.unmap()
-	x.f.Close()
+	x.open = false
 	// Punch page 1 out, as if it had never been written back.
 	f, _ := os.OpenFile(path, os.O_RDWR, 0)
 	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096); err != nil {
@@ -271,5 +271,144 @@ func TestAppendFaultIsAnError(t *testing.T) {
 	}
 	if n := tx.Entries(); n != k {
 		t.Fatalf("%d time entries after the failed append, want %d", n, k)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(ents)
+}
+
+// An open index holds a mapping, not a descriptor: a segment in the
+// open-file cache costs its .log's descriptor only.
+func TestOpenIndexHoldsNoDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	before := openFDs(t)
+	var xs []*OffsetIndex
+	for i := range 50 {
+		x, err := OpenOffset(filepath.Join(dir, fmt.Sprintf("%d.index", i)), 0, 1<<16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillOffset(t, x, 10)
+		xs = append(xs, x)
+	}
+	if got := openFDs(t); got > before+2 { // +2: slack for the runtime's own
+		t.Fatalf("50 open indexes hold %d descriptors", got-before)
+	}
+	for _, x := range xs {
+		if err := x.Resize(1 << 17); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Trim(); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := openFDs(t); got > before+2 {
+		t.Fatalf("after resize, flush, trim and close: %d descriptors more", got-before)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "0.index")); err != nil || st.Size() != 10*OffsetEntrySize {
+		t.Fatalf("closed index: %v, %v; want %d bytes", st, err, 10*OffsetEntrySize)
+	}
+}
+
+// The operations that open the file again by its path act only on the
+// file that was mapped: one renamed away, or replaced by another under the
+// same name, is not trimmed or resized behind its new owner's back.
+func TestPathOpsSkipAReplacedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "0.index")
+	x, err := OpenOffset(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillOffset(t, x, 5)
+	moved := filepath.Join(dir, "0.index.deleted")
+	if err := os.Rename(path, moved); err != nil {
+		t.Fatal(err)
+	}
+	other := make([]byte, 4096)
+	other[0] = 0xAB
+	if err := os.WriteFile(path, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Resize(1 << 17); !errors.Is(err, errReplaced) {
+		t.Fatalf("Resize of a replaced file: %v, want errReplaced", err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatalf("Close of a replaced file: %v", err)
+	}
+	if b, _ := os.ReadFile(path); len(b) != 4096 || b[0] != 0xAB {
+		t.Fatalf("the file now at the path was changed: %d bytes", len(b))
+	}
+	// The renamed file kept its preallocated length and its entries: a
+	// reopen scans them as after a crash.
+	y, err := OpenOffset(moved, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if y.Entries() != 5 {
+		t.Fatalf("renamed file holds %d entries, want 5", y.Entries())
+	}
+}
+
+// Release unmaps without trimming, as an evicted active segment's indexes
+// are: the file stays preallocated and a reopen at the same size finds the
+// entries and room for more.
+func TestReleaseKeepsPreallocation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.timeindex")
+	x, err := OpenTime(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 7; i++ {
+		if _, err := x.MaybeAppend(int64(1000*i), int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() != 1<<16-(1<<16)%TimeEntrySize {
+		t.Fatalf("released file is %d bytes, want it preallocated", st.Size())
+	}
+	y, err := OpenTime(path, 0, 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.Entries() != 7 || y.Full() {
+		t.Fatalf("reopened: %d entries, full %v", y.Entries(), y.Full())
+	}
+	if _, err := y.MaybeAppend(8000, 8); err != nil {
+		t.Fatal(err)
+	}
+	// The reopen owns the file now: the released index forgets it, and
+	// the reopen's Release and Close trim it to its 8 entries.
+	x.Forget()
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() != 1<<16-(1<<16)%TimeEntrySize {
+		t.Fatalf("a forgotten index trimmed the file to %d bytes", st.Size())
+	}
+	if err := y.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() != 8*TimeEntrySize {
+		t.Fatalf("closing a released index left %d bytes, want %d", st.Size(), 8*TimeEntrySize)
 	}
 }

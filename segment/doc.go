@@ -64,8 +64,9 @@
 // Descriptors and mappings are bounded by the Store's open-segment cache
 // (opencache.go, log.segment.open.files.max), not by the number of
 // partitions or segments: every segment, the active one included, keeps its
-// .log, .index and .timeindex open and its indexes mapped only while the
-// cache holds it, and reopens them on its next use. Closing an evicted
+// .log open and its indexes mapped only while the cache holds it (the
+// index files are closed once mapped: mmapindex), and reopens them on its
+// next use. Closing an evicted
 // segment does not fsync it (the bytes are in the page cache); a later
 // flush reopens the file and fsyncs it, which writes those pages and
 // reports a writeback error that happened meanwhile.

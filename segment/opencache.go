@@ -11,13 +11,14 @@ import (
 	"github.com/sluice/sluice/zerocopy"
 )
 
-// DefaultOpenSegmentsMax is the default of log.segment.open.files.max: how
-// many segments of a Store (a broker has one) may have their files open and their
-// indexes mapped at once. Each open segment holds 3 descriptors (.log,
-// .index, .timeindex; a .txnindex only while it is written) and 2
-// mappings, so 1,000 segments are about 3,000 descriptors and 2,000
-// mappings, well inside `ulimit -n` 20000 and vm.max_map_count 65530
-// whatever the number of partitions.
+// DefaultOpenSegmentsMax is how many segments of a Store opened without
+// engine.Options.OpenSegmentsMax may have their files open and their
+// indexes mapped at once (the broker passes log.segment.open.files.max, by
+// default sized from its limits: broker/limits.go). Each open segment
+// holds 1 descriptor, its .log (the index files are closed once mapped,
+// as Kafka's are; a .txnindex is open only while it is written), and 2
+// mappings, so 1,000 segments are about 1,000 descriptors and 2,000
+// mappings whatever the number of partitions.
 const DefaultOpenSegmentsMax = engine.DefaultOpenFilesMax
 
 // openSegmentsMax is the bound of a Store opened without
@@ -104,7 +105,7 @@ func (c *openCache) evict() {
 			continue
 		}
 		if v.open {
-			if err := v.closeHandlesLocked(); err != nil {
+			if err := v.closeHandlesLocked(true); err != nil {
 				// The indexes are hints and the .log's bytes were
 				// written (write(2) returned): nothing acknowledged is
 				// lost, and the next fsync of the file reports any
@@ -428,6 +429,8 @@ func (s *segment) mapIndexesLocked() error {
 		idx.Close()
 		return fmt.Errorf("segment: reopen %s: %w", s.path, err)
 	}
+	s.released.forget()
+	s.released = nil
 	for _, e := range s.pend {
 		_ = idx.Append(e.offset, e.pos)
 		_, _ = tidx.MaybeAppend(e.ts, e.tsOffset)
@@ -458,21 +461,55 @@ func (s *segment) mapForCloseLocked() error {
 }
 
 // closeHandlesLocked does what close does to the files (final time index
-// entry, indexes trimmed and unmapped, descriptors dropped; slices keep
-// the .log open), keeping the writer state and the aborted-transaction
-// entries in memory for the next pin. A segment whose indexes are not
-// mapped (pinAppend) closes its .log only. REQUIRES: s.hmu held, s.open,
-// no pins.
-func (s *segment) closeHandlesLocked() error {
+// entry, indexes unmapped, descriptors dropped; slices keep the .log
+// open), keeping the writer state and the aborted-transaction entries in
+// memory for the next pin. A segment whose indexes are not mapped
+// (pinAppend) closes its .log only. evict (the cache closing the segment
+// for a while) leaves the indexes' files at the size they were mapped at,
+// which is the size the next pin maps again: trimming an active segment's
+// preallocated indexes on every eviction only to grow them back on the
+// next reopen cost two ftruncates and two opens each way. REQUIRES:
+// s.hmu held, s.open, no pins.
+func (s *segment) closeHandlesLocked(evict bool) error {
 	var err error
-	if s.unmapped {
+	switch {
+	case s.unmapped:
 		err = s.closeLogOnly()
-	} else {
+	default:
 		s.idxRoom = indexRoom(s.indexBytes, s.idx.Entries(), s.tidx.Entries())
-		err = s.closeFiles()
+		err = s.closeFilesAs(evict)
+		if evict {
+			s.released = &releasedIndexes{s.idx, s.tidx}
+		}
 	}
 	s.f, s.zf, s.idx, s.tidx = nil, nil, nil, nil
 	s.open, s.unmapped = false, false
+	return err
+}
+
+// releasedIndexes are a segment's indexes unmapped by an eviction and
+// left at their mapped size (closeHandlesLocked).
+type releasedIndexes struct {
+	idx  *mmapindex.OffsetIndex
+	tidx *mmapindex.TimeIndex
+}
+
+// forget drops them without touching their files (mapped again, or
+// removed); r may be nil.
+func (r *releasedIndexes) forget() {
+	if r != nil {
+		r.idx.Forget()
+		r.tidx.Forget()
+	}
+}
+
+// close trims their files to their entries, as a close of the mapped
+// indexes does.
+func (r *releasedIndexes) close() error {
+	err := r.idx.Close()
+	if terr := r.tidx.Close(); err == nil {
+		err = terr
+	}
 	return err
 }
 

@@ -2,11 +2,13 @@ package segment
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,9 +174,10 @@ func TestOpenCacheManyLogs(t *testing.T) {
 		checkBytes(t, ls[i], want[i])
 	}
 	sample()
-	// Each open segment: 3 descriptors, 2 mappings; slack for the
-	// runtime, the test's own files and pinned segments.
-	if limit := cacheMax*3 + 32; maxFds > limit {
+	// Each open segment: 1 descriptor (the index files are closed once
+	// mapped), 2 mappings; slack for the runtime, the test's own files
+	// and pinned segments.
+	if limit := cacheMax + 32; maxFds > limit {
 		t.Errorf("open descriptors grew by %d, bound %d", maxFds, limit)
 	}
 	if limit := cacheMax*2 + 32; maxMaps > limit {
@@ -357,5 +360,99 @@ func TestLogCloseLeavesSyncToStore(t *testing.T) {
 	defer st.Close()
 	if !st.clean || st.recoveryPoints[id] != end {
 		t.Fatalf("clean %v, checkpointed recovery point %d, want %d", st.clean, st.recoveryPoints[id], end)
+	}
+}
+
+// TestEvictedIndexesTrimmedAtClose: the cache unmaps an evicted active
+// segment's indexes without trimming them (the next pin maps them at the
+// same size), and the store's clean close still leaves every index file
+// trimmed to its entries, as Kafka's layout has it; appends to segments
+// evicted and reopened in between keep their entries.
+func TestEvictedIndexesTrimmedAtClose(t *testing.T) {
+	noFsync(t)
+	const logs = 8
+	withOpenMax(t, 2)
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	rng := rand.New(rand.NewSource(3))
+	cfg := engine.LogConfig{SegmentBytes: 1 << 20, IndexIntervalBytes: 256, IndexMaxBytes: 1 << 16, RetentionMs: -1, RetentionBytes: -1}
+	want := make([][][]byte, logs)
+	ls := make([]engine.Log, logs)
+	for i := range logs {
+		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+	}
+	for round := range 4 {
+		for i, l := range ls {
+			// Enough batches that the indexes get mapped (pendMax).
+			want[i] = append(want[i], fill(t, l, rng, 2*pendMax, 1)...)
+			if round == 1 {
+				checkBytes(t, l, want[i]) // a full pin of an evicted segment
+			}
+		}
+	}
+	// Reads from the start pin each segment in full (indexes mapped),
+	// so the cache evicts them mapped.
+	for i, l := range ls {
+		checkBytes(t, l, want[i])
+	}
+	if _, _, ev := st.OpenSegments(); ev == 0 {
+		t.Fatal("no eviction")
+	}
+	// Log 0's active segment was evicted with its indexes mapped: they
+	// are released, still at their preallocated size. The segment's own
+	// close (a store's close pins it first to flush; this is the path
+	// without a pin) trims them.
+	seg := ls[0].(*Log).segs[0]
+	idxPath := filepath.Join(dir, "t-0", "00000000000000000000.index")
+	seg.hmu.Lock()
+	evicted := !seg.open && seg.released != nil
+	seg.hmu.Unlock()
+	if !evicted {
+		t.Fatal("log 0's segment is not evicted with released indexes")
+	}
+	if fi, err := os.Stat(idxPath); err != nil || fi.Size() != 1<<16 {
+		t.Fatalf("evicted index: %v %v, want it preallocated", fi, err)
+	}
+	if err := seg.close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(idxPath); err != nil || fi.Size() == 1<<16 || fi.Size()%8 != 0 {
+		t.Fatalf("closed evicted index: %v %v, want it trimmed", fi, err)
+	}
+	// Log 0's flush at the store's close finds its segment closed: that
+	// error, and only it.
+	if err := st.Close(); err != nil && !errors.Is(err, errClosedLog) {
+		t.Fatal(err)
+	}
+	for i := range logs {
+		for _, suf := range []struct {
+			name string
+			size int64
+		}{{".index", 8}, {".timeindex", 12}} {
+			p := filepath.Join(dir, "t-"+strconv.Itoa(i), "00000000000000000000"+suf.name)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) == 0 || int64(len(b))%suf.size != 0 {
+				t.Fatalf("%s: %d bytes after a clean close", p, len(b))
+			}
+			if last := b[int64(len(b))-suf.size:]; bytes.Count(last, []byte{0}) == len(last) {
+				t.Fatalf("%s ends with a zero entry: not trimmed (%d bytes)", p, len(b))
+			}
+		}
+	}
+	st = openStore(t, dir, nil)
+	defer st.Close()
+	for i := range logs {
+		l, err := st.OpenLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLog(t, l, want[i])
 	}
 }

@@ -58,6 +58,10 @@ type segment struct {
 	lazyIdx  bool
 	idxRoom  int
 	pend     []pendEntry
+	// released holds the indexes the cache unmapped untrimmed when it
+	// closed the segment (closeHandlesLocked): the next mapping forgets
+	// them, the segment's close trims their files. REQUIRES: hmu
+	released *releasedIndexes
 	// tail holds where the last tailN batches appended start (a ring:
 	// tailAt is the next slot), so that a read at the tail finds its
 	// position without the indexes (pinRead). Cut by truncateTo and
@@ -297,7 +301,13 @@ func (s *segment) close() error {
 			err = s.mapForCloseLocked()
 		}
 		if s.open {
-			if cerr := s.closeHandlesLocked(); err == nil {
+			if cerr := s.closeHandlesLocked(false); err == nil {
+				err = cerr
+			}
+		}
+		if r := s.released; r != nil {
+			s.released = nil
+			if cerr := r.close(); err == nil {
 				err = cerr
 			}
 		}
@@ -321,13 +331,22 @@ func (s *segment) closeLogOnly() error {
 }
 
 // closeFiles is close for a segment whose files are open.
-func (s *segment) closeFiles() error {
+func (s *segment) closeFiles() error { return s.closeFilesAs(false) }
+
+// closeFilesAs is closeFiles; evict leaves the indexes untrimmed
+// (closeHandlesLocked).
+func (s *segment) closeFilesAs(evict bool) error {
 	if s.reserved > 0 {
 		s.releaseReserved()
 	}
 	s.finishIndexes()
-	err := s.idx.Close()
-	if terr := s.tidx.Close(); err == nil {
+	closeIdx := (*mmapindex.OffsetIndex).Close
+	closeTidx := (*mmapindex.TimeIndex).Close
+	if evict {
+		closeIdx, closeTidx = (*mmapindex.OffsetIndex).Release, (*mmapindex.TimeIndex).Release
+	}
+	err := closeIdx(s.idx)
+	if terr := closeTidx(s.tidx); err == nil {
 		err = terr
 	}
 	if xerr := s.txn.close(); err == nil {
@@ -347,6 +366,8 @@ func (s *segment) remove() error {
 		wasOpen := s.open && !s.dead
 		logOnly := s.unmapped
 		s.dead, s.open, s.unmapped, s.pend = true, false, false, nil
+		s.released.forget()
+		s.released = nil
 		s.hmu.Unlock()
 		s.cache.remove(s)
 		if !wasOpen {

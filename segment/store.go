@@ -582,6 +582,9 @@ func (s *Store) Close() error {
 		close(s.stopCkpt)
 		<-s.ckptDone
 	}
+	open, reopens, evictions := s.OpenSegments()
+	s.log.Info("segment: closing the store", "dir", s.dir, "openSegments", open,
+		"openSegmentsMax", s.cache.ring.Max(), "reopens", reopens, "evictions", evictions)
 	var err error
 	for _, l := range s.openLogs() {
 		if cerr := l.Close(); err == nil {

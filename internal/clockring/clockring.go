@@ -36,6 +36,9 @@ type Ring[E Entry] struct {
 // New returns a ring that keeps at most bound entries (at least 1).
 func New[E Entry](bound int) *Ring[E] { return &Ring[E]{max: max(bound, 1)} }
 
+// Max returns the ring's bound.
+func (r *Ring[E]) Max() int { return r.max }
+
 // Len returns how many entries are in the ring.
 func (r *Ring[E]) Len() int {
 	r.mu.Lock()

@@ -32,8 +32,9 @@ import (
 // one little more than it has. 4 and 16 MiB steps cost the same here
 // (bench/floor's reserve mode, alternating: 0.548 and 0.535 s/GB); the
 // smaller bounds what an open segment holds past its end, and so what du
-// shows beyond the data: at most log.segment.open.files.max (1000) x
-// 4 MiB, released as the segments roll or close.
+// shows beyond the data: at most 4 MiB, and no more than it holds, for
+// each file open in log.segment.open.files.max's cache, released as the
+// segments roll or close.
 const (
 	ReserveFrom = 1 << 20
 	ReserveMax  = 4 << 20
