@@ -31,7 +31,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 GO=${GO:-go}
-PARTS=${PARTS:-"100 10000"}
+PARTS=${PARTS:-"100 1000 10000"}
 TARGETS=${TARGETS:-"segment pebble kfake"}
 WARMUP=${WARMUP:-10s}
 PROBE=${PROBE:-30s}
@@ -68,8 +68,7 @@ run_omb() {
 	shift 4
 	local port dir cmd
 	port=$("$work/benchreport" freeport)
-	dir="$work/data-$t-$n"
-	mkdir -p "$dir"
+	dir=$(mktemp -d "$work/data-$t-$n.XXXXXX")
 	case $t in
 	kfake) cmd="taskset -c 0 $work/kfakeserve --port $port --data-dir $dir --config log.cleaner.backoff.ms=1000" ;;
 	*) cmd="taskset -c 0 $work/sluice serve --set storage.backend=$t --set log.dirs=$dir --set listeners=PLAINTEXT://127.0.0.1:$port --set http.listeners= --set schema.registry.listeners= --set log.retention.check.interval.ms=1000" ;;
@@ -80,26 +79,27 @@ run_omb() {
 		log "$label, $n partitions: failed or had errors (kept in the report if it wrote a result)"
 	fi
 	[ -s "$out" ] || rm -f "$out"
-	rm -rf "$dir"
-	settle_deleted "$n"
+	discard_data "$dir" "$n"
 }
 
-# settle_deleted N: after a run over N partitions deleted its data dir,
-# wait until ext4 no longer counts those inodes as recently deleted. For
-# dirty_expire_centisecs (30 s by default, +5 while the inode table block
-# is dirty) after a delete, ext4's inode allocator passes over each freed
-# inode (find_inode_bit -> recently_deleted), so every file the next broker
-# creates scans past all of them: `perf record` of a 10,000-partition
-# probe started seconds after the previous run's 30,000 files were
-# deleted had 14% of the broker's CPU in recently_deleted; alternating
+# discard_data DIR N: frees the disk space of a run over N partitions.
+# Above 1,000 partitions the files are emptied, not deleted, and the tree
+# goes at exit: this machine's root file system is ext4 without a journal,
+# where the inode allocator passes over every inode freed in the last 60 s
+# (300 s more while its inode table block is dirty, which the next files
+# created beside it make it: ialloc.c recently_deleted), so each file the
+# next broker creates scanned past the previous run's 30,000 deleted ones.
+# `perf record` of a 10,000-partition probe started after such a delete
+# had 14-19% of the broker's CPU in recently_deleted and the block
+# lookups under it, even after a sync and a 65 s pause; alternating
 # probes of one build gave 46,765 and 45,947 records/s after a 40 s pause
-# against 32,778 and 28,796 without. Only large partition counts create
-# enough files to matter.
-settle_deleted() {
-	[ "$1" -ge 1000 ] || return 0
-	local cs
-	cs=$(cat /proc/sys/vm/dirty_expire_centisecs 2>/dev/null || echo 3000)
-	sleep $((cs / 100 + 6))
+# against 32,778 and 28,796 without.
+discard_data() {
+	if [ "$2" -ge 1000 ]; then
+		find "$1" -type f -exec truncate -s 0 {} +
+	else
+		rm -rf "$1"
+	fi
 }
 
 label_of() { case $1 in kfake) echo kfake ;; *) echo "sluice-$1" ;; esac; }
