@@ -85,6 +85,7 @@ func (b *Broker) openOtherBackends(path string, eopts engine.Options) (map[strin
 		}
 		o := eopts
 		o.Dir = filepath.Join(path, backendDirPrefix+name)
+		o.OpenSegmentsMax = b.otherOpenFilesMax
 		st, err := engine.Open(name, o)
 		if err != nil {
 			return nil, err
@@ -163,10 +164,11 @@ type Broker struct {
 	// lists, -1 until read. /readyz reads both (http.go).
 	srvReady             atomic.Pointer[server.Server]
 	recoveringPartitions atomic.Int64
-	// openFilesMax is each log dir store's open-file cache size:
-	// log.segment.open.files.max, or what the limits allow when it is 0
-	// (checkLimits).
-	openFilesMax int
+	// openFilesMax is the open-file cache size of each log dir's store
+	// of storage.backend: log.segment.open.files.max, or what the limits
+	// allow when it is 0; otherOpenFilesMax that of a store of another
+	// backend a topic opened there (checkLimits).
+	openFilesMax, otherOpenFilesMax int
 	// lnNames are the listener names of lns (config.SplitListener), in order.
 	lnNames []string
 	addr    string
@@ -252,7 +254,7 @@ func Start(cfg config.Config, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.openFilesMax = checkLimits(cfg, log)
+	b.openFilesMax, b.otherOpenFilesMax = checkLimits(cfg, log)
 	if err := b.openLogDirs(opts, props, localCID); err != nil {
 		return nil, err
 	}

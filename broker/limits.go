@@ -82,10 +82,17 @@ func autoOpenFiles(backend string, nofile uint64, maxMaps int64) int {
 // (log.segment.open.files.max, one per log dir) from the limits when it
 // is 0 (autoOpenFiles, shared among the log dirs), logs what the descriptor and mapping limits allow
 // given the cache, and warns when the cache cannot fit in them. It
-// returns the cache's size. It never fails the start: a limit it cannot
-// read or raise is logged.
-func checkLimits(cfg config.Config, log *slog.Logger) int {
-	openSegs := cfg.LogSegmentOpenFilesMax
+// returns the cache's size for the stores of storage.backend, and for
+// those of another backend a topic opens in a log dir (others): the key's
+// value when it is set, else engine.DefaultOpenFilesMax, so that such a
+// store does not take as many descriptors again as the limits allowed the
+// first (the quarter of RLIMIT_NOFILE autoOpenFiles leaves covers it). It
+// never fails the start: a limit it cannot read or raise is logged.
+func checkLimits(cfg config.Config, log *slog.Logger) (openSegs, others int) {
+	openSegs, others = cfg.LogSegmentOpenFilesMax, cfg.LogSegmentOpenFilesMax
+	if others <= 0 {
+		others = engine.DefaultOpenFilesMax
+	}
 
 	var nofile unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
@@ -93,7 +100,7 @@ func checkLimits(cfg config.Config, log *slog.Logger) int {
 		if openSegs <= 0 {
 			openSegs = engine.DefaultOpenFilesMax
 		}
-		return openSegs
+		return openSegs, others
 	}
 	if nofile.Cur < nofile.Max {
 		raised := nofile
@@ -107,7 +114,7 @@ func checkLimits(cfg config.Config, log *slog.Logger) int {
 	}
 	maxMaps := readMaxMapCount()
 	// Each log dir's store has its own cache (a topic on another backend
-	// opens one more in the dirs that hold it, counted in the reserve).
+	// opens one more, of others, in the dirs that hold it).
 	dirs := max(len(cfg.LogDirs), 1)
 	auto := openSegs <= 0
 	if auto {
@@ -129,7 +136,7 @@ func checkLimits(cfg config.Config, log *slog.Logger) int {
 		log.Warn("broker: vm.max_map_count is below what log.segment.open.files.max needs; lower it or raise the sysctl",
 			"need", needMaps+mapReserve, "vmMaxMapCount", maxMaps)
 	}
-	return openSegs
+	return openSegs, others
 }
 
 // readMaxMapCount returns vm.max_map_count, or -1 when it cannot be read

@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"io"
+	"log/slog"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
 )
 
@@ -36,5 +39,29 @@ func TestAutoOpenFiles(t *testing.T) {
 		if got := autoOpenFiles(tc.backend, tc.nofile, tc.maps); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCheckLimitsOtherBackends: a cache sized from the limits is the
+// storage.backend stores' only: a store of another backend gets the
+// default bound, not as many descriptors again; a set value is every
+// store's. Two log dirs share the sized cache.
+func TestCheckLimitsOtherBackends(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := config.Config{StorageBackend: "segment", LogDirs: []string{"a", "b"}}
+	own, others := checkLimits(cfg, log)
+	if others != engine.DefaultOpenFilesMax {
+		t.Errorf("sized from the limits: others %d, want %d", others, engine.DefaultOpenFilesMax)
+	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+		t.Skip(err)
+	}
+	if want := max(autoOpenFiles("segment", nofile.Cur, readMaxMapCount())/2, autoOpenFilesMin); own != want {
+		t.Errorf("sized from the limits over 2 log dirs: %d, want %d", own, want)
+	}
+	cfg.LogSegmentOpenFilesMax = 50
+	if own, others := checkLimits(cfg, log); own != 50 || others != 50 {
+		t.Errorf("set to 50: %d and %d", own, others)
 	}
 }

@@ -48,6 +48,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluice/sluice/internal/fsutil"
 )
 
 // Errors. Classify with errors.Is.
@@ -98,7 +100,7 @@ type file struct {
 }
 
 func openFile(path string, entrySize, maxBytes int) (*file, error) {
-	fd, err := openFD(path, unix.O_CREAT)
+	fd, err := fsutil.OpenRaw(path, unix.O_CREAT)
 	if err != nil {
 		return nil, fmt.Errorf("mmapindex: open: %w", err)
 	}
@@ -131,21 +133,6 @@ func openFile(path string, entrySize, maxBytes int) (*file, error) {
 	return x, nil
 }
 
-// openFD opens path read-write without the runtime's poller (a regular
-// file never needs it; os.OpenFile would spend five system calls finding
-// that out), retrying on EINTR.
-func openFD(path string, flags int) (int, error) {
-	for {
-		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|flags, 0o644)
-		if err != unix.EINTR {
-			if err != nil {
-				return -1, &os.PathError{Op: "open", Path: path, Err: err}
-			}
-			return fd, nil
-		}
-	}
-}
-
 // errReplaced: the path no longer names the file that was mapped.
 var errReplaced = errors.New("mmapindex: file renamed or replaced since it was mapped")
 
@@ -153,7 +140,7 @@ var errReplaced = errors.New("mmapindex: file renamed or replaced since it was m
 // needs a descriptor, and fails with errReplaced (or a not-exist error)
 // when the path now names another file, or none.
 func (x *file) reopen() (int, error) {
-	fd, err := openFD(x.path, 0)
+	fd, err := fsutil.OpenRaw(x.path, 0)
 	if err != nil {
 		return -1, err
 	}

@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/sluice/sluice/internal/fsutil"
 )
 
 // FS opens the .log files of segments: the seam through which tests inject
@@ -57,30 +59,13 @@ type osFile struct{ *os.File }
 
 func (f osFile) OS() *os.File { return f.File }
 
-// OpenFile opens path with open(2) and wraps the descriptor with
-// os.NewFile. os.OpenFile would also try to register the descriptor with
-// the runtime's poller (two fcntl(2) to make it non-blocking, an
-// epoll_ctl(2) that fails for a regular file, two more fcntl(2) to make it
-// blocking again): five system calls that a regular file never needs, and
-// with more active partitions than log.segment.open.files.max a segment
-// reopens its .log for most appends and reads (openCache).
+// OpenFile opens path with open(2), without the runtime's poller
+// (fsutil.OpenRaw: a segment the open-file cache closed reopens its .log
+// on its next use), and wraps the descriptor with os.NewFile.
 func (osFS) OpenFile(path string) (File, error) {
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
-		return err
-	})
+	fd, err := fsutil.OpenRaw(path, syscall.O_CREAT)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	return osFile{os.NewFile(uintptr(fd), path)}, nil
-}
-
-// ignoringEINTR retries f while it fails with EINTR, as package os does.
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
-		}
-	}
 }

@@ -472,10 +472,9 @@ func (s *segment) mapForCloseLocked() error {
 // s.hmu held, s.open, no pins.
 func (s *segment) closeHandlesLocked(evict bool) error {
 	var err error
-	switch {
-	case s.unmapped:
+	if s.unmapped {
 		err = s.closeLogOnly()
-	default:
+	} else {
 		s.idxRoom = indexRoom(s.indexBytes, s.idx.Entries(), s.tidx.Entries())
 		err = s.closeFilesAs(evict)
 		if evict {

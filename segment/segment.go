@@ -340,13 +340,13 @@ func (s *segment) closeFilesAs(evict bool) error {
 		s.releaseReserved()
 	}
 	s.finishIndexes()
-	closeIdx := (*mmapindex.OffsetIndex).Close
-	closeTidx := (*mmapindex.TimeIndex).Close
+	var err, terr error
 	if evict {
-		closeIdx, closeTidx = (*mmapindex.OffsetIndex).Release, (*mmapindex.TimeIndex).Release
+		err, terr = s.idx.Release(), s.tidx.Release()
+	} else {
+		err, terr = s.idx.Close(), s.tidx.Close()
 	}
-	err := closeIdx(s.idx)
-	if terr := closeTidx(s.tidx); err == nil {
+	if err == nil {
 		err = terr
 	}
 	if xerr := s.txn.close(); err == nil {

@@ -1,13 +1,14 @@
-// Package fsutil holds the file-system durability calls both storage
-// backends make: fsync of a directory, and syncfs(2) of a whole file
-// system with the kernel check that says whether it reports writeback
-// errors.
+// Package fsutil holds the file-system calls the storage backends share:
+// fsync of a directory, syncfs(2) of a whole file system with the kernel
+// check that says whether it reports writeback errors, and a raw open of
+// regular files.
 package fsutil
 
 import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // SyncDir fsyncs a directory, making the entries created, renamed or
@@ -46,4 +47,24 @@ func digits(s string) int {
 		n++
 	}
 	return n
+}
+
+// OpenRaw opens path read-write (flags adds to O_RDWR|O_CLOEXEC, e.g.
+// O_CREAT) with open(2) and returns the descriptor, retrying on EINTR as
+// package os does. os.OpenFile would also try to register the descriptor
+// with the runtime's poller (two fcntl(2) to make it non-blocking, an
+// epoll_ctl(2) that fails for a regular file, two more fcntl(2) to make it
+// blocking again): five system calls that a regular file never needs. For
+// files opened often: segments reopened by the open-file cache, index
+// files opened to be mapped.
+func OpenRaw(path string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CLOEXEC|flags, 0o644)
+		if err != syscall.EINTR {
+			if err != nil {
+				return -1, &os.PathError{Op: "open", Path: path, Err: err}
+			}
+			return fd, nil
+		}
+	}
 }
