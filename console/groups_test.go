@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -161,8 +162,15 @@ func TestConsumerGroupPage(t *testing.T) {
 	var why error
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		g.Members, g.GroupEpoch, g.AssignmentEpoch = nil, nil, nil
-		a.get("/api/groups/cg", 200, &g)
-		if why = stable(); why == nil {
+		// The members join from their own goroutines: until the first
+		// heartbeat reaches the coordinator the group does not exist.
+		if code, body := a.do("GET", "/api/groups/cg", "", nil); code == 404 {
+			why = fmt.Errorf("not created yet: %s", body)
+		} else if code != 200 {
+			t.Fatalf("GET /api/groups/cg: %d %s, want 200", code, body)
+		} else if err := json.Unmarshal(body, &g); err != nil {
+			t.Fatalf("GET /api/groups/cg: decode %s: %v", body, err)
+		} else if why = stable(); why == nil {
 			break
 		}
 		if time.Now().After(deadline) {
