@@ -413,24 +413,42 @@ func TestTieredS3KillMidUpload(t *testing.T) {
 	waitBroker(t, b, "two segments tiered after the restart", func() bool {
 		return listOffset(t, cl, topic, -5) >= 2*12<<10-1000
 	})
-	waitTiered(t, "no multipart upload left", func() bool {
-		ups, err := store.Uploads("e2e/")
-		return err == nil && len(ups) == 0
-	})
-	logs, ids := remoteLogObjects(t, store, "e2e/")
-	logIDs := map[string]bool{}
+	// The restarted broker goes on copying the segments after the
+	// second: a copy in progress has its indexes in the store and its
+	// .log not yet. So the store is polled until it settles: no
+	// multipart upload, every start offset remote once, every object with
+	// its segment's .log. An orphan of the killed copy never settles.
+	var problem string
 	var starts []string
-	for start, ls := range logs {
-		if len(ls) != 1 {
-			t.Fatalf("segment at %s is remote %d times: %v", start, len(ls), ls)
+	settled := func() bool {
+		if ups, err := store.Uploads("e2e/"); err != nil || len(ups) > 0 {
+			problem = fmt.Sprintf("multipart uploads in progress: %v %v", ups, err)
+			return false
 		}
-		logIDs[ls[0]] = true
-		starts = append(starts, start)
+		logs, ids := remoteLogObjects(t, store, "e2e/")
+		logIDs := map[string]bool{}
+		starts = starts[:0]
+		for start, ls := range logs {
+			if len(ls) != 1 {
+				problem = fmt.Sprintf("segment at %s is remote %d times: %v", start, len(ls), ls)
+				return false
+			}
+			logIDs[ls[0]] = true
+			starts = append(starts, start)
+		}
+		for id := range ids {
+			if !logIDs[id] {
+				problem = fmt.Sprintf("objects of segment %s without its .log", id)
+				return false
+			}
+		}
+		return true
 	}
-	for id := range ids {
-		if !logIDs[id] {
-			t.Fatalf("objects of segment %s without its .log: an orphan of the killed copy", id)
+	for i := 0; !settled(); i++ {
+		if i == 1200 {
+			t.Fatalf("the store never settled after the restart: %s (an orphan or a duplicate of the killed copy)\n%s", problem, b.logText())
 		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	sort.Strings(starts)
 	t.Logf("remote segments at %v", starts)

@@ -38,29 +38,7 @@ func (c *countingMeta) Partitions() ([]TopicIDPartition, error) {
 // those deletions with nothing left listed every partition of the remote
 // log metadata: work quadratic in the partitions, every run.
 func TestDeleteOnDisableRunsOnce(t *testing.T) {
-	dir := t.TempDir()
-	ms, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	st, err := engine.Open("segment", engine.Options{Dir: filepath.Join(dir, "logs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cfg := config.Default()
-	cfg.LogCleanerEnable = false
-	cfg.RemoteLogStorageSystemEnable = true
-	rm := replica.New(replica.Options{Config: cfg, Meta: ms, Store: st, NodeID: 1, Logger: slog.New(slog.DiscardHandler),
-		TopicConfig: func(string, map[string]string) replica.TopicConfig {
-			tc := replica.TopicConfig{MinISR: 1, MaxMessage: 1 << 20}
-			tc.Log.RetentionMs, tc.Log.RetentionBytes, tc.Log.SegmentBytes = -1, -1, 1<<20
-			tc.Rules.MaxDecompressed = record.DecompressBound(tc.MaxMessage)
-			tc.Rules.TimestampBeforeMax, tc.Rules.TimestampAfterMax = math.MaxInt64, math.MaxInt64
-			return tc
-		}})
-	defer rm.Close()
+	cfg, rm := testRM(t)
 	const parts = 4
 	rm.Lock()
 	top, err := rm.CreateTopicLocked(metastore.Topic{Name: "off", ID: [16]byte{9}, Partitions: parts, ReplicationFactor: 1,
@@ -102,4 +80,34 @@ func TestDeleteOnDisableRunsOnce(t *testing.T) {
 	if n := meta.partitions.Load(); n > parts+runs {
 		t.Errorf("%d Partitions calls in %d runs of %d partitions, want at most %d", n, runs, parts, parts+runs)
 	}
+}
+
+// testRM returns a replica manager of a segment store in a temporary dir,
+// on a broker with remote storage on, and its config.
+func testRM(t *testing.T) (config.Config, *replica.Manager) {
+	t.Helper()
+	dir := t.TempDir()
+	ms, err := metastore.Open(filepath.Join(dir, "meta"), metastore.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	st, err := engine.Open("segment", engine.Options{Dir: filepath.Join(dir, "logs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := config.Default()
+	cfg.LogCleanerEnable = false
+	cfg.RemoteLogStorageSystemEnable = true
+	rm := replica.New(replica.Options{Config: cfg, Meta: ms, Store: st, NodeID: 1, Logger: slog.New(slog.DiscardHandler),
+		TopicConfig: func(string, map[string]string) replica.TopicConfig {
+			tc := replica.TopicConfig{MinISR: 1, MaxMessage: 1 << 20}
+			tc.Log.RetentionMs, tc.Log.RetentionBytes, tc.Log.SegmentBytes = -1, -1, 1<<20
+			tc.Rules.MaxDecompressed = record.DecompressBound(tc.MaxMessage)
+			tc.Rules.TimestampBeforeMax, tc.Rules.TimestampAfterMax = math.MaxInt64, math.MaxInt64
+			return tc
+		}})
+	t.Cleanup(func() { rm.Close() })
+	return cfg, rm
 }

@@ -349,6 +349,9 @@ func (m *Manager) cleanLeftovers(tp TopicIDPartition) error {
 			if err := m.deleteSegment(s); err != nil {
 				return err
 			}
+			if s.State == CopySegmentStarted {
+				m.retry.markSweep(tp)
+			}
 		}
 	}
 	return nil

@@ -70,6 +70,15 @@ func (b *backoff) done(tp TopicIDPartition, err error) time.Duration {
 	return d
 }
 
+// markSweep asks for a sweep of tp's orphans after its next successful
+// run: a copy cut short (a crash, a failed step) may have store requests
+// still on their way that land after its cleanup listed the objects.
+func (b *backoff) markSweep(tp TopicIDPartition) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweep[tp] = true
+}
+
 // takeSweep reports, once, that tp's remote work succeeded after
 // failures.
 func (b *backoff) takeSweep(tp TopicIDPartition) bool {
