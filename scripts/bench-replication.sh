@@ -397,7 +397,7 @@ med() {
 sel() { jq -r "select(.kind == \"run\" and .exit == 0) | $1" "$results"; }
 
 {
-	echo "Measured $date_start UTC, commit $(git describe --always --dirty 2>/dev/null || echo unknown)${BIN:+, binary $BIN}," \
+	echo "Measured $date_start UTC, commit $(git describe --always --dirty 2>/dev/null || echo unknown)${BIN:+, binary given by BIN}," \
 		"nproc $(nproc), load average $load_start at start, $load_end at end."
 	echo "Each figure: median of $RUNS rounds (min–max); one producer, one partition, acks=all."
 	echo
