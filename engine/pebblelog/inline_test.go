@@ -28,7 +28,7 @@ func appendInline(t testing.TB, lg engine.Log, batches []byte, epoch int32) engi
 	if err := pb.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	l.install(st)
+	l.install(st, batches, -1)
 	return info
 }
 

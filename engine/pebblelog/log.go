@@ -64,6 +64,8 @@ type Log struct {
 	// df is the log's data file, nil until the log has one (set once,
 	// holding writeMu and mu).
 	df *dataFile
+	// tail indexes the latest appends (tail.go); nil until the first.
+	tail *tailIndex
 }
 
 func newLog(s *Store, id engine.PartitionID, n uint64, cfg engine.LogConfig) *Log {
@@ -357,11 +359,20 @@ func (l *Log) stage(pb *pebble.Batch, batches []byte, pos int64, nowMs int64) st
 	return st
 }
 
-// install publishes what stage prepared, after its commit.
-// REQUIRES: l.writeMu held.
-func (l *Log) install(st staged) {
+// install publishes what stage prepared for batches written at pos (< 0:
+// inline), after its commit. REQUIRES: l.writeMu held.
+func (l *Log) install(st staged, batches []byte, pos int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch {
+	case pos < 0 && l.tail != nil:
+		l.tail.reset()
+	case pos >= 0:
+		if l.tail == nil {
+			l.tail = new(tailIndex)
+		}
+		l.tail.push(batches, pos)
+	}
 	if st.hasTail {
 		l.segs[len(l.segs)-1] = st.tail
 	}
@@ -434,7 +445,7 @@ func (l *Log) Append(batches []byte, opts engine.AppendOptions) (engine.AppendIn
 		l.failed = fmt.Errorf("%w: pebblelog: %s: append to %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
 		return engine.AppendInfo{}, l.failed
 	}
-	l.install(st)
+	l.install(st, batches, pos)
 	if len(st.added) > 0 && st.hasTail {
 		// A segment rolled: flush what came before it in the
 		// background, as Kafka and the segment backend do, so that
@@ -496,6 +507,12 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 				return zerocopy.Slice{}, fmt.Errorf("%w: pebblelog: %s: read %s/%d: %w", engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, err)
 			}
 		}
+		if zf != nil {
+			if s, ok := l.readTail(d, zf, offset, maxBytes, upTo); ok {
+				zf.Release()
+				return s, nil
+			}
+		}
 		s, retry, err := l.read(d, zf, offset, maxBytes, upTo, end, size)
 		if zf != nil {
 			zf.Release()
@@ -509,6 +526,23 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 				engine.ErrStorage, l.s.dir, l.id.Topic, l.id.Partition, offset)
 		}
 	}
+}
+
+// readTail is Read from the tail index (tail.go), with the reference zf
+// taken on the data file d: ok is false when the index cannot answer.
+// The entries are looked at under l.mu after zf was taken, so the bytes
+// they name are indexed then and cannot be punched before zf goes.
+func (l *Log) readTail(d *dataFile, zf *zerocopy.File, offset int64, maxBytes int, upTo int64) (zerocopy.Slice, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.tail == nil || l.closed || offset < l.start || offset >= l.end || l.df != d {
+		return zerocopy.Slice{}, false
+	}
+	pos, n, ok := l.tail.find(offset, maxBytes, upTo, d.size.Load())
+	if !ok || n == 0 {
+		return zerocopy.Slice{}, ok
+	}
+	return zerocopy.FileSlice(zf, pos, n), true
 }
 
 // read is Read over the index, with the data file d (nil: none when the

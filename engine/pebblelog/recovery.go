@@ -402,7 +402,7 @@ func (l *Log) indexRecovered(batches []byte, pos int64) error {
 	if err := l.s.commitSynced(pb); err != nil {
 		return fmt.Errorf("pebblelog: %s: recover %s/%d: %w", l.s.dir, l.id.Topic, l.id.Partition, err)
 	}
-	l.install(st)
+	l.install(st, batches, pos)
 	l.df.pos.Store(pos + int64(len(batches)))
 	l.df.dirty.Store(true)
 	return nil

@@ -199,6 +199,9 @@ func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCach
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.start, l.end, l.segs, l.size, l.epochs = start, end, segs, size, epochs
+	if l.tail != nil {
+		l.tail.reset() // before the caller punches what it unindexed
+	}
 	l.startPub.Store(start)
 	l.endPub.Store(end)
 	l.checkpoint = checkpoint
