@@ -231,7 +231,9 @@ func (p *memPool) inUse() int64 {
 // GC runs anyway and the pages would be faulted right back. And every
 // trimAfter bytes dropped start a collection (one at a time), so that
 // garbage frames do not pile up to the GC's own goal, twice the live
-// heap. Measured (e2e/memfill_test.go, TestBigFramesRSSReturns, 16
+// heap. The large class buffers (trimPooledMin and up) put back in their
+// pools count toward a trim too (pooled), without a collection of their
+// own. Measured (e2e/memfill_test.go, TestBigFramesRSSReturns, 16
 // connections sending two 24 MiB requests each, idle 28 MiB): before,
 // RSS peaked at 513 MiB and was 176 MiB a minute later; with both, 410
 // MiB and 29 MiB one second after the last request.
@@ -279,6 +281,25 @@ func (p *memPool) dropped(n int64) {
 	}
 }
 
+// pooled notes a large class buffer of n bytes put back in its pool: it
+// counts toward the next trim as a dropped buffer does, so that the large
+// classes a burst filled go back to the kernel once it is over (the
+// trim's collections empty the pools), but it starts no collection: the
+// buffer is not garbage, and under a steady stream it is taken again.
+func (p *memPool) pooled(n int64) {
+	p.mu.Lock()
+	p.droppedBytes += n
+	p.lastDrop = time.Now()
+	start := p.droppedBytes >= trimAfter && !p.trimPending
+	if start {
+		p.trimPending = true
+	}
+	p.mu.Unlock()
+	if start {
+		time.AfterFunc(trimQuiet, p.trim)
+	}
+}
+
 // trim returns freed memory to the kernel once no large buffer was
 // dropped for trimQuiet, rescheduling itself until then.
 func (p *memPool) trim() {
@@ -300,11 +321,24 @@ func (p *memPool) trim() {
 // pooled buffer never holds more than it was charged for. Larger frames
 // (up to socket.request.max.bytes) grow by doubling too but are neither
 // rounded nor pooled.
+//
+// maxPooledFrame is 64 MiB because producers send frames that large: in
+// sluice perf omb over 1,000 partitions (4 franz-go producers) 40% of
+// the produce frames were above 8 MiB (median 15 MiB, up to 52 MiB), and
+// with 8 MiB as the largest class each of them was read into a fresh
+// mapping, copied into a fresh heap buffer and left to the GC, whose
+// page faults and zeroing were 15-17% of the broker's CPU, plus a forced
+// collection every trimAfter bytes that emptied the class pools too.
 const (
-	minFrameClass  = 4 << 10 // holds the small requests that come often
-	maxPooledFrame = 8 << 20 // larger buffers are left to the GC
-	numFrameClass  = 12      // 4 KiB << 11 = 8 MiB
+	minFrameClass  = 4 << 10  // holds the small requests that come often
+	maxPooledFrame = 64 << 20 // larger buffers are left to the GC
+	numFrameClass  = 15       // 4 KiB << 14 = 64 MiB
 )
+
+// trimPooledMin is the smallest pooled buffer whose return counts toward
+// a trim as a dropped one does (memPool.pooled): the large classes, which
+// a burst of big requests fills and an idle broker should give back.
+const trimPooledMin = 8 << 20
 
 // framePools[i] holds *[]byte of capacity minFrameClass<<i. Produce frames
 // are the bulk of a broker's input (about 1 MB each with franz-go's
@@ -455,6 +489,8 @@ func (f *frameBuf) free(pool *memPool, keep bool) {
 	if f.p != nil {
 		if keep || !putClassBuf(f.p) {
 			pool.dropped(int64(cap(*f.p)))
+		} else if cap(*f.p) >= trimPooledMin {
+			pool.pooled(int64(cap(*f.p)))
 		}
 	}
 	f.p, f.charged, f.reserved = nil, 0, false

@@ -286,3 +286,46 @@ func TestFrameMappingsBounded(t *testing.T) {
 		t.Fatal("no mapping after one was unmapped")
 	}
 }
+
+// TestLargeFramesPooled: a producer's frames of 8-52 MiB, varying from
+// request to request, are read straight into pooled class buffers once the
+// connection has sent one as large recently (recentPeak), with no mapping
+// and no copy; their return to the pool counts toward a trim without
+// starting a collection. Before, the largest class was 8 MiB and the first
+// buffer was sized by the previous frame alone: every such frame was
+// mapped, copied into a fresh heap buffer and dropped.
+func TestLargeFramesPooled(t *testing.T) {
+	p := newMemPool(-1, 0)
+	peak := 0
+	mapped := 0
+	for i, n := range []int{20 << 20, 14 << 20, 27 << 20, 9 << 20, 16<<20 + 3, 30 << 20} {
+		var f frameBuf
+		buf, err := f.grow(p, n, 0, peak, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.m != nil {
+			mapped++
+		}
+		if i > 0 && n <= peak && (f.m != nil || len(buf) != n) {
+			t.Errorf("frame %d of %d bytes after a peak of %d: first buffer %d bytes, mapped %t; want the whole frame in the heap", i, n, peak, len(buf), f.m != nil)
+		}
+		for have := len(buf); have < n; have = len(buf) {
+			if buf, err = f.grow(p, n, have, peak, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.settle(n)
+		f.free(p, false)
+		peak = recentPeak(peak, n)
+	}
+	if mapped > 2 {
+		t.Errorf("%d of 6 frames mapped, want at most the first and the 30 MiB one", mapped)
+	}
+	p.mu.Lock()
+	dropped, sinceGC := p.droppedBytes, p.sinceGC
+	p.mu.Unlock()
+	if dropped == 0 || sinceGC != 0 {
+		t.Errorf("after pooling large buffers: %d bytes toward a trim, %d toward a collection; want some and none", dropped, sinceGC)
+	}
+}
