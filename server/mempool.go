@@ -487,10 +487,11 @@ func (f *frameBuf) free(pool *memPool, keep bool) {
 		pool.release(f.charged)
 	}
 	if f.p != nil {
+		n := int64(cap(*f.p)) // read before the Put: the pool's next Get owns *f.p
 		if keep || !putClassBuf(f.p) {
-			pool.dropped(int64(cap(*f.p)))
-		} else if cap(*f.p) >= trimPooledMin {
-			pool.pooled(int64(cap(*f.p)))
+			pool.dropped(n)
+		} else if n >= trimPooledMin {
+			pool.pooled(n)
 		}
 	}
 	f.p, f.charged, f.reserved = nil, 0, false
