@@ -323,7 +323,9 @@ func cleanupPolicy(cfg kadm.Config) string {
 // broker described it (policy "": no line), then a table of its
 // partitions. moving holds the partitions being reassigned: when there is
 // one, the table gains ADDING and REMOVING columns (kafka-topics.sh's
-// "Adding Replicas" and "Removing Replicas"), "-" for the others.
+// "Adding Replicas" and "Removing Replicas"), "-" for the others, and a
+// moving partition's REPLICAS are the reassignment's, so that the three
+// columns agree.
 func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy string, moving map[int32]kadm.ListPartitionReassignmentsResponse) {
 	fmt.Fprintf(w, "Topic: %s  TopicId: %s  PartitionCount: %d  ReplicationFactor: %d  Configs: %s\n",
 		td.Topic, topicIDString(td.ID), len(td.Partitions), td.Partitions.NumReplicas(), strings.Join(overrides, ","))
@@ -350,7 +352,13 @@ func printTopic(w io.Writer, td kadm.TopicDetail, overrides []string, policy str
 		if p.Leader < 0 {
 			leader = "none"
 		}
-		row := []string{"  " + strconv.Itoa(int(p.Partition)), leader, int32s(p.Replicas), int32s(p.ISR)}
+		replicas := p.Replicas
+		if m, ok := moving[p.Partition]; ok && len(m.Replicas) > 0 {
+			// The controller's set, answered with the move: the
+			// metadata of the broker asked may not hold it yet.
+			replicas = m.Replicas
+		}
+		row := []string{"  " + strconv.Itoa(int(p.Partition)), leader, int32s(replicas), int32s(p.ISR)}
 		if showOffline {
 			offline := orDash(int32s(p.OfflineReplicas))
 			if p.Err != nil {
