@@ -375,9 +375,10 @@ func (c *conn) readLoop() {
 	}
 }
 
-// recentPeak is the size the next frame's first buffer is given after a
-// frame of n bytes, when it was peak after the one before: n, or peak
-// decayed by an eighth when that is more. A producer's frames vary from
+// recentPeak returns the connection's recent peak frame size after a
+// frame of n bytes, given peak, the value after the frame before: n, or
+// peak decayed by an eighth when that is more. It sizes the next frame's
+// first buffer. A producer's frames vary from
 // request to request (franz-go fills each with what its partitions have
 // buffered: 8-52 MiB in sluice perf omb over 1,000 partitions); sized by
 // the previous frame alone, every frame larger than its class was read

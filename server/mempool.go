@@ -252,20 +252,34 @@ const (
 // dropped notes a buffer of n bytes left to the GC and schedules a trim
 // when enough were.
 func (p *memPool) dropped(n int64) {
-	if n < trimMinBytes {
-		return
+	if n >= trimMinBytes {
+		p.towardTrim(n, true)
 	}
+}
+
+// pooled notes a large class buffer of n bytes put back in its pool: it
+// counts toward the next trim as a dropped buffer does, so that the large
+// classes a burst filled go back to the kernel once it is over (the
+// trim's collections empty the pools), but it starts no collection: the
+// buffer is not garbage, and under a steady stream it is taken again.
+func (p *memPool) pooled(n int64) { p.towardTrim(n, false) }
+
+// towardTrim counts n bytes toward the next trim, and when garbage
+// toward the next collection, starting either once trimAfter is reached.
+func (p *memPool) towardTrim(n int64, garbage bool) {
 	p.mu.Lock()
 	p.droppedBytes += n
-	p.sinceGC += n
 	p.lastDrop = time.Now()
 	start := p.droppedBytes >= trimAfter && !p.trimPending
 	if start {
 		p.trimPending = true
 	}
-	collect := p.sinceGC >= trimAfter && !p.collecting
-	if collect {
-		p.sinceGC, p.collecting = 0, true
+	collect := false
+	if garbage {
+		p.sinceGC += n
+		if collect = p.sinceGC >= trimAfter && !p.collecting; collect {
+			p.sinceGC, p.collecting = 0, true
+		}
 	}
 	p.mu.Unlock()
 	if start {
@@ -278,25 +292,6 @@ func (p *memPool) dropped(n int64) {
 			p.collecting = false
 			p.mu.Unlock()
 		}()
-	}
-}
-
-// pooled notes a large class buffer of n bytes put back in its pool: it
-// counts toward the next trim as a dropped buffer does, so that the large
-// classes a burst filled go back to the kernel once it is over (the
-// trim's collections empty the pools), but it starts no collection: the
-// buffer is not garbage, and under a steady stream it is taken again.
-func (p *memPool) pooled(n int64) {
-	p.mu.Lock()
-	p.droppedBytes += n
-	p.lastDrop = time.Now()
-	start := p.droppedBytes >= trimAfter && !p.trimPending
-	if start {
-		p.trimPending = true
-	}
-	p.mu.Unlock()
-	if start {
-		time.AfterFunc(trimQuiet, p.trim)
 	}
 }
 
