@@ -145,11 +145,11 @@ func (w *Writer) DisableSendfile() { w.raw = nil }
 // response the read from the page cache costs less than the extra system
 // calls, and the response leaves as one TCP segment instead of three, which
 // matters to a consumer tailing the log one small batch at a time. A larger
-// flush still reads each slice of at most n/4 bytes into memory (up to the
-// buffer's size) and sends the larger ones by sendfile. 0 (the default)
-// never inlines; n is capped at 256 KiB, the size of the pooled buffer the
-// bytes are read into (held only for the Flush, so idle connections keep
-// nothing).
+// flush still reads each slice of at most n/4 bytes into memory and sends
+// the larger ones by sendfile. 0 (the default) never inlines; n is capped
+// at 256 KiB, the size of the pooled buffer the bytes are read into: held
+// only for the Flush (idle connections keep nothing), and written out
+// whenever the next slice does not fit, so a flush of any size needs one.
 func (w *Writer) SetInlineMax(n int64) { w.inlineMax = min(max(n, 0), copyChunk) }
 
 // Sendfile reports whether file slices will go by sendfile(2).
@@ -243,20 +243,21 @@ func (w *Writer) Flush() error {
 		w.Rollback(Mark{})
 		return w.err
 	}
-	if w.inlineMax > 0 {
-		bp, err := w.inlineSmall()
-		if bp != nil {
-			// The iovecs point into *bp until the last writev below.
-			defer copyPool.Put(bp)
-		}
-		if err != nil {
-			return w.fail(err)
-		}
-	}
-	if w.raw != nil && w.fileSlices() > 1 {
+	inl := w.inlineLimit()
+	if w.raw != nil && w.sendfileSlices(inl) > 1 {
 		w.setCork(true)
 		defer w.setCork(false)
 	}
+	// The inlined slices are read into *bp, and the iovecs point into it
+	// until they are written: when it fills, what is pending is written
+	// and the buffer reused.
+	var bp *[]byte
+	var room []byte
+	defer func() {
+		if bp != nil {
+			copyPool.Put(bp)
+		}
+	}()
 	prev := 0
 	w.iov = w.iov[:0]
 	for i := range w.segs {
@@ -267,6 +268,27 @@ func (w *Writer) Flush() error {
 		}
 		if sg.s.file == nil {
 			w.iov = append(w.iov, sg.s.buf)
+			continue
+		}
+		if sg.s.n <= inl {
+			if bp == nil {
+				bp = copyPool.Get().(*[]byte)
+				room = (*bp)[:cap(*bp)]
+			}
+			if sg.s.n > int64(len(room)) {
+				if err := w.writeIOV(); err != nil {
+					return w.fail(err)
+				}
+				room = (*bp)[:cap(*bp)]
+			}
+			dst := room[:sg.s.n]
+			room = room[sg.s.n:]
+			if err := w.readInline(sg.s, dst); err != nil {
+				return w.fail(err)
+			}
+			w.iov = append(w.iov, dst)
+			sg.s.Release()
+			sg.s = Slice{}
 			continue
 		}
 		if err := w.writeIOV(); err != nil {
@@ -294,65 +316,54 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// inlineSmall replaces pending file slices by in-memory copies (see
-// SetInlineMax): all of them when they add up to at most inlineMax bytes;
-// otherwise each one of at most inlineMax/4 bytes, in order, while they
-// fit the pooled buffer, the larger ones staying file slices. It returns
-// the pooled buffer the copies live in, if it took one; the caller puts it
-// back once they are written.
+// inlineLimit returns the size up to which this Flush reads a file slice
+// into memory and writes it with the framing around it (see SetInlineMax):
+// every slice when they add up to at most inlineMax bytes, otherwise each
+// one of at most inlineMax/4 bytes, the larger ones going by sendfile; -1
+// when nothing is inlined.
 //
 // Why the second rule: a wide fetch of a consumer tailing many partitions
-// (the OMB shape: 25 partitions of a few KiB each per response) adds up to
-// more than inlineMax, and then each small slice cost a writev of the
-// framing before it and a sendfile, where one pread each and one writev
-// for the whole run do (BenchmarkFetchWrite in server/fetchresp,
-// size=1KiB/parts=100 and size=4KiB/parts=100, path=server).
-func (w *Writer) inlineSmall() (*[]byte, error) {
+// (the OMB shape: 25 partitions of a few KiB each per response over 100
+// partitions, hundreds of 1 KiB batches over 10,000) adds up to more than
+// inlineMax, and then each small slice cost a writev of the framing before
+// it and a sendfile, where one pread each and one writev per 256 KiB do
+// (BenchmarkFetchWrite in server/fetchresp, size=1KiB/parts=100,
+// size=4KiB/parts=100 and size=1KiB/parts=1000, path=server).
+func (w *Writer) inlineLimit() int64 {
+	if w.inlineMax <= 0 {
+		return -1
+	}
 	var total int64
 	for i := range w.segs {
 		if w.segs[i].s.file != nil {
 			total += w.segs[i].s.n
 		}
 	}
-	if total == 0 {
-		return nil, nil
+	if total <= w.inlineMax {
+		return w.inlineMax
 	}
-	whole := total <= w.inlineMax
-	small := w.inlineMax / 4
-	var bp *[]byte
-	var buf []byte
-	for i := range w.segs {
-		s := w.segs[i].s
-		if s.file == nil || !whole && s.n > small {
-			continue
-		}
-		if bp == nil {
-			bp = copyPool.Get().(*[]byte)
-			buf = (*bp)[:cap(*bp)]
-		}
-		if s.n > int64(len(buf)) {
-			break // the buffer is full: the rest go by sendfile
-		}
-		dst := buf[:s.n]
-		buf = buf[s.n:]
-		if m, err := s.ReadAt(dst, 0); int64(m) < s.n {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = ErrShortFile
-			}
-			return bp, fmt.Errorf("zerocopy: read %s at %d+%d: %w", s.file.f.Name(), s.pos, s.n, err)
-		}
-		s.Release()
-		w.segs[i].s = BytesSlice(dst)
-		w.stats.InlineBytes += s.n
-	}
-	return bp, nil
+	return w.inlineMax / 4
 }
 
-// fileSlices counts the pending file slices.
-func (w *Writer) fileSlices() int {
+// readInline reads file slice s into dst (len(dst) == s.n), for a Flush
+// that writes it inline.
+func (w *Writer) readInline(s Slice, dst []byte) error {
+	if m, err := s.ReadAt(dst, 0); int64(m) < s.n {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = ErrShortFile
+		}
+		return fmt.Errorf("zerocopy: read %s at %d+%d: %w", s.file.f.Name(), s.pos, s.n, err)
+	}
+	w.stats.InlineBytes += s.n
+	return nil
+}
+
+// sendfileSlices counts the pending file slices larger than inl, which go
+// by sendfile.
+func (w *Writer) sendfileSlices(inl int64) int {
 	n := 0
 	for i := range w.segs {
-		if w.segs[i].s.file != nil {
+		if w.segs[i].s.file != nil && w.segs[i].s.n > inl {
 			n++
 		}
 	}

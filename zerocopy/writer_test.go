@@ -190,13 +190,17 @@ func TestWriterInlinesSmallSlices(t *testing.T) {
 		// 100-byte slices are under 1000/4; the 10,000-byte one is not
 		{"mixed", 1000, []int64{100, 10000, 100, 100}, 300, 10000},
 		// 60 KiB slices are under 256/4 KiB; the fifth no longer fits
-		// the 256 KiB buffer
-		{"buffer-full", 256 << 10, []int64{60 << 10, 60 << 10, 60 << 10, 60 << 10, 60 << 10}, 240 << 10, 60 << 10},
+		// the 256 KiB buffer: the first four are written, and it is
+		// read into the buffer again
+		{"buffer-reused", 256 << 10, []int64{60 << 10, 60 << 10, 60 << 10, 60 << 10, 60 << 10}, 300 << 10, 0},
+		// the same with slices by sendfile between them: each writes
+		// what is pending first, the bytes stay in order
+		{"buffer-reused-mixed", 256 << 10, []int64{60 << 10, 60 << 10, 70 << 10, 60 << 10, 60 << 10, 60 << 10, 70 << 10, 60 << 10}, 360 << 10, 140 << 10},
 		// all under the limit together: inlined whatever their sizes
 		{"whole", 1000, []int64{300, 600}, 900, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, data := testFile(t, 400<<10)
+			f, data := testFile(t, 600<<10)
 			c, s := tcpPair(t)
 			w := NewWriter(s)
 			w.SetInlineMax(tc.inline)

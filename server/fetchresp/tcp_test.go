@@ -184,6 +184,9 @@ func BenchmarkFetchWrite(b *testing.B) {
 		{"size=1MiB", 1, 1 << 20},
 		{"size=1KiB/parts=100", 100, 1 << 10},
 		{"size=4KiB/parts=100", 100, 4 << 10},
+		// the OMB shape over 10,000 partitions: a consumer's fetch of
+		// 2,500 partitions carries a batch or two from each of hundreds
+		{"size=1KiB/parts=1000", 1000, 1 << 10},
 	} {
 		for _, path := range []string{"sendfile", "copy", "inline", "server"} {
 			b.Run("path="+path+"/"+shape.name, func(b *testing.B) {
