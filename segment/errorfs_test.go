@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -26,6 +27,7 @@ type errorFS struct {
 	armed map[fsOp]bool
 	skip  map[fsOp]int // calls of an armed op that still succeed first
 	fired []error      // the injected errors, in order
+	reads atomic.Int64 // ReadAt calls on the files it opened
 }
 
 func newErrorFS() *errorFS { return &errorFS{armed: map[fsOp]bool{}, skip: map[fsOp]int{}} }
@@ -80,11 +82,16 @@ func (fs *errorFS) OpenFile(path string) (File, error) {
 }
 
 // errorFile wraps a File, failing the operations its errorFS arms. Reads
-// and OS (the sendfile side) pass through untouched.
+// (counted) and OS (the sendfile side) pass through untouched.
 type errorFile struct {
 	File
 	fs   *errorFS
 	path string
+}
+
+func (f *errorFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.reads.Add(1)
+	return f.File.ReadAt(p, off)
 }
 
 func (f *errorFile) WriteAt(p []byte, off int64) (int, error) {

@@ -58,3 +58,57 @@ func BenchmarkAppendManyPartitions(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTailReadManyPartitions appends a 1 KiB-record batch to each of
+// partitions logs in turn and reads it back at once, as a consumer
+// tailing every partition does (the OMB shape over 10,000 partitions: a
+// batch or two per partition per fetch). The read finds the batch's
+// position and end among the last batches the segment remembers, without
+// a read of the .log.
+//
+//	go test -run '^$' -bench TailReadManyPartitions -benchmem ./segment/
+func BenchmarkTailReadManyPartitions(b *testing.B) {
+	noFsync(b)
+	const parts = 2000
+	withOpenMax(b, 2*parts)
+	st := openStore(b, b.TempDir(), nil)
+	defer st.Close()
+	ls := make([]engine.Log, parts)
+	cfg := engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1}
+	for i := range ls {
+		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls[i] = l
+	}
+	batch := mkBatch(rand.New(rand.NewSource(1)), 1, 1_700_000_000_000, 1000)
+	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
+	read := func(l engine.Log, off int64) {
+		s, err := l.Read(off, 1<<20, -1)
+		if err != nil || s.Len() != int64(len(batch)) {
+			b.Fatalf("read at %d: %d bytes, %v", off, s.Len(), err)
+		}
+		s.Release()
+	}
+	for _, l := range ls {
+		info, err := l.Append(batch, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		read(l, info.FirstOffset)
+	}
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		info, err := ls[i].Append(batch, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		read(ls[i], info.FirstOffset)
+		if i++; i == len(ls) {
+			i = 0
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/sluice/sluice/engine"
 	"github.com/sluice/sluice/internal/clockring"
 	"github.com/sluice/sluice/mmapindex"
+	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
 )
 
@@ -266,26 +267,36 @@ func (s *segment) indexesFull() bool {
 	return s.idx.Full() || s.tidx.Full()
 }
 
-// tailN is how many batch starts a segment remembers for reads at its
-// tail (segment.tail).
+// tailN is how many batches a segment remembers for reads at its tail
+// (segment.tail).
 const tailN = 8
 
 // batchStart is where the batch with base offset base starts in the .log.
 type batchStart struct{ base, pos int64 }
+
+// tailBatch is one of the last batches appended to a segment: its offsets
+// [base, last] and its bytes [pos, end) in the .log. base is stored +1, so
+// that the zero value is no entry.
+type tailBatch struct{ base, last, pos, end int64 }
+
+// span is a batch a read found without reading the .log: where it starts
+// and its size; size 0 when there is none.
+type span struct{ pos, size int64 }
 
 // marksN is how many index-entry batch starts a segment remembers
 // (segment.marks): 64 KiB of log behind its tail at the default
 // index.interval.bytes, in 256 bytes per segment.
 const marksN = 16
 
-// noteTail remembers where the batch at base starts (the appender, per
-// batch); mark says it got an index entry. REQUIRES: the log's appendMu.
-func (s *segment) noteTail(base, pos int64, mark bool) {
+// noteTail remembers batch b, appended at pos (the appender, per batch);
+// mark says it got an index entry. REQUIRES: the log's appendMu.
+func (s *segment) noteTail(b record.Batch, pos int64, mark bool) {
 	if s.cache == nil {
 		return
 	}
+	base := b.BaseOffset()
 	s.hmu.Lock()
-	s.tail[s.tailAt] = batchStart{base + 1, pos} // base+1: the zero value is no entry
+	s.tail[s.tailAt] = tailBatch{base + 1, b.LastOffset(), pos, pos + int64(b.Size())}
 	s.tailAt = (s.tailAt + 1) % tailN
 	if mark {
 		s.marks[s.marksAt] = batchStart{base + 1, pos}
@@ -294,43 +305,72 @@ func (s *segment) noteTail(base, pos int64, mark bool) {
 	s.hmu.Unlock()
 }
 
-// cutTail forgets the remembered batch starts (the segment was cut or is
+// cutTail forgets the remembered batches (the segment was cut or is
 // rebuilt). REQUIRES: the log's mu held for writing, or exclusive access.
 func (s *segment) cutTail() {
 	s.hmu.Lock()
-	s.tail, s.tailAt = [tailN]batchStart{}, 0
+	s.tail, s.tailAt = [tailN]tailBatch{}, 0
 	s.marks, s.marksAt = [marksN]batchStart{}, 0
 	s.hmu.Unlock()
 }
 
 // startAtOrBelowLocked returns the greatest remembered batch start whose
-// base offset is at or below offset, or -1. REQUIRES: s.hmu held.
-func (s *segment) startAtOrBelowLocked(offset int64) int64 {
+// base offset is at or below offset, or -1; and, when one of the last
+// tailN batches holds offset, that batch. REQUIRES: s.hmu held.
+func (s *segment) startAtOrBelowLocked(offset int64) (hint int64, holding span) {
 	hint, best := int64(-1), int64(-1)
-	for _, set := range [2][]batchStart{s.tail[:], s.marks[:]} {
-		for _, t := range set {
-			if b := t.base - 1; t.base > 0 && b <= offset && b > best {
-				best, hint = b, t.pos
+	for _, t := range s.tail {
+		if b := t.base - 1; t.base > 0 && b <= offset && b > best {
+			best, hint, holding = b, t.pos, span{}
+			if offset <= t.last {
+				holding = span{t.pos, t.end - t.pos}
 			}
 		}
 	}
-	return hint
+	for _, t := range s.marks {
+		if b := t.base - 1; t.base > 0 && b <= offset && b > best {
+			best, hint, holding = b, t.pos, span{}
+		}
+	}
+	return hint, holding
 }
 
-// boundaryAtOrBelow returns the greatest remembered batch start in
-// (from, limit], a batch boundary for endFor, or from when there is none.
-func (s *segment) boundaryAtOrBelow(from, limit int64) int64 {
+// boundaryAtOrBelow returns the greatest remembered batch boundary (a
+// batch's start, or the end of one of the last tailN batches) in
+// (from, limit], for endFor, or from when there is none; last says that
+// it is the last boundary at or below limit (it is limit, or one of the
+// last tailN batches starts there and ends past limit).
+func (s *segment) boundaryAtOrBelow(from, limit int64) (pos int64, last bool) {
+	if s.cache == nil {
+		return from, from == limit
+	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	pos := from
-	for _, set := range [2][]batchStart{s.tail[:], s.marks[:]} {
-		for _, t := range set {
-			if t.base > 0 && t.pos > pos && t.pos <= limit {
-				pos = t.pos
-			}
+	pos = from
+	for _, t := range s.tail {
+		if t.base == 0 {
+			continue
+		}
+		if t.end > pos && t.end <= limit {
+			pos = t.end
+		} else if t.pos > pos && t.pos <= limit {
+			pos = t.pos
 		}
 	}
-	return pos
+	for _, t := range s.marks {
+		if t.base > 0 && t.pos > pos && t.pos <= limit {
+			pos = t.pos
+		}
+	}
+	if pos == limit {
+		return pos, true
+	}
+	for _, t := range s.tail {
+		if t.base > 0 && t.pos == pos && t.end > limit {
+			return pos, true
+		}
+	}
+	return pos, false
 }
 
 // pinRead is pin for a read at offset. When the segment remembers where a
@@ -341,22 +381,25 @@ func (s *segment) boundaryAtOrBelow(from, limit int64) int64 {
 // than log.segment.open.files.max, every consumer fetch otherwise mapped
 // both indexes again. useIdx says whether s.idx and s.tidx may be used
 // until unpin (false: they are not mapped; use the hint). hint is -1 when
-// there is none; then pinRead is pin.
-func (s *segment) pinRead(offset int64) (hint int64, useIdx bool, err error) {
+// there is none; then pinRead is pin. holding is the batch that holds
+// offset when it is one of the last tailN appended (a consumer at the
+// tail): its position and size, which the read then need not look up in
+// the .log (a pread per fetched partition over 10,000 partitions).
+func (s *segment) pinRead(offset int64) (hint int64, holding span, useIdx bool, err error) {
 	if s.cache == nil {
-		return -1, true, nil
+		return -1, span{}, true, nil
 	}
 	s.hmu.Lock()
-	hint = s.startAtOrBelowLocked(offset)
+	hint, holding = s.startAtOrBelowLocked(offset)
 	if hint < 0 || s.dead {
 		s.hmu.Unlock()
-		return -1, true, s.pin()
+		return -1, span{}, true, s.pin()
 	}
 	reopened := false
 	if !s.open {
 		if err := s.openLogLocked(); err != nil {
 			s.hmu.Unlock()
-			return -1, false, err
+			return -1, span{}, false, err
 		}
 		s.open, s.unmapped, reopened = true, true, true
 	}
@@ -369,7 +412,7 @@ func (s *segment) pinRead(offset int64) (hint int64, useIdx bool, err error) {
 		s.cache.reopens.Add(1)
 		s.cache.add(s)
 	}
-	return hint, useIdx, nil
+	return hint, holding, useIdx, nil
 }
 
 // unpin releases a pin taken by pin.

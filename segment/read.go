@@ -95,12 +95,16 @@ func (s *segment) endFor(from, firstSize, limit, committed int64, useIdx bool) (
 	if pos >= limit {
 		return pos, nil
 	}
+	// A read at the tail ends at the end of one of the last batches
+	// appended, known without a lookup.
+	pos, last := s.boundaryAtOrBelow(pos, limit)
+	if last {
+		return pos, nil
+	}
 	if useIdx {
 		if _, p, ok := s.idx.LookupPosition(limit); ok && p > pos {
 			pos = p
 		}
-	} else {
-		pos = s.boundaryAtOrBelow(pos, limit)
 	}
 	var hdr [headerPeekSize]byte
 	for pos < limit {
@@ -136,16 +140,18 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	}
 	i := l.segmentFor(offset)
 	s := l.segs[i]
-	hint, useIdx, err := s.pinRead(offset)
+	hint, holding, useIdx, err := s.pinRead(offset)
 	if err != nil {
 		return zerocopy.Slice{}, fmt.Errorf("%w: %w", engine.ErrStorage, err)
 	}
 	// s changes below: unpin whichever is pinned last.
 	defer func() { s.unpin() }()
 	limit := s.size.Load()
-	pos, size, ok, err := s.findBatch(offset, limit, hint, useIdx)
-	if err != nil {
-		return zerocopy.Slice{}, err
+	pos, size, ok := holding.pos, holding.size, holding.size > 0 && holding.pos+holding.size <= limit
+	if !ok {
+		if pos, size, ok, err = s.findBatch(offset, limit, hint, useIdx); err != nil {
+			return zerocopy.Slice{}, err
+		}
 	}
 	for !ok {
 		// Every batch of the segment ends before offset: cleaning left

@@ -62,11 +62,12 @@ type segment struct {
 	// closed the segment (closeHandlesLocked): the next mapping forgets
 	// them, the segment's close trims their files. REQUIRES: hmu
 	released *releasedIndexes
-	// tail holds where the last tailN batches appended start (a ring:
-	// tailAt is the next slot), so that a read at the tail finds its
-	// position without the indexes (pinRead). Cut by truncateTo and
+	// tail holds the offsets and bytes of the last tailN batches
+	// appended (a ring: tailAt is the next slot), so that a read at the
+	// tail finds its batch, and where its bytes end, without the indexes
+	// or a read of the .log (pinRead, endFor). Cut by truncateTo and
 	// resetState. REQUIRES: hmu
-	tail   [tailN]batchStart
+	tail   [tailN]tailBatch
 	tailAt int
 	// marks holds the starts of the last marksN batches that got an
 	// index entry (one per index.interval.bytes of log; a ring: marksAt
@@ -217,9 +218,9 @@ func (s *segment) indexBatch(b record.Batch, pos int64, interval int64) {
 			_, _ = s.tidx.MaybeAppend(s.maxTs.Load(), s.maxTsOffset)
 		}
 		s.bytesSinceIndex = 0
-		s.noteTail(b.BaseOffset(), pos, true)
+		s.noteTail(b, pos, true)
 	} else {
-		s.noteTail(b.BaseOffset(), pos, false)
+		s.noteTail(b, pos, false)
 	}
 	s.bytesSinceIndex += int64(b.Size())
 	s.next = b.NextOffset()
