@@ -23,15 +23,7 @@ func BenchmarkAppendManyPartitions(b *testing.B) {
 			withOpenMax(b, c.open)
 			st := openStore(b, b.TempDir(), nil)
 			defer st.Close()
-			ls := make([]engine.Log, c.parts)
-			cfg := engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1}
-			for i := range ls {
-				l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ls[i] = l
-			}
+			ls := createLogs(b, st, c.parts, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1})
 			batch := mkBatch(rand.New(rand.NewSource(1)), 4, 1_700_000_000_000, 1000)
 			opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
 			// One round first: every log's files exist and its epoch is
@@ -73,15 +65,7 @@ func BenchmarkTailReadManyPartitions(b *testing.B) {
 	withOpenMax(b, 2*parts)
 	st := openStore(b, b.TempDir(), nil)
 	defer st.Close()
-	ls := make([]engine.Log, parts)
-	cfg := engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1}
-	for i := range ls {
-		l, err := st.CreateLog(engine.PartitionID{Topic: "t", Partition: int32(i)}, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ls[i] = l
-	}
+	ls := createLogs(b, st, parts, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1})
 	batch := mkBatch(rand.New(rand.NewSource(1)), 1, 1_700_000_000_000, 1000)
 	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
 	read := func(l engine.Log, off int64) {
