@@ -4,15 +4,19 @@
 # consumers in one group) against a fresh broker per target and partition
 # count in two passes: first a warm-up and a max-rate probe of each broker,
 # then each broker (fresh again) at 25/50/75/100% of the highest of those
-# probes, so that every broker runs at the same fixed rates; and
-# rewrites BENCHMARKS.md's marked sections (bench:headline, bench:omb,
-# bench:partitions, bench:targets) with `benchreport omb`; the raw
+# probes, so that every broker runs at the same fixed rates, then SEARCH
+# (2) bisection steps of SEARCH_DURATION (30s) each between the highest of
+# those rates the broker kept and the lowest it did not (`sluice perf omb
+# --search`), so that its maximum sustained rate is measured to a quarter
+# of the grid's step rather than read off it; and rewrites BENCHMARKS.md's
+# marked sections (bench:headline, bench:omb, bench:partitions,
+# bench:targets) with `benchreport omb`; the raw
 # results stay in docs/bench-omb/ (one JSON file per broker and partition
 # count, and the run's meta line). `make bench-report` runs it after
 # scripts/bench-report.sh.
 #
 #   scripts/bench-report-omb.sh                       # defaults below
-#   PARTS="100" TARGETS="segment kfake" WARMUP=2s PROBE=5s DURATION=5s \
+#   PARTS="100" TARGETS="segment kfake" WARMUP=2s PROBE=5s DURATION=5s SEARCH_DURATION=5s \
 #       OUT=/tmp/b.md scripts/bench-report-omb.sh      # a quick smoke run
 #
 # Each broker is started by `sluice perf omb --broker-cmd` pinned to CPU 0
@@ -36,6 +40,8 @@ TARGETS=${TARGETS:-"segment pebble kfake"}
 WARMUP=${WARMUP:-10s}
 PROBE=${PROBE:-30s}
 DURATION=${DURATION:-60s}
+SEARCH=${SEARCH:-2}
+SEARCH_DURATION=${SEARCH_DURATION:-30s}
 OUT=${OUT:-$repo/BENCHMARKS.md}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 QUIET_VM=${QUIET_VM:-1}
@@ -123,7 +129,8 @@ for n in $PARTS; do
 	for t in $TARGETS; do
 		label=$(label_of "$t")
 		log "$label, $n partitions: fixed rates of $max records/s"
-		run_omb "$label" "$t" "$n" "$work/rates-$label-$n.json" --max-rate "$max" --duration "$DURATION"
+		run_omb "$label" "$t" "$n" "$work/rates-$label-$n.json" --max-rate "$max" --duration "$DURATION" \
+			--search "$SEARCH" --search-duration "$SEARCH_DURATION"
 		if [ -s "$work/probe-$label-$n.json" ] && [ -s "$work/rates-$label-$n.json" ]; then
 			"$work/benchreport" ombmerge -out "$work/omb-$label-$n.json" "$work/probe-$label-$n.json" "$work/rates-$label-$n.json"
 		fi
@@ -132,7 +139,7 @@ done
 
 meta="Run $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo '+local changes'), \
 $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; \
-uncompressed batches, topic retention.bytes=$RETAIN_BYTES segment.bytes=$SEGMENT_BYTES; warm-up $WARMUP, probe $PROBE, $DURATION per rate at fractions of the highest probe of the partition count (the same rates for every broker); broker on CPU 0, clients on CPU 1; one run."
+uncompressed batches, topic retention.bytes=$RETAIN_BYTES segment.bytes=$SEGMENT_BYTES; warm-up $WARMUP, probe $PROBE, $DURATION per rate at fractions of the highest probe of the partition count (the same rates for every broker), then $SEARCH search steps of $SEARCH_DURATION (each broker's own); broker on CPU 0, clients on CPU 1; one run."
 # Keep the results beside the page, so it can be re-rendered without a
 # re-run: benchreport omb -out BENCHMARKS.md -meta ... docs/bench-omb/*.json
 results=${RESULTS:-$repo/docs/bench-omb}

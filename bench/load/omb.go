@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -71,6 +72,15 @@ type OMBConfig struct {
 	// then gives several brokers as MaxRate, so that they all run at the
 	// same rates).
 	Fractions []float64
+	// Search is the number of bisection steps run after the fixed rates,
+	// between the highest rate the broker kept (OMBPhase.Kept) and the
+	// lowest above it that it did not: each halves the interval in which
+	// the maximum sustained rate lies, so that it is measured rather than
+	// read off the grid of Fractions. 0: none; none either when every
+	// fixed rate was kept (the maximum then lies above the grid).
+	Search int
+	// SearchDuration is each search step's length; 0: Duration.
+	SearchDuration time.Duration
 
 	// BrokerPID, when > 0, is the broker process whose CPU time
 	// (/proc/PID/stat utime+stime) each phase reports.
@@ -117,6 +127,9 @@ func (c OMBConfig) withDefaults() (OMBConfig, error) {
 	if c.Fractions == nil {
 		c.Fractions = DefaultOMBFractions
 	}
+	if c.SearchDuration == 0 {
+		c.SearchDuration = c.Duration
+	}
 	if c.Compression == "" {
 		c.Compression = "none"
 	}
@@ -130,8 +143,10 @@ func (c OMBConfig) withDefaults() (OMBConfig, error) {
 		return c, fmt.Errorf("load: omb: record size %d: at least %d bytes", c.RecordSize, headerSize)
 	case c.Producers < 1 || c.Consumers < 1:
 		return c, errors.New("load: omb: producers and consumers must be >= 1")
-	case c.Probe < 0 || c.Duration < 0 || c.MaxRate < 0 || c.Linger < 0:
+	case c.Probe < 0 || c.Duration < 0 || c.MaxRate < 0 || c.Linger < 0 || c.SearchDuration < 0:
 		return c, errors.New("load: omb: negative probe, duration, rate or linger")
+	case c.Search < 0 || c.Search > 10:
+		return c, fmt.Errorf("load: omb: %d search steps: want 0-10", c.Search)
 	case c.MaxRate > 0 && len(c.Fractions) == 0:
 		return c, errors.New("load: omb: a maximum rate given and no rates to run: nothing to measure")
 	}
@@ -180,11 +195,35 @@ type OMBPhase struct {
 	E2E     *Latency `json:"e2e_latency_ms"`
 
 	// BrokerCPU is the broker's CPU seconds in the phase, CPUPerGB those
-	// per GB produced; both 0 without a broker pid.
+	// per GB produced; both 0 without a broker pid. ClientCPU is this
+	// process's (every producer and consumer's) CPU seconds in the
+	// phase: with the clients pinned to one core, a ClientCPU near
+	// Seconds says the load generator, not the broker, set the rate.
 	BrokerCPU float64 `json:"broker_cpu_seconds,omitempty"`
 	CPUPerGB  float64 `json:"broker_cpu_seconds_per_gb,omitempty"`
+	ClientCPU float64 `json:"client_cpu_seconds,omitempty"`
 
 	Errors int64 `json:"errors"`
+}
+
+// Kept reports whether a fixed-rate phase's acked rate came within 5% of
+// its target: the broker sustained that rate. Failed records are not
+// acked, so they count against it.
+func (p *OMBPhase) Kept() bool {
+	return p.TargetRate > 0 && p.ProduceRate >= 0.95*p.TargetRate
+}
+
+// BrokerCPUPercent and ClientCPUPercent are the broker's and the load
+// generator's CPU over the phase, in percent of one core; 0 when not
+// measured.
+func (p *OMBPhase) BrokerCPUPercent() float64 { return pct(p.BrokerCPU, p.Seconds) }
+func (p *OMBPhase) ClientCPUPercent() float64 { return pct(p.ClientCPU, p.Seconds) }
+
+func pct(cpu, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return 100 * cpu / secs
 }
 
 // OMBResult is a whole run.
@@ -378,10 +417,60 @@ func RunOMB(ctx context.Context, cfg OMBConfig) (*OMBResult, error) {
 			return res, err
 		}
 	}
+	err = searchSustained(res, cfg.Search, func(f float64) (OMBPhase, error) {
+		return phase(fmt.Sprintf("search-%.4g%%", f*100), f*res.MaxRate, cfg.SearchDuration)
+	})
+	if err != nil {
+		return res, err
+	}
 	if r.first != nil {
 		res.FirstError = r.first.Error()
 	}
 	return res, nil
+}
+
+// searchSustained appends to res up to steps phases run by run at
+// fractions of res.MaxRate, bisecting the interval of searchBounds: a
+// step kept raises its low end, one not kept lowers its high end.
+func searchSustained(res *OMBResult, steps int, run func(fraction float64) (OMBPhase, error)) error {
+	lo, hi, ok := searchBounds(res.Phases, res.MaxRate)
+	for i := 0; ok && i < steps; i++ {
+		mid := (lo + hi) / 2
+		p, err := run(mid)
+		res.Phases = append(res.Phases, p)
+		if err != nil {
+			return err
+		}
+		if p.Kept() {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return nil
+}
+
+// searchBounds returns the interval, as fractions of maxRate, that a
+// search of the maximum sustained rate bisects: lo is the highest fixed
+// rate of phases kept (0 when none was), hi the lowest rate above lo not
+// kept. ok is false when there is no such hi: every rate was kept, or
+// there were none.
+func searchBounds(phases []OMBPhase, maxRate float64) (lo, hi float64, ok bool) {
+	if maxRate <= 0 {
+		return 0, 0, false
+	}
+	for _, p := range phases {
+		if p.Kept() {
+			lo = max(lo, p.TargetRate/maxRate)
+		}
+	}
+	hi = math.Inf(1)
+	for _, p := range phases {
+		if f := p.TargetRate / maxRate; p.TargetRate > 0 && !p.Kept() && f > lo {
+			hi = min(hi, f)
+		}
+	}
+	return lo, hi, !math.IsInf(hi, 1)
 }
 
 func (r *ombRun) clientOpts() []kgo.Opt {
@@ -441,6 +530,7 @@ func (r *ombRun) phase(ctx context.Context, name string, rate float64, d time.Du
 	}
 	errs0 := r.errs.Load()
 	cpu0, _ := procCPU(r.cfg.BrokerPID)
+	self0, _ := procCPU(os.Getpid())
 	start := time.Now()
 	stop, cancel := context.WithDeadline(ctx, start.Add(d))
 	hard, hardCancel := context.WithDeadline(ctx, start.Add(d+30*time.Second))
@@ -460,7 +550,8 @@ func (r *ombRun) phase(ctx context.Context, name string, rate float64, d time.Du
 	}
 	elapsed := time.Since(start)
 	cpu1, _ := procCPU(r.cfg.BrokerPID)
-	p := OMBPhase{Name: name, TargetRate: rate, Seconds: elapsed.Seconds(), Errors: r.errs.Load() - errs0}
+	self1, _ := procCPU(os.Getpid())
+	p := OMBPhase{Name: name, TargetRate: rate, Seconds: elapsed.Seconds(), Errors: r.errs.Load() - errs0, ClientCPU: self1 - self0}
 	var ph, ch Histogram
 	var pb, cb int64
 	for _, c := range pstats {
@@ -587,8 +678,8 @@ func (res *OMBResult) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintf(w, "omb %s%s: %d partitions, %d B records, %d producers, %d consumers, compression %s; max rate %.0f records/s\n\n",
 		res.Topic, labelSuffix(res.Target), res.Partitions, res.RecordSize, res.Producers, res.Consumers, comp, res.MaxRate)
-	fmt.Fprintln(w, "| phase | target rec/s | produced rec/s | consumed rec/s | MB/s | publish p50 / p99 / p99.9 / max ms | e2e p50 / p99 / p99.9 / max ms | broker CPU s/GB | errors |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---|---:|---:|")
+	fmt.Fprintln(w, "| phase | target rec/s | produced rec/s | consumed rec/s | MB/s | publish p50 / p99 / p99.9 / max ms | e2e p50 / p99 / p99.9 / max ms | broker CPU s/GB | broker / client CPU % | errors |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---|---:|---:|---:|")
 	for _, p := range res.Phases {
 		target := "max"
 		if p.TargetRate > 0 {
@@ -598,12 +689,24 @@ func (res *OMBResult) WriteTable(w io.Writer) {
 		if p.CPUPerGB > 0 {
 			cpu = fmt.Sprintf("%.2f", p.CPUPerGB)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %d |\n", p.Name, target, p.ProduceRate, p.ConsumeRate,
-			p.ProduceMBps, latencyCells(p.Publish), latencyCells(p.E2E), cpu, p.Errors)
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %s | %d |\n", p.Name, target, p.ProduceRate, p.ConsumeRate,
+			p.ProduceMBps, latencyCells(p.Publish), latencyCells(p.E2E), cpu, CPUPercents(&p), p.Errors)
 	}
 	if res.FirstError != "" {
 		fmt.Fprintf(w, "\nfirst error: %s\n", res.FirstError)
 	}
+}
+
+// CPUPercents is the "broker / client CPU %" cell: "-" for a side not
+// measured (results written before client CPU was recorded have none).
+func CPUPercents(p *OMBPhase) string {
+	cell := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+	return cell(p.BrokerCPUPercent()) + " / " + cell(p.ClientCPUPercent())
 }
 
 func labelSuffix(s string) string {

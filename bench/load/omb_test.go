@@ -2,6 +2,8 @@ package load
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +86,7 @@ func TestParseProcStatCPU(t *testing.T) {
 }
 
 func TestOMBPhaseRatesAndTable(t *testing.T) {
-	p := OMBPhase{Name: "rate-50%", TargetRate: 1000, Seconds: 2, Produced: 2000, Consumed: 1990}
+	p := OMBPhase{Name: "rate-50%", TargetRate: 1000, Seconds: 2, Produced: 2000, Consumed: 1990, ClientCPU: 1}
 	p.setRates(2_000_000_000, 1_990_000_000, 3)
 	if p.ProduceRate != 1000 || p.ConsumeRate != 995 || p.ProduceMBps != 1000 || p.CPUPerGB != 1.5 {
 		t.Fatalf("rates: %+v", p)
@@ -99,12 +101,84 @@ func TestOMBPhaseRatesAndTable(t *testing.T) {
 	var b bytes.Buffer
 	res.WriteTable(&b)
 	out := b.String()
-	for _, want := range []string{"(sluice-segment)", "| rate-50% | 1000 | 1000 | 995 | 1000.0 |", "| 1.50 | 0 |", "| probe | max |", "| - | - | - | 0 |"} {
+	for _, want := range []string{"(sluice-segment)", "| rate-50% | 1000 | 1000 | 995 | 1000.0 |", "| 1.50 | 150 / 50 | 0 |", "| probe | max |", "| - | - | - | - / - | 0 |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Count(out, "\n|") != 4 {
 		t.Errorf("want a header, a rule and 2 phase rows:\n%s", out)
+	}
+}
+
+func TestOMBSearchSustained(t *testing.T) {
+	// A broker that keeps any rate up to 80% of the maximum and acks 90%
+	// of what it is offered above that.
+	const maxRate, capacity = 1000.0, 0.8
+	offer := func(name string, f float64) OMBPhase {
+		p := OMBPhase{Name: name, TargetRate: f * maxRate, ProduceRate: f * maxRate}
+		if f > capacity {
+			p.ProduceRate *= 0.9
+		}
+		return p
+	}
+	grid := func(fs ...float64) *OMBResult {
+		res := &OMBResult{MaxRate: maxRate, Phases: []OMBPhase{{Name: "probe", ProduceRate: maxRate}}}
+		for _, f := range fs {
+			res.Phases = append(res.Phases, offer(fmt.Sprintf("rate-%g%%", f*100), f))
+		}
+		return res
+	}
+	for _, tc := range []struct {
+		name  string
+		res   *OMBResult
+		steps int
+		want  []float64 // fractions the search runs
+	}{
+		{"between 75 and 100", grid(0.25, 0.5, 0.75, 1), 3, []float64{0.875, 0.8125, 0.78125}},
+		{"nothing kept", grid(0.9, 1), 2, []float64{0.45, 0.675}},
+		{"everything kept", grid(0.25, 0.5), 3, nil},
+		{"no fixed rates", grid(), 3, nil},
+		{"no steps", grid(0.5, 1), 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran []float64
+			before := len(tc.res.Phases)
+			err := searchSustained(tc.res, tc.steps, func(f float64) (OMBPhase, error) {
+				ran = append(ran, f)
+				return offer("search", f), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(ran) != fmt.Sprint(tc.want) {
+				t.Fatalf("ran %v, want %v", ran, tc.want)
+			}
+			if len(tc.res.Phases) != before+len(tc.want) {
+				t.Fatalf("%d phases, want %d", len(tc.res.Phases), before+len(tc.want))
+			}
+		})
+	}
+	// A failing step ends the search with its phase kept in the result.
+	res := grid(0.5, 1)
+	boom := errors.New("interrupted")
+	err := searchSustained(res, 3, func(f float64) (OMBPhase, error) { return offer("search", f), boom })
+	if !errors.Is(err, boom) || len(res.Phases) != 4 {
+		t.Fatalf("err %v, %d phases", err, len(res.Phases))
+	}
+}
+
+func TestOMBPhaseKept(t *testing.T) {
+	for _, tc := range []struct {
+		p    OMBPhase
+		want bool
+	}{
+		{OMBPhase{TargetRate: 1000, ProduceRate: 950}, true},
+		{OMBPhase{TargetRate: 1000, ProduceRate: 949}, false},
+		{OMBPhase{TargetRate: 0, ProduceRate: 5000}, false}, // the probe has no target
+	} {
+		if got := tc.p.Kept(); got != tc.want {
+			t.Errorf("%+v: Kept %v, want %v", tc.p, got, tc.want)
+		}
 	}
 }

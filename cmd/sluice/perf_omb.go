@@ -101,6 +101,8 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 	fs.DurationVar(&o.cfg.Duration, "duration", 60*time.Second, "each fixed rate")
 	fs.Float64Var(&o.cfg.MaxRate, "max-rate", 0, "records/s taken as the maximum, skipping the probe")
 	rates := fs.String("rates", "25,50,75,100", "fixed rates, in percent of the maximum; none: the probe only (its maximum is then given to several brokers with --max-rate, so that they run at the same rates)")
+	fs.IntVar(&o.cfg.Search, "search", 0, "bisection steps after the fixed rates, between the highest rate kept (acked within 5%) and the lowest above it not kept: the maximum sustained rate measured to 1/2^N of that interval (0-10)")
+	fs.DurationVar(&o.cfg.SearchDuration, "search-duration", 0, "each search step (default: --duration)")
 	fs.IntVar(&o.cfg.BrokerPID, "broker-pid", 0, "the broker's pid, for its CPU per GB")
 	fs.StringVar(&o.brokerCmd, "broker-cmd", "", "start the broker with this shell command (e.g. `taskset -c 0 sluice serve ...`), measure it, stop it at the end")
 	fs.StringVar(&o.target, "target", "", "a label for the report (e.g. sluice-segment, kfake)")
@@ -123,8 +125,11 @@ func parseOMBFlags(args []string, stderr io.Writer) (ombOptions, error) {
 	if o.cfg.Warmup == 0 {
 		o.cfg.Warmup = -1 // none
 	}
-	if o.cfg.Probe <= 0 || o.cfg.Duration <= 0 {
-		return o, errors.New("--probe and --duration must be > 0")
+	if o.cfg.Probe <= 0 || o.cfg.Duration <= 0 || o.cfg.SearchDuration < 0 {
+		return o, errors.New("--probe and --duration must be > 0, --search-duration >= 0")
+	}
+	if o.cfg.Search < 0 || o.cfg.Search > 10 {
+		return o, fmt.Errorf("--search %d: want 0-10", o.cfg.Search)
 	}
 	if o.brokerCmd != "" && o.cfg.BrokerPID != 0 {
 		return o, errors.New("--broker-cmd and --broker-pid: one or the other")

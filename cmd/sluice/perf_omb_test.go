@@ -30,6 +30,9 @@ func TestPerfOMBFlags(t *testing.T) {
 		{name: "topic config", args: []string{"--topic-config", "retention.bytes=5", "--compression", "lz4"}},
 		{name: "bad topic config", args: []string{"--topic-config", "retention.bytes"}, bad: "key=value"},
 		{name: "bad compression", args: []string{"--compression", "brotli"}, bad: "--compression"},
+		{name: "search", args: []string{"--search", "3", "--search-duration", "20s"}},
+		{name: "bad search", args: []string{"--search", "11"}, bad: "--search 11"},
+		{name: "negative search duration", args: []string{"--search-duration", "-1s"}, bad: "--search-duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -52,6 +55,10 @@ func TestPerfOMBFlags(t *testing.T) {
 			case "topic config":
 				if v := o.cfg.TopicConfigs["retention.bytes"]; v == nil || *v != "5" || o.cfg.Compression != "lz4" {
 					t.Fatalf("topic config: %+v", o.cfg)
+				}
+			case "search":
+				if o.cfg.Search != 3 || o.cfg.SearchDuration.Seconds() != 20 {
+					t.Fatalf("search: %+v", o.cfg)
 				}
 			case "rates":
 				if len(o.cfg.Fractions) != 2 || o.cfg.Fractions[0] != 0.5 || o.cfg.Warmup >= 0 {
@@ -92,7 +99,7 @@ func TestPerfOMBSmoke(t *testing.T) {
 		t.Fatalf("result: %+v", res)
 	}
 	for _, p := range res.Phases {
-		if p.Produced == 0 || p.Consumed == 0 || p.Errors != 0 || p.Publish.Count != p.Produced || p.E2E.Count != p.Consumed || p.BrokerCPU <= 0 {
+		if p.Produced == 0 || p.Consumed == 0 || p.Errors != 0 || p.Publish.Count != p.Produced || p.E2E.Count != p.Consumed || p.BrokerCPU <= 0 || p.ClientCPU <= 0 {
 			t.Errorf("phase %s: %+v", p.Name, p)
 		}
 	}
