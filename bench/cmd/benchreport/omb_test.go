@@ -51,6 +51,14 @@ func TestOMBSections(t *testing.T) {
 		ombRun("kfake", 10000, 1000, 1, 2),
 		ombRun("sluice-segment", 10000, 1400, 1, 1),
 	}
+	// A kfake that acked nothing (out of descriptors): no ratio, no
+	// latency to compare with.
+	failed := ombRun("kfake", 20000, 1000, 0, 0)
+	for i := range failed.Phases {
+		failed.Phases[i].ProduceRate, failed.Phases[i].Errors = 0, 100
+		failed.Phases[i].Publish, failed.Phases[i].E2E = &bload.Latency{}, &bload.Latency{}
+	}
+	runs = append(runs, ombRun("sluice-segment", 20000, 1000, 1, 1), failed)
 	// A search step above the grid raises the sustained rate; its e2e p99,
 	// at a rate kfake did not run, is not compared.
 	runs[4].Phases = append(runs[4].Phases, bload.OMBPhase{Name: "search-114.3%", TargetRate: 1600, ProduceRate: 1600,
@@ -64,6 +72,9 @@ func TestOMBSections(t *testing.T) {
 			"| sluice-segment, 10000 partitions: max sustained rate >= 1.5x kfake's | 1.60x (1600 vs 1000 records/s) | yes |",
 			"| sluice-segment, 10000 partitions: e2e p99 below kfake's at every rate | every rate | yes |",
 			"| sluice-segment, 10000 partitions: publish p99 at the probe <= kfake's | 5.0 vs 5.0 ms | yes |",
+			"| sluice-segment, 20000 partitions: max sustained rate >= 1.5x kfake's | 1000 records/s; kfake kept no rate (500 records failed) | no comparison |",
+			"| sluice-segment, 20000 partitions: e2e p99 below kfake's at every rate | kfake delivered nothing at any rate | no comparison |",
+			"| sluice-segment, 20000 partitions: publish p99 at the probe <= kfake's | 5.00; kfake acked nothing (100 records failed) | no comparison |",
 		},
 		"headline":   {"run: test", "| sluice-segment | 100 | 2.0 | 2.0 | 1.98x |", "| kfake | 10000 |"},
 		"partitions": {"| 10000 | sluice-segment | 1.4 | 1.7 |", "| 1.00 | 50 / 99 | 0 |"},
