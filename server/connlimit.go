@@ -44,8 +44,11 @@ import (
 type connLimits struct {
 	once sync.Once
 	pool *memPool
-	cfg  *config.Config
-	now  func() time.Time // time.Now; tests may replace it before init
+	// poolPub is pool, for readers that do not hold the Serve path's
+	// happens-before on init (the metrics collector, Stats).
+	poolPub atomic.Pointer[memPool]
+	cfg     *config.Config
+	now     func() time.Time // time.Now; tests may replace it before init
 
 	maxTotal  int
 	maxPerIP  int
@@ -95,6 +98,16 @@ type acceptThrottle struct {
 
 // throttleStats returns the accept delays of every listener that has
 // accepted a connection, by name.
+// poolUsage returns the request memory pool's bytes in use and its limit
+// (queued.max.request.bytes; <= 0: unbounded); zeros before Serve.
+func (l *connLimits) poolUsage() (used, limit int64) {
+	p := l.poolPub.Load()
+	if p == nil {
+		return 0, 0
+	}
+	return p.inUse(), p.limit
+}
+
 func (l *connLimits) throttleStats() []acceptThrottle {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,7 +163,9 @@ func (r *rateLimit) take(now time.Time) time.Duration {
 // init reads the limits from cfg, once; Serve calls it before accepting.
 func (l *connLimits) init(cfg *config.Config, log *slog.Logger) {
 	l.once.Do(func() {
-		l.pool = newMemPool(cfg.QueuedMaxRequestBytes, int64(cfg.SocketRequestMaxBytes))
+		pool := newMemPool(cfg.QueuedMaxRequestBytes, int64(cfg.SocketRequestMaxBytes))
+		l.pool = pool
+		l.poolPub.Store(pool) // for poolUsage, which may run before Serve
 		l.cfg = cfg
 		if l.now == nil {
 			l.now = time.Now

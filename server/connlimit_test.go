@@ -182,7 +182,14 @@ func TestSmallRequestsServedWhilePoolFull(t *testing.T) {
 	// All but a byte of a 1 MiB frame: its buffer is the whole pool
 	// outside the reserve.
 	hog.WriteRaw(append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, 1<<20-1)...))
-	time.Sleep(200 * time.Millisecond) // let the broker read it
+	// Wait, bounded, for the broker to charge the frame's buffer to the
+	// pool (a fixed sleep failed under -race on a loaded machine).
+	for deadline := time.Now().Add(10 * time.Second); b.Stats().RequestPoolUsed < 1<<20; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the 1 MiB frame was not charged to the pool within 10 s: %d bytes in use", b.Stats().RequestPoolUsed)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	small := dialRaw(t, b.Addr())
 	ping(t, small)
 	large := dialRaw(t, b.Addr())

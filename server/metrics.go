@@ -24,6 +24,7 @@ package server
 //	sluice_group_coordinator_members{protocol}
 //	kafka_log_logcleaner_{max_clean_time_secs,cleaner_recopy_percent},
 //	kafka_log_logcleanermanager_uncleanable_partitions_count
+//	kafka_network_socketserver_{memorypoolused,memorypoolavailable}
 //	sluice_metrics_partition_series_suppressed,
 //	sluice_metrics_consumergroup_lag_series_suppressed,
 //	sluice_metrics_consumergroup_groups_suppressed
@@ -207,6 +208,12 @@ var (
 	// Failed-login limit (auth/loginlimit): Sluice's own, Kafka has none.
 	descLoginRefused = prometheus.NewDesc("sluice_failed_authentication_refused_total", "Logins refused without being checked, from addresses over max.failed.authentications.per.ip (Kafka listeners and the HTTP side together).", nil, nil)
 	descLoginTracked = gaugeDesc("sluice_failed_authentication_tracked_addresses", "Client addresses (IPv6: /64 prefixes) whose failed logins are being counted.")
+	// The request memory pool (KIP-72, queued.max.request.bytes): Kafka's
+	// kafka.network:type=SocketServer,name=MemoryPoolUsed and
+	// MemoryPoolAvailable. Available is left out when the pool is
+	// unbounded (Kafka reports Long.MAX_VALUE there).
+	descPoolUsed      = gaugeDesc("kafka_network_socketserver_memorypoolused", "Bytes of request memory in use: the buffers of requests being read or handled (queued.max.request.bytes bounds them).")
+	descPoolAvailable = gaugeDesc("kafka_network_socketserver_memorypoolavailable", "Bytes of request memory left under queued.max.request.bytes.")
 )
 
 // groupStateGauges are Kafka's NumGroups<State> gauges by state name.
@@ -234,7 +241,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descGroupCount, descConsumerGroupCount, descClassicRebalances, descConsumerRebalances, descMembersByType,
 		descShareGroupCount, descShareRebalances, descShareDLQWritten, descShareDLQSkipped,
 		descCleanTime, descRecopy, descUncleanable, descTxns,
-		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked} {
+		descAcceptThrottled, descAcceptThrottleTime, descLoginRefused, descLoginTracked, descPoolUsed, descPoolAvailable} {
 		ch <- d
 	}
 	for _, d := range shareStatDescs { // metrics_share.go
@@ -337,6 +344,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLoginRefused, prometheus.CounterValue, float64(s.failedLogins.RefusedTotal()))
 	gauge(descLoginTracked, float64(s.failedLogins.Len()))
+	poolUsed, poolLimit := s.limits.poolUsage()
+	gauge(descPoolUsed, float64(poolUsed))
+	if poolLimit > 0 {
+		gauge(descPoolAvailable, float64(max(poolLimit-poolUsed, 0)))
+	}
 
 	c.collectGroups(ch, limit)
 	c.collectShare(ch, limit) // metrics_share.go

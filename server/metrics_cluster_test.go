@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -408,5 +409,44 @@ func TestMetricsOfflineCountsFailedLogs(t *testing.T) {
 		if v, _ := series(fams, name, nil); v != 1 {
 			t.Errorf("%s = %v with t-0's log failed, want 1 (as /readyz)", name, v)
 		}
+	}
+}
+
+// TestRequestPoolMetrics: the request memory pool's gauges (Kafka's
+// SocketServer MemoryPoolUsed and MemoryPoolAvailable) follow what the pool
+// lends, read at scrape time; before Serve there is no pool and the used
+// bytes are 0; an unbounded pool has no available series.
+func TestRequestPoolMetrics(t *testing.T) {
+	const used, avail = "kafka_network_socketserver_memorypoolused", "kafka_network_socketserver_memorypoolavailable"
+	for _, limit := range []int64{4 << 20, -1} {
+		t.Run(strconv.FormatInt(limit, 10), func(t *testing.T) {
+			s, _, m := newFakeClusterMetricsServer(t, func(c *config.Config) { c.QueuedMaxRequestBytes = limit })
+			if v, ok := series(gather(t, m), used, nil); !ok || v != 0 {
+				t.Fatalf("before Serve: used %v (%v), want 0", v, ok)
+			}
+			s.limits.init(&s.cfg, slog.New(slog.DiscardHandler))
+			p := s.limits.pool
+			if err := p.acquire(1<<20, time.Now().Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			fams := gather(t, m)
+			if v, _ := series(fams, used, nil); v != 1<<20 {
+				t.Errorf("used %v, want %d", v, 1<<20)
+			}
+			v, ok := series(fams, avail, nil)
+			switch {
+			case limit > 0 && (!ok || v != float64(limit-1<<20)):
+				t.Errorf("available %v (%v), want %d", v, ok, limit-1<<20)
+			case limit <= 0 && ok:
+				t.Errorf("unbounded pool: available %v, want no series", v)
+			}
+			if st := s.Stats(); st.RequestPoolUsed != 1<<20 {
+				t.Errorf("Stats().RequestPoolUsed %d, want %d", st.RequestPoolUsed, 1<<20)
+			}
+			p.release(1 << 20)
+			if v, _ := series(gather(t, m), used, nil); v != 0 {
+				t.Errorf("after release: used %v, want 0", v)
+			}
+		})
 	}
 }

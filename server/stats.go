@@ -20,6 +20,11 @@ type Stats struct {
 	InlineBytes   int64
 	WriteBytes    int64
 	Fallbacks     int64
+
+	// RequestPoolUsed is the request memory pool's bytes in use (Kafka's
+	// MemoryPoolUsed): the buffers of the requests being read or
+	// handled, queued.max.request.bytes bounding them.
+	RequestPoolUsed int64
 }
 
 type sendCounters struct {
@@ -38,11 +43,14 @@ func (c *sendCounters) add(before, after zerocopy.Stats) {
 
 // Stats returns the response byte counters. Safe for concurrent use.
 func (s *Server) Stats() Stats {
+	used, _ := s.limits.poolUsage()
 	return Stats{
 		SendfileBytes: s.sent.sendfile.Load(),
 		CopyBytes:     s.sent.copied.Load(),
 		InlineBytes:   s.sent.inlined.Load(),
 		WriteBytes:    s.sent.written.Load(),
 		Fallbacks:     s.sent.fallbacks.Load(),
+
+		RequestPoolUsed: used,
 	}
 }
