@@ -216,7 +216,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		pipeIdle:  make(chan struct{}, 1),
 		s:         s,
 		nc:        nc,
-		pool:      s.limits.pool,
+		pool:      s.limits.pool.Load(),
 		log:       s.log.With("remote", nc.RemoteAddr().String()),
 		reqs:      make(chan *request, maxQueuedRequests),
 		rawMore:   make(chan bool, 1),

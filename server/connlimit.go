@@ -43,12 +43,11 @@ import (
 // Safe for concurrent use once init has run.
 type connLimits struct {
 	once sync.Once
-	pool *memPool
-	// poolPub is pool, for readers that do not hold the Serve path's
-	// happens-before on init (the metrics collector, Stats).
-	poolPub atomic.Pointer[memPool]
-	cfg     *config.Config
-	now     func() time.Time // time.Now; tests may replace it before init
+	// pool is the request memory pool, set by init; atomic because the
+	// metrics collector and Stats may read it before Serve ran init.
+	pool atomic.Pointer[memPool]
+	cfg  *config.Config
+	now  func() time.Time // time.Now; tests may replace it before init
 
 	maxTotal  int
 	maxPerIP  int
@@ -96,18 +95,18 @@ type acceptThrottle struct {
 	ipTime      time.Duration
 }
 
-// throttleStats returns the accept delays of every listener that has
-// accepted a connection, by name.
 // poolUsage returns the request memory pool's bytes in use and its limit
 // (queued.max.request.bytes; <= 0: unbounded); zeros before Serve.
 func (l *connLimits) poolUsage() (used, limit int64) {
-	p := l.poolPub.Load()
+	p := l.pool.Load()
 	if p == nil {
 		return 0, 0
 	}
 	return p.inUse(), p.limit
 }
 
+// throttleStats returns the accept delays of every listener that has
+// accepted a connection, by name.
 func (l *connLimits) throttleStats() []acceptThrottle {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -163,9 +162,7 @@ func (r *rateLimit) take(now time.Time) time.Duration {
 // init reads the limits from cfg, once; Serve calls it before accepting.
 func (l *connLimits) init(cfg *config.Config, log *slog.Logger) {
 	l.once.Do(func() {
-		pool := newMemPool(cfg.QueuedMaxRequestBytes, int64(cfg.SocketRequestMaxBytes))
-		l.pool = pool
-		l.poolPub.Store(pool) // for poolUsage, which may run before Serve
+		l.pool.Store(newMemPool(cfg.QueuedMaxRequestBytes, int64(cfg.SocketRequestMaxBytes)))
 		l.cfg = cfg
 		if l.now == nil {
 			l.now = time.Now

@@ -425,7 +425,7 @@ func TestRequestPoolMetrics(t *testing.T) {
 				t.Fatalf("before Serve: used %v (%v), want 0", v, ok)
 			}
 			s.limits.init(&s.cfg, slog.New(slog.DiscardHandler))
-			p := s.limits.pool
+			p := s.limits.pool.Load()
 			if err := p.acquire(1<<20, time.Now().Add(time.Second)); err != nil {
 				t.Fatal(err)
 			}

@@ -74,7 +74,7 @@ func TestPreAuthHeaderRefused(t *testing.T) {
 				t.Fatalf("connection still open 5s after a %s header before authentication", tc.name)
 			}
 			s.limits.init(&s.cfg, s.log) // a no-op that orders the read of pool after Serve set it
-			if n := s.limits.pool.inUse(); n != 0 {
+			if n := s.limits.pool.Load().inUse(); n != 0 {
 				t.Fatalf("%d bytes of request memory in use after the refusal", n)
 			}
 		})
