@@ -235,6 +235,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		l.newDirs.Or(unsyncedEpochs)
 	}
 	s.size.Store(pos + int64(len(batches)))
+	s.wbFrom = l.store.wb.maybeStart(s.zf, s.wbFrom, pos+int64(len(batches)))
 	l.end.Store(info.LastOffset + 1)
 	if cfg.FlushMessages > 0 {
 		l.unflushed += info.Records
@@ -326,7 +327,7 @@ func (l *Log) pinActive(n, lastOffset int64) (*segment, error) {
 }
 
 // roll makes a new active segment at the log end offset and flushes the
-// old ones in the background, as Kafka does, so the recovery point moves
+// old ones in the background (the store's rollFlusher), as Kafka does, so the recovery point moves
 // up without an fsync on the append path. REQUIRES: appendMu.
 func (l *Log) roll(nowMs int64) error {
 	base := l.end.Load()
@@ -341,7 +342,12 @@ func (l *Log) roll(nowMs int64) error {
 		return l.fail(err)
 	}
 	l.manage(ns)
-	old.releaseReserved()
+	// The blocks reserved past its end go back in the background, before
+	// its flush: ftruncate(2) waits for the writeback of the file's last
+	// page, and in the append path it held the produce request for 1-150
+	// ms at each roll (issue 33: 47 of them over 1 ms, 309 ms in all, in
+	// one wave of 100 rolls).
+	old.reserved = 0
 	l.mu.Lock()
 	err = old.roll()
 	old.setIndexBytes(0)
@@ -352,12 +358,18 @@ func (l *Log) roll(nowMs int64) error {
 		return l.fail(err)
 	}
 	l.bg.Add(1)
-	go func() {
+	work := func() {
 		defer l.bg.Done()
+		old.releaseReservedInactive()
 		if err := l.syncTo(base); err != nil && !errors.Is(err, engine.ErrClosed) {
 			l.store.log.Error("segment: flush after roll failed", "dir", l.dir, "err", err)
 		}
-	}()
+	}
+	if f := l.store.rolls; f != nil {
+		f.add(work)
+	} else {
+		go work()
+	}
 	return nil
 }
 

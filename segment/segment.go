@@ -107,6 +107,10 @@ type segment struct {
 	// truncating the file to its size, when the segment rolls, closes or
 	// is truncated.
 	reserved int64
+	// wbFrom is where the next range whose writeback the appender
+	// starts begins (writeback.go): the bytes below it have been handed
+	// to the kernel. REQUIRES: the log's appendMu.
+	wbFrom int64
 }
 
 // createSegment creates an empty segment at base, replacing leftover files
@@ -255,10 +259,10 @@ func (s *segment) roll() error {
 }
 
 // releaseReserved hands the blocks reserved past the .log's end back to
-// the file system (fsutil.ReleaseReserved). Log.roll always calls it on
-// the segment it makes inactive, as a reservation may have been left by a
-// run that crashed. Failing costs only the reserved space, kept until the segment
-// is deleted, so the error is dropped. REQUIRES: the writer's side (the
+// the file system (fsutil.ReleaseReserved); a segment that rolls has it
+// done in the background (releaseReservedInactive). Failing costs only
+// the reserved space, kept until the segment is deleted, so the error is
+// dropped. REQUIRES: the writer's side (the
 // log's appendMu, or the segment closing unpinned). It goes to the
 // operating-system file, not through the FS seam: the seam's injected
 // failures are for the writes and truncations that decide what the log
@@ -266,6 +270,19 @@ func (s *segment) roll() error {
 func (s *segment) releaseReserved() {
 	_ = fsutil.ReleaseReserved(s.f.OS(), s.size.Load())
 	s.reserved = 0
+}
+
+// releaseReservedInactive is releaseReserved for a segment a roll made
+// inactive, run off the append path: the roll has set reserved to 0 (so a
+// close does not release again), and the segment is pinned for the call.
+// It releases even when nothing was reserved in this run, as the roll
+// did, for a reservation a crashed run left.
+func (s *segment) releaseReservedInactive() {
+	if s.pin() != nil {
+		return // deleted or closed meanwhile: nothing left to release
+	}
+	_ = fsutil.ReleaseReserved(s.f.OS(), s.size.Load())
+	s.unpin()
 }
 
 // flush fsyncs the log and both indexes.
@@ -427,6 +444,7 @@ func (s *segment) truncateTo(pos, next int64, gaps bool) error {
 		return fmt.Errorf("segment: truncate %s to %d: %w", s.path, pos, err)
 	}
 	s.reserved = 0 // the truncation released the blocks past pos
+	s.wbFrom = min(s.wbFrom, pos&^(pageSize-1))
 	s.size.Store(pos)
 	s.gen++
 	s.firstTs.Store(math.MinInt64)

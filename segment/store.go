@@ -64,6 +64,13 @@ type Store struct {
 	// (appendLocked); it stops trying on a file system without
 	// fallocate(2).
 	reserve fsutil.Reserver
+	// wb starts the writeback of what the active segments appended, off
+	// the append path (writeback.go); nil in tests that keep the page
+	// cache as the disk (fsyncOff).
+	wb *writeback
+	// rolls runs what each roll leaves to do in the background, one at
+	// a time (flush.go).
+	rolls *rollFlusher
 	// lastRP is the content of the last recovery-point checkpoint this
 	// store wrote, so that an unchanged one is not rewritten. REQUIRES:
 	// ckptMu.
@@ -185,6 +192,10 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 			return nil, fmt.Errorf("segment: open %s: %w", s.dir, err)
 		}
 	}
+	if !fsyncOff.Load() {
+		s.wb = newWriteback()
+	}
+	s.rolls = newRollFlusher()
 	if opts.FlushInterval > 0 {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
@@ -591,6 +602,8 @@ func (s *Store) Close() error {
 			err = cerr
 		}
 	}
+	s.wb.close()
+	s.rolls.close()
 	if serr := s.syncClosed(); serr != nil {
 		s.log.Error("segment: making the closed logs durable failed: the next start validates them", "dir", s.dir, "err", serr)
 		if err == nil {

@@ -47,6 +47,9 @@ func (f *File) Release() error {
 	return nil
 }
 
+// OS returns the file. It is open while the caller holds a reference.
+func (f *File) OS() *os.File { return f.f }
+
 // Refs returns the number of references held now: 0 once the file is
 // closed. A backend that must not change the file's bytes under a reader
 // (punching a hole) checks it while no new reference can be taken.

@@ -5,6 +5,7 @@
 package fsutil
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -68,3 +69,7 @@ func OpenRaw(path string, flags int) (int, error) {
 		}
 	}
 }
+
+// ErrNoWriteback marks a file (or system) on which StartWriteback cannot
+// start writeback; a caller stops asking.
+var ErrNoWriteback = errors.New("fsutil: starting writeback is unsupported")

@@ -51,3 +51,22 @@ func fallocateKeepSize(f *os.File, off, n int64) error {
 		return err
 	}
 }
+
+// StartWriteback asks the kernel to start writing the dirty pages of
+// [off, off+n) of f to disk (sync_file_range(2) with
+// SYNC_FILE_RANGE_WRITE) and returns without waiting for them. It makes
+// nothing durable: the file's metadata is not written, and a writeback
+// error is reported by the next fsync(2) of f, not here. It may block
+// while the device's request queue is full.
+func StartWriteback(f *os.File, off, n int64) error {
+	for {
+		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ENOSYS || err == unix.EOPNOTSUPP || err == unix.ESPIPE:
+			return fmt.Errorf("%w: %w", ErrNoWriteback, err)
+		}
+		return err
+	}
+}

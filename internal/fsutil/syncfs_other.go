@@ -18,3 +18,7 @@ var errNoFallocate = errors.New("fsutil: fallocate unsupported")
 
 // fallocateKeepSize is Linux's fallocate(2); elsewhere nothing is reserved.
 func fallocateKeepSize(*os.File, int64, int64) error { return errNoFallocate }
+
+// StartWriteback is Linux's sync_file_range(2); elsewhere the kernel's
+// flusher writes the pages when it will.
+func StartWriteback(*os.File, int64, int64) error { return ErrNoWriteback }
