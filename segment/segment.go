@@ -260,7 +260,7 @@ func (s *segment) roll() error {
 
 // releaseReserved hands the blocks reserved past the .log's end back to
 // the file system (fsutil.ReleaseReserved); a segment that rolls has it
-// done in the background (releaseReservedInactive). Failing costs only
+// done in the background (Log.releaseRolled). Failing costs only
 // the reserved space, kept until the segment is deleted, so the error is
 // dropped. REQUIRES: the writer's side (the
 // log's appendMu, or the segment closing unpinned). It goes to the
@@ -270,19 +270,6 @@ func (s *segment) roll() error {
 func (s *segment) releaseReserved() {
 	_ = fsutil.ReleaseReserved(s.f.OS(), s.size.Load())
 	s.reserved = 0
-}
-
-// releaseReservedInactive is releaseReserved for a segment a roll made
-// inactive, run off the append path: the roll has set reserved to 0 (so a
-// close does not release again), and the segment is pinned for the call.
-// It releases even when nothing was reserved in this run, as the roll
-// did, for a reservation a crashed run left.
-func (s *segment) releaseReservedInactive() {
-	if s.pin() != nil {
-		return // deleted or closed meanwhile: nothing left to release
-	}
-	_ = fsutil.ReleaseReserved(s.f.OS(), s.size.Load())
-	s.unpin()
 }
 
 // flush fsyncs the log and both indexes.

@@ -263,3 +263,70 @@ func TestRollFlushesOldSegmentsOnly(t *testing.T) {
 		t.Errorf("recovery point %d after Flush, want the end %d", rp, end)
 	}
 }
+
+// drainRolls returns once the work the rolls so far queued on st's roll
+// flusher is done (it runs in order, one at a time).
+func drainRolls(t *testing.T, st *Store) {
+	t.Helper()
+	done := make(chan struct{})
+	st.rolls.add(func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the roll flusher did not drain in 10 s")
+	}
+}
+
+// A segment that a truncation makes active again before its roll's
+// release runs is left alone by it: the release truncates the file to the
+// size it loads, and appends to the active segment write past that. Its
+// reservation stays (an active segment's), and every batch reads back.
+func TestRollReleaseSkipsReactivatedSegment(t *testing.T) {
+	cfg := testCfg()
+	cfg.SegmentBytes = 3 << 20
+	cfg.IndexMaxBytes = 1 << 20
+	st, l := newLog(t, cfg, nil)
+	if st.reserve.Off() {
+		t.Skip("this file system has no fallocate")
+	}
+	rng := rand.New(rand.NewSource(11))
+	var batches [][]byte
+	appendOne := func() {
+		b := mkBatch(rng, 64, 1000, 1000)
+		if _, err := l.Append(b, engine.AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+	}
+	// Hold the roll flusher, then roll.
+	hold, held := make(chan struct{}), make(chan struct{})
+	st.rolls.add(func() { close(held); <-hold })
+	<-held
+	for len(segBases(t, l.dir)) < 2 {
+		appendOne()
+	}
+	// Back into the first segment, past the point where it reserves
+	// blocks, and append there again.
+	keep := len(batches) * 2 / 3
+	if err := l.Truncate(int64(keep) * 64); err != nil {
+		t.Fatal(err)
+	}
+	batches = batches[:keep]
+	if got := len(segBases(t, l.dir)); got != 1 {
+		t.Fatalf("%d segments after truncating into the first, want 1", got)
+	}
+	for i := 0; i < 8; i++ {
+		appendOne()
+	}
+	first := segmentPath(l.dir, 0, logSuffix)
+	size, blocks := blockBytes(t, first)
+	if blocks < size+256<<10 {
+		t.Fatalf("active segment of %d bytes holds %d bytes of blocks: nothing reserved", size, blocks)
+	}
+	close(hold)
+	drainRolls(t, st)
+	if size2, blocks2 := blockBytes(t, first); size2 != size || blocks2 < size+256<<10 {
+		t.Fatalf("after the stale release: %d bytes, %d of blocks; want %d bytes and the reservation kept", size2, blocks2, size)
+	}
+	checkLog(t, l, batches)
+}
