@@ -176,8 +176,8 @@ func (l *Log) fsyncUnflushed(target int64) (int64, error) {
 }
 
 // rollFlusher runs the work each roll leaves for the background (the old
-// segment's reserved blocks released, its flush) one roll at a time, on
-// one goroutine of the store, in the order of the rolls.
+// segment's flush, then its reserved blocks released) one roll at a time,
+// on one goroutine of the store, in the order of the rolls.
 //
 // A goroutine per roll, as before, ran up to a hundred at once when the
 // partitions of a topic written at one rate rolled together, each in a

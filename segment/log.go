@@ -327,8 +327,9 @@ func (l *Log) pinActive(n, lastOffset int64) (*segment, error) {
 }
 
 // roll makes a new active segment at the log end offset and flushes the
-// old ones in the background (the store's rollFlusher), as Kafka does, so the recovery point moves
-// up without an fsync on the append path. REQUIRES: appendMu.
+// old ones in the background (the store's rollFlusher), as Kafka does, so
+// the recovery point moves up without an fsync on the append path.
+// REQUIRES: appendMu.
 func (l *Log) roll(nowMs int64) error {
 	base := l.end.Load()
 	ns, err := createSegment(l.store.fs, l.dir, base, l.cfg.Get(), nowMs)
@@ -381,8 +382,10 @@ func (l *Log) roll(nowMs int64) error {
 //
 // The log's mu (read) keeps s from becoming active again meanwhile: a
 // truncation into s, after which appends would write past the size
-// loaded here, needs it for writing. So an s that is the active segment
-// again, or deleted, is left alone (the truncation cut the file itself).
+// loaded here, needs it for writing (and so does the log's next roll,
+// which waits for the truncation here). So an s that is the active
+// segment again, or deleted, is left alone (the truncation cut the file
+// itself).
 func (l *Log) releaseRolled(s *segment) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

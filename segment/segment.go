@@ -260,10 +260,10 @@ func (s *segment) roll() error {
 
 // releaseReserved hands the blocks reserved past the .log's end back to
 // the file system (fsutil.ReleaseReserved); a segment that rolls has it
-// done in the background (Log.releaseRolled). Failing costs only
-// the reserved space, kept until the segment is deleted, so the error is
-// dropped. REQUIRES: the writer's side (the
-// log's appendMu, or the segment closing unpinned). It goes to the
+// done in the background (Log.releaseRolled). Failing costs only the
+// reserved space, kept until the segment is deleted, so the error is
+// dropped. REQUIRES: the writer's side (the log's appendMu, or the
+// segment closing unpinned). It goes to the
 // operating-system file, not through the FS seam: the seam's injected
 // failures are for the writes and truncations that decide what the log
 // holds, and this one decides nothing.
