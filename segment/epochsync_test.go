@@ -91,3 +91,83 @@ func TestEpochCheckpointSyncedByFlush(t *testing.T) {
 		t.Fatalf("checkpoint after a clean close: %v, want epochs 5, 6, 7", got)
 	}
 }
+
+// TestRetentionCutsEpochsWithoutFsync: deleting the start of a log cuts
+// the epoch history at the new start and writes leader-epoch-checkpoint
+// in place without fsyncs (they ran under appendMu and held the
+// partition's appends); the next flush round writes it durably; and a
+// crash that loses the cut reopens with the history cut at the start all
+// the same.
+func TestRetentionCutsEpochsWithoutFsync(t *testing.T) {
+	noFsync(t)
+	var mu sync.Mutex
+	var durable []string
+	testHookDurableWrite = func(path string) {
+		mu.Lock()
+		durable = append(durable, filepath.Base(path))
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookDurableWrite = nil })
+	synced := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(durable, leaderEpochFile)
+	}
+
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	defer st.Close()
+	el, err := st.CreateLog(tp, testCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := el.(*Log)
+	fill(t, l, rand.New(rand.NewSource(1)), 40, 5)
+	sixFrom := l.EndOffset()
+	fill(t, l, rand.New(rand.NewSource(2)), 40, 6)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(l.dir, leaderEpochFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	durable = nil
+	mu.Unlock()
+
+	start := sixFrom + (l.EndOffset()-sixFrom)/2
+	if err := l.DeleteBefore(start); err != nil {
+		t.Fatal(err)
+	}
+	want := []engine.EpochEntry{{Epoch: 6, StartOffset: start}}
+	if e := l.LeaderEpochs(); !slices.Equal(e, want) {
+		t.Fatalf("epochs after deleting below %d: %v, want %v", start, e, want)
+	}
+	if synced() {
+		t.Fatalf("deleting the log's start wrote %s durably", leaderEpochFile)
+	}
+	if got, err := readEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile)); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("checkpoint after the cut: %v (%v), want %v", got, err, want)
+	}
+
+	// A crash that lost the cut: the checkpoint still holds epoch 5.
+	crash := copyDir(t, dir)
+	if err := os.WriteFile(filepath.Join(crash, filepath.Base(l.dir), leaderEpochFile), before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2, l2 := reopen(t, crash)
+	if e := l2.LeaderEpochs(); !slices.Equal(e, want) {
+		t.Fatalf("epochs after a crash that lost the cut: %v, want %v", e, want)
+	}
+	s2.Close()
+
+	// The next flush round (of new bytes) writes it durably.
+	fill(t, l, rand.New(rand.NewSource(3)), 1, 6)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !synced() {
+		t.Fatalf("the flush after the cut did not write %s durably", leaderEpochFile)
+	}
+}

@@ -275,8 +275,10 @@ func hasGap(batches []byte, next int64) bool {
 // a clean stop. Written with two fsyncs on the append, the first append of
 // each of 10,000 new partitions waited for 20,000 fsyncs in the produce
 // path (issue 33; Kafka took the same fsync off its append path in
-// KAFKA-15046). Truncations and recovery write it durably at once: they
-// remove entries that the log no longer backs.
+// KAFKA-15046). Truncations of the end and recovery write it durably at
+// once: they remove entries that the log no longer backs. Retention's cut
+// of the start does not (deleteSegmentsLocked): the entries it removes
+// lie below the start, where loading cuts them again.
 func (l *Log) writeEpochs(durable bool) error {
 	l.snapMu.Lock()
 	defer l.snapMu.Unlock()
@@ -522,7 +524,7 @@ func (l *Log) truncateLocked(offset int64) (restarted bool, err error) {
 	}
 	l.lowerRecoveryPoint(offset)
 	if err == nil {
-		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) })
+		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(offset) }, true)
 	}
 	if err == nil {
 		err = l.store.lowerCleanerPoint(l.id, offset)
@@ -614,7 +616,7 @@ func (l *Log) restartAtLocked(offset int64) error {
 		}
 	}
 	if err == nil {
-		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(math.MinInt64) })
+		err = l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromEnd(math.MinInt64) }, true)
 	}
 	if err == nil {
 		err = l.store.lowerCleanerPoint(l.id, offset)
@@ -622,13 +624,15 @@ func (l *Log) restartAtLocked(offset int64) error {
 	return err
 }
 
-// cutEpochs applies cut to the epoch cache and persists it if it changed.
-func (l *Log) cutEpochs(cut func(*engine.EpochCache) bool) error {
+// cutEpochs applies cut to the epoch cache and persists it if it changed:
+// durably, or renamed into place with the next flush making it durable
+// (writeEpochs).
+func (l *Log) cutEpochs(cut func(*engine.EpochCache) bool, durable bool) error {
 	l.epochMu.Lock()
 	changed := cut(l.epochs)
 	l.epochMu.Unlock()
 	if changed {
-		return l.writeEpochs(true)
+		return l.writeEpochs(durable)
 	}
 	return nil
 }
@@ -725,7 +729,13 @@ func (l *Log) deleteSegmentsLocked(k int, start int64) error {
 			}
 		}
 	}
-	if cerr := l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromStart(start) }); err == nil {
+	// Not durably: a crash that loses this write leaves entries below the
+	// start, which loading cuts again (recover.go, TruncateFromStart of
+	// the start it loads), as Kafka flushes truncateFromStart in the
+	// background (KAFKA-15046). Durably, the two fsyncs ran under
+	// appendMu at every retention deletion and held the partition's
+	// appends for them.
+	if cerr := l.cutEpochs(func(c *engine.EpochCache) bool { return c.TruncateFromStart(start) }, false); err == nil {
 		err = cerr
 	}
 	if err != nil {
