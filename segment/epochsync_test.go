@@ -18,29 +18,9 @@ import (
 // before that flush still reopens with the epoch, recovered from the
 // batches above the recovery point; and a clean close leaves it written.
 func TestEpochCheckpointSyncedByFlush(t *testing.T) {
-	noFsync(t)
-	var mu sync.Mutex
-	var durable []string
-	testHookDurableWrite = func(path string) {
-		mu.Lock()
-		durable = append(durable, filepath.Base(path))
-		mu.Unlock()
-	}
-	t.Cleanup(func() { testHookDurableWrite = nil })
-	synced := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Contains(durable, leaderEpochFile)
-	}
-
-	dir := t.TempDir()
-	st := openStore(t, dir, nil)
+	synced, resetSynced := watchEpochWrites(t)
+	dir, st, l := openEpochLog(t)
 	defer st.Close()
-	el, err := st.CreateLog(tp, testCfg())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := el.(*Log)
 	fill(t, l, rand.New(rand.NewSource(1)), 3, 5)
 	if synced() {
 		t.Fatalf("the append wrote %s durably (fsync in the produce path)", leaderEpochFile)
@@ -65,9 +45,7 @@ func TestEpochCheckpointSyncedByFlush(t *testing.T) {
 		t.Fatalf("Flush moved the recovery point to %d without writing %s durably", l.RecoveryPoint(), leaderEpochFile)
 	}
 	// A later epoch: unsynced again until the next flush.
-	mu.Lock()
-	durable = nil
-	mu.Unlock()
+	resetSynced()
 	fill(t, l, rand.New(rand.NewSource(2)), 2, 6)
 	if synced() {
 		t.Fatalf("the append of epoch 6 wrote %s durably", leaderEpochFile)
@@ -99,29 +77,9 @@ func TestEpochCheckpointSyncedByFlush(t *testing.T) {
 // crash that loses the cut reopens with the history cut at the start all
 // the same.
 func TestRetentionCutsEpochsWithoutFsync(t *testing.T) {
-	noFsync(t)
-	var mu sync.Mutex
-	var durable []string
-	testHookDurableWrite = func(path string) {
-		mu.Lock()
-		durable = append(durable, filepath.Base(path))
-		mu.Unlock()
-	}
-	t.Cleanup(func() { testHookDurableWrite = nil })
-	synced := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Contains(durable, leaderEpochFile)
-	}
-
-	dir := t.TempDir()
-	st := openStore(t, dir, nil)
+	synced, resetSynced := watchEpochWrites(t)
+	dir, st, l := openEpochLog(t)
 	defer st.Close()
-	el, err := st.CreateLog(tp, testCfg())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := el.(*Log)
 	fill(t, l, rand.New(rand.NewSource(1)), 40, 5)
 	sixFrom := l.EndOffset()
 	fill(t, l, rand.New(rand.NewSource(2)), 40, 6)
@@ -132,9 +90,7 @@ func TestRetentionCutsEpochsWithoutFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	durable = nil
-	mu.Unlock()
+	resetSynced()
 
 	start := sixFrom + (l.EndOffset()-sixFrom)/2
 	if err := l.DeleteBefore(start); err != nil {
@@ -170,4 +126,41 @@ func TestRetentionCutsEpochsWithoutFsync(t *testing.T) {
 	if !synced() {
 		t.Fatalf("the flush after the cut did not write %s durably", leaderEpochFile)
 	}
+}
+
+// watchEpochWrites turns fsyncs off and reports whether leader-epoch-
+// checkpoint was written durably since the last reset.
+func watchEpochWrites(t *testing.T) (synced func() bool, reset func()) {
+	noFsync(t)
+	var mu sync.Mutex
+	var durable []string
+	testHookDurableWrite = func(path string) {
+		mu.Lock()
+		durable = append(durable, filepath.Base(path))
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookDurableWrite = nil })
+	synced = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(durable, leaderEpochFile)
+	}
+	reset = func() {
+		mu.Lock()
+		durable = nil
+		mu.Unlock()
+	}
+	return synced, reset
+}
+
+// openEpochLog opens a store in a new directory with one log of testCfg.
+func openEpochLog(t *testing.T) (string, *Store, *Log) {
+	dir := t.TempDir()
+	st := openStore(t, dir, nil)
+	el, err := st.CreateLog(tp, testCfg())
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	return dir, st, el.(*Log)
 }
