@@ -248,9 +248,6 @@ func (f *rollFlusher) runQueued() bool {
 // runs or will (the store's logs are closed: each waited for its own
 // queued work, Log.bg).
 func (f *rollFlusher) close() {
-	if f == nil {
-		return
-	}
 	close(f.stop)
 	<-f.done
 }

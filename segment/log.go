@@ -368,11 +368,7 @@ func (l *Log) roll(nowMs int64) error {
 		}
 		l.releaseRolled(old)
 	}
-	if f := l.store.rolls; f != nil {
-		f.add(work)
-	} else {
-		go work()
-	}
+	l.store.rolls.add(work)
 	return nil
 }
 

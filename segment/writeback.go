@@ -15,13 +15,12 @@ import (
 // are dirty_expire_centisecs (30 s) old or when the dirty pages of the
 // whole machine pass dirty_background_ratio, and a segment's roll fsyncs
 // everything it still holds (Log.roll, as Kafka flushes a rolled segment).
-// Over 100 partitions written at the same rate, every segment rolls within
-// a second or two, so those fsyncs write back 100 segments at once: in the
-// OMB shape at 87,000 records/s (96 MB/s, 32 MiB segments) the produce
-// path stalled for 1-3 s at each wave of rolls, and acks=all publish p99
-// went from 20-70 ms to 0.8-1.8 s (the appends block behind the writeback
-// of their own files). With the fsyncs off the stall was gone and p99 was
-// 175 ms, the kernel flusher's own bursts the rest.
+// At 96 MB/s over 100 partitions (the OMB shape at 87,000 records/s) that
+// is gigabytes written in bursts, and the produce path slowed at each: a
+// run with the roll's fsyncs off still had seconds of 140-370 ms publish
+// p99 when the kernel's flusher ran (issue 33; what stalled the produce
+// path at the rolls themselves is in flush.go, rollFlusher and
+// fsyncUnflushed).
 //
 // So an append that leaves writebackChunk bytes of a segment not yet
 // handed to the kernel queues that page-aligned range, and one goroutine of
