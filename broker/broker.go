@@ -648,7 +648,10 @@ func (b *Broker) openLogDirs(opts Options, firstProps map[string]string, localCI
 		// replica manager runs those timers (engine.Maintainer).
 		eopts := engine.Options{Dir: path, Logger: b.log,
 			OpenSegmentsMax: b.openFilesMax, RecoveryCheckpointInterval: -1,
-			DeleteDelay: b.cfg.LogSegmentDeleteDelay}
+			DeleteDelay: b.cfg.LogSegmentDeleteDelay, TailCacheBytes: b.cfg.LogSegmentTailCacheBytes}
+		if eopts.TailCacheBytes == 0 {
+			eopts.TailCacheBytes = -1 // off; the engine's 0 is its default
+		}
 		st, err := open(eopts)
 		if err == nil {
 			d.Backend = b.cfg.StorageBackend

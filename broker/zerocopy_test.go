@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice/sluice/broker"
 	"github.com/sluice/sluice/broker/brokertest"
+	"github.com/sluice/sluice/config"
 	_ "github.com/sluice/sluice/engine/memlog"
 	_ "github.com/sluice/sluice/segment"
 	"github.com/sluice/sluice/server"
@@ -102,10 +104,34 @@ func value(i int) []byte {
 }
 
 // TestSmallFetchIsInlined: a consumer at the log end gets each small batch
-// in a response written with one writev (the record bytes read from the
-// page cache), not a write, a sendfile and a write.
+// in a response written with one writev, not a write, a sendfile and a
+// write: with the segment backend's tail cache (the default) the record
+// bytes come from memory, with no read of the segment file; with
+// log.segment.tail.cache.bytes=0 they are read from the page cache
+// (inlined).
 func TestSmallFetchIsInlined(t *testing.T) {
-	b := brokertest.Start(t, "segment")
+	t.Run("tail cache", func(t *testing.T) {
+		inlined, sent, written := tailFetch(t, brokertest.Start(t, "segment"))
+		if inlined != 0 || sent != 0 || written < tailRecords*valueLen {
+			t.Fatalf("tailing fetches: %d bytes inlined, %d by sendfile, %d written; want every record written from memory", inlined, sent, written)
+		}
+	})
+	t.Run("no tail cache", func(t *testing.T) {
+		inlined, sent, _ := tailFetch(t, brokertest.Start(t, "segment", func(c *config.Config) { c.LogSegmentTailCacheBytes = 0 }))
+		if inlined < tailRecords*valueLen || sent != 0 {
+			t.Fatalf("tailing fetches: %d bytes inlined, %d by sendfile; want every record inlined", inlined, sent)
+		}
+	})
+}
+
+// tailRecords is how many records tailFetch produces and consumes one at a time.
+const tailRecords = 20
+
+// tailFetch produces tailRecords records to a new topic one at a time, consuming each
+// before the next, and returns the bytes the broker's connections wrote by
+// each path meanwhile (server.Stats): file bytes inlined, by sendfile, and
+// everything written with write/writev.
+func tailFetch(t *testing.T, b *broker.Broker) (inlined, sent, written int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("tail"),
@@ -119,8 +145,7 @@ func TestSmallFetchIsInlined(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := b.Stats()
-	const n = 20
-	for i := 0; i < n; i++ {
+	for i := 0; i < tailRecords; i++ {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value(i)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
@@ -139,14 +164,13 @@ func TestSmallFetchIsInlined(t *testing.T) {
 	}
 	var st server.Stats
 	for i := 0; i < 500; i++ { // counted when the flush returns: let it settle (up to 10 s)
-		if st = b.Stats(); st.InlineBytes-before.InlineBytes >= n*valueLen {
+		st = b.Stats()
+		if st.InlineBytes-before.InlineBytes >= tailRecords*valueLen || st.WriteBytes-before.WriteBytes >= tailRecords*(valueLen+100) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	inlined, sent := st.InlineBytes-before.InlineBytes, st.SendfileBytes-before.SendfileBytes
-	t.Logf("inlined %d bytes, sendfile %d", inlined, sent)
-	if inlined < n*valueLen || sent != 0 {
-		t.Fatalf("tailing fetches: %d bytes inlined, %d by sendfile; want every record inlined", inlined, sent)
-	}
+	inlined, sent, written = st.InlineBytes-before.InlineBytes, st.SendfileBytes-before.SendfileBytes, st.WriteBytes-before.WriteBytes
+	t.Logf("inlined %d bytes, sendfile %d, written %d", inlined, sent, written)
+	return inlined, sent, written
 }

@@ -122,6 +122,11 @@ type Config struct {
 	// their indexes mapped at once (1 descriptor and 2 mappings each); 0:
 	// sized from the process's limits at start (broker/limits.go).
 	LogSegmentOpenFilesMax int
+	// LogSegmentTailCacheBytes is log.segment.tail.cache.bytes (Sluice's
+	// own): the memory per log dir the segment backend keeps copies of
+	// its active segments' last small appends in, for fetches at the
+	// tail (segment/tailcache.go); 0: off.
+	LogSegmentTailCacheBytes int64
 	// LogSegmentDeleteDelay is log.segment.delete.delay.ms (Kafka's default
 	// 60000): how long bytes a log no longer indexes stay on disk before
 	// they are removed. The pebble backend punches them out of its data

@@ -517,6 +517,21 @@ func TestScaleKeys(t *testing.T) {
 	}
 }
 
+// TestTailCacheBytes: log.segment.tail.cache.bytes defaults to 256 MiB,
+// takes 0 (off) and refuses a negative size.
+func TestTailCacheBytes(t *testing.T) {
+	if c := Default(); c.LogSegmentTailCacheBytes != 256<<20 {
+		t.Fatalf("default %d", c.LogSegmentTailCacheBytes)
+	}
+	c, err := Load("", []string{"log.segment.tail.cache.bytes=0"})
+	if err != nil || c.LogSegmentTailCacheBytes != 0 {
+		t.Fatalf("0: %d %v", c.LogSegmentTailCacheBytes, err)
+	}
+	if _, err := Load("", []string{"log.segment.tail.cache.bytes=-1"}); err == nil {
+		t.Fatal("a negative size was accepted")
+	}
+}
+
 // TestSegmentDeleteDelay: log.segment.delete.delay.ms defaults to Kafka's
 // 60000, takes 0 (at once), refuses a negative delay and what is not a
 // number.

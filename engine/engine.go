@@ -84,6 +84,12 @@ type Options struct {
 	// them in place removes them (log.segment.delete.delay.ms; "pebble"
 	// punches its data files); 0: at once.
 	DeleteDelay time.Duration
+	// TailCacheBytes bounds the memory a backend keeps copies of the
+	// partitions' most recently appended small batches in, so that a
+	// fetch at the tail is a copy rather than a read of the file
+	// (log.segment.tail.cache.bytes; "segment" only); 0: the backend's
+	// default, negative: none.
+	TailCacheBytes int64
 }
 
 // Store is a set of partition logs in one directory. Safe for concurrent use.

@@ -234,6 +234,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		// finds the checkpoint to write (fsyncUnflushed).
 		l.newDirs.Or(unsyncedEpochs)
 	}
+	l.store.tails.keep(s, batches, pos) // before the size: see recentSlice
 	s.size.Store(pos + int64(len(batches)))
 	s.wbFrom = l.store.wb.maybeStart(s.zf, s.wbFrom, pos+int64(len(batches)))
 	l.end.Store(info.LastOffset + 1)
@@ -356,6 +357,7 @@ func (l *Log) roll(nowMs int64) error {
 	old.setIndexBytes(0)
 	l.segs = append(l.segs, ns)
 	l.mu.Unlock()
+	old.dropRecent() // a reader behind the roll reads the file
 	old.unpin()
 	if err != nil {
 		return l.fail(err)

@@ -77,8 +77,12 @@ type segment struct {
 	// (pinRead, endFor). Cut with tail. REQUIRES: hmu
 	marks   [marksN]batchStart
 	marksAt int
-	ref     atomic.Bool // CLOCK reference bit, set by pin
-	slot    int         // index in cache.ring, -1 when out (clockring.Entry)
+	// recent is the copy of the active segment's last bytes that reads
+	// at the tail are served from (tailcache.go); nil when there is
+	// none. Set by the appender, dropped by the writer's side.
+	recent atomic.Pointer[tailBuf]
+	ref    atomic.Bool // CLOCK reference bit, set by pin
+	slot   int         // index in cache.ring, -1 when out (clockring.Entry)
 
 	// size is the committed end position: [0, size) holds whole, written
 	// batches. The appender stores it after the write returns, before it
@@ -293,6 +297,7 @@ func (s *segment) flush() error {
 // file closes once no slice holds it). A managed segment leaves the cache
 // for good (pin fails from now on).
 func (s *segment) close() error {
+	s.dropRecent()
 	if s.cache == nil {
 		return s.closeFiles()
 	}
@@ -366,6 +371,7 @@ func (s *segment) closeFilesAs(evict bool) error {
 // remove deletes the segment's files. Slices of it stay readable: the .log
 // is unlinked now and closed when the last slice is released.
 func (s *segment) remove() error {
+	s.dropRecent()
 	if s.cache != nil {
 		s.hmu.Lock()
 		wasOpen := s.open && !s.dead

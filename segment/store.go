@@ -77,6 +77,9 @@ type Store struct {
 	lastRP map[engine.PartitionID]int64
 	// cache bounds the segments with open files (opencache.go).
 	cache *openCache
+	// tails is the budget of the copies of the active segments' last
+	// bytes that reads at the tail are served from (tailcache.go).
+	tails tailCache
 	// dirf is the log dir, open from Open to Close for fsutil.SyncFS (one
 	// syncfs(2) at Close instead of fsyncs of every log's files); nil
 	// where syncfs does not report writeback errors, and then each Log
@@ -143,6 +146,12 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 		openMax = defaultOpenSegmentsMax()
 	}
 	s.cache = newOpenCache(openMax, s.log)
+	switch {
+	case opts.TailCacheBytes > 0:
+		s.tails.max = opts.TailCacheBytes
+	case opts.TailCacheBytes == 0:
+		s.tails.max = DefaultTailCacheBytes
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -595,7 +604,9 @@ func (s *Store) Close() error {
 	}
 	open, reopens, evictions := s.OpenSegments()
 	s.log.Info("segment: closing the store", "dir", s.dir, "openSegments", open,
-		"openSegmentsMax", s.cache.ring.Max(), "reopens", reopens, "evictions", evictions)
+		"openSegmentsMax", s.cache.ring.Max(), "reopens", reopens, "evictions", evictions,
+		"tailCacheHits", s.tails.hits.Load(), "tailCacheMisses", s.tails.misses.Load(),
+		"tailCacheBytes", s.tails.held.Load())
 	var err error
 	for _, l := range s.openLogs() {
 		if cerr := l.Close(); err == nil {

@@ -55,14 +55,62 @@ func (f *File) OS() *os.File { return f.f }
 // (punching a hole) checks it while no new reference can be taken.
 func (f *File) Refs() int64 { return f.refs.Load() }
 
+// Shared is a reference-counted byte buffer that its owner reuses once the
+// last slice of it is released (a backend's cache of recent bytes): free
+// is called when the last reference goes. A reader that finds a Shared
+// through a pointer its owner may replace takes a reference with
+// TryAcquire, then checks that the pointer still leads to it; only then
+// are the bytes the ones it looked for.
+type Shared struct {
+	B    []byte
+	refs atomic.Int64
+	free func(*Shared)
+}
+
+// NewShared returns a Shared over b with one reference, the owner's.
+func NewShared(b []byte, free func(*Shared)) *Shared {
+	sh := &Shared{B: b, free: free}
+	sh.refs.Store(1)
+	return sh
+}
+
+// Reuse gives a freed Shared one reference again, for its owner.
+func (sh *Shared) Reuse() { sh.refs.Store(1) }
+
+// TryAcquire takes a reference unless the last one is gone.
+func (sh *Shared) TryAcquire() bool {
+	for {
+		n := sh.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if sh.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release drops a reference; the last one hands the buffer to free.
+func (sh *Shared) Release() {
+	switch n := sh.refs.Add(-1); {
+	case n == 0:
+		if sh.free != nil {
+			sh.free(sh)
+		}
+	case n < 0:
+		panic("zerocopy: Release of a released buffer")
+	}
+}
+
 // Slice is a run of record-batch bytes: either [Pos, Pos+N) of a File, or Buf.
 // The zero Slice is empty. A Slice from a backend must be Released once the
 // caller is done with it; copies of a Slice share that one obligation.
 type Slice struct {
-	file *File
-	pos  int64
-	n    int64
-	buf  []byte
+	file   *File
+	pos    int64
+	n      int64
+	buf    []byte
+	shared *Shared // buf's owner when it is a Shared's, else nil
 }
 
 // FileSlice returns a slice of f, taking a reference on it.
@@ -74,6 +122,12 @@ func FileSlice(f *File, pos, n int64) Slice {
 // BytesSlice returns a slice over b. The caller promises b is not modified
 // while the slice is in use.
 func BytesSlice(b []byte) Slice { return Slice{buf: b, n: int64(len(b))} }
+
+// SharedSlice returns a slice of sh's bytes [off, off+n), taking over a
+// reference the caller holds (TryAcquire): Release gives it back.
+func SharedSlice(sh *Shared, off, n int) Slice {
+	return Slice{buf: sh.B[off : off+n : off+n], n: int64(n), shared: sh}
+}
 
 // Len is the number of bytes in the slice.
 func (s Slice) Len() int64 { return s.n }
@@ -128,9 +182,12 @@ func (s Slice) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// Release drops the slice's file reference, if any.
+// Release drops the slice's file or buffer reference, if any.
 func (s Slice) Release() {
-	if s.file != nil {
+	switch {
+	case s.file != nil:
 		s.file.Release()
+	case s.shared != nil:
+		s.shared.Release()
 	}
 }
