@@ -96,3 +96,61 @@ func BenchmarkTailReadManyPartitions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTailFetchManyPartitions is BenchmarkTailReadManyPartitions with
+// the read's bytes copied out, as the fetch's writer does (a pread of a
+// file slice, a copy of a memory one), with the tail cache on and off: the
+// append and tail fetch of one 1 KiB batch, over 2,000 logs.
+func BenchmarkTailFetchManyPartitions(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		cache int64
+	}{{"cache=on", 0}, {"cache=off", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			noFsync(b)
+			const parts = 2000
+			withOpenMax(b, 2*parts)
+			st, err := Open(engine.Options{Dir: b.TempDir(), Logger: quietLogger(b), TailCacheBytes: c.cache})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			ls := createLogs(b, st, parts, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1})
+			batch := mkBatch(rand.New(rand.NewSource(1)), 1, 1_700_000_000_000, 1000)
+			out := make([]byte, len(batch))
+			opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
+			fetch := func(l engine.Log, off int64) {
+				s, err := l.Read(off, 1<<20, -1)
+				if err != nil || s.Len() != int64(len(batch)) {
+					b.Fatalf("read at %d: %d bytes, %v", off, s.Len(), err)
+				}
+				if n, err := s.ReadAt(out, 0); n != len(out) {
+					b.Fatalf("read at %d: %d bytes, %v", off, n, err)
+				}
+				s.Release()
+			}
+			for _, l := range ls {
+				info, err := l.Append(batch, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fetch(l, info.FirstOffset)
+			}
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				info, err := ls[i].Append(batch, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fetch(ls[i], info.FirstOffset)
+				if i++; i == len(ls) {
+					i = 0
+				}
+			}
+			hits, misses, _ := st.TailCache()
+			b.ReportMetric(float64(hits)/float64(max(hits+misses, 1)), "hit-ratio")
+		})
+	}
+}
