@@ -61,17 +61,33 @@ func BenchmarkAppendManyPartitions(b *testing.B) {
 //	go test -run '^$' -bench TailReadManyPartitions -benchmem ./segment/
 func BenchmarkTailReadManyPartitions(b *testing.B) {
 	noFsync(b)
-	const parts = 2000
-	withOpenMax(b, 2*parts)
+	withOpenMax(b, 2*tailBenchParts)
 	st := openStore(b, b.TempDir(), nil)
 	defer st.Close()
-	ls := createLogs(b, st, parts, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1})
+	appendAndReadTails(b, st, false)
+}
+
+// tailBenchParts is how many logs the tail benchmarks spread over.
+const tailBenchParts = 2000
+
+// appendAndReadTails appends one 1 KiB batch to each of tailBenchParts
+// logs of st in turn and reads it back at once; copyOut also copies the
+// read's bytes out (a pread of a file slice, a copy of a memory one), as
+// the fetch's writer does.
+func appendAndReadTails(b *testing.B, st *Store, copyOut bool) {
+	ls := createLogs(b, st, tailBenchParts, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1})
 	batch := mkBatch(rand.New(rand.NewSource(1)), 1, 1_700_000_000_000, 1000)
+	out := make([]byte, len(batch))
 	opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
 	read := func(l engine.Log, off int64) {
 		s, err := l.Read(off, 1<<20, -1)
 		if err != nil || s.Len() != int64(len(batch)) {
 			b.Fatalf("read at %d: %d bytes, %v", off, s.Len(), err)
+		}
+		if copyOut {
+			if n, err := s.ReadAt(out, 0); n != len(out) {
+				b.Fatalf("read at %d: %d bytes, %v", off, n, err)
+			}
 		}
 		s.Release()
 	}
@@ -108,47 +124,13 @@ func BenchmarkTailFetchManyPartitions(b *testing.B) {
 	}{{"cache=on", 0}, {"cache=off", -1}} {
 		b.Run(c.name, func(b *testing.B) {
 			noFsync(b)
-			const parts = 2000
-			withOpenMax(b, 2*parts)
+			withOpenMax(b, 2*tailBenchParts)
 			st, err := Open(engine.Options{Dir: b.TempDir(), Logger: quietLogger(b), TailCacheBytes: c.cache})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			ls := createLogs(b, st, parts, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1})
-			batch := mkBatch(rand.New(rand.NewSource(1)), 1, 1_700_000_000_000, 1000)
-			out := make([]byte, len(batch))
-			opts := engine.AppendOptions{AssignOffsets: true, LeaderEpoch: 1}
-			fetch := func(l engine.Log, off int64) {
-				s, err := l.Read(off, 1<<20, -1)
-				if err != nil || s.Len() != int64(len(batch)) {
-					b.Fatalf("read at %d: %d bytes, %v", off, s.Len(), err)
-				}
-				if n, err := s.ReadAt(out, 0); n != len(out) {
-					b.Fatalf("read at %d: %d bytes, %v", off, n, err)
-				}
-				s.Release()
-			}
-			for _, l := range ls {
-				info, err := l.Append(batch, opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				fetch(l, info.FirstOffset)
-			}
-			b.SetBytes(int64(len(batch)))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				info, err := ls[i].Append(batch, opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				fetch(ls[i], info.FirstOffset)
-				if i++; i == len(ls) {
-					i = 0
-				}
-			}
+			appendAndReadTails(b, st, true)
 			hits, misses, _ := st.TailCache()
 			b.ReportMetric(float64(hits)/float64(max(hits+misses, 1)), "hit-ratio")
 		})
