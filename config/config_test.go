@@ -518,7 +518,8 @@ func TestScaleKeys(t *testing.T) {
 }
 
 // TestTailCacheBytes: log.segment.tail.cache.bytes defaults to 256 MiB,
-// takes 0 (off) and refuses a negative size.
+// takes 0 (off) and refuses a negative size, what is not a number and
+// what does not fit a long.
 func TestTailCacheBytes(t *testing.T) {
 	if c := Default(); c.LogSegmentTailCacheBytes != 256<<20 {
 		t.Fatalf("default %d", c.LogSegmentTailCacheBytes)
@@ -527,8 +528,10 @@ func TestTailCacheBytes(t *testing.T) {
 	if err != nil || c.LogSegmentTailCacheBytes != 0 {
 		t.Fatalf("0: %d %v", c.LogSegmentTailCacheBytes, err)
 	}
-	if _, err := Load("", []string{"log.segment.tail.cache.bytes=-1"}); err == nil {
-		t.Fatal("a negative size was accepted")
+	for _, bad := range []string{"-1", "16MiB", "", "9223372036854775808"} {
+		if _, err := Load("", []string{"log.segment.tail.cache.bytes=" + bad}); err == nil {
+			t.Errorf("log.segment.tail.cache.bytes=%q was accepted", bad)
+		}
 	}
 }
 

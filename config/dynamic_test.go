@@ -80,6 +80,7 @@ func TestCheckDynamic(t *testing.T) {
 		{"dynamic", map[string]string{"log.retention.ms": "1", "listener.name.x.max.connections": "3"}, false, ""},
 		{"static first", map[string]string{"log.dirs": "/x", "message.max.bytes": "abc"}, true, "Cannot update these configs dynamically: Set(log.dirs)"},
 		{"alias", map[string]string{"node.id": "1"}, true, "Cannot update these configs dynamically: Set(node.id)"},
+		{"tail cache is static", map[string]string{"log.segment.tail.cache.bytes": "0"}, false, "Cannot update these configs dynamically: Set(log.segment.tail.cache.bytes)"},
 		{"bad value", map[string]string{"max.connections": "-1"}, true, "Invalid value -1 for configuration max.connections: -1 is out of range [0, 2147483647]"},
 		{"bad listener value", map[string]string{"listener.name.x.max.connections": "many"}, true, `Invalid value many for configuration listener.name.x.max.connections: "many" is not an integer`},
 		{"listener key not dynamic", map[string]string{"listener.name.x.sasl.enabled.mechanisms": "PLAIN"}, true, "Cannot update these configs dynamically: Set(listener.name.x.sasl.enabled.mechanisms)"},

@@ -87,7 +87,7 @@ func (c *tailCache) newBuf() *zerocopy.Shared {
 // into s's buffer. REQUIRES: the log's appendMu.
 func (c *tailCache) keep(s *segment, batches []byte, pos int64) {
 	r := s.recent.Load()
-	if c == nil || c.max <= 0 || len(batches) > tailAppendMax {
+	if c.max <= 0 || len(batches) > tailAppendMax {
 		if r != nil {
 			s.dropRecent()
 		}
