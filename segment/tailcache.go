@@ -31,7 +31,7 @@ import (
 // while it is installed, and a slice handed out holds a reference on it
 // (zerocopy.Shared), so a reader may hand it to the socket writer after
 // the log's locks are released. An append that does not fit installs
-// another buffer; the old one goes back to the store's pool when the last
+// another buffer; the old one goes back to the store's free list when the last
 // response holding a slice of it is written, and is reused: allocating a
 // fresh 16 KiB for every 12 KiB appended put its page faults and zeroing
 // on the append path.
@@ -45,6 +45,10 @@ const (
 	// with, so that a reader a few batches behind the end still finds
 	// its bytes right after the switch.
 	tailCarry = 4 << 10
+	// tailFreeMax bounds the free list (4 MiB). Freed buffers are those
+	// replaced while responses held them; at steady state few are free at
+	// once, and a burst beyond this goes to the garbage collector.
+	tailFreeMax = 256
 )
 
 // DefaultTailCacheBytes is the tail cache budget of a store opened without
@@ -55,7 +59,16 @@ const DefaultTailCacheBytes = 256 << 20
 type tailCache struct {
 	max  int64        // budget in bytes; 0: off
 	held atomic.Int64 // bytes of the buffers installed on segments
-	pool sync.Pool    // *zerocopy.Shared of tailBufBytes, free
+	// free holds freed buffers (tailBufBytes each) for reuse. Not a
+	// sync.Pool: that one empties at every other GC cycle (and drops a
+	// quarter of its puts under the race detector), which brought back
+	// the page faults of fresh buffers that reuse is for. Its lock is
+	// taken once per buffer switch, about every 12 KiB appended to a
+	// segment.
+	free struct {
+		sync.Mutex
+		bufs []*zerocopy.Shared
+	}
 	// hits counts reads served from a buffer; misses the reads of an
 	// active segment's file that a buffer was present for but did not
 	// cover (the reader was behind it).
@@ -64,7 +77,7 @@ type tailCache struct {
 
 // tailBuf is the copy of the bytes [pos, pos+n) of one segment, in sh.B.
 // A tailBuf is installed on a segment once and never again (a buffer that
-// comes back from the pool gets a new tailBuf), which is what lets a
+// comes back from the free list gets a new tailBuf), which is what lets a
 // reader tell that the buffer it took a reference on is still the
 // segment's (recentSlice).
 type tailBuf struct {
@@ -74,13 +87,28 @@ type tailBuf struct {
 	n     atomic.Int64     // sh.B[:n] is published
 }
 
-// newBuf returns a buffer from the pool, or a new one.
+// newBuf returns a free buffer, or a new one.
 func (c *tailCache) newBuf() *zerocopy.Shared {
-	if sh, ok := c.pool.Get().(*zerocopy.Shared); ok {
+	c.free.Lock()
+	if n := len(c.free.bufs); n > 0 {
+		sh := c.free.bufs[n-1]
+		c.free.bufs[n-1] = nil
+		c.free.bufs = c.free.bufs[:n-1]
+		c.free.Unlock()
 		sh.Reuse()
 		return sh
 	}
-	return zerocopy.NewShared(make([]byte, tailBufBytes), func(sh *zerocopy.Shared) { c.pool.Put(sh) })
+	c.free.Unlock()
+	return zerocopy.NewShared(make([]byte, tailBufBytes), c.put)
+}
+
+// put takes back a buffer whose last reference was released.
+func (c *tailCache) put(sh *zerocopy.Shared) {
+	c.free.Lock()
+	if len(c.free.bufs) < tailFreeMax {
+		c.free.bufs = append(c.free.bufs, sh)
+	}
+	c.free.Unlock()
 }
 
 // keep copies batches, just written at pos of s (the active segment),
