@@ -99,6 +99,7 @@ type burrowLag struct {
 // more records arrive: Burrow follows. The broker must close no Burrow
 // connection for an unsupported request.
 func TestBurrowLag(t *testing.T) {
+	t.Parallel()
 	burrow := need(t, "Burrow")
 	zk := zktest.Start(t)
 	b := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=0")
@@ -109,6 +110,7 @@ func TestBurrowLag(t *testing.T) {
 // ZooKeeper: the partitions' leaders and the group's coordinator are
 // spread over the brokers, and Burrow asks each leader for its offsets.
 func TestBurrowLagCluster(t *testing.T) {
+	t.Parallel()
 	burrow := need(t, "Burrow")
 	c := startCluster(t, 3)
 	end := burrowLagAgainst(t, burrow, c.zk.Addr(), []*brokerProc{c.brokers[1], c.brokers[2], c.brokers[3]}, "3")

@@ -31,6 +31,7 @@ import (
 // offset; the load after compaction replays under a tenth of the records
 // of the one before. The load times are logged, not asserted.
 func TestOffsetsLoadAfterCompaction(t *testing.T) {
+	t.Parallel()
 	const (
 		grp          = "load-group"
 		topic        = "load-topic" // offsets need no topic: commits are not checked against metadata

@@ -133,6 +133,7 @@ func checkPrefixes(t *testing.T, got []string, counts map[string]int) {
 // down an acks=all produce gets NOT_ENOUGH_REPLICAS; nothing acknowledged
 // is lost when they return.
 func TestClusterFollowerFailures(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	two := "2"
 	c.createTopic("ff", 1, 3, map[string]*string{"min.insync.replicas": &two})
@@ -169,6 +170,7 @@ func TestClusterFollowerFailures(t *testing.T) {
 // takes over and handles later failures; a SIGTERMed leader moves its
 // leadership away before it stops (controlled shutdown).
 func TestClusterControllerAndShutdown(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	c.createTopic("cs", 1, 3, nil)
 	ctrl := c.controllerID()

@@ -123,6 +123,7 @@ func (c *testCluster) followersOf(topic string) (int32, []int32) {
 // timeout is well above the pause, so this is the lag rule, not a broker
 // failure.
 func TestClusterFollowerPaused(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "replica.lag.time.max.ms=3000", "zookeeper.session.timeout.ms=40000")
 	two := "2"
 	c.createTopic("fp", 1, 3, map[string]*string{"min.insync.replicas": &two})
@@ -174,6 +175,7 @@ func TestClusterFollowerPaused(t *testing.T) {
 // registers again and rejoins: every broker lists it again and it
 // re-enters the ISR, without a restart.
 func TestClusterSessionExpiry(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "replica.lag.time.max.ms=3000")
 	two := "2"
 	c.createTopic("se", 1, 3, map[string]*string{"min.insync.replicas": &two})
@@ -364,6 +366,7 @@ func (c *testCluster) describeTopicConfigs(id int32, topic string) map[string]st
 // gives it back the leadership of the partition it prefers; every record
 // written while it was away is still there.
 func TestClusterPreferredLeaderReturns(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "leader.imbalance.check.interval.seconds=1")
 	c.createTopic("pl", 1, 3, nil)
 	pd := c.mustPartition("pl", 0)
@@ -394,6 +397,7 @@ func TestClusterPreferredLeaderReturns(t *testing.T) {
 // kafka-leader-election.sh sends) moves leadership back; a second election
 // is not needed.
 func TestClusterElectLeaders(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "auto.leader.rebalance.enable=false")
 	c.createTopic("el", 1, 3, nil)
 	preferred := c.mustPartition("el", 0).Replicas[0]

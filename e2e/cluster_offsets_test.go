@@ -21,6 +21,7 @@ import (
 // fetches the same committed offsets and consumes exactly the records past
 // them: none that was committed again, none skipped.
 func TestClusterOffsetsCoordinatorKill(t *testing.T) {
+	t.Parallel()
 	const (
 		topic  = "orders"
 		grp    = "resume-group"

@@ -22,6 +22,7 @@ import (
 )
 
 func TestClusterSecure(t *testing.T) {
+	t.Parallel()
 	pki := testpki.New(t)
 	sp := pki.Broker
 	tlsOpt := kgo.DialTLSConfig(pki.TLS)

@@ -53,6 +53,7 @@ func (c *testCluster) controllerEpoch() int32 {
 }
 
 func TestClusterRefusesSpoofedRequests(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "replica.lag.time.max.ms=3000", "zookeeper.session.timeout.ms=40000")
 	c.createTopic("victim", 1, 3, nil)
 	c.produceN("victim", "a", 500)
@@ -278,6 +279,7 @@ func (c *testCluster) topicID(topic string) [16]byte {
 // the cluster works as before, and the same requests on the client port
 // are refused even when they name the real controller and epochs.
 func TestClusterControlPlaneListener(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "control.plane.listener.name=CONTROLLER")
 	c.createTopic("cp", 1, 3, nil)
 	c.produceN("cp", "a", 200)

@@ -231,6 +231,7 @@ func (c *testCluster) logs() string {
 // TestClusterKcat: kcat sees three brokers, leaders and ISRs, and produces
 // and consumes through any bootstrap broker.
 func TestClusterKcat(t *testing.T) {
+	t.Parallel()
 	kcat := need(t, "kcat")
 	c := startCluster(t, 3)
 	c.createTopic("kc", 3, 3, nil)
@@ -286,6 +287,7 @@ func TestClusterKcat(t *testing.T) {
 // Every acknowledged record is consumed afterwards, in order, exactly
 // once.
 func TestClusterLeaderKill(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	two := "2"
 	c.createTopic("ha", 1, 3, map[string]*string{"min.insync.replicas": &two})

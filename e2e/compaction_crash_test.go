@@ -146,6 +146,7 @@ type ackedRecord struct {
 // the test reports how often that happened. The seed is printed;
 // SLUICE_SEED replays one.
 func TestCompactionSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	const (
 		topic  = "kv"
 		kills  = 10
@@ -385,6 +386,7 @@ func (l *producerLog) messages() []string {
 // and afterwards each key holds the last value produced for it, every
 // offset was used once, offsets increase.
 func TestIdempotentProducerAcrossCleaning(t *testing.T) {
+	t.Parallel()
 	const topic = "kv"
 	began := time.Now()
 	dir := filepath.Join(t.TempDir(), "data")

@@ -147,6 +147,7 @@ func produceRounds(t *testing.T, cl *kgo.Client, topic string, first, rounds, ke
 // empty batches (the producer's last and the last round's); and a round
 // merges what earlier rounds left (about 32 KiB) into one segment.
 func TestCompactionEmptyBatchesKcat(t *testing.T) {
+	t.Parallel()
 	kcat := need(t, "kcat")
 	data := filepath.Join(t.TempDir(), "data")
 	b := startBroker(t, data, "log.cleaner.backoff.ms=2000")

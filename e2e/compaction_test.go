@@ -189,6 +189,7 @@ func adminFor(t *testing.T, addr string) (*kadm.Client, func()) {
 // Then tombstones stay until delete.retention.ms passes, and a record
 // without a key is refused.
 func TestCompactionPerBackend(t *testing.T) {
+	t.Parallel()
 	const n, keys = 1_000_000, 10_000
 	for _, backend := range []string{"segment", "pebble", "memory"} {
 		t.Run(backend, func(t *testing.T) {

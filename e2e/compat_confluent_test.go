@@ -42,6 +42,7 @@ func needConfluentPython(t *testing.T) string {
 // finds every input record copied exactly once (the aborted copies
 // invisible), and the group's committed offsets at the end of the input.
 func TestConfluentKafkaTransactions(t *testing.T) {
+	t.Parallel()
 	py := needConfluentPython(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "confluent_txn.py"))
 	if err != nil {

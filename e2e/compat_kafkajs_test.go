@@ -52,6 +52,7 @@ type kafkajsSummary struct {
 // keys, values, headers, per-partition order and duplicates, commits, and a
 // second consumer of the group that resumes from the committed offsets.
 func TestKafkaJS(t *testing.T) {
+	t.Parallel()
 	node, script := needKafkaJS(t)
 	b := startBroker(t, t.TempDir(), "group.initial.rebalance.delay.ms=0")
 	const n, m = 3000, 400

@@ -64,6 +64,7 @@ type pythonSummary struct {
 // compares it with (0, 11, 0), finds it lower and sends Fetch v3, which a
 // v2-only broker does not serve.
 func TestKafkaPython(t *testing.T) {
+	t.Parallel()
 	py := needKafkaPython(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "kafka_python_compat.py"))
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 // through the admin client. One subtest per protocol version sarama is
 // told the cluster runs.
 func TestSarama(t *testing.T) {
+	t.Parallel()
 	for _, v := range []sarama.KafkaVersion{sarama.V2_8_0_0, sarama.V3_6_0_0, sarama.MaxVersion} {
 		t.Run("version="+v.String(), func(t *testing.T) { testSarama(t, v) })
 	}

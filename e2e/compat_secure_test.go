@@ -87,6 +87,7 @@ print("ok", len(got))
 `
 
 func TestKafkaPythonSASLSSL(t *testing.T) {
+	t.Parallel()
 	py := needKafkaPython(t)
 	b, caFile := startSASLSSLBroker(t)
 	script := filepath.Join(t.TempDir(), "secure.py")
@@ -135,6 +136,7 @@ func TestKafkaPythonSASLSSL(t *testing.T) {
 // idempotent producer, consumer group with resume) over SASL_SSL with
 // SCRAM-SHA-512.
 func TestKafkaJSSASLSSL(t *testing.T) {
+	t.Parallel()
 	node, script := needKafkaJS(t)
 	b, caFile := startSASLSSLBroker(t)
 	stdout, stderr, err := run(t, 120*time.Second, "", node, script,

@@ -135,6 +135,7 @@ func reconciled(g kadm.DescribedConsumerGroup, topic string, parts, n int) error
 // rejoined: a rejoin takes a new epoch), their committed offsets, and the
 // members consume every acknowledged record.
 func TestClusterConsumerGroup848CoordinatorKill(t *testing.T) {
+	t.Parallel()
 	const (
 		topic, group = "orders848", "group848"
 		parts        = 12

@@ -251,6 +251,7 @@ func TestConsumerGroupMigrationKcatJoins(t *testing.T) {
 // no flexible versions) joins a consumer group of two franz-go members of
 // the consumer protocol and consumes exactly its share, as kcat does.
 func TestConsumerGroupMigrationKafkaJSJoins(t *testing.T) {
+	t.Parallel()
 	node, _ := needKafkaJS(t)
 	b := startBroker(t, t.TempDir(), migSets()...)
 	const topic, group, parts, n = "mig-kafkajs", "g-mig-kafkajs", 6, 3000

@@ -23,6 +23,16 @@ import (
 	"github.com/sluice/sluice/internal/testenv"
 )
 
+// Tests that spend most of their time waiting (on ZooKeeper sessions,
+// consumer-group rebalances, tiering, Burrow's polls, a stopped object
+// store) call t.Parallel: they run together once the serial ones are
+// done, which halves the package's time on two cores. Tests that
+// measure memory (RSS bounds), throughput (quotas, the console's chart)
+// or watch a short window (readiness during recovery) stay serial, as
+// does any test short enough that overlapping it gains nothing. Ports
+// and directories are every test's own (freePort, t.TempDir), and only
+// pids a test started are signalled.
+
 // TestMain removes the binary built for this run.
 func TestMain(m *testing.M) {
 	code := m.Run()

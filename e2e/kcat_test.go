@@ -17,6 +17,7 @@ import (
 // every compression codec, consumes them back with -e, and checks every key,
 // value and header, and per-partition order; then lists metadata with -L.
 func TestKcatCodecs(t *testing.T) {
+	t.Parallel()
 	kcat := need(t, "kcat")
 	b := startBroker(t, t.TempDir(), "num.partitions=3")
 	const n = 10000
@@ -89,6 +90,7 @@ var deliveredRE = regexp.MustCompile(`Message delivered to partition (\d+) \(off
 // restarts the broker and checks that every message kcat saw acknowledged
 // (acks=all) is there, at the offset it was acknowledged with.
 func TestKcatSIGKILL(t *testing.T) {
+	t.Parallel()
 	kcat := need(t, "kcat")
 	dir := t.TempDir()
 	b := startBroker(t, dir)

@@ -102,6 +102,7 @@ func (c *testCluster) waitReplicaMetrics(b *brokerProc, within time.Duration, wh
 // isrshrinks_total show; after SIGCONT it is back to 0 and
 // isrexpands_total grew.
 func TestClusterMetricsUnderReplicated(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, "replica.lag.time.max.ms=1500", "zookeeper.session.timeout.ms=40000")
 	c.createTopic("um", 1, 3, nil)
 	leader, followers := c.followersOf("um")
@@ -154,6 +155,7 @@ func TestClusterMetricsUnderReplicated(t *testing.T) {
 // partition p. Then a broker is killed: the controller reports the
 // partition it alone held offline.
 func TestClusterMetricsConsumerLag(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	const topic, group = "lagged", "lagging"
 	c.createTopic(topic, 3, 1, nil)

@@ -53,6 +53,7 @@ type producedAt struct {
 // backend, at most 600,000 records and about 15 s per backend. The seed is
 // printed; SLUICE_SEED replays one.
 func TestProduceSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("SLUICE_SEED"); s != "" {
 		fmt.Sscan(s, &seed)

@@ -425,6 +425,7 @@ const (
 // removes the throttles; nothing acknowledged is lost or duplicated, the
 // group keeps consuming, and broker 4's replicas are in sync.
 func TestReassignOntoNewBroker(t *testing.T) {
+	t.Parallel()
 	testReassign(t, false)
 }
 
@@ -433,6 +434,7 @@ func TestReassignOntoNewBroker(t *testing.T) {
 // controller resumes the moves from ZooKeeper and completes them; the
 // killed broker comes back and catches up.
 func TestReassignControllerKilledMidMove(t *testing.T) {
+	t.Parallel()
 	testReassign(t, true)
 }
 

@@ -57,6 +57,7 @@ func (c *srCluster) srWriter() int32 {
 // the same schema, from every broker, and no two schemas share an id in
 // any broker's view.
 func TestSchemaRegistryClusterWriterKill(t *testing.T) {
+	t.Parallel()
 	c := startSRCluster(t, 3, "default.replication.factor=3", "min.insync.replicas=2")
 
 	// Read-your-writes: a schema registered through one broker is read at

@@ -50,6 +50,7 @@ type srPythonSummary struct {
 // schemas are sent as base64 FileDescriptorProtos by this client) are
 // produced to topics that validate them and deserialized back.
 func TestSchemaRegistryPython(t *testing.T) {
+	t.Parallel()
 	py := needSRPython(t)
 	b, url := srBroker(t)
 	const n = 200

@@ -104,6 +104,7 @@ func srExtraFields(round int) string {
 // another subject; a topic without validation takes them all.
 // (The plain topic gets a warm-up record per broker first.)
 func TestSchemaRegistryClusterValidation(t *testing.T) {
+	t.Parallel()
 	c := startSRCluster(t, 3, "default.replication.factor=3", "min.insync.replicas=2")
 	on := "true"
 	led := c.srLeaders("sv", 6, map[string]*string{"confluent.value.schema.validation": &on})

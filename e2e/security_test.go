@@ -16,6 +16,7 @@ import (
 )
 
 func TestKcatSecurity(t *testing.T) {
+	t.Parallel()
 	kcat := need(t, "kcat")
 	pki := testpki.New(t, "kcat-client")
 	sp, cp := pki.Broker, pki.Clients["kcat-client"]

@@ -20,6 +20,7 @@ import (
 )
 
 func TestClusterShareDeadLettersToAnotherLeader(t *testing.T) {
+	t.Parallel()
 	const (
 		src, dlq, group = "dlqsrc", "dlq.dst", "gdlq"
 		n               = 30

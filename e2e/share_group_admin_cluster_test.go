@@ -32,6 +32,7 @@ import (
 )
 
 func TestClusterShareGroupOffsetsAdmin(t *testing.T) {
+	t.Parallel()
 	const (
 		topic = "shareadm"
 		parts = 3

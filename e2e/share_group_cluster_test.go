@@ -231,6 +231,7 @@ func (c *testCluster) setGroupConfig(group, name, value string) {
 // partition leader, while kgo.ShareGroup members consume and accept; no
 // confirmed acceptance is delivered again and nothing is lost.
 func TestClusterShareGroupKills(t *testing.T) {
+	t.Parallel()
 	const (
 		topic, group = "sharekill", "gsharekill"
 		parts        = 3

@@ -33,6 +33,7 @@ import (
 // with no gap and the bucket one .log per finished segment and nothing
 // else, and deleting the topic empties the bucket.
 func TestTieredClusterS3(t *testing.T) {
+	t.Parallel()
 	testenv.NeedsProcess(t, "a 3-broker cluster with ZooKeeper and versitygw")
 	pause := 60 * time.Second
 	if v := os.Getenv("SLUICE_TIERED_E2E_STORE_PAUSE"); v != "" {

@@ -56,6 +56,7 @@ func tieredValue(i int) []byte {
 //     without a finished segment;
 //   - deleting the topic leaves no object behind.
 func TestTieredCluster(t *testing.T) {
+	t.Parallel()
 	testenv.NeedsProcess(t, "a 3-broker cluster with ZooKeeper")
 	kcat := need(t, "kcat")
 	total := int64(64 << 20)

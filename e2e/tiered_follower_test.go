@@ -32,6 +32,7 @@ import (
 // follower restarted at the leader's local start with no producer state
 // and appended both.
 func TestTieredFollowerRebuildsFromRemote(t *testing.T) {
+	t.Parallel()
 	testenv.NeedsProcess(t, "a 2-broker cluster with ZooKeeper")
 	remoteDir := filepath.Join(t.TempDir(), "remote")
 	c := startCluster(t, 2, tieredSets(remoteDir)...)

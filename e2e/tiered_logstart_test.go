@@ -32,6 +32,7 @@ import (
 // Before, only the old leader's memory held that start: the new leader
 // answered the old remote start and served the deleted records.
 func TestTieredLogStartSurvivesLeaderChange(t *testing.T) {
+	t.Parallel()
 	testenv.NeedsProcess(t, "a 3-broker cluster with ZooKeeper")
 	remoteDir := filepath.Join(t.TempDir(), "remote")
 	c := startCluster(t, 3, tieredSets(remoteDir)...)

@@ -240,6 +240,7 @@ func remoteLogObjects(t *testing.T, s *tiered.S3, prefix string) (logs map[strin
 // topic leaves no object in the bucket. The secret key never reaches the
 // broker's log.
 func TestTieredS3(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t)
 	store := tieredS3Store(t, srv)
 	// No cache: every remote fetch reads the store.

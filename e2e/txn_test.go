@@ -284,6 +284,7 @@ func checkExactlyOnce(t *testing.T, seeds []string, out string, n int, within ti
 // output read with read_committed holds every input's transform exactly
 // once. The seed is printed; SLUICE_SEED replays one.
 func TestExactlyOnceSingleNode(t *testing.T) {
+	t.Parallel()
 	const (
 		n      = 30000
 		kills  = 3
@@ -466,6 +467,7 @@ func (c *testCluster) waitAllISR(n int, within time.Duration, topics ...string) 
 // transactional id another client re-initialized, is fenced and its open
 // transaction stays invisible to read_committed.
 func TestExactlyOnceCluster(t *testing.T) {
+	t.Parallel()
 	const (
 		n      = 15000
 		budget = 50 * time.Second
@@ -652,6 +654,7 @@ func readCommitted(t *testing.T, seeds []string, topic string, want int, quiet t
 // records) are visible with read_uncommitted; committed ones are visible
 // to both; a transaction still open is visible only to read_uncommitted.
 func TestReadCommittedKcat(t *testing.T) {
+	t.Parallel()
 	kcat := need(t, "kcat")
 	b := startBroker(t, filepath.Join(t.TempDir(), "data"), "storage.backend=segment",
 		"transaction.state.log.num.partitions=3")
