@@ -13,11 +13,13 @@
 // (SIGKILL, OOM) may lose index entries whose bytes are in the data file:
 // after an unclean shutdown (no clean-shutdown key) recovery.go scans each
 // data file past its stored append position and indexes the batches that
-// continue the log. A log's first append fsyncs the records directory (the
-// new file's entry) and is committed synced, which makes its catalog entry
-// (committed unsynced by CreateLog) durable: recovery removes the data
-// files of logs missing from the catalog, and no durable index entry names
-// a file whose directory entry may not be.
+// continue the log. A log's catalog entry (committed unsynced by CreateLog)
+// is durable before its first append's commit: a background WAL sync
+// kicked by CreateLog covers the entries of a burst of new logs, and a
+// first append that comes before it commits synced. Recovery removes the
+// data files of logs missing from the catalog. A new data file's
+// directory entry is fsynced by the first flush of the file; a power loss
+// before it reads as a file without data (recovery.go).
 //
 // Flushes (FlushMessages, Flush, FlushAll, Close) fdatasync the dirty
 // data files first (one syncfs when there are many) and then sync the WAL,
@@ -119,6 +121,18 @@ type Store struct {
 	flushDone chan struct{}
 	stopOnce  sync.Once
 
+	// The catalog syncer (catalogSyncLoop), stopped by Close: CreateLog
+	// kicks it, and its WAL sync makes the new catalog entries durable,
+	// one fsync for a burst of them, before the logs' first appends
+	// would each sync on their own.
+	catalogKick chan struct{}
+	stopCatalog chan struct{}
+	catalogDone chan struct{}
+	catalogOnce sync.Once
+	// firstSyncs counts the first appends that committed synced
+	// because the syncer had not reached their log's catalog entry yet.
+	firstSyncs atomic.Int64
+
 	// The punch worker (punchLoop), stopped by Close.
 	stopPunch chan struct{}
 	punchDone chan struct{}
@@ -176,7 +190,34 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 	}
 	s.stopPunch, s.punchDone = make(chan struct{}), make(chan struct{})
 	go s.punchLoop()
+	s.catalogKick, s.stopCatalog, s.catalogDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go s.catalogSyncLoop()
 	return s, nil
+}
+
+// catalogSyncLoop syncs the WAL after CreateLog kicks it, until Close.
+// A kick while a sync runs brings one more sync, which covers every
+// entry committed meanwhile: a topic of 10,000 partitions created at once
+// costs a few fsyncs, not one at each log's first append. A failed sync
+// is not reported here: the first append then syncs on its own and
+// reports it.
+func (s *Store) catalogSyncLoop() {
+	defer close(s.catalogDone)
+	for {
+		select {
+		case <-s.stopCatalog:
+			return
+		case <-s.catalogKick:
+		}
+		s.life.RLock()
+		if !s.closed {
+			n := s.unsynced.Load() // see syncHeld
+			if n > s.synced.Load() && s.db.LogData(nil, pebble.Sync) == nil {
+				raise(&s.synced, n)
+			}
+		}
+		s.life.RUnlock()
+	}
 }
 
 // fileLocked returns the dataFile of log id n, creating it.
@@ -476,15 +517,21 @@ func (s *Store) CreateLog(id engine.PartitionID, cfg engine.LogConfig) (engine.L
 	_ = b.Set(metaKey(n, metaStart), appendU64(nil, 0), nil)
 	// Not synced: a topic of 100 partitions took 100 fsyncs (~150 ms at
 	// 50,000 partitions). The log is empty, so a crash loses no record,
-	// the next synced write (an append to any log) makes it durable with
-	// everything before it, and a broker that finds a topic's log missing
-	// creates it again (replica.Manager.Load).
+	// and a broker that finds a topic's log missing creates it again
+	// (replica.Manager.Load). The catalog syncer makes it durable soon
+	// after, with the other logs created meanwhile; a first append that
+	// comes before that syncs it (Log.Append).
 	if err := s.commitNoSync(b); err != nil {
 		return nil, fmt.Errorf("pebblelog: %s: create %s/%d: %w", s.dir, id.Topic, id.Partition, err)
 	}
 	s.catalog[id] = n
 	s.nextID = n + 1
 	l := newLog(s, id, n, cfg)
+	l.catalogSeq = s.unsynced.Load() // at or past this commit's count
+	select {
+	case s.catalogKick <- struct{}{}:
+	default: // a sync is due already; it will cover this entry or be followed by one that does
+	}
 	l.epochs = engine.NewEpochCache(nil)
 	s.open[id] = l
 	return l, nil
@@ -616,6 +663,10 @@ func (s *Store) Close() error {
 	s.punchOnce.Do(func() {
 		close(s.stopPunch)
 		<-s.punchDone
+	})
+	s.catalogOnce.Do(func() {
+		close(s.stopCatalog)
+		<-s.catalogDone
 	})
 	if s.stopFlush != nil {
 		s.stopOnce.Do(func() {
