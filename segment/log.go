@@ -234,7 +234,7 @@ func (l *Log) appendLocked(batches []byte, opts engine.AppendOptions) (engine.Ap
 		// finds the checkpoint to write (fsyncUnflushed).
 		l.newDirs.Or(unsyncedEpochs)
 	}
-	l.store.tails.keep(s, batches, pos) // before the size: see recentSlice
+	s.recent.Keep(&l.store.tails, batches, pos) // before the size: see Tail.Slice
 	s.size.Store(pos + int64(len(batches)))
 	s.wbFrom = l.store.wb.maybeStart(s.zf, s.wbFrom, pos+int64(len(batches)))
 	l.end.Store(info.LastOffset + 1)
@@ -357,7 +357,7 @@ func (l *Log) roll(nowMs int64) error {
 	old.setIndexBytes(0)
 	l.segs = append(l.segs, ns)
 	l.mu.Unlock()
-	old.dropRecent() // a reader behind the roll reads the file
+	old.recent.Drop() // a reader behind the roll reads the file
 	old.unpin()
 	if err != nil {
 		return l.fail(err)

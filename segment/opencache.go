@@ -38,12 +38,10 @@ func setOpenSegmentsMax(n int) { openSegmentsMax.Store(int64(max(n, 1))) }
 // defaultOpenSegmentsMax returns the bound of a Store opened without one.
 func defaultOpenSegmentsMax() int { return int(openSegmentsMax.Load()) }
 
-// TailCache returns how many reads the tail cache served (tailcache.go),
-// how many reads of an active segment it held bytes for but not the ones
-// asked for, and how many bytes its buffers hold now.
-func (s *Store) TailCache() (hits, misses, held int64) {
-	return s.tails.hits.Load(), s.tails.misses.Load(), s.tails.held.Load()
-}
+// TailCache returns how many reads the tail cache served
+// (engine/tailcache), how many reads of an active segment it held bytes
+// for but not the ones asked for, and how many bytes its buffers hold now.
+func (s *Store) TailCache() (hits, misses, held int64) { return s.tails.Stats() }
 
 // OpenSegments returns how many of the store's segments have their files
 // open now, and how many were reopened and evicted since it opened.
@@ -315,7 +313,7 @@ func (s *segment) noteTail(b record.Batch, pos int64, mark bool) {
 // cutTail forgets the remembered batches (the segment was cut or is
 // rebuilt). REQUIRES: the log's mu held for writing, or exclusive access.
 func (s *segment) cutTail() {
-	s.dropRecent()
+	s.recent.Drop()
 	s.hmu.Lock()
 	s.tail, s.tailAt = [tailN]tailBatch{}, 0
 	s.marks, s.marksAt = [marksN]batchStart{}, 0

@@ -196,7 +196,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64) (zerocopy.Slice, erro
 	if err != nil {
 		return zerocopy.Slice{}, err
 	}
-	if b, ok := s.recentSlice(pos, e); ok {
+	if b, ok := s.recent.Slice(pos, e); ok {
 		return b, nil
 	}
 	return zerocopy.FileSlice(s.zf, pos, e-pos), nil

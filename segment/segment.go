@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/tailcache"
 	"github.com/sluice/sluice/internal/fsutil"
 	"github.com/sluice/sluice/mmapindex"
 	"github.com/sluice/sluice/record"
@@ -78,9 +79,9 @@ type segment struct {
 	marks   [marksN]batchStart
 	marksAt int
 	// recent is the copy of the active segment's last bytes that reads
-	// at the tail are served from (tailcache.go); nil when there is
-	// none. Set by the appender, dropped by the writer's side.
-	recent atomic.Pointer[tailBuf]
+	// at the tail are served from (engine/tailcache); empty when there
+	// is none. Kept by the appender, dropped by the writer's side.
+	recent tailcache.Tail
 	ref    atomic.Bool // CLOCK reference bit, set by pin
 	slot   int         // index in cache.ring, -1 when out (clockring.Entry)
 
@@ -297,7 +298,7 @@ func (s *segment) flush() error {
 // file closes once no slice holds it). A managed segment leaves the cache
 // for good (pin fails from now on).
 func (s *segment) close() error {
-	s.dropRecent()
+	s.recent.Drop()
 	if s.cache == nil {
 		return s.closeFiles()
 	}
@@ -371,7 +372,7 @@ func (s *segment) closeFilesAs(evict bool) error {
 // remove deletes the segment's files. Slices of it stay readable: the .log
 // is unlinked now and closed when the last slice is released.
 func (s *segment) remove() error {
-	s.dropRecent()
+	s.recent.Drop()
 	if s.cache != nil {
 		s.hmu.Lock()
 		wasOpen := s.open && !s.dead

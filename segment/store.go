@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/tailcache"
 	"github.com/sluice/sluice/internal/fsutil"
 )
 
@@ -78,8 +79,8 @@ type Store struct {
 	// cache bounds the segments with open files (opencache.go).
 	cache *openCache
 	// tails is the budget of the copies of the active segments' last
-	// bytes that reads at the tail are served from (tailcache.go).
-	tails tailCache
+	// bytes that reads at the tail are served from (engine/tailcache).
+	tails tailcache.Cache
 	// dirf is the log dir, open from Open to Close for fsutil.SyncFS (one
 	// syncfs(2) at Close instead of fsyncs of every log's files); nil
 	// where syncfs does not report writeback errors, and then each Log
@@ -146,12 +147,7 @@ func OpenFS(opts engine.Options, fs FS) (*Store, error) {
 		openMax = defaultOpenSegmentsMax()
 	}
 	s.cache = newOpenCache(openMax, s.log)
-	switch {
-	case opts.TailCacheBytes > 0:
-		s.tails.max = opts.TailCacheBytes
-	case opts.TailCacheBytes == 0:
-		s.tails.max = DefaultTailCacheBytes
-	}
+	s.tails.Init(opts.TailCacheBytes)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -603,10 +599,10 @@ func (s *Store) Close() error {
 		<-s.ckptDone
 	}
 	open, reopens, evictions := s.OpenSegments()
+	hits, misses, held := s.TailCache()
 	s.log.Info("segment: closing the store", "dir", s.dir, "openSegments", open,
 		"openSegmentsMax", s.cache.ring.Max(), "reopens", reopens, "evictions", evictions,
-		"tailCacheHits", s.tails.hits.Load(), "tailCacheMisses", s.tails.misses.Load(),
-		"tailCacheBytes", s.tails.held.Load())
+		"tailCacheHits", hits, "tailCacheMisses", misses, "tailCacheBytes", held)
 	var err error
 	for _, l := range s.openLogs() {
 		if cerr := l.Close(); err == nil {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/tailcache"
 	"github.com/sluice/sluice/record"
-	"github.com/sluice/sluice/zerocopy"
 )
 
 // readSlice reads [offset, ...) and reports whether the bytes came from
@@ -79,8 +79,8 @@ func TestTailCacheServesTheTail(t *testing.T) {
 	if !bytes.HasPrefix(bytes.Join(all, nil), b) || len(b) == 0 {
 		t.Fatal("the read from the start returned the wrong bytes")
 	}
-	if _, misses, held := st.TailCache(); misses != missesBefore+1 || held != tailBufBytes {
-		t.Fatalf("misses %d (want %d), held %d (want %d)", misses, missesBefore+1, held, tailBufBytes)
+	if _, misses, held := st.TailCache(); misses != missesBefore+1 || held != tailcache.BufBytes {
+		t.Fatalf("misses %d (want %d), held %d (want %d)", misses, missesBefore+1, held, tailcache.BufBytes)
 	}
 	checkLog(t, l, all)
 }
@@ -91,7 +91,7 @@ func TestTailCacheLargeAppendDrops(t *testing.T) {
 	st, l := newLog(t, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1}, nil)
 	rng := rand.New(rand.NewSource(2))
 	small := appendSmall(t, l, rng, 3, 200)
-	big := mkBatch(rng, 8, 2000, 1000) // > tailAppendMax
+	big := mkBatch(rng, 8, 2000, 1000) // > tailcache.AppendMax
 	if _, err := l.Append(big, engine.AppendOptions{AssignOffsets: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +163,16 @@ func TestTailCacheRollAndClose(t *testing.T) {
 	segs := len(l.segs)
 	withBuf := 0
 	for _, s := range l.segs {
-		if s.recent.Load() != nil {
+		if s.recent.Has() {
 			withBuf++
 		}
 	}
 	active := l.segs[len(l.segs)-1]
 	l.mu.RUnlock()
-	if segs < 3 || withBuf != 1 || active.recent.Load() == nil {
+	if segs < 3 || withBuf != 1 || !active.recent.Has() {
 		t.Fatalf("%d segments, %d with a buffer (want only the active one)", segs, withBuf)
 	}
-	if _, _, held := st.TailCache(); held != tailBufBytes {
+	if _, _, held := st.TailCache(); held != tailcache.BufBytes {
 		t.Fatalf("held %d", held)
 	}
 	checkLog(t, l, all)
@@ -187,7 +187,7 @@ func TestTailCacheRollAndClose(t *testing.T) {
 // The store's budget bounds the buffers: a log that finds it spent reads
 // its file; a deleted log's buffer goes back to the budget.
 func TestTailCacheBudget(t *testing.T) {
-	st, err := Open(engine.Options{Dir: t.TempDir(), Logger: quietLogger(t), TailCacheBytes: 2 * tailBufBytes})
+	st, err := Open(engine.Options{Dir: t.TempDir(), Logger: quietLogger(t), TailCacheBytes: 2 * tailcache.BufBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTailCacheBudget(t *testing.T) {
 	if !mem[0] || !mem[1] || mem[2] {
 		t.Fatalf("from memory %v: want the first two only", mem)
 	}
-	if _, _, held := st.TailCache(); held != 2*tailBufBytes {
+	if _, _, held := st.TailCache(); held != 2*tailcache.BufBytes {
 		t.Fatalf("held %d", held)
 	}
 	if err := st.DeleteLog(logs[0].(*Log).id); err != nil {
@@ -292,79 +292,4 @@ func TestTailCacheConcurrentReaders(t *testing.T) {
 	}
 	wg.Wait()
 	<-done
-}
-
-// A buffer goes back to the free list only once the last slice of it is
-// released: a slice held across many buffer switches keeps its bytes,
-// while the buffers nobody holds are reused.
-func TestTailCacheHeldSliceNotReused(t *testing.T) {
-	_, l := newLog(t, engine.LogConfig{SegmentBytes: 64 << 20, RetentionMs: -1, RetentionBytes: -1}, nil)
-	rng := rand.New(rand.NewSource(7))
-	got := appendSmall(t, l, rng, 2, 500)
-	held, err := l.Read(record.Batch(got[0]).BaseOffset(), 1<<20, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, isFile := held.File(); isFile {
-		t.Fatal("the tail read went to the file")
-	}
-	l.mu.RLock()
-	first := l.segs[len(l.segs)-1].recent.Load().sh
-	l.mu.RUnlock()
-	seen := map[*zerocopy.Shared]int{}
-	replaced, switches := false, 0
-	prev := first
-	for i := 0; i < 300; i++ { // about 20 buffer switches
-		b := appendSmall(t, l, rng, 1, 700)
-		s, err := l.Read(record.Batch(b[0]).BaseOffset(), 1<<20, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Release()
-		l.mu.RLock()
-		cur := l.segs[len(l.segs)-1].recent.Load().sh
-		l.mu.RUnlock()
-		if cur != prev {
-			switches++
-			prev = cur
-		}
-		if cur != first {
-			replaced = true
-			seen[cur]++
-		} else if replaced {
-			t.Fatal("a buffer still held by a slice was reused")
-		}
-	}
-	// A switch takes its new buffer before it frees the old one, so two
-	// buffers alternate after the held one, however many switches.
-	if switches < 10 || len(seen) > 2 {
-		t.Errorf("%d distinct buffers over %d switches: freed buffers are not reused", len(seen), switches)
-	}
-	hb, err := held.AppendTo(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(hb, bytes.Join(got, nil)) {
-		t.Fatal("the held slice's bytes changed")
-	}
-	held.Release()
-}
-
-// The free list keeps at most tailFreeMax buffers: a burst of frees
-// beyond it goes to the garbage collector.
-func TestTailCacheFreeListBounded(t *testing.T) {
-	var c tailCache
-	bufs := make([]*zerocopy.Shared, tailFreeMax+10)
-	for i := range bufs {
-		bufs[i] = c.newBuf()
-	}
-	for _, sh := range bufs {
-		sh.Release()
-	}
-	if n := len(c.free.bufs); n != tailFreeMax {
-		t.Fatalf("%d free buffers, want %d", n, tailFreeMax)
-	}
-	if sh := c.newBuf(); sh != bufs[tailFreeMax-1] {
-		t.Fatal("a new buffer was allocated while free ones were kept")
-	}
 }

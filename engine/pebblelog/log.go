@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/tailcache"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/zerocopy"
 )
@@ -46,7 +47,7 @@ type Log struct {
 	// is published.
 	catalogSeq uint64
 	gen        uint64 // the last segment.gen given out; REQUIRES: writeMu
-	replacing bool   // a SegmentWriter is open; REQUIRES: writeMu
+	replacing  bool   // a SegmentWriter is open; REQUIRES: writeMu
 
 	mu    sync.RWMutex
 	cfg   engine.SharedLogConfig // one copy per distinct config, shared by the logs
@@ -66,6 +67,11 @@ type Log struct {
 	epochs     *engine.EpochCache
 	checkpoint int64 // the cleaner checkpoint, as stored under metaCleaner
 	closed     bool
+	// recent is the copy of the data file's last bytes (when appends
+	// are small) that tail reads are served from (engine/tailcache).
+	// Kept by install, dropped by publish and markClosed, all under
+	// writeMu.
+	recent tailcache.Tail
 	// df is the log's data file, nil until the log has one (set once,
 	// holding writeMu and mu).
 	df *dataFile
@@ -367,6 +373,13 @@ func (l *Log) stage(pb *pebble.Batch, batches []byte, pos int64, nowMs int64) st
 // install publishes what stage prepared for batches written at pos (< 0:
 // inline), after its commit. REQUIRES: l.writeMu held.
 func (l *Log) install(st staged, batches []byte, pos int64) {
+	// The copy is made before the index entries that let a reader find
+	// these bytes are pushed, below, under l.mu.
+	if pos >= 0 {
+		l.recent.Keep(&l.s.tails, batches, pos)
+	} else {
+		l.recent.Drop()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -545,6 +558,9 @@ func (l *Log) readTail(d *dataFile, zf *zerocopy.File, offset int64, maxBytes in
 	pos, n, ok := l.tail.find(offset, maxBytes, upTo, d.size.Load())
 	if !ok || n == 0 {
 		return zerocopy.Slice{}, ok
+	}
+	if s, ok := l.recent.Slice(pos, pos+n); ok {
+		return s, true
 	}
 	return zerocopy.FileSlice(zf, pos, n), true
 }
@@ -777,6 +793,7 @@ func (l *Log) Close() error {
 func (l *Log) markClosed() {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	l.recent.Drop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true

@@ -64,6 +64,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/engine/tailcache"
 	"github.com/sluice/sluice/internal/fsutil"
 )
 
@@ -104,6 +105,9 @@ type Store struct {
 
 	dataDir string
 	cache   *fileCache
+	// tails is the budget of the copies of the logs' last bytes that
+	// reads at the tail are served from (engine/tailcache).
+	tails tailcache.Cache
 	// dirf is the data directory, open from Open to Close for fsutil.SyncFS; nil
 	// where syncfs does not report writeback errors.
 	dirf *os.File
@@ -188,6 +192,7 @@ func (Backend) Open(opts engine.Options) (engine.Store, error) {
 		s.stopFlush, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushLoop(opts.FlushInterval)
 	}
+	s.tails.Init(opts.TailCacheBytes)
 	s.stopPunch, s.punchDone = make(chan struct{}), make(chan struct{})
 	go s.punchLoop()
 	s.catalogKick, s.stopCatalog, s.catalogDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})

@@ -196,6 +196,7 @@ func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCach
 	for _, s := range segs {
 		size += s.bytes
 	}
+	l.recent.Drop() // the bytes it holds may be unindexed now: give it back
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.start, l.end, l.segs, l.size, l.epochs = start, end, segs, size, epochs
