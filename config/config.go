@@ -123,9 +123,9 @@ type Config struct {
 	// sized from the process's limits at start (broker/limits.go).
 	LogSegmentOpenFilesMax int
 	// LogSegmentTailCacheBytes is log.segment.tail.cache.bytes (Sluice's
-	// own): the memory per log dir the segment backend keeps copies of
-	// its active segments' last small appends in, for fetches at the
-	// tail (segment/tailcache.go); 0: off.
+	// own): the memory per log dir the segment and pebble backends keep
+	// copies of their files' last small appends in, for fetches at the
+	// tail (engine/tailcache); 0: off.
 	LogSegmentTailCacheBytes int64
 	// LogSegmentDeleteDelay is log.segment.delete.delay.ms (Kafka's default
 	// 60000): how long bytes a log no longer indexes stay on disk before
