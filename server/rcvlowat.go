@@ -77,17 +77,23 @@ func (l *rcvLowat) set(v int) error {
 
 // readFrame reads into frame[from:], up to the end of the buffer
 // (len(frame) may be short of the frame, which is left bytes from from
-// on), holding the mark at what is still to come, within [lowatMin,
-// lowatMax], while that is large. scan, unless off, goes on with each
-// piece as it arrives, and pieces are then at most scanPiece bytes, so
-// that it checks them while they are in the CPU's cache.
+// on), holding the mark at what the buffer still takes beyond what the
+// bufio.Reader holds, within [lowatMin, lowatMax], while that is large.
+// Not at what the frame still lacks: a reader whose buffer is smaller
+// than the rest of the frame (the first frames of a connection, while
+// the buffer doubles) would then wait for bytes it cannot take yet, and
+// for a frame whose client stops short of its end (by a byte, even) it
+// would wait for the read timeout with most of what arrived unread.
+// scan, unless off, goes on with each piece as it arrives, and pieces
+// are then at most scanPiece bytes, so that it checks them while they
+// are in the CPU's cache.
 func (l *rcvLowat) readFrame(rd *bufio.Reader, frame []byte, from, left int, scan *crcScan) (int, error) {
 	got := 0
 	p := frame[from:]
 	for got < len(p) {
 		if l.raw != nil {
 			mark := 1
-			if toCome := left - got - rd.Buffered(); toCome >= lowatMin {
+			if toCome := min(left, len(p)) - got - rd.Buffered(); toCome >= lowatMin {
 				mark = min(toCome, lowatMax)
 			}
 			if err := l.set(mark); err != nil {

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // failingRaw is a syscall.RawConn whose Control always fails.
@@ -26,5 +29,52 @@ func TestRcvLowatSetFailure(t *testing.T) {
 	l = rcvLowat{raw: failingRaw{}, cur: 1 << 20}
 	if err := l.reset(); err == nil {
 		t.Fatal("lowering a raised mark failed without an error")
+	}
+}
+
+// TestRcvLowatWaitsForTheBufferOnly: a reader whose buffer is smaller than
+// the rest of the frame is woken once the buffer can be filled, not once
+// the whole frame has arrived. Before, the mark was the frame's rest: a
+// client that sent 100 KiB, then 100 KiB more of a 1 MiB frame (or any
+// frame it stops short of its end) left the reader asleep with a
+// half-filled 128 KiB buffer until its read deadline, and the request
+// memory pool charged for 128 KiB of a frame whose bytes had arrived
+// (server TestSmallRequestsServedWhilePoolFull failed on it under load).
+func TestRcvLowatWaitsForTheBufferOnly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	l := newRcvLowat(srv)
+	if l.raw == nil {
+		t.Skip("not a TCP connection with a raw descriptor")
+	}
+	const frame, bufLen, piece = 1 << 20, 128 << 10, 100 << 10
+	go func() {
+		client.Write(make([]byte, piece))
+		time.Sleep(100 * time.Millisecond) // the reader drains the first piece and waits
+		client.Write(make([]byte, piece))
+	}()
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rd := bufio.NewReaderSize(srv, 16<<10)
+	buf := make([]byte, bufLen)
+	start := time.Now()
+	got, err := l.readFrame(rd, buf, 0, frame, &crcScan{off: true})
+	if err != nil || got != bufLen {
+		t.Fatalf("read %d of a %d-byte buffer after %v: %v (the mark waited for the rest of the frame)", got, bufLen, time.Since(start).Round(time.Millisecond), err)
+	}
+	if err := l.reset(); err != nil {
+		t.Fatal(err)
 	}
 }
