@@ -38,21 +38,7 @@ func TestTuneLoopback(t *testing.T) {
 		{"cubic", "cubic", "cubic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			cl, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			nc, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
+			_, nc := tcpLoopbackPair(t)
 			if err := setCongestion(nc, tc.from); err != nil {
 				t.Skipf("cannot set %s here (not built in, or not permitted): %v", tc.from, err)
 			}

@@ -41,21 +41,7 @@ func TestRcvLowatSetFailure(t *testing.T) {
 // memory pool charged for 128 KiB of a frame whose bytes had arrived
 // (server TestSmallRequestsServedWhilePoolFull failed on it under load).
 func TestRcvLowatWaitsForTheBufferOnly(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	client, srv := tcpLoopbackPair(t)
 	l := newRcvLowat(srv)
 	if l.raw == nil {
 		t.Skip("not a TCP connection with a raw descriptor")
@@ -77,4 +63,26 @@ func TestRcvLowatWaitsForTheBufferOnly(t *testing.T) {
 	if err := l.reset(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tcpLoopbackPair returns both ends of a TCP connection over loopback,
+// closed when the test ends.
+func tcpLoopbackPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }
