@@ -87,8 +87,8 @@ type Options struct {
 	// TailCacheBytes bounds the memory a backend keeps copies of the
 	// partitions' most recently appended small batches in, so that a
 	// fetch at the tail is a copy rather than a read of the file
-	// (log.segment.tail.cache.bytes; "segment" only); 0: the backend's
-	// default, negative: none.
+	// (log.segment.tail.cache.bytes; "segment" and "pebble"); 0: the
+	// backend's default, negative: none.
 	TailCacheBytes int64
 }
 

@@ -401,7 +401,7 @@ func (c *conn) readBody(rd *bufio.Reader, f *frameBuf, scan *crcScan, n, want in
 		if err != nil {
 			return nil, err
 		}
-		m, err := c.lowat.readFrame(rd, buf, have, n-have, scan)
+		m, err := c.lowat.readFrame(rd, buf, have, scan)
 		have += m
 		if err != nil {
 			return nil, err

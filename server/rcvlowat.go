@@ -75,9 +75,9 @@ func (l *rcvLowat) set(v int) error {
 	return nil
 }
 
-// readFrame reads into frame[from:], up to the end of the buffer
-// (len(frame) may be short of the frame, which is left bytes from from
-// on), holding the mark at what the buffer still takes beyond what the
+// readFrame reads into frame[from:], up to the end of the buffer (which
+// may be short of the frame: the caller grows it and calls again),
+// holding the mark at what the buffer still takes beyond what the
 // bufio.Reader holds, within [lowatMin, lowatMax], while that is large.
 // Not at what the frame still lacks: a reader whose buffer is smaller
 // than the rest of the frame (the first frames of a connection, while
@@ -87,13 +87,13 @@ func (l *rcvLowat) set(v int) error {
 // scan, unless off, goes on with each piece as it arrives, and pieces
 // are then at most scanPiece bytes, so that it checks them while they
 // are in the CPU's cache.
-func (l *rcvLowat) readFrame(rd *bufio.Reader, frame []byte, from, left int, scan *crcScan) (int, error) {
+func (l *rcvLowat) readFrame(rd *bufio.Reader, frame []byte, from int, scan *crcScan) (int, error) {
 	got := 0
 	p := frame[from:]
 	for got < len(p) {
 		if l.raw != nil {
 			mark := 1
-			if toCome := min(left, len(p)) - got - rd.Buffered(); toCome >= lowatMin {
+			if toCome := len(p) - got - rd.Buffered(); toCome >= lowatMin {
 				mark = min(toCome, lowatMax)
 			}
 			if err := l.set(mark); err != nil {

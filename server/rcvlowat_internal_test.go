@@ -46,7 +46,7 @@ func TestRcvLowatWaitsForTheBufferOnly(t *testing.T) {
 	if l.raw == nil {
 		t.Skip("not a TCP connection with a raw descriptor")
 	}
-	const frame, bufLen, piece = 1 << 20, 128 << 10, 100 << 10
+	const bufLen, piece = 128 << 10, 100 << 10 // of a frame of 1 MiB or more
 	go func() {
 		client.Write(make([]byte, piece))
 		time.Sleep(100 * time.Millisecond) // the reader drains the first piece and waits
@@ -56,7 +56,7 @@ func TestRcvLowatWaitsForTheBufferOnly(t *testing.T) {
 	rd := bufio.NewReaderSize(srv, 16<<10)
 	buf := make([]byte, bufLen)
 	start := time.Now()
-	got, err := l.readFrame(rd, buf, 0, frame, &crcScan{off: true})
+	got, err := l.readFrame(rd, buf, 0, &crcScan{off: true})
 	if err != nil || got != bufLen {
 		t.Fatalf("read %d of a %d-byte buffer after %v: %v (the mark waited for the rest of the frame)", got, bufLen, time.Since(start).Round(time.Millisecond), err)
 	}

@@ -222,11 +222,3 @@ func (t *Tail) Slice(pos, end int64) (zerocopy.Slice, bool) {
 	r.owner.hits.Add(1)
 	return zerocopy.SharedSlice(r.sh, int(pos-r.pos), int(end-pos)), true
 }
-
-// shared returns the buffer t holds now, nil if none (tests).
-func (t *Tail) shared() *zerocopy.Shared {
-	if r := t.recent.Load(); r != nil {
-		return r.sh
-	}
-	return nil
-}
