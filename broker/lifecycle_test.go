@@ -26,12 +26,20 @@ type startFailure struct {
 	backend string // "" is memory
 	setup   func(t *testing.T, dir string) (undo func())
 	mod     func(t *testing.T, c *config.Config, ports startPorts)
+	// zk starts a ZooKeeper for the case (ports.zk) before its ports
+	// are picked: started after, its process and its readiness probe
+	// open sockets that may take a port picked and not yet bound, and
+	// both Starts then fail to listen (seen once in CI).
+	zk bool
 }
 
 // startPorts are fixed ports for one case, so that a second Start can
 // show they were released: kafka and http are the listeners the good
-// config binds.
-type startPorts struct{ kafka, http int }
+// config binds; zk is the case's ZooKeeper (startFailure.zk), "" if none.
+type startPorts struct {
+	kafka, http int
+	zk          string
+}
 
 // TestStartFailureLeavesNothingOpen: a Start that fails at any stage
 // closes everything it had started. Afterwards the log dir opens in a
@@ -83,9 +91,8 @@ func TestStartFailureLeavesNothingOpen(t *testing.T) {
 			c.SecurityProperties = missing(c.LogDirs[0])
 		}},
 		{name: "stage=server/partition log cannot open", backend: "segment", setup: unopenablePartition},
-		{name: "stage=listener security in a cluster/bad TLS file", mod: func(t *testing.T, c *config.Config, p startPorts) {
-			zk := zktest.Start(t)
-			c.ZooKeeperConnect = zk.Addr() + "/sluice"
+		{name: "stage=listener security in a cluster/bad TLS file", zk: true, mod: func(t *testing.T, c *config.Config, p startPorts) {
+			c.ZooKeeperConnect = p.zk + "/sluice"
 			c.ControlledShutdownEnable = false
 			c.Listeners = append(c.Listeners, "SSL://127.0.0.1:0")
 			c.SecurityProperties = missing(c.LogDirs[0])
@@ -111,7 +118,11 @@ func TestStartFailureLeavesNothingOpen(t *testing.T) {
 			if tc.setup != nil {
 				undo = tc.setup(t, dir)
 			}
-			ports := startPorts{kafka: freePort(t), http: freePort(t)}
+			var ports startPorts
+			if tc.zk {
+				ports.zk = zktest.Start(t).Addr()
+			}
+			ports.kafka, ports.http = freePort(t), freePort(t)
 			good := func(c *config.Config) {
 				c.Listeners = []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", ports.kafka)}
 				c.HTTPListeners = []string{fmt.Sprintf("http://127.0.0.1:%d", ports.http)}
