@@ -67,6 +67,17 @@ func (t *Topic) Fetched(bytes int64) {
 	}
 }
 
+// FetchedNothing counts n partitions of a consumer's fetch that had
+// nothing to return (TotalFetchRequests).
+func (t *Topic) FetchedNothing(n int64) {
+	if t == nil {
+		return
+	}
+	for c := t; c != nil; c = c.all {
+		c.totalFetch.Add(n)
+	}
+}
+
 // ReplicationFetched counts one partition of a follower's fetch:
 // ReplicationBytesOutPerSec and TotalFetchRequests (Kafka counts follower
 // reads in TotalFetchRequests too).

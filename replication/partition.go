@@ -239,6 +239,11 @@ type Partition struct {
 	// lso is the last stable offset (txn.go); it moves with hwMu held.
 	// Invariant: lso <= hw.
 	lso atomic.Int64
+	// wakeGen counts the changes that wake every watcher (watch.go); it
+	// is written with hwMu held and read without it by Watch.Prepare and
+	// beside hw and lso by fetches that check a partition is unchanged
+	// (WakeGen), so it shares their cache line.
+	wakeGen atomic.Uint64
 
 	// The flags, side by side so that they take 8 bytes, not 32; each is
 	// guarded as the group it belongs to says.
@@ -255,12 +260,9 @@ type Partition struct {
 	changed chan struct{} // closed when hw advances; nil until someone asks
 
 	// Parked fetches (watch.go): consumers wait for the high watermark,
-	// followers for the log end. marks prices HW moves in bytes. wakeGen
-	// counts the changes that wake every watcher; it is written with hwMu
-	// held and read without it by Watch.Prepare.
+	// followers for the log end. marks prices HW moves in bytes.
 	hwWatchers, endWatchers watchList
 	marks                   byteMarks
-	wakeGen                 atomic.Uint64
 	// lsoWatchers are read_committed consumers' Watches; lsoFollowsHW
 	// says the LSO equals the HW (no unstable transaction), so HW moves
 	// price LSO moves too. txns is what the LSO depends on (txn.go).

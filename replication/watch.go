@@ -300,3 +300,11 @@ func (m *byteMarks) hwMoved(hw int64) (n int64, ok bool) {
 	m.hwBytes = max(m.hwBytes, lower)
 	return max(n, 1), true
 }
+
+// WakeGen returns how many times p woke every watcher outright so far:
+// truncation, a leadership, ISR or min.insync.replicas change, a failed
+// append, Close. A reader that loads it before it reads p and finds it
+// unchanged later knows none of those happened since (with the high
+// watermark and last stable offset compared, that p answers a fetch as it
+// did: server/fetch_session.go).
+func (p *Partition) WakeGen() uint64 { return p.wakeGen.Load() }

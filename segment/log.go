@@ -589,6 +589,7 @@ func (l *Log) restartAtLocked(offset int64) error {
 	old := l.segs
 	l.segs = []*segment{ns}
 	l.start.Store(offset)
+	engine.StartMoved()
 	l.logStart.Store(-1)
 	l.end.Store(offset)
 	l.mu.Unlock()
@@ -662,6 +663,7 @@ func (l *Log) deleteBefore(offset int64, local bool) error {
 	}
 	l.moveLogStartLocked(local)
 	l.start.Store(offset)
+	engine.StartMoved()
 	k := 0
 	for k+1 < len(l.segs) && l.segs[k+1].base <= offset {
 		k++
@@ -698,6 +700,7 @@ func (l *Log) ApplyRetention(now time.Time) (int64, error) {
 		if b := l.segs[k].base; b > start {
 			start = b
 			l.start.Store(b)
+			engine.StartMoved()
 			l.logStart.Store(-1)
 		}
 		err = l.deleteSegmentsLocked(k, start)

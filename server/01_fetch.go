@@ -14,8 +14,9 @@ package server
 //
 // Sessions (KIP-227, fetch_session.go): a full fetch with session epoch 0
 // may create a session; an incremental one names only what changed, is
-// read over the whole session and answered with only the partitions that
-// have something to say.
+// read over the session's partitions but the quiet ones (nothing new since
+// the last answer, checked without reading them) and answered with only
+// the partitions that have something to say.
 //
 // Consumers and followers: a Fetch whose replica id is a broker id comes
 // from a follower (cluster mode). Only the leader serves either. A
@@ -70,6 +71,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -105,6 +107,49 @@ type fetchTarget struct {
 	// logStart: the log start offset a follower sent (-1 for consumers),
 	// for the partition's low watermark (21_delete_records.go).
 	logStart int64
+	// read: the last fill read p for a consumer, having loaded gen
+	// (p.WakeGen()) and starts (engine.StartMoves()) first: what an
+	// incremental session needs to leave p out next time (quiet,
+	// fetch_session.go).
+	read        bool
+	gen, starts uint64
+}
+
+// resolvedTopic is a topic of a fetch request, resolved once (t nil or err
+// set when it failed).
+type resolvedTopic struct {
+	t   *replica.Topic
+	err error
+}
+
+// target resolves rp, a partition of the topic, into ft for a consumer
+// (replicaID < 0, reading at isolation) or the follower replicaID, which
+// followerErr refused if set.
+func (rs *resolvedTopic) target(s *Server, ft *fetchTarget, rp *kmsg.FetchRequestTopicPartition, followerErr error, replicaID int32, isolation int8) {
+	*ft = fetchTarget{offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch, logStart: rp.LogStartOffset}
+	t := rs.t
+	switch {
+	case followerErr != nil:
+		ft.err = followerErr
+	case rs.err != nil:
+		ft.err = rs.err
+	case rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
+		ft.err = errUnknownTopicOrPartition
+	case t.Parts[rp.Partition] == nil && s.rm.Offline(t.Name, rp.Partition) != nil:
+		ft.err = s.rm.Offline(t.Name, rp.Partition) // its log dir failed
+	case t.Parts[rp.Partition] == nil || !t.Parts[rp.Partition].IsLeader():
+		// Cluster mode: no replica here, or a follower.
+		ft.err = replication.ErrNotLeader
+	case replicaID >= 0:
+		// A follower: HandleReplicaFetch checks that it is one of
+		// the partition's replicas, and its leader epoch. It
+		// waits for the log end, not the high watermark, to move.
+		ft.p, ft.replica = t.Parts[rp.Partition], true
+		ft.throttled = s.repl.leader.Throttled(t.Name, t.Meta.Configs[config.LeaderThrottledReplicas], rp.Partition)
+	default:
+		ft.p, ft.committed = t.Parts[rp.Partition], isolation == 1
+		ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
+	}
 }
 
 func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
@@ -145,7 +190,19 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	// wait and makes its reads fail).
 	targets := make([][]fetchTarget, len(r.Topics))
 	out.Topics = make([]fetchresp.Topic, len(r.Topics))
-	for i, rt := range r.Topics {
+	topics := make([]resolvedTopic, len(r.Topics))
+	resolve := func(i, from int) {
+		rt, rs := &r.Topics[i], &topics[i]
+		ot := &out.Topics[i]
+		ot.Partitions = slices.Grow(ot.Partitions, len(rt.Partitions)-from)[:len(rt.Partitions)]
+		targets[i] = slices.Grow(targets[i], len(rt.Partitions)-from)[:len(rt.Partitions)]
+		for j := from; j < len(rt.Partitions); j++ {
+			rs.target(s, &targets[i][j], &rt.Partitions[j], followerErr, replicaID, r.IsolationLevel)
+			ot.Partitions[j].Partition = rt.Partitions[j].Partition
+		}
+	}
+	for i := range r.Topics {
+		rt := &r.Topics[i]
 		var tid [16]byte
 		if version >= 13 {
 			tid = rt.TopicID
@@ -159,34 +216,31 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				terr = errTopicAuthorization
 			}
 		}
-		ot.Partitions = make([]fetchresp.Partition, len(rt.Partitions))
-		targets[i] = make([]fetchTarget, len(rt.Partitions))
-		for j, rp := range rt.Partitions {
-			ft := &targets[i][j]
-			ft.offset, ft.maxBytes, ft.leaderEpoch, ft.logStart = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset
-			switch {
-			case followerErr != nil:
-				ft.err = followerErr
-			case terr != nil:
-				ft.err = terr
-			case rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
-				ft.err = errUnknownTopicOrPartition
-			case t.Parts[rp.Partition] == nil && s.rm.Offline(t.Name, rp.Partition) != nil:
-				ft.err = s.rm.Offline(t.Name, rp.Partition) // its log dir failed
-			case t.Parts[rp.Partition] == nil || !t.Parts[rp.Partition].IsLeader():
-				// Cluster mode: no replica here, or a follower.
-				ft.err = replication.ErrNotLeader
-			case replicaID >= 0:
-				// A follower: HandleReplicaFetch checks that it is one of
-				// the partition's replicas, and its leader epoch. It
-				// waits for the log end, not the high watermark, to move.
-				ft.p, ft.replica = t.Parts[rp.Partition], true
-				ft.throttled = s.repl.leader.Throttled(t.Name, t.Meta.Configs[config.LeaderThrottledReplicas], rp.Partition)
-			default:
-				ft.p, ft.committed = t.Parts[rp.Partition], r.IsolationLevel == 1
-				ft.err = checkLeaderEpoch(ft.p, rp.CurrentLeaderEpoch)
+		topics[i] = resolvedTopic{t: t, err: terr}
+		// Quiet partitions of an incremental session (fetch_session.go)
+		// are left out while the topic still serves them as when they
+		// went quiet; a failed topic answers them all.
+		if session.quietLeft > 0 {
+			session.wake(i, func(sp *sessionPartition) bool {
+				return followerErr == nil && terr == nil && int(sp.key.partition) < len(t.Parts) && t.Parts[sp.key.partition] == sp.part
+			})
+		}
+		resolve(i, 0)
+	}
+	// wakeQuiet brings every quiet partition into the fetch, before it
+	// waits: they are what the wait is for.
+	var wakeQuiet func() bool
+	if session.quietLeft > 0 {
+		wakeQuiet = func() bool {
+			added := false
+			for i := range r.Topics {
+				from := len(r.Topics[i].Partitions)
+				if session.wake(i, nil) > 0 {
+					resolve(i, from)
+					added = true
+				}
 			}
-			ot.Partitions[j].Partition = rp.Partition
+			return added
 		}
 	}
 
@@ -210,14 +264,21 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	}
 	s.longPoll(rc, targets, r.MaxWaitMillis, r.MinBytes, out, func() (int64, bool) {
 		return s.fillFetch(out, targets, maxBytes, r.IsolationLevel, replicaID)
-	})
+	}, wakeQuiet)
 	if replicaID >= 0 {
 		recordLeaderThrottled(s.repl.leader, targets, out)
 	}
 	if s.metrics != nil {
 		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
+		for _, q := range session.quiet {
+			if len(q) > 0 {
+				// Kafka reads every partition of a session: count the
+				// quiet ones as read, with nothing.
+				q[0].part.Stats.FetchedNothing(int64(len(q)))
+			}
+		}
 	}
-	s.fetchSessions.finish(&session, out, s.now())
+	s.fetchSessions.finish(&session, out, targets, s.now())
 	if quotaOn {
 		throttleFetch(s, rc, out)
 	}
@@ -244,12 +305,23 @@ func fetchReplica(r *kmsg.FetchRequest) (int32, int64) {
 // partitions' state is noted before the first read, so a change between the
 // read and the wait still wakes it. Every registration is gone when it
 // returns.
-func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minBytes int32, out *fetchresp.Response, fill func() (total int64, hasErr bool)) {
+//
+// widen, when not nil, adds to the targets partitions that fill left out
+// as having nothing new (an incremental session's quiet ones) and reports
+// whether it did: longPoll calls it before it would wait, then reads and
+// waits on them all.
+func (s *Server) longPoll(rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minBytes int32, out *fetchresp.Response, fill func() (total int64, hasErr bool), widen func() bool) {
+	deadline := time.Now().Add(time.Duration(maxWaitMs) * time.Millisecond)
+	if widen != nil {
+		total, hasErr := fill()
+		if total >= int64(minBytes) || hasErr || maxWaitMs <= 0 || !widen() {
+			return
+		}
+	}
 	if maxWaitMs <= 0 {
 		fill()
 		return
 	}
-	deadline := time.Now().Add(time.Duration(maxWaitMs) * time.Millisecond)
 	pf := parkedFetches.Get().(*parkedFetch)
 	defer pf.release(targets)
 	if pf.prepare(targets) == 0 {
@@ -308,7 +380,8 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 	// Kafka's shouldLeaderThrottle, checked once per read of the
 	// request: the rate is only recorded when the response is sent.
 	leaderExceeded := replicaID >= 0 && s.repl.leader.Exceeded()
-	var remote remoteFill // one remote-tier read per fill, as Kafka; one in progress answers now (tiered.go)
+	var remote remoteFill         // one remote-tier read per fill, as Kafka; one in progress answers now (tiered.go)
+	starts := engine.StartMoves() // before any log start offset is read
 	for i := range targets {
 		for j := range targets[i] {
 			ft := &targets[i][j]
@@ -327,6 +400,7 @@ func (s *Server) fillFetch(out *fetchresp.Response, targets [][]fetchTarget, max
 					s.repl.leader.NoteSkipped(1)
 				}
 			} else if err == nil {
+				ft.read, ft.gen, ft.starts = true, ft.p.WakeGen(), starts
 				err = readPartition(ft, op, &remaining, total == 0)
 				if s.tiered != nil && (err == nil || errors.Is(err, engine.ErrOffsetOutOfRange)) {
 					err = s.fetchTiered(ft, op, &remaining, total == 0, err, &remote)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -354,7 +355,7 @@ func cacheSession(c *fetchSessionCache, follower bool, size int, now time.Time) 
 	}
 	req.Topics = []kmsg.FetchRequestTopic{rt}
 	fc := fetchSessionCtx{kind: fetchFull, privileged: follower, req: req}
-	c.finish(&fc, out, now)
+	c.finish(&fc, out, nil, now)
 	return out.SessionID
 }
 
@@ -513,8 +514,12 @@ func TestFetchSessionSpoofedFollower(t *testing.T) {
 // then a request with a wrong epoch) and checks it against a model of the
 // client: the session holds exactly the model's partitions, a refused
 // request changes nothing, and each answer holds exactly the partitions
-// with records past the client's offset or a high watermark the client
-// has not been told. The seed is logged; FETCH_SESSION_SEED replays one.
+// with records past the client's offset, or a high watermark or log start
+// offset (DeleteRecords now and then) the client has not been told. Most
+// partitions are quiet most of the time (the client named them at the high
+// watermark and nothing changed), which incremental fetches leave out of
+// their read (sessionPartition.quiet): the answers must not tell. The seed
+// is logged; FETCH_SESSION_SEED replays one.
 func TestFetchSessionModel(t *testing.T) {
 	seed := time.Now().UnixNano()
 	if v := os.Getenv("FETCH_SESSION_SEED"); v != "" {
@@ -527,8 +532,13 @@ func TestFetchSessionModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	const nparts = 8
 	s, tp := newWideServer(t, nparts)
-	type clientPart struct{ offset, toldHW int64 }
-	model := map[int32]*clientPart{0: {0, -1}}
+	type clientPart struct{ offset, toldHW, toldStart int64 }
+	model := map[int32]*clientPart{0: {0, -1, -1}}
+	// at picks a fetch offset of p inside its log.
+	at := func(p int32) int64 {
+		start, hw := tp.Parts[p].LogStartOffset(), tp.Parts[p].HighWatermark()
+		return start + rng.Int64N(hw-start+1)
+	}
 	var id, epoch int32
 	newSession := func() {
 		parts := map[int32]int64{}
@@ -537,7 +547,7 @@ func TestFetchSessionModel(t *testing.T) {
 		}
 		resp := mustFetch(t, s, sessFetch(tp, 0, 0, parts))
 		for p, op := range answered(t, resp) {
-			model[p].toldHW = op.HighWatermark
+			model[p].toldHW, model[p].toldStart = op.HighWatermark, op.LogStartOffset
 		}
 		id, epoch = resp.SessionID, 1
 		if id == 0 {
@@ -552,17 +562,31 @@ func TestFetchSessionModel(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if rng.IntN(8) == 0 {
+			// Below every client offset, so that no fetch goes out of
+			// range.
+			p := rng.Int32N(nparts)
+			upTo := tp.Parts[p].HighWatermark()
+			if cp := model[p]; cp != nil {
+				upTo = cp.offset
+			}
+			if start := tp.Parts[p].LogStartOffset(); upTo > start {
+				if _, err := tp.Parts[p].DeleteRecordsBefore(start + 1 + rng.Int64N(upTo-start)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		named := map[int32]int64{}
 		var forget []int32
 		for p := int32(0); p < nparts; p++ {
 			cp := model[p]
 			switch r := rng.IntN(10); {
 			case cp == nil && r == 0:
-				named[p] = rng.Int64N(tp.Parts[p].HighWatermark() + 1)
+				named[p] = at(p)
 			case cp != nil && r == 0:
 				forget = append(forget, p)
 			case cp != nil && r < 3:
-				named[p] = rng.Int64N(tp.Parts[p].HighWatermark() + 1)
+				named[p] = at(p)
 			}
 		}
 		if rng.IntN(10) == 0 {
@@ -583,7 +607,7 @@ func TestFetchSessionModel(t *testing.T) {
 		}
 		for p, off := range named {
 			if model[p] == nil {
-				model[p] = &clientPart{toldHW: -1}
+				model[p] = &clientPart{toldHW: -1, toldStart: -1}
 			}
 			model[p].offset = off
 		}
@@ -596,14 +620,15 @@ func TestFetchSessionModel(t *testing.T) {
 			if resp.SessionID != 0 || sessionParts(s, id) != nil {
 				t.Fatalf("step %d: emptied session %d kept", step, id)
 			}
-			model[rng.Int32N(nparts)] = &clientPart{0, -1}
+			p := rng.Int32N(nparts)
+			model[p] = &clientPart{tp.Parts[p].LogStartOffset(), -1, -1}
 			newSession()
 			continue
 		}
 		got := answered(t, resp)
 		want := map[int32]bool{}
 		for p, cp := range model {
-			if hw := tp.Parts[p].HighWatermark(); cp.offset < hw || cp.toldHW != hw {
+			if hw := tp.Parts[p].HighWatermark(); cp.offset < hw || cp.toldHW != hw || cp.toldStart != tp.Parts[p].LogStartOffset() {
 				want[p] = true
 			}
 		}
@@ -620,7 +645,7 @@ func TestFetchSessionModel(t *testing.T) {
 			if (len(op.RecordBatches) > 0) != (model[p].offset < op.HighWatermark) {
 				t.Fatalf("step %d: partition %d: %d record bytes from %d, HW %d", step, p, len(op.RecordBatches), model[p].offset, op.HighWatermark)
 			}
-			model[p].toldHW = op.HighWatermark
+			model[p].toldHW, model[p].toldStart = op.HighWatermark, op.LogStartOffset
 		}
 		var inModel []int32
 		for p := range model {
@@ -633,6 +658,11 @@ func TestFetchSessionModel(t *testing.T) {
 			t.Fatalf("step %d: session holds %v, client %v", step, inSession, inModel)
 		}
 	}
+	skipped := s.fetchSessions.skipped.Load()
+	if skipped == 0 {
+		t.Fatal("no incremental fetch left a quiet partition out of its read")
+	}
+	t.Logf("%d quiet partitions left out", skipped)
 }
 
 // TestFetchParkedLeaderChange: a parked consumer fetch whose partition
@@ -820,7 +850,7 @@ func TestFetchSessionNoRoomNoBuild(t *testing.T) {
 	fc := fetchSessionCtx{kind: fetchFull, req: req}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	id := c.create(&fc, out, now)
+	id := c.create(&fc, out, nil, now)
 	runtime.ReadMemStats(&m1)
 	if id != 0 {
 		t.Fatal("a session made with no room")
@@ -939,5 +969,107 @@ func TestFetchSessionReauthorized(t *testing.T) {
 	if got := answered(t, fetchAs(as("User:alice"), sessFetch(tp, id, 2, nil))); len(got) != 2 ||
 		got[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || got[1].ErrorCode != kerr.TopicAuthorizationFailed.Code || len(got[0].RecordBatches) != 0 {
 		t.Fatalf("alice's incremental fetch after her ACL went: %+v", got)
+	}
+}
+
+// TestFetchSessionQuietPartitions: an incremental fetch leaves out of its
+// read the partitions that have nothing new since the session's last
+// answer, and still answers every change to them: a fetch that waits
+// watches them too (an append to one wakes it), a read_committed fetch
+// does not trust what read_uncommitted ones left quiet, and a partition
+// that closed answers its error. max_wait is 30 s and the test gives up
+// after 10 s: a bound that tells "woken" from "waited out max_wait", not
+// a measure of speed.
+func TestFetchSessionQuietPartitions(t *testing.T) {
+	const nparts = 8
+	s, tp := newWideServer(t, nparts)
+	all := map[int32]int64{}
+	for p := range int32(nparts) {
+		all[p] = 0
+	}
+	resp := mustFetch(t, s, sessFetch(tp, 0, 0, all))
+	id := resp.SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	epoch := int32(1)
+	next := func(named map[int32]int64) *kmsg.FetchRequest {
+		req := sessFetch(tp, id, epoch, named)
+		epoch++
+		return req
+	}
+	skipped := func() int64 { return s.fetchSessions.skipped.Load() }
+
+	// Nothing changed: every partition is left out, and the answer is
+	// empty.
+	before := skipped()
+	if got := answered(t, mustFetch(t, s, next(nil))); len(got) != 0 {
+		t.Fatalf("nothing changed, answered %v", slices.Sorted(maps.Keys(got)))
+	}
+	if n := skipped() - before; n != nparts {
+		t.Fatalf("%d of %d quiet partitions left out", n, nparts)
+	}
+
+	// A fetch that waits: an append to a quiet partition wakes it.
+	req := next(nil)
+	req.MaxWaitMillis, req.MinBytes = 30_000, 1
+	res := goFetchFlexible(t, s, req)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.parked.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch never parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := tp.Parts[5].Append(context.Background(), oneRecord(), 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case resp := <-res:
+		got := answered(t, resp)
+		if op, ok := got[5]; len(got) != 1 || !ok || len(op.RecordBatches) == 0 || op.HighWatermark != 1 {
+			t.Fatalf("woken by an append to partition 5: answered %+v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an append to a quiet partition did not wake the fetch")
+	}
+
+	// Partition 5 has a record past the client's offset: it is read and
+	// answered again; the others stay out.
+	before = skipped()
+	if got := answered(t, mustFetch(t, s, next(nil))); len(got) != 1 || len(got[5].RecordBatches) == 0 {
+		t.Fatalf("answered %v, want partition 5 with its record", slices.Sorted(maps.Keys(got)))
+	}
+	if n := skipped() - before; n != nparts-1 {
+		t.Fatalf("%d quiet partitions left out, want %d", n, nparts-1)
+	}
+
+	// read_committed: what read_uncommitted fetches left quiet is read
+	// again (the same here: no transaction), and the next read_committed
+	// fetch trusts its own answers.
+	req = next(map[int32]int64{5: 1})
+	req.IsolationLevel = 1
+	before = skipped()
+	if got := answered(t, mustFetch(t, s, req)); len(got) != 0 {
+		t.Fatalf("read_committed answered %v, want nothing new", slices.Sorted(maps.Keys(got)))
+	}
+	if n := skipped() - before; n != 0 {
+		t.Fatalf("a read_committed fetch left out %d partitions read_uncommitted ones left quiet", n)
+	}
+	req = next(nil)
+	req.IsolationLevel = 1
+	before = skipped()
+	mustFetch(t, s, req)
+	if n := skipped() - before; n != nparts {
+		t.Fatalf("the second read_committed fetch left out %d of %d", n, nparts)
+	}
+
+	// A quiet partition that closes answers its error.
+	if err := tp.Parts[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := answered(t, mustFetch(t, s, next(nil)))
+	if op, ok := got[2]; len(got) != 1 || !ok || op.ErrorCode == 0 {
+		t.Fatalf("partition 2 closed: answered %+v", got)
 	}
 }

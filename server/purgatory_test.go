@@ -231,7 +231,9 @@ func BenchmarkLongPollWake(b *testing.B) {
 		name string
 		poll func(s *Server, rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minBytes int32, out *fetchresp.Response, fill func() (int64, bool))
 	}{
-		{"purgatory", (*Server).longPoll},
+		{"purgatory", func(s *Server, rc *reqCtx, targets [][]fetchTarget, maxWaitMs, minBytes int32, out *fetchresp.Response, fill func() (int64, bool)) {
+			s.longPoll(rc, targets, maxWaitMs, minBytes, out, fill, nil)
+		}},
 		{"reflect", longPollReflect},
 	}
 	for _, impl := range impls {

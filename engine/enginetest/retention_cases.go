@@ -16,6 +16,7 @@ func retentionCases() []testCase {
 		{"RetentionNeverActive", testRetentionNeverActive},
 		{"SetConfig", testSetConfig},
 		{"RetentionCompactOnly", testRetentionCompactOnly},
+		{"StartMovesCounted", testStartMovesCounted},
 	}
 }
 
@@ -177,4 +178,32 @@ func testRetentionCompactOnly(t *testing.T, h *harness) {
 		t.Fatalf("cleanup.policy=compact,delete: nothing deleted although every segment but the active one is expired")
 	}
 	checkStart(t, l, m, start)
+}
+
+// testStartMovesCounted: every operation that moves a log's start offset
+// counts in engine.StartMoves, which the fetch path trusts to tell that
+// the log start offsets it answered are current (server/fetch_session.go):
+// retention, DeleteBefore, TruncateFullyAndStartAt and a Truncate below
+// the start. Other tests of the package may count too, so this checks
+// that the count grew, which an engine that forgets to count fails unless
+// another test happened to move a start at the same moment.
+func testStartMovesCounted(t *testing.T, h *harness) {
+	l, _ := minuteLog(t, h, engine.LogConfig{SegmentBytes: 1024, RetentionMs: time.Hour, RetentionBytes: -1})
+	moved := func(what string, op func() error) {
+		t.Helper()
+		before, start := engine.StartMoves(), l.StartOffset()
+		noErr(t, what, op())
+		if l.StartOffset() == start {
+			t.Fatalf("%s left the start offset at %d", what, start)
+		}
+		if engine.StartMoves() == before {
+			t.Fatalf("%s moved the start offset %d -> %d without counting it in engine.StartMoves", what, start, l.StartOffset())
+		}
+	}
+	now := epoch0.Add(time.Hour + 20*time.Minute - time.Millisecond)
+	h.clock.Advance(now.Sub(epoch0))
+	moved("ApplyRetention", func() error { _, err := l.ApplyRetention(now); return err })
+	moved("DeleteBefore", func() error { return l.DeleteBefore(l.StartOffset() + 3) })
+	moved("TruncateFullyAndStartAt", func() error { return fullTruncater(t, h, l).TruncateFullyAndStartAt(l.EndOffset() + 10) })
+	moved("Truncate below the start", func() error { return l.Truncate(l.StartOffset() - 5) })
 }

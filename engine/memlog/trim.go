@@ -103,6 +103,7 @@ func (l *Log) restartAt(offset int64) {
 	defer l.mu.Unlock()
 	l.chunks, l.size = nil, 0
 	l.start, l.end = offset, offset
+	engine.StartMoved()
 	l.epochs = engine.NewEpochCache(nil)
 	l.checkpoint = 0
 	l.aborted = nil
@@ -143,6 +144,7 @@ func (l *Log) setStartLocked(start int64) {
 	// Copy rather than reslice so the dropped chunks can be collected.
 	l.chunks = append([]*chunk(nil), l.chunks[n:]...)
 	l.start = start
+	engine.StartMoved()
 	l.epochs.TruncateFromStart(start)
 	if len(l.chunks) > 0 {
 		first := l.chunks[0].base

@@ -203,9 +203,13 @@ func (l *Log) publish(start, end int64, segs []segment, epochs *engine.EpochCach
 	if l.tail != nil {
 		l.tail.reset() // before the caller punches what it unindexed
 	}
+	moved := l.startPub.Load() != start
 	l.startPub.Store(start)
 	l.endPub.Store(end)
 	l.checkpoint = checkpoint
+	if moved {
+		engine.StartMoved()
+	}
 }
 
 // segmentFor returns the index of the segment holding offset: the first
