@@ -80,6 +80,7 @@ import (
 	"github.com/sluice/sluice/acl"
 	"github.com/sluice/sluice/config"
 	"github.com/sluice/sluice/engine"
+	"github.com/sluice/sluice/metrics"
 	"github.com/sluice/sluice/quota"
 	"github.com/sluice/sluice/record"
 	"github.com/sluice/sluice/replica"
@@ -120,6 +121,9 @@ type fetchTarget struct {
 type resolvedTopic struct {
 	t   *replica.Topic
 	err error
+	// quietStats is the topic's metrics handle, when an incremental
+	// session left partitions of it out of the read (quiet).
+	quietStats *metrics.Topic
 }
 
 // target resolves rp, a partition of the topic, into ft for a consumer
@@ -216,13 +220,17 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 				terr = errTopicAuthorization
 			}
 		}
-		topics[i] = resolvedTopic{t: t, err: terr}
+		topics[i].t, topics[i].err = t, terr
 		// Quiet partitions of an incremental session (fetch_session.go)
 		// are left out while the topic still serves them as when they
 		// went quiet; a failed topic answers them all.
 		if session.quietLeft > 0 {
 			session.wake(i, func(sp *sessionPartition) bool {
-				return followerErr == nil && terr == nil && int(sp.key.partition) < len(t.Parts) && t.Parts[sp.key.partition] == sp.part
+				keep := followerErr == nil && terr == nil && int(sp.key.partition) < len(t.Parts) && t.Parts[sp.key.partition] == sp.part
+				if keep {
+					topics[i].quietStats = t.Parts[sp.key.partition].Stats
+				}
+				return keep
 			})
 		}
 		resolve(i, 0)
@@ -270,11 +278,11 @@ func handleFetch(s *Server, rc *reqCtx, req kmsg.Request) (*response, error) {
 	}
 	if s.metrics != nil {
 		countFetch(s.metrics.Request(apiKeyFetch), targets, out, replicaID >= 0)
-		for _, q := range session.quiet {
+		for i, q := range session.quiet {
 			if len(q) > 0 {
 				// Kafka reads every partition of a session: count the
 				// quiet ones as read, with nothing.
-				q[0].part.Stats.FetchedNothing(int64(len(q)))
+				topics[i].quietStats.FetchedNothing(int64(len(q)))
 			}
 		}
 	}

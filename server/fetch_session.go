@@ -333,11 +333,16 @@ type fetchSessionCtx struct {
 
 // wake adds to r.Topics[i] the partitions of quiet[i] for which keep is
 // false (all of them when keep is nil) and returns how many it added; the
-// caller resolves and reads them with the rest.
+// caller resolves and reads them with the rest. keep runs with the
+// session's mutex held: a client racing itself may be changing the
+// session's partitions (its answer is refused at finish then, but what
+// it reads must be whole).
 func (fc *fetchSessionCtx) wake(i int, keep func(*sessionPartition) bool) int {
-	if i >= len(fc.quiet) {
+	if i >= len(fc.quiet) || len(fc.quiet[i]) == 0 {
 		return 0
 	}
+	fc.sess.mu.Lock()
+	defer fc.sess.mu.Unlock()
 	q, rt, n := fc.quiet[i][:0], &fc.req.Topics[i], 0
 	for _, p := range fc.quiet[i] {
 		if keep != nil && keep(p) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1072,4 +1073,84 @@ func TestFetchSessionQuietPartitions(t *testing.T) {
 	if op, ok := got[2]; len(got) != 1 || !ok || op.ErrorCode == 0 {
 		t.Fatalf("partition 2 closed: answered %+v", got)
 	}
+}
+
+// TestFetchSessionQuietRace: a client racing itself over a session of
+// quiet partitions (requests with the same epoch, fetches that wait and
+// widen to every partition, appends and log start moves beside them)
+// gets answers or INVALID_FETCH_SESSION_EPOCH, never anything else; under
+// -race it checks that a request reads the session's partitions (wake)
+// under the session's mutex while another one updates them.
+func TestFetchSessionQuietRace(t *testing.T) {
+	const nparts = 8
+	s, tp := newWideServer(t, nparts)
+	all := map[int32]int64{}
+	for p := range int32(nparts) {
+		all[p] = 0
+	}
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, all)).SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	epochOf := func() int32 {
+		c := s.fetchSessions
+		c.mu.Lock()
+		ss := c.sessions[id]
+		c.mu.Unlock()
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		return ss.epoch
+	}
+	var wg sync.WaitGroup
+	var ok, refused atomic.Int64
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 150 {
+				named := map[int32]int64{}
+				if rng.IntN(3) == 0 {
+					p := rng.Int32N(nparts)
+					named[p] = tp.Parts[p].HighWatermark()
+				}
+				req := sessFetch(tp, id, epochOf(), named)
+				if rng.IntN(2) == 0 {
+					req.MaxWaitMillis, req.MinBytes = 2, 1
+				}
+				resp, err := fetchFlexible(s, req)
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case resp.ErrorCode == 0:
+					ok.Add(1)
+				case resp.ErrorCode == kerr.InvalidFetchSessionEpoch.Code:
+					refused.Add(1)
+				default:
+					t.Errorf("racing fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 300 {
+			p := int32(i % nparts)
+			if _, err := tp.Parts[p].Append(context.Background(), oneRecord(), 1); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 0 {
+				if _, err := tp.Parts[p].DeleteRecordsBefore(-1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	wg.Wait()
+	if ok.Load() == 0 || s.fetchSessions.skipped.Load() == 0 {
+		t.Fatalf("%d answered, %d refused, %d quiet partitions left out: the race never ran the quiet path",
+			ok.Load(), refused.Load(), s.fetchSessions.skipped.Load())
+	}
+	t.Logf("%d answered, %d refused, %d quiet partitions left out", ok.Load(), refused.Load(), s.fetchSessions.skipped.Load())
 }
