@@ -126,13 +126,18 @@ func fetchFlexibleAs(s *Server, rc *reqCtx, req *kmsg.FetchRequest) (*kmsg.Fetch
 	return out, out.ReadFrom(body)
 }
 
+// cachedSession returns session id of s's cache, nil if there is none.
+func cachedSession(s *Server, id int32) *fetchSession {
+	c := s.fetchSessions
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[id]
+}
+
 // sessionParts returns the partitions of session id in read order, nil if
 // there is no such session.
 func sessionParts(s *Server, id int32) []int32 {
-	c := s.fetchSessions
-	c.mu.Lock()
-	sess := c.sessions[id]
-	c.mu.Unlock()
+	sess := cachedSession(s, id)
 	if sess == nil {
 		return nil
 	}
@@ -738,9 +743,7 @@ func TestFetchSessionLockPerSession(t *testing.T) {
 	busy := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{0: 0})).SessionID
 	other := mustFetch(t, s, sessFetch(tp, 0, 0, map[int32]int64{1: 0})).SessionID
 	c := s.fetchSessions
-	c.mu.Lock()
-	sb := c.sessions[busy]
-	c.mu.Unlock()
+	sb := cachedSession(s, busy)
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 
@@ -973,6 +976,23 @@ func TestFetchSessionReauthorized(t *testing.T) {
 	}
 }
 
+// newQuietSession returns a server with a topic of n empty partitions and
+// the id of a fetch session (next epoch 1) over all of them at offset 0:
+// every partition is quiet after the answer that made it.
+func newQuietSession(t *testing.T, n int32) (*Server, *replica.Topic, int32) {
+	t.Helper()
+	s, tp := newWideServer(t, n)
+	all := map[int32]int64{}
+	for p := range n {
+		all[p] = 0
+	}
+	id := mustFetch(t, s, sessFetch(tp, 0, 0, all)).SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	return s, tp, id
+}
+
 // TestFetchSessionQuietPartitions: an incremental fetch leaves out of its
 // read the partitions that have nothing new since the session's last
 // answer, and still answers every change to them: a fetch that waits
@@ -983,16 +1003,7 @@ func TestFetchSessionReauthorized(t *testing.T) {
 // a measure of speed.
 func TestFetchSessionQuietPartitions(t *testing.T) {
 	const nparts = 8
-	s, tp := newWideServer(t, nparts)
-	all := map[int32]int64{}
-	for p := range int32(nparts) {
-		all[p] = 0
-	}
-	resp := mustFetch(t, s, sessFetch(tp, 0, 0, all))
-	id := resp.SessionID
-	if id == 0 {
-		t.Fatal("no session")
-	}
+	s, tp, id := newQuietSession(t, nparts)
 	epoch := int32(1)
 	next := func(named map[int32]int64) *kmsg.FetchRequest {
 		req := sessFetch(tp, id, epoch, named)
@@ -1083,20 +1094,9 @@ func TestFetchSessionQuietPartitions(t *testing.T) {
 // under the session's mutex while another one updates them.
 func TestFetchSessionQuietRace(t *testing.T) {
 	const nparts = 8
-	s, tp := newWideServer(t, nparts)
-	all := map[int32]int64{}
-	for p := range int32(nparts) {
-		all[p] = 0
-	}
-	id := mustFetch(t, s, sessFetch(tp, 0, 0, all)).SessionID
-	if id == 0 {
-		t.Fatal("no session")
-	}
+	s, tp, id := newQuietSession(t, nparts)
 	epochOf := func() int32 {
-		c := s.fetchSessions
-		c.mu.Lock()
-		ss := c.sessions[id]
-		c.mu.Unlock()
+		ss := cachedSession(s, id)
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 		return ss.epoch
