@@ -179,7 +179,7 @@ func (p *sessionPartition) note(ft *fetchTarget, op *fetchresp.Partition) {
 	if ft.committed {
 		bound = op.LastStableOffset
 	}
-	p.quiet = ft.p != nil && ft.read && !ft.replica && op.ErrorCode == 0 && op.Records.Len() == 0 &&
+	p.quiet = ft.read && op.ErrorCode == 0 && op.Records.Len() == 0 &&
 		op.PreferredReadReplica < 0 && op.DivergingEpoch == nil && bound >= 0 && ft.offset >= bound
 	p.part = nil
 	if p.quiet {

@@ -319,7 +319,7 @@ func TestFetchSessionRace(t *testing.T) {
 	slow := sessFetch(tp, id, 1, nil)
 	slow.MaxWaitMillis, slow.MinBytes = 60_000, 1
 	res := goFetchFlexible(t, s, slow)
-	waitParked(s, 1)
+	waitParked(t, s, 1)
 	if resp := mustFetch(t, s, sessFetch(tp, id, 2, nil)); resp.ErrorCode != 0 {
 		t.Fatalf("next epoch: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -713,7 +713,7 @@ func TestFetchParkedLeaderChange(t *testing.T) {
 			}
 			req.MaxWaitMillis, req.MinBytes = 30_000, 1
 			res := goFetchFlexible(t, s, req)
-			waitParked(s, 1)
+			waitParked(t, s, 1)
 			if err := tc.change(s, p, epoch); err != nil {
 				t.Fatal(err)
 			}
@@ -1026,13 +1026,7 @@ func TestFetchSessionQuietPartitions(t *testing.T) {
 	req := next(nil)
 	req.MaxWaitMillis, req.MinBytes = 30_000, 1
 	res := goFetchFlexible(t, s, req)
-	deadline := time.Now().Add(10 * time.Second)
-	for s.parked.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the fetch never parked")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitParked(t, s, 1)
 	if _, err := tp.Parts[5].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}

@@ -101,9 +101,15 @@ func goFetch(t *testing.T, s *Server, rc *reqCtx, req *kmsg.FetchRequest) <-chan
 	return out
 }
 
-// waitParked waits until n fetches are parked.
-func waitParked(s *Server, n int64) {
+// waitParked waits until n fetches are parked, failing tb after 30 s (a
+// bound that tells "parked" from "never parks", not a measure of speed).
+func waitParked(tb testing.TB, s *Server, n int64) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for s.parked.Load() != n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d fetches parked after 30 s, want %d", s.parked.Load(), n)
+		}
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
 	}
@@ -126,7 +132,7 @@ func TestLongPoll100kPartitions(t *testing.T) {
 	const n, woken = 100_000, 77_777
 	s, tp := newWideServer(t, n)
 	res := goFetch(t, s, &reqCtx{}, wideFetch(tp, 60_000, 1))
-	waitParked(s, 1)
+	waitParked(t, s, 1)
 	if _, err := tp.Parts[woken].Append(context.Background(), oneRecord(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +194,7 @@ func TestLongPollEnds(t *testing.T) {
 			rc := &reqCtx{conn: &conn{done: done}}
 			res := goFetch(t, s, rc, wideFetch(tp, tc.maxWait, tc.minBytes))
 			if tc.end != nil {
-				waitParked(s, 1)
+				waitParked(t, s, 1)
 				tc.end(s, tp, func() { close(done) })
 			}
 			resp := <-res
