@@ -387,7 +387,8 @@ func putClassBuf(b *[]byte) bool {
 // heap buffer of the size it was charged (a class buffer, or an exact one
 // above maxPooledFrame) once whole (settle); the mapping is unmapped then
 // or when the read fails. Why: a frame the client trickles holds only
-// the pages it has sent (the mapping is touched as it is written), with
+// the pages it has sent (the mapping is touched as it is written; in huge
+// pages once its charge reaches hugeFrameBytes, adviseHugeFrame), with
 // no copy each time it doubles, and its memory goes back to the kernel
 // the moment the connection gives up, instead of waiting for the GC to
 // find it and the scavenger to return it. Before, 40 connections
@@ -398,6 +399,7 @@ func putClassBuf(b *[]byte) bool {
 type frameBuf struct {
 	p        *[]byte // *p is the heap buffer; nil before the first grow and while m is used
 	m        []byte  // a large frame's mapping (len: the frame), until settle
+	huge     bool    // m is advised for huge pages (adviseHugeFrame)
 	charged  int64   // acquired from the pool: cap(*p), or m's doubling share
 	reserved bool    // charged to the pool's reserve (a small frame)
 }
@@ -428,6 +430,10 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 	}
 	f.charged += int64(next - old)
 	if f.m != nil {
+		if !f.huge && f.charged >= hugeFrameBytes {
+			adviseHugeFrame(f.m)
+			f.huge = true
+		}
 		return f.m[:min(n, next)], nil
 	}
 	var nb *[]byte
@@ -461,7 +467,7 @@ func (f *frameBuf) settle(n int) []byte {
 	}
 	copy(*nb, f.m[:n])
 	unmapFrame(f.m)
-	f.m, f.p = nil, nb
+	f.m, f.huge, f.p = nil, false, nb
 	return (*nb)[:n]
 }
 
@@ -471,7 +477,7 @@ func (f *frameBuf) settle(n int) []byte {
 func (f *frameBuf) free(pool *memPool, keep bool) {
 	if f.m != nil { // the read failed: nobody saw the mapping
 		unmapFrame(f.m)
-		f.m = nil
+		f.m, f.huge = nil, false
 	}
 	if f.charged == 0 {
 		return
