@@ -43,12 +43,12 @@ const hugeFrameBytes = 2 << 20
 
 // adviseHugeFrame asks for transparent huge pages in a frame's mapping
 // (madvise MADV_HUGEPAGE), so that the socket reads filling it fault once
-// per 2 MiB instead of once per 4 KiB page. With THP in its "madvise"
-// mode (Debian's and Ubuntu's default) anonymous memory gets huge pages
-// only where advised. On the paravirtualized hosts these benchmarks run
-// on a page fault costs about 10 us: filling fresh 16 MiB mappings in
-// 64 KiB copies cost 3.3-3.5 CPU s per GB in 4 KiB pages and 0.07 with
-// the advice (BENCHMARKS.md, "Huge pages for the frames read into
+// per 2 MiB instead of once per 4 KiB page. In THP's "madvise" mode (as
+// on the machines of BENCHMARKS.md) anonymous memory gets huge pages only
+// where advised. On the paravirtualized hosts these benchmarks run on a
+// page fault costs 10-14 us: filling fresh 16 MiB mappings in 64 KiB
+// copies cost 3.3-3.5 CPU s per GB in 4 KiB pages and 0.07 with the
+// advice (BENCHMARKS.md, "Huge pages for the frames read into
 // mappings"). frameBuf.grow advises a mapping once its charge reaches
 // hugeFrameBytes, so the pages a slow client can make resident stay
 // within twice what the pool charged it (a huge page at the end of what
