@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // vmFlags returns the VmFlags of the mapping holding addr, from
@@ -25,7 +27,7 @@ func vmFlags(t *testing.T, addr uintptr) []string {
 	for sc.Scan() {
 		line := sc.Text()
 		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 && strings.Contains(line[:strings.IndexByte(line, ' ')], "-") {
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 { // a mapping's first line
 			in = lo <= addr && addr < hi
 			continue
 		}
@@ -47,6 +49,9 @@ func vmFlags(t *testing.T, addr uintptr) []string {
 func TestFrameMappingHugePages(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
 		t.Skip("no transparent huge pages in this kernel")
+	}
+	if off, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0); err == nil && off != 0 {
+		t.Skip("transparent huge pages disabled for this process (PR_SET_THP_DISABLE)")
 	}
 	p := newMemPool(-1, 0)
 	const n = 8 << 20
