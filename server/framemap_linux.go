@@ -36,11 +36,6 @@ func mapFrame(n int) []byte {
 	return b
 }
 
-// hugeFrameBytes is the size of a transparent huge page on amd64 and
-// arm64 (4 KiB base pages), the unit adviseHugeFrame makes a mapping's
-// pages fault in at.
-const hugeFrameBytes = 2 << 20
-
 // adviseHugeFrame asks for transparent huge pages in a frame's mapping
 // (madvise MADV_HUGEPAGE), so that the socket reads filling it fault once
 // per 2 MiB instead of once per 4 KiB page. In THP's "madvise" mode (as

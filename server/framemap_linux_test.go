@@ -67,8 +67,8 @@ func TestFrameMappingHugePages(t *testing.T) {
 			t.Fatalf("a %d-byte frame was not mapped", n)
 		}
 		hg := slices.Contains(vmFlags(t, uintptr(unsafe.Pointer(&f.m[0]))), "hg")
-		if hg != (f.charged >= hugeFrameBytes) || hg != f.huge {
-			t.Fatalf("charged %d: mapping advised %v (frameBuf.huge %v), want %v", f.charged, hg, f.huge, f.charged >= hugeFrameBytes)
+		if hg != (f.charged >= hugeFrameBytes) {
+			t.Fatalf("charged %d: mapping advised %v, want %v", f.charged, hg, f.charged >= hugeFrameBytes)
 		}
 		if hg && advisedAt < 0 {
 			advisedAt = f.charged
@@ -82,7 +82,7 @@ func TestFrameMappingHugePages(t *testing.T) {
 		t.Fatalf("advised at a charge of %d, want %d", advisedAt, hugeFrameBytes)
 	}
 	body := f.settle(n)
-	if f.m != nil || f.huge {
+	if f.m != nil {
 		t.Fatal("settle left the mapping")
 	}
 	for i := range n {

@@ -7,6 +7,4 @@ func mapFrame(int) []byte { return nil }
 
 func unmapFrame([]byte) {}
 
-const hugeFrameBytes = 2 << 20
-
 func adviseHugeFrame([]byte) {}

@@ -375,6 +375,11 @@ func putClassBuf(b *[]byte) bool {
 	return true
 }
 
+// hugeFrameBytes is the size of a transparent huge page on amd64 and
+// arm64 (4 KiB base pages): frameBuf.grow advises a frame's mapping for
+// huge pages (adviseHugeFrame) once its charge reaches it.
+const hugeFrameBytes = 2 << 20
+
 // frameBuf is one request frame being read: the bytes read so far and
 // the charge for them.
 //
@@ -399,7 +404,6 @@ func putClassBuf(b *[]byte) bool {
 type frameBuf struct {
 	p        *[]byte // *p is the heap buffer; nil before the first grow and while m is used
 	m        []byte  // a large frame's mapping (len: the frame), until settle
-	huge     bool    // m is advised for huge pages (adviseHugeFrame)
 	charged  int64   // acquired from the pool: cap(*p), or m's doubling share
 	reserved bool    // charged to the pool's reserve (a small frame)
 }
@@ -430,9 +434,8 @@ func (f *frameBuf) grow(pool *memPool, n, have, want int, deadline time.Time, st
 	}
 	f.charged += int64(next - old)
 	if f.m != nil {
-		if !f.huge && f.charged >= hugeFrameBytes {
-			adviseHugeFrame(f.m)
-			f.huge = true
+		if old < hugeFrameBytes && f.charged >= hugeFrameBytes {
+			adviseHugeFrame(f.m) // the charge just reached a huge page
 		}
 		return f.m[:min(n, next)], nil
 	}
@@ -467,7 +470,7 @@ func (f *frameBuf) settle(n int) []byte {
 	}
 	copy(*nb, f.m[:n])
 	unmapFrame(f.m)
-	f.m, f.huge, f.p = nil, false, nb
+	f.m, f.p = nil, nb
 	return (*nb)[:n]
 }
 
@@ -477,7 +480,7 @@ func (f *frameBuf) settle(n int) []byte {
 func (f *frameBuf) free(pool *memPool, keep bool) {
 	if f.m != nil { // the read failed: nobody saw the mapping
 		unmapFrame(f.m)
-		f.m, f.huge = nil, false
+		f.m = nil
 	}
 	if f.charged == 0 {
 		return
